@@ -1,0 +1,171 @@
+// Package chat is parley's model: threads, routes, events, cards and inputs, with
+// the event payloads every channel shows and every driver reports. It does no I/O.
+package chat
+
+import (
+	"encoding/json"
+	"errors"
+	"strconv"
+	"time"
+)
+
+// ThreadID names one conversation with one agent in one working directory.
+type ThreadID string
+
+// RouteKey is a place people talk from: a browser chat, a TUI, an IM chat.
+type RouteKey struct {
+	Channel string `json:"channel"`
+	Chat    string `json:"chat"`
+}
+
+func (k RouteKey) String() string { return k.Channel + ":" + k.Chat }
+
+// Thread states, as the dashboard shows them.
+const (
+	ThreadIdle     = "idle"     // a session is live and no turn runs
+	ThreadWorking  = "working"  // a turn is in flight
+	ThreadUnloaded = "unloaded" // no live session; the next message resumes it
+	ThreadCrashed  = "crashed"  // the session died; the next message resumes it
+)
+
+// Thread is one persisted conversation. Its lane goroutine is its only writer.
+type Thread struct {
+	ID        ThreadID  `json:"id"`
+	Agent     string    `json:"agent"`
+	Cwd       string    `json:"cwd"`
+	SessionID string    `json:"session_id"` // the agent's native session id, for resume
+	Title     string    `json:"title"`
+	State     string    `json:"state"`
+	Mode      string    `json:"mode,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+	// LastSeq is the seq of the newest event in the thread's log.
+	LastSeq int64 `json:"last_seq"`
+	// TurnMessageID is the person's message whose turn is in flight, or "".
+	// A non-empty value found at start-up means the daemon died mid-turn.
+	TurnMessageID string `json:"-"`
+}
+
+// Route is a route and the thread it is attached to now.
+type Route struct {
+	Key       RouteKey  `json:"key"`
+	ThreadID  ThreadID  `json:"thread"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// Delivery states of an input, in the order they happen.
+const (
+	DeliveryQueued     = "queued"
+	DeliveryDelivering = "delivering"
+	DeliverySubmitted  = "submitted"
+	DeliveryFailed     = "failed"
+)
+
+// Input is a message a person sent, kept from acceptance until it is delivered or failed.
+type Input struct {
+	MessageID  string    `json:"message_id"`
+	ThreadID   ThreadID  `json:"thread"`
+	From       RouteKey  `json:"from"`
+	Text       string    `json:"text"`
+	State      string    `json:"state"`
+	Detail     string    `json:"detail,omitempty"`
+	AcceptedAt time.Time `json:"accepted_at"`
+}
+
+// Pending reports whether the input still waits for delivery.
+func (in Input) Pending() bool {
+	return in.State == DeliveryQueued || in.State == DeliveryDelivering
+}
+
+// Card kinds and states.
+const (
+	CardPermission = "permission"
+	CardQuestion   = "question"
+
+	CardOpen      = "open"
+	CardResolved  = "resolved"
+	CardCancelled = "cancelled"
+	CardExpired   = "expired"
+)
+
+// Card is a permission request or a question, resolved exactly once.
+type Card struct {
+	ThreadID  ThreadID `json:"thread"`
+	RequestID string   `json:"request_id"`
+	Kind      string   `json:"kind"`
+	State     string   `json:"state"`
+	// Request is the wire payload of the permission_request or question event.
+	Request json.RawMessage `json:"request"`
+	// Resolution is the payload of the *_resolved event once the card is over.
+	Resolution    json.RawMessage `json:"resolution,omitempty"`
+	TurnMessageID string          `json:"turn_message_id,omitempty"`
+	CreatedAt     time.Time       `json:"created_at"`
+	ResolvedAt    time.Time       `json:"resolved_at,omitempty"`
+}
+
+// Event is one entry of a thread's log: a type, a gapless per-thread seq and a payload.
+// Connection-level events (config, replay_done, …) have no thread and no seq.
+type Event struct {
+	Type    string
+	Thread  ThreadID
+	Seq     int64
+	TS      time.Time
+	Payload json.RawMessage // a JSON object of the type's own fields
+}
+
+// NewEvent builds an unsequenced event from a payload.
+func NewEvent(thread ThreadID, p Payload, ts time.Time) (Event, error) {
+	b, err := json.Marshal(p)
+	if err != nil {
+		return Event{}, err
+	}
+	return Event{Type: p.EventType(), Thread: thread, TS: ts, Payload: b}, nil
+}
+
+// Decode unmarshals the payload into v.
+func (e Event) Decode(v any) error { return json.Unmarshal(e.Payload, v) }
+
+// Frame is the event as it goes on the wire: the payload's fields beside
+// type, thread, seq and ts. It is built once and shared by every connection.
+func (e Event) Frame() []byte {
+	b := make([]byte, 0, len(e.Payload)+96)
+	b = append(b, `{"type":`...)
+	b = strconv.AppendQuote(b, e.Type)
+	if e.Thread != "" {
+		b = append(b, `,"thread":`...)
+		b = strconv.AppendQuote(b, string(e.Thread))
+	}
+	if e.Seq != 0 {
+		b = append(b, `,"seq":`...)
+		b = strconv.AppendInt(b, e.Seq, 10)
+	}
+	if !e.TS.IsZero() {
+		b = append(b, `,"ts":"`...)
+		b = e.TS.UTC().AppendFormat(b, TimeFormat)
+		b = append(b, '"')
+	}
+	p := e.Payload
+	if len(p) > 2 && p[0] == '{' {
+		b = append(b, ',')
+		b = append(b, p[1:]...)
+	} else {
+		b = append(b, '}')
+	}
+	return b
+}
+
+// TimeFormat is RFC 3339 with milliseconds, as the protocol promises.
+const TimeFormat = "2006-01-02T15:04:05.000Z07:00"
+
+// Sentinel errors, mapped to socket codes and HTTP statuses in the web channel.
+var (
+	ErrNotFound    = errors.New("not found")
+	ErrBusy        = errors.New("thread is busy: too many messages waiting")
+	ErrCardClosed  = errors.New("card is no longer open")
+	ErrNoTurn      = errors.New("no turn is running")
+	ErrBadInput    = errors.New("bad input")
+	ErrOutsideRoot = errors.New("working directory is outside the allowed roots")
+	ErrUnknownAgent = errors.New("unknown agent")
+	ErrClosed      = errors.New("parley is shutting down")
+	ErrDuplicate   = errors.New("duplicate message id")
+)

@@ -1,0 +1,131 @@
+// Package driver is the contract between a thread's lane and the agent behind it.
+// The stream, acp and tmux transports implement it; the router never knows which
+// one serves a thread.
+//
+// The life of a turn, as the lane sees it:
+//
+//	Start (or resume) → Session
+//	Session.Prompt     returns once the text reached the agent (nil → "submitted")
+//	                   or could not (error → "failed", with the error's words)
+//	Sink.Event(...)    streamed updates: chunks, tool calls, cards, mode, …
+//	Sink.TurnEnded(r)  the turn is over, with its stop reason
+//
+// Cancel, AnswerPermission and AnswerQuestion may be called at any time, from
+// another goroutine than Prompt's: stop and card answers never wait behind a turn.
+package driver
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/parleyhq/parley/internal/chat"
+)
+
+// Driver starts sessions of one transport.
+type Driver interface {
+	// Start starts a session for spec, or resumes spec.ResumeID when it is set.
+	// Updates are reported to sink until the session is closed or exits.
+	Start(ctx context.Context, spec Spec, sink Sink) (Session, error)
+}
+
+// Spec says what to start.
+type Spec struct {
+	ThreadID chat.ThreadID
+	AgentID  string
+	Command  string   // program path or name found on PATH
+	Args     []string // extra arguments from config
+	Env      []string // KEY=VALUE pairs added to parley's own environment
+	Cwd      string   // the thread's working directory (already confined to a root)
+	ResumeID string   // the agent's native session id to resume, or ""
+	Mode     string   // the session mode to start in, or ""
+	Model    string   // the model to ask for, or ""
+	// Options carries transport-specific settings from config (e.g. the tmux session to adopt).
+	Options map[string]string
+	Logger  *slog.Logger
+}
+
+// Session is one live agent process (or pane) serving a thread.
+type Session interface {
+	// Prompt hands the person's text to the agent. It returns nil once the agent
+	// has it (the receipt becomes "submitted"), or an error whose text says, in words
+	// a person can act on, why it could not. The turn's end comes later, through
+	// Sink.TurnEnded. Cancelling ctx abandons a delivery that has not happened yet.
+	Prompt(ctx context.Context, p Prompt) error
+	// Cancel stops the turn in flight at once. The driver ends the turn with
+	// TurnEnded(chat.StopCancelled) and withdraws its open cards.
+	Cancel(ctx context.Context) error
+	// AnswerPermission answers an open permission_request card.
+	AnswerPermission(ctx context.Context, requestID string, a PermissionAnswer) error
+	// AnswerQuestion answers an open question card.
+	AnswerQuestion(ctx context.Context, requestID string, a QuestionAnswer) error
+	// SetMode changes the session mode; the driver reports the new mode as a chat.Mode event.
+	SetMode(ctx context.Context, modeID string) error
+	// SetConfigOption changes one config option (model, effort, …).
+	SetConfigOption(ctx context.Context, id, value string) error
+	// Close ends the session (the process, not the thread). It is safe to call twice.
+	Close(ctx context.Context) error
+}
+
+// Prompt is one message for the agent.
+type Prompt struct {
+	MessageID string
+	Text      string
+	Images    []Image
+}
+
+// Image is an attachment in a prompt.
+type Image struct {
+	MIMEType string
+	Data     []byte
+}
+
+// PermissionAnswer is the option chosen on a permission card.
+type PermissionAnswer struct {
+	OptionID string
+	Message  string // the person's reason, for a reject
+}
+
+// QuestionAnswer answers a question card.
+type QuestionAnswer struct {
+	Answers  chat.Answers
+	Response string // an optional free reply that answers no specific question
+}
+
+// Sink receives a session's updates. Its methods never block for long and are
+// safe to call from any goroutine; the lane serializes them.
+type Sink interface {
+	// Event reports something the person sees: an agent_chunk, tool_call,
+	// permission_request, question, mode, plan, usage, commands or error payload.
+	Event(p chat.Payload)
+	// SessionID reports the agent's native session id, once known (for resume).
+	SessionID(id string)
+	// TurnEnded ends the turn in flight with a stop reason (chat.Stop*).
+	TurnEnded(stopReason string)
+	// CardWithdrawn says the agent no longer waits for the card with this id.
+	CardWithdrawn(requestID string)
+	// Exited says the session ended by itself; err says why (nil: a clean exit).
+	Exited(err error)
+}
+
+// SessionLister is implemented by drivers that can list an agent's own sessions.
+type SessionLister interface {
+	ListSessions(ctx context.Context, spec Spec) ([]NativeSession, error)
+}
+
+// NativeSession is a session the agent itself keeps (e.g. a Claude transcript).
+type NativeSession struct {
+	ID        string    `json:"session_id"`
+	Cwd       string    `json:"cwd"`
+	Title     string    `json:"title"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// Errors a driver may return; wrap them with detail for the person.
+var (
+	ErrNotRunning   = errors.New("the agent is not running")
+	ErrUnknownCard  = errors.New("the agent is not waiting for that card")
+	ErrUnsupported  = errors.New("the agent does not support that")
+	ErrHistoryLost  = errors.New("the agent could not restore the session's history")
+)

@@ -1,0 +1,59 @@
+// Package store is parley's persistence: threads, routes, each thread's event log,
+// cards and inputs not yet delivered. The interface is what a PostgreSQL store will
+// share with the SQLite one (package store/sqlite), so its SQL stays portable.
+package store
+
+import (
+	"context"
+
+	"github.com/parleyhq/parley/internal/chat"
+)
+
+// Store is safe for concurrent use. Each thread's lane is the only writer of that
+// thread's rows, so Commit never races with itself for one thread.
+type Store interface {
+	// Commit writes a batch in one transaction: all of it or nothing.
+	Commit(ctx context.Context, b Batch) error
+
+	// Thread returns one thread, or chat.ErrNotFound.
+	Thread(ctx context.Context, id chat.ThreadID) (chat.Thread, error)
+	// Threads returns every thread, newest activity first.
+	Threads(ctx context.Context) ([]chat.Thread, error)
+
+	// Route returns a route's attachment, or chat.ErrNotFound.
+	Route(ctx context.Context, key chat.RouteKey) (chat.Route, error)
+	// AttachRoute attaches a route to a thread (creating the route if new).
+	AttachRoute(ctx context.Context, key chat.RouteKey, thread chat.ThreadID) error
+	// Routes returns every route.
+	Routes(ctx context.Context) ([]chat.Route, error)
+
+	// Events returns up to limit events of a thread with seq > since, in seq order.
+	// limit <= 0 means no limit.
+	Events(ctx context.Context, thread chat.ThreadID, since int64, limit int) ([]chat.Event, error)
+	// Tail returns the last n events of a thread, in seq order.
+	Tail(ctx context.Context, thread chat.ThreadID, n int) ([]chat.Event, error)
+
+	// Cards returns a thread's cards in the given state ("" for all), oldest first.
+	Cards(ctx context.Context, thread chat.ThreadID, state string) ([]chat.Card, error)
+
+	// Input returns an input by its message id, or chat.ErrNotFound.
+	Input(ctx context.Context, messageID string) (chat.Input, error)
+	// PendingInputs returns every queued or delivering input, in acceptance order.
+	PendingInputs(ctx context.Context) ([]chat.Input, error)
+
+	Close() error
+}
+
+// Batch is what one lane step changes. Events carry the seq the lane assigned
+// (the lane is the thread's only writer); the store rejects a seq already used.
+type Batch struct {
+	Thread *chat.Thread // inserted or updated when set
+	Events []chat.Event
+	Cards  []chat.Card  // inserted or updated, keyed by (thread, request id)
+	Inputs []chat.Input // inserted or updated, keyed by message id
+}
+
+// Empty reports whether the batch writes nothing.
+func (b Batch) Empty() bool {
+	return b.Thread == nil && len(b.Events) == 0 && len(b.Cards) == 0 && len(b.Inputs) == 0
+}

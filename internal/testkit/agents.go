@@ -1,0 +1,74 @@
+// Package testkit holds what parley's tests share: where the pinned agent programs
+// are, scripted stand-ins for model APIs (subpackages), and small waiting helpers.
+// Nothing here is reachable from a user's configuration.
+package testkit
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// Pinned agent versions. The test command (scripts/test.sh) installs exactly these
+// into .cache/npm of the repository; a version change is a deliberate step with new
+// golden files.
+const (
+	ClaudeVersion = "2.1.197"
+	GeminiVersion = "0.61.0"
+)
+
+// RepoRoot returns the repository root (the folder holding go.mod).
+func RepoRoot(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("testkit: no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// ClaudeBin returns the pinned Claude Code CLI. It fails the test (never skips)
+// when the CLI is missing: run scripts/test.sh, which installs it.
+func ClaudeBin(t testing.TB) string {
+	return agentBin(t, "PARLEY_TEST_CLAUDE", "claude")
+}
+
+// GeminiBin returns the pinned Gemini CLI, failing the test when it is missing.
+func GeminiBin(t testing.TB) string {
+	return agentBin(t, "PARLEY_TEST_GEMINI", "gemini")
+}
+
+func agentBin(t testing.TB, env, name string) string {
+	t.Helper()
+	if p := os.Getenv(env); p != "" {
+		return p
+	}
+	p := filepath.Join(RepoRoot(t), ".cache", "npm", name, "node_modules", ".bin", name)
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("testkit: %s is not installed at %s (run scripts/test.sh, which installs the pinned agents): %v", name, p, err)
+	}
+	return p
+}
+
+// Eventually polls cond every few milliseconds until it is true or the deadline
+// passes, then fails the test with msg. Use it instead of sleeping.
+func Eventually(t testing.TB, within time.Duration, cond func() bool, msg string, args ...any) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v: "+msg, append([]any{within}, args...)...)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
