@@ -159,13 +159,13 @@ const TimeFormat = "2006-01-02T15:04:05.000Z07:00"
 
 // Sentinel errors, mapped to socket codes and HTTP statuses in the web channel.
 var (
-	ErrNotFound    = errors.New("not found")
-	ErrBusy        = errors.New("thread is busy: too many messages waiting")
-	ErrCardClosed  = errors.New("card is no longer open")
-	ErrNoTurn      = errors.New("no turn is running")
-	ErrBadInput    = errors.New("bad input")
-	ErrOutsideRoot = errors.New("working directory is outside the allowed roots")
+	ErrNotFound     = errors.New("not found")
+	ErrBusy         = errors.New("thread is busy: too many messages waiting")
+	ErrCardClosed   = errors.New("card is no longer open")
+	ErrNoTurn       = errors.New("no turn is running")
+	ErrBadInput     = errors.New("bad input")
+	ErrOutsideRoot  = errors.New("working directory is outside the allowed roots")
 	ErrUnknownAgent = errors.New("unknown agent")
-	ErrClosed      = errors.New("parley is shutting down")
-	ErrDuplicate   = errors.New("duplicate message id")
+	ErrClosed       = errors.New("parley is shutting down")
+	ErrDuplicate    = errors.New("duplicate message id")
 )

@@ -124,8 +124,8 @@ type NativeSession struct {
 
 // Errors a driver may return; wrap them with detail for the person.
 var (
-	ErrNotRunning   = errors.New("the agent is not running")
-	ErrUnknownCard  = errors.New("the agent is not waiting for that card")
-	ErrUnsupported  = errors.New("the agent does not support that")
-	ErrHistoryLost  = errors.New("the agent could not restore the session's history")
+	ErrNotRunning  = errors.New("the agent is not running")
+	ErrUnknownCard = errors.New("the agent is not waiting for that card")
+	ErrUnsupported = errors.New("the agent does not support that")
+	ErrHistoryLost = errors.New("the agent could not restore the session's history")
 )
