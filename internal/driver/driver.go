@@ -83,8 +83,9 @@ type Image struct {
 
 // PermissionAnswer is the option chosen on a permission card.
 type PermissionAnswer struct {
-	OptionID string
-	Message  string // the person's reason, for a reject
+	OptionID  string
+	Message   string // the person's reason, for a reject
+	Cancelled bool   // dismissed without choosing: the driver denies the tool
 }
 
 // QuestionAnswer answers a question card.

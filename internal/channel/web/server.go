@@ -1,0 +1,477 @@
+// Package web is the web channel: the chat socket (/ws/chat), the REST API, the
+// token login and the embedded dashboard. The socket and REST reach the very same
+// router calls: there is one send path.
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/parleyhq/parley/internal/auth"
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/config"
+	"github.com/parleyhq/parley/internal/driver"
+	"github.com/parleyhq/parley/internal/hub"
+	"github.com/parleyhq/parley/internal/router"
+	"github.com/parleyhq/parley/internal/store"
+	"github.com/parleyhq/parley/internal/wire"
+)
+
+// CookieName is the dashboard's session cookie, set by a token login.
+const CookieName = "parley_token"
+
+// Channel kinds a socket may declare.
+var socketChannels = map[string]bool{"web": true, "tui": true}
+
+// Version is what /api/version reports: the running process, not the file on disk.
+type Version struct {
+	Version string    `json:"version"`
+	Commit  string    `json:"commit"`
+	Built   string    `json:"built"`
+	Started time.Time `json:"started"`
+	PID     int       `json:"pid"`
+	UIHash  string    `json:"ui_hash,omitempty"`
+}
+
+// Options configure the server.
+type Options struct {
+	Token          string
+	Limits         config.Limits
+	AllowedOrigins []string
+	Roots          []string
+	Version        Version
+	UI             fs.FS // the dashboard bundle; nil serves a plain placeholder
+	Logger         *slog.Logger
+	Registry       *prometheus.Registry
+}
+
+// Server is the web channel's HTTP handler.
+type Server struct {
+	opt    Options
+	router *router.Router
+	store  store.Store
+	hub    *hub.Hub
+	log    *slog.Logger
+	mux    *http.ServeMux
+	m      *metrics
+
+	ctx    context.Context // connections' lifetime
+	cancel context.CancelFunc
+}
+
+// New builds the handler.
+func New(r *router.Router, st store.Store, h *hub.Hub, opt Options) *Server {
+	if opt.Logger == nil {
+		opt.Logger = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Server{opt: opt, router: r, store: st, hub: h, log: opt.Logger, mux: http.NewServeMux(),
+		m: newMetrics(opt.Registry, h), ctx: ctx, cancel: cancel}
+	s.routes()
+	return s
+}
+
+// Shutdown closes every socket with a reason.
+func (s *Server) Shutdown() {
+	s.hub.CloseAll(hub.ReasonShutdown)
+	s.cancel()
+}
+
+func (s *Server) routes() {
+	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		io.WriteString(w, "ok\n")
+	})
+	api := func(pattern string, h http.HandlerFunc) { s.mux.Handle(pattern, s.authed(h)) }
+	api("GET /ws/chat", s.handleSocket)
+	api("GET /api/version", s.handleVersion)
+	api("GET /api/agents", s.handleAgents)
+	api("GET /api/agents/{id}/sessions", s.handleNativeSessions)
+	api("GET /api/threads", s.handleThreads)
+	api("GET /api/threads/{id}", s.handleThread)
+	api("GET /api/threads/{id}/events", s.handleEvents)
+	api("POST /api/threads/{id}/messages", s.handleSend)
+	api("POST /api/threads/{id}/stop", s.handleStop)
+	api("POST /api/threads/{id}/cards/{request_id}", s.handleCard)
+	api("GET /api/fs/complete", s.handleComplete)
+	if s.opt.Registry != nil {
+		s.mux.Handle("GET /metrics", s.authed(promhttp.HandlerFor(s.opt.Registry, promhttp.HandlerOpts{}).ServeHTTP))
+	}
+	s.mux.HandleFunc("/", s.handlePage)
+}
+
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+// presentedToken finds the token in the header, the cookie or (for the socket and
+// the login link only) the query.
+func presentedToken(r *http.Request, allowQuery bool) string {
+	if h := r.Header.Get("Authorization"); strings.HasPrefix(h, "Bearer ") {
+		return strings.TrimPrefix(h, "Bearer ")
+	}
+	if c, err := r.Cookie(CookieName); err == nil {
+		return c.Value
+	}
+	if allowQuery {
+		return r.URL.Query().Get("token")
+	}
+	return ""
+}
+
+// authed requires the token and, for browser requests, our own origin.
+func (s *Server) authed(h http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !auth.Equal(presentedToken(r, r.URL.Path == "/ws/chat"), s.opt.Token) {
+			s.m.authFailures.Inc()
+			httpError(w, http.StatusUnauthorized, "missing or wrong token")
+			return
+		}
+		if !s.originAllowed(r) {
+			httpError(w, http.StatusForbidden, "origin "+r.Header.Get("Origin")+" is not allowed")
+			return
+		}
+		h(w, r)
+	})
+}
+
+// originAllowed accepts requests without Origin (non-browsers), from the server's
+// own origin, and from configured ones.
+func (s *Server) originAllowed(r *http.Request) bool {
+	o := r.Header.Get("Origin")
+	if o == "" {
+		return true
+	}
+	u, err := url.Parse(o)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(u.Host, r.Host) {
+		return true
+	}
+	for _, a := range s.opt.AllowedOrigins {
+		if strings.EqualFold(strings.TrimRight(a, "/"), o) {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Server) handleVersion(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, s.opt.Version)
+}
+
+func (s *Server) handleAgents(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"agents": s.router.Agents(), "default_agent": s.router.DefaultAgent()})
+}
+
+func (s *Server) handleNativeSessions(w http.ResponseWriter, r *http.Request) {
+	drv, ag, err := s.router.Driver(r.PathValue("id"))
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	lister, ok := drv.(driver.SessionLister)
+	if !ok {
+		writeJSON(w, http.StatusOK, map[string]any{"sessions": []driver.NativeSession{}})
+		return
+	}
+	cwd := r.URL.Query().Get("cwd")
+	if cwd != "" {
+		if cwd, err = config.Confine(cwd, ag.Roots); err != nil {
+			writeErr(w, fmt.Errorf("%w: %v", chat.ErrOutsideRoot, err))
+			return
+		}
+	}
+	sessions, err := lister.ListSessions(r.Context(), driver.Spec{AgentID: ag.ID, Command: ag.Command, Cwd: cwd, Env: envList(ag.Env)})
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	if sessions == nil {
+		sessions = []driver.NativeSession{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"sessions": sessions})
+}
+
+func envList(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k, v := range m {
+		out = append(out, k+"="+v)
+	}
+	return out
+}
+
+func (s *Server) handleThreads(w http.ResponseWriter, r *http.Request) {
+	ths, err := s.store.Threads(r.Context())
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	if ths == nil {
+		ths = []chat.Thread{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"threads": ths})
+}
+
+func (s *Server) handleThread(w http.ResponseWriter, r *http.Request) {
+	th, err := s.store.Thread(r.Context(), chat.ThreadID(r.PathValue("id")))
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	open, err := s.store.Cards(r.Context(), th.ID, chat.CardOpen)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	if open == nil {
+		open = []chat.Card{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"thread": th, "open_cards": open})
+}
+
+func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
+	id := chat.ThreadID(r.PathValue("id"))
+	if _, err := s.store.Thread(r.Context(), id); err != nil {
+		writeErr(w, err)
+		return
+	}
+	since, err1 := queryInt(r, "since", 0)
+	limit, err2 := queryInt(r, "limit", 1000)
+	if err := errors.Join(err1, err2); err != nil {
+		httpError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if limit <= 0 || limit > 10000 {
+		limit = 10000
+	}
+	evs, err := s.store.Events(r.Context(), id, int64(since), limit)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	buf := make([]byte, 0, 4096)
+	buf = append(buf, `{"events":[`...)
+	for i, ev := range evs {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = append(buf, ev.Frame()...)
+	}
+	buf = append(buf, "]}\n"...)
+	w.Write(buf)
+}
+
+// restRoute is the route REST calls come from.
+var restRoute = chat.RouteKey{Channel: "rest", Chat: "api"}
+
+func (s *Server) handleSend(w http.ResponseWriter, r *http.Request) {
+	var m wire.Message
+	if !s.readBody(w, r, &m) {
+		return
+	}
+	m.Type = wire.TypeMessage
+	raw, _ := json.Marshal(m)
+	in, err := wire.Decode(raw)
+	if err != nil {
+		httpError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	m = *in.Message
+	final := make(chan chat.Delivery, 8)
+	notify := func(d chat.Delivery) {
+		if d.State == chat.DeliverySubmitted || d.State == chat.DeliveryFailed {
+			select {
+			case final <- d:
+			default:
+			}
+		}
+	}
+	d, thread, err := s.router.Send(r.Context(), router.SendRequest{
+		From: restRoute, Thread: chat.ThreadID(r.PathValue("id")), Message: m, Notify: notify,
+	})
+	if errors.Is(err, chat.ErrDuplicate) {
+		writeJSON(w, http.StatusOK, map[string]any{"message_id": d.MessageID, "state": d.State, "detail": d.Detail, "thread": thread, "duplicate": true})
+		return
+	}
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	// Answer with the furthest receipt reached within the wait (default 10 s).
+	wait := 10 * time.Second
+	if v := r.URL.Query().Get("wait"); v != "" {
+		if dur, err := time.ParseDuration(v); err == nil && dur >= 0 && dur <= time.Minute {
+			wait = dur
+		}
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case d = <-final:
+	case <-t.C:
+	case <-r.Context().Done():
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"message_id": d.MessageID, "state": d.State, "detail": d.Detail, "thread": thread})
+}
+
+func (s *Server) handleStop(w http.ResponseWriter, r *http.Request) {
+	err := s.router.Control(r.Context(), router.Control{From: restRoute, Thread: chat.ThreadID(r.PathValue("id")), Stop: true})
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"stopped": true})
+}
+
+func (s *Server) handleCard(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		OptionID  string       `json:"option_id"`
+		Message   string       `json:"message"`
+		Cancelled bool         `json:"cancelled"`
+		Answers   chat.Answers `json:"answers"`
+		Response  string       `json:"response"`
+	}
+	if !s.readBody(w, r, &body) {
+		return
+	}
+	c := router.Control{From: restRoute, Thread: chat.ThreadID(r.PathValue("id"))}
+	rid := r.PathValue("request_id")
+	var raw []byte
+	if body.Answers != nil || body.Response != "" {
+		raw, _ = json.Marshal(wire.QuestionAnswer{Type: wire.TypeQuestionAnswer, RequestID: rid, Answers: body.Answers, Response: body.Response})
+	} else {
+		raw, _ = json.Marshal(wire.PermissionResponse{Type: wire.TypePermissionResponse, RequestID: rid, OptionID: body.OptionID, Message: body.Message, Cancelled: body.Cancelled})
+	}
+	in, err := wire.Decode(raw)
+	if err != nil {
+		httpError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	c.Permission, c.Answer = in.Permission, in.Answer
+	if err := s.router.Control(r.Context(), c); err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"resolved": true})
+}
+
+// handleComplete lists subdirectories for the new-thread form, within the roots.
+func (s *Server) handleComplete(w http.ResponseWriter, r *http.Request) {
+	p := r.URL.Query().Get("path")
+	if p == "" {
+		writeJSON(w, http.StatusOK, map[string]any{"dirs": s.opt.Roots})
+		return
+	}
+	dir, prefix := p, ""
+	if !strings.HasSuffix(p, "/") {
+		dir, prefix = filepath.Dir(p), filepath.Base(p)
+	}
+	real, err := config.Confine(dir, s.opt.Roots)
+	if err != nil {
+		writeJSON(w, http.StatusOK, map[string]any{"dirs": []string{}})
+		return
+	}
+	entries, err := os.ReadDir(real)
+	if err != nil {
+		writeJSON(w, http.StatusOK, map[string]any{"dirs": []string{}})
+		return
+	}
+	dirs := []string{}
+	for _, e := range entries {
+		if e.IsDir() && strings.HasPrefix(e.Name(), prefix) && !strings.HasPrefix(e.Name(), ".") {
+			dirs = append(dirs, filepath.Join(real, e.Name()))
+			if len(dirs) == 50 {
+				break
+			}
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"dirs": dirs})
+}
+
+// readBody decodes a JSON body of at most the message limit.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request, v any) bool {
+	limit := int64(s.opt.Limits.MaxMessageBytes)
+	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	if err != nil {
+		httpError(w, http.StatusBadRequest, "could not read the body: "+err.Error())
+		return false
+	}
+	if int64(len(body)) > limit {
+		httpError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body is larger than %d bytes", limit))
+		return false
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		httpError(w, http.StatusBadRequest, "body is not the JSON expected: "+err.Error())
+		return false
+	}
+	return true
+}
+
+func queryInt(r *http.Request, name string, def int) (int, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%s must be a non-negative integer", name)
+	}
+	return n, nil
+}
+
+// errorCode maps an error to its socket code and HTTP status, in one place.
+func errorCode(err error) (string, int) {
+	var we *wire.Error
+	switch {
+	case errors.As(err, &we):
+		return we.Code, http.StatusBadRequest
+	case errors.Is(err, chat.ErrNotFound):
+		return chat.CodeNotFound, http.StatusNotFound
+	case errors.Is(err, chat.ErrBusy):
+		return chat.CodeBusy, http.StatusTooManyRequests
+	case errors.Is(err, chat.ErrCardClosed):
+		return chat.CodeCardClosed, http.StatusConflict
+	case errors.Is(err, chat.ErrNoTurn):
+		return chat.CodeBadInput, http.StatusConflict
+	case errors.Is(err, chat.ErrBadInput), errors.Is(err, chat.ErrUnknownAgent):
+		return chat.CodeBadInput, http.StatusBadRequest
+	case errors.Is(err, chat.ErrOutsideRoot):
+		return chat.CodeForbidden, http.StatusForbidden
+	case errors.Is(err, driver.ErrNotRunning), errors.Is(err, driver.ErrUnsupported):
+		return chat.CodeAgent, http.StatusConflict
+	case errors.Is(err, chat.ErrClosed):
+		return chat.CodeInternal, http.StatusServiceUnavailable
+	}
+	return chat.CodeInternal, http.StatusInternalServerError
+}
+
+func writeErr(w http.ResponseWriter, err error) {
+	code, status := errorCode(err)
+	writeJSON(w, status, map[string]any{"error": map[string]string{"code": code, "message": err.Error()}})
+}
+
+func httpError(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, map[string]any{"error": map[string]string{"code": http.StatusText(status), "message": msg}})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}

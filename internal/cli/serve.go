@@ -1,0 +1,131 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/parleyhq/parley/internal/channel/web"
+	"github.com/parleyhq/parley/internal/config"
+	"github.com/parleyhq/parley/internal/daemon"
+)
+
+// AddrFile in the data directory holds the address of the running daemon, so
+// local clients (parley chat, parley send) find it.
+const AddrFile = "addr"
+
+type serveFlags struct {
+	addr, data, config, logFormat, logLevel string
+}
+
+func newServeCommand(b Build) *cobra.Command {
+	var f serveFlags
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the parley daemon",
+		Long: `Run the parley daemon on embedded defaults: SQLite in the data directory,
+loopback only, a token made at first start. Agent programs found on PATH
+(claude, gemini) become agents; a config file can add or override them.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := loadConfig(f)
+			if err != nil {
+				return err
+			}
+			return serve(cmd, b, cfg)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.addr, "addr", envOr("PARLEY_ADDR", ""), "listen address (env PARLEY_ADDR; default "+config.DefaultAddr+")")
+	fl.StringVar(&f.data, "data", envOr("PARLEY_DATA", ""), "data directory (env PARLEY_DATA; default $XDG_DATA_HOME/parley)")
+	fl.StringVar(&f.config, "config", envOr("PARLEY_CONFIG", ""), "config file (env PARLEY_CONFIG; default $XDG_CONFIG_HOME/parley/config.toml when it exists)")
+	fl.StringVar(&f.logFormat, "log-format", "", "log format: text or json")
+	fl.StringVar(&f.logLevel, "log-level", "", "log level: debug, info, warn or error")
+	return cmd
+}
+
+// loadConfig layers defaults, detected agents, the file, then flags.
+func loadConfig(f serveFlags) (config.Config, error) {
+	cwd, err := os.Getwd()
+	if err != nil {
+		return config.Config{}, err
+	}
+	cfg := config.Default(config.DefaultDataDir(), cwd)
+	cfg.Agents = config.Detect(nil)
+	file := f.config
+	if file == "" {
+		file = config.DefaultConfigFile()
+	}
+	if file != "" {
+		if cfg, err = config.Load(file, cfg); err != nil {
+			return config.Config{}, err
+		}
+	}
+	if f.addr != "" {
+		cfg.Addr = f.addr
+	}
+	if f.data != "" {
+		cfg.DataDir = f.data
+	}
+	if f.logFormat != "" {
+		cfg.LogFormat = f.logFormat
+	}
+	if f.logLevel != "" {
+		cfg.LogLevel = f.logLevel
+	}
+	if cfg.DataDir, err = filepath.Abs(cfg.DataDir); err != nil {
+		return config.Config{}, err
+	}
+	if err := cfg.Validate(); err != nil {
+		return config.Config{}, fmt.Errorf("config: %w", err)
+	}
+	return cfg, nil
+}
+
+func serve(cmd *cobra.Command, b Build, cfg config.Config) error {
+	log := newLogger(cmd.ErrOrStderr(), cfg.LogFormat, cfg.LogLevel)
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ui, uiHash := dashboard()
+	d, err := daemon.Start(ctx, cfg, daemon.Options{
+		Drivers: realDrivers(log),
+		Version: web.Version{Version: b.Version, Commit: b.Commit, Built: b.Built, UIHash: uiHash},
+		UI:      ui,
+		Logger:  log,
+	})
+	if err != nil {
+		return err
+	}
+	addrFile := filepath.Join(cfg.DataDir, AddrFile)
+	if err := os.WriteFile(addrFile, []byte(d.Addr()+"\n"), 0o600); err != nil {
+		log.Warn("could not write the address file", "err", err)
+	}
+	defer os.Remove(addrFile)
+	agents := make([]string, 0, len(cfg.Agents))
+	for _, a := range cfg.Agents {
+		agents = append(agents, a.ID+" ("+a.Transport+")")
+	}
+	log.Info("parley is running", "addr", d.Addr(), "data", cfg.DataDir, "agents", agents, "config", cfg.File)
+	// The one line a person needs, as Jupyter prints it: the link logs the browser in.
+	fmt.Fprintf(cmd.OutOrStdout(), "parley %s is running. Open the dashboard:\n    %s\n", b.Version, d.URL())
+	select {
+	case <-ctx.Done():
+	case <-waitChan(d):
+	}
+	log.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	return d.Shutdown(sctx)
+}
+
+func waitChan(d *daemon.Daemon) <-chan error {
+	c := make(chan error, 1)
+	go func() { c <- d.Wait() }()
+	return c
+}

@@ -1,0 +1,33 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/spf13/cobra"
+)
+
+func newVersionCommand(b Build) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "version",
+		Short: "Print what this binary is",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if asJSON {
+				return json.NewEncoder(cmd.OutOrStdout()).Encode(b)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "parley %s (commit %s, built %s)\n", b.Version, orNone(b.Commit), orNone(b.Built))
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
+}

@@ -1,0 +1,336 @@
+// Package config is parley's typed configuration: defaults, the TOML file, the
+// agents found on PATH, and validation. Nothing here starts anything.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+)
+
+// Transports parley can drive. The list is closed: a config naming anything else is
+// refused, so no test-only driver is reachable from a user's file.
+const (
+	TransportStream = "stream"
+	TransportACP    = "acp"
+	TransportTmux   = "tmux"
+)
+
+var transports = []string{TransportStream, TransportACP, TransportTmux}
+
+// Defaults.
+const (
+	DefaultAddr          = "127.0.0.1:7430"
+	DefaultIdleTimeout   = 30 * time.Minute
+	DefaultReplayTail    = 500
+	DefaultMaxMessage    = 1 << 20
+	DefaultQueueDepth    = 64
+	DefaultConnBuffer    = 1024
+	DefaultRatePerSecond = 20
+	DefaultRateBurst     = 40
+)
+
+// Config is the whole of parley's settings.
+type Config struct {
+	Addr    string `toml:"addr"`
+	DataDir string `toml:"data"`
+	// Roots are the directories new threads may work in (symlinks resolved).
+	Roots []string `toml:"roots"`
+	// AllowedOrigins are browser origins accepted besides the server's own.
+	AllowedOrigins []string `toml:"allowed_origins"`
+	DefaultAgent   string   `toml:"default_agent"`
+	LogFormat      string   `toml:"log_format"` // text or json
+	LogLevel       string   `toml:"log_level"`  // debug, info, warn, error
+
+	Limits Limits  `toml:"limits"`
+	Agents []Agent `toml:"agent"`
+
+	// File is the path the config was read from, or "".
+	File string `toml:"-"`
+}
+
+// Limits bound what any one client can cost.
+type Limits struct {
+	MaxMessageBytes int      `toml:"max_message_bytes"`
+	QueueDepth      int      `toml:"queue_depth"`
+	ConnBuffer      int      `toml:"conn_buffer"`
+	ReplayTail      int      `toml:"replay_tail"`
+	InputsPerSecond float64  `toml:"inputs_per_second"`
+	InputBurst      int      `toml:"input_burst"`
+	IdleTimeout     Duration `toml:"idle_timeout"`
+}
+
+// Agent is one agent program and the transport that drives it.
+type Agent struct {
+	ID          string            `toml:"id"`
+	Name        string            `toml:"name"`
+	Transport   string            `toml:"transport"`
+	Command     string            `toml:"command"`
+	Args        []string          `toml:"args"`
+	Env         map[string]string `toml:"env"`
+	Roots       []string          `toml:"roots"`
+	IdleTimeout Duration          `toml:"idle_timeout"`
+	Model       string            `toml:"model"`
+	Mode        string            `toml:"mode"`
+	// Options are transport-specific settings (e.g. auth_method for acp).
+	Options map[string]string `toml:"options"`
+	// Disabled hides a detected agent.
+	Disabled bool `toml:"disabled"`
+}
+
+// Duration is a time.Duration written as "30m" in TOML.
+type Duration struct{ time.Duration }
+
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("duration %q: %w", b, err)
+	}
+	d.Duration = v
+	return nil
+}
+
+func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+
+// Default returns the embedded defaults; dataDir and cwd fill the paths.
+func Default(dataDir, cwd string) Config {
+	return Config{
+		Addr:      DefaultAddr,
+		DataDir:   dataDir,
+		Roots:     []string{cwd},
+		LogFormat: "text",
+		LogLevel:  "info",
+		Limits: Limits{
+			MaxMessageBytes: DefaultMaxMessage,
+			QueueDepth:      DefaultQueueDepth,
+			ConnBuffer:      DefaultConnBuffer,
+			ReplayTail:      DefaultReplayTail,
+			InputsPerSecond: DefaultRatePerSecond,
+			InputBurst:      DefaultRateBurst,
+			IdleTimeout:     Duration{DefaultIdleTimeout},
+		},
+	}
+}
+
+// DefaultDataDir is $XDG_DATA_HOME/parley, else ~/.local/share/parley.
+func DefaultDataDir() string {
+	if x := os.Getenv("XDG_DATA_HOME"); x != "" {
+		return filepath.Join(x, "parley")
+	}
+	home, _ := os.UserHomeDir()
+	return filepath.Join(home, ".local", "share", "parley")
+}
+
+// DefaultConfigFile is $XDG_CONFIG_HOME/parley/config.toml (else ~/.config/…), or ""
+// when that file does not exist.
+func DefaultConfigFile() string {
+	dir := os.Getenv("XDG_CONFIG_HOME")
+	if dir == "" {
+		home, _ := os.UserHomeDir()
+		dir = filepath.Join(home, ".config")
+	}
+	p := filepath.Join(dir, "parley", "config.toml")
+	if _, err := os.Stat(p); err != nil {
+		return ""
+	}
+	return p
+}
+
+// Load reads a TOML file over base. Unknown keys are an error, so a typo is not
+// silently ignored.
+func Load(path string, base Config) (Config, error) {
+	cfg := base
+	cfg.Agents = nil
+	md, err := toml.DecodeFile(path, &cfg)
+	if err != nil {
+		return Config{}, fmt.Errorf("config %s: %w", path, err)
+	}
+	if undec := md.Undecoded(); len(undec) > 0 {
+		keys := make([]string, len(undec))
+		for i, k := range undec {
+			keys[i] = k.String()
+		}
+		return Config{}, fmt.Errorf("config %s: unknown keys: %s", path, strings.Join(keys, ", "))
+	}
+	cfg.File = path
+	// The file's agents override detected ones by id; the rest are kept.
+	merged := slices.Clone(base.Agents)
+	for _, a := range cfg.Agents {
+		if i := slices.IndexFunc(merged, func(m Agent) bool { return m.ID == a.ID }); i >= 0 {
+			merged[i] = a
+		} else {
+			merged = append(merged, a)
+		}
+	}
+	cfg.Agents = merged
+	return cfg, nil
+}
+
+// Detect returns the agents whose programs are on PATH: claude (stream),
+// claude-tmux (tmux) and gemini (acp).
+func Detect(lookPath func(string) (string, error)) []Agent {
+	if lookPath == nil {
+		lookPath = exec.LookPath
+	}
+	var out []Agent
+	if p, err := lookPath("claude"); err == nil {
+		out = append(out,
+			Agent{ID: "claude", Name: "Claude Code", Transport: TransportStream, Command: p},
+			Agent{ID: "claude-tmux", Name: "Claude Code (terminal)", Transport: TransportTmux, Command: p},
+		)
+	}
+	if p, err := lookPath("gemini"); err == nil {
+		out = append(out, Agent{ID: "gemini", Name: "Gemini CLI", Transport: TransportACP, Command: p,
+			Args: []string{"--acp"}, Options: map[string]string{"auth_method": "gemini-api-key"}})
+	}
+	return out
+}
+
+var idPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
+
+// Validate checks the config and resolves roots; it returns every problem at once.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.Addr == "" {
+		errs = append(errs, errors.New("addr is empty"))
+	}
+	if c.DataDir == "" {
+		errs = append(errs, errors.New("data directory is empty"))
+	}
+	roots, err := resolveRoots(c.Roots)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	c.Roots = roots
+	if c.LogFormat != "text" && c.LogFormat != "json" {
+		errs = append(errs, fmt.Errorf("log_format %q: want text or json", c.LogFormat))
+	}
+	l := &c.Limits
+	if l.MaxMessageBytes <= 0 || l.QueueDepth <= 0 || l.ConnBuffer <= 0 || l.ReplayTail <= 0 ||
+		l.InputsPerSecond <= 0 || l.InputBurst <= 0 || l.IdleTimeout.Duration <= 0 {
+		errs = append(errs, errors.New("limits: every limit must be positive"))
+	}
+	seen := map[string]bool{}
+	var enabled []Agent
+	for i := range c.Agents {
+		a := &c.Agents[i]
+		if !idPattern.MatchString(a.ID) {
+			errs = append(errs, fmt.Errorf("agent %q: id must be lowercase letters, digits, '.', '_' or '-'", a.ID))
+			continue
+		}
+		if seen[a.ID] {
+			errs = append(errs, fmt.Errorf("agent %q: defined twice", a.ID))
+		}
+		seen[a.ID] = true
+		if !slices.Contains(transports, a.Transport) {
+			errs = append(errs, fmt.Errorf("agent %q: transport %q: want one of %s", a.ID, a.Transport, strings.Join(transports, ", ")))
+		}
+		if a.Command == "" {
+			errs = append(errs, fmt.Errorf("agent %q: command is empty", a.ID))
+		}
+		if a.Name == "" {
+			a.Name = a.ID
+		}
+		if len(a.Roots) > 0 {
+			r, err := resolveRoots(a.Roots)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("agent %q: %w", a.ID, err))
+			}
+			a.Roots = r
+		} else {
+			a.Roots = c.Roots
+		}
+		if a.IdleTimeout.Duration <= 0 {
+			a.IdleTimeout = c.Limits.IdleTimeout
+		}
+		for k := range a.Env {
+			if k == "" || strings.ContainsAny(k, "=\x00") {
+				errs = append(errs, fmt.Errorf("agent %q: bad environment variable name %q", a.ID, k))
+			}
+		}
+		if !a.Disabled {
+			enabled = append(enabled, *a)
+		}
+	}
+	c.Agents = enabled
+	if c.DefaultAgent == "" && len(c.Agents) > 0 {
+		c.DefaultAgent = c.Agents[0].ID
+	}
+	if c.DefaultAgent != "" && len(c.Agents) > 0 && !seen[c.DefaultAgent] {
+		errs = append(errs, fmt.Errorf("default_agent %q is not a configured agent", c.DefaultAgent))
+	}
+	return errors.Join(errs...)
+}
+
+// Agent returns the agent with an id.
+func (c *Config) Agent(id string) (Agent, bool) {
+	i := slices.IndexFunc(c.Agents, func(a Agent) bool { return a.ID == id })
+	if i < 0 {
+		return Agent{}, false
+	}
+	return c.Agents[i], true
+}
+
+func resolveRoots(in []string) ([]string, error) {
+	var out []string
+	var errs []error
+	for _, r := range in {
+		abs, err := filepath.Abs(r)
+		if err == nil {
+			abs, err = filepath.EvalSymlinks(abs)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("root %q: %w", r, err))
+			continue
+		}
+		out = append(out, abs)
+	}
+	return out, errors.Join(errs...)
+}
+
+// Confine resolves dir (symlinks included) and returns it when it lies inside one of
+// roots; otherwise an error wrapping chat.ErrOutsideRoot-like text for the person.
+func Confine(dir string, roots []string) (string, error) {
+	if dir == "" {
+		return "", errors.New("no working directory given")
+	}
+	if !filepath.IsAbs(dir) {
+		return "", fmt.Errorf("working directory %q must be an absolute path", dir)
+	}
+	real, err := filepath.EvalSymlinks(filepath.Clean(dir))
+	if err != nil {
+		return "", fmt.Errorf("working directory %q: %w", dir, err)
+	}
+	st, err := os.Stat(real)
+	if err != nil {
+		return "", fmt.Errorf("working directory %q: %w", dir, err)
+	}
+	if !st.IsDir() {
+		return "", fmt.Errorf("working directory %q is not a directory", dir)
+	}
+	for _, r := range roots {
+		rel, err := filepath.Rel(r, real)
+		if err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return real, nil
+		}
+	}
+	return "", ErrOutsideRoots{Dir: dir, Roots: roots}
+}
+
+// ErrOutsideRoots says a directory is outside every allowed root.
+type ErrOutsideRoots struct {
+	Dir   string
+	Roots []string
+}
+
+func (e ErrOutsideRoots) Error() string {
+	return fmt.Sprintf("working directory %q is outside the allowed roots (%s)", e.Dir, strings.Join(e.Roots, ", "))
+}

@@ -1,0 +1,132 @@
+// Package daemon assembles parley from its parts (store, hub, router, web channel)
+// and runs it. The caller chooses the drivers: `parley serve` hands in the real
+// transports; tests hand in scripted ones. Nothing else differs.
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/parleyhq/parley/internal/auth"
+	"github.com/parleyhq/parley/internal/channel/web"
+	"github.com/parleyhq/parley/internal/config"
+	"github.com/parleyhq/parley/internal/driver"
+	"github.com/parleyhq/parley/internal/hub"
+	"github.com/parleyhq/parley/internal/router"
+	"github.com/parleyhq/parley/internal/store/sqlite"
+)
+
+// Options are what the composition root decides.
+type Options struct {
+	Drivers map[string]driver.Driver
+	Version web.Version
+	UI      fs.FS
+	Logger  *slog.Logger
+}
+
+// Daemon is a running parley.
+type Daemon struct {
+	cfg    config.Config
+	log    *slog.Logger
+	store  *sqlite.Store
+	hub    *hub.Hub
+	router *router.Router
+	web    *web.Server
+	http   *http.Server
+	ln     net.Listener
+	token  string
+	served chan error
+}
+
+// Start opens the store, recovers what a previous run left, and listens.
+func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error) {
+	log := opt.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("data directory: %w", err)
+	}
+	token, err := auth.LoadOrCreate(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	st, err := sqlite.Open(ctx, filepath.Join(cfg.DataDir, "parley.db"), log)
+	if err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	h := hub.New(nil)
+	rt := router.New(st, h, router.Options{
+		Agents: cfg.Agents, DefaultAgent: cfg.DefaultAgent, Roots: cfg.Roots,
+		Drivers: opt.Drivers, QueueDepth: cfg.Limits.QueueDepth,
+		Logger: log, Metrics: router.NewMetrics(reg),
+	})
+	if err := rt.Start(ctx); err != nil {
+		st.Close()
+		return nil, err
+	}
+	opt.Version.PID = os.Getpid()
+	opt.Version.Started = time.Now().UTC()
+	ws := web.New(rt, st, h, web.Options{
+		Token: token, Limits: cfg.Limits, AllowedOrigins: cfg.AllowedOrigins, Roots: cfg.Roots,
+		Version: opt.Version, UI: opt.UI, Logger: log, Registry: reg,
+	})
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		rt.Close(ctx)
+		st.Close()
+		return nil, fmt.Errorf("listen %s: %w", cfg.Addr, err)
+	}
+	d := &Daemon{cfg: cfg, log: log, store: st, hub: h, router: rt, web: ws, ln: ln, token: token,
+		served: make(chan error, 1),
+		http: &http.Server{Handler: ws, ReadHeaderTimeout: 10 * time.Second,
+			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)},
+	}
+	go func() { d.served <- d.http.Serve(ln) }()
+	return d, nil
+}
+
+// Addr is the address the daemon listens on.
+func (d *Daemon) Addr() string { return d.ln.Addr().String() }
+
+// URL is the dashboard link with the token, as printed at start-up.
+func (d *Daemon) URL() string { return "http://" + d.Addr() + "/?token=" + d.token }
+
+// Token is the access token.
+func (d *Daemon) Token() string { return d.token }
+
+// Router is the daemon's router (for in-process channels).
+func (d *Daemon) Router() *router.Router { return d.router }
+
+// Wait blocks until the HTTP server stops.
+func (d *Daemon) Wait() error {
+	err := <-d.served
+	d.served <- err
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// Shutdown stops taking input, closes sockets with a reason, ends the sessions and
+// finishes the store's writes.
+func (d *Daemon) Shutdown(ctx context.Context) error {
+	d.web.Shutdown()
+	herr := d.http.Shutdown(ctx)
+	rerr := d.router.Close(ctx)
+	serr := d.store.Close()
+	return errors.Join(herr, rerr, serr)
+}

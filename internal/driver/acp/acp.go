@@ -1,0 +1,228 @@
+// Package acp is the driver for agents that speak the Agent Client Protocol
+// (JSON-RPC over stdio): Gemini CLI (`gemini --acp`) natively, and Codex,
+// OpenCode, Goose and others natively or through adapters. It starts the
+// agent's command, maps session/update onto chat payloads, turns permission
+// requests and form elicitations into cards, and serves the client-side file
+// methods confined to the thread's working directory.
+//
+// What parley advertises in initialize is exactly what this package does:
+// fs/read_text_file and fs/write_text_file (confined, symlinks resolved) and
+// form elicitation (choices, text, numbers, booleans). terminal/* is not
+// advertised: agents run commands themselves.
+package acp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	sdk "github.com/coder/acp-go-sdk"
+
+	"github.com/parleyhq/parley/internal/driver"
+)
+
+// Options keys read from Spec.Options.
+const (
+	// OptAuthMethod names the ACP auth method to authenticate with
+	// (e.g. "gemini-api-key"); empty: no authenticate call.
+	OptAuthMethod = "auth_method"
+)
+
+// Version is what parley reports as clientInfo.
+const Version = "0.1.0"
+
+// How long things may take.
+const (
+	startTimeout  = 90 * time.Second // initialize + session/new (Gemini CLI loads its tools)
+	closeGrace    = 3 * time.Second  // after stdin closes, before the process group is signalled
+	killDelay     = 2 * time.Second  // WaitDelay: after SIGTERM, before SIGKILL
+	cancelGrace   = 5 * time.Second  // after session/cancel, before parley ends the turn itself
+	stderrTailLen = 4 << 10
+)
+
+// Driver starts ACP sessions. The zero value is not usable; call New.
+type Driver struct {
+	logger *slog.Logger
+	tap    io.Writer
+}
+
+// Option configures a Driver.
+type Option func(*Driver)
+
+// WithTap copies every JSON-RPC line to w, prefixed "> " (to the agent) or
+// "< " (from it): how the testdata transcripts were recorded. w must be safe
+// for concurrent writes of whole lines.
+func WithTap(w io.Writer) Option { return func(d *Driver) { d.tap = w } }
+
+// New returns a driver that logs to logger (nil: discard).
+func New(logger *slog.Logger, opts ...Option) *Driver {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	d := &Driver{logger: logger}
+	for _, o := range opts {
+		o(d)
+	}
+	return d
+}
+
+var _ driver.Driver = (*Driver)(nil)
+
+// Start starts the agent, initializes it, authenticates when the config names
+// a method, and opens (or resumes) a session in spec.Cwd.
+func (d *Driver) Start(ctx context.Context, spec driver.Spec, sink driver.Sink) (driver.Session, error) {
+	if spec.Command == "" {
+		return nil, errors.New("acp: no command configured")
+	}
+	logger := spec.Logger
+	if logger == nil {
+		logger = d.logger
+	}
+	logger = logger.With("driver", "acp", "thread", string(spec.ThreadID), "agent", spec.AgentID)
+	j, err := newJail(spec.Cwd)
+	if err != nil {
+		return nil, err
+	}
+	s := &Session{
+		logger: logger, sink: sink, spec: spec, jail: j, m: newMapper(),
+		perms: map[string]*pendingCard{}, questions: map[string]*pendingCard{},
+		exited: make(chan struct{}),
+	}
+	if err := s.spawn(d.tap); err != nil {
+		return nil, err
+	}
+	sctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	if err := s.open(sctx); err != nil {
+		s.shutdown()
+		if tail := s.stderr.String(); tail != "" {
+			return nil, fmt.Errorf("%w (agent stderr: %s)", err, tail)
+		}
+		return nil, err
+	}
+	s.wg.Add(1)
+	go s.watch()
+	return s, nil
+}
+
+// spawn starts the agent process in its own process group, wired through
+// pipes the driver owns (so Wait never races the protocol reader).
+func (s *Session) spawn(tap io.Writer) error {
+	procCtx, cancel := context.WithCancel(context.Background())
+	s.kill = cancel
+	cmd := exec.CommandContext(procCtx, s.spec.Command, s.spec.Args...)
+	cmd.Dir = s.jail.root
+	cmd.Env = append(os.Environ(), s.spec.Env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error {
+		// The whole tree: the agent's own children (shells, MCP servers) too.
+		return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+	}
+	cmd.WaitDelay = killDelay
+	cmd.Stderr = &s.stderr
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		cancel()
+		return fmt.Errorf("acp: stdin pipe: %w", err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		cancel()
+		inR.Close()
+		inW.Close()
+		return fmt.Errorf("acp: stdout pipe: %w", err)
+	}
+	cmd.Stdin, cmd.Stdout = inR, outW
+	if err := cmd.Start(); err != nil {
+		cancel()
+		inR.Close()
+		inW.Close()
+		outR.Close()
+		outW.Close()
+		return fmt.Errorf("acp: start %s: %w", s.spec.Command, err)
+	}
+	inR.Close()
+	outW.Close()
+	s.cmd, s.stdin, s.stdout = cmd, inW, outR
+	var w io.Writer = &promptWatch{w: inW, s: s}
+	var r io.Reader = outR
+	if tap != nil {
+		w = &tapWriter{w: w, tap: tap, prefix: "> "}
+		r = io.TeeReader(outR, &tapWriter{w: io.Discard, tap: tap, prefix: "< "})
+	}
+	s.conn = sdk.NewClientSideConnection(&client{s: s}, w, r)
+	s.conn.SetLogger(s.logger)
+	go func() {
+		s.waitErr = cmd.Wait()
+		outR.Close()
+		close(s.exited)
+	}()
+	return nil
+}
+
+// shutdown ends the process: stdin closed, a grace period, then the group killed.
+func (s *Session) shutdown() {
+	s.stdin.Close()
+	t := time.NewTimer(closeGrace)
+	defer t.Stop()
+	select {
+	case <-s.exited:
+	case <-t.C:
+		s.kill()
+		<-s.exited
+	}
+	s.kill()
+}
+
+// tapWriter copies whole lines to a tap with a direction prefix.
+type tapWriter struct {
+	w      io.Writer
+	tap    io.Writer
+	prefix string
+	buf    []byte
+}
+
+func (t *tapWriter) Write(p []byte) (int, error) {
+	t.buf = append(t.buf, p...)
+	for {
+		i := strings.IndexByte(string(t.buf), '\n')
+		if i < 0 {
+			break
+		}
+		line := append([]byte(t.prefix), t.buf[:i+1]...)
+		_, _ = t.tap.Write(line)
+		t.buf = t.buf[i+1:]
+	}
+	return t.w.Write(p)
+}
+
+// tail keeps the last bytes written to it (the agent's stderr).
+type tail struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > stderrTailLen {
+		t.buf = append([]byte(nil), t.buf[len(t.buf)-stderrTailLen:]...)
+	}
+	return len(p), nil
+}
+
+// String is the tail, trimmed, for an error a person reads.
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return strings.TrimSpace(string(t.buf))
+}

@@ -1,0 +1,207 @@
+package acp
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+
+	sdk "github.com/coder/acp-go-sdk"
+
+	"github.com/parleyhq/parley/internal/chat"
+)
+
+// client is the parley side of the connection: the methods the agent calls.
+type client struct{ s *Session }
+
+var _ sdk.Client = (*client)(nil)
+
+// historyUpdate reports whether u is conversation content a session/load
+// replays (and parley already has in its log).
+func historyUpdate(u sdk.SessionUpdate) bool {
+	return u.UserMessageChunk != nil || u.AgentMessageChunk != nil || u.AgentThoughtChunk != nil ||
+		u.ToolCall != nil || u.ToolCallUpdate != nil || u.Plan != nil
+}
+
+// SessionUpdate maps one update onto chat payloads. The SDK calls it in
+// order, one at a time.
+func (c *client) SessionUpdate(ctx context.Context, n sdk.SessionNotification) error {
+	s := c.s
+	s.mu.Lock()
+	if s.id != "" && n.SessionId != s.id {
+		s.mu.Unlock()
+		return nil
+	}
+	if s.replaying && historyUpdate(n.Update) {
+		s.mu.Unlock()
+		return nil
+	}
+	ps := s.m.update(n.Update)
+	s.mu.Unlock()
+	for _, p := range ps {
+		s.sink.Event(p)
+	}
+	return nil
+}
+
+// RequestPermission shows a permission card with the agent's own options and
+// waits for the person, a stop, or the connection's end.
+func (c *client) RequestPermission(ctx context.Context, p sdk.RequestPermissionRequest) (sdk.RequestPermissionResponse, error) {
+	s := c.s
+	id := newCardID("perm")
+	tc := p.ToolCall
+	tcID := string(tc.ToolCallId)
+	card := &pendingCard{answer: make(chan any, 1)}
+	req := chat.PermissionRequest{RequestID: id, Options: []chat.PermissionOption{}}
+	for _, o := range p.Options {
+		card.options = append(card.options, string(o.OptionId))
+		req.Options = append(req.Options, chat.PermissionOption{ID: string(o.OptionId), Label: o.Name, Kind: string(o.Kind)})
+	}
+	kind := ""
+	if tc.Kind != nil {
+		kind = string(*tc.Kind)
+	}
+	req.Tool = chat.PermissionTool{Name: kind, Title: deref(tc.Title), Input: rawJSON(tc.RawInput), ToolCallID: tcID}
+	if req.Tool.Input == nil {
+		// What the person approves: the agent's explanation or diffs.
+		if out, diffs := toolContent(tc.Content); out != "" || len(diffs) > 0 {
+			req.Tool.Input = rawJSON(map[string]any{"description": out, "diffs": diffs})
+		}
+	}
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		return cancelledPermission(), nil
+	}
+	var pre []chat.Payload
+	if tcID != "" && !s.m.knows(tcID) {
+		// Gemini CLI asks before it reports the tool call: report it first.
+		status := string(sdk.ToolCallStatusPending)
+		pre = s.m.toolCall(tcID, deref(tc.Title), kind, status, tc.RawInput, tc.Locations, tc.Content)
+	}
+	s.perms[id] = card
+	s.mu.Unlock()
+	for _, pl := range pre {
+		s.sink.Event(pl)
+	}
+	s.sink.Event(req)
+	select {
+	case a := <-card.answer:
+		return a.(sdk.RequestPermissionResponse), nil
+	case <-ctx.Done():
+		if s.dropCard(s.perms, id) {
+			s.sink.CardWithdrawn(id)
+		}
+		return cancelledPermission(), nil
+	}
+}
+
+func cancelledPermission() sdk.RequestPermissionResponse {
+	return sdk.RequestPermissionResponse{Outcome: sdk.RequestPermissionOutcome{Cancelled: &sdk.RequestPermissionOutcomeCancelled{Outcome: "cancelled"}}}
+}
+
+// dropCard removes a card the agent stopped waiting for; it reports whether
+// it was still open.
+func (s *Session) dropCard(cards map[string]*pendingCard, id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := cards[id]
+	delete(cards, id)
+	return ok
+}
+
+// UnstableCreateElicitation shows a form elicitation as a question card.
+func (c *client) UnstableCreateElicitation(ctx context.Context, p sdk.UnstableCreateElicitationRequest) (sdk.UnstableCreateElicitationResponse, error) {
+	s := c.s
+	if p.Form == nil {
+		// URL mode is not advertised.
+		return sdk.UnstableCreateElicitationResponse{Decline: &sdk.UnstableCreateElicitationDecline{Action: "decline"}}, nil
+	}
+	id := newCardID("q")
+	q, fields, err := formQuestion(id, p.Form)
+	if err != nil {
+		s.logger.Warn("declined an elicitation parley cannot show", "err", err)
+		return sdk.UnstableCreateElicitationResponse{Decline: &sdk.UnstableCreateElicitationDecline{Action: "decline"}}, nil
+	}
+	card := &pendingCard{answer: make(chan any, 1), fields: fields}
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		return sdk.UnstableCreateElicitationResponse{Cancel: &sdk.UnstableCreateElicitationCancel{Action: "cancel"}}, nil
+	}
+	s.questions[id] = card
+	s.mu.Unlock()
+	s.sink.Event(q)
+	select {
+	case a := <-card.answer:
+		return a.(sdk.UnstableCreateElicitationResponse), nil
+	case <-ctx.Done():
+		if s.dropCard(s.questions, id) {
+			s.sink.CardWithdrawn(id)
+		}
+		return sdk.UnstableCreateElicitationResponse{Cancel: &sdk.UnstableCreateElicitationCancel{Action: "cancel"}}, nil
+	}
+}
+
+// UnstableCompleteElicitation is for URL elicitations, which are not advertised.
+func (c *client) UnstableCompleteElicitation(ctx context.Context, p sdk.UnstableCompleteElicitationNotification) error {
+	return nil
+}
+
+// ReadTextFile reads a file inside the working directory.
+func (c *client) ReadTextFile(ctx context.Context, p sdk.ReadTextFileRequest) (sdk.ReadTextFileResponse, error) {
+	line, limit := 0, 0
+	if p.Line != nil {
+		line = *p.Line
+	}
+	if p.Limit != nil {
+		limit = *p.Limit
+	}
+	text, err := c.s.jail.read(p.Path, line, limit)
+	if err != nil {
+		return sdk.ReadTextFileResponse{}, c.fsError("read", p.Path, err)
+	}
+	return sdk.ReadTextFileResponse{Content: text}, nil
+}
+
+// WriteTextFile writes a file inside the working directory.
+func (c *client) WriteTextFile(ctx context.Context, p sdk.WriteTextFileRequest) (sdk.WriteTextFileResponse, error) {
+	if err := c.s.jail.write(p.Path, p.Content); err != nil {
+		return sdk.WriteTextFileResponse{}, c.fsError("write", p.Path, err)
+	}
+	return sdk.WriteTextFileResponse{}, nil
+}
+
+// fsError turns a file error into the JSON-RPC error the agent gets.
+func (c *client) fsError(op, path string, err error) error {
+	switch {
+	case errors.Is(err, errOutside):
+		c.s.logger.Warn("refused file access outside the working directory", "op", op, "path", path)
+		return &sdk.RequestError{Code: -32602, Message: "Access denied: " + err.Error()}
+	case errors.Is(err, fs.ErrNotExist):
+		// ACP's resource-not-found code; Gemini CLI maps the words to ENOENT.
+		return &sdk.RequestError{Code: -32002, Message: "Resource not found: " + path}
+	}
+	return &sdk.RequestError{Code: -32603, Message: op + " " + path + ": " + err.Error()}
+}
+
+// Terminals are not advertised: these answer an agent that calls them anyway.
+
+func (c *client) CreateTerminal(ctx context.Context, p sdk.CreateTerminalRequest) (sdk.CreateTerminalResponse, error) {
+	return sdk.CreateTerminalResponse{}, sdk.NewMethodNotFound(sdk.ClientMethodTerminalCreate)
+}
+
+func (c *client) KillTerminal(ctx context.Context, p sdk.KillTerminalRequest) (sdk.KillTerminalResponse, error) {
+	return sdk.KillTerminalResponse{}, sdk.NewMethodNotFound(sdk.ClientMethodTerminalKill)
+}
+
+func (c *client) TerminalOutput(ctx context.Context, p sdk.TerminalOutputRequest) (sdk.TerminalOutputResponse, error) {
+	return sdk.TerminalOutputResponse{}, sdk.NewMethodNotFound(sdk.ClientMethodTerminalOutput)
+}
+
+func (c *client) ReleaseTerminal(ctx context.Context, p sdk.ReleaseTerminalRequest) (sdk.ReleaseTerminalResponse, error) {
+	return sdk.ReleaseTerminalResponse{}, sdk.NewMethodNotFound(sdk.ClientMethodTerminalRelease)
+}
+
+func (c *client) WaitForTerminalExit(ctx context.Context, p sdk.WaitForTerminalExitRequest) (sdk.WaitForTerminalExitResponse, error) {
+	return sdk.WaitForTerminalExitResponse{}, sdk.NewMethodNotFound(sdk.ClientMethodTerminalWaitForExit)
+}

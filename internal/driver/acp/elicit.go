@@ -1,0 +1,191 @@
+package acp
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	sdk "github.com/coder/acp-go-sdk"
+
+	"github.com/parleyhq/parley/internal/chat"
+)
+
+// A form elicitation becomes a question card when every field is a choice
+// (enum, oneOf, an array of choices, a boolean) or plain text or a number.
+// Anything else is declined: parley advertises only what it can show.
+
+// field is one property of an elicitation schema, as a question.
+type field struct {
+	name     string
+	kind     string // string, number, integer, boolean, array
+	values   []string
+	labels   []string // parallel to values
+	required bool
+	item     chat.QuestionItem
+}
+
+// formQuestion maps an elicitation form onto a question card, or says why not.
+func formQuestion(requestID string, f *sdk.UnstableCreateElicitationForm) (chat.Question, []field, error) {
+	names := make([]string, 0, len(f.RequestedSchema.Properties))
+	for n := range f.RequestedSchema.Properties {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	req := map[string]bool{}
+	for _, r := range f.RequestedSchema.Required {
+		req[r] = true
+	}
+	q := chat.Question{RequestID: requestID}
+	var fields []field
+	for _, n := range names {
+		prop, _ := f.RequestedSchema.Properties[n].(map[string]any)
+		fd := field{name: n, required: req[n]}
+		fd.kind, _ = prop["type"].(string)
+		title, _ := prop["title"].(string)
+		desc, _ := prop["description"].(string)
+		text := title
+		if text == "" {
+			text = desc
+		}
+		if text == "" {
+			text = n
+		}
+		if len(names) == 1 && f.Message != "" {
+			text = f.Message
+		}
+		choices := prop
+		if fd.kind == "array" {
+			choices, _ = prop["items"].(map[string]any)
+			fd.item.MultiSelect = true
+		}
+		fd.values, fd.labels = enumOf(choices)
+		switch fd.kind {
+		case "string", "array":
+			if fd.kind == "array" && len(fd.values) == 0 {
+				return chat.Question{}, nil, fmt.Errorf("field %q: an array without choices", n)
+			}
+		case "boolean":
+			fd.values, fd.labels = []string{"true", "false"}, []string{"Yes", "No"}
+		case "number", "integer":
+		default:
+			return chat.Question{}, nil, fmt.Errorf("field %q: type %q has no question form", n, fd.kind)
+		}
+		fd.item.Question = text
+		if text != title && title != "" {
+			fd.item.Header = title
+		}
+		for i, l := range fd.labels {
+			opt := chat.QuestionOption{Label: l}
+			if l != fd.values[i] {
+				opt.Description = fd.values[i]
+			}
+			fd.item.Options = append(fd.item.Options, opt)
+		}
+		if fd.item.Options == nil {
+			fd.item.Options = []chat.QuestionOption{}
+		}
+		if desc != "" && desc != text {
+			fd.item.Header = strings.TrimSpace(fd.item.Header + " " + desc)
+		}
+		q.Questions = append(q.Questions, fd.item)
+		fields = append(fields, fd)
+	}
+	if len(fields) == 0 {
+		return chat.Question{}, nil, fmt.Errorf("a form with no fields")
+	}
+	return q, fields, nil
+}
+
+// enumOf reads a schema's choices: enum (values are labels), or oneOf/anyOf
+// of {const, title}.
+func enumOf(s map[string]any) (values, labels []string) {
+	if s == nil {
+		return nil, nil
+	}
+	if e, ok := s["enum"].([]any); ok {
+		for _, v := range e {
+			str := fmt.Sprint(v)
+			values, labels = append(values, str), append(labels, str)
+		}
+		return values, labels
+	}
+	for _, key := range []string{"oneOf", "anyOf"} {
+		list, _ := s[key].([]any)
+		for _, item := range list {
+			m, _ := item.(map[string]any)
+			c, ok := m["const"]
+			if !ok {
+				continue
+			}
+			v := fmt.Sprint(c)
+			l, _ := m["title"].(string)
+			if l == "" {
+				l = v
+			}
+			values, labels = append(values, v), append(labels, l)
+		}
+	}
+	return values, labels
+}
+
+// formAnswer turns a question card's answers into the form's content.
+func formAnswer(fields []field, a chat.Answers) (map[string]any, error) {
+	content := map[string]any{}
+	for _, fd := range fields {
+		raw, ok := a[fd.item.Question]
+		if !ok || raw == nil {
+			if fd.required {
+				return nil, fmt.Errorf("%w: %q is not answered", chat.ErrBadInput, fd.item.Question)
+			}
+			continue
+		}
+		var picked []string
+		switch v := raw.(type) {
+		case string:
+			picked = []string{v}
+		case []string:
+			picked = v
+		case []any:
+			for _, x := range v {
+				picked = append(picked, fmt.Sprint(x))
+			}
+		default:
+			picked = []string{fmt.Sprint(v)}
+		}
+		vals := make([]string, 0, len(picked))
+		for _, p := range picked {
+			vals = append(vals, fd.valueOf(p))
+		}
+		switch fd.kind {
+		case "array":
+			content[fd.name] = vals
+		case "boolean":
+			content[fd.name] = len(vals) > 0 && vals[0] == "true"
+		case "number", "integer":
+			if len(vals) == 0 {
+				continue
+			}
+			n, err := strconv.ParseFloat(strings.TrimSpace(vals[0]), 64)
+			if err != nil {
+				return nil, fmt.Errorf("%w: %q wants a number", chat.ErrBadInput, fd.item.Question)
+			}
+			content[fd.name] = n
+		default:
+			if len(vals) > 0 {
+				content[fd.name] = vals[0]
+			}
+		}
+	}
+	return content, nil
+}
+
+// valueOf maps a chosen label back to its value; free text passes through.
+func (fd field) valueOf(label string) string {
+	for i, l := range fd.labels {
+		if l == label {
+			return fd.values[i]
+		}
+	}
+	return label
+}

@@ -1,0 +1,359 @@
+package acp
+
+import (
+	"encoding/json"
+	"regexp"
+	"strings"
+
+	sdk "github.com/coder/acp-go-sdk"
+
+	"github.com/parleyhq/parley/internal/chat"
+)
+
+// mapper turns ACP session updates into chat payloads. It keeps what the
+// payloads need across updates: the modes and config options last reported,
+// and which tool calls are still open. It is not safe for concurrent use; the
+// session calls it under its lock.
+type mapper struct {
+	modes   []chat.ModeOption
+	current string
+	options []chat.ConfigOption
+	// tools maps an open tool call's id to its last status.
+	tools map[string]string
+	// order lists tool call ids in the order they were first seen.
+	order []string
+	// kinds maps a config option id to its type (select, boolean).
+	kinds map[string]string
+}
+
+func newMapper() *mapper { return &mapper{tools: map[string]string{}, kinds: map[string]string{}} }
+
+// Gemini CLI 0.61.0 reports an approval-mode change as an agent message chunk
+// "[MODE_UPDATE] <mode>" instead of current_mode_update.
+var geminiModeUpdate = regexp.MustCompile(`^\[MODE_UPDATE\] (\S+)$`)
+
+// update maps one session/update. It returns nothing for updates a person
+// does not see (user message echoes, session info).
+func (m *mapper) update(u sdk.SessionUpdate) []chat.Payload {
+	switch {
+	case u.AgentMessageChunk != nil:
+		c := u.AgentMessageChunk
+		text := contentText(c.Content)
+		if g := geminiModeUpdate.FindStringSubmatch(strings.TrimSpace(text)); g != nil && c.Content.Text != nil {
+			return m.setMode(g[1])
+		}
+		if text == "" {
+			return nil
+		}
+		return []chat.Payload{chat.AgentChunk{Text: text, MessageID: deref(c.MessageId)}}
+	case u.AgentThoughtChunk != nil:
+		text := contentText(u.AgentThoughtChunk.Content)
+		if text == "" {
+			return nil
+		}
+		return []chat.Payload{chat.ThoughtChunk{Text: text}}
+	case u.UserMessageChunk != nil:
+		// The person's own words are already in the log as user_message.
+		return nil
+	case u.ToolCall != nil:
+		tc := u.ToolCall
+		return m.toolCall(string(tc.ToolCallId), tc.Title, string(tc.Kind), string(tc.Status), tc.RawInput, tc.Locations, tc.Content)
+	case u.ToolCallUpdate != nil:
+		tu := u.ToolCallUpdate
+		return m.toolCallUpdate(string(tu.ToolCallId), tu.Title, tu.Status, tu.Locations, tu.Content)
+	case u.Plan != nil:
+		p := chat.Plan{Entries: []chat.PlanEntry{}}
+		for _, e := range u.Plan.Entries {
+			p.Entries = append(p.Entries, chat.PlanEntry{Content: e.Content, Priority: string(e.Priority), Status: string(e.Status)})
+		}
+		return []chat.Payload{p}
+	case u.AvailableCommandsUpdate != nil:
+		c := chat.Commands{Commands: []chat.Command{}}
+		for _, ac := range u.AvailableCommandsUpdate.AvailableCommands {
+			cmd := chat.Command{Name: ac.Name, Description: ac.Description}
+			if ac.Input != nil && ac.Input.Unstructured != nil {
+				cmd.Hint = ac.Input.Unstructured.Hint
+			}
+			c.Commands = append(c.Commands, cmd)
+		}
+		return []chat.Payload{c}
+	case u.CurrentModeUpdate != nil:
+		return m.setMode(string(u.CurrentModeUpdate.CurrentModeId))
+	case u.ConfigOptionUpdate != nil:
+		m.setOptions(u.ConfigOptionUpdate.ConfigOptions)
+		return []chat.Payload{m.mode()}
+	case u.UsageUpdate != nil:
+		// ACP's usage_update is context-window fill and cumulative cost; only
+		// the cost has a place in chat.Usage.
+		if c := u.UsageUpdate.Cost; c != nil && strings.EqualFold(c.Currency, "USD") {
+			return []chat.Payload{chat.Usage{CostUSD: c.Amount}}
+		}
+		return nil
+	}
+	return nil
+}
+
+// toolCall reports a new tool call (or a repeated one, which ACP allows).
+func (m *mapper) toolCall(id, title, kind, status string, input any, locs []sdk.ToolCallLocation, content []sdk.ToolCallContent) []chat.Payload {
+	if status == "" {
+		status = string(sdk.ToolCallStatusPending)
+	}
+	if kind == "" {
+		kind = string(sdk.ToolKindOther)
+	}
+	if _, seen := m.tools[id]; !seen {
+		m.order = append(m.order, id)
+	}
+	m.tools[id] = status
+	out := []chat.Payload{chat.ToolCall{
+		ToolCallID: id, Title: title, Kind: kind, Status: status,
+		Input: rawJSON(input), Locations: locations(locs),
+	}}
+	// chat.ToolCall has no room for content: diffs and output ride on an update.
+	if output, diffs := toolContent(content); output != "" || len(diffs) > 0 {
+		out = append(out, chat.ToolCallUpdate{ToolCallID: id, Output: output, Diffs: diffs})
+	}
+	return out
+}
+
+func (m *mapper) toolCallUpdate(id string, title *string, status *sdk.ToolCallStatus, locs []sdk.ToolCallLocation, content []sdk.ToolCallContent) []chat.Payload {
+	up := chat.ToolCallUpdate{ToolCallID: id, Title: deref(title), Locations: locations(locs)}
+	up.Output, up.Diffs = toolContent(content)
+	if status != nil {
+		up.Status = string(*status)
+		if _, seen := m.tools[id]; !seen {
+			m.order = append(m.order, id)
+		}
+		m.tools[id] = up.Status
+	}
+	return []chat.Payload{up}
+}
+
+// knows reports whether the tool call has been reported.
+func (m *mapper) knows(id string) bool {
+	_, ok := m.tools[id]
+	return ok
+}
+
+// closeTools ends the turn's tool calls that never reported an end: a turn
+// is over, so a tool still "pending" on the screen would be untrue.
+func (m *mapper) closeTools() []chat.Payload {
+	var out []chat.Payload
+	for _, id := range m.order {
+		switch m.tools[id] {
+		case string(sdk.ToolCallStatusCompleted), string(sdk.ToolCallStatusFailed):
+		default:
+			out = append(out, chat.ToolCallUpdate{ToolCallID: id, Status: string(sdk.ToolCallStatusFailed), Output: "the turn ended before the tool finished"})
+		}
+	}
+	m.tools = map[string]string{}
+	m.order = nil
+	return out
+}
+
+func (m *mapper) setMode(id string) []chat.Payload {
+	if id == m.current {
+		return nil
+	}
+	m.current = id
+	return []chat.Payload{m.mode()}
+}
+
+func (m *mapper) mode() chat.Mode {
+	return chat.Mode{Current: m.current, Available: m.modes, ConfigOptions: m.options}
+}
+
+// setModes records a session's mode state from session/new, load or resume.
+func (m *mapper) setModes(st *sdk.SessionModeState) {
+	if st == nil {
+		return
+	}
+	m.current = string(st.CurrentModeId)
+	m.modes = nil
+	for _, md := range st.AvailableModes {
+		m.modes = append(m.modes, chat.ModeOption{ID: string(md.Id), Name: md.Name, Description: deref(md.Description)})
+	}
+}
+
+// setModels records the unstable model list as a "model" config option, so
+// the dashboard can offer it like any other option.
+func (m *mapper) setModels(st *sdk.SessionModelState) {
+	if st == nil || len(st.AvailableModels) == 0 {
+		return
+	}
+	opt := chat.ConfigOption{ID: modelOption, Name: "Model", Current: string(st.CurrentModelId)}
+	for _, mi := range st.AvailableModels {
+		opt.Values = append(opt.Values, chat.ModeOption{ID: string(mi.ModelId), Name: mi.Name, Description: deref(mi.Description)})
+	}
+	m.replaceOption(opt)
+}
+
+func (m *mapper) setModel(id string) {
+	for i := range m.options {
+		if m.options[i].ID == modelOption {
+			m.options[i].Current = id
+		}
+	}
+}
+
+func (m *mapper) replaceOption(opt chat.ConfigOption) {
+	for i := range m.options {
+		if m.options[i].ID == opt.ID {
+			m.options[i] = opt
+			return
+		}
+	}
+	m.options = append(m.options, opt)
+}
+
+// setOptions records the full set of config options (ACP always sends all).
+func (m *mapper) setOptions(opts []sdk.SessionConfigOption) {
+	var model *chat.ConfigOption
+	for i := range m.options {
+		if m.options[i].ID == modelOption {
+			model = &m.options[i]
+		}
+	}
+	var out []chat.ConfigOption
+	seenModel := false
+	for _, o := range opts {
+		switch {
+		case o.Select != nil:
+			s := o.Select
+			co := chat.ConfigOption{ID: string(s.Id), Name: s.Name, Current: string(s.CurrentValue)}
+			if s.Options.Ungrouped != nil {
+				for _, v := range *s.Options.Ungrouped {
+					co.Values = append(co.Values, chat.ModeOption{ID: string(v.Value), Name: v.Name, Description: deref(v.Description)})
+				}
+			}
+			if s.Options.Grouped != nil {
+				for _, g := range *s.Options.Grouped {
+					for _, v := range g.Options {
+						co.Values = append(co.Values, chat.ModeOption{ID: string(v.Value), Name: g.Name + ": " + v.Name, Description: deref(v.Description)})
+					}
+				}
+			}
+			seenModel = seenModel || co.ID == modelOption
+			m.kinds[co.ID] = "select"
+			out = append(out, co)
+		case o.Boolean != nil:
+			b := o.Boolean
+			cur := "false"
+			if b.CurrentValue {
+				cur = "true"
+			}
+			m.kinds[string(b.Id)] = "boolean"
+			out = append(out, chat.ConfigOption{ID: string(b.Id), Name: b.Name, Current: cur,
+				Values: []chat.ModeOption{{ID: "true", Name: "On"}, {ID: "false", Name: "Off"}}})
+		}
+	}
+	if model != nil && !seenModel {
+		out = append(out, *model)
+	}
+	m.options = out
+}
+
+// option returns the config option with that id.
+func (m *mapper) option(id string) (chat.ConfigOption, bool) {
+	for _, o := range m.options {
+		if o.ID == id {
+			return o, true
+		}
+	}
+	return chat.ConfigOption{}, false
+}
+
+const modelOption = "model"
+
+// contentText is a content block as text: text itself, links as Markdown,
+// other media named in brackets.
+func contentText(c sdk.ContentBlock) string {
+	switch {
+	case c.Text != nil:
+		return c.Text.Text
+	case c.ResourceLink != nil:
+		return "[" + c.ResourceLink.Name + "](" + c.ResourceLink.Uri + ")"
+	case c.Resource != nil:
+		if r := c.Resource.Resource.TextResourceContents; r != nil {
+			return r.Text
+		}
+		return "[resource]"
+	case c.Image != nil:
+		return "[image " + c.Image.MimeType + "]"
+	case c.Audio != nil:
+		return "[audio " + c.Audio.MimeType + "]"
+	}
+	return ""
+}
+
+// toolContent splits tool call content into text output and diffs.
+func toolContent(content []sdk.ToolCallContent) (string, []chat.Diff) {
+	var sb strings.Builder
+	var diffs []chat.Diff
+	for _, c := range content {
+		switch {
+		case c.Content != nil:
+			if t := contentText(c.Content.Content); t != "" {
+				if sb.Len() > 0 {
+					sb.WriteString("\n")
+				}
+				sb.WriteString(t)
+			}
+		case c.Diff != nil:
+			diffs = append(diffs, chat.Diff{Path: c.Diff.Path, OldText: deref(c.Diff.OldText), NewText: c.Diff.NewText})
+		case c.Terminal != nil:
+			if sb.Len() > 0 {
+				sb.WriteString("\n")
+			}
+			sb.WriteString("[terminal " + c.Terminal.TerminalId + "]")
+		}
+	}
+	return sb.String(), diffs
+}
+
+func locations(locs []sdk.ToolCallLocation) []chat.Location {
+	var out []chat.Location
+	for _, l := range locs {
+		loc := chat.Location{Path: l.Path}
+		if l.Line != nil {
+			loc.Line = *l.Line
+		}
+		out = append(out, loc)
+	}
+	return out
+}
+
+// rawJSON marshals a tool's raw input, or returns nil when there is none.
+func rawJSON(v any) json.RawMessage {
+	if v == nil {
+		return nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil || string(b) == "null" {
+		return nil
+	}
+	return b
+}
+
+func deref[T ~string](p *T) string {
+	if p == nil {
+		return ""
+	}
+	return string(*p)
+}
+
+// stopReason maps ACP's stop reasons onto chat's.
+func stopReason(r sdk.StopReason) string {
+	switch r {
+	case sdk.StopReasonEndTurn:
+		return chat.StopEndTurn
+	case sdk.StopReasonCancelled:
+		return chat.StopCancelled
+	case sdk.StopReasonMaxTokens, sdk.StopReasonMaxTurnRequests:
+		// chat has one "a limit was hit" reason.
+		return chat.StopMaxTokens
+	case sdk.StopReasonRefusal:
+		return chat.StopRefusal
+	}
+	return chat.StopEndTurn
+}

@@ -1,0 +1,643 @@
+package acp
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	sdk "github.com/coder/acp-go-sdk"
+	"github.com/google/uuid"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/driver"
+)
+
+// Session is one running ACP agent serving a thread.
+//
+// Lock order: mu only; the sink is never called with mu held.
+type Session struct {
+	logger *slog.Logger
+	sink   driver.Sink
+	spec   driver.Spec
+	jail   jail
+
+	cmd     *exec.Cmd
+	stdin   *os.File
+	stdout  *os.File
+	kill    context.CancelFunc // ends the process group
+	conn    *sdk.ClientSideConnection
+	stderr  tail
+	exited  chan struct{} // closed once the process is reaped
+	waitErr error         // set before exited closes
+	caps    sdk.AgentCapabilities
+	wg      sync.WaitGroup // turn goroutines and the exit watcher
+
+	mu         sync.Mutex
+	id         sdk.SessionId
+	m          *mapper
+	setModel   bool // the model is chosen with unstable session/set_model
+	replaying  bool // session/load is replaying history parley already shows
+	turn       *turn
+	perms      map[string]*pendingCard
+	questions  map[string]*pendingCard
+	promptSent chan error // fired once the next session/prompt is written
+	closing    bool
+}
+
+// turn is the prompt in flight. Its fields are guarded by Session.mu.
+type turn struct {
+	cancelled bool
+	ended     bool
+	timer     *time.Timer // ends a cancelled turn the agent does not end
+}
+
+// pendingCard is an open permission request or question.
+type pendingCard struct {
+	answer  chan any // buffered: the handler's reply
+	options []string // permission option ids offered
+	fields  []field  // question fields
+}
+
+var _ driver.Session = (*Session)(nil)
+
+// open runs initialize, authenticate and session/new (or resume/load).
+func (s *Session) open(ctx context.Context) error {
+	init, err := s.conn.Initialize(ctx, sdk.InitializeRequest{
+		ProtocolVersion: sdk.ProtocolVersionNumber,
+		ClientCapabilities: sdk.ClientCapabilities{
+			Fs:          sdk.FileSystemCapabilities{ReadTextFile: true, WriteTextFile: true},
+			Elicitation: &sdk.ElicitationCapabilities{Form: &sdk.ElicitationFormCapabilities{}},
+		},
+		ClientInfo: &sdk.Implementation{Name: "parley", Version: Version},
+	})
+	if err != nil {
+		return fmt.Errorf("acp: initialize: %w", err)
+	}
+	s.caps = init.AgentCapabilities
+	if method := s.spec.Options[OptAuthMethod]; method != "" {
+		if !offersAuth(init.AuthMethods, method) {
+			return fmt.Errorf("acp: the agent does not offer auth method %q", method)
+		}
+		if _, err := s.conn.Authenticate(ctx, sdk.AuthenticateRequest{MethodId: method}); err != nil {
+			return fmt.Errorf("acp: authenticate %s: %w", method, err)
+		}
+	}
+	mcp, err := mcpServers(s.spec.Options["mcp_servers"])
+	if err != nil {
+		return err
+	}
+	if s.spec.ResumeID != "" {
+		if err := s.resume(ctx, mcp); err != nil {
+			return err
+		}
+	} else if err := s.newSession(ctx, mcp); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	mode := s.m.mode()
+	s.mu.Unlock()
+	if mode.Current != "" || len(mode.ConfigOptions) > 0 {
+		s.sink.Event(mode)
+	}
+	if s.spec.Mode != "" && s.spec.Mode != mode.Current {
+		if err := s.SetMode(ctx, s.spec.Mode); err != nil {
+			return err
+		}
+	}
+	if s.spec.Model != "" {
+		if err := s.SetConfigOption(ctx, modelOption, s.spec.Model); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func offersAuth(methods []sdk.AuthMethod, id string) bool {
+	for _, m := range methods {
+		switch {
+		case m.Agent != nil && m.Agent.Id == id,
+			m.EnvVar != nil && m.EnvVar.Id == id,
+			m.Terminal != nil && m.Terminal.Id == id:
+			return true
+		}
+	}
+	return false
+}
+
+// mcpServers reads the config's MCP servers: a JSON array in ACP's own shape.
+func mcpServers(raw string) ([]sdk.McpServer, error) {
+	out := []sdk.McpServer{}
+	if raw == "" {
+		return out, nil
+	}
+	if err := json.Unmarshal([]byte(raw), &out); err != nil {
+		return nil, fmt.Errorf("acp: mcp_servers option: %w", err)
+	}
+	return out, nil
+}
+
+func (s *Session) newSession(ctx context.Context, mcp []sdk.McpServer) error {
+	resp, err := s.conn.NewSession(ctx, sdk.NewSessionRequest{Cwd: s.jail.root, McpServers: mcp})
+	if err != nil {
+		return fmt.Errorf("acp: session/new: %w", err)
+	}
+	s.adopt(resp.SessionId, resp.Modes, resp.Models, resp.ConfigOptions)
+	return nil
+}
+
+// resume brings back spec.ResumeID: session/resume when offered, else
+// session/load (its replay suppressed), else a new session and an error
+// event saying the history is lost.
+func (s *Session) resume(ctx context.Context, mcp []sdk.McpServer) error {
+	id := sdk.SessionId(s.spec.ResumeID)
+	var why error
+	switch {
+	case s.caps.SessionCapabilities.Resume != nil:
+		resp, err := s.conn.ResumeSession(ctx, sdk.ResumeSessionRequest{SessionId: id, Cwd: s.jail.root, McpServers: mcp})
+		if err == nil {
+			s.adopt(id, resp.Modes, resp.Models, resp.ConfigOptions)
+			return nil
+		}
+		why = fmt.Errorf("session/resume: %w", err)
+	case s.caps.LoadSession:
+		s.mu.Lock()
+		s.id, s.replaying = id, true
+		s.mu.Unlock()
+		resp, err := s.conn.LoadSession(ctx, sdk.LoadSessionRequest{SessionId: id, Cwd: s.jail.root, McpServers: mcp})
+		if err == nil {
+			s.adopt(id, resp.Modes, resp.Models, resp.ConfigOptions)
+			return nil
+		}
+		s.mu.Lock()
+		s.id, s.replaying = "", false
+		s.mu.Unlock()
+		why = fmt.Errorf("session/load: %w", err)
+	default:
+		why = errors.New("the agent can neither resume nor load sessions")
+	}
+	s.logger.Warn("resume failed; starting a new session", "session", s.spec.ResumeID, "err", why)
+	if err := s.newSession(ctx, mcp); err != nil {
+		return err
+	}
+	s.sink.Event(chat.Error{Code: chat.CodeNoHistory, Message: fmt.Sprintf(
+		"%v: the agent's session %s could not be restored (%s), so this is a new session without the earlier history",
+		driver.ErrHistoryLost, s.spec.ResumeID, errText(why))})
+	return nil
+}
+
+// adopt records a session's id and state and reports the id.
+func (s *Session) adopt(id sdk.SessionId, modes *sdk.SessionModeState, models *sdk.SessionModelState, opts []sdk.SessionConfigOption) {
+	s.mu.Lock()
+	s.id = id
+	s.m.setModes(modes)
+	s.m.setOptions(opts)
+	if _, ok := s.m.option(modelOption); !ok && models != nil {
+		s.m.setModels(models)
+		s.setModel = true
+	}
+	s.mu.Unlock()
+	s.sink.SessionID(string(id))
+}
+
+// watch waits for the process to end and, unless parley ended it, reports
+// the turn it broke, the cards it left and the exit.
+func (s *Session) watch() {
+	defer s.wg.Done()
+	<-s.exited
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		return
+	}
+	s.closing = true
+	t := s.turn
+	s.turn = nil
+	var closed []chat.Payload
+	if t != nil && !t.ended {
+		t.ended = true
+		if t.timer != nil {
+			t.timer.Stop()
+		}
+		closed = s.m.closeTools()
+	} else {
+		t = nil
+	}
+	cards := s.takeCards()
+	s.mu.Unlock()
+
+	why := "exited"
+	if s.waitErr != nil {
+		why = s.waitErr.Error()
+	}
+	msg := "the agent " + why
+	if tail := s.stderr.String(); tail != "" {
+		msg += "; its last words on stderr: " + tail
+	}
+	for _, id := range cards {
+		s.sink.CardWithdrawn(id)
+	}
+	if t != nil {
+		for _, p := range closed {
+			s.sink.Event(p)
+		}
+		s.sink.Event(chat.Error{Code: chat.CodeAgent, Message: "the turn broke off: " + msg})
+		s.sink.TurnEnded(chat.StopError)
+	}
+	s.logger.Warn("agent exited", "err", s.waitErr)
+	s.sink.Exited(fmt.Errorf("acp: %s", msg))
+}
+
+// takeCards removes every open card, answering each cancelled, and returns
+// their ids. Call with mu held.
+func (s *Session) takeCards() []string {
+	var ids []string
+	for id, c := range s.perms {
+		c.answer <- sdk.RequestPermissionResponse{Outcome: sdk.RequestPermissionOutcome{Cancelled: &sdk.RequestPermissionOutcomeCancelled{Outcome: "cancelled"}}}
+		ids = append(ids, id)
+	}
+	for id, c := range s.questions {
+		c.answer <- sdk.UnstableCreateElicitationResponse{Cancel: &sdk.UnstableCreateElicitationCancel{Action: "cancel"}}
+		ids = append(ids, id)
+	}
+	clear(s.perms)
+	clear(s.questions)
+	slices.Sort(ids)
+	return ids
+}
+
+// Prompt sends session/prompt and returns once it is written to the agent's
+// stdin. The turn runs on; its end comes through Sink.TurnEnded.
+func (s *Session) Prompt(ctx context.Context, p driver.Prompt) error {
+	blocks := []sdk.ContentBlock{sdk.TextBlock(p.Text)}
+	for _, img := range p.Images {
+		if !s.caps.PromptCapabilities.Image {
+			return fmt.Errorf("acp: %w: this agent takes no images", driver.ErrUnsupported)
+		}
+		blocks = append(blocks, sdk.ImageBlock(base64.StdEncoding.EncodeToString(img.Data), img.MIMEType))
+	}
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		return fmt.Errorf("acp: %w", driver.ErrNotRunning)
+	}
+	if s.turn != nil {
+		s.mu.Unlock()
+		return errors.New("acp: a turn is already running")
+	}
+	sent := make(chan error, 1)
+	s.promptSent = sent
+	t := &turn{}
+	s.turn = t
+	s.replaying = false
+	req := sdk.PromptRequest{SessionId: s.id, Prompt: blocks}
+	s.mu.Unlock()
+
+	s.wg.Add(1)
+	go s.run(t, req)
+	select {
+	case err := <-sent:
+		if err != nil {
+			return fmt.Errorf("acp: the agent did not take the message: %w", err)
+		}
+		return nil
+	case <-s.exited:
+		return fmt.Errorf("acp: %w", driver.ErrNotRunning)
+	case <-ctx.Done():
+		return fmt.Errorf("acp: prompt: %w", ctx.Err())
+	}
+}
+
+// run waits for the prompt's response and ends the turn with its stop reason.
+func (s *Session) run(t *turn, req sdk.PromptRequest) {
+	defer s.wg.Done()
+	// The turn outlives Prompt's ctx: it ends by its response, Cancel or exit.
+	resp, err := s.conn.Prompt(context.Background(), req)
+	s.mu.Lock()
+	if s.promptSent != nil && err != nil {
+		// Never written (a dead pipe): Prompt is still waiting to hear.
+		s.promptSent <- err
+		s.promptSent = nil
+	}
+	if t.ended {
+		s.mu.Unlock()
+		return
+	}
+	select {
+	case <-s.conn.Done():
+		if err != nil && !s.closing {
+			// The agent is gone: watch reports the turn with its stderr.
+			s.mu.Unlock()
+			return
+		}
+	default:
+	}
+	t.ended = true
+	if t.timer != nil {
+		t.timer.Stop()
+	}
+	if s.turn == t {
+		s.turn = nil
+	}
+	closed := s.m.closeTools()
+	s.mu.Unlock()
+
+	if err == nil {
+		if u, ok := usageOf(resp); ok {
+			s.sink.Event(u)
+		}
+	}
+	for _, p := range closed {
+		s.sink.Event(p)
+	}
+	switch {
+	case err == nil:
+		s.sink.TurnEnded(stopReason(resp.StopReason))
+	case t.cancelled:
+		s.sink.TurnEnded(chat.StopCancelled)
+	default:
+		s.sink.Event(chat.Error{Code: chat.CodeAgent, Message: "the agent failed the turn: " + errText(err)})
+		s.sink.TurnEnded(chat.StopError)
+	}
+}
+
+// usageOf reads a turn's token counts: ACP's usage field, or Gemini CLI's
+// _meta.quota.token_count.
+func usageOf(r sdk.PromptResponse) (chat.Usage, bool) {
+	if r.Usage != nil {
+		return chat.Usage{InputTokens: int64(r.Usage.InputTokens), OutputTokens: int64(r.Usage.OutputTokens)}, true
+	}
+	var meta struct {
+		Quota struct {
+			TokenCount struct {
+				In  int64 `json:"input_tokens"`
+				Out int64 `json:"output_tokens"`
+			} `json:"token_count"`
+		} `json:"quota"`
+	}
+	b, err := json.Marshal(r.Meta)
+	if err != nil || json.Unmarshal(b, &meta) != nil {
+		return chat.Usage{}, false
+	}
+	tc := meta.Quota.TokenCount
+	if tc.In == 0 && tc.Out == 0 {
+		return chat.Usage{}, false
+	}
+	return chat.Usage{InputTokens: tc.In, OutputTokens: tc.Out}, true
+}
+
+// errText is an error as a person reads it: a JSON-RPC error's message and data.
+func errText(err error) string {
+	var re *sdk.RequestError
+	if errors.As(err, &re) {
+		msg := re.Message
+		if m, ok := re.Data.(map[string]any); ok {
+			if d, ok := m["error"].(string); ok && d != "" {
+				msg += ": " + d
+			} else if d, ok := m["details"].(string); ok && d != "" {
+				msg += ": " + d
+			}
+		}
+		return msg
+	}
+	return err.Error()
+}
+
+// Cancel sends session/cancel at once, answers every open card cancelled and
+// withdraws it. The turn ends when the agent answers the prompt (cancelled),
+// or after a grace period if it does not.
+func (s *Session) Cancel(ctx context.Context) error {
+	s.mu.Lock()
+	t := s.turn
+	if t == nil || t.ended {
+		s.mu.Unlock()
+		return fmt.Errorf("acp: %w", chat.ErrNoTurn)
+	}
+	t.cancelled = true
+	id := s.id
+	if t.timer == nil {
+		t.timer = time.AfterFunc(cancelGrace, func() { s.endCancelled(t) })
+	}
+	s.mu.Unlock()
+	// The notification first: the agent stops generating while cards close.
+	err := s.conn.Cancel(ctx, sdk.CancelNotification{SessionId: id})
+	s.mu.Lock()
+	cards := s.takeCards()
+	s.mu.Unlock()
+	for _, cid := range cards {
+		s.sink.CardWithdrawn(cid)
+	}
+	if err != nil {
+		return fmt.Errorf("acp: session/cancel: %w", err)
+	}
+	return nil
+}
+
+// endCancelled ends a cancelled turn the agent never answered.
+func (s *Session) endCancelled(t *turn) {
+	s.mu.Lock()
+	if t.ended || s.closing {
+		s.mu.Unlock()
+		return
+	}
+	t.ended = true
+	if s.turn == t {
+		s.turn = nil
+	}
+	closed := s.m.closeTools()
+	s.mu.Unlock()
+	s.logger.Warn("the agent did not end a cancelled turn; ending it")
+	for _, p := range closed {
+		s.sink.Event(p)
+	}
+	s.sink.TurnEnded(chat.StopCancelled)
+}
+
+// AnswerPermission answers an open permission request with the chosen option.
+// An empty OptionID answers it cancelled.
+func (s *Session) AnswerPermission(ctx context.Context, requestID string, a driver.PermissionAnswer) error {
+	s.mu.Lock()
+	c, ok := s.perms[requestID]
+	if !ok {
+		s.mu.Unlock()
+		return fmt.Errorf("acp: %w", driver.ErrUnknownCard)
+	}
+	var out sdk.RequestPermissionResponse
+	if a.OptionID == "" {
+		out.Outcome.Cancelled = &sdk.RequestPermissionOutcomeCancelled{Outcome: "cancelled"}
+	} else {
+		if !slices.Contains(c.options, a.OptionID) {
+			s.mu.Unlock()
+			return fmt.Errorf("acp: %w: option %q is not one the agent offered", chat.ErrBadInput, a.OptionID)
+		}
+		out.Outcome.Selected = &sdk.RequestPermissionOutcomeSelected{Outcome: "selected", OptionId: sdk.PermissionOptionId(a.OptionID)}
+	}
+	delete(s.perms, requestID)
+	s.mu.Unlock()
+	c.answer <- out
+	return nil
+}
+
+// AnswerQuestion answers an open form elicitation. A free Response with no
+// answers fills a single text field, or else declines the form.
+func (s *Session) AnswerQuestion(ctx context.Context, requestID string, a driver.QuestionAnswer) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.questions[requestID]
+	if !ok {
+		return fmt.Errorf("acp: %w", driver.ErrUnknownCard)
+	}
+	answers := a.Answers
+	if len(answers) == 0 && a.Response != "" && len(c.fields) == 1 && len(c.fields[0].values) == 0 {
+		answers = chat.Answers{c.fields[0].item.Question: a.Response}
+	}
+	var out sdk.UnstableCreateElicitationResponse
+	if len(answers) == 0 {
+		out.Decline = &sdk.UnstableCreateElicitationDecline{Action: "decline"}
+	} else {
+		content, err := formAnswer(c.fields, answers)
+		if err != nil {
+			return fmt.Errorf("acp: %w", err)
+		}
+		out.Accept = &sdk.UnstableCreateElicitationAccept{Action: "accept", Content: content}
+	}
+	delete(s.questions, requestID)
+	c.answer <- out
+	return nil
+}
+
+// SetMode sends session/set_mode and reports the new mode.
+func (s *Session) SetMode(ctx context.Context, modeID string) error {
+	s.mu.Lock()
+	id := s.id
+	s.mu.Unlock()
+	if _, err := s.conn.SetSessionMode(ctx, sdk.SetSessionModeRequest{SessionId: id, ModeId: sdk.SessionModeId(modeID)}); err != nil {
+		return fmt.Errorf("acp: set mode %q: %s: %w", modeID, errText(err), err)
+	}
+	s.mu.Lock()
+	ps := s.m.setMode(modeID)
+	s.mu.Unlock()
+	for _, p := range ps {
+		s.sink.Event(p)
+	}
+	return nil
+}
+
+// SetConfigOption sends session/set_config_option (or, for the model of an
+// agent that lists models the unstable way, session/set_model) and reports
+// the options that result.
+func (s *Session) SetConfigOption(ctx context.Context, id, value string) error {
+	s.mu.Lock()
+	sid := s.id
+	opt, ok := s.m.option(id)
+	viaModel := id == modelOption && s.setModel
+	kind := s.m.kinds[id]
+	s.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("acp: %w: no config option %q", driver.ErrUnsupported, id)
+	}
+	if len(opt.Values) > 0 && !slices.ContainsFunc(opt.Values, func(v chat.ModeOption) bool { return v.ID == value }) {
+		return fmt.Errorf("acp: %w: %q is not a value of %q", chat.ErrBadInput, value, id)
+	}
+	if viaModel {
+		if _, err := s.conn.UnstableSetSessionModel(ctx, sdk.UnstableSetSessionModelRequest{SessionId: sid, ModelId: sdk.UnstableModelId(value)}); err != nil {
+			return fmt.Errorf("acp: set model %q: %w", value, err)
+		}
+		s.mu.Lock()
+		s.m.setModel(value)
+		mode := s.m.mode()
+		s.mu.Unlock()
+		s.sink.Event(mode)
+		return nil
+	}
+	var req sdk.SetSessionConfigOptionRequest
+	if kind == "boolean" {
+		req.Boolean = &sdk.SetSessionConfigOptionBoolean{SessionId: sid, ConfigId: sdk.SessionConfigId(id), Type: "boolean", Value: value == "true"}
+	} else {
+		req.ValueId = &sdk.SetSessionConfigOptionValueId{SessionId: sid, ConfigId: sdk.SessionConfigId(id), Value: sdk.SessionConfigValueId(value)}
+	}
+	resp, err := s.conn.SetSessionConfigOption(ctx, req)
+	if err != nil {
+		return fmt.Errorf("acp: set config option %q: %w", id, err)
+	}
+	s.mu.Lock()
+	s.m.setOptions(resp.ConfigOptions)
+	mode := s.m.mode()
+	s.mu.Unlock()
+	s.sink.Event(mode)
+	return nil
+}
+
+// Close ends the agent process. A turn in flight ends cancelled and open
+// cards are withdrawn. It is safe to call twice.
+func (s *Session) Close(ctx context.Context) error {
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		<-s.exited
+		s.wg.Wait()
+		return nil
+	}
+	s.closing = true
+	t := s.turn
+	s.turn = nil
+	var closed []chat.Payload
+	if t != nil && !t.ended {
+		t.ended = true
+		if t.timer != nil {
+			t.timer.Stop()
+		}
+		closed = s.m.closeTools()
+	} else {
+		t = nil
+	}
+	cards := s.takeCards()
+	s.mu.Unlock()
+	s.shutdown()
+	s.wg.Wait()
+	for _, id := range cards {
+		s.sink.CardWithdrawn(id)
+	}
+	if t != nil {
+		for _, p := range closed {
+			s.sink.Event(p)
+		}
+		s.sink.TurnEnded(chat.StopCancelled)
+	}
+	return nil
+}
+
+// promptWatch fires Session.promptSent once a session/prompt line is written.
+type promptWatch struct {
+	w io.Writer
+	s *Session
+}
+
+func (p *promptWatch) Write(b []byte) (int, error) {
+	n, err := p.w.Write(b)
+	if bytes.Contains(b, []byte(`"method":"session/prompt"`)) {
+		p.s.mu.Lock()
+		ch := p.s.promptSent
+		p.s.promptSent = nil
+		p.s.mu.Unlock()
+		if ch != nil {
+			ch <- err
+		}
+	}
+	return n, err
+}
+
+// newCardID makes a card id unique across sessions and restarts.
+func newCardID(prefix string) string {
+	return prefix + "-" + strings.ReplaceAll(uuid.NewString(), "-", "")[:16]
+}

@@ -1,0 +1,832 @@
+package stream
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/driver"
+)
+
+// Permission card options. The ids are the option kinds: one card, three answers.
+var permissionOptions = []chat.PermissionOption{
+	{ID: chat.OptionAllowOnce, Label: "Allow once", Kind: chat.OptionAllowOnce},
+	{ID: chat.OptionAllowAlways, Label: "Allow always", Kind: chat.OptionAllowAlways},
+	{ID: chat.OptionRejectOnce, Label: "Reject", Kind: chat.OptionRejectOnce},
+}
+
+// Modes Claude Code's set_permission_mode accepts.
+var modes = []chat.ModeOption{
+	{ID: "default", Name: "Default", Description: "Ask before edits and commands"},
+	{ID: "acceptEdits", Name: "Accept edits", Description: "Edit files without asking"},
+	{ID: "plan", Name: "Plan", Description: "Plan only, change nothing"},
+	{ID: "bypassPermissions", Name: "Bypass permissions", Description: "Never ask"},
+}
+
+const askUserQuestion = "AskUserQuestion"
+
+// cancelGrace is how long a cancelled turn may wait for Claude Code's result
+// before the driver ends it by itself.
+const cancelGrace = 5 * time.Second
+
+type card struct {
+	kind        string // chat.CardPermission or chat.CardQuestion
+	toolName    string
+	input       json.RawMessage
+	suggestions json.RawMessage
+	questions   []chat.QuestionItem
+}
+
+type pendingControl struct {
+	done chan controlResponse
+}
+
+// writeReq is one line for the single stdin writer. claimed decides, exactly
+// once, whether the writer writes it or the caller abandons it.
+type writeReq struct {
+	line    []byte
+	claimed atomic.Bool
+	done    chan error
+}
+
+// session is one live claude process. The reader goroutine is the only
+// caller of handleLine; mu guards the state shared with the callers of the
+// driver.Session methods.
+type session struct {
+	sink   driver.Sink
+	log    *slog.Logger
+	writes chan *writeReq
+	gone   chan struct{} // closed when the process is gone
+	now    func() time.Time
+
+	mu        sync.Mutex
+	cards     map[string]*card
+	controls  map[string]*pendingControl
+	turns     int  // prompts written whose result has not come yet
+	cancelled bool // an interrupt was sent for the turn in flight
+	cancelGen int  // counts interrupts, to pair a grace timer with its turn
+	closing   bool
+	sessionID string
+	mode      string
+	model     string
+	models    []chat.ModeOption
+	lastCost  float64 // total_cost_usd is cumulative per process
+	curMsg    string          // the model message being streamed
+	textSeen  map[string]bool // message ids whose text came as deltas
+	thinkSeen map[string]bool // message ids whose thinking came as deltas
+	tools     map[string]string // tool_use id → tool name
+	nextReq   int
+}
+
+func newSession(sink driver.Sink, log *slog.Logger) *session {
+	return &session{
+		sink:     sink,
+		log:      log,
+		writes:   make(chan *writeReq),
+		gone:     make(chan struct{}),
+		now:      time.Now,
+		cards:    map[string]*card{},
+		controls: map[string]*pendingControl{},
+		textSeen:  map[string]bool{},
+		thinkSeen: map[string]bool{},
+		tools:    map[string]string{},
+	}
+}
+
+// write hands one JSON line to the stdin writer and waits until it is written.
+// When ctx ends before the writer took the line, the line is never written.
+func (s *session) write(ctx context.Context, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("stream: encode: %w", err)
+	}
+	req := &writeReq{line: append(b, '\n'), done: make(chan error, 1)}
+	select {
+	case s.writes <- req:
+	case <-s.gone:
+		return fmt.Errorf("stream: write: %w", driver.ErrNotRunning)
+	case <-ctx.Done():
+		return fmt.Errorf("stream: write: %w", ctx.Err())
+	}
+	select {
+	case err := <-req.done:
+		return err
+	case <-s.gone:
+		if req.claimed.CompareAndSwap(false, true) {
+			return fmt.Errorf("stream: write: %w", driver.ErrNotRunning)
+		}
+		return <-req.done
+	case <-ctx.Done():
+		if req.claimed.CompareAndSwap(false, true) {
+			return fmt.Errorf("stream: write: %w", ctx.Err())
+		}
+		return <-req.done // the writer has it: its outcome is the truth
+	}
+}
+
+// control sends a control request and waits for its response.
+func (s *session) control(ctx context.Context, subtype string, fields map[string]any) (controlResponse, error) {
+	s.mu.Lock()
+	s.nextReq++
+	id := "parley-" + strconv.Itoa(s.nextReq)
+	p := &pendingControl{done: make(chan controlResponse, 1)}
+	s.controls[id] = p
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.controls, id)
+		s.mu.Unlock()
+	}()
+	req := map[string]any{"subtype": subtype}
+	for k, v := range fields {
+		req[k] = v
+	}
+	if err := s.write(ctx, controlRequestLine{Type: "control_request", RequestID: id, Request: req}); err != nil {
+		return controlResponse{}, fmt.Errorf("stream: %s: %w", subtype, err)
+	}
+	select {
+	case r := <-p.done:
+		if r.Subtype == "error" {
+			return r, fmt.Errorf("stream: %s: claude says: %s", subtype, r.Error)
+		}
+		return r, nil
+	case <-s.gone:
+		return controlResponse{}, fmt.Errorf("stream: %s: %w", subtype, driver.ErrNotRunning)
+	case <-ctx.Done():
+		return controlResponse{}, fmt.Errorf("stream: %s: %w", subtype, ctx.Err())
+	}
+}
+
+// Prompt writes the person's message to Claude Code's stdin.
+func (s *session) Prompt(ctx context.Context, p driver.Prompt) error {
+	var content any = p.Text
+	if len(p.Images) > 0 {
+		blocks := make([]map[string]any, 0, len(p.Images)+1)
+		for _, img := range p.Images {
+			blocks = append(blocks, map[string]any{"type": "image", "source": map[string]string{
+				"type": "base64", "media_type": img.MIMEType, "data": base64.StdEncoding.EncodeToString(img.Data),
+			}})
+		}
+		blocks = append(blocks, map[string]any{"type": "text", "text": p.Text})
+		content = blocks
+	}
+	// Count the turn before the write: its result can come right after.
+	s.mu.Lock()
+	s.turns++
+	if s.turns == 1 {
+		s.cancelled = false
+	}
+	s.mu.Unlock()
+	err := s.write(ctx, userLine{Type: "user", Message: userMessage{Role: "user", Content: content}, SessionID: ""})
+	if err != nil {
+		s.mu.Lock()
+		s.turns--
+		s.mu.Unlock()
+		return fmt.Errorf("stream: prompt: %w", err)
+	}
+	return nil
+}
+
+// Cancel interrupts the turn in flight. Claude Code stays alive and ends the
+// turn with a result, which becomes TurnEnded(cancelled).
+func (s *session) Cancel(ctx context.Context) error {
+	s.mu.Lock()
+	if s.turns == 0 {
+		s.mu.Unlock()
+		return nil
+	}
+	s.cancelled = true
+	s.cancelGen++
+	gen := s.cancelGen
+	withdrawn := s.takeCardsLocked()
+	s.mu.Unlock()
+	for _, id := range withdrawn {
+		s.sink.CardWithdrawn(id)
+	}
+	// Should the result never come, the turn still ends.
+	time.AfterFunc(cancelGrace, func() { s.endCancelled(gen) })
+	if _, err := s.control(ctx, "interrupt", nil); err != nil {
+		return fmt.Errorf("stream: cancel: %w", err)
+	}
+	return nil
+}
+
+func (s *session) endCancelled(gen int) {
+	s.mu.Lock()
+	if s.turns == 0 || !s.cancelled || s.cancelGen != gen {
+		s.mu.Unlock()
+		return
+	}
+	s.turns--
+	s.cancelled = false
+	s.mu.Unlock()
+	s.log.Warn("claude gave no result after an interrupt; ending the turn")
+	s.sink.TurnEnded(chat.StopCancelled)
+}
+
+// takeCardsLocked removes every open card and returns their ids.
+func (s *session) takeCardsLocked() []string {
+	ids := make([]string, 0, len(s.cards))
+	for id := range s.cards {
+		ids = append(ids, id)
+	}
+	clear(s.cards)
+	return ids
+}
+
+func (s *session) takeCard(requestID, kind string) (*card, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.cards[requestID]
+	if !ok {
+		return nil, fmt.Errorf("stream: card %s: %w", requestID, driver.ErrUnknownCard)
+	}
+	if c.kind != kind {
+		return nil, fmt.Errorf("stream: card %s is a %s card, not a %s card: %w", requestID, c.kind, kind, chat.ErrBadInput)
+	}
+	delete(s.cards, requestID)
+	return c, nil
+}
+
+func (s *session) putCard(requestID string, c *card) {
+	s.mu.Lock()
+	s.cards[requestID] = c
+	s.mu.Unlock()
+}
+
+func (s *session) respond(ctx context.Context, requestID string, r permissionResult) error {
+	return s.write(ctx, controlResponseLine{Type: "control_response", Response: controlResponseOut{
+		Subtype: "success", RequestID: requestID, Response: r,
+	}})
+}
+
+// AnswerPermission answers a can_use_tool request.
+func (s *session) AnswerPermission(ctx context.Context, requestID string, a driver.PermissionAnswer) error {
+	c, err := s.takeCard(requestID, chat.CardPermission)
+	if err != nil {
+		return err
+	}
+	var r permissionResult
+	switch a.OptionID {
+	case chat.OptionAllowOnce:
+		r = permissionResult{Behavior: "allow", UpdatedInput: c.input}
+	case chat.OptionAllowAlways:
+		r = permissionResult{Behavior: "allow", UpdatedInput: c.input, UpdatedPermissions: c.suggestions}
+	case chat.OptionRejectOnce, chat.OptionRejectAlways:
+		msg := strings.TrimSpace(a.Message)
+		if msg == "" {
+			msg = "The person declined this tool use."
+		}
+		r = permissionResult{Behavior: "deny", Message: msg}
+	default:
+		s.putCard(requestID, c)
+		return fmt.Errorf("stream: card %s: unknown option %q: %w", requestID, a.OptionID, chat.ErrBadInput)
+	}
+	if err := s.respond(ctx, requestID, r); err != nil {
+		s.putCard(requestID, c)
+		return fmt.Errorf("stream: answer permission: %w", err)
+	}
+	return nil
+}
+
+// AnswerQuestion answers an AskUserQuestion request: the questions echoed back
+// with the answers keyed by question text. An answer that says nothing is
+// refused, since an allow with unchanged input gives Claude no answer.
+func (s *session) AnswerQuestion(ctx context.Context, requestID string, a driver.QuestionAnswer) error {
+	c, err := s.takeCard(requestID, chat.CardQuestion)
+	if err != nil {
+		return err
+	}
+	input, err := questionInput(c, a)
+	if err != nil {
+		s.putCard(requestID, c)
+		return err
+	}
+	if err := s.respond(ctx, requestID, permissionResult{Behavior: "allow", UpdatedInput: input}); err != nil {
+		s.putCard(requestID, c)
+		return fmt.Errorf("stream: answer question: %w", err)
+	}
+	return nil
+}
+
+// questionInput builds AskUserQuestion's updatedInput. Several labels of a
+// multi-select question are joined with ", ", as Claude Code's own picker does.
+func questionInput(c *card, a driver.QuestionAnswer) (json.RawMessage, error) {
+	known := map[string]bool{}
+	for _, q := range c.questions {
+		known[q.Question] = true
+	}
+	answers := map[string]string{}
+	for q, v := range a.Answers {
+		if !known[q] {
+			return nil, fmt.Errorf("stream: no question %q on this card: %w", q, chat.ErrBadInput)
+		}
+		var text string
+		switch v := v.(type) {
+		case string:
+			text = v
+		case []string:
+			text = strings.Join(v, ", ")
+		case []any:
+			parts := make([]string, 0, len(v))
+			for _, e := range v {
+				str, ok := e.(string)
+				if !ok {
+					return nil, fmt.Errorf("stream: answer to %q: %v is not text: %w", q, e, chat.ErrBadInput)
+				}
+				parts = append(parts, str)
+			}
+			text = strings.Join(parts, ", ")
+		default:
+			return nil, fmt.Errorf("stream: answer to %q: %T is not text or a list: %w", q, v, chat.ErrBadInput)
+		}
+		if strings.TrimSpace(text) != "" {
+			answers[q] = text
+		}
+	}
+	response := strings.TrimSpace(a.Response)
+	if len(answers) == 0 && response == "" {
+		return nil, fmt.Errorf("stream: the answer is empty: %w", chat.ErrBadInput)
+	}
+	var in map[string]json.RawMessage
+	if err := json.Unmarshal(c.input, &in); err != nil || in == nil {
+		in = map[string]json.RawMessage{}
+	}
+	ab, _ := json.Marshal(answers)
+	in["answers"] = ab
+	if response != "" {
+		rb, _ := json.Marshal(response)
+		in["response"] = rb
+	}
+	out, err := json.Marshal(in)
+	if err != nil {
+		return nil, fmt.Errorf("stream: question input: %w", err)
+	}
+	return out, nil
+}
+
+// SetMode changes the permission mode; Claude Code's answer becomes a mode event.
+func (s *session) SetMode(ctx context.Context, modeID string) error {
+	found := false
+	for _, m := range modes {
+		found = found || m.ID == modeID
+	}
+	if !found {
+		return fmt.Errorf("stream: mode %q: %w", modeID, driver.ErrUnsupported)
+	}
+	r, err := s.control(ctx, "set_permission_mode", map[string]any{"mode": modeID})
+	if err != nil {
+		return err
+	}
+	var resp struct {
+		Mode string `json:"mode"`
+	}
+	_ = json.Unmarshal(r.Response, &resp)
+	if resp.Mode == "" {
+		resp.Mode = modeID
+	}
+	s.setMode(resp.Mode, "")
+	return nil
+}
+
+// SetConfigOption supports "model" (set_model).
+func (s *session) SetConfigOption(ctx context.Context, id, value string) error {
+	if id != "model" {
+		return fmt.Errorf("stream: config option %q: %w", id, driver.ErrUnsupported)
+	}
+	if _, err := s.control(ctx, "set_model", map[string]any{"model": value}); err != nil {
+		return err
+	}
+	s.setMode("", value)
+	return nil
+}
+
+// setMode records a mode or model (either may be "") and reports a change.
+func (s *session) setMode(mode, model string) {
+	s.mu.Lock()
+	changed := false
+	if mode != "" && mode != s.mode {
+		s.mode, changed = mode, true
+	}
+	if model != "" && model != s.model {
+		s.model, changed = model, true
+	}
+	ev := s.modeEventLocked()
+	s.mu.Unlock()
+	if changed {
+		s.sink.Event(ev)
+	}
+}
+
+func (s *session) modeEventLocked() chat.Mode {
+	return chat.Mode{
+		Current:   s.mode,
+		Available: modes,
+		ConfigOptions: []chat.ConfigOption{{
+			ID: "model", Name: "Model", Current: s.model, Values: s.models,
+		}},
+	}
+}
+
+// handleLine maps one stdout line onto the sink. Only the reader calls it.
+func (s *session) handleLine(raw []byte) {
+	l, err := decodeLine(raw)
+	if err != nil {
+		s.log.Debug("claude: unreadable stdout line", "err", err, "line", string(raw))
+		return
+	}
+	switch l.Type {
+	case "stream_event":
+		s.handleStreamEvent(l)
+	case "assistant":
+		s.handleAssistant(l)
+	case "user":
+		s.handleUser(l)
+	case "system":
+		s.handleSystem(l, raw)
+	case "result":
+		s.handleResult(l)
+	case "control_request":
+		s.handleControlRequest(l, raw)
+	case "control_response":
+		s.handleControlResponse(l)
+	case "control_cancel_request":
+		s.mu.Lock()
+		_, ok := s.cards[l.RequestID]
+		delete(s.cards, l.RequestID)
+		s.mu.Unlock()
+		if ok {
+			s.sink.CardWithdrawn(l.RequestID)
+		}
+	default:
+		s.log.Debug("claude: unknown stdout line", "type", l.Type, "line", string(raw))
+	}
+}
+
+func (s *session) handleStreamEvent(l line) {
+	ev := l.Event
+	if ev == nil || l.ParentToolUseID != nil && *l.ParentToolUseID != "" {
+		return // a subagent's stream: its results arrive as tool results
+	}
+	switch ev.Type {
+	case "message_start":
+		if ev.Message != nil {
+			s.mu.Lock()
+			s.curMsg = ev.Message.ID
+			s.mu.Unlock()
+		}
+	case "content_block_delta":
+		if ev.Delta == nil {
+			return
+		}
+		switch ev.Delta.Type {
+		case "text_delta":
+			if ev.Delta.Text == "" {
+				return
+			}
+			s.mu.Lock()
+			id := s.curMsg
+			s.textSeen[id] = true
+			s.mu.Unlock()
+			s.sink.Event(chat.AgentChunk{Text: ev.Delta.Text, MessageID: id})
+		case "thinking_delta":
+			if ev.Delta.Thinking == "" {
+				return
+			}
+			s.mu.Lock()
+			s.thinkSeen[s.curMsg] = true
+			s.mu.Unlock()
+			s.sink.Event(chat.ThoughtChunk{Text: ev.Delta.Thinking})
+		}
+	}
+}
+
+// handleAssistant reports tool uses. Text came as deltas already; text of a
+// message that streamed none (a non-streamed fallback) is reported here.
+func (s *session) handleAssistant(l line) {
+	if l.Message == nil || l.ParentToolUseID != nil && *l.ParentToolUseID != "" {
+		return
+	}
+	s.mu.Lock()
+	textSeen, thinkSeen := s.textSeen[l.Message.ID], s.thinkSeen[l.Message.ID]
+	s.mu.Unlock()
+	for _, b := range l.Message.blocks() {
+		switch b.Type {
+		case "text":
+			if !textSeen && b.Text != "" {
+				s.sink.Event(chat.AgentChunk{Text: b.Text, MessageID: l.Message.ID})
+			}
+		case "thinking":
+			if !thinkSeen && b.Thinking != "" {
+				s.sink.Event(chat.ThoughtChunk{Text: b.Thinking})
+			}
+		case "tool_use":
+			s.mu.Lock()
+			s.tools[b.ID] = b.Name
+			s.mu.Unlock()
+			s.sink.Event(toolCall(b))
+		}
+	}
+}
+
+// handleUser reports tool results. Plain-text user lines (a person's words
+// echoed, a local command's output, "[Request interrupted by user]") are not
+// shown: the lane already shows the person's message once.
+func (s *session) handleUser(l line) {
+	if l.Message == nil || l.IsReplay || l.ParentToolUseID != nil && *l.ParentToolUseID != "" {
+		return
+	}
+	for _, b := range l.Message.blocks() {
+		if b.Type != "tool_result" {
+			continue
+		}
+		s.mu.Lock()
+		name := s.tools[b.ToolUseID]
+		delete(s.tools, b.ToolUseID)
+		s.mu.Unlock()
+		u := chat.ToolCallUpdate{ToolCallID: b.ToolUseID, Status: "completed", Output: b.resultText()}
+		if b.IsError {
+			u.Status = "failed"
+		}
+		if name == "Edit" || name == "Write" || name == "MultiEdit" {
+			u.Diffs = diffsOf(l.ToolUseResult)
+		}
+		s.sink.Event(u)
+	}
+}
+
+func (s *session) handleSystem(l line, raw []byte) {
+	switch l.Subtype {
+	case "init":
+		s.mu.Lock()
+		newID := l.SessionID != "" && l.SessionID != s.sessionID
+		if newID {
+			s.sessionID = l.SessionID
+		}
+		s.mu.Unlock()
+		if newID {
+			s.sink.SessionID(l.SessionID)
+		}
+		mode := ""
+		if l.PermissionMode != nil {
+			mode = *l.PermissionMode
+		}
+		s.setMode(mode, l.Model)
+	case "status":
+		if l.PermissionMode != nil {
+			s.setMode(*l.PermissionMode, "")
+		}
+	case "thinking_tokens", "hook_started", "hook_response", "compact_boundary":
+	default:
+		s.log.Debug("claude: unknown system line", "subtype", l.Subtype, "line", string(raw))
+	}
+}
+
+func (s *session) handleResult(l line) {
+	s.mu.Lock()
+	if s.turns == 0 {
+		s.mu.Unlock()
+		s.log.Debug("claude: result with no turn in flight", "subtype", l.Subtype)
+		return
+	}
+	s.turns--
+	cancelled := s.cancelled
+	if s.turns == 0 {
+		s.cancelled = false
+	}
+	cost := l.TotalCostUSD - s.lastCost
+	if cost < 0 {
+		cost = 0
+	}
+	s.lastCost = l.TotalCostUSD
+	// The turn's cards are over with it.
+	withdrawn := s.takeCardsLocked()
+	clear(s.textSeen)
+	clear(s.thinkSeen)
+	s.mu.Unlock()
+	for _, id := range withdrawn {
+		s.sink.CardWithdrawn(id)
+	}
+	u := chat.Usage{CostUSD: cost}
+	if l.Usage != nil {
+		u.InputTokens, u.OutputTokens = l.Usage.InputTokens, l.Usage.OutputTokens
+	}
+	s.sink.Event(u)
+	stop := chat.StopEndTurn
+	switch {
+	case cancelled:
+		stop = chat.StopCancelled
+	case l.IsError || l.Subtype != "success":
+		stop = chat.StopError
+		msg := l.Result
+		if len(l.Errors) > 0 {
+			msg = strings.Join(l.Errors, "; ")
+		}
+		if msg == "" {
+			msg = "Claude Code ended the turn with " + l.Subtype
+		}
+		s.sink.Event(chat.Error{Code: chat.CodeAgent, Message: msg})
+	case l.StopReason != nil && *l.StopReason == "max_tokens":
+		stop = chat.StopMaxTokens
+	case l.StopReason != nil && *l.StopReason == "refusal":
+		stop = chat.StopRefusal
+	}
+	s.sink.TurnEnded(stop)
+}
+
+func (s *session) handleControlRequest(l line, raw []byte) {
+	r := l.Request
+	if r == nil || r.Subtype != "can_use_tool" {
+		s.log.Debug("claude: unknown control request", "line", string(raw))
+		sub := ""
+		if r != nil {
+			sub = r.Subtype
+		}
+		// Answer so Claude Code never waits on parley for something it cannot do.
+		_ = s.write(context.Background(), controlResponseLine{Type: "control_response", Response: controlResponseOut{
+			Subtype: "error", RequestID: l.RequestID, Error: "parley does not support " + sub,
+		}})
+		return
+	}
+	input := r.Input
+	if len(input) == 0 {
+		input = json.RawMessage(`{}`)
+	}
+	if r.ToolName == askUserQuestion {
+		var in struct {
+			Questions []struct {
+				Question    string                `json:"question"`
+				Header      string                `json:"header"`
+				MultiSelect bool                  `json:"multiSelect"`
+				Options     []chat.QuestionOption `json:"options"`
+			} `json:"questions"`
+		}
+		_ = json.Unmarshal(input, &in)
+		q := chat.Question{RequestID: l.RequestID}
+		for _, it := range in.Questions {
+			q.Questions = append(q.Questions, chat.QuestionItem{
+				Question: it.Question, Header: it.Header, MultiSelect: it.MultiSelect, Options: it.Options,
+			})
+		}
+		s.putCard(l.RequestID, &card{kind: chat.CardQuestion, toolName: r.ToolName, input: input, questions: q.Questions})
+		s.sink.Event(q)
+		return
+	}
+	sugg := r.PermissionSuggestions
+	if string(sugg) == "null" {
+		sugg = nil
+	}
+	s.putCard(l.RequestID, &card{kind: chat.CardPermission, toolName: r.ToolName, input: input, suggestions: sugg})
+	s.sink.Event(chat.PermissionRequest{
+		RequestID: l.RequestID,
+		Tool: chat.PermissionTool{
+			Name: r.ToolName, Title: toolTitle(r.ToolName, input, r.Description),
+			Input: input, ToolCallID: r.ToolUseID,
+		},
+		Options: permissionOptions,
+	})
+}
+
+func (s *session) handleControlResponse(l line) {
+	r := l.Response
+	if r == nil {
+		return
+	}
+	s.mu.Lock()
+	p := s.controls[r.RequestID]
+	s.mu.Unlock()
+	if p == nil {
+		s.log.Debug("claude: control response nobody waits for", "request_id", r.RequestID)
+		return
+	}
+	p.done <- *r
+}
+
+// exited ends what the process leaves open: the turn, its cards, waiting calls.
+func (s *session) exited(err error, stderrTail string) {
+	s.mu.Lock()
+	turn := s.turns > 0
+	s.turns = 0
+	closing := s.closing
+	withdrawn := s.takeCardsLocked()
+	s.mu.Unlock()
+	for _, id := range withdrawn {
+		s.sink.CardWithdrawn(id)
+	}
+	if closing {
+		return
+	}
+	if err == nil && turn {
+		err = errors.New("claude exited in the middle of the turn")
+	}
+	if err != nil && stderrTail != "" {
+		err = fmt.Errorf("%w: %s", err, stderrTail)
+	}
+	if turn {
+		msg := "Claude Code stopped in the middle of the turn"
+		if err != nil {
+			msg += ": " + err.Error()
+		}
+		s.sink.Event(chat.Error{Code: chat.CodeAgent, Message: msg})
+		s.sink.TurnEnded(chat.StopError)
+	}
+	s.sink.Exited(err)
+}
+
+// toolTitle is a one-line description of a tool use for cards and tool lines.
+func toolTitle(name string, input json.RawMessage, description string) string {
+	var in map[string]any
+	_ = json.Unmarshal(input, &in)
+	str := func(k string) string { v, _ := in[k].(string); return v }
+	switch name {
+	case "Bash":
+		if c := str("command"); c != "" {
+			return c
+		}
+	case "Read", "Edit", "Write", "MultiEdit", "NotebookEdit":
+		if p := str("file_path"); p != "" {
+			return name + " " + p
+		}
+		if p := str("notebook_path"); p != "" {
+			return name + " " + p
+		}
+	case "Glob", "Grep":
+		if p := str("pattern"); p != "" {
+			return name + " " + p
+		}
+	case "WebFetch":
+		if u := str("url"); u != "" {
+			return "Fetch " + u
+		}
+	case "WebSearch":
+		if q := str("query"); q != "" {
+			return "Search " + q
+		}
+	}
+	if description != "" {
+		return description
+	}
+	if d := str("description"); d != "" {
+		return d
+	}
+	return name
+}
+
+func toolKind(name string) string {
+	switch name {
+	case "Bash", "BashOutput", "KillShell":
+		return "execute"
+	case "Read", "NotebookRead":
+		return "read"
+	case "Edit", "MultiEdit", "Write", "NotebookEdit":
+		return "edit"
+	case "Glob", "Grep", "LS":
+		return "search"
+	case "WebFetch", "WebSearch":
+		return "fetch"
+	case "Task", "TodoWrite", "ExitPlanMode", "EnterPlanMode":
+		return "think"
+	}
+	return "other"
+}
+
+func toolCall(b block) chat.ToolCall {
+	tc := chat.ToolCall{
+		ToolCallID: b.ID, Title: toolTitle(b.Name, b.Input, ""), Kind: toolKind(b.Name),
+		Status: "pending", Input: b.Input,
+	}
+	var in struct {
+		FilePath string `json:"file_path"`
+	}
+	if json.Unmarshal(b.Input, &in) == nil && in.FilePath != "" {
+		tc.Locations = []chat.Location{{Path: in.FilePath}}
+	}
+	return tc
+}
+
+// diffsOf reads the diff an Edit or Write tool result carries in tool_use_result.
+func diffsOf(raw json.RawMessage) []chat.Diff {
+	var r struct {
+		FilePath  string `json:"filePath"`
+		OldString string `json:"oldString"`
+		NewString string `json:"newString"`
+		Content   string `json:"content"`
+		Type      string `json:"type"`
+	}
+	if len(raw) == 0 || json.Unmarshal(raw, &r) != nil || r.FilePath == "" {
+		return nil
+	}
+	if r.Type == "create" || (r.OldString == "" && r.NewString == "" && r.Content != "") {
+		return []chat.Diff{{Path: r.FilePath, NewText: r.Content}}
+	}
+	return []chat.Diff{{Path: r.FilePath, OldText: r.OldString, NewText: r.NewString}}
+}

@@ -1,0 +1,143 @@
+package stream
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/parleyhq/parley/internal/driver"
+)
+
+// ProjectDir is where Claude Code keeps the transcripts of sessions run in
+// cwd: <config dir>/projects/<cwd with every non-alphanumeric character
+// replaced by "-">.
+func ProjectDir(configDir, cwd string) string {
+	b := []byte(cwd)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			b[i] = '-'
+		}
+	}
+	return filepath.Join(configDir, "projects", string(b))
+}
+
+// configDir is Claude Code's config folder for spec's environment:
+// CLAUDE_CONFIG_DIR, else $HOME/.claude (spec.Env wins over parley's own).
+func configDir(spec driver.Spec) (string, error) {
+	look := func(key string) string {
+		for i := len(spec.Env) - 1; i >= 0; i-- {
+			if v, ok := strings.CutPrefix(spec.Env[i], key+"="); ok {
+				return v
+			}
+		}
+		return os.Getenv(key)
+	}
+	if d := look("CLAUDE_CONFIG_DIR"); d != "" {
+		return d, nil
+	}
+	home := look("HOME")
+	if home == "" {
+		h, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("stream: no home folder: %w", err)
+		}
+		home = h
+	}
+	return filepath.Join(home, ".claude"), nil
+}
+
+// titleScanLines bounds how far into a transcript the title is looked for.
+const titleScanLines = 200
+
+// ListSessions lists Claude Code's own sessions for spec.Cwd, newest first.
+func (d *Driver) ListSessions(ctx context.Context, spec driver.Spec) ([]driver.NativeSession, error) {
+	dir, err := configDir(spec)
+	if err != nil {
+		return nil, err
+	}
+	proj := ProjectDir(dir, spec.Cwd)
+	entries, err := os.ReadDir(proj)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("stream: list sessions: %w", err)
+	}
+	var out []driver.NativeSession
+	for _, e := range entries {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("stream: list sessions: %w", err)
+		}
+		id, ok := strings.CutSuffix(e.Name(), ".jsonl")
+		if !ok || e.IsDir() {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil {
+			continue
+		}
+		title, err := transcriptTitle(filepath.Join(proj, e.Name()))
+		if err != nil {
+			d.log.Debug("claude transcript unreadable", "path", filepath.Join(proj, e.Name()), "err", err)
+			continue
+		}
+		out = append(out, driver.NativeSession{ID: id, Cwd: spec.Cwd, Title: title, UpdatedAt: info.ModTime()})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].UpdatedAt.After(out[j].UpdatedAt) })
+	return out, nil
+}
+
+// transcriptTitle is a transcript's summary line, else its first prompt.
+func transcriptTitle(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 64<<10), MaxLineBytes)
+	first := ""
+	for n := 0; sc.Scan() && n < titleScanLines; n++ {
+		var e struct {
+			Type    string `json:"type"`
+			Summary string `json:"summary"`
+			Message *struct {
+				Role    string          `json:"role"`
+				Content json.RawMessage `json:"content"`
+			} `json:"message"`
+		}
+		if json.Unmarshal(sc.Bytes(), &e) != nil {
+			continue
+		}
+		if e.Type == "summary" && e.Summary != "" {
+			return e.Summary, nil
+		}
+		if first != "" || e.Type != "user" || e.Message == nil {
+			continue
+		}
+		var s string
+		if json.Unmarshal(e.Message.Content, &s) == nil && s != "" && !strings.HasPrefix(s, "<") {
+			first = s
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return "", err
+	}
+	return shorten(first, 80), nil
+}
+
+func shorten(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}

@@ -1,0 +1,401 @@
+// Package ctl is parley's tmux client: every tmux call as an argument list with a
+// timeout, on one named server (-L), plus a control-mode (-C) follower that says
+// when a pane's output changes, so callers re-check the screen on events rather
+// than on sleeps.
+package ctl
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// ErrNoSession is returned when the tmux session (or its server) does not exist.
+var ErrNoSession = errors.New("tmux session is gone")
+
+// DefaultTimeout bounds one tmux call.
+const DefaultTimeout = 5 * time.Second
+
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_-]{0,63}$`)
+
+// ValidName reports whether s is safe as a tmux socket or session name: no
+// characters tmux gives a meaning to in targets (":" "." "$" "%" "@") and no
+// leading "-" that could read as a flag.
+func ValidName(s string) bool { return nameRE.MatchString(s) }
+
+// Client runs tmux against one server socket name.
+type Client struct {
+	bin     string
+	socket  string
+	timeout time.Duration
+	log     *slog.Logger
+}
+
+// New returns a client for `tmux -L socket`. bin "" means "tmux" on PATH.
+func New(bin, socket string, logger *slog.Logger) (*Client, error) {
+	if !ValidName(socket) {
+		return nil, fmt.Errorf("tmux: invalid socket name %q", socket)
+	}
+	if bin == "" {
+		bin = "tmux"
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Client{bin: bin, socket: socket, timeout: DefaultTimeout, log: logger}, nil
+}
+
+// Socket is the server's socket name.
+func (c *Client) Socket() string { return c.socket }
+
+// command builds a tmux process in its own process group, killed as a group
+// when ctx ends.
+func (c *Client) command(ctx context.Context, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, c.bin, append([]string{"-L", c.socket}, args...)...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = time.Second
+	return cmd
+}
+
+// Run runs one tmux command and returns its standard output.
+func (c *Client) Run(ctx context.Context, args ...string) (string, error) {
+	return c.RunInput(ctx, nil, args...)
+}
+
+// RunInput is Run with stdin (for load-buffer -).
+func (c *Client) RunInput(ctx context.Context, stdin io.Reader, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	cmd := c.command(ctx, args...)
+	cmd.Stdin = stdin
+	var out, errb bytes.Buffer
+	cmd.Stdout = &out
+	cmd.Stderr = &errb
+	err := cmd.Run()
+	if err != nil {
+		msg := strings.TrimSpace(errb.String())
+		name := ""
+		if len(args) > 0 {
+			name = args[0]
+		}
+		if isGone(msg) {
+			return out.String(), fmt.Errorf("tmux: %s: %s: %w", name, msg, ErrNoSession)
+		}
+		if ctx.Err() != nil {
+			return out.String(), fmt.Errorf("tmux: %s: timed out: %w", name, ctx.Err())
+		}
+		return out.String(), fmt.Errorf("tmux: %s: %s: %w", name, msg, err)
+	}
+	return out.String(), nil
+}
+
+func isGone(msg string) bool {
+	return strings.Contains(msg, "can't find session") ||
+		strings.Contains(msg, "can't find pane") ||
+		strings.Contains(msg, "can't find window") ||
+		strings.Contains(msg, "no server running") ||
+		strings.Contains(msg, "error connecting to") ||
+		strings.Contains(msg, "session not found")
+}
+
+// NewSessionOptions describes a detached session to create.
+type NewSessionOptions struct {
+	Name          string
+	Cwd           string
+	Width, Height int
+	Env           []string // KEY=VALUE, set in the session's environment
+	Argv          []string // the program and its arguments; tmux runs it without a shell when len > 1
+}
+
+// NewSession creates a detached session running opts.Argv.
+func (c *Client) NewSession(ctx context.Context, opts NewSessionOptions) error {
+	if !ValidName(opts.Name) {
+		return fmt.Errorf("tmux: invalid session name %q", opts.Name)
+	}
+	if len(opts.Argv) == 0 {
+		return errors.New("tmux: new-session: no program")
+	}
+	w, h := opts.Width, opts.Height
+	if w == 0 {
+		w = 120
+	}
+	if h == 0 {
+		h = 40
+	}
+	args := []string{"new-session", "-d", "-s", opts.Name, "-x", strconv.Itoa(w), "-y", strconv.Itoa(h)}
+	if opts.Cwd != "" {
+		args = append(args, "-c", opts.Cwd)
+	}
+	for _, e := range opts.Env {
+		args = append(args, "-e", e)
+	}
+	argv := opts.Argv
+	if len(argv) == 1 {
+		// A single argument would be handed to a shell by tmux: pass an empty
+		// trailing argument-free form is not possible, so wrap with env(1), which
+		// execs it directly.
+		argv = []string{"env", "--", argv[0]}
+	}
+	args = append(args, "--")
+	args = append(args, argv...)
+	if _, err := c.Run(ctx, args...); err != nil {
+		return err
+	}
+	// Big history so counting submitted prompts is not undone by lines scrolling off.
+	if _, err := c.Run(ctx, "set-option", "-t", opts.Name, "history-limit", "50000"); err != nil {
+		return err
+	}
+	return nil
+}
+
+// HasSession reports whether the session exists.
+func (c *Client) HasSession(ctx context.Context, name string) (bool, error) {
+	if !ValidName(name) {
+		return false, fmt.Errorf("tmux: invalid session name %q", name)
+	}
+	_, err := c.Run(ctx, "has-session", "-t", "="+name)
+	if errors.Is(err, ErrNoSession) {
+		return false, nil
+	}
+	if err != nil {
+		// has-session exits 1 with "can't find session" (handled above); other errors are real.
+		return false, err
+	}
+	return true, nil
+}
+
+// KillSession ends a session.
+func (c *Client) KillSession(ctx context.Context, name string) error {
+	_, err := c.Run(ctx, "kill-session", "-t", "="+name)
+	if errors.Is(err, ErrNoSession) {
+		return nil
+	}
+	return err
+}
+
+// KillServer ends the whole server (tests).
+func (c *Client) KillServer(ctx context.Context) error {
+	_, err := c.Run(ctx, "kill-server")
+	if errors.Is(err, ErrNoSession) {
+		return nil
+	}
+	return err
+}
+
+// PaneInfo is what tmux says about a pane.
+type PaneInfo struct {
+	ID             string // %N
+	PID            int
+	CurrentCommand string
+	InMode         bool // copy-mode or another mode
+	Dead           bool
+	Width, Height  int
+}
+
+// Pane describes the active pane of target (a session name or a pane id).
+func (c *Client) Pane(ctx context.Context, target string) (PaneInfo, error) {
+	out, err := c.Run(ctx, "display-message", "-p", "-t", target,
+		"#{pane_id}\t#{pane_pid}\t#{pane_current_command}\t#{pane_in_mode}\t#{pane_dead}\t#{pane_width}\t#{pane_height}")
+	if err != nil {
+		return PaneInfo{}, err
+	}
+	f := strings.Split(strings.TrimRight(out, "\n"), "\t")
+	if len(f) != 7 {
+		return PaneInfo{}, fmt.Errorf("tmux: display-message: unexpected output %q", out)
+	}
+	pid, _ := strconv.Atoi(f[1])
+	w, _ := strconv.Atoi(f[5])
+	h, _ := strconv.Atoi(f[6])
+	return PaneInfo{ID: f[0], PID: pid, CurrentCommand: f[2], InMode: f[3] == "1", Dead: f[4] == "1", Width: w, Height: h}, nil
+}
+
+// Capture returns the pane's text with escapes (-e), from history line start
+// (0: the visible screen only; -N: N lines of history too).
+func (c *Client) Capture(ctx context.Context, target string, start int) (string, error) {
+	args := []string{"capture-pane", "-p", "-e", "-t", target}
+	if start != 0 {
+		args = append(args, "-S", strconv.Itoa(start))
+	}
+	return c.Run(ctx, args...)
+}
+
+// ExitMode leaves copy-mode (or any mode) if the pane is in one.
+func (c *Client) ExitMode(ctx context.Context, target string) error {
+	_, err := c.Run(ctx, "send-keys", "-t", target, "-X", "cancel")
+	return err
+}
+
+// SendKeys sends key names (not literal text) to target.
+func (c *Client) SendKeys(ctx context.Context, target string, keys ...string) error {
+	_, err := c.Run(ctx, append([]string{"send-keys", "-t", target}, keys...)...)
+	return err
+}
+
+// SendKeysN sends one key n times.
+func (c *Client) SendKeysN(ctx context.Context, target, key string, n int) error {
+	if n <= 0 {
+		return nil
+	}
+	_, err := c.Run(ctx, "send-keys", "-t", target, "-N", strconv.Itoa(n), key)
+	return err
+}
+
+// SendLiteral types text literally (-l): for short answers such as free text in a picker.
+func (c *Client) SendLiteral(ctx context.Context, target, text string) error {
+	_, err := c.Run(ctx, "send-keys", "-t", target, "-l", "--", text)
+	return err
+}
+
+// Paste loads text into a named buffer from stdin and pastes it bracketed
+// (-p), so newlines stay text, deleting the buffer afterwards (-d).
+func (c *Client) Paste(ctx context.Context, target, buffer, text string) error {
+	if !ValidName(buffer) {
+		return fmt.Errorf("tmux: invalid buffer name %q", buffer)
+	}
+	if _, err := c.RunInput(ctx, strings.NewReader(text), "load-buffer", "-b", buffer, "-"); err != nil {
+		return err
+	}
+	_, err := c.Run(ctx, "paste-buffer", "-p", "-d", "-b", buffer, "-t", target)
+	return err
+}
+
+// Control is a control-mode client attached to one session. It turns the
+// pane's %output notifications into a broadcast: Changed returns a channel
+// that is closed at the next output after the call.
+type Control struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	cancel context.CancelFunc
+	done   chan struct{}
+	log    *slog.Logger
+
+	mu      sync.Mutex
+	changed chan struct{}
+	outputs uint64
+	err     error
+}
+
+// Attach starts `tmux -C attach -t session` and follows its output. It lives
+// until Close or until the session ends (Done).
+func (c *Client) Attach(session string) (*Control, error) {
+	if !ValidName(session) {
+		return nil, fmt.Errorf("tmux: invalid session name %q", session)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := c.command(ctx, "-C", "attach-session", "-t", "="+session)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("tmux: control: %w", err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("tmux: control: %w", err)
+	}
+	if err := cmd.Start(); err != nil {
+		cancel()
+		return nil, fmt.Errorf("tmux: control: %w", err)
+	}
+	ctl := &Control{cmd: cmd, stdin: stdin, cancel: cancel, done: make(chan struct{}),
+		changed: make(chan struct{}), log: c.log}
+	go ctl.read(stdout)
+	return ctl, nil
+}
+
+func (ctl *Control) read(r io.Reader) {
+	defer close(ctl.done)
+	br := bufio.NewReaderSize(r, 64<<10)
+	for {
+		line, err := br.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			// A long %output line: count it and drop the rest of it.
+			ctl.bump()
+			for err == bufio.ErrBufferFull {
+				_, err = br.ReadSlice('\n')
+			}
+			continue
+		}
+		if len(line) > 0 {
+			switch {
+			case bytes.HasPrefix(line, []byte("%output ")), bytes.HasPrefix(line, []byte("%extended-output ")),
+				bytes.HasPrefix(line, []byte("%layout-change")), bytes.HasPrefix(line, []byte("%window-pane-changed")):
+				ctl.bump()
+			case bytes.HasPrefix(line, []byte("%exit")):
+				ctl.setErr(ErrNoSession)
+			}
+		}
+		if err != nil {
+			ctl.setErr(ErrNoSession)
+			ctl.bump()
+			_ = ctl.cmd.Wait()
+			return
+		}
+	}
+}
+
+func (ctl *Control) bump() {
+	ctl.mu.Lock()
+	ctl.outputs++
+	close(ctl.changed)
+	ctl.changed = make(chan struct{})
+	ctl.mu.Unlock()
+}
+
+func (ctl *Control) setErr(err error) {
+	ctl.mu.Lock()
+	if ctl.err == nil {
+		ctl.err = err
+	}
+	ctl.mu.Unlock()
+}
+
+// Changed returns a channel closed at the next pane output after this call.
+// Take it before capturing, then wait on it if the capture is not yet right.
+func (ctl *Control) Changed() <-chan struct{} {
+	ctl.mu.Lock()
+	defer ctl.mu.Unlock()
+	return ctl.changed
+}
+
+// Outputs counts output notifications so far (a cheap "did anything render").
+func (ctl *Control) Outputs() uint64 {
+	ctl.mu.Lock()
+	defer ctl.mu.Unlock()
+	return ctl.outputs
+}
+
+// Done is closed when the control client ends (session gone or Close).
+func (ctl *Control) Done() <-chan struct{} { return ctl.done }
+
+// Err says why the control client ended, once Done is closed.
+func (ctl *Control) Err() error {
+	ctl.mu.Lock()
+	defer ctl.mu.Unlock()
+	return ctl.err
+}
+
+// Close detaches the client and waits for it.
+func (ctl *Control) Close() error {
+	_ = ctl.stdin.Close() // an EOF on stdin makes a control client detach
+	select {
+	case <-ctl.done:
+	case <-time.After(2 * time.Second):
+		ctl.cancel()
+		<-ctl.done
+	}
+	ctl.cancel()
+	return nil
+}

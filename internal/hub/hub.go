@@ -1,0 +1,191 @@
+// Package hub fans a thread's events out to every connection of every route
+// attached to it. Publishing never waits: each subscription has a bounded buffer,
+// and one that is full is closed with a reason; its client catches up by replaying
+// the log from its last seq.
+package hub
+
+import (
+	"sync"
+
+	"github.com/parleyhq/parley/internal/chat"
+)
+
+// Item is one thing for a subscriber: a sequenced event frame of its route's
+// thread, or (Switch) word that the route now shows another thread.
+type Item struct {
+	Thread chat.ThreadID
+	Seq    int64
+	Frame  []byte
+	Switch bool
+}
+
+// Close reasons.
+const (
+	ReasonSlow     = "too slow: the connection fell behind; reconnect with since"
+	ReasonShutdown = "parley is shutting down"
+)
+
+// Sub is one connection's subscription to its route.
+type Sub struct {
+	Route chat.RouteKey
+	ch    chan Item
+	done  chan struct{}
+
+	// guarded by Hub.mu
+	thread chat.ThreadID
+	reason string
+	closed bool
+}
+
+// C delivers the subscription's items in publish order.
+func (s *Sub) C() <-chan Item { return s.ch }
+
+// Done is closed when the hub drops the subscription; Reason says why.
+func (s *Sub) Done() <-chan struct{} { return s.done }
+
+// Hub is safe for concurrent use. One mutex guards the subscription tables; it is
+// held only to copy nothing and send without blocking, so publishers never wait
+// on a connection.
+type Hub struct {
+	mu       sync.Mutex
+	byThread map[chat.ThreadID]map[*Sub]struct{}
+	byRoute  map[chat.RouteKey]map[*Sub]struct{}
+	onDrop   func(reason string)
+}
+
+// New returns an empty hub. onDrop, when set, is called (outside no lock) for each
+// subscription dropped, for metrics.
+func New(onDrop func(reason string)) *Hub {
+	return &Hub{
+		byThread: map[chat.ThreadID]map[*Sub]struct{}{},
+		byRoute:  map[chat.RouteKey]map[*Sub]struct{}{},
+		onDrop:   onDrop,
+	}
+}
+
+// Subscribe registers a connection on route, which currently shows thread ("" for
+// none yet). buffer bounds how far it may fall behind.
+func (h *Hub) Subscribe(route chat.RouteKey, thread chat.ThreadID, buffer int) *Sub {
+	s := &Sub{Route: route, ch: make(chan Item, buffer), done: make(chan struct{}), thread: thread}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	add(h.byRoute, route, s)
+	if thread != "" {
+		add(h.byThread, thread, s)
+	}
+	return s
+}
+
+// Unsubscribe removes a subscription; safe to call after the hub dropped it.
+func (h *Hub) Unsubscribe(s *Sub) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.removeLocked(s, "")
+}
+
+// Reason says why the hub dropped s ("" while it is live or after Unsubscribe).
+func (h *Hub) Reason(s *Sub) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return s.reason
+}
+
+// Publish sends one sequenced event of thread to every subscriber showing it.
+func (h *Hub) Publish(thread chat.ThreadID, seq int64, frame []byte) {
+	it := Item{Thread: thread, Seq: seq, Frame: frame}
+	var dropped int
+	h.mu.Lock()
+	for s := range h.byThread[thread] {
+		select {
+		case s.ch <- it:
+		default:
+			h.removeLocked(s, ReasonSlow)
+			dropped++
+		}
+	}
+	h.mu.Unlock()
+	for range dropped {
+		if h.onDrop != nil {
+			h.onDrop(ReasonSlow)
+		}
+	}
+}
+
+// Attach moves every subscriber of route to thread and tells each of them with a
+// Switch item, in order with the events around it.
+func (h *Hub) Attach(route chat.RouteKey, thread chat.ThreadID) {
+	var dropped int
+	h.mu.Lock()
+	for s := range h.byRoute[route] {
+		if s.thread == thread {
+			continue
+		}
+		remove(h.byThread, s.thread, s)
+		s.thread = thread
+		add(h.byThread, thread, s)
+		select {
+		case s.ch <- Item{Thread: thread, Switch: true}:
+		default:
+			h.removeLocked(s, ReasonSlow)
+			dropped++
+		}
+	}
+	h.mu.Unlock()
+	for range dropped {
+		if h.onDrop != nil {
+			h.onDrop(ReasonSlow)
+		}
+	}
+}
+
+// CloseAll drops every subscription with a reason (on shutdown).
+func (h *Hub) CloseAll(reason string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, subs := range h.byRoute {
+		for s := range subs {
+			h.removeLocked(s, reason)
+		}
+	}
+}
+
+// Count returns the number of live subscriptions.
+func (h *Hub) Count() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for _, subs := range h.byRoute {
+		n += len(subs)
+	}
+	return n
+}
+
+func (h *Hub) removeLocked(s *Sub, reason string) {
+	if s.closed {
+		return
+	}
+	s.closed = true
+	s.reason = reason
+	remove(h.byRoute, s.Route, s)
+	if s.thread != "" {
+		remove(h.byThread, s.thread, s)
+	}
+	close(s.done)
+}
+
+func add[K comparable](m map[K]map[*Sub]struct{}, k K, s *Sub) {
+	set := m[k]
+	if set == nil {
+		set = map[*Sub]struct{}{}
+		m[k] = set
+	}
+	set[s] = struct{}{}
+}
+
+func remove[K comparable](m map[K]map[*Sub]struct{}, k K, s *Sub) {
+	set := m[k]
+	delete(set, s)
+	if len(set) == 0 {
+		delete(m, k)
+	}
+}

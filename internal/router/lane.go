@@ -1,0 +1,785 @@
+package router
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/config"
+	"github.com/parleyhq/parley/internal/driver"
+	"github.com/parleyhq/parley/internal/store"
+	"github.com/parleyhq/parley/internal/wire"
+)
+
+// lane owns one thread: its row, its queue of inputs, its cards, its session and
+// its log. Everything below runs on the lane goroutine unless it says otherwise.
+// Driver calls that might block run on their own goroutines and report back
+// through l.results, so a slow agent never holds the lane.
+type lane struct {
+	r   *Router
+	th  chat.Thread
+	ag  config.Agent
+	log *slog.Logger
+
+	inbox   chan laneAccept // messages (bounded: full → busy)
+	ctrl    chan func()     // controls: never behind a message
+	updates chan update     // from the session's sink
+	results chan func()     // completions of driver calls
+
+	queue    []*pendingInput
+	sess     driver.Session
+	gen      int // session generation; updates of older sessions are ignored
+	starting bool
+	turn     *turn
+	cards    map[string]*chat.Card // open cards by request id
+	idle     *time.Timer
+	closing  bool
+
+	batch store.Batch // changes not yet committed
+	pub   []chat.Event
+}
+
+type pendingInput struct {
+	in     chat.Input
+	images []wire.Image
+	notify func(chat.Delivery)
+}
+
+type laneAccept struct {
+	p    *pendingInput
+	done func(chat.Delivery, error)
+}
+
+type turn struct {
+	p             *pendingInput
+	prompted      bool   // Prompt returned
+	delivered     bool   // Prompt returned nil
+	endReason     string // TurnEnded arrived before Prompt returned
+	stopping      bool
+	cancelPrompt  context.CancelFunc
+	stopTimer     *time.Timer
+	sessionWaited bool // the turn waits for its session to start
+}
+
+type updateKind int
+
+const (
+	upEvent updateKind = iota
+	upSessionID
+	upTurnEnded
+	upWithdrawn
+	upExited
+)
+
+type update struct {
+	gen  int
+	kind updateKind
+	p    chat.Payload
+	s    string
+	err  error
+}
+
+func (r *Router) newLane(th chat.Thread) *lane {
+	ag, _ := r.agent(th.Agent)
+	return &lane{
+		r: r, th: th, ag: ag,
+		log:     r.log.With("thread", th.ID, "agent", th.Agent),
+		inbox:   make(chan laneAccept, r.opt.QueueDepth),
+		ctrl:    make(chan func(), 64),
+		updates: make(chan update, 1024),
+		results: make(chan func(), 16),
+		cards:   map[string]*chat.Card{},
+	}
+}
+
+// accept hands a message to the lane without blocking the router goroutine.
+func (l *lane) accept(p *pendingInput, done func(chat.Delivery, error)) {
+	select {
+	case l.inbox <- laneAccept{p: p, done: done}:
+	default:
+		done(chat.Delivery{}, chat.ErrBusy)
+	}
+}
+
+// control runs a control on the lane and waits for its verdict.
+func (l *lane) control(ctx context.Context, c Control) error {
+	errc := make(chan error, 1)
+	f := func() { errc <- l.doControl(c) }
+	select {
+	case l.ctrl <- f:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-l.r.ctx.Done():
+		return chat.ErrClosed
+	}
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-l.r.ctx.Done():
+		return chat.ErrClosed
+	}
+}
+
+func (l *lane) run() {
+	l.idle = time.NewTimer(time.Hour)
+	l.idle.Stop()
+	defer l.idle.Stop()
+	l.next()
+	l.flush()
+	for {
+		select {
+		case a := <-l.inbox:
+			l.onAccept(a)
+		case f := <-l.ctrl:
+			f()
+		case u := <-l.updates:
+			l.onUpdate(u)
+			// Batch whatever else the agent already said into the same commit.
+			for i := 0; i < 255; i++ {
+				select {
+				case u := <-l.updates:
+					l.onUpdate(u)
+					continue
+				default:
+				}
+				break
+			}
+		case f := <-l.results:
+			f()
+		case <-l.idle.C:
+			l.onIdle()
+		case <-l.r.ctx.Done():
+			l.shutdown()
+			return
+		}
+		l.flush()
+	}
+}
+
+// emit appends an event to the log (committed at the end of the lane step).
+func (l *lane) emit(p chat.Payload) {
+	ev, err := chat.NewEvent(l.th.ID, p, l.r.opt.Now())
+	if err != nil {
+		l.log.Error("encode event", "type", p.EventType(), "err", err)
+		return
+	}
+	l.th.LastSeq++
+	ev.Seq = l.th.LastSeq
+	l.batch.Events = append(l.batch.Events, ev)
+}
+
+func (l *lane) saveInput(p *pendingInput) { l.batch.Inputs = append(l.batch.Inputs, p.in) }
+func (l *lane) saveCard(c *chat.Card)     { l.batch.Cards = append(l.batch.Cards, *c) }
+
+// flush commits the step's changes in one transaction, then fans the events out.
+// Nothing is shown that is not stored.
+func (l *lane) flush() error {
+	if l.batch.Empty() {
+		return nil
+	}
+	l.th.UpdatedAt = l.r.opt.Now()
+	th := l.th
+	l.batch.Thread = &th
+	b := l.batch
+	l.batch = store.Batch{}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := l.r.store.Commit(ctx, b); err != nil {
+		l.log.Error("commit", "err", err, "events", len(b.Events))
+		l.th.LastSeq -= int64(len(b.Events))
+		return err
+	}
+	for _, ev := range b.Events {
+		l.r.hub.Publish(l.th.ID, ev.Seq, ev.Frame())
+	}
+	l.r.opt.Metrics.Events.Add(float64(len(b.Events)))
+	return nil
+}
+
+func (l *lane) onAccept(a laneAccept) {
+	p := a.p
+	if slices.ContainsFunc(l.queue, func(q *pendingInput) bool { return q.in.MessageID == p.in.MessageID }) ||
+		(l.turn != nil && l.turn.p.in.MessageID == p.in.MessageID) {
+		a.done(chat.Delivery{MessageID: p.in.MessageID, State: chat.DeliveryQueued}, chat.ErrDuplicate)
+		return
+	}
+	if len(l.queue) >= l.r.opt.QueueDepth {
+		a.done(chat.Delivery{}, chat.ErrBusy)
+		return
+	}
+	l.saveInput(p)
+	l.emit(chat.UserMessage{MessageID: p.in.MessageID, Text: p.in.Text, From: p.in.From})
+	d := chat.Delivery{MessageID: p.in.MessageID, State: chat.DeliveryQueued}
+	l.emit(d)
+	if err := l.flush(); err != nil {
+		a.done(chat.Delivery{}, fmt.Errorf("could not store the message: %w", err))
+		return
+	}
+	l.r.opt.Metrics.Receipts.WithLabelValues(chat.DeliveryQueued).Inc()
+	l.queue = append(l.queue, p)
+	l.r.opt.Metrics.QueueDepth.Inc()
+	if p.notify != nil {
+		p.notify(d)
+	}
+	a.done(d, nil)
+	l.next()
+}
+
+// receipt moves an input to a new delivery state, logged and told to its waiter.
+func (l *lane) receipt(p *pendingInput, state, detail string) {
+	p.in.State, p.in.Detail = state, detail
+	l.saveInput(p)
+	d := chat.Delivery{MessageID: p.in.MessageID, State: state, Detail: detail}
+	l.emit(d)
+	l.r.opt.Metrics.Receipts.WithLabelValues(state).Inc()
+	if p.notify != nil {
+		p.notify(d)
+	}
+}
+
+// next starts the oldest queued message's turn when none runs.
+func (l *lane) next() {
+	if l.turn != nil || len(l.queue) == 0 || l.closing {
+		return
+	}
+	p := l.queue[0]
+	l.queue = l.queue[1:]
+	l.r.opt.Metrics.QueueDepth.Dec()
+	l.idle.Stop()
+	t := &turn{p: p}
+	l.turn = t
+	l.th.TurnMessageID = p.in.MessageID
+	l.th.State = chat.ThreadWorking
+	l.receipt(p, chat.DeliveryDelivering, "")
+	l.emit(chat.TurnStatus{Active: true, MessageID: p.in.MessageID})
+	if l.sess == nil {
+		t.sessionWaited = true
+		l.startSession()
+		return
+	}
+	l.prompt(t)
+}
+
+func (l *lane) startSession() {
+	if l.starting || l.sess != nil {
+		return
+	}
+	drv, ag, err := l.r.Driver(l.th.Agent)
+	if err != nil {
+		l.sessionFailed(err)
+		return
+	}
+	l.ag = ag
+	l.starting = true
+	l.gen++
+	gen := l.gen
+	env := make([]string, 0, len(ag.Env))
+	for k, v := range ag.Env {
+		env = append(env, k+"="+v)
+	}
+	spec := driver.Spec{
+		ThreadID: l.th.ID, AgentID: ag.ID, Command: ag.Command, Args: ag.Args, Env: env,
+		Cwd: l.th.Cwd, ResumeID: l.th.SessionID, Mode: l.th.Mode, Model: ag.Model,
+		Options: ag.Options, Logger: l.log,
+	}
+	sink := &laneSink{l: l, gen: gen}
+	resumed := l.th.SessionID != ""
+	go func() {
+		s, err := drv.Start(l.r.ctx, spec, sink)
+		l.result(func() { l.started(gen, s, err, resumed) })
+	}()
+}
+
+// result reports a driver call's completion to the lane (from any goroutine).
+func (l *lane) result(f func()) {
+	select {
+	case l.results <- f:
+	case <-l.r.ctx.Done():
+	}
+}
+
+func (l *lane) started(gen int, s driver.Session, err error, resumed bool) {
+	l.starting = false
+	if gen != l.gen || l.closing {
+		if s != nil {
+			go s.Close(context.Background())
+		}
+		return
+	}
+	if err != nil {
+		l.sessionFailed(err)
+		return
+	}
+	l.sess = s
+	state := "started"
+	if resumed {
+		state = "resumed"
+	}
+	l.emit(chat.SessionInfo{State: state, SessionID: l.th.SessionID})
+	if l.turn == nil {
+		l.th.State = chat.ThreadIdle
+		l.bumpIdle()
+		return
+	}
+	if t := l.turn; t.sessionWaited {
+		t.sessionWaited = false
+		l.prompt(t)
+	}
+}
+
+// sessionFailed ends a turn waiting for a session that could not start.
+func (l *lane) sessionFailed(err error) {
+	l.log.Warn("session start failed", "err", err)
+	l.th.State = chat.ThreadCrashed
+	l.emit(chat.Error{Code: chat.CodeAgent, Message: "the agent could not be started: " + err.Error()})
+	if t := l.turn; t != nil {
+		l.receipt(t.p, chat.DeliveryFailed, "the agent could not be started: "+err.Error())
+		l.finishTurn(t, "")
+	}
+}
+
+func (l *lane) prompt(t *turn) {
+	ctx, cancel := context.WithCancel(l.r.ctx)
+	t.cancelPrompt = cancel
+	s, gen := l.sess, l.gen
+	p := driver.Prompt{MessageID: t.p.in.MessageID, Text: t.p.in.Text}
+	for _, im := range t.p.images {
+		p.Images = append(p.Images, driver.Image{MIMEType: im.MIMEType, Data: im.Data})
+	}
+	go func() {
+		err := s.Prompt(ctx, p)
+		cancel()
+		l.result(func() { l.prompted(t, gen, err) })
+	}()
+}
+
+func (l *lane) prompted(t *turn, gen int, err error) {
+	if t != l.turn || t.prompted {
+		return // the turn was already ended (forced stop, exit)
+	}
+	t.prompted = true
+	if err != nil {
+		detail := err.Error()
+		if t.stopping && errors.Is(err, context.Canceled) {
+			detail = "stopped before it reached the agent"
+		}
+		l.receipt(t.p, chat.DeliveryFailed, detail)
+		l.finishTurn(t, "")
+		return
+	}
+	t.delivered = true
+	l.receipt(t.p, chat.DeliverySubmitted, "")
+	if t.endReason != "" {
+		l.endTurn(t, t.endReason)
+	}
+}
+
+// endTurn ends a delivered turn with prompt_done.
+func (l *lane) endTurn(t *turn, reason string) {
+	if t != l.turn {
+		return
+	}
+	if !t.prompted {
+		t.endReason = reason // wait for Prompt to say whether the text got there
+		return
+	}
+	l.finishTurn(t, reason)
+}
+
+// finishTurn closes the turn: its open cards are cancelled, prompt_done is logged
+// when the message was delivered, and the next message may go.
+func (l *lane) finishTurn(t *turn, reason string) {
+	if t.stopTimer != nil {
+		t.stopTimer.Stop()
+	}
+	if t.cancelPrompt != nil {
+		t.cancelPrompt()
+	}
+	l.cancelCards(t.p.in.MessageID, "")
+	if reason != "" {
+		l.emit(chat.PromptDone{StopReason: reason, MessageID: t.p.in.MessageID})
+	}
+	l.emit(chat.TurnStatus{Active: false})
+	l.turn = nil
+	l.th.TurnMessageID = ""
+	switch {
+	case l.sess != nil:
+		l.th.State = chat.ThreadIdle
+	case l.th.State == chat.ThreadWorking:
+		l.th.State = chat.ThreadUnloaded
+	}
+	l.bumpIdle()
+	l.next()
+}
+
+// cancelCards cancels the open cards of a turn ("" for all).
+func (l *lane) cancelCards(turnID string, _ string) {
+	for id, c := range l.cards {
+		if turnID != "" && c.TurnMessageID != "" && c.TurnMessageID != turnID {
+			continue
+		}
+		l.closeCard(c, chat.CardCancelled, nil)
+		delete(l.cards, id)
+	}
+}
+
+// closeCard resolves or cancels a card and logs its *_resolved event.
+func (l *lane) closeCard(c *chat.Card, state string, resolved chat.Payload) {
+	if resolved == nil {
+		if c.Kind == chat.CardQuestion {
+			resolved = chat.QuestionResolved{RequestID: c.RequestID, Cancelled: true}
+		} else {
+			resolved = chat.PermissionResolved{RequestID: c.RequestID, Cancelled: true}
+		}
+	}
+	b, _ := json.Marshal(resolved)
+	c.State, c.Resolution, c.ResolvedAt = state, b, l.r.opt.Now()
+	l.saveCard(c)
+	l.emit(resolved)
+	delete(l.cards, c.RequestID)
+}
+
+func (l *lane) bumpIdle() {
+	if l.sess == nil || l.turn != nil {
+		return
+	}
+	l.idle.Reset(l.ag.IdleTimeout.Duration)
+}
+
+func (l *lane) onIdle() {
+	if l.sess == nil || l.turn != nil || len(l.queue) > 0 {
+		return
+	}
+	l.log.Info("idle: unloading session")
+	l.closeSession()
+	l.th.State = chat.ThreadUnloaded
+	l.emit(chat.SessionInfo{State: "unloaded", SessionID: l.th.SessionID})
+}
+
+// closeSession ends the live session without waiting for it.
+func (l *lane) closeSession() {
+	s := l.sess
+	l.sess = nil
+	l.gen++
+	if s != nil {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_ = s.Close(ctx)
+		}()
+	}
+}
+
+func (l *lane) onUpdate(u update) {
+	if u.gen != l.gen {
+		return // a session that is gone
+	}
+	switch u.kind {
+	case upEvent:
+		l.onEvent(u.p)
+	case upSessionID:
+		if u.s != "" && u.s != l.th.SessionID {
+			l.th.SessionID = u.s
+			l.emit(chat.SessionInfo{State: "identified", SessionID: u.s})
+		}
+	case upTurnEnded:
+		if l.turn != nil {
+			l.endTurn(l.turn, u.s)
+		}
+	case upWithdrawn:
+		if c := l.cards[u.s]; c != nil {
+			l.closeCard(c, chat.CardCancelled, nil)
+		}
+	case upExited:
+		l.sess = nil
+		l.gen++
+		detail := "the agent exited"
+		if u.err != nil {
+			detail = "the agent exited: " + u.err.Error()
+			l.th.State = chat.ThreadCrashed
+		} else {
+			l.th.State = chat.ThreadUnloaded
+		}
+		l.emit(chat.SessionInfo{State: "exited", SessionID: l.th.SessionID, Detail: detail})
+		l.cancelCards("", "")
+		if t := l.turn; t != nil {
+			if !t.prompted {
+				t.prompted = true
+				l.receipt(t.p, chat.DeliveryFailed, detail)
+				l.finishTurn(t, "")
+			} else {
+				l.emit(chat.Error{Code: chat.CodeAgent, Message: detail, Ref: t.p.in.MessageID})
+				l.finishTurn(t, chat.StopError)
+			}
+		}
+	}
+}
+
+func (l *lane) onEvent(p chat.Payload) {
+	switch p := p.(type) {
+	case chat.PermissionRequest:
+		l.openCard(chat.CardPermission, p.RequestID, p)
+		return
+	case chat.Question:
+		l.openCard(chat.CardQuestion, p.RequestID, p)
+		return
+	case chat.Mode:
+		l.th.Mode = p.Current
+	}
+	l.emit(p)
+}
+
+func (l *lane) openCard(kind, id string, p chat.Payload) {
+	if id == "" || l.cards[id] != nil {
+		l.log.Warn("card with empty or duplicate id ignored", "request_id", id)
+		return
+	}
+	b, _ := json.Marshal(p)
+	c := &chat.Card{ThreadID: l.th.ID, RequestID: id, Kind: kind, State: chat.CardOpen, Request: b, CreatedAt: l.r.opt.Now()}
+	if l.turn != nil {
+		c.TurnMessageID = l.turn.p.in.MessageID
+	}
+	l.cards[id] = c
+	l.saveCard(c)
+	l.emit(p)
+}
+
+func (l *lane) doControl(c Control) error {
+	switch {
+	case c.Stop:
+		return l.stop()
+	case c.Permission != nil:
+		return l.answerPermission(c)
+	case c.Answer != nil:
+		return l.answerQuestion(c)
+	case c.SetMode != nil:
+		return l.setMode(c.SetMode.ModeID)
+	case c.SetOption != nil:
+		return l.setOption(c.SetOption.ConfigID, c.SetOption.Value)
+	}
+	return fmt.Errorf("%w: empty control", chat.ErrBadInput)
+}
+
+// stop cancels the turn in flight at once.
+func (l *lane) stop() error {
+	t := l.turn
+	if t == nil {
+		return chat.ErrNoTurn
+	}
+	if t.stopping {
+		return nil
+	}
+	t.stopping = true
+	l.cancelCards(t.p.in.MessageID, "")
+	if l.sess == nil || !t.prompted && t.sessionWaited {
+		// Nothing reached an agent yet: the message simply fails.
+		t.prompted = true
+		l.receipt(t.p, chat.DeliveryFailed, "stopped before it reached the agent")
+		l.finishTurn(t, "")
+		return nil
+	}
+	if !t.prompted && t.cancelPrompt != nil {
+		t.cancelPrompt() // abandon a delivery still being verified
+	}
+	s, gen := l.sess, l.gen
+	go func() {
+		ctx, cancel := context.WithTimeout(l.r.ctx, l.r.opt.StopGrace)
+		defer cancel()
+		if err := s.Cancel(ctx); err != nil {
+			l.result(func() {
+				if gen == l.gen {
+					l.log.Warn("cancel failed", "err", err)
+				}
+			})
+		}
+	}()
+	t.stopTimer = time.AfterFunc(l.r.opt.StopGrace, func() {
+		l.result(func() {
+			if l.turn != t {
+				return
+			}
+			// The agent did not end the turn: end it here and drop the session,
+			// whose state can no longer be trusted. The next message resumes.
+			l.log.Warn("agent did not honour stop; closing the session")
+			l.closeSession()
+			l.th.State = chat.ThreadUnloaded
+			if !t.prompted {
+				t.prompted = true
+				l.receipt(t.p, chat.DeliveryFailed, "stopped before it reached the agent")
+				l.finishTurn(t, "")
+				return
+			}
+			l.finishTurn(t, chat.StopCancelled)
+		})
+	})
+	return nil
+}
+
+func (l *lane) card(id, kind string) (*chat.Card, error) {
+	c := l.cards[id]
+	if c == nil || c.Kind != kind {
+		return nil, fmt.Errorf("%w: %s", chat.ErrCardClosed, id)
+	}
+	return c, nil
+}
+
+func (l *lane) answerPermission(ctl Control) error {
+	r := ctl.Permission
+	c, err := l.card(r.RequestID, chat.CardPermission)
+	if err != nil {
+		return err
+	}
+	if !r.Cancelled {
+		var req chat.PermissionRequest
+		_ = json.Unmarshal(c.Request, &req)
+		if !slices.ContainsFunc(req.Options, func(o chat.PermissionOption) bool { return o.ID == r.OptionID }) {
+			return fmt.Errorf("%w: %q is not one of this card's options", chat.ErrBadInput, r.OptionID)
+		}
+	}
+	by := ctl.From
+	res := chat.PermissionResolved{RequestID: r.RequestID, OptionID: r.OptionID, Message: r.Message, Cancelled: r.Cancelled, By: &by}
+	state := chat.CardResolved
+	if r.Cancelled {
+		state = chat.CardCancelled
+	}
+	l.closeCard(c, state, res)
+	ans := driver.PermissionAnswer{OptionID: r.OptionID, Message: r.Message, Cancelled: r.Cancelled}
+	l.tellSession(func(ctx context.Context, s driver.Session) error {
+		return s.AnswerPermission(ctx, r.RequestID, ans)
+	})
+	return nil
+}
+
+func (l *lane) answerQuestion(ctl Control) error {
+	q := ctl.Answer
+	c, err := l.card(q.RequestID, chat.CardQuestion)
+	if err != nil {
+		return err
+	}
+	by := ctl.From
+	l.closeCard(c, chat.CardResolved, chat.QuestionResolved{RequestID: q.RequestID, Answers: q.Answers, Response: q.Response, By: &by})
+	ans := driver.QuestionAnswer{Answers: q.Answers, Response: q.Response}
+	l.tellSession(func(ctx context.Context, s driver.Session) error {
+		return s.AnswerQuestion(ctx, q.RequestID, ans)
+	})
+	return nil
+}
+
+func (l *lane) setMode(id string) error {
+	if l.sess == nil {
+		// No live session: remember it for the next start.
+		l.th.Mode = id
+		l.emit(chat.Mode{Current: id})
+		return nil
+	}
+	l.tellSession(func(ctx context.Context, s driver.Session) error { return s.SetMode(ctx, id) })
+	return nil
+}
+
+func (l *lane) setOption(id, value string) error {
+	if l.sess == nil {
+		return fmt.Errorf("%w: the agent is not running; send a message first", driver.ErrNotRunning)
+	}
+	l.tellSession(func(ctx context.Context, s driver.Session) error { return s.SetConfigOption(ctx, id, value) })
+	return nil
+}
+
+// tellSession runs a driver call off the lane; a failure is logged as an error event.
+func (l *lane) tellSession(f func(context.Context, driver.Session) error) {
+	s, gen := l.sess, l.gen
+	if s == nil {
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(l.r.ctx, 30*time.Second)
+		defer cancel()
+		if err := f(ctx, s); err != nil {
+			l.result(func() {
+				if gen == l.gen {
+					l.emit(chat.Error{Code: chat.CodeAgent, Message: err.Error()})
+				}
+			})
+		}
+	}()
+}
+
+// recover settles what a previous run left: open cards of dead sessions are
+// cancelled, a turn cut off mid-way ends with an error, a message cut off during
+// delivery fails with the reason, and queued messages wait for delivery.
+func (l *lane) recover(ctx context.Context, pending []chat.Input, open []chat.Card) error {
+	for i := range open {
+		l.closeCard(&open[i], chat.CardExpired, nil)
+	}
+	if id := l.th.TurnMessageID; id != "" {
+		in, err := l.r.store.Input(ctx, id)
+		if err == nil && in.State == chat.DeliverySubmitted {
+			l.emit(chat.Error{Code: chat.CodeRestart, Message: "parley stopped during this turn; the answer may be incomplete", Ref: id})
+			l.emit(chat.PromptDone{StopReason: chat.StopError, MessageID: id})
+		}
+		l.emit(chat.TurnStatus{Active: false})
+		l.th.TurnMessageID = ""
+	}
+	for _, in := range pending {
+		p := &pendingInput{in: in}
+		switch in.State {
+		case chat.DeliveryDelivering:
+			l.receipt(p, chat.DeliveryFailed, "parley stopped while delivering this message; it may not have reached the agent")
+		case chat.DeliveryQueued:
+			l.queue = append(l.queue, p)
+			l.r.opt.Metrics.QueueDepth.Inc()
+		}
+	}
+	l.th.State = chat.ThreadUnloaded
+	return l.flush()
+}
+
+// shutdown ends the session; a turn in flight ends with an error, queued messages
+// stay queued for the next start.
+func (l *lane) shutdown() {
+	l.closing = true
+	if t := l.turn; t != nil {
+		if t.prompted || t.delivered {
+			l.emit(chat.Error{Code: chat.CodeRestart, Message: "parley is shutting down; this turn was cut off", Ref: t.p.in.MessageID})
+			l.finishTurn(t, chat.StopError)
+		} else {
+			l.receipt(t.p, chat.DeliveryFailed, "parley shut down before the message reached the agent")
+			l.finishTurn(t, "")
+		}
+	}
+	if l.sess != nil {
+		s := l.sess
+		l.sess = nil
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = s.Close(ctx)
+		cancel()
+	}
+	l.th.State = chat.ThreadUnloaded
+	l.flush()
+}
+
+// laneSink is the driver.Sink of one session generation.
+type laneSink struct {
+	l   *lane
+	gen int
+}
+
+func (s *laneSink) send(u update) {
+	u.gen = s.gen
+	select {
+	case s.l.updates <- u:
+	case <-s.l.r.ctx.Done():
+	}
+}
+
+func (s *laneSink) Event(p chat.Payload)    { s.send(update{kind: upEvent, p: p}) }
+func (s *laneSink) SessionID(id string)     { s.send(update{kind: upSessionID, s: id}) }
+func (s *laneSink) TurnEnded(reason string) { s.send(update{kind: upTurnEnded, s: reason}) }
+func (s *laneSink) CardWithdrawn(id string) { s.send(update{kind: upWithdrawn, s: id}) }
+func (s *laneSink) Exited(err error)        { s.send(update{kind: upExited, err: err}) }

@@ -1,0 +1,551 @@
+// Package router turns people's inputs into thread work. One goroutine (the
+// router's) owns the route table and applies session intents in arrival order; one
+// goroutine per thread (its lane) owns that thread's state, queue, cards and log.
+// Controls (stop, card answers, mode) go straight to the lane's control channel and
+// never wait behind a queued message.
+package router
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/config"
+	"github.com/parleyhq/parley/internal/driver"
+	"github.com/parleyhq/parley/internal/hub"
+	"github.com/parleyhq/parley/internal/store"
+	"github.com/parleyhq/parley/internal/wire"
+)
+
+// Options configure a Router.
+type Options struct {
+	Agents       []config.Agent
+	DefaultAgent string
+	Roots        []string
+	// Drivers maps a transport name to its driver. Only the composition root fills
+	// it: parley serve with the real transports, tests with scripted ones.
+	Drivers    map[string]driver.Driver
+	QueueDepth int
+	// StopGrace is how long a stopped turn may take to end before the lane ends it
+	// itself and closes the session.
+	StopGrace time.Duration
+	Logger    *slog.Logger
+	Metrics   *Metrics
+	Now       func() time.Time
+}
+
+// Router is parley's input side. Its methods are safe for concurrent use.
+type Router struct {
+	opt   Options
+	store store.Store
+	hub   *hub.Hub
+	log   *slog.Logger
+
+	cmds chan func()
+	done chan struct{}
+	wg   sync.WaitGroup
+
+	ctx    context.Context // lanes' lifetime; cancelled by Close
+	cancel context.CancelFunc
+
+	// owned by the router goroutine
+	lanes  map[chat.ThreadID]*lane
+	routes map[chat.RouteKey]chat.ThreadID
+	recent *recentIDs
+}
+
+// New builds a router; call Start before use.
+func New(st store.Store, h *hub.Hub, opt Options) *Router {
+	if opt.QueueDepth <= 0 {
+		opt.QueueDepth = config.DefaultQueueDepth
+	}
+	if opt.StopGrace <= 0 {
+		opt.StopGrace = 3 * time.Second
+	}
+	if opt.Logger == nil {
+		opt.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	if opt.Metrics == nil {
+		opt.Metrics = NewMetrics(nil)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Router{
+		opt: opt, store: st, hub: h, log: opt.Logger,
+		cmds: make(chan func(), 256), done: make(chan struct{}),
+		ctx: ctx, cancel: cancel,
+		lanes: map[chat.ThreadID]*lane{}, routes: map[chat.RouteKey]chat.ThreadID{},
+		recent: newRecentIDs(4096),
+	}
+}
+
+// Start recovers what a previous run left (queued inputs are delivered, inputs and
+// turns cut off by a crash end with a reason) and starts the router goroutine.
+func (r *Router) Start(ctx context.Context) error {
+	routes, err := r.store.Routes(ctx)
+	if err != nil {
+		return fmt.Errorf("router: load routes: %w", err)
+	}
+	for _, rt := range routes {
+		r.routes[rt.Key] = rt.ThreadID
+	}
+	threads, err := r.store.Threads(ctx)
+	if err != nil {
+		return fmt.Errorf("router: load threads: %w", err)
+	}
+	pending, err := r.store.PendingInputs(ctx)
+	if err != nil {
+		return fmt.Errorf("router: load pending inputs: %w", err)
+	}
+	byThread := map[chat.ThreadID][]chat.Input{}
+	for _, in := range pending {
+		byThread[in.ThreadID] = append(byThread[in.ThreadID], in)
+	}
+	for _, th := range threads {
+		open, err := r.store.Cards(ctx, th.ID, chat.CardOpen)
+		if err != nil {
+			return fmt.Errorf("router: load cards: %w", err)
+		}
+		ins := byThread[th.ID]
+		if th.TurnMessageID == "" && len(ins) == 0 && len(open) == 0 &&
+			(th.State == chat.ThreadUnloaded || th.State == chat.ThreadCrashed) {
+			continue
+		}
+		l := r.newLane(th)
+		if err := l.recover(ctx, ins, open); err != nil {
+			return fmt.Errorf("router: recover thread %s: %w", th.ID, err)
+		}
+		r.startLane(l)
+	}
+	r.wg.Add(1)
+	go r.loop()
+	return nil
+}
+
+// Close stops taking input, ends every session and waits for the lanes to finish
+// their writes.
+func (r *Router) Close(ctx context.Context) error {
+	select {
+	case <-r.done:
+		return nil
+	default:
+	}
+	closed := make(chan struct{})
+	if r.do(func() {
+		close(r.done)
+		r.cancel()
+		close(closed)
+	}) != nil {
+		return nil
+	}
+	<-closed
+	wait := make(chan struct{})
+	go func() { r.wg.Wait(); close(wait) }()
+	select {
+	case <-wait:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("router: close: %w", ctx.Err())
+	}
+}
+
+func (r *Router) loop() {
+	defer r.wg.Done()
+	for {
+		select {
+		case f := <-r.cmds:
+			f()
+		case <-r.done:
+			return
+		}
+	}
+}
+
+// do runs f on the router goroutine without waiting for it.
+func (r *Router) do(f func()) error {
+	select {
+	case <-r.done:
+		return chat.ErrClosed
+	case r.cmds <- f:
+		return nil
+	}
+}
+
+// call runs f on the router goroutine and waits for it.
+func (r *Router) call(ctx context.Context, f func() error) error {
+	errc := make(chan error, 1)
+	if err := r.do(func() { errc <- f() }); err != nil {
+		return err
+	}
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-r.done:
+		return chat.ErrClosed
+	}
+}
+
+// Subscribe registers a connection on a route and returns the thread the route
+// shows now (nil when it has none yet). The route table and the hub change
+// together on the router goroutine, so no attach can slip between the two.
+func (r *Router) Subscribe(ctx context.Context, route chat.RouteKey, buffer int) (*hub.Sub, *chat.Thread, error) {
+	var sub *hub.Sub
+	var th *chat.Thread
+	err := r.call(ctx, func() error {
+		id := r.routes[route]
+		sub = r.hub.Subscribe(route, id, buffer)
+		if id == "" {
+			return nil
+		}
+		t, err := r.store.Thread(ctx, id)
+		if err != nil {
+			r.hub.Unsubscribe(sub)
+			return err
+		}
+		th = &t
+		return nil
+	})
+	return sub, th, err
+}
+
+// SendRequest is one message from any channel: the socket, REST or a plugin.
+type SendRequest struct {
+	From chat.RouteKey
+	// Thread, when set, addresses a thread directly (REST) instead of the route's.
+	Thread  chat.ThreadID
+	Message wire.Message
+	// Notify, when set, receives each receipt of this message as it happens.
+	// It must not block.
+	Notify func(chat.Delivery)
+}
+
+// Send is the one send path. It applies the message's intent, then hands the
+// message to its thread's lane, which persists it before this returns "queued".
+// A message id seen before is never delivered twice: its current receipt is
+// returned with chat.ErrDuplicate.
+func (r *Router) Send(ctx context.Context, req SendRequest) (chat.Delivery, chat.ThreadID, error) {
+	reply := make(chan sendReply, 1)
+	err := r.do(func() { r.route(ctx, req, reply) })
+	if err != nil {
+		return chat.Delivery{}, "", err
+	}
+	select {
+	case rep := <-reply:
+		return rep.delivery, rep.thread, rep.err
+	case <-ctx.Done():
+		return chat.Delivery{}, "", ctx.Err()
+	}
+}
+
+type sendReply struct {
+	delivery chat.Delivery
+	thread   chat.ThreadID
+	err      error
+}
+
+// route runs on the router goroutine.
+func (r *Router) route(ctx context.Context, req SendRequest, reply chan<- sendReply) {
+	m := req.Message
+	fail := func(err error) { reply <- sendReply{err: err} }
+	if r.recent.has(m.MessageID) {
+		r.replyDuplicate(ctx, m.MessageID, reply)
+		return
+	}
+	if in, err := r.store.Input(ctx, m.MessageID); err == nil {
+		reply <- sendReply{delivery: chat.Delivery{MessageID: in.MessageID, State: in.State, Detail: in.Detail}, thread: in.ThreadID, err: chat.ErrDuplicate}
+		return
+	} else if !errors.Is(err, chat.ErrNotFound) {
+		fail(err)
+		return
+	}
+	var id chat.ThreadID
+	var err error
+	switch {
+	case req.Thread != "":
+		if _, err = r.store.Thread(ctx, req.Thread); err == nil {
+			id = req.Thread
+		}
+	case m.Intent != nil && m.Intent.New != nil:
+		agent := firstNonEmpty(m.Intent.New.Agent, m.Agent)
+		id, err = r.newThread(ctx, req.From, agent, m.Intent.New.Cwd, "", m.Mode)
+	case m.Intent != nil && m.Intent.Resume != nil:
+		ri := m.Intent.Resume
+		id, err = r.resumeThread(ctx, req.From, ri.Agent, ri.SessionID, ri.Cwd)
+	default:
+		id, err = r.currentThread(ctx, req.From, m.Agent, m.Mode)
+	}
+	if err != nil {
+		fail(err)
+		return
+	}
+	l, err := r.lane(ctx, id)
+	if err != nil {
+		fail(err)
+		return
+	}
+	r.recent.add(m.MessageID)
+	in := chat.Input{
+		MessageID: m.MessageID, ThreadID: id, From: req.From, Text: m.Text,
+		State: chat.DeliveryQueued, AcceptedAt: r.opt.Now(),
+	}
+	l.accept(&pendingInput{in: in, images: m.Images, notify: req.Notify}, func(d chat.Delivery, err error) {
+		if err == nil || errors.Is(err, chat.ErrDuplicate) {
+			reply <- sendReply{delivery: d, thread: id, err: err}
+			return
+		}
+		// Refused (busy, store error): forget the id before answering, so the
+		// client's retry is a fresh attempt, not a "duplicate".
+		if r.do(func() { r.recent.remove(m.MessageID); reply <- sendReply{delivery: d, thread: id, err: err} }) != nil {
+			reply <- sendReply{delivery: d, thread: id, err: err}
+		}
+	})
+}
+
+func (r *Router) replyDuplicate(ctx context.Context, id string, reply chan<- sendReply) {
+	// The first copy may still be on its way into the lane: the store answers
+	// once it is accepted; until then say "queued", which is true.
+	d := chat.Delivery{MessageID: id, State: chat.DeliveryQueued}
+	var thread chat.ThreadID
+	if in, err := r.store.Input(ctx, id); err == nil {
+		d.State, d.Detail, thread = in.State, in.Detail, in.ThreadID
+	}
+	reply <- sendReply{delivery: d, thread: thread, err: chat.ErrDuplicate}
+}
+
+// currentThread returns the route's thread, making one with the default agent when
+// the route has none, or a new one when the message selects another agent.
+func (r *Router) currentThread(ctx context.Context, from chat.RouteKey, agent, mode string) (chat.ThreadID, error) {
+	id := r.routes[from]
+	if id != "" {
+		th, err := r.store.Thread(ctx, id)
+		if err != nil {
+			return "", err
+		}
+		if agent == "" || agent == th.Agent {
+			return id, nil
+		}
+		return r.newThread(ctx, from, agent, th.Cwd, "", mode)
+	}
+	return r.newThread(ctx, from, agent, "", "", mode)
+}
+
+func (r *Router) agent(id string) (config.Agent, error) {
+	if id == "" {
+		id = r.opt.DefaultAgent
+	}
+	for _, a := range r.opt.Agents {
+		if a.ID == id {
+			if _, ok := r.opt.Drivers[a.Transport]; !ok {
+				return config.Agent{}, fmt.Errorf("agent %q: transport %q is not available in this build", id, a.Transport)
+			}
+			return a, nil
+		}
+	}
+	if id == "" {
+		return config.Agent{}, fmt.Errorf("%w: no agents are configured (install claude or gemini, or add [[agent]] to the config)", chat.ErrUnknownAgent)
+	}
+	return config.Agent{}, fmt.Errorf("%w %q", chat.ErrUnknownAgent, id)
+}
+
+func (r *Router) newThread(ctx context.Context, from chat.RouteKey, agentID, cwd, sessionID, mode string) (chat.ThreadID, error) {
+	a, err := r.agent(agentID)
+	if err != nil {
+		return "", err
+	}
+	if cwd == "" {
+		if len(a.Roots) == 0 {
+			return "", errors.New("no working directory: configure a root")
+		}
+		cwd = a.Roots[0]
+	}
+	dir, err := config.Confine(cwd, a.Roots)
+	if err != nil {
+		return "", fmt.Errorf("%w: %v", chat.ErrOutsideRoot, err)
+	}
+	now := r.opt.Now()
+	th := chat.Thread{
+		ID: chat.NewThreadID(), Agent: a.ID, Cwd: dir, SessionID: sessionID,
+		State: chat.ThreadUnloaded, Mode: firstNonEmpty(mode, a.Mode), CreatedAt: now, UpdatedAt: now,
+	}
+	if err := r.store.Commit(ctx, store.Batch{Thread: &th}); err != nil {
+		return "", fmt.Errorf("router: create thread: %w", err)
+	}
+	r.opt.Metrics.Threads.Inc()
+	return th.ID, r.attach(ctx, from, th.ID)
+}
+
+func (r *Router) resumeThread(ctx context.Context, from chat.RouteKey, agentID, sessionID, cwd string) (chat.ThreadID, error) {
+	threads, err := r.store.Threads(ctx)
+	if err != nil {
+		return "", err
+	}
+	for _, th := range threads {
+		if th.Agent == agentID && th.SessionID == sessionID {
+			return th.ID, r.attach(ctx, from, th.ID)
+		}
+	}
+	return r.newThread(ctx, from, agentID, cwd, sessionID, "")
+}
+
+func (r *Router) attach(ctx context.Context, from chat.RouteKey, id chat.ThreadID) error {
+	if r.routes[from] == id {
+		return nil
+	}
+	if err := r.store.AttachRoute(ctx, from, id); err != nil {
+		return fmt.Errorf("router: attach route: %w", err)
+	}
+	r.routes[from] = id
+	r.hub.Attach(from, id)
+	return nil
+}
+
+// ResumeSession attaches an agent's native session to a route (a thread is made
+// for it unless one already holds it).
+func (r *Router) ResumeSession(ctx context.Context, from chat.RouteKey, agent, sessionID, cwd string) (chat.ThreadID, error) {
+	var id chat.ThreadID
+	err := r.call(ctx, func() error {
+		var err error
+		id, err = r.resumeThread(ctx, from, agent, sessionID, cwd)
+		return err
+	})
+	return id, err
+}
+
+// NewThread makes a fresh thread for a route (the REST and TUI "new" without a message).
+func (r *Router) NewThread(ctx context.Context, from chat.RouteKey, agent, cwd string) (chat.ThreadID, error) {
+	var id chat.ThreadID
+	err := r.call(ctx, func() error {
+		var err error
+		id, err = r.newThread(ctx, from, agent, cwd, "", "")
+		return err
+	})
+	return id, err
+}
+
+// lane returns a thread's lane, starting it on first use.
+func (r *Router) lane(ctx context.Context, id chat.ThreadID) (*lane, error) {
+	if l := r.lanes[id]; l != nil {
+		return l, nil
+	}
+	th, err := r.store.Thread(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	l := r.newLane(th)
+	r.startLane(l)
+	return l, nil
+}
+
+func (r *Router) startLane(l *lane) {
+	r.lanes[l.th.ID] = l
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		l.run()
+	}()
+}
+
+// Control is a stop, a card answer or a session setting, addressed to a route's
+// thread (or a thread directly) and run by its lane at once.
+type Control struct {
+	From   chat.RouteKey
+	Thread chat.ThreadID // optional: addresses the thread directly
+
+	Stop       bool
+	Permission *wire.PermissionResponse
+	Answer     *wire.QuestionAnswer
+	SetMode    *wire.SetMode
+	SetOption  *wire.SetConfigOption
+}
+
+// Control runs a control on the thread's lane and waits for its verdict (not for
+// the agent: a stop returns once the agent has been told).
+func (r *Router) Control(ctx context.Context, c Control) error {
+	var l *lane
+	err := r.call(ctx, func() error {
+		id := c.Thread
+		if id == "" {
+			id = r.routes[c.From]
+		}
+		if id == "" {
+			return fmt.Errorf("%w: this chat has no thread yet", chat.ErrNoTurn)
+		}
+		var err error
+		l, err = r.lane(ctx, id)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return l.control(ctx, c)
+}
+
+// ThreadOf returns the thread a route shows ("" when none).
+func (r *Router) ThreadOf(ctx context.Context, route chat.RouteKey) (chat.ThreadID, error) {
+	var id chat.ThreadID
+	err := r.call(ctx, func() error { id = r.routes[route]; return nil })
+	return id, err
+}
+
+// Agents lists the configured agents with their live status.
+func (r *Router) Agents() []chat.AgentInfo {
+	out := make([]chat.AgentInfo, 0, len(r.opt.Agents))
+	for _, a := range r.opt.Agents {
+		out = append(out, chat.AgentInfo{ID: a.ID, Name: a.Name, Transport: a.Transport, Status: "ready", Roots: a.Roots})
+	}
+	return out
+}
+
+// DefaultAgent is the agent a route gets when it names none.
+func (r *Router) DefaultAgent() string { return r.opt.DefaultAgent }
+
+// Driver returns the driver and agent config behind an agent id.
+func (r *Router) Driver(agentID string) (driver.Driver, config.Agent, error) {
+	a, err := r.agent(agentID)
+	if err != nil {
+		return nil, config.Agent{}, err
+	}
+	return r.opt.Drivers[a.Transport], a, nil
+}
+
+func firstNonEmpty(ss ...string) string {
+	for _, s := range ss {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+// recentIDs remembers message ids handed to lanes but perhaps not yet stored, so a
+// retry that races its first copy is still caught. Owned by the router goroutine.
+type recentIDs struct {
+	set  map[string]struct{}
+	ring []string
+	next int
+}
+
+func newRecentIDs(n int) *recentIDs {
+	return &recentIDs{set: make(map[string]struct{}, n), ring: make([]string, n)}
+}
+
+func (s *recentIDs) has(id string) bool { _, ok := s.set[id]; return ok }
+
+func (s *recentIDs) remove(id string) { delete(s.set, id) }
+
+func (s *recentIDs) add(id string) {
+	if old := s.ring[s.next]; old != "" {
+		delete(s.set, old)
+	}
+	s.ring[s.next] = id
+	s.set[id] = struct{}{}
+	s.next = (s.next + 1) % len(s.ring)
+}

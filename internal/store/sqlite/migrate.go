@@ -1,0 +1,130 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ErrSchemaTooNew is returned by Open for a database whose schema a newer parley
+// wrote: this one would not know what its tables mean.
+var ErrSchemaTooNew = errors.New("database schema is newer than this parley knows")
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+// migrations returns the embedded migrations in version order. A file is named
+// NNNN_what.sql; versions start at 1 and have no gaps.
+func migrations() ([]migration, error) {
+	names, err := fs.Glob(migrationFiles, "migrations/*.sql")
+	if err != nil {
+		return nil, err
+	}
+	var ms []migration
+	for _, n := range names {
+		base := path.Base(n)
+		num, _, ok := strings.Cut(base, "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil || v < 1 {
+			return nil, fmt.Errorf("sqlite: migration %s: name is not NNNN_what.sql", base)
+		}
+		b, err := migrationFiles.ReadFile(n)
+		if err != nil {
+			return nil, err
+		}
+		ms = append(ms, migration{version: v, name: base, sql: string(b)})
+	}
+	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
+	for i, m := range ms {
+		if m.version != i+1 {
+			return nil, fmt.Errorf("sqlite: migration %s: want version %d", m.name, i+1)
+		}
+	}
+	return ms, nil
+}
+
+// SchemaVersion is the newest schema this build knows.
+func SchemaVersion() int {
+	ms, err := migrations()
+	if err != nil || len(ms) == 0 {
+		return 0
+	}
+	return ms[len(ms)-1].version
+}
+
+// migrate applies the migrations the database lacks, each in its own transaction
+// together with its schema_migrations row. The version is read inside each
+// transaction, so two processes opening one file at once apply each step once.
+func migrate(ctx context.Context, db *sql.DB, logger *slog.Logger) error {
+	ms, err := migrations()
+	if err != nil {
+		return err
+	}
+	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version    INTEGER NOT NULL PRIMARY KEY,
+		name       TEXT    NOT NULL,
+		applied_at BIGINT  NOT NULL
+	)`); err != nil {
+		return fmt.Errorf("sqlite: migrate: %w", err)
+	}
+	latest := len(ms)
+	for {
+		done, err := migrateStep(ctx, db, ms, logger)
+		if err != nil {
+			return err
+		}
+		if done {
+			break
+		}
+	}
+	logger.Debug("sqlite: schema up to date", "version", latest)
+	return nil
+}
+
+// migrateStep applies the next missing migration, or reports that none is missing.
+func migrateStep(ctx context.Context, db *sql.DB, ms []migration, logger *slog.Logger) (done bool, err error) {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return false, fmt.Errorf("sqlite: migrate: %w", err)
+	}
+	defer tx.Rollback()
+
+	var cur int
+	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&cur); err != nil {
+		return false, fmt.Errorf("sqlite: migrate: read version: %w", err)
+	}
+	switch {
+	case cur > len(ms):
+		return false, fmt.Errorf("sqlite: migrate: database is at schema %d, this parley knows up to %d: %w", cur, len(ms), ErrSchemaTooNew)
+	case cur == len(ms):
+		return true, nil
+	}
+	m := ms[cur]
+	if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+		return false, fmt.Errorf("sqlite: migrate: %s: %w", m.name, err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
+		m.version, m.name, time.Now().UnixNano()); err != nil {
+		return false, fmt.Errorf("sqlite: migrate: record %s: %w", m.name, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return false, fmt.Errorf("sqlite: migrate: commit %s: %w", m.name, err)
+	}
+	logger.Info("sqlite: applied migration", "version", m.version, "name", m.name)
+	return false, nil
+}

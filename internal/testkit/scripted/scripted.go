@@ -1,0 +1,305 @@
+// Package scripted is an in-process agent for the core's tests and benchmarks: the
+// prompt's text is its script. It implements driver.Driver, and only tests can
+// build a router with it: no configuration names it.
+//
+// Script lines (anything else is echoed back as "echo: <text>"):
+//
+//	say <text>                 one agent_chunk
+//	stream <n> <interval>      n chunks "c1 ", "c2 ", … at an interval (e.g. 10ms)
+//	permission <tool>          a permission card; the answer is said back
+//	question <q>|<a>,<b>       a question card with options a, b
+//	crash                      the process "dies" mid-turn
+//	hang                       never ends the turn, ignoring stop
+//	end <reason>               ends the turn with that stop reason (default end_turn)
+package scripted
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/driver"
+)
+
+// Driver starts scripted sessions and remembers what every session received.
+type Driver struct {
+	// LogFile, when set, gets one line per prompt received ("<thread> <message id>"),
+	// so a test can count deliveries across daemon restarts.
+	LogFile string
+
+	mu       sync.Mutex
+	starts   int
+	resumes  []string
+	prompts  []Received
+	sessions []*Session
+}
+
+// Received is one prompt a session got.
+type Received struct {
+	Thread    chat.ThreadID
+	MessageID string
+	Text      string
+}
+
+var _ driver.Driver = (*Driver)(nil)
+
+// Start implements driver.Driver.
+func (d *Driver) Start(_ context.Context, spec driver.Spec, sink driver.Sink) (driver.Session, error) {
+	d.mu.Lock()
+	d.starts++
+	if spec.ResumeID != "" {
+		d.resumes = append(d.resumes, spec.ResumeID)
+	}
+	d.mu.Unlock()
+	s := &Session{d: d, spec: spec, sink: sink, answers: map[string]chan string{}}
+	id := spec.ResumeID
+	if id == "" {
+		id = chat.NewID("s")
+	}
+	sink.SessionID(id)
+	d.mu.Lock()
+	d.sessions = append(d.sessions, s)
+	d.mu.Unlock()
+	return s, nil
+}
+
+// Starts counts sessions started (new or resumed).
+func (d *Driver) Starts() int { d.mu.Lock(); defer d.mu.Unlock(); return d.starts }
+
+// Resumes lists the session ids resumed.
+func (d *Driver) Resumes() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]string(nil), d.resumes...)
+}
+
+// Prompts lists every prompt received, in order.
+func (d *Driver) Prompts() []Received {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]Received(nil), d.prompts...)
+}
+
+// Closed counts sessions closed.
+func (d *Driver) Closed() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	n := 0
+	for _, s := range d.sessions {
+		s.mu.Lock()
+		if s.closed {
+			n++
+		}
+		s.mu.Unlock()
+	}
+	return n
+}
+
+// Session is one scripted agent process.
+type Session struct {
+	d    *Driver
+	spec driver.Spec
+	sink driver.Sink
+
+	mu      sync.Mutex
+	cancel  context.CancelFunc // the running turn's
+	answers map[string]chan string
+	closed  bool
+	mode    string
+}
+
+func (s *Session) Prompt(ctx context.Context, p driver.Prompt) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return driver.ErrNotRunning
+	}
+	tctx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	s.mu.Unlock()
+	s.d.mu.Lock()
+	s.d.prompts = append(s.d.prompts, Received{Thread: s.spec.ThreadID, MessageID: p.MessageID, Text: p.Text})
+	s.d.mu.Unlock()
+	if s.d.LogFile != "" {
+		f, err := os.OpenFile(s.d.LogFile, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+		if err == nil {
+			fmt.Fprintf(f, "%s %s\n", s.spec.ThreadID, p.MessageID)
+			f.Sync()
+			f.Close()
+		}
+	}
+	go s.run(tctx, p.Text)
+	return nil
+}
+
+func (s *Session) run(ctx context.Context, text string) {
+	reason := chat.StopEndTurn
+	lines := strings.Split(text, "\n")
+	scripted := false
+	for _, line := range lines {
+		cmd, arg, _ := strings.Cut(strings.TrimSpace(line), " ")
+		switch cmd {
+		case "say":
+			scripted = true
+			s.sink.Event(chat.AgentChunk{Text: arg})
+		case "stream":
+			scripted = true
+			f := strings.Fields(arg)
+			n, _ := strconv.Atoi(first(f, 0))
+			iv, _ := time.ParseDuration(first(f, 1))
+			for i := 1; i <= n; i++ {
+				if i > 1 && iv > 0 {
+					select {
+					case <-ctx.Done():
+						s.sink.TurnEnded(chat.StopCancelled)
+						return
+					case <-time.After(iv):
+					}
+				}
+				if ctx.Err() != nil {
+					s.sink.TurnEnded(chat.StopCancelled)
+					return
+				}
+				s.sink.Event(chat.AgentChunk{Text: "c" + strconv.Itoa(i) + " "})
+			}
+		case "permission":
+			scripted = true
+			id := chat.NewID("p")
+			ch := s.wait(id)
+			s.sink.Event(chat.PermissionRequest{RequestID: id, Tool: chat.PermissionTool{Name: arg, Title: "Run " + arg},
+				Options: []chat.PermissionOption{
+					{ID: "allow", Label: "Allow", Kind: chat.OptionAllowOnce},
+					{ID: "reject", Label: "Reject", Kind: chat.OptionRejectOnce},
+				}})
+			select {
+			case a := <-ch:
+				s.sink.Event(chat.AgentChunk{Text: "permission: " + a})
+			case <-ctx.Done():
+				s.sink.CardWithdrawn(id)
+				s.sink.TurnEnded(chat.StopCancelled)
+				return
+			}
+		case "question":
+			scripted = true
+			q, opts, _ := strings.Cut(arg, "|")
+			id := chat.NewID("q")
+			ch := s.wait(id)
+			var os []chat.QuestionOption
+			for _, o := range strings.Split(opts, ",") {
+				os = append(os, chat.QuestionOption{Label: o})
+			}
+			s.sink.Event(chat.Question{RequestID: id, Questions: []chat.QuestionItem{{Question: q, Options: os}}})
+			select {
+			case a := <-ch:
+				s.sink.Event(chat.AgentChunk{Text: "answer: " + a})
+			case <-ctx.Done():
+				s.sink.CardWithdrawn(id)
+				s.sink.TurnEnded(chat.StopCancelled)
+				return
+			}
+		case "crash":
+			s.mu.Lock()
+			s.closed = true
+			s.mu.Unlock()
+			s.sink.Event(chat.Error{Code: chat.CodeAgent, Message: "scripted crash"})
+			s.sink.TurnEnded(chat.StopError)
+			s.sink.Exited(errors.New("scripted crash"))
+			return
+		case "hang":
+			return
+		case "end":
+			scripted = true
+			if arg != "" {
+				reason = arg
+			}
+		}
+	}
+	if !scripted {
+		s.sink.Event(chat.AgentChunk{Text: "echo: " + text})
+	}
+	if ctx.Err() != nil {
+		reason = chat.StopCancelled
+	}
+	s.sink.TurnEnded(reason)
+}
+
+func first(f []string, i int) string {
+	if i < len(f) {
+		return f[i]
+	}
+	return ""
+}
+
+func (s *Session) wait(id string) chan string {
+	ch := make(chan string, 1)
+	s.mu.Lock()
+	s.answers[id] = ch
+	s.mu.Unlock()
+	return ch
+}
+
+func (s *Session) answer(id, a string) error {
+	s.mu.Lock()
+	ch := s.answers[id]
+	delete(s.answers, id)
+	s.mu.Unlock()
+	if ch == nil {
+		return driver.ErrUnknownCard
+	}
+	ch <- a
+	return nil
+}
+
+func (s *Session) Cancel(context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cancel != nil {
+		s.cancel()
+	}
+	return nil
+}
+
+func (s *Session) AnswerPermission(_ context.Context, id string, a driver.PermissionAnswer) error {
+	v := a.OptionID
+	if a.Cancelled {
+		v = "cancelled"
+	}
+	if a.Message != "" {
+		v += " (" + a.Message + ")"
+	}
+	return s.answer(id, v)
+}
+
+func (s *Session) AnswerQuestion(_ context.Context, id string, a driver.QuestionAnswer) error {
+	parts := []string{}
+	for q, v := range a.Answers {
+		parts = append(parts, fmt.Sprintf("%s=%v", q, v))
+	}
+	return s.answer(id, strings.Join(parts, ";"))
+}
+
+func (s *Session) SetMode(_ context.Context, id string) error {
+	s.mu.Lock()
+	s.mode = id
+	s.mu.Unlock()
+	s.sink.Event(chat.Mode{Current: id, Available: []chat.ModeOption{{ID: "default", Name: "Default"}, {ID: "plan", Name: "Plan"}}})
+	return nil
+}
+
+func (s *Session) SetConfigOption(context.Context, string, string) error { return driver.ErrUnsupported }
+
+func (s *Session) Close(context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	if s.cancel != nil {
+		s.cancel()
+	}
+	return nil
+}

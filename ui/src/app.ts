@@ -1,0 +1,148 @@
+// What both layouts share beyond the store: the hash route, navigation that opens
+// the right chat, auto-scroll, notifications and the page-wide Esc-to-stop.
+
+import { useEffect, useLayoutEffect, useReducer, useRef, useState } from "preact/hooks";
+import { newID, type Thread } from "./protocol";
+import type { Store } from "./store";
+
+export type Route = { view: "home" } | { view: "new" } | { view: "chat"; chat: string } | { view: "thread"; thread: string };
+
+export function parseRoute(hash: string): Route {
+  const m = /^#\/(c|t)\/([^/?#]+)/.exec(hash);
+  if (m) return m[1] === "c" ? { view: "chat", chat: decodeURIComponent(m[2]) } : { view: "thread", thread: decodeURIComponent(m[2]) };
+  if (hash.startsWith("#/new")) return { view: "new" };
+  return { view: "home" };
+}
+
+export function useStore(store: Store) {
+  const [, force] = useReducer((x: number, _: void) => x + 1, 0);
+  useEffect(() => store.subscribe(() => force()), [store]);
+  return store.state;
+}
+
+export function useRoute(): Route {
+  const [r, setR] = useState(() => parseRoute(location.hash));
+  useEffect(() => {
+    const f = () => setR(parseRoute(location.hash));
+    window.addEventListener("hashchange", f);
+    return () => window.removeEventListener("hashchange", f);
+  }, []);
+  return r;
+}
+
+export function go(hash: string, replace = false) {
+  if (replace) {
+    history.replaceState(null, "", hash);
+    window.dispatchEvent(new HashChangeEvent("hashchange"));
+  } else location.hash = hash;
+}
+
+// The thread the person picked, so the chat it opens is bound to it.
+let wanted: Thread | undefined;
+
+export const nav = {
+  home: () => go("#/"),
+  newThread: () => go("#/new"),
+  thread(store: Store, t: Thread) {
+    wanted = t;
+    go("#/c/" + encodeURIComponent(store.chatFor(t.id) ?? newID("c_")));
+  },
+  start(store: Store, agent: string, cwd: string, text: string) {
+    const chat = newID("c_");
+    go("#/c/" + chat);
+    store.open(chat);
+    opened = chat;
+    store.sendMessage(text, { new: { cwd, agent } });
+  },
+  resume(store: Store, agent: string, sessionID: string, cwd: string) {
+    wanted = { id: "", agent, session_id: sessionID, cwd, title: "", state: "" };
+    go("#/c/" + newID("c_"));
+  },
+};
+
+let opened = "";
+
+// useChatRoute keeps the store connected to the chat the address bar names.
+export function useChatRoute(store: Store, route: Route) {
+  useEffect(() => {
+    if (route.view === "thread") {
+      const t = store.state.threads.find((x) => x.id === route.thread);
+      const fetchIt = t ? Promise.resolve(t) : store.getJSON<Thread | { thread: Thread }>(`/api/threads/${encodeURIComponent(route.thread)}`).then((v) => ("thread" in v && typeof v.thread === "object" ? v.thread : (v as Thread)));
+      fetchIt.then((th) => {
+        wanted = th;
+        go("#/c/" + encodeURIComponent(store.chatFor(th.id) ?? newID("c_")), true);
+      }, () => go("#/", true));
+      return;
+    }
+    if (route.view !== "chat" || route.chat === opened) return;
+    opened = route.chat;
+    const t = wanted;
+    wanted = undefined;
+    store.open(route.chat, t && t.session_id ? t : undefined);
+  }, [route.view === "chat" ? route.chat : route.view === "thread" ? "t:" + route.thread : route.view]);
+}
+
+// useStickToBottom scrolls a log to its end when new content arrives, unless the
+// person has scrolled up to read.
+export function useStickToBottom<T extends HTMLElement>(dep: unknown) {
+  const ref = useRef<T>(null);
+  const stick = useRef(true);
+  useEffect(() => {
+    const el = ref.current;
+    if (!el) return;
+    const f = () => (stick.current = el.scrollHeight - el.scrollTop - el.clientHeight < 80);
+    el.addEventListener("scroll", f, { passive: true });
+    return () => el.removeEventListener("scroll", f);
+  }, [ref.current]);
+  useLayoutEffect(() => {
+    const el = ref.current;
+    if (el && stick.current) el.scrollTop = el.scrollHeight;
+  }, [dep]);
+  return ref;
+}
+
+// useEscToStop stops the running turn on Esc anywhere on the page.
+export function useEscToStop(store: Store, active: boolean) {
+  useEffect(() => {
+    if (!active) return;
+    const f = (e: KeyboardEvent) => {
+      if (e.key === "Escape" && !e.defaultPrevented) store.stop();
+    };
+    window.addEventListener("keydown", f);
+    return () => window.removeEventListener("keydown", f);
+  }, [active]);
+}
+
+export function installNotifications(store: Store) {
+  store.notify = (title, body) => {
+    if (document.visibilityState !== "hidden" || typeof Notification === "undefined" || Notification.permission !== "granted") return;
+    try {
+      new Notification("parley: " + title, { body, tag: "parley-card" });
+    } catch {
+      /* some browsers only allow notifications from a service worker */
+    }
+  };
+}
+
+export function canAskNotify(): boolean {
+  return typeof Notification !== "undefined" && Notification.permission === "default";
+}
+
+export const statusText: Record<string, string> = {
+  idle: "idle",
+  working: "working",
+  waiting_permission: "waiting for permission",
+  waiting_answer: "waiting for an answer",
+  unloaded: "unloaded",
+  crashed: "crashed",
+};
+
+export function ago(ts?: string): string {
+  if (!ts) return "";
+  const s = (Date.now() - Date.parse(ts)) / 1000;
+  if (!isFinite(s)) return "";
+  if (s < 60) return "just now";
+  if (s < 3600) return `${Math.floor(s / 60)} min ago`;
+  if (s < 86400) return `${Math.floor(s / 3600)} h ago`;
+  return new Date(ts).toLocaleDateString();
+}

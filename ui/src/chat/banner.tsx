@@ -1,0 +1,14 @@
+// The plain offline banner both layouts show while the socket is away.
+
+import type { Store } from "../store";
+
+export function Banner({ store }: { store: Store }) {
+  const s = store.state;
+  if (s.conn === "online" || (s.conn === "connecting" && !s.connDetail)) return null;
+  return (
+    <div class="banner" role="alert" data-banner={s.conn}>
+      Offline: reconnecting{s.connDetail ? ` (${s.connDetail})` : ""}. Nothing you send is lost; it goes out when the connection is back.
+    </div>
+  );
+}
+

@@ -1,0 +1,29 @@
+// A line diff (longest common subsequence) for showing an edit's old and new text.
+
+export type DiffLine = { op: "same" | "add" | "del"; text: string };
+
+export function lineDiff(a: string, b: string): DiffLine[] {
+  const x = a === "" ? [] : a.split("\n");
+  const y = b === "" ? [] : b.split("\n");
+  // Large inputs: skip the quadratic table and show old then new.
+  if (x.length * y.length > 250_000) {
+    return [...x.map((text) => ({ op: "del" as const, text })), ...y.map((text) => ({ op: "add" as const, text }))];
+  }
+  const n = x.length, m = y.length;
+  const t = Array.from({ length: n + 1 }, () => new Uint32Array(m + 1));
+  for (let i = n - 1; i >= 0; i--)
+    for (let j = m - 1; j >= 0; j--) t[i][j] = x[i] === y[j] ? t[i + 1][j + 1] + 1 : Math.max(t[i + 1][j], t[i][j + 1]);
+  const out: DiffLine[] = [];
+  let i = 0, j = 0;
+  while (i < n && j < m) {
+    if (x[i] === y[j]) {
+      out.push({ op: "same", text: x[i] });
+      i++;
+      j++;
+    } else if (t[i + 1][j] >= t[i][j + 1]) out.push({ op: "del", text: x[i++] });
+    else out.push({ op: "add", text: y[j++] });
+  }
+  while (i < n) out.push({ op: "del", text: x[i++] });
+  while (j < m) out.push({ op: "add", text: y[j++] });
+  return out;
+}

@@ -1,0 +1,290 @@
+// The conversation's pieces (messages, tool cards, plan, permission and question
+// cards), written once and used by both layouts: one card, one set of rules.
+
+import { memo } from "./memo";
+import { useState } from "preact/hooks";
+import type { Item, Receipt, Store } from "../store";
+import { render } from "../markdown";
+import { lineDiff } from "./diff";
+
+export const Markdown = memo(({ text }: { text: string }) => <div class="md" dangerouslySetInnerHTML={{ __html: render(text) }} />);
+
+const receiptText: Record<Receipt["state"], string> = {
+  sending: "sending…",
+  queued: "queued",
+  delivering: "delivering…",
+  submitted: "submitted",
+  failed: "failed",
+};
+
+function ReceiptView({ r, onRetry }: { r?: Receipt; onRetry: () => void }) {
+  if (!r) return null;
+  return (
+    <div class={`receipt r-${r.state}`} data-receipt={r.state} role="status">
+      <span>{receiptText[r.state]}</span>
+      {r.state === "failed" && (
+        <>
+          {r.detail && <span class="detail">: {r.detail}</span>}
+          <button type="button" class="link" onClick={onRetry}>
+            Retry
+          </button>
+        </>
+      )}
+    </div>
+  );
+}
+
+function pretty(v: unknown): string {
+  if (v === undefined || v === null) return "";
+  if (typeof v === "string") return v;
+  try {
+    return JSON.stringify(v, null, 2);
+  } catch {
+    return String(v);
+  }
+}
+
+function DiffView({ path, old, now }: { path: string; old?: string; now: string }) {
+  const lines = lineDiff(old ?? "", now);
+  return (
+    <div class="diff">
+      <div class="diff-path">{path}</div>
+      <pre>
+        {lines.map((l, i) => (
+          <div key={i} class={`dl d-${l.op}`}>
+            {l.op === "add" ? "+ " : l.op === "del" ? "- " : "  "}
+            {l.text}
+          </div>
+        ))}
+      </pre>
+    </div>
+  );
+}
+
+const statusLabel: Record<string, string> = { pending: "pending", in_progress: "running", completed: "done", failed: "failed" };
+
+function ToolCard({ it }: { it: Extract<Item, { kind: "tool" }> }) {
+  const input = pretty(it.input);
+  return (
+    <div class={`tool s-${it.status}`} data-tool={it.id}>
+      <div class="tool-head">
+        <span class="tool-kind">{it.tool || "tool"}</span>
+        <span class="tool-title">{it.title}</span>
+        <span class={`tool-status s-${it.status}`}>{statusLabel[it.status] ?? it.status}</span>
+      </div>
+      {input && (
+        <details>
+          <summary>Input</summary>
+          <pre class="io">{input}</pre>
+        </details>
+      )}
+      {it.diffs?.map((d) => <DiffView key={d.path} path={d.path} old={d.old_text} now={d.new_text} />)}
+      {it.output && (
+        <details open={it.status === "failed"}>
+          <summary>Output</summary>
+          <pre class="io">{it.output}</pre>
+        </details>
+      )}
+    </div>
+  );
+}
+
+function PlanView({ it }: { it: Extract<Item, { kind: "plan" }> }) {
+  return (
+    <div class="plan" role="group" aria-label="Plan">
+      <div class="plan-head">Plan</div>
+      <ul>
+        {it.entries.map((e, i) => (
+          <li key={i} class={`pl-${e.status}`}>
+            <input type="checkbox" disabled checked={e.status === "completed"} aria-label={e.status} />
+            <span>{e.content}</span>
+            {e.status === "in_progress" && <span class="pl-now"> (in progress)</span>}
+          </li>
+        ))}
+      </ul>
+    </div>
+  );
+}
+
+function cardStateText(state: string, note?: string): string {
+  const s = state === "answering" ? "sending answer…" : state === "resolved" ? "answered" : state === "cancelled" ? "cancelled" : state === "closed" ? "closed" : "waiting for you";
+  return note ? `${s} (${note})` : s;
+}
+
+function PermissionCard({ it, store }: { it: Extract<Item, { kind: "permission" }>; store: Store }) {
+  const live = it.state === "open";
+  const input = pretty(it.input);
+  return (
+    <div class={`card perm c-${it.state}`} data-card={it.request_id} data-state={it.state} role="group" aria-label={`Permission: ${it.title}`}>
+      <div class="card-head">
+        <span class="card-kind">Permission</span>
+        <span class="card-title">{it.title}</span>
+        <span class="card-state">{cardStateText(it.state, it.note)}</span>
+      </div>
+      {input && <pre class="io">{input}</pre>}
+      <div class="options">
+        {it.options.map((o) => (
+          <button
+            type="button"
+            key={o.id}
+            class={`opt k-${o.kind}${it.chosen === o.id ? " chosen" : ""}`}
+            disabled={!live}
+            aria-pressed={it.chosen === o.id}
+            onClick={() => store.answerPermission(it.request_id, o.id)}
+          >
+            {o.label}
+          </button>
+        ))}
+      </div>
+    </div>
+  );
+}
+
+function answerText(a: string | string[] | undefined): string {
+  return Array.isArray(a) ? a.join(", ") : a ?? "";
+}
+
+function QuestionCard({ it, store }: { it: Extract<Item, { kind: "question" }>; store: Store }) {
+  const live = it.state === "open";
+  const [picked, setPicked] = useState<Record<string, string[]>>({});
+  const [own, setOwn] = useState<Record<string, string>>({});
+  const submit = (answers: Record<string, string | string[]>) => store.answerQuestion(it.request_id, answers);
+  const single = it.questions.length === 1 && !it.questions[0].multi_select;
+  const ready = it.questions.every((q) => (picked[q.question]?.length ?? 0) > 0 || (own[q.question] ?? "").trim() !== "");
+  const collect = () => {
+    const a: Record<string, string | string[]> = {};
+    for (const q of it.questions) {
+      const text = (own[q.question] ?? "").trim();
+      if (text) a[q.question] = text;
+      else a[q.question] = q.multi_select ? picked[q.question] ?? [] : (picked[q.question] ?? [])[0];
+    }
+    return a;
+  };
+  return (
+    <div class={`card question c-${it.state}`} data-card={it.request_id} data-state={it.state} role="group" aria-label="Question">
+      <div class="card-head">
+        <span class="card-kind">Question</span>
+        <span class="card-state">{cardStateText(it.state, it.note)}</span>
+      </div>
+      {it.questions.map((q) => {
+        const chosen = picked[q.question] ?? [];
+        const answered = it.answers?.[q.question];
+        return (
+          <fieldset key={q.question} class="q" disabled={!live}>
+            <legend>
+              {q.header && <span class="q-header">{q.header}</span>}
+              {q.question}
+              {q.multi_select && <span class="q-multi"> (choose any)</span>}
+            </legend>
+            <div class="options">
+              {q.options.map((o) => {
+                const on = chosen.includes(o.label) || (Array.isArray(answered) ? answered.includes(o.label) : answered === o.label);
+                return (
+                  <button
+                    type="button"
+                    key={o.label}
+                    class={`opt${on ? " chosen" : ""}`}
+                    aria-pressed={on}
+                    title={o.description}
+                    onClick={() => {
+                      if (single) {
+                        submit({ [q.question]: o.label });
+                        return;
+                      }
+                      const next = q.multi_select ? (chosen.includes(o.label) ? chosen.filter((x) => x !== o.label) : chosen.concat(o.label)) : [o.label];
+                      setPicked({ ...picked, [q.question]: next });
+                    }}
+                  >
+                    <span class="opt-label">{o.label}</span>
+                    {o.description && <span class="opt-desc">{o.description}</span>}
+                  </button>
+                );
+              })}
+            </div>
+            {live ? (
+              <form
+                class="own"
+                onSubmit={(e) => {
+                  e.preventDefault();
+                  if (single && (own[q.question] ?? "").trim()) submit({ [q.question]: own[q.question].trim() });
+                }}
+              >
+                <input
+                  type="text"
+                  aria-label={`Your own answer to: ${q.question}`}
+                  placeholder="Or answer in your own words"
+                  value={own[q.question] ?? ""}
+                  onInput={(e) => setOwn({ ...own, [q.question]: (e.target as HTMLInputElement).value })}
+                />
+                {single && (
+                  <button type="submit" class="opt" disabled={!(own[q.question] ?? "").trim()}>
+                    Send
+                  </button>
+                )}
+              </form>
+            ) : (
+              answered !== undefined && <div class="q-answer">Answer: {answerText(answered)}</div>
+            )}
+          </fieldset>
+        );
+      })}
+      {live && !single && (
+        <button type="button" class="opt primary" disabled={!ready} onClick={() => submit(collect())}>
+          Submit answers
+        </button>
+      )}
+      {it.response && <div class="q-answer">Response: {it.response}</div>}
+    </div>
+  );
+}
+
+// ItemView renders one conversation item; memoized on the item's identity, which the
+// store changes only when that item changes.
+export const ItemView = memo(({ it, store, receipt }: { it: Item; store: Store; receipt?: Receipt }) => {
+  switch (it.kind) {
+    case "user":
+      return (
+        <div class="msg user" data-message={it.message_id}>
+          <div class="bubble">{it.text}</div>
+          <ReceiptView r={receipt} onRetry={() => store.retry(it.message_id)} />
+        </div>
+      );
+    case "agent":
+      return (
+        <div class="msg agent">
+          <Markdown text={it.text} />
+        </div>
+      );
+    case "thought":
+      return (
+        <details class="thought">
+          <summary>Thinking</summary>
+          <div class="thought-text">{it.text}</div>
+        </details>
+      );
+    case "tool":
+      return <ToolCard it={it} />;
+    case "plan":
+      return <PlanView it={it} />;
+    case "permission":
+      return <PermissionCard it={it} store={store} />;
+    case "question":
+      return <QuestionCard it={it} store={store} />;
+    case "notice":
+      return (
+        <div class={`notice n-${it.level}`} role={it.level === "error" ? "alert" : "status"}>
+          {it.text}
+        </div>
+      );
+  }
+});
+
+export function Conversation({ store, items, receipts }: { store: Store; items: Item[]; receipts: Record<string, Receipt> }) {
+  return (
+    <div class="conv" role="log" aria-live="polite" aria-label="Conversation">
+      {items.map((it) => (
+        <ItemView key={it.key} it={it} store={store} receipt={it.kind === "user" ? receipts[it.message_id] : undefined} />
+      ))}
+    </div>
+  );
+}

@@ -1,0 +1,135 @@
+// The desktop layout: agents and threads at the side, the chat beside them.
+
+import type { Store } from "../store";
+import { threadLabel } from "../store";
+import { ago, canAskNotify, nav, statusText, useEscToStop, useStickToBottom, type Route } from "../app";
+import { Conversation } from "../chat/items";
+import { useComposer } from "../chat/composer";
+import { NewThread } from "../chat/newthread";
+import { Banner } from "../chat/banner";
+import { useState } from "preact/hooks";
+
+export function Desktop({ store, route }: { store: Store; route: Route }) {
+  const s = store.state;
+  const c = s.chat;
+  const inChat = route.view === "chat";
+  const [askNotify, setAskNotify] = useState(canAskNotify());
+  useEscToStop(store, inChat && c.turnActive);
+  return (
+    <div class="desk">
+      <aside class="side" aria-label="Agents and threads">
+        <div class="brand">
+          <span>parley</span>
+          {s.version && <span class="hint">{s.version}</span>}
+        </div>
+        <button type="button" class="primary wide" onClick={nav.newThread}>
+          New thread
+        </button>
+        <h3>Agents</h3>
+        <ul class="agents">
+          {s.agents.map((a) => (
+            <li key={a.id} data-agent={a.id}>
+              <span class={`dot st-${a.status}`} aria-hidden="true" />
+              <span class="name">{a.name || a.id}</span>
+              <span class="hint">{statusText[a.status] ?? a.status}</span>
+            </li>
+          ))}
+        </ul>
+        <h3>Threads</h3>
+        <ul class="threads">
+          {s.threads.map((t) => {
+            const unread = (t.last_seq ?? 0) > (s.seen[t.id] ?? 0) && t.id !== c.thread?.id;
+            const cur = inChat && t.id === c.thread?.id;
+            return (
+              <li key={t.id}>
+                <button type="button" class={`thread${cur ? " current" : ""}`} aria-current={cur ? "page" : undefined} data-thread={t.id} onClick={() => nav.thread(store, t)}>
+                  <span class="t-title">
+                    {unread && <span class="unread" aria-label="unread" />}
+                    {threadLabel(t)}
+                  </span>
+                  <span class="t-meta">
+                    <span class="t-cwd">{t.cwd}</span>
+                    <span>{t.agent} · {statusText[t.state] ?? t.state} · {ago(t.updated_at)}</span>
+                  </span>
+                </button>
+              </li>
+            );
+          })}
+        </ul>
+        {askNotify && (
+          <button type="button" class="link" onClick={() => Notification.requestPermission().then(() => setAskNotify(canAskNotify()))}>
+            Notify me when an agent asks
+          </button>
+        )}
+      </aside>
+      <main class="main">
+        <Banner store={store} />
+        {inChat ? <ChatPane store={store} /> : (
+          <div class="pad">
+            <NewThread store={store} agents={s.agents} defaultAgent={s.defaultAgent} onStart={(a, cwd, text) => nav.start(store, a, cwd, text)} onResume={(a, id, cwd) => nav.resume(store, a, id, cwd)} />
+          </div>
+        )}
+      </main>
+    </div>
+  );
+}
+
+function ChatPane({ store }: { store: Store }) {
+  const c = store.state.chat;
+  const t = c.thread;
+  const comp = useComposer(store, c.commands, c.turnActive);
+  const log = useStickToBottom<HTMLDivElement>(c.items);
+  return (
+    <section class="chat" aria-label="Chat">
+      <header class="chat-head">
+        <div>
+          <h1>{t ? threadLabel(t) : "New chat"}</h1>
+          {t && <div class="hint">{t.agent} · {t.cwd}</div>}
+        </div>
+        <div class="row">
+          {c.mode && c.mode.available.length > 0 && (
+            <label class="mode">
+              Mode
+              <select value={c.mode.current} onChange={(e) => store.input({ type: "set_mode", mode_id: (e.target as HTMLSelectElement).value })}>
+                {c.mode.available.map((m) => (
+                  <option key={m.id} value={m.id}>{m.name}</option>
+                ))}
+              </select>
+            </label>
+          )}
+          {c.turnActive && <span class="working" role="status">working…</span>}
+        </div>
+      </header>
+      <div class="scroll" ref={log} tabIndex={0} aria-label="Messages">
+        <Conversation store={store} items={c.items} receipts={c.receipts} />
+      </div>
+      <form class="composer" onSubmit={(e) => { e.preventDefault(); comp.send(); }}>
+        {comp.suggestions.length > 0 && (
+          <ul class="suggest" role="listbox" aria-label="Commands">
+            {comp.suggestions.map((cmd, i) => (
+              <li key={cmd.name} role="option" aria-selected={i === comp.sel} class={i === comp.sel ? "sel" : ""} onMouseDown={(e) => { e.preventDefault(); comp.complete(cmd); }}>
+                <b>/{cmd.name.replace(/^\//, "")}</b> <span class="hint">{cmd.description}</span>
+              </li>
+            ))}
+          </ul>
+        )}
+        <textarea
+          aria-label="Message"
+          placeholder={c.commands.length ? "Message (/ for commands)" : "Message"}
+          rows={2}
+          value={comp.text}
+          onInput={(e) => comp.onInput((e.target as HTMLTextAreaElement).value)}
+          onKeyDown={comp.onKeyDown}
+        />
+        {c.turnActive ? (
+          <button type="button" class="stop" onClick={() => store.stop()} aria-keyshortcuts="Escape">
+            Stop
+          </button>
+        ) : null}
+        <button type="submit" class="primary" disabled={!comp.text.trim()}>
+          Send
+        </button>
+      </form>
+    </section>
+  );
+}

@@ -1,0 +1,42 @@
+// The dashboard's entry: one store, one socket module, two layouts chosen by width.
+
+import { render } from "preact";
+import { useEffect, useState } from "preact/hooks";
+import { Store } from "./store";
+import { installNotifications, useChatRoute, useRoute, useStore } from "./app";
+import { Desktop } from "./desktop/Desktop";
+import { Phone } from "./phone/Phone";
+import "./style.css";
+
+const store = new Store(undefined, () => {
+  // The cookie is gone or wrong: the server answers "/" with the login page.
+  location.assign("/");
+});
+installNotifications(store);
+(window as unknown as { parley: Store }).parley = store; // for tests and the curious
+
+const narrow = window.matchMedia("(max-width: 760px)");
+
+function App() {
+  const [phone, setPhone] = useState(narrow.matches);
+  useEffect(() => {
+    const f = () => setPhone(narrow.matches);
+    narrow.addEventListener("change", f);
+    return () => narrow.removeEventListener("change", f);
+  }, []);
+  useStore(store);
+  const route = useRoute();
+  useChatRoute(store, route);
+  useEffect(() => {
+    void store.refresh();
+    const t = setInterval(() => document.visibilityState === "visible" && void store.refresh(), 5000);
+    return () => clearInterval(t);
+  }, []);
+  useEffect(() => {
+    const t = store.state.chat.thread;
+    document.title = t ? `${t.title || t.cwd} · parley` : "parley";
+  });
+  return phone ? <Phone store={store} route={route} /> : <Desktop store={store} route={route} />;
+}
+
+render(<App />, document.getElementById("app")!);

@@ -1,0 +1,122 @@
+// The phone layout: the list and the chat are separate views, targets are large,
+// and the composer stays above the on-screen keyboard.
+
+import { useEffect } from "preact/hooks";
+import type { Store } from "../store";
+import { threadLabel } from "../store";
+import { ago, nav, statusText, useEscToStop, useStickToBottom, type Route } from "../app";
+import { Conversation } from "../chat/items";
+import { useComposer } from "../chat/composer";
+import { NewThread } from "../chat/newthread";
+import { Banner } from "../chat/banner";
+
+// useKeyboardInset follows the visual viewport, so the composer sits above the keyboard.
+function useKeyboardInset() {
+  useEffect(() => {
+    const vv = window.visualViewport;
+    if (!vv) return;
+    const f = () => document.documentElement.style.setProperty("--vvh", `${vv.height}px`);
+    f();
+    vv.addEventListener("resize", f);
+    return () => vv.removeEventListener("resize", f);
+  }, []);
+}
+
+export function Phone({ store, route }: { store: Store; route: Route }) {
+  useKeyboardInset();
+  const s = store.state;
+  if (route.view === "chat") return <PhoneChat store={store} />;
+  if (route.view === "new")
+    return (
+      <div class="phone">
+        <header class="p-bar">
+          <button type="button" class="back" onClick={nav.home} aria-label="Back to threads">‹</button>
+          <h1>New thread</h1>
+        </header>
+        <Banner store={store} />
+        <div class="p-body pad">
+          <NewThread store={store} agents={s.agents} defaultAgent={s.defaultAgent} onStart={(a, cwd, text) => nav.start(store, a, cwd, text)} onResume={(a, id, cwd) => nav.resume(store, a, id, cwd)} />
+        </div>
+      </div>
+    );
+  return (
+    <div class="phone">
+      <header class="p-bar">
+        <h1>parley</h1>
+        <button type="button" class="primary" onClick={nav.newThread}>New</button>
+      </header>
+      <Banner store={store} />
+      <div class="p-body">
+        <ul class="p-agents" aria-label="Agents">
+          {s.agents.map((a) => (
+            <li key={a.id}>
+              <span class={`dot st-${a.status}`} aria-hidden="true" />
+              {a.name || a.id} <span class="hint">{statusText[a.status] ?? a.status}</span>
+            </li>
+          ))}
+        </ul>
+        <ul class="p-threads" aria-label="Threads">
+          {s.threads.map((t) => {
+            const unread = (t.last_seq ?? 0) > (s.seen[t.id] ?? 0);
+            return (
+              <li key={t.id}>
+                <button type="button" class="p-thread" data-thread={t.id} onClick={() => nav.thread(store, t)}>
+                  <span class="t-title">
+                    {unread && <span class="unread" aria-label="unread" />}
+                    {threadLabel(t)}
+                  </span>
+                  <span class="t-meta">{t.agent} · {statusText[t.state] ?? t.state} · {ago(t.updated_at)}</span>
+                  <span class="t-cwd">{t.cwd}</span>
+                </button>
+              </li>
+            );
+          })}
+          {s.threads.length === 0 && <li class="hint pad">No threads yet. Start one with New.</li>}
+        </ul>
+      </div>
+    </div>
+  );
+}
+
+function PhoneChat({ store }: { store: Store }) {
+  const c = store.state.chat;
+  const comp = useComposer(store, c.commands, c.turnActive);
+  const log = useStickToBottom<HTMLDivElement>(c.items);
+  useEscToStop(store, c.turnActive);
+  return (
+    <div class="phone p-chat">
+      <header class="p-bar">
+        <button type="button" class="back" onClick={nav.home} aria-label="Back to threads">‹</button>
+        <div class="p-title">
+          <h1>{c.thread ? threadLabel(c.thread) : "Chat"}</h1>
+          {c.thread && <div class="hint">{c.thread.agent} · {c.thread.cwd}</div>}
+        </div>
+        {c.turnActive && (
+          <button type="button" class="stop" onClick={() => store.stop()}>Stop</button>
+        )}
+      </header>
+      <Banner store={store} />
+      <div class="p-body scroll" ref={log}>
+        <Conversation store={store} items={c.items} receipts={c.receipts} />
+      </div>
+      {comp.suggestions.length > 0 && (
+        <ul class="suggest p-suggest" role="listbox" aria-label="Commands">
+          {comp.suggestions.map((cmd, i) => (
+            <li key={cmd.name} role="option" aria-selected={i === comp.sel} onClick={() => comp.complete(cmd)}>
+              <b>/{cmd.name.replace(/^\//, "")}</b> <span class="hint">{cmd.description}</span>
+            </li>
+          ))}
+        </ul>
+      )}
+      <form class="p-composer" onSubmit={(e) => { e.preventDefault(); comp.send(); }}>
+        {c.mode && c.mode.available.length > 0 && (
+          <select aria-label="Mode" value={c.mode.current} onChange={(e) => store.input({ type: "set_mode", mode_id: (e.target as HTMLSelectElement).value })}>
+            {c.mode.available.map((m) => <option key={m.id} value={m.id}>{m.name}</option>)}
+          </select>
+        )}
+        <textarea aria-label="Message" placeholder="Message" rows={1} value={comp.text} onInput={(e) => comp.onInput((e.target as HTMLTextAreaElement).value)} onKeyDown={comp.onKeyDown} />
+        <button type="submit" class="primary" disabled={!comp.text.trim()}>Send</button>
+      </form>
+    </div>
+  );
+}

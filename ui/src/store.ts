@@ -1,0 +1,567 @@
+// The one store both layouts read: agents, threads, the current chat folded from
+// its events into a conversation, cards with their server state, and receipts.
+// Card state comes from the server alone: a card is open only while the server says so.
+
+import {
+  AgentInfo,
+  Answers,
+  ChatSocket,
+  ClientInput,
+  Command,
+  ConfigOption,
+  ConnState,
+  Diff,
+  Intent,
+  Location,
+  ModeOption,
+  PermissionOption,
+  PlanEntry,
+  QuestionItem,
+  ServerEvent,
+  SocketSink,
+  Thread,
+  newID,
+} from "./protocol";
+
+export type Receipt = { state: "sending" | "queued" | "delivering" | "submitted" | "failed"; detail?: string };
+
+export type CardState = "open" | "answering" | "resolved" | "cancelled" | "closed";
+
+export type Item =
+  | { kind: "user"; key: string; message_id: string; text: string; from?: string; ts?: string }
+  | { kind: "agent"; key: string; text: string }
+  | { kind: "thought"; key: string; text: string }
+  | {
+      kind: "tool";
+      key: string;
+      id: string;
+      title: string;
+      tool: string;
+      status: string;
+      input?: unknown;
+      output?: string;
+      diffs?: Diff[];
+      locations?: Location[];
+    }
+  | { kind: "plan"; key: string; entries: PlanEntry[] }
+  | {
+      kind: "permission";
+      key: string;
+      request_id: string;
+      title: string;
+      name: string;
+      input?: unknown;
+      options: PermissionOption[];
+      state: CardState;
+      chosen?: string;
+      note?: string;
+    }
+  | {
+      kind: "question";
+      key: string;
+      request_id: string;
+      questions: QuestionItem[];
+      state: CardState;
+      answers?: Answers;
+      response?: string;
+      note?: string;
+    }
+  | { kind: "notice"; key: string; level: "error" | "info"; text: string };
+
+export type Chat = {
+  chat: string;
+  thread?: Thread;
+  items: Item[];
+  receipts: Record<string, Receipt>;
+  turnActive: boolean;
+  mode?: { current: string; available: ModeOption[]; config: ConfigOption[] };
+  commands: Command[];
+  usage?: { input_tokens?: number; output_tokens?: number; cost_usd?: number };
+  caughtUp: boolean;
+};
+
+export type State = {
+  conn: ConnState;
+  connDetail?: string;
+  agents: AgentInfo[];
+  defaultAgent: string;
+  version: string;
+  threads: Thread[];
+  // Last seq seen per thread, for unread markers.
+  seen: Record<string, number>;
+  chat: Chat;
+  authFailed: boolean;
+};
+
+type Outgoing = { message_id: string; text: string; intent?: Intent; chat: string };
+
+const OUTBOX = "parley.outbox";
+const SEEN = "parley.seen";
+const CHATS = "parley.chats"; // thread id → chat id, so a thread reopens on its route
+
+function load<T>(k: string, d: T): T {
+  try {
+    const v = localStorage.getItem(k);
+    return v ? (JSON.parse(v) as T) : d;
+  } catch {
+    return d;
+  }
+}
+function save(k: string, v: unknown) {
+  try {
+    localStorage.setItem(k, JSON.stringify(v));
+  } catch {
+    /* storage full or disabled: the outbox then lives only in memory */
+  }
+}
+
+function emptyChat(chat: string): Chat {
+  return { chat, items: [], receipts: {}, turnActive: false, commands: [], caughtUp: false };
+}
+
+export type Fetcher = (path: string) => Promise<Response>;
+
+export class Store implements SocketSink {
+  state: State;
+  private listeners = new Set<() => void>();
+  private scheduled = false;
+  private socket: ChatSocket | null = null;
+  private outbox: Outgoing[] = load<Outgoing[]>(OUTBOX, []);
+  private openSeen = new Set<string>();
+  private index = new Map<string, number>(); // item key → position in items
+  private lastKind = ""; // the kind of the last streamed item, to fold chunks
+  private pendingResume: { agent: string; session_id: string; cwd: string } | null = null;
+  private onUnauthorized: () => void;
+  notify: (title: string, body: string) => void = () => {};
+
+  constructor(private readonly fetcher: Fetcher = (p) => fetch(p, { credentials: "same-origin" }), onUnauthorized?: () => void) {
+    this.onUnauthorized = onUnauthorized ?? (() => {});
+    this.state = {
+      conn: "connecting",
+      agents: [],
+      defaultAgent: "",
+      version: "",
+      threads: [],
+      seen: load(SEEN, {}),
+      chat: emptyChat(""),
+      authFailed: false,
+    };
+  }
+
+  subscribe(fn: () => void): () => void {
+    this.listeners.add(fn);
+    return () => this.listeners.delete(fn);
+  }
+
+  // set replaces state and tells listeners once per frame: replays of thousands of
+  // events render once, not thousands of times.
+  private set(patch: Partial<State>) {
+    this.state = { ...this.state, ...patch };
+    if (this.scheduled) return;
+    this.scheduled = true;
+    queueMicrotask(() => {
+      this.scheduled = false;
+      for (const l of this.listeners) l();
+    });
+  }
+
+  private setChat(patch: Partial<Chat>) {
+    this.set({ chat: { ...this.state.chat, ...patch } });
+  }
+
+  // open connects the store to one route (chat id). thread, when given, is the thread
+  // the person asked for: the route is bound to it once connected.
+  open(chat: string | undefined, thread?: Thread) {
+    this.socket?.close();
+    this.index.clear();
+    this.openSeen.clear();
+    this.lastKind = "";
+    this.pendingResume = thread ? { agent: thread.agent, session_id: thread.session_id, cwd: thread.cwd } : null;
+    this.set({ chat: emptyChat(chat ?? "") });
+    this.socket = new ChatSocket(this, { chat });
+    this.socket.start();
+  }
+
+  close() {
+    this.socket?.close();
+    this.socket = null;
+  }
+
+  get chatID(): string {
+    return this.socket?.chat ?? this.state.chat.chat;
+  }
+
+  // ---- REST ----
+
+  async refresh() {
+    try {
+      const [a, t] = await Promise.all([this.getJSON<AgentInfo[] | { agents: AgentInfo[] }>("/api/agents"), this.getJSON<Thread[] | { threads: Thread[] }>("/api/threads")]);
+      const agents = Array.isArray(a) ? a : a.agents ?? [];
+      const def = Array.isArray(a) ? "" : (a as { default_agent?: string }).default_agent ?? "";
+      const threads = (Array.isArray(t) ? t : t.threads ?? []).slice();
+      threads.sort((x, y) => (y.updated_at ?? "").localeCompare(x.updated_at ?? ""));
+      this.set({ agents, threads, defaultAgent: this.state.defaultAgent || def });
+    } catch (e) {
+      if (e instanceof Unauthorized) return;
+      /* the socket banner already says when the server is away */
+    }
+  }
+
+  async getJSON<T>(path: string): Promise<T> {
+    const r = await this.fetcher(path);
+    if (r.status === 401) {
+      this.set({ authFailed: true });
+      this.onUnauthorized();
+      throw new Unauthorized();
+    }
+    if (!r.ok) throw new Error(`${path}: ${r.status} ${await r.text()}`);
+    return (await r.json()) as T;
+  }
+
+  chatFor(thread: string): string | undefined {
+    return load<Record<string, string>>(CHATS, {})[thread];
+  }
+
+  private rememberChat(thread: string, chat: string) {
+    const m = load<Record<string, string>>(CHATS, {});
+    if (m[thread] === chat) return;
+    m[thread] = chat;
+    save(CHATS, m);
+  }
+
+  // ---- inputs ----
+
+  // sendMessage shows the message at once as "sending" and keeps it in an outbox
+  // (in localStorage) until the server acknowledges it, so nothing typed is lost.
+  sendMessage(text: string, intent?: Intent): string {
+    const id = newID("m_");
+    this.enqueue({ message_id: id, text, intent, chat: this.chatID });
+    return id;
+  }
+
+  // retry sends a failed message again with the same message id.
+  retry(messageID: string) {
+    const it = this.state.chat.items.find((i) => i.kind === "user" && i.message_id === messageID);
+    if (!it || it.kind !== "user") return;
+    this.enqueue({ message_id: messageID, text: it.text, chat: this.chatID });
+  }
+
+  private enqueue(o: Outgoing) {
+    this.outbox = this.outbox.filter((x) => x.message_id !== o.message_id).concat(o);
+    save(OUTBOX, this.outbox);
+    const c = this.state.chat;
+    const receipts = { ...c.receipts, [o.message_id]: { state: "sending" as const } };
+    if (!c.items.some((i) => i.kind === "user" && i.message_id === o.message_id)) {
+      this.pushItem({ kind: "user", key: "u:" + o.message_id, message_id: o.message_id, text: o.text });
+    }
+    this.setChat({ receipts });
+    this.flush();
+  }
+
+  // flush sends every outbox entry of this chat; entries stay until acknowledged.
+  private flush() {
+    if (!this.socket?.isOpen) return;
+    for (const o of this.outbox) {
+      if (o.chat && o.chat !== this.chatID) continue;
+      this.socket.send({ type: "message", message_id: o.message_id, text: o.text, ...(o.intent ? { intent: o.intent } : {}) });
+    }
+  }
+
+  private ack(messageID: string) {
+    if (!this.outbox.some((o) => o.message_id === messageID)) return;
+    this.outbox = this.outbox.filter((o) => o.message_id !== messageID);
+    save(OUTBOX, this.outbox);
+  }
+
+  input(i: ClientInput): boolean {
+    return this.socket?.send(i) ?? false;
+  }
+
+  stop() {
+    this.input({ type: "stop" });
+  }
+
+  answerPermission(requestID: string, optionID: string) {
+    if (!this.cardOpen(requestID)) return;
+    if (this.input({ type: "permission_response", request_id: requestID, option_id: optionID })) {
+      this.patchCard(requestID, { state: "answering", chosen: optionID } as Partial<Item>);
+    }
+  }
+
+  answerQuestion(requestID: string, answers: Answers, response?: string) {
+    if (!this.cardOpen(requestID)) return;
+    if (this.input({ type: "question_answer", request_id: requestID, answers, ...(response ? { response } : {}) })) {
+      this.patchCard(requestID, { state: "answering", answers } as Partial<Item>);
+    }
+  }
+
+  private cardOpen(requestID: string): boolean {
+    const i = this.index.get("c:" + requestID);
+    const it = i === undefined ? undefined : this.state.chat.items[i];
+    return !!it && (it.kind === "permission" || it.kind === "question") && it.state === "open";
+  }
+
+  markSeen(thread: string, seq: number) {
+    if ((this.state.seen[thread] ?? 0) >= seq) return;
+    const seen = { ...this.state.seen, [thread]: seq };
+    save(SEEN, seen);
+    this.set({ seen });
+  }
+
+  // ---- SocketSink ----
+
+  conn(s: ConnState, detail?: string) {
+    this.set({ conn: s, connDetail: detail });
+  }
+
+  cardSeen(requestID: string) {
+    this.openSeen.add(requestID);
+  }
+
+  caughtUp() {
+    // Cards shown as open that the server did not send again on this connection are
+    // not open any more: never leave a stale card clickable.
+    const items = this.state.chat.items;
+    let changed = false;
+    const next = items.map((it) => {
+      if ((it.kind === "permission" || it.kind === "question") && (it.state === "open" || it.state === "answering") && !this.openSeen.has(it.request_id)) {
+        changed = true;
+        return { ...it, state: "closed" as CardState, note: "no longer open" };
+      }
+      return it;
+    });
+    this.openSeen.clear();
+    this.setChat({ caughtUp: true, ...(changed ? { items: next } : {}) });
+    if (this.pendingResume && this.state.chat.thread?.session_id !== this.pendingResume.session_id) {
+      const r = this.pendingResume;
+      this.input({ type: "resume_session", agent: r.agent, session_id: r.session_id, cwd: r.cwd });
+    }
+    this.pendingResume = null;
+    this.flush();
+    void this.refresh();
+  }
+
+  event(ev: ServerEvent, replaying: boolean) {
+    const c = this.state.chat;
+    switch (ev.type) {
+      case "config":
+        this.set({ agents: ev.agents?.length ? mergeAgents(this.state.agents, ev.agents) : this.state.agents, defaultAgent: ev.default_agent, version: ev.version });
+        if (ev.chat && ev.chat !== c.chat) {
+          // Outbox entries written before the server named this chat belong to it.
+          for (const o of this.outbox) if (!o.chat) o.chat = ev.chat;
+          this.setChat({ chat: ev.chat });
+        }
+        return;
+      case "thread": {
+        const old = c.thread?.id;
+        if (old && old !== ev.thread.id) {
+          // The route moved to another thread: show that thread's conversation only.
+          this.index.clear();
+          this.lastKind = "";
+          this.setChat({ items: [], thread: ev.thread, turnActive: false, commands: [], mode: undefined, usage: undefined });
+        } else {
+          this.setChat({ thread: ev.thread });
+        }
+        this.rememberChat(ev.thread.id, this.chatID);
+        this.upsertThread(ev.thread);
+        return;
+      }
+      case "replay_done":
+        return;
+      case "user_message":
+        this.ack(ev.message_id);
+        if (this.index.has("u:" + ev.message_id)) {
+          this.lastKind = "user";
+        } else {
+          this.pushItem({ kind: "user", key: "u:" + ev.message_id, message_id: ev.message_id, text: ev.text, from: ev.from?.channel, ts: ev.ts });
+        }
+        if (!c.receipts[ev.message_id]) this.setChat({ receipts: { ...this.state.chat.receipts, [ev.message_id]: { state: "queued" } } });
+        break;
+      case "delivery":
+        this.ack(ev.message_id);
+        this.setChat({ receipts: { ...c.receipts, [ev.message_id]: { state: ev.state, detail: ev.detail } } });
+        break;
+      case "agent_chunk":
+        this.appendText("agent", ev.text);
+        break;
+      case "thought_chunk":
+        this.appendText("thought", ev.text);
+        break;
+      case "tool_call":
+        this.upsert("t:" + ev.tool_call_id, () => ({ kind: "tool", key: "t:" + ev.tool_call_id, id: ev.tool_call_id, title: ev.title, tool: ev.kind, status: ev.status, input: ev.input, locations: ev.locations }), (it) =>
+          it.kind === "tool" ? { ...it, title: ev.title || it.title, tool: ev.kind || it.tool, status: ev.status || it.status, input: ev.input ?? it.input } : it,
+        );
+        break;
+      case "tool_call_update":
+        this.upsert("t:" + ev.tool_call_id, () => ({ kind: "tool", key: "t:" + ev.tool_call_id, id: ev.tool_call_id, title: ev.title ?? "tool", tool: "other", status: ev.status ?? "in_progress", output: ev.output, diffs: ev.diffs, locations: ev.locations }), (it) =>
+          it.kind === "tool"
+            ? {
+                ...it,
+                status: ev.status || it.status,
+                title: ev.title || it.title,
+                output: ev.output !== undefined ? ev.output : it.output,
+                diffs: ev.diffs ?? it.diffs,
+                locations: ev.locations ?? it.locations,
+              }
+            : it,
+        );
+        break;
+      case "plan": {
+        // The plan comes whole each time: update this turn's plan in place.
+        const last = [...c.items].reverse().find((i) => i.kind === "plan" || i.kind === "user");
+        if (last && last.kind === "plan") this.replaceItem(last.key, { ...last, entries: ev.entries });
+        else this.pushItem({ kind: "plan", key: "p:" + (ev.seq ?? c.items.length), entries: ev.entries });
+        break;
+      }
+      case "permission_request":
+        this.upsert("c:" + ev.request_id, () => ({
+          kind: "permission",
+          key: "c:" + ev.request_id,
+          request_id: ev.request_id,
+          title: ev.tool?.title || ev.tool?.name || "permission",
+          name: ev.tool?.name ?? "",
+          input: ev.tool?.input,
+          options: ev.options ?? [],
+          state: "open",
+        }));
+        if (!replaying) this.notify("Permission needed", ev.tool?.title || ev.tool?.name || "");
+        break;
+      case "permission_resolved":
+        this.patchCard(ev.request_id, { state: ev.cancelled ? "cancelled" : "resolved", chosen: ev.option_id, note: resolvedBy(ev.by, ev.message) } as Partial<Item>);
+        break;
+      case "question":
+        this.upsert("c:" + ev.request_id, () => ({ kind: "question", key: "c:" + ev.request_id, request_id: ev.request_id, questions: ev.questions ?? [], state: "open" }));
+        if (!replaying) this.notify("Question", ev.questions?.[0]?.question ?? "");
+        break;
+      case "question_resolved":
+        this.patchCard(ev.request_id, { state: ev.cancelled ? "cancelled" : "resolved", answers: ev.answers, response: ev.response, note: resolvedBy(ev.by) } as Partial<Item>);
+        break;
+      case "mode":
+        this.setChat({ mode: { current: ev.current, available: ev.available ?? c.mode?.available ?? [], config: ev.config_options ?? c.mode?.config ?? [] } });
+        break;
+      case "commands":
+        this.setChat({ commands: ev.commands ?? [] });
+        break;
+      case "usage":
+        this.setChat({ usage: { input_tokens: ev.input_tokens, output_tokens: ev.output_tokens, cost_usd: ev.cost_usd } });
+        break;
+      case "turn_status":
+        this.setChat({ turnActive: ev.active });
+        break;
+      case "prompt_done":
+        this.setChat({ turnActive: false });
+        this.lastKind = "";
+        if (ev.stop_reason && ev.stop_reason !== "end_turn") {
+          this.pushItem({ kind: "notice", key: "d:" + (ev.seq ?? newID("")), level: ev.stop_reason === "cancelled" ? "info" : "error", text: stopText(ev.stop_reason) });
+        }
+        break;
+      case "error":
+        if (ev.ref && this.index.has("c:" + ev.ref)) {
+          this.patchCard(ev.ref, { state: "closed", note: ev.message } as Partial<Item>);
+        } else if (ev.ref && this.index.has("u:" + ev.ref)) {
+          this.ack(ev.ref);
+          this.setChat({ receipts: { ...c.receipts, [ev.ref]: { state: "failed", detail: ev.message } } });
+        } else {
+          this.pushItem({ kind: "notice", key: "e:" + (ev.seq ?? newID("")), level: "error", text: ev.message || ev.code });
+        }
+        break;
+      case "session":
+        if (ev.state === "exited" || ev.state === "unloaded") {
+          this.pushItem({ kind: "notice", key: "s:" + (ev.seq ?? newID("")), level: "info", text: `session ${ev.state}${ev.detail ? ": " + ev.detail : ""}` });
+        }
+        break;
+    }
+    if (ev.thread && ev.seq && this.state.chat.thread?.id === ev.thread) {
+      this.bumpThread(ev.thread, ev.seq, ev.ts);
+      if (document.visibilityState === "visible") this.markSeen(ev.thread, ev.seq);
+    }
+  }
+
+  // ---- folding helpers ----
+
+  private pushItem(it: Item) {
+    const items = this.state.chat.items.concat(it);
+    this.index.set(it.key, items.length - 1);
+    this.lastKind = it.kind;
+    this.setChat({ items });
+  }
+
+  private replaceItem(key: string, it: Item) {
+    const i = this.index.get(key);
+    if (i === undefined) return;
+    const items = this.state.chat.items.slice();
+    items[i] = it;
+    this.setChat({ items });
+  }
+
+  private upsert(key: string, make: () => Item, update?: (it: Item) => Item) {
+    const i = this.index.get(key);
+    if (i === undefined) {
+      this.pushItem(make());
+      return;
+    }
+    if (update) this.replaceItem(key, update(this.state.chat.items[i]));
+  }
+
+  private patchCard(requestID: string, patch: Partial<Item>) {
+    const key = "c:" + requestID;
+    const i = this.index.get(key);
+    if (i === undefined) return;
+    this.replaceItem(key, { ...this.state.chat.items[i], ...patch } as Item);
+  }
+
+  private appendText(kind: "agent" | "thought", text: string) {
+    const items = this.state.chat.items;
+    const last = items[items.length - 1];
+    if (last && last.kind === kind && this.lastKind === kind) {
+      this.replaceItem(last.key, { ...last, text: last.text + text });
+      return;
+    }
+    this.pushItem({ kind, key: kind[0] + ":" + items.length, text });
+  }
+
+  private upsertThread(t: Thread) {
+    const threads = this.state.threads.filter((x) => x.id !== t.id);
+    const old = this.state.threads.find((x) => x.id === t.id);
+    threads.unshift({ ...old, ...t });
+    this.set({ threads });
+  }
+
+  private bumpThread(id: string, seq: number, ts?: string) {
+    const i = this.state.threads.findIndex((x) => x.id === id);
+    if (i < 0) return;
+    const t = this.state.threads[i];
+    if ((t.last_seq ?? 0) >= seq) return;
+    const threads = this.state.threads.slice();
+    threads[i] = { ...t, last_seq: seq, updated_at: ts ?? t.updated_at };
+    this.set({ threads });
+  }
+}
+
+class Unauthorized extends Error {}
+
+function mergeAgents(old: AgentInfo[], fresh: AgentInfo[]): AgentInfo[] {
+  return fresh.map((a) => ({ ...old.find((o) => o.id === a.id), ...a }));
+}
+
+function resolvedBy(by?: { channel: string; chat: string }, message?: string): string | undefined {
+  const parts = [];
+  if (by?.channel) parts.push(`answered from ${by.channel}`);
+  if (message) parts.push(message);
+  return parts.join(": ") || undefined;
+}
+
+function stopText(reason: string): string {
+  switch (reason) {
+    case "cancelled":
+      return "Stopped.";
+    case "max_tokens":
+      return "The answer hit the length limit.";
+    case "refusal":
+      return "The agent refused.";
+    default:
+      return "The turn ended with an error.";
+  }
+}
+
+export const threadLabel = (t: Thread) => t.title || t.cwd.split("/").filter(Boolean).pop() || t.id;
