@@ -362,7 +362,15 @@ func (l *lane) prompt(t *turn) {
 
 func (l *lane) prompted(t *turn, gen int, err error) {
 	if t != l.turn || t.prompted {
-		return // the turn was already ended (forced stop, exit)
+		// The turn was already ended (forced stop, exit), or the agent's own
+		// output proved delivery first.
+		if err != nil && t.delivered {
+			l.log.Warn("driver reported a failed delivery after the agent answered", "err", err)
+		}
+		if t == l.turn && t.endReason != "" {
+			l.finishTurn(t, t.endReason)
+		}
+		return
 	}
 	t.prompted = true
 	if err != nil {
@@ -523,6 +531,12 @@ func (l *lane) onUpdate(u update) {
 }
 
 func (l *lane) onEvent(p chat.Payload) {
+	if t := l.turn; t != nil && !t.prompted && isAgentOutput(p) {
+		// The agent answering is proof it has the message, even before the
+		// driver's own verification returns.
+		t.prompted, t.delivered = true, true
+		l.receipt(t.p, chat.DeliverySubmitted, "")
+	}
 	switch p := p.(type) {
 	case chat.PermissionRequest:
 		l.openCard(chat.CardPermission, p.RequestID, p)
@@ -534,6 +548,15 @@ func (l *lane) onEvent(p chat.Payload) {
 		l.th.Mode = p.Current
 	}
 	l.emit(p)
+}
+
+// isAgentOutput reports whether a payload is the agent speaking or acting.
+func isAgentOutput(p chat.Payload) bool {
+	switch p.(type) {
+	case chat.AgentChunk, chat.ThoughtChunk, chat.ToolCall, chat.ToolCallUpdate, chat.PermissionRequest, chat.Question, chat.Plan:
+		return true
+	}
+	return false
 }
 
 func (l *lane) openCard(kind, id string, p chat.Payload) {

@@ -99,6 +99,7 @@ func (j jail) read(p string, line, limit int) (string, error) {
 		b, err := os.ReadFile(real)
 		return string(b), err
 	}
+	line = max(line, 1)
 	r := bufio.NewReader(f)
 	var sb strings.Builder
 	for n := 1; ; n++ {

@@ -364,6 +364,17 @@ func questionInput(c *card, a driver.QuestionAnswer) (json.RawMessage, error) {
 	ab, _ := json.Marshal(answers)
 	in["answers"] = ab
 	if response != "" {
+		// Claude Code 2.1.197 shows the model only the response when one is
+		// given ("The user responded: …") and drops the answers: fold them in.
+		if len(answers) > 0 {
+			parts := make([]string, 0, len(answers))
+			for _, q := range c.questions {
+				if a, ok := answers[q.Question]; ok {
+					parts = append(parts, strconv.Quote(q.Question)+"="+strconv.Quote(a))
+				}
+			}
+			response = strings.Join(parts, ", ") + ". " + response
+		}
 		rb, _ := json.Marshal(response)
 		in["response"] = rb
 	}

@@ -1,13 +1,13 @@
 package stream
 
 import (
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/parleyhq/parley/internal/chat"
-	"github.com/parleyhq/parley/internal/testkit"
 )
 
 // recSink records every call, in order, for assertions.
@@ -86,8 +86,8 @@ func (r *recSink) turnsEnded() []string {
 // waitTurns waits until n turns have ended and returns their stop reasons.
 func (r *recSink) waitTurns(t *testing.T, n int) []string {
 	t.Helper()
-	testkit.Eventually(t, 30*time.Second, func() bool { return len(r.turnsEnded()) >= n },
-		"want %d turns ended, got %v", n, func() []string { return r.turnsEnded() })
+	waitFor(t, 30*time.Second, func() bool { return len(r.turnsEnded()) >= n },
+		func() string { return fmt.Sprintf("want %d turns ended; calls: %v", n, r.whats()) })
 	return r.turnsEnded()
 }
 
@@ -117,7 +117,7 @@ func (r *recSink) chunks() int {
 func first[T chat.Payload](t *testing.T, r *recSink) T {
 	t.Helper()
 	var got T
-	testkit.Eventually(t, 30*time.Second, func() bool {
+	waitFor(t, 30*time.Second, func() bool {
 		for _, c := range r.snapshot() {
 			if p, ok := c.payload.(T); ok {
 				got = p
@@ -125,7 +125,7 @@ func first[T chat.Payload](t *testing.T, r *recSink) T {
 			}
 		}
 		return false
-	}, "no %T event; calls: %v", got, func() []string { return r.whats() })
+	}, func() string { return fmt.Sprintf("no %T event; calls: %v", got, r.whats()) })
 	return got
 }
 
@@ -138,6 +138,18 @@ func all[T chat.Payload](r *recSink) []T {
 		}
 	}
 	return out
+}
+
+// waitFor polls cond until it holds, failing with describe() at the deadline.
+func waitFor(t *testing.T, within time.Duration, cond func() bool, describe func() string) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v: %s", within, describe())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 func (r *recSink) whats() []string {

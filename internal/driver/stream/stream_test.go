@@ -230,7 +230,7 @@ func questionScenario() claudeapi.Scenario {
 				{"question": "Which color do you prefer?", "header": "Color", "multiSelect": false,
 					"options": []map[string]string{{"label": "Blue", "description": "cool"}, {"label": "Red", "description": "warm"}}},
 				{"question": "Which fruits do you like?", "header": "Fruit", "multiSelect": true,
-					"options": []map[string]string{{"label": "Apple"}, {"label": "Pear"}, {"label": "Plum"}}},
+					"options": []map[string]string{{"label": "Apple", "description": "crisp"}, {"label": "Pear", "description": "soft"}, {"label": "Plum", "description": "sweet"}}},
 			},
 		})},
 		{Match: claudeapi.Match{ToolResult: "AskUserQuestion"}, Reply: claudeapi.Text("Thanks.", 1, 0)},

@@ -1,0 +1,176 @@
+// Package client speaks the chat socket from Go: `parley chat`, `parley send`,
+// the tests and the benchmarks all use it, so they exercise the contract a browser
+// does (docs/protocol.md).
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/coder/websocket"
+
+	"github.com/parleyhq/parley/internal/chat"
+)
+
+// Options say which route to open.
+type Options struct {
+	Chat    string // "" lets the server make one (said in config)
+	Channel string // web (default) or tui
+	Since   int64  // < 0: no since (the server replays the tail)
+	Thread  chat.ThreadID
+	// Header is added to the upgrade request (e.g. Origin in tests).
+	Header http.Header
+	// ReadLimit bounds one incoming frame (default 16 MiB).
+	ReadLimit int64
+}
+
+// Event is one server frame.
+type Event struct {
+	Type   string          `json:"type"`
+	Thread chat.ThreadID   `json:"thread,omitempty"`
+	Seq    int64           `json:"seq,omitempty"`
+	TS     string          `json:"ts,omitempty"`
+	Raw    json.RawMessage `json:"-"`
+}
+
+// Decode unmarshals the whole frame into v (e.g. a chat payload struct).
+func (e Event) Decode(v any) error { return json.Unmarshal(e.Raw, v) }
+
+// Conn is one chat socket.
+type Conn struct {
+	ws *websocket.Conn
+}
+
+// Dial opens the socket at server (http://host:port) with the token.
+func Dial(ctx context.Context, server, token string, opt Options) (*Conn, *http.Response, error) {
+	u, err := url.Parse(strings.TrimRight(server, "/") + "/ws/chat")
+	if err != nil {
+		return nil, nil, fmt.Errorf("client: server URL: %w", err)
+	}
+	switch u.Scheme {
+	case "http":
+		u.Scheme = "ws"
+	case "https":
+		u.Scheme = "wss"
+	}
+	q := u.Query()
+	if opt.Chat != "" {
+		q.Set("chat", opt.Chat)
+	}
+	if opt.Channel != "" {
+		q.Set("channel", opt.Channel)
+	}
+	if opt.Since >= 0 {
+		q.Set("since", strconv.FormatInt(opt.Since, 10))
+	}
+	if opt.Thread != "" {
+		q.Set("thread", string(opt.Thread))
+	}
+	u.RawQuery = q.Encode()
+	h := http.Header{}
+	for k, v := range opt.Header {
+		h[k] = v
+	}
+	if token != "" {
+		h.Set("Authorization", "Bearer "+token)
+	}
+	ws, resp, err := websocket.Dial(ctx, u.String(), &websocket.DialOptions{HTTPHeader: h})
+	if err != nil {
+		return nil, resp, fmt.Errorf("client: dial: %w", err)
+	}
+	limit := opt.ReadLimit
+	if limit == 0 {
+		limit = 16 << 20
+	}
+	ws.SetReadLimit(limit)
+	return &Conn{ws: ws}, resp, nil
+}
+
+// Send writes one input (any JSON-marshalable value, or raw bytes as they are).
+func (c *Conn) Send(ctx context.Context, v any) error {
+	var b []byte
+	switch v := v.(type) {
+	case []byte:
+		b = v
+	case string:
+		b = []byte(v)
+	default:
+		var err error
+		if b, err = json.Marshal(v); err != nil {
+			return fmt.Errorf("client: encode: %w", err)
+		}
+	}
+	return c.ws.Write(ctx, websocket.MessageText, b)
+}
+
+// Next reads the next frame.
+func (c *Conn) Next(ctx context.Context) (Event, error) {
+	_, b, err := c.ws.Read(ctx)
+	if err != nil {
+		return Event{}, err
+	}
+	return Parse(b)
+}
+
+// Parse decodes one frame. The connection-level "thread" event carries the thread
+// object under "thread", where log events carry its id.
+func Parse(b []byte) (Event, error) {
+	var head struct {
+		Type   string          `json:"type"`
+		Thread json.RawMessage `json:"thread"`
+		Seq    int64           `json:"seq"`
+		TS     string          `json:"ts"`
+	}
+	if err := json.Unmarshal(b, &head); err != nil {
+		return Event{}, fmt.Errorf("client: frame is not JSON: %w", err)
+	}
+	ev := Event{Type: head.Type, Seq: head.Seq, TS: head.TS, Raw: b}
+	if len(head.Thread) > 0 && head.Thread[0] == '"' {
+		var id string
+		_ = json.Unmarshal(head.Thread, &id)
+		ev.Thread = chat.ThreadID(id)
+	} else if len(head.Thread) > 0 && head.Thread[0] == '{' {
+		var th struct {
+			ID chat.ThreadID `json:"id"`
+		}
+		_ = json.Unmarshal(head.Thread, &th)
+		ev.Thread = th.ID
+	}
+	return ev, nil
+}
+
+// Close closes the socket normally.
+func (c *Conn) Close() error { return c.ws.Close(websocket.StatusNormalClosure, "") }
+
+// CloseNow drops the socket without the closing handshake.
+func (c *Conn) CloseNow() error { return c.ws.CloseNow() }
+
+// CloseStatus returns the close code of an error from Next (-1 when none).
+func CloseStatus(err error) (int, string) {
+	var ce websocket.CloseError
+	if errors.As(err, &ce) {
+		return int(ce.Code), ce.Reason
+	}
+	return -1, ""
+}
+
+// Local finds the running local daemon: its URL from <data>/addr and its token.
+func Local(dataDir string) (server, token string, err error) {
+	b, err := os.ReadFile(filepath.Join(dataDir, "addr"))
+	if err != nil {
+		return "", "", fmt.Errorf("no running parley found in %s (start it with `parley serve`): %w", dataDir, err)
+	}
+	t, err := os.ReadFile(filepath.Join(dataDir, "token"))
+	if err != nil {
+		return "", "", fmt.Errorf("client: token: %w", err)
+	}
+	return "http://" + strings.TrimSpace(string(b)), strings.TrimSpace(string(t)), nil
+}

@@ -1,0 +1,342 @@
+package daemon_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/client"
+	"github.com/parleyhq/parley/internal/config"
+	"github.com/parleyhq/parley/internal/testkit"
+)
+
+func TestAuthAndOrigin(t *testing.T) {
+	e := startDaemon(t, nil)
+	ctx := context.Background()
+	cases := []struct {
+		name   string
+		token  string
+		origin string
+		want   int
+	}{
+		{"no token", "", "", http.StatusUnauthorized},
+		{"wrong token", "nope-" + strings.Repeat("x", 40), "", http.StatusUnauthorized},
+		{"foreign origin", e.d.Token(), "http://evil.example", http.StatusForbidden},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			h := http.Header{}
+			if c.origin != "" {
+				h.Set("Origin", c.origin)
+			}
+			_, resp, err := client.Dial(ctx, e.url(), c.token, client.Options{Since: -1, Header: h})
+			if err == nil {
+				t.Fatal("dial succeeded; want refusal")
+			}
+			if resp == nil || resp.StatusCode != c.want {
+				t.Fatalf("got %v, want HTTP %d", resp, c.want)
+			}
+		})
+	}
+	t.Run("own origin", func(t *testing.T) {
+		h := http.Header{"Origin": {e.url()}}
+		c, _, err := client.Dial(ctx, e.url(), e.d.Token(), client.Options{Since: -1, Header: h})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.CloseNow()
+		ev, err := c.Next(ctx)
+		if err != nil || ev.Type != chat.TypeConfig {
+			t.Fatalf("first frame: got %v %v, want config", ev.Type, err)
+		}
+	})
+	t.Run("rest without token", func(t *testing.T) {
+		resp, err := http.Get(e.url() + "/api/threads")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("got %d, want 401", resp.StatusCode)
+		}
+	})
+}
+
+func TestMessageReceiptsAndAnswer(t *testing.T) {
+	e := startDaemon(t, nil)
+	c := e.dial("chat1", -1)
+	i := c.waitFor(0, 5*time.Second, isType(chat.TypeConfig), "config")
+	if i != 0 {
+		t.Fatalf("config at %d; want it first", i)
+	}
+	c.waitFor(0, 5*time.Second, isType(chat.TypeReplayDone), "replay_done")
+	c.send(msg("m1", "hello there"))
+	order := []func(client.Event) bool{
+		fieldIs(chat.TypeUserMessage, "text", "hello there"),
+		delivery("m1", chat.DeliveryQueued),
+		delivery("m1", chat.DeliveryDelivering),
+		delivery("m1", chat.DeliverySubmitted),
+		fieldIs(chat.TypeAgentChunk, "text", "echo: hello there"),
+		promptDone("m1", chat.StopEndTurn),
+	}
+	at := 0
+	for n, m := range order {
+		at = c.waitFor(at, 5*time.Second, m, fmt.Sprintf("step %d", n)) + 1
+	}
+	// The log is gapless from 1.
+	var seqs []int64
+	for _, ev := range c.snapshot() {
+		if ev.Seq != 0 {
+			seqs = append(seqs, ev.Seq)
+		}
+	}
+	for i, s := range seqs {
+		if s != int64(i+1) {
+			t.Fatalf("seqs %v: want 1..n without gaps", seqs)
+		}
+	}
+}
+
+func TestTwoConnectionsSameOrderAndSinceReplay(t *testing.T) {
+	e := startDaemon(t, nil)
+	a := e.dial("shared", -1)
+	b := e.dial("shared", -1)
+	a.waitFor(0, 5*time.Second, isType(chat.TypeReplayDone), "a ready")
+	b.waitFor(0, 5*time.Second, isType(chat.TypeReplayDone), "b ready")
+	a.send(msg("m1", "say one\nsay two"))
+	a.waitFor(0, 5*time.Second, promptDone("m1", chat.StopEndTurn), "a done")
+	b.send(msg("m2", "stream 5 1ms"))
+	for _, w := range []*wsClient{a, b} {
+		i := w.waitFor(0, 5*time.Second, promptDone("m2", chat.StopEndTurn), "done 2")
+		w.waitFor(i, 5*time.Second, fieldIs(chat.TypeTurnStatus, "active", false), "turn over")
+	}
+	seqOf := func(evs []client.Event) []string {
+		var out []string
+		for _, ev := range evs {
+			if ev.Seq != 0 {
+				out = append(out, fmt.Sprintf("%d:%s", ev.Seq, ev.Type))
+			}
+		}
+		return out
+	}
+	sa, sb := seqOf(a.snapshot()), seqOf(b.snapshot())
+	if strings.Join(sa, ",") != strings.Join(sb, ",") {
+		t.Fatalf("connections differ:\n a %v\n b %v", sa, sb)
+	}
+	// A third connection that holds the first k events gets exactly the rest.
+	k := int64(4)
+	c := e.dial("shared", k)
+	c.waitFor(0, 5*time.Second, isType(chat.TypeReplayDone), "c replay")
+	sc := seqOf(c.snapshot())
+	if want := sa[k:]; strings.Join(sc, ",") != strings.Join(want, ",") {
+		t.Fatalf("since=%d replay:\n got  %v\n want %v", k, sc, want)
+	}
+}
+
+func TestStopIsImmediateAndQueuedMessagesThenRun(t *testing.T) {
+	e := startDaemon(t, nil)
+	c := e.dial("stop", -1)
+	c.waitFor(0, 5*time.Second, isType(chat.TypeReplayDone), "ready")
+	c.send(msg("long", "stream 100000 10ms"))
+	c.waitFor(0, 5*time.Second, isType(chat.TypeAgentChunk), "streaming")
+	c.send(msg("q1", "say first queued"))
+	c.send(msg("q2", "say second queued"))
+	c.waitFor(0, 5*time.Second, delivery("q2", chat.DeliveryQueued), "q2 queued")
+	start := time.Now()
+	c.send(map[string]any{"type": "stop"})
+	c.waitFor(0, 5*time.Second, promptDone("long", chat.StopCancelled), "cancelled")
+	if took := time.Since(start); took > 100*time.Millisecond {
+		t.Errorf("stop took %v: want it within 100ms", took)
+	}
+	c.waitFor(0, 5*time.Second, fieldIs(chat.TypeAgentChunk, "text", "first queued"), "q1 ran")
+	c.waitFor(0, 5*time.Second, promptDone("q2", chat.StopEndTurn), "q2 ran")
+}
+
+func TestRacingNewIntentsApplyInOneOrder(t *testing.T) {
+	e := startDaemon(t, nil)
+	dirs := []string{filepath.Join(e.root, "a"), filepath.Join(e.root, "b")}
+	for _, d := range dirs {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tabs := []*wsClient{e.dial("race", -1), e.dial("race", -1)}
+	for _, tab := range tabs {
+		tab.waitFor(0, 5*time.Second, isType(chat.TypeReplayDone), "ready")
+	}
+	const rounds = 10
+	var wg sync.WaitGroup
+	for i, tab := range tabs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := range rounds {
+				tab.send(map[string]any{"type": "message", "message_id": fmt.Sprintf("t%d-%d", i, r),
+					"text": "say hi", "intent": map[string]any{"new": map[string]any{"cwd": dirs[i]}}})
+			}
+		}()
+	}
+	wg.Wait()
+	testkit.Eventually(t, 10*time.Second, func() bool { return len(e.drv.Prompts()) == 2*rounds }, "every message delivered")
+	// Each message went to a thread its own intent made: the thread's cwd is the
+	// intent's, and no thread got two messages.
+	var threads struct{ Threads []chat.Thread }
+	e.getJSON("/api/threads", &threads)
+	cwd := map[chat.ThreadID]string{}
+	for _, th := range threads.Threads {
+		cwd[th.ID] = th.Cwd
+	}
+	seen := map[chat.ThreadID]bool{}
+	for _, p := range e.drv.Prompts() {
+		i := p.MessageID[1] - '0'
+		if cwd[p.Thread] != dirs[i] {
+			t.Errorf("%s went to a thread in %s; want %s", p.MessageID, cwd[p.Thread], dirs[i])
+		}
+		if seen[p.Thread] {
+			t.Errorf("thread %s got two messages", p.Thread)
+		}
+		seen[p.Thread] = true
+	}
+	// Both tabs saw the same sequence of thread switches.
+	switches := func(w *wsClient) []string {
+		var out []string
+		for _, ev := range w.snapshot() {
+			if ev.Type == chat.TypeThread {
+				var te chat.ThreadEvent
+				_ = ev.Decode(&te)
+				out = append(out, string(te.Thread.ID))
+			}
+		}
+		return out
+	}
+	testkit.Eventually(t, 5*time.Second, func() bool {
+		return len(switches(tabs[0])) == 2*rounds && len(switches(tabs[1])) == 2*rounds
+	}, "both tabs saw %d thread switches", 2*rounds)
+	if a, b := switches(tabs[0]), switches(tabs[1]); strings.Join(a, ",") != strings.Join(b, ",") {
+		t.Fatalf("tabs saw different orders:\n%v\n%v", a, b)
+	}
+}
+
+func TestCardAnsweredOnceForEveryConnection(t *testing.T) {
+	e := startDaemon(t, nil)
+	a := e.dial("cards", -1)
+	b := e.dial("cards", -1)
+	a.waitFor(0, 5*time.Second, isType(chat.TypeReplayDone), "a ready")
+	b.waitFor(0, 5*time.Second, isType(chat.TypeReplayDone), "b ready")
+	a.send(msg("m1", "permission Bash"))
+	i := a.waitFor(0, 5*time.Second, isType(chat.TypePermissionRequest), "card on a")
+	b.waitFor(0, 5*time.Second, isType(chat.TypePermissionRequest), "card on b")
+	rid := field(a.snapshot()[i], "request_id").(string)
+	b.send(map[string]any{"type": "permission_response", "request_id": rid, "option_id": "allow"})
+	a.waitFor(0, 5*time.Second, fieldIs(chat.TypePermissionResolved, "option_id", "allow"), "resolved on a")
+	a.waitFor(0, 5*time.Second, fieldIs(chat.TypeAgentChunk, "text", "permission: allow"), "agent got the answer")
+	a.send(map[string]any{"type": "permission_response", "request_id": rid, "option_id": "reject"})
+	a.waitFor(0, 5*time.Second, fieldIs(chat.TypeError, "code", chat.CodeCardClosed), "late answer refused")
+	a.waitFor(0, 5*time.Second, promptDone("m1", chat.StopEndTurn), "turn over")
+	// A new connection replays the card and its resolution, and no open card.
+	c := e.dial("cards", -1)
+	end := c.waitFor(0, 5*time.Second, isType(chat.TypeReplayDone), "replay")
+	requests := 0
+	for _, ev := range c.snapshot()[:end] {
+		if ev.Type == chat.TypePermissionRequest {
+			requests++
+			if ev.Seq == 0 {
+				t.Errorf("an answered card was sent again as open: %s", ev.Raw)
+			}
+		}
+	}
+	if requests != 1 {
+		t.Fatalf("replay has %d permission requests, want 1 (the logged one)", requests)
+	}
+}
+
+func TestOpenCardSentAgainAfterReplay(t *testing.T) {
+	e := startDaemon(t, nil)
+	a := e.dial("open", -1)
+	a.waitFor(0, 5*time.Second, isType(chat.TypeReplayDone), "ready")
+	a.send(msg("m1", "question Which?|red,blue"))
+	i := a.waitFor(0, 5*time.Second, isType(chat.TypeQuestion), "question")
+	seq := a.snapshot()[i].Seq
+	// Reconnect holding everything: the open card still comes again, unsequenced.
+	b := e.dial("open", seq)
+	b.waitFor(0, 5*time.Second, func(ev client.Event) bool { return ev.Type == chat.TypeQuestion && ev.Seq == 0 }, "open card again")
+	rid := field(a.snapshot()[i], "request_id")
+	b.send(map[string]any{"type": "question_answer", "request_id": rid, "answers": map[string]any{"Which?": "blue"}})
+	a.waitFor(0, 5*time.Second, fieldIs(chat.TypeAgentChunk, "text", "answer: Which?=blue"), "answer reached the agent")
+}
+
+func TestDuplicateMessageIDDeliveredOnce(t *testing.T) {
+	e := startDaemon(t, nil)
+	c := e.dial("dup", -1)
+	c.waitFor(0, 5*time.Second, isType(chat.TypeReplayDone), "ready")
+	c.send(msg("same", "say once"))
+	c.send(msg("same", "say once"))
+	c.waitFor(0, 5*time.Second, promptDone("same", chat.StopEndTurn), "done")
+	// A retry after a reconnect, too.
+	d := e.dial("dup", -1)
+	d.waitFor(0, 5*time.Second, isType(chat.TypeReplayDone), "ready")
+	d.send(msg("same", "say once"))
+	d.waitFor(0, 5*time.Second, func(ev client.Event) bool { return ev.Seq == 0 && delivery("same", chat.DeliverySubmitted)(ev) }, "current receipt")
+	if n := len(e.drv.Prompts()); n != 1 {
+		t.Fatalf("agent got %d prompts, want 1", n)
+	}
+}
+
+func TestIdleUnloadThenResume(t *testing.T) {
+	e := startDaemon(t, func(c *config.Config) { c.Agents[0].IdleTimeout = config.Duration{Duration: 50 * time.Millisecond} })
+	c := e.dial("idle", -1)
+	c.waitFor(0, 5*time.Second, isType(chat.TypeReplayDone), "ready")
+	c.send(msg("m1", "say hi"))
+	c.waitFor(0, 5*time.Second, fieldIs(chat.TypeSessionInfo, "state", "unloaded"), "unloaded")
+	if got := e.drv.Closed(); got != 1 {
+		t.Fatalf("closed sessions: got %d, want 1", got)
+	}
+	c.send(msg("m2", "say again"))
+	c.waitFor(0, 5*time.Second, promptDone("m2", chat.StopEndTurn), "resumed turn")
+	if r := e.drv.Resumes(); len(r) != 1 || r[0] == "" {
+		t.Fatalf("resumes: got %v, want the first session's id", r)
+	}
+}
+
+func TestAgentCrashEndsTurnWithErrorAndRecovers(t *testing.T) {
+	e := startDaemon(t, nil)
+	c := e.dial("crash", -1)
+	c.waitFor(0, 5*time.Second, isType(chat.TypeReplayDone), "ready")
+	c.send(msg("m1", "crash"))
+	c.waitFor(0, 5*time.Second, promptDone("m1", chat.StopError), "error end")
+	c.send(msg("m2", "say back"))
+	c.waitFor(0, 5*time.Second, promptDone("m2", chat.StopEndTurn), "recovered")
+	if e.drv.Starts() != 2 {
+		t.Fatalf("starts: got %d, want 2 (a resume after the crash)", e.drv.Starts())
+	}
+}
+
+func TestRESTSendIsTheSameSendPath(t *testing.T) {
+	e := startDaemon(t, nil)
+	c := e.dial("rest", -1)
+	c.waitFor(0, 5*time.Second, isType(chat.TypeReplayDone), "ready")
+	c.send(msg("m1", "say first"))
+	i := c.waitFor(0, 5*time.Second, promptDone("m1", chat.StopEndTurn), "first")
+	thread := c.snapshot()[i].Thread
+	body := `{"message_id":"r1","text":"say from rest"}`
+	req, _ := http.NewRequest("POST", e.url()+"/api/threads/"+string(thread)+"/messages", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+e.d.Token())
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("REST send: %d", resp.StatusCode)
+	}
+	// The socket on the thread sees it like any message.
+	c.waitFor(0, 5*time.Second, delivery("r1", chat.DeliverySubmitted), "REST message receipts on the socket")
+	c.waitFor(0, 5*time.Second, fieldIs(chat.TypeAgentChunk, "text", "from rest"), "answer")
+}

@@ -1,0 +1,342 @@
+package acp
+
+import (
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/driver"
+	"github.com/parleyhq/parley/internal/testkit"
+	"github.com/parleyhq/parley/internal/testkit/geminiapi"
+)
+
+var update = flag.Bool("update", false, "rewrite the recorded ACP transcripts and golden files in testdata/")
+
+// turnWait bounds one turn against the real Gemini CLI and the stand-in.
+const turnWait = 60 * time.Second
+
+// lineBuf collects tapped JSON-RPC lines.
+type lineBuf struct {
+	mu sync.Mutex
+	sb strings.Builder
+}
+
+func (b *lineBuf) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.sb.Write(p)
+}
+
+func (b *lineBuf) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.sb.String()
+}
+
+// rig is one real Gemini CLI against one scripted stand-in.
+type rig struct {
+	t    *testing.T
+	srv  *geminiapi.Server
+	home string
+	cwd  string
+	env  []string
+	tap  *lineBuf
+	drv  *Driver
+}
+
+func newRig(t *testing.T, sc geminiapi.Scenario) *rig {
+	t.Helper()
+	srv := geminiapi.Start(t, sc)
+	home := t.TempDir()
+	cwd := filepath.Join(t.TempDir(), "work")
+	if err := os.MkdirAll(cwd, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := &rig{t: t, srv: srv, home: home, cwd: cwd, env: geminiapi.Env(t, srv, home), tap: &lineBuf{}}
+	r.drv = New(nil, WithTap(r.tap))
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("ACP transcript:\n%s", r.tap.String())
+		}
+	})
+	return r
+}
+
+func (r *rig) spec(resume string) driver.Spec {
+	return driver.Spec{
+		ThreadID: chat.ThreadID("t-" + r.t.Name()),
+		AgentID:  "gemini",
+		Command:  testkit.GeminiBin(r.t),
+		Args:     []string{"--acp"},
+		Env:      r.env,
+		Cwd:      r.cwd,
+		ResumeID: resume,
+		Options:  map[string]string{OptAuthMethod: "gemini-api-key"},
+	}
+}
+
+// start starts a session (resuming resume when set) and closes it at the end.
+func (r *rig) start(resume string) (*Session, *recSink) {
+	r.t.Helper()
+	sink := &recSink{}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*turnWait)
+	defer cancel()
+	s, err := r.drv.Start(ctx, r.spec(resume), sink)
+	if err != nil {
+		r.t.Fatalf("Start: %v", err)
+	}
+	r.t.Cleanup(func() { _ = s.Close(context.Background()) })
+	return s.(*Session), sink
+}
+
+// prompt sends text and fails the test if it is not delivered.
+func prompt(t *testing.T, s *Session, text string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.Prompt(ctx, driver.Prompt{MessageID: "m-" + text, Text: text}); err != nil {
+		t.Fatalf("Prompt(%q): %v", text, err)
+	}
+}
+
+// waitTurn waits for the n-th TurnEnded from index from on and returns its reason.
+func waitTurn(t *testing.T, sink *recSink, from int) string {
+	t.Helper()
+	testkit.Eventually(t, turnWait, func() bool { return sink.count(from, "turn_ended", "") > 0 }, "no TurnEnded; records:\n%s", sink.dump())
+	for _, rec := range sink.since(from) {
+		if rec.Kind == "turn_ended" {
+			return rec.Value
+		}
+	}
+	return ""
+}
+
+// saveTranscript writes the tapped transcript under testdata with -update.
+func (r *rig) saveTranscript(name string) {
+	if !*update {
+		return
+	}
+	dir := filepath.Join("testdata", "gemini-"+testkit.GeminiVersion)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		r.t.Fatal(err)
+	}
+	// Temporary paths differ per run: make them stable.
+	out := strings.ReplaceAll(r.tap.String(), r.cwd, "/work")
+	out = strings.ReplaceAll(out, r.home, "/home")
+	if err := os.WriteFile(filepath.Join(dir, name+".jsonl"), []byte(out), 0o644); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+func TestGeminiPlainTurn(t *testing.T) {
+	const want = "Hello from the stand-in, streamed in pieces."
+	r := newRig(t, geminiapi.Scenario{Rules: []geminiapi.Rule{
+		{Match: geminiapi.Match{Contains: "say hi"}, Reply: geminiapi.Text(want, 5, 20*time.Millisecond)},
+	}})
+	s, sink := r.start("")
+	from := sink.len()
+	prompt(t, s, "say hi")
+	if got := waitTurn(t, sink, from); got != chat.StopEndTurn {
+		t.Fatalf("stop reason: got %q want %q\n%s", got, chat.StopEndTurn, sink.dump())
+	}
+	if got := sink.text(from); got != want {
+		t.Errorf("agent text: got %q want %q", got, want)
+	}
+	if n := len(payloads[chat.AgentChunk](sink, from)); n < 2 {
+		t.Errorf("agent chunks: got %d want several (a stream, not one block)", n)
+	}
+	r.saveTranscript("plain_turn")
+}
+
+// waitPayload waits for the first payload of type T from index from on.
+func waitPayload[T chat.Payload](t *testing.T, sink *recSink, from int, what string) T {
+	t.Helper()
+	var got T
+	testkit.Eventually(t, turnWait, func() bool {
+		ps := payloads[T](sink, from)
+		if len(ps) == 0 {
+			return false
+		}
+		got = ps[0]
+		return true
+	}, "no %s; records:\n%s", what, sink.dump())
+	return got
+}
+
+// optionOfKind returns the id of the card's first option of that kind.
+func optionOfKind(t *testing.T, req chat.PermissionRequest, kind string) string {
+	t.Helper()
+	for _, o := range req.Options {
+		if o.Kind == kind {
+			return o.ID
+		}
+	}
+	t.Fatalf("permission card has no %s option: %+v", kind, req.Options)
+	return ""
+}
+
+func TestGeminiShellPermission(t *testing.T) {
+	const marker = "parley-was-here"
+	tests := []struct {
+		name       string
+		kind       string // the option chosen
+		wantRan    bool
+		wantStatus string // the tool call's last status
+	}{
+		{name: "allow", kind: chat.OptionAllowOnce, wantRan: true, wantStatus: "completed"},
+		{name: "reject", kind: chat.OptionRejectOnce, wantRan: false, wantStatus: "failed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newRig(t, geminiapi.Scenario{Rules: []geminiapi.Rule{
+				{Match: geminiapi.Match{Contains: "run the command"}, Reply: geminiapi.Shell("echo "+marker+"-$((6*7))", "Print a marker")},
+				{Match: geminiapi.Match{FunctionResponse: "run_shell_command"}, Reply: geminiapi.Text("The command is done.", 1, 0)},
+			}})
+			s, sink := r.start("")
+			from := sink.len()
+			prompt(t, s, "run the command")
+			req := waitPayload[chat.PermissionRequest](t, sink, from, "permission_request")
+			if req.Tool.ToolCallID == "" || req.Tool.Name != "execute" {
+				t.Errorf("card tool: got %+v want an execute tool call", req.Tool)
+			}
+			// The tool call is on the screen before the card that asks about it.
+			calls := payloads[chat.ToolCall](sink, from)
+			if len(calls) == 0 || calls[0].ToolCallID != req.Tool.ToolCallID {
+				t.Errorf("tool calls before the card: got %+v want one with id %q", calls, req.Tool.ToolCallID)
+			}
+			if err := s.AnswerPermission(context.Background(), req.RequestID, driver.PermissionAnswer{OptionID: optionOfKind(t, req, tt.kind)}); err != nil {
+				t.Fatalf("AnswerPermission: %v", err)
+			}
+			if err := s.AnswerPermission(context.Background(), req.RequestID, driver.PermissionAnswer{OptionID: optionOfKind(t, req, tt.kind)}); err == nil {
+				t.Errorf("second answer to the same card: got nil want an error (a card is answered once)")
+			}
+			if got := waitTurn(t, sink, from); got != chat.StopEndTurn {
+				t.Fatalf("stop reason: got %q want %q", got, chat.StopEndTurn)
+			}
+			fr, ok := r.srv.FunctionResponse("run_shell_command")
+			if !ok {
+				t.Fatalf("the stand-in never got the shell result; requests: %d", len(r.srv.Requests()))
+			}
+			if got := strings.Contains(string(fr.Response), marker+"-42"); got != tt.wantRan {
+				t.Errorf("command output reached the model: got %v want %v (response %s)", got, tt.wantRan, fr.Response)
+			}
+			ups := payloads[chat.ToolCallUpdate](sink, from)
+			last := ""
+			for _, u := range ups {
+				if u.ToolCallID == req.Tool.ToolCallID && u.Status != "" {
+					last = u.Status
+				}
+			}
+			if last != tt.wantStatus {
+				t.Errorf("tool call's last status: got %q want %q\n%s", last, tt.wantStatus, sink.dump())
+			}
+			if got := sink.text(from); got != "The command is done." {
+				t.Errorf("agent text: got %q", got)
+			}
+			r.saveTranscript("shell_" + tt.name)
+		})
+	}
+}
+
+func TestGeminiStop(t *testing.T) {
+	slow := geminiapi.Text(strings.Repeat("slow words ", 60), 60, 150*time.Millisecond)
+	tests := []struct {
+		name string
+		ask  string
+		// ready says the turn is where the stop should land.
+		ready     func(sink *recSink, from int) bool
+		wantCards int
+	}{
+		{name: "slow stream", ask: "talk slowly", wantCards: 0,
+			ready: func(sink *recSink, from int) bool { return len(payloads[chat.AgentChunk](sink, from)) > 0 }},
+		{name: "open card", ask: "run the command", wantCards: 1,
+			ready: func(sink *recSink, from int) bool { return len(payloads[chat.PermissionRequest](sink, from)) > 0 }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newRig(t, geminiapi.Scenario{Rules: []geminiapi.Rule{
+				{Match: geminiapi.Match{Contains: "talk slowly"}, Reply: slow},
+				{Match: geminiapi.Match{Contains: "run the command"}, Reply: geminiapi.Shell("echo never", "Print")},
+				{Match: geminiapi.Match{Contains: "and now"}, Reply: geminiapi.Text("Still here.", 1, 0)},
+			}})
+			s, sink := r.start("")
+			from := sink.len()
+			prompt(t, s, tt.ask)
+			testkit.Eventually(t, turnWait, func() bool { return tt.ready(sink, from) }, "the turn never got going:\n%s", sink.dump())
+			if err := s.Cancel(context.Background()); err != nil {
+				t.Fatalf("Cancel: %v", err)
+			}
+			if got := waitTurn(t, sink, from); got != chat.StopCancelled {
+				t.Fatalf("stop reason: got %q want %q", got, chat.StopCancelled)
+			}
+			if got := sink.count(from, "withdrawn", ""); got != tt.wantCards {
+				t.Errorf("withdrawn cards: got %d want %d", got, tt.wantCards)
+			}
+			for _, req := range payloads[chat.PermissionRequest](sink, from) {
+				if err := s.AnswerPermission(context.Background(), req.RequestID, driver.PermissionAnswer{OptionID: req.Options[0].ID}); err == nil {
+					t.Errorf("answering a withdrawn card: got nil want an error")
+				}
+			}
+			if fr, ok := r.srv.FunctionResponse("run_shell_command"); ok && strings.Contains(string(fr.Response), "never\\n") {
+				t.Errorf("the stopped command ran: %s", fr.Response)
+			}
+			next := sink.len()
+			prompt(t, s, "and now")
+			if got := waitTurn(t, sink, next); got != chat.StopEndTurn {
+				t.Fatalf("next turn: got %q want %q\n%s", got, chat.StopEndTurn, sink.dump())
+			}
+			if got := sink.text(next); got != "Still here." {
+				t.Errorf("next turn's text: got %q want %q", got, "Still here.")
+			}
+			r.saveTranscript("stop_" + strings.ReplaceAll(tt.name, " ", "_"))
+		})
+	}
+}
+
+func TestGeminiSetMode(t *testing.T) {
+	r := newRig(t, geminiapi.Scenario{Rules: []geminiapi.Rule{
+		{Match: geminiapi.Match{Contains: "run the command"}, Reply: geminiapi.Shell("echo yolo-$((40+2))", "Print")},
+		{Match: geminiapi.Match{FunctionResponse: "run_shell_command"}, Reply: geminiapi.Text("Ran it.", 1, 0)},
+	}})
+	s, sink := r.start("")
+	modes := payloads[chat.Mode](sink, 0)
+	if len(modes) == 0 || modes[0].Current != "default" {
+		t.Fatalf("mode at start: got %+v want current default", modes)
+	}
+	var ids []string
+	for _, m := range modes[0].Available {
+		ids = append(ids, m.ID)
+	}
+	if !strings.Contains(strings.Join(ids, ","), "yolo") {
+		t.Fatalf("available modes: got %v want yolo among them", ids)
+	}
+	from := sink.len()
+	if err := s.SetMode(context.Background(), "yolo"); err != nil {
+		t.Fatalf("SetMode: %v", err)
+	}
+	got := waitPayload[chat.Mode](t, sink, from, "mode")
+	if got.Current != "yolo" {
+		t.Errorf("mode after set: got %q want yolo", got.Current)
+	}
+	// The agent really is in yolo: the command runs without asking.
+	prompt(t, s, "run the command")
+	if reason := waitTurn(t, sink, from); reason != chat.StopEndTurn {
+		t.Fatalf("stop reason: got %q", reason)
+	}
+	if n := len(payloads[chat.PermissionRequest](sink, from)); n != 0 {
+		t.Errorf("permission cards in yolo mode: got %d want 0", n)
+	}
+	if fr, ok := r.srv.FunctionResponse("run_shell_command"); !ok || !strings.Contains(string(fr.Response), "yolo-42") {
+		t.Errorf("shell result at the stand-in: got %s (found %v) want yolo-42", fr.Response, ok)
+	}
+	if err := s.SetMode(context.Background(), "no-such-mode"); err == nil {
+		t.Errorf("SetMode(no-such-mode): got nil want an error")
+	}
+	r.saveTranscript("set_mode")
+}

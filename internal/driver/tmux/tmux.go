@@ -1,0 +1,577 @@
+// Package tmux is the driver for terminal agents: each session is a tmux session
+// on parley's own server (`tmux -L parley`), or a person's existing session
+// adopted by name. It types into the agent's TUI and proves every send by
+// reading the screen back (package pane), follows the agent's transcript for
+// its words and tool calls (package transcript), and hears Claude Code's hooks
+// through a spool file (package hook). What it knows, it trusts in this order:
+// the pane now, then the hook spool, then its own memory.
+package tmux
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/driver"
+	"github.com/parleyhq/parley/internal/driver/tmux/ctl"
+	"github.com/parleyhq/parley/internal/driver/tmux/hook"
+	"github.com/parleyhq/parley/internal/driver/tmux/pane"
+	"github.com/parleyhq/parley/internal/driver/tmux/transcript"
+)
+
+// DefaultSocket is parley's own tmux server: `tmux -L parley attach -t <name>`.
+const DefaultSocket = "parley"
+
+// Spec.Options keys this driver reads.
+const (
+	OptAdopt   = "adopt"   // the name of an existing tmux session to drive instead of starting one
+	OptSession = "session" // the tmux session name to use (default: from the thread id)
+	OptHooks   = "hooks"   // "none" to start the agent without parley's hook settings
+)
+
+// Driver starts tmux sessions. The zero value is not usable: set StateDir.
+type Driver struct {
+	Socket  string // tmux -L name; "" is DefaultSocket
+	TmuxBin string // "" is tmux on PATH
+	// StateDir holds one folder per session: its settings file and hook spool.
+	StateDir string
+	// HookCommand is the hook program and its arguments (default: this
+	// executable with "hook"); HookEnv is set for it (tests re-exec themselves).
+	HookCommand []string
+	HookEnv     map[string]string
+	// Width and Height of new sessions (default 120×40).
+	Width, Height int
+	// StepTimeout bounds each step of a send (paste seen, submit seen); default 3s.
+	StepTimeout time.Duration
+	// ReadyTimeout bounds waiting for the agent's input box at start; default 60s.
+	ReadyTimeout time.Duration
+	Logger       *slog.Logger
+}
+
+var _ driver.Driver = (*Driver)(nil)
+
+var badName = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
+
+// SessionName derives a tmux session name from a thread id.
+func SessionName(id chat.ThreadID) string {
+	n := badName.ReplaceAllString(string(id), "-")
+	n = strings.Trim(n, "-")
+	if len(n) > 48 {
+		sum := sha256.Sum256([]byte(id))
+		n = n[:39] + "-" + hex.EncodeToString(sum[:4])
+	}
+	return "parley-" + n
+}
+
+func (d *Driver) client(logger *slog.Logger) (*ctl.Client, error) {
+	sock := d.Socket
+	if sock == "" {
+		sock = DefaultSocket
+	}
+	return ctl.New(d.TmuxBin, sock, logger)
+}
+
+// Start starts (or adopts) a session and waits until its input box is up.
+func (d *Driver) Start(ctx context.Context, spec driver.Spec, sink driver.Sink) (driver.Session, error) {
+	logger := spec.Logger
+	if logger == nil {
+		logger = d.Logger
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	logger = logger.With("thread", spec.ThreadID, "transport", "tmux")
+	c, err := d.client(logger)
+	if err != nil {
+		return nil, err
+	}
+	s := &session{
+		d: d, c: c, sink: sink, log: logger,
+		step:     orDuration(d.StepTimeout, 3*time.Second),
+		answered: map[string]bool{},
+		preTool:  map[string]hook.Event{},
+		stop:     make(chan struct{}),
+		done:     make(chan struct{}),
+	}
+	adopt := spec.Options[OptAdopt]
+	name := spec.Options[OptSession]
+	switch {
+	case adopt != "":
+		name = adopt
+	case name == "":
+		name = SessionName(spec.ThreadID)
+	}
+	if !ctl.ValidName(name) {
+		return nil, fmt.Errorf("tmux: invalid session name %q", name)
+	}
+	s.name = name
+	exists, err := c.HasSession(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if adopt != "" && !exists {
+		return nil, fmt.Errorf("tmux: adopt %q: %w", adopt, ctl.ErrNoSession)
+	}
+	if d.StateDir == "" {
+		return nil, errors.New("tmux: driver has no state directory")
+	}
+	s.dir = filepath.Join(d.StateDir, name)
+	if err := os.MkdirAll(s.dir, 0o700); err != nil {
+		return nil, fmt.Errorf("tmux: state dir: %w", err)
+	}
+	s.spool = hook.OpenSpool(filepath.Join(s.dir, "hooks.jsonl"))
+	useHooks := adopt == "" && spec.Options[OptHooks] != "none"
+	if useHooks {
+		if s.hooks, err = hook.Listen(socketPath(s.dir)); err != nil {
+			return nil, err
+		}
+	}
+	if !exists {
+		if err := s.create(ctx, spec, useHooks); err != nil {
+			s.closeHooks()
+			return nil, err
+		}
+		s.owned = true
+	} else {
+		// A session of ours that outlived a daemon, or the person's own: its
+		// spool (if any) says what happened while nobody listened.
+		s.adopted = true
+	}
+	if s.ctl, err = c.Attach(name); err != nil {
+		s.closeHooks()
+		return nil, err
+	}
+	if err := s.waitReady(ctx, orDuration(d.ReadyTimeout, 60*time.Second), adopt != "" || exists); err != nil {
+		s.shutdown(ctx)
+		return nil, err
+	}
+	s.readSpool()
+	go s.run()
+	return s, nil
+}
+
+func orDuration(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
+
+// socketPath keeps the unix socket path under the kernel's 108-byte limit.
+func socketPath(dir string) string {
+	p := filepath.Join(dir, "hook.sock")
+	if len(p) < 100 {
+		return p
+	}
+	sum := sha256.Sum256([]byte(dir))
+	return filepath.Join(os.TempDir(), "parley-hook-"+hex.EncodeToString(sum[:8])+".sock")
+}
+
+func (s *session) create(ctx context.Context, spec driver.Spec, useHooks bool) error {
+	if spec.Command == "" {
+		return errors.New("tmux: no agent command")
+	}
+	argv := []string{spec.Command}
+	if useHooks {
+		settings := filepath.Join(s.dir, "settings.json")
+		cmd := s.d.HookCommand
+		if len(cmd) == 0 {
+			exe, err := os.Executable()
+			if err != nil {
+				return fmt.Errorf("tmux: hook command: %w", err)
+			}
+			cmd = []string{exe, "hook"}
+		}
+		env := map[string]string{hook.EnvSpool: filepath.Join(s.dir, "hooks.jsonl"), hook.EnvSocket: socketPath(s.dir)}
+		for k, v := range s.d.HookEnv {
+			env[k] = v
+		}
+		if err := hook.WriteSettings(settings, hook.Command(env, cmd)); err != nil {
+			return err
+		}
+		argv = append(argv, "--settings", settings)
+	}
+	if spec.ResumeID != "" {
+		argv = append(argv, "--resume", spec.ResumeID)
+	}
+	if spec.Model != "" {
+		argv = append(argv, "--model", spec.Model)
+	}
+	if spec.Mode != "" {
+		argv = append(argv, "--permission-mode", spec.Mode)
+	}
+	argv = append(argv, spec.Args...)
+	s.log.Info("starting tmux session", "session", s.name, "command", spec.Command)
+	return s.c.NewSession(ctx, ctl.NewSessionOptions{
+		Name: s.name, Cwd: spec.Cwd, Width: s.d.Width, Height: s.d.Height, Env: spec.Env, Argv: argv,
+	})
+}
+
+// session is one tmux session serving a thread.
+type session struct {
+	d     *Driver
+	c     *ctl.Client
+	ctl   *ctl.Control
+	sink  driver.Sink
+	log   *slog.Logger
+	name  string
+	dir   string
+	step  time.Duration
+	hooks *hook.Listener
+	spool *hook.Spool // read by run's goroutine and Start only
+	owned bool        // we created it: Close kills it
+	// adopted: it existed before Start (the person's, or ours from before a restart).
+	adopted bool
+
+	// kbd serializes everything that types: sends and card answers.
+	kbd sync.Mutex
+
+	mu         sync.Mutex
+	card       *openCard
+	answered   map[string]bool       // card ids answered or gone: never shown again
+	preTool    map[string]hook.Event // latest PreToolUse per tool name (from the spool)
+	follower   *transcript.Follower
+	transcript string
+	turn       bool
+	closed     bool
+
+	stop      chan struct{}
+	done      chan struct{}
+	closeOnce sync.Once
+}
+
+type openCard struct {
+	id        string
+	kind      string // chat.CardPermission or chat.CardQuestion
+	menu      pane.Menu
+	toolUseID string
+	question  chat.Question
+}
+
+// Failure reasons, in the words a person sees on a failed receipt.
+var (
+	ErrBareShell = errors.New("the pane is a bare shell: nothing was typed")
+	ErrKeyboard  = errors.New("something is holding the keyboard")
+	ErrGone      = errors.New("tmux session is gone")
+)
+
+var shells = map[string]bool{"bash": true, "sh": true, "zsh": true, "fish": true, "dash": true, "ksh": true, "tcsh": true, "csh": true, "nu": true}
+
+// historyLines is how far back a send's captures look for earlier prompts.
+const historyLines = 3000
+
+func (s *session) capture(ctx context.Context) (*pane.Screen, error) {
+	out, err := s.c.Capture(ctx, s.name, -historyLines)
+	if err != nil {
+		return nil, s.goneErr(err)
+	}
+	return pane.Read(out), nil
+}
+
+func (s *session) goneErr(err error) error {
+	if errors.Is(err, ctl.ErrNoSession) {
+		return fmt.Errorf("%w: %w", ErrGone, driver.ErrNotRunning)
+	}
+	return err
+}
+
+// waitFor re-checks the pane at every output until cond holds or d passes.
+// It returns the last screen and whether cond held.
+func (s *session) waitFor(ctx context.Context, d time.Duration, cond func(*pane.Screen) bool) (*pane.Screen, bool, error) {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	for {
+		changed := s.ctl.Changed()
+		scr, err := s.capture(ctx)
+		if err != nil {
+			return nil, false, err
+		}
+		if cond(scr) {
+			return scr, true, nil
+		}
+		select {
+		case <-changed:
+		case <-timer.C:
+			return scr, false, nil
+		case <-ctx.Done():
+			return scr, false, ctx.Err()
+		case <-s.ctl.Done():
+			return scr, false, fmt.Errorf("%w: %w", ErrGone, driver.ErrNotRunning)
+		}
+	}
+}
+
+func (s *session) waitReady(ctx context.Context, d time.Duration, lenient bool) error {
+	_, ok, err := s.waitFor(ctx, d, func(scr *pane.Screen) bool {
+		if scr.HasBox() {
+			return true
+		}
+		_, live, _ := scr.Menu()
+		return live && lenient
+	})
+	if err != nil {
+		return err
+	}
+	if !ok && !lenient {
+		return fmt.Errorf("tmux: the agent's input box did not appear within %v", d)
+	}
+	return nil
+}
+
+// Prompt is the one send: leave copy-mode, check the pane, wait behind a live
+// menu, refuse a shell, clear staged text, paste, submit, verify by position
+// and novelty, retype once, else fail saying what holds the keyboard.
+func (s *session) Prompt(ctx context.Context, p driver.Prompt) error {
+	if len(p.Images) > 0 {
+		return fmt.Errorf("tmux: images cannot be typed into a terminal: %w", driver.ErrUnsupported)
+	}
+	if strings.TrimSpace(p.Text) == "" {
+		return fmt.Errorf("tmux: empty message: %w", chat.ErrBadInput)
+	}
+	queued := ""
+	for {
+		if err := s.ready(ctx, p.MessageID, &queued); err != nil {
+			return err
+		}
+		s.kbd.Lock()
+		err := s.deliver(ctx, p.Text)
+		s.kbd.Unlock()
+		if errors.Is(err, errMenu) {
+			continue // a menu came up first: wait for its card again
+		}
+		return err
+	}
+}
+
+var errMenu = errors.New("a menu is open")
+
+// ready waits until the pane can take typing: no copy-mode, no live menu, not
+// a shell. A live menu makes the message wait, reported once as queued.
+func (s *session) ready(ctx context.Context, messageID string, queued *string) error {
+	for {
+		changed := s.ctl.Changed()
+		info, err := s.c.Pane(ctx, s.name)
+		if err != nil {
+			return s.goneErr(err)
+		}
+		if info.InMode {
+			// Enter is eaten in copy-mode.
+			if err := s.c.ExitMode(ctx, s.name); err != nil {
+				return s.goneErr(err)
+			}
+			continue
+		}
+		if shells[info.CurrentCommand] || info.Dead {
+			return ErrBareShell
+		}
+		scr, err := s.capture(ctx)
+		if err != nil {
+			return err
+		}
+		m, live, _ := scr.Menu()
+		if !live {
+			return nil
+		}
+		reason := "a permission menu is open"
+		if m.Kind != pane.MenuPermission {
+			reason = "a question is waiting for an answer"
+		}
+		if *queued != reason {
+			*queued = reason
+			s.sink.Event(chat.Delivery{MessageID: messageID, State: chat.DeliveryQueued, Detail: reason})
+		}
+		// The card scanner (run) sees the same change; nothing here decides
+		// from memory, only from the pane.
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-s.ctl.Done():
+			return fmt.Errorf("%w: %w", ErrGone, driver.ErrNotRunning)
+		}
+	}
+}
+
+func (s *session) deliver(ctx context.Context, text string) error {
+	scr, err := s.capture(ctx)
+	if err != nil {
+		return err
+	}
+	if _, live, _ := scr.Menu(); live {
+		return errMenu
+	}
+	if !scr.HasBox() {
+		var ok bool
+		scr, ok, err = s.waitFor(ctx, s.step, (*pane.Screen).HasBox)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			if _, live, _ := scr.Menu(); live {
+				return errMenu
+			}
+			return fmt.Errorf("%w: a dialog is holding the keyboard (no input box on the pane)", ErrKeyboard)
+		}
+	}
+	// Novelty: only an occurrence the screen did not have before counts.
+	base := scr.CountSubmitted(text)
+	submitted := func(scr *pane.Screen) bool {
+		return scr.CountSubmitted(text) > base && !scr.InBox(text)
+	}
+	for attempt := 1; attempt <= 2; attempt++ {
+		if scr.Staged() != "" {
+			if scr, err = s.clear(ctx, scr); err != nil {
+				return err
+			}
+		}
+		outputs := s.ctl.Outputs()
+		if err := s.c.Paste(ctx, s.name, "parley-send", text); err != nil {
+			return s.goneErr(err)
+		}
+		var ok bool
+		scr, ok, err = s.waitFor(ctx, s.step, func(scr *pane.Screen) bool { return scr.InBox(text) || submitted(scr) })
+		if err != nil {
+			return err
+		}
+		if !ok {
+			if s.ctl.Outputs() == outputs {
+				// Nothing rendered at all: the agent is not reading its input
+				// (stopped, hung). Take the paste back so it cannot land later.
+				_ = s.c.SendKeysN(ctx, s.name, "BSpace", clearCount(text))
+				return fmt.Errorf("%w: the agent did not react to typing (nothing rendered)", ErrKeyboard)
+			}
+			if _, live, _ := scr.Menu(); live {
+				return errMenu
+			}
+			continue
+		}
+		if submitted(scr) {
+			return nil
+		}
+		if err := s.c.SendKeys(ctx, s.name, "C-m"); err != nil {
+			return s.goneErr(err)
+		}
+		scr, ok, err = s.waitFor(ctx, s.step, submitted)
+		if err != nil {
+			return err
+		}
+		if ok {
+			return nil
+		}
+		if _, live, _ := scr.Menu(); live && scr.CountSubmitted(text) <= base {
+			return errMenu
+		}
+		s.log.Info("send not seen above the input box; retyping", "attempt", attempt)
+	}
+	return fmt.Errorf("%w: the text stayed in the input box", ErrKeyboard)
+}
+
+func clearCount(text string) int { return len([]rune(text)) + strings.Count(text, "\n") + 8 }
+
+// clear empties the input box with BSpace × N (C-u does not clear Claude Code's input).
+func (s *session) clear(ctx context.Context, scr *pane.Screen) (*pane.Screen, error) {
+	for round := 0; round < 2; round++ {
+		staged := scr.Staged()
+		n := clearCount(staged)
+		if scr.PastedPlaceholder() {
+			n += 16
+		}
+		if err := s.c.SendKeysN(ctx, s.name, "BSpace", n); err != nil {
+			return nil, s.goneErr(err)
+		}
+		var ok bool
+		var err error
+		scr, ok, err = s.waitFor(ctx, s.step, func(scr *pane.Screen) bool { return scr.HasBox() && scr.Staged() == "" })
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			return scr, nil
+		}
+	}
+	return nil, fmt.Errorf("%w: the input box could not be cleared", ErrKeyboard)
+}
+
+// Cancel interrupts the turn (Escape) and withdraws the open card.
+func (s *session) Cancel(ctx context.Context) error {
+	s.kbd.Lock()
+	defer s.kbd.Unlock()
+	if err := s.c.SendKeys(ctx, s.name, "Escape"); err != nil {
+		return s.goneErr(err)
+	}
+	s.mu.Lock()
+	card := s.card
+	s.card = nil
+	if card != nil {
+		s.answered[card.id] = true
+	}
+	turn := s.turn
+	s.turn = false
+	s.mu.Unlock()
+	if card != nil {
+		s.sink.CardWithdrawn(card.id)
+	}
+	if turn {
+		s.sink.TurnEnded(chat.StopCancelled)
+	}
+	return nil
+}
+
+func (s *session) SetMode(ctx context.Context, modeID string) error {
+	return fmt.Errorf("tmux: set mode: %w", driver.ErrUnsupported)
+}
+
+func (s *session) SetConfigOption(ctx context.Context, id, value string) error {
+	return fmt.Errorf("tmux: set %s: %w", id, driver.ErrUnsupported)
+}
+
+// Close ends the session: a session parley started is killed, an adopted one
+// is only let go.
+func (s *session) Close(ctx context.Context) error {
+	var err error
+	s.closeOnce.Do(func() {
+		s.mu.Lock()
+		s.closed = true
+		s.mu.Unlock()
+		close(s.stop)
+		<-s.done
+		err = s.shutdown(ctx)
+	})
+	return err
+}
+
+func (s *session) shutdown(ctx context.Context) error {
+	var err error
+	if s.ctl != nil {
+		_ = s.ctl.Close()
+	}
+	if s.owned {
+		err = s.c.KillSession(ctx, s.name)
+	}
+	s.closeHooks()
+	s.mu.Lock()
+	f := s.follower
+	s.follower = nil
+	s.mu.Unlock()
+	if f != nil {
+		_ = f.Close()
+	}
+	return err
+}
+
+func (s *session) closeHooks() {
+	if s.hooks != nil {
+		_ = s.hooks.Close()
+		s.hooks = nil
+	}
+}

@@ -1,0 +1,314 @@
+// Package transcript follows a Claude Code session's JSONL transcript (the path
+// the hooks report as transcript_path, never "the newest file") and turns its
+// records into parley's normalized updates: agent text, thoughts, tool calls and
+// their results. Claude Code writes one record per content block, several
+// sharing a message id, and may write a record again; each block is reported
+// once. A tool result in the transcript is also the durable proof that a
+// question was answered.
+package transcript
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/fsnotify/fsnotify"
+
+	"github.com/parleyhq/parley/internal/chat"
+)
+
+type record struct {
+	Type        string  `json:"type"`
+	UUID        string  `json:"uuid"`
+	IsSidechain bool    `json:"isSidechain"`
+	IsMeta      bool    `json:"isMeta"`
+	SessionID   string  `json:"sessionId"`
+	Message     message `json:"message"`
+}
+
+type message struct {
+	ID      string          `json:"id"`
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+}
+
+type block struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text"`
+	Thinking  string          `json:"thinking"`
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Input     json.RawMessage `json:"input"`
+	ToolUseID string          `json:"tool_use_id"`
+	IsError   bool            `json:"is_error"`
+	Content   json.RawMessage `json:"content"`
+}
+
+// Parser turns transcript lines into updates, remembering what it has seen.
+type Parser struct {
+	seen     map[string]bool
+	results  map[string]bool // tool_use ids with a tool result
+	toolName map[string]string
+}
+
+// NewParser returns an empty parser.
+func NewParser() *Parser {
+	return &Parser{seen: map[string]bool{}, results: map[string]bool{}, toolName: map[string]string{}}
+}
+
+// Answered reports whether the transcript holds a tool result for toolUseID.
+func (p *Parser) Answered(toolUseID string) bool { return p.results[toolUseID] }
+
+// ToolName returns the tool a tool_use id called.
+func (p *Parser) ToolName(toolUseID string) string { return p.toolName[toolUseID] }
+
+// Line parses one JSONL line and returns the new updates it carries.
+func (p *Parser) Line(line []byte) ([]chat.Payload, error) {
+	line = bytes.TrimSpace(line)
+	if len(line) == 0 {
+		return nil, nil
+	}
+	var r record
+	if err := json.Unmarshal(line, &r); err != nil {
+		return nil, fmt.Errorf("transcript: %w", err)
+	}
+	if r.IsSidechain || r.IsMeta || (r.Type != "assistant" && r.Type != "user") {
+		return nil, nil
+	}
+	var blocks []block
+	if len(r.Message.Content) > 0 && r.Message.Content[0] == '[' {
+		if err := json.Unmarshal(r.Message.Content, &blocks); err != nil {
+			return nil, fmt.Errorf("transcript: content: %w", err)
+		}
+	}
+	var out []chat.Payload
+	for _, b := range blocks {
+		switch {
+		case r.Type == "assistant" && b.Type == "text" && strings.TrimSpace(b.Text) != "":
+			if p.once(r.Message.ID, "text", b.Text) {
+				out = append(out, chat.AgentChunk{Text: b.Text, MessageID: r.Message.ID})
+			}
+		case r.Type == "assistant" && b.Type == "thinking" && b.Thinking != "":
+			if p.once(r.Message.ID, "thinking", b.Thinking) {
+				out = append(out, chat.ThoughtChunk{Text: b.Thinking})
+			}
+		case r.Type == "assistant" && b.Type == "tool_use":
+			p.toolName[b.ID] = b.Name
+			if p.once(r.Message.ID, "tool_use", b.ID) {
+				out = append(out, chat.ToolCall{ToolCallID: b.ID, Title: title(b.Name, b.Input), Kind: Kind(b.Name),
+					Status: "pending", Input: b.Input})
+			}
+		case r.Type == "user" && b.Type == "tool_result":
+			p.results[b.ToolUseID] = true
+			if p.once("result", b.ToolUseID, "") {
+				status := "completed"
+				if b.IsError {
+					status = "failed"
+				}
+				out = append(out, chat.ToolCallUpdate{ToolCallID: b.ToolUseID, Status: status, Output: resultText(b.Content)})
+			}
+		}
+	}
+	return out, nil
+}
+
+func (p *Parser) once(parts ...string) bool {
+	h := sha256.New()
+	for _, s := range parts {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	k := hex.EncodeToString(h.Sum(nil)[:12])
+	if p.seen[k] {
+		return false
+	}
+	p.seen[k] = true
+	return true
+}
+
+func resultText(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var bs []block
+	if json.Unmarshal(raw, &bs) == nil {
+		var sb strings.Builder
+		for _, b := range bs {
+			sb.WriteString(b.Text)
+		}
+		return sb.String()
+	}
+	return string(raw)
+}
+
+// Kind maps a Claude Code tool to ACP's tool kinds.
+func Kind(tool string) string {
+	switch tool {
+	case "Read", "NotebookRead":
+		return "read"
+	case "Edit", "MultiEdit", "Write", "NotebookEdit":
+		return "edit"
+	case "Grep", "Glob", "LS":
+		return "search"
+	case "Bash", "BashOutput", "KillShell":
+		return "execute"
+	case "WebFetch", "WebSearch":
+		return "fetch"
+	case "TodoWrite", "ExitPlanMode", "Task":
+		return "think"
+	}
+	return "other"
+}
+
+func title(tool string, input json.RawMessage) string {
+	var in map[string]any
+	_ = json.Unmarshal(input, &in)
+	for _, k := range []string{"command", "file_path", "pattern", "url", "description"} {
+		if v, ok := in[k].(string); ok && v != "" {
+			return tool + ": " + v
+		}
+	}
+	return tool
+}
+
+// Follower follows one transcript file with fsnotify and hands each new update
+// to emit, in file order, from one goroutine.
+type Follower struct {
+	path    string
+	parser  *Parser
+	emit    func(chat.Payload)
+	log     *slog.Logger
+	watcher *fsnotify.Watcher
+	done    chan struct{}
+
+	readMu  sync.Mutex // one reader at a time, so updates keep file order
+	mu      sync.Mutex // guards parser, off, partial
+	off     int64
+	partial []byte
+}
+
+// Follow starts following path (which may not exist yet). With skipExisting,
+// what the file holds now is only remembered (answered questions, seen
+// blocks), not emitted: for adopting a session whose history is already shown.
+func Follow(path string, skipExisting bool, emit func(chat.Payload), logger *slog.Logger) (*Follower, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return nil, fmt.Errorf("transcript: watch: %w", err)
+	}
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("transcript: %w", err)
+	}
+	if err := w.Add(dir); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("transcript: watch %s: %w", dir, err)
+	}
+	f := &Follower{path: path, parser: NewParser(), emit: emit, log: logger, watcher: w, done: make(chan struct{})}
+	if skipExisting {
+		f.read(func(chat.Payload) {})
+	} else {
+		f.read(emit)
+	}
+	go f.loop()
+	return f, nil
+}
+
+// Answered reports whether a tool result for toolUseID has been read.
+func (f *Follower) Answered(toolUseID string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.parser.Answered(toolUseID)
+}
+
+// Sync reads whatever is new now (besides the events).
+func (f *Follower) Sync() { f.read(f.emit) }
+
+func (f *Follower) loop() {
+	defer close(f.done)
+	for {
+		select {
+		case ev, ok := <-f.watcher.Events:
+			if !ok {
+				return
+			}
+			if filepath.Clean(ev.Name) == filepath.Clean(f.path) && ev.Op&(fsnotify.Write|fsnotify.Create) != 0 {
+				f.read(f.emit)
+			}
+		case err, ok := <-f.watcher.Errors:
+			if !ok {
+				return
+			}
+			f.log.Debug("transcript: watch error", "err", err)
+		}
+	}
+}
+
+func (f *Follower) read(emit func(chat.Payload)) {
+	f.readMu.Lock()
+	defer f.readMu.Unlock()
+	f.mu.Lock()
+	var out []chat.Payload
+	func() {
+		fh, err := os.Open(f.path)
+		if errors.Is(err, os.ErrNotExist) {
+			return
+		}
+		if err != nil {
+			f.log.Debug("transcript: open", "err", err)
+			return
+		}
+		defer fh.Close()
+		if _, err := fh.Seek(f.off, io.SeekStart); err != nil {
+			return
+		}
+		b, err := io.ReadAll(fh)
+		if err != nil {
+			return
+		}
+		f.off += int64(len(b))
+		b = append(f.partial, b...)
+		f.partial = nil
+		for len(b) > 0 {
+			i := bytes.IndexByte(b, '\n')
+			if i < 0 {
+				f.partial = append([]byte(nil), b...)
+				break
+			}
+			ps, err := f.parser.Line(b[:i])
+			if err != nil {
+				f.log.Debug("transcript: unreadable line", "err", err)
+			}
+			out = append(out, ps...)
+			b = b[i+1:]
+		}
+	}()
+	f.mu.Unlock()
+	// Emitting outside mu: the sink may ask Answered.
+	for _, p := range out {
+		emit(p)
+	}
+}
+
+// Close stops following.
+func (f *Follower) Close() error {
+	err := f.watcher.Close()
+	<-f.done
+	return err
+}

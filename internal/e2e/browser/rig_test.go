@@ -1,0 +1,344 @@
+package browser
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/chromedp"
+	"github.com/parleyhq/parley/internal/testkit"
+	"github.com/parleyhq/parley/internal/testkit/claudeapi"
+)
+
+var updateShots = flag.Bool("screenshots", false, "write the dashboard's screenshots to docs/screenshots")
+
+const chromium = "/usr/bin/chromium"
+
+// wait bounds every step: Claude Code starts in a few seconds; nothing waits longer.
+const wait = 60 * time.Second
+
+var (
+	buildOnce sync.Once
+	buildBin  string
+	buildErr  error
+)
+
+// parleyBin builds the binary under test once per test process.
+func parleyBin(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "parley-e2e-bin")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		buildBin = filepath.Join(dir, "parley")
+		pkg := "./cmd/parley"
+		if p := os.Getenv("PARLEY_E2E_PKG"); p != "" {
+			pkg = p // a stand-in while cmd/parley is being written
+		}
+		cmd := exec.Command("go", "build", "-o", buildBin, pkg)
+		cmd.Dir = testkit.RepoRoot(t)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build ./cmd/parley: %w\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return buildBin
+}
+
+// rig is one parley serve with its data folder, the scripted model API and a
+// working directory inside the configured root.
+type rig struct {
+	t     *testing.T
+	dir   string
+	work  string
+	api   *claudeapi.Server
+	addr  string // host:port, kept across restarts
+	Base  string // http://host:port
+	Token string
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	done chan struct{}
+	out  *strings.Builder
+}
+
+func newRig(t *testing.T) *rig {
+	t.Helper()
+	r := &rig{t: t, dir: t.TempDir(), addr: "127.0.0.1:0"}
+	r.work = filepath.Join(r.dir, "work")
+	if err := os.MkdirAll(filepath.Join(r.work, "proj"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r.api = claudeapi.Start(t, Scenario())
+	env := claudeapi.Env(t, r.api, filepath.Join(r.dir, "home"), r.work)
+	var agentEnv strings.Builder
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		fmt.Fprintf(&agentEnv, "%s = %q\n", k, v)
+	}
+	cfg := fmt.Sprintf(`roots = [%q]
+default_agent = "claude"
+
+[[agent]]
+id = "claude"
+name = "Claude Code"
+transport = "stream"
+command = %q
+roots = [%q]
+
+[agent.env]
+%s`, r.work, testkit.ClaudeBin(t), r.work, agentEnv.String())
+	if err := os.WriteFile(filepath.Join(r.dir, "config.toml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r.start()
+	t.Cleanup(r.stop)
+	return r
+}
+
+var urlRE = regexp.MustCompile(`http://(127\.0\.0\.1:\d+)/\?token=([A-Za-z0-9_\-]+)`)
+
+// start runs parley serve and waits for the URL it prints.
+func (r *rig) start() {
+	r.t.Helper()
+	bin := parleyBin(r.t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, bin, "serve", "--config", filepath.Join(r.dir, "config.toml"),
+		"--data", filepath.Join(r.dir, "data"), "--addr", r.addr)
+	cmd.Dir = r.work
+	cmd.Env = append(os.Environ(), "HOME="+filepath.Join(r.dir, "home"))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
+	cmd.WaitDelay = 10 * time.Second
+	pr, pw := io.Pipe()
+	cmd.Stdout, cmd.Stderr = pw, pw
+	if err := cmd.Start(); err != nil {
+		cancel()
+		r.t.Fatalf("parley serve: %v", err)
+	}
+	done := make(chan struct{})
+	found := make(chan []string, 1)
+	out := &strings.Builder{}
+	var outMu sync.Mutex
+	go func() {
+		sc := bufio.NewScanner(pr)
+		sc.Buffer(make([]byte, 64*1024), 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			outMu.Lock()
+			out.WriteString(line + "\n")
+			outMu.Unlock()
+			if m := urlRE.FindStringSubmatch(line); m != nil {
+				select {
+				case found <- m:
+				default:
+				}
+			}
+		}
+	}()
+	go func() {
+		cmd.Wait()
+		pw.Close()
+		cancel()
+		close(done)
+	}()
+	select {
+	case m := <-found:
+		r.addr, r.Base, r.Token = m[1], "http://"+m[1], m[2]
+	case <-done:
+		outMu.Lock()
+		defer outMu.Unlock()
+		r.t.Fatalf("parley serve exited before printing its URL:\n%s", out.String())
+	case <-time.After(wait):
+		r.t.Fatal("parley serve printed no URL within a minute")
+	}
+	r.mu.Lock()
+	r.cmd, r.done, r.out = cmd, done, out
+	r.mu.Unlock()
+}
+
+// stop ends parley serve (SIGTERM to its group) and waits for it.
+func (r *rig) stop() {
+	r.mu.Lock()
+	cmd, done := r.cmd, r.done
+	r.cmd = nil
+	r.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-done
+	}
+}
+
+func (r *rig) restart() {
+	r.stop()
+	r.start()
+}
+
+// LoginURL is the link parley serve prints.
+func (r *rig) LoginURL() string { return r.Base + "/?token=" + r.Token }
+
+// browser starts a fresh headless Chromium (its own profile folder) and returns a
+// tab's context, cancelled when the test ends.
+func browser(t *testing.T, width, height int) context.Context {
+	t.Helper()
+	if _, err := os.Stat(chromium); err != nil {
+		t.Fatalf("chromium is not installed at %s (apt-get install -y chromium): %v", chromium, err)
+	}
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(chromium),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(width, height),
+	}
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelB := chromedp.NewContext(actx)
+	if err := chromedp.Run(ctx); err != nil {
+		cancelB()
+		cancelA()
+		t.Fatalf("start chromium: %v", err)
+	}
+	t.Cleanup(func() {
+		cancelB()
+		cancelA()
+	})
+	return ctx
+}
+
+// newTab opens another tab in the same browser (same cookies).
+func newTab(t *testing.T, ctx context.Context) context.Context {
+	t.Helper()
+	tab, cancel := chromedp.NewContext(ctx)
+	if err := chromedp.Run(tab); err != nil {
+		cancel()
+		t.Fatalf("new tab: %v", err)
+	}
+	t.Cleanup(cancel)
+	return tab
+}
+
+// run runs actions with the step deadline and fails the test with what was being done.
+func run(t *testing.T, ctx context.Context, what string, actions ...chromedp.Action) {
+	t.Helper()
+	c, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	if err := chromedp.Run(c, actions...); err != nil {
+		var html string
+		hc, hcancel := context.WithTimeout(ctx, 5*time.Second)
+		_ = chromedp.Run(hc, chromedp.OuterHTML("main, .phone", &html, chromedp.ByQuery))
+		hcancel()
+		if len(html) > 4000 {
+			html = html[len(html)-4000:]
+		}
+		t.Fatalf("%s: %v\npage (tail):\n%s", what, err, html)
+	}
+}
+
+// until polls a JavaScript condition in the page until it is true.
+func until(t *testing.T, ctx context.Context, what, js string) {
+	t.Helper()
+	deadline := time.Now().Add(wait)
+	var last string
+	for time.Now().Before(deadline) {
+		var ok bool
+		c, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err := chromedp.Run(c, chromedp.Evaluate(js, &ok))
+		cancel()
+		if err == nil && ok {
+			return
+		}
+		if err != nil {
+			last = err.Error()
+		}
+		c, cancel = context.WithTimeout(ctx, time.Second)
+		_ = chromedp.Run(c, chromedp.Sleep(100*time.Millisecond)) // the poll's pace, not a synchronisation
+		cancel()
+	}
+	var body string
+	c, cancel := context.WithTimeout(ctx, 5*time.Second)
+	_ = chromedp.Run(c, chromedp.Evaluate(`(document.querySelector("main, .phone")||document.body).innerText`, &body))
+	cancel()
+	t.Fatalf("%s: still false after %v: %s (%s)\npage text:\n%s", what, wait, js, last, body)
+}
+
+func eval[T any](t *testing.T, ctx context.Context, js string) T {
+	t.Helper()
+	var v T
+	run(t, ctx, "evaluate "+js, chromedp.Evaluate(js, &v))
+	return v
+}
+
+// shot saves a screenshot to docs/screenshots when -screenshots is given.
+func shot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	if !*updateShots {
+		return
+	}
+	var png []byte
+	run(t, ctx, "screenshot "+name, chromedp.CaptureScreenshot(&png))
+	dir := filepath.Join(testkit.RepoRoot(t), "docs", "screenshots")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func phoneViewport() chromedp.Action {
+	return chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile, chromedp.EmulateTouch, chromedp.EmulateScale(2))
+}
+
+func darkTheme() chromedp.Action {
+	return emulation.SetEmulatedMedia().WithFeatures([]*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}})
+}
+
+// get does a plain HTTP GET (no browser, no cookie unless given).
+func get(t *testing.T, url string, cookie *http.Cookie) *http.Response {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cookie != nil {
+		req.AddCookie(cookie)
+	}
+	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }, Timeout: 10 * time.Second}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp
+}

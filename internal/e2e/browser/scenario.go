@@ -1,0 +1,53 @@
+// Package browser holds the dashboard's browser tests: a real `parley serve`, the
+// real Claude Code in stream mode against the scripted model API, and headless
+// Chromium driven with chromedp. scenario.go is the script they share.
+package browser
+
+import (
+	"strings"
+	"time"
+
+	"github.com/parleyhq/parley/internal/testkit/claudeapi"
+)
+
+// Prompts the scenario answers, and what the answers hold.
+const (
+	PromptMarkdown   = "show me markdown"
+	PromptBash       = "run the tool"
+	PromptAsk        = "ask me"
+	PromptSlow       = "slow answer"
+	PromptXSS        = "show me html"
+	PromptEcho       = "echo"
+	MarkdownHeading  = "Fibonacci in Go"
+	ToolFollowUp     = "The file is made."
+	QuestionColor    = "Which color do you prefer?"
+	QuestionFruit    = "Which fruits do you like?"
+	QuestionThanks   = "Thanks for answering."
+	XSSMarker        = "window.__pwned"
+	markdownAnswerGo = "func fib(n int) int {\n\tif n < 2 {\n\t\treturn n\n\t}\n\treturn fib(n-1) + fib(n-2)\n}"
+)
+
+// Scenario is the scripted model for every browser test.
+func Scenario() claudeapi.Scenario {
+	md := "## " + MarkdownHeading + "\n\nHere is **bold** and `inline code`:\n\n```go\n" + markdownAnswerGo + "\n```\n\n- one\n- two\n"
+	xss := "Raw HTML follows: <script>" + XSSMarker + "=1</script> and <img src=x onerror=\"" + XSSMarker + "=2\"> end.\n\n" +
+		"<div><script>" + XSSMarker + "=3</script></div>\n"
+	return claudeapi.Scenario{Name: "dashboard", Rules: []claudeapi.Rule{
+		{Match: claudeapi.Match{Exact: PromptMarkdown}, Reply: claudeapi.Reply{Blocks: []claudeapi.Block{
+			{Type: claudeapi.BlockThinking, Text: "The person wants formatted text."},
+			{Type: claudeapi.BlockText, Text: md, Chunks: 6, Delay: claudeapi.Duration(20 * time.Millisecond)},
+		}}},
+		{Match: claudeapi.Match{Exact: PromptBash}, Reply: claudeapi.Bash("touch made-by-bash", "Make a file")},
+		{Match: claudeapi.Match{ToolResult: "Bash"}, Reply: claudeapi.Text(ToolFollowUp, 1, 0)},
+		{Match: claudeapi.Match{Prefix: PromptAsk}, Reply: claudeapi.ToolUse("AskUserQuestion", map[string]any{
+			"questions": []map[string]any{
+				{"question": QuestionColor, "header": "Color", "multiSelect": false,
+					"options": []map[string]string{{"label": "Blue", "description": "cool"}, {"label": "Red", "description": "warm"}}},
+			},
+		})},
+		{Match: claudeapi.Match{ToolResult: "AskUserQuestion"}, Reply: claudeapi.Text(QuestionThanks, 1, 0)},
+		{Match: claudeapi.Match{Prefix: PromptSlow}, Reply: claudeapi.Text(strings.Repeat("slowly ", 100), 100, 300*time.Millisecond)},
+		{Match: claudeapi.Match{Exact: PromptXSS}, Reply: claudeapi.Text(xss, 1, 0)},
+		{Match: claudeapi.Match{Prefix: PromptEcho}, Reply: claudeapi.Text("You said it.", 1, 0)},
+	}, Default: &claudeapi.Reply{Blocks: []claudeapi.Block{{Type: claudeapi.BlockText, Text: "Noted."}}}}
+}
