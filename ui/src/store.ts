@@ -388,11 +388,14 @@ export class Store implements SocketSink {
         this.appendText("thought", ev.text);
         break;
       case "tool_call":
+        // A question's tool call is shown as its question card.
+        if (ev.title === "AskUserQuestion") break;
         this.upsert("t:" + ev.tool_call_id, () => ({ kind: "tool", key: "t:" + ev.tool_call_id, id: ev.tool_call_id, title: ev.title, tool: ev.kind, status: ev.status, input: ev.input, locations: ev.locations }), (it) =>
           it.kind === "tool" ? { ...it, title: ev.title || it.title, tool: ev.kind || it.tool, status: ev.status || it.status, input: ev.input ?? it.input } : it,
         );
         break;
       case "tool_call_update":
+        if (!this.index.has("t:" + ev.tool_call_id) && (ev.title === "AskUserQuestion" || !ev.title)) break;
         this.upsert("t:" + ev.tool_call_id, () => ({ kind: "tool", key: "t:" + ev.tool_call_id, id: ev.tool_call_id, title: ev.title ?? "tool", tool: "other", status: ev.status ?? "in_progress", output: ev.output, diffs: ev.diffs, locations: ev.locations }), (it) =>
           it.kind === "tool"
             ? {
@@ -466,7 +469,7 @@ export class Store implements SocketSink {
         }
         break;
       case "session":
-        if (ev.state === "exited" || ev.state === "unloaded") {
+        if (ev.state === "exited" && ev.detail) {
           this.pushItem({ kind: "notice", key: "s:" + (ev.seq ?? newID("")), level: "info", text: `session ${ev.state}${ev.detail ? ": " + ev.detail : ""}` });
         }
         break;

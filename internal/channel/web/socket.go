@@ -24,7 +24,7 @@ const (
 	CloseTooLarge websocket.StatusCode = 4009 // a frame far beyond the size limit
 )
 
-const writeTimeout = 10 * time.Second
+const writeTimeout = 5 * time.Second
 
 // conn is one chat socket: a reader goroutine (the handler's) and one writer.
 type conn struct {
@@ -89,23 +89,29 @@ func (s *Server) handleSocket(w http.ResponseWriter, r *http.Request) {
 	log.Debug("socket open")
 
 	writerDone := make(chan error, 1)
-	go func() { writerDone <- c.writeLoop(ctx, th, since, sinceThread) }()
+	go func() {
+		// The writer closes the socket when it stops first (slow, shutdown), with
+		// the reason in the close frame; that also ends the reader's wait.
+		werr := c.writeLoop(ctx, th, since, sinceThread)
+		switch {
+		case errors.Is(werr, errSlow):
+			s.m.closed.WithLabelValues("slow").Inc()
+			ws.Close(CloseSlow, hub.ReasonSlow)
+		case s.ctx.Err() != nil:
+			ws.Close(websocket.StatusGoingAway, hub.ReasonShutdown)
+		case ctx.Err() == nil:
+			ws.Close(websocket.StatusInternalError, "write failed")
+		}
+		writerDone <- werr
+	}()
 	readErr := c.readLoop(ctx)
-	cancel()
-	werr := <-writerDone
-	reason := hub.ReasonShutdown
-	switch {
-	case errors.Is(werr, errSlow):
-		s.m.closed.WithLabelValues("slow").Inc()
-		ws.Close(CloseSlow, hub.ReasonSlow)
-	case errors.Is(readErr, errTooLarge):
+	if errors.Is(readErr, errTooLarge) {
 		s.m.closed.WithLabelValues("too_large").Inc()
 		ws.Close(CloseTooLarge, "frame far beyond the size limit")
-	case s.ctx.Err() != nil:
-		ws.Close(websocket.StatusGoingAway, reason)
-	default:
-		ws.CloseNow()
 	}
+	cancel()
+	werr := <-writerDone
+	ws.CloseNow()
 	log.Debug("socket closed", "read", readErr, "write", werr)
 }
 
@@ -242,26 +248,27 @@ func (c *conn) showThread(ctx context.Context, id chat.ThreadID, since int64) er
 	return c.writeEvent(ctx, chat.TurnStatus{Active: th.TurnMessageID != "", MessageID: th.TurnMessageID})
 }
 
-// reply queues a frame for this connection alone; a connection whose replies
-// back up is not read from any faster, so dropping here only sheds error floods.
-func (c *conn) reply(p chat.Payload) {
+// reply queues a frame for this connection alone. When replies back up, the
+// reader waits: a client flooding inputs is simply read more slowly, and every
+// input still gets its answer.
+func (c *conn) reply(ctx context.Context, p chat.Payload) {
 	ev, err := chat.NewEvent("", p, time.Time{})
 	if err != nil {
 		return
 	}
 	select {
 	case c.replies <- ev.Frame():
-	default:
+	case <-ctx.Done():
 	}
 }
 
-func (c *conn) replyErr(ref string, err error) {
+func (c *conn) replyErr(ctx context.Context, ref string, err error) {
 	code, _ := errorCode(err)
 	var we *wire.Error
 	if errors.As(err, &we) && we.Ref != "" {
 		ref = we.Ref
 	}
-	c.reply(chat.Error{Code: code, Message: err.Error(), Ref: ref})
+	c.reply(ctx, chat.Error{Code: code, Message: err.Error(), Ref: ref})
 }
 
 // readLoop reads inputs until the socket closes. Bad input gets an error naming
@@ -290,20 +297,20 @@ func (c *conn) readLoop(ctx context.Context) error {
 				return errTooLarge
 			}
 			c.s.m.inputs.WithLabelValues("unknown", "too_large").Inc()
-			c.reply(chat.Error{Code: chat.CodeTooLarge, Message: fmt.Sprintf("input is larger than the limit of %d bytes", max)})
+			c.reply(ctx, chat.Error{Code: chat.CodeTooLarge, Message: fmt.Sprintf("input is larger than the limit of %d bytes", max)})
 			continue
 		}
 		if !limiter.Allow() {
 			c.s.m.inputs.WithLabelValues("unknown", "rate_limited").Inc()
 			in, _ := wire.Decode(data)
-			c.reply(chat.Error{Code: chat.CodeRateLimit, Message: "too many inputs: slow down (the limit is " +
+			c.reply(ctx, chat.Error{Code: chat.CodeRateLimit, Message: "too many inputs: slow down (the limit is " +
 				strconv.FormatFloat(lim.InputsPerSecond, 'f', -1, 64) + " a second)", Ref: in.Ref()})
 			continue
 		}
 		in, err := wire.Decode(data)
 		if err != nil {
 			c.s.m.inputs.WithLabelValues("invalid", "bad_input").Inc()
-			c.replyErr("", err)
+			c.replyErr(ctx, "", err)
 			continue
 		}
 		c.handle(ctx, in)
@@ -314,12 +321,12 @@ func (c *conn) handle(ctx context.Context, in wire.Input) {
 	var err error
 	switch in.Type {
 	case wire.TypePing:
-		c.reply(chat.Pong{})
+		c.reply(ctx, chat.Pong{})
 	case wire.TypeMessage:
 		var d chat.Delivery
 		d, _, err = c.s.router.Send(ctx, router.SendRequest{From: c.route, Message: *in.Message})
 		if errors.Is(err, chat.ErrDuplicate) {
-			c.reply(d) // the receipt it already has; never delivered twice
+			c.reply(ctx, d) // the receipt it already has; never delivered twice
 			err = nil
 		}
 	case wire.TypeStop:
@@ -338,7 +345,7 @@ func (c *conn) handle(ctx context.Context, in wire.Input) {
 	outcome := "ok"
 	if err != nil {
 		outcome, _ = errorCode(err)
-		c.replyErr(in.Ref(), err)
+		c.replyErr(ctx, in.Ref(), err)
 	}
 	c.s.m.inputs.WithLabelValues(in.Type, outcome).Inc()
 }

@@ -2,11 +2,13 @@ package acp
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -195,7 +197,7 @@ func TestGeminiShellPermission(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := newRig(t, geminiapi.Scenario{Rules: []geminiapi.Rule{
-				{Match: geminiapi.Match{Contains: "run the command"}, Reply: geminiapi.Shell("echo "+marker+"-$((6*7))", "Print a marker")},
+				{Match: geminiapi.Match{Contains: "run the command"}, Reply: geminiapi.Shell("printf '%s-%s\\n' "+marker+" 42", "Print a marker")},
 				{Match: geminiapi.Match{FunctionResponse: "run_shell_command"}, Reply: geminiapi.Text("The command is done.", 1, 0)},
 			}})
 			s, sink := r.start("")
@@ -262,7 +264,7 @@ func TestGeminiStop(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			r := newRig(t, geminiapi.Scenario{Rules: []geminiapi.Rule{
 				{Match: geminiapi.Match{Contains: "talk slowly"}, Reply: slow},
-				{Match: geminiapi.Match{Contains: "run the command"}, Reply: geminiapi.Shell("echo never", "Print")},
+				{Match: geminiapi.Match{Contains: "run the command"}, Reply: geminiapi.Shell("touch stopped-command-ran", "Create a file")},
 				{Match: geminiapi.Match{Contains: "and now"}, Reply: geminiapi.Text("Still here.", 1, 0)},
 			}})
 			s, sink := r.start("")
@@ -283,8 +285,8 @@ func TestGeminiStop(t *testing.T) {
 					t.Errorf("answering a withdrawn card: got nil want an error")
 				}
 			}
-			if fr, ok := r.srv.FunctionResponse("run_shell_command"); ok && strings.Contains(string(fr.Response), "never\\n") {
-				t.Errorf("the stopped command ran: %s", fr.Response)
+			if _, err := os.Stat(filepath.Join(r.cwd, "stopped-command-ran")); err == nil {
+				t.Errorf("the stopped command ran")
 			}
 			next := sink.len()
 			prompt(t, s, "and now")
@@ -301,7 +303,7 @@ func TestGeminiStop(t *testing.T) {
 
 func TestGeminiSetMode(t *testing.T) {
 	r := newRig(t, geminiapi.Scenario{Rules: []geminiapi.Rule{
-		{Match: geminiapi.Match{Contains: "run the command"}, Reply: geminiapi.Shell("echo yolo-$((40+2))", "Print")},
+		{Match: geminiapi.Match{Contains: "run the command"}, Reply: geminiapi.Shell("printf '%s-%s\\n' yolo 42", "Print")},
 		{Match: geminiapi.Match{FunctionResponse: "run_shell_command"}, Reply: geminiapi.Text("Ran it.", 1, 0)},
 	}})
 	s, sink := r.start("")
@@ -339,4 +341,156 @@ func TestGeminiSetMode(t *testing.T) {
 		t.Errorf("SetMode(no-such-mode): got nil want an error")
 	}
 	r.saveTranscript("set_mode")
+}
+
+func TestGeminiResume(t *testing.T) {
+	r := newRig(t, geminiapi.Scenario{Rules: []geminiapi.Rule{
+		{Match: geminiapi.Match{Contains: "first message"}, Reply: geminiapi.Text("First answer.", 2, 0)},
+		{Match: geminiapi.Match{Contains: "second message"}, Reply: geminiapi.Text("Second answer.", 2, 0)},
+	}})
+	s, sink := r.start("")
+	prompt(t, s, "first message")
+	if got := waitTurn(t, sink, 0); got != chat.StopEndTurn {
+		t.Fatalf("first turn: got %q", got)
+	}
+	ids := sink.all()
+	id := ids[0].Value
+	// Idle unload: the process goes away, the thread keeps the session id.
+	if err := s.Close(context.Background()); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if n := sink.count(0, "exited", ""); n != 0 {
+		t.Errorf("Exited after Close: got %d want 0 (parley ended it)", n)
+	}
+
+	s2, sink2 := r.start(id)
+	if got := sink2.all()[0]; got.Kind != "session_id" || got.Value != id {
+		t.Errorf("resumed session id: got %+v want %q", got, id)
+	}
+	prompt(t, s2, "second message")
+	if got := waitTurn(t, sink2, 0); got != chat.StopEndTurn {
+		t.Fatalf("second turn: got %q\n%s", got, sink2.dump())
+	}
+	// History is not shown twice: the only text is the new answer.
+	if got := sink2.text(0); got != "Second answer." {
+		t.Errorf("text after resume: got %q want only %q", got, "Second answer.")
+	}
+	if n := len(payloads[chat.Error](sink2, 0)); n != 0 {
+		t.Errorf("errors after resume: got %+v want none", payloads[chat.Error](sink2, 0))
+	}
+	// The agent really has the history: the model saw the first turn.
+	reqs := r.srv.ScenarioRequests()
+	last := reqs[len(reqs)-1]
+	if got := strings.Join(last.UserTexts(), "|"); !strings.Contains(got, "first message") || !strings.Contains(got, "second message") {
+		t.Errorf("user texts the model saw after resume: got %q want both messages", got)
+	}
+	r.saveTranscript("resume_load")
+
+	t.Run("unknown session", func(t *testing.T) {
+		s3, sink3 := r.start("00000000-0000-4000-8000-000000000000")
+		errs := payloads[chat.Error](sink3, 0)
+		if len(errs) != 1 || errs[0].Code != chat.CodeNoHistory {
+			t.Fatalf("errors: got %+v want one %s", errs, chat.CodeNoHistory)
+		}
+		recs := sink3.all()
+		if recs[0].Kind != "session_id" || recs[0].Value == "00000000-0000-4000-8000-000000000000" || recs[0].Value == "" {
+			t.Errorf("new session id: got %+v want a fresh one", recs[0])
+		}
+		prompt(t, s3, "second message")
+		if got := waitTurn(t, sink3, 0); got != chat.StopEndTurn {
+			t.Fatalf("turn in the new session: got %q", got)
+		}
+	})
+}
+
+func TestGeminiReadOutsideCwd(t *testing.T) {
+	const secret = "TOP-SECRET-parley-7f3a"
+	outside := filepath.Join(t.TempDir(), "secret.txt")
+	if err := os.WriteFile(outside, []byte(secret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		path func(cwd string) string
+	}{
+		{name: "absolute path", path: func(string) string { return outside }},
+		{name: "symlink inside cwd", path: func(cwd string) string {
+			link := filepath.Join(cwd, "innocent.txt")
+			if err := os.Symlink(outside, link); err != nil {
+				t.Fatal(err)
+			}
+			return link
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newRig(t, geminiapi.Scenario{})
+			p := tt.path(r.cwd)
+			r.srv.SetScenario(geminiapi.Scenario{Rules: []geminiapi.Rule{
+				{Match: geminiapi.Match{Contains: "read it"}, Reply: geminiapi.ReadFile(p)},
+				{Match: geminiapi.Match{FunctionResponse: "read_file"}, Reply: geminiapi.Text("Done reading.", 1, 0)},
+			}})
+			s, sink := r.start("")
+			prompt(t, s, "read it")
+			if got := waitTurn(t, sink, 0); got != chat.StopEndTurn {
+				t.Fatalf("turn: got %q", got)
+			}
+			// A permission card, if any, is refused too.
+			for _, req := range payloads[chat.PermissionRequest](sink, 0) {
+				t.Errorf("unexpected permission card: %+v", req)
+			}
+			fr, ok := r.srv.FunctionResponse("read_file")
+			if !ok {
+				t.Fatalf("the stand-in never got the read_file result")
+			}
+			if strings.Contains(string(fr.Response), secret) {
+				t.Errorf("the secret reached the model: %s", fr.Response)
+			}
+			if !strings.Contains(string(fr.Response), "error") {
+				t.Errorf("read_file result: got %s want an error", fr.Response)
+			}
+			for _, rec := range sink.all() {
+				b, _ := json.Marshal(rec.Payload)
+				if strings.Contains(string(b), secret) {
+					t.Errorf("the secret reached the screen: %s", b)
+				}
+			}
+			t.Logf("agent asked parley to read it: %v; read_file result: %s", strings.Contains(r.tap.String(), `"fs/read_text_file"`), fr.Response)
+			r.saveTranscript("read_outside_" + strings.ReplaceAll(tt.name, " ", "_"))
+		})
+	}
+}
+
+func TestGeminiKilledMidTurn(t *testing.T) {
+	r := newRig(t, geminiapi.Scenario{Rules: []geminiapi.Rule{
+		{Match: geminiapi.Match{Contains: "talk slowly"}, Reply: geminiapi.Text(strings.Repeat("slow words ", 60), 60, 150*time.Millisecond)},
+		{Match: geminiapi.Match{Contains: "are you back"}, Reply: geminiapi.Text("Back again.", 1, 0)},
+	}})
+	s, sink := r.start("")
+	id := sink.all()[0].Value
+	prompt(t, s, "talk slowly")
+	testkit.Eventually(t, turnWait, func() bool { return len(payloads[chat.AgentChunk](sink, 0)) > 0 }, "no chunk:\n%s", sink.dump())
+	if err := syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL); err != nil {
+		t.Fatalf("kill: %v", err)
+	}
+	if got := waitTurn(t, sink, 0); got != chat.StopError {
+		t.Fatalf("stop reason: got %q want %q", got, chat.StopError)
+	}
+	testkit.Eventually(t, 10*time.Second, func() bool { return sink.count(0, "exited", "") == 1 }, "no Exited:\n%s", sink.dump())
+	errs := payloads[chat.Error](sink, 0)
+	if len(errs) != 1 || errs[0].Code != chat.CodeAgent || !strings.Contains(errs[0].Message, "killed") {
+		t.Errorf("error events: got %+v want one %s saying the agent was killed", errs, chat.CodeAgent)
+	}
+	if err := s.Prompt(context.Background(), driver.Prompt{Text: "hello?"}); err == nil {
+		t.Errorf("Prompt to a dead session: got nil want an error")
+	}
+	// Recovery: the next message starts the agent again on the same session.
+	s2, sink2 := r.start(id)
+	prompt(t, s2, "are you back")
+	if got := waitTurn(t, sink2, 0); got != chat.StopEndTurn {
+		t.Fatalf("turn after recovery: got %q\n%s", got, sink2.dump())
+	}
+	if got := sink2.text(0); got != "Back again." {
+		t.Errorf("text after recovery: got %q", got)
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,7 +25,10 @@ var permissionOptions = []chat.PermissionOption{
 	{ID: chat.OptionRejectOnce, Label: "Reject", Kind: chat.OptionRejectOnce},
 }
 
-// Modes Claude Code's set_permission_mode accepts.
+const modeBypass = "bypassPermissions"
+
+// Modes Claude Code's set_permission_mode accepts; the last one only when the
+// process was started to allow it.
 var modes = []chat.ModeOption{
 	{ID: "default", Name: "Default", Description: "Ask before edits and commands"},
 	{ID: "acceptEdits", Name: "Accept edits", Description: "Edit files without asking"},
@@ -64,6 +68,7 @@ type writeReq struct {
 type session struct {
 	sink   driver.Sink
 	log    *slog.Logger
+	modes  []chat.ModeOption
 	writes chan *writeReq
 	gone   chan struct{} // closed when the process is gone
 	now    func() time.Time
@@ -74,6 +79,7 @@ type session struct {
 	turns     int  // prompts written whose result has not come yet
 	cancelled bool // an interrupt was sent for the turn in flight
 	cancelGen int  // counts interrupts, to pair a grace timer with its turn
+	graceT    *time.Timer
 	closing   bool
 	sessionID string
 	mode      string
@@ -87,8 +93,13 @@ type session struct {
 	nextReq   int
 }
 
-func newSession(sink driver.Sink, log *slog.Logger) *session {
+func newSession(sink driver.Sink, log *slog.Logger, allowBypass bool) *session {
+	ms := modes
+	if !allowBypass {
+		ms = modes[:len(modes)-1]
+	}
 	return &session{
+		modes:    ms,
 		sink:     sink,
 		log:      log,
 		writes:   make(chan *writeReq),
@@ -208,12 +219,13 @@ func (s *session) Cancel(ctx context.Context) error {
 	s.cancelGen++
 	gen := s.cancelGen
 	withdrawn := s.takeCardsLocked()
+	// Should the result never come, the turn still ends.
+	s.stopGraceLocked()
+	s.graceT = time.AfterFunc(cancelGrace, func() { s.endCancelled(gen) })
 	s.mu.Unlock()
 	for _, id := range withdrawn {
 		s.sink.CardWithdrawn(id)
 	}
-	// Should the result never come, the turn still ends.
-	time.AfterFunc(cancelGrace, func() { s.endCancelled(gen) })
 	if _, err := s.control(ctx, "interrupt", nil); err != nil {
 		return fmt.Errorf("stream: cancel: %w", err)
 	}
@@ -231,6 +243,13 @@ func (s *session) endCancelled(gen int) {
 	s.mu.Unlock()
 	s.log.Warn("claude gave no result after an interrupt; ending the turn")
 	s.sink.TurnEnded(chat.StopCancelled)
+}
+
+func (s *session) stopGraceLocked() {
+	if s.graceT != nil {
+		s.graceT.Stop()
+		s.graceT = nil
+	}
 }
 
 // takeCardsLocked removes every open card and returns their ids.
@@ -388,7 +407,7 @@ func questionInput(c *card, a driver.QuestionAnswer) (json.RawMessage, error) {
 // SetMode changes the permission mode; Claude Code's answer becomes a mode event.
 func (s *session) SetMode(ctx context.Context, modeID string) error {
 	found := false
-	for _, m := range modes {
+	for _, m := range s.modes {
 		found = found || m.ID == modeID
 	}
 	if !found {
@@ -441,7 +460,7 @@ func (s *session) setMode(mode, model string) {
 func (s *session) modeEventLocked() chat.Mode {
 	return chat.Mode{
 		Current:   s.mode,
-		Available: modes,
+		Available: s.modes,
 		ConfigOptions: []chat.ConfigOption{{
 			ID: "model", Name: "Model", Current: s.model, Values: s.models,
 		}},
@@ -610,11 +629,11 @@ func (s *session) handleResult(l line) {
 		return
 	}
 	s.turns--
+	// An interrupt ends one turn; a prompt queued behind it runs on.
 	cancelled := s.cancelled
-	if s.turns == 0 {
-		s.cancelled = false
-	}
-	cost := l.TotalCostUSD - s.lastCost
+	s.cancelled = false
+	s.stopGraceLocked()
+	cost := math.Round((l.TotalCostUSD-s.lastCost)*1e9) / 1e9
 	if cost < 0 {
 		cost = 0
 	}
@@ -631,7 +650,9 @@ func (s *session) handleResult(l line) {
 	if l.Usage != nil {
 		u.InputTokens, u.OutputTokens = l.Usage.InputTokens, l.Usage.OutputTokens
 	}
-	s.sink.Event(u)
+	if u != (chat.Usage{}) {
+		s.sink.Event(u)
+	}
 	stop := chat.StopEndTurn
 	switch {
 	case cancelled:
@@ -662,10 +683,16 @@ func (s *session) handleControlRequest(l line, raw []byte) {
 		if r != nil {
 			sub = r.Subtype
 		}
-		// Answer so Claude Code never waits on parley for something it cannot do.
-		_ = s.write(context.Background(), controlResponseLine{Type: "control_response", Response: controlResponseOut{
+		// Answer so Claude Code never waits on parley for something it cannot
+		// do; from another goroutine, so the reader never waits on stdin.
+		resp := controlResponseLine{Type: "control_response", Response: controlResponseOut{
 			Subtype: "error", RequestID: l.RequestID, Error: "parley does not support " + sub,
-		}})
+		}}
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_ = s.write(ctx, resp)
+		}()
 		return
 	}
 	input := r.Input
@@ -727,6 +754,7 @@ func (s *session) exited(err error, stderrTail string) {
 	s.mu.Lock()
 	turn := s.turns > 0
 	s.turns = 0
+	s.stopGraceLocked()
 	closing := s.closing
 	withdrawn := s.takeCardsLocked()
 	s.mu.Unlock()

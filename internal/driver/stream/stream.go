@@ -66,6 +66,9 @@ func Args(spec driver.Spec) []string {
 	if spec.Mode != "" {
 		args = append(args, "--permission-mode", spec.Mode)
 	}
+	if allowBypass(spec) {
+		args = append(args, "--allow-dangerously-skip-permissions")
+	}
 	if spec.Model != "" {
 		args = append(args, "--model", spec.Model)
 	}
@@ -73,6 +76,14 @@ func Args(spec driver.Spec) []string {
 		args = append(args, "--resume", spec.ResumeID)
 	}
 	return append(args, spec.Args...)
+}
+
+// OptionAllowBypass in Spec.Options ("true") lets a person switch the session
+// to bypassPermissions later; without it Claude Code refuses that mode.
+const OptionAllowBypass = "allow_bypass"
+
+func allowBypass(spec driver.Spec) bool {
+	return spec.Options[OptionAllowBypass] == "true" || spec.Mode == modeBypass
 }
 
 // proc is the live process behind a session.
@@ -129,7 +140,7 @@ func (d *Driver) Start(ctx context.Context, spec driver.Spec, sink driver.Sink) 
 		kill()
 		return nil, fmt.Errorf("stream: start %s: %w", command, err)
 	}
-	p := &proc{session: newSession(sink, log), cmd: cmd, stdin: stdin, kill: kill, tail: tail, done: make(chan struct{})}
+	p := &proc{session: newSession(sink, log, allowBypass(spec)), cmd: cmd, stdin: stdin, kill: kill, tail: tail, done: make(chan struct{})}
 	log.Info("claude started", "pid", cmd.Process.Pid, "resume", spec.ResumeID != "")
 
 	readDone := make(chan struct{})
@@ -171,6 +182,16 @@ func (d *Driver) Start(ctx context.Context, spec driver.Spec, sink driver.Sink) 
 		return nil, fmt.Errorf("stream: start: %w", err)
 	}
 	p.initialized(r)
+	// Claude Code reports its mode only with a turn's system/init: say what it starts in.
+	mode := spec.Mode
+	if mode == "" {
+		mode = "default"
+	}
+	model := spec.Model
+	if model == "" {
+		model = "default"
+	}
+	p.setMode(mode, model)
 	if spec.ResumeID != "" {
 		p.mu.Lock()
 		p.sessionID = spec.ResumeID

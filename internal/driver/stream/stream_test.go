@@ -465,10 +465,13 @@ func TestCrashMidTurn(t *testing.T) {
 
 func TestModesAndModel(t *testing.T) {
 	r := newRig(t, claudeapi.Scenario{})
+	r.spec.Options = map[string]string{OptionAllowBypass: "true"}
+	// Claude Code refuses the bypass flags as root unless it is told it runs in a sandbox.
+	r.spec.Env = append(r.spec.Env, "IS_SANDBOX=1")
 	s := r.start()
 	r.prompt(s, "hello")
 	r.sink.waitTurns(t, 1)
-	for _, mode := range []string{"acceptEdits", "plan", "default"} {
+	for _, mode := range []string{"acceptEdits", "plan", "bypassPermissions", "default"} {
 		if err := s.SetMode(ctxT(t), mode); err != nil {
 			t.Fatalf("set mode %s: %v", mode, err)
 		}
@@ -479,6 +482,9 @@ func TestModesAndModel(t *testing.T) {
 	}
 	if err := s.SetMode(ctxT(t), "yolo"); !errors.Is(err, driver.ErrUnsupported) {
 		t.Errorf("unknown mode: got %v want ErrUnsupported", err)
+	}
+	if err := s.SetConfigOption(ctxT(t), "effort", "high"); !errors.Is(err, driver.ErrUnsupported) {
+		t.Errorf("unknown option: got %v want ErrUnsupported", err)
 	}
 	if err := s.SetConfigOption(ctxT(t), "model", "claude-sonnet-4-5"); err != nil {
 		t.Fatalf("set model: %v", err)
@@ -492,5 +498,40 @@ func TestModesAndModel(t *testing.T) {
 	reqs := r.srv.ScenarioRequests()
 	if got := reqs[len(reqs)-1].Model; got != "claude-sonnet-4-5" {
 		t.Errorf("the model asked for: got %q want claude-sonnet-4-5", got)
+	}
+}
+
+// An API error the CLI does not retry ends the turn error, in words.
+func TestAPIError(t *testing.T) {
+	r := newRig(t, claudeapi.Scenario{Rules: []claudeapi.Rule{
+		{Match: claudeapi.Match{Exact: "break"}, Reply: claudeapi.Reply{Error: &claudeapi.Error{
+			Status: 400, Type: "invalid_request_error", Message: "the stand-in refuses this"}}},
+		{Match: claudeapi.Match{Exact: "next"}, Reply: claudeapi.Text("fine again", 1, 0)},
+	}})
+	s := r.start()
+	r.prompt(s, "break")
+	if got := r.sink.waitTurns(t, 1); got[0] != chat.StopError {
+		t.Fatalf("turn: got %v want error", got)
+	}
+	if e := first[chat.Error](t, r.sink); !strings.Contains(e.Message, "the stand-in refuses this") {
+		t.Errorf("error event: got %+v", e)
+	}
+	r.prompt(s, "next")
+	if got := r.sink.waitTurns(t, 2); got[1] != chat.StopEndTurn {
+		t.Fatalf("next turn: got %v", got)
+	}
+}
+
+func TestBypassNeedsConsent(t *testing.T) {
+	r := newRig(t, claudeapi.Scenario{})
+	s := r.start()
+	if err := s.SetMode(ctxT(t), "bypassPermissions"); !errors.Is(err, driver.ErrUnsupported) {
+		t.Errorf("bypass without allow_bypass: got %v want ErrUnsupported", err)
+	}
+	m := first[chat.Mode](t, r.sink)
+	for _, o := range m.Available {
+		if o.ID == "bypassPermissions" {
+			t.Errorf("bypassPermissions offered without consent: %+v", m.Available)
+		}
 	}
 }

@@ -151,7 +151,12 @@ func (d *Driver) Start(ctx context.Context, spec driver.Spec, sink driver.Sink) 
 		s.closeHooks()
 		return nil, err
 	}
-	if err := s.waitReady(ctx, orDuration(d.ReadyTimeout, 60*time.Second), adopt != "" || exists); err != nil {
+	ready := orDuration(d.ReadyTimeout, 60*time.Second)
+	if exists {
+		// Someone else's screen: whatever it shows now is what there is.
+		ready = s.step
+	}
+	if err := s.waitReady(ctx, ready, exists); err != nil {
 		s.shutdown(ctx)
 		return nil, err
 	}
@@ -244,6 +249,7 @@ type session struct {
 	transcript string
 	turn       bool
 	closed     bool
+	answering  bool // an answer is pressing keys on the menu
 
 	stop      chan struct{}
 	done      chan struct{}

@@ -2,6 +2,8 @@ package browser
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -20,11 +22,11 @@ func js(s string) string {
 // startThread fills the new-thread form and sends the first message.
 func startThread(t *testing.T, ctx context.Context, text string) {
 	t.Helper()
-	run(t, ctx, "open the new-thread form", chromedp.WaitVisible(`form.newthread textarea`, chromedp.ByQuery))
+	run(t, ctx, "open the new-thread form", chromedp.WaitVisible(chromedp.CSS(`form.newthread textarea`)))
 	until(t, ctx, "the working directory is filled in", `document.querySelector("form.newthread input[type=text]").value !== ""`)
 	run(t, ctx, "write the first message",
-		chromedp.SendKeys(`form.newthread textarea`, text, chromedp.ByQuery),
-		chromedp.Click(`form.newthread button[type=submit]`, chromedp.ByQuery))
+		chromedp.SendKeys(chromedp.CSS(`form.newthread textarea`), text),
+		chromedp.Click(chromedp.CSS(`form.newthread button[type=submit]`)))
 	until(t, ctx, "the chat opens", `location.hash.startsWith("#/c/") && !!document.querySelector("textarea[aria-label=Message]")`)
 }
 
@@ -32,8 +34,8 @@ func startThread(t *testing.T, ctx context.Context, text string) {
 func send(t *testing.T, ctx context.Context, text string) {
 	t.Helper()
 	run(t, ctx, "send "+text,
-		chromedp.WaitVisible(`textarea[aria-label=Message]`, chromedp.ByQuery),
-		chromedp.SendKeys(`textarea[aria-label=Message]`, text+"\r", chromedp.ByQuery))
+		chromedp.WaitVisible(chromedp.CSS(`textarea[aria-label=Message]`)),
+		chromedp.SendKeys(chromedp.CSS(`textarea[aria-label=Message]`), text+"\r"))
 }
 
 // receipt is the JS for "the last user message with this text has this receipt".
@@ -51,7 +53,7 @@ func TestDashboard(t *testing.T) {
 	ctx := browser(t, 1280, 860)
 
 	t.Run("1 token login, then no token in the address bar; no cookie is 401", func(t *testing.T) {
-		run(t, ctx, "open the login link", chromedp.Navigate(r.LoginURL()), chromedp.WaitVisible(`.side`, chromedp.ByQuery))
+		run(t, ctx, "open the login link", chromedp.Navigate(r.LoginURL()), chromedp.WaitVisible(chromedp.CSS(`.side`)))
 		loc := eval[string](t, ctx, `location.href`)
 		if strings.Contains(loc, "token") || strings.Contains(loc, r.Token) {
 			t.Errorf("got address %q, want the token gone", loc)
@@ -77,5 +79,139 @@ func TestDashboard(t *testing.T) {
 		}
 		until(t, ctx, "the thought is collapsed", `!!document.querySelector("details.thought:not([open])")`)
 	})
+
+	chatURL := eval[string](t, ctx, `location.href`)
+
+	t.Run("3 permission card: click, the tool runs, the follow-up appears; a second tab sees it resolve", func(t *testing.T) {
+		tab2 := newTab(t, ctx)
+		run(t, tab2, "open the chat in a second tab", chromedp.Navigate(chatURL), chromedp.WaitVisible(chromedp.CSS(`textarea[aria-label=Message]`)))
+		send(t, ctx, PromptBash)
+		open := `!!document.querySelector(".card.perm[data-state=open] button.k-allow_once:not([disabled])")`
+		until(t, ctx, "the permission card is open", open)
+		until(t, tab2, "the second tab shows the card open", open)
+		shot(t, ctx, "desktop-permission")
+		run(t, ctx, "allow once", chromedp.Click(chromedp.CSS(`.card.perm[data-state=open] button.k-allow_once`)))
+		until(t, ctx, "the follow-up text appears", pageHas(ToolFollowUp))
+		until(t, tab2, "the second tab sees the card resolved", `!!document.querySelector(".card.perm[data-state=resolved]") && !document.querySelector(".card.perm button:enabled")`)
+		until(t, tab2, "the second tab sees the follow-up", pageHas(ToolFollowUp))
+		until(t, ctx, "the tool card is done", `[...document.querySelectorAll(".tool")].some(e => e.querySelector(".tool-status").textContent === "done")`)
+		if _, err := os.Stat(filepath.Join(r.work, "made-by-bash")); err != nil {
+			t.Errorf("got %v, want the Bash tool to have made the file", err)
+		}
+	})
+
+	t.Run("4 question cards: an option, then free text; reload keeps them answered", func(t *testing.T) {
+		send(t, ctx, PromptAsk+" first")
+		until(t, ctx, "the question card is open", `!!document.querySelector(".card.question[data-state=open]")`)
+		shot(t, ctx, "desktop-question")
+		run(t, ctx, "click Blue", chromedp.Click(chromedp.CSS(`.card.question[data-state=open] button.opt[title=cool]`)))
+		until(t, ctx, "the thanks appear", fmt.Sprintf(`[...document.querySelectorAll(".msg.agent")].filter(e => e.innerText.includes(%s)).length === 1`, js(QuestionThanks)))
+		send(t, ctx, PromptAsk+" second")
+		until(t, ctx, "the second card is open", `!!document.querySelector(".card.question[data-state=open]")`)
+		run(t, ctx, "answer in own words",
+			chromedp.SendKeys(chromedp.CSS(`.card.question[data-state=open] .own input`), "a deep sea green"),
+			chromedp.Click(chromedp.CSS(`.card.question[data-state=open] .own button[type=submit]`)))
+		until(t, ctx, "the second thanks appear", fmt.Sprintf(`[...document.querySelectorAll(".msg.agent")].filter(e => e.innerText.includes(%s)).length === 2`, js(QuestionThanks)))
+		if res, ok := r.api.ToolResultFor("AskUserQuestion"); !ok {
+			t.Error("got no AskUserQuestion result at the model, want the answers")
+		} else if !strings.Contains(res.ResultText(), "deep sea green") && !strings.Contains(res.ResultText(), "Blue") {
+			t.Errorf("got tool result %q, want the person's answer in it", res.ResultText())
+		}
+		run(t, ctx, "reload", chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`.card.question`)))
+		until(t, ctx, "both cards stay answered", `(() => { const c = [...document.querySelectorAll(".card.question")];
+			return c.length === 2 && c.every(e => e.dataset.state === "resolved") && !document.querySelector(".card button:enabled, .card input:enabled"); })()`)
+	})
+
+	t.Run("5 stop during a slow answer", func(t *testing.T) {
+		send(t, ctx, PromptSlow)
+		until(t, ctx, "the stop button shows while the answer streams", `!!document.querySelector("button.stop") && `+pageHas("slowly"))
+		run(t, ctx, "click stop", chromedp.Click(chromedp.CSS(`button.stop`)))
+		until(t, ctx, "the turn ends and the stop button goes", `!document.querySelector("button.stop") && `+pageHas("Stopped."))
+	})
+
+	t.Run("6 reload mid-conversation: same history, no duplicates", func(t *testing.T) {
+		before := transcript(t, ctx)
+		run(t, ctx, "reload", chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`.msg.user`)))
+		until(t, ctx, "the page caught up", `window.parley.state.chat.caughtUp`)
+		after := transcript(t, ctx)
+		if diff := cmpLines(before, after); diff != "" {
+			t.Errorf("history changed across a reload:\n%s", diff)
+		}
+		if dup := eval[int](t, ctx, `(() => { const ids = [...document.querySelectorAll(".msg.user")].map(e => e.dataset.message); return ids.length - new Set(ids).size; })()`); dup != 0 {
+			t.Errorf("got %d duplicate messages after reload, want none", dup)
+		}
+	})
+
+	t.Run("7 server restarted under the page: banner, then catch-up with nothing missing", func(t *testing.T) {
+		before := transcript(t, ctx)
+		r.stop()
+		until(t, ctx, "the offline banner shows", `!!document.querySelector("[data-banner=offline]")`)
+		shot(t, ctx, "desktop-offline")
+		send(t, ctx, PromptEcho+" while offline")
+		until(t, ctx, "the message waits as sending", receipt(PromptEcho+" while offline", "sending"))
+		r.start()
+		until(t, ctx, "the banner goes", `!document.querySelector("[data-banner]")`)
+		until(t, ctx, "the message sent offline is submitted", receipt(PromptEcho+" while offline", "submitted"))
+		until(t, ctx, "its answer arrives", pageHas("You said it."))
+		after := transcript(t, ctx)
+		if len(after) < len(before) || cmpLines(before, after[:len(before)]) != "" {
+			t.Errorf("history changed across a restart:\n%s", cmpLines(before, after))
+		}
+		if dup := eval[int](t, ctx, `(() => { const ids = [...document.querySelectorAll(".msg.user")].map(e => e.dataset.message); return ids.length - new Set(ids).size; })()`); dup != 0 {
+			t.Errorf("got %d duplicate messages after the restart, want none", dup)
+		}
+	})
+
+	t.Run("9 agent output with <script> and <img onerror> is shown as text", func(t *testing.T) {
+		send(t, ctx, PromptXSS)
+		until(t, ctx, "the answer arrives", pageHas("Raw HTML follows"))
+		until(t, ctx, "the tags are text", pageHas("<script>"+XSSMarker+"=1</script>")+` && `+pageHas(`<img src=x onerror="`+XSSMarker+`=2">`))
+		if n := eval[int](t, ctx, `document.querySelectorAll(".conv script, .conv img, .conv [onerror]").length`); n != 0 {
+			t.Errorf("got %d script/img elements in the conversation, want 0", n)
+		}
+		if got := eval[string](t, ctx, `typeof `+XSSMarker); got != "undefined" {
+			t.Errorf("got %s = %s, want nothing run", XSSMarker, got)
+		}
+		shot(t, ctx, "desktop-chat")
+		run(t, ctx, "dark theme", theme("dark"))
+		shot(t, ctx, "desktop-chat-dark")
+		run(t, ctx, "light theme", theme("light"))
+	})
+
+	t.Run("8 phone viewport: list, chat, send", func(t *testing.T) {
+		phone := browser(t, 390, 844)
+		run(t, phone, "phone login", phoneViewport(), chromedp.Navigate(r.LoginURL()), chromedp.WaitVisible(chromedp.CSS(`.p-thread`)))
+		shot(t, phone, "phone-list")
+		run(t, phone, "open the thread", chromedp.Click(chromedp.CSS(`.p-thread`)))
+		until(t, phone, "the chat view shows the history", `!!document.querySelector(".p-chat") && `+pageHas(ToolFollowUp))
+		send(t, phone, PromptEcho+" from the phone")
+		until(t, phone, "the phone's message is submitted", receipt(PromptEcho+" from the phone", "submitted"))
+		until(t, phone, "the answer arrives", fmt.Sprintf(`[...document.querySelectorAll(".msg.agent")].filter(e => e.innerText.includes("You said it.")).length >= 2`))
+		shot(t, phone, "phone-chat")
+		until(t, ctx, "the desktop tab sees the phone's message", pageHas(PromptEcho+" from the phone"))
+		run(t, phone, "back to the list", chromedp.Click(chromedp.CSS(`button.back`)), chromedp.WaitVisible(chromedp.CSS(`.p-thread`)))
+	})
 }
 
+// transcript is the conversation as lines: each item's kind and text.
+func transcript(t *testing.T, ctx context.Context) []string {
+	t.Helper()
+	return eval[[]string](t, ctx, `[...document.querySelectorAll(".conv > *")].map(e => e.className.split(" ")[0] + ": " + e.innerText.replace(/\s+/g, " ").trim())`)
+}
+
+func cmpLines(want, got []string) string {
+	var b strings.Builder
+	for i := 0; i < len(want) || i < len(got); i++ {
+		var w, g string
+		if i < len(want) {
+			w = want[i]
+		}
+		if i < len(got) {
+			g = got[i]
+		}
+		if w != g {
+			fmt.Fprintf(&b, "line %d: got %q, want %q\n", i, g, w)
+		}
+	}
+	return b.String()
+}

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 	"github.com/parleyhq/parley/internal/testkit"
@@ -81,7 +82,18 @@ type rig struct {
 
 func newRig(t *testing.T) *rig {
 	t.Helper()
-	r := &rig{t: t, dir: t.TempDir(), addr: "127.0.0.1:0"}
+	dir, err := os.MkdirTemp("", "parley-e2e-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Claude Code may still write its HOME while it exits after parley: retry the removal.
+	t.Cleanup(func() {
+		deadline := time.Now().Add(15 * time.Second)
+		for os.RemoveAll(dir) != nil && time.Now().Before(deadline) {
+			time.Sleep(100 * time.Millisecond) // cleanup pacing, not a synchronisation
+		}
+	})
+	r := &rig{t: t, dir: dir, addr: "127.0.0.1:0"}
 	r.work = filepath.Join(r.dir, "work")
 	if err := os.MkdirAll(filepath.Join(r.work, "proj"), 0o755); err != nil {
 		t.Fatal(err)
@@ -223,7 +235,7 @@ func browser(t *testing.T, width, height int) context.Context {
 	}
 	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelB := chromedp.NewContext(actx)
-	if err := chromedp.Run(ctx); err != nil {
+	if err := chromedp.Do(ctx); err != nil {
 		cancelB()
 		cancelA()
 		t.Fatalf("start chromium: %v", err)
@@ -239,7 +251,7 @@ func browser(t *testing.T, width, height int) context.Context {
 func newTab(t *testing.T, ctx context.Context) context.Context {
 	t.Helper()
 	tab, cancel := chromedp.NewContext(ctx)
-	if err := chromedp.Run(tab); err != nil {
+	if err := chromedp.Do(tab); err != nil {
 		cancel()
 		t.Fatalf("new tab: %v", err)
 	}
@@ -248,14 +260,13 @@ func newTab(t *testing.T, ctx context.Context) context.Context {
 }
 
 // run runs actions with the step deadline and fails the test with what was being done.
-func run(t *testing.T, ctx context.Context, what string, actions ...chromedp.Action) {
+func run(t *testing.T, ctx context.Context, what string, actions ...chromedp.Action[chromedp.Void]) {
 	t.Helper()
 	c, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	if err := chromedp.Run(c, actions...); err != nil {
-		var html string
+	if err := chromedp.Do(c, actions...); err != nil {
 		hc, hcancel := context.WithTimeout(ctx, 5*time.Second)
-		_ = chromedp.Run(hc, chromedp.OuterHTML("main, .phone", &html, chromedp.ByQuery))
+		html, _ := chromedp.Run(hc, chromedp.Evaluate[string](`(document.querySelector("main, .phone")||document.body).outerHTML`))
 		hcancel()
 		if len(html) > 4000 {
 			html = html[len(html)-4000:]
@@ -270,9 +281,8 @@ func until(t *testing.T, ctx context.Context, what, js string) {
 	deadline := time.Now().Add(wait)
 	var last string
 	for time.Now().Before(deadline) {
-		var ok bool
 		c, cancel := context.WithTimeout(ctx, 5*time.Second)
-		err := chromedp.Run(c, chromedp.Evaluate(js, &ok))
+		ok, err := chromedp.Run(c, chromedp.Evaluate[bool](js))
 		cancel()
 		if err == nil && ok {
 			return
@@ -281,20 +291,23 @@ func until(t *testing.T, ctx context.Context, what, js string) {
 			last = err.Error()
 		}
 		c, cancel = context.WithTimeout(ctx, time.Second)
-		_ = chromedp.Run(c, chromedp.Sleep(100*time.Millisecond)) // the poll's pace, not a synchronisation
+		_ = chromedp.Do(c, chromedp.Sleep(100*time.Millisecond)) // the poll's pace, not a synchronisation
 		cancel()
 	}
-	var body string
 	c, cancel := context.WithTimeout(ctx, 5*time.Second)
-	_ = chromedp.Run(c, chromedp.Evaluate(`(document.querySelector("main, .phone")||document.body).innerText`, &body))
+	body, _ := chromedp.Run(c, chromedp.Evaluate[string](`(document.querySelector("main, .phone")||document.body).innerText`))
 	cancel()
 	t.Fatalf("%s: still false after %v: %s (%s)\npage text:\n%s", what, wait, js, last, body)
 }
 
 func eval[T any](t *testing.T, ctx context.Context, js string) T {
 	t.Helper()
-	var v T
-	run(t, ctx, "evaluate "+js, chromedp.Evaluate(js, &v))
+	c, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	v, err := chromedp.Run(c, chromedp.Evaluate[T](js))
+	if err != nil {
+		t.Fatalf("evaluate %s: %v", js, err)
+	}
 	return v
 }
 
@@ -304,8 +317,12 @@ func shot(t *testing.T, ctx context.Context, name string) {
 	if !*updateShots {
 		return
 	}
-	var png []byte
-	run(t, ctx, "screenshot "+name, chromedp.CaptureScreenshot(&png))
+	c, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	png, err := chromedp.Run(c, chromedp.CaptureScreenshot())
+	if err != nil {
+		t.Fatalf("screenshot %s: %v", name, err)
+	}
 	dir := filepath.Join(testkit.RepoRoot(t), "docs", "screenshots")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -315,12 +332,16 @@ func shot(t *testing.T, ctx context.Context, name string) {
 	}
 }
 
-func phoneViewport() chromedp.Action {
+func phoneViewport() chromedp.Action[chromedp.Void] {
 	return chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile, chromedp.EmulateTouch, chromedp.EmulateScale(2))
 }
 
-func darkTheme() chromedp.Action {
-	return emulation.SetEmulatedMedia().WithFeatures([]*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}})
+func theme(name string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := cdp.Call(ctx, t, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+			Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: name}}})
+		return err
+	})
 }
 
 // get does a plain HTTP GET (no browser, no cookie unless given).

@@ -1,0 +1,106 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/parleyhq/parley/internal/chat"
+)
+
+// API calls the REST side of the same daemon (docs/protocol.md, "REST").
+type API struct {
+	Server string // http://host:port
+	Token  string
+	// HTTP is the client to use; nil means http.DefaultClient.
+	HTTP *http.Client
+}
+
+// Threads lists every thread, as GET /api/threads answers.
+func (a API) Threads(ctx context.Context) ([]chat.Thread, error) {
+	var body struct {
+		Threads []chat.Thread `json:"threads"`
+	}
+	if err := a.get(ctx, "/api/threads", &body); err != nil {
+		return nil, err
+	}
+	return body.Threads, nil
+}
+
+// Thread returns one thread.
+func (a API) Thread(ctx context.Context, id chat.ThreadID) (chat.Thread, error) {
+	var body struct {
+		Thread chat.Thread `json:"thread"`
+	}
+	if err := a.get(ctx, "/api/threads/"+url.PathEscape(string(id)), &body); err != nil {
+		return chat.Thread{}, err
+	}
+	return body.Thread, nil
+}
+
+// Agents lists the configured agents and the default one.
+func (a API) Agents(ctx context.Context) ([]chat.AgentInfo, string, error) {
+	var body struct {
+		Agents       []chat.AgentInfo `json:"agents"`
+		DefaultAgent string           `json:"default_agent"`
+	}
+	if err := a.get(ctx, "/api/agents", &body); err != nil {
+		return nil, "", err
+	}
+	return body.Agents, body.DefaultAgent, nil
+}
+
+// APIError is a refusal from the REST API, with the HTTP status.
+type APIError struct {
+	Status  int
+	Code    string
+	Message string
+}
+
+func (e *APIError) Error() string {
+	return fmt.Sprintf("HTTP %d: %s", e.Status, e.Message)
+}
+
+func (a API) get(ctx context.Context, path string, v any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(a.Server, "/")+path, nil)
+	if err != nil {
+		return fmt.Errorf("client: %s: %w", path, err)
+	}
+	if a.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+a.Token)
+	}
+	hc := a.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("client: %s: %w", path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return fmt.Errorf("client: %s: %w", path, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		e := &APIError{Status: resp.StatusCode, Message: strings.TrimSpace(string(b))}
+		var eb struct {
+			Error struct {
+				Code    string `json:"code"`
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		if json.Unmarshal(b, &eb) == nil && eb.Error.Message != "" {
+			e.Code, e.Message = eb.Error.Code, eb.Error.Message
+		}
+		return fmt.Errorf("client: %s: %w", path, e)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("client: %s: answer is not the JSON expected: %w", path, err)
+	}
+	return nil
+}

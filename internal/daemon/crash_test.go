@@ -1,0 +1,155 @@
+package daemon_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/client"
+	"github.com/parleyhq/parley/internal/daemon"
+	"github.com/parleyhq/parley/internal/driver"
+	"github.com/parleyhq/parley/internal/testkit/scripted"
+)
+
+// TestMain lets the test binary double as a daemon child process, so a test can
+// kill -9 a real process and start it again on the same data.
+func TestMain(m *testing.M) {
+	if data := os.Getenv("PARLEY_TEST_CHILD_DATA"); data != "" {
+		runChild(data, os.Getenv("PARLEY_TEST_CHILD_WORK"), os.Getenv("PARLEY_TEST_CHILD_LOG"))
+		return
+	}
+	os.Exit(m.Run())
+}
+
+func runChild(data, work, logFile string) {
+	cfg := testConfig(data, work)
+	if err := cfg.Validate(); err != nil {
+		fmt.Println("ERR", err)
+		os.Exit(2)
+	}
+	d, err := daemon.Start(context.Background(), cfg, daemon.Options{
+		Drivers: map[string]driver.Driver{"stream": &scripted.Driver{LogFile: logFile}},
+	})
+	if err != nil {
+		fmt.Println("ERR", err)
+		os.Exit(2)
+	}
+	fmt.Println("ADDR", d.Addr(), d.Token())
+	select {} // until killed
+}
+
+type child struct {
+	cmd   *exec.Cmd
+	url   string
+	token string
+}
+
+func startChild(t *testing.T, data, work, logFile string) *child {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "PARLEY_TEST_CHILD_DATA="+data, "PARLEY_TEST_CHILD_WORK="+work, "PARLEY_TEST_CHILD_LOG="+logFile)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatalf("child said nothing: %v", err)
+	}
+	f := strings.Fields(line)
+	if len(f) != 3 || f[0] != "ADDR" {
+		t.Fatalf("child said %q", line)
+	}
+	return &child{cmd: cmd, url: "http://" + f[1], token: f[2]}
+}
+
+func (c *child) dial(t *testing.T, chatID string) *wsClient {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	conn, _, err := client.Dial(ctx, c.url, c.token, client.Options{Chat: chatID, Since: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.CloseNow() })
+	return &wsClient{t: t, c: conn}
+}
+
+func TestKill9WithQueuedMessages(t *testing.T) {
+	root, _ := filepath.EvalSymlinks(t.TempDir())
+	data, work, logFile := filepath.Join(root, "data"), filepath.Join(root, "work"), filepath.Join(root, "deliveries")
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	first := startChild(t, data, work, logFile)
+	c := first.dial(t, "crashy")
+	c.waitFor(0, 5*time.Second, isType(chat.TypeReplayDone), "ready")
+	c.send(msg("m0", "hang"))
+	c.waitFor(0, 5*time.Second, delivery("m0", chat.DeliverySubmitted), "m0 in flight")
+	for _, id := range []string{"m1", "m2", "m3"} {
+		c.send(msg(id, "say "+id))
+	}
+	c.waitFor(0, 5*time.Second, delivery("m3", chat.DeliveryQueued), "three queued")
+
+	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	first.cmd.Wait()
+
+	second := startChild(t, data, work, logFile)
+	r := second.dial(t, "crashy")
+	r.waitFor(0, 5*time.Second, promptDone("m0", chat.StopError), "the cut-off turn ends with error")
+	for _, id := range []string{"m1", "m2", "m3"} {
+		r.waitFor(0, 10*time.Second, promptDone(id, chat.StopEndTurn), id+" delivered after restart")
+	}
+	errSeen := false
+	for _, ev := range r.snapshot() {
+		if ev.Type == chat.TypeError && field(ev, "ref") == "m0" {
+			errSeen = true
+		}
+	}
+	if !errSeen {
+		t.Error("no error event names the turn cut off by the crash")
+	}
+	// Each message reached the agent exactly once, across both processes.
+	b, err := os.ReadFile(logFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		got = append(got, strings.Fields(line)[1])
+	}
+	sort.Strings(got)
+	if strings.Join(got, ",") != "m0,m1,m2,m3" {
+		t.Fatalf("deliveries: got %v, want m0..m3 once each", got)
+	}
+	// The log has no gap.
+	var seqs []int64
+	for _, ev := range r.snapshot() {
+		if ev.Seq != 0 {
+			seqs = append(seqs, ev.Seq)
+		}
+	}
+	for i := 1; i < len(seqs); i++ {
+		if seqs[i] != seqs[i-1]+1 {
+			t.Fatalf("gap in the log: %v", seqs)
+		}
+	}
+	if seqs[0] != 1 {
+		t.Fatalf("replay starts at %d, want 1", seqs[0])
+	}
+}

@@ -1,0 +1,158 @@
+package daemon_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/client"
+	"github.com/parleyhq/parley/internal/config"
+	"github.com/parleyhq/parley/internal/testkit"
+)
+
+func TestBadInputGetsAnErrorAndTheConnectionGoesOn(t *testing.T) {
+	e := startDaemon(t, nil)
+	outside := t.TempDir()
+	link := filepath.Join(e.root, "escape")
+	if err := os.Symlink(outside, link); err != nil {
+		t.Fatal(err)
+	}
+	big := strings.Repeat("x", 2<<20)
+	newIn := func(cwd string) string {
+		b, _ := json.Marshal(map[string]any{"type": "message", "message_id": "n-" + filepath.Base(cwd), "text": "hi",
+			"intent": map[string]any{"new": map[string]any{"cwd": cwd}}})
+		return string(b)
+	}
+	cases := []struct {
+		name, input, code, says string
+	}{
+		{"not JSON", `hello`, chat.CodeBadInput, "JSON object"},
+		{"array", `[1,2]`, chat.CodeBadInput, "not an array"},
+		{"unknown type", `{"type":"launch_missiles"}`, chat.CodeBadInput, `unknown input type "launch_missiles"`},
+		{"no type", `{"text":"hi"}`, chat.CodeBadInput, `no "type"`},
+		{"message without id", `{"type":"message","text":"hi"}`, chat.CodeBadInput, `"message_id" is missing`},
+		{"message without text", `{"type":"message","message_id":"x1"}`, chat.CodeBadInput, `needs "text"`},
+		{"wrong field type", `{"type":"message","message_id":"x2","text":5}`, chat.CodeBadInput, "wrong type"},
+		{"answer without request", `{"type":"permission_response","option_id":"allow"}`, chat.CodeBadInput, `"request_id" is missing`},
+		{"2 MiB message", `{"type":"message","message_id":"big","text":"` + big + `"}`, chat.CodeTooLarge, "larger than the limit"},
+		{"cwd with ..", newIn(filepath.Join(e.root, "..", "..")), chat.CodeForbidden, "outside the allowed roots"},
+		{"cwd symlinked out of the root", newIn(link), chat.CodeForbidden, "outside the allowed roots"},
+		{"relative cwd", newIn("work"), chat.CodeForbidden, "absolute"},
+		{"stop with no thread", `{"type":"stop"}`, chat.CodeBadInput, "no turn"},
+	}
+	c := e.dial("bad", -1)
+	c.waitFor(0, 5*time.Second, isType(chat.TypeReplayDone), "ready")
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			from := len(c.snapshot())
+			c.send([]byte(tc.input))
+			i := c.waitFor(from, 5*time.Second, isType(chat.TypeError), "an error")
+			ev := c.snapshot()[i]
+			if got := field(ev, "code"); got != tc.code {
+				t.Errorf("code: got %v, want %s (%s)", got, tc.code, ev.Raw)
+			}
+			if got := fmt.Sprint(field(ev, "message")); !strings.Contains(got, tc.says) {
+				t.Errorf("message: got %q, want it to say %q", got, tc.says)
+			}
+			// The connection goes on.
+			c.send(map[string]any{"type": "ping"})
+			c.waitFor(i, 5*time.Second, isType(chat.TypePong), "pong after the error")
+		})
+	}
+	// Nothing was stored for the refused inputs: no thread, no input.
+	var threads struct{ Threads []chat.Thread }
+	e.getJSON("/api/threads", &threads)
+	if len(threads.Threads) != 0 {
+		t.Fatalf("threads after bad input: %d, want 0", len(threads.Threads))
+	}
+	// And the connection goes on: a good message still works.
+	c.send(msg("good", "say fine"))
+	c.waitFor(0, 5*time.Second, promptDone("good", chat.StopEndTurn), "good message after the bad ones")
+	// Controls that name nothing live are refused too, and the thread goes on.
+	for _, tc := range []struct{ input, code, says string }{
+		{`{"type":"stop"}`, chat.CodeBadInput, "no turn is running"},
+		{`{"type":"permission_response","request_id":"nope","option_id":"allow"}`, chat.CodeCardClosed, "no longer open"},
+		{`{"type":"question_answer","request_id":"nope","answers":{"q":"a"}}`, chat.CodeCardClosed, "no longer open"},
+	} {
+		from := len(c.snapshot())
+		c.send([]byte(tc.input))
+		i := c.waitFor(from, 5*time.Second, isType(chat.TypeError), "an error")
+		ev := c.snapshot()[i]
+		if field(ev, "code") != tc.code || !strings.Contains(fmt.Sprint(field(ev, "message")), tc.says) {
+			t.Errorf("%s: got %s, want %s saying %q", tc.input, ev.Raw, tc.code, tc.says)
+		}
+	}
+	c.send(msg("good2", "say still fine"))
+	c.waitFor(0, 5*time.Second, promptDone("good2", chat.StopEndTurn), "thread goes on")
+}
+
+func TestInputFloodIsRateLimited(t *testing.T) {
+	e := startDaemon(t, nil)
+	c := e.dial("flood", -1)
+	c.waitFor(0, 5*time.Second, isType(chat.TypeReplayDone), "ready")
+	const n = 1000
+	start := time.Now()
+	for i := range n {
+		c.send(map[string]any{"type": "ping", "n": i})
+	}
+	sent := time.Since(start)
+	testkit.Eventually(t, 10*time.Second, func() bool {
+		var pongs, limited int
+		for _, ev := range c.snapshot() {
+			switch {
+			case ev.Type == chat.TypePong:
+				pongs++
+			case ev.Type == chat.TypeError && field(ev, "code") == chat.CodeRateLimit:
+				limited++
+			}
+		}
+		return pongs+limited >= n*9/10 && limited > 0
+	}, "1000 pings in %v: each answered by a pong or a rate-limit error", sent)
+	// The connection and the thread go on.
+	c.send(msg("after", "say still here"))
+	c.waitFor(0, 5*time.Second, promptDone("after", chat.StopEndTurn), "message after the flood")
+}
+
+func TestSlowReaderIsDroppedFastReaderKeepsUp(t *testing.T) {
+	e := startDaemon(t, func(c *config.Config) { c.Limits.ConnBuffer = 512 })
+	fast := e.dial("slow", -1)
+	fast.waitFor(0, 5*time.Second, isType(chat.TypeReplayDone), "fast ready")
+	// The slow one connects and then never reads.
+	ctx := context.Background()
+	slow, _, err := client.Dial(ctx, e.url(), e.d.Token(), client.Options{Chat: "slow", Since: -1, ReadLimit: 1 << 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.CloseNow()
+	const chunks = 100000
+	fast.send(msg("m1", fmt.Sprintf("stream %d 0s", chunks)))
+	fast.waitFor(0, 60*time.Second, promptDone("m1", chat.StopEndTurn), "fast reader got the whole turn")
+	got := 0
+	for _, ev := range fast.snapshot() {
+		if ev.Type == chat.TypeAgentChunk {
+			got++
+		}
+	}
+	if got != chunks {
+		t.Fatalf("fast reader: %d chunks, want %d", got, chunks)
+	}
+	// The slow reader, reading at last, finds its connection closed by parley.
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	var rerr error
+	for rerr == nil {
+		_, rerr = slow.Next(rctx)
+	}
+	if rctx.Err() != nil {
+		t.Fatal("the slow reader's connection was never closed")
+	}
+	if code, reason := client.CloseStatus(rerr); code != -1 && code != 4008 {
+		t.Fatalf("close: got %d %q, want 4008 (too slow)", code, reason)
+	}
+}

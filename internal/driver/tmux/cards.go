@@ -1,0 +1,513 @@
+package tmux
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/driver"
+	"github.com/parleyhq/parley/internal/driver/tmux/hook"
+	"github.com/parleyhq/parley/internal/driver/tmux/pane"
+	"github.com/parleyhq/parley/internal/driver/tmux/transcript"
+)
+
+// run follows the pane and the hooks until Close or until the session ends.
+func (s *session) run() {
+	defer close(s.done)
+	var pokes <-chan struct{}
+	if s.hooks != nil {
+		pokes = s.hooks.Pokes()
+	}
+	for {
+		changed := s.ctl.Changed()
+		s.scan()
+		select {
+		case <-s.stop:
+			return
+		case <-changed:
+		case <-pokes:
+			s.readSpool()
+		case <-s.ctl.Done():
+			s.ended()
+			return
+		}
+	}
+}
+
+func (s *session) ended() {
+	s.mu.Lock()
+	closed := s.closed
+	card := s.card
+	s.card = nil
+	s.mu.Unlock()
+	if closed {
+		return
+	}
+	if card != nil {
+		s.sink.CardWithdrawn(card.id)
+	}
+	// The pane closes when the agent exits: nothing tells a crash from a quit.
+	s.sink.Exited(nil)
+}
+
+// menuKey identifies a menu across redraws (the cursor and typed text move).
+func menuKey(m pane.Menu) string {
+	kind := m.Kind
+	if kind == pane.MenuReview {
+		kind = pane.MenuQuestion
+	}
+	return kind + "\x00" + m.Title + "\x00" + m.Question + "\x00" + strconv.Itoa(len(m.Options))
+}
+
+// scan turns the live menu on the pane into a card, and withdraws a card
+// whose menu is gone. The pane decides; memory only remembers ids.
+func (s *session) scan() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	out, err := s.c.Capture(ctx, s.name, 0)
+	if err != nil {
+		return
+	}
+	scr := pane.Read(out)
+	m, live, _ := scr.Menu()
+	if live && m.Kind == pane.MenuReview {
+		return // the last page of a question being answered
+	}
+	s.mu.Lock()
+	card := s.card
+	answering := s.answering
+	s.mu.Unlock()
+	if answering || (card != nil && live && menuKey(card.menu) == menuKey(m)) {
+		return // an answer owns the menu until it is done
+	}
+	if card != nil {
+		s.mu.Lock()
+		s.card = nil
+		wasAnswered := s.answered[card.id]
+		s.answered[card.id] = true
+		s.mu.Unlock()
+		if !wasAnswered {
+			s.sink.CardWithdrawn(card.id)
+		}
+	}
+	if !live {
+		return
+	}
+	s.readSpool() // a PreToolUse hook ran before the menu drew: its tool_use_id names the card
+	c := s.newCard(m)
+	s.mu.Lock()
+	if s.answered[c.id] || s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.card = c
+	s.mu.Unlock()
+	if c.kind == chat.CardPermission {
+		s.sink.Event(permissionRequest(c))
+	} else {
+		s.sink.Event(c.question)
+	}
+}
+
+func (s *session) newCard(m pane.Menu) *openCard {
+	c := &openCard{menu: m}
+	tool := "AskUserQuestion"
+	if m.Kind == pane.MenuPermission {
+		c.kind = chat.CardPermission
+		tool, _, _ = strings.Cut(m.Title, " ")
+	} else {
+		c.kind = chat.CardQuestion
+	}
+	s.mu.Lock()
+	ev, ok := s.preTool[tool]
+	f := s.follower
+	s.mu.Unlock()
+	if ok && ev.ToolUseID != "" && (f == nil || !f.Answered(ev.ToolUseID)) {
+		c.toolUseID = ev.ToolUseID
+		c.id = ev.ToolUseID
+	} else {
+		sum := sha256.Sum256([]byte(menuKey(m) + "\x00" + strings.Join(m.Detail, "\n")))
+		c.id = "pane-" + hex.EncodeToString(sum[:8])
+	}
+	if c.kind == chat.CardQuestion {
+		c.question = chat.Question{RequestID: c.id}
+		if ok && len(ev.ToolInput) > 0 {
+			var in struct {
+				Questions []struct {
+					Question    string                `json:"question"`
+					Header      string                `json:"header"`
+					MultiSelect bool                  `json:"multiSelect"`
+					Options     []chat.QuestionOption `json:"options"`
+				} `json:"questions"`
+			}
+			if json.Unmarshal(ev.ToolInput, &in) == nil {
+				for _, q := range in.Questions {
+					c.question.Questions = append(c.question.Questions, chat.QuestionItem{
+						Question: q.Question, Header: q.Header, MultiSelect: q.MultiSelect, Options: q.Options})
+				}
+			}
+		}
+		if len(c.question.Questions) == 0 {
+			item := chat.QuestionItem{Question: m.Question, Header: m.Title, MultiSelect: m.MultiSelect}
+			for _, o := range m.Choices() {
+				item.Options = append(item.Options, chat.QuestionOption{Label: o.Label, Description: o.Description})
+			}
+			c.question.Questions = []chat.QuestionItem{item}
+		}
+	}
+	return c
+}
+
+func permissionRequest(c *openCard) chat.PermissionRequest {
+	m := c.menu
+	tool, _, _ := strings.Cut(m.Title, " ")
+	title := strings.Join(append([]string{m.Title}, m.Detail...), ": ")
+	pr := chat.PermissionRequest{RequestID: c.id, Tool: chat.PermissionTool{Name: tool, Title: title, ToolCallID: c.toolUseID}}
+	for _, o := range m.Options {
+		pr.Options = append(pr.Options, chat.PermissionOption{ID: strconv.Itoa(o.Number), Label: o.Label, Kind: optionKind(o.Label)})
+	}
+	return pr
+}
+
+func optionKind(label string) string {
+	l := strings.ToLower(label)
+	switch {
+	case strings.HasPrefix(l, "yes") && (strings.Contains(l, "always") || strings.Contains(l, "don't ask") || strings.Contains(l, "allow all")):
+		return chat.OptionAllowAlways
+	case strings.HasPrefix(l, "yes"):
+		return chat.OptionAllowOnce
+	}
+	return chat.OptionRejectOnce
+}
+
+// readSpool reads the hook events added since last time.
+func (s *session) readSpool() {
+	evs, err := s.spool.Read()
+	if err != nil {
+		s.log.Debug("hook spool", "err", err)
+		return
+	}
+	for _, e := range evs {
+		s.hookEvent(e)
+	}
+}
+
+func (s *session) hookEvent(e hook.Event) {
+	switch e.Name {
+	case "SessionStart":
+		if e.SessionID != "" {
+			s.sink.SessionID(e.SessionID)
+		}
+		if e.TranscriptPath != "" {
+			s.follow(e.TranscriptPath, e.Source == "resume" || s.adopted)
+		}
+	case "UserPromptSubmit":
+		s.mu.Lock()
+		s.turn = true
+		s.mu.Unlock()
+	case "PreToolUse":
+		s.mu.Lock()
+		s.preTool[e.ToolName] = e
+		s.mu.Unlock()
+	case "Stop":
+		s.mu.Lock()
+		f := s.follower
+		turn := s.turn
+		s.turn = false
+		s.mu.Unlock()
+		if f != nil {
+			f.Sync() // the turn's words before its end
+		}
+		if turn {
+			s.sink.TurnEnded(chat.StopEndTurn)
+		}
+	}
+}
+
+func (s *session) follow(path string, skipExisting bool) {
+	s.mu.Lock()
+	if s.transcript == path || s.closed {
+		s.mu.Unlock()
+		return
+	}
+	old := s.follower
+	s.follower = nil
+	s.transcript = path
+	s.mu.Unlock()
+	if old != nil {
+		_ = old.Close()
+	}
+	f, err := transcript.Follow(path, skipExisting, s.sink.Event, s.log)
+	if err != nil {
+		s.log.Warn("cannot follow the transcript", "err", err)
+		return
+	}
+	s.mu.Lock()
+	s.follower = f
+	s.mu.Unlock()
+}
+
+// takeCard checks that id is the open card of kind and that its menu is live
+// on the pane now, and marks it answered before any key is pressed (so the
+// scanner does not withdraw it as the menu goes).
+func (s *session) takeCard(ctx context.Context, id, kind string) (*openCard, pane.Menu, error) {
+	s.mu.Lock()
+	c := s.card
+	s.mu.Unlock()
+	if c == nil || c.id != id || c.kind != kind {
+		return nil, pane.Menu{}, fmt.Errorf("tmux: card %s: %w", id, driver.ErrUnknownCard)
+	}
+	out, err := s.c.Capture(ctx, s.name, 0)
+	if err != nil {
+		return nil, pane.Menu{}, s.goneErr(err)
+	}
+	m, live, why := pane.Read(out).Menu()
+	if !live || menuKey(m) != menuKey(c.menu) {
+		return nil, pane.Menu{}, fmt.Errorf("tmux: card %s is not on the pane (%s): %w", id, why, driver.ErrUnknownCard)
+	}
+	s.mu.Lock()
+	s.answered[id] = true
+	s.answering = true
+	s.mu.Unlock()
+	return c, m, nil
+}
+
+func (s *session) release(id string) {
+	s.mu.Lock()
+	if s.card != nil && s.card.id == id {
+		s.card = nil
+	}
+	s.answering = false
+	s.mu.Unlock()
+}
+
+// AnswerPermission presses the digit of the chosen option.
+func (s *session) AnswerPermission(ctx context.Context, requestID string, a driver.PermissionAnswer) error {
+	s.kbd.Lock()
+	defer s.kbd.Unlock()
+	c, m, err := s.takeCard(ctx, requestID, chat.CardPermission)
+	if err != nil {
+		return err
+	}
+	if err := s.pressOption(ctx, c, m, a.OptionID); err != nil {
+		s.unanswer(requestID)
+		return err
+	}
+	s.release(requestID)
+	return nil
+}
+
+func (s *session) pressOption(ctx context.Context, c *openCard, m pane.Menu, optionID string) error {
+	n, err := strconv.Atoi(optionID)
+	if err != nil || n < 1 || n > len(m.Options) {
+		return fmt.Errorf("tmux: option %q is not on the menu: %w", optionID, chat.ErrBadInput)
+	}
+	if err := s.c.SendKeys(ctx, s.name, strconv.Itoa(n)); err != nil {
+		return s.goneErr(err)
+	}
+	return s.waitMenuLeft(ctx, c.menu)
+}
+
+func (s *session) unanswer(id string) {
+	s.mu.Lock()
+	delete(s.answered, id)
+	s.answering = false
+	s.mu.Unlock()
+}
+
+// waitMenuLeft waits until the pane no longer shows that menu unchanged.
+func (s *session) waitMenuLeft(ctx context.Context, prev pane.Menu) error {
+	_, ok, err := s.waitFor(ctx, s.step, func(scr *pane.Screen) bool {
+		m, live, _ := scr.Menu()
+		return !live || menuKey(m) != menuKey(prev) || m.Cursor != prev.Cursor || !sameChecks(m, prev)
+	})
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("%w: the menu did not take the answer", ErrKeyboard)
+	}
+	return nil
+}
+
+func sameChecks(a, b pane.Menu) bool {
+	if len(a.Options) != len(b.Options) {
+		return false
+	}
+	for i := range a.Options {
+		if a.Options[i].Checked != b.Options[i].Checked || a.Options[i].Label != b.Options[i].Label {
+			return false
+		}
+	}
+	return true
+}
+
+// AnswerQuestion answers the picker page by page: a label's digit, the
+// "Type something." option and the person's words, digits to toggle a
+// multi-select and then its review page's "Submit answers".
+func (s *session) AnswerQuestion(ctx context.Context, requestID string, a driver.QuestionAnswer) error {
+	s.kbd.Lock()
+	defer s.kbd.Unlock()
+	if _, _, err := s.takeCard(ctx, requestID, chat.CardQuestion); err != nil {
+		return err
+	}
+	if err := s.answerPicker(ctx, a); err != nil {
+		s.unanswer(requestID)
+		return err
+	}
+	s.release(requestID)
+	return nil
+}
+
+func (s *session) answerPicker(ctx context.Context, a driver.QuestionAnswer) error {
+	if len(a.Answers) == 0 {
+		return fmt.Errorf("tmux: a reply without answers cannot be typed into the picker: %w", driver.ErrUnsupported)
+	}
+	for step := 0; step < 12; step++ {
+		scr, err := s.captureVisible(ctx)
+		if err != nil {
+			return err
+		}
+		m, live, _ := scr.Menu()
+		if !live {
+			return nil
+		}
+		if err := s.answerPage(ctx, m, a.Answers); err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("%w: the question picker did not close", ErrKeyboard)
+}
+
+func (s *session) captureVisible(ctx context.Context) (*pane.Screen, error) {
+	out, err := s.c.Capture(ctx, s.name, 0)
+	if err != nil {
+		return nil, s.goneErr(err)
+	}
+	return pane.Read(out), nil
+}
+
+func (s *session) answerPage(ctx context.Context, m pane.Menu, answers chat.Answers) error {
+	key := func(k string) error {
+		if err := s.c.SendKeys(ctx, s.name, k); err != nil {
+			return s.goneErr(err)
+		}
+		return s.waitMenuLeft(ctx, m)
+	}
+	switch m.Kind {
+	case pane.MenuReview:
+		return key("1") // "Submit answers"
+	case pane.MenuPermission:
+		return fmt.Errorf("tmux: a permission menu is open, not the question: %w", driver.ErrUnknownCard)
+	}
+	v, ok := answers[m.Question]
+	if !ok && len(answers) == 1 {
+		for _, only := range answers {
+			v = only
+		}
+		ok = true
+	}
+	if !ok {
+		return fmt.Errorf("tmux: no answer for %q: %w", m.Question, chat.ErrBadInput)
+	}
+	labels := labelsOf(v)
+	if m.MultiSelect {
+		want := map[int]bool{}
+		for _, l := range labels {
+			o, found := m.Option(l)
+			if !found {
+				return fmt.Errorf("tmux: %q is not an option of %q: %w", l, m.Question, chat.ErrBadInput)
+			}
+			want[o.Number] = true
+		}
+		for _, o := range m.Choices() {
+			if o.Checked != want[o.Number] {
+				if err := key(strconv.Itoa(o.Number)); err != nil {
+					return err
+				}
+				scr, err := s.captureVisible(ctx)
+				if err != nil {
+					return err
+				}
+				if m, _, _ = scr.Menu(); m.Kind != pane.MenuQuestion {
+					return nil
+				}
+			}
+		}
+		return key("Right") // on to the review page
+	}
+	if len(labels) != 1 {
+		return fmt.Errorf("tmux: %q takes one answer: %w", m.Question, chat.ErrBadInput)
+	}
+	if o, found := m.Option(labels[0]); found && !o.Free && !o.Chat {
+		return key(strconv.Itoa(o.Number))
+	}
+	// The person's own words: "Type something.", the text, Enter.
+	free, found := m.FreeOption()
+	if !found {
+		return fmt.Errorf("tmux: %q takes no free text: %w", m.Question, chat.ErrBadInput)
+	}
+	if err := key(strconv.Itoa(free.Number)); err != nil {
+		return err
+	}
+	if err := s.c.SendLiteral(ctx, s.name, labels[0]); err != nil {
+		return s.goneErr(err)
+	}
+	want := pane.Normalize(labels[0])
+	_, typed, err := s.waitFor(ctx, s.step, func(scr *pane.Screen) bool {
+		mm, live, _ := scr.Menu()
+		if !live {
+			return false
+		}
+		for _, o := range mm.Options {
+			if o.Number == free.Number && pane.Normalize(o.Label) == want {
+				return true
+			}
+		}
+		return false
+	})
+	if err != nil {
+		return err
+	}
+	if !typed {
+		return fmt.Errorf("%w: the free answer did not appear in the picker", ErrKeyboard)
+	}
+	if err := s.c.SendKeys(ctx, s.name, "Enter"); err != nil {
+		return s.goneErr(err)
+	}
+	_, ok, err = s.waitFor(ctx, s.step, func(scr *pane.Screen) bool {
+		mm, live, _ := scr.Menu()
+		return !live || mm.Kind == pane.MenuReview || mm.Question != m.Question
+	})
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("%w: the picker did not take the free answer", ErrKeyboard)
+	}
+	return nil
+}
+
+func labelsOf(v any) []string {
+	switch x := v.(type) {
+	case string:
+		return []string{x}
+	case []string:
+		return x
+	case []any:
+		var out []string
+		for _, e := range x {
+			if s, ok := e.(string); ok {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	return nil
+}

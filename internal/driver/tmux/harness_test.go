@@ -1,0 +1,224 @@
+package tmux
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/driver"
+	"github.com/parleyhq/parley/internal/driver/tmux/ctl"
+	"github.com/parleyhq/parley/internal/driver/tmux/hook"
+	"github.com/parleyhq/parley/internal/testkit"
+	"github.com/parleyhq/parley/internal/testkit/claudeapi"
+)
+
+// The test binary is also the hook command: Claude Code runs it with this set.
+const envTestHook = "PARLEY_TEST_HOOK"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(envTestHook) == "1" {
+		if err := hook.Run(context.Background(), os.Stdin, os.Getenv); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// sink records what a session reports.
+type sink struct {
+	mu        sync.Mutex
+	events    []chat.Payload
+	ids       []string
+	turns     []string
+	withdrawn []string
+	exited    []error
+	changed   chan struct{}
+}
+
+func newSink() *sink { return &sink{changed: make(chan struct{})} }
+
+func (s *sink) note() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+func (s *sink) Event(p chat.Payload) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.events = append(s.events, p)
+	s.note()
+}
+func (s *sink) SessionID(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ids = append(s.ids, id)
+	s.note()
+}
+func (s *sink) TurnEnded(r string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.turns = append(s.turns, r)
+	s.note()
+}
+func (s *sink) CardWithdrawn(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.withdrawn = append(s.withdrawn, id)
+	s.note()
+}
+func (s *sink) Exited(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.exited = append(s.exited, err)
+	s.note()
+}
+
+func (s *sink) snapshot() []chat.Payload {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]chat.Payload(nil), s.events...)
+}
+
+func (s *sink) turnCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.turns)
+}
+
+func (s *sink) text() string {
+	var b strings.Builder
+	for _, p := range s.snapshot() {
+		if c, ok := p.(chat.AgentChunk); ok {
+			b.WriteString(c.Text)
+		}
+	}
+	return b.String()
+}
+
+func (s *sink) permissions() []chat.PermissionRequest {
+	var out []chat.PermissionRequest
+	for _, p := range s.snapshot() {
+		if r, ok := p.(chat.PermissionRequest); ok {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func (s *sink) questions() []chat.Question {
+	var out []chat.Question
+	for _, p := range s.snapshot() {
+		if r, ok := p.(chat.Question); ok {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func (s *sink) deliveries() []chat.Delivery {
+	var out []chat.Delivery
+	for _, p := range s.snapshot() {
+		if r, ok := p.(chat.Delivery); ok {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// harness is one tmux server, one stand-in model API and one Claude Code home.
+type harness struct {
+	t     *testing.T
+	srv   *claudeapi.Server
+	drv   *Driver
+	c     *ctl.Client
+	cwd   string
+	env   []string
+	claud string
+}
+
+func randomName(t testing.TB) string {
+	b := make([]byte, 4)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(b)
+}
+
+func newHarness(t *testing.T, sc claudeapi.Scenario) *harness {
+	t.Helper()
+	socket := "parley-test-" + randomName(t)
+	c, err := ctl.New("", socket, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.KillServer(context.Background()) })
+	// Short paths: the hook's unix socket must fit in 108 bytes.
+	state, err := os.MkdirTemp("", "pxt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(state) })
+	root := t.TempDir()
+	home := filepath.Join(root, "home")
+	cwd := filepath.Join(root, "work")
+	if err := os.MkdirAll(cwd, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	srv := claudeapi.Start(t, sc)
+	h := &harness{t: t, srv: srv, c: c, cwd: cwd, env: claudeapi.Env(t, srv, home, cwd), claud: testkit.ClaudeBin(t)}
+	h.drv = &Driver{
+		Socket: socket, StateDir: state,
+		HookCommand: []string{os.Args[0]}, HookEnv: map[string]string{envTestHook: "1"},
+		StepTimeout: 3 * time.Second, ReadyTimeout: 60 * time.Second,
+	}
+	return h
+}
+
+func (h *harness) spec(thread string) driver.Spec {
+	return driver.Spec{ThreadID: chat.ThreadID(thread), AgentID: "claude-tmux", Command: h.claud, Cwd: h.cwd, Env: h.env,
+		Options: map[string]string{}}
+}
+
+func (h *harness) start(thread string) (*session, *sink) {
+	h.t.Helper()
+	k := newSink()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	s, err := h.drv.Start(ctx, h.spec(thread), k)
+	if err != nil {
+		h.t.Fatalf("Start: %v", err)
+	}
+	h.t.Cleanup(func() { _ = s.Close(context.Background()) })
+	return s.(*session), k
+}
+
+func (h *harness) prompt(s *session, id, text string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	return s.Prompt(ctx, driver.Prompt{MessageID: id, Text: text})
+}
+
+// personTexts are the person's words the model was really sent, oldest first
+// (each request carries the whole history, so the newest one says it all).
+func (h *harness) personTexts() []string {
+	reqs := h.srv.ScenarioRequests()
+	if len(reqs) == 0 {
+		return nil
+	}
+	return reqs[len(reqs)-1].UserTexts()
+}
+
+func (h *harness) capture(s *session) string {
+	out, _ := h.c.Capture(context.Background(), s.name, -200)
+	return out
+}
