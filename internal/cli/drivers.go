@@ -4,14 +4,21 @@ import (
 	"io/fs"
 	"log/slog"
 
+	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/driver"
+	"github.com/parleyhq/parley/internal/driver/acp"
+	"github.com/parleyhq/parley/internal/driver/stream"
+	"github.com/parleyhq/parley/ui"
 )
 
 // realDrivers are the transports a user's config can name. Test-only drivers are
 // never listed here.
-func realDrivers(log *slog.Logger) map[string]driver.Driver {
-	return map[string]driver.Driver{}
+func realDrivers(log *slog.Logger, cfg config.Config) map[string]driver.Driver {
+	return map[string]driver.Driver{
+		config.TransportStream: stream.New(log.With("transport", "stream")),
+		config.TransportACP:    acp.New(log.With("transport", "acp")),
+	}
 }
 
 // dashboard returns the embedded bundle and its hash.
-func dashboard() (fs.FS, string) { return nil, "" }
+func dashboard() (fs.FS, string) { return ui.FS(), ui.Hash() }

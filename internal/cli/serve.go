@@ -94,7 +94,7 @@ func serve(cmd *cobra.Command, b Build, cfg config.Config) error {
 	defer stop()
 	ui, uiHash := dashboard()
 	d, err := daemon.Start(ctx, cfg, daemon.Options{
-		Drivers: realDrivers(log),
+		Drivers: realDrivers(log, cfg),
 		Version: web.Version{Version: b.Version, Commit: b.Commit, Built: b.Built, UIHash: uiHash},
 		UI:      ui,
 		Logger:  log,

@@ -499,7 +499,11 @@ func (r *Router) ThreadOf(ctx context.Context, route chat.RouteKey) (chat.Thread
 func (r *Router) Agents() []chat.AgentInfo {
 	out := make([]chat.AgentInfo, 0, len(r.opt.Agents))
 	for _, a := range r.opt.Agents {
-		out = append(out, chat.AgentInfo{ID: a.ID, Name: a.Name, Transport: a.Transport, Status: "ready", Roots: a.Roots})
+		status := "ready"
+		if _, ok := r.opt.Drivers[a.Transport]; !ok {
+			status = "unavailable" // configured, but this build has no such transport
+		}
+		out = append(out, chat.AgentInfo{ID: a.ID, Name: a.Name, Transport: a.Transport, Status: status, Roots: a.Roots})
 	}
 	return out
 }

@@ -129,6 +129,7 @@ export function canAskNotify(): boolean {
 }
 
 export const statusText: Record<string, string> = {
+  ready: "ready",
   idle: "idle",
   working: "working",
   waiting_permission: "waiting for permission",
@@ -146,3 +147,25 @@ export function ago(ts?: string): string {
   if (s < 86400) return `${Math.floor(s / 3600)} h ago`;
   return new Date(ts).toLocaleDateString();
 }
+
+// threadState is what the side list says of a thread: the server's state, or
+// "waiting for …" when the chat on screen shows an open card of it.
+export function threadState(store: Store, t: Thread, openKind: string): string {
+  if (t.id === store.state.chat.thread?.id) {
+    if (openKind === "permission") return "waiting for permission";
+    if (openKind === "question") return "waiting for an answer";
+    if (store.state.chat.turnActive) return "working";
+  }
+  return statusText[t.state] ?? t.state;
+}
+
+// agentState derives an agent's status from its threads when the server says only "ready".
+export function agentState(store: Store, agentID: string, server: string, openKind: string): string {
+  const mine = store.state.threads.filter((t) => t.agent === agentID);
+  const states = mine.map((t) => threadState(store, t, openKind));
+  for (const s of ["waiting for permission", "waiting for an answer", "working"]) if (states.includes(s)) return s;
+  if (server === "ready" && mine.length && mine.every((t) => t.state === "crashed")) return "crashed";
+  return statusText[server] ?? server;
+}
+
+export const stateClass = (s: string) => "st-" + s.replace(/^waiting for (an |)/, "waiting_").replace(/ /g, "_");

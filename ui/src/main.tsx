@@ -15,6 +15,12 @@ const store = new Store(undefined, () => {
 installNotifications(store);
 (window as unknown as { parley: Store }).parley = store; // for tests and the curious
 
+document.addEventListener("visibilitychange", () => {
+  const t = store.state.chat.thread;
+  const last = store.state.threads.find((x) => x.id === t?.id)?.last_seq;
+  if (document.visibilityState === "visible" && t && last) store.markSeen(t.id, last);
+});
+
 const narrow = window.matchMedia("(max-width: 760px)");
 
 function App() {

@@ -128,6 +128,10 @@ export class Store implements SocketSink {
   private socket: ChatSocket | null = null;
   private outbox: Outgoing[] = load<Outgoing[]>(OUTBOX, []);
   private openSeen = new Set<string>();
+  // The current thread's log as received, for folding again with earlier events.
+  private log: ServerEvent[] = [];
+  // Cards this client learnt are no longer open without a *_resolved event.
+  private closedCards = new Set<string>();
   private index = new Map<string, number>(); // item key → position in items
   private lastKind = ""; // the kind of the last streamed item, to fold chunks
   private pendingResume: { agent: string; session_id: string; cwd: string } | null = null;
@@ -177,9 +181,48 @@ export class Store implements SocketSink {
     this.openSeen.clear();
     this.lastKind = "";
     this.pendingResume = thread ? { agent: thread.agent, session_id: thread.session_id, cwd: thread.cwd } : null;
+    this.log = [];
+    this.closedCards.clear();
     this.set({ chat: emptyChat(chat ?? "") });
+    this.showOutbox();
     this.socket = new ChatSocket(this, { chat });
     this.socket.start();
+  }
+
+  // showOutbox shows this chat's unacknowledged messages as "sending".
+  private showOutbox() {
+    const chat = this.state.chat.chat;
+    for (const o of this.outbox) {
+      if (o.chat !== chat || this.index.has("u:" + o.message_id)) continue;
+      this.pushItem({ kind: "user", key: "u:" + o.message_id, message_id: o.message_id, text: o.text });
+      this.setChat({ receipts: { ...this.state.chat.receipts, [o.message_id]: { state: "sending" } } });
+    }
+  }
+
+  // hasEarlier reports whether the log holds events before the ones shown.
+  get hasEarlier(): boolean {
+    return (this.log[0]?.seq ?? 1) > 1;
+  }
+
+  // loadEarlier fetches the thread's earlier events and folds the whole log again.
+  async loadEarlier() {
+    const t = this.state.chat.thread;
+    const first = this.log[0]?.seq ?? 1;
+    if (!t || first <= 1) return;
+    const v = await this.getJSON<{ events: ServerEvent[] }>(`/api/threads/${encodeURIComponent(t.id)}/events?since=0&limit=${Math.min(first - 1, 10000)}`);
+    if (this.state.chat.thread?.id !== t.id || (this.log[0]?.seq ?? 1) !== first) return;
+    const earlier = (v.events ?? []).filter((e) => (e.seq ?? 0) < first);
+    this.refold(earlier.concat(this.log));
+  }
+
+  private refold(log: ServerEvent[]) {
+    this.index.clear();
+    this.lastKind = "";
+    this.log = [];
+    this.setChat({ items: [] });
+    for (const ev of log) this.event(ev, true);
+    for (const id of this.closedCards) this.patchCard(id, { state: "closed" } as Partial<Item>);
+    this.showOutbox();
   }
 
   close() {
@@ -326,6 +369,7 @@ export class Store implements SocketSink {
     const next = items.map((it) => {
       if ((it.kind === "permission" || it.kind === "question") && (it.state === "open" || it.state === "answering") && !this.openSeen.has(it.request_id)) {
         changed = true;
+        this.closedCards.add(it.request_id);
         return { ...it, state: "closed" as CardState, note: "no longer open" };
       }
       return it;
@@ -342,6 +386,7 @@ export class Store implements SocketSink {
   }
 
   event(ev: ServerEvent, replaying: boolean) {
+    if (ev.seq && ev.thread) this.log.push(ev);
     const c = this.state.chat;
     switch (ev.type) {
       case "config":
@@ -358,6 +403,8 @@ export class Store implements SocketSink {
           // The route moved to another thread: show that thread's conversation only.
           this.index.clear();
           this.lastKind = "";
+          this.log = [];
+          this.closedCards.clear();
           this.setChat({ items: [], thread: ev.thread, turnActive: false, commands: [], mode: undefined, usage: undefined });
         } else {
           this.setChat({ thread: ev.thread });
@@ -426,14 +473,17 @@ export class Store implements SocketSink {
           input: ev.tool?.input,
           options: ev.options ?? [],
           state: "open",
-        }));
+        }), (it) => (it.kind === "permission" && !ev.seq && (it.state === "answering" || it.state === "closed") ? { ...it, state: "open" } : it));
+        if (!ev.seq) this.closedCards.delete(ev.request_id);
         if (!replaying) this.notify("Permission needed", ev.tool?.title || ev.tool?.name || "");
         break;
       case "permission_resolved":
         this.patchCard(ev.request_id, { state: ev.cancelled ? "cancelled" : "resolved", chosen: ev.option_id, note: resolvedBy(ev.by, ev.message) } as Partial<Item>);
         break;
       case "question":
-        this.upsert("c:" + ev.request_id, () => ({ kind: "question", key: "c:" + ev.request_id, request_id: ev.request_id, questions: ev.questions ?? [], state: "open" }));
+        this.upsert("c:" + ev.request_id, () => ({ kind: "question", key: "c:" + ev.request_id, request_id: ev.request_id, questions: ev.questions ?? [], state: "open" }),
+          (it) => (it.kind === "question" && !ev.seq && (it.state === "answering" || it.state === "closed") ? { ...it, state: "open" } : it));
+        if (!ev.seq) this.closedCards.delete(ev.request_id);
         if (!replaying) this.notify("Question", ev.questions?.[0]?.question ?? "");
         break;
       case "question_resolved":
@@ -460,6 +510,7 @@ export class Store implements SocketSink {
         break;
       case "error":
         if (ev.ref && this.index.has("c:" + ev.ref)) {
+          this.closedCards.add(ev.ref);
           this.patchCard(ev.ref, { state: "closed", note: ev.message } as Partial<Item>);
         } else if (ev.ref && this.index.has("u:" + ev.ref)) {
           this.ack(ev.ref);

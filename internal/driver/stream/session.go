@@ -81,14 +81,15 @@ type session struct {
 	cancelGen int  // counts interrupts, to pair a grace timer with its turn
 	graceT    *time.Timer
 	closing   bool
+	ready     bool // Start returned the session: exits are reported from then on
 	sessionID string
 	mode      string
 	model     string
 	models    []chat.ModeOption
-	lastCost  float64 // total_cost_usd is cumulative per process
-	curMsg    string          // the model message being streamed
-	textSeen  map[string]bool // message ids whose text came as deltas
-	thinkSeen map[string]bool // message ids whose thinking came as deltas
+	lastCost  float64           // total_cost_usd is cumulative per process
+	curMsg    string            // the model message being streamed
+	textSeen  map[string]bool   // message ids whose text came as deltas
+	thinkSeen map[string]bool   // message ids whose thinking came as deltas
 	tools     map[string]string // tool_use id → tool name
 	nextReq   int
 }
@@ -99,17 +100,17 @@ func newSession(sink driver.Sink, log *slog.Logger, allowBypass bool) *session {
 		ms = modes[:len(modes)-1]
 	}
 	return &session{
-		modes:    ms,
-		sink:     sink,
-		log:      log,
-		writes:   make(chan *writeReq),
-		gone:     make(chan struct{}),
-		now:      time.Now,
-		cards:    map[string]*card{},
-		controls: map[string]*pendingControl{},
+		modes:     ms,
+		sink:      sink,
+		log:       log,
+		writes:    make(chan *writeReq),
+		gone:      make(chan struct{}),
+		now:       time.Now,
+		cards:     map[string]*card{},
+		controls:  map[string]*pendingControl{},
 		textSeen:  map[string]bool{},
 		thinkSeen: map[string]bool{},
-		tools:    map[string]string{},
+		tools:     map[string]string{},
 	}
 }
 
@@ -200,7 +201,9 @@ func (s *session) Prompt(ctx context.Context, p driver.Prompt) error {
 	err := s.write(ctx, userLine{Type: "user", Message: userMessage{Role: "user", Content: content}, SessionID: ""})
 	if err != nil {
 		s.mu.Lock()
-		s.turns--
+		if s.turns > 0 { // exited may have ended the turn already
+			s.turns--
+		}
 		s.mu.Unlock()
 		return fmt.Errorf("stream: prompt: %w", err)
 	}
@@ -615,6 +618,23 @@ func (s *session) handleSystem(l line, raw []byte) {
 		if l.PermissionMode != nil {
 			s.setMode(*l.PermissionMode, "")
 		}
+	case "api_retry":
+		// The turn goes on; say why it is slow, in words.
+		var r struct {
+			Attempt     int     `json:"attempt"`
+			MaxRetries  int     `json:"max_retries"`
+			DelayMS     float64 `json:"retry_delay_ms"`
+			ErrorStatus int     `json:"error_status"`
+			Error       string  `json:"error"`
+		}
+		_ = json.Unmarshal(raw, &r)
+		code := chat.CodeAgent
+		if r.ErrorStatus == 429 || r.ErrorStatus == 529 {
+			code = chat.CodeRateLimit
+		}
+		s.sink.Event(chat.Error{Code: code, Message: fmt.Sprintf(
+			"The model API answered %d (%s); Claude Code retries in %.1f s (attempt %d of %d)",
+			r.ErrorStatus, r.Error, r.DelayMS/1000, r.Attempt, r.MaxRetries)})
 	case "thinking_tokens", "hook_started", "hook_response", "compact_boundary":
 	default:
 		s.log.Debug("claude: unknown system line", "subtype", l.Subtype, "line", string(raw))
@@ -755,13 +775,13 @@ func (s *session) exited(err error, stderrTail string) {
 	turn := s.turns > 0
 	s.turns = 0
 	s.stopGraceLocked()
-	closing := s.closing
+	quiet := s.closing || !s.ready
 	withdrawn := s.takeCardsLocked()
 	s.mu.Unlock()
 	for _, id := range withdrawn {
 		s.sink.CardWithdrawn(id)
 	}
-	if closing {
+	if quiet {
 		return
 	}
 	if err == nil && turn {
@@ -810,6 +830,8 @@ func toolTitle(name string, input json.RawMessage, description string) string {
 		if q := str("query"); q != "" {
 			return "Search " + q
 		}
+	case "ExitPlanMode":
+		return "Leave plan mode and start on the plan"
 	}
 	if description != "" {
 		return description

@@ -63,6 +63,12 @@ func (d *Driver) ListSessions(ctx context.Context, spec driver.Spec) ([]driver.N
 		return nil, err
 	}
 	proj := ProjectDir(dir, spec.Cwd)
+	if _, err := os.Stat(proj); err != nil {
+		// Claude Code may have named the folder after the resolved path.
+		if real, rerr := filepath.EvalSymlinks(spec.Cwd); rerr == nil {
+			proj = ProjectDir(dir, real)
+		}
+	}
 	entries, err := os.ReadDir(proj)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil

@@ -167,9 +167,7 @@ func (d *Driver) Start(ctx context.Context, spec driver.Spec, sink driver.Sink) 
 	defer cancel()
 	r, err := p.control(ictx, "initialize", nil)
 	if err != nil {
-		p.mu.Lock()
-		p.closing = true // a failed start reports through its error, not Exited
-		p.mu.Unlock()
+		// A failed start reports through its error, not Exited (ready is false).
 		p.kill()
 		<-p.done
 		msg := strings.TrimSpace(p.tail.String())
@@ -182,6 +180,19 @@ func (d *Driver) Start(ctx context.Context, spec driver.Spec, sink driver.Sink) 
 		return nil, fmt.Errorf("stream: start: %w", err)
 	}
 	p.initialized(r)
+	p.mu.Lock()
+	gone := false
+	select {
+	case <-p.gone:
+		gone = true
+	default:
+		p.ready = true
+	}
+	p.mu.Unlock()
+	if gone {
+		<-p.done
+		return nil, fmt.Errorf("stream: start: claude exited right after initialize: %s", p.tail.String())
+	}
 	// Claude Code reports its mode only with a turn's system/init: say what it starts in.
 	mode := spec.Mode
 	if mode == "" {

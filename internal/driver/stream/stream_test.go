@@ -31,7 +31,7 @@ func newRig(t *testing.T, sc claudeapi.Scenario) *rig {
 	t.Helper()
 	srv := claudeapi.Start(t, sc)
 	home, cwd := t.TempDir(), t.TempDir()
-	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	return &rig{
 		t:    t,
 		srv:  srv,
@@ -532,6 +532,60 @@ func TestBypassNeedsConsent(t *testing.T) {
 	for _, o := range m.Available {
 		if o.ID == "bypassPermissions" {
 			t.Errorf("bypassPermissions offered without consent: %+v", m.Available)
+		}
+	}
+}
+
+// An overloaded API (529) is retried by Claude Code; the person is told why it is slow.
+func TestOverloadedRetried(t *testing.T) {
+	r := newRig(t, claudeapi.Scenario{Rules: []claudeapi.Rule{
+		{Match: claudeapi.Match{Exact: "say hi"}, Times: 1, Reply: claudeapi.Reply{Error: &claudeapi.Error{Status: 529}}},
+		{Match: claudeapi.Match{Exact: "say hi"}, Reply: claudeapi.Text("after the retry", 1, 0)},
+	}})
+	s := r.start()
+	r.prompt(s, "say hi")
+	if got := r.sink.waitTurns(t, 1); got[0] != chat.StopEndTurn {
+		t.Fatalf("turn: got %v want end_turn", got)
+	}
+	if e := first[chat.Error](t, r.sink); e.Code != chat.CodeRateLimit || !strings.Contains(e.Message, "529") {
+		t.Errorf("retry notice: got %+v", e)
+	}
+	if got := r.sink.text(0); got != "after the retry" {
+		t.Errorf("text: got %q", got)
+	}
+}
+
+// A start that fails says why, in Claude Code's own words from stderr.
+func TestStartFailureCarriesStderr(t *testing.T) {
+	r := newRig(t, claudeapi.Scenario{})
+	r.spec.Args = []string{"--no-such-flag"}
+	_, err := r.drv.Start(ctxT(t), r.spec, r.sink)
+	if err == nil || !strings.Contains(err.Error(), "no-such-flag") {
+		t.Fatalf("start: got %v, want Claude Code's complaint about the flag", err)
+	}
+	r.sink.mu.Lock()
+	defer r.sink.mu.Unlock()
+	if len(r.sink.exits) != 0 {
+		t.Errorf("a failed start also reported Exited: %v", r.sink.exits)
+	}
+}
+
+func TestListSessionsEmpty(t *testing.T) {
+	r := newRig(t, claudeapi.Scenario{})
+	list, err := r.drv.ListSessions(ctxT(t), r.spec)
+	if err != nil || len(list) != 0 {
+		t.Errorf("got %v, %v; want none", list, err)
+	}
+}
+
+func TestProjectDir(t *testing.T) {
+	tests := []struct{ cwd, want string }{
+		{"/tmp/probe/cwd", "/h/.claude/projects/-tmp-probe-cwd"},
+		{"/home/a.b/my_proj-1", "/h/.claude/projects/-home-a-b-my-proj-1"},
+	}
+	for _, tt := range tests {
+		if got := ProjectDir("/h/.claude", tt.cwd); got != tt.want {
+			t.Errorf("ProjectDir(%q): got %q want %q", tt.cwd, got, tt.want)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -31,7 +32,28 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	if prog := os.Getenv(envTestWrap); prog != "" {
+		os.Exit(wrap(prog, os.Args[1:]))
+	}
 	os.Exit(m.Run())
+}
+
+// envTestWrap makes the test binary run the named program as its child and
+// wait for it. tmux sends SIGCONT to a pane's own process when it stops, so a
+// test that stops the agent needs the agent one level further down.
+const envTestWrap = "PARLEY_TEST_WRAP"
+
+func wrap(prog string, args []string) int {
+	cmd := exec.Command(prog, args...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.Env = os.Environ()
+	if err := cmd.Run(); err != nil {
+		if ee, ok := err.(*exec.ExitError); ok {
+			return ee.ExitCode()
+		}
+		return 127
+	}
+	return 0
 }
 
 // sink records what a session reports.

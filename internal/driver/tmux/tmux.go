@@ -464,6 +464,12 @@ func (s *session) deliver(ctx context.Context, text string) error {
 		if submitted(scr) {
 			return nil
 		}
+		if !scr.BoxHolds(text) {
+			// Our paste landed on leftover input (typing that arrived late):
+			// submitting now would send both glued together.
+			s.log.Info("the input box holds more than the message; clearing and retyping", "attempt", attempt)
+			continue
+		}
 		if err := s.c.SendKeys(ctx, s.name, "C-m"); err != nil {
 			return s.goneErr(err)
 		}

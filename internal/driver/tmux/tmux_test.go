@@ -4,10 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"sync"
 	"syscall"
 
+	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/driver"
 	"github.com/parleyhq/parley/internal/driver/tmux/ctl"
 	"github.com/parleyhq/parley/internal/driver/tmux/pane"
@@ -107,15 +111,38 @@ func TestPromptLeavesCopyMode(t *testing.T) {
 // reason, never submitted, and the text does not land once it runs again.
 func TestPromptStoppedAgentFails(t *testing.T) {
 	h := newHarness(t, scenario())
-	s, k := h.start("t7")
-	info, err := h.c.Pane(context.Background(), s.name)
+	spec := h.spec("t7")
+	spec.Command = os.Args[0]
+	spec.Env = append(spec.Env, envTestWrap+"="+h.claud)
+	k := newSink()
+	ctx := context.Background()
+	sess, err := h.drv.Start(ctx, spec, k)
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	t.Cleanup(func() { _ = sess.Close(ctx) })
+	s := sess.(*session)
+	info, err := h.c.Pane(ctx, s.name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := syscall.Kill(info.PID, syscall.SIGSTOP); err != nil {
+	kids, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", info.PID, info.PID))
+	if err != nil {
 		t.Fatal(err)
 	}
-	cont := sync.OnceFunc(func() { _ = syscall.Kill(info.PID, syscall.SIGCONT) })
+	agent, err := strconv.Atoi(strings.Fields(string(kids))[0])
+	if err != nil {
+		t.Fatalf("agent pid from %q: %v", kids, err)
+	}
+	if err := syscall.Kill(agent, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, 5*time.Second, func() bool {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", agent))
+		f := strings.Fields(string(b))
+		return len(f) > 2 && f[2] == "T"
+	}, "the agent never stopped")
+	cont := sync.OnceFunc(func() { _ = syscall.Kill(agent, syscall.SIGCONT) })
 	t.Cleanup(cont)
 	err = h.prompt(s, "m1", "this must not be submitted")
 	if err == nil || !errors.Is(err, ErrKeyboard) {
@@ -129,9 +156,11 @@ func TestPromptStoppedAgentFails(t *testing.T) {
 	}
 	waitTurns(t, k, 1)
 	if got, want := h.personTexts(), []string{"hello"}; !slices.Equal(got, want) {
-		t.Errorf("model got %q, want %q", got, want)
+		t.Errorf("model got %q, want %q\n%s", got, want, plain(h.capture(s)))
 	}
 }
+
+func plain(capture string) string { return strings.Join(pane.Read(capture).Full, "\n") }
 
 // 8: the pane is a bare shell: refused, nothing typed.
 func TestPromptRefusesShell(t *testing.T) {
@@ -230,4 +259,152 @@ func countOf(xs []string, x string) int {
 		}
 	}
 	return n
+}
+
+func answerCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// 4: a Bash permission menu becomes a card; a message sent meanwhile waits as
+// queued and goes once the card is answered; the answer really ran the tool.
+func TestPermissionCardQueuesMessage(t *testing.T) {
+	h := newHarness(t, scenario())
+	s, k := h.start("t4")
+	if err := h.prompt(s, "m1", "run it"); err != nil {
+		t.Fatalf("Prompt: %v", err)
+	}
+	testkit.Eventually(t, 30*time.Second, func() bool { return len(k.permissions()) == 1 }, "no permission card")
+	card := k.permissions()[0]
+	ids := h.srv.ToolUseIDs("Bash")
+	if len(ids) != 1 || card.RequestID != ids[0] || card.Tool.Name != "Bash" {
+		t.Fatalf("card %+v, want request id %v (the tool use) and tool Bash", card, ids)
+	}
+	if got := len(card.Options); got != 3 || card.Options[0].Kind != chat.OptionAllowOnce || card.Options[2].Kind != chat.OptionRejectOnce {
+		t.Fatalf("card options %+v, want Yes / Yes, and … / No", card.Options)
+	}
+	sent := make(chan error, 1)
+	go func() { sent <- h.prompt(s, "m2", "hello") }()
+	testkit.Eventually(t, 10*time.Second, func() bool {
+		d := k.deliveries()
+		return len(d) == 1 && d[0].MessageID == "m2" && d[0].State == chat.DeliveryQueued && d[0].Detail == "a permission menu is open"
+	}, "no queued receipt for the message sent behind the menu: %+v", k.deliveries())
+	select {
+	case err := <-sent:
+		t.Fatalf("Prompt behind a live menu returned %v before the card was answered", err)
+	default:
+	}
+	if err := s.AnswerPermission(answerCtx(t), card.RequestID, driver.PermissionAnswer{OptionID: "1"}); err != nil {
+		t.Fatalf("AnswerPermission: %v", err)
+	}
+	if err := <-sent; err != nil {
+		t.Fatalf("queued Prompt after the answer: got %v, want nil", err)
+	}
+	testkit.Eventually(t, 30*time.Second, func() bool { _, ok := h.srv.ToolResult(card.RequestID); return ok }, "the stand-in never got the Bash tool result")
+	if res, _ := h.srv.ToolResult(card.RequestID); res.IsError {
+		t.Errorf("tool result is an error: %q", res.ResultText())
+	}
+	if _, err := os.Stat(filepath.Join(h.cwd, "made-by-bash")); err != nil {
+		t.Errorf("the Bash command did not run: %v", err)
+	}
+	testkit.Eventually(t, 30*time.Second, func() bool { return countOf(h.personTexts(), "hello") == 1 }, "the queued message never reached the model")
+	waitTurns(t, k, 2)
+	if got := len(k.permissions()); got != 1 {
+		t.Errorf("permission cards: got %d, want 1 (an answered card never comes back)", got)
+	}
+	if err := s.AnswerPermission(answerCtx(t), card.RequestID, driver.PermissionAnswer{OptionID: "1"}); !errors.Is(err, driver.ErrUnknownCard) {
+		t.Errorf("answering twice: got %v, want %v", err, driver.ErrUnknownCard)
+	}
+}
+
+// 5: an AskUserQuestion picker answered with a label and with free text; after
+// a daemon restart (a new driver on the same tmux session) no card is open.
+func TestQuestionCardAnswers(t *testing.T) {
+	h := newHarness(t, scenario())
+	s, k := h.start("t5")
+	const q = "Which color do you prefer?"
+	tests := []struct {
+		answer string
+		want   string
+	}{
+		{answer: "Blue", want: `"Which color do you prefer?"="Blue"`},
+		{answer: "Green please", want: `"Which color do you prefer?"="Green please"`},
+	}
+	for i, tt := range tests {
+		if err := h.prompt(s, fmt.Sprintf("m%d", i), "ask"); err != nil {
+			t.Fatalf("Prompt: %v", err)
+		}
+		testkit.Eventually(t, 30*time.Second, func() bool { return len(k.questions()) == i+1 }, "no question card %d", i+1)
+		card := k.questions()[i]
+		if len(card.Questions) != 1 || card.Questions[0].Question != q || len(card.Questions[0].Options) != 2 ||
+			card.Questions[0].Options[0].Label != "Blue" || card.Questions[0].Options[0].Description != "The color of the sky" {
+			t.Fatalf("card %+v, want the question with Blue and Red", card)
+		}
+		if err := s.AnswerQuestion(answerCtx(t), card.RequestID, driver.QuestionAnswer{Answers: chat.Answers{q: tt.answer}}); err != nil {
+			t.Fatalf("AnswerQuestion(%q): %v", tt.answer, err)
+		}
+		testkit.Eventually(t, 30*time.Second, func() bool { _, ok := h.srv.ToolResult(card.RequestID); return ok },
+			"the stand-in never got the answer %q", tt.answer)
+		if res, _ := h.srv.ToolResult(card.RequestID); !strings.Contains(res.ResultText(), tt.want) {
+			t.Errorf("tool result %q, want it to contain %q", res.ResultText(), tt.want)
+		}
+		waitTurns(t, k, i+1)
+	}
+	// The daemon restarts: this session lets go of the tmux session without
+	// killing it, and a new driver session picks it up.
+	s.owned = false
+	if err := s.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	k2 := newSink()
+	s2, err := h.drv.Start(context.Background(), h.spec("t5"), k2)
+	if err != nil {
+		t.Fatalf("Start after restart: %v", err)
+	}
+	t.Cleanup(func() { _ = s2.Close(context.Background()) })
+	s2.(*session).scan()
+	if got := k2.questions(); len(got) != 0 {
+		t.Errorf("after a restart: question cards %+v, want none open", got)
+	}
+	if err := s2.AnswerQuestion(answerCtx(t), k.questions()[0].RequestID, driver.QuestionAnswer{Answers: chat.Answers{q: "Red"}}); !errors.Is(err, driver.ErrUnknownCard) {
+		t.Errorf("answering an old card after restart: got %v, want %v", err, driver.ErrUnknownCard)
+	}
+}
+
+// 6: a menu that has scrolled up under later output is not a live card: here
+// the model's own words look like a permission menu and are followed by more.
+func TestMenuInHistoryIsNotACard(t *testing.T) {
+	sc := scenario()
+	sc.Rules = append([]claudeapi.Rule{{Match: claudeapi.Match{Exact: "fake menu"},
+		Reply: claudeapi.Text("Bash command\n\nDo you want to proceed?\n❯ 1. Yes\n2. No\n", 1, 0)}}, sc.Rules...)
+	h := newHarness(t, sc)
+	s, k := h.start("t6")
+	if err := h.prompt(s, "m1", "fake menu"); err != nil {
+		t.Fatalf("Prompt: %v", err)
+	}
+	waitTurns(t, k, 1)
+	scr, err := s.capture(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.Join(scr.Lines, "\n"), "1. Yes") {
+		t.Fatalf("the fake menu is not on the pane:\n%s", plain(h.capture(s)))
+	}
+	s.scan()
+	if m, live, why := scr.Menu(); live {
+		t.Errorf("menu in history read as live: %+v", m)
+	} else {
+		t.Logf("not live: %s", why)
+	}
+	if got := k.permissions(); len(got) != 0 {
+		t.Errorf("permission cards %+v, want none", got)
+	}
+	// And a message goes through at once, not queued behind it.
+	if err := h.prompt(s, "m2", "hello"); err != nil {
+		t.Fatalf("Prompt after the fake menu: %v", err)
+	}
+	if d := k.deliveries(); len(d) != 0 {
+		t.Errorf("receipts %+v, want none (nothing was queued)", d)
+	}
 }

@@ -370,15 +370,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	reply = s.assignIDs(reply)
 	s.record(rec)
 	if e := reply.Error; e != nil && e.Status != 0 {
-		typ := e.Type
-		if typ == "" {
-			typ = "overloaded_error"
-		}
-		msg := e.Message
-		if msg == "" {
-			msg = "Overloaded"
-		}
-		writeJSON(w, e.Status, errorBody(typ, msg))
+		writeJSON(w, e.Status, errorBody(orDefault(e.Type, "overloaded_error"), orDefault(e.Message, "Overloaded")))
 		return
 	}
 	if !mb.Stream {

@@ -183,3 +183,49 @@ func TestRealClaudePrintMode(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+func TestErrorsAndBlocks(t *testing.T) {
+	srv := Start(t, Scenario{Rules: []Rule{
+		{Match: Match{Exact: "cut"}, Reply: Reply{Blocks: []Block{{Type: BlockText, Text: "abcdefgh", Chunks: 4}},
+			Error: &Error{CutAfter: 2}}},
+		{Match: Match{Exact: "in stream"}, Reply: Reply{Blocks: []Block{{Type: BlockText, Text: "abcd", Chunks: 4}},
+			Error: &Error{InStream: true, CutAfter: 1}}},
+		{Match: Match{Exact: "several"}, Reply: Reply{Blocks: []Block{
+			{Type: BlockThinking, Text: "hm"}, {Type: BlockText, Text: "ok"},
+			{Type: BlockToolUse, Name: "Write", Input: []byte(`{"file_path":"/tmp/x","content":"y"}`), Chunks: 3}}}},
+	}})
+	tools := `"tools":[{}]`
+	tests := []struct {
+		prompt     string
+		wantText   string
+		wantHolds  []string
+		wantAbsent []string
+	}{
+		{"cut", "abcd", nil, []string{"message_stop"}},
+		{"in stream", "a", []string{"event: error", "overloaded_error"}, []string{"message_stop"}},
+		{"several", "ok", []string{"thinking_delta", "input_json_delta", `"stop_reason":"tool_use"`, "message_stop"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.prompt, func(t *testing.T) {
+			_, body := post(t, srv, `{"stream":true,`+tools+`,"messages":[{"role":"user","content":"`+tt.prompt+`"}]}`)
+			if got, _ := streamedText(body); got != tt.wantText {
+				t.Errorf("text: got %q want %q", got, tt.wantText)
+			}
+			for _, w := range tt.wantHolds {
+				if !strings.Contains(body, w) {
+					t.Errorf("stream lacks %q:\n%s", w, body)
+				}
+			}
+			for _, w := range tt.wantAbsent {
+				if strings.Contains(body, w) {
+					t.Errorf("stream holds %q:\n%s", w, body)
+				}
+			}
+		})
+	}
+	// Non-streamed, the same scenario answers as one message.
+	_, body := post(t, srv, `{`+tools+`,"messages":[{"role":"user","content":"several"}]}`)
+	if !strings.Contains(body, `"type":"tool_use"`) || !strings.Contains(body, `"stop_reason":"tool_use"`) {
+		t.Errorf("non-streamed: got %s", body)
+	}
+}

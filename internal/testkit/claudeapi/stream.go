@@ -133,15 +133,7 @@ func streamReply(w http.ResponseWriter, req *http.Request, model string, r Reply
 		s.wait(time.Duration(pace))
 		if e != nil && e.CutAfter > 0 && s.deltas >= e.CutAfter {
 			if e.InStream {
-				typ := e.Type
-				if typ == "" {
-					typ = "overloaded_error"
-				}
-				msg := e.Message
-				if msg == "" {
-					msg = "Overloaded"
-				}
-				s.send("error", errorBody(typ, msg))
+				s.send("error", errorBody(orDefault(e.Type, "overloaded_error"), orDefault(e.Message, "Overloaded")))
 			}
 			panic(http.ErrAbortHandler) // drops the connection mid-stream
 		}

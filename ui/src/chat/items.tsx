@@ -44,6 +44,26 @@ function pretty(v: unknown): string {
   }
 }
 
+// ToolInput shows what a tool will do: a command line or a path when the input has
+// one, the whole input (collapsed) always.
+function ToolInput({ input, open }: { input: unknown; open?: boolean }) {
+  const o = input && typeof input === "object" ? (input as Record<string, unknown>) : {};
+  const line = typeof o.command === "string" ? "$ " + o.command : typeof o.file_path === "string" ? o.file_path : typeof o.path === "string" ? o.path : typeof o.url === "string" ? o.url : "";
+  const all = pretty(input);
+  return (
+    <>
+      {line && <div class="cmdline">{line}</div>}
+      {typeof o.description === "string" && <div class="hint">{o.description}</div>}
+      {all && (
+        <details open={open && !line}>
+          <summary>Input</summary>
+          <pre class="io">{all}</pre>
+        </details>
+      )}
+    </>
+  );
+}
+
 function DiffView({ path, old, now }: { path: string; old?: string; now: string }) {
   const lines = lineDiff(old ?? "", now);
   return (
@@ -64,7 +84,6 @@ function DiffView({ path, old, now }: { path: string; old?: string; now: string 
 const statusLabel: Record<string, string> = { pending: "pending", in_progress: "running", completed: "done", failed: "failed" };
 
 function ToolCard({ it }: { it: Extract<Item, { kind: "tool" }> }) {
-  const input = pretty(it.input);
   return (
     <div class={`tool s-${it.status}`} data-tool={it.id}>
       <div class="tool-head">
@@ -72,12 +91,7 @@ function ToolCard({ it }: { it: Extract<Item, { kind: "tool" }> }) {
         <span class="tool-title">{it.title}</span>
         <span class={`tool-status s-${it.status}`}>{statusLabel[it.status] ?? it.status}</span>
       </div>
-      {input && (
-        <details>
-          <summary>Input</summary>
-          <pre class="io">{input}</pre>
-        </details>
-      )}
+      {it.input !== undefined && <ToolInput input={it.input} />}
       {it.diffs?.map((d) => <DiffView key={d.path} path={d.path} old={d.old_text} now={d.new_text} />)}
       {it.output && (
         <details open={it.status === "failed"}>
@@ -113,7 +127,6 @@ function cardStateText(state: string, note?: string): string {
 
 function PermissionCard({ it, store }: { it: Extract<Item, { kind: "permission" }>; store: Store }) {
   const live = it.state === "open";
-  const input = pretty(it.input);
   return (
     <div class={`card perm c-${it.state}`} data-card={it.request_id} data-state={it.state} role="group" aria-label={`Permission: ${it.title}`}>
       <div class="card-head">
@@ -121,7 +134,7 @@ function PermissionCard({ it, store }: { it: Extract<Item, { kind: "permission" 
         <span class="card-title">{it.title}</span>
         <span class="card-state">{cardStateText(it.state, it.note)}</span>
       </div>
-      {input && <pre class="io">{input}</pre>}
+      {it.input !== undefined && <ToolInput input={it.input} open />}
       <div class="options">
         {it.options.map((o) => (
           <button
@@ -240,6 +253,15 @@ function QuestionCard({ it, store }: { it: Extract<Item, { kind: "question" }>; 
 
 // ItemView renders one conversation item; memoized on the item's identity, which the
 // store changes only when that item changes.
+// threadStatus is a thread's state as a person reads it, including open cards of the shown chat.
+export function openCardKind(items: Item[]): "permission" | "question" | "" {
+  for (let i = items.length - 1; i >= 0; i--) {
+    const it = items[i];
+    if ((it.kind === "permission" || it.kind === "question") && (it.state === "open" || it.state === "answering")) return it.kind;
+  }
+  return "";
+}
+
 export const ItemView = memo(({ it, store, receipt }: { it: Item; store: Store; receipt?: Receipt }) => {
   switch (it.kind) {
     case "user":
@@ -280,8 +302,14 @@ export const ItemView = memo(({ it, store, receipt }: { it: Item; store: Store; 
 });
 
 export function Conversation({ store, items, receipts }: { store: Store; items: Item[]; receipts: Record<string, Receipt> }) {
+  const [loading, setLoading] = useState(false);
   return (
     <div class="conv" role="log" aria-live="polite" aria-label="Conversation">
+      {store.hasEarlier && (
+        <button type="button" class="earlier" disabled={loading} onClick={() => { setLoading(true); store.loadEarlier().finally(() => setLoading(false)); }}>
+          {loading ? "Loading…" : "Show earlier messages"}
+        </button>
+      )}
       {items.map((it) => (
         <ItemView key={it.key} it={it} store={store} receipt={it.kind === "user" ? receipts[it.message_id] : undefined} />
       ))}

@@ -2,8 +2,8 @@
 
 import type { Store } from "../store";
 import { threadLabel } from "../store";
-import { ago, canAskNotify, nav, statusText, useEscToStop, useStickToBottom, type Route } from "../app";
-import { Conversation } from "../chat/items";
+import { agentState, stateClass, threadState, ago, canAskNotify, nav, statusText, useEscToStop, useStickToBottom, type Route } from "../app";
+import { Conversation, openCardKind } from "../chat/items";
 import { useComposer } from "../chat/composer";
 import { NewThread } from "../chat/newthread";
 import { Banner } from "../chat/banner";
@@ -11,6 +11,7 @@ import { useState } from "preact/hooks";
 
 export function Desktop({ store, route }: { store: Store; route: Route }) {
   const s = store.state;
+  const openKind = openCardKind(s.chat.items);
   const c = s.chat;
   const inChat = route.view === "chat";
   const [askNotify, setAskNotify] = useState(canAskNotify());
@@ -29,9 +30,9 @@ export function Desktop({ store, route }: { store: Store; route: Route }) {
         <ul class="agents">
           {s.agents.map((a) => (
             <li key={a.id} data-agent={a.id}>
-              <span class={`dot st-${a.status}`} aria-hidden="true" />
+              <span class={`dot ${stateClass(agentState(store, a.id, a.status, openKind))}`} aria-hidden="true" />
               <span class="name">{a.name || a.id}</span>
-              <span class="hint">{statusText[a.status] ?? a.status}</span>
+              <span class="hint">{agentState(store, a.id, a.status, openKind)}</span>
             </li>
           ))}
         </ul>
@@ -49,7 +50,7 @@ export function Desktop({ store, route }: { store: Store; route: Route }) {
                   </span>
                   <span class="t-meta">
                     <span class="t-cwd">{t.cwd}</span>
-                    <span>{t.agent} · {statusText[t.state] ?? t.state} · {ago(t.updated_at)}</span>
+                    <span>{t.agent} · {threadState(store, t, openKind)} · {ago(t.updated_at)}</span>
                   </span>
                 </button>
               </li>
@@ -97,6 +98,16 @@ function ChatPane({ store }: { store: Store }) {
               </select>
             </label>
           )}
+          {c.mode?.config.filter((o) => o.values?.length).map((o) => (
+            <label class="mode" key={o.id}>
+              {o.name}
+              <select value={o.current} onChange={(e) => store.input({ type: "set_config_option", config_id: o.id, value: (e.target as HTMLSelectElement).value })}>
+                {o.values!.map((v) => (
+                  <option key={v.id} value={v.id}>{v.name}</option>
+                ))}
+              </select>
+            </label>
+          ))}
           {c.turnActive && <span class="working" role="status">working…</span>}
         </div>
       </header>

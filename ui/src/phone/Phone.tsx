@@ -4,8 +4,8 @@
 import { useEffect } from "preact/hooks";
 import type { Store } from "../store";
 import { threadLabel } from "../store";
-import { ago, nav, statusText, useEscToStop, useStickToBottom, type Route } from "../app";
-import { Conversation } from "../chat/items";
+import { agentState, stateClass, threadState, ago, nav, statusText, useEscToStop, useStickToBottom, type Route } from "../app";
+import { Conversation, openCardKind } from "../chat/items";
 import { useComposer } from "../chat/composer";
 import { NewThread } from "../chat/newthread";
 import { Banner } from "../chat/banner";
@@ -25,6 +25,7 @@ function useKeyboardInset() {
 export function Phone({ store, route }: { store: Store; route: Route }) {
   useKeyboardInset();
   const s = store.state;
+  const openKind = openCardKind(s.chat.items);
   if (route.view === "chat") return <PhoneChat store={store} />;
   if (route.view === "new")
     return (
@@ -50,8 +51,8 @@ export function Phone({ store, route }: { store: Store; route: Route }) {
         <ul class="p-agents" aria-label="Agents">
           {s.agents.map((a) => (
             <li key={a.id}>
-              <span class={`dot st-${a.status}`} aria-hidden="true" />
-              {a.name || a.id} <span class="hint">{statusText[a.status] ?? a.status}</span>
+              <span class={`dot ${stateClass(agentState(store, a.id, a.status, openKind))}`} aria-hidden="true" />
+              {a.name || a.id} <span class="hint">{agentState(store, a.id, a.status, openKind)}</span>
             </li>
           ))}
         </ul>
@@ -65,7 +66,7 @@ export function Phone({ store, route }: { store: Store; route: Route }) {
                     {unread && <span class="unread" aria-label="unread" />}
                     {threadLabel(t)}
                   </span>
-                  <span class="t-meta">{t.agent} · {statusText[t.state] ?? t.state} · {ago(t.updated_at)}</span>
+                  <span class="t-meta">{t.agent} · {threadState(store, t, openKind)} · {ago(t.updated_at)}</span>
                   <span class="t-cwd">{t.cwd}</span>
                 </button>
               </li>

@@ -10,6 +10,7 @@
 package pane
 
 import (
+	"regexp"
 	"strconv"
 	"strings"
 	"unicode"
@@ -367,6 +368,27 @@ func (s *Screen) InBox(text string) bool {
 		return strings.HasSuffix(want, got) && utf8.RuneCountInString(got) >= 20
 	}
 	return strings.HasSuffix(got, want)
+}
+
+var placeholderRE = regexp.MustCompile(`^\[Pasted text #\d+(?: \+\d+ lines)?\]$`)
+
+// BoxHolds reports whether the box holds text and nothing else: no leftover
+// typing before it (a paste glued onto stale input must not be submitted).
+// A collapsed paste counts when it is the box's only content.
+func (s *Screen) BoxHolds(text string) bool {
+	staged := s.Staged()
+	if staged == "" {
+		return false
+	}
+	if placeholderRE.MatchString(staged) {
+		return true
+	}
+	got, want := Normalize(staged), Normalize(text)
+	if got == want {
+		return true
+	}
+	// The box may show only the end of a long text.
+	return utf8.RuneCountInString(want) > TailRunes && strings.HasSuffix(want, got) && utf8.RuneCountInString(got) >= TailRunes/2
 }
 
 // Speaker kinds of LastSpeaker.

@@ -1,0 +1,387 @@
+package tui
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"unicode"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/wire"
+)
+
+// card is an open permission request or question, shown at the bottom until the
+// server says it is over (answered here, answered elsewhere, or cancelled).
+type card struct {
+	id   string
+	kind string
+	perm chat.PermissionRequest
+	q    chat.Question
+
+	qi       int          // the question being answered
+	cursor   int          // the highlighted option
+	selected map[int]bool // multi-select ticks of the current question
+	answers  chat.Answers // answers to the questions before qi
+	free     string       // the person's own words
+
+	sent      bool   // answered here; waiting for the server to close it
+	err       string // why the last answer did not take
+	confirmed bool   // said again in this connect sequence
+}
+
+func (m *Model) openCard(c *card) {
+	if old := m.cardByID(c.id); old != nil {
+		old.confirmed = true // an open card said again on connect
+		return
+	}
+	c.confirmed = true
+	c.selected = map[int]bool{}
+	m.cards = append(m.cards, c)
+	m.layout()
+}
+
+// closeCard drops a card, returning it (nil when it was not shown).
+func (m *Model) closeCard(id string) *card {
+	c := m.cardByID(id)
+	m.cards = slices.DeleteFunc(m.cards, func(c *card) bool { return c.id == id })
+	m.layout()
+	return c
+}
+
+// card is the card the keys go to: the oldest open one.
+func (m *Model) card() *card {
+	if len(m.cards) == 0 {
+		return nil
+	}
+	return m.cards[0]
+}
+
+func (m *Model) cardByID(id string) *card {
+	for _, c := range m.cards {
+		if c.id == id {
+			return c
+		}
+	}
+	return nil
+}
+
+// options are the labels the current step offers.
+func (c *card) options() []string {
+	if c.kind == chat.CardPermission {
+		out := make([]string, len(c.perm.Options))
+		for i, o := range c.perm.Options {
+			out[i] = o.Label
+		}
+		return out
+	}
+	if c.qi >= len(c.q.Questions) {
+		return nil
+	}
+	qs := c.q.Questions[c.qi]
+	out := make([]string, len(qs.Options))
+	for i, o := range qs.Options {
+		out[i] = o.Label
+	}
+	return out
+}
+
+func (c *card) multi() bool {
+	return c.kind == chat.CardQuestion && c.qi < len(c.q.Questions) && c.q.Questions[c.qi].MultiSelect
+}
+
+func (m *Model) cardKey(c *card, k tea.KeyPressMsg) tea.Cmd {
+	m.dirty = true
+	if c.sent {
+		return nil
+	}
+	opts := c.options()
+	key := k.String()
+	switch key {
+	case "up":
+		if c.cursor > 0 {
+			c.cursor--
+		}
+		return nil
+	case "down", "tab":
+		if c.cursor < len(opts)-1 {
+			c.cursor++
+		}
+		return nil
+	case "backspace":
+		if c.free != "" {
+			r := []rune(c.free)
+			c.free = string(r[:len(r)-1])
+		}
+		return nil
+	case "enter":
+		switch {
+		case strings.TrimSpace(c.free) != "":
+			return m.answerFree(c, strings.TrimSpace(c.free))
+		case c.multi():
+			if len(c.selected) == 0 && len(opts) > 0 {
+				c.selected[c.cursor] = true
+			}
+			return m.answerStep(c)
+		case len(opts) > 0:
+			return m.pick(c, c.cursor)
+		}
+		return nil
+	case "space":
+		if c.free == "" {
+			if c.multi() {
+				c.selected[c.cursor] = !c.selected[c.cursor]
+				if !c.selected[c.cursor] {
+					delete(c.selected, c.cursor)
+				}
+			}
+			return nil
+		}
+		c.free += " "
+		return nil
+	}
+	if k.Text == "" || k.Mod&^tea.ModShift != 0 {
+		return nil
+	}
+	r := []rune(k.Text)
+	if c.free == "" && len(r) == 1 && unicode.IsDigit(r[0]) {
+		n := int(r[0] - '1')
+		if n >= 0 && n < len(opts) {
+			c.cursor = n
+			if c.multi() {
+				c.selected[n] = !c.selected[n]
+				if !c.selected[n] {
+					delete(c.selected, n)
+				}
+				return nil
+			}
+			return m.pick(c, n)
+		}
+	}
+	c.free += k.Text
+	return nil
+}
+
+// pick chooses option i of the current step.
+func (m *Model) pick(c *card, i int) tea.Cmd {
+	if c.kind == chat.CardPermission {
+		o := c.perm.Options[i]
+		return m.answerPermission(c, wire.PermissionResponse{Type: wire.TypePermissionResponse, RequestID: c.id, OptionID: o.ID})
+	}
+	c.selected = map[int]bool{i: true}
+	return m.answerStep(c)
+}
+
+// answerFree answers the current step in the person's own words. For a
+// permission card they are the reason given with a rejection.
+func (m *Model) answerFree(c *card, text string) tea.Cmd {
+	if c.kind == chat.CardPermission {
+		for _, o := range c.perm.Options {
+			if o.Kind == chat.OptionRejectOnce || o.Kind == chat.OptionRejectAlways {
+				return m.answerPermission(c, wire.PermissionResponse{Type: wire.TypePermissionResponse, RequestID: c.id, OptionID: o.ID, Message: text})
+			}
+		}
+		c.err = "this card takes one of its options"
+		c.free = ""
+		return nil
+	}
+	if c.qi >= len(c.q.Questions) {
+		return m.answerQuestion(c, text)
+	}
+	c.answers[c.q.Questions[c.qi].Question] = text
+	return m.nextStep(c)
+}
+
+// answerStep records the ticked options of the current question.
+func (m *Model) answerStep(c *card) tea.Cmd {
+	if len(c.q.Questions) == 0 {
+		return nil
+	}
+	qs := c.q.Questions[c.qi]
+	var labels []string
+	for i, o := range qs.Options {
+		if c.selected[i] {
+			labels = append(labels, o.Label)
+		}
+	}
+	if qs.MultiSelect {
+		c.answers[qs.Question] = labels
+	} else if len(labels) > 0 {
+		c.answers[qs.Question] = labels[0]
+	}
+	return m.nextStep(c)
+}
+
+func (m *Model) nextStep(c *card) tea.Cmd {
+	c.qi++
+	c.cursor, c.free, c.selected = 0, "", map[int]bool{}
+	if c.qi < len(c.q.Questions) {
+		return nil
+	}
+	return m.answerQuestion(c, "")
+}
+
+func (m *Model) answerPermission(c *card, r wire.PermissionResponse) tea.Cmd {
+	c.sent, c.err = true, ""
+	return m.sendCmd("card", c.id, r)
+}
+
+func (m *Model) answerQuestion(c *card, response string) tea.Cmd {
+	c.sent, c.err = true, ""
+	c.qi = len(c.q.Questions)
+	return m.sendCmd("card", c.id, wire.QuestionAnswer{Type: wire.TypeQuestionAnswer, RequestID: c.id, Answers: c.answers, Response: response})
+}
+
+// cardLines renders the card for the bottom of the screen.
+func (m *Model) cardLines(c *card) []string {
+	st := m.st
+	var lines []string
+	more := ""
+	if n := len(m.cards); n > 1 {
+		more = fmt.Sprintf(" (1 of %d)", n)
+	}
+	if c.kind == chat.CardPermission {
+		title := c.perm.Tool.Title
+		if title == "" {
+			title = c.perm.Tool.Name
+		}
+		lines = append(lines, st.cardTitle.Render("Permission: "+title+more))
+		if in := compactJSON(c.perm.Tool.Input, m.width-4); in != "" {
+			lines = append(lines, st.dim.Render("  "+in))
+		}
+	} else if c.qi < len(c.q.Questions) {
+		qs := c.q.Questions[c.qi]
+		head := "Question"
+		if qs.Header != "" {
+			head = qs.Header
+		}
+		if len(c.q.Questions) > 1 {
+			head += fmt.Sprintf(" %d/%d", c.qi+1, len(c.q.Questions))
+		}
+		lines = append(lines, st.cardTitle.Render(head+more))
+		for _, l := range strings.Split(qs.Question, "\n") {
+			lines = append(lines, "  "+l)
+		}
+	} else {
+		lines = append(lines, st.cardTitle.Render("Question"+more))
+	}
+	for i, label := range c.options() {
+		mark := "  "
+		if i == c.cursor && c.free == "" {
+			mark = st.accent.Render("› ")
+		}
+		tick := ""
+		if c.multi() {
+			tick = "[ ] "
+			if c.selected[i] {
+				tick = "[x] "
+			}
+		}
+		line := fmt.Sprintf("%s%d. %s%s", mark, i+1, tick, label)
+		if c.kind == chat.CardQuestion && c.qi < len(c.q.Questions) {
+			if d := c.q.Questions[c.qi].Options[i].Description; d != "" {
+				line += st.dim.Render("  " + d)
+			}
+		}
+		lines = append(lines, line)
+	}
+	ownWords := "  Or type your own answer: "
+	if c.kind == chat.CardPermission {
+		ownWords = "  Or type what to do instead: "
+	}
+	lines = append(lines, ownWords+c.free+st.accent.Render("▏"))
+	switch {
+	case c.sent:
+		lines = append(lines, st.dim.Render("  sent; waiting for the agent…"))
+	case c.err != "":
+		lines = append(lines, st.err.Render("  "+c.err))
+	}
+	hint := "1-9 or ↑↓ Enter choose · type to answer · Esc stop turn"
+	if c.multi() {
+		hint = "Space or 1-9 tick · Enter confirm · type to answer · Esc stop turn"
+	}
+	lines = append(lines, st.dim.Render(hint))
+	return lines
+}
+
+// picker lists threads to switch to; entry 0 is "a new thread".
+type picker struct {
+	threads []chat.Thread
+	cursor  int
+}
+
+func (m *Model) pickerKey(k tea.KeyPressMsg) tea.Cmd {
+	p := m.picker
+	m.dirty = true
+	n := len(p.threads) + 1
+	switch key := k.String(); key {
+	case "esc", "ctrl+t":
+		m.picker = nil
+		m.layout()
+		return nil
+	case "up":
+		if p.cursor > 0 {
+			p.cursor--
+		}
+		return nil
+	case "down":
+		if p.cursor < n-1 {
+			p.cursor++
+		}
+		return nil
+	case "enter":
+		return m.pickThread(p.cursor)
+	default:
+		if len(k.Text) == 1 && k.Text[0] >= '0' && k.Text[0] <= '9' {
+			if i := int(k.Text[0] - '0'); i < n {
+				return m.pickThread(i)
+			}
+		}
+	}
+	return nil
+}
+
+func (m *Model) pickThread(i int) tea.Cmd {
+	p := m.picker
+	m.picker = nil
+	m.layout()
+	if i == 0 {
+		m.startNew("", "")
+		return nil
+	}
+	return m.attach(p.threads[i-1])
+}
+
+func (m *Model) pickerLines() []string {
+	p := m.picker
+	st := m.st
+	lines := []string{st.cardTitle.Render("Switch thread")}
+	rows := max(m.height/2-3, 3)
+	start := 0
+	if p.cursor >= rows {
+		start = p.cursor - rows + 1
+	}
+	for i := start; i < len(p.threads)+1 && i < start+rows; i++ {
+		mark := "  "
+		if i == p.cursor {
+			mark = st.accent.Render("› ")
+		}
+		if i == 0 {
+			lines = append(lines, mark+"0. + new thread here")
+			continue
+		}
+		th := p.threads[i-1]
+		cur := ""
+		if th.ID == m.thread.ID {
+			cur = " (this one)"
+		}
+		title := th.Title
+		if title == "" {
+			title = th.Cwd
+		}
+		lines = append(lines, fmt.Sprintf("%s%d. %s · %s · %s%s", mark, i, th.Agent, title, th.State, cur))
+	}
+	lines = append(lines, st.dim.Render("0-9 or ↑↓ Enter open · Esc close"))
+	return lines
+}

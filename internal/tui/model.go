@@ -1,0 +1,729 @@
+package tui
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"charm.land/bubbles/v2/textarea"
+	"charm.land/bubbles/v2/viewport"
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/client"
+	"github.com/parleyhq/parley/internal/wire"
+)
+
+// sendTimeout bounds one socket write.
+const sendTimeout = 10 * time.Second
+
+// Messages the model makes for itself.
+type (
+	// sentMsg reports how writing one input went.
+	sentMsg struct {
+		kind string // message, stop, card, mode, resume
+		ref  string // message id or request id
+		err  error
+	}
+	// threadsMsg carries the thread list for the initial choice or the picker.
+	threadsMsg struct {
+		forPicker bool
+		threads   []chat.Thread
+		err       error
+	}
+)
+
+// Entry kinds of the transcript.
+const (
+	entryUser    = "user"
+	entryAgent   = "agent"
+	entryThought = "thought"
+	entryTool    = "tool"
+	entryPlan    = "plan"
+	entryNote    = "note"
+	entryError   = "error"
+)
+
+// entry is one block of the transcript.
+type entry struct {
+	kind string
+	text string
+	// user messages
+	id    string
+	from  chat.RouteKey
+	state string // "" (not sent yet), sending, queued, delivering, submitted, failed
+	// detail says why a message failed.
+	detail string
+	out    *wire.Message // what to (re)send while it has no receipt
+	// agent text
+	agentMsgID string
+	// tool calls
+	tool   chat.ToolCall
+	status string
+	output string
+	// plan
+	plan []chat.PlanEntry
+
+	rendered      string // cache of the rendering…
+	renderedWidth int    // … at this width
+	renderedKey   string
+}
+
+// Model is the Bubble Tea model of `parley chat`.
+type Model struct {
+	opt Options
+	be  Backend
+	st  styles
+
+	width, height int
+
+	// connection
+	online     bool
+	everOnline bool
+	connecting bool // between OnlineMsg and replay_done
+	offline    string
+	attempt    int
+	fatal      error
+
+	cfg       chat.Config
+	thread    chat.Thread
+	lastSeq   int64
+	mode      chat.Mode
+	turn      bool
+	stopping  bool
+	chosen    bool // the initial thread choice is made
+	intent    *wire.Intent
+	agentPick string // the agent the next message asks for
+
+	entries []*entry
+	users   map[string]*entry
+	tools   map[string]*entry
+	cards   []*card
+
+	picker *picker
+
+	input       textarea.Model
+	vp          viewport.Model
+	follow      bool
+	expandTools bool
+	quitArmed   bool
+	flash       string // one-line notice in the help row
+	dirty       bool
+}
+
+// New builds the model; be carries its inputs to the daemon.
+func New(opt Options, be Backend) *Model {
+	ta := textarea.New()
+	ta.ShowLineNumbers = false
+	ta.Prompt = "> "
+	ta.Placeholder = "Message the agent (Enter sends, Alt+Enter adds a line)"
+	ta.CharLimit = 0
+	ta.MaxHeight = 0
+	ta.SetVirtualCursor(false)
+	ta.KeyMap.InsertNewline.SetKeys("alt+enter", "ctrl+j", "shift+enter")
+	_ = ta.Focus() // the blink it asks for is the virtual cursor's, not used
+	ta.SetHeight(3)
+	m := &Model{
+		opt: opt, be: be, st: newStyles(!opt.NoColor),
+		width: 80, height: 24,
+		users: map[string]*entry{}, tools: map[string]*entry{},
+		input: ta, vp: viewport.New(), follow: true, dirty: true,
+		offline: "connecting…",
+	}
+	m.layout()
+	return m
+}
+
+// Init implements tea.Model.
+func (m *Model) Init() tea.Cmd { return nil }
+
+// Update implements tea.Model.
+func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.width, m.height = max(msg.Width, 20), max(msg.Height, 8)
+		m.layout()
+		m.dirty = true
+		return m, nil
+	case OnlineMsg:
+		m.online, m.everOnline, m.connecting, m.offline, m.attempt = true, true, true, "", 0
+		for _, c := range m.cards {
+			c.confirmed = false
+		}
+		return m, nil
+	case OfflineMsg:
+		m.online, m.connecting = false, false
+		m.attempt = msg.Attempt
+		m.offline = "offline"
+		if msg.Err != nil {
+			m.offline = "offline: " + shortErr(msg.Err)
+		}
+		for _, e := range m.users {
+			if e.state == "sending" {
+				e.state = "" // its write may not have got there: resent on reconnect
+			}
+		}
+		m.dirty = true
+		return m, nil
+	case FatalMsg:
+		m.fatal = msg.Err
+		return m, tea.Quit
+	case EventMsg:
+		return m, m.onEvent(msg.Event)
+	case sentMsg:
+		return m, m.onSent(msg)
+	case threadsMsg:
+		return m, m.onThreads(msg)
+	case tea.PasteMsg:
+		if c := m.card(); c != nil {
+			c.free += strings.ReplaceAll(msg.Content, "\n", " ")
+			return m, nil
+		}
+		if m.picker != nil {
+			return m, nil
+		}
+		var cmd tea.Cmd
+		m.input, cmd = m.input.Update(msg)
+		return m, cmd
+	case tea.KeyPressMsg:
+		return m, m.onKey(msg)
+	}
+	return m, nil
+}
+
+// layout sizes the transcript and the input to the window.
+func (m *Model) layout() {
+	m.input.SetWidth(m.width)
+	m.vp.SetWidth(m.width)
+	m.vp.SetHeight(max(m.height-m.bottomHeight()-1, 1))
+	if m.follow {
+		m.vp.GotoBottom()
+	}
+}
+
+// --- events ------------------------------------------------------------------
+
+func (m *Model) onEvent(ev client.Event) tea.Cmd {
+	// Never show an event twice: log events are kept by seq, per thread.
+	if ev.Seq > 0 {
+		if ev.Thread != m.thread.ID || ev.Seq <= m.lastSeq {
+			return nil
+		}
+		m.lastSeq = ev.Seq
+	}
+	m.dirty = true
+	switch ev.Type {
+	case chat.TypeConfig:
+		_ = ev.Decode(&m.cfg)
+	case chat.TypeThread:
+		var te chat.ThreadEvent
+		_ = ev.Decode(&te)
+		if te.Thread.ID != m.thread.ID {
+			m.switchTo(te.Thread)
+		} else {
+			m.thread = te.Thread
+		}
+	case chat.TypeReplayDone:
+		return m.onReplayDone()
+	case chat.TypeUserMessage:
+		var p chat.UserMessage
+		_ = ev.Decode(&p)
+		if e := m.users[p.MessageID]; e != nil {
+			e.from = p.From
+			if e.state == "" || e.state == "sending" {
+				e.state = chat.DeliveryQueued
+			}
+			e.out = nil
+			return nil
+		}
+		e := &entry{kind: entryUser, id: p.MessageID, text: p.Text, from: p.From, state: chat.DeliveryQueued}
+		m.users[p.MessageID] = e
+		m.add(e)
+	case chat.TypeDelivery:
+		var p chat.Delivery
+		_ = ev.Decode(&p)
+		if e := m.users[p.MessageID]; e != nil {
+			if rank(p.State) >= rank(e.state) {
+				e.state, e.detail = p.State, p.Detail
+			}
+			e.out = nil
+		}
+	case chat.TypeAgentChunk:
+		var p chat.AgentChunk
+		_ = ev.Decode(&p)
+		if last := m.last(); last != nil && last.kind == entryAgent && (p.MessageID == "" || last.agentMsgID == "" || p.MessageID == last.agentMsgID) {
+			last.text += p.Text
+			if last.agentMsgID == "" {
+				last.agentMsgID = p.MessageID
+			}
+			return nil
+		}
+		m.add(&entry{kind: entryAgent, text: p.Text, agentMsgID: p.MessageID})
+	case chat.TypeThoughtChunk:
+		var p chat.ThoughtChunk
+		_ = ev.Decode(&p)
+		if last := m.last(); last != nil && last.kind == entryThought {
+			last.text += p.Text
+			return nil
+		}
+		m.add(&entry{kind: entryThought, text: p.Text})
+	case chat.TypeToolCall:
+		var p chat.ToolCall
+		_ = ev.Decode(&p)
+		if e := m.tools[p.ToolCallID]; e != nil {
+			e.tool, e.status = p, p.Status
+			return nil
+		}
+		e := &entry{kind: entryTool, tool: p, status: p.Status}
+		m.tools[p.ToolCallID] = e
+		m.add(e)
+	case chat.TypeToolCallUpdate:
+		var p chat.ToolCallUpdate
+		_ = ev.Decode(&p)
+		e := m.tools[p.ToolCallID]
+		if e == nil {
+			e = &entry{kind: entryTool, tool: chat.ToolCall{ToolCallID: p.ToolCallID, Title: p.Title}}
+			m.tools[p.ToolCallID] = e
+			m.add(e)
+		}
+		if p.Status != "" {
+			e.status = p.Status
+		}
+		if p.Title != "" {
+			e.tool.Title = p.Title
+		}
+		if p.Output != "" {
+			e.output = p.Output
+		}
+		for _, d := range p.Diffs {
+			e.output += fmt.Sprintf("\n--- %s\n%s", d.Path, d.NewText)
+		}
+	case chat.TypePlan:
+		var p chat.Plan
+		_ = ev.Decode(&p)
+		for _, e := range m.entries {
+			if e.kind == entryPlan {
+				e.plan = p.Entries // the plan comes whole each time: one entry, kept current
+				return nil
+			}
+		}
+		m.add(&entry{kind: entryPlan, plan: p.Entries})
+	case chat.TypePermissionRequest:
+		var p chat.PermissionRequest
+		_ = ev.Decode(&p)
+		m.openCard(&card{id: p.RequestID, kind: chat.CardPermission, perm: p})
+	case chat.TypeQuestion:
+		var p chat.Question
+		_ = ev.Decode(&p)
+		m.openCard(&card{id: p.RequestID, kind: chat.CardQuestion, q: p, answers: chat.Answers{}})
+	case chat.TypePermissionResolved:
+		var p chat.PermissionResolved
+		_ = ev.Decode(&p)
+		c := m.closeCard(p.RequestID)
+		m.add(&entry{kind: entryNote, text: permissionNote(c, p)})
+	case chat.TypeQuestionResolved:
+		var p chat.QuestionResolved
+		_ = ev.Decode(&p)
+		m.closeCard(p.RequestID)
+		m.add(&entry{kind: entryNote, text: questionNote(p)})
+	case chat.TypeMode:
+		_ = ev.Decode(&m.mode)
+	case chat.TypeTurnStatus:
+		var p chat.TurnStatus
+		_ = ev.Decode(&p)
+		m.turn = p.Active
+		if !p.Active {
+			m.stopping = false
+		}
+	case chat.TypePromptDone:
+		var p chat.PromptDone
+		_ = ev.Decode(&p)
+		if p.StopReason != chat.StopEndTurn {
+			m.add(&entry{kind: entryNote, text: "turn ended: " + p.StopReason})
+		}
+	case chat.TypeError:
+		var p chat.Error
+		_ = ev.Decode(&p)
+		m.onError(p)
+	case chat.TypeSessionInfo:
+		var p chat.SessionInfo
+		_ = ev.Decode(&p)
+		if p.State == "exited" {
+			m.add(&entry{kind: entryNote, text: "agent session exited" + suffix(p.Detail)})
+		}
+	}
+	return nil
+}
+
+// switchTo shows another thread: the transcript starts again from its replay.
+// Messages typed and not yet sent stay.
+func (m *Model) switchTo(th chat.Thread) {
+	m.thread, m.lastSeq = th, 0
+	keep := []*entry{}
+	users := map[string]*entry{}
+	for _, e := range m.entries {
+		if e.kind == entryUser && e.out != nil {
+			keep = append(keep, e)
+			users[e.id] = e
+		}
+	}
+	m.entries, m.users, m.tools, m.cards = keep, users, map[string]*entry{}, nil
+	m.mode, m.turn, m.stopping = chat.Mode{Current: th.Mode}, false, false
+}
+
+func (m *Model) onReplayDone() tea.Cmd {
+	m.connecting = false
+	// Open cards were all said again on connect: one not said is over.
+	m.cards = slices.DeleteFunc(m.cards, func(c *card) bool { return !c.confirmed })
+	m.layout()
+	var cmds []tea.Cmd
+	for _, e := range m.entries {
+		if e.kind == entryUser && e.out != nil && (e.state == "" || e.state == "sending") {
+			e.state = "sending"
+			cmds = append(cmds, m.sendCmd("message", e.id, *e.out))
+		}
+	}
+	if !m.chosen {
+		m.chosen = true
+		if cmd := m.chooseThread(); cmd != nil {
+			cmds = append(cmds, cmd)
+		}
+	}
+	return tea.Batch(cmds...)
+}
+
+// chooseThread makes the initial choice `parley chat`'s flags ask for.
+func (m *Model) chooseThread() tea.Cmd {
+	switch {
+	case m.opt.New:
+		m.startNew(m.opt.Cwd, m.opt.Agent)
+		return nil
+	case m.opt.Thread != "" && m.opt.Thread == m.thread.ID:
+		return nil
+	case m.opt.Thread == "" && m.thread.ID != "" && (m.opt.Agent == "" || m.opt.Agent == m.thread.Agent):
+		return nil // the route's current thread
+	}
+	return m.listThreads(false)
+}
+
+func (m *Model) listThreads(forPicker bool) tea.Cmd {
+	be := m.be
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(context.Background(), sendTimeout)
+		defer cancel()
+		ths, err := be.Threads(ctx)
+		return threadsMsg{forPicker: forPicker, threads: ths, err: err}
+	}
+}
+
+func (m *Model) onThreads(msg threadsMsg) tea.Cmd {
+	m.dirty = true
+	if msg.err != nil {
+		m.add(&entry{kind: entryError, text: "could not list threads: " + shortErr(msg.err)})
+		return nil
+	}
+	slices.SortFunc(msg.threads, func(a, b chat.Thread) int { return b.UpdatedAt.Compare(a.UpdatedAt) })
+	if msg.forPicker {
+		m.picker = &picker{threads: msg.threads}
+		m.layout()
+		return nil
+	}
+	if m.opt.Thread != "" {
+		for _, th := range msg.threads {
+			if th.ID == m.opt.Thread {
+				return m.attach(th)
+			}
+		}
+		m.add(&entry{kind: entryError, text: fmt.Sprintf("thread %s not found (parley threads lists them)", m.opt.Thread)})
+		return nil
+	}
+	agent := m.opt.Agent
+	if agent == "" {
+		agent = m.cfg.DefaultAgent
+	}
+	for _, th := range msg.threads {
+		if th.Agent == agent && th.SessionID != "" {
+			return m.attach(th)
+		}
+	}
+	if m.opt.Agent != "" {
+		m.agentPick = m.opt.Agent
+		m.add(&entry{kind: entryNote, text: "your first message starts a thread with " + m.opt.Agent})
+	}
+	return nil
+}
+
+// attach makes th the route's thread (resume_session binds it to this route).
+func (m *Model) attach(th chat.Thread) tea.Cmd {
+	if th.ID == m.thread.ID {
+		return nil
+	}
+	if th.SessionID == "" {
+		m.add(&entry{kind: entryError, text: fmt.Sprintf("thread %s has no agent session yet, so it cannot be opened here", th.ID)})
+		return nil
+	}
+	m.intent, m.agentPick = nil, ""
+	return m.sendCmd("resume", string(th.ID), map[string]any{
+		"type": wire.TypeResumeSession, "agent": th.Agent, "session_id": th.SessionID, "cwd": th.Cwd,
+	})
+}
+
+// startNew makes the next message start a new thread.
+func (m *Model) startNew(cwd, agent string) {
+	if cwd == "" {
+		cwd = m.thread.Cwd
+	}
+	if agent == "" {
+		agent = m.thread.Agent
+	}
+	m.intent = &wire.Intent{New: &wire.NewIntent{Cwd: cwd, Agent: agent}}
+	where := ""
+	if cwd != "" {
+		where = " in " + cwd
+	}
+	m.add(&entry{kind: entryNote, text: "your next message starts a new thread" + where})
+	m.dirty = true
+}
+
+func (m *Model) onError(p chat.Error) {
+	if e := m.users[p.Ref]; e != nil && p.Ref != "" {
+		e.state, e.detail, e.out = chat.DeliveryFailed, p.Message, nil
+		return
+	}
+	for _, c := range m.cards {
+		if c.id == p.Ref && p.Ref != "" {
+			if p.Code == chat.CodeCardClosed {
+				m.closeCard(c.id)
+				m.add(&entry{kind: entryNote, text: "that card was already answered elsewhere"})
+				return
+			}
+			c.sent, c.err = false, p.Message
+			return
+		}
+	}
+	if m.stopping && strings.Contains(p.Message, chat.ErrNoTurn.Error()) {
+		m.stopping = false
+	}
+	m.add(&entry{kind: entryError, text: p.Message})
+}
+
+func (m *Model) onSent(s sentMsg) tea.Cmd {
+	if s.err == nil {
+		return nil
+	}
+	m.dirty = true
+	switch s.kind {
+	case "message":
+		if e := m.users[s.ref]; e != nil && e.state == "sending" {
+			e.state = "" // sent again once the socket is back
+		}
+	case "card":
+		if c := m.cardByID(s.ref); c != nil {
+			c.sent, c.err = false, "not sent: "+shortErr(s.err)
+		}
+	case "stop":
+		m.stopping = false
+		m.flash = "stop not sent: " + shortErr(s.err)
+	default:
+		m.flash = s.kind + " not sent: " + shortErr(s.err)
+	}
+	return nil
+}
+
+// --- keys --------------------------------------------------------------------
+
+func (m *Model) onKey(k tea.KeyPressMsg) tea.Cmd {
+	key := k.String()
+	if key == "ctrl+c" {
+		if m.quitArmed {
+			return tea.Quit
+		}
+		m.quitArmed = true
+		m.flash = "press Ctrl-C again to quit"
+		return nil
+	}
+	m.quitArmed = false
+	m.flash = ""
+	if m.picker != nil {
+		return m.pickerKey(k)
+	}
+	if key == "esc" {
+		return m.stop()
+	}
+	if c := m.card(); c != nil {
+		return m.cardKey(c, k)
+	}
+	switch key {
+	case "enter":
+		return m.submit()
+	case "ctrl+t":
+		return m.listThreads(true)
+	case "ctrl+n":
+		m.startNew("", "")
+		return nil
+	case "shift+tab":
+		return m.nextMode()
+	case "ctrl+o":
+		m.expandTools = !m.expandTools
+		m.dirty = true
+		return nil
+	case "pgup":
+		m.vp.PageUp()
+		m.follow = m.vp.AtBottom()
+		return nil
+	case "pgdown":
+		m.vp.PageDown()
+		m.follow = m.vp.AtBottom()
+		return nil
+	case "ctrl+end":
+		m.vp.GotoBottom()
+		m.follow = true
+		return nil
+	}
+	var cmd tea.Cmd
+	m.input, cmd = m.input.Update(k)
+	return cmd
+}
+
+func (m *Model) stop() tea.Cmd {
+	if !m.turn {
+		m.flash = "no turn is running"
+		return nil
+	}
+	m.stopping = true
+	return m.sendCmd("stop", "", map[string]string{"type": wire.TypeStop})
+}
+
+func (m *Model) submit() tea.Cmd {
+	text := strings.TrimSpace(m.input.Value())
+	if text == "" {
+		return nil
+	}
+	m.input.Reset()
+	id := chat.NewID("m")
+	out := wire.Message{Type: wire.TypeMessage, MessageID: id, Text: text, Intent: m.intent, Agent: m.agentPick}
+	m.intent, m.agentPick = nil, ""
+	e := &entry{kind: entryUser, id: id, text: text, from: chat.RouteKey{Channel: "tui", Chat: m.cfg.Chat}, out: &out}
+	m.users[id] = e
+	m.add(e)
+	m.follow = true
+	m.dirty = true
+	if !m.online || m.connecting {
+		return nil // sent when the connect sequence is over
+	}
+	e.state = "sending"
+	return m.sendCmd("message", id, out)
+}
+
+func (m *Model) nextMode() tea.Cmd {
+	av := m.mode.Available
+	if len(av) == 0 {
+		m.flash = "the agent has not said which modes it has"
+		return nil
+	}
+	i := slices.IndexFunc(av, func(o chat.ModeOption) bool { return o.ID == m.mode.Current })
+	next := av[(i+1)%len(av)]
+	m.flash = "mode → " + next.Name
+	return m.sendCmd("mode", next.ID, map[string]string{"type": wire.TypeSetMode, "mode_id": next.ID})
+}
+
+func (m *Model) sendCmd(kind, ref string, v any) tea.Cmd {
+	be := m.be
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(context.Background(), sendTimeout)
+		defer cancel()
+		return sentMsg{kind: kind, ref: ref, err: be.Send(ctx, v)}
+	}
+}
+
+// --- transcript ----------------------------------------------------------------
+
+func (m *Model) add(e *entry) { m.entries = append(m.entries, e); m.dirty = true }
+
+func (m *Model) last() *entry {
+	if len(m.entries) == 0 {
+		return nil
+	}
+	return m.entries[len(m.entries)-1]
+}
+
+// rank orders receipt states so a late, older receipt never moves one back.
+func rank(state string) int {
+	switch state {
+	case "sending":
+		return 1
+	case chat.DeliveryQueued:
+		return 2
+	case chat.DeliveryDelivering:
+		return 3
+	case chat.DeliverySubmitted, chat.DeliveryFailed:
+		return 4
+	}
+	return 0
+}
+
+func permissionNote(c *card, p chat.PermissionResolved) string {
+	what := "permission"
+	if c != nil {
+		what = "permission for " + c.perm.Tool.Title
+		for _, o := range c.perm.Options {
+			if o.ID == p.OptionID {
+				what += ": " + o.Label
+			}
+		}
+	} else if p.OptionID != "" {
+		what += ": " + p.OptionID
+	}
+	if p.Cancelled {
+		what += ": cancelled"
+	}
+	return what + by(p.By)
+}
+
+func questionNote(p chat.QuestionResolved) string {
+	if p.Cancelled {
+		return "question cancelled" + by(p.By)
+	}
+	parts := []string{}
+	for q, a := range p.Answers {
+		b, _ := json.Marshal(a)
+		if s, ok := a.(string); ok {
+			b = []byte(s)
+		}
+		parts = append(parts, q+" → "+string(b))
+	}
+	slices.Sort(parts)
+	if p.Response != "" {
+		parts = append(parts, p.Response)
+	}
+	return "answered: " + strings.Join(parts, "; ") + by(p.By)
+}
+
+func by(k *chat.RouteKey) string {
+	if k == nil {
+		return ""
+	}
+	return " (by " + k.Channel + ")"
+}
+
+func suffix(s string) string {
+	if s == "" {
+		return ""
+	}
+	return ": " + s
+}
+
+func shortErr(err error) string {
+	if errors.Is(err, ErrOffline) {
+		return "offline"
+	}
+	s := err.Error()
+	if len(s) > 120 {
+		s = s[:120] + "…"
+	}
+	return s
+}

@@ -1,0 +1,312 @@
+package tui
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	tea "charm.land/bubbletea/v2"
+	"charm.land/glamour/v2"
+	"charm.land/lipgloss/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/parleyhq/parley/internal/chat"
+)
+
+type styles struct {
+	color                                       bool
+	user, agentHead, dim, accent, err, note     lipgloss.Style
+	status, statusOff, cardTitle, receiptFailed lipgloss.Style
+}
+
+func newStyles(color bool) styles {
+	s := styles{color: color}
+	plain := lipgloss.NewStyle()
+	s.user, s.agentHead, s.dim, s.accent, s.err, s.note = plain.Bold(true), plain.Bold(true), plain, plain.Bold(true), plain.Bold(true), plain
+	s.status, s.statusOff, s.cardTitle, s.receiptFailed = plain.Reverse(true), plain.Reverse(true), plain.Bold(true), plain.Bold(true)
+	if !color {
+		return s
+	}
+	s.user = s.user.Foreground(lipgloss.Color("12"))
+	s.agentHead = s.agentHead.Foreground(lipgloss.Color("10"))
+	s.dim = s.dim.Foreground(lipgloss.Color("8"))
+	s.accent = s.accent.Foreground(lipgloss.Color("14"))
+	s.err = s.err.Foreground(lipgloss.Color("9"))
+	s.note = s.note.Foreground(lipgloss.Color("8")).Italic(true)
+	s.status = plain.Background(lipgloss.Color("4")).Foreground(lipgloss.Color("15"))
+	s.statusOff = plain.Background(lipgloss.Color("1")).Foreground(lipgloss.Color("15"))
+	s.cardTitle = s.cardTitle.Foreground(lipgloss.Color("11"))
+	s.receiptFailed = s.receiptFailed.Foreground(lipgloss.Color("9"))
+	return s
+}
+
+// bottomHeight is how many rows the part under the status line takes.
+func (m *Model) bottomHeight() int {
+	switch {
+	case m.picker != nil:
+		return min(len(m.pickerLines()), m.height/2)
+	case m.card() != nil:
+		return min(len(m.cardLines(m.card())), m.height-4)
+	}
+	return m.input.Height() + 1
+}
+
+// View implements tea.Model.
+func (m *Model) View() tea.View {
+	if m.dirty {
+		m.renderTranscript()
+	}
+	var b strings.Builder
+	b.WriteString(m.vp.View())
+	b.WriteByte('\n')
+	b.WriteString(m.statusLine())
+	b.WriteByte('\n')
+	var cursor *tea.Cursor
+	switch {
+	case m.picker != nil:
+		b.WriteString(m.fit(m.pickerLines(), m.bottomHeight()))
+	case m.card() != nil:
+		b.WriteString(m.fit(m.cardLines(m.card()), m.bottomHeight()))
+	default:
+		b.WriteString(m.input.View())
+		b.WriteByte('\n')
+		b.WriteString(m.helpLine())
+		if c := m.input.Cursor(); c != nil {
+			c.Y += m.vp.Height() + 1
+			cursor = c
+		}
+	}
+	v := tea.NewView(b.String())
+	v.AltScreen = true
+	v.Cursor = cursor
+	v.WindowTitle = "parley chat"
+	return v
+}
+
+func (m *Model) fit(lines []string, n int) string {
+	if len(lines) > n {
+		lines = append(lines[:n-1:n-1], lines[len(lines)-1]) // keep the hint row
+	}
+	for i, l := range lines {
+		lines[i] = ansi.Truncate(l, m.width, "…")
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (m *Model) statusLine() string {
+	parts := []string{"parley"}
+	agent := m.thread.Agent
+	if agent == "" {
+		agent = m.cfg.DefaultAgent
+	}
+	if agent != "" {
+		parts = append(parts, agent)
+	}
+	switch {
+	case m.intent != nil:
+		parts = append(parts, "new thread")
+	case m.thread.ID != "":
+		t := string(m.thread.ID)
+		if m.thread.Title != "" {
+			t = m.thread.Title
+		}
+		parts = append(parts, truncate(t, 24))
+	default:
+		parts = append(parts, "no thread yet")
+	}
+	mode := m.mode.Current
+	if mode == "" {
+		mode = m.thread.Mode
+	}
+	if mode != "" {
+		parts = append(parts, "mode "+mode)
+	}
+	switch {
+	case m.stopping:
+		parts = append(parts, "stopping…")
+	case m.turn:
+		parts = append(parts, "● working")
+	default:
+		parts = append(parts, "idle")
+	}
+	st := m.st.status
+	if m.online && !m.connecting {
+		parts = append(parts, "online")
+	} else {
+		st = m.st.statusOff
+		s := m.offline
+		if m.online {
+			s = "catching up…"
+		} else if m.attempt > 1 {
+			s += fmt.Sprintf(" (retry %d)", m.attempt)
+		}
+		parts = append(parts, "OFFLINE "+s)
+		if !m.everOnline {
+			parts[len(parts)-1] = s
+		}
+	}
+	line := " " + strings.Join(parts, " │ ") + " "
+	line = ansi.Truncate(line, m.width, "…")
+	if w := ansi.StringWidth(line); w < m.width {
+		line += strings.Repeat(" ", m.width-w)
+	}
+	return st.Render(line)
+}
+
+func (m *Model) helpLine() string {
+	s := m.flash
+	if s == "" {
+		s = "Enter send · Alt+Enter newline · Esc stop · ^T threads · ^N new · ⇧Tab mode · ^O tools · ^C^C quit"
+	}
+	return m.st.dim.Render(ansi.Truncate(s, m.width, "…"))
+}
+
+// renderTranscript lays every entry out at the current width.
+func (m *Model) renderTranscript() {
+	m.dirty = false
+	w := max(m.width-1, 10)
+	var b strings.Builder
+	for i, e := range m.entries {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(m.renderEntry(e, w))
+	}
+	if len(m.entries) == 0 {
+		b.WriteString(m.st.dim.Render("No messages yet. Type below and press Enter."))
+	}
+	m.vp.SetContent(b.String())
+	if m.follow {
+		m.vp.GotoBottom()
+	}
+}
+
+func (m *Model) renderEntry(e *entry, w int) string {
+	st := m.st
+	wrap := func(s string) string { return lipgloss.NewStyle().Width(w).Render(s) }
+	switch e.kind {
+	case entryUser:
+		head := st.user.Render("you") + "  " + m.receipt(e)
+		if e.from.Channel != "" && e.from.Channel != "tui" {
+			head = st.user.Render("you ("+e.from.Channel+")") + "  " + m.receipt(e)
+		}
+		return head + "\n" + wrap(e.text)
+	case entryAgent:
+		key := e.text
+		if e.renderedKey == key && e.renderedWidth == w {
+			return e.rendered
+		}
+		e.rendered = st.agentHead.Render("agent") + "\n" + m.markdown(e.text, w)
+		e.renderedKey, e.renderedWidth = key, w
+		return e.rendered
+	case entryThought:
+		return st.dim.Render(wrap("thinking: " + e.text))
+	case entryTool:
+		status := e.status
+		if status == "" {
+			status = "pending"
+		}
+		title := e.tool.Title
+		if title == "" {
+			title = e.tool.Kind
+		}
+		line := fmt.Sprintf("⚙ %s · %s", title, status)
+		if !m.expandTools {
+			return ansi.Truncate(line, w, "…")
+		}
+		out := []string{line}
+		if in := compactJSON(e.tool.Input, 0); in != "" {
+			out = append(out, st.dim.Render(wrap("  input: "+in)))
+		}
+		if e.output != "" {
+			lines := strings.Split(strings.TrimRight(e.output, "\n"), "\n")
+			if len(lines) > 20 {
+				lines = append(lines[:20], fmt.Sprintf("… %d more lines", len(lines)-20))
+			}
+			for _, l := range lines {
+				out = append(out, st.dim.Render("  "+ansi.Truncate(l, w-2, "…")))
+			}
+		}
+		return strings.Join(out, "\n")
+	case entryPlan:
+		out := []string{st.agentHead.Render("plan")}
+		for _, p := range e.plan {
+			mark := "[ ]"
+			switch p.Status {
+			case "completed":
+				mark = "[x]"
+			case "in_progress":
+				mark = "[~]"
+			}
+			out = append(out, wrap(mark+" "+p.Content))
+		}
+		return strings.Join(out, "\n")
+	case entryError:
+		return st.err.Render(wrap("! " + e.text))
+	default:
+		return st.note.Render(wrap("· " + e.text))
+	}
+}
+
+func (m *Model) receipt(e *entry) string {
+	st := m.st
+	switch e.state {
+	case "":
+		if !m.online {
+			return st.dim.Render("waiting for connection")
+		}
+		return st.dim.Render("not sent yet")
+	case "sending":
+		return st.dim.Render("sending…")
+	case chat.DeliveryQueued:
+		return st.dim.Render("queued")
+	case chat.DeliveryDelivering:
+		return st.dim.Render("delivering…")
+	case chat.DeliverySubmitted:
+		return st.dim.Render("✓ submitted")
+	case chat.DeliveryFailed:
+		return st.receiptFailed.Render("✗ failed" + suffix(e.detail))
+	}
+	return st.dim.Render(e.state)
+}
+
+// markdown renders agent text for the terminal; plain text when it cannot.
+func (m *Model) markdown(text string, w int) string {
+	style := "dark"
+	if !m.st.color {
+		style = "notty"
+	}
+	r, err := glamour.NewTermRenderer(glamour.WithStandardStyle(style), glamour.WithWordWrap(w-2))
+	if err != nil {
+		return lipgloss.NewStyle().Width(w).Render(text)
+	}
+	out, err := r.Render(text)
+	if err != nil {
+		return lipgloss.NewStyle().Width(w).Render(text)
+	}
+	return strings.Trim(out, "\n")
+}
+
+func compactJSON(raw json.RawMessage, limit int) string {
+	if len(raw) == 0 || string(raw) == "null" {
+		return ""
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		return string(raw)
+	}
+	s := buf.String()
+	if limit > 0 {
+		s = truncate(s, limit)
+	}
+	return s
+}
+
+func truncate(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:max(n-1, 0)]) + "…"
+}

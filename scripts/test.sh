@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Runs every test of parley on a fresh machine of this kind (Debian, Go, Node):
+# installs what the tests need first (Debian's tmux and chromium, the pinned agent
+# programs from npm into .cache/npm), then vets, checks the dashboard bundle and
+# runs `go test -race` over everything. Real agents, real tmux, real Chromium:
+# nothing is skipped.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+CLAUDE_VERSION=2.1.197   # keep in step with internal/testkit/agents.go
+GEMINI_VERSION=0.61.0
+
+log() { printf '\n== %s\n' "$*"; }
+
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+# Debian packages the tests drive.
+need=()
+command -v tmux >/dev/null || need+=(tmux)
+command -v chromium >/dev/null || need+=(chromium)
+if [ ${#need[@]} -gt 0 ]; then
+	log "installing Debian packages: ${need[*]}"
+	as_root apt-get update -qq
+	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}"
+fi
+
+# The pinned agent programs, in an ignored cache folder of the repository.
+install_agent() { # name package version
+	local dir=".cache/npm/$1" bin=".cache/npm/$1/node_modules/.bin/$1"
+	if [ -x "$bin" ] && "$bin" --version 2>/dev/null | grep -q "$3"; then
+		return
+	fi
+	log "installing $2@$3 into $dir"
+	mkdir -p "$dir"
+	npm install --prefix "$dir" --no-audit --no-fund --no-save --loglevel=error "$2@$3"
+}
+install_agent claude @anthropic-ai/claude-code "$CLAUDE_VERSION"
+# Claude Code's native binary is put in place by its install script, which npm
+# may not run unasked.
+if ! .cache/npm/claude/node_modules/.bin/claude --version >/dev/null 2>&1; then
+	node .cache/npm/claude/node_modules/@anthropic-ai/claude-code/install.cjs
+fi
+install_agent gemini @google/gemini-cli "$GEMINI_VERSION"
+.cache/npm/claude/node_modules/.bin/claude --version
+.cache/npm/gemini/node_modules/.bin/gemini --version
+
+log "go vet"
+go vet ./...
+
+if [ -f ui/package.json ]; then
+	log "dashboard: rebuild and compare with the committed bundle"
+	(cd ui && npm ci --no-audit --no-fund --loglevel=error && npm run build --silent)
+	if ! git diff --quiet -- ui/dist || [ -n "$(git status --porcelain -- ui/dist)" ]; then
+		git status --short -- ui/dist
+		echo "ui/dist differs from what ui/ builds: run 'make ui' and commit the bundle" >&2
+		exit 1
+	fi
+fi
+
+log "go test -race"
+go test -race -count=1 -timeout 60m ./...
