@@ -111,6 +111,12 @@ func (c *Conn) Send(ctx context.Context, v any) error {
 	return c.ws.Write(ctx, websocket.MessageText, b)
 }
 
+// NextRaw reads the next frame without decoding it.
+func (c *Conn) NextRaw(ctx context.Context) ([]byte, error) {
+	_, b, err := c.ws.Read(ctx)
+	return b, err
+}
+
 // Next reads the next frame.
 func (c *Conn) Next(ctx context.Context) (Event, error) {
 	_, b, err := c.ws.Read(ctx)

@@ -33,7 +33,7 @@ const (
 	DefaultReplayTail    = 500
 	DefaultMaxMessage    = 1 << 20
 	DefaultQueueDepth    = 64
-	DefaultConnBuffer    = 1024
+	DefaultConnBuffer    = 4096
 	DefaultRatePerSecond = 20
 	DefaultRateBurst     = 40
 )

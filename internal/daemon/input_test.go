@@ -114,8 +114,20 @@ func TestInputFloodIsRateLimited(t *testing.T) {
 		}
 		return pongs+limited >= n*9/10 && limited > 0
 	}, "1000 pings in %v: each answered by a pong or a rate-limit error", sent)
-	// The connection and the thread go on.
-	c.send(msg("after", "say still here"))
+	// The connection and the thread go on: once the rate allows (a token every
+	// 50 ms), a message is accepted. A refused copy was never stored, so the same
+	// message id can be sent again.
+	from := len(c.snapshot())
+	testkit.Eventually(t, 10*time.Second, func() bool {
+		for _, ev := range c.snapshot()[from:] {
+			if delivery("after", chat.DeliveryQueued)(ev) {
+				return true
+			}
+		}
+		c.send(msg("after", "say still here"))
+		time.Sleep(60 * time.Millisecond) // the limiter's refill interval, not a synchronisation
+		return false
+	}, "a message accepted after the flood")
 	c.waitFor(0, 5*time.Second, promptDone("after", chat.StopEndTurn), "message after the flood")
 }
 

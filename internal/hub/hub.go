@@ -25,11 +25,16 @@ const (
 	ReasonShutdown = "parley is shutting down"
 )
 
-// Sub is one connection's subscription to its route.
+// Sub is one connection's subscription to its route. Its queue grows with the
+// backlog up to a bound, so an idle connection costs almost nothing.
 type Sub struct {
 	Route chat.RouteKey
-	ch    chan Item
+	ready chan struct{} // signalled (capacity 1) when items are queued
 	done  chan struct{}
+
+	qmu sync.Mutex
+	q   []Item
+	max int
 
 	// guarded by Hub.mu
 	thread chat.ThreadID
@@ -37,8 +42,33 @@ type Sub struct {
 	closed bool
 }
 
-// C delivers the subscription's items in publish order.
-func (s *Sub) C() <-chan Item { return s.ch }
+// Ready is signalled when items wait; Take them all.
+func (s *Sub) Ready() <-chan struct{} { return s.ready }
+
+// Take returns every queued item, in publish order.
+func (s *Sub) Take() []Item {
+	s.qmu.Lock()
+	defer s.qmu.Unlock()
+	q := s.q
+	s.q = nil
+	return q
+}
+
+// push queues an item; false when the backlog is full.
+func (s *Sub) push(it Item) bool {
+	s.qmu.Lock()
+	if len(s.q) >= s.max {
+		s.qmu.Unlock()
+		return false
+	}
+	s.q = append(s.q, it)
+	s.qmu.Unlock()
+	select {
+	case s.ready <- struct{}{}:
+	default:
+	}
+	return true
+}
 
 // Done is closed when the hub drops the subscription; Reason says why.
 func (s *Sub) Done() <-chan struct{} { return s.done }
@@ -66,7 +96,7 @@ func New(onDrop func(reason string)) *Hub {
 // Subscribe registers a connection on route, which currently shows thread ("" for
 // none yet). buffer bounds how far it may fall behind.
 func (h *Hub) Subscribe(route chat.RouteKey, thread chat.ThreadID, buffer int) *Sub {
-	s := &Sub{Route: route, ch: make(chan Item, buffer), done: make(chan struct{}), thread: thread}
+	s := &Sub{Route: route, ready: make(chan struct{}, 1), done: make(chan struct{}), max: buffer, thread: thread}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	add(h.byRoute, route, s)
@@ -96,9 +126,7 @@ func (h *Hub) Publish(thread chat.ThreadID, seq int64, frame []byte) {
 	var dropped int
 	h.mu.Lock()
 	for s := range h.byThread[thread] {
-		select {
-		case s.ch <- it:
-		default:
+		if !s.push(it) {
 			h.removeLocked(s, ReasonSlow)
 			dropped++
 		}
@@ -123,9 +151,7 @@ func (h *Hub) Attach(route chat.RouteKey, thread chat.ThreadID) {
 		remove(h.byThread, s.thread, s)
 		s.thread = thread
 		add(h.byThread, thread, s)
-		select {
-		case s.ch <- Item{Thread: thread, Switch: true}:
-		default:
+		if !s.push(Item{Thread: thread, Switch: true}) {
 			h.removeLocked(s, ReasonSlow)
 			dropped++
 		}

@@ -12,6 +12,7 @@ import (
 	"charm.land/bubbles/v2/textarea"
 	"charm.land/bubbles/v2/viewport"
 	tea "charm.land/bubbletea/v2"
+	"charm.land/glamour/v2"
 
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/client"
@@ -113,6 +114,9 @@ type Model struct {
 	quitArmed   bool
 	flash       string // one-line notice in the help row
 	dirty       bool
+
+	md      *glamour.TermRenderer // the Markdown renderer for mdWidth
+	mdWidth int
 }
 
 // New builds the model; be carries its inputs to the daemon.

@@ -277,11 +277,14 @@ func (m *Model) markdown(text string, w int) string {
 	if !m.st.color {
 		style = "notty"
 	}
-	r, err := glamour.NewTermRenderer(glamour.WithStandardStyle(style), glamour.WithWordWrap(w-2))
-	if err != nil {
-		return lipgloss.NewStyle().Width(w).Render(text)
+	if m.md == nil || m.mdWidth != w {
+		r, err := glamour.NewTermRenderer(glamour.WithStandardStyle(style), glamour.WithWordWrap(w-2))
+		if err != nil {
+			return lipgloss.NewStyle().Width(w).Render(text)
+		}
+		m.md, m.mdWidth = r, w
 	}
-	out, err := r.Render(text)
+	out, err := m.md.Render(text)
 	if err != nil {
 		return lipgloss.NewStyle().Width(w).Render(text)
 	}

@@ -157,23 +157,25 @@ func (c *conn) writeLoop(ctx context.Context, th *chat.Thread, since int64, sinc
 	}
 	for {
 		select {
-		case it := <-c.sub.C():
-			if it.Switch {
-				if err := c.showThread(ctx, it.Thread, -1); err != nil {
+		case <-c.sub.Ready():
+			for _, it := range c.sub.Take() {
+				if it.Switch {
+					if err := c.showThread(ctx, it.Thread, -1); err != nil {
+						return err
+					}
+					if err := c.writeEvent(ctx, chat.ReplayDone{LastSeq: c.lastSeq}); err != nil {
+						return err
+					}
+					continue
+				}
+				if it.Thread != c.thread || it.Seq <= c.lastSeq {
+					continue // already sent in the replay
+				}
+				if err := c.write(ctx, it.Frame); err != nil {
 					return err
 				}
-				if err := c.writeEvent(ctx, chat.ReplayDone{LastSeq: c.lastSeq}); err != nil {
-					return err
-				}
-				continue
+				c.lastSeq = it.Seq
 			}
-			if it.Thread != c.thread || it.Seq <= c.lastSeq {
-				continue // already sent in the replay
-			}
-			if err := c.write(ctx, it.Frame); err != nil {
-				return err
-			}
-			c.lastSeq = it.Seq
 		case f := <-c.replies:
 			if err := c.write(ctx, f); err != nil {
 				return err

@@ -348,13 +348,13 @@ func TestGeminiResume(t *testing.T) {
 		{Match: geminiapi.Match{Contains: "first message"}, Reply: geminiapi.Text("First answer.", 2, 0)},
 		{Match: geminiapi.Match{Contains: "second message"}, Reply: geminiapi.Text("Second answer.", 2, 0)},
 	}})
+	created := time.Now().UTC().Truncate(time.Minute)
 	s, sink := r.start("")
 	prompt(t, s, "first message")
 	if got := waitTurn(t, sink, 0); got != chat.StopEndTurn {
 		t.Fatalf("first turn: got %q", got)
 	}
-	ids := sink.all()
-	id := ids[0].Value
+	id := sink.sessionID()
 	// Idle unload: the process goes away, the thread keeps the session id.
 	if err := s.Close(context.Background()); err != nil {
 		t.Fatalf("Close: %v", err)
@@ -362,10 +362,17 @@ func TestGeminiResume(t *testing.T) {
 	if n := sink.count(0, "exited", ""); n != 0 {
 		t.Errorf("Exited after Close: got %d want 0 (parley ended it)", n)
 	}
+	// Gemini CLI 0.61.0 names a session file by the minute it was created
+	// (session-2026-12-02T17-32-<id8>.jsonl); a process that loads the session
+	// within that same minute appends a fresh header to the same file at
+	// start-up and so wipes the history it is about to load ("No previous
+	// sessions found for this project."). An idle unload is minutes long, so
+	// wait for the next minute, as a real unload would.
+	testkit.Eventually(t, 70*time.Second, func() bool { return time.Now().UTC().Truncate(time.Minute).After(created) }, "the minute never turned")
 
 	s2, sink2 := r.start(id)
-	if got := sink2.all()[0]; got.Kind != "session_id" || got.Value != id {
-		t.Errorf("resumed session id: got %+v want %q", got, id)
+	if got := sink2.sessionID(); got != id {
+		t.Errorf("resumed session id: got %q want %q", got, id)
 	}
 	prompt(t, s2, "second message")
 	if got := waitTurn(t, sink2, 0); got != chat.StopEndTurn {
@@ -392,9 +399,8 @@ func TestGeminiResume(t *testing.T) {
 		if len(errs) != 1 || errs[0].Code != chat.CodeNoHistory {
 			t.Fatalf("errors: got %+v want one %s", errs, chat.CodeNoHistory)
 		}
-		recs := sink3.all()
-		if recs[0].Kind != "session_id" || recs[0].Value == "00000000-0000-4000-8000-000000000000" || recs[0].Value == "" {
-			t.Errorf("new session id: got %+v want a fresh one", recs[0])
+		if got := sink3.sessionID(); got == "00000000-0000-4000-8000-000000000000" || got == "" {
+			t.Errorf("new session id: got %q want a fresh one", got)
 		}
 		prompt(t, s3, "second message")
 		if got := waitTurn(t, sink3, 0); got != chat.StopEndTurn {
@@ -467,7 +473,7 @@ func TestGeminiKilledMidTurn(t *testing.T) {
 		{Match: geminiapi.Match{Contains: "are you back"}, Reply: geminiapi.Text("Back again.", 1, 0)},
 	}})
 	s, sink := r.start("")
-	id := sink.all()[0].Value
+	id := sink.sessionID()
 	prompt(t, s, "talk slowly")
 	testkit.Eventually(t, turnWait, func() bool { return len(payloads[chat.AgentChunk](sink, 0)) > 0 }, "no chunk:\n%s", sink.dump())
 	if err := syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL); err != nil {
@@ -484,8 +490,18 @@ func TestGeminiKilledMidTurn(t *testing.T) {
 	if err := s.Prompt(context.Background(), driver.Prompt{Text: "hello?"}); err == nil {
 		t.Errorf("Prompt to a dead session: got nil want an error")
 	}
-	// Recovery: the next message starts the agent again on the same session.
+	// Recovery: the next message starts the agent again. Within the minute
+	// the session was created Gemini CLI cannot load it (see TestGeminiResume),
+	// so either it is loaded or a new session says the history is lost.
 	s2, sink2 := r.start(id)
+	got := sink2.sessionID()
+	errs2 := payloads[chat.Error](sink2, 0)
+	switch {
+	case got == id && len(errs2) == 0:
+	case got != id && len(errs2) == 1 && errs2[0].Code == chat.CodeNoHistory:
+	default:
+		t.Errorf("after recovery: session %q (was %q), errors %+v; want the same session, or a new one with one %s error", got, id, errs2, chat.CodeNoHistory)
+	}
 	prompt(t, s2, "are you back")
 	if got := waitTurn(t, sink2, 0); got != chat.StopEndTurn {
 		t.Fatalf("turn after recovery: got %q\n%s", got, sink2.dump())

@@ -85,3 +85,13 @@ func (r *recSink) dump() string {
 	}
 	return sb.String()
 }
+
+// sessionID is the first session id reported.
+func (r *recSink) sessionID() string {
+	for _, rec := range r.all() {
+		if rec.Kind == "session_id" {
+			return rec.Value
+		}
+	}
+	return ""
+}

@@ -298,12 +298,14 @@ func (s *session) AnswerPermission(ctx context.Context, requestID string, a driv
 		return err
 	}
 	var r permissionResult
-	switch a.OptionID {
-	case chat.OptionAllowOnce:
+	switch {
+	case a.Cancelled:
+		r = permissionResult{Behavior: "deny", Message: "The person dismissed the request without allowing it."}
+	case a.OptionID == chat.OptionAllowOnce:
 		r = permissionResult{Behavior: "allow", UpdatedInput: c.input}
-	case chat.OptionAllowAlways:
+	case a.OptionID == chat.OptionAllowAlways:
 		r = permissionResult{Behavior: "allow", UpdatedInput: c.input, UpdatedPermissions: c.suggestions}
-	case chat.OptionRejectOnce, chat.OptionRejectAlways:
+	case a.OptionID == chat.OptionRejectOnce || a.OptionID == chat.OptionRejectAlways:
 		msg := strings.TrimSpace(a.Message)
 		if msg == "" {
 			msg = "The person declined this tool use."
@@ -497,6 +499,7 @@ func (s *session) handleLine(raw []byte) {
 		_, ok := s.cards[l.RequestID]
 		delete(s.cards, l.RequestID)
 		s.mu.Unlock()
+		s.log.Debug("claude withdrew a request", "request_id", l.RequestID, "open", ok)
 		if ok {
 			s.sink.CardWithdrawn(l.RequestID)
 		}

@@ -252,7 +252,14 @@ func (p *proc) Close(ctx context.Context) error {
 	p.closed.Do(func() {
 		p.mu.Lock()
 		p.closing = true
+		busy := p.turns > 0
 		p.mu.Unlock()
+		if busy {
+			// With stdin closed Claude Code would finish the turn first: stop it.
+			ictx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+			_, _ = p.control(ictx, "interrupt", nil)
+			cancel()
+		}
 		_ = p.stdin.Close()
 		t := time.NewTimer(closeTimeout)
 		defer t.Stop()

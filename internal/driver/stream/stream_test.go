@@ -146,6 +146,7 @@ func TestPermission(t *testing.T) {
 		{"allow once", driver.PermissionAnswer{OptionID: chat.OptionAllowOnce}, true, "", false},
 		{"allow always", driver.PermissionAnswer{OptionID: chat.OptionAllowAlways}, true, "", false},
 		{"reject with a reason", driver.PermissionAnswer{OptionID: chat.OptionRejectOnce, Message: "not in this folder, please"}, false, "not in this folder, please", true},
+		{"dismissed", driver.PermissionAnswer{Cancelled: true}, false, "dismissed", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -587,5 +588,61 @@ func TestProjectDir(t *testing.T) {
 		if got := ProjectDir("/h/.claude", tt.cwd); got != tt.want {
 			t.Errorf("ProjectDir(%q): got %q want %q", tt.cwd, got, tt.want)
 		}
+	}
+}
+
+// Started in acceptEdits, a Write runs without a card and its diff is reported.
+func TestWriteInAcceptEdits(t *testing.T) {
+	r := newRig(t, claudeapi.Scenario{})
+	path := filepath.Join(r.spec.Cwd, "notes.txt")
+	r.srv.SetScenario(claudeapi.Scenario{Rules: []claudeapi.Rule{
+		{Match: claudeapi.Match{Exact: "write"}, Reply: claudeapi.ToolUse("Write", map[string]string{"file_path": path, "content": "first line\n"})},
+		{Match: claudeapi.Match{ToolResult: "Write"}, Reply: claudeapi.Text("Written.", 1, 0)},
+	}})
+	r.spec.Mode = "acceptEdits"
+	s := r.start()
+	if m := first[chat.Mode](t, r.sink); m.Current != "acceptEdits" {
+		t.Errorf("mode: got %q want acceptEdits", m.Current)
+	}
+	r.prompt(s, "write")
+	if got := r.sink.waitTurns(t, 1); got[0] != chat.StopEndTurn {
+		t.Fatalf("turn: got %v", got)
+	}
+	if cards := all[chat.PermissionRequest](r.sink); len(cards) != 0 {
+		t.Errorf("cards in acceptEdits: %+v", cards)
+	}
+	if b, err := os.ReadFile(path); err != nil || string(b) != "first line\n" {
+		t.Errorf("file: got %q, %v", b, err)
+	}
+	tc := first[chat.ToolCall](t, r.sink)
+	if tc.Kind != "edit" || len(tc.Locations) != 1 || tc.Locations[0].Path != path {
+		t.Errorf("tool_call: got %+v", tc)
+	}
+	upd := first[chat.ToolCallUpdate](t, r.sink)
+	if len(upd.Diffs) != 1 || upd.Diffs[0].Path != path || upd.Diffs[0].NewText != "first line\n" {
+		t.Errorf("diffs: got %+v", upd.Diffs)
+	}
+}
+
+// Close in the middle of a turn ends the process promptly and reports nothing more.
+func TestCloseMidTurn(t *testing.T) {
+	r := newRig(t, slowScenario())
+	s := r.start()
+	pid := s.Pid()
+	r.prompt(s, "slow")
+	first[chat.AgentChunk](t, r.sink)
+	if err := s.Close(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	if syscall.Kill(pid, 0) == nil {
+		t.Error("the process is alive after Close")
+	}
+	if err := s.Close(ctxT(t)); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	r.sink.mu.Lock()
+	defer r.sink.mu.Unlock()
+	if len(r.sink.exits) != 0 {
+		t.Errorf("Exited after Close: %v", r.sink.exits)
 	}
 }

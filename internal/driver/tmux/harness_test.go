@@ -244,3 +244,22 @@ func (h *harness) capture(s *session) string {
 	out, _ := h.c.Capture(context.Background(), s.name, -200)
 	return out
 }
+
+// modelGot reports whether any model request carried text in a user message,
+// as the person's words or inside the reminder Claude Code wraps around a
+// message queued while it worked.
+func (h *harness) modelGot(text string) bool {
+	for _, r := range h.srv.ScenarioRequests() {
+		for _, m := range r.Messages {
+			if m.Role != "user" {
+				continue
+			}
+			for _, c := range m.Content {
+				if c.Type == "text" && strings.Contains(c.Text, text) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}

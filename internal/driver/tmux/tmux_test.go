@@ -308,7 +308,8 @@ func TestPermissionCardQueuesMessage(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(h.cwd, "made-by-bash")); err != nil {
 		t.Errorf("the Bash command did not run: %v", err)
 	}
-	testkit.Eventually(t, 30*time.Second, func() bool { return countOf(h.personTexts(), "hello") == 1 }, "the queued message never reached the model")
+	testkit.Eventually(t, 30*time.Second, func() bool { return h.modelGot("hello") },
+		"the queued message never reached the model; bodies with hello: %d\n%s", bodiesWith(h, "hello"), plain(h.capture(s)))
 	waitTurns(t, k, 2)
 	if got := len(k.permissions()); got != 1 {
 		t.Errorf("permission cards: got %d, want 1 (an answered card never comes back)", got)
@@ -393,7 +394,7 @@ func TestMenuInHistoryIsNotACard(t *testing.T) {
 	}
 	s.scan()
 	if m, live, why := scr.Menu(); live {
-		t.Errorf("menu in history read as live: %+v", m)
+		t.Errorf("menu in history read as live: %+v\n%s", m, plain(h.capture(s)))
 	} else {
 		t.Logf("not live: %s", why)
 	}
@@ -407,4 +408,26 @@ func TestMenuInHistoryIsNotACard(t *testing.T) {
 	if d := k.deliveries(); len(d) != 0 {
 		t.Errorf("receipts %+v, want none (nothing was queued)", d)
 	}
+}
+
+func lastBody(h *harness) string {
+	reqs := h.srv.ScenarioRequests()
+	if len(reqs) == 0 {
+		return ""
+	}
+	b := reqs[len(reqs)-1].Body
+	if len(b) > 3000 {
+		b = b[len(b)-3000:]
+	}
+	return string(b)
+}
+
+func bodiesWith(h *harness, text string) int {
+	n := 0
+	for _, r := range h.srv.Requests() {
+		if strings.Contains(string(r.Body), text) {
+			n++
+		}
+	}
+	return n
 }

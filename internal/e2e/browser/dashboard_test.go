@@ -20,7 +20,7 @@ func js(s string) string {
 }
 
 // startThread fills the new-thread form and sends the first message.
-func startThread(t *testing.T, ctx context.Context, text string) {
+func startThread(t testing.TB, ctx context.Context, text string) {
 	t.Helper()
 	run(t, ctx, "open the new-thread form", chromedp.WaitVisible(chromedp.CSS(`form.newthread textarea`)))
 	until(t, ctx, "the working directory is filled in", `document.querySelector("form.newthread input[type=text]").value !== ""`)
@@ -31,7 +31,7 @@ func startThread(t *testing.T, ctx context.Context, text string) {
 }
 
 // send types a message into the chat's box and presses Enter.
-func send(t *testing.T, ctx context.Context, text string) {
+func send(t testing.TB, ctx context.Context, text string) {
 	t.Helper()
 	run(t, ctx, "send "+text,
 		chromedp.WaitVisible(chromedp.CSS(`textarea[aria-label=Message]`)),
@@ -194,7 +194,7 @@ func TestDashboard(t *testing.T) {
 }
 
 // transcript is the conversation as lines: each item's kind and text.
-func transcript(t *testing.T, ctx context.Context) []string {
+func transcript(t testing.TB, ctx context.Context) []string {
 	t.Helper()
 	return eval[[]string](t, ctx, `[...document.querySelectorAll(".conv > *")].map(e => e.className.split(" ")[0] + ": " + e.innerText.replace(/\s+/g, " ").trim())`)
 }

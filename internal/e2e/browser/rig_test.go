@@ -38,7 +38,7 @@ var (
 )
 
 // parleyBin builds the binary under test once per test process.
-func parleyBin(t *testing.T) string {
+func parleyBin(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "parley-e2e-bin")
@@ -47,11 +47,7 @@ func parleyBin(t *testing.T) string {
 			return
 		}
 		buildBin = filepath.Join(dir, "parley")
-		pkg := "./cmd/parley"
-		if p := os.Getenv("PARLEY_E2E_PKG"); p != "" {
-			pkg = p // a stand-in while cmd/parley is being written
-		}
-		cmd := exec.Command("go", "build", "-o", buildBin, pkg)
+		cmd := exec.Command("go", "build", "-o", buildBin, "./cmd/parley")
 		cmd.Dir = testkit.RepoRoot(t)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("go build ./cmd/parley: %w\n%s", err, out)
@@ -66,7 +62,7 @@ func parleyBin(t *testing.T) string {
 // rig is one parley serve with its data folder, the scripted model API and a
 // working directory inside the configured root.
 type rig struct {
-	t     *testing.T
+	t     testing.TB
 	dir   string
 	work  string
 	api   *claudeapi.Server
@@ -80,7 +76,14 @@ type rig struct {
 	out  *strings.Builder
 }
 
-func newRig(t *testing.T) *rig {
+func newRig(t testing.TB) *rig {
+	t.Helper()
+	return newRigWith(t, nil, "")
+}
+
+// newRigWith is newRig with a hook that fills the data folder before parley starts
+// and extra lines for the config file.
+func newRigWith(t testing.TB, seed func(dataDir, cwd string), extraConfig string) *rig {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "parley-e2e-")
 	if err != nil {
@@ -116,9 +119,13 @@ command = %q
 roots = [%q]
 
 [agent.env]
-%s`, r.work, testkit.ClaudeBin(t), r.work, agentEnv.String())
+%s
+%s`, r.work, testkit.ClaudeBin(t), r.work, agentEnv.String(), extraConfig)
 	if err := os.WriteFile(filepath.Join(r.dir, "config.toml"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
+	}
+	if seed != nil {
+		seed(filepath.Join(r.dir, "data"), r.work)
 	}
 	r.start()
 	t.Cleanup(r.stop)
@@ -214,7 +221,7 @@ func (r *rig) LoginURL() string { return r.Base + "/?token=" + r.Token }
 
 // browser starts a fresh headless Chromium (its own profile folder) and returns a
 // tab's context, cancelled when the test ends.
-func browser(t *testing.T, width, height int) context.Context {
+func browser(t testing.TB, width, height int) context.Context {
 	t.Helper()
 	if _, err := os.Stat(chromium); err != nil {
 		t.Fatalf("chromium is not installed at %s (apt-get install -y chromium): %v", chromium, err)
@@ -248,7 +255,7 @@ func browser(t *testing.T, width, height int) context.Context {
 }
 
 // newTab opens another tab in the same browser (same cookies).
-func newTab(t *testing.T, ctx context.Context) context.Context {
+func newTab(t testing.TB, ctx context.Context) context.Context {
 	t.Helper()
 	tab, cancel := chromedp.NewContext(ctx)
 	if err := chromedp.Do(tab); err != nil {
@@ -260,7 +267,7 @@ func newTab(t *testing.T, ctx context.Context) context.Context {
 }
 
 // run runs actions with the step deadline and fails the test with what was being done.
-func run(t *testing.T, ctx context.Context, what string, actions ...chromedp.Action[chromedp.Void]) {
+func run(t testing.TB, ctx context.Context, what string, actions ...chromedp.Action[chromedp.Void]) {
 	t.Helper()
 	c, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
@@ -276,7 +283,7 @@ func run(t *testing.T, ctx context.Context, what string, actions ...chromedp.Act
 }
 
 // until polls a JavaScript condition in the page until it is true.
-func until(t *testing.T, ctx context.Context, what, js string) {
+func until(t testing.TB, ctx context.Context, what, js string) {
 	t.Helper()
 	deadline := time.Now().Add(wait)
 	var last string
@@ -300,11 +307,11 @@ func until(t *testing.T, ctx context.Context, what, js string) {
 	t.Fatalf("%s: still false after %v: %s (%s)\npage text:\n%s", what, wait, js, last, body)
 }
 
-func eval[T any](t *testing.T, ctx context.Context, js string) T {
+func eval[T any](t testing.TB, ctx context.Context, js string) T {
 	t.Helper()
 	c, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	v, err := chromedp.Run(c, chromedp.Evaluate[T](js))
+	v, err := chromedp.Run(c, chromedp.Evaluate[T](js, chromedp.EvalAwaitPromise))
 	if err != nil {
 		t.Fatalf("evaluate %s: %v", js, err)
 	}
@@ -312,7 +319,7 @@ func eval[T any](t *testing.T, ctx context.Context, js string) T {
 }
 
 // shot saves a screenshot to docs/screenshots when -screenshots is given.
-func shot(t *testing.T, ctx context.Context, name string) {
+func shot(t testing.TB, ctx context.Context, name string) {
 	t.Helper()
 	if !*updateShots {
 		return
@@ -345,7 +352,7 @@ func theme(name string) chromedp.Action[chromedp.Void] {
 }
 
 // get does a plain HTTP GET (no browser, no cookie unless given).
-func get(t *testing.T, url string, cookie *http.Cookie) *http.Response {
+func get(t testing.TB, url string, cookie *http.Cookie) *http.Response {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodGet, url, nil)
 	if err != nil {

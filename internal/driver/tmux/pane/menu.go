@@ -169,10 +169,17 @@ func (s *Screen) Menu() (Menu, bool, string) {
 		}
 		m.Options = append(m.Options, o)
 	}
-	// The lines above option 1, up to the rule that opens the menu.
+	// The lines above option 1, up to the rule that opens the menu. Output
+	// of the agent in between means the list is part of what it said.
 	top := first - 1
-	for top >= 0 && !isRule(lines[top]) && first-top < 40 {
+	for top >= 0 && !isRule(lines[top]) {
+		if ender(lines[top]) != "" || first-top > 30 {
+			return Menu{}, false, "the numbered list is part of the agent's output, not a menu"
+		}
 		top--
+	}
+	if top < 0 {
+		return Menu{}, false, "the numbered list has no menu frame above it"
 	}
 	var head []string
 	for i := top + 1; i < first; i++ {

@@ -370,6 +370,9 @@ func (s *Screen) InBox(text string) bool {
 	return strings.HasSuffix(got, want)
 }
 
+// spinnerRE: the working status line ("* Frosting… (running stop hook · 0s)").
+var spinnerRE = regexp.MustCompile(`^[*✢✳✶✻✽·] \S.*…`)
+
 var placeholderRE = regexp.MustCompile(`^\[Pasted text #\d+(?: \+\d+ lines)?\]$`)
 
 // BoxHolds reports whether the box holds text and nothing else: no leftover
@@ -416,7 +419,7 @@ func ender(line string) string {
 	switch {
 	case strings.HasPrefix(line, "● "):
 		return SpeakerAgent
-	case strings.HasPrefix(line, "✻ "):
+	case strings.HasPrefix(line, "✻ ") || spinnerRE.MatchString(line):
 		return SpeakerStatus
 	case strings.HasPrefix(strings.TrimLeft(line, " "), "⎿") && strings.HasPrefix(line, "  "):
 		return SpeakerTool

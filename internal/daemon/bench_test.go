@@ -1,0 +1,342 @@
+package daemon_test
+
+// Benchmarks of the gateway core over real sockets and real SQLite, with an
+// in-process agent that stamps each chunk with the time it was emitted.
+// Results and the command that reproduces them: docs/benchmarks.md.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/client"
+	"github.com/parleyhq/parley/internal/config"
+	"github.com/parleyhq/parley/internal/daemon"
+	"github.com/parleyhq/parley/internal/driver"
+)
+
+// stampDriver emits the chunks a prompt asks for ("<n> <interval>"), each chunk's
+// text being the UnixNano at which it was handed to the sink.
+type stampDriver struct{}
+
+type stampSession struct {
+	sink driver.Sink
+	stop chan struct{}
+	once sync.Once
+}
+
+func (stampDriver) Start(_ context.Context, _ driver.Spec, sink driver.Sink) (driver.Session, error) {
+	return &stampSession{sink: sink, stop: make(chan struct{})}, nil
+}
+
+func (s *stampSession) Prompt(_ context.Context, p driver.Prompt) error {
+	f := strings.Fields(p.Text)
+	n, _ := strconv.Atoi(f[0])
+	iv, _ := time.ParseDuration(f[1])
+	go func() {
+		for i := 0; i < n; i++ {
+			if iv > 0 {
+				time.Sleep(iv)
+			}
+			s.sink.Event(chat.AgentChunk{Text: strconv.FormatInt(time.Now().UnixNano(), 10)})
+		}
+		s.sink.TurnEnded(chat.StopEndTurn)
+	}()
+	return nil
+}
+
+func (s *stampSession) Cancel(context.Context) error { return nil }
+func (s *stampSession) AnswerPermission(context.Context, string, driver.PermissionAnswer) error {
+	return nil
+}
+func (s *stampSession) AnswerQuestion(context.Context, string, driver.QuestionAnswer) error {
+	return nil
+}
+func (s *stampSession) SetMode(context.Context, string) error                 { return nil }
+func (s *stampSession) SetConfigOption(context.Context, string, string) error { return nil }
+func (s *stampSession) Close(context.Context) error                           { return nil }
+
+func benchDaemon(b *testing.B, drv driver.Driver, mutate func(*config.Config)) *daemon.Daemon {
+	b.Helper()
+	root, _ := filepath.EvalSymlinks(b.TempDir())
+	work := filepath.Join(root, "work")
+	os.MkdirAll(work, 0o755)
+	cfg := testConfig(filepath.Join(root, "data"), work)
+	cfg.Limits.InputsPerSecond = 1e6
+	cfg.Limits.InputBurst = 1e6
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	if err := cfg.Validate(); err != nil {
+		b.Fatal(err)
+	}
+	d, err := daemon.Start(context.Background(), cfg, daemon.Options{Drivers: map[string]driver.Driver{"stream": drv}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		d.Shutdown(ctx)
+	})
+	return d
+}
+
+func dialReady(b *testing.B, d *daemon.Daemon, chatID string) *client.Conn {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, _, err := client.Dial(ctx, "http://"+d.Addr(), d.Token(), client.Options{Chat: chatID, Since: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for {
+		ev, err := c.Next(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if ev.Type == chat.TypeReplayDone {
+			return c
+		}
+	}
+}
+
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(p * float64(len(sorted)-1))
+	return sorted[i]
+}
+
+// BenchmarkEventLatency: time from the driver handing a chunk to the sink to a
+// connected reader decoding its frame, with 1, 100 and 1000 readers on one thread.
+// Chunks are spaced 2 ms apart so the number is latency, not queueing.
+func BenchmarkEventLatency(b *testing.B) {
+	for _, conns := range []int{1, 100, 1000} {
+		b.Run(fmt.Sprintf("conns=%d", conns), func(b *testing.B) {
+			d := benchDaemon(b, stampDriver{}, nil)
+			readers := make([]*client.Conn, conns)
+			for i := range readers {
+				readers[i] = dialReady(b, d, "lat")
+			}
+			// The first message makes the thread and attaches the route.
+			sendAndWait(b, readers[0], "warm", "1 0s")
+			for _, r := range readers[1:] {
+				drainTurn(b, r)
+			}
+			const chunks = 200
+			var mu sync.Mutex
+			var lat []time.Duration
+			b.ResetTimer()
+			for n := 0; n < b.N; n++ {
+				var wg sync.WaitGroup
+				for _, r := range readers {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						mine := make([]time.Duration, 0, chunks)
+						for len(mine) < chunks {
+							ev, err := r.Next(context.Background())
+							if err != nil {
+								b.Error(err)
+								return
+							}
+							if ev.Type != chat.TypeAgentChunk {
+								continue
+							}
+							var c chat.AgentChunk
+							ev.Decode(&c)
+							ns, _ := strconv.ParseInt(c.Text, 10, 64)
+							mine = append(mine, time.Since(time.Unix(0, ns)))
+						}
+						mu.Lock()
+						lat = append(lat, mine...)
+						mu.Unlock()
+					}()
+				}
+				if err := readers[0].Send(context.Background(), msgJSON(fmt.Sprintf("l%d", n), fmt.Sprintf("%d 2ms", chunks))); err != nil {
+					b.Fatal(err)
+				}
+				wg.Wait()
+			}
+			b.StopTimer()
+			slices.Sort(lat)
+			b.ReportMetric(float64(percentile(lat, 0.50).Microseconds())/1000, "p50-ms")
+			b.ReportMetric(float64(percentile(lat, 0.99).Microseconds())/1000, "p99-ms")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}
+
+// BenchmarkThroughput: events per second through one thread to 10 readers, the
+// agent emitting as fast as it can, every event stored in SQLite first.
+func BenchmarkThroughput(b *testing.B) {
+	d := benchDaemon(b, stampDriver{}, func(c *config.Config) { c.Limits.ConnBuffer = 1 << 16 })
+	readers := make([]*client.Conn, 10)
+	for i := range readers {
+		readers[i] = dialReady(b, d, "tp")
+	}
+	sendAndWait(b, readers[0], "warm", "1 0s")
+	for _, r := range readers[1:] {
+		drainTurn(b, r)
+	}
+	const events = 50000
+	b.ResetTimer()
+	var total time.Duration
+	for n := 0; n < b.N; n++ {
+		start := time.Now()
+		var wg sync.WaitGroup
+		for _, r := range readers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for got := 0; got < events; {
+					raw, err := r.NextRaw(context.Background())
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					if bytes.HasPrefix(raw, chunkPrefix) {
+						got++
+					}
+				}
+			}()
+		}
+		readers[0].Send(context.Background(), msgJSON(fmt.Sprintf("t%d", n), fmt.Sprintf("%d 0s", events)))
+		wg.Wait()
+		total += time.Since(start)
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(events*b.N)/total.Seconds(), "events/s")
+}
+
+// BenchmarkReplay10k: a new connection asking for the whole of a 10,000-event
+// thread, from dial to replay_done.
+func BenchmarkReplay10k(b *testing.B) {
+	d := benchDaemon(b, stampDriver{}, func(c *config.Config) { c.Limits.ReplayTail = 20000; c.Limits.ConnBuffer = 1 << 16 })
+	c := dialReady(b, d, "replay")
+	sendAndWait(b, c, "fill", "10000 0s")
+	b.ResetTimer()
+	for n := 0; n < b.N; n++ {
+		ctx := context.Background()
+		r, _, err := client.Dial(ctx, "http://"+d.Addr(), d.Token(), client.Options{Chat: "replay", Since: 0})
+		if err != nil {
+			b.Fatal(err)
+		}
+		events := 0
+		for {
+			ev, err := r.Next(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if ev.Seq != 0 {
+				events++
+			}
+			if ev.Type == chat.TypeReplayDone {
+				break
+			}
+		}
+		if events < 10000 {
+			b.Fatalf("replayed %d events, want ≥ 10000", events)
+		}
+		r.CloseNow()
+	}
+}
+
+// BenchmarkIdleConnectionMemory: the daemon's resident memory per idle socket with
+// 10,000 sockets open, measured in a child process (its RSS before and after), so
+// the client side does not count.
+func BenchmarkIdleConnectionMemory(b *testing.B) {
+	const conns = 10000
+	root, _ := filepath.EvalSymlinks(b.TempDir())
+	work := filepath.Join(root, "work")
+	os.MkdirAll(work, 0o755)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "PARLEY_TEST_CHILD_DATA="+filepath.Join(root, "data"), "PARLEY_TEST_CHILD_WORK="+work)
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		b.Fatal(err)
+	}
+	f := strings.Fields(line)
+	url, token := "http://"+f[1], f[2]
+	for n := 0; n < b.N; n++ {
+		before := rssKiB(b, cmd.Process.Pid)
+		open := make([]*client.Conn, 0, conns)
+		for i := 0; i < conns; i++ {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			c, _, err := client.Dial(ctx, url, token, client.Options{Chat: "idle-" + strconv.Itoa(i%100), Since: -1})
+			cancel()
+			if err != nil {
+				b.Fatalf("connection %d: %v", i, err)
+			}
+			open = append(open, c)
+		}
+		time.Sleep(2 * time.Second) // let the server settle its buffers before reading RSS
+		after := rssKiB(b, cmd.Process.Pid)
+		b.ReportMetric(float64(after-before)/conns, "KiB/conn")
+		for _, c := range open {
+			c.CloseNow()
+		}
+	}
+}
+
+func rssKiB(b *testing.B, pid int) int64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(l, "VmRSS:") {
+			n, _ := strconv.ParseInt(strings.Fields(l)[1], 10, 64)
+			return n
+		}
+	}
+	b.Fatal("no VmRSS")
+	return 0
+}
+
+var chunkPrefix = []byte(`{"type":"agent_chunk"`)
+
+func msgJSON(id, text string) string {
+	return fmt.Sprintf(`{"type":"message","message_id":%q,"text":%q}`, id, text)
+}
+
+func sendAndWait(b *testing.B, c *client.Conn, id, text string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := c.Send(ctx, msgJSON(id, text)); err != nil {
+		b.Fatal(err)
+	}
+	drainTurn(b, c)
+}
+
+// drainTurn reads until the end of the current turn.
+func drainTurn(b *testing.B, c *client.Conn) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for {
+		ev, err := c.Next(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if ev.Type == chat.TypePromptDone {
+			return
+		}
+	}
+}

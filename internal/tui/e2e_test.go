@@ -1,0 +1,263 @@
+package tui_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/client"
+	"github.com/parleyhq/parley/internal/config"
+	"github.com/parleyhq/parley/internal/daemon"
+	"github.com/parleyhq/parley/internal/driver"
+	"github.com/parleyhq/parley/internal/testkit"
+	"github.com/parleyhq/parley/internal/testkit/scripted"
+)
+
+// startDaemon runs a real daemon (SQLite, sockets) whose one agent ("echo") is
+// the scripted driver. The real Claude Code (stream driver) is not wired into
+// parley yet (internal/cli/drivers.go); the chat binary only needs a URL and a
+// token, so it runs unchanged against either.
+func startDaemon(t *testing.T) (*daemon.Daemon, string) {
+	t.Helper()
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := filepath.Join(root, "work")
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Default(filepath.Join(root, "data"), work)
+	cfg.Addr = "127.0.0.1:0"
+	cfg.Agents = []config.Agent{{ID: "echo", Transport: config.TransportStream, Command: "scripted"}}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	d, err := daemon.Start(context.Background(), cfg, daemon.Options{Drivers: map[string]driver.Driver{"stream": &scripted.Driver{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := d.Shutdown(ctx); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+	})
+	return d, work
+}
+
+var (
+	buildOnce sync.Once
+	buildBin  string
+	buildErr  error
+	buildDir  string
+)
+
+// parleyBin builds the parley binary once for the package's tests.
+func parleyBin(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		buildDir, buildErr = os.MkdirTemp("", "parley-tui-bin-")
+		if buildErr != nil {
+			return
+		}
+		buildBin = filepath.Join(buildDir, "parley")
+		cmd := exec.Command("go", "build", "-o", buildBin, "./cmd/parley")
+		cmd.Dir = testkit.RepoRoot(t)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return buildBin
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+	}
+	os.Exit(code)
+}
+
+// term is a real terminal: a tmux server of the test's own.
+type term struct {
+	t    *testing.T
+	sock string
+}
+
+var sockSeq int
+
+func startTerm(t *testing.T, env []string, argv ...string) *term {
+	t.Helper()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Fatal("tmux is required for the terminal tests: ", err)
+	}
+	sockSeq++
+	tm := &term{t: t, sock: fmt.Sprintf("ptui-%d-%d", os.Getpid(), sockSeq)}
+	conf := filepath.Join(t.TempDir(), "tmux.conf")
+	if err := os.WriteFile(conf, []byte("set -g remain-on-exit on\nset -g status off\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"-f", conf, "new-session", "-d", "-x", "80", "-y", "24", "-s", "t"}
+	for _, kv := range env {
+		args = append(args, "-e", kv)
+	}
+	args = append(args, argv...)
+	t.Cleanup(func() { exec.Command("tmux", "-L", tm.sock, "kill-server").Run() })
+	tm.tmux(args...)
+	return tm
+}
+
+func (tm *term) tmux(args ...string) string {
+	tm.t.Helper()
+	out, err := exec.Command("tmux", append([]string{"-L", tm.sock}, args...)...).CombinedOutput()
+	if err != nil {
+		tm.t.Fatalf("tmux %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+func (tm *term) screen() string { return tm.tmux("capture-pane", "-p", "-t", "t") }
+
+// typeLine types text literally, then Enter.
+func (tm *term) typeLine(text string) {
+	tm.t.Helper()
+	tm.tmux("send-keys", "-t", "t", "-l", text)
+	tm.tmux("send-keys", "-t", "t", "Enter")
+}
+
+func (tm *term) keys(keys ...string) {
+	tm.t.Helper()
+	tm.tmux(append([]string{"send-keys", "-t", "t"}, keys...)...)
+}
+
+// waitScreen polls the screen until cond holds, failing with the screen.
+func (tm *term) waitScreen(what string, cond func(string) bool) string {
+	tm.t.Helper()
+	var s string
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		s = tm.screen()
+		if cond(s) {
+			return s
+		}
+		if time.Now().After(deadline) {
+			tm.t.Fatalf("waiting for %s: not on the screen after 15s; the screen:\n%s", what, s)
+		}
+		// capture-pane itself takes a few ms; polling it is the wait.
+		testkit.Eventually(tm.t, time.Second, func() bool { return true }, "")
+	}
+}
+
+func has(sub string) func(string) bool { return func(s string) bool { return strings.Contains(s, sub) } }
+
+var statusRe = regexp.MustCompile(`parley │ echo │ .* │ (idle|● working|stopping…) │ online`)
+
+// TestChatInTmux runs `parley chat` in a real terminal against a real daemon.
+func TestChatInTmux(t *testing.T) {
+	bin := parleyBin(t)
+	d, _ := startDaemon(t)
+	server := "http://" + d.Addr()
+	const chatID = "e2e-term"
+	tm := startTerm(t, []string{"NO_COLOR=1"}, bin, "chat", "--server", server, "--token", d.Token(), "--chat", chatID)
+	tm.waitScreen("the status line", has("online"))
+
+	t.Run("answer", func(t *testing.T) {
+		tm.t = t
+		tm.typeLine("say hello from the agent")
+		s := tm.waitScreen("the answer", has("hello from the agent"))
+		tm.waitScreen("the receipt", has("✓ submitted"))
+		if !statusRe.MatchString(s) {
+			t.Errorf("status line: got screen\n%s\nwant a line matching %s", s, statusRe)
+		}
+	})
+	t.Run("permission by key", func(t *testing.T) {
+		tm.t = t
+		tm.typeLine("permission Bash")
+		tm.waitScreen("the permission card", has("Permission: Run Bash"))
+		tm.keys("1")
+		s := tm.waitScreen("the tool's answer", has("permission: allow"))
+		if strings.Contains(s, "Permission: Run Bash") {
+			t.Errorf("the card is still shown after it was answered:\n%s", s)
+		}
+	})
+	t.Run("question by free text", func(t *testing.T) {
+		tm.t = t
+		tm.typeLine("question Which color?|red,blue")
+		tm.waitScreen("the question card", has("Or type your own answer"))
+		tm.typeLine("green please")
+		tm.waitScreen("the answer", has("answer: Which color?=green please"))
+	})
+	t.Run("esc stops a slow turn", func(t *testing.T) {
+		tm.t = t
+		tm.typeLine("stream 100000 10ms")
+		tm.waitScreen("streaming", func(s string) bool { return strings.Contains(s, "c20 ") && strings.Contains(s, "● working") })
+		tm.keys("Escape")
+		s := tm.waitScreen("the turn cancelled", func(s string) bool {
+			return strings.Contains(s, "turn ended: cancelled") && strings.Contains(s, "│ idle │")
+		})
+		if strings.Contains(s, "c100000") {
+			t.Errorf("the turn ran to its end instead of stopping:\n%s", s)
+		}
+	})
+	t.Run("card answered elsewhere disappears", func(t *testing.T) {
+		tm.t = t
+		tm.typeLine("permission Write")
+		tm.waitScreen("the permission card", has("Permission: Run Write"))
+		// A second client, the dashboard's channel on a route of its own, opens
+		// the same thread and answers the card.
+		api := client.API{Server: server, Token: d.Token()}
+		ths, err := api.Threads(context.Background())
+		if err != nil || len(ths) != 1 {
+			t.Fatalf("threads: got %v, %v; want one", ths, err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		c, _, err := client.Dial(ctx, server, d.Token(), client.Options{Chat: "dash", Channel: "web", Since: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.CloseNow()
+		th := ths[0]
+		if err := c.Send(ctx, map[string]string{"type": "resume_session", "agent": th.Agent, "session_id": th.SessionID, "cwd": th.Cwd}); err != nil {
+			t.Fatal(err)
+		}
+		var rid string
+		for rid == "" {
+			ev, err := c.Next(ctx)
+			if err != nil {
+				t.Fatalf("second client: %v", err)
+			}
+			if ev.Type == chat.TypePermissionRequest {
+				var p chat.PermissionRequest
+				_ = json.Unmarshal(ev.Raw, &p)
+				if p.Tool.Name == "Write" {
+					rid = p.RequestID
+				}
+			}
+		}
+		if err := c.Send(ctx, map[string]string{"type": "permission_response", "request_id": rid, "option_id": "allow"}); err != nil {
+			t.Fatal(err)
+		}
+		s := tm.waitScreen("the card gone", func(s string) bool {
+			return !strings.Contains(s, "Permission: Run Write") && strings.Contains(s, "Allow (by web)")
+		})
+		if !strings.Contains(s, "Enter send") {
+			t.Errorf("the input is not back after the card went:\n%s", s)
+		}
+	})
+}
