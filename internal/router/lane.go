@@ -60,6 +60,7 @@ type turn struct {
 	prompted      bool   // Prompt returned
 	delivered     bool   // Prompt returned nil
 	endReason     string // TurnEnded arrived before Prompt returned
+	exitDetail    string // the session exited before Prompt returned
 	stopping      bool
 	cancelPrompt  context.CancelFunc
 	stopTimer     *time.Timer
@@ -109,7 +110,7 @@ func (l *lane) accept(p *pendingInput, done func(chat.Delivery, error)) {
 // control runs a control on the lane and waits for its verdict.
 func (l *lane) control(ctx context.Context, c Control) error {
 	errc := make(chan error, 1)
-	f := func() { errc <- l.doControl(c) }
+	f := func() { l.doControl(c, func(err error) { errc <- err }) }
 	select {
 	case l.ctrl <- f:
 	case <-ctx.Done():
@@ -375,7 +376,10 @@ func (l *lane) prompted(t *turn, gen int, err error) {
 	t.prompted = true
 	if err != nil {
 		detail := err.Error()
-		if t.stopping && errors.Is(err, context.Canceled) {
+		switch {
+		case t.exitDetail != "":
+			detail = t.exitDetail
+		case t.stopping && errors.Is(err, context.Canceled):
 			detail = "stopped before it reached the agent"
 		}
 		l.receipt(t.p, chat.DeliveryFailed, detail)
@@ -384,6 +388,9 @@ func (l *lane) prompted(t *turn, gen int, err error) {
 	}
 	t.delivered = true
 	l.receipt(t.p, chat.DeliverySubmitted, "")
+	if t.exitDetail != "" {
+		l.emit(chat.Error{Code: chat.CodeAgent, Message: t.exitDetail, Ref: t.p.in.MessageID})
+	}
 	if t.endReason != "" {
 		l.endTurn(t, t.endReason)
 	}
@@ -519,9 +526,9 @@ func (l *lane) onUpdate(u update) {
 		l.cancelCards("", "")
 		if t := l.turn; t != nil {
 			if !t.prompted {
-				t.prompted = true
-				l.receipt(t.p, chat.DeliveryFailed, detail)
-				l.finishTurn(t, "")
+				// Whether the text got there is Prompt's to say; it returns
+				// promptly now that the process is gone.
+				t.exitDetail, t.endReason = detail, chat.StopError
 			} else {
 				l.emit(chat.Error{Code: chat.CodeAgent, Message: detail, Ref: t.p.in.MessageID})
 				l.finishTurn(t, chat.StopError)
@@ -574,20 +581,23 @@ func (l *lane) openCard(kind, id string, p chat.Payload) {
 	l.emit(p)
 }
 
-func (l *lane) doControl(c Control) error {
+// doControl runs a control; reply is called once with its verdict, at once or,
+// for card answers, when the agent has taken the answer.
+func (l *lane) doControl(c Control, reply func(error)) {
 	switch {
 	case c.Stop:
-		return l.stop()
+		reply(l.stop())
 	case c.Permission != nil:
-		return l.answerPermission(c)
+		l.answerPermission(c, reply)
 	case c.Answer != nil:
-		return l.answerQuestion(c)
+		l.answerQuestion(c, reply)
 	case c.SetMode != nil:
-		return l.setMode(c.SetMode.ModeID)
+		reply(l.setMode(c.SetMode.ModeID))
 	case c.SetOption != nil:
-		return l.setOption(c.SetOption.ConfigID, c.SetOption.Value)
+		reply(l.setOption(c.SetOption.ConfigID, c.SetOption.Value))
+	default:
+		reply(fmt.Errorf("%w: empty control", chat.ErrBadInput))
 	}
-	return fmt.Errorf("%w: empty control", chat.ErrBadInput)
 }
 
 // stop cancels the turn in flight at once.
@@ -653,17 +663,40 @@ func (l *lane) card(id, kind string) (*chat.Card, error) {
 	return c, nil
 }
 
-func (l *lane) answerPermission(ctl Control) error {
+// answerCard resolves a card for every connection at once (so a second answer,
+// from another tab, is refused as no longer open, and the resolution precedes
+// the agent's reaction in the log), then tells the agent. The answer was checked
+// against the card first; should the agent still refuse it, an error event says
+// so in the thread.
+func (l *lane) answerCard(c *chat.Card, state string, resolved chat.Payload, tell func(context.Context, driver.Session) error, reply func(error)) {
+	if l.sess == nil {
+		reply(fmt.Errorf("%w: the agent is not running", chat.ErrCardClosed))
+		return
+	}
+	l.closeCard(c, state, resolved)
+	id := c.RequestID
+	l.tellSession(func(ctx context.Context, s driver.Session) error {
+		if err := tell(ctx, s); err != nil {
+			return fmt.Errorf("the agent did not take the answer to %s: %w", id, err)
+		}
+		return nil
+	})
+	reply(nil)
+}
+
+func (l *lane) answerPermission(ctl Control, reply func(error)) {
 	r := ctl.Permission
 	c, err := l.card(r.RequestID, chat.CardPermission)
 	if err != nil {
-		return err
+		reply(err)
+		return
 	}
 	if !r.Cancelled {
 		var req chat.PermissionRequest
 		_ = json.Unmarshal(c.Request, &req)
 		if !slices.ContainsFunc(req.Options, func(o chat.PermissionOption) bool { return o.ID == r.OptionID }) {
-			return fmt.Errorf("%w: %q is not one of this card's options", chat.ErrBadInput, r.OptionID)
+			reply(fmt.Errorf("%w: %q is not one of this card's options", chat.ErrBadInput, r.OptionID))
+			return
 		}
 	}
 	by := ctl.From
@@ -672,27 +705,33 @@ func (l *lane) answerPermission(ctl Control) error {
 	if r.Cancelled {
 		state = chat.CardCancelled
 	}
-	l.closeCard(c, state, res)
 	ans := driver.PermissionAnswer{OptionID: r.OptionID, Message: r.Message, Cancelled: r.Cancelled}
-	l.tellSession(func(ctx context.Context, s driver.Session) error {
+	l.answerCard(c, state, res, func(ctx context.Context, s driver.Session) error {
 		return s.AnswerPermission(ctx, r.RequestID, ans)
-	})
-	return nil
+	}, reply)
 }
 
-func (l *lane) answerQuestion(ctl Control) error {
+func (l *lane) answerQuestion(ctl Control, reply func(error)) {
 	q := ctl.Answer
 	c, err := l.card(q.RequestID, chat.CardQuestion)
 	if err != nil {
-		return err
+		reply(err)
+		return
+	}
+	var req chat.Question
+	_ = json.Unmarshal(c.Request, &req)
+	for text := range q.Answers {
+		if !slices.ContainsFunc(req.Questions, func(it chat.QuestionItem) bool { return it.Question == text }) {
+			reply(fmt.Errorf("%w: %q is not a question of this card", chat.ErrBadInput, text))
+			return
+		}
 	}
 	by := ctl.From
-	l.closeCard(c, chat.CardResolved, chat.QuestionResolved{RequestID: q.RequestID, Answers: q.Answers, Response: q.Response, By: &by})
+	res := chat.QuestionResolved{RequestID: q.RequestID, Answers: q.Answers, Response: q.Response, By: &by}
 	ans := driver.QuestionAnswer{Answers: q.Answers, Response: q.Response}
-	l.tellSession(func(ctx context.Context, s driver.Session) error {
+	l.answerCard(c, chat.CardResolved, res, func(ctx context.Context, s driver.Session) error {
 		return s.AnswerQuestion(ctx, q.RequestID, ans)
-	})
-	return nil
+	}, reply)
 }
 
 func (l *lane) setMode(id string) error {

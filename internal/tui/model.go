@@ -237,6 +237,11 @@ func (m *Model) onEvent(ev client.Event) tea.Cmd {
 		var p chat.UserMessage
 		_ = ev.Decode(&p)
 		if e := m.users[p.MessageID]; e != nil {
+			if e.out != nil {
+				// Our own message, typed here: its place in the log is the truth.
+				m.entries = slices.DeleteFunc(m.entries, func(x *entry) bool { return x == e })
+				m.add(e)
+			}
 			e.from = p.From
 			if e.state == "" || e.state == "sending" {
 				e.state = chat.DeliveryQueued

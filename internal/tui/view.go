@@ -8,6 +8,8 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 	"charm.land/glamour/v2"
+	gansi "charm.land/glamour/v2/ansi"
+	gstyles "charm.land/glamour/v2/styles"
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
 
@@ -170,6 +172,9 @@ func (m *Model) renderTranscript() {
 	for i, e := range m.entries {
 		if i > 0 {
 			b.WriteByte('\n')
+			if e.kind == entryUser {
+				b.WriteByte('\n') // a blank line before each of the person's messages
+			}
 		}
 		b.WriteString(m.renderEntry(e, w))
 	}
@@ -273,12 +278,12 @@ func (m *Model) receipt(e *entry) string {
 
 // markdown renders agent text for the terminal; plain text when it cannot.
 func (m *Model) markdown(text string, w int) string {
-	style := "dark"
-	if !m.st.color {
-		style = "notty"
-	}
 	if m.md == nil || m.mdWidth != w {
-		r, err := glamour.NewTermRenderer(glamour.WithStandardStyle(style), glamour.WithWordWrap(w-2))
+		style := glamour.WithStandardStyle(gstyles.DarkStyle)
+		if !m.st.color {
+			style = glamour.WithStyles(noColorStyle())
+		}
+		r, err := glamour.NewTermRenderer(style, glamour.WithWordWrap(w-2))
 		if err != nil {
 			return lipgloss.NewStyle().Width(w).Render(text)
 		}
@@ -312,4 +317,32 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return string(r[:max(n-1, 0)]) + "…"
+}
+
+// noColorStyle is glamour's dark style with every color taken out: bold, italics
+// and layout stay, as NO_COLOR asks (no-color.org).
+func noColorStyle() gansi.StyleConfig {
+	b, _ := json.Marshal(gstyles.DarkStyleConfig)
+	var v any
+	_ = json.Unmarshal(b, &v)
+	var strip func(any)
+	strip = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			delete(v, "color")
+			delete(v, "background_color")
+			for _, x := range v {
+				strip(x)
+			}
+		case []any:
+			for _, x := range v {
+				strip(x)
+			}
+		}
+	}
+	strip(v)
+	b, _ = json.Marshal(v)
+	var out gansi.StyleConfig
+	_ = json.Unmarshal(b, &out)
+	return out
 }

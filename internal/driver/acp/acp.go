@@ -94,7 +94,7 @@ func (d *Driver) Start(ctx context.Context, spec driver.Spec, sink driver.Sink) 
 	s := &Session{
 		logger: logger, sink: sink, spec: spec, jail: j, m: newMapper(),
 		perms: map[string]*pendingCard{}, questions: map[string]*pendingCard{},
-		exited: make(chan struct{}),
+		exited: make(chan struct{}), replayTick: make(chan struct{}, 1),
 	}
 	if err := s.spawn(d.tap); err != nil {
 		return nil, err

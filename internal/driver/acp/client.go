@@ -31,9 +31,18 @@ func (c *client) SessionUpdate(ctx context.Context, n sdk.SessionNotification) e
 		s.mu.Unlock()
 		return nil
 	}
-	if s.replaying && historyUpdate(n.Update) {
-		s.mu.Unlock()
-		return nil
+	if s.replaying {
+		if n.Update.AvailableCommandsUpdate != nil {
+			s.replayEnd = true
+		}
+		select {
+		case s.replayTick <- struct{}{}:
+		default:
+		}
+		if historyUpdate(n.Update) {
+			s.mu.Unlock()
+			return nil
+		}
 	}
 	ps := s.m.update(n.Update)
 	s.mu.Unlock()

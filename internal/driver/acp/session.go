@@ -48,6 +48,8 @@ type Session struct {
 	m          *mapper
 	setModel   bool // the model is chosen with unstable session/set_model
 	replaying  bool // session/load is replaying history parley already shows
+	replayTick chan struct{} // a replayed update arrived (buffered, 1)
+	replayEnd  bool          // the agent sent what follows its replay
 	turn       *turn
 	perms      map[string]*pendingCard
 	questions  map[string]*pendingCard
@@ -177,6 +179,7 @@ func (s *Session) resume(ctx context.Context, mcp []sdk.McpServer) error {
 		resp, err := s.conn.LoadSession(ctx, sdk.LoadSessionRequest{SessionId: id, Cwd: s.jail.root, McpServers: mcp})
 		if err == nil {
 			s.adopt(id, resp.Modes, resp.Models, resp.ConfigOptions)
+			s.awaitReplay(ctx)
 			return nil
 		}
 		s.mu.Lock()
@@ -194,6 +197,50 @@ func (s *Session) resume(ctx context.Context, mcp []sdk.McpServer) error {
 		"%v: the agent's session %s could not be restored (%s), so this is a new session without the earlier history",
 		driver.ErrHistoryLost, s.spec.ResumeID, errText(why))})
 	return nil
+}
+
+// How long the replay of session/load may run on after the response.
+const (
+	replayQuiet = 300 * time.Millisecond // no replayed update for this long: over
+	replayAfter = 100 * time.Millisecond // quiet needed after the end marker
+	replayMax   = 5 * time.Second
+)
+
+// awaitReplay waits until session/load's replay is over, so that none of it
+// is mistaken for the next turn. The protocol puts the replay before the
+// response, and then there is nothing to wait for; Gemini CLI 0.61.0 streams
+// it after the response (and ends it with available_commands_update).
+func (s *Session) awaitReplay(ctx context.Context) {
+	quiet := time.NewTimer(replayQuiet)
+	defer quiet.Stop()
+	limit := time.NewTimer(replayMax)
+	defer limit.Stop()
+	defer func() {
+		s.mu.Lock()
+		s.replaying = false
+		s.mu.Unlock()
+	}()
+	for {
+		select {
+		case <-s.replayTick:
+			s.mu.Lock()
+			wait := replayQuiet
+			if s.replayEnd {
+				wait = replayAfter
+			}
+			s.mu.Unlock()
+			quiet.Reset(wait)
+		case <-quiet.C:
+			return
+		case <-limit.C:
+			s.logger.Warn("session/load replay did not end; showing what follows")
+			return
+		case <-ctx.Done():
+			return
+		case <-s.exited:
+			return
+		}
+	}
 }
 
 // adopt records a session's id and state and reports the id.

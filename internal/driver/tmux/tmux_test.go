@@ -2,9 +2,11 @@ package tmux
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -308,8 +310,9 @@ func TestPermissionCardQueuesMessage(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(h.cwd, "made-by-bash")); err != nil {
 		t.Errorf("the Bash command did not run: %v", err)
 	}
-	testkit.Eventually(t, 30*time.Second, func() bool { return h.modelGot("hello") },
-		"the queued message never reached the model; bodies with hello: %d\n%s", bodiesWith(h, "hello"), plain(h.capture(s)))
+	if !poll(30*time.Second, func() bool { return h.modelGot("hello") }) {
+		t.Fatalf("the queued message never reached the model: %s\n%s", bodiesWith(h, "hello"), plain(h.capture(s)))
+	}
 	waitTurns(t, k, 2)
 	if got := len(k.permissions()); got != 1 {
 		t.Errorf("permission cards: got %d, want 1 (an answered card never comes back)", got)
@@ -422,12 +425,45 @@ func lastBody(h *harness) string {
 	return string(b)
 }
 
-func bodiesWith(h *harness, text string) int {
-	n := 0
+func bodiesWith(h *harness, text string) string {
+	var out []string
 	for _, r := range h.srv.Requests() {
-		if strings.Contains(string(r.Body), text) {
-			n++
+		out = append(out, fmt.Sprintf("%s %s %s rule=%d answered=%v last=%q", r.At.Format("15:04:05.000"), r.Kind, r.Path, r.Rule, r.Answered, r.LastUserText()))
+		for _, m := range r.Messages {
+			mb, _ := json.Marshal(m)
+			if strings.Contains(string(mb), text) {
+				out = append(out, r.Kind+" "+m.Role+": "+string(mb))
+			}
 		}
 	}
-	return n
+	for _, d := range []string{h.drv.StateDir} {
+		files, _ := filepath.Glob(filepath.Join(d, "*", "hooks.jsonl"))
+		for _, f := range files {
+			b, _ := os.ReadFile(f)
+			for _, l := range strings.Split(string(b), "\n") {
+				if i := strings.Index(l, "hook_event_name"); i >= 0 {
+					out = append(out, "hook: "+l[i:min(len(l), i+60)])
+				}
+			}
+		}
+	}
+	ps, _ := exec.Command("ps", "-eo", "pid,ppid,stat,etime,args").Output()
+	for _, l := range strings.Split(string(ps), "\n") {
+		if strings.Contains(l, "tmux.test") || strings.Contains(l, "claude") {
+			out = append(out, "ps: "+l[:min(len(l), 200)])
+		}
+	}
+	return strings.Join(out, "\n---\n")
+}
+
+// poll is Eventually for failures that need fresh details.
+func poll(within time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return true
 }

@@ -2,7 +2,7 @@
 // cards), written once and used by both layouts: one card, one set of rules.
 
 import { memo } from "./memo";
-import { useState } from "preact/hooks";
+import { useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
 import type { Item, Receipt, Store } from "../store";
 import { render } from "../markdown";
 import { lineDiff } from "./diff";
@@ -301,16 +301,53 @@ export const ItemView = memo(({ it, store, receipt }: { it: Item; store: Store; 
   }
 });
 
+// PAGE is how many items are drawn at first; scrolling up (or the button) draws more.
+// Long threads then open at once, and the Markdown of old turns is parsed on demand.
+const PAGE = 150;
+
 export function Conversation({ store, items, receipts }: { store: Store; items: Item[]; receipts: Record<string, Receipt> }) {
   const [loading, setLoading] = useState(false);
+  const [limit, setLimit] = useState(PAGE);
+  const ref = useRef<HTMLDivElement>(null);
+  const anchor = useRef<{ h: number; top: number } | null>(null);
+  const thread = store.state.chat.thread?.id;
+  useEffect(() => setLimit(PAGE), [thread]);
+  const start = Math.max(0, items.length - limit);
+  const more = () => {
+    const sc = ref.current?.closest(".scroll") as HTMLElement | null;
+    if (sc) anchor.current = { h: sc.scrollHeight, top: sc.scrollTop };
+    setLimit((l) => l + PAGE);
+  };
+  useEffect(() => {
+    const sc = ref.current?.closest(".scroll") as HTMLElement | null;
+    if (!sc || start === 0) return;
+    const f = () => {
+      if (sc.scrollTop < 400 && !anchor.current) more();
+    };
+    sc.addEventListener("scroll", f, { passive: true });
+    return () => sc.removeEventListener("scroll", f);
+  }, [start]);
+  useLayoutEffect(() => {
+    // Keep what the person was looking at in place when earlier items appear above it.
+    const sc = ref.current?.closest(".scroll") as HTMLElement | null;
+    if (sc && anchor.current) sc.scrollTop = anchor.current.top + (sc.scrollHeight - anchor.current.h);
+    anchor.current = null;
+  }, [limit]);
+  const shown = start > 0 ? items.slice(start) : items;
   return (
-    <div class="conv" role="log" aria-live="polite" aria-label="Conversation">
-      {store.hasEarlier && (
-        <button type="button" class="earlier" disabled={loading} onClick={() => { setLoading(true); store.loadEarlier().finally(() => setLoading(false)); }}>
-          {loading ? "Loading…" : "Show earlier messages"}
+    <div class="conv" role="log" aria-live="polite" aria-label="Conversation" ref={ref}>
+      {start > 0 ? (
+        <button type="button" class="earlier" onClick={more}>
+          Show earlier messages ({start})
         </button>
+      ) : (
+        store.hasEarlier && (
+          <button type="button" class="earlier" disabled={loading} onClick={() => { setLoading(true); store.loadEarlier().finally(() => setLoading(false)); }}>
+            {loading ? "Loading…" : "Show earlier messages"}
+          </button>
+        )
       )}
-      {items.map((it) => (
+      {shown.map((it) => (
         <ItemView key={it.key} it={it} store={store} receipt={it.kind === "user" ? receipts[it.message_id] : undefined} />
       ))}
     </div>

@@ -1,0 +1,609 @@
+package tui
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/client"
+)
+
+// fakeBackend records what the model sends.
+type fakeBackend struct {
+	mu      sync.Mutex
+	sent    []map[string]any
+	threads []chat.Thread
+	offline bool
+}
+
+func (f *fakeBackend) Send(_ context.Context, v any) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.offline {
+		return ErrOffline
+	}
+	b, _ := json.Marshal(v)
+	var m map[string]any
+	_ = json.Unmarshal(b, &m)
+	f.sent = append(f.sent, m)
+	return nil
+}
+
+func (f *fakeBackend) Threads(context.Context) ([]chat.Thread, error) {
+	return append([]chat.Thread(nil), f.threads...), nil
+}
+
+func (f *fakeBackend) sentOf(typ string) []map[string]any {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []map[string]any
+	for _, m := range f.sent {
+		if m["type"] == typ {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// harness drives a Model as the program would: every command run to its end.
+type harness struct {
+	t    *testing.T
+	m    *Model
+	be   *fakeBackend
+	quit bool
+}
+
+func newHarness(t *testing.T, opt Options) *harness {
+	be := &fakeBackend{}
+	h := &harness{t: t, m: New(opt, be), be: be}
+	h.send(tea.WindowSizeMsg{Width: 80, Height: 24})
+	return h
+}
+
+func (h *harness) send(msg tea.Msg) {
+	h.t.Helper()
+	_, cmd := h.m.Update(msg)
+	h.run(cmd)
+}
+
+func (h *harness) run(cmd tea.Cmd) {
+	h.t.Helper()
+	if cmd == nil {
+		return
+	}
+	switch msg := cmd().(type) {
+	case nil:
+	case tea.BatchMsg:
+		for _, c := range msg {
+			h.run(c)
+		}
+	case tea.QuitMsg:
+		h.quit = true
+	default:
+		h.send(msg)
+	}
+}
+
+// frames feeds server frames (JSON lines).
+func (h *harness) frames(lines ...string) {
+	h.t.Helper()
+	for _, l := range lines {
+		ev, err := client.Parse([]byte(l))
+		if err != nil {
+			h.t.Fatalf("frame %s: %v", l, err)
+		}
+		h.send(EventMsg{Event: ev})
+	}
+}
+
+func (h *harness) key(keys ...string) {
+	h.t.Helper()
+	for _, k := range keys {
+		h.send(keyMsg(k))
+	}
+}
+
+func (h *harness) typeText(s string) {
+	h.t.Helper()
+	for _, r := range s {
+		h.send(keyMsg(string(r)))
+	}
+}
+
+func keyMsg(k string) tea.KeyPressMsg {
+	switch k {
+	case "enter":
+		return tea.KeyPressMsg{Code: tea.KeyEnter}
+	case "esc":
+		return tea.KeyPressMsg{Code: tea.KeyEscape}
+	case "up":
+		return tea.KeyPressMsg{Code: tea.KeyUp}
+	case "down":
+		return tea.KeyPressMsg{Code: tea.KeyDown}
+	case "space":
+		return tea.KeyPressMsg{Code: tea.KeySpace, Text: " "}
+	case "shift+tab":
+		return tea.KeyPressMsg{Code: tea.KeyTab, Mod: tea.ModShift}
+	case "pgup":
+		return tea.KeyPressMsg{Code: tea.KeyPgUp}
+	}
+	if c, ok := strings.CutPrefix(k, "ctrl+"); ok {
+		return tea.KeyPressMsg{Code: rune(c[0]), Mod: tea.ModCtrl}
+	}
+	r := []rune(k)
+	return tea.KeyPressMsg{Code: r[0], Text: k}
+}
+
+func (h *harness) screen() string { return ansi.Strip(h.m.View().Content) }
+
+func (h *harness) wantScreen(subs ...string) {
+	h.t.Helper()
+	s := h.screen()
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			h.t.Errorf("screen lacks %q; got:\n%s", sub, s)
+		}
+	}
+}
+
+func (h *harness) wantNotScreen(subs ...string) {
+	h.t.Helper()
+	s := h.screen()
+	for _, sub := range subs {
+		if strings.Contains(s, sub) {
+			h.t.Errorf("screen shows %q; want it gone; got:\n%s", sub, s)
+		}
+	}
+}
+
+// recorded reads testdata/recorded/<name>.jsonl, split at its marks.
+func recorded(t *testing.T, name string) [][]string {
+	t.Helper()
+	f, err := os.Open(filepath.Join("testdata", "recorded", name+".jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	segs := [][]string{{}}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		l := sc.Text()
+		if strings.Contains(l, `"type":"__mark"`) {
+			segs = append(segs, []string{})
+			continue
+		}
+		segs[len(segs)-1] = append(segs[len(segs)-1], l)
+	}
+	return segs
+}
+
+func connected(h *harness, segs ...[]string) {
+	h.send(OnlineMsg{})
+	for _, s := range segs {
+		h.frames(s...)
+	}
+}
+
+func TestRecordedAnswer(t *testing.T) {
+	segs := recorded(t, "answer")
+	h := newHarness(t, Options{NoColor: true})
+	connected(h, segs...)
+	h.wantScreen("you  ✓ submitted", "say Here is **bold** text.", "agent\n  Here is bold text.", "│ idle │ online")
+}
+
+func TestRecordedPermissionAnsweredByKey(t *testing.T) {
+	segs := recorded(t, "permission")
+	for _, c := range []struct {
+		name   string
+		keys   []string
+		option string
+	}{
+		{"number", []string{"1"}, "allow"},
+		{"arrows", []string{"down", "enter"}, "reject"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHarness(t, Options{NoColor: true})
+			connected(h, segs[0])
+			h.wantScreen("Permission: Run Bash", "1. Allow", "2. Reject", "● working")
+			h.wantNotScreen("Enter send")
+			h.key(c.keys...)
+			got := h.be.sentOf("permission_response")
+			if len(got) != 1 || got[0]["option_id"] != c.option || !strings.HasPrefix(fmt.Sprint(got[0]["request_id"]), "p_") {
+				t.Fatalf("sent %v; want one permission_response with option %q", got, c.option)
+			}
+			// The card stays until the server says it is over.
+			h.wantScreen("Permission: Run Bash", "waiting for the agent")
+			if c.option == "allow" {
+				h.frames(segs[1]...)
+				h.wantNotScreen("Permission: Run Bash")
+				h.wantScreen("permission for Run Bash: Allow (by tui)", "permission: allow", "Enter send")
+			}
+		})
+	}
+}
+
+func TestRecordedQuestionAnsweredByFreeText(t *testing.T) {
+	segs := recorded(t, "question")
+	h := newHarness(t, Options{NoColor: true})
+	connected(h, segs[0])
+	h.wantScreen("Which color?", "1. red", "2. blue", "Or type your own answer")
+	h.typeText("green please")
+	h.wantScreen("Or type your own answer: green please")
+	h.key("enter")
+	got := h.be.sentOf("question_answer")
+	want := map[string]any{"Which color?": "green please"}
+	if len(got) != 1 || fmt.Sprint(got[0]["answers"]) != fmt.Sprint(want) {
+		t.Fatalf("sent %v; want one question_answer with answers %v", got, want)
+	}
+	h.frames(segs[1]...)
+	h.wantNotScreen("Or type your own answer")
+	h.wantScreen("answered: Which color? → green please", "answer: Which color?=green please")
+}
+
+func TestRecordedQuestionByNumber(t *testing.T) {
+	segs := recorded(t, "question")
+	h := newHarness(t, Options{NoColor: true})
+	connected(h, segs[0])
+	h.key("2")
+	got := h.be.sentOf("question_answer")
+	if len(got) != 1 || fmt.Sprint(got[0]["answers"]) != fmt.Sprint(map[string]any{"Which color?": "blue"}) {
+		t.Fatalf("sent %v; want answers blue", got)
+	}
+}
+
+func TestCardResolvedElsewhereDisappears(t *testing.T) {
+	segs := recorded(t, "permission")
+	h := newHarness(t, Options{NoColor: true})
+	connected(h, segs[0])
+	h.wantScreen("Permission: Run Bash")
+	var thread, rid string
+	for _, l := range segs[0] {
+		ev, _ := client.Parse([]byte(l))
+		if ev.Type == chat.TypePermissionRequest {
+			var p chat.PermissionRequest
+			_ = ev.Decode(&p)
+			thread, rid = string(ev.Thread), p.RequestID
+		}
+	}
+	h.frames(fmt.Sprintf(`{"type":"permission_resolved","thread":%q,"seq":9,"request_id":%q,"option_id":"reject","by":{"channel":"web","chat":"c1"}}`, thread, rid))
+	h.wantNotScreen("Permission: Run Bash")
+	h.wantScreen("permission for Run Bash: Reject (by web)", "Enter send")
+	if got := h.be.sentOf("permission_response"); len(got) != 0 {
+		t.Errorf("sent %v; want nothing sent from here", got)
+	}
+}
+
+func TestMultiSelectQuestion(t *testing.T) {
+	h := newHarness(t, Options{NoColor: true})
+	connected(h, []string{
+		`{"type":"config","chat":"c","channel":"tui","agents":[],"default_agent":"echo"}`,
+		`{"type":"thread","thread":{"id":"t_1","agent":"echo","cwd":"/w","session_id":"s1","state":"working"}}`,
+		`{"type":"replay_done","last_seq":0}`,
+		`{"type":"question","thread":"t_1","seq":1,"request_id":"q_1","questions":[` +
+			`{"question":"Which files?","header":"Files","multi_select":true,"options":[{"label":"a.go"},{"label":"b.go"},{"label":"c.go"}]},` +
+			`{"question":"Commit?","multi_select":false,"options":[{"label":"yes"},{"label":"no"}]}]}`,
+	})
+	h.wantScreen("Files 1/2", "[ ] a.go")
+	h.key("space", "down", "down", "3", "3", "2") // tick a, untick-tick c… then 2 ticks b
+	h.wantScreen("[x] a.go", "[x] b.go", "[ ] c.go")
+	h.key("enter")
+	h.wantScreen("Commit?", "1. yes")
+	h.key("1")
+	got := h.be.sentOf("question_answer")
+	want := map[string]any{"Which files?": []any{"a.go", "b.go"}, "Commit?": "yes"}
+	if len(got) != 1 || fmt.Sprint(got[0]["answers"]) != fmt.Sprint(want) {
+		t.Fatalf("sent %v; want answers %v", got, want)
+	}
+}
+
+func TestReconnectNeverShowsAnEventTwice(t *testing.T) {
+	segs := recorded(t, "reconnect")
+	h := newHarness(t, Options{NoColor: true})
+	connected(h, segs[0])
+	before := len(h.m.entries)
+	h.send(OfflineMsg{Err: fmt.Errorf("connection reset")})
+	h.wantScreen("OFFLINE")
+	connected(h, segs[1]) // replays seq 7..10 again, which this model holds
+	h.wantScreen("│ online")
+	if got := len(h.m.entries); got != before {
+		t.Errorf("entries after the overlapping replay: got %d, want %d", got, before)
+	}
+	if got := strings.Count(h.screen(), "one"); got != 2 { // "say one" and the answer "one"
+		t.Errorf(`"one" on the screen %d times, want 2 (the message and the answer):\n%s`, got, h.screen())
+	}
+}
+
+// thread1 is a connect sequence on a route attached to thread t_1.
+var thread1 = []string{
+	`{"type":"config","chat":"c","channel":"tui","agents":[{"id":"echo"}],"default_agent":"echo"}`,
+	`{"type":"thread","thread":{"id":"t_1","agent":"echo","cwd":"/w","session_id":"s1","state":"idle"}}`,
+	`{"type":"turn_status","active":false}`,
+	`{"type":"replay_done","last_seq":0}`,
+}
+
+func TestTypedMessageEchoAndReceipts(t *testing.T) {
+	h := newHarness(t, Options{NoColor: true})
+	connected(h, thread1)
+	h.typeText("hello there")
+	h.key("enter")
+	got := h.be.sentOf("message")
+	if len(got) != 1 || got[0]["text"] != "hello there" {
+		t.Fatalf("sent %v; want one message", got)
+	}
+	id := got[0]["message_id"].(string)
+	h.wantScreen("you  sending…")
+	h.frames(
+		fmt.Sprintf(`{"type":"user_message","thread":"t_1","seq":1,"message_id":%q,"text":"hello there","from":{"channel":"tui","chat":"c"}}`, id),
+		fmt.Sprintf(`{"type":"delivery","thread":"t_1","seq":2,"message_id":%q,"state":"queued"}`, id),
+		fmt.Sprintf(`{"type":"delivery","thread":"t_1","seq":3,"message_id":%q,"state":"submitted"}`, id),
+		fmt.Sprintf(`{"type":"delivery","thread":"t_1","seq":4,"message_id":%q,"state":"queued"}`, id), // late and older: ignored
+	)
+	h.wantScreen("you  ✓ submitted")
+	if n := strings.Count(h.screen(), "hello there"); n != 1 {
+		t.Errorf("the message is shown %d times, want once:\n%s", n, h.screen())
+	}
+	h.frames(fmt.Sprintf(`{"type":"error","code":"busy","message":"thread is busy","ref":"m_other"}`))
+	h.wantScreen("! thread is busy")
+}
+
+func TestFailedDeliverySaysWhy(t *testing.T) {
+	h := newHarness(t, Options{NoColor: true})
+	connected(h, thread1)
+	h.frames(
+		`{"type":"user_message","thread":"t_1","seq":1,"message_id":"m_x","text":"hi","from":{"channel":"web","chat":"d"}}`,
+		`{"type":"delivery","thread":"t_1","seq":2,"message_id":"m_x","state":"failed","detail":"the agent is not running"}`,
+	)
+	h.wantScreen("you (web)  ✗ failed: the agent is not running")
+}
+
+func TestOfflineMessageIsKeptAndSentOnce(t *testing.T) {
+	h := newHarness(t, Options{NoColor: true})
+	connected(h, thread1)
+	h.be.offline = true
+	h.send(OfflineMsg{Err: ErrOffline, Attempt: 2})
+	h.wantScreen("OFFLINE")
+	h.typeText("typed while offline")
+	h.key("enter")
+	h.wantScreen("typed while offline", "waiting for connection")
+	if got := h.be.sentOf("message"); len(got) != 0 {
+		t.Fatalf("sent %v while offline", got)
+	}
+	h.be.offline = false
+	connected(h, thread1[:3]) // not yet replay_done: still catching up
+	if got := h.be.sentOf("message"); len(got) != 0 {
+		t.Fatalf("sent %v before replay_done", got)
+	}
+	h.frames(thread1[3])
+	got := h.be.sentOf("message")
+	if len(got) != 1 || got[0]["text"] != "typed while offline" {
+		t.Fatalf("sent %v after reconnecting; want the message once", got)
+	}
+	// Dropped again before any receipt: sent again with the same id (the server
+	// keeps ids, so it is delivered once).
+	h.send(OfflineMsg{})
+	connected(h, thread1)
+	again := h.be.sentOf("message")
+	if len(again) != 2 || again[1]["message_id"] != got[0]["message_id"] {
+		t.Fatalf("resent %v; want the same message id %v", again, got[0]["message_id"])
+	}
+	h.frames(fmt.Sprintf(`{"type":"user_message","thread":"t_1","seq":1,"message_id":%q,"text":"typed while offline","from":{"channel":"tui","chat":"c"}}`, got[0]["message_id"]))
+	h.send(OfflineMsg{})
+	connected(h, thread1)
+	if n := len(h.be.sentOf("message")); n != 2 {
+		t.Errorf("sent %d times after the server had it; want no more than 2", n)
+	}
+}
+
+func TestEscStopsOnlyARunningTurn(t *testing.T) {
+	h := newHarness(t, Options{NoColor: true})
+	connected(h, thread1)
+	h.key("esc")
+	if got := h.be.sentOf("stop"); len(got) != 0 {
+		t.Fatalf("sent %v with no turn running", got)
+	}
+	h.wantScreen("no turn is running")
+	h.frames(`{"type":"turn_status","thread":"t_1","seq":1,"active":true,"message_id":"m1"}`)
+	h.wantScreen("● working")
+	h.key("esc")
+	if got := h.be.sentOf("stop"); len(got) != 1 {
+		t.Fatalf("sent %v; want one stop", got)
+	}
+	h.wantScreen("stopping…")
+	h.frames(`{"type":"prompt_done","thread":"t_1","seq":2,"stop_reason":"cancelled","message_id":"m1"}`,
+		`{"type":"turn_status","thread":"t_1","seq":3,"active":false}`)
+	h.wantScreen("turn ended: cancelled", "│ idle │")
+}
+
+func TestCtrlCTwiceQuits(t *testing.T) {
+	h := newHarness(t, Options{NoColor: true})
+	h.key("ctrl+c")
+	if h.quit {
+		t.Fatal("quit on the first Ctrl-C")
+	}
+	h.wantScreen("press Ctrl-C again to quit")
+	h.key("x", "ctrl+c")
+	if h.quit {
+		t.Fatal("quit on a Ctrl-C that was not the second in a row")
+	}
+	h.key("ctrl+c")
+	if !h.quit {
+		t.Fatal("did not quit on the second Ctrl-C")
+	}
+}
+
+func TestModeKeyCyclesModes(t *testing.T) {
+	h := newHarness(t, Options{NoColor: true})
+	connected(h, thread1)
+	h.key("shift+tab")
+	if got := h.be.sentOf("set_mode"); len(got) != 0 {
+		t.Fatalf("sent %v before any mode was known", got)
+	}
+	h.frames(`{"type":"mode","thread":"t_1","seq":1,"current":"default","available":[{"id":"default","name":"Default"},{"id":"plan","name":"Plan"}]}`)
+	h.wantScreen("mode default")
+	h.key("shift+tab")
+	got := h.be.sentOf("set_mode")
+	if len(got) != 1 || got[0]["mode_id"] != "plan" {
+		t.Fatalf("sent %v; want set_mode plan", got)
+	}
+}
+
+func TestToolCallsAreOneLineAndExpand(t *testing.T) {
+	h := newHarness(t, Options{NoColor: true})
+	connected(h, thread1)
+	h.frames(
+		`{"type":"tool_call","thread":"t_1","seq":1,"tool_call_id":"tc1","title":"Run ls -la","kind":"execute","status":"in_progress","input":{"command":"ls -la"}}`,
+		`{"type":"tool_call_update","thread":"t_1","seq":2,"tool_call_id":"tc1","status":"completed","output":"total 0\nfile-a\nfile-b"}`,
+	)
+	h.wantScreen("⚙ Run ls -la · completed")
+	h.wantNotScreen("file-a")
+	h.key("ctrl+o")
+	h.wantScreen(`input: {"command":"ls -la"}`, "file-a", "file-b")
+}
+
+func TestThreadPickerSwitches(t *testing.T) {
+	h := newHarness(t, Options{NoColor: true})
+	now := time.Now()
+	h.be.threads = []chat.Thread{
+		{ID: "t_1", Agent: "echo", Cwd: "/w", SessionID: "s1", State: "idle", UpdatedAt: now},
+		{ID: "t_2", Agent: "echo", Cwd: "/w2", SessionID: "s2", Title: "older one", State: "unloaded", UpdatedAt: now.Add(-time.Hour)},
+	}
+	connected(h, thread1)
+	h.key("ctrl+t")
+	h.wantScreen("Switch thread", "0. + new thread here", "1. echo · /w · idle (this one)", "2. echo · older one · unloaded")
+	h.key("2")
+	got := h.be.sentOf("resume_session")
+	if len(got) != 1 || got[0]["session_id"] != "s2" || got[0]["agent"] != "echo" || got[0]["cwd"] != "/w2" {
+		t.Fatalf("sent %v; want resume_session of t_2", got)
+	}
+	// The server switches the route: the transcript starts again.
+	h.frames(`{"type":"user_message","thread":"t_1","seq":1,"message_id":"m_a","text":"from thread one","from":{"channel":"tui","chat":"c"}}`)
+	h.frames(`{"type":"thread","thread":{"id":"t_2","agent":"echo","cwd":"/w2","session_id":"s2","title":"older one","state":"unloaded"}}`,
+		`{"type":"user_message","thread":"t_2","seq":1,"message_id":"m_b","text":"from thread two","from":{"channel":"tui","chat":"c"}}`,
+		`{"type":"replay_done","last_seq":1}`)
+	h.wantScreen("from thread two", "older one")
+	h.wantNotScreen("from thread one")
+	// A new thread: the next message carries the intent.
+	h.key("ctrl+n")
+	h.typeText("fresh")
+	h.key("enter")
+	msgs := h.be.sentOf("message")
+	if len(msgs) != 1 || fmt.Sprint(msgs[0]["intent"]) != "map[new:map[agent:echo cwd:/w2]]" {
+		t.Fatalf("sent %v; want a message with a new-thread intent", msgs)
+	}
+}
+
+func TestInitialChoice(t *testing.T) {
+	noThread := []string{
+		`{"type":"config","chat":"c","channel":"tui","agents":[{"id":"echo"},{"id":"gem"}],"default_agent":"echo"}`,
+		`{"type":"turn_status","active":false}`,
+		`{"type":"replay_done","last_seq":0}`,
+	}
+	now := time.Now()
+	threads := []chat.Thread{
+		{ID: "t_old", Agent: "echo", Cwd: "/w", SessionID: "s_old", UpdatedAt: now.Add(-time.Hour)},
+		{ID: "t_new", Agent: "echo", Cwd: "/w", SessionID: "s_new", UpdatedAt: now},
+		{ID: "t_gem", Agent: "gem", Cwd: "/g", SessionID: "s_gem", UpdatedAt: now.Add(-2 * time.Hour)},
+	}
+	cases := []struct {
+		name    string
+		opt     Options
+		frames  []string
+		session string // resumed; "" for none
+	}{
+		{"default agent's newest thread", Options{}, noThread, "s_new"},
+		{"--agent", Options{Agent: "gem"}, noThread, "s_gem"},
+		{"--thread", Options{Thread: "t_old"}, noThread, "s_old"},
+		{"the route's own thread", Options{}, thread1, ""},
+		{"--new", Options{New: true, Cwd: "/w/sub"}, thread1, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			c.opt.NoColor = true
+			h := newHarness(t, c.opt)
+			h.be.threads = threads
+			connected(h, c.frames)
+			got := h.be.sentOf("resume_session")
+			if c.session == "" {
+				if len(got) != 0 {
+					t.Fatalf("sent %v; want no resume", got)
+				}
+			} else if len(got) != 1 || got[0]["session_id"] != c.session {
+				t.Fatalf("sent %v; want resume of %s", got, c.session)
+			}
+			if c.opt.New {
+				h.wantScreen("new thread")
+				h.typeText("x")
+				h.key("enter")
+				m := h.be.sentOf("message")
+				if len(m) != 1 || fmt.Sprint(m[0]["intent"]) != "map[new:map[agent:echo cwd:/w/sub]]" {
+					t.Fatalf("sent %v; want the new intent", m)
+				}
+			}
+		})
+	}
+}
+
+func TestLayoutFitsAndResizes(t *testing.T) {
+	perm := recorded(t, "permission")
+	for _, size := range [][2]int{{80, 24}, {120, 40}, {40, 12}} {
+		t.Run(fmt.Sprintf("%dx%d", size[0], size[1]), func(t *testing.T) {
+			h := newHarness(t, Options{NoColor: true})
+			connected(h, perm[0]) // a card on top of a transcript
+			check := func(what string) {
+				t.Helper()
+				h.send(tea.WindowSizeMsg{Width: size[0], Height: size[1]})
+				lines := strings.Split(h.screen(), "\n")
+				if len(lines) != size[1] {
+					t.Errorf("%s: %d lines, want %d:\n%s", what, len(lines), size[1], h.screen())
+				}
+				for i, l := range lines {
+					if w := ansi.StringWidth(l); w > size[0] {
+						t.Errorf("%s: line %d is %d wide, want ≤ %d: %q", what, i, w, size[0], l)
+					}
+				}
+			}
+			check("with the card")
+			h.frames(perm[1]...)
+			check("after the card")
+			h.send(tea.WindowSizeMsg{Width: 200, Height: 60})
+			check("resized back")
+		})
+	}
+}
+
+func TestMarkdown(t *testing.T) {
+	h := newHarness(t, Options{NoColor: true})
+	connected(h, thread1)
+	h.frames(`{"type":"agent_chunk","thread":"t_1","seq":1,"text":"# Title\n\nSome **bold** and `+"`code`"+`.\n\n- one\n"}`,
+		`{"type":"agent_chunk","thread":"t_1","seq":2,"text":"- two\n"}`)
+	h.wantScreen("Title", "Some bold and", "• one", "• two")
+	h.wantNotScreen("**bold**", "- two")
+}
+
+var colorSGR = regexp.MustCompile(`\x1b\[[0-9;]*?(?:^|;|\[)(?:3[0-8]|4[0-8]|9[0-7]|10[0-7])(?:;[0-9;]*)?m`)
+
+func TestNoColor(t *testing.T) {
+	segs := recorded(t, "answer")
+	for _, noColor := range []bool{true, false} {
+		h := newHarness(t, Options{NoColor: noColor})
+		connected(h, segs...)
+		h.key("esc") // a flash line too
+		raw := h.m.View().Content
+		if got := colorSGR.MatchString(raw); got == noColor {
+			t.Errorf("NoColor %v: color codes present = %v; want %v\n%q", noColor, got, !noColor, raw)
+		}
+	}
+}
