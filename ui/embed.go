@@ -15,7 +15,7 @@ import (
 //go:embed all:dist
 var dist embed.FS
 
-// FS returns the bundle rooted at dist/: index.html, login.html and assets/.
+// FS returns the bundle rooted at dist/: index.html and assets/ (with .gz twins).
 func FS() fs.FS {
 	sub, err := fs.Sub(dist, "dist")
 	if err != nil {

@@ -1,8 +1,7 @@
 import { defineConfig } from "vite";
-import { resolve } from "node:path";
 
-// The bundle is embedded into the Go binary (ui/embed.go); login.html is served to
-// requests without the cookie, so it carries no scripts and no external assets.
+// The bundle is embedded into the Go binary (ui/embed.go). The login page is the
+// server's own (internal/channel/web), served to requests without the cookie.
 export default defineConfig({
   oxc: { jsx: { runtime: "automatic", importSource: "preact" } },
   build: {
@@ -11,8 +10,5 @@ export default defineConfig({
     target: "es2022",
     sourcemap: false,
     reportCompressedSize: true,
-    rollupOptions: {
-      input: { index: resolve(import.meta.dirname, "index.html"), login: resolve(import.meta.dirname, "login.html") },
-    },
   },
 });

@@ -121,6 +121,8 @@ func sendOne(ctx context.Context, server, token string, f sendFlags, text string
 	defer c.CloseNow()
 	// The connect sequence: config, thread, the replay, replay_done.
 	var current chat.ThreadID
+	var cfg chat.Config
+	var th chat.ThreadEvent
 	waitReplay := func() error {
 		for {
 			ev, err := c.Next(ctx)
@@ -128,8 +130,11 @@ func sendOne(ctx context.Context, server, token string, f sendFlags, text string
 				return err
 			}
 			switch ev.Type {
+			case chat.TypeConfig:
+				_ = ev.Decode(&cfg)
 			case chat.TypeThread:
 				current = ev.Thread
+				_ = ev.Decode(&th)
 			case chat.TypeReplayDone:
 				return nil
 			}
@@ -141,19 +146,19 @@ func sendOne(ctx context.Context, server, token string, f sendFlags, text string
 	msg := wire.Message{Type: wire.TypeMessage, MessageID: chat.NewID("m"), Text: text, Agent: f.agent}
 	switch {
 	case f.newThread:
-		msg.Intent = &wire.Intent{New: &wire.NewIntent{Cwd: f.cwd, Agent: f.agent}}
+		msg.Intent = &wire.Intent{New: &wire.NewIntent{Cwd: newCwd(f.cwd, f.agent, th.Thread, cfg), Agent: f.agent}}
 	case f.thread != "" && chat.ThreadID(f.thread) != current:
-		th, err := client.API{Server: server, Token: token}.Thread(ctx, chat.ThreadID(f.thread))
+		target, err := client.API{Server: server, Token: token}.Thread(ctx, chat.ThreadID(f.thread))
 		if err != nil {
 			return fail(ExitFailure, "thread %s: %v", f.thread, err)
 		}
-		if th.SessionID == "" {
-			return fail(ExitFailure, "thread %s has no agent session yet, so it cannot be continued from here", th.ID)
+		if target.SessionID == "" {
+			return fail(ExitFailure, "thread %s has no agent session yet, so it cannot be continued from here", target.ID)
 		}
-		if err := c.Send(ctx, wire.ResumeSession{Type: wire.TypeResumeSession, Agent: th.Agent, SessionID: th.SessionID, Cwd: th.Cwd}); err != nil {
+		if err := c.Send(ctx, wire.ResumeSession{Type: wire.TypeResumeSession, Agent: target.Agent, SessionID: target.SessionID, Cwd: target.Cwd}); err != nil {
 			return timedOut(err)
 		}
-		for current != th.ID {
+		for current != target.ID {
 			if err := waitReplay(); err != nil {
 				return timedOut(err)
 			}
@@ -248,4 +253,24 @@ func suffixDetail(s string) string {
 		return ""
 	}
 	return ": " + s
+}
+
+// newCwd is where a new thread works: --cwd, else the route's thread's
+// directory, else the agent's first root.
+func newCwd(cwd, agent string, th chat.Thread, cfg chat.Config) string {
+	if cwd != "" {
+		return cwd
+	}
+	if th.Cwd != "" && (agent == "" || agent == th.Agent) {
+		return th.Cwd
+	}
+	if agent == "" {
+		agent = cfg.DefaultAgent
+	}
+	for _, a := range cfg.Agents {
+		if a.ID == agent && len(a.Roots) > 0 {
+			return a.Roots[0]
+		}
+	}
+	return th.Cwd
 }

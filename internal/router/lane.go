@@ -314,6 +314,15 @@ func (l *lane) started(gen int, s driver.Session, err error, resumed bool) {
 		}
 		return
 	}
+	if err != nil && resumed && errors.Is(err, driver.ErrHistoryLost) {
+		// The agent has no record of the session (e.g. it died before saving
+		// it): say so plainly and carry on in a fresh session.
+		l.log.Warn("resume failed; starting a new session", "session_id", l.th.SessionID, "err", err)
+		l.emit(chat.Error{Code: chat.CodeNoHistory, Message: "the earlier conversation could not be restored by the agent; this continues in a new session (" + err.Error() + ")"})
+		l.th.SessionID = ""
+		l.startSession()
+		return
+	}
 	if err != nil {
 		l.sessionFailed(err)
 		return

@@ -28,11 +28,20 @@ import (
 // token, so it runs unchanged against either.
 func startDaemon(t *testing.T) (*daemon.Daemon, string) {
 	t.Helper()
+	d, _, work := startRestartable(t)
+	return d(), work
+}
+
+// startRestartable is startDaemon whose daemon can be stopped and started again
+// on the same address and data: current returns the one running, restart
+// stops it and, when again is true, starts the next.
+func startRestartable(t *testing.T) (current func() *daemon.Daemon, restart func(again bool), work string) {
+	t.Helper()
 	root, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	work := filepath.Join(root, "work")
+	work = filepath.Join(root, "work")
 	if err := os.MkdirAll(work, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -42,18 +51,36 @@ func startDaemon(t *testing.T) (*daemon.Daemon, string) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	d, err := daemon.Start(context.Background(), cfg, daemon.Options{Drivers: map[string]driver.Driver{"stream": &scripted.Driver{}}})
-	if err != nil {
-		t.Fatal(err)
+	var d *daemon.Daemon
+	start := func() {
+		t.Helper()
+		var err error
+		d, err = daemon.Start(context.Background(), cfg, daemon.Options{Drivers: map[string]driver.Driver{"stream": &scripted.Driver{}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Addr = d.Addr() // the next start listens where clients look
 	}
-	t.Cleanup(func() {
+	stop := func() {
+		t.Helper()
+		if d == nil {
+			return
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if err := d.Shutdown(ctx); err != nil {
 			t.Errorf("shutdown: %v", err)
 		}
-	})
-	return d, work
+		d = nil
+	}
+	start()
+	t.Cleanup(stop)
+	return func() *daemon.Daemon { return d }, func(again bool) {
+		stop()
+		if again {
+			start()
+		}
+	}, work
 }
 
 var (
@@ -263,4 +290,34 @@ func TestChatInTmux(t *testing.T) {
 			t.Errorf("the input is not back after the card went:\n%s", s)
 		}
 	})
+}
+
+// TestChatReconnects stops the daemon under a running `parley chat`: the
+// terminal says it is offline, keeps what is typed meanwhile, and once the
+// daemon is back catches up with since, sends it, and shows nothing twice.
+func TestChatReconnects(t *testing.T) {
+	bin := parleyBin(t)
+	current, restart, _ := startRestartable(t)
+	d := current()
+	server, token := "http://"+d.Addr(), d.Token()
+	tm := startTerm(t, []string{"NO_COLOR=1"}, bin, "chat", "--server", server, "--token", token, "--chat", "e2e-reconnect")
+	t.Cleanup(func() { t.Logf("the screen at the end:\n%s", tm.screen()) })
+	tm.waitScreen("online", has("│ online"))
+	tm.typeLine("say before the restart")
+	tm.waitScreen("the answer", has("  before the restart"))
+
+	restart(false)
+	tm.waitScreen("the offline indicator", has("OFFLINE"))
+	tm.typeLine("say typed while offline")
+	tm.waitScreen("the message kept", has("waiting for connection"))
+
+	restart(true)
+	s := tm.waitScreen("the answer after reconnecting", func(s string) bool {
+		return strings.Contains(s, "│ online") && strings.Contains(s, "  typed while offline")
+	})
+	for _, text := range []string{"say before the restart", "  before the restart", "say typed while offline", "  typed while offline"} {
+		if n := strings.Count(s, text); n != 1 {
+			t.Errorf("%q is on the screen %d times, want once:\n%s", text, n, s)
+		}
+	}
 }

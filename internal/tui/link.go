@@ -60,7 +60,7 @@ func NewLink(server, token string, opt client.Options, log *slog.Logger) *Link {
 	}
 	return &Link{server: server, token: token, opt: opt, log: log,
 		api:        client.API{Server: server, Token: token},
-		MinBackoff: 200 * time.Millisecond, MaxBackoff: 5 * time.Second}
+		MinBackoff: 200 * time.Millisecond, MaxBackoff: 3 * time.Second}
 }
 
 // Run dials and reads until ctx ends, handing every frame and every change of

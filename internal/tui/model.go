@@ -483,11 +483,19 @@ func (m *Model) attach(th chat.Thread) tea.Cmd {
 
 // startNew makes the next message start a new thread.
 func (m *Model) startNew(cwd, agent string) {
-	if cwd == "" {
+	if agent == "" {
+		agent = m.thread.Agent
+	}
+	if cwd == "" && (agent == "" || agent == m.thread.Agent) {
 		cwd = m.thread.Cwd
 	}
 	if agent == "" {
-		agent = m.thread.Agent
+		agent = m.cfg.DefaultAgent
+	}
+	for _, a := range m.cfg.Agents {
+		if cwd == "" && a.ID == agent && len(a.Roots) > 0 {
+			cwd = a.Roots[0]
+		}
 	}
 	m.intent = &wire.Intent{New: &wire.NewIntent{Cwd: cwd, Agent: agent}}
 	where := ""

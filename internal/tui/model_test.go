@@ -146,7 +146,14 @@ func keyMsg(k string) tea.KeyPressMsg {
 	return tea.KeyPressMsg{Code: r[0], Text: k}
 }
 
-func (h *harness) screen() string { return ansi.Strip(h.m.View().Content) }
+// screen is what the terminal shows, without styling or trailing blanks.
+func (h *harness) screen() string {
+	lines := strings.Split(ansi.Strip(h.m.View().Content), "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimRight(l, " ")
+	}
+	return strings.Join(lines, "\n")
+}
 
 func (h *harness) wantScreen(subs ...string) {
 	h.t.Helper()

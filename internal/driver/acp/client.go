@@ -6,8 +6,6 @@ import (
 	"io/fs"
 
 	sdk "github.com/coder/acp-go-sdk"
-
-	"github.com/parleyhq/parley/internal/chat"
 )
 
 // client is the parley side of the connection: the methods the agent calls.
@@ -57,42 +55,22 @@ func (c *client) SessionUpdate(ctx context.Context, n sdk.SessionNotification) e
 func (c *client) RequestPermission(ctx context.Context, p sdk.RequestPermissionRequest) (sdk.RequestPermissionResponse, error) {
 	s := c.s
 	id := newCardID("perm")
-	tc := p.ToolCall
-	tcID := string(tc.ToolCallId)
-	card := &pendingCard{answer: make(chan any, 1)}
-	req := chat.PermissionRequest{RequestID: id, Options: []chat.PermissionOption{}}
+	card := &pendingCard{answer: make(chan any, 1), options: map[string]string{}, toolCall: string(p.ToolCall.ToolCallId)}
 	for _, o := range p.Options {
-		card.options = append(card.options, string(o.OptionId))
-		req.Options = append(req.Options, chat.PermissionOption{ID: string(o.OptionId), Label: o.Name, Kind: string(o.Kind)})
-	}
-	kind := ""
-	if tc.Kind != nil {
-		kind = string(*tc.Kind)
-	}
-	req.Tool = chat.PermissionTool{Name: kind, Title: deref(tc.Title), Input: rawJSON(tc.RawInput), ToolCallID: tcID}
-	if req.Tool.Input == nil {
-		// What the person approves: the agent's explanation or diffs.
-		if out, diffs := toolContent(tc.Content); out != "" || len(diffs) > 0 {
-			req.Tool.Input = rawJSON(map[string]any{"description": out, "diffs": diffs})
-		}
+		card.options[string(o.OptionId)] = string(o.Kind)
 	}
 	s.mu.Lock()
-	if s.closing {
+	if s.closing || (s.turn != nil && s.turn.cancelled) {
+		// The person already stopped this turn: no new card for it.
 		s.mu.Unlock()
 		return cancelledPermission(), nil
 	}
-	var pre []chat.Payload
-	if tcID != "" && !s.m.knows(tcID) {
-		// Gemini CLI asks before it reports the tool call: report it first.
-		status := string(sdk.ToolCallStatusPending)
-		pre = s.m.toolCall(tcID, deref(tc.Title), kind, status, tc.RawInput, tc.Locations, tc.Content)
-	}
+	ps := s.m.permission(id, p)
 	s.perms[id] = card
 	s.mu.Unlock()
-	for _, pl := range pre {
+	for _, pl := range ps {
 		s.sink.Event(pl)
 	}
-	s.sink.Event(req)
 	select {
 	case a := <-card.answer:
 		return a.(sdk.RequestPermissionResponse), nil

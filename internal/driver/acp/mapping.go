@@ -24,9 +24,16 @@ type mapper struct {
 	order []string
 	// kinds maps a config option id to its type (select, boolean).
 	kinds map[string]string
+	// refused holds tool calls whose permission the person refused.
+	refused map[string]bool
 }
 
-func newMapper() *mapper { return &mapper{tools: map[string]string{}, kinds: map[string]string{}} }
+func newMapper() *mapper {
+	return &mapper{tools: map[string]string{}, kinds: map[string]string{}, refused: map[string]bool{}}
+}
+
+// refuse records that the person refused the tool call's permission.
+func (m *mapper) refuse(id string) { m.refused[id] = true }
 
 // Gemini CLI 0.61.0 reports an approval-mode change as an agent message chunk
 // "[MODE_UPDATE] <mode>" instead of current_mode_update.
@@ -129,6 +136,42 @@ func (m *mapper) toolCallUpdate(id string, title *string, status *sdk.ToolCallSt
 	return []chat.Payload{up}
 }
 
+// permission maps a permission request onto a card with the agent's own
+// options, preceded by its tool call when the agent has not reported it
+// (Gemini CLI asks before it reports).
+func (m *mapper) permission(id string, p sdk.RequestPermissionRequest) []chat.Payload {
+	tc := p.ToolCall
+	tcID := string(tc.ToolCallId)
+	req := chat.PermissionRequest{RequestID: id, Options: []chat.PermissionOption{}}
+	for _, o := range p.Options {
+		req.Options = append(req.Options, chat.PermissionOption{ID: string(o.OptionId), Label: o.Name, Kind: string(o.Kind)})
+	}
+	kind := ""
+	if tc.Kind != nil {
+		kind = string(*tc.Kind)
+	}
+	req.Tool = chat.PermissionTool{Name: kind, Title: deref(tc.Title), Input: rawJSON(tc.RawInput), ToolCallID: tcID}
+	if req.Tool.Input == nil {
+		// What the person approves: the agent's explanation or diffs.
+		in := map[string]any{}
+		out, diffs := toolContent(tc.Content)
+		if out != "" {
+			in["description"] = out
+		}
+		if len(diffs) > 0 {
+			in["diffs"] = diffs
+		}
+		if len(in) > 0 {
+			req.Tool.Input = rawJSON(in)
+		}
+	}
+	var out []chat.Payload
+	if tcID != "" && !m.knows(tcID) {
+		out = m.toolCall(tcID, deref(tc.Title), kind, string(sdk.ToolCallStatusPending), tc.RawInput, tc.Locations, tc.Content)
+	}
+	return append(out, req)
+}
+
 // knows reports whether the tool call has been reported.
 func (m *mapper) knows(id string) bool {
 	_, ok := m.tools[id]
@@ -143,10 +186,15 @@ func (m *mapper) closeTools() []chat.Payload {
 		switch m.tools[id] {
 		case string(sdk.ToolCallStatusCompleted), string(sdk.ToolCallStatusFailed):
 		default:
-			out = append(out, chat.ToolCallUpdate{ToolCallID: id, Status: string(sdk.ToolCallStatusFailed), Output: "the turn ended before the tool finished"})
+			why := "the turn ended before the tool finished"
+			if m.refused[id] {
+				why = "not run: permission refused"
+			}
+			out = append(out, chat.ToolCallUpdate{ToolCallID: id, Status: string(sdk.ToolCallStatusFailed), Output: why})
 		}
 	}
 	m.tools = map[string]string{}
+	m.refused = map[string]bool{}
 	m.order = nil
 	return out
 }

@@ -46,8 +46,8 @@ type Session struct {
 	mu         sync.Mutex
 	id         sdk.SessionId
 	m          *mapper
-	setModel   bool // the model is chosen with unstable session/set_model
-	replaying  bool // session/load is replaying history parley already shows
+	setModel   bool          // the model is chosen with unstable session/set_model
+	replaying  bool          // session/load is replaying history parley already shows
 	replayTick chan struct{} // a replayed update arrived (buffered, 1)
 	replayEnd  bool          // the agent sent what follows its replay
 	turn       *turn
@@ -66,9 +66,10 @@ type turn struct {
 
 // pendingCard is an open permission request or question.
 type pendingCard struct {
-	answer  chan any // buffered: the handler's reply
-	options []string // permission option ids offered
-	fields  []field  // question fields
+	answer   chan any          // buffered: the handler's reply
+	options  map[string]string // permission option id → kind
+	toolCall string            // the permission's tool call id
+	fields   []field           // question fields
 }
 
 var _ driver.Session = (*Session)(nil)
@@ -523,9 +524,13 @@ func (s *Session) AnswerPermission(ctx context.Context, requestID string, a driv
 	if a.OptionID == "" {
 		out.Outcome.Cancelled = &sdk.RequestPermissionOutcomeCancelled{Outcome: "cancelled"}
 	} else {
-		if !slices.Contains(c.options, a.OptionID) {
+		kind, ok := c.options[a.OptionID]
+		if !ok {
 			s.mu.Unlock()
 			return fmt.Errorf("acp: %w: option %q is not one the agent offered", chat.ErrBadInput, a.OptionID)
+		}
+		if strings.HasPrefix(kind, "reject") {
+			s.m.refuse(c.toolCall)
 		}
 		out.Outcome.Selected = &sdk.RequestPermissionOutcomeSelected{Outcome: "selected", OptionId: sdk.PermissionOptionId(a.OptionID)}
 	}

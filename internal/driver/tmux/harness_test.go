@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
+	"syscall"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -183,7 +185,6 @@ func newHarness(t *testing.T, sc claudeapi.Scenario) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = c.KillServer(context.Background()) })
 	// Short paths: the hook's unix socket must fit in 108 bytes.
 	state, err := os.MkdirTemp("", "pxt")
 	if err != nil {
@@ -196,6 +197,9 @@ func newHarness(t *testing.T, sc claudeapi.Scenario) *harness {
 	if err := os.MkdirAll(cwd, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	// Registered after the folders, so it runs before they are removed: the
+	// agents must be gone before their HOME is.
+	t.Cleanup(func() { killServer(t, c) })
 	srv := claudeapi.Start(t, sc)
 	h := &harness{t: t, srv: srv, c: c, cwd: cwd, env: claudeapi.Env(t, srv, home, cwd), claud: testkit.ClaudeBin(t)}
 	h.drv = &Driver{
@@ -245,13 +249,14 @@ func (h *harness) capture(s *session) string {
 	return out
 }
 
-// modelGot reports whether any model request carried text in a user message,
-// as the person's words or inside the reminder Claude Code wraps around a
-// message queued while it worked.
+// modelGot reports whether any model request carried text as the person's
+// words, or in the role "system" message Claude Code 2.1.197 sends for a
+// message typed while it worked ("The user sent a new message while you were
+// working:\n<text>").
 func (h *harness) modelGot(text string) bool {
 	for _, r := range h.srv.ScenarioRequests() {
 		for _, m := range r.Messages {
-			if m.Role != "user" {
+			if m.Role != "user" && m.Role != "system" {
 				continue
 			}
 			for _, c := range m.Content {
@@ -262,4 +267,21 @@ func (h *harness) modelGot(text string) bool {
 		}
 	}
 	return false
+}
+
+// killServer ends the test's tmux server and waits for its panes' processes.
+func killServer(t testing.TB, c *ctl.Client) {
+	ctx := context.Background()
+	out, _ := c.Run(ctx, "list-panes", "-a", "-F", "#{pane_pid}")
+	_ = c.KillServer(ctx)
+	for _, f := range strings.Fields(out) {
+		pid, err := strconv.Atoi(f)
+		if err != nil {
+			continue
+		}
+		if !poll(10*time.Second, func() bool { return syscall.Kill(pid, 0) != nil }) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			t.Logf("pane process %d outlived its tmux server; killed", pid)
+		}
+	}
 }

@@ -313,7 +313,8 @@ func TestPermissionCardQueuesMessage(t *testing.T) {
 	if !poll(30*time.Second, func() bool { return h.modelGot("hello") }) {
 		t.Fatalf("the queued message never reached the model: %s\n%s", bodiesWith(h, "hello"), plain(h.capture(s)))
 	}
-	waitTurns(t, k, 2)
+	// Claude Code folds a message typed mid-turn into that turn: one turn in all.
+	waitTurns(t, k, 1)
 	if got := len(k.permissions()); got != 1 {
 		t.Errorf("permission cards: got %d, want 1 (an answered card never comes back)", got)
 	}
@@ -388,12 +389,14 @@ func TestMenuInHistoryIsNotACard(t *testing.T) {
 		t.Fatalf("Prompt: %v", err)
 	}
 	waitTurns(t, k, 1)
-	scr, err := s.capture(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(strings.Join(scr.Lines, "\n"), "1. Yes") {
-		t.Fatalf("the fake menu is not on the pane:\n%s", plain(h.capture(s)))
+	// The Stop hook can run before the TUI draws the reply: wait for the screen.
+	var scr *pane.Screen
+	if !poll(20*time.Second, func() bool {
+		var err error
+		scr, err = s.capture(context.Background())
+		return err == nil && strings.Contains(strings.Join(scr.Lines, "\n"), "1. Yes") && scr.LastSpeaker() == pane.SpeakerStatus
+	}) {
+		t.Fatalf("the fake menu and the turn's end are not on the pane:\n%s", plain(h.capture(s)))
 	}
 	s.scan()
 	if m, live, why := scr.Menu(); live {

@@ -220,11 +220,23 @@ func (r *rig) restart() {
 func (r *rig) LoginURL() string { return r.Base + "/?token=" + r.Token }
 
 // browser starts a fresh headless Chromium (its own profile folder) and returns a
-// tab's context, cancelled when the test ends.
+// tab's context, closed when the test ends.
 func browser(t testing.TB, width, height int) context.Context {
+	t.Helper()
+	ctx, closeIt := startBrowser(t, width, height)
+	t.Cleanup(closeIt)
+	return ctx
+}
+
+// startBrowser is browser with the closing left to the caller.
+func startBrowser(t testing.TB, width, height int) (context.Context, func()) {
 	t.Helper()
 	if _, err := os.Stat(chromium); err != nil {
 		t.Fatalf("chromium is not installed at %s (apt-get install -y chromium): %v", chromium, err)
+	}
+	profile, err := os.MkdirTemp("", "parley-chromium-")
+	if err != nil {
+		t.Fatal(err)
 	}
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(chromium),
@@ -237,21 +249,21 @@ func browser(t testing.TB, width, height int) context.Context {
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
 		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.UserDataDir(t.TempDir()),
+		chromedp.UserDataDir(profile),
 		chromedp.WindowSize(width, height),
 	}
 	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelB := chromedp.NewContext(actx)
-	if err := chromedp.Do(ctx); err != nil {
+	closeIt := func() {
 		cancelB()
-		cancelA()
+		cancelA() // waits for Chromium to exit
+		os.RemoveAll(profile)
+	}
+	if err := chromedp.Do(ctx); err != nil {
+		closeIt()
 		t.Fatalf("start chromium: %v", err)
 	}
-	t.Cleanup(func() {
-		cancelB()
-		cancelA()
-	})
-	return ctx
+	return ctx, closeIt
 }
 
 // newTab opens another tab in the same browser (same cookies).

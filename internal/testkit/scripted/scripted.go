@@ -292,7 +292,9 @@ func (s *Session) SetMode(_ context.Context, id string) error {
 	return nil
 }
 
-func (s *Session) SetConfigOption(context.Context, string, string) error { return driver.ErrUnsupported }
+func (s *Session) SetConfigOption(context.Context, string, string) error {
+	return driver.ErrUnsupported
+}
 
 func (s *Session) Close(context.Context) error {
 	s.mu.Lock()

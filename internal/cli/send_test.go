@@ -1,0 +1,190 @@
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/cli"
+	"github.com/parleyhq/parley/internal/client"
+	"github.com/parleyhq/parley/internal/config"
+	"github.com/parleyhq/parley/internal/daemon"
+	"github.com/parleyhq/parley/internal/driver"
+	"github.com/parleyhq/parley/internal/testkit/scripted"
+)
+
+// startDaemon runs a real daemon over the scripted agent ("echo").
+func startDaemon(t *testing.T) *daemon.Daemon {
+	t.Helper()
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := filepath.Join(root, "work")
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Default(filepath.Join(root, "data"), work)
+	cfg.Addr = "127.0.0.1:0"
+	cfg.Agents = []config.Agent{{ID: "echo", Transport: config.TransportStream, Command: "scripted"}}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	d, err := daemon.Start(context.Background(), cfg, daemon.Options{Drivers: map[string]driver.Driver{"stream": &scripted.Driver{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := d.Shutdown(ctx); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+	})
+	return d
+}
+
+// parley runs the CLI in-process and returns its status and output.
+func parley(args ...string) (int, string, string) {
+	var out, errb bytes.Buffer
+	code := cli.Main(cli.Build{Version: "test"}, args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func remote(d *daemon.Daemon, chatID string) []string {
+	return []string{"--server", "http://" + d.Addr(), "--token", d.Token(), "--chat", chatID}
+}
+
+func TestSendExitCodes(t *testing.T) {
+	d := startDaemon(t)
+	cases := []struct {
+		name     string
+		args     []string
+		text     string
+		code     int
+		stdout   string // a prefix
+		inStderr string
+	}{
+		{"end_turn", nil, "say the answer", cli.ExitEndTurn, "the answer\n", ""},
+		{"error", nil, "crash", cli.ExitAgentError, "", "ended in an error"},
+		{"max_tokens", nil, "say partial\nend max_tokens", cli.ExitOtherStop, "partial\n", "max_tokens"},
+		{"refused", []string{"--agent", "nosuch"}, "hello", cli.ExitNotDelivered, "", "unknown agent"},
+		{"timeout", []string{"--timeout", "300ms"}, "hang", cli.ExitTimeout, "", "timed out"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			args := append(append([]string{"send"}, remote(d, "send-"+c.name)...), c.args...)
+			code, out, errs := parley(append(args, c.text)...)
+			if code != c.code {
+				t.Errorf("exit status: got %d, want %d (stderr %q)", code, c.code, errs)
+			}
+			if !strings.HasPrefix(out, c.stdout) || (c.stdout == "" && out != "") {
+				t.Errorf("stdout: got %q, want %q", out, c.stdout)
+			}
+			if !strings.Contains(errs, c.inStderr) {
+				t.Errorf("stderr: got %q, want it to say %q", errs, c.inStderr)
+			}
+		})
+	}
+}
+
+func TestSendCancelled(t *testing.T) {
+	d := startDaemon(t)
+	const chatID = "send-cancel"
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	// A second client on the same route watches for the turn and stops it.
+	c, _, err := client.Dial(ctx, "http://"+d.Addr(), d.Token(), client.Options{Chat: chatID, Channel: "tui", Since: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	type result struct {
+		code     int
+		out, err string
+	}
+	done := make(chan result, 1)
+	go func() {
+		code, out, errs := parley(append(append([]string{"send"}, remote(d, chatID)...), "stream 100000 10ms")...)
+		done <- result{code, out, errs}
+	}()
+	for stopped := false; !stopped; {
+		ev, err := c.Next(ctx)
+		if err != nil {
+			t.Fatalf("watcher: %v", err)
+		}
+		if ev.Type == chat.TypeAgentChunk && ev.Seq > 0 {
+			if err := c.Send(ctx, map[string]string{"type": "stop"}); err != nil {
+				t.Fatal(err)
+			}
+			stopped = true
+		}
+	}
+	select {
+	case r := <-done:
+		if r.code != cli.ExitCancelled {
+			t.Errorf("exit status: got %d, want %d (stderr %q)", r.code, cli.ExitCancelled, r.err)
+		}
+		if !strings.HasPrefix(r.out, "c1 ") || strings.Contains(r.out, "c100000") {
+			t.Errorf("stdout: got %q, want the first chunks and not the last", r.out)
+		}
+	case <-ctx.Done():
+		t.Fatal("parley send did not end after the stop")
+	}
+}
+
+func TestSendWithoutDaemon(t *testing.T) {
+	code, _, errs := parley("send", "--data", t.TempDir(), "hello")
+	if code != cli.ExitFailure || !strings.Contains(errs, "no running parley") {
+		t.Errorf("got %d %q; want %d and a word about starting parley", code, errs, cli.ExitFailure)
+	}
+	code, _, errs = parley("send", "--server", "http://127.0.0.1:1", "hello")
+	if code != cli.ExitFailure || !strings.Contains(errs, "--token") {
+		t.Errorf("--server without a token: got %d %q; want %d", code, errs, cli.ExitFailure)
+	}
+}
+
+func TestSendHelpDocumentsExitCodes(t *testing.T) {
+	code, out, _ := parley("send", "--help")
+	for _, want := range []string{"0  end_turn", "3  not delivered", "4  cancelled", "5  error"} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("send --help: status %d, lacks %q", code, want)
+		}
+	}
+}
+
+func TestSendToThreadAndNew(t *testing.T) {
+	d := startDaemon(t)
+	code, _, errs := parley(append(append([]string{"send"}, remote(d, "a")...), "say first")...)
+	if code != 0 {
+		t.Fatalf("first send: %d %s", code, errs)
+	}
+	code, out, errs := parley(append(append([]string{"threads", "--json"}, remote(d, "a")[:4]...))...)
+	if code != 0 {
+		t.Fatalf("threads: %d %s", code, errs)
+	}
+	var ths []chat.Thread
+	if err := json.Unmarshal([]byte(out), &ths); err != nil || len(ths) != 1 {
+		t.Fatalf("threads --json: got %q (%v); want one thread", out, err)
+	}
+	// Another route continues that thread with --thread.
+	code, out, errs = parley(append(append([]string{"send"}, remote(d, "b")...), "--thread", string(ths[0].ID), "say second")...)
+	if code != 0 || out != "second\n" {
+		t.Fatalf("send --thread: %d %q %s", code, out, errs)
+	}
+	// --new starts another.
+	code, _, errs = parley(append(append([]string{"send"}, remote(d, "b")...), "--new", "say third")...)
+	if code != 0 {
+		t.Fatalf("send --new: %d %s", code, errs)
+	}
+	code, out, _ = parley(append([]string{"threads"}, remote(d, "a")[:4]...)...)
+	if code != 0 || !strings.Contains(out, "ID") || strings.Count(out, "echo") != 2 {
+		t.Errorf("threads: status %d, got\n%s\nwant a header and two echo threads", code, out)
+	}
+}
