@@ -18,6 +18,7 @@ as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 need=()
 command -v tmux >/dev/null || need+=(tmux)
 command -v chromium >/dev/null || need+=(chromium)
+command -v ngircd >/dev/null || need+=(ngircd)
 if [ ${#need[@]} -gt 0 ]; then
 	log "installing Debian packages: ${need[*]}"
 	as_root apt-get update -qq
@@ -41,6 +42,14 @@ if ! .cache/npm/claude/node_modules/.bin/claude --version >/dev/null 2>&1; then
 	node .cache/npm/claude/node_modules/@anthropic-ai/claude-code/install.cjs
 fi
 install_agent gemini @google/gemini-cli "$GEMINI_VERSION"
+# The official ACP TypeScript SDK, the client the ACP agent side is tested with
+# (keep in step with internal/e2e/acp/acp_test.go).
+ACP_SDK_VERSION=2.4.0
+if ! grep -qs "\"version\": \"$ACP_SDK_VERSION\"" .cache/npm/acp-sdk/node_modules/@agentclientprotocol/sdk/package.json; then
+	log "installing @agentclientprotocol/sdk@$ACP_SDK_VERSION into .cache/npm/acp-sdk"
+	mkdir -p .cache/npm/acp-sdk
+	npm install --prefix .cache/npm/acp-sdk --no-audit --no-fund --no-save --loglevel=error "@agentclientprotocol/sdk@$ACP_SDK_VERSION"
+fi
 .cache/npm/claude/node_modules/.bin/claude --version
 .cache/npm/gemini/node_modules/.bin/gemini --version
 

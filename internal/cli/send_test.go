@@ -165,7 +165,7 @@ func TestSendToThreadAndNew(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("first send: %d %s", code, errs)
 	}
-	code, out, errs := parley(append(append([]string{"threads", "--json"}, remote(d, "a")[:4]...))...)
+	code, out, errs := parley(append([]string{"threads", "--json"}, remote(d, "a")[:4]...)...)
 	if code != 0 {
 		t.Fatalf("threads: %d %s", code, errs)
 	}

@@ -52,6 +52,8 @@ type Config struct {
 
 	Limits Limits  `toml:"limits"`
 	Agents []Agent `toml:"agent"`
+	// Plugins are IM channel processes parley supervises (plugin.go).
+	Plugins []Plugin `toml:"plugin"`
 
 	// File is the path the config was read from, or "".
 	File string `toml:"-"`
@@ -261,6 +263,9 @@ func (c *Config) Validate() error {
 		}
 	}
 	c.Agents = enabled
+	if err := c.validatePlugins(); err != nil {
+		errs = append(errs, err)
+	}
 	if c.DefaultAgent == "" && len(c.Agents) > 0 {
 		c.DefaultAgent = c.Agents[0].ID
 	}

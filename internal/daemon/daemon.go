@@ -47,6 +47,9 @@ type Daemon struct {
 	ln     net.Listener
 	token  string
 	served chan error
+	// version and extra serve the endpoints beside the web channel (acp.go).
+	version string
+	extra   *extras
 }
 
 // Start opens the store, recovers what a previous run left, and listens.
@@ -95,6 +98,9 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 		http: &http.Server{Handler: ws, ReadHeaderTimeout: 10 * time.Second,
 			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)},
 	}
+	d.version = opt.Version.Version
+	d.http.Handler = d.handler(ws)
+	d.extra = d.startExtras(cfg.Plugins)
 	go func() { d.served <- d.http.Serve(ln) }()
 	return d, nil
 }
@@ -125,6 +131,7 @@ func (d *Daemon) Wait() error {
 // finishes the store's writes.
 func (d *Daemon) Shutdown(ctx context.Context) error {
 	d.web.Shutdown()
+	d.extra.close()
 	herr := d.http.Shutdown(ctx)
 	rerr := d.router.Close(ctx)
 	serr := d.store.Close()

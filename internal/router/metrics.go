@@ -26,6 +26,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "parley_receipts_total", Help: "Delivery receipts by state.",
 		}, []string{"state"}),
 	}
+	for _, st := range []string{"queued", "delivering", "submitted", "failed"} {
+		m.Receipts.WithLabelValues(st) // shown at zero from the start
+	}
 	if reg != nil {
 		reg.MustRegister(m.Threads, m.Events, m.QueueDepth, m.Receipts)
 	}

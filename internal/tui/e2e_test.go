@@ -122,8 +122,9 @@ func TestMain(m *testing.M) {
 
 // term is a real terminal: a tmux server of the test's own.
 type term struct {
-	t    *testing.T
-	sock string
+	t      *testing.T
+	sock   string
+	within time.Duration // how long waitScreen waits (default 15s)
 }
 
 var sockSeq int
@@ -176,21 +177,27 @@ func (tm *term) keys(keys ...string) {
 func (tm *term) waitScreen(what string, cond func(string) bool) string {
 	tm.t.Helper()
 	var s string
-	deadline := time.Now().Add(15 * time.Second)
+	within := tm.within
+	if within == 0 {
+		within = 15 * time.Second
+	}
+	deadline := time.Now().Add(within)
 	for {
 		s = tm.screen()
 		if cond(s) {
 			return s
 		}
 		if time.Now().After(deadline) {
-			tm.t.Fatalf("waiting for %s: not on the screen after 15s; the screen:\n%s", what, s)
+			tm.t.Fatalf("waiting for %s: not on the screen after %v; the screen:\n%s", what, within, s)
 		}
 		// capture-pane itself takes a few ms; polling it is the wait.
 		testkit.Eventually(tm.t, time.Second, func() bool { return true }, "")
 	}
 }
 
-func has(sub string) func(string) bool { return func(s string) bool { return strings.Contains(s, sub) } }
+func has(sub string) func(string) bool {
+	return func(s string) bool { return strings.Contains(s, sub) }
+}
 
 var chunkRe = regexp.MustCompile(`c\d{2,} `)
 

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
@@ -43,6 +44,9 @@ type Link struct {
 
 	// MinBackoff and MaxBackoff bound the wait between attempts.
 	MinBackoff, MaxBackoff time.Duration
+	// PingEvery is how often a quiet socket is pinged; one silent for three
+	// of these is dropped and dialled again.
+	PingEvery time.Duration
 
 	mu      sync.Mutex
 	conn    *client.Conn
@@ -60,7 +64,7 @@ func NewLink(server, token string, opt client.Options, log *slog.Logger) *Link {
 	}
 	return &Link{server: server, token: token, opt: opt, log: log,
 		api:        client.API{Server: server, Token: token},
-		MinBackoff: 200 * time.Millisecond, MaxBackoff: 3 * time.Second}
+		MinBackoff: 200 * time.Millisecond, MaxBackoff: 3 * time.Second, PingEvery: 15 * time.Second}
 }
 
 // Run dials and reads until ctx ends, handing every frame and every change of
@@ -126,11 +130,22 @@ func (l *Link) Run(ctx context.Context, deliver func(tea.Msg)) {
 
 // read hands frames on until the socket ends, keeping the cursor for since.
 func (l *Link) read(ctx context.Context, c *client.Conn, deliver func(tea.Msg)) error {
+	rctx, cancel := context.WithCancel(ctx)
+	var last atomic.Int64 // when the newest frame came (unix nanoseconds)
+	last.Store(time.Now().UnixNano())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		l.keepalive(rctx, c, &last)
+	}()
+	defer func() { cancel(); wg.Wait() }()
 	for {
-		ev, err := c.Next(ctx)
+		ev, err := c.Next(rctx)
 		if err != nil {
 			return err
 		}
+		last.Store(time.Now().UnixNano())
 		l.mu.Lock()
 		switch {
 		case ev.Type == chat.TypeThread:
@@ -142,6 +157,28 @@ func (l *Link) read(ctx context.Context, c *client.Conn, deliver func(tea.Msg)) 
 		}
 		l.mu.Unlock()
 		deliver(EventMsg{Event: ev})
+	}
+}
+
+// keepalive pings a quiet socket and drops one that stays silent, so a dead
+// network shows as offline instead of a screen that looks live.
+func (l *Link) keepalive(ctx context.Context, c *client.Conn, last *atomic.Int64) {
+	t := time.NewTicker(l.PingEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if time.Since(time.Unix(0, last.Load())) > 3*l.PingEvery {
+			l.log.Debug("socket silent: dropping it")
+			c.CloseNow()
+			return
+		}
+		sctx, cancel := context.WithTimeout(ctx, l.PingEvery)
+		_ = c.Send(sctx, map[string]string{"type": "ping"})
+		cancel()
 	}
 }
 

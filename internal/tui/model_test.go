@@ -373,7 +373,7 @@ func TestFailedDeliverySaysWhy(t *testing.T) {
 		`{"type":"user_message","thread":"t_1","seq":1,"message_id":"m_x","text":"hi","from":{"channel":"web","chat":"d"}}`,
 		`{"type":"delivery","thread":"t_1","seq":2,"message_id":"m_x","state":"failed","detail":"the agent is not running"}`,
 	)
-	h.wantScreen("you (web)  ✗ failed: the agent is not running")
+	h.wantScreen("you (web)  ✗ failed\nhi\n✗ the agent is not running")
 }
 
 func TestOfflineMessageIsKeptAndSentOnce(t *testing.T) {

@@ -160,6 +160,12 @@ func (m *Model) helpLine() string {
 	s := m.flash
 	if s == "" {
 		s = "Enter send · Alt+Enter newline · Esc stop · ^T threads · ^N new · ⇧Tab mode · ^O tools · ^C^C quit"
+		if m.width < ansi.StringWidth(s) {
+			s = "Enter send · Esc stop · ^T threads · ^N new · ⇧Tab mode · ^O tools · ^C^C quit"
+		}
+		if m.width < ansi.StringWidth(s) {
+			s = "Enter send · Esc stop · ^T threads · ⇧Tab mode · ^C² quit"
+		}
 	}
 	return m.st.dim.Render(ansi.Truncate(s, m.width, "…"))
 }
@@ -192,11 +198,15 @@ func (m *Model) renderEntry(e *entry, w int) string {
 	wrap := func(s string) string { return lipgloss.NewStyle().Width(w).Render(s) }
 	switch e.kind {
 	case entryUser:
-		head := st.user.Render("you") + "  " + m.receipt(e)
+		who := "you"
 		if e.from.Channel != "" && e.from.Channel != "tui" {
-			head = st.user.Render("you ("+e.from.Channel+")") + "  " + m.receipt(e)
+			who = "you (" + e.from.Channel + ")"
 		}
-		return head + "\n" + wrap(e.text)
+		out := st.user.Render(who) + "  " + m.receipt(e) + "\n" + wrap(e.text)
+		if e.state == chat.DeliveryFailed && e.detail != "" {
+			out += "\n" + st.receiptFailed.Render(wrap("✗ "+e.detail))
+		}
+		return out
 	case entryAgent:
 		key := e.text
 		if e.renderedKey == key && e.renderedWidth == w {
@@ -271,7 +281,7 @@ func (m *Model) receipt(e *entry) string {
 	case chat.DeliverySubmitted:
 		return st.dim.Render("✓ submitted")
 	case chat.DeliveryFailed:
-		return st.receiptFailed.Render("✗ failed" + suffix(e.detail))
+		return st.receiptFailed.Render("✗ failed") // the reason follows the text
 	}
 	return st.dim.Render(e.state)
 }

@@ -155,6 +155,7 @@ export function threadState(store: Store, t: Thread, openKind: string): string {
     if (openKind === "permission") return "waiting for permission";
     if (openKind === "question") return "waiting for an answer";
     if (store.state.chat.turnActive) return "working";
+    if (t.state === "working" && store.state.chat.caughtUp) return "idle"; // the list is older than the socket
   }
   return statusText[t.state] ?? t.state;
 }
@@ -169,3 +170,11 @@ export function agentState(store: Store, agentID: string, server: string, openKi
 }
 
 export const stateClass = (s: string) => "st-" + s.replace(/^waiting for (an |)/, "waiting_").replace(/ /g, "_");
+
+// acceptsImages: the structured transports carry images; a terminal cannot.
+export function acceptsImages(store: Store): boolean {
+  const t = store.state.chat.thread;
+  const id = t?.agent ?? store.state.defaultAgent;
+  const a = store.state.agents.find((x) => x.id === id);
+  return !!a && (a.transport === "stream" || a.transport === "acp");
+}

@@ -71,12 +71,15 @@ export type ServerEvent = Logged &
 
 export type DeliveryState = "queued" | "delivering" | "submitted" | "failed";
 
+// An image attached to a message: data is base64.
+export type ImageData = { mime_type: string; data: string };
+
 export type Intent =
   | { new: { cwd: string; agent: string } }
   | { resume: { agent: string; session_id: string; cwd: string } };
 
 export type ClientInput =
-  | { type: "message"; message_id: string; text: string; intent?: Intent; agent?: string; mode?: string }
+  | { type: "message"; message_id: string; text: string; intent?: Intent; agent?: string; mode?: string; images?: ImageData[] }
   | { type: "stop" }
   | { type: "permission_response"; request_id: string; option_id?: string; cancelled?: boolean; message?: string }
   | { type: "question_answer"; request_id: string; answers: Answers; response?: string }

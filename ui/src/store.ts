@@ -11,6 +11,7 @@ import {
   ConfigOption,
   ConnState,
   Diff,
+  ImageData,
   Intent,
   Location,
   ModeOption,
@@ -28,7 +29,7 @@ export type Receipt = { state: "sending" | "queued" | "delivering" | "submitted"
 export type CardState = "open" | "answering" | "resolved" | "cancelled" | "closed";
 
 export type Item =
-  | { kind: "user"; key: string; message_id: string; text: string; from?: string; ts?: string }
+  | { kind: "user"; key: string; message_id: string; text: string; from?: string; ts?: string; images?: number }
   | { kind: "agent"; key: string; text: string }
   | { kind: "thought"; key: string; text: string }
   | {
@@ -83,6 +84,8 @@ export type Chat = {
 export type State = {
   conn: ConnState;
   connDetail?: string;
+  // Whether this page was ever connected: only a reconnect shows the banner.
+  everOnline: boolean;
   agents: AgentInfo[];
   defaultAgent: string;
   version: string;
@@ -93,7 +96,7 @@ export type State = {
   authFailed: boolean;
 };
 
-type Outgoing = { message_id: string; text: string; intent?: Intent; chat: string };
+type Outgoing = { message_id: string; text: string; intent?: Intent; chat: string; images?: ImageData[] };
 
 const OUTBOX = "parley.outbox";
 const SEEN = "parley.seen";
@@ -134,6 +137,9 @@ export class Store implements SocketSink {
   private closedCards = new Set<string>();
   private seenTimer: ReturnType<typeof setTimeout> | undefined;
   private holding = false;
+  private hiddenTools = new Set<string>();
+  // Images of messages sent from this page, for a retry (the log keeps only the text).
+  private sentImages = new Map<string, ImageData[]>();
   private index = new Map<string, number>(); // item key → position in items
   private lastKind = ""; // the kind of the last streamed item, to fold chunks
   private pendingResume: { agent: string; session_id: string; cwd: string } | null = null;
@@ -146,6 +152,7 @@ export class Store implements SocketSink {
     this.onUnauthorized = onUnauthorized ?? (() => {});
     this.state = {
       conn: "connecting",
+      everOnline: false,
       agents: [],
       defaultAgent: "",
       version: "",
@@ -289,9 +296,9 @@ export class Store implements SocketSink {
 
   // sendMessage shows the message at once as "sending" and keeps it in an outbox
   // (in localStorage) until the server acknowledges it, so nothing typed is lost.
-  sendMessage(text: string, intent?: Intent): string {
+  sendMessage(text: string, intent?: Intent, images?: ImageData[]): string {
     const id = newID("m_");
-    this.enqueue({ message_id: id, text, intent, chat: this.chatID });
+    this.enqueue({ message_id: id, text, intent, chat: this.chatID, ...(images?.length ? { images } : {}) });
     return id;
   }
 
@@ -299,16 +306,18 @@ export class Store implements SocketSink {
   retry(messageID: string) {
     const it = this.state.chat.items.find((i) => i.kind === "user" && i.message_id === messageID);
     if (!it || it.kind !== "user") return;
-    this.enqueue({ message_id: messageID, text: it.text, chat: this.chatID });
+    const kept = this.sentImages.get(messageID);
+    this.enqueue({ message_id: messageID, text: it.text, chat: this.chatID, ...(kept ? { images: kept } : {}) });
   }
 
   private enqueue(o: Outgoing) {
+    if (o.images) this.sentImages.set(o.message_id, o.images);
     this.outbox = this.outbox.filter((x) => x.message_id !== o.message_id).concat(o);
     save(OUTBOX, this.outbox);
     const c = this.state.chat;
     const receipts = { ...c.receipts, [o.message_id]: { state: "sending" as const } };
     if (!c.items.some((i) => i.kind === "user" && i.message_id === o.message_id)) {
-      this.pushItem({ kind: "user", key: "u:" + o.message_id, message_id: o.message_id, text: o.text });
+      this.pushItem({ kind: "user", key: "u:" + o.message_id, message_id: o.message_id, text: o.text, images: o.images?.length });
     }
     this.setChat({ receipts });
     this.flush();
@@ -319,7 +328,7 @@ export class Store implements SocketSink {
     if (!this.socket?.isOpen) return;
     for (const o of this.outbox) {
       if (o.chat && o.chat !== this.chatID) continue;
-      this.socket.send({ type: "message", message_id: o.message_id, text: o.text, ...(o.intent ? { intent: o.intent } : {}) });
+      this.socket.send({ type: "message", message_id: o.message_id, text: o.text, ...(o.intent ? { intent: o.intent } : {}), ...(o.images ? { images: o.images } : {}) });
     }
   }
 
@@ -369,7 +378,8 @@ export class Store implements SocketSink {
   // ---- SocketSink ----
 
   conn(s: ConnState, detail?: string) {
-    this.set({ conn: s, connDetail: detail });
+    if (s === "offline") this.setChat({ caughtUp: false });
+    this.set({ conn: s, connDetail: detail ?? (s === "connecting" ? this.state.connDetail : undefined), everOnline: this.state.everOnline || s === "online" });
   }
 
   cardSeen(requestID: string) {
@@ -453,15 +463,18 @@ export class Store implements SocketSink {
         this.appendText("thought", ev.text);
         break;
       case "tool_call":
-        // A question's tool call is shown as its question card.
-        if (ev.title === "AskUserQuestion") break;
+        // A question's tool call is shown as its question card (unless it fails).
+        if (ev.title === "AskUserQuestion") {
+          this.hiddenTools.add(ev.tool_call_id);
+          break;
+        }
         this.upsert("t:" + ev.tool_call_id, () => ({ kind: "tool", key: "t:" + ev.tool_call_id, id: ev.tool_call_id, title: ev.title, tool: ev.kind, status: ev.status, input: ev.input, locations: ev.locations }), (it) =>
           it.kind === "tool" ? { ...it, title: ev.title || it.title, tool: ev.kind || it.tool, status: ev.status || it.status, input: ev.input ?? it.input } : it,
         );
         break;
       case "tool_call_update":
-        if (!this.index.has("t:" + ev.tool_call_id) && (ev.title === "AskUserQuestion" || !ev.title)) break;
-        this.upsert("t:" + ev.tool_call_id, () => ({ kind: "tool", key: "t:" + ev.tool_call_id, id: ev.tool_call_id, title: ev.title ?? "tool", tool: "other", status: ev.status ?? "in_progress", output: ev.output, diffs: ev.diffs, locations: ev.locations }), (it) =>
+        if (this.hiddenTools.has(ev.tool_call_id) && ev.status !== "failed") break;
+        this.upsert("t:" + ev.tool_call_id, () => ({ kind: "tool", key: "t:" + ev.tool_call_id, id: ev.tool_call_id, title: ev.title || (this.hiddenTools.has(ev.tool_call_id) ? "AskUserQuestion" : "tool"), tool: "other", status: ev.status ?? "in_progress", output: ev.output, diffs: ev.diffs, locations: ev.locations }), (it) =>
           it.kind === "tool"
             ? {
                 ...it,
@@ -616,9 +629,10 @@ function mergeAgents(old: AgentInfo[], fresh: AgentInfo[]): AgentInfo[] {
   return fresh.map((a) => ({ ...old.find((o) => o.id === a.id), ...a }));
 }
 
+// resolvedBy says where a card was answered ("from web", "from telegram: …").
 function resolvedBy(by?: { channel: string; chat: string }, message?: string): string | undefined {
   const parts = [];
-  if (by?.channel) parts.push(`answered from ${by.channel}`);
+  if (by?.channel) parts.push(`from ${by.channel}`);
   if (message) parts.push(message);
   return parts.join(": ") || undefined;
 }

@@ -44,9 +44,12 @@ const (
 	startTimeout  = 90 * time.Second // initialize + session/new (Gemini CLI loads its tools)
 	closeGrace    = 3 * time.Second  // after stdin closes, before the process group is signalled
 	killDelay     = 2 * time.Second  // WaitDelay: after SIGTERM, before SIGKILL
-	cancelGrace   = 5 * time.Second  // after session/cancel, before parley ends the turn itself
 	stderrTailLen = 4 << 10
 )
+
+// cancelGrace is how long after session/cancel parley waits for the agent to
+// end the turn before it ends the turn itself (a variable for tests).
+var cancelGrace = 5 * time.Second
 
 // Driver starts ACP sessions. The zero value is not usable; call New.
 type Driver struct {
@@ -158,8 +161,12 @@ func (s *Session) spawn(tap io.Writer) error {
 		w = &tapWriter{w: w, tap: tap, prefix: "> "}
 		r = io.TeeReader(outR, &tapWriter{w: io.Discard, tap: tap, prefix: "< "})
 	}
-	s.conn = sdk.NewClientSideConnection(&client{s: s}, w, r)
+	// The SDK starts reading at once but takes its logger after: hold the
+	// first read back until the logger is set (else a data race in the SDK).
+	g := &gate{r: r, open: make(chan struct{})}
+	s.conn = sdk.NewClientSideConnection(&client{s: s}, w, g)
 	s.conn.SetLogger(s.logger)
+	close(g.open)
 	go func() {
 		s.waitErr = cmd.Wait()
 		outR.Close()
@@ -180,6 +187,17 @@ func (s *Session) shutdown() {
 		<-s.exited
 	}
 	s.kill()
+}
+
+// gate is a reader whose reads wait until open is closed.
+type gate struct {
+	r    io.Reader
+	open chan struct{}
+}
+
+func (g *gate) Read(p []byte) (int, error) {
+	<-g.open
+	return g.r.Read(p)
 }
 
 // tapWriter copies whole lines to a tap with a direction prefix.

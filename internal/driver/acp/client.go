@@ -25,7 +25,7 @@ func historyUpdate(u sdk.SessionUpdate) bool {
 func (c *client) SessionUpdate(ctx context.Context, n sdk.SessionNotification) error {
 	s := c.s
 	s.mu.Lock()
-	if s.id != "" && n.SessionId != s.id {
+	if s.closed || (s.id != "" && n.SessionId != s.id) {
 		s.mu.Unlock()
 		return nil
 	}

@@ -3,6 +3,7 @@ package acp
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"os"
 	"path/filepath"
@@ -339,6 +340,33 @@ func TestGeminiSetMode(t *testing.T) {
 	}
 	if err := s.SetMode(context.Background(), "no-such-mode"); err == nil {
 		t.Errorf("SetMode(no-such-mode): got nil want an error")
+	}
+
+	// The model is a config option (Gemini CLI lists models the unstable way).
+	next := sink.len()
+	if err := s.SetConfigOption(context.Background(), "model", "gemini-2.5-pro"); err != nil {
+		t.Fatalf("SetConfigOption(model): %v", err)
+	}
+	m := waitPayload[chat.Mode](t, sink, next, "mode after the model change")
+	cur := ""
+	for _, o := range m.ConfigOptions {
+		if o.ID == "model" {
+			cur = o.Current
+		}
+	}
+	if cur != "gemini-2.5-pro" {
+		t.Errorf("model option after the change: got %q want gemini-2.5-pro", cur)
+	}
+	if err := s.SetConfigOption(context.Background(), "model", "no-such-model"); !errors.Is(err, chat.ErrBadInput) {
+		t.Errorf("SetConfigOption(no-such-model): got %v want ErrBadInput", err)
+	}
+	before := len(r.srv.ScenarioRequests())
+	prompt(t, s, "run the command")
+	if reason := waitTurn(t, sink, next); reason != chat.StopEndTurn {
+		t.Fatalf("stop reason: got %q", reason)
+	}
+	if reqs := r.srv.ScenarioRequests(); len(reqs) <= before || reqs[before].Model != "gemini-2.5-pro" {
+		t.Errorf("model the agent asked for after the change: got %+v want gemini-2.5-pro", reqs[before:])
 	}
 	r.saveTranscript("set_mode")
 }

@@ -55,6 +55,7 @@ type Session struct {
 	questions  map[string]*pendingCard
 	promptSent chan error // fired once the next session/prompt is written
 	closing    bool
+	closed     bool // Close has returned: the sink hears nothing more
 }
 
 // turn is the prompt in flight. Its fields are guarded by Session.mu.
@@ -666,6 +667,9 @@ func (s *Session) Close(ctx context.Context) error {
 		}
 		s.sink.TurnEnded(chat.StopCancelled)
 	}
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
 	return nil
 }
 

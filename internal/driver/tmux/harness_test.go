@@ -7,13 +7,15 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"strconv"
-	"syscall"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/driver"
@@ -37,7 +39,15 @@ func TestMain(m *testing.M) {
 	if prog := os.Getenv(envTestWrap); prog != "" {
 		os.Exit(wrap(prog, os.Args[1:]))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if code == 0 {
+		// Every goroutine a session starts must end with Close.
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
 }
 
 // envTestWrap makes the test binary run the named program as its child and
@@ -161,7 +171,7 @@ func (s *sink) deliveries() []chat.Delivery {
 
 // harness is one tmux server, one stand-in model API and one Claude Code home.
 type harness struct {
-	t     *testing.T
+	t     testing.TB
 	srv   *claudeapi.Server
 	drv   *Driver
 	c     *ctl.Client
@@ -178,7 +188,7 @@ func randomName(t testing.TB) string {
 	return hex.EncodeToString(b)
 }
 
-func newHarness(t *testing.T, sc claudeapi.Scenario) *harness {
+func newHarness(t testing.TB, sc claudeapi.Scenario) *harness {
 	t.Helper()
 	socket := "parley-test-" + randomName(t)
 	c, err := ctl.New("", socket, nil)

@@ -19,6 +19,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/parleyhq/parley/internal/chat"
@@ -273,11 +274,15 @@ var (
 
 var shells = map[string]bool{"bash": true, "sh": true, "zsh": true, "fish": true, "dash": true, "ksh": true, "tcsh": true, "csh": true, "nu": true}
 
-// historyLines is how far back a send's captures look for earlier prompts.
+// historyLines is how far back `parley debug pane` looks.
 const historyLines = 3000
 
+// capture reads the whole history: counting earlier prompts must not lose one
+// off the top of a window while the new one comes in at the bottom (that would
+// read a real send as not sent, and retyping would send it twice). Sessions
+// parley starts keep 50,000 lines.
 func (s *session) capture(ctx context.Context) (*pane.Screen, error) {
-	out, err := s.c.Capture(ctx, s.name, -historyLines)
+	out, err := s.c.Capture(ctx, s.name, ctl.HistoryAll)
 	if err != nil {
 		return nil, s.goneErr(err)
 	}
@@ -291,14 +296,14 @@ func (s *session) goneErr(err error) error {
 	return err
 }
 
-// waitFor re-checks the pane at every output until cond holds or d passes.
-// It returns the last screen and whether cond held.
+// waitFor re-checks the visible screen at every output until cond holds or d
+// passes. It returns the last screen and whether cond held.
 func (s *session) waitFor(ctx context.Context, d time.Duration, cond func(*pane.Screen) bool) (*pane.Screen, bool, error) {
 	timer := time.NewTimer(d)
 	defer timer.Stop()
 	for {
 		changed := s.ctl.Changed()
-		scr, err := s.capture(ctx)
+		scr, err := s.captureVisible(ctx)
 		if err != nil {
 			return nil, false, err
 		}
@@ -380,7 +385,7 @@ func (s *session) ready(ctx context.Context, messageID string, queued *string) e
 		if shells[info.CurrentCommand] || info.Dead {
 			return ErrBareShell
 		}
-		scr, err := s.capture(ctx)
+		scr, err := s.captureVisible(ctx)
 		if err != nil {
 			return err
 		}
@@ -409,7 +414,7 @@ func (s *session) ready(ctx context.Context, messageID string, queued *string) e
 }
 
 func (s *session) deliver(ctx context.Context, text string) error {
-	scr, err := s.capture(ctx)
+	scr, err := s.captureVisible(ctx)
 	if err != nil {
 		return err
 	}
@@ -429,10 +434,19 @@ func (s *session) deliver(ctx context.Context, text string) error {
 			return fmt.Errorf("%w: a dialog is holding the keyboard (no input box on the pane)", ErrKeyboard)
 		}
 	}
-	// Novelty: only an occurrence the screen did not have before counts.
-	base := scr.CountSubmitted(text)
+	// Novelty: only an occurrence the history did not have before counts.
+	// The visible screen says when to look; the whole history decides.
+	full, err := s.capture(ctx)
+	if err != nil {
+		return err
+	}
+	base := full.CountSubmitted(text)
 	submitted := func(scr *pane.Screen) bool {
-		return scr.CountSubmitted(text) > base && !scr.InBox(text)
+		if scr.InBox(text) || !scr.ShowsAbove(text) {
+			return false
+		}
+		full, err := s.capture(ctx)
+		return err == nil && full.CountSubmitted(text) > base && !full.InBox(text)
 	}
 	for attempt := 1; attempt <= 2; attempt++ {
 		if scr.Staged() != "" {
@@ -568,7 +582,14 @@ func (s *session) shutdown(ctx context.Context) error {
 		_ = s.ctl.Close()
 	}
 	if s.owned {
+		pid := 0
+		if info, perr := s.c.Pane(ctx, s.name); perr == nil {
+			pid = info.PID
+		}
 		err = s.c.KillSession(ctx, s.name)
+		if pid > 0 {
+			reap(ctx, pid)
+		}
 	}
 	s.closeHooks()
 	s.mu.Lock()
@@ -585,5 +606,24 @@ func (s *session) closeHooks() {
 	if s.hooks != nil {
 		_ = s.hooks.Close()
 		s.hooks = nil
+	}
+}
+
+// reap waits for a killed pane's process to go (tmux sent it SIGHUP), then
+// kills its process group: Close returns when the agent is gone.
+func reap(ctx context.Context, pid int) {
+	deadline := time.NewTimer(5 * time.Second)
+	defer deadline.Stop()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for syscall.Kill(pid, 0) == nil {
+		select {
+		case <-tick.C:
+		case <-deadline.C:
+			_ = syscall.Kill(-pid, syscall.SIGKILL)
+			return
+		case <-ctx.Done():
+			return
+		}
 	}
 }

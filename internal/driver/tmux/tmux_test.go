@@ -34,6 +34,9 @@ func scenario() claudeapi.Scenario {
 			{Match: claudeapi.Match{Exact: "ask"}, Reply: claudeapi.ToolUse("AskUserQuestion", map[string]any{
 				"questions": []map[string]any{{"question": "Which color do you prefer?", "header": "Color", "multiSelect": false,
 					"options": []map[string]string{{"label": "Blue", "description": "The color of the sky"}, {"label": "Red", "description": "The color of fire"}}}}})},
+			{Match: claudeapi.Match{Exact: "askmulti"}, Reply: claudeapi.ToolUse("AskUserQuestion", map[string]any{
+				"questions": []map[string]any{{"question": "Which fruits do you like?", "header": "Fruit", "multiSelect": true,
+					"options": []map[string]string{{"label": "Apple", "description": "Crisp"}, {"label": "Banana", "description": "Soft"}, {"label": "Cherry", "description": "Small"}}}}})},
 			{Match: claudeapi.Match{ToolResult: "AskUserQuestion"}, Reply: claudeapi.Text("Thanks for the answer.", 1, 0)},
 		},
 		Default: &claudeapi.Reply{Blocks: []claudeapi.Block{{Type: claudeapi.BlockText, Text: "OK."}}},
@@ -52,6 +55,33 @@ func TestPromptSubmittedAndAnswered(t *testing.T) {
 	testkit.Eventually(t, 30*time.Second, func() bool { return k.turnCount() == 1 }, "turn never ended")
 	if got := h.personTexts(); len(got) != 1 || got[0] != "hello" {
 		t.Errorf("model got person texts %q, want [hello]", got)
+	}
+	k.mu.Lock()
+	ids := slices.Clone(k.ids)
+	k.mu.Unlock()
+	if len(ids) == 0 || ids[0] == "" {
+		t.Errorf("session ids %q, want Claude Code's (from the SessionStart hook)", ids)
+	}
+}
+
+// The agent goes away: Exited is reported and a send fails saying the session is gone.
+func TestAgentExit(t *testing.T) {
+	h := newHarness(t, scenario())
+	s, k := h.start("t-exit")
+	info, err := h.c.Pane(context.Background(), s.name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(info.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, 10*time.Second, func() bool {
+		k.mu.Lock()
+		defer k.mu.Unlock()
+		return len(k.exited) == 1
+	}, "Exited never reported")
+	if err := h.prompt(s, "m1", "hello"); !errors.Is(err, ErrGone) || !errors.Is(err, driver.ErrNotRunning) {
+		t.Errorf("Prompt after the agent exited: got %v, want %v", err, ErrGone)
 	}
 }
 
@@ -286,6 +316,16 @@ func TestPermissionCardQueuesMessage(t *testing.T) {
 	if got := len(card.Options); got != 3 || card.Options[0].Kind != chat.OptionAllowOnce || card.Options[2].Kind != chat.OptionRejectOnce {
 		t.Fatalf("card options %+v, want Yes / Yes, and … / No", card.Options)
 	}
+	// parley debug pane sees the same menu through the same reader.
+	var dbg strings.Builder
+	if err := DebugSocket(context.Background(), &dbg, h.c.Socket(), s.name, t.TempDir()); err != nil {
+		t.Fatalf("DebugSocket: %v", err)
+	}
+	for _, want := range []string{"live menu:     permission \"Bash command\" — Do you want to proceed?", "❯ 1. Yes", "input box:     not on the pane", "raw capture:"} {
+		if !strings.Contains(dbg.String(), want) {
+			t.Errorf("debug output lacks %q:\n%s", want, dbg.String())
+		}
+	}
 	sent := make(chan error, 1)
 	go func() { sent <- h.prompt(s, "m2", "hello") }()
 	testkit.Eventually(t, 10*time.Second, func() bool {
@@ -330,24 +370,35 @@ func TestQuestionCardAnswers(t *testing.T) {
 	s, k := h.start("t5")
 	const q = "Which color do you prefer?"
 	tests := []struct {
-		answer string
-		want   string
+		prompt   string
+		question string
+		options  []string
+		multi    bool
+		answer   any
+		want     string
 	}{
-		{answer: "Blue", want: `"Which color do you prefer?"="Blue"`},
-		{answer: "Green please", want: `"Which color do you prefer?"="Green please"`},
+		{prompt: "ask", question: q, options: []string{"Blue", "Red"}, answer: "Blue", want: `"Which color do you prefer?"="Blue"`},
+		{prompt: "ask", question: q, options: []string{"Blue", "Red"}, answer: "Green please", want: `"Which color do you prefer?"="Green please"`},
+		{prompt: "askmulti", question: "Which fruits do you like?", options: []string{"Apple", "Banana", "Cherry"}, multi: true,
+			answer: []any{"Apple", "Cherry"}, want: `"Which fruits do you like?"="Apple, Cherry"`},
 	}
 	for i, tt := range tests {
-		if err := h.prompt(s, fmt.Sprintf("m%d", i), "ask"); err != nil {
+		if err := h.prompt(s, fmt.Sprintf("m%d", i), tt.prompt); err != nil {
 			t.Fatalf("Prompt: %v", err)
 		}
 		testkit.Eventually(t, 30*time.Second, func() bool { return len(k.questions()) == i+1 }, "no question card %d", i+1)
 		card := k.questions()[i]
-		if len(card.Questions) != 1 || card.Questions[0].Question != q || len(card.Questions[0].Options) != 2 ||
-			card.Questions[0].Options[0].Label != "Blue" || card.Questions[0].Options[0].Description != "The color of the sky" {
-			t.Fatalf("card %+v, want the question with Blue and Red", card)
+		var labels []string
+		if len(card.Questions) == 1 {
+			for _, o := range card.Questions[0].Options {
+				labels = append(labels, o.Label)
+			}
 		}
-		if err := s.AnswerQuestion(answerCtx(t), card.RequestID, driver.QuestionAnswer{Answers: chat.Answers{q: tt.answer}}); err != nil {
-			t.Fatalf("AnswerQuestion(%q): %v", tt.answer, err)
+		if len(card.Questions) != 1 || card.Questions[0].Question != tt.question || card.Questions[0].MultiSelect != tt.multi || !slices.Equal(labels, tt.options) {
+			t.Fatalf("card %+v, want %q (multi %v) with %q", card, tt.question, tt.multi, tt.options)
+		}
+		if err := s.AnswerQuestion(answerCtx(t), card.RequestID, driver.QuestionAnswer{Answers: chat.Answers{tt.question: tt.answer}}); err != nil {
+			t.Fatalf("AnswerQuestion(%v): %v", tt.answer, err)
 		}
 		testkit.Eventually(t, 30*time.Second, func() bool { _, ok := h.srv.ToolResult(card.RequestID); return ok },
 			"the stand-in never got the answer %q", tt.answer)
@@ -469,4 +520,59 @@ func poll(within time.Duration, cond func() bool) bool {
 		time.Sleep(5 * time.Millisecond)
 	}
 	return true
+}
+
+// A remembered card never refuses a send on its own: the pane decides, and the
+// stale card is withdrawn when the pane disagrees.
+func TestStaleCardDoesNotBlock(t *testing.T) {
+	h := newHarness(t, scenario())
+	s, k := h.start("t-stale")
+	s.mu.Lock()
+	s.card = &openCard{id: "stale", kind: chat.CardPermission, menu: pane.Menu{Kind: pane.MenuPermission, Title: "Bash command"}}
+	s.mu.Unlock()
+	if err := h.prompt(s, "m1", "hello"); err != nil {
+		t.Fatalf("Prompt with a stale card in memory: got %v, want nil", err)
+	}
+	if d := k.deliveries(); len(d) != 0 {
+		t.Errorf("receipts %+v, want none (nothing to wait for)", d)
+	}
+	s.scan()
+	k.mu.Lock()
+	withdrawn := slices.Clone(k.withdrawn)
+	k.mu.Unlock()
+	if !slices.Contains(withdrawn, "stale") {
+		t.Errorf("withdrawn %v, want the stale card", withdrawn)
+	}
+	waitTurns(t, k, 1)
+}
+
+// A person's own tmux session running Claude Code is adopted by name and
+// chatted with; Close lets it live on.
+func TestAdoptExistingSession(t *testing.T) {
+	h := newHarness(t, scenario())
+	ctx := context.Background()
+	if err := h.c.NewSession(ctx, ctl.NewSessionOptions{Name: "mine", Cwd: h.cwd, Env: h.env, Argv: []string{h.claud, "--model", "claude-sonnet-4-5"}}); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, 60*time.Second, func() bool {
+		out, err := h.c.Capture(ctx, "mine", 0)
+		return err == nil && pane.Read(out).HasBox()
+	}, "the person's Claude Code never showed its input box")
+	spec := h.spec("t-adopt")
+	spec.Options[OptAdopt] = "mine"
+	k := newSink()
+	sess, err := h.drv.Start(ctx, spec, k)
+	if err != nil {
+		t.Fatalf("Start (adopt): %v", err)
+	}
+	if err := sess.Prompt(ctx, driver.Prompt{MessageID: "m1", Text: "hello"}); err != nil {
+		t.Fatalf("Prompt: got %v, want nil", err)
+	}
+	testkit.Eventually(t, 30*time.Second, func() bool { return h.modelGot("hello") }, "the model never got the message")
+	if err := sess.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := h.c.HasSession(ctx, "mine"); err != nil || !ok {
+		t.Errorf("the adopted session after Close: exists %v (%v), want it kept", ok, err)
+	}
 }

@@ -114,6 +114,7 @@ func BenchmarkRender2000(b *testing.B) {
 	ctx := browser(b, 1280, 860)
 	run(b, ctx, "log in", chromedp.Navigate(r.LoginURL()), chromedp.WaitVisible(chromedp.CSS(`.side`)))
 	var show, scroll time.Duration
+	var frames float64
 	b.ResetTimer()
 	for b.Loop() {
 		b.StopTimer()
@@ -127,12 +128,14 @@ func BenchmarkRender2000(b *testing.B) {
 			const el = document.querySelector(".scroll"); el.scrollTop = el.scrollHeight;
 			const t0 = performance.now();
 			const all = () => document.querySelectorAll(".conv > .msg, .conv > .tool").length === `+fmt.Sprint(items["big"])+`;
-			const step = () => { el.scrollTop -= el.clientHeight;
+			let frames = 0; const step = () => { el.scrollTop -= el.clientHeight; frames++; window.__frames = frames;
 				if (el.scrollTop === 0 && all()) done(performance.now() - t0); else requestAnimationFrame(step); };
 			requestAnimationFrame(step); })`)
 		scroll += time.Duration(ms * float64(time.Millisecond))
+		frames += eval[float64](b, ctx, `window.__frames`)
 	}
 	n := float64(b.N)
 	b.ReportMetric(float64(show.Milliseconds())/n, "ms-to-show")
 	b.ReportMetric(float64(scroll.Milliseconds())/n, "ms-to-scroll")
+	b.ReportMetric(float64(scroll.Milliseconds())/frames, "ms/frame")
 }

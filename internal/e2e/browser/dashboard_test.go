@@ -1,12 +1,15 @@
 package browser
 
 import (
+	"bytes"
 	"context"
-	"os"
-	"path/filepath"
 	"encoding/json"
 	"fmt"
+	"image"
+	"image/png"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -100,6 +103,41 @@ func TestDashboard(t *testing.T) {
 		}
 	})
 
+	t.Run("3b a card answered elsewhere while this tab was offline is not shown open", func(t *testing.T) {
+		tab2 := newTab(t, ctx)
+		run(t, tab2, "open the chat in a second tab", chromedp.Navigate(chatURL), chromedp.WaitVisible(chromedp.CSS(`textarea[aria-label=Message]`)))
+		until(t, tab2, "the second tab caught up", `window.parley.state.chat.caughtUp`)
+		followUps := fmt.Sprintf(`[...document.querySelectorAll(".msg.agent")].filter(e => e.innerText.includes(%s)).length`, js(ToolFollowUp))
+		want := fmt.Sprint(eval[int](t, ctx, followUps) + 1)
+		send(t, ctx, PromptBash)
+		open := `!!document.querySelector(".card.perm[data-state=open] button.k-allow_once:enabled")`
+		until(t, ctx, "the card is open", open)
+		until(t, tab2, "the second tab shows it open", open)
+		// The DevTools protocol cannot block a WebSocket: point this tab's socket at a
+		// closed port instead, and drop the live connection.
+		offline := func() {
+			run(t, ctx, "lose the network", chromedp.Evaluate[chromedp.Void](
+				`(() => { const s = window.parley.socket; s.opts.savedURL = s.opts.savedURL || s.opts.url; s.opts.url = () => "ws://127.0.0.1:9/ws/chat"; s.ws && s.ws.close(); })()`))
+			until(t, ctx, "the offline banner shows", `!!document.querySelector("[data-banner=offline]")`)
+		}
+		online := func() {
+			run(t, ctx, "the network is back", chromedp.Evaluate[chromedp.Void](
+				`(() => { const s = window.parley.socket; s.opts.url = s.opts.savedURL; window.dispatchEvent(new Event("online")); })()`))
+			until(t, ctx, "the banner goes", `!document.querySelector("[data-banner]") && window.parley.state.chat.caughtUp`)
+		}
+		offline()
+		online()
+		until(t, ctx, "a card still open stays open and clickable after a reconnect", open)
+		offline()
+		run(t, tab2, "allow in the other tab", chromedp.Click(chromedp.CSS(`.card.perm[data-state=open] button.k-allow_once`)))
+		until(t, tab2, "the other tab sees the follow-up", followUps+` === `+want)
+		if st := eval[string](t, ctx, `(document.querySelector("[data-banner]")||{dataset:{banner:"none"}}).dataset.banner + " " + [...document.querySelectorAll(".card.perm")].map(e => e.dataset.state).join(",")`); !strings.HasPrefix(st, "offline") || !strings.HasSuffix(st, "open") {
+			t.Fatalf("got banner and cards %q while the socket points nowhere, want offline and the card open: the test would prove nothing", st)
+		}
+		online()
+		until(t, ctx, "the card is resolved and the follow-up shown once", `!document.querySelector(".card.perm:not([data-state=resolved])") && !document.querySelector(".card.perm button:enabled") && `+followUps+` === `+want)
+	})
+
 	t.Run("4 question cards: an option, then free text; reload keeps them answered", func(t *testing.T) {
 		send(t, ctx, PromptAsk+" first")
 		until(t, ctx, "the question card is open", `!!document.querySelector(".card.question[data-state=open]")`)
@@ -112,14 +150,29 @@ func TestDashboard(t *testing.T) {
 			chromedp.SendKeys(chromedp.CSS(`.card.question[data-state=open] .own input`), "a deep sea green"),
 			chromedp.Click(chromedp.CSS(`.card.question[data-state=open] .own button[type=submit]`)))
 		until(t, ctx, "the second thanks appear", fmt.Sprintf(`[...document.querySelectorAll(".msg.agent")].filter(e => e.innerText.includes(%s)).length === 2`, js(QuestionThanks)))
-		if res, ok := r.api.ToolResultFor("AskUserQuestion"); !ok {
-			t.Error("got no AskUserQuestion result at the model, want the answers")
-		} else if !strings.Contains(res.ResultText(), "deep sea green") && !strings.Contains(res.ResultText(), "Blue") {
-			t.Errorf("got tool result %q, want the person's answer in it", res.ResultText())
+		send(t, ctx, PromptAskMany)
+		until(t, ctx, "the two-question card is open", `document.querySelectorAll(".card.question[data-state=open] fieldset").length === 2`)
+		run(t, ctx, "pick Red, Apple and Plum, then submit",
+			chromedp.Click(chromedp.CSS(`.card.question[data-state=open] button.opt[title=warm]`)),
+			chromedp.Click(chromedp.CSS(`.card.question[data-state=open] button.opt[title=crisp]`)),
+			chromedp.Click(chromedp.CSS(`.card.question[data-state=open] button.opt[title=sweet]`)),
+			chromedp.Click(chromedp.CSS(`.card.question[data-state=open] button.primary`)))
+		until(t, ctx, "the third thanks appear", fmt.Sprintf(`[...document.querySelectorAll(".msg.agent")].filter(e => e.innerText.includes(%s)).length === 3`, js(QuestionThanks)))
+		var results []string
+		for _, id := range r.api.ToolUseIDs("AskUserQuestion") {
+			if res, ok := r.api.ToolResult(id); ok {
+				results = append(results, res.ResultText())
+			}
+		}
+		all := strings.Join(results, "\n")
+		for _, want := range []string{`="Blue"`, `="a deep sea green"`, `="Red"`, `="Apple, Plum"`} {
+			if !strings.Contains(all, want) {
+				t.Errorf("got tool results %q, want %s among them", all, want)
+			}
 		}
 		run(t, ctx, "reload", chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`.card.question`)))
-		until(t, ctx, "both cards stay answered", `(() => { const c = [...document.querySelectorAll(".card.question")];
-			return c.length === 2 && c.every(e => e.dataset.state === "resolved") && !document.querySelector(".card button:enabled, .card input:enabled"); })()`)
+		until(t, ctx, "the cards stay answered", `(() => { const c = [...document.querySelectorAll(".card.question")];
+			return c.length === 3 && c.every(e => e.dataset.state === "resolved") && !document.querySelector(".card button:enabled, .card input:enabled"); })()`)
 	})
 
 	t.Run("5 stop during a slow answer", func(t *testing.T) {
@@ -176,6 +229,54 @@ func TestDashboard(t *testing.T) {
 		run(t, ctx, "dark theme", theme("dark"))
 		shot(t, ctx, "desktop-chat-dark")
 		run(t, ctx, "light theme", theme("light"))
+	})
+
+	t.Run("10 an image attached to a message reaches the agent", func(t *testing.T) {
+		img := image.NewRGBA(image.Rect(0, 0, 16, 16))
+		for i := range img.Pix {
+			img.Pix[i] = byte(i)
+		}
+		var buf bytes.Buffer
+		if err := png.Encode(&buf, img); err != nil {
+			t.Fatal(err)
+		}
+		file := filepath.Join(t.TempDir(), "dot.png")
+		if err := os.WriteFile(file, buf.Bytes(), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		run(t, ctx, "attach the image", chromedp.SetUploadFiles(chromedp.CSS(`.attach input[type=file]`), []string{file}),
+			chromedp.WaitVisible(chromedp.CSS(`.attached .thumb img`)))
+		send(t, ctx, PromptEcho+" with an image")
+		until(t, ctx, "the message with the image is submitted", receipt(PromptEcho+" with an image [1 image]", "submitted"))
+		found := false
+		for _, req := range r.api.Requests() {
+			for _, m := range req.Messages {
+				if m.Role != "user" {
+					continue
+				}
+				for _, c := range m.Content {
+					if c.Type == "image" {
+						found = true
+					}
+				}
+			}
+		}
+		if !found {
+			t.Error("got no image block in any request to the model, want the attached image")
+		}
+	})
+
+	t.Run("11 resume a native session from the new-thread form", func(t *testing.T) {
+		other := browser(t, 1280, 860)
+		run(t, other, "log in", chromedp.Navigate(r.LoginURL()), chromedp.WaitVisible(chromedp.CSS(`form.newthread`)))
+		until(t, other, "the working directory is filled in", `document.querySelector("form.newthread input[type=text]").value !== ""`)
+		run(t, other, "list the sessions", chromedp.Click(chromedp.Search(`//button[contains(., "Resume a session")]`)))
+		until(t, other, "the session is listed", `document.querySelectorAll(".sessions button").length >= 1`)
+		run(t, other, "resume it", chromedp.Click(chromedp.CSS(`.sessions button`)))
+		until(t, other, "the chat shows the thread's history", pageHas(ToolFollowUp)+` && `+pageHas(MarkdownHeading))
+		if got, want := eval[string](t, other, `window.parley.state.chat.thread.id`), eval[string](t, ctx, `window.parley.state.chat.thread.id`); got != want {
+			t.Errorf("got thread %s after resuming, want the session's thread %s", got, want)
+		}
 	})
 
 	t.Run("8 phone viewport: list, chat, send", func(t *testing.T) {

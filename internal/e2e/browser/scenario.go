@@ -15,6 +15,7 @@ const (
 	PromptMarkdown   = "show me markdown"
 	PromptBash       = "run the tool"
 	PromptAsk        = "ask me"
+	PromptAskMany    = "ask me many"
 	PromptSlow       = "slow answer"
 	PromptXSS        = "show me html"
 	PromptEcho       = "echo"
@@ -27,7 +28,8 @@ const (
 	markdownAnswerGo = "func fib(n int) int {\n\tif n < 2 {\n\t\treturn n\n\t}\n\treturn fib(n-1) + fib(n-2)\n}"
 )
 
-// Scenario is the scripted model for every browser test.
+// Scenario is the scripted model for every browser test. Claude Code 2.1.197
+// rejects an AskUserQuestion option without a description (InputValidationError).
 func Scenario() claudeapi.Scenario {
 	md := "## " + MarkdownHeading + "\n\nHere is **bold** and `inline code`:\n\n```go\n" + markdownAnswerGo + "\n```\n\n- one\n- two\n"
 	xss := "Raw HTML follows: <script>" + XSSMarker + "=1</script> and <img src=x onerror=\"" + XSSMarker + "=2\"> end.\n\n" +
@@ -39,6 +41,14 @@ func Scenario() claudeapi.Scenario {
 		}}},
 		{Match: claudeapi.Match{Exact: PromptBash}, Reply: claudeapi.Bash("touch made-by-bash", "Make a file")},
 		{Match: claudeapi.Match{ToolResult: "Bash"}, Reply: claudeapi.Text(ToolFollowUp, 1, 0)},
+		{Match: claudeapi.Match{Prefix: PromptAskMany}, Reply: claudeapi.ToolUse("AskUserQuestion", map[string]any{
+			"questions": []map[string]any{
+				{"question": QuestionColor, "header": "Color", "multiSelect": false,
+					"options": []map[string]string{{"label": "Blue", "description": "cool"}, {"label": "Red", "description": "warm"}}},
+				{"question": QuestionFruit, "header": "Fruit", "multiSelect": true,
+					"options": []map[string]string{{"label": "Apple", "description": "crisp"}, {"label": "Pear", "description": "soft"}, {"label": "Plum", "description": "sweet"}}},
+			},
+		})},
 		{Match: claudeapi.Match{Prefix: PromptAsk}, Reply: claudeapi.ToolUse("AskUserQuestion", map[string]any{
 			"questions": []map[string]any{
 				{"question": QuestionColor, "header": "Color", "multiSelect": false,

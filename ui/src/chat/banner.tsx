@@ -4,9 +4,9 @@ import type { Store } from "../store";
 
 export function Banner({ store }: { store: Store }) {
   const s = store.state;
-  if (s.conn === "online" || (s.conn === "connecting" && !s.connDetail)) return null;
+  if (s.conn === "online" || (s.conn === "connecting" && !s.everOnline && !s.connDetail)) return null;
   return (
-    <div class="banner" role="alert" data-banner={s.conn}>
+    <div class="banner" role="alert" data-banner="offline">
       Offline: reconnecting{s.connDetail ? ` (${s.connDetail})` : ""}. Nothing you send is lost; it goes out when the connection is back.
     </div>
   );

@@ -2,11 +2,30 @@
 // shared by both layouts; each layout draws its own box.
 
 import { useMemo, useState } from "preact/hooks";
-import type { Command } from "../protocol";
+import type { Command, ImageData } from "../protocol";
 import type { Store } from "../store";
 
-export function useComposer(store: Store, commands: Command[], turnActive: boolean) {
+// Images above this many bytes (all together) would pass the server's message limit.
+const maxImageBytes = 700 * 1024;
+
+export type Attached = ImageData & { name: string; url: string };
+
+function readImage(f: File): Promise<Attached> {
+  return new Promise((done, fail) => {
+    const r = new FileReader();
+    r.onload = () => {
+      const url = String(r.result);
+      done({ mime_type: f.type, data: url.slice(url.indexOf(",") + 1), name: f.name || "image", url });
+    };
+    r.onerror = () => fail(r.error);
+    r.readAsDataURL(f);
+  });
+}
+
+export function useComposer(store: Store, commands: Command[], turnActive: boolean, acceptsImages = false) {
   const [text, setText] = useState("");
+  const [images, setImages] = useState<Attached[]>([]);
+  const [imageError, setImageError] = useState("");
   const [sel, setSel] = useState(0);
   const [dismissed, setDismissed] = useState(false);
   const suggestions = useMemo(() => {
@@ -22,9 +41,39 @@ export function useComposer(store: Store, commands: Command[], turnActive: boole
   };
   const send = () => {
     const t = text.trim();
-    if (!t) return;
-    store.sendMessage(t);
+    if (!t && !images.length) return;
+    store.sendMessage(t, undefined, images.map(({ mime_type, data }) => ({ mime_type, data })));
     setText("");
+    setImages([]);
+    setImageError("");
+  };
+  const addFiles = (files: FileList | File[] | null | undefined): boolean => {
+    const list = Array.from(files ?? []).filter((f) => f.type.startsWith("image/"));
+    if (!list.length) return false;
+    if (!acceptsImages) {
+      setImageError("This agent does not take images.");
+      return true;
+    }
+    Promise.all(list.map(readImage)).then((got) => {
+      const all = images.concat(got);
+      if (all.reduce((n, i) => n + i.data.length, 0) > maxImageBytes) {
+        setImageError("Images too large: at most about 500 KB in one message.");
+        return;
+      }
+      setImageError("");
+      setImages(all);
+    }, () => setImageError("Could not read the image."));
+    return true;
+  };
+  const removeImage = (i: number) => setImages(images.filter((_, j) => j !== i));
+  const onPaste = (e: ClipboardEvent) => {
+    if (addFiles(e.clipboardData?.files)) e.preventDefault();
+  };
+  const onDrop = (e: DragEvent) => {
+    if (addFiles(e.dataTransfer?.files)) e.preventDefault();
+  };
+  const onDragOver = (e: DragEvent) => {
+    if (e.dataTransfer?.types.includes("Files")) e.preventDefault();
   };
   const onKeyDown = (e: KeyboardEvent) => {
     if (suggestions.length) {
@@ -59,5 +108,6 @@ export function useComposer(store: Store, commands: Command[], turnActive: boole
     setDismissed(false);
     setSel(0);
   };
-  return { text, onInput, suggestions, sel, complete, send, onKeyDown };
+  const canSend = !!text.trim() || images.length > 0;
+  return { text, onInput, suggestions, sel, complete, send, onKeyDown, images, imageError, addFiles, removeImage, onPaste, onDrop, onDragOver, canSend, acceptsImages };
 }

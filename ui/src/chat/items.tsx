@@ -121,8 +121,18 @@ function PlanView({ it }: { it: Extract<Item, { kind: "plan" }> }) {
 }
 
 function cardStateText(state: string, note?: string): string {
-  const s = state === "answering" ? "sending answer…" : state === "resolved" ? "answered" : state === "cancelled" ? "cancelled" : state === "closed" ? "closed" : "waiting for you";
-  return note ? `${s} (${note})` : s;
+  switch (state) {
+    case "answering":
+      return "sending your answer…";
+    case "resolved":
+      return note ? `answered ${note}` : "answered";
+    case "cancelled":
+      return note ? `cancelled (${note})` : "cancelled";
+    case "closed":
+      return note ? `closed: ${note}` : "closed";
+    default:
+      return "waiting for you";
+  }
 }
 
 function PermissionCard({ it, store }: { it: Extract<Item, { kind: "permission" }>; store: Store }) {
@@ -267,7 +277,10 @@ export const ItemView = memo(({ it, store, receipt }: { it: Item; store: Store; 
     case "user":
       return (
         <div class="msg user" data-message={it.message_id}>
-          <div class="bubble">{it.text}</div>
+          <div class="bubble">
+            {it.text}
+            {it.images ? <span class="hint"> [{it.images} image{it.images > 1 ? "s" : ""}]</span> : null}
+          </div>
           <ReceiptView r={receipt} onRetry={() => store.retry(it.message_id)} />
         </div>
       );

@@ -2,9 +2,10 @@
 
 import type { Store } from "../store";
 import { threadLabel } from "../store";
-import { agentState, stateClass, threadState, ago, canAskNotify, nav, statusText, useEscToStop, useStickToBottom, type Route } from "../app";
+import { acceptsImages, agentState, stateClass, threadState, ago, canAskNotify, nav, statusText, useEscToStop, useStickToBottom, type Route } from "../app";
 import { Conversation, openCardKind } from "../chat/items";
 import { useComposer } from "../chat/composer";
+import { AttachButton, Attachments } from "../chat/attach";
 import { NewThread } from "../chat/newthread";
 import { Banner } from "../chat/banner";
 import { useState } from "preact/hooks";
@@ -78,7 +79,7 @@ export function Desktop({ store, route }: { store: Store; route: Route }) {
 function ChatPane({ store }: { store: Store }) {
   const c = store.state.chat;
   const t = c.thread;
-  const comp = useComposer(store, c.commands, c.turnActive);
+  const comp = useComposer(store, c.commands, c.turnActive, acceptsImages(store));
   const log = useStickToBottom<HTMLDivElement>(c.items);
   return (
     <section class="chat" aria-label="Chat">
@@ -102,6 +103,7 @@ function ChatPane({ store }: { store: Store }) {
             <label class="mode" key={o.id}>
               {o.name}
               <select value={o.current} onChange={(e) => store.input({ type: "set_config_option", config_id: o.id, value: (e.target as HTMLSelectElement).value })}>
+                {!o.values!.some((v) => v.id === o.current) && <option value={o.current}>{o.current || "default"}</option>}
                 {o.values!.map((v) => (
                   <option key={v.id} value={v.id}>{v.name}</option>
                 ))}
@@ -114,7 +116,9 @@ function ChatPane({ store }: { store: Store }) {
       <div class="scroll" ref={log} tabIndex={0} aria-label="Messages">
         <Conversation store={store} items={c.items} receipts={c.receipts} />
       </div>
-      <form class="composer" onSubmit={(e) => { e.preventDefault(); comp.send(); }}>
+      <form class="composer" onSubmit={(e) => { e.preventDefault(); comp.send(); }} onDrop={comp.onDrop} onDragOver={comp.onDragOver}>
+        <Attachments comp={comp} />
+        <AttachButton comp={comp} />
         {comp.suggestions.length > 0 && (
           <ul class="suggest" role="listbox" aria-label="Commands">
             {comp.suggestions.map((cmd, i) => (
@@ -131,13 +135,14 @@ function ChatPane({ store }: { store: Store }) {
           value={comp.text}
           onInput={(e) => comp.onInput((e.target as HTMLTextAreaElement).value)}
           onKeyDown={comp.onKeyDown}
+          onPaste={comp.onPaste}
         />
         {c.turnActive ? (
           <button type="button" class="stop" onClick={() => store.stop()} aria-keyshortcuts="Escape">
             Stop
           </button>
         ) : null}
-        <button type="submit" class="primary" disabled={!comp.text.trim()}>
+        <button type="submit" class="primary" disabled={!comp.canSend}>
           Send
         </button>
       </form>

@@ -4,9 +4,10 @@
 import { useEffect } from "preact/hooks";
 import type { Store } from "../store";
 import { threadLabel } from "../store";
-import { agentState, stateClass, threadState, ago, nav, statusText, useEscToStop, useStickToBottom, type Route } from "../app";
+import { acceptsImages, agentState, stateClass, threadState, ago, nav, statusText, useEscToStop, useStickToBottom, type Route } from "../app";
 import { Conversation, openCardKind } from "../chat/items";
 import { useComposer } from "../chat/composer";
+import { AttachButton, Attachments } from "../chat/attach";
 import { NewThread } from "../chat/newthread";
 import { Banner } from "../chat/banner";
 
@@ -81,7 +82,7 @@ export function Phone({ store, route }: { store: Store; route: Route }) {
 
 function PhoneChat({ store }: { store: Store }) {
   const c = store.state.chat;
-  const comp = useComposer(store, c.commands, c.turnActive);
+  const comp = useComposer(store, c.commands, c.turnActive, acceptsImages(store));
   const log = useStickToBottom<HTMLDivElement>(c.items);
   useEscToStop(store, c.turnActive);
   return (
@@ -109,14 +110,17 @@ function PhoneChat({ store }: { store: Store }) {
           ))}
         </ul>
       )}
-      <form class="p-composer" onSubmit={(e) => { e.preventDefault(); comp.send(); }}>
+      <form class="p-composer" onSubmit={(e) => { e.preventDefault(); comp.send(); }} onDrop={comp.onDrop} onDragOver={comp.onDragOver}>
+        <Attachments comp={comp} />
+        <AttachButton comp={comp} />
         {c.mode && c.mode.available.length > 0 && (
           <select aria-label="Mode" value={c.mode.current} onChange={(e) => store.input({ type: "set_mode", mode_id: (e.target as HTMLSelectElement).value })}>
             {c.mode.available.map((m) => <option key={m.id} value={m.id}>{m.name}</option>)}
           </select>
         )}
-        <textarea aria-label="Message" placeholder="Message" rows={1} value={comp.text} onInput={(e) => comp.onInput((e.target as HTMLTextAreaElement).value)} onKeyDown={comp.onKeyDown} />
-        <button type="submit" class="primary" disabled={!comp.text.trim()}>Send</button>
+        <textarea aria-label="Message" placeholder="Message" rows={1} value={comp.text} onInput={(e) => comp.onInput((e.target as HTMLTextAreaElement).value)} onKeyDown={comp.onKeyDown}
+          onPaste={comp.onPaste} />
+        <button type="submit" class="primary" disabled={!comp.canSend}>Send</button>
       </form>
     </div>
   );

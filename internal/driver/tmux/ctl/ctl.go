@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os/exec"
 	"regexp"
 	"strconv"
@@ -221,11 +222,17 @@ func (c *Client) Pane(ctx context.Context, target string) (PaneInfo, error) {
 	return PaneInfo{ID: f[0], PID: pid, CurrentCommand: f[2], InMode: f[3] == "1", Dead: f[4] == "1", Width: w, Height: h}, nil
 }
 
+// HistoryAll as Capture's start means the whole history.
+const HistoryAll = math.MinInt32
+
 // Capture returns the pane's text with escapes (-e), from history line start
-// (0: the visible screen only; -N: N lines of history too).
+// (0: the visible screen only; -N: N lines of history too; HistoryAll: all).
 func (c *Client) Capture(ctx context.Context, target string, start int) (string, error) {
 	args := []string{"capture-pane", "-p", "-e", "-t", target}
-	if start != 0 {
+	switch {
+	case start == HistoryAll:
+		args = append(args, "-S", "-")
+	case start != 0:
 		args = append(args, "-S", strconv.Itoa(start))
 	}
 	return c.Run(ctx, args...)

@@ -352,6 +352,13 @@ func (s *Screen) CountSubmitted(text string) int {
 	return n
 }
 
+// ShowsAbove reports whether text (by its tail) shows anywhere above the box:
+// a cheap sign that a submitted prompt may have appeared, never proof of one.
+func (s *Screen) ShowsAbove(text string) bool {
+	want, _ := tail(Normalize(text))
+	return want != "" && strings.Contains(Normalize(strings.Join(s.Above(), "")), want)
+}
+
 // InBox reports whether the box holds text (by its tail), or a collapsed paste.
 func (s *Screen) InBox(text string) bool {
 	staged := s.Staged()

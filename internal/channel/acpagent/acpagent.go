@@ -1,0 +1,542 @@
+// Package acpagent is parley playing the agent side of the Agent Client Protocol
+// (JSON-RPC over any reader/writer pair). Every outside surface that speaks ACP
+// as a client (an IM plugin process, an editor running `parley acp`) talks to
+// hosted agents through it.
+//
+// An ACP session is a route (channel kind, chat id): it subscribes to the hub like
+// a browser chat, replays the thread's log from the store and then follows it
+// live, so what the client is shown is what every other surface is shown.
+// docs/plugin-protocol.md is the contract.
+package acpagent
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/hub"
+	"github.com/parleyhq/parley/internal/router"
+	"github.com/parleyhq/parley/internal/wire"
+)
+
+// Router is what the agent side needs of the router.
+type Router interface {
+	Send(ctx context.Context, req router.SendRequest) (chat.Delivery, chat.ThreadID, error)
+	Control(ctx context.Context, c router.Control) error
+	Subscribe(ctx context.Context, route chat.RouteKey, buffer int) (*hub.Sub, *chat.Thread, error)
+	NewThread(ctx context.Context, from chat.RouteKey, agent, cwd string) (chat.ThreadID, error)
+	Attach(ctx context.Context, from chat.RouteKey, id chat.ThreadID) error
+	ThreadOf(ctx context.Context, route chat.RouteKey) (chat.ThreadID, error)
+	Agents() []chat.AgentInfo
+}
+
+// Store is what the agent side reads: threads, routes, logs and open cards.
+type Store interface {
+	Thread(ctx context.Context, id chat.ThreadID) (chat.Thread, error)
+	Routes(ctx context.Context) ([]chat.Route, error)
+	Events(ctx context.Context, thread chat.ThreadID, since int64, limit int) ([]chat.Event, error)
+	Cards(ctx context.Context, thread chat.ThreadID, state string) ([]chat.Card, error)
+}
+
+// Unsubscriber ends a hub subscription.
+type Unsubscriber interface{ Unsubscribe(s *hub.Sub) }
+
+// Deps are the daemon's parts the agent side uses.
+type Deps struct {
+	Router Router
+	Store  Store
+	Hub    Unsubscriber
+}
+
+// Meta keys parley reads from and writes into ACP `_meta` objects.
+const (
+	MetaConfig    = "parley/config"    // initialize result: the plugin's own config section
+	MetaAgents    = "parley/agents"    // initialize result: the configured agents
+	MetaChat      = "parley/chat"      // session/new params: the platform chat id to use as the route's chat
+	MetaUser      = "parley/user"      // session/prompt params: the platform user who wrote
+	MetaThread    = "parley/thread"    // session/new and load results: the thread the route shows
+	MetaNotice    = "parley/notice"    // agent_message_chunk: parley's own answer (a command, a refusal), not the agent's
+	MetaRequestID = "parley/request_id" // request_permission and elicitation: the card's request id
+)
+
+// Gate looks at a prompt before anything reaches an agent: who wrote it, and
+// whether it is a chat command. Handled prompts are answered with Reply (as a
+// notice) and never sent to the agent.
+type Gate func(ctx context.Context, p GateRequest) GateReply
+
+// GateRequest is one prompt the gate is asked about.
+type GateRequest struct {
+	Route chat.RouteKey
+	User  string // from the prompt's _meta "parley/user" ("" for editors)
+	Text  string
+}
+
+// GateReply is the gate's verdict.
+type GateReply struct {
+	Handled bool
+	Reply   string
+}
+
+// Options configure one ACP connection.
+type Options struct {
+	// Channel is the channel kind of the routes this connection's sessions use
+	// ("acp" for editors, the plugin id for a plugin).
+	Channel string
+	// Agent is the agent new sessions use ("" = the default agent).
+	Agent string
+	// Thread, when set, is the thread new sessions attach to.
+	Thread chat.ThreadID
+	// Config is handed to the client in initialize's _meta (a plugin's section).
+	Config map[string]any
+	// Buffer bounds how far a session may fall behind the hub (default 4096).
+	Buffer  int
+	Gate    Gate
+	Version string
+	Logger  *slog.Logger
+	// Heartbeat, when set, pings the client (`_parley/ping`) at this interval;
+	// a client that does not answer within it again is gone: Serve returns
+	// ErrNoHeartbeat. Any answer, an error included, proves it alive.
+	Heartbeat time.Duration
+	// OnHeartbeat is told each time the client answered a ping.
+	OnHeartbeat func(time.Time)
+}
+
+// ErrNoHeartbeat says the client stopped answering pings.
+var ErrNoHeartbeat = errors.New("acp: the client stopped answering pings")
+
+// Serve speaks ACP as the agent on r/w until the peer goes away or ctx ends.
+func Serve(ctx context.Context, d Deps, opt Options, r io.Reader, w io.Writer) error {
+	if opt.Logger == nil {
+		opt.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opt.Buffer <= 0 {
+		opt.Buffer = 4096
+	}
+	if opt.Channel == "" {
+		opt.Channel = "acp"
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	a := &agent{d: d, opt: opt, log: opt.Logger, sessions: map[string]*session{}}
+	a.spawnCtx = func() (context.Context, context.CancelFunc) { return context.WithCancel(ctx) }
+	a.conn = acp.NewAgentSideConnection(a, w, r)
+	a.conn.SetLogger(opt.Logger.With("acp", opt.Channel))
+	a.done = a.conn.Done()
+	var result error
+	var tick <-chan time.Time
+	if opt.Heartbeat > 0 {
+		t := time.NewTicker(opt.Heartbeat)
+		defer t.Stop()
+		tick = t.C
+	}
+wait:
+	for {
+		select {
+		case <-a.conn.Done():
+			break wait
+		case <-ctx.Done():
+			break wait
+		case <-tick:
+			if !a.ping(ctx, opt.Heartbeat) {
+				if ctx.Err() == nil {
+					result = ErrNoHeartbeat
+				}
+				break wait
+			}
+		}
+	}
+	cancel()
+	a.mu.Lock()
+	for _, s := range a.sessions {
+		s.cancel()
+	}
+	a.mu.Unlock()
+	a.wg.Wait()
+	a.mu.Lock()
+	for _, s := range a.sessions {
+		d.Hub.Unsubscribe(s.sub)
+	}
+	a.mu.Unlock()
+	return result
+}
+
+// ping asks the client for a sign of life within timeout.
+func (a *agent) ping(ctx context.Context, timeout time.Duration) bool {
+	pctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	_, err := a.conn.CallExtension(pctx, "_parley/ping", map[string]any{})
+	select {
+	case <-a.conn.Done():
+		return false
+	default:
+	}
+	if err != nil && pctx.Err() != nil {
+		return false
+	}
+	if a.opt.OnHeartbeat != nil {
+		a.opt.OnHeartbeat(time.Now())
+	}
+	return true
+}
+
+type agent struct {
+	d    Deps
+	opt  Options
+	log  *slog.Logger
+	conn *acp.AgentSideConnection
+	done <-chan struct{}
+	// spawnCtx gives a session's goroutines a context that lives as long as the
+	// connection (handlers' contexts end with their request).
+	spawnCtx func() (context.Context, context.CancelFunc)
+	wg       sync.WaitGroup
+
+	mu       sync.Mutex
+	caps     acp.ClientCapabilities
+	sessions map[string]*session
+}
+
+var (
+	_ acp.Agent       = (*agent)(nil)
+	_ acp.AgentLoader = (*agent)(nil)
+)
+
+func (a *agent) Initialize(ctx context.Context, p acp.InitializeRequest) (acp.InitializeResponse, error) {
+	a.mu.Lock()
+	a.caps = p.ClientCapabilities
+	a.mu.Unlock()
+	meta := map[string]any{MetaAgents: a.d.Router.Agents()}
+	if a.opt.Config != nil {
+		meta[MetaConfig] = a.opt.Config
+	}
+	return acp.InitializeResponse{
+		ProtocolVersion: acp.ProtocolVersionNumber,
+		AgentCapabilities: acp.AgentCapabilities{
+			LoadSession:         true,
+			PromptCapabilities:  acp.PromptCapabilities{Image: true, EmbeddedContext: true},
+			SessionCapabilities: acp.SessionCapabilities{List: &acp.SessionListCapabilities{}, Resume: &acp.SessionResumeCapabilities{}, Close: &acp.SessionCloseCapabilities{}},
+		},
+		AgentInfo:   &acp.Implementation{Name: "parley", Version: a.opt.Version},
+		AuthMethods: []acp.AuthMethod{},
+		Meta:        meta,
+	}, nil
+}
+
+func (a *agent) Authenticate(context.Context, acp.AuthenticateRequest) (acp.AuthenticateResponse, error) {
+	return acp.AuthenticateResponse{}, nil
+}
+
+func (a *agent) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.NewSessionResponse, error) {
+	chatID, _ := p.Meta[MetaChat].(string)
+	if chatID == "" {
+		chatID = chat.NewID("acp")
+	} else if err := validChat(chatID); err != nil {
+		return acp.NewSessionResponse{}, acp.NewInvalidParams(map[string]any{"error": err.Error()})
+	}
+	route := chat.RouteKey{Channel: a.opt.Channel, Chat: chatID}
+	cur, err := a.d.Router.ThreadOf(ctx, route)
+	if err != nil {
+		return acp.NewSessionResponse{}, rpcErr(err)
+	}
+	switch {
+	case a.opt.Thread != "" && cur != a.opt.Thread:
+		if err := a.d.Router.Attach(ctx, route, a.opt.Thread); err != nil {
+			return acp.NewSessionResponse{}, rpcErr(err)
+		}
+	case cur == "":
+		// The client's cwd is used when it lies inside a root; a plugin's chat
+		// has no directory and gets the agent's first root.
+		if _, err := a.d.Router.NewThread(ctx, route, a.opt.Agent, p.Cwd); err != nil {
+			if !errors.Is(err, chat.ErrOutsideRoot) || p.Meta[MetaChat] == nil {
+				return acp.NewSessionResponse{}, rpcErr(err)
+			}
+			if _, err := a.d.Router.NewThread(ctx, route, a.opt.Agent, ""); err != nil {
+				return acp.NewSessionResponse{}, rpcErr(err)
+			}
+		}
+	}
+	// A new session on a route that already shows a thread (a plugin back after
+	// a restart) is not replayed its history, only what is open now.
+	th, err := a.open(ctx, route, false)
+	if err != nil {
+		return acp.NewSessionResponse{}, rpcErr(err)
+	}
+	return acp.NewSessionResponse{SessionId: acp.SessionId(chatID), Modes: modes(th), Meta: map[string]any{MetaThread: th.ID}}, nil
+}
+
+func (a *agent) LoadSession(ctx context.Context, p acp.LoadSessionRequest) (acp.LoadSessionResponse, error) {
+	route := chat.RouteKey{Channel: a.opt.Channel, Chat: string(p.SessionId)}
+	id, err := a.d.Router.ThreadOf(ctx, route)
+	if err != nil {
+		return acp.LoadSessionResponse{}, rpcErr(err)
+	}
+	if id == "" {
+		return acp.LoadSessionResponse{}, acp.NewInvalidParams(map[string]any{"error": fmt.Sprintf("no session %q", p.SessionId)})
+	}
+	th, err := a.open(ctx, route, true)
+	if err != nil {
+		return acp.LoadSessionResponse{}, rpcErr(err)
+	}
+	return acp.LoadSessionResponse{Modes: modes(th), Meta: map[string]any{MetaThread: th.ID}}, nil
+}
+
+func (a *agent) ResumeSession(ctx context.Context, p acp.ResumeSessionRequest) (acp.ResumeSessionResponse, error) {
+	route := chat.RouteKey{Channel: a.opt.Channel, Chat: string(p.SessionId)}
+	id, err := a.d.Router.ThreadOf(ctx, route)
+	if err != nil {
+		return acp.ResumeSessionResponse{}, rpcErr(err)
+	}
+	if id == "" {
+		return acp.ResumeSessionResponse{}, acp.NewInvalidParams(map[string]any{"error": fmt.Sprintf("no session %q", p.SessionId)})
+	}
+	th, err := a.open(ctx, route, false)
+	if err != nil {
+		return acp.ResumeSessionResponse{}, rpcErr(err)
+	}
+	return acp.ResumeSessionResponse{Modes: modes(th)}, nil
+}
+
+func (a *agent) CloseSession(ctx context.Context, p acp.CloseSessionRequest) (acp.CloseSessionResponse, error) {
+	a.mu.Lock()
+	s := a.sessions[string(p.SessionId)]
+	delete(a.sessions, string(p.SessionId))
+	a.mu.Unlock()
+	if s != nil {
+		s.cancel()
+		<-s.ended
+		a.d.Hub.Unsubscribe(s.sub)
+	}
+	return acp.CloseSessionResponse{}, nil
+}
+
+func (a *agent) ListSessions(ctx context.Context, p acp.ListSessionsRequest) (acp.ListSessionsResponse, error) {
+	routes, err := a.d.Store.Routes(ctx)
+	if err != nil {
+		return acp.ListSessionsResponse{}, rpcErr(err)
+	}
+	out := []acp.SessionInfo{}
+	for _, rt := range routes {
+		if rt.Key.Channel != a.opt.Channel || rt.ThreadID == "" {
+			continue
+		}
+		th, err := a.d.Store.Thread(ctx, rt.ThreadID)
+		if err != nil {
+			continue
+		}
+		if p.Cwd != nil && *p.Cwd != "" && *p.Cwd != th.Cwd {
+			continue
+		}
+		info := acp.SessionInfo{SessionId: acp.SessionId(rt.Key.Chat), Cwd: th.Cwd,
+			UpdatedAt: acp.Ptr(th.UpdatedAt.UTC().Format(chat.TimeFormat)), Meta: map[string]any{MetaThread: th.ID}}
+		if th.Title != "" {
+			info.Title = acp.Ptr(th.Title)
+		}
+		out = append(out, info)
+	}
+	return acp.ListSessionsResponse{Sessions: out}, nil
+}
+
+func (a *agent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptResponse, error) {
+	s := a.session(string(p.SessionId))
+	if s == nil {
+		return acp.PromptResponse{}, acp.NewInvalidParams(map[string]any{"error": fmt.Sprintf("no open session %q: call session/new or session/load first", p.SessionId)})
+	}
+	msg, err := promptMessage(p)
+	if err != nil {
+		return acp.PromptResponse{}, acp.NewInvalidParams(map[string]any{"error": err.Error()})
+	}
+	if a.opt.Gate != nil {
+		user, _ := p.Meta[MetaUser].(string)
+		if rep := a.opt.Gate(ctx, GateRequest{Route: s.route, User: user, Text: msg.Text}); rep.Handled {
+			if rep.Reply != "" {
+				a.notice(ctx, s.id, rep.Reply)
+			}
+			return acp.PromptResponse{StopReason: acp.StopReasonEndTurn, Meta: map[string]any{MetaNotice: true}}, nil
+		}
+	}
+	w := s.wait(msg.MessageID)
+	defer s.unwait(msg.MessageID)
+	d, _, err := a.d.Router.Send(ctx, router.SendRequest{From: s.route, Message: msg, Notify: func(d chat.Delivery) {
+		if d.State == chat.DeliveryFailed {
+			w.fail(d.Detail)
+		}
+	}})
+	switch {
+	case errors.Is(err, chat.ErrDuplicate):
+		if d.State == chat.DeliveryFailed {
+			return acp.PromptResponse{}, acp.NewInternalError(map[string]any{"error": "message failed: " + d.Detail})
+		}
+		if in := (chat.Input{State: d.State}); !in.Pending() {
+			return acp.PromptResponse{StopReason: acp.StopReasonEndTurn, Meta: map[string]any{"parley/duplicate": true}}, nil
+		}
+	case err != nil:
+		return acp.PromptResponse{}, rpcErr(err)
+	}
+	// The request's context ends on session/cancel; the turn's end is what we
+	// answer with, so wait for it on the connection's lifetime instead.
+	select {
+	case out := <-w.ch:
+		if out.failed != "" {
+			return acp.PromptResponse{}, acp.NewInternalError(map[string]any{"error": "message failed: " + out.failed})
+		}
+		return acp.PromptResponse{StopReason: stopReason(out.stop), UserMessageId: acp.Ptr(msg.MessageID)}, nil
+	case <-a.done:
+		return acp.PromptResponse{}, acp.NewInternalError(map[string]any{"error": "connection closed"})
+	}
+}
+
+func (a *agent) Cancel(ctx context.Context, p acp.CancelNotification) error {
+	s := a.session(string(p.SessionId))
+	if s == nil {
+		return nil
+	}
+	err := a.d.Router.Control(context.WithoutCancel(ctx), router.Control{From: s.route, Stop: true})
+	if err != nil && !errors.Is(err, chat.ErrNoTurn) {
+		a.log.Warn("acp: cancel", "session", s.id, "err", err)
+	}
+	return nil
+}
+
+func (a *agent) SetSessionMode(ctx context.Context, p acp.SetSessionModeRequest) (acp.SetSessionModeResponse, error) {
+	s := a.session(string(p.SessionId))
+	if s == nil {
+		return acp.SetSessionModeResponse{}, acp.NewInvalidParams(map[string]any{"error": "no open session"})
+	}
+	err := a.d.Router.Control(ctx, router.Control{From: s.route, SetMode: &wire.SetMode{Type: wire.TypeSetMode, ModeID: string(p.ModeId)}})
+	if err != nil {
+		return acp.SetSessionModeResponse{}, rpcErr(err)
+	}
+	return acp.SetSessionModeResponse{}, nil
+}
+
+func (a *agent) SetSessionConfigOption(ctx context.Context, p acp.SetSessionConfigOptionRequest) (acp.SetSessionConfigOptionResponse, error) {
+	var sid, cfg, val string
+	switch {
+	case p.ValueId != nil:
+		sid, cfg, val = string(p.ValueId.SessionId), string(p.ValueId.ConfigId), string(p.ValueId.Value)
+	case p.Boolean != nil:
+		sid, cfg, val = string(p.Boolean.SessionId), string(p.Boolean.ConfigId), fmt.Sprint(p.Boolean.Value)
+	default:
+		return acp.SetSessionConfigOptionResponse{}, acp.NewInvalidParams(map[string]any{"error": "no value"})
+	}
+	s := a.session(sid)
+	if s == nil {
+		return acp.SetSessionConfigOptionResponse{}, acp.NewInvalidParams(map[string]any{"error": "no open session"})
+	}
+	err := a.d.Router.Control(ctx, router.Control{From: s.route, SetOption: &wire.SetConfigOption{Type: wire.TypeSetConfigOption, ConfigID: cfg, Value: val}})
+	if err != nil {
+		return acp.SetSessionConfigOptionResponse{}, rpcErr(err)
+	}
+	return acp.SetSessionConfigOptionResponse{}, nil
+}
+
+func (a *agent) session(id string) *session {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.sessions[id]
+}
+
+func (a *agent) clientCaps() acp.ClientCapabilities {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.caps
+}
+
+// notice sends parley's own words to a session as an agent_message_chunk marked
+// with _meta "parley/notice".
+func (a *agent) notice(ctx context.Context, sid, text string) {
+	u := acp.UpdateAgentMessageText(text)
+	u.AgentMessageChunk.Meta = map[string]any{MetaNotice: true}
+	if err := a.conn.SessionUpdate(ctx, acp.SessionNotification{SessionId: acp.SessionId(sid), Update: u}); err != nil {
+		a.log.Debug("acp: notice", "err", err)
+	}
+}
+
+// promptMessage turns a prompt's content blocks into a message input.
+func promptMessage(p acp.PromptRequest) (wire.Message, error) {
+	m := wire.Message{Type: wire.TypeMessage}
+	if p.MessageId != nil && *p.MessageId != "" {
+		m.MessageID = *p.MessageId
+	} else {
+		m.MessageID = chat.NewID("m")
+	}
+	var parts []string
+	for _, b := range p.Prompt {
+		switch {
+		case b.Text != nil:
+			parts = append(parts, b.Text.Text)
+		case b.Image != nil:
+			data, err := base64.StdEncoding.DecodeString(b.Image.Data)
+			if err != nil {
+				return m, fmt.Errorf("image: data is not base64: %w", err)
+			}
+			m.Images = append(m.Images, wire.Image{MIMEType: b.Image.MimeType, Data: data})
+		case b.ResourceLink != nil:
+			parts = append(parts, "@"+b.ResourceLink.Uri)
+		case b.Resource != nil && b.Resource.Resource.TextResourceContents != nil:
+			r := b.Resource.Resource.TextResourceContents
+			parts = append(parts, fmt.Sprintf("<%s>\n%s\n</%s>", r.Uri, r.Text, r.Uri))
+		}
+	}
+	m.Text = strings.Join(parts, "\n")
+	if len(m.MessageID) > wire.MaxIDLen {
+		return m, fmt.Errorf("messageId is longer than %d bytes", wire.MaxIDLen)
+	}
+	if m.Text == "" && len(m.Images) == 0 {
+		return m, errors.New("prompt has no text")
+	}
+	return m, nil
+}
+
+func validChat(id string) error {
+	if len(id) > wire.MaxIDLen {
+		return fmt.Errorf("%s is longer than %d bytes", MetaChat, wire.MaxIDLen)
+	}
+	for _, r := range id {
+		if r < 0x20 || r == 0x7f {
+			return fmt.Errorf("%s has a control character", MetaChat)
+		}
+	}
+	return nil
+}
+
+func stopReason(s string) acp.StopReason {
+	switch s {
+	case chat.StopEndTurn:
+		return acp.StopReasonEndTurn
+	case chat.StopCancelled:
+		return acp.StopReasonCancelled
+	case chat.StopMaxTokens:
+		return acp.StopReasonMaxTokens
+	case chat.StopRefusal, chat.StopError:
+		// ACP has no "error" stop reason: the turn ended without the agent's
+		// answer, which is what refusal tells a client; _parley/prompt_done says which.
+		return acp.StopReasonRefusal
+	}
+	return acp.StopReasonEndTurn
+}
+
+// rpcErr maps parley's sentinel errors onto JSON-RPC errors.
+func rpcErr(err error) error {
+	switch {
+	case errors.Is(err, chat.ErrNotFound), errors.Is(err, chat.ErrBadInput), errors.Is(err, chat.ErrOutsideRoot),
+		errors.Is(err, chat.ErrUnknownAgent), errors.Is(err, chat.ErrNoTurn), errors.Is(err, chat.ErrCardClosed):
+		return acp.NewInvalidParams(map[string]any{"error": err.Error()})
+	}
+	return acp.NewInternalError(map[string]any{"error": err.Error()})
+}
+
+func modes(th chat.Thread) *acp.SessionModeState {
+	if th.Mode == "" {
+		return nil
+	}
+	return &acp.SessionModeState{CurrentModeId: acp.SessionModeId(th.Mode), AvailableModes: []acp.SessionMode{}}
+}

@@ -1,0 +1,333 @@
+package acpagent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+
+	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/hub"
+)
+
+// session is one ACP session: a route, its hub subscription, and the pump that
+// turns the route's events into session/update notifications.
+type session struct {
+	id     string
+	route  chat.RouteKey
+	sub    *hub.Sub
+	cancel context.CancelFunc
+	ended  chan struct{}
+
+	mu      sync.Mutex
+	waiters map[string]*waiter            // message id → its prompt call
+	asking  map[string]context.CancelFunc // card request id → the pending client request
+	// owned by the pump goroutine
+	thread  chat.ThreadID
+	lastSeq int64
+}
+
+type waiter struct {
+	ch   chan outcome
+	once sync.Once
+}
+
+type outcome struct {
+	stop   string
+	failed string
+}
+
+func (w *waiter) done(o outcome) { w.once.Do(func() { w.ch <- o }) }
+func (w *waiter) fail(detail string) {
+	if detail == "" {
+		detail = "failed"
+	}
+	w.done(outcome{failed: detail})
+}
+
+func (s *session) wait(id string) *waiter {
+	w := &waiter{ch: make(chan outcome, 1)}
+	s.mu.Lock()
+	s.waiters[id] = w
+	s.mu.Unlock()
+	return w
+}
+
+func (s *session) unwait(id string) {
+	s.mu.Lock()
+	delete(s.waiters, id)
+	s.mu.Unlock()
+}
+
+func (s *session) waiter(id string) *waiter {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.waiters[id]
+}
+
+// open subscribes a session on route (replacing one of the same id) and starts
+// its pump. With history the whole log is replayed before open returns; without,
+// only what is open now (cards, the mode) is restated.
+func (a *agent) open(ctx context.Context, route chat.RouteKey, history bool) (chat.Thread, error) {
+	sub, th, err := a.d.Router.Subscribe(ctx, route, a.opt.Buffer)
+	if err != nil {
+		return chat.Thread{}, err
+	}
+	if th == nil {
+		a.d.Hub.Unsubscribe(sub)
+		return chat.Thread{}, chat.ErrNotFound
+	}
+	pctx, cancel := a.spawnCtx()
+	s := &session{id: route.Chat, route: route, sub: sub, cancel: cancel, ended: make(chan struct{}),
+		waiters: map[string]*waiter{}, asking: map[string]context.CancelFunc{}}
+	a.mu.Lock()
+	old := a.sessions[s.id]
+	a.sessions[s.id] = s
+	a.mu.Unlock()
+	if old != nil {
+		old.cancel()
+		<-old.ended
+		a.d.Hub.Unsubscribe(old.sub)
+	}
+	since := int64(0)
+	if !history {
+		since = -1
+	}
+	replayed := make(chan error, 1)
+	a.wg.Add(1)
+	go func() {
+		defer a.wg.Done()
+		defer close(s.ended)
+		a.pump(pctx, s, th.ID, since, replayed)
+	}()
+	select {
+	case err := <-replayed:
+		if err != nil {
+			return chat.Thread{}, err
+		}
+	case <-ctx.Done():
+		return chat.Thread{}, ctx.Err()
+	}
+	return *th, nil
+}
+
+// pump replays, then follows the route live until the session ends. A
+// subscription the hub dropped for falling behind is renewed and caught up from
+// the log, so the client misses nothing.
+func (a *agent) pump(ctx context.Context, s *session, thread chat.ThreadID, since int64, replayed chan<- error) {
+	log := a.log.With("session", s.id)
+	err := a.show(ctx, s, thread, since)
+	replayed <- err
+	if err != nil {
+		log.Warn("acp: replay", "err", err)
+		return
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.sub.Ready():
+			for _, it := range s.sub.Take() {
+				if it.Switch {
+					if err := a.show(ctx, s, it.Thread, -1); err != nil {
+						log.Warn("acp: switch", "err", err)
+					}
+					continue
+				}
+				if it.Thread != s.thread || it.Seq <= s.lastSeq {
+					continue
+				}
+				var ev chat.Event
+				if err := json.Unmarshal(it.Frame, &frameHead{&ev}); err != nil {
+					log.Warn("acp: frame", "err", err)
+					continue
+				}
+				ev.Payload = it.Frame
+				a.emit(ctx, s, ev, false)
+				s.lastSeq = it.Seq
+			}
+		case <-s.sub.Done():
+			if ctx.Err() != nil {
+				return
+			}
+			// Dropped (too slow, or shutdown): subscribe again and catch up.
+			sub, th, err := a.d.Router.Subscribe(ctx, s.route, a.opt.Buffer)
+			if err != nil || th == nil {
+				if sub != nil {
+					a.d.Hub.Unsubscribe(sub)
+				}
+				log.Debug("acp: session ends", "err", err)
+				return
+			}
+			s.sub = sub
+			if th.ID != s.thread {
+				if err := a.show(ctx, s, th.ID, -1); err != nil {
+					return
+				}
+				continue
+			}
+			if err := a.catchUp(ctx, s); err != nil {
+				return
+			}
+		}
+	}
+}
+
+// frameHead reads type, thread and seq from a wire frame into an Event.
+type frameHead struct{ ev *chat.Event }
+
+func (h *frameHead) UnmarshalJSON(b []byte) error {
+	var v struct {
+		Type   string        `json:"type"`
+		Thread chat.ThreadID `json:"thread"`
+		Seq    int64         `json:"seq"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	h.ev.Type, h.ev.Thread, h.ev.Seq = v.Type, v.Thread, v.Seq
+	return nil
+}
+
+// show makes s follow thread: a _parley/thread notice, the log after since
+// (nothing when since < 0), the open cards asked again, then live.
+func (a *agent) show(ctx context.Context, s *session, id chat.ThreadID, since int64) error {
+	th, err := a.d.Store.Thread(ctx, id)
+	if err != nil {
+		return err
+	}
+	// Cards of the thread shown before are no longer this client's to answer.
+	s.mu.Lock()
+	for rid, cancel := range s.asking {
+		cancel()
+		delete(s.asking, rid)
+	}
+	for mid, w := range s.waiters {
+		w.done(outcome{stop: chat.StopEndTurn}) // the route moved on; the turn goes on elsewhere
+		delete(s.waiters, mid)
+	}
+	s.mu.Unlock()
+	s.thread = id
+	a.ext(ctx, s.id, "thread", mustJSON(chat.ThreadEvent{Thread: th}))
+	if since < 0 {
+		s.lastSeq = th.LastSeq
+	} else {
+		s.lastSeq = since
+	}
+	if err := a.catchUp(ctx, s); err != nil {
+		return err
+	}
+	open, err := a.d.Store.Cards(ctx, id, chat.CardOpen)
+	if err != nil {
+		return err
+	}
+	for _, c := range open {
+		ev := chat.Event{Type: chat.TypePermissionRequest, Thread: id, Payload: c.Request}
+		if c.Kind == chat.CardQuestion {
+			ev.Type = chat.TypeQuestion
+		}
+		ev.Payload = ev.Frame()
+		a.emit(ctx, s, ev, false)
+	}
+	return nil
+}
+
+func (a *agent) catchUp(ctx context.Context, s *session) error {
+	const page = 1000
+	for {
+		evs, err := a.d.Store.Events(ctx, s.thread, s.lastSeq, page)
+		if err != nil {
+			return err
+		}
+		for _, ev := range evs {
+			ev.Payload = ev.Frame() // emit works on wire frames, as the hub delivers them
+			a.emit(ctx, s, ev, true)
+			s.lastSeq = ev.Seq
+		}
+		if len(evs) < page {
+			return nil
+		}
+	}
+}
+
+// emit sends one event to the client. Replayed cards are not asked (the open
+// ones are asked again after the replay); replayed turn ends answer no prompt.
+func (a *agent) emit(ctx context.Context, s *session, ev chat.Event, replay bool) {
+	switch ev.Type {
+	case chat.TypePermissionRequest:
+		if !replay {
+			var p chat.PermissionRequest
+			if ev.Decode(&p) == nil {
+				a.askPermission(ctx, s, p)
+			}
+		}
+		a.ext(ctx, s.id, ev.Type, ev.Payload)
+		return
+	case chat.TypeQuestion:
+		if !replay {
+			var q chat.Question
+			if ev.Decode(&q) == nil {
+				a.askQuestion(ctx, s, q)
+			}
+		}
+		a.ext(ctx, s.id, ev.Type, ev.Payload)
+		return
+	case chat.TypePermissionResolved, chat.TypeQuestionResolved:
+		var r struct {
+			RequestID string `json:"request_id"`
+		}
+		if ev.Decode(&r) == nil {
+			s.mu.Lock()
+			if cancel := s.asking[r.RequestID]; cancel != nil {
+				cancel() // answered elsewhere: the client's pending request is cancelled
+				delete(s.asking, r.RequestID)
+			}
+			s.mu.Unlock()
+		}
+	case chat.TypePromptDone:
+		var p chat.PromptDone
+		if !replay && ev.Decode(&p) == nil {
+			if w := s.waiter(p.MessageID); w != nil {
+				a.ext(ctx, s.id, ev.Type, ev.Payload)
+				w.done(outcome{stop: p.StopReason})
+				return
+			}
+		}
+	case chat.TypeUserMessage:
+		var m chat.UserMessage
+		if ev.Decode(&m) == nil && (replay || m.From != s.route) {
+			u := acp.UpdateUserMessageText(m.Text)
+			u.UserMessageChunk.Meta = map[string]any{"parley/message_id": m.MessageID, "parley/from": m.From}
+			a.update(ctx, s.id, u)
+		}
+		a.ext(ctx, s.id, ev.Type, ev.Payload)
+		return
+	}
+	if u, ok := toUpdate(ev); ok {
+		a.update(ctx, s.id, u)
+		return
+	}
+	a.ext(ctx, s.id, ev.Type, ev.Payload)
+}
+
+func (a *agent) update(ctx context.Context, sid string, u acp.SessionUpdate) {
+	if err := a.conn.SessionUpdate(ctx, acp.SessionNotification{SessionId: acp.SessionId(sid), Update: u}); err != nil {
+		a.log.Debug("acp: session/update", "err", err)
+	}
+}
+
+// ext sends a parley-only event as a `_parley/<type>` notification whose params
+// are {"sessionId", "event": <the event's wire frame>}.
+func (a *agent) ext(ctx context.Context, sid, typ string, frame json.RawMessage) {
+	err := a.conn.NotifyExtension(ctx, "_parley/"+typ, map[string]any{"sessionId": sid, "event": frame})
+	if err != nil && !errors.Is(err, context.Canceled) {
+		a.log.Debug("acp: extension notification", "type", typ, "err", err)
+	}
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, _ := json.Marshal(v)
+	return b
+}

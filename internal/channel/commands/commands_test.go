@@ -1,0 +1,75 @@
+package commands
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestParse(t *testing.T) {
+	tests := []struct {
+		in      string
+		ok      bool
+		name    string
+		arg     string
+		wantErr error
+	}{
+		{in: "hello", ok: false},
+		{in: "  not /a command", ok: false},
+		{in: "//escaped slash", ok: false},
+		{in: "/new", ok: true, name: New},
+		{in: "/new /srv/app", ok: true, name: New, arg: "/srv/app"},
+		{in: "  /new   /srv/my app  ", ok: true, name: New, arg: "/srv/my app"},
+		{in: "/agent", ok: true, name: Agent},
+		{in: "/agent gemini", ok: true, name: Agent, arg: "gemini"},
+		{in: "/threads", ok: true, name: Threads},
+		{in: "/threads 2", ok: true, name: Threads, arg: "2", wantErr: ErrUsage},
+		{in: "/switch 2", ok: true, name: Switch, arg: "2"},
+		{in: "/switch t_abc", ok: true, name: Switch, arg: "t_abc"},
+		{in: "/switch", ok: true, name: Switch, wantErr: ErrUsage},
+		{in: "/resume 5f2c", ok: true, name: Resume, arg: "5f2c"},
+		{in: "/resume", ok: true, name: Resume, wantErr: ErrUsage},
+		{in: "/stop", ok: true, name: Stop},
+		{in: "/STOP", ok: true, name: Stop},
+		{in: "/stop@parley_bot", ok: true, name: Stop},
+		{in: "/mode", ok: true, name: Mode},
+		{in: "/mode plan", ok: true, name: Mode, arg: "plan"},
+		{in: "/status", ok: true, name: Status},
+		{in: "/help", ok: true, name: Help},
+		{in: "/agent-cmd compact", ok: true, name: AgentCmd, arg: "compact"},
+		{in: "/agent-cmd /compact now", ok: true, name: AgentCmd, arg: "/compact now"},
+		{in: "/agent-cmd", ok: true, name: AgentCmd, wantErr: ErrUsage},
+		{in: "/compact", ok: true, name: "compact", wantErr: ErrUnknown},
+		{in: "/", ok: true, name: "", wantErr: ErrUnknown},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			c, ok, err := Parse(tt.in)
+			if ok != tt.ok {
+				t.Fatalf("ok: got %v, want %v", ok, tt.ok)
+			}
+			if c.Name != tt.name || c.Arg != tt.arg {
+				t.Errorf("command: got %q %q, want %q %q", c.Name, c.Arg, tt.name, tt.arg)
+			}
+			if !errors.Is(err, tt.wantErr) || (tt.wantErr == nil && err != nil) {
+				t.Errorf("err: got %v, want %v", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestUnknownSaysSo(t *testing.T) {
+	_, _, err := Parse("/frobnicate now")
+	if err == nil || !strings.Contains(err.Error(), "unknown command /frobnicate") {
+		t.Errorf("got %v, want \"unknown command /frobnicate …\"", err)
+	}
+}
+
+func TestHelpListsEveryCommand(t *testing.T) {
+	h := HelpText()
+	for _, n := range order {
+		if !strings.Contains(h, "/"+n) {
+			t.Errorf("help: %q is missing from\n%s", n, h)
+		}
+	}
+}

@@ -1,0 +1,374 @@
+// Package plugin is the host of IM plugins: processes parley starts from its
+// [[plugin]] config and supervises (restart with exponential backoff and jitter,
+// a heartbeat watchdog, a status for /api/plugins). A plugin speaks ACP as the
+// client on its stdin/stdout; parley is the agent (package acpagent), so a
+// plugin's chats are routes in the same hub table as every other surface.
+//
+// Before anything reaches an agent the host looks at each prompt: a user not in
+// the plugin's allowed_users is refused; a chat command (package commands) is
+// answered by parley; a bare number answers the route's open card.
+// Cards for a plugin that is down stay open in the store and are asked again
+// on every (re)connection until they are resolved: that is the durable outbox.
+package plugin
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"os/exec"
+	"slices"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/parleyhq/parley/internal/channel/acpagent"
+	"github.com/parleyhq/parley/internal/channel/commands"
+	"github.com/parleyhq/parley/internal/channel/render"
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/config"
+	"github.com/parleyhq/parley/internal/router"
+	"github.com/parleyhq/parley/internal/wire"
+)
+
+// Router is what the host needs of the router.
+type Router interface {
+	acpagent.Router
+	commands.Router
+}
+
+// Store is what the host reads.
+type Store interface {
+	acpagent.Store
+	commands.Store
+}
+
+// Plugin states, as /api/plugins shows them.
+const (
+	StateStarting = "starting"
+	StateRunning  = "running"
+	StateBackoff  = "backoff" // exited; restarting after a delay
+	StateStopped  = "stopped"
+)
+
+// Status is one plugin's state.
+type Status struct {
+	ID            string    `json:"id"`
+	State         string    `json:"state"`
+	PID           int       `json:"pid,omitempty"`
+	Restarts      int       `json:"restarts"`
+	LastError     string    `json:"last_error,omitempty"`
+	Since         time.Time `json:"since"`
+	LastHeartbeat time.Time `json:"last_heartbeat,omitzero"`
+	NextStart     time.Time `json:"next_start,omitzero"`
+}
+
+// Options configure the host.
+type Options struct {
+	// Self is this parley binary, run for plugins whose command is "".
+	Self    string
+	Version string
+	Logger  *slog.Logger
+	// Backoff bounds the restart delay (defaults 500ms and 30s).
+	MinBackoff, MaxBackoff time.Duration
+}
+
+// Host runs the plugins. Start once; Close stops them all.
+type Host struct {
+	r   Router
+	st  Store
+	hub acpagent.Unsubscriber
+	opt Options
+	log *slog.Logger
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu     sync.Mutex
+	status map[string]*Status
+	order  []string
+}
+
+// New builds a host.
+func New(r Router, st Store, h acpagent.Unsubscriber, opt Options) *Host {
+	if opt.Logger == nil {
+		opt.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opt.MinBackoff <= 0 {
+		opt.MinBackoff = 500 * time.Millisecond
+	}
+	if opt.MaxBackoff <= 0 {
+		opt.MaxBackoff = 30 * time.Second
+	}
+	return &Host{r: r, st: st, hub: h, opt: opt, log: opt.Logger, status: map[string]*Status{}}
+}
+
+// Start starts every enabled plugin under supervision.
+func (h *Host) Start(plugins []config.Plugin) {
+	ctx, cancel := context.WithCancel(context.Background())
+	h.cancel = cancel
+	for _, p := range plugins {
+		if p.Disabled {
+			continue
+		}
+		h.mu.Lock()
+		h.status[p.ID] = &Status{ID: p.ID, State: StateStarting, Since: time.Now().UTC()}
+		h.order = append(h.order, p.ID)
+		h.mu.Unlock()
+		h.wg.Add(1)
+		go func() {
+			defer h.wg.Done()
+			h.supervise(ctx, p)
+		}()
+	}
+}
+
+// Close stops every plugin and waits for them.
+func (h *Host) Close() {
+	if h.cancel != nil {
+		h.cancel()
+	}
+	h.wg.Wait()
+}
+
+// Statuses returns every plugin's state, in config order.
+func (h *Host) Statuses() []Status {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make([]Status, 0, len(h.order))
+	for _, id := range h.order {
+		out = append(out, *h.status[id])
+	}
+	return out
+}
+
+// ServeHTTP answers GET /api/plugins with {"plugins": [...]}. The caller
+// checks the token.
+func (h *Host) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{"plugins": h.Statuses()})
+}
+
+func (h *Host) setStatus(id string, f func(*Status)) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if s := h.status[id]; s != nil {
+		f(s)
+	}
+}
+
+// supervise runs a plugin until ctx ends, restarting it when it exits. The delay
+// doubles with each quick failure, up to MaxBackoff, with ±20% jitter; a run
+// that lasted a minute resets it.
+func (h *Host) supervise(ctx context.Context, p config.Plugin) {
+	log := h.log.With("plugin", p.ID)
+	fails := 0
+	for {
+		started := time.Now()
+		err := h.run(ctx, p, log)
+		if ctx.Err() != nil {
+			h.setStatus(p.ID, func(s *Status) { s.State, s.PID, s.Since = StateStopped, 0, time.Now().UTC() })
+			return
+		}
+		if time.Since(started) > time.Minute {
+			fails = 0
+		}
+		delay := backoff(fails, h.opt.MinBackoff, h.opt.MaxBackoff)
+		fails++
+		log.Warn("plugin exited; restarting", "err", err, "in", delay.Round(time.Millisecond))
+		h.setStatus(p.ID, func(s *Status) {
+			s.State, s.PID, s.Restarts, s.Since = StateBackoff, 0, s.Restarts+1, time.Now().UTC()
+			s.NextStart = s.Since.Add(delay)
+			if err != nil {
+				s.LastError = err.Error()
+			}
+		})
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			h.setStatus(p.ID, func(s *Status) { s.State, s.Since = StateStopped, time.Now().UTC() })
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// backoff is min·2^fails capped at max, with ±20% jitter.
+func backoff(fails int, min, max time.Duration) time.Duration {
+	d := min
+	for range fails {
+		d *= 2
+		if d >= max {
+			d = max
+			break
+		}
+	}
+	j := 0.8 + 0.4*rand.Float64()
+	return time.Duration(float64(d) * j)
+}
+
+// run starts the process once and serves ACP on its stdio until it exits, stops
+// answering pings, or ctx ends.
+func (h *Host) run(ctx context.Context, p config.Plugin, log *slog.Logger) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	name := p.Command
+	if name == "" {
+		name = h.opt.Self
+	}
+	cmd := exec.CommandContext(ctx, name, p.Args...)
+	cmd.Env = os.Environ()
+	for k, v := range p.Env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 3 * time.Second
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return fmt.Errorf("plugin %s: %w", p.ID, err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return fmt.Errorf("plugin %s: %w", p.ID, err)
+	}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return fmt.Errorf("plugin %s: %w", p.ID, err)
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("plugin %s: start: %w", p.ID, err)
+	}
+	pid := cmd.Process.Pid
+	log = log.With("pid", pid)
+	log.Info("plugin started")
+	h.setStatus(p.ID, func(s *Status) {
+		s.State, s.PID, s.Since, s.NextStart = StateRunning, pid, time.Now().UTC(), time.Time{}
+	})
+	var logs sync.WaitGroup
+	logs.Add(1)
+	go func() {
+		defer logs.Done()
+		logLines(stderr, log)
+	}()
+	serveErr := acpagent.Serve(ctx, acpagent.Deps{Router: h.r, Store: h.st, Hub: h.hub}, acpagent.Options{
+		Channel: p.ID, Agent: p.Agent, Config: p.Config, Gate: h.gate(p, log),
+		Version: h.opt.Version, Logger: log, Heartbeat: p.Heartbeat.Duration,
+		OnHeartbeat: func(t time.Time) { h.setStatus(p.ID, func(s *Status) { s.LastHeartbeat = t.UTC() }) },
+	}, stdout, stdin)
+	// The connection is over: the process goes with it.
+	cancel()
+	stdin.Close()
+	werr := cmd.Wait()
+	logs.Wait()
+	if serveErr != nil {
+		return serveErr
+	}
+	if werr != nil {
+		return fmt.Errorf("plugin %s: %w", p.ID, werr)
+	}
+	return errors.New("plugin exited")
+}
+
+// logLines logs a plugin's stderr, line by line, bounded.
+func logLines(r io.Reader, log *slog.Logger) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if len(line) > 2000 {
+			line = line[:2000] + "…"
+		}
+		log.Info("plugin stderr", "line", line)
+	}
+	if err := sc.Err(); err != nil {
+		// An over-long line stops the reader: keep draining so the plugin never blocks.
+		log.Warn("plugin stderr", "err", err)
+		_, _ = io.Copy(io.Discard, r)
+	}
+}
+
+// Refusal is what a user not allowed is told.
+const Refusal = "Sorry, you are not allowed to talk to agents here. Ask the owner to add your user id to allowed_users."
+
+// gate is the host's look at each prompt of plugin p.
+func (h *Host) gate(p config.Plugin, log *slog.Logger) acpagent.Gate {
+	runner := commands.Runner{Router: h.r, Store: h.st, Agent: p.Agent}
+	return func(ctx context.Context, g acpagent.GateRequest) acpagent.GateReply {
+		if g.User == "" || !slices.Contains(p.AllowedUsers, g.User) {
+			log.Warn("refused a user not allowed", "user", g.User, "chat", g.Route.Chat)
+			return acpagent.GateReply{Handled: true, Reply: Refusal}
+		}
+		cmd, ok, err := commands.Parse(g.Text)
+		if ok {
+			if err != nil {
+				return acpagent.GateReply{Handled: true, Reply: err.Error()}
+			}
+			return acpagent.GateReply{Handled: true, Reply: runner.Run(ctx, g.Route, cmd)}
+		}
+		if reply, ok := h.answerByNumber(ctx, g); ok {
+			return acpagent.GateReply{Handled: true, Reply: reply}
+		}
+		return acpagent.GateReply{}
+	}
+}
+
+// answerByNumber answers the route's newest open card when the text is one of
+// its option numbers. ok is false when the text is no such answer.
+func (h *Host) answerByNumber(ctx context.Context, g acpagent.GateRequest) (string, bool) {
+	if _, isNum := render.Choice(g.Text, 1<<30); !isNum {
+		return "", false
+	}
+	id, err := h.r.ThreadOf(ctx, g.Route)
+	if err != nil || id == "" {
+		return "", false
+	}
+	open, err := h.st.Cards(ctx, id, chat.CardOpen)
+	if err != nil || len(open) == 0 {
+		return "", false
+	}
+	card := open[len(open)-1]
+	c := router.Control{From: g.Route, Thread: id}
+	label := ""
+	switch card.Kind {
+	case chat.CardPermission:
+		var p chat.PermissionRequest
+		if json.Unmarshal(card.Request, &p) != nil {
+			return "", false
+		}
+		k, ok := render.Choice(g.Text, len(p.Options))
+		if !ok {
+			return fmt.Sprintf("Reply with a number from 1 to %d.", len(p.Options)), true
+		}
+		c.Permission = &wire.PermissionResponse{Type: wire.TypePermissionResponse, RequestID: p.RequestID, OptionID: p.Options[k].ID}
+		label = p.Options[k].Label
+	case chat.CardQuestion:
+		var q chat.Question
+		if json.Unmarshal(card.Request, &q) != nil || len(q.Questions) != 1 {
+			return "", false
+		}
+		item := q.Questions[0]
+		k, ok := render.Choice(g.Text, len(item.Options))
+		if !ok {
+			return fmt.Sprintf("Reply with a number from 1 to %d.", len(item.Options)), true
+		}
+		c.Answer = &wire.QuestionAnswer{Type: wire.TypeQuestionAnswer, RequestID: q.RequestID, Answers: chat.Answers{item.Question: item.Options[k].Label}}
+		label = item.Options[k].Label
+	default:
+		return "", false
+	}
+	if err := h.r.Control(ctx, c); err != nil {
+		if errors.Is(err, chat.ErrCardClosed) {
+			return "That card is no longer open.", true
+		}
+		return "could not answer: " + err.Error(), true
+	}
+	return "Answered: " + label, true
+}

@@ -1,0 +1,96 @@
+package render
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+)
+
+func TestChunk(t *testing.T) {
+	tests := []struct {
+		name  string
+		in    string
+		limit int
+		want  []string
+	}{
+		{"short", "hello", 10, []string{"hello"}},
+		{"at a space", "hello brave new world", 11, []string{"hello brave", "new world"}},
+		{"at a newline", "one two\nthree four", 12, []string{"one two", "three four"}},
+		{"no break", "abcdefghij", 4, []string{"abcd", "efgh", "ij"}},
+		{"runes kept whole", "ééééé", 5, []string{"éé", "éé", "é"}},
+		{"empty", "", 5, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Chunk(tt.in, tt.limit)
+			if strings.Join(got, "|") != strings.Join(tt.want, "|") {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+			for _, p := range got {
+				if len(p) > tt.limit || !utf8.ValidString(p) {
+					t.Errorf("piece %q: over the limit %d or not UTF-8", p, tt.limit)
+				}
+			}
+		})
+	}
+}
+
+func TestLinesHaveNoNewline(t *testing.T) {
+	for _, l := range Lines("a\nbb\n\nccc ddd", 4) {
+		if strings.Contains(l, "\n") || len(l) > 4 {
+			t.Errorf("line %q: has a newline or is over 4 bytes", l)
+		}
+	}
+}
+
+func TestStreamerSendOnce(t *testing.T) {
+	s := Streamer{Limit: 10}
+	now := time.Unix(0, 0)
+	if out := s.Add("hel", now); len(out.Send) != 0 {
+		t.Errorf("partial line: got %q, want nothing yet", out.Send)
+	}
+	out := s.Add("lo\nwor", now)
+	if strings.Join(out.Send, "|") != "hello" {
+		t.Errorf("whole line: got %q, want [hello]", out.Send)
+	}
+	out = s.End()
+	if strings.Join(out.Send, "|") != "wor" {
+		t.Errorf("end: got %q, want [wor]", out.Send)
+	}
+}
+
+func TestStreamerEditThrottled(t *testing.T) {
+	s := Streamer{Limit: 100, Interval: time.Second, Edit: true}
+	t0 := time.Unix(100, 0)
+	if out := s.Add("a", t0); out.Replace != "a" {
+		t.Errorf("first edit: got %q, want a", out.Replace)
+	}
+	if out := s.Add("b", t0.Add(100*time.Millisecond)); out.Replace != "" {
+		t.Errorf("within the interval: got %q, want no edit", out.Replace)
+	}
+	if out := s.Add("c", t0.Add(1100*time.Millisecond)); out.Replace != "abc" {
+		t.Errorf("after the interval: got %q, want abc", out.Replace)
+	}
+}
+
+func TestToolLineAndCard(t *testing.T) {
+	got := ToolLine("Bash", "execute", "completed", json.RawMessage(`{"command":"ls -la\n /tmp"}`), 0)
+	if got != "⚙ Bash: ls -la /tmp (completed)" {
+		t.Errorf("tool line: got %q", got)
+	}
+	if got := ToolLine(strings.Repeat("x", 50), "", "", nil, 20); len(got) > 20 {
+		t.Errorf("tool line over 20 bytes: %q", got)
+	}
+	card := Card("Run Bash?", []string{"Allow", "Reject"})
+	if !strings.Contains(card, "1. Allow") || !strings.Contains(card, "2. Reject") {
+		t.Errorf("card: got %q", card)
+	}
+	if i, ok := Choice(" 2 ", 2); !ok || i != 1 {
+		t.Errorf("choice 2: got %d %v, want 1 true", i, ok)
+	}
+	if _, ok := Choice("3", 2); ok {
+		t.Errorf("choice 3 of 2: got ok")
+	}
+}

@@ -1,0 +1,140 @@
+package cli_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley/internal/testkit"
+)
+
+// buildParley builds the real binary once per test run.
+func buildParley(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "parley")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/parley")
+	cmd.Dir = testkit.RepoRoot(t)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func TestServePrintsTheLinkAnswersAndShutsDownOnSIGTERM(t *testing.T) {
+	bin := buildParley(t)
+	data := filepath.Join(t.TempDir(), "data")
+	work := t.TempDir()
+	cmd := exec.Command(bin, "serve", "--data", data)
+	cmd.Dir = work
+	// An empty PATH: no agents are detected, and parley still runs.
+	cmd.Env = []string{"PARLEY_ADDR=127.0.0.1:0", "HOME=" + t.TempDir(), "PATH="}
+	stdout, _ := cmd.StdoutPipe()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	sc := bufio.NewScanner(stdout)
+	link := regexp.MustCompile(`http://(127\.0\.0\.1:\d+)/\?token=([0-9a-f]{64})`)
+	var m []string
+	for m == nil && sc.Scan() {
+		m = link.FindStringSubmatch(sc.Text())
+	}
+	if m == nil {
+		t.Fatalf("no dashboard link printed; stderr:\n%s", stderr.String())
+	}
+	addr, token := m[1], m[2]
+
+	st, err := os.Stat(filepath.Join(data, "token"))
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("token file: %v, mode %v; want 0600", err, st.Mode().Perm())
+	}
+	out, err := exec.Command(bin, "token", "--data", data).Output()
+	if err != nil || strings.TrimSpace(string(out)) != token {
+		t.Fatalf("parley token: %q %v, want the printed token", out, err)
+	}
+
+	req, _ := http.NewRequest("GET", "http://"+addr+"/api/version", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v struct {
+		PID     int       `json:"pid"`
+		Started time.Time `json:"started"`
+		Version string    `json:"version"`
+		UIHash  string    `json:"ui_hash"`
+	}
+	json.NewDecoder(resp.Body).Decode(&v)
+	resp.Body.Close()
+	if v.PID != cmd.Process.Pid || v.Started.IsZero() || v.Version == "" || len(v.UIHash) != 64 {
+		t.Fatalf("/api/version %+v: want pid %d, a start time, a version and the bundle's hash", v, cmd.Process.Pid)
+	}
+	resp, err = http.Get("http://" + addr + "/healthz")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("/healthz: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	resp, _ = http.Get("http://" + addr + "/metrics")
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("/metrics without token: %d, want 401", resp.StatusCode)
+	}
+	resp.Body.Close()
+	req, _ = http.NewRequest("GET", "http://"+addr+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, _ = http.DefaultClient.Do(req)
+	var body strings.Builder
+	bufio.NewReader(resp.Body).WriteTo(&body)
+	resp.Body.Close()
+	for _, name := range []string{"parley_connections", "parley_queued_inputs", "parley_receipts_total", "parley_events_total"} {
+		if !strings.Contains(body.String(), name) {
+			t.Errorf("/metrics lacks %s", name)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(data, "addr")); err != nil {
+		t.Errorf("no address file for local clients: %v", err)
+	}
+
+	cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("exit after SIGTERM: %v; stderr:\n%s", err, stderr.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("still running 20 s after SIGTERM")
+	}
+	if _, err := os.Stat(filepath.Join(data, "addr")); !os.IsNotExist(err) {
+		t.Errorf("address file left behind: %v", err)
+	}
+	if strings.Contains(stderr.String(), token) {
+		t.Error("the token appears in the log")
+	}
+}
+
+func TestServeRefusesABadConfig(t *testing.T) {
+	bin := buildParley(t)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "config.toml")
+	os.WriteFile(file, []byte("[[agent]]\nid = \"x\"\ntransport = \"scripted\"\ncommand = \"x\"\n"), 0o600)
+	cmd := exec.Command(bin, "serve", "--data", filepath.Join(dir, "data"), "--config", file, "--addr", "127.0.0.1:0")
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatal("serve started with a config naming an unknown transport")
+	}
+	if !strings.Contains(string(out), `transport "scripted"`) {
+		t.Fatalf("error does not name the problem:\n%s", out)
+	}
+}

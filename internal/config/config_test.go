@@ -1,0 +1,135 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestLoadLayersTheFileOverDetectedAgents(t *testing.T) {
+	dir := t.TempDir()
+	base := Default(filepath.Join(dir, "data"), dir)
+	base.Agents = Detect(func(name string) (string, error) {
+		if name == "claude" {
+			return "/usr/bin/claude", nil
+		}
+		return "", errors.New("not found")
+	})
+	file := filepath.Join(dir, "config.toml")
+	os.WriteFile(file, []byte(`
+default_agent = "claude"
+[limits]
+queue_depth = 8
+idle_timeout = "5m"
+[[agent]]
+id = "claude"
+transport = "stream"
+command = "/opt/claude"
+env = { FOO = "bar" }
+[[agent]]
+id = "gem"
+transport = "acp"
+command = "gemini"
+args = ["--acp"]
+`), 0o600)
+	cfg, err := Load(file, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	ids := []string{}
+	for _, a := range cfg.Agents {
+		ids = append(ids, a.ID)
+	}
+	if got := strings.Join(ids, ","); got != "claude,claude-tmux,gem" {
+		t.Fatalf("agents: got %s, want claude,claude-tmux,gem", got)
+	}
+	c, _ := cfg.Agent("claude")
+	if c.Command != "/opt/claude" || c.Env["FOO"] != "bar" {
+		t.Fatalf("claude not overridden: %+v", c)
+	}
+	if c.IdleTimeout.Duration != 5*time.Minute || cfg.Limits.QueueDepth != 8 {
+		t.Fatalf("limits not read: %+v / %v", cfg.Limits, c.IdleTimeout)
+	}
+	if g, _ := cfg.Agent("gem"); len(g.Roots) != 1 {
+		t.Fatalf("gem roots: %v, want the global root", g.Roots)
+	}
+}
+
+func TestLoadRefusesUnknownKeysAndBadValues(t *testing.T) {
+	dir := t.TempDir()
+	cases := map[string]string{
+		"unknown key":      "adress = \"x\"",
+		"bad duration":     "[limits]\nidle_timeout = \"soon\"",
+		"not toml":         "[[agent]\n",
+		"wrong value type": "roots = 5",
+	}
+	for name, body := range cases {
+		t.Run(name, func(t *testing.T) {
+			file := filepath.Join(dir, strings.ReplaceAll(name, " ", "_")+".toml")
+			os.WriteFile(file, []byte(body), 0o600)
+			if _, err := Load(file, Default(dir, dir)); err == nil {
+				t.Fatalf("loaded %q without an error", body)
+			}
+		})
+	}
+}
+
+func TestValidateSaysEveryProblem(t *testing.T) {
+	dir := t.TempDir()
+	cfg := Default(dir, dir)
+	cfg.Agents = []Agent{
+		{ID: "Bad Id", Transport: "stream", Command: "x"},
+		{ID: "ok", Transport: "scripted", Command: "x"},
+		{ID: "ok", Transport: "acp", Command: ""},
+		{ID: "env", Transport: "acp", Command: "x", Env: map[string]string{"A=B": "1"}},
+	}
+	cfg.DefaultAgent = "nobody"
+	err := cfg.Validate()
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, want := range []string{`"Bad Id"`, `transport "scripted"`, "defined twice", "command is empty", "bad environment variable", `default_agent "nobody"`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %s", err, want)
+		}
+	}
+}
+
+func TestConfine(t *testing.T) {
+	root := t.TempDir()
+	root, _ = filepath.EvalSymlinks(root)
+	outside := t.TempDir()
+	os.Mkdir(filepath.Join(root, "in"), 0o755)
+	os.Symlink(outside, filepath.Join(root, "out"))
+	os.Symlink(filepath.Join(root, "in"), filepath.Join(outside, "back"))
+	os.WriteFile(filepath.Join(root, "file"), nil, 0o600)
+	cases := []struct {
+		dir string
+		ok  bool
+	}{
+		{root, true},
+		{filepath.Join(root, "in"), true},
+		{filepath.Join(root, "in", "..", "in"), true},
+		{filepath.Join(root, ".."), false},
+		{filepath.Join(root, "out"), false},
+		{filepath.Join(outside, "back"), true}, // resolves into the root
+		{filepath.Join(root, "file"), false},
+		{filepath.Join(root, "missing"), false},
+		{"relative", false},
+		{"", false},
+		{root + "-sibling", false},
+	}
+	os.Mkdir(root+"-sibling", 0o755)
+	for _, c := range cases {
+		_, err := Confine(c.dir, []string{root})
+		if (err == nil) != c.ok {
+			t.Errorf("Confine(%q): err %v, want ok=%v", c.dir, err, c.ok)
+		}
+	}
+}

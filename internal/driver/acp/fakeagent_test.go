@@ -1,0 +1,432 @@
+package acp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	sdk "github.com/coder/acp-go-sdk"
+	"go.uber.org/goleak"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/driver"
+	"github.com/parleyhq/parley/internal/testkit"
+)
+
+// The test binary doubles as a small scripted ACP agent (run with
+// PARLEY_ACP_FAKE_AGENT=1) for what Gemini CLI does not do: elicitation,
+// session/resume, file requests that reach parley, ignoring a cancel, crashing.
+func TestMain(m *testing.M) {
+	if os.Getenv("PARLEY_ACP_FAKE_AGENT") == "1" {
+		runFakeAgent()
+		os.Exit(0)
+	}
+	goleak.VerifyTestMain(m)
+}
+
+type fakeAgent struct {
+	conn *sdk.AgentSideConnection
+	caps sdk.ClientCapabilities
+}
+
+func runFakeAgent() {
+	a := &fakeAgent{}
+	a.conn = sdk.NewAgentSideConnection(a, os.Stdout, os.Stdin)
+	<-a.conn.Done()
+}
+
+func (a *fakeAgent) Initialize(ctx context.Context, p sdk.InitializeRequest) (sdk.InitializeResponse, error) {
+	a.caps = p.ClientCapabilities
+	return sdk.InitializeResponse{
+		ProtocolVersion: sdk.ProtocolVersionNumber,
+		AuthMethods:     []sdk.AuthMethod{{Agent: &sdk.AuthMethodAgent{Id: "fake-key", Name: "Fake"}}},
+		AgentCapabilities: sdk.AgentCapabilities{
+			SessionCapabilities: sdk.SessionCapabilities{Resume: &sdk.SessionResumeCapabilities{}},
+		},
+	}, nil
+}
+
+func (a *fakeAgent) Authenticate(ctx context.Context, p sdk.AuthenticateRequest) (sdk.AuthenticateResponse, error) {
+	return sdk.AuthenticateResponse{}, nil
+}
+
+func (a *fakeAgent) NewSession(ctx context.Context, p sdk.NewSessionRequest) (sdk.NewSessionResponse, error) {
+	return sdk.NewSessionResponse{SessionId: "fresh", Modes: &sdk.SessionModeState{CurrentModeId: "ask", AvailableModes: []sdk.SessionMode{{Id: "ask", Name: "Ask"}, {Id: "code", Name: "Code"}}}}, nil
+}
+
+func (a *fakeAgent) ResumeSession(ctx context.Context, p sdk.ResumeSessionRequest) (sdk.ResumeSessionResponse, error) {
+	if p.SessionId != "known" {
+		return sdk.ResumeSessionResponse{}, &sdk.RequestError{Code: -32002, Message: "no such session"}
+	}
+	return sdk.ResumeSessionResponse{}, nil
+}
+
+func (a *fakeAgent) say(ctx context.Context, id sdk.SessionId, text string) {
+	_ = a.conn.SessionUpdate(ctx, sdk.SessionNotification{SessionId: id, Update: sdk.UpdateAgentMessageText(text)})
+}
+
+func (a *fakeAgent) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptResponse, error) {
+	text := ""
+	if len(p.Prompt) > 0 && p.Prompt[0].Text != nil {
+		text = p.Prompt[0].Text.Text
+	}
+	cmd, arg, _ := strings.Cut(text, " ")
+	switch cmd {
+	case "caps":
+		b, _ := json.Marshal(a.caps)
+		a.say(ctx, p.SessionId, string(b))
+	case "read":
+		r, err := a.conn.ReadTextFile(ctx, sdk.ReadTextFileRequest{SessionId: p.SessionId, Path: arg})
+		if err != nil {
+			a.say(ctx, p.SessionId, "error: "+err.Error())
+		} else {
+			a.say(ctx, p.SessionId, "read: "+r.Content)
+		}
+	case "write":
+		if _, err := a.conn.WriteTextFile(ctx, sdk.WriteTextFileRequest{SessionId: p.SessionId, Path: arg, Content: "from the agent"}); err != nil {
+			a.say(ctx, p.SessionId, "error: "+err.Error())
+		} else {
+			a.say(ctx, p.SessionId, "wrote")
+		}
+	case "ask":
+		var schema sdk.UnstableElicitationSchema
+		_ = json.Unmarshal([]byte(`{"type":"object","properties":{"color":{"type":"string","enum":["red","blue"]}},"required":["color"]}`), &schema)
+		r, err := a.conn.UnstableCreateElicitation(ctx, sdk.UnstableCreateElicitationRequest{Form: &sdk.UnstableCreateElicitationForm{Mode: "form", Message: "Which color?", RequestedSchema: schema}})
+		switch {
+		case err != nil:
+			a.say(ctx, p.SessionId, "error: "+err.Error())
+		case r.Accept != nil:
+			b, _ := json.Marshal(r.Accept.Content)
+			a.say(ctx, p.SessionId, "accepted "+string(b))
+		case r.Cancel != nil:
+			a.say(ctx, p.SessionId, "cancelled")
+		default:
+			a.say(ctx, p.SessionId, "declined")
+		}
+	case "perm":
+		r, err := a.conn.RequestPermission(ctx, sdk.RequestPermissionRequest{SessionId: p.SessionId,
+			ToolCall: sdk.ToolCallUpdate{ToolCallId: "t-9", Title: sdk.Ptr("rm -rf build"), Kind: sdk.Ptr(sdk.ToolKindExecute)},
+			Options:  []sdk.PermissionOption{{OptionId: "yes", Name: "Yes", Kind: sdk.PermissionOptionKindAllowOnce}, {OptionId: "no", Name: "No", Kind: sdk.PermissionOptionKindRejectOnce}}})
+		if err != nil || r.Outcome.Selected == nil {
+			// Cancelled (the SDK also cancels the request itself on
+			// session/cancel): as the protocol asks, the turn ends cancelled.
+			return sdk.PromptResponse{StopReason: sdk.StopReasonCancelled}, nil
+		}
+		a.say(ctx, p.SessionId, "selected "+string(r.Outcome.Selected.OptionId))
+	case "hang":
+		// Ignores session/cancel: parley must end the turn itself.
+		a.say(ctx, p.SessionId, "hanging")
+		select {}
+	case "crash":
+		fmt.Fprintln(os.Stderr, "fake agent: boom")
+		os.Exit(3)
+	default:
+		a.say(ctx, p.SessionId, "echo "+text)
+	}
+	return sdk.PromptResponse{StopReason: sdk.StopReasonEndTurn}, nil
+}
+
+func (a *fakeAgent) Cancel(ctx context.Context, p sdk.CancelNotification) error { return nil }
+func (a *fakeAgent) CloseSession(ctx context.Context, p sdk.CloseSessionRequest) (sdk.CloseSessionResponse, error) {
+	return sdk.CloseSessionResponse{}, nil
+}
+func (a *fakeAgent) ListSessions(ctx context.Context, p sdk.ListSessionsRequest) (sdk.ListSessionsResponse, error) {
+	return sdk.ListSessionsResponse{}, nil
+}
+func (a *fakeAgent) SetSessionConfigOption(ctx context.Context, p sdk.SetSessionConfigOptionRequest) (sdk.SetSessionConfigOptionResponse, error) {
+	return sdk.SetSessionConfigOptionResponse{}, nil
+}
+func (a *fakeAgent) SetSessionMode(ctx context.Context, p sdk.SetSessionModeRequest) (sdk.SetSessionModeResponse, error) {
+	return sdk.SetSessionModeResponse{}, nil
+}
+
+// startFake starts the fake agent in a fresh working directory.
+func startFake(t *testing.T, resume string) (*Session, *recSink, string) {
+	t.Helper()
+	cwd := t.TempDir()
+	sink := &recSink{}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(nil).Start(context.Background(), driver.Spec{
+		Command: exe, Env: []string{"PARLEY_ACP_FAKE_AGENT=1"}, Cwd: cwd, ResumeID: resume,
+		Options: map[string]string{OptAuthMethod: "fake-key"},
+	}, sink)
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	t.Cleanup(func() { _ = s.Close(context.Background()) })
+	return s.(*Session), sink, cwd
+}
+
+// turn prompts and waits for the turn's end; it returns the stop reason and text.
+func runTurn(t *testing.T, s *Session, sink *recSink, text string) (string, string) {
+	t.Helper()
+	from := sink.len()
+	prompt(t, s, text)
+	reason := waitTurn(t, sink, from)
+	return reason, sink.text(from)
+}
+
+func TestFakeAgentCapabilities(t *testing.T) {
+	s, sink, _ := startFake(t, "")
+	_, got := runTurn(t, s, sink, "caps")
+	var caps sdk.ClientCapabilities
+	if err := json.Unmarshal([]byte(got), &caps); err != nil {
+		t.Fatalf("caps: %v (%q)", err, got)
+	}
+	if !caps.Fs.ReadTextFile || !caps.Fs.WriteTextFile {
+		t.Errorf("fs capabilities: got %+v want read and write", caps.Fs)
+	}
+	if caps.Terminal {
+		t.Errorf("terminal advertised: got true want false (parley does not implement terminal/*)")
+	}
+	if caps.Elicitation == nil || caps.Elicitation.Form == nil || caps.Elicitation.Url != nil {
+		t.Errorf("elicitation: got %+v want form only", caps.Elicitation)
+	}
+}
+
+func TestFakeAgentFiles(t *testing.T) {
+	s, sink, cwd := startFake(t, "")
+	outside := t.TempDir()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.WriteFile(cwd+"/in.txt", []byte("inside words"), 0o644))
+	must(os.WriteFile(outside+"/secret.txt", []byte("secret words"), 0o644))
+	must(os.Symlink(outside+"/secret.txt", cwd+"/link.txt"))
+	tests := []struct {
+		ask  string
+		want string // prefix of the agent's reply
+	}{
+		{"read " + cwd + "/in.txt", "read: inside words"},
+		{"read " + outside + "/secret.txt", "error: "},
+		{"read " + cwd + "/link.txt", "error: "},
+		{"read " + cwd + "/missing.txt", "error: "},
+		{"write " + cwd + "/new/out.txt", "wrote"},
+		{"write " + cwd + "/link.txt", "error: "},
+		{"write " + outside + "/planted.txt", "error: "},
+	}
+	for _, tt := range tests {
+		t.Run(tt.ask, func(t *testing.T) {
+			if _, got := runTurn(t, s, sink, tt.ask); !strings.HasPrefix(got, tt.want) || strings.Contains(got, "secret words") {
+				t.Errorf("%s: got %q want prefix %q and no secret", tt.ask, got, tt.want)
+			}
+		})
+	}
+	if b, err := os.ReadFile(cwd + "/new/out.txt"); err != nil || string(b) != "from the agent" {
+		t.Errorf("written file: got %q, %v", b, err)
+	}
+	if b, _ := os.ReadFile(outside + "/secret.txt"); string(b) != "secret words" {
+		t.Errorf("secret after the writes: got %q want it untouched", b)
+	}
+	if _, err := os.Stat(outside + "/planted.txt"); err == nil {
+		t.Errorf("a file was planted outside the working directory")
+	}
+}
+
+func TestFakeAgentQuestion(t *testing.T) {
+	tests := []struct {
+		name   string
+		answer func(s *Session, q chat.Question) error
+		want   string
+	}{
+		{name: "answered", want: `accepted {"color":"blue"}`, answer: func(s *Session, q chat.Question) error {
+			return s.AnswerQuestion(context.Background(), q.RequestID, driver.QuestionAnswer{Answers: chat.Answers{q.Questions[0].Question: "blue"}})
+		}},
+		{name: "declined", want: "declined", answer: func(s *Session, q chat.Question) error {
+			return s.AnswerQuestion(context.Background(), q.RequestID, driver.QuestionAnswer{})
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, sink, _ := startFake(t, "")
+			from := sink.len()
+			prompt(t, s, "ask")
+			q := waitPayload[chat.Question](t, sink, from, "question")
+			if len(q.Questions) != 1 || q.Questions[0].Question != "Which color?" || len(q.Questions[0].Options) != 2 {
+				t.Fatalf("question: got %+v", q)
+			}
+			if err := s.AnswerQuestion(context.Background(), "q-none", driver.QuestionAnswer{}); !errors.Is(err, driver.ErrUnknownCard) {
+				t.Errorf("answer to an unknown card: got %v want ErrUnknownCard", err)
+			}
+			if err := tt.answer(s, q); err != nil {
+				t.Fatalf("answer: %v", err)
+			}
+			waitTurn(t, sink, from)
+			if got := sink.text(from); got != tt.want {
+				t.Errorf("agent heard: got %q want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestFakeAgentPermission(t *testing.T) {
+	tests := []struct {
+		name       string
+		act        func(s *Session, req chat.PermissionRequest) error
+		wantReason string
+		wantText   string
+		withdrawn  int
+		wantStatus string
+	}{
+		{name: "allow", wantReason: chat.StopEndTurn, wantText: "selected yes", wantStatus: "failed",
+			act: func(s *Session, req chat.PermissionRequest) error {
+				return s.AnswerPermission(context.Background(), req.RequestID, driver.PermissionAnswer{OptionID: "yes"})
+			}},
+		{name: "stop", wantReason: chat.StopCancelled, withdrawn: 1, wantStatus: "failed",
+			act: func(s *Session, req chat.PermissionRequest) error { return s.Cancel(context.Background()) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, sink, _ := startFake(t, "")
+			from := sink.len()
+			prompt(t, s, "perm")
+			req := waitPayload[chat.PermissionRequest](t, sink, from, "permission_request")
+			if req.Tool.ToolCallID != "t-9" || req.Tool.Title != "rm -rf build" || len(req.Options) != 2 {
+				t.Fatalf("card: got %+v", req)
+			}
+			if calls := payloads[chat.ToolCall](sink, from); len(calls) != 1 || calls[0].ToolCallID != "t-9" {
+				t.Errorf("tool call reported before the card: got %+v", calls)
+			}
+			if err := s.AnswerPermission(context.Background(), req.RequestID, driver.PermissionAnswer{OptionID: "maybe"}); !errors.Is(err, chat.ErrBadInput) {
+				t.Errorf("answer with an option not offered: got %v want ErrBadInput", err)
+			}
+			if err := tt.act(s, req); err != nil {
+				t.Fatal(err)
+			}
+			if got := waitTurn(t, sink, from); got != tt.wantReason {
+				t.Errorf("stop reason: got %q want %q", got, tt.wantReason)
+			}
+			if got := sink.text(from); got != tt.wantText {
+				t.Errorf("agent heard: got %q want %q", got, tt.wantText)
+			}
+			if got := sink.count(from, "withdrawn", req.RequestID); got != tt.withdrawn {
+				t.Errorf("withdrawn: got %d want %d", got, tt.withdrawn)
+			}
+			// The fake agent never reports the tool's end: the turn's end closes it.
+			ups := payloads[chat.ToolCallUpdate](sink, from)
+			if len(ups) == 0 || ups[len(ups)-1].Status != tt.wantStatus {
+				t.Errorf("tool call's end: got %+v want status %s", ups, tt.wantStatus)
+			}
+		})
+	}
+}
+
+func TestFakeAgentCancelIgnored(t *testing.T) {
+	old := cancelGrace
+	cancelGrace = 200 * time.Millisecond
+	t.Cleanup(func() { cancelGrace = old })
+	s, sink, _ := startFake(t, "")
+	from := sink.len()
+	prompt(t, s, "hang")
+	testkit.Eventually(t, 10*time.Second, func() bool { return sink.text(from) == "hanging" }, "no chunk")
+	if err := s.Cancel(context.Background()); err != nil {
+		t.Fatalf("Cancel: %v", err)
+	}
+	if got := waitTurn(t, sink, from); got != chat.StopCancelled {
+		t.Fatalf("stop reason: got %q want cancelled", got)
+	}
+	if err := s.Cancel(context.Background()); !errors.Is(err, chat.ErrNoTurn) {
+		t.Errorf("second Cancel: got %v want ErrNoTurn", err)
+	}
+	// The agent is still busy with the old prompt, but a new one is delivered.
+	next := sink.len()
+	prompt(t, s, "hello")
+	if got := waitTurn(t, sink, next); got != chat.StopEndTurn {
+		t.Errorf("next turn: got %q", got)
+	}
+}
+
+func TestFakeAgentCrash(t *testing.T) {
+	s, sink, _ := startFake(t, "")
+	from := sink.len()
+	prompt(t, s, "crash")
+	if got := waitTurn(t, sink, from); got != chat.StopError {
+		t.Fatalf("stop reason: got %q want error", got)
+	}
+	testkit.Eventually(t, 10*time.Second, func() bool { return sink.count(from, "exited", "") == 1 }, "no Exited")
+	errs := payloads[chat.Error](sink, from)
+	if len(errs) != 1 || !strings.Contains(errs[0].Message, "fake agent: boom") || !strings.Contains(errs[0].Message, "exit status 3") {
+		t.Errorf("error: got %+v want one with the exit status and stderr tail", errs)
+	}
+	if got := sink.count(from, "turn_ended", ""); got != 1 {
+		t.Errorf("TurnEnded calls: got %d want exactly 1", got)
+	}
+	if err := s.Prompt(context.Background(), driver.Prompt{Text: "x"}); !errors.Is(err, driver.ErrNotRunning) {
+		t.Errorf("Prompt after the crash: got %v want ErrNotRunning", err)
+	}
+	if err := s.Close(context.Background()); err != nil {
+		t.Errorf("Close after the crash: %v", err)
+	}
+}
+
+func TestFakeAgentResume(t *testing.T) {
+	tests := []struct {
+		id        string
+		wantID    string
+		wantError string
+	}{
+		{id: "known", wantID: "known"},
+		{id: "gone", wantID: "fresh", wantError: chat.CodeNoHistory},
+	}
+	for _, tt := range tests {
+		t.Run(tt.id, func(t *testing.T) {
+			s, sink, _ := startFake(t, tt.id)
+			if got := sink.sessionID(); got != tt.wantID {
+				t.Errorf("session id: got %q want %q", got, tt.wantID)
+			}
+			errs := payloads[chat.Error](sink, 0)
+			switch {
+			case tt.wantError == "" && len(errs) != 0:
+				t.Errorf("errors: got %+v want none", errs)
+			case tt.wantError != "" && (len(errs) != 1 || errs[0].Code != tt.wantError):
+				t.Errorf("errors: got %+v want one %s", errs, tt.wantError)
+			}
+			if reason, text := runTurn(t, s, sink, "hi"); reason != chat.StopEndTurn || text != "echo hi" {
+				t.Errorf("turn: got %q %q", reason, text)
+			}
+		})
+	}
+}
+
+func TestStartFailures(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		spec driver.Spec
+		want string
+	}{
+		{name: "no command", spec: driver.Spec{Cwd: t.TempDir()}, want: "no command"},
+		{name: "missing program", spec: driver.Spec{Command: "/nonexistent/agent", Cwd: t.TempDir()}, want: "start /nonexistent/agent"},
+		{name: "not an ACP agent", spec: driver.Spec{Command: "/bin/sh", Args: []string{"-c", "echo not json; echo oops >&2"}, Cwd: t.TempDir()}, want: "oops"},
+		{name: "auth method not offered", spec: driver.Spec{Command: exe, Env: []string{"PARLEY_ACP_FAKE_AGENT=1"}, Cwd: t.TempDir(), Options: map[string]string{OptAuthMethod: "oauth"}}, want: `auth method "oauth"`},
+		{name: "missing cwd", spec: driver.Spec{Command: exe, Cwd: "/nonexistent/dir"}, want: "working directory"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			s, err := New(nil).Start(ctx, tt.spec, &recSink{})
+			if err == nil {
+				s.Close(ctx)
+				t.Fatalf("Start: got a session want an error")
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Start: got %v want it to say %q", err, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,112 @@
+package ctl
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley/internal/testkit"
+)
+
+func TestValidName(t *testing.T) {
+	tests := []struct {
+		name string
+		want bool
+	}{
+		{"parley", true}, {"parley-test-1a2b", true}, {"a_b", true},
+		{"", false}, {"-t", false}, {"a:b", false}, {"a.b", false}, {"$1", false}, {"%1", false},
+		{"a b", false}, {"a;rm", false}, {strings.Repeat("x", 65), false},
+	}
+	for _, tt := range tests {
+		if got := ValidName(tt.name); got != tt.want {
+			t.Errorf("ValidName(%q): got %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+func newClient(t *testing.T) *Client {
+	t.Helper()
+	b := make([]byte, 4)
+	rand.Read(b)
+	c, err := New("", "parley-test-"+hex.EncodeToString(b), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.KillServer(context.Background()) })
+	return c
+}
+
+// Control mode reports output as it happens, and paste keeps newlines as text.
+func TestControlAndPaste(t *testing.T) {
+	c := newClient(t)
+	ctx := context.Background()
+	if err := c.NewSession(ctx, NewSessionOptions{Name: "s", Argv: []string{"cat"}}); err != nil {
+		t.Fatal(err)
+	}
+	ctl, err := c.Attach("s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctl.Close()
+	changed := ctl.Changed()
+	if err := c.Paste(ctx, "s", "buf", "one\ntwo; $(not run)"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-changed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no output notification after a paste")
+	}
+	testkit.Eventually(t, 5*time.Second, func() bool {
+		out, err := c.Capture(ctx, "s", 0)
+		return err == nil && strings.Contains(out, "one") && strings.Contains(out, "two; $(not run)")
+	}, "pasted text not on the pane")
+	info, err := c.Pane(ctx, "s")
+	if err != nil || info.CurrentCommand != "cat" || info.Width != 120 || info.Height != 40 {
+		t.Fatalf("Pane: got %+v %v, want cat at 120x40", info, err)
+	}
+	if _, err := c.Run(ctx, "copy-mode", "-t", "s"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ExitMode(ctx, "s"); err != nil {
+		t.Fatal(err)
+	}
+	if info, _ := c.Pane(ctx, "s"); info.InMode {
+		t.Error("still in copy-mode after ExitMode")
+	}
+	if err := c.KillSession(ctx, "s"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ctl.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("control client did not end with its session")
+	}
+	if ok, err := c.HasSession(ctx, "s"); ok || err != nil {
+		t.Errorf("HasSession after kill: got %v %v, want false nil", ok, err)
+	}
+	if _, err := c.Capture(ctx, "s", 0); !errors.Is(err, ErrNoSession) {
+		t.Errorf("Capture of a gone session: got %v, want ErrNoSession", err)
+	}
+}
+
+func TestRejectsBadNames(t *testing.T) {
+	c := newClient(t)
+	ctx := context.Background()
+	if err := c.NewSession(ctx, NewSessionOptions{Name: "x;y", Argv: []string{"cat"}}); err == nil {
+		t.Error("NewSession with a bad name: got nil")
+	}
+	if _, err := c.Attach("-t"); err == nil {
+		t.Error("Attach with a bad name: got nil")
+	}
+	if err := c.Paste(ctx, "s", "a b", "x"); err == nil {
+		t.Error("Paste with a bad buffer name: got nil")
+	}
+	if _, err := New("", "a:b", nil); err == nil {
+		t.Error("New with a bad socket: got nil")
+	}
+}

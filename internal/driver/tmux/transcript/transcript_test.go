@@ -1,0 +1,197 @@
+package transcript
+
+import (
+	"bufio"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/testkit"
+)
+
+// testdata/claude-2.1.197-session.jsonl is a real transcript Claude Code 2.1.197
+// wrote in a tmux pane against the scripted model API: a Bash tool use with
+// permission, two AskUserQuestion pickers (a label, free text) and a multi-select.
+func goldenLines(t *testing.T) [][]byte {
+	t.Helper()
+	f, err := os.Open(filepath.Join("testdata", "claude-2.1.197-session.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out [][]byte
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		out = append(out, append([]byte(nil), sc.Bytes()...))
+	}
+	return out
+}
+
+func TestParserGolden(t *testing.T) {
+	p := NewParser()
+	var got []string
+	for _, l := range goldenLines(t) {
+		ps, err := p.Line(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, x := range ps {
+			switch v := x.(type) {
+			case chat.AgentChunk:
+				got = append(got, "text:"+v.Text)
+			case chat.ToolCall:
+				got = append(got, "tool:"+v.Title+":"+v.Kind)
+			case chat.ToolCallUpdate:
+				got = append(got, "result:"+v.Status+":"+first(v.Output, 40))
+			}
+		}
+	}
+	want := []string{
+		"text:Listing.",
+		"tool:Bash: touch made-by-bash:execute",
+		"result:completed:(Bash completed with no output)",
+		"text:The command ran.",
+		"tool:AskUserQuestion:other",
+		`result:completed:Your questions have been answered: "Whic`,
+		"text:Thanks for the answer.",
+		"tool:AskUserQuestion:other",
+		`result:completed:Your questions have been answered: "Whic`,
+		"text:Thanks for the answer.",
+		"tool:AskUserQuestion:other",
+		`result:completed:Your questions have been answered: "Whic`,
+		"text:Thanks for the answer.",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if !p.Answered("toolu_standin_0002_665021") {
+		t.Error("the first question's tool result is not seen as its answer")
+	}
+	if p.Answered("toolu_never") {
+		t.Error("an unknown tool use reads as answered")
+	}
+}
+
+func first(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
+// Records sharing a message id, or written twice, are reported once.
+func TestParserDedupes(t *testing.T) {
+	p := NewParser()
+	lines := []string{
+		`{"type":"assistant","message":{"id":"m1","role":"assistant","content":[{"type":"text","text":"Hi."}]}}`,
+		`{"type":"assistant","message":{"id":"m1","role":"assistant","content":[{"type":"tool_use","id":"tu1","name":"Read","input":{"file_path":"/a"}}]}}`,
+		`{"type":"assistant","message":{"id":"m1","role":"assistant","content":[{"type":"text","text":"Hi."}]}}`,
+		`{"type":"assistant","isSidechain":true,"message":{"id":"m2","role":"assistant","content":[{"type":"text","text":"subagent"}]}}`,
+		`{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"tu1","content":[{"type":"text","text":"file"}],"is_error":true}]}}`,
+		`{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"tu1","content":"file"}]}}`,
+	}
+	var n [4]int
+	for _, l := range lines {
+		ps, err := p.Line([]byte(l))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, x := range ps {
+			switch v := x.(type) {
+			case chat.AgentChunk:
+				n[0]++
+			case chat.ToolCall:
+				n[1]++
+				if v.Kind != "read" {
+					t.Errorf("Read kind: got %q, want read", v.Kind)
+				}
+			case chat.ToolCallUpdate:
+				n[2]++
+				if v.Status != "failed" || v.Output != "file" {
+					t.Errorf("result: got %+v, want failed with output file", v)
+				}
+			default:
+				n[3]++
+			}
+		}
+	}
+	if n != [4]int{1, 1, 1, 0} {
+		t.Errorf("got text/tool/result/other %v, want [1 1 1 0]", n)
+	}
+}
+
+type collect struct {
+	mu sync.Mutex
+	ps []chat.Payload
+}
+
+func (c *collect) add(p chat.Payload) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.ps = append(c.ps, p)
+}
+
+func (c *collect) len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.ps)
+}
+
+// The follower picks up a file created after it started, and lines as they are appended.
+func TestFollow(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "projects", "x", "s.jsonl")
+	var c collect
+	f, err := Follow(path, false, c.add, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	lines := goldenLines(t)
+	fh, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	for _, l := range lines[:10] {
+		fh.Write(append(l, '\n'))
+	}
+	testkit.Eventually(t, 5*time.Second, func() bool { return c.len() == 4 }, "want 4 updates from the first 10 lines")
+	for _, l := range lines[10:] {
+		fh.Write(append(l, '\n'))
+	}
+	testkit.Eventually(t, 5*time.Second, func() bool { return c.len() == 13 }, "want 13 updates in all")
+	if !f.Answered("toolu_standin_0004_97425") {
+		t.Error("the multi-select question reads as unanswered")
+	}
+}
+
+// Adopting: what the file already holds is remembered, not re-sent.
+func TestFollowSkipExisting(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.jsonl")
+	var b strings.Builder
+	for _, l := range goldenLines(t) {
+		b.Write(l)
+		b.WriteByte('\n')
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var c collect
+	f, err := Follow(path, true, c.add, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	f.Sync()
+	if c.len() != 0 {
+		t.Errorf("got %d updates from existing lines, want 0", c.len())
+	}
+	if !f.Answered("toolu_standin_0002_665021") {
+		t.Error("existing answers are not remembered")
+	}
+}

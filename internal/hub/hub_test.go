@@ -1,0 +1,71 @@
+package hub
+
+import (
+	"testing"
+
+	"github.com/parleyhq/parley/internal/chat"
+)
+
+func TestPublishReachesEveryRouteShowingTheThread(t *testing.T) {
+	h := New(nil)
+	a := h.Subscribe(chat.RouteKey{Channel: "web", Chat: "a"}, "t1", 10)
+	b := h.Subscribe(chat.RouteKey{Channel: "tui", Chat: "b"}, "t1", 10)
+	other := h.Subscribe(chat.RouteKey{Channel: "web", Chat: "c"}, "t2", 10)
+	h.Publish("t1", 1, []byte("one"))
+	h.Publish("t1", 2, []byte("two"))
+	for _, s := range []*Sub{a, b} {
+		got := s.Take()
+		if len(got) != 2 || got[0].Seq != 1 || got[1].Seq != 2 {
+			t.Fatalf("got %+v, want seq 1 then 2", got)
+		}
+	}
+	if got := other.Take(); len(got) != 0 {
+		t.Fatalf("a route showing another thread got %+v", got)
+	}
+}
+
+func TestFullBacklogDropsOnlyThatSubscription(t *testing.T) {
+	var drops []string
+	h := New(func(r string) { drops = append(drops, r) })
+	slow := h.Subscribe(chat.RouteKey{Channel: "web", Chat: "s"}, "t", 2)
+	fast := h.Subscribe(chat.RouteKey{Channel: "web", Chat: "f"}, "t", 2)
+	for seq := int64(1); seq <= 5; seq++ {
+		h.Publish("t", seq, nil)
+		fast.Take() // keeps up
+	}
+	select {
+	case <-slow.Done():
+	default:
+		t.Fatal("slow subscription not dropped")
+	}
+	if h.Reason(slow) != ReasonSlow || len(drops) != 1 {
+		t.Fatalf("reason %q, drops %v", h.Reason(slow), drops)
+	}
+	select {
+	case <-fast.Done():
+		t.Fatal("fast subscription dropped")
+	default:
+	}
+	if h.Count() != 1 {
+		t.Fatalf("count %d, want 1", h.Count())
+	}
+}
+
+func TestAttachSwitchesInOrderWithEvents(t *testing.T) {
+	h := New(nil)
+	route := chat.RouteKey{Channel: "web", Chat: "r"}
+	s := h.Subscribe(route, "old", 10)
+	h.Publish("old", 7, nil)
+	h.Attach(route, "new")
+	h.Publish("old", 8, nil) // no longer shown
+	h.Publish("new", 1, nil)
+	got := s.Take()
+	if len(got) != 3 || got[0].Seq != 7 || !got[1].Switch || got[1].Thread != "new" || got[2].Thread != "new" || got[2].Seq != 1 {
+		t.Fatalf("got %+v, want old#7, switch to new, new#1", got)
+	}
+	h.Unsubscribe(s)
+	h.Unsubscribe(s) // twice is fine
+	if h.Count() != 0 {
+		t.Fatal("still subscribed")
+	}
+}

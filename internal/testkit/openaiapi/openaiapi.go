@@ -1,0 +1,245 @@
+// Package openaiapi is a small scripted stand-in for OpenAI's Responses API
+// (POST /v1/responses, streamed as server-sent events) on loopback, for
+// running Codex (through codex-acp) offline in tests. Rules match the last
+// user text or a function_call_output; replies are streamed text or one
+// function call. Every request is recorded.
+package openaiapi
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Rule answers the first request it matches. Contains matches the last user
+// text; Output matches a request whose newest input item is the output of a
+// function call of that name.
+type Rule struct {
+	Contains string
+	Output   string
+	Reply    Reply
+}
+
+// Reply is streamed text (in Chunks pieces, Delay apart) or a function call.
+type Reply struct {
+	Text   string
+	Chunks int
+	Delay  time.Duration
+	Call   string // function name
+	Args   any    // function arguments, marshalled to a JSON string
+}
+
+// Request is one recorded request.
+type Request struct {
+	Path string
+	Body map[string]any
+	Raw  []byte
+}
+
+// Server is the stand-in.
+type Server struct {
+	URL   string
+	hs    *httptest.Server
+	mu    sync.Mutex
+	rules []Rule
+	reqs  []Request
+	calls map[string]string // call_id → function name, for calls the stand-in made
+	n     int
+}
+
+// TB is the part of testing.TB the stand-in needs.
+type TB interface {
+	Helper()
+	Cleanup(func())
+	Fatalf(format string, args ...any)
+}
+
+// Start starts a stand-in on 127.0.0.1 and closes it when the test ends.
+func Start(t TB, rules ...Rule) *Server {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("openaiapi: listen: %v", err)
+	}
+	s := &Server{rules: rules, calls: map[string]string{}}
+	s.hs = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
+	s.hs.Listener.Close()
+	s.hs.Listener = ln
+	s.hs.Start()
+	s.URL = s.hs.URL
+	t.Cleanup(func() { s.hs.CloseClientConnections(); s.hs.Close() })
+	return s
+}
+
+// Requests returns the recorded requests, oldest first.
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Request(nil), s.reqs...)
+}
+
+// Output returns the first recorded output of a call to the named function.
+func (s *Server) Output(name string) (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range s.reqs {
+		items, _ := r.Body["input"].([]any)
+		for _, it := range items {
+			m, _ := it.(map[string]any)
+			if m["type"] == "function_call_output" && s.calls[fmt.Sprint(m["call_id"])] == name {
+				return outputText(m["output"]), true
+			}
+		}
+	}
+	return "", false
+}
+
+func outputText(v any) string {
+	if s, ok := v.(string); ok {
+		return s
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// lastInput describes the newest input item: a user text or a call output.
+func lastInput(body map[string]any) (text, callID string) {
+	items, _ := body["input"].([]any)
+	for i := len(items) - 1; i >= 0; i-- {
+		m, _ := items[i].(map[string]any)
+		switch m["type"] {
+		case "function_call_output":
+			return "", fmt.Sprint(m["call_id"])
+		case "message", nil:
+			if m["role"] != "user" {
+				continue
+			}
+			switch c := m["content"].(type) {
+			case string:
+				return c, ""
+			case []any:
+				for j := len(c) - 1; j >= 0; j-- {
+					p, _ := c[j].(map[string]any)
+					if t, ok := p["text"].(string); ok {
+						return t, ""
+					}
+				}
+			}
+			return "", ""
+		}
+	}
+	return "", ""
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	raw, _ := io.ReadAll(r.Body)
+	var body map[string]any
+	_ = json.Unmarshal(raw, &body)
+	s.mu.Lock()
+	s.reqs = append(s.reqs, Request{Path: r.URL.Path, Body: body, Raw: raw})
+	s.mu.Unlock()
+	if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/responses") {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"data":[],"models":[]}`))
+		return
+	}
+	text, callID := lastInput(body)
+	reply := Reply{Text: fmt.Sprintf("(stand-in: no rule for %q)", text)}
+	s.mu.Lock()
+	for _, rule := range s.rules {
+		if (rule.Output != "" && callID != "" && s.calls[callID] == rule.Output) ||
+			(rule.Output == "" && callID == "" && strings.Contains(text, rule.Contains)) {
+			reply = rule.Reply
+			break
+		}
+	}
+	s.n++
+	n := s.n
+	if reply.Call != "" {
+		s.calls[fmt.Sprintf("call_%d", n)] = reply.Call
+	}
+	s.mu.Unlock()
+	s.stream(w, r, n, reply)
+}
+
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, n int, reply Reply) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	fl, _ := w.(http.Flusher)
+	send := func(typ string, v map[string]any) {
+		v["type"] = typ
+		b, _ := json.Marshal(v)
+		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", typ, b)
+		if fl != nil {
+			fl.Flush()
+		}
+	}
+	respID := fmt.Sprintf("resp_%d", n)
+	send("response.created", map[string]any{"response": map[string]any{"id": respID}})
+	var item map[string]any
+	if reply.Call != "" {
+		args, _ := json.Marshal(reply.Args)
+		item = map[string]any{"type": "function_call", "id": fmt.Sprintf("fc_%d", n), "call_id": fmt.Sprintf("call_%d", n), "name": reply.Call, "arguments": string(args)}
+	} else {
+		id := fmt.Sprintf("msg_%d", n)
+		send("response.output_item.added", map[string]any{"output_index": 0, "item": map[string]any{"type": "message", "id": id, "role": "assistant", "content": []any{}}})
+		rs := []rune(reply.Text)
+		k := max(reply.Chunks, 1)
+		for i := 0; i < k; i++ {
+			if reply.Delay > 0 {
+				select {
+				case <-time.After(reply.Delay):
+				case <-r.Context().Done():
+					return
+				}
+			}
+			send("response.output_text.delta", map[string]any{"item_id": id, "output_index": 0, "content_index": 0, "delta": string(rs[i*len(rs)/k : (i+1)*len(rs)/k])})
+		}
+		item = map[string]any{"type": "message", "id": id, "role": "assistant", "content": []any{map[string]any{"type": "output_text", "text": reply.Text}}}
+	}
+	send("response.output_item.done", map[string]any{"output_index": 0, "item": item})
+	send("response.completed", map[string]any{"response": map[string]any{"id": respID, "usage": map[string]any{
+		"input_tokens": 10, "input_tokens_details": map[string]any{"cached_tokens": 0},
+		"output_tokens": 5, "output_tokens_details": map[string]any{"reasoning_tokens": 0}, "total_tokens": 15,
+	}}})
+}
+
+// APIKey is the fake key the environment carries. It is not a secret.
+const APIKey = "sk-parley-standin-openai-0000000000000000"
+
+// CodexEnv writes an isolated CODEX_HOME under home with a config that points
+// Codex at srv and returns the environment for codex-acp.
+func CodexEnv(t TB, srv *Server, home string) []string {
+	t.Helper()
+	codexHome := filepath.Join(home, ".codex")
+	if err := os.MkdirAll(codexHome, 0o700); err != nil {
+		t.Fatalf("openaiapi: %v", err)
+	}
+	cfg := fmt.Sprintf(`model = "gpt-5"
+model_provider = "standin"
+check_for_update_on_startup = false
+
+[model_providers.standin]
+name = "stand-in"
+base_url = %q
+env_key = "OPENAI_API_KEY"
+wire_api = "responses"
+supports_websockets = false
+request_max_retries = 0
+stream_max_retries = 0
+
+[analytics]
+enabled = false
+`, srv.URL+"/v1")
+	if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(cfg), 0o600); err != nil {
+		t.Fatalf("openaiapi: %v", err)
+	}
+	return []string{"HOME=" + home, "CODEX_HOME=" + codexHome, "OPENAI_API_KEY=" + APIKey}
+}

@@ -1,0 +1,159 @@
+package tui_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/client"
+	"github.com/parleyhq/parley/internal/config"
+	"github.com/parleyhq/parley/internal/daemon"
+	"github.com/parleyhq/parley/internal/driver"
+	"github.com/parleyhq/parley/internal/driver/stream"
+	"github.com/parleyhq/parley/internal/testkit"
+	"github.com/parleyhq/parley/internal/testkit/claudeapi"
+)
+
+// claudeWait bounds one step with the real Claude Code behind the daemon.
+const claudeWait = 60 * time.Second
+
+func claudeScenario() claudeapi.Scenario {
+	return claudeapi.Scenario{Rules: []claudeapi.Rule{
+		{Match: claudeapi.Match{Exact: "hello"}, Reply: claudeapi.Text("Hello from the **scripted** model.", 4, 5*time.Millisecond)},
+		{Match: claudeapi.Match{Exact: "make the file"}, Reply: claudeapi.Bash("touch made-by-bash", "Make a file")},
+		{Match: claudeapi.Match{Exact: "make another"}, Reply: claudeapi.Bash("touch made-elsewhere", "Make another file")},
+		{Match: claudeapi.Match{ToolResult: "Bash"}, Reply: claudeapi.Text("The command ran.", 1, 0)},
+		{Match: claudeapi.Match{Exact: "ask me"}, Reply: claudeapi.ToolUse("AskUserQuestion", map[string]any{"questions": []map[string]any{{
+			"question": "Which colour?", "header": "Colour", "multiSelect": false,
+			"options": []map[string]string{{"label": "Red", "description": "warm"}, {"label": "Blue", "description": "cool"}},
+		}}})},
+		{Match: claudeapi.Match{ToolResult: "AskUserQuestion"}, Reply: claudeapi.Text("Thanks for the answer.", 1, 0)},
+		{Match: claudeapi.Match{Exact: "slowly"}, Reply: claudeapi.Text(strings.Repeat("tick ", 2000), 2000, 20*time.Millisecond)},
+	}}
+}
+
+// TestChatWithClaudeCode is the issue's end-to-end list: `parley chat` in a real
+// terminal (tmux), a real daemon, the real Claude Code over the stream
+// transport, and the scripted Messages API as the only stand-in.
+func TestChatWithClaudeCode(t *testing.T) {
+	bin := parleyBin(t)
+	claude := testkit.ClaudeBin(t)
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	home, work := filepath.Join(root, "home"), filepath.Join(root, "work")
+	for _, d := range []string{home, work} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	api := claudeapi.Start(t, claudeScenario())
+	env := map[string]string{}
+	for _, kv := range claudeapi.Env(t, api, home, work) {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	cfg := config.Default(filepath.Join(root, "data"), work)
+	cfg.Addr = "127.0.0.1:0"
+	cfg.Agents = []config.Agent{{ID: "claude", Transport: config.TransportStream, Command: claude, Env: env}}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	d, err := daemon.Start(context.Background(), cfg, daemon.Options{
+		Drivers: map[string]driver.Driver{config.TransportStream: stream.New(nil)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if err := d.Shutdown(ctx); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+	})
+	server := "http://" + d.Addr()
+	tm := startTerm(t, []string{"NO_COLOR=1"}, bin, "chat", "--server", server, "--token", d.Token(), "--chat", "e2e-claude")
+	tm.within = claudeWait
+	t.Cleanup(func() { t.Logf("the screen at the end:\n%s", tm.screen()) })
+	tm.waitScreen("online", has("│ online"))
+
+	t.Run("answer", func(t *testing.T) {
+		tm.t = t
+		tm.typeLine("hello")
+		tm.waitScreen("the answer", has("  Hello from the scripted model."))
+		tm.waitScreen("the receipt", has("you  ✓ submitted"))
+	})
+	t.Run("permission by key runs the tool", func(t *testing.T) {
+		tm.t = t
+		tm.typeLine("make the file")
+		tm.waitScreen("the permission card", has("Permission: touch made-by-bash"))
+		tm.keys("1") // Allow once
+		s := tm.waitScreen("the tool's result", has("The command ran."))
+		if strings.Contains(s, "Permission: touch made-by-bash") {
+			t.Errorf("the card is still shown:\n%s", s)
+		}
+		if _, err := os.Stat(filepath.Join(work, "made-by-bash")); err != nil {
+			t.Errorf("the tool did not run: %v", err)
+		}
+	})
+	t.Run("question by free text", func(t *testing.T) {
+		tm.t = t
+		tm.typeLine("ask me")
+		tm.waitScreen("the question card", has("Which colour?"))
+		tm.typeLine("green, like grass")
+		tm.waitScreen("the agent's thanks", has("Thanks for the answer."))
+		res, ok := api.ToolResultFor("AskUserQuestion")
+		if !ok || !strings.Contains(res.ResultText(), "green, like grass") {
+			t.Errorf("the model got %q (found %v); want the person's own words", res.ResultText(), ok)
+		}
+	})
+	t.Run("esc stops a slow turn", func(t *testing.T) {
+		tm.t = t
+		tm.typeLine("slowly")
+		tm.waitScreen("streaming", func(s string) bool { return strings.Contains(s, "tick tick") && strings.Contains(s, "● working") })
+		tm.keys("Escape")
+		tm.waitScreen("the turn cancelled", func(s string) bool {
+			return strings.Contains(s, "turn ended: cancelled") && strings.Contains(s, "│ idle │")
+		})
+	})
+	t.Run("card answered from a second client disappears", func(t *testing.T) {
+		tm.t = t
+		tm.typeLine("make another")
+		tm.waitScreen("the permission card", has("Permission: touch made-elsewhere"))
+		ctx, cancel := context.WithTimeout(context.Background(), claudeWait)
+		defer cancel()
+		// A second socket client on the same route, as a second terminal or tab.
+		c, _, err := client.Dial(ctx, server, d.Token(), client.Options{Chat: "e2e-claude", Channel: "tui", Since: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.CloseNow()
+		var rid string
+		for rid == "" {
+			ev, err := c.Next(ctx)
+			if err != nil {
+				t.Fatalf("second client: %v", err)
+			}
+			var p chat.PermissionRequest
+			if ev.Type == chat.TypePermissionRequest && ev.Decode(&p) == nil && strings.Contains(p.Tool.Title, "made-elsewhere") {
+				rid = p.RequestID
+			}
+		}
+		if err := c.Send(ctx, map[string]string{"type": "permission_response", "request_id": rid, "option_id": chat.OptionAllowOnce}); err != nil {
+			t.Fatal(err)
+		}
+		tm.waitScreen("the card gone", func(s string) bool {
+			return !strings.Contains(s, "Permission: touch made-elsewhere") && strings.Contains(s, "Enter send")
+		})
+		testkit.Eventually(t, claudeWait, func() bool {
+			_, err := os.Stat(filepath.Join(work, "made-elsewhere"))
+			return err == nil
+		}, "the tool allowed elsewhere did not run")
+	})
+}
