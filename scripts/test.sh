@@ -9,6 +9,7 @@ cd "$(dirname "$0")/.."
 
 CLAUDE_VERSION=2.1.197   # keep in step with internal/testkit/agents.go
 GEMINI_VERSION=0.61.0
+CODEX_ACP_VERSION=0.16.0
 
 log() { printf '\n== %s\n' "$*"; }
 
@@ -26,9 +27,11 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 
 # The pinned agent programs, in an ignored cache folder of the repository.
-install_agent() { # name package version
-	local dir=".cache/npm/$1" bin=".cache/npm/$1/node_modules/.bin/$1"
-	if [ -x "$bin" ] && "$bin" --version 2>/dev/null | grep -q "$3"; then
+install_agent() { # folder package version
+	local dir=".cache/npm/$1"
+	local have
+	have=$(node -p "require('./$dir/node_modules/$2/package.json').version" 2>/dev/null || true)
+	if [ "$have" = "$3" ]; then
 		return
 	fi
 	log "installing $2@$3 into $dir"
@@ -42,14 +45,7 @@ if ! .cache/npm/claude/node_modules/.bin/claude --version >/dev/null 2>&1; then
 	node .cache/npm/claude/node_modules/@anthropic-ai/claude-code/install.cjs
 fi
 install_agent gemini @google/gemini-cli "$GEMINI_VERSION"
-# The official ACP TypeScript SDK, the client the ACP agent side is tested with
-# (keep in step with internal/e2e/acp/acp_test.go).
-ACP_SDK_VERSION=2.4.0
-if ! grep -qs "\"version\": \"$ACP_SDK_VERSION\"" .cache/npm/acp-sdk/node_modules/@agentclientprotocol/sdk/package.json; then
-	log "installing @agentclientprotocol/sdk@$ACP_SDK_VERSION into .cache/npm/acp-sdk"
-	mkdir -p .cache/npm/acp-sdk
-	npm install --prefix .cache/npm/acp-sdk --no-audit --no-fund --no-save --loglevel=error "@agentclientprotocol/sdk@$ACP_SDK_VERSION"
-fi
+install_agent codex-acp @zed-industries/codex-acp "$CODEX_ACP_VERSION"
 .cache/npm/claude/node_modules/.bin/claude --version
 .cache/npm/gemini/node_modules/.bin/gemini --version
 

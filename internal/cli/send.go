@@ -102,52 +102,37 @@ Exit status:
 	return cmd
 }
 
+// reconnectFor is how long parley send keeps trying to get its socket back.
+const reconnectFor = time.Minute
+
 // sendOne sends text and follows its turn to the end, returning the exit status.
+// A dropped socket is dialled again with since, so the answer is printed whole
+// and nothing twice; the message keeps its id, so it is never delivered twice.
 func sendOne(ctx context.Context, server, token string, f sendFlags, text string, stdout, stderr io.Writer) int {
 	fail := func(code int, format string, args ...any) int {
 		fmt.Fprintf(stderr, "parley: "+format+"\n", args...)
 		return code
 	}
-	timedOut := func(err error) int {
+	lost := func(err error) int {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return fail(ExitTimeout, "timed out after %v", f.timeout)
 		}
 		return fail(ExitFailure, "connection lost: %v", err)
 	}
-	c, _, err := client.Dial(ctx, server, token, client.Options{Chat: f.chatID(), Channel: "tui", Since: -1})
-	if err != nil {
-		return timedOut(err)
+	s := &sendSocket{server: server, token: token, chat: f.chatID()}
+	if err := s.dial(ctx); err != nil {
+		return lost(err)
 	}
-	defer c.CloseNow()
+	defer func() { s.c.CloseNow() }()
 	// The connect sequence: config, thread, the replay, replay_done.
-	var current chat.ThreadID
-	var cfg chat.Config
-	var th chat.ThreadEvent
-	waitReplay := func() error {
-		for {
-			ev, err := c.Next(ctx)
-			if err != nil {
-				return err
-			}
-			switch ev.Type {
-			case chat.TypeConfig:
-				_ = ev.Decode(&cfg)
-			case chat.TypeThread:
-				current = ev.Thread
-				_ = ev.Decode(&th)
-			case chat.TypeReplayDone:
-				return nil
-			}
-		}
-	}
-	if err := waitReplay(); err != nil {
-		return timedOut(err)
+	if err := s.untilReplayDone(ctx); err != nil {
+		return lost(err)
 	}
 	msg := wire.Message{Type: wire.TypeMessage, MessageID: chat.NewID("m"), Text: text, Agent: f.agent}
 	switch {
 	case f.newThread:
-		msg.Intent = &wire.Intent{New: &wire.NewIntent{Cwd: newCwd(f.cwd, f.agent, th.Thread, cfg), Agent: f.agent}}
-	case f.thread != "" && chat.ThreadID(f.thread) != current:
+		msg.Intent = &wire.Intent{New: &wire.NewIntent{Cwd: newCwd(f.cwd, f.agent, s.th, s.cfg), Agent: f.agent}}
+	case f.thread != "" && chat.ThreadID(f.thread) != s.th.ID:
 		target, err := client.API{Server: server, Token: token}.Thread(ctx, chat.ThreadID(f.thread))
 		if err != nil {
 			return fail(ExitFailure, "thread %s: %v", f.thread, err)
@@ -155,32 +140,55 @@ func sendOne(ctx context.Context, server, token string, f sendFlags, text string
 		if target.SessionID == "" {
 			return fail(ExitFailure, "thread %s has no agent session yet, so it cannot be continued from here", target.ID)
 		}
-		if err := c.Send(ctx, wire.ResumeSession{Type: wire.TypeResumeSession, Agent: target.Agent, SessionID: target.SessionID, Cwd: target.Cwd}); err != nil {
-			return timedOut(err)
+		if err := s.c.Send(ctx, wire.ResumeSession{Type: wire.TypeResumeSession, Agent: target.Agent, SessionID: target.SessionID, Cwd: target.Cwd}); err != nil {
+			return lost(err)
 		}
-		for current != target.ID {
-			if err := waitReplay(); err != nil {
-				return timedOut(err)
+		for s.th.ID != target.ID {
+			if err := s.untilReplayDone(ctx); err != nil {
+				return lost(err)
 			}
 		}
 		msg.Agent = ""
 	}
-	if err := c.Send(ctx, msg); err != nil {
-		return timedOut(err)
+	if err := s.c.Send(ctx, msg); err != nil {
+		return lost(err)
 	}
-	started, wrote, endsNL := false, false, true
+	accepted, started, wrote, endsNL := false, false, false, true
 	for {
-		ev, err := c.Next(ctx)
+		ev, err := s.c.Next(ctx)
 		if err != nil {
-			return timedOut(err)
+			if ctx.Err() != nil {
+				return lost(err)
+			}
+			if f.verbose {
+				fmt.Fprintf(stderr, "parley: socket lost (%v); reconnecting\n", err)
+			}
+			if err := s.redial(ctx); err != nil {
+				return lost(err)
+			}
+			if !accepted {
+				// It may not have got there: the same id again is delivered once.
+				if err := s.c.Send(ctx, msg); err != nil {
+					return lost(err)
+				}
+			}
+			continue
+		}
+		if !s.fresh(ev) {
+			continue // already handled before the socket dropped
 		}
 		switch ev.Type {
+		case chat.TypeUserMessage:
+			var p chat.UserMessage
+			_ = ev.Decode(&p)
+			accepted = accepted || p.MessageID == msg.MessageID
 		case chat.TypeDelivery:
 			var d chat.Delivery
 			_ = ev.Decode(&d)
 			if d.MessageID != msg.MessageID {
 				continue
 			}
+			accepted = true
 			if f.verbose {
 				fmt.Fprintf(stderr, "parley: %s%s\n", d.State, suffixDetail(d.Detail))
 			}
@@ -194,7 +202,7 @@ func sendOne(ctx context.Context, server, token string, f sendFlags, text string
 			var ts chat.TurnStatus
 			_ = ev.Decode(&ts)
 			if ts.Active && ts.MessageID == msg.MessageID {
-				started = true
+				accepted, started = true, true
 			}
 		case chat.TypeAgentChunk:
 			if !started {
@@ -219,10 +227,10 @@ func sendOne(ctx context.Context, server, token string, f sendFlags, text string
 		case chat.TypeError:
 			var p chat.Error
 			_ = ev.Decode(&p)
-			if p.Ref == msg.MessageID {
+			if p.Ref == msg.MessageID && !started {
 				return fail(ExitNotDelivered, "refused: %s", p.Message)
 			}
-			if started {
+			if p.Ref == msg.MessageID || started {
 				fmt.Fprintf(stderr, "parley: %s\n", p.Message)
 			}
 		case chat.TypePromptDone:
@@ -248,11 +256,88 @@ func sendOne(ctx context.Context, server, token string, f sendFlags, text string
 	}
 }
 
-func suffixDetail(s string) string {
-	if s == "" {
-		return ""
+// sendSocket is parley send's socket with the cursor it reconnects from.
+type sendSocket struct {
+	server, token, chat string
+
+	c       *client.Conn
+	cfg     chat.Config
+	th      chat.Thread // the route's thread
+	lastSeq int64       // the newest seq of th handled
+}
+
+func (s *sendSocket) dial(ctx context.Context) error {
+	opt := client.Options{Chat: s.chat, Channel: "tui", Since: -1}
+	if s.th.ID != "" {
+		opt.Since, opt.Thread = s.lastSeq, s.th.ID
 	}
-	return ": " + s
+	c, _, err := client.Dial(ctx, s.server, s.token, opt)
+	if err != nil {
+		return err
+	}
+	s.c = c
+	return nil
+}
+
+// redial gets the socket back, trying for reconnectFor.
+func (s *sendSocket) redial(ctx context.Context) error {
+	s.c.CloseNow()
+	deadline := time.Now().Add(reconnectFor)
+	wait := 200 * time.Millisecond
+	for {
+		// Wait first: a daemon that just closed the socket is likely going down.
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+		err := s.dial(ctx)
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return err
+		}
+		wait = min(wait*2, 2*time.Second)
+	}
+}
+
+// fresh keeps the cursor and reports whether ev is new: a log event of the
+// route's thread not handled yet, or a connection-level frame.
+func (s *sendSocket) fresh(ev client.Event) bool {
+	switch {
+	case ev.Type == chat.TypeConfig:
+		_ = ev.Decode(&s.cfg)
+	case ev.Type == chat.TypeThread:
+		var te chat.ThreadEvent
+		_ = ev.Decode(&te)
+		if te.Thread.ID != s.th.ID {
+			s.lastSeq = 0
+		}
+		s.th = te.Thread
+	case ev.Seq > 0:
+		if ev.Thread != s.th.ID || ev.Seq <= s.lastSeq {
+			return false
+		}
+		s.lastSeq = ev.Seq
+	}
+	return true
+}
+
+// untilReplayDone reads through one connect (or switch) sequence.
+func (s *sendSocket) untilReplayDone(ctx context.Context) error {
+	for {
+		ev, err := s.c.Next(ctx)
+		if err != nil {
+			return err
+		}
+		s.fresh(ev)
+		if ev.Type == chat.TypeReplayDone {
+			return nil
+		}
+	}
 }
 
 // newCwd is where a new thread works: --cwd, else the route's thread's
@@ -273,4 +358,11 @@ func newCwd(cwd, agent string, th chat.Thread, cfg chat.Config) string {
 		}
 	}
 	return th.Cwd
+}
+
+func suffixDetail(s string) string {
+	if s == "" {
+		return ""
+	}
+	return ": " + s
 }

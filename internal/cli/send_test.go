@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,6 +24,14 @@ import (
 // startDaemon runs a real daemon over the scripted agent ("echo").
 func startDaemon(t *testing.T) *daemon.Daemon {
 	t.Helper()
+	current, _ := startRestartable(t)
+	return current()
+}
+
+// startRestartable is startDaemon whose daemon restart stops and starts again
+// on the same address and data.
+func startRestartable(t *testing.T) (current func() *daemon.Daemon, restart func()) {
+	t.Helper()
 	root, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -36,18 +46,35 @@ func startDaemon(t *testing.T) *daemon.Daemon {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	d, err := daemon.Start(context.Background(), cfg, daemon.Options{Drivers: map[string]driver.Driver{"stream": &scripted.Driver{}}})
-	if err != nil {
-		t.Fatal(err)
+	var mu sync.Mutex
+	var d *daemon.Daemon
+	start := func() {
+		nd, err := daemon.Start(context.Background(), cfg, daemon.Options{Drivers: map[string]driver.Driver{"stream": &scripted.Driver{}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Addr = nd.Addr()
+		mu.Lock()
+		d = nd
+		mu.Unlock()
 	}
-	t.Cleanup(func() {
+	stop := func() {
+		mu.Lock()
+		od := d
+		d = nil
+		mu.Unlock()
+		if od == nil {
+			return
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if err := d.Shutdown(ctx); err != nil {
+		if err := od.Shutdown(ctx); err != nil {
 			t.Errorf("shutdown: %v", err)
 		}
-	})
-	return d
+	}
+	start()
+	t.Cleanup(stop)
+	return func() *daemon.Daemon { mu.Lock(); defer mu.Unlock(); return d }, func() { stop(); start() }
 }
 
 // parley runs the CLI in-process and returns its status and output.
@@ -186,5 +213,60 @@ func TestSendToThreadAndNew(t *testing.T) {
 	code, out, _ = parley(append([]string{"threads"}, remote(d, "a")[:4]...)...)
 	if code != 0 || !strings.Contains(out, "ID") || strings.Count(out, "echo") != 2 {
 		t.Errorf("threads: status %d, got\n%s\nwant a header and two echo threads", code, out)
+	}
+}
+
+// TestSendSurvivesADaemonRestart: the socket drops mid-turn; parley send dials
+// again with since, prints nothing twice, and reports how the turn ended.
+func TestSendSurvivesADaemonRestart(t *testing.T) {
+	current, restart := startRestartable(t)
+	d := current()
+	const chatID = "send-restart"
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, _, err := client.Dial(ctx, "http://"+d.Addr(), d.Token(), client.Options{Chat: chatID, Channel: "tui", Since: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	type result struct {
+		code     int
+		out, err string
+	}
+	done := make(chan result, 1)
+	go func() {
+		code, out, errs := parley(append(append([]string{"send", "-v"}, remote(d, chatID)...), "stream 100000 10ms")...)
+		done <- result{code, out, errs}
+	}()
+	for {
+		ev, err := c.Next(ctx)
+		if err != nil {
+			t.Fatalf("watcher: %v", err)
+		}
+		if ev.Type == chat.TypeAgentChunk && ev.Seq > 0 {
+			break
+		}
+	}
+	c.CloseNow()
+	restart()
+	var r result
+	select {
+	case r = <-done:
+	case <-ctx.Done():
+		t.Fatal("parley send did not end after the restart")
+	}
+	// The daemon cut the turn off on the way down; after it came back, the
+	// replay from since said so.
+	if r.code != cli.ExitAgentError || !strings.Contains(r.err, "reconnecting") || !strings.Contains(r.err, "cut off") {
+		t.Errorf("got status %d, stderr %q; want %d after reconnecting, saying the turn was cut off", r.code, r.err, cli.ExitAgentError)
+	}
+	words := strings.Fields(r.out)
+	if len(words) == 0 {
+		t.Fatalf("stdout %q: want the chunks streamed before the restart", r.out)
+	}
+	for i, w := range words {
+		if want := "c" + strconv.Itoa(i+1); w != want {
+			t.Fatalf("stdout word %d is %q, want %q (each chunk once, in order): %q", i, w, want, r.out)
+		}
 	}
 }

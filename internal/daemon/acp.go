@@ -10,9 +10,9 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/parleyhq/parley/internal/auth"
-	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/channel/acpagent"
 	"github.com/parleyhq/parley/internal/channel/plugin"
+	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/config"
 )
 

@@ -89,6 +89,14 @@ func TestChatWithClaudeCode(t *testing.T) {
 		tm.waitScreen("the answer", has("  Hello from the scripted model."))
 		tm.waitScreen("the receipt", has("you  ✓ submitted"))
 	})
+	t.Run("mode key", func(t *testing.T) {
+		tm.t = t
+		tm.waitScreen("the mode", has("│ mode default │"))
+		tm.keys("BTab")
+		tm.waitScreen("the next mode", has("│ mode acceptEdits │"))
+		tm.keys("BTab", "BTab", "BTab") // plan, bypassPermissions (refused unless allowed), default
+		tm.waitScreen("back to default", has("│ mode default │"))
+	})
 	t.Run("permission by key runs the tool", func(t *testing.T) {
 		tm.t = t
 		tm.typeLine("make the file")

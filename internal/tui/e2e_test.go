@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -145,7 +146,13 @@ func startTerm(t *testing.T, env []string, argv ...string) *term {
 		args = append(args, "-e", kv)
 	}
 	args = append(args, argv...)
-	t.Cleanup(func() { exec.Command("tmux", "-L", tm.sock, "kill-server").Run() })
+	t.Cleanup(func() {
+		path, _ := exec.Command("tmux", "-L", tm.sock, "display-message", "-p", "#{socket_path}").Output()
+		exec.Command("tmux", "-L", tm.sock, "kill-server").Run()
+		if p := strings.TrimSpace(string(path)); p != "" {
+			os.Remove(p) // tmux leaves its socket file behind
+		}
+	})
 	tm.tmux(args...)
 	return tm
 }
@@ -176,24 +183,22 @@ func (tm *term) keys(keys ...string) {
 // waitScreen polls the screen until cond holds, failing with the screen.
 func (tm *term) waitScreen(what string, cond func(string) bool) string {
 	tm.t.Helper()
-	var s string
 	within := tm.within
 	if within == 0 {
 		within = 15 * time.Second
 	}
-	deadline := time.Now().Add(within)
-	for {
-		s = tm.screen()
-		if cond(s) {
-			return s
-		}
-		if time.Now().After(deadline) {
-			tm.t.Fatalf("waiting for %s: not on the screen after %v; the screen:\n%s", what, within, s)
-		}
-		// capture-pane itself takes a few ms; polling it is the wait.
-		testkit.Eventually(tm.t, time.Second, func() bool { return true }, "")
-	}
+	var last lastScreen
+	testkit.Eventually(tm.t, within, func() bool {
+		last.s = tm.screen()
+		return cond(last.s)
+	}, "waiting for %s: not on the screen; the screen:\n%s", what, &last)
+	return last.s
 }
+
+// lastScreen prints the screen seen last, when a wait fails.
+type lastScreen struct{ s string }
+
+func (l *lastScreen) String() string { return l.s }
 
 func has(sub string) func(string) bool {
 	return func(s string) bool { return strings.Contains(s, sub) }
@@ -221,6 +226,15 @@ func TestChatInTmux(t *testing.T) {
 		if !statusRe.MatchString(s) {
 			t.Errorf("status line: got screen\n%s\nwant a line matching %s", s, statusRe)
 		}
+	})
+	t.Run("multi-line input", func(t *testing.T) {
+		tm.t = t
+		tm.tmux("send-keys", "-t", "t", "-l", "say line one")
+		tm.keys("M-Enter")
+		tm.tmux("send-keys", "-t", "t", "-l", "say line two")
+		tm.keys("C-j")
+		tm.typeLine("say line three")
+		tm.waitScreen("one message of three lines, answered", has("say line one\nsay line two\nsay line three\nagent\n  line oneline twoline three"))
 	})
 	t.Run("permission by key", func(t *testing.T) {
 		tm.t = t
@@ -295,6 +309,34 @@ func TestChatInTmux(t *testing.T) {
 		})
 		if !strings.Contains(s, "Enter send") {
 			t.Errorf("the input is not back after the card went:\n%s", s)
+		}
+	})
+	t.Run("resize", func(t *testing.T) {
+		tm.t = t
+		for _, size := range [][2]int{{60, 18}, {80, 24}} {
+			tm.tmux("resize-window", "-t", "t", "-x", strconv.Itoa(size[0]), "-y", strconv.Itoa(size[1]))
+			// The status line sits five rows from the bottom: above the three
+			// input rows and the help row.
+			tm.waitScreen(fmt.Sprintf("the layout at %dx%d", size[0], size[1]), func(s string) bool {
+				lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+				return len(lines) == size[1] && strings.HasPrefix(lines[size[1]-5], " parley │") &&
+					strings.HasPrefix(lines[size[1]-1], "Enter send")
+			})
+		}
+	})
+	t.Run("ctrl-c twice quits", func(t *testing.T) {
+		tm.t = t
+		tm.keys("C-c")
+		tm.waitScreen("the warning", has("press Ctrl-C again to quit"))
+		if dead := strings.TrimSpace(tm.tmux("display-message", "-p", "-t", "t", "#{pane_dead}")); dead != "0" {
+			t.Fatalf("pane_dead after one Ctrl-C: got %q, want 0", dead)
+		}
+		tm.keys("C-c")
+		testkit.Eventually(t, 10*time.Second, func() bool {
+			return strings.TrimSpace(tm.tmux("display-message", "-p", "-t", "t", "#{pane_dead}")) == "1"
+		}, "parley chat still runs after the second Ctrl-C")
+		if st := strings.TrimSpace(tm.tmux("display-message", "-p", "-t", "t", "#{pane_dead_status}")); st != "0" {
+			t.Errorf("exit status: got %q, want 0", st)
 		}
 	})
 }

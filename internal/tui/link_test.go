@@ -59,7 +59,7 @@ func TestLinkReconnectsWithSince(t *testing.T) {
 	current, restart, _ := startRestartable(t)
 	d := current()
 	l := tui.NewLink("http://"+d.Addr(), d.Token(), client.Options{Chat: "link", Since: -1}, nil)
-	l.MinBackoff, l.MaxBackoff = 20*time.Millisecond, 100*time.Millisecond
+	l.MinBackoff, l.MaxBackoff = 200*time.Millisecond, 400*time.Millisecond
 	log := runLink(t, l)
 	testkit.Eventually(t, 5*time.Second, func() bool { return log.count(isOnline) == 1 }, "not online")
 	testkit.Eventually(t, 5*time.Second, func() bool {

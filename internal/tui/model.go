@@ -136,7 +136,6 @@ func New(opt Options, be Backend) *Model {
 		width: 80, height: 24,
 		users: map[string]*entry{}, tools: map[string]*entry{},
 		input: ta, vp: viewport.New(), follow: true, dirty: true,
-		offline: "connecting…",
 	}
 	m.layout()
 	return m
@@ -162,9 +161,9 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case OfflineMsg:
 		m.online, m.connecting = false, false
 		m.attempt = msg.Attempt
-		m.offline = "offline"
+		m.offline = "the socket closed"
 		if msg.Err != nil {
-			m.offline = "offline: " + shortErr(msg.Err)
+			m.offline = shortErr(msg.Err)
 		}
 		for _, e := range m.users {
 			if e.state == "sending" {
@@ -507,7 +506,8 @@ func (m *Model) startNew(cwd, agent string) {
 }
 
 func (m *Model) onError(p chat.Error) {
-	if e := m.users[p.Ref]; e != nil && p.Ref != "" {
+	if e := m.users[p.Ref]; e != nil && p.Ref != "" && rank(e.state) < rank(chat.DeliveryDelivering) {
+		// Refused before it was taken (busy, bad input): it failed, and says why.
 		e.state, e.detail, e.out = chat.DeliveryFailed, p.Message, nil
 		return
 	}
@@ -736,7 +736,7 @@ func suffix(s string) string {
 
 func shortErr(err error) string {
 	if errors.Is(err, ErrOffline) {
-		return "offline"
+		return "not connected"
 	}
 	s := err.Error()
 	if len(s) > 120 {

@@ -362,8 +362,12 @@ func TestTypedMessageEchoAndReceipts(t *testing.T) {
 	if n := strings.Count(h.screen(), "hello there"); n != 1 {
 		t.Errorf("the message is shown %d times, want once:\n%s", n, h.screen())
 	}
-	h.frames(fmt.Sprintf(`{"type":"error","code":"busy","message":"thread is busy","ref":"m_other"}`))
+	h.frames(`{"type":"error","code":"busy","message":"thread is busy","ref":"m_other"}`)
 	h.wantScreen("! thread is busy")
+	// An error about a message already submitted (the turn was cut off) does
+	// not make its receipt a lie.
+	h.frames(fmt.Sprintf(`{"type":"error","thread":"t_1","seq":5,"code":"restarted","message":"this turn was cut off","ref":%q}`, id))
+	h.wantScreen("you  ✓ submitted", "! this turn was cut off")
 }
 
 func TestFailedDeliverySaysWhy(t *testing.T) {
@@ -374,14 +378,20 @@ func TestFailedDeliverySaysWhy(t *testing.T) {
 		`{"type":"delivery","thread":"t_1","seq":2,"message_id":"m_x","state":"failed","detail":"the agent is not running"}`,
 	)
 	h.wantScreen("you (web)  ✗ failed\nhi\n✗ the agent is not running")
+	// Refused outright: the error names the message.
+	h.typeText("too many")
+	h.key("enter")
+	id := h.be.sentOf("message")[0]["message_id"].(string)
+	h.frames(fmt.Sprintf(`{"type":"error","code":"busy","message":"thread is busy: too many messages waiting","ref":%q}`, id))
+	h.wantScreen("you  ✗ failed\ntoo many\n✗ thread is busy: too many messages waiting")
 }
 
 func TestOfflineMessageIsKeptAndSentOnce(t *testing.T) {
 	h := newHarness(t, Options{NoColor: true})
 	connected(h, thread1)
 	h.be.offline = true
-	h.send(OfflineMsg{Err: ErrOffline, Attempt: 2})
-	h.wantScreen("OFFLINE")
+	h.send(OfflineMsg{Err: fmt.Errorf("connection refused"), Attempt: 2})
+	h.wantScreen("OFFLINE, reconnecting (try 2)", "offline: connection refused")
 	h.typeText("typed while offline")
 	h.key("enter")
 	h.wantScreen("typed while offline", "waiting for connection")

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	tea "charm.land/bubbletea/v2"
@@ -109,11 +110,16 @@ func (m *Model) statusLine() string {
 	case m.intent != nil:
 		parts = append(parts, "new thread")
 	case m.thread.ID != "":
-		t := string(m.thread.ID)
-		if m.thread.Title != "" {
-			t = m.thread.Title
+		name := m.thread.Title
+		if name == "" && m.thread.Cwd != "" {
+			name = filepath.Base(m.thread.Cwd)
 		}
-		parts = append(parts, truncate(t, 24))
+		id := truncate(string(m.thread.ID), 9)
+		if name == "" {
+			parts = append(parts, id)
+		} else {
+			parts = append(parts, truncate(name, 20)+" "+id)
+		}
 	default:
 		parts = append(parts, "no thread yet")
 	}
@@ -137,16 +143,19 @@ func (m *Model) statusLine() string {
 		parts = append(parts, "online")
 	} else {
 		st = m.st.statusOff
-		s := m.offline
-		if m.online {
+		var s string
+		switch {
+		case m.online:
 			s = "catching up…"
-		} else if m.attempt > 1 {
-			s += fmt.Sprintf(" (retry %d)", m.attempt)
+		case !m.everOnline && m.attempt == 0:
+			s = "connecting…"
+		default:
+			s = "OFFLINE, reconnecting"
+			if m.attempt > 1 {
+				s += fmt.Sprintf(" (try %d)", m.attempt)
+			}
 		}
-		parts = append(parts, "OFFLINE "+s)
-		if !m.everOnline {
-			parts[len(parts)-1] = s
-		}
+		parts = append(parts, s)
 	}
 	line := " " + strings.Join(parts, " │ ") + " "
 	line = ansi.Truncate(line, m.width, "…")
@@ -158,6 +167,9 @@ func (m *Model) statusLine() string {
 
 func (m *Model) helpLine() string {
 	s := m.flash
+	if s == "" && !m.online && m.offline != "" {
+		s = "offline: " + m.offline
+	}
 	if s == "" {
 		s = "Enter send · Alt+Enter newline · Esc stop · ^T threads · ^N new · ⇧Tab mode · ^O tools · ^C^C quit"
 		if m.width < ansi.StringWidth(s) {

@@ -47,8 +47,11 @@ type Store interface {
 	Cards(ctx context.Context, thread chat.ThreadID, state string) ([]chat.Card, error)
 }
 
-// Unsubscriber ends a hub subscription.
-type Unsubscriber interface{ Unsubscribe(s *hub.Sub) }
+// Unsubscriber ends a hub subscription and says why the hub dropped one.
+type Unsubscriber interface {
+	Unsubscribe(s *hub.Sub)
+	Reason(s *hub.Sub) string
+}
 
 // Deps are the daemon's parts the agent side uses.
 type Deps struct {
@@ -59,12 +62,12 @@ type Deps struct {
 
 // Meta keys parley reads from and writes into ACP `_meta` objects.
 const (
-	MetaConfig    = "parley/config"    // initialize result: the plugin's own config section
-	MetaAgents    = "parley/agents"    // initialize result: the configured agents
-	MetaChat      = "parley/chat"      // session/new params: the platform chat id to use as the route's chat
-	MetaUser      = "parley/user"      // session/prompt params: the platform user who wrote
-	MetaThread    = "parley/thread"    // session/new and load results: the thread the route shows
-	MetaNotice    = "parley/notice"    // agent_message_chunk: parley's own answer (a command, a refusal), not the agent's
+	MetaConfig    = "parley/config"     // initialize result: the plugin's own config section
+	MetaAgents    = "parley/agents"     // initialize result: the configured agents
+	MetaChat      = "parley/chat"       // session/new params: the platform chat id to use as the route's chat
+	MetaUser      = "parley/user"       // session/prompt params: the platform user who wrote
+	MetaThread    = "parley/thread"     // session/new and load results: the thread the route shows
+	MetaNotice    = "parley/notice"     // agent_message_chunk: parley's own answer (a command, a refusal), not the agent's
 	MetaRequestID = "parley/request_id" // request_permission and elicitation: the card's request id
 )
 
@@ -128,8 +131,12 @@ func Serve(ctx context.Context, d Deps, opt Options, r io.Reader, w io.Writer) e
 	defer cancel()
 	a := &agent{d: d, opt: opt, log: opt.Logger, sessions: map[string]*session{}}
 	a.spawnCtx = func() (context.Context, context.CancelFunc) { return context.WithCancel(ctx) }
-	a.conn = acp.NewAgentSideConnection(a, w, r)
+	// The SDK starts reading in NewAgentSideConnection and SetLogger is not
+	// synchronised with that: hold the reader until the logger is set.
+	held := &heldReader{r: r, open: make(chan struct{})}
+	a.conn = acp.NewAgentSideConnection(a, w, held)
 	a.conn.SetLogger(opt.Logger.With("acp", opt.Channel))
+	close(held.open)
 	a.done = a.conn.Done()
 	var result error
 	var tick <-chan time.Time
@@ -539,4 +546,15 @@ func modes(th chat.Thread) *acp.SessionModeState {
 		return nil
 	}
 	return &acp.SessionModeState{CurrentModeId: acp.SessionModeId(th.Mode), AvailableModes: []acp.SessionMode{}}
+}
+
+// heldReader blocks reads until open is closed.
+type heldReader struct {
+	r    io.Reader
+	open chan struct{}
+}
+
+func (h *heldReader) Read(p []byte) (int, error) {
+	<-h.open
+	return h.r.Read(p)
 }

@@ -68,13 +68,15 @@ func (a *agent) askPermission(ctx context.Context, s *session, p chat.Permission
 			a.log.Debug("acp: request_permission ended", "request", p.RequestID, "err", err)
 			return
 		}
-		pr := &wire.PermissionResponse{Type: wire.TypePermissionResponse, RequestID: p.RequestID}
-		switch {
-		case resp.Outcome.Selected != nil:
-			pr.OptionID = string(resp.Outcome.Selected.OptionId)
-		default:
-			pr.Cancelled = true
+		if resp.Outcome.Selected == nil {
+			// The client withdrew its dialog (its turn was cancelled, it is
+			// closing): the card stays open for every other surface. A stop
+			// cancels a turn's cards by itself.
+			a.log.Debug("acp: client cancelled its permission request", "request", p.RequestID)
+			return
 		}
+		pr := &wire.PermissionResponse{Type: wire.TypePermissionResponse, RequestID: p.RequestID,
+			OptionID: string(resp.Outcome.Selected.OptionId)}
 		a.answer(ctx, s, router.Control{From: s.route, Permission: pr})
 	}()
 }

@@ -149,12 +149,13 @@ func (a *agent) pump(ctx context.Context, s *session, thread chat.ThreadID, sinc
 				s.lastSeq = it.Seq
 			}
 		case <-s.sub.Done():
-			if ctx.Err() != nil {
-				return
+			if ctx.Err() != nil || a.d.Hub.Reason(s.sub) != hub.ReasonSlow {
+				return // the session or parley is ending
 			}
-			// Dropped (too slow, or shutdown): subscribe again and catch up.
-			sub, th, err := a.d.Router.Subscribe(ctx, s.route, a.opt.Buffer)
-			if err != nil || th == nil {
+			// Dropped for falling behind: subscribe again and catch up. The
+			// router's call is not cut short by ctx (its answer must be read).
+			sub, th, err := a.d.Router.Subscribe(context.WithoutCancel(ctx), s.route, a.opt.Buffer)
+			if err != nil || th == nil || ctx.Err() != nil {
 				if sub != nil {
 					a.d.Hub.Unsubscribe(sub)
 				}

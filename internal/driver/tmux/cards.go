@@ -70,11 +70,10 @@ func menuKey(m pane.Menu) string {
 func (s *session) scan() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	out, err := s.c.Capture(ctx, s.name, 0)
+	scr, err := s.captureVisible(ctx)
 	if err != nil {
 		return
 	}
-	scr := pane.Read(out)
 	m, live, _ := scr.Menu()
 	if live && m.Kind == pane.MenuReview {
 		return // the last page of a question being answered
@@ -263,11 +262,11 @@ func (s *session) takeCard(ctx context.Context, id, kind string) (*openCard, pan
 	if c == nil || c.id != id || c.kind != kind {
 		return nil, pane.Menu{}, fmt.Errorf("tmux: card %s: %w", id, driver.ErrUnknownCard)
 	}
-	out, err := s.c.Capture(ctx, s.name, 0)
+	scr, err := s.captureVisible(ctx)
 	if err != nil {
-		return nil, pane.Menu{}, s.goneErr(err)
+		return nil, pane.Menu{}, err
 	}
-	m, live, why := pane.Read(out).Menu()
+	m, live, why := scr.Menu()
 	if !live || menuKey(m) != menuKey(c.menu) {
 		return nil, pane.Menu{}, fmt.Errorf("tmux: card %s is not on the pane (%s): %w", id, why, driver.ErrUnknownCard)
 	}
@@ -383,14 +382,6 @@ func (s *session) answerPicker(ctx context.Context, a driver.QuestionAnswer) err
 		}
 	}
 	return fmt.Errorf("%w: the question picker did not close", ErrKeyboard)
-}
-
-func (s *session) captureVisible(ctx context.Context) (*pane.Screen, error) {
-	out, err := s.c.Capture(ctx, s.name, 0)
-	if err != nil {
-		return nil, s.goneErr(err)
-	}
-	return pane.Read(out), nil
 }
 
 func (s *session) answerPage(ctx context.Context, m pane.Menu, answers chat.Answers) error {

@@ -282,11 +282,42 @@ const historyLines = 3000
 // read a real send as not sent, and retyping would send it twice). Sessions
 // parley starts keep 50,000 lines.
 func (s *session) capture(ctx context.Context) (*pane.Screen, error) {
-	out, err := s.c.Capture(ctx, s.name, ctl.HistoryAll)
+	out, err := s.query(ctx, ctl.CaptureArgs(s.name, ctl.HistoryAll)...)
 	if err != nil {
 		return nil, s.goneErr(err)
 	}
 	return pane.Read(out), nil
+}
+
+func (s *session) captureVisible(ctx context.Context) (*pane.Screen, error) {
+	out, err := s.query(ctx, ctl.CaptureArgs(s.name, 0)...)
+	if err != nil {
+		return nil, s.goneErr(err)
+	}
+	return pane.Read(out), nil
+}
+
+func (s *session) paneInfo(ctx context.Context) (ctl.PaneInfo, error) {
+	out, err := s.query(ctx, ctl.PaneArgs(s.name)...)
+	if err != nil {
+		return ctl.PaneInfo{}, s.goneErr(err)
+	}
+	return ctl.ParsePane(out)
+}
+
+// query runs a read-only tmux command through the control client (no process
+// to start: the send's re-checks stay cheap), or as a process without one.
+func (s *session) query(ctx context.Context, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, ctl.DefaultTimeout)
+	defer cancel()
+	if s.ctl != nil {
+		select {
+		case <-s.ctl.Done():
+		default:
+			return s.ctl.Command(ctx, args...)
+		}
+	}
+	return s.c.Run(ctx, args...)
 }
 
 func (s *session) goneErr(err error) error {
@@ -371,9 +402,9 @@ var errMenu = errors.New("a menu is open")
 func (s *session) ready(ctx context.Context, messageID string, queued *string) error {
 	for {
 		changed := s.ctl.Changed()
-		info, err := s.c.Pane(ctx, s.name)
+		info, err := s.paneInfo(ctx)
 		if err != nil {
-			return s.goneErr(err)
+			return err
 		}
 		if info.InMode {
 			// Enter is eaten in copy-mode.

@@ -37,6 +37,13 @@ func scenario() claudeapi.Scenario {
 			{Match: claudeapi.Match{Exact: "askmulti"}, Reply: claudeapi.ToolUse("AskUserQuestion", map[string]any{
 				"questions": []map[string]any{{"question": "Which fruits do you like?", "header": "Fruit", "multiSelect": true,
 					"options": []map[string]string{{"label": "Apple", "description": "Crisp"}, {"label": "Banana", "description": "Soft"}, {"label": "Cherry", "description": "Small"}}}}})},
+			{Match: claudeapi.Match{Exact: "asktwo"}, Reply: claudeapi.ToolUse("AskUserQuestion", map[string]any{
+				"questions": []map[string]any{
+					{"question": "Which color do you prefer?", "header": "Color", "multiSelect": false,
+						"options": []map[string]string{{"label": "Blue", "description": "The color of the sky"}, {"label": "Red", "description": "The color of fire"}}},
+					{"question": "Which size?", "header": "Size", "multiSelect": false,
+						"options": []map[string]string{{"label": "Small", "description": "S"}, {"label": "Large", "description": "L"}}}}})},
+			{Match: claudeapi.Match{Exact: "slow"}, Reply: claudeapi.Text(strings.Repeat("word ", 400), 200, 50*time.Millisecond)},
 			{Match: claudeapi.Match{ToolResult: "AskUserQuestion"}, Reply: claudeapi.Text("Thanks for the answer.", 1, 0)},
 		},
 		Default: &claudeapi.Reply{Blocks: []claudeapi.Block{{Type: claudeapi.BlockText, Text: "OK."}}},
@@ -574,5 +581,61 @@ func TestAdoptExistingSession(t *testing.T) {
 	}
 	if ok, err := h.c.HasSession(ctx, "mine"); err != nil || !ok {
 		t.Errorf("the adopted session after Close: exists %v (%v), want it kept", ok, err)
+	}
+}
+
+// Two questions in one picker: the card carries both (from the PreToolUse
+// hook), and the answer walks the pages and submits.
+func TestQuestionCardTwoQuestions(t *testing.T) {
+	h := newHarness(t, scenario())
+	s, k := h.start("t-two")
+	if err := h.prompt(s, "m1", "asktwo"); err != nil {
+		t.Fatalf("Prompt: %v", err)
+	}
+	testkit.Eventually(t, 30*time.Second, func() bool { return len(k.questions()) == 1 }, "no question card")
+	card := k.questions()[0]
+	if len(card.Questions) != 2 || card.Questions[1].Question != "Which size?" {
+		t.Fatalf("card %+v, want both questions", card)
+	}
+	answers := chat.Answers{"Which color do you prefer?": "Red", "Which size?": "Large"}
+	if err := s.AnswerQuestion(answerCtx(t), card.RequestID, driver.QuestionAnswer{Answers: answers}); err != nil {
+		t.Fatalf("AnswerQuestion: %v\n%s", err, plain(h.capture(s)))
+	}
+	if !poll(30*time.Second, func() bool { _, ok := h.srv.ToolResult(card.RequestID); return ok }) {
+		t.Fatalf("the stand-in never got the answers\n%s", plain(h.capture(s)))
+	}
+	res, _ := h.srv.ToolResult(card.RequestID)
+	for _, want := range []string{`"Which color do you prefer?"="Red"`, `"Which size?"="Large"`} {
+		if !strings.Contains(res.ResultText(), want) {
+			t.Errorf("tool result %q lacks %q", res.ResultText(), want)
+		}
+	}
+	waitTurns(t, k, 1)
+	if got := len(k.questions()); got != 1 {
+		t.Errorf("question cards: got %d, want 1", got)
+	}
+}
+
+// Cancel interrupts a turn in flight: the turn ends as cancelled.
+func TestCancel(t *testing.T) {
+	h := newHarness(t, scenario())
+	s, k := h.start("t-cancel")
+	if err := h.prompt(s, "m1", "slow"); err != nil {
+		t.Fatalf("Prompt: %v", err)
+	}
+	testkit.Eventually(t, 30*time.Second, func() bool { return h.modelGot("slow") }, "the model never got the message")
+	if err := s.Cancel(context.Background()); err != nil {
+		t.Fatalf("Cancel: %v", err)
+	}
+	testkit.Eventually(t, 10*time.Second, func() bool {
+		k.mu.Lock()
+		defer k.mu.Unlock()
+		return len(k.turns) == 1 && k.turns[0] == chat.StopCancelled
+	}, "the turn did not end as cancelled")
+	if !poll(20*time.Second, func() bool {
+		scr, err := s.captureVisible(context.Background())
+		return err == nil && strings.Contains(strings.Join(scr.Lines, "\n"), "Interrupted")
+	}) {
+		t.Errorf("the TUI does not show the interrupt:\n%s", plain(h.capture(s)))
 	}
 }

@@ -10,10 +10,12 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 )
 
 // js quotes a Go string for a JavaScript expression.
@@ -85,6 +87,27 @@ func TestDashboard(t *testing.T) {
 
 	chatURL := eval[string](t, ctx, `location.href`)
 
+	t.Run("2b slash-command completion and the mode switch", func(t *testing.T) {
+		box := chromedp.CSS(`textarea[aria-label=Message]`)
+		run(t, ctx, "type a slash", chromedp.SendKeys(box, "/"))
+		until(t, ctx, "the agent's commands are offered", `document.querySelectorAll(".suggest li").length > 0`)
+		first := eval[string](t, ctx, `document.querySelector(".suggest li b").textContent`)
+		run(t, ctx, "complete with Tab", chromedp.KeyEvent(kb.Tab))
+		until(t, ctx, "the box holds the command", fmt.Sprintf(`document.querySelector("textarea[aria-label=Message]").value === %s`, js(first+" ")))
+		run(t, ctx, "clear the box", chromedp.Evaluate[chromedp.Void](`(() => { const el = document.querySelector("textarea[aria-label=Message]"); el.select(); document.execCommand("delete"); })()`))
+		until(t, ctx, "the box is empty", `document.querySelector("textarea[aria-label=Message]").value === ""`)
+
+		modes := eval[[]string](t, ctx, `window.parley.state.chat.mode ? window.parley.state.chat.mode.available.map(m => m.id) : []`)
+		if len(modes) < 2 || !slices.Contains(modes, "plan") || !slices.Contains(modes, "default") {
+			t.Fatalf("got modes %v, want Claude Code's modes with default and plan", modes)
+		}
+		for _, m := range []string{"plan", "default"} {
+			run(t, ctx, "choose mode "+m, chromedp.SetValue(chromedp.CSS(`.mode select`), m),
+				chromedp.Evaluate[chromedp.Void](`document.querySelector(".mode select").dispatchEvent(new Event("change", {bubbles: true}))`))
+			until(t, ctx, "the agent reports mode "+m, fmt.Sprintf(`window.parley.state.chat.mode.current === %s`, js(m)))
+		}
+	})
+
 	t.Run("3 permission card: click, the tool runs, the follow-up appears; a second tab sees it resolve", func(t *testing.T) {
 		tab2 := newTab(t, ctx)
 		run(t, tab2, "open the chat in a second tab", chromedp.Navigate(chatURL), chromedp.WaitVisible(chromedp.CSS(`textarea[aria-label=Message]`)))
@@ -138,6 +161,18 @@ func TestDashboard(t *testing.T) {
 		until(t, ctx, "the card is resolved and the follow-up shown once", `!document.querySelector(".card.perm:not([data-state=resolved])") && !document.querySelector(".card.perm button:enabled") && `+followUps+` === `+want)
 	})
 
+	t.Run("3c a file write is shown as a diff after the permission", func(t *testing.T) {
+		send(t, ctx, PromptWrite)
+		until(t, ctx, "the write asks permission", `!!document.querySelector(".card.perm[data-state=open] button.k-allow_once:enabled")`)
+		run(t, ctx, "allow once", chromedp.Click(chromedp.CSS(`.card.perm[data-state=open] button.k-allow_once`)))
+		until(t, ctx, "the diff shows the new lines", `[...document.querySelectorAll(".diff .d-add")].map(e => e.textContent).join("|").includes("+ second line")`)
+		until(t, ctx, "the follow-up appears", pageHas("Written."))
+		shot(t, ctx, "desktop-diff")
+		if b, err := os.ReadFile(filepath.Join(r.work, WrittenFile)); err != nil || !strings.Contains(string(b), "second line") {
+			t.Errorf("got %q, %v, want the file written", b, err)
+		}
+	})
+
 	t.Run("4 question cards: an option, then free text; reload keeps them answered", func(t *testing.T) {
 		send(t, ctx, PromptAsk+" first")
 		until(t, ctx, "the question card is open", `!!document.querySelector(".card.question[data-state=open]")`)
@@ -180,6 +215,12 @@ func TestDashboard(t *testing.T) {
 		until(t, ctx, "the stop button shows while the answer streams", `!!document.querySelector("button.stop") && `+pageHas("slowly"))
 		run(t, ctx, "click stop", chromedp.Click(chromedp.CSS(`button.stop`)))
 		until(t, ctx, "the turn ends and the stop button goes", `!document.querySelector("button.stop") && `+pageHas("Stopped."))
+		stopped := `document.querySelectorAll(".notice").length`
+		before := eval[int](t, ctx, stopped)
+		send(t, ctx, PromptSlow+" again")
+		until(t, ctx, "the stop button shows again", `!!document.querySelector("button.stop")`)
+		run(t, ctx, "press Esc", chromedp.Focus(chromedp.CSS(`textarea[aria-label=Message]`)), chromedp.KeyEvent(kb.Escape))
+		until(t, ctx, "Esc ends the turn", fmt.Sprintf(`!document.querySelector("button.stop") && %s === %d`, stopped, before+1))
 	})
 
 	t.Run("6 reload mid-conversation: same history, no duplicates", func(t *testing.T) {
@@ -273,7 +314,7 @@ func TestDashboard(t *testing.T) {
 		run(t, other, "list the sessions", chromedp.Click(chromedp.Search(`//button[contains(., "Resume a session")]`)))
 		until(t, other, "the session is listed", `document.querySelectorAll(".sessions button").length >= 1`)
 		run(t, other, "resume it", chromedp.Click(chromedp.CSS(`.sessions button`)))
-		until(t, other, "the chat shows the thread's history", pageHas(ToolFollowUp)+` && `+pageHas(MarkdownHeading))
+		until(t, other, "the chat shows the thread's history", pageHas(MarkdownHeading))
 		if got, want := eval[string](t, other, `window.parley.state.chat.thread.id`), eval[string](t, ctx, `window.parley.state.chat.thread.id`); got != want {
 			t.Errorf("got thread %s after resuming, want the session's thread %s", got, want)
 		}

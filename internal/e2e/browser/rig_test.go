@@ -101,7 +101,7 @@ func newRigWith(t testing.TB, seed func(dataDir, cwd string), extraConfig string
 	if err := os.MkdirAll(filepath.Join(r.work, "proj"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	r.api = claudeapi.Start(t, Scenario())
+	r.api = claudeapi.Start(t, Scenario(r.work))
 	env := claudeapi.Env(t, r.api, filepath.Join(r.dir, "home"), r.work)
 	var agentEnv strings.Builder
 	for _, kv := range env {

@@ -4,6 +4,7 @@
 package browser
 
 import (
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -19,6 +20,8 @@ const (
 	PromptSlow       = "slow answer"
 	PromptXSS        = "show me html"
 	PromptEcho       = "echo"
+	PromptWrite      = "write the notes"
+	WrittenFile      = "notes.txt"
 	MarkdownHeading  = "Fibonacci in Go"
 	ToolFollowUp     = "The file is made."
 	QuestionColor    = "Which color do you prefer?"
@@ -30,7 +33,8 @@ const (
 
 // Scenario is the scripted model for every browser test. Claude Code 2.1.197
 // rejects an AskUserQuestion option without a description (InputValidationError).
-func Scenario() claudeapi.Scenario {
+// work is the thread's working directory, where the Write tool makes its file.
+func Scenario(work string) claudeapi.Scenario {
 	md := "## " + MarkdownHeading + "\n\nHere is **bold** and `inline code`:\n\n```go\n" + markdownAnswerGo + "\n```\n\n- one\n- two\n"
 	xss := "Raw HTML follows: <script>" + XSSMarker + "=1</script> and <img src=x onerror=\"" + XSSMarker + "=2\"> end.\n\n" +
 		"<div><script>" + XSSMarker + "=3</script></div>\n"
@@ -58,6 +62,9 @@ func Scenario() claudeapi.Scenario {
 		{Match: claudeapi.Match{ToolResult: "AskUserQuestion"}, Reply: claudeapi.Text(QuestionThanks, 1, 0)},
 		{Match: claudeapi.Match{Prefix: PromptSlow}, Reply: claudeapi.Text(strings.Repeat("slowly ", 100), 100, 300*time.Millisecond)},
 		{Match: claudeapi.Match{Exact: PromptXSS}, Reply: claudeapi.Text(xss, 1, 0)},
+		{Match: claudeapi.Match{Exact: PromptWrite}, Reply: claudeapi.ToolUse("Write", map[string]any{
+			"file_path": filepath.Join(work, WrittenFile), "content": "first line\nsecond line\n"})},
+		{Match: claudeapi.Match{ToolResult: "Write"}, Reply: claudeapi.Text("Written.", 1, 0)},
 		{Match: claudeapi.Match{Prefix: PromptEcho}, Reply: claudeapi.Text("You said it.", 1, 0)},
 	}, Default: &claudeapi.Reply{Blocks: []claudeapi.Block{{Type: claudeapi.BlockText, Text: "Noted."}}}}
 }

@@ -30,7 +30,7 @@ import (
 const wait = 60 * time.Second
 
 type rig struct {
-	t    *testing.T
+	t    testing.TB
 	d    *daemon.Daemon
 	api  *claudeapi.Server
 	home string
@@ -38,7 +38,7 @@ type rig struct {
 	cfg  config.Config
 }
 
-func newRig(t *testing.T, sc claudeapi.Scenario, mutate func(*config.Config)) *rig {
+func newRig(t testing.TB, sc claudeapi.Scenario, mutate func(*config.Config)) *rig {
 	t.Helper()
 	root, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
@@ -132,7 +132,7 @@ func (r *rig) dial(chatID string, since int64) *sock {
 
 // sock keeps every frame a connection receives.
 type sock struct {
-	t      *testing.T
+	t      testing.TB
 	c      *client.Conn
 	mu     sync.Mutex
 	events []client.Event

@@ -3,8 +3,9 @@
 export type DiffLine = { op: "same" | "add" | "del"; text: string };
 
 export function lineDiff(a: string, b: string): DiffLine[] {
-  const x = a === "" ? [] : a.split("\n");
-  const y = b === "" ? [] : b.split("\n");
+  const lines = (s: string) => (s === "" ? [] : s.replace(/\n$/, "").split("\n"));
+  const x = lines(a);
+  const y = lines(b);
   // Large inputs: skip the quadratic table and show old then new.
   if (x.length * y.length > 250_000) {
     return [...x.map((text) => ({ op: "del" as const, text })), ...y.map((text) => ({ op: "add" as const, text }))];

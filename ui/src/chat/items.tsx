@@ -46,10 +46,11 @@ function pretty(v: unknown): string {
 
 // ToolInput shows what a tool will do: a command line or a path when the input has
 // one, the whole input (collapsed) always.
-function ToolInput({ input, open }: { input: unknown; open?: boolean }) {
+function ToolInput({ input, open, title }: { input: unknown; open?: boolean; title?: string }) {
   const o = input && typeof input === "object" ? (input as Record<string, unknown>) : {};
-  const line = typeof o.command === "string" ? "$ " + o.command : typeof o.file_path === "string" ? o.file_path : typeof o.path === "string" ? o.path : typeof o.url === "string" ? o.url : "";
+  let line = typeof o.command === "string" ? "$ " + o.command : typeof o.file_path === "string" ? o.file_path : typeof o.path === "string" ? o.path : typeof o.url === "string" ? o.url : "";
   const all = pretty(input);
+  if (title && line && title.endsWith(line.replace(/^\$ /, ""))) line = ""; // the title says it already
   return (
     <>
       {line && <div class="cmdline">{line}</div>}
@@ -91,7 +92,7 @@ function ToolCard({ it }: { it: Extract<Item, { kind: "tool" }> }) {
         <span class="tool-title">{it.title}</span>
         <span class={`tool-status s-${it.status}`}>{statusLabel[it.status] ?? it.status}</span>
       </div>
-      {it.input !== undefined && <ToolInput input={it.input} />}
+      {it.input !== undefined && <ToolInput input={it.input} title={it.title} />}
       {it.diffs?.map((d) => <DiffView key={d.path} path={d.path} old={d.old_text} now={d.new_text} />)}
       {it.output && (
         <details open={it.status === "failed"}>

@@ -207,11 +207,21 @@ type PaneInfo struct {
 
 // Pane describes the active pane of target (a session name or a pane id).
 func (c *Client) Pane(ctx context.Context, target string) (PaneInfo, error) {
-	out, err := c.Run(ctx, "display-message", "-p", "-t", target,
-		"#{pane_id}\t#{pane_pid}\t#{pane_current_command}\t#{pane_in_mode}\t#{pane_dead}\t#{pane_width}\t#{pane_height}")
+	out, err := c.Run(ctx, PaneArgs(target)...)
 	if err != nil {
 		return PaneInfo{}, err
 	}
+	return ParsePane(out)
+}
+
+// PaneArgs is the display-message command behind Pane (for Control.Command).
+func PaneArgs(target string) []string {
+	return []string{"display-message", "-p", "-t", target,
+		"#{pane_id}\t#{pane_pid}\t#{pane_current_command}\t#{pane_in_mode}\t#{pane_dead}\t#{pane_width}\t#{pane_height}"}
+}
+
+// ParsePane reads PaneArgs' output.
+func ParsePane(out string) (PaneInfo, error) {
 	f := strings.Split(strings.TrimRight(out, "\n"), "\t")
 	if len(f) != 7 {
 		return PaneInfo{}, fmt.Errorf("tmux: display-message: unexpected output %q", out)
@@ -228,6 +238,11 @@ const HistoryAll = math.MinInt32
 // Capture returns the pane's text with escapes (-e), from history line start
 // (0: the visible screen only; -N: N lines of history too; HistoryAll: all).
 func (c *Client) Capture(ctx context.Context, target string, start int) (string, error) {
+	return c.Run(ctx, CaptureArgs(target, start)...)
+}
+
+// CaptureArgs is the capture-pane command behind Capture (for Control.Command).
+func CaptureArgs(target string, start int) []string {
 	args := []string{"capture-pane", "-p", "-e", "-t", target}
 	switch {
 	case start == HistoryAll:
@@ -235,7 +250,7 @@ func (c *Client) Capture(ctx context.Context, target string, start int) (string,
 	case start != 0:
 		args = append(args, "-S", strconv.Itoa(start))
 	}
-	return c.Run(ctx, args...)
+	return args
 }
 
 // ExitMode leaves copy-mode (or any mode) if the pane is in one.
@@ -292,6 +307,15 @@ type Control struct {
 	changed chan struct{}
 	outputs uint64
 	err     error
+	// pending are the callers of Command, in the order their lines were
+	// written: tmux answers a control client's commands in order.
+	pending []chan result
+	wmu     sync.Mutex // one writer on stdin; held while queueing, so order matches
+}
+
+type result struct {
+	out []byte
+	err error
 }
 
 // Attach starts `tmux -C attach -t session` and follows its output. It lives
@@ -325,18 +349,37 @@ func (c *Client) Attach(session string) (*Control, error) {
 func (ctl *Control) read(r io.Reader) {
 	defer close(ctl.done)
 	br := bufio.NewReaderSize(r, 64<<10)
+	var block []byte // output of the command being answered
+	inBlock, ours := false, false
+	var endTag []byte // "<time> <number>" of the open block
 	for {
-		line, err := br.ReadSlice('\n')
-		if err == bufio.ErrBufferFull {
-			// A long %output line: count it and drop the rest of it.
-			ctl.bump()
-			for err == bufio.ErrBufferFull {
-				_, err = br.ReadSlice('\n')
-			}
-			continue
-		}
+		line, err := br.ReadBytes('\n')
 		if len(line) > 0 {
 			switch {
+			case inBlock:
+				if tag, ok := blockEnd(line); ok && bytes.Equal(tag, endTag) {
+					inBlock = false
+					if ours {
+						var e error
+						if bytes.HasPrefix(line, []byte("%error")) {
+							e = fmt.Errorf("tmux: %s", strings.TrimSpace(string(block)))
+							if isGone(string(block)) {
+								e = fmt.Errorf("tmux: %s: %w", strings.TrimSpace(string(block)), ErrNoSession)
+							}
+						}
+						ctl.answer(result{out: block, err: e})
+					}
+					block = nil
+					continue
+				}
+				block = append(block, line...)
+			case bytes.HasPrefix(line, []byte("%begin ")):
+				f := strings.Fields(string(line))
+				inBlock, block = true, nil
+				ours = len(f) == 4 && f[3] == "1"
+				if len(f) >= 3 {
+					endTag = []byte(f[1] + " " + f[2])
+				}
 			case bytes.HasPrefix(line, []byte("%output ")), bytes.HasPrefix(line, []byte("%extended-output ")),
 				bytes.HasPrefix(line, []byte("%layout-change")), bytes.HasPrefix(line, []byte("%window-pane-changed")):
 				ctl.bump()
@@ -347,10 +390,107 @@ func (ctl *Control) read(r io.Reader) {
 		if err != nil {
 			ctl.setErr(ErrNoSession)
 			ctl.bump()
+			ctl.failPending()
 			_ = ctl.cmd.Wait()
 			return
 		}
 	}
+}
+
+// blockEnd returns the "<time> <number>" of an %end or %error line.
+func blockEnd(line []byte) ([]byte, bool) {
+	var rest []byte
+	switch {
+	case bytes.HasPrefix(line, []byte("%end ")):
+		rest = line[len("%end "):]
+	case bytes.HasPrefix(line, []byte("%error ")):
+		rest = line[len("%error "):]
+	default:
+		return nil, false
+	}
+	f := strings.Fields(string(rest))
+	if len(f) < 2 {
+		return nil, false
+	}
+	return []byte(f[0] + " " + f[1]), true
+}
+
+func (ctl *Control) answer(r result) {
+	ctl.mu.Lock()
+	if len(ctl.pending) == 0 {
+		ctl.mu.Unlock()
+		return
+	}
+	ch := ctl.pending[0]
+	ctl.pending = ctl.pending[1:]
+	ctl.mu.Unlock()
+	ch <- r
+}
+
+func (ctl *Control) failPending() {
+	ctl.mu.Lock()
+	p := ctl.pending
+	ctl.pending = nil
+	ctl.mu.Unlock()
+	for _, ch := range p {
+		ch <- result{err: fmt.Errorf("tmux: control client ended: %w", ErrNoSession)}
+	}
+}
+
+// Command runs one tmux command through the control client, without starting
+// a process: for reading (capture-pane, display-message). Its arguments are
+// tmux command syntax, so it never carries a person's text; callers quote
+// with Quote. Typing goes through exec'd tmux calls with argument lists.
+func (ctl *Control) Command(ctx context.Context, args ...string) (string, error) {
+	ch := make(chan result, 1)
+	var b strings.Builder
+	for i, a := range args {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(Quote(a))
+	}
+	b.WriteByte('\n')
+	ctl.wmu.Lock()
+	select {
+	case <-ctl.done:
+		ctl.wmu.Unlock()
+		return "", fmt.Errorf("tmux: control client ended: %w", ErrNoSession)
+	default:
+	}
+	ctl.mu.Lock()
+	ctl.pending = append(ctl.pending, ch)
+	ctl.mu.Unlock()
+	_, err := io.WriteString(ctl.stdin, b.String())
+	ctl.wmu.Unlock()
+	if err != nil {
+		// The reader fails every pending caller when the client ends.
+		return "", fmt.Errorf("tmux: control: write: %w", ErrNoSession)
+	}
+	select {
+	case r := <-ch:
+		return string(r.out), r.err
+	case <-ctx.Done():
+		return "", ctx.Err()
+	case <-ctl.done:
+		select {
+		case r := <-ch:
+			return string(r.out), r.err
+		default:
+			return "", fmt.Errorf("tmux: control client ended: %w", ErrNoSession)
+		}
+	}
+}
+
+// Quote makes a tmux command-syntax word of s (single quotes; tmux has no
+// escapes inside them, so a quote closes, is escaped, and reopens).
+func Quote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_=%/.,:", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 func (ctl *Control) bump() {

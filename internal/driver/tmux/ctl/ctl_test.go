@@ -65,6 +65,18 @@ func TestControlAndPaste(t *testing.T) {
 		out, err := c.Capture(ctx, "s", 0)
 		return err == nil && strings.Contains(out, "one") && strings.Contains(out, "two; $(not run)")
 	}, "pasted text not on the pane")
+	// The same reads through the control client, without a process.
+	out, err := ctl.Command(ctx, CaptureArgs("s", HistoryAll)...)
+	if err != nil || !strings.Contains(out, "two; $(not run)") {
+		t.Fatalf("Command(capture-pane): got %q %v", out, err)
+	}
+	pout, err := ctl.Command(ctx, PaneArgs("s")...)
+	if pi, perr := ParsePane(pout); err != nil || perr != nil || pi.CurrentCommand != "cat" {
+		t.Fatalf("Command(display-message): got %q %v %v", pout, err, perr)
+	}
+	if _, err := ctl.Command(ctx, "capture-pane", "-p", "-t", "nosuch"); !errors.Is(err, ErrNoSession) {
+		t.Errorf("Command on a missing pane: got %v, want ErrNoSession", err)
+	}
 	info, err := c.Pane(ctx, "s")
 	if err != nil || info.CurrentCommand != "cat" || info.Width != 120 || info.Height != 40 {
 		t.Fatalf("Pane: got %+v %v, want cat at 120x40", info, err)
@@ -91,6 +103,18 @@ func TestControlAndPaste(t *testing.T) {
 	}
 	if _, err := c.Capture(ctx, "s", 0); !errors.Is(err, ErrNoSession) {
 		t.Errorf("Capture of a gone session: got %v, want ErrNoSession", err)
+	}
+}
+
+func TestQuote(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"%0", "%0"}, {"=name", "=name"}, {"-", "-"}, {"", "''"},
+		{"#{pane_id}", "'#{pane_id}'"}, {"a b", "'a b'"}, {"it's", `'it'\''s'`}, {"x;kill-server", "'x;kill-server'"},
+	}
+	for _, tt := range tests {
+		if got := Quote(tt.in); got != tt.want {
+			t.Errorf("Quote(%q): got %s, want %s", tt.in, got, tt.want)
+		}
 	}
 }
 

@@ -1,0 +1,208 @@
+package plugin_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley/internal/channel/plugin"
+	"github.com/parleyhq/parley/internal/config"
+	"github.com/parleyhq/parley/internal/daemon"
+	"github.com/parleyhq/parley/internal/driver"
+	"github.com/parleyhq/parley/internal/testkit"
+	"github.com/parleyhq/parley/internal/testkit/scripted"
+)
+
+// TestMain lets the test binary play a misbehaving plugin.
+func TestMain(m *testing.M) {
+	switch os.Getenv("PARLEY_FAKE_PLUGIN") {
+	case "bad":
+		badPlugin()
+		return
+	case "silent":
+		// Reads everything, answers nothing: the heartbeat must catch it.
+		_, _ = bufio.NewReader(os.Stdin).WriteTo(devNull{})
+		return
+	}
+	os.Exit(m.Run())
+}
+
+type devNull struct{}
+
+func (devNull) Write(p []byte) (int, error) { return len(p), nil }
+
+// badPlugin writes garbage, calls a method that does not exist, floods, then
+// behaves: it answers pings, and says in a file what it got back.
+func badPlugin() {
+	out := bufio.NewWriter(os.Stdout)
+	fmt.Fprintln(out, "this is not JSON at all")
+	fmt.Fprintln(out, `{"jsonrpc":"2.0","id":1,"method":"no/such_method","params":{}}`)
+	fmt.Fprintln(out, `{"jsonrpc":"2.0","method":"_vendor/unknown_notice","params":{}}`)
+	for range 20000 {
+		fmt.Fprintln(out, `{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"nope"}}`)
+	}
+	out.Flush()
+	sc := bufio.NewScanner(os.Stdin)
+	sc.Buffer(make([]byte, 0, 1<<20), 16<<20)
+	for sc.Scan() {
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Error  *struct {
+				Code int `json:"code"`
+			} `json:"error"`
+		}
+		if json.Unmarshal(sc.Bytes(), &m) != nil {
+			continue
+		}
+		switch {
+		case string(m.ID) == "1" && m.Error != nil:
+			_ = os.WriteFile(filepath.Join(os.Getenv("PARLEY_FAKE_DIR"), "reply"), fmt.Appendf(nil, "%d", m.Error.Code), 0o600)
+		case m.Method == "_parley/ping":
+			fmt.Fprintf(os.Stdout, `{"jsonrpc":"2.0","id":%s,"result":{}}`+"\n", m.ID)
+		}
+	}
+}
+
+// syncBuffer collects the daemon's log.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+func start(t *testing.T, plugins []config.Plugin) (*daemon.Daemon, *syncBuffer) {
+	t.Helper()
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Default(filepath.Join(root, "data"), root)
+	cfg.Addr = "127.0.0.1:0"
+	cfg.Agents = []config.Agent{{ID: "echo", Transport: config.TransportStream, Command: "scripted"}}
+	cfg.Plugins = plugins
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	logs := &syncBuffer{}
+	d, err := daemon.Start(context.Background(), cfg, daemon.Options{
+		Drivers: map[string]driver.Driver{"stream": &scripted.Driver{}},
+		Logger:  slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := d.Shutdown(ctx); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+	})
+	return d, logs
+}
+
+func status(t *testing.T, d *daemon.Daemon, id string) plugin.Status {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, "http://"+d.Addr()+"/api/plugins", nil)
+	req.Header.Set("Authorization", "Bearer "+d.Token())
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /api/plugins: got HTTP %d, want 200", resp.StatusCode)
+	}
+	var body struct {
+		Plugins []plugin.Status `json:"plugins"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range body.Plugins {
+		if s.ID == id {
+			return s
+		}
+	}
+	t.Fatalf("GET /api/plugins: no %q in %+v", id, body.Plugins)
+	return plugin.Status{}
+}
+
+func TestBadPluginOutputIsLoggedAndSurvived(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	d, logs := start(t, []config.Plugin{{ID: "bad", Command: self,
+		Env:       map[string]string{"PARLEY_FAKE_PLUGIN": "bad", "PARLEY_FAKE_DIR": dir},
+		Heartbeat: config.Duration{Duration: 200 * time.Millisecond}}})
+	testkit.Eventually(t, 20*time.Second, func() bool {
+		return strings.Contains(logs.String(), "failed to parse incoming message")
+	}, "the non-JSON line was not logged")
+	testkit.Eventually(t, 20*time.Second, func() bool {
+		b, _ := os.ReadFile(filepath.Join(dir, "reply"))
+		return string(b) == "-32601"
+	}, "the unknown method got no method-not-found reply")
+	// After the flood (which may cost it a restart) the plugin answers pings.
+	testkit.Eventually(t, 20*time.Second, func() bool {
+		s := status(t, d, "bad")
+		return s.State == plugin.StateRunning && !s.LastHeartbeat.IsZero()
+	}, "the plugin is not running and answering pings: %+v", status(t, d, "bad"))
+	// The daemon is fine.
+	resp, err := http.Get("http://" + d.Addr() + "/healthz")
+	if err != nil {
+		t.Fatalf("healthz after the bad plugin: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("healthz: got %d, want 200", resp.StatusCode)
+	}
+}
+
+func TestSilentPluginIsRestartedByTheWatchdog(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, _ := start(t, []config.Plugin{{ID: "silent", Command: self,
+		Env:       map[string]string{"PARLEY_FAKE_PLUGIN": "silent"},
+		Heartbeat: config.Duration{Duration: 100 * time.Millisecond}}})
+	var s plugin.Status
+	testkit.Eventually(t, 20*time.Second, func() bool {
+		s = status(t, d, "silent")
+		return s.Restarts >= 2
+	}, "the silent plugin was not restarted twice: %+v", s)
+	if !strings.Contains(s.LastError, "stopped answering pings") {
+		t.Errorf("last error: got %q, want the heartbeat's", s.LastError)
+	}
+}
+
+func TestPluginsNeedTheToken(t *testing.T) {
+	d, _ := start(t, nil)
+	resp, err := http.Get("http://" + d.Addr() + "/api/plugins")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("GET /api/plugins without a token: got %d, want 401", resp.StatusCode)
+	}
+}
