@@ -17,6 +17,7 @@ import (
 	"github.com/parleyhq/parley/internal/client"
 	"github.com/parleyhq/parley/internal/daemon"
 	"github.com/parleyhq/parley/internal/driver"
+	"github.com/parleyhq/parley/internal/testkit/chatsock"
 	"github.com/parleyhq/parley/internal/testkit/scripted"
 )
 
@@ -77,15 +78,8 @@ func startChild(t *testing.T, data, work, logFile string) *child {
 	return &child{cmd: cmd, url: "http://" + f[1], token: f[2]}
 }
 
-func (c *child) dial(t *testing.T, chatID string) *wsClient {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	conn, _, err := client.Dial(ctx, c.url, c.token, client.Options{Chat: chatID, Since: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.CloseNow() })
-	return &wsClient{t: t, c: conn}
+func (c *child) dial(t *testing.T, chatID string) *chatsock.Conn {
+	return chatsock.Dial(t, c.url, c.token, client.Options{Chat: chatID, Since: -1})
 }
 
 func TestKill9WithQueuedMessages(t *testing.T) {
@@ -96,13 +90,13 @@ func TestKill9WithQueuedMessages(t *testing.T) {
 	}
 	first := startChild(t, data, work, logFile)
 	c := first.dial(t, "crashy")
-	c.waitFor(0, 5*time.Second, isType(chat.TypeReplayDone), "ready")
-	c.send(msg("m0", "hang"))
-	c.waitFor(0, 5*time.Second, delivery("m0", chat.DeliverySubmitted), "m0 in flight")
+	c.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeReplayDone), "ready")
+	c.Send(chatsock.Msg("m0", "hang"))
+	c.WaitFor(0, 5*time.Second, chatsock.Delivery("m0", chat.DeliverySubmitted), "m0 in flight")
 	for _, id := range []string{"m1", "m2", "m3"} {
-		c.send(msg(id, "say "+id))
+		c.Send(chatsock.Msg(id, "say "+id))
 	}
-	c.waitFor(0, 5*time.Second, delivery("m3", chat.DeliveryQueued), "three queued")
+	c.WaitFor(0, 5*time.Second, chatsock.Delivery("m3", chat.DeliveryQueued), "three queued")
 
 	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -111,13 +105,13 @@ func TestKill9WithQueuedMessages(t *testing.T) {
 
 	second := startChild(t, data, work, logFile)
 	r := second.dial(t, "crashy")
-	r.waitFor(0, 5*time.Second, promptDone("m0", chat.StopError), "the cut-off turn ends with error")
+	r.WaitFor(0, 5*time.Second, chatsock.PromptDone("m0", chat.StopError), "the cut-off turn ends with error")
 	for _, id := range []string{"m1", "m2", "m3"} {
-		r.waitFor(0, 10*time.Second, promptDone(id, chat.StopEndTurn), id+" delivered after restart")
+		r.WaitFor(0, 10*time.Second, chatsock.PromptDone(id, chat.StopEndTurn), id+" delivered after restart")
 	}
 	errSeen := false
-	for _, ev := range r.snapshot() {
-		if ev.Type == chat.TypeError && field(ev, "ref") == "m0" {
+	for _, ev := range r.Snapshot() {
+		if ev.Type == chat.TypeError && chatsock.FieldOf(ev, "ref") == "m0" {
 			errSeen = true
 		}
 	}
@@ -139,7 +133,7 @@ func TestKill9WithQueuedMessages(t *testing.T) {
 	}
 	// The log has no gap.
 	var seqs []int64
-	for _, ev := range r.snapshot() {
+	for _, ev := range r.Snapshot() {
 		if ev.Seq != 0 {
 			seqs = append(seqs, ev.Seq)
 		}

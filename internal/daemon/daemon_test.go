@@ -15,6 +15,7 @@ import (
 	"github.com/parleyhq/parley/internal/client"
 	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/testkit"
+	"github.com/parleyhq/parley/internal/testkit/chatsock"
 )
 
 func TestAuthAndOrigin(t *testing.T) {
@@ -72,27 +73,27 @@ func TestAuthAndOrigin(t *testing.T) {
 func TestMessageReceiptsAndAnswer(t *testing.T) {
 	e := startDaemon(t, nil)
 	c := e.dial("chat1", -1)
-	i := c.waitFor(0, 5*time.Second, isType(chat.TypeConfig), "config")
+	i := c.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeConfig), "config")
 	if i != 0 {
 		t.Fatalf("config at %d; want it first", i)
 	}
-	c.waitFor(0, 5*time.Second, isType(chat.TypeReplayDone), "replay_done")
-	c.send(msg("m1", "hello there"))
+	c.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeReplayDone), "replay_done")
+	c.Send(chatsock.Msg("m1", "hello there"))
 	order := []func(client.Event) bool{
-		fieldIs(chat.TypeUserMessage, "text", "hello there"),
-		delivery("m1", chat.DeliveryQueued),
-		delivery("m1", chat.DeliveryDelivering),
-		delivery("m1", chat.DeliverySubmitted),
-		fieldIs(chat.TypeAgentChunk, "text", "echo: hello there"),
-		promptDone("m1", chat.StopEndTurn),
+		chatsock.Field(chat.TypeUserMessage, "text", "hello there"),
+		chatsock.Delivery("m1", chat.DeliveryQueued),
+		chatsock.Delivery("m1", chat.DeliveryDelivering),
+		chatsock.Delivery("m1", chat.DeliverySubmitted),
+		chatsock.Field(chat.TypeAgentChunk, "text", "echo: hello there"),
+		chatsock.PromptDone("m1", chat.StopEndTurn),
 	}
 	at := 0
 	for n, m := range order {
-		at = c.waitFor(at, 5*time.Second, m, fmt.Sprintf("step %d", n)) + 1
+		at = c.WaitFor(at, 5*time.Second, m, fmt.Sprintf("step %d", n)) + 1
 	}
 	// The log is gapless from 1.
 	var seqs []int64
-	for _, ev := range c.snapshot() {
+	for _, ev := range c.Snapshot() {
 		if ev.Seq != 0 {
 			seqs = append(seqs, ev.Seq)
 		}
@@ -108,14 +109,14 @@ func TestTwoConnectionsSameOrderAndSinceReplay(t *testing.T) {
 	e := startDaemon(t, nil)
 	a := e.dial("shared", -1)
 	b := e.dial("shared", -1)
-	a.waitFor(0, 5*time.Second, isType(chat.TypeReplayDone), "a ready")
-	b.waitFor(0, 5*time.Second, isType(chat.TypeReplayDone), "b ready")
-	a.send(msg("m1", "say one\nsay two"))
-	a.waitFor(0, 5*time.Second, promptDone("m1", chat.StopEndTurn), "a done")
-	b.send(msg("m2", "stream 5 1ms"))
-	for _, w := range []*wsClient{a, b} {
-		i := w.waitFor(0, 5*time.Second, promptDone("m2", chat.StopEndTurn), "done 2")
-		w.waitFor(i, 5*time.Second, fieldIs(chat.TypeTurnStatus, "active", false), "turn over")
+	a.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeReplayDone), "a ready")
+	b.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeReplayDone), "b ready")
+	a.Send(chatsock.Msg("m1", "say one\nsay two"))
+	a.WaitFor(0, 5*time.Second, chatsock.PromptDone("m1", chat.StopEndTurn), "a done")
+	b.Send(chatsock.Msg("m2", "stream 5 1ms"))
+	for _, w := range []*chatsock.Conn{a, b} {
+		i := w.WaitFor(0, 5*time.Second, chatsock.PromptDone("m2", chat.StopEndTurn), "done 2")
+		w.WaitFor(i, 5*time.Second, chatsock.Field(chat.TypeTurnStatus, "active", false), "turn over")
 	}
 	seqOf := func(evs []client.Event) []string {
 		var out []string
@@ -126,15 +127,15 @@ func TestTwoConnectionsSameOrderAndSinceReplay(t *testing.T) {
 		}
 		return out
 	}
-	sa, sb := seqOf(a.snapshot()), seqOf(b.snapshot())
+	sa, sb := seqOf(a.Snapshot()), seqOf(b.Snapshot())
 	if strings.Join(sa, ",") != strings.Join(sb, ",") {
 		t.Fatalf("connections differ:\n a %v\n b %v", sa, sb)
 	}
 	// A third connection that holds the first k events gets exactly the rest.
 	k := int64(4)
 	c := e.dial("shared", k)
-	c.waitFor(0, 5*time.Second, isType(chat.TypeReplayDone), "c replay")
-	sc := seqOf(c.snapshot())
+	c.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeReplayDone), "c replay")
+	sc := seqOf(c.Snapshot())
 	if want := sa[k:]; strings.Join(sc, ",") != strings.Join(want, ",") {
 		t.Fatalf("since=%d replay:\n got  %v\n want %v", k, sc, want)
 	}
@@ -143,20 +144,20 @@ func TestTwoConnectionsSameOrderAndSinceReplay(t *testing.T) {
 func TestStopIsImmediateAndQueuedMessagesThenRun(t *testing.T) {
 	e := startDaemon(t, nil)
 	c := e.dial("stop", -1)
-	c.waitFor(0, 5*time.Second, isType(chat.TypeReplayDone), "ready")
-	c.send(msg("long", "stream 100000 10ms"))
-	c.waitFor(0, 5*time.Second, isType(chat.TypeAgentChunk), "streaming")
-	c.send(msg("q1", "say first queued"))
-	c.send(msg("q2", "say second queued"))
-	c.waitFor(0, 5*time.Second, delivery("q2", chat.DeliveryQueued), "q2 queued")
+	c.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeReplayDone), "ready")
+	c.Send(chatsock.Msg("long", "stream 100000 10ms"))
+	c.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeAgentChunk), "streaming")
+	c.Send(chatsock.Msg("q1", "say first queued"))
+	c.Send(chatsock.Msg("q2", "say second queued"))
+	c.WaitFor(0, 5*time.Second, chatsock.Delivery("q2", chat.DeliveryQueued), "q2 queued")
 	start := time.Now()
-	c.send(map[string]any{"type": "stop"})
-	c.waitFor(0, 5*time.Second, promptDone("long", chat.StopCancelled), "cancelled")
+	c.Send(map[string]any{"type": "stop"})
+	c.WaitFor(0, 5*time.Second, chatsock.PromptDone("long", chat.StopCancelled), "cancelled")
 	if took := time.Since(start); took > 100*time.Millisecond {
 		t.Errorf("stop took %v: want it within 100ms", took)
 	}
-	c.waitFor(0, 5*time.Second, fieldIs(chat.TypeAgentChunk, "text", "first queued"), "q1 ran")
-	c.waitFor(0, 5*time.Second, promptDone("q2", chat.StopEndTurn), "q2 ran")
+	c.WaitFor(0, 5*time.Second, chatsock.Field(chat.TypeAgentChunk, "text", "first queued"), "q1 ran")
+	c.WaitFor(0, 5*time.Second, chatsock.PromptDone("q2", chat.StopEndTurn), "q2 ran")
 }
 
 func TestRacingNewIntentsApplyInOneOrder(t *testing.T) {
@@ -167,9 +168,9 @@ func TestRacingNewIntentsApplyInOneOrder(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	tabs := []*wsClient{e.dial("race", -1), e.dial("race", -1)}
+	tabs := []*chatsock.Conn{e.dial("race", -1), e.dial("race", -1)}
 	for _, tab := range tabs {
-		tab.waitFor(0, 5*time.Second, isType(chat.TypeReplayDone), "ready")
+		tab.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeReplayDone), "ready")
 	}
 	const rounds = 10
 	var wg sync.WaitGroup
@@ -178,7 +179,7 @@ func TestRacingNewIntentsApplyInOneOrder(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for r := range rounds {
-				tab.send(map[string]any{"type": "message", "message_id": fmt.Sprintf("t%d-%d", i, r),
+				tab.Send(map[string]any{"type": "message", "message_id": fmt.Sprintf("t%d-%d", i, r),
 					"text": "say hi", "intent": map[string]any{"new": map[string]any{"cwd": dirs[i]}}})
 			}
 		}()
@@ -205,9 +206,9 @@ func TestRacingNewIntentsApplyInOneOrder(t *testing.T) {
 		seen[p.Thread] = true
 	}
 	// Both tabs saw the same sequence of thread switches.
-	switches := func(w *wsClient) []string {
+	switches := func(w *chatsock.Conn) []string {
 		var out []string
-		for _, ev := range w.snapshot() {
+		for _, ev := range w.Snapshot() {
 			if ev.Type == chat.TypeThread {
 				var te chat.ThreadEvent
 				_ = ev.Decode(&te)
@@ -228,23 +229,23 @@ func TestCardAnsweredOnceForEveryConnection(t *testing.T) {
 	e := startDaemon(t, nil)
 	a := e.dial("cards", -1)
 	b := e.dial("cards", -1)
-	a.waitFor(0, 5*time.Second, isType(chat.TypeReplayDone), "a ready")
-	b.waitFor(0, 5*time.Second, isType(chat.TypeReplayDone), "b ready")
-	a.send(msg("m1", "permission Bash"))
-	i := a.waitFor(0, 5*time.Second, isType(chat.TypePermissionRequest), "card on a")
-	b.waitFor(0, 5*time.Second, isType(chat.TypePermissionRequest), "card on b")
-	rid := field(a.snapshot()[i], "request_id").(string)
-	b.send(map[string]any{"type": "permission_response", "request_id": rid, "option_id": "allow"})
-	a.waitFor(0, 5*time.Second, fieldIs(chat.TypePermissionResolved, "option_id", "allow"), "resolved on a")
-	a.waitFor(0, 5*time.Second, fieldIs(chat.TypeAgentChunk, "text", "permission: allow"), "agent got the answer")
-	a.send(map[string]any{"type": "permission_response", "request_id": rid, "option_id": "reject"})
-	a.waitFor(0, 5*time.Second, fieldIs(chat.TypeError, "code", chat.CodeCardClosed), "late answer refused")
-	a.waitFor(0, 5*time.Second, promptDone("m1", chat.StopEndTurn), "turn over")
+	a.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeReplayDone), "a ready")
+	b.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeReplayDone), "b ready")
+	a.Send(chatsock.Msg("m1", "permission Bash"))
+	i := a.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypePermissionRequest), "card on a")
+	b.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypePermissionRequest), "card on b")
+	rid := chatsock.FieldOf(a.Snapshot()[i], "request_id").(string)
+	b.Send(map[string]any{"type": "permission_response", "request_id": rid, "option_id": "allow"})
+	a.WaitFor(0, 5*time.Second, chatsock.Field(chat.TypePermissionResolved, "option_id", "allow"), "resolved on a")
+	a.WaitFor(0, 5*time.Second, chatsock.Field(chat.TypeAgentChunk, "text", "permission: allow"), "agent got the answer")
+	a.Send(map[string]any{"type": "permission_response", "request_id": rid, "option_id": "reject"})
+	a.WaitFor(0, 5*time.Second, chatsock.Field(chat.TypeError, "code", chat.CodeCardClosed), "late answer refused")
+	a.WaitFor(0, 5*time.Second, chatsock.PromptDone("m1", chat.StopEndTurn), "turn over")
 	// A new connection replays the card and its resolution, and no open card.
 	c := e.dial("cards", -1)
-	end := c.waitFor(0, 5*time.Second, isType(chat.TypeReplayDone), "replay")
+	end := c.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeReplayDone), "replay")
 	requests := 0
-	for _, ev := range c.snapshot()[:end] {
+	for _, ev := range c.Snapshot()[:end] {
 		if ev.Type == chat.TypePermissionRequest {
 			requests++
 			if ev.Seq == 0 {
@@ -260,30 +261,32 @@ func TestCardAnsweredOnceForEveryConnection(t *testing.T) {
 func TestOpenCardSentAgainAfterReplay(t *testing.T) {
 	e := startDaemon(t, nil)
 	a := e.dial("open", -1)
-	a.waitFor(0, 5*time.Second, isType(chat.TypeReplayDone), "ready")
-	a.send(msg("m1", "question Which?|red,blue"))
-	i := a.waitFor(0, 5*time.Second, isType(chat.TypeQuestion), "question")
-	seq := a.snapshot()[i].Seq
+	a.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeReplayDone), "ready")
+	a.Send(chatsock.Msg("m1", "question Which?|red,blue"))
+	i := a.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeQuestion), "question")
+	seq := a.Snapshot()[i].Seq
 	// Reconnect holding everything: the open card still comes again, unsequenced.
 	b := e.dial("open", seq)
-	b.waitFor(0, 5*time.Second, func(ev client.Event) bool { return ev.Type == chat.TypeQuestion && ev.Seq == 0 }, "open card again")
-	rid := field(a.snapshot()[i], "request_id")
-	b.send(map[string]any{"type": "question_answer", "request_id": rid, "answers": map[string]any{"Which?": "blue"}})
-	a.waitFor(0, 5*time.Second, fieldIs(chat.TypeAgentChunk, "text", "answer: Which?=blue"), "answer reached the agent")
+	b.WaitFor(0, 5*time.Second, func(ev client.Event) bool { return ev.Type == chat.TypeQuestion && ev.Seq == 0 }, "open card again")
+	rid := chatsock.FieldOf(a.Snapshot()[i], "request_id")
+	b.Send(map[string]any{"type": "question_answer", "request_id": rid, "answers": map[string]any{"Which?": "blue"}})
+	a.WaitFor(0, 5*time.Second, chatsock.Field(chat.TypeAgentChunk, "text", "answer: Which?=blue"), "answer reached the agent")
 }
 
 func TestDuplicateMessageIDDeliveredOnce(t *testing.T) {
 	e := startDaemon(t, nil)
 	c := e.dial("dup", -1)
-	c.waitFor(0, 5*time.Second, isType(chat.TypeReplayDone), "ready")
-	c.send(msg("same", "say once"))
-	c.send(msg("same", "say once"))
-	c.waitFor(0, 5*time.Second, promptDone("same", chat.StopEndTurn), "done")
+	c.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeReplayDone), "ready")
+	c.Send(chatsock.Msg("same", "say once"))
+	c.Send(chatsock.Msg("same", "say once"))
+	c.WaitFor(0, 5*time.Second, chatsock.PromptDone("same", chat.StopEndTurn), "done")
 	// A retry after a reconnect, too.
 	d := e.dial("dup", -1)
-	d.waitFor(0, 5*time.Second, isType(chat.TypeReplayDone), "ready")
-	d.send(msg("same", "say once"))
-	d.waitFor(0, 5*time.Second, func(ev client.Event) bool { return ev.Seq == 0 && delivery("same", chat.DeliverySubmitted)(ev) }, "current receipt")
+	d.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeReplayDone), "ready")
+	d.Send(chatsock.Msg("same", "say once"))
+	d.WaitFor(0, 5*time.Second, func(ev client.Event) bool {
+		return ev.Seq == 0 && chatsock.Delivery("same", chat.DeliverySubmitted)(ev)
+	}, "current receipt")
 	if n := len(e.drv.Prompts()); n != 1 {
 		t.Fatalf("agent got %d prompts, want 1", n)
 	}
@@ -292,14 +295,14 @@ func TestDuplicateMessageIDDeliveredOnce(t *testing.T) {
 func TestIdleUnloadThenResume(t *testing.T) {
 	e := startDaemon(t, func(c *config.Config) { c.Agents[0].IdleTimeout = config.Duration{Duration: 50 * time.Millisecond} })
 	c := e.dial("idle", -1)
-	c.waitFor(0, 5*time.Second, isType(chat.TypeReplayDone), "ready")
-	c.send(msg("m1", "say hi"))
-	c.waitFor(0, 5*time.Second, fieldIs(chat.TypeSessionInfo, "state", "unloaded"), "unloaded")
+	c.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeReplayDone), "ready")
+	c.Send(chatsock.Msg("m1", "say hi"))
+	c.WaitFor(0, 5*time.Second, chatsock.Field(chat.TypeSessionInfo, "state", "unloaded"), "unloaded")
 	if got := e.drv.Closed(); got != 1 {
 		t.Fatalf("closed sessions: got %d, want 1", got)
 	}
-	c.send(msg("m2", "say again"))
-	c.waitFor(0, 5*time.Second, promptDone("m2", chat.StopEndTurn), "resumed turn")
+	c.Send(chatsock.Msg("m2", "say again"))
+	c.WaitFor(0, 5*time.Second, chatsock.PromptDone("m2", chat.StopEndTurn), "resumed turn")
 	if r := e.drv.Resumes(); len(r) != 1 || r[0] == "" {
 		t.Fatalf("resumes: got %v, want the first session's id", r)
 	}
@@ -308,11 +311,11 @@ func TestIdleUnloadThenResume(t *testing.T) {
 func TestAgentCrashEndsTurnWithErrorAndRecovers(t *testing.T) {
 	e := startDaemon(t, nil)
 	c := e.dial("crash", -1)
-	c.waitFor(0, 5*time.Second, isType(chat.TypeReplayDone), "ready")
-	c.send(msg("m1", "crash"))
-	c.waitFor(0, 5*time.Second, promptDone("m1", chat.StopError), "error end")
-	c.send(msg("m2", "say back"))
-	c.waitFor(0, 5*time.Second, promptDone("m2", chat.StopEndTurn), "recovered")
+	c.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeReplayDone), "ready")
+	c.Send(chatsock.Msg("m1", "crash"))
+	c.WaitFor(0, 5*time.Second, chatsock.PromptDone("m1", chat.StopError), "error end")
+	c.Send(chatsock.Msg("m2", "say back"))
+	c.WaitFor(0, 5*time.Second, chatsock.PromptDone("m2", chat.StopEndTurn), "recovered")
 	if e.drv.Starts() != 2 {
 		t.Fatalf("starts: got %d, want 2 (a resume after the crash)", e.drv.Starts())
 	}
@@ -321,10 +324,10 @@ func TestAgentCrashEndsTurnWithErrorAndRecovers(t *testing.T) {
 func TestRESTSendIsTheSameSendPath(t *testing.T) {
 	e := startDaemon(t, nil)
 	c := e.dial("rest", -1)
-	c.waitFor(0, 5*time.Second, isType(chat.TypeReplayDone), "ready")
-	c.send(msg("m1", "say first"))
-	i := c.waitFor(0, 5*time.Second, promptDone("m1", chat.StopEndTurn), "first")
-	thread := c.snapshot()[i].Thread
+	c.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeReplayDone), "ready")
+	c.Send(chatsock.Msg("m1", "say first"))
+	i := c.WaitFor(0, 5*time.Second, chatsock.PromptDone("m1", chat.StopEndTurn), "first")
+	thread := c.Snapshot()[i].Thread
 	body := `{"message_id":"r1","text":"say from rest"}`
 	req, _ := http.NewRequest("POST", e.url()+"/api/threads/"+string(thread)+"/messages", strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+e.d.Token())
@@ -337,6 +340,6 @@ func TestRESTSendIsTheSameSendPath(t *testing.T) {
 		t.Fatalf("REST send: %d", resp.StatusCode)
 	}
 	// The socket on the thread sees it like any message.
-	c.waitFor(0, 5*time.Second, delivery("r1", chat.DeliverySubmitted), "REST message receipts on the socket")
-	c.waitFor(0, 5*time.Second, fieldIs(chat.TypeAgentChunk, "text", "from rest"), "answer")
+	c.WaitFor(0, 5*time.Second, chatsock.Delivery("r1", chat.DeliverySubmitted), "REST message receipts on the socket")
+	c.WaitFor(0, 5*time.Second, chatsock.Field(chat.TypeAgentChunk, "text", "from rest"), "answer")
 }

@@ -3,19 +3,17 @@ package daemon_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/client"
 	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/daemon"
 	"github.com/parleyhq/parley/internal/driver"
+	"github.com/parleyhq/parley/internal/testkit/chatsock"
 	"github.com/parleyhq/parley/internal/testkit/scripted"
 )
 
@@ -72,146 +70,10 @@ func testConfig(data, work string) config.Config {
 
 func (e *testEnv) url() string { return "http://" + e.d.Addr() }
 
-// dial opens a socket on a chat (and fails the test on error).
-func (e *testEnv) dial(chatID string, since int64) *wsClient {
+// dial opens a recording socket on a chat.
+func (e *testEnv) dial(chatID string, since int64) *chatsock.Conn {
 	e.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	c, _, err := client.Dial(ctx, e.url(), e.d.Token(), client.Options{Chat: chatID, Since: since})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	w := &wsClient{t: e.t, c: c}
-	e.t.Cleanup(func() { c.CloseNow() })
-	return w
-}
-
-// wsClient reads a socket in the background and keeps every frame.
-type wsClient struct {
-	t testing.TB
-	c *client.Conn
-
-	mu     sync.Mutex
-	events []client.Event
-	err    error
-	once   sync.Once
-	notify chan struct{}
-}
-
-func (w *wsClient) start() {
-	w.once.Do(func() {
-		w.notify = make(chan struct{}, 1)
-		go func() {
-			for {
-				ev, err := w.c.Next(context.Background())
-				w.mu.Lock()
-				if err != nil {
-					w.err = err
-					w.mu.Unlock()
-					w.poke()
-					return
-				}
-				w.events = append(w.events, ev)
-				w.mu.Unlock()
-				w.poke()
-			}
-		}()
-	})
-}
-
-func (w *wsClient) poke() {
-	select {
-	case w.notify <- struct{}{}:
-	default:
-	}
-}
-
-func (w *wsClient) send(v any) {
-	w.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := w.c.Send(ctx, v); err != nil {
-		w.t.Fatal(err)
-	}
-}
-
-func (w *wsClient) snapshot() []client.Event {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return append([]client.Event(nil), w.events...)
-}
-
-// waitFor waits until an event after index from matches, and returns its index.
-func (w *wsClient) waitFor(from int, within time.Duration, match func(client.Event) bool, what string) int {
-	w.t.Helper()
-	w.start()
-	deadline := time.NewTimer(within)
-	defer deadline.Stop()
-	for {
-		w.mu.Lock()
-		for i := from; i < len(w.events); i++ {
-			if match(w.events[i]) {
-				w.mu.Unlock()
-				return i
-			}
-		}
-		err := w.err
-		n := len(w.events)
-		w.mu.Unlock()
-		if err != nil {
-			w.t.Fatalf("waiting for %s: socket ended: %v (after %d events: %s)", what, err, n, summary(w.snapshot()))
-		}
-		select {
-		case <-w.notify:
-		case <-deadline.C:
-			w.t.Fatalf("waiting for %s: not seen within %v; got %s", what, within, summary(w.snapshot()))
-		}
-	}
-}
-
-func isType(typ string) func(client.Event) bool {
-	return func(e client.Event) bool { return e.Type == typ }
-}
-
-func field(e client.Event, name string) any {
-	var m map[string]any
-	_ = json.Unmarshal(e.Raw, &m)
-	return m[name]
-}
-
-func fieldIs(typ, name string, want any) func(client.Event) bool {
-	return func(e client.Event) bool { return e.Type == typ && fmt.Sprint(field(e, name)) == fmt.Sprint(want) }
-}
-
-func delivery(id, state string) func(client.Event) bool {
-	return func(e client.Event) bool {
-		return e.Type == chat.TypeDelivery && field(e, "message_id") == id && field(e, "state") == state
-	}
-}
-
-func promptDone(id, reason string) func(client.Event) bool {
-	return func(e client.Event) bool {
-		return e.Type == chat.TypePromptDone && field(e, "message_id") == id && field(e, "stop_reason") == reason
-	}
-}
-
-func summary(evs []client.Event) string {
-	s := ""
-	for i, e := range evs {
-		if i > 60 {
-			s += fmt.Sprintf(" …(+%d)", len(evs)-i)
-			break
-		}
-		s += fmt.Sprintf(" %d:%s", e.Seq, e.Type)
-		if e.Type == chat.TypeDelivery || e.Type == chat.TypeError || e.Type == chat.TypePromptDone {
-			s += fmt.Sprintf("%s", e.Raw)
-		}
-	}
-	return s
-}
-
-func msg(id, text string) map[string]any {
-	return map[string]any{"type": "message", "message_id": id, "text": text}
+	return chatsock.Dial(e.t, e.url(), e.d.Token(), client.Options{Chat: chatID, Since: since})
 }
 
 // getJSON calls the REST API with the token.

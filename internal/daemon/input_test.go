@@ -14,6 +14,7 @@ import (
 	"github.com/parleyhq/parley/internal/client"
 	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/testkit"
+	"github.com/parleyhq/parley/internal/testkit/chatsock"
 )
 
 func TestBadInputGetsAnErrorAndTheConnectionGoesOn(t *testing.T) {
@@ -47,22 +48,22 @@ func TestBadInputGetsAnErrorAndTheConnectionGoesOn(t *testing.T) {
 		{"stop with no thread", `{"type":"stop"}`, chat.CodeBadInput, "no turn"},
 	}
 	c := e.dial("bad", -1)
-	c.waitFor(0, 5*time.Second, isType(chat.TypeReplayDone), "ready")
+	c.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeReplayDone), "ready")
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			from := len(c.snapshot())
-			c.send([]byte(tc.input))
-			i := c.waitFor(from, 5*time.Second, isType(chat.TypeError), "an error")
-			ev := c.snapshot()[i]
-			if got := field(ev, "code"); got != tc.code {
+			from := len(c.Snapshot())
+			c.Send([]byte(tc.input))
+			i := c.WaitFor(from, 5*time.Second, chatsock.Type(chat.TypeError), "an error")
+			ev := c.Snapshot()[i]
+			if got := chatsock.FieldOf(ev, "code"); got != tc.code {
 				t.Errorf("code: got %v, want %s (%s)", got, tc.code, ev.Raw)
 			}
-			if got := fmt.Sprint(field(ev, "message")); !strings.Contains(got, tc.says) {
+			if got := fmt.Sprint(chatsock.FieldOf(ev, "message")); !strings.Contains(got, tc.says) {
 				t.Errorf("message: got %q, want it to say %q", got, tc.says)
 			}
 			// The connection goes on.
-			c.send(map[string]any{"type": "ping"})
-			c.waitFor(i, 5*time.Second, isType(chat.TypePong), "pong after the error")
+			c.Send(map[string]any{"type": "ping"})
+			c.WaitFor(i, 5*time.Second, chatsock.Type(chat.TypePong), "pong after the error")
 		})
 	}
 	// Nothing was stored for the refused inputs: no thread, no input.
@@ -72,43 +73,43 @@ func TestBadInputGetsAnErrorAndTheConnectionGoesOn(t *testing.T) {
 		t.Fatalf("threads after bad input: %d, want 0", len(threads.Threads))
 	}
 	// And the connection goes on: a good message still works.
-	c.send(msg("good", "say fine"))
-	c.waitFor(0, 5*time.Second, promptDone("good", chat.StopEndTurn), "good message after the bad ones")
+	c.Send(chatsock.Msg("good", "say fine"))
+	c.WaitFor(0, 5*time.Second, chatsock.PromptDone("good", chat.StopEndTurn), "good message after the bad ones")
 	// Controls that name nothing live are refused too, and the thread goes on.
 	for _, tc := range []struct{ input, code, says string }{
 		{`{"type":"stop"}`, chat.CodeBadInput, "no turn is running"},
 		{`{"type":"permission_response","request_id":"nope","option_id":"allow"}`, chat.CodeCardClosed, "no longer open"},
 		{`{"type":"question_answer","request_id":"nope","answers":{"q":"a"}}`, chat.CodeCardClosed, "no longer open"},
 	} {
-		from := len(c.snapshot())
-		c.send([]byte(tc.input))
-		i := c.waitFor(from, 5*time.Second, isType(chat.TypeError), "an error")
-		ev := c.snapshot()[i]
-		if field(ev, "code") != tc.code || !strings.Contains(fmt.Sprint(field(ev, "message")), tc.says) {
+		from := len(c.Snapshot())
+		c.Send([]byte(tc.input))
+		i := c.WaitFor(from, 5*time.Second, chatsock.Type(chat.TypeError), "an error")
+		ev := c.Snapshot()[i]
+		if chatsock.FieldOf(ev, "code") != tc.code || !strings.Contains(fmt.Sprint(chatsock.FieldOf(ev, "message")), tc.says) {
 			t.Errorf("%s: got %s, want %s saying %q", tc.input, ev.Raw, tc.code, tc.says)
 		}
 	}
-	c.send(msg("good2", "say still fine"))
-	c.waitFor(0, 5*time.Second, promptDone("good2", chat.StopEndTurn), "thread goes on")
+	c.Send(chatsock.Msg("good2", "say still fine"))
+	c.WaitFor(0, 5*time.Second, chatsock.PromptDone("good2", chat.StopEndTurn), "thread goes on")
 }
 
 func TestInputFloodIsRateLimited(t *testing.T) {
 	e := startDaemon(t, nil)
 	c := e.dial("flood", -1)
-	c.waitFor(0, 5*time.Second, isType(chat.TypeReplayDone), "ready")
+	c.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeReplayDone), "ready")
 	const n = 1000
 	start := time.Now()
 	for i := range n {
-		c.send(map[string]any{"type": "ping", "n": i})
+		c.Send(map[string]any{"type": "ping", "n": i})
 	}
 	sent := time.Since(start)
 	testkit.Eventually(t, 10*time.Second, func() bool {
 		var pongs, limited int
-		for _, ev := range c.snapshot() {
+		for _, ev := range c.Snapshot() {
 			switch {
 			case ev.Type == chat.TypePong:
 				pongs++
-			case ev.Type == chat.TypeError && field(ev, "code") == chat.CodeRateLimit:
+			case ev.Type == chat.TypeError && chatsock.FieldOf(ev, "code") == chat.CodeRateLimit:
 				limited++
 			}
 		}
@@ -117,24 +118,24 @@ func TestInputFloodIsRateLimited(t *testing.T) {
 	// The connection and the thread go on: once the rate allows (a token every
 	// 50 ms), a message is accepted. A refused copy was never stored, so the same
 	// message id can be sent again.
-	from := len(c.snapshot())
+	from := len(c.Snapshot())
 	testkit.Eventually(t, 10*time.Second, func() bool {
-		for _, ev := range c.snapshot()[from:] {
-			if delivery("after", chat.DeliveryQueued)(ev) {
+		for _, ev := range c.Snapshot()[from:] {
+			if chatsock.Delivery("after", chat.DeliveryQueued)(ev) {
 				return true
 			}
 		}
-		c.send(msg("after", "say still here"))
+		c.Send(chatsock.Msg("after", "say still here"))
 		time.Sleep(60 * time.Millisecond) // the limiter's refill interval, not a synchronisation
 		return false
 	}, "a message accepted after the flood")
-	c.waitFor(0, 5*time.Second, promptDone("after", chat.StopEndTurn), "message after the flood")
+	c.WaitFor(0, 5*time.Second, chatsock.PromptDone("after", chat.StopEndTurn), "message after the flood")
 }
 
 func TestSlowReaderIsDroppedFastReaderKeepsUp(t *testing.T) {
 	e := startDaemon(t, func(c *config.Config) { c.Limits.ConnBuffer = 512 })
 	fast := e.dial("slow", -1)
-	fast.waitFor(0, 5*time.Second, isType(chat.TypeReplayDone), "fast ready")
+	fast.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeReplayDone), "fast ready")
 	// The slow one connects and then never reads.
 	ctx := context.Background()
 	slow, _, err := client.Dial(ctx, e.url(), e.d.Token(), client.Options{Chat: "slow", Since: -1, ReadLimit: 1 << 30})
@@ -143,10 +144,10 @@ func TestSlowReaderIsDroppedFastReaderKeepsUp(t *testing.T) {
 	}
 	defer slow.CloseNow()
 	const chunks = 100000
-	fast.send(msg("m1", fmt.Sprintf("stream %d 0s", chunks)))
-	fast.waitFor(0, 60*time.Second, promptDone("m1", chat.StopEndTurn), "fast reader got the whole turn")
+	fast.Send(chatsock.Msg("m1", fmt.Sprintf("stream %d 0s", chunks)))
+	fast.WaitFor(0, 60*time.Second, chatsock.PromptDone("m1", chat.StopEndTurn), "fast reader got the whole turn")
 	got := 0
-	for _, ev := range fast.snapshot() {
+	for _, ev := range fast.Snapshot() {
 		if ev.Type == chat.TypeAgentChunk {
 			got++
 		}

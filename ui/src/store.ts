@@ -137,6 +137,7 @@ export class Store implements SocketSink {
   private closedCards = new Set<string>();
   private seenTimer: ReturnType<typeof setTimeout> | undefined;
   private holding = false;
+  private lastProbe = 0;
   private hiddenTools = new Set<string>();
   // Images of messages sent from this page, for a retry (the log keeps only the text).
   private sentImages = new Map<string, ImageData[]>();
@@ -378,7 +379,15 @@ export class Store implements SocketSink {
   // ---- SocketSink ----
 
   conn(s: ConnState, detail?: string) {
-    if (s === "offline") this.setChat({ caughtUp: false });
+    if (s === "offline") {
+      this.setChat({ caughtUp: false });
+      // A socket refused with 401 looks like any lost connection: ask the REST API,
+      // which says 401 plainly and sends the person to the login page.
+      if (Date.now() - this.lastProbe > 5000) {
+        this.lastProbe = Date.now();
+        this.getJSON("/api/version").catch(() => {});
+      }
+    }
     this.set({ conn: s, connDetail: detail ?? (s === "connecting" ? this.state.connDetail : undefined), everOnline: this.state.everOnline || s === "online" });
   }
 

@@ -111,6 +111,45 @@ type Options struct {
 	Heartbeat time.Duration
 	// OnHeartbeat is told each time the client answered a ping.
 	OnHeartbeat func(time.Time)
+	// Cursors, when set, remember how far each route was sent, across
+	// connections: a client that comes back (a restarted plugin) is first sent
+	// what it missed of its thread, not only what is open.
+	Cursors *Cursors
+}
+
+// Cursors remember, per route, the thread and the last seq sent to a client.
+// Safe for concurrent use. They live as long as their owner (the plugin host
+// keeps one per plugin across restarts).
+type Cursors struct {
+	mu sync.Mutex
+	m  map[chat.RouteKey]cursor
+}
+
+type cursor struct {
+	thread chat.ThreadID
+	seq    int64
+}
+
+// NewCursors returns an empty set.
+func NewCursors() *Cursors { return &Cursors{m: map[chat.RouteKey]cursor{}} }
+
+func (c *Cursors) get(r chat.RouteKey) (cursor, bool) {
+	if c == nil {
+		return cursor{}, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := c.m[r]
+	return v, ok
+}
+
+func (c *Cursors) set(r chat.RouteKey, thread chat.ThreadID, seq int64) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	c.m[r] = cursor{thread, seq}
+	c.mu.Unlock()
 }
 
 // ErrNoHeartbeat says the client stopped answering pings.

@@ -147,6 +147,7 @@ func (a *agent) pump(ctx context.Context, s *session, thread chat.ThreadID, sinc
 				ev.Payload = it.Frame
 				a.emit(ctx, s, ev, false)
 				s.lastSeq = it.Seq
+				a.opt.Cursors.set(s.route, s.thread, s.lastSeq)
 			}
 		case <-s.sub.Done():
 			if ctx.Err() != nil || a.d.Hub.Reason(s.sub) != hub.ReasonSlow {
@@ -212,6 +213,9 @@ func (a *agent) show(ctx context.Context, s *session, id chat.ThreadID, since in
 	s.mu.Unlock()
 	s.thread = id
 	a.ext(ctx, s.id, "thread", mustJSON(chat.ThreadEvent{Thread: th}))
+	if cur, ok := a.opt.Cursors.get(s.route); since < 0 && ok && cur.thread == id && cur.seq < th.LastSeq {
+		since = cur.seq // this route's client was away: send what it missed
+	}
 	if since < 0 {
 		s.lastSeq = th.LastSeq
 	} else {
@@ -246,6 +250,7 @@ func (a *agent) catchUp(ctx context.Context, s *session) error {
 			ev.Payload = ev.Frame() // emit works on wire frames, as the hub delivers them
 			a.emit(ctx, s, ev, true)
 			s.lastSeq = ev.Seq
+			a.opt.Cursors.set(s.route, s.thread, s.lastSeq)
 		}
 		if len(evs) < page {
 			return nil

@@ -168,10 +168,11 @@ func (h *Host) setStatus(id string, f func(*Status)) {
 // that lasted a minute resets it.
 func (h *Host) supervise(ctx context.Context, p config.Plugin) {
 	log := h.log.With("plugin", p.ID)
+	cursors := acpagent.NewCursors() // what each chat was sent, across restarts
 	fails := 0
 	for {
 		started := time.Now()
-		err := h.run(ctx, p, log)
+		err := h.run(ctx, p, cursors, log)
 		if ctx.Err() != nil {
 			h.setStatus(p.ID, func(s *Status) { s.State, s.PID, s.Since = StateStopped, 0, time.Now().UTC() })
 			return
@@ -216,7 +217,7 @@ func backoff(fails int, min, max time.Duration) time.Duration {
 
 // run starts the process once and serves ACP on its stdio until it exits, stops
 // answering pings, or ctx ends.
-func (h *Host) run(ctx context.Context, p config.Plugin, log *slog.Logger) error {
+func (h *Host) run(ctx context.Context, p config.Plugin, cursors *acpagent.Cursors, log *slog.Logger) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	name := p.Command
@@ -260,7 +261,7 @@ func (h *Host) run(ctx context.Context, p config.Plugin, log *slog.Logger) error
 	}()
 	serveErr := acpagent.Serve(ctx, acpagent.Deps{Router: h.r, Store: h.st, Hub: h.hub}, acpagent.Options{
 		Channel: p.ID, Agent: p.Agent, Config: p.Config, Gate: h.gate(p, log),
-		Version: h.opt.Version, Logger: log, Heartbeat: p.Heartbeat.Duration,
+		Version: h.opt.Version, Logger: log, Heartbeat: p.Heartbeat.Duration, Cursors: cursors,
 		OnHeartbeat: func(t time.Time) { h.setStatus(p.ID, func(s *Status) { s.LastHeartbeat = t.UTC() }) },
 	}, stdout, stdin)
 	// The connection is over: the process goes with it.

@@ -294,7 +294,11 @@ func (s *session) AnswerPermission(ctx context.Context, requestID string, a driv
 	if err != nil {
 		return err
 	}
-	if err := s.pressOption(ctx, c, m, a.OptionID); err != nil {
+	press := s.pressOption
+	if a.Message != "" {
+		press = func(ctx context.Context, c *openCard, m pane.Menu, id string) error { return s.amendOption(ctx, c, m, id, a.Message) }
+	}
+	if err := press(ctx, c, m, a.OptionID); err != nil {
 		s.unanswer(requestID)
 		return err
 	}
@@ -318,6 +322,74 @@ func (s *session) unanswer(id string) {
 	delete(s.answered, id)
 	s.answering = false
 	s.mu.Unlock()
+}
+
+// amendOption answers with the person's words: the cursor to the option, Tab
+// ("Tab to amend": "No, and tell Claude what to do differently"), the text,
+// Enter. Claude Code hands the words to the model with the rejection.
+func (s *session) amendOption(ctx context.Context, c *openCard, m pane.Menu, optionID, message string) error {
+	n, err := strconv.Atoi(optionID)
+	if err != nil || n < 1 || n > len(m.Options) {
+		return fmt.Errorf("tmux: option %q is not on the menu: %w", optionID, chat.ErrBadInput)
+	}
+	if optionKind(m.Options[n-1].Label) != chat.OptionRejectOnce {
+		// Only a rejection takes words; an allow with a message is just an allow.
+		return s.pressOption(ctx, c, m, optionID)
+	}
+	key, times := "Down", n-m.Cursor
+	if times < 0 {
+		key, times = "Up", -times
+	}
+	if err := s.c.SendKeysN(ctx, s.name, key, times); err != nil {
+		return s.goneErr(err)
+	}
+	onOption := func(scr *pane.Screen) (pane.Menu, bool) {
+		mm, live, _ := scr.Menu()
+		return mm, live && mm.Kind == pane.MenuPermission && mm.Cursor == n
+	}
+	if _, ok, err := s.waitFor(ctx, s.step, func(scr *pane.Screen) bool { _, ok := onOption(scr); return ok }); err != nil || !ok {
+		return errOr(err, fmt.Errorf("%w: the menu's cursor did not reach option %d", ErrKeyboard, n))
+	}
+	if err := s.c.SendKeys(ctx, s.name, "Tab"); err != nil {
+		return s.goneErr(err)
+	}
+	if _, ok, err := s.waitFor(ctx, s.step, func(scr *pane.Screen) bool {
+		mm, ok := onOption(scr)
+		return ok && strings.Contains(mm.Options[n-1].Label, "tell Claude")
+	}); err != nil || !ok {
+		return errOr(err, fmt.Errorf("%w: the menu did not open the option for words", ErrKeyboard))
+	}
+	if err := s.c.SendLiteral(ctx, s.name, message); err != nil {
+		return s.goneErr(err)
+	}
+	want := pane.Normalize(message)
+	if _, ok, err := s.waitFor(ctx, s.step, func(scr *pane.Screen) bool {
+		mm, ok := onOption(scr)
+		return ok && strings.HasSuffix(pane.Normalize(mm.Options[n-1].Label), want)
+	}); err != nil || !ok {
+		return errOr(err, fmt.Errorf("%w: the words did not appear in the menu", ErrKeyboard))
+	}
+	if err := s.c.SendKeys(ctx, s.name, "Enter"); err != nil {
+		return s.goneErr(err)
+	}
+	_, ok, err := s.waitFor(ctx, s.step, func(scr *pane.Screen) bool {
+		mm, live, _ := scr.Menu()
+		return !live || menuKey(mm) != menuKey(c.menu)
+	})
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("%w: the menu did not take the answer", ErrKeyboard)
+	}
+	return nil
+}
+
+func errOr(err, otherwise error) error {
+	if err != nil {
+		return err
+	}
+	return otherwise
 }
 
 // waitMenuLeft waits until the pane no longer shows that menu unchanged.

@@ -639,3 +639,28 @@ func TestCancel(t *testing.T) {
 		t.Errorf("the TUI does not show the interrupt:\n%s", plain(h.capture(s)))
 	}
 }
+
+// A rejection with the person's words: "Tab to amend" on "No", and the model
+// gets the words with the rejected tool result.
+func TestPermissionRejectWithWords(t *testing.T) {
+	h := newHarness(t, scenario())
+	s, k := h.start("t-reject")
+	if err := h.prompt(s, "m1", "run it"); err != nil {
+		t.Fatalf("Prompt: %v", err)
+	}
+	testkit.Eventually(t, 30*time.Second, func() bool { return len(k.permissions()) == 1 }, "no permission card")
+	card := k.permissions()[0]
+	if err := s.AnswerPermission(answerCtx(t), card.RequestID, driver.PermissionAnswer{OptionID: "3", Message: "use printf instead"}); err != nil {
+		t.Fatalf("AnswerPermission(No, with words): %v\n%s", err, plain(h.capture(s)))
+	}
+	if !poll(30*time.Second, func() bool { _, ok := h.srv.ToolResult(card.RequestID); return ok }) {
+		t.Fatalf("the stand-in never got the tool result")
+	}
+	res, _ := h.srv.ToolResult(card.RequestID)
+	if !strings.Contains(res.ResultText(), "use printf instead") || !strings.Contains(res.ResultText(), "doesn't want to proceed") {
+		t.Errorf("tool result %q, want the rejection with the words", res.ResultText())
+	}
+	if _, err := os.Stat(filepath.Join(h.cwd, "made-by-bash")); err == nil {
+		t.Error("the rejected command ran")
+	}
+}

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chromedp/cdproto/cdp"
+	cdpnet "github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 )
@@ -72,6 +74,17 @@ func TestDashboard(t *testing.T) {
 			t.Errorf("GET / without the cookie: got %d, want 401 (the login page)", resp.StatusCode)
 		}
 		shot(t, ctx, "desktop-new-thread")
+	})
+
+	t.Run("1b a page whose cookie is gone goes to the login page", func(t *testing.T) {
+		other := browser(t, 1024, 768)
+		run(t, other, "log in", chromedp.Navigate(r.LoginURL()), chromedp.WaitVisible(chromedp.CSS(`.side`)))
+		until(t, other, "connected", `window.parley.state.conn === "online"`)
+		run(t, other, "lose the cookie and the socket", chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			_, err := cdp.Call(ctx, tg, cdpnet.ClearBrowserCookies, cdp.Empty{})
+			return err
+		}), chromedp.Evaluate[chromedp.Void](`window.parley.socket.ws.close()`))
+		until(t, other, "the login page shows", `!!document.querySelector("input[name=token]") && !document.querySelector(".side")`)
 	})
 
 	t.Run("2 send, receipt submitted, Markdown with highlighted code", func(t *testing.T) {

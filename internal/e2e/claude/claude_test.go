@@ -12,6 +12,7 @@ import (
 	"github.com/parleyhq/parley/internal/client"
 	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/testkit"
+	"github.com/parleyhq/parley/internal/testkit/chatsock"
 	"github.com/parleyhq/parley/internal/testkit/claudeapi"
 )
 
@@ -39,18 +40,18 @@ func scenario() claudeapi.Scenario {
 func TestPlainTurn(t *testing.T) {
 	r := newRig(t, scenario(), nil)
 	s := r.dial("plain", -1)
-	s.send(msg("m1", "hello"))
+	s.Send(chatsock.Msg("m1", "hello"))
 	at := 0
 	for _, st := range []string{chat.DeliveryQueued, chat.DeliveryDelivering, chat.DeliverySubmitted} {
-		at = s.waitFor(at, delivery("m1", st), st)
+		at = s.WaitFor(at, wait, chatsock.Delivery("m1", st), st)
 	}
-	end := s.waitFor(at, promptDone("m1", chat.StopEndTurn), "prompt_done end_turn")
-	if got := chunks(s.snapshot()[:end], at); got != answer {
+	end := s.WaitFor(at, wait, chatsock.PromptDone("m1", chat.StopEndTurn), "prompt_done end_turn")
+	if got := chatsock.Chunks(s.Snapshot()[at:end]); got != answer {
 		t.Fatalf("chunks add up to %q, want %q", got, answer)
 	}
 	// The person's message appears once.
 	n := 0
-	for _, ev := range s.snapshot() {
+	for _, ev := range s.Snapshot() {
 		if ev.Type == chat.TypeUserMessage {
 			n++
 		}
@@ -60,11 +61,11 @@ func TestPlainTurn(t *testing.T) {
 	}
 }
 
-func permissionCard(t *testing.T, s *sock, from int) (int, string) {
+func permissionCard(t *testing.T, s *chatsock.Conn, from int) (int, string) {
 	t.Helper()
-	i := s.waitFor(from, isType(chat.TypePermissionRequest), "permission card")
+	i := s.WaitFor(from, wait, chatsock.Type(chat.TypePermissionRequest), "permission card")
 	var p chat.PermissionRequest
-	if err := s.get(i).Decode(&p); err != nil {
+	if err := s.Get(i).Decode(&p); err != nil {
 		t.Fatal(err)
 	}
 	if p.Tool.Name != "Bash" {
@@ -76,14 +77,14 @@ func permissionCard(t *testing.T, s *sock, from int) (int, string) {
 func TestPermissionAllowRunsTheTool(t *testing.T) {
 	r := newRig(t, scenario(), nil)
 	s := r.dial("allow", -1)
-	s.send(msg("m1", "make the file"))
+	s.Send(chatsock.Msg("m1", "make the file"))
 	i, rid := permissionCard(t, s, 0)
-	s.send(map[string]any{"type": "permission_response", "request_id": rid, "option_id": chat.OptionAllowOnce})
-	s.waitFor(i, isType(chat.TypePermissionResolved), "resolved")
-	s.waitFor(i, func(e client.Event) bool {
-		return e.Type == chat.TypeAgentChunk && strings.Contains(fmt.Sprint(field(e, "text")), "The command ran.")
+	s.Send(map[string]any{"type": "permission_response", "request_id": rid, "option_id": chat.OptionAllowOnce})
+	s.WaitFor(i, wait, chatsock.Type(chat.TypePermissionResolved), "resolved")
+	s.WaitFor(i, wait, func(e client.Event) bool {
+		return e.Type == chat.TypeAgentChunk && strings.Contains(fmt.Sprint(chatsock.FieldOf(e, "text")), "The command ran.")
 	}, "follow-up text")
-	s.waitFor(i, promptDone("m1", chat.StopEndTurn), "done")
+	s.WaitFor(i, wait, chatsock.PromptDone("m1", chat.StopEndTurn), "done")
 	if _, err := os.Stat(filepath.Join(r.work, "made-by-bash")); err != nil {
 		t.Fatalf("the tool did not run: %v", err)
 	}
@@ -96,10 +97,10 @@ func TestPermissionAllowRunsTheTool(t *testing.T) {
 func TestPermissionRejectWithReason(t *testing.T) {
 	r := newRig(t, scenario(), nil)
 	s := r.dial("reject", -1)
-	s.send(msg("m1", "make the file"))
+	s.Send(chatsock.Msg("m1", "make the file"))
 	_, rid := permissionCard(t, s, 0)
-	s.send(map[string]any{"type": "permission_response", "request_id": rid, "option_id": chat.OptionRejectOnce, "message": "not in this folder"})
-	s.waitFor(0, promptDone("m1", chat.StopEndTurn), "done")
+	s.Send(map[string]any{"type": "permission_response", "request_id": rid, "option_id": chat.OptionRejectOnce, "message": "not in this folder"})
+	s.WaitFor(0, wait, chatsock.PromptDone("m1", chat.StopEndTurn), "done")
 	testkit.Eventually(t, 10*time.Second, func() bool { _, ok := r.api.ToolResultFor("Bash"); return ok }, "the denial reached the model")
 	res, _ := r.api.ToolResultFor("Bash")
 	if !strings.Contains(res.ResultText(), "not in this folder") {
@@ -114,20 +115,20 @@ func TestCardResolvedForEveryConnection(t *testing.T) {
 	r := newRig(t, scenario(), nil)
 	a := r.dial("two", -1)
 	b := r.dial("two", -1)
-	a.send(msg("m1", "make the file"))
+	a.Send(chatsock.Msg("m1", "make the file"))
 	_, rid := permissionCard(t, a, 0)
 	permissionCard(t, b, 0)
-	a.send(map[string]any{"type": "permission_response", "request_id": rid, "option_id": chat.OptionAllowOnce})
-	j := b.waitFor(0, isType(chat.TypePermissionResolved), "resolved on the other connection")
-	if field(b.get(j), "option_id") != chat.OptionAllowOnce {
-		t.Fatalf("resolution %s", b.get(j).Raw)
+	a.Send(map[string]any{"type": "permission_response", "request_id": rid, "option_id": chat.OptionAllowOnce})
+	j := b.WaitFor(0, wait, chatsock.Type(chat.TypePermissionResolved), "resolved on the other connection")
+	if chatsock.FieldOf(b.Get(j), "option_id") != chat.OptionAllowOnce {
+		t.Fatalf("resolution %s", b.Get(j).Raw)
 	}
-	b.send(map[string]any{"type": "permission_response", "request_id": rid, "option_id": chat.OptionRejectOnce})
-	k := b.waitFor(j, isType(chat.TypeError), "late answer refused")
-	if field(b.get(k), "code") != chat.CodeCardClosed || !strings.Contains(fmt.Sprint(field(b.get(k), "message")), "no longer open") {
-		t.Fatalf("late answer: %s", b.get(k).Raw)
+	b.Send(map[string]any{"type": "permission_response", "request_id": rid, "option_id": chat.OptionRejectOnce})
+	k := b.WaitFor(j, wait, chatsock.Type(chat.TypeError), "late answer refused")
+	if chatsock.FieldOf(b.Get(k), "code") != chat.CodeCardClosed || !strings.Contains(fmt.Sprint(chatsock.FieldOf(b.Get(k), "message")), "no longer open") {
+		t.Fatalf("late answer: %s", b.Get(k).Raw)
 	}
-	a.waitFor(0, promptDone("m1", chat.StopEndTurn), "done")
+	a.WaitFor(0, wait, chatsock.PromptDone("m1", chat.StopEndTurn), "done")
 }
 
 func TestQuestionAnswers(t *testing.T) {
@@ -144,19 +145,19 @@ func TestQuestionAnswers(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			r := newRig(t, scenario(), nil)
 			s := r.dial("q", -1)
-			s.send(msg("m1", c.prompt))
-			i := s.waitFor(0, isType(chat.TypeQuestion), "question card")
+			s.Send(chatsock.Msg("m1", c.prompt))
+			i := s.WaitFor(0, wait, chatsock.Type(chat.TypeQuestion), "question card")
 			var q chat.Question
-			s.get(i).Decode(&q)
+			s.Get(i).Decode(&q)
 			if len(q.Questions) != 1 || q.Questions[0].Question != "Which colour?" || len(q.Questions[0].Options) != 2 {
-				t.Fatalf("card %s", s.get(i).Raw)
+				t.Fatalf("card %s", s.Get(i).Raw)
 			}
 			if multi := c.prompt == "ask me many"; q.Questions[0].MultiSelect != multi {
 				t.Fatalf("multi_select %v, want %v", q.Questions[0].MultiSelect, multi)
 			}
-			s.send(map[string]any{"type": "question_answer", "request_id": q.RequestID, "answers": map[string]any{"Which colour?": c.answer}})
-			s.waitFor(i, isType(chat.TypeQuestionResolved), "resolved")
-			s.waitFor(i, promptDone("m1", chat.StopEndTurn), "done")
+			s.Send(map[string]any{"type": "question_answer", "request_id": q.RequestID, "answers": map[string]any{"Which colour?": c.answer}})
+			s.WaitFor(i, wait, chatsock.Type(chat.TypeQuestionResolved), "resolved")
+			s.WaitFor(i, wait, chatsock.PromptDone("m1", chat.StopEndTurn), "done")
 			res, ok := r.api.ToolResultFor("AskUserQuestion")
 			if !ok || !strings.Contains(res.ResultText(), c.want) {
 				t.Fatalf("model got %q (found %v), want it to contain %s", res.ResultText(), ok, c.want)
@@ -168,19 +169,19 @@ func TestQuestionAnswers(t *testing.T) {
 func TestStopDuringSlowAnswer(t *testing.T) {
 	r := newRig(t, scenario(), nil)
 	s := r.dial("stop", -1)
-	s.send(msg("m1", "slowly"))
-	i := s.waitFor(0, isType(chat.TypeAgentChunk), "streaming")
+	s.Send(chatsock.Msg("m1", "slowly"))
+	i := s.WaitFor(0, wait, chatsock.Type(chat.TypeAgentChunk), "streaming")
 	start := time.Now()
-	s.send(map[string]any{"type": "stop"})
-	s.waitFor(i, promptDone("m1", chat.StopCancelled), "cancelled")
+	s.Send(map[string]any{"type": "stop"})
+	s.WaitFor(i, wait, chatsock.PromptDone("m1", chat.StopCancelled), "cancelled")
 	took := time.Since(start)
 	t.Logf("stop → prompt_done cancelled: %v", took)
 	if took > 2*time.Second {
 		t.Errorf("stop took %v", took)
 	}
 	pids := r.agentPIDs()
-	s.send(msg("m2", "hello"))
-	s.waitFor(i, promptDone("m2", chat.StopEndTurn), "the next message works")
+	s.Send(chatsock.Msg("m2", "hello"))
+	s.WaitFor(i, wait, chatsock.PromptDone("m2", chat.StopEndTurn), "the next message works")
 	if after := r.agentPIDs(); fmt.Sprint(after) != fmt.Sprint(pids) {
 		t.Errorf("agent processes %v before, %v after: stop should keep the process", pids, after)
 	}
@@ -189,12 +190,14 @@ func TestStopDuringSlowAnswer(t *testing.T) {
 func TestIdleUnloadResumesWithHistory(t *testing.T) {
 	r := newRig(t, scenario(), func(c *config.Config) { c.Agents[0].IdleTimeout = config.Duration{Duration: 300 * time.Millisecond} })
 	s := r.dial("idle", -1)
-	s.send(msg("m1", "remember"))
-	s.waitFor(0, promptDone("m1", chat.StopEndTurn), "first turn")
-	s.waitFor(0, func(e client.Event) bool { return e.Type == chat.TypeSessionInfo && field(e, "state") == "unloaded" }, "unloaded")
+	s.Send(chatsock.Msg("m1", "remember"))
+	s.WaitFor(0, wait, chatsock.PromptDone("m1", chat.StopEndTurn), "first turn")
+	s.WaitFor(0, wait, func(e client.Event) bool {
+		return e.Type == chat.TypeSessionInfo && chatsock.FieldOf(e, "state") == "unloaded"
+	}, "unloaded")
 	testkit.Eventually(t, 10*time.Second, func() bool { return len(r.agentPIDs()) == 0 }, "the agent process was stopped")
-	s.send(msg("m2", "hello"))
-	s.waitFor(0, promptDone("m2", chat.StopEndTurn), "resumed turn")
+	s.Send(chatsock.Msg("m2", "hello"))
+	s.WaitFor(0, wait, chatsock.PromptDone("m2", chat.StopEndTurn), "resumed turn")
 	reqs := r.api.ScenarioRequests()
 	last := reqs[len(reqs)-1]
 	if texts := strings.Join(last.UserTexts(), "|"); !strings.Contains(texts, "remember") {
@@ -205,32 +208,32 @@ func TestIdleUnloadResumesWithHistory(t *testing.T) {
 func TestAgentKilledMidTurnThenRecovers(t *testing.T) {
 	r := newRig(t, scenario(), nil)
 	s := r.dial("kill", -1)
-	s.send(msg("m1", "slowly"))
-	s.waitFor(0, isType(chat.TypeAgentChunk), "streaming")
+	s.Send(chatsock.Msg("m1", "slowly"))
+	s.WaitFor(0, wait, chatsock.Type(chat.TypeAgentChunk), "streaming")
 	kill(t, r.agentPIDs())
-	i := s.waitFor(0, promptDone("m1", chat.StopError), "turn ends with error")
-	s.waitFor(0, func(e client.Event) bool { return e.Type == chat.TypeError && e.Seq != 0 }, "an error event")
-	s.send(msg("m2", "hello"))
-	s.waitFor(i, promptDone("m2", chat.StopEndTurn), "the next message recovers")
+	i := s.WaitFor(0, wait, chatsock.PromptDone("m1", chat.StopError), "turn ends with error")
+	s.WaitFor(0, wait, func(e client.Event) bool { return e.Type == chat.TypeError && e.Seq != 0 }, "an error event")
+	s.Send(chatsock.Msg("m2", "hello"))
+	s.WaitFor(i, wait, chatsock.PromptDone("m2", chat.StopEndTurn), "the next message recovers")
 }
 
 func TestReconnectMidTurnWithSince(t *testing.T) {
 	r := newRig(t, scenario(), nil)
 	a := r.dial("re", -1)
-	a.send(msg("m1", "make the file"))
+	a.Send(chatsock.Msg("m1", "make the file"))
 	i, rid := permissionCard(t, a, 0)
 	// Hold everything up to a point before the card, then reconnect.
-	cut := a.get(i - 1).Seq
-	a.c.CloseNow()
+	cut := a.Get(i - 1).Seq
+	a.Client().CloseNow()
 	b := r.dial("re", cut)
-	j := b.waitFor(0, isType(chat.TypeReplayDone), "replay")
+	j := b.WaitFor(0, wait, chatsock.Type(chat.TypeReplayDone), "replay")
 	seen := map[int64]int{}
 	openAgain := false
-	for _, ev := range b.snapshot()[:j] {
+	for _, ev := range b.Snapshot()[:j] {
 		if ev.Seq != 0 {
 			seen[ev.Seq]++
 		}
-		if ev.Type == chat.TypePermissionRequest && ev.Seq == 0 && field(ev, "request_id") == rid {
+		if ev.Type == chat.TypePermissionRequest && ev.Seq == 0 && chatsock.FieldOf(ev, "request_id") == rid {
 			openAgain = true
 		}
 	}
@@ -239,7 +242,7 @@ func TestReconnectMidTurnWithSince(t *testing.T) {
 			t.Fatalf("seq %d seen %d times (since=%d)", seq, n, cut)
 		}
 	}
-	for seq := cut + 1; seq <= a.get(i).Seq; seq++ {
+	for seq := cut + 1; seq <= a.Get(i).Seq; seq++ {
 		if seen[seq] != 1 {
 			t.Fatalf("seq %d missing from the replay", seq)
 		}
@@ -247,6 +250,6 @@ func TestReconnectMidTurnWithSince(t *testing.T) {
 	if !openAgain {
 		t.Fatal("the open card was not sent again after the replay")
 	}
-	b.send(map[string]any{"type": "permission_response", "request_id": rid, "option_id": chat.OptionAllowOnce})
-	b.waitFor(j, promptDone("m1", chat.StopEndTurn), "the turn goes on")
+	b.Send(map[string]any{"type": "permission_response", "request_id": rid, "option_id": chat.OptionAllowOnce})
+	b.WaitFor(j, wait, chatsock.PromptDone("m1", chat.StopEndTurn), "the turn goes on")
 }

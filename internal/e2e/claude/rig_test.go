@@ -5,13 +5,10 @@ package claude_test
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -23,6 +20,7 @@ import (
 	"github.com/parleyhq/parley/internal/driver"
 	"github.com/parleyhq/parley/internal/driver/stream"
 	"github.com/parleyhq/parley/internal/testkit"
+	"github.com/parleyhq/parley/internal/testkit/chatsock"
 	"github.com/parleyhq/parley/internal/testkit/claudeapi"
 )
 
@@ -115,140 +113,11 @@ func (r *rig) agentPIDs() []int {
 	return pids
 }
 
-func (r *rig) dial(chatID string, since int64) *sock {
+func (r *rig) dial(chatID string, since int64) *chatsock.Conn {
 	r.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, _, err := client.Dial(ctx, "http://"+r.d.Addr(), r.d.Token(), client.Options{Chat: chatID, Since: since})
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	s := &sock{t: r.t, c: c, notify: make(chan struct{}, 1)}
-	go s.read()
-	r.t.Cleanup(func() { c.CloseNow() })
-	s.waitFor(0, isType(chat.TypeReplayDone), "replay_done")
+	s := chatsock.Dial(r.t, "http://"+r.d.Addr(), r.d.Token(), client.Options{Chat: chatID, Since: since})
+	s.WaitFor(0, wait, chatsock.Type(chat.TypeReplayDone), "replay_done")
 	return s
-}
-
-// sock keeps every frame a connection receives.
-type sock struct {
-	t      testing.TB
-	c      *client.Conn
-	mu     sync.Mutex
-	events []client.Event
-	err    error
-	notify chan struct{}
-}
-
-func (s *sock) read() {
-	for {
-		ev, err := s.c.Next(context.Background())
-		s.mu.Lock()
-		if err != nil {
-			s.err = err
-		} else {
-			s.events = append(s.events, ev)
-		}
-		s.mu.Unlock()
-		select {
-		case s.notify <- struct{}{}:
-		default:
-		}
-		if err != nil {
-			return
-		}
-	}
-}
-
-func (s *sock) snapshot() []client.Event {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]client.Event(nil), s.events...)
-}
-
-func (s *sock) send(v any) {
-	s.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := s.c.Send(ctx, v); err != nil {
-		s.t.Fatal(err)
-	}
-}
-
-func (s *sock) waitFor(from int, match func(client.Event) bool, what string) int {
-	s.t.Helper()
-	deadline := time.NewTimer(wait)
-	defer deadline.Stop()
-	for {
-		s.mu.Lock()
-		for i := from; i < len(s.events); i++ {
-			if match(s.events[i]) {
-				s.mu.Unlock()
-				return i
-			}
-		}
-		err := s.err
-		s.mu.Unlock()
-		if err != nil {
-			s.t.Fatalf("waiting for %s: socket ended: %v\n%s", what, err, summary(s.snapshot()))
-		}
-		select {
-		case <-s.notify:
-		case <-deadline.C:
-			s.t.Fatalf("waiting for %s: not seen within %v\n%s", what, wait, summary(s.snapshot()))
-		}
-	}
-}
-
-func (s *sock) get(i int) client.Event { return s.snapshot()[i] }
-
-func summary(evs []client.Event) string {
-	var b strings.Builder
-	for _, e := range evs {
-		raw := string(e.Raw)
-		if len(raw) > 300 {
-			raw = raw[:300] + "…"
-		}
-		fmt.Fprintf(&b, "  %s\n", raw)
-	}
-	return b.String()
-}
-
-func isType(typ string) func(client.Event) bool {
-	return func(e client.Event) bool { return e.Type == typ }
-}
-
-func field(e client.Event, name string) any {
-	var m map[string]any
-	_ = json.Unmarshal(e.Raw, &m)
-	return m[name]
-}
-
-func delivery(id, state string) func(client.Event) bool {
-	return func(e client.Event) bool {
-		return e.Type == chat.TypeDelivery && field(e, "message_id") == id && field(e, "state") == state
-	}
-}
-
-func promptDone(id, reason string) func(client.Event) bool {
-	return func(e client.Event) bool {
-		return e.Type == chat.TypePromptDone && field(e, "message_id") == id && field(e, "stop_reason") == reason
-	}
-}
-
-func msg(id, text string) map[string]any {
-	return map[string]any{"type": "message", "message_id": id, "text": text}
-}
-
-// chunks joins the agent_chunk texts from index from on.
-func chunks(evs []client.Event, from int) string {
-	var b strings.Builder
-	for _, e := range evs[from:] {
-		if e.Type == chat.TypeAgentChunk {
-			b.WriteString(fmt.Sprint(field(e, "text")))
-		}
-	}
-	return b.String()
 }
 
 func kill(t *testing.T, pids []int) {

@@ -51,8 +51,19 @@ func scenario() claudeapi.Scenario {
 		{Match: claudeapi.Match{Exact: "make the file"}, Reply: claudeapi.Bash("touch made-by-bash", "Make a file")},
 		{Match: claudeapi.Match{Exact: "make another"}, Reply: claudeapi.Bash("touch made-again", "Make another file")},
 		{Match: claudeapi.Match{ToolResult: "Bash"}, Reply: claudeapi.Text("The command ran.", 1, 0)},
+		{Match: claudeapi.Match{Exact: "count slowly"}, Reply: claudeapi.Text(counting(), 31, 60*time.Millisecond)},
 		{Match: claudeapi.Match{Exact: "slowly"}, Reply: claudeapi.Text(strings.Repeat("tick\n", 400), 400, 50*time.Millisecond)},
 	}}
+}
+
+// counting is "n01\nn02\n…n30\nTHE-END": one IRC line per number.
+func counting() string {
+	var b strings.Builder
+	for i := 1; i <= 30; i++ {
+		fmt.Fprintf(&b, "n%02d\n", i)
+	}
+	b.WriteString("THE-END")
+	return b.String()
 }
 
 // startNgircd runs Debian's ngircd on a free loopback port with its own config.
@@ -365,6 +376,27 @@ func TestIRCEndToEnd(t *testing.T) {
 		alice.waitLine(m, "Switched to thread "+string(first))
 		if got := r.thread(); got != first {
 			t.Errorf("after /switch: thread %q, want %q", got, first)
+		}
+	})
+
+	t.Run("the plugin killed mid-answer is restarted and is sent what it missed", func(t *testing.T) {
+		m := alice.mark()
+		alice.say("count slowly")
+		alice.waitLine(m, "n02")
+		st := r.plugin()
+		if err := syscall.Kill(st.PID, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		testkit.Eventually(t, wait, func() bool {
+			now := r.plugin()
+			return now.State == plugin.StateRunning && now.PID != st.PID
+		}, "the plugin was not restarted: %+v", r.plugin())
+		alice.waitLine(m, "THE-END")
+		got := strings.Join(alice.linesFrom(m), "\n")
+		for i := 1; i <= 30; i++ {
+			if n := fmt.Sprintf("n%02d", i); !strings.Contains(got, n) {
+				t.Errorf("line %s was lost across the restart; got:\n%s", n, got)
+			}
 		}
 	})
 

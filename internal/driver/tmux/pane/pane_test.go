@@ -114,6 +114,11 @@ func TestMenuGoldens(t *testing.T) {
 			opts: []opt{{n: 1, label: "Apple", desc: "Crisp", checked: true}, {n: 2, label: "Banana", desc: "Soft"}, {n: 3, label: "Cherry", desc: "Small", checked: true}, {n: 4, label: "Type something", desc: "Submit"}, {n: 5, label: "Chat about this"}}},
 		{name: "question-multi-review", live: true, kind: MenuReview, question: "Ready to submit your answers?", cursor: 1,
 			opts: []opt{{n: 1, label: "Submit answers"}, {n: 2, label: "Cancel"}}},
+		// "Tab to amend" on "No": the option takes the person's words.
+		{name: "perm-amend", live: true, kind: MenuPermission, title: "Bash command", question: "Do you want to proceed?", cursor: 3,
+			opts: []opt{{n: 1, label: "Yes"}, {n: 2, label: "Yes, and always allow access to cwd/ from this project"}, {n: 3, label: "No, and tell Claude what to do differently"}}},
+		{name: "perm-amend-typed", live: true, kind: MenuPermission, title: "Bash command", question: "Do you want to proceed?", cursor: 3,
+			opts: []opt{{n: 1, label: "Yes"}, {n: 2, label: "Yes, and always allow access to cwd/ from this project"}, {n: 3, label: "No, use printf instead"}}},
 		{name: "perm-answered"},
 		{name: "question-answered"},
 		{name: "after-multi"},

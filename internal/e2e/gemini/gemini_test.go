@@ -1,0 +1,127 @@
+// Package gemini_test runs the real Gemini CLI (ACP transport) behind a real
+// daemon, driven through the chat socket, with the scripted Gemini API as the
+// only stand-in.
+package gemini_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/client"
+	"github.com/parleyhq/parley/internal/config"
+	"github.com/parleyhq/parley/internal/daemon"
+	"github.com/parleyhq/parley/internal/driver"
+	"github.com/parleyhq/parley/internal/driver/acp"
+	"github.com/parleyhq/parley/internal/testkit"
+	"github.com/parleyhq/parley/internal/testkit/chatsock"
+	"github.com/parleyhq/parley/internal/testkit/geminiapi"
+)
+
+// Gemini CLI loads its tools at start: allow it time.
+const wait = 120 * time.Second
+
+const answer = "Gemini, scripted, in several pieces."
+
+func scenario() geminiapi.Scenario {
+	return geminiapi.Scenario{Rules: []geminiapi.Rule{
+		{Match: geminiapi.Match{Exact: "hello"}, Reply: geminiapi.Text(answer, 4, 5*time.Millisecond)},
+		{Match: geminiapi.Match{Exact: "make the file"}, Reply: geminiapi.Shell("touch made-by-gemini", "Make a file")},
+		{Match: geminiapi.Match{FunctionResponse: "run_shell_command"}, Reply: geminiapi.Text("The command ran.", 1, 0)},
+		{Match: geminiapi.Match{Exact: "slowly"}, Reply: geminiapi.Text(strings.Repeat("tick ", 300), 300, 50*time.Millisecond)},
+	}}
+}
+
+type rig struct {
+	d    *daemon.Daemon
+	api  *geminiapi.Server
+	work string
+}
+
+func newRig(t *testing.T) *rig {
+	t.Helper()
+	root, _ := filepath.EvalSymlinks(t.TempDir())
+	home, work := filepath.Join(root, "home"), filepath.Join(root, "work")
+	for _, d := range []string{home, work} {
+		os.MkdirAll(d, 0o755)
+	}
+	api := geminiapi.Start(t, scenario())
+	env := map[string]string{}
+	for _, kv := range geminiapi.Env(t, api, home) {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	cfg := config.Default(filepath.Join(root, "data"), work)
+	cfg.Addr = "127.0.0.1:0"
+	cfg.Agents = []config.Agent{{ID: "gemini", Transport: config.TransportACP, Command: testkit.GeminiBin(t),
+		Args: []string{"--acp"}, Env: env, Options: map[string]string{"auth_method": "gemini-api-key"}}}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	d, err := daemon.Start(context.Background(), cfg, daemon.Options{Drivers: map[string]driver.Driver{config.TransportACP: acp.New(nil)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		d.Shutdown(ctx)
+	})
+	return &rig{d: d, api: api, work: work}
+}
+
+func (r *rig) dial(t *testing.T, chatID string) *chatsock.Conn {
+	s := chatsock.Dial(t, "http://"+r.d.Addr(), r.d.Token(), client.Options{Chat: chatID, Since: -1})
+	s.WaitFor(0, wait, chatsock.Type(chat.TypeReplayDone), "replay_done")
+	return s
+}
+
+// One daemon, one Gemini session, the socket-level path in order: a
+// streamed turn, a shell tool allowed through its card, one rejected, a stop.
+func TestGeminiThroughTheSocket(t *testing.T) {
+	r := newRig(t)
+	s := r.dial(t, "g")
+
+	s.Send(chatsock.Msg("m1", "hello"))
+	at := s.WaitFor(0, wait, chatsock.Delivery("m1", chat.DeliverySubmitted), "submitted")
+	end := s.WaitFor(at, wait, chatsock.PromptDone("m1", chat.StopEndTurn), "end_turn")
+	if got := chatsock.Chunks(s.Snapshot()[at:end]); got != answer {
+		t.Fatalf("streamed text %q, want %q", got, answer)
+	}
+
+	s.Send(chatsock.Msg("m2", "make the file"))
+	i := s.WaitFor(end, wait, chatsock.Type(chat.TypePermissionRequest), "permission card")
+	var card chat.PermissionRequest
+	s.Get(i).Decode(&card)
+	allow := ""
+	for _, o := range card.Options {
+		if o.Kind == chat.OptionAllowOnce {
+			allow = o.ID
+		}
+	}
+	if allow == "" {
+		t.Fatalf("no allow-once option on %s", s.Get(i).Raw)
+	}
+	s.Send(map[string]any{"type": "permission_response", "request_id": card.RequestID, "option_id": allow})
+	end = s.WaitFor(i, wait, chatsock.PromptDone("m2", chat.StopEndTurn), "tool turn done")
+	if _, err := os.Stat(filepath.Join(r.work, "made-by-gemini")); err != nil {
+		t.Fatalf("the command did not run: %v", err)
+	}
+	if _, ok := r.api.FunctionResponse("run_shell_command"); !ok {
+		t.Fatal("the command's result never reached the model")
+	}
+
+	s.Send(chatsock.Msg("m3", "slowly"))
+	j := s.WaitFor(end, wait, chatsock.Type(chat.TypeAgentChunk), "streaming")
+	start := time.Now()
+	s.Send(map[string]any{"type": "stop"})
+	s.WaitFor(j, wait, chatsock.PromptDone("m3", chat.StopCancelled), "cancelled")
+	t.Logf("stop → cancelled in %v", time.Since(start))
+
+	s.Send(chatsock.Msg("m4", "hello"))
+	s.WaitFor(j, wait, chatsock.PromptDone("m4", chat.StopEndTurn), "the next message works")
+}
