@@ -7,6 +7,7 @@ package daemon_test
 import (
 	"bufio"
 	"bytes"
+	"net/http"
 	"context"
 	"fmt"
 	"os"
@@ -277,6 +278,7 @@ func BenchmarkIdleConnectionMemory(b *testing.B) {
 	url, token := "http://"+f[1], f[2]
 	for n := 0; n < b.N; n++ {
 		before := rssKiB(b, cmd.Process.Pid)
+		heapBefore := goMemory(b, url, token)
 		open := make([]*client.Conn, 0, conns)
 		for i := 0; i < conns; i++ {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -289,11 +291,34 @@ func BenchmarkIdleConnectionMemory(b *testing.B) {
 		}
 		time.Sleep(2 * time.Second) // let the server settle its buffers before reading RSS
 		after := rssKiB(b, cmd.Process.Pid)
-		b.ReportMetric(float64(after-before)/conns, "KiB/conn")
+		heapAfter := goMemory(b, url, token)
+		b.ReportMetric(float64(after-before)/conns, "RSS-KiB/conn")
+		b.ReportMetric((heapAfter-heapBefore)/1024/conns, "heap+stack-KiB/conn")
 		for _, c := range open {
 			c.CloseNow()
 		}
 	}
+}
+
+// goMemory reads the daemon's Go heap and stack in use from its /metrics.
+func goMemory(b *testing.B, url, token string) float64 {
+	req, _ := http.NewRequest("GET", url+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var total float64
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) == 2 && (f[0] == "go_memstats_heap_inuse_bytes" || f[0] == "go_memstats_stack_inuse_bytes") {
+			v, _ := strconv.ParseFloat(f[1], 64)
+			total += v
+		}
+	}
+	return total
 }
 
 func rssKiB(b *testing.B, pid int) int64 {

@@ -32,9 +32,11 @@ type Sub struct {
 	ready chan struct{} // signalled (capacity 1) when items are queued
 	done  chan struct{}
 
-	qmu sync.Mutex
-	q   []Item
-	max int
+	qmu    sync.Mutex
+	q      []Item
+	max    int
+	wake   func()       // called after each push, when set
+	onDrop func(string) // called (on its own goroutine) when the hub drops the subscription
 
 	// guarded by Hub.mu
 	thread chat.ThreadID
@@ -54,6 +56,29 @@ func (s *Sub) Take() []Item {
 	return q
 }
 
+// Pending reports whether items wait.
+func (s *Sub) Pending() bool {
+	s.qmu.Lock()
+	defer s.qmu.Unlock()
+	return len(s.q) > 0
+}
+
+// SetWake makes every push call wake (which must not block), for consumers that
+// start a writer only when there is something to write.
+func (s *Sub) SetWake(wake func()) {
+	s.qmu.Lock()
+	s.wake = wake
+	s.qmu.Unlock()
+}
+
+// SetOnDrop makes the hub call f with the reason when it drops the subscription
+// (slow, shutdown); not called for Unsubscribe.
+func (s *Sub) SetOnDrop(f func(reason string)) {
+	s.qmu.Lock()
+	s.onDrop = f
+	s.qmu.Unlock()
+}
+
 // push queues an item; false when the backlog is full.
 func (s *Sub) push(it Item) bool {
 	s.qmu.Lock()
@@ -62,10 +87,14 @@ func (s *Sub) push(it Item) bool {
 		return false
 	}
 	s.q = append(s.q, it)
+	wake := s.wake
 	s.qmu.Unlock()
 	select {
 	case s.ready <- struct{}{}:
 	default:
+	}
+	if wake != nil {
+		wake()
 	}
 	return true
 }
@@ -197,6 +226,12 @@ func (h *Hub) removeLocked(s *Sub, reason string) {
 		remove(h.byThread, s.thread, s)
 	}
 	close(s.done)
+	s.qmu.Lock()
+	f := s.onDrop
+	s.qmu.Unlock()
+	if f != nil && reason != "" {
+		go f(reason)
+	}
 }
 
 func add[K comparable](m map[K]map[*Sub]struct{}, k K, s *Sub) {

@@ -90,6 +90,7 @@ type Model struct {
 	attempt    int
 	fatal      error
 
+	modeWant  string // the mode asked for and not yet confirmed
 	cfg       chat.Config
 	thread    chat.Thread
 	lastSeq   int64
@@ -340,6 +341,7 @@ func (m *Model) onEvent(ev client.Event) tea.Cmd {
 		m.add(&entry{kind: entryNote, text: questionNote(p)})
 	case chat.TypeMode:
 		_ = ev.Decode(&m.mode)
+		m.modeWant = ""
 	case chat.TypeTurnStatus:
 		var p chat.TurnStatus
 		_ = ev.Decode(&p)
@@ -525,6 +527,7 @@ func (m *Model) onError(p chat.Error) {
 	if m.stopping && strings.Contains(p.Message, chat.ErrNoTurn.Error()) {
 		m.stopping = false
 	}
+	m.modeWant = "" // a refused set_mode, maybe: the next press starts from what is
 	m.add(&entry{kind: entryError, text: p.Message})
 }
 
@@ -642,8 +645,13 @@ func (m *Model) nextMode() tea.Cmd {
 		m.flash = "the agent has not said which modes it has"
 		return nil
 	}
-	i := slices.IndexFunc(av, func(o chat.ModeOption) bool { return o.ID == m.mode.Current })
+	from := m.mode.Current
+	if m.modeWant != "" {
+		from = m.modeWant // pressed again before the agent said: go on from there
+	}
+	i := slices.IndexFunc(av, func(o chat.ModeOption) bool { return o.ID == from })
 	next := av[(i+1)%len(av)]
+	m.modeWant = next.ID
 	m.flash = "mode → " + next.Name
 	return m.sendCmd("mode", next.ID, map[string]string{"type": wire.TypeSetMode, "mode_id": next.ID})
 }

@@ -475,6 +475,11 @@ func TestModeKeyCyclesModes(t *testing.T) {
 	if len(got) != 1 || got[0]["mode_id"] != "plan" {
 		t.Fatalf("sent %v; want set_mode plan", got)
 	}
+	// Pressed again before the agent answered: on from the mode asked for.
+	h.key("shift+tab")
+	if got := h.be.sentOf("set_mode"); len(got) != 2 || got[1]["mode_id"] != "default" {
+		t.Fatalf("sent %v; want set_mode default second", got)
+	}
 }
 
 func TestToolCallsAreOneLineAndExpand(t *testing.T) {

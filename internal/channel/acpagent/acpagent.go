@@ -120,18 +120,32 @@ type Options struct {
 // Cursors remember, per route, the thread and the last seq sent to a client.
 // Safe for concurrent use. They live as long as their owner (the plugin host
 // keeps one per plugin across restarts).
+//
+// Sent is not received: what went down the pipe just before a connection broke
+// may never have been read. So when a connection ends, each of its routes'
+// cursors goes back to before what was sent in its last Unconfirmed: a client
+// that comes back gets those events again (at least once, never lost).
 type Cursors struct {
 	mu sync.Mutex
-	m  map[chat.RouteKey]cursor
+	m  map[chat.RouteKey]*cursor
 }
+
+// Unconfirmed is how far back a cursor goes when its connection ends.
+const Unconfirmed = 2 * time.Second
 
 type cursor struct {
 	thread chat.ThreadID
 	seq    int64
+	recent []stamp // what was sent lately, oldest first
+}
+
+type stamp struct {
+	seq int64
+	at  time.Time
 }
 
 // NewCursors returns an empty set.
-func NewCursors() *Cursors { return &Cursors{m: map[chat.RouteKey]cursor{}} }
+func NewCursors() *Cursors { return &Cursors{m: map[chat.RouteKey]*cursor{}} }
 
 func (c *Cursors) get(r chat.RouteKey) (cursor, bool) {
 	if c == nil {
@@ -140,16 +154,50 @@ func (c *Cursors) get(r chat.RouteKey) (cursor, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	v, ok := c.m[r]
-	return v, ok
+	if !ok {
+		return cursor{}, false
+	}
+	return cursor{thread: v.thread, seq: v.seq}, true
 }
 
-func (c *Cursors) set(r chat.RouteKey, thread chat.ThreadID, seq int64) {
+func (c *Cursors) set(r chat.RouteKey, thread chat.ThreadID, seq int64, now time.Time) {
 	if c == nil {
 		return
 	}
 	c.mu.Lock()
-	c.m[r] = cursor{thread, seq}
-	c.mu.Unlock()
+	defer c.mu.Unlock()
+	v := c.m[r]
+	if v == nil || v.thread != thread {
+		v = &cursor{thread: thread}
+		c.m[r] = v
+	}
+	v.seq = seq
+	v.recent = append(v.recent, stamp{seq, now})
+	i := 0
+	for i < len(v.recent)-1 && now.Sub(v.recent[i].at) > 2*Unconfirmed {
+		i++
+	}
+	v.recent = v.recent[i:]
+}
+
+// rewind moves a route's cursor back before what was sent after end-Unconfirmed.
+func (c *Cursors) rewind(r chat.RouteKey, end time.Time) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v := c.m[r]
+	if v == nil {
+		return
+	}
+	for _, st := range v.recent {
+		if !st.at.Before(end.Add(-Unconfirmed)) {
+			v.seq = st.seq - 1
+			break
+		}
+	}
+	v.recent = nil
 }
 
 // ErrNoHeartbeat says the client stopped answering pings.
@@ -207,9 +255,11 @@ wait:
 	}
 	a.mu.Unlock()
 	a.wg.Wait()
+	end := time.Now()
 	a.mu.Lock()
 	for _, s := range a.sessions {
 		d.Hub.Unsubscribe(s.sub)
+		opt.Cursors.rewind(s.route, end)
 	}
 	a.mu.Unlock()
 	return result

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"sync"
+	"time"
 
 	acp "github.com/coder/acp-go-sdk"
 
@@ -147,7 +148,7 @@ func (a *agent) pump(ctx context.Context, s *session, thread chat.ThreadID, sinc
 				ev.Payload = it.Frame
 				a.emit(ctx, s, ev, false)
 				s.lastSeq = it.Seq
-				a.opt.Cursors.set(s.route, s.thread, s.lastSeq)
+				a.opt.Cursors.set(s.route, s.thread, s.lastSeq, time.Now())
 			}
 		case <-s.sub.Done():
 			if ctx.Err() != nil || a.d.Hub.Reason(s.sub) != hub.ReasonSlow {
@@ -250,7 +251,7 @@ func (a *agent) catchUp(ctx context.Context, s *session) error {
 			ev.Payload = ev.Frame() // emit works on wire frames, as the hub delivers them
 			a.emit(ctx, s, ev, true)
 			s.lastSeq = ev.Seq
-			a.opt.Cursors.set(s.route, s.thread, s.lastSeq)
+			a.opt.Cursors.set(s.route, s.thread, s.lastSeq, time.Now())
 		}
 		if len(evs) < page {
 			return nil

@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -70,8 +71,9 @@ type Server struct {
 	mux    *http.ServeMux
 	m      *metrics
 
-	ctx    context.Context // connections' lifetime
-	cancel context.CancelFunc
+	ctx     context.Context // connections' lifetime
+	cancel  context.CancelFunc
+	sockets sync.WaitGroup
 }
 
 // New builds the handler.
@@ -86,9 +88,16 @@ func New(r *router.Router, st store.Store, h *hub.Hub, opt Options) *Server {
 	return s
 }
 
-// Shutdown closes every socket with a reason.
+// Shutdown closes every socket with a reason, gives them a moment to say goodbye,
+// then ends what is left.
 func (s *Server) Shutdown() {
 	s.hub.CloseAll(hub.ReasonShutdown)
+	done := make(chan struct{})
+	go func() { s.sockets.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Second):
+	}
 	s.cancel()
 }
 

@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -26,15 +28,23 @@ const (
 
 const writeTimeout = 5 * time.Second
 
-// conn is one chat socket: a reader goroutine (the handler's) and one writer.
+// conn is one chat socket. The handler's goroutine reads; writing happens on a
+// goroutine started only when there is something to write (kick), so an idle
+// connection costs one goroutine and its buffers.
 type conn struct {
 	s     *Server
 	ws    *websocket.Conn
 	route chat.RouteKey
 	sub   *hub.Sub
-	// replies are frames for this connection alone (errors, pongs, duplicates).
-	replies chan []byte
-	// thread and lastSeq are the writer's: what it has sent so far.
+	ctx   context.Context
+
+	writing atomic.Bool // a writer goroutine holds the write side
+
+	rmu     sync.Mutex
+	replies [][]byte      // frames for this connection alone (errors, pongs, duplicates)
+	slots   chan struct{} // bounds replies; a flooding client is read more slowly
+
+	// Owned by whoever holds the write side: what has been sent so far.
 	thread  chat.ThreadID
 	lastSeq int64
 }
@@ -74,6 +84,9 @@ func (s *Server) handleSocket(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return
 	}
+	s.sockets.Add(1)
+	defer s.sockets.Done()
+	defer ws.CloseNow()
 	ws.SetReadLimit(-1) // the reader enforces the limit itself, keeping the socket open
 	route := chat.RouteKey{Channel: channel, Chat: chatID}
 	ctx, cancel := context.WithCancel(s.ctx)
@@ -84,41 +97,105 @@ func (s *Server) handleSocket(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.hub.Unsubscribe(sub)
-	c := &conn{s: s, ws: ws, route: route, sub: sub, replies: make(chan []byte, 64)}
+	c := &conn{s: s, ws: ws, route: route, sub: sub, ctx: ctx, slots: make(chan struct{}, 16)}
 	log := s.log.With("chat", route.String())
-	log.Debug("socket open")
 
-	writerDone := make(chan error, 1)
-	go func() {
-		// The writer closes the socket when it stops first (slow, shutdown), with
-		// the reason in the close frame; that also ends the reader's wait.
-		werr := c.writeLoop(ctx, th, since, sinceThread)
-		switch {
-		case errors.Is(werr, errSlow):
+	// The hub drops a subscription that fell behind (or all of them at shutdown):
+	// the close frame says why, and ends the reader's wait.
+	sub.SetOnDrop(func(reason string) {
+		code := websocket.StatusGoingAway
+		if reason == hub.ReasonSlow {
 			s.m.closed.WithLabelValues("slow").Inc()
-			ws.Close(CloseSlow, hub.ReasonSlow)
-		case s.ctx.Err() != nil:
-			ws.Close(websocket.StatusGoingAway, hub.ReasonShutdown)
-		case ctx.Err() == nil:
-			ws.Close(websocket.StatusInternalError, "write failed")
+			code = CloseSlow
 		}
-		writerDone <- werr
-	}()
+		ws.Close(code, reason)
+	})
+	// The connect sequence holds the write side; items published meanwhile wait
+	// in the subscription and are sent after it, deduplicated by seq.
+	c.writing.Store(true)
+	sub.SetWake(c.kick)
+	if err := c.connectSequence(ctx, th, since, sinceThread); err != nil {
+		log.Debug("connect sequence failed", "err", err)
+		return
+	}
+	c.release()
 	readErr := c.readLoop(ctx)
 	if errors.Is(readErr, errTooLarge) {
 		s.m.closed.WithLabelValues("too_large").Inc()
 		ws.Close(CloseTooLarge, "frame far beyond the size limit")
 	}
-	cancel()
-	werr := <-writerDone
-	ws.CloseNow()
-	log.Debug("socket closed", "read", readErr, "write", werr)
+	log.Debug("socket closed", "read", readErr)
 }
 
-var (
-	errSlow     = errors.New("connection too slow")
-	errTooLarge = errors.New("frame far too large")
-)
+var errTooLarge = errors.New("frame far too large")
+
+// kick starts a writer unless one runs. It never blocks.
+func (c *conn) kick() {
+	if c.writing.CompareAndSwap(false, true) {
+		go c.drain()
+	}
+}
+
+// release gives up the write side, taking it back if work arrived meanwhile.
+func (c *conn) release() {
+	c.writing.Store(false)
+	if c.pending() {
+		c.kick()
+	}
+}
+
+func (c *conn) pending() bool {
+	c.rmu.Lock()
+	n := len(c.replies)
+	c.rmu.Unlock()
+	return n > 0 || c.sub.Pending()
+}
+
+// drain writes whatever waits, then gives up the write side.
+func (c *conn) drain() {
+	if err := c.flush(c.ctx); err != nil {
+		c.ws.CloseNow() // a write failed: the connection is over; the reader sees it
+		return
+	}
+	c.release()
+}
+
+func (c *conn) flush(ctx context.Context) error {
+	for {
+		c.rmu.Lock()
+		replies := c.replies
+		c.replies = nil
+		c.rmu.Unlock()
+		for _, f := range replies {
+			<-c.slots
+			if err := c.write(ctx, f); err != nil {
+				return err
+			}
+		}
+		items := c.sub.Take()
+		if len(replies) == 0 && len(items) == 0 {
+			return nil
+		}
+		for _, it := range items {
+			if it.Switch {
+				if err := c.showThread(ctx, it.Thread, -1); err != nil {
+					return err
+				}
+				if err := c.writeEvent(ctx, chat.ReplayDone{LastSeq: c.lastSeq}); err != nil {
+					return err
+				}
+				continue
+			}
+			if it.Thread != c.thread || it.Seq <= c.lastSeq {
+				continue // already sent in the replay
+			}
+			if err := c.write(ctx, it.Frame); err != nil {
+				return err
+			}
+			c.lastSeq = it.Seq
+		}
+	}
+}
 
 func (c *conn) write(ctx context.Context, frame []byte) error {
 	ctx, cancel := context.WithTimeout(ctx, writeTimeout)
@@ -134,9 +211,9 @@ func (c *conn) writeEvent(ctx context.Context, p chat.Payload) error {
 	return c.write(ctx, ev.Frame())
 }
 
-// writeLoop sends the connect sequence (config, thread, replay, open cards,
-// turn_status, replay_done), then live events and this connection's replies.
-func (c *conn) writeLoop(ctx context.Context, th *chat.Thread, since int64, sinceThread chat.ThreadID) error {
+// connectSequence sends config, thread, replay, open cards, turn_status and
+// replay_done.
+func (c *conn) connectSequence(ctx context.Context, th *chat.Thread, since int64, sinceThread chat.ThreadID) error {
 	cfg := chat.Config{Chat: c.route.Chat, Channel: c.route.Channel, Agents: c.s.router.Agents(),
 		DefaultAgent: c.s.router.DefaultAgent(), Version: c.s.opt.Version.Version}
 	if err := c.writeEvent(ctx, cfg); err != nil {
@@ -152,43 +229,7 @@ func (c *conn) writeLoop(ctx context.Context, th *chat.Thread, since int64, sinc
 	} else if err := c.writeEvent(ctx, chat.TurnStatus{}); err != nil {
 		return err
 	}
-	if err := c.writeEvent(ctx, chat.ReplayDone{LastSeq: c.lastSeq}); err != nil {
-		return err
-	}
-	for {
-		select {
-		case <-c.sub.Ready():
-			for _, it := range c.sub.Take() {
-				if it.Switch {
-					if err := c.showThread(ctx, it.Thread, -1); err != nil {
-						return err
-					}
-					if err := c.writeEvent(ctx, chat.ReplayDone{LastSeq: c.lastSeq}); err != nil {
-						return err
-					}
-					continue
-				}
-				if it.Thread != c.thread || it.Seq <= c.lastSeq {
-					continue // already sent in the replay
-				}
-				if err := c.write(ctx, it.Frame); err != nil {
-					return err
-				}
-				c.lastSeq = it.Seq
-			}
-		case f := <-c.replies:
-			if err := c.write(ctx, f); err != nil {
-				return err
-			}
-		case <-c.sub.Done():
-			if c.s.hub.Reason(c.sub) == hub.ReasonSlow {
-				return errSlow
-			}
-			return nil
-		case <-ctx.Done():
-			return nil
-		}
-	}
+	return c.writeEvent(ctx, chat.ReplayDone{LastSeq: c.lastSeq})
 }
 
 // showThread sends the thread, replays its log after since (or its tail when
@@ -250,18 +291,23 @@ func (c *conn) showThread(ctx context.Context, id chat.ThreadID, since int64) er
 	return c.writeEvent(ctx, chat.TurnStatus{Active: th.TurnMessageID != "", MessageID: th.TurnMessageID})
 }
 
-// reply queues a frame for this connection alone. When replies back up, the
-// reader waits: a client flooding inputs is simply read more slowly, and every
-// input still gets its answer.
+// reply queues a frame for this connection alone. At most cap(slots) wait;
+// beyond that the reader waits, so a client flooding inputs is read more slowly
+// and every input still gets its answer.
 func (c *conn) reply(ctx context.Context, p chat.Payload) {
 	ev, err := chat.NewEvent("", p, time.Time{})
 	if err != nil {
 		return
 	}
 	select {
-	case c.replies <- ev.Frame():
+	case c.slots <- struct{}{}:
 	case <-ctx.Done():
+		return
 	}
+	c.rmu.Lock()
+	c.replies = append(c.replies, ev.Frame())
+	c.rmu.Unlock()
+	c.kick()
 }
 
 func (c *conn) replyErr(ctx context.Context, ref string, err error) {

@@ -296,7 +296,9 @@ func (s *session) AnswerPermission(ctx context.Context, requestID string, a driv
 	}
 	press := s.pressOption
 	if a.Message != "" {
-		press = func(ctx context.Context, c *openCard, m pane.Menu, id string) error { return s.amendOption(ctx, c, m, id, a.Message) }
+		press = func(ctx context.Context, c *openCard, m pane.Menu, id string) error {
+			return s.amendOption(ctx, c, m, id, a.Message)
+		}
 	}
 	if err := press(ctx, c, m, a.OptionID); err != nil {
 		s.unanswer(requestID)

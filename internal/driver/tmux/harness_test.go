@@ -215,7 +215,7 @@ func newHarness(t testing.TB, sc claudeapi.Scenario) *harness {
 	h.drv = &Driver{
 		Socket: socket, StateDir: state,
 		HookCommand: []string{os.Args[0]}, HookEnv: map[string]string{envTestHook: "1"},
-		StepTimeout: 3 * time.Second, ReadyTimeout: 60 * time.Second,
+		StepTimeout: 5 * time.Second, ReadyTimeout: 60 * time.Second,
 	}
 	return h
 }

@@ -61,6 +61,13 @@ type Driver struct {
 
 var _ driver.Driver = (*Driver)(nil)
 
+// New returns a driver on parley's own tmux server keeping per-session state
+// (hook settings and spool) under stateDir. Its hook command is this
+// executable's `hook` subcommand, which must call hook.Run.
+func New(logger *slog.Logger, stateDir string) *Driver {
+	return &Driver{StateDir: stateDir, Logger: logger}
+}
+
 var badName = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
 
 // SessionName derives a tmux session name from a thread id.
@@ -144,9 +151,11 @@ func (d *Driver) Start(ctx context.Context, spec driver.Spec, sink driver.Sink) 
 		}
 		s.owned = true
 	} else {
-		// A session of ours that outlived a daemon, or the person's own: its
-		// spool (if any) says what happened while nobody listened.
+		// A session of ours that outlived a daemon (ours to end on Close), or
+		// the person's own (never ended by parley). Its spool, if any, says
+		// what happened while nobody listened.
 		s.adopted = true
+		s.owned = adopt == ""
 	}
 	if s.ctl, err = c.Attach(name); err != nil {
 		s.closeHooks()
@@ -235,7 +244,7 @@ type session struct {
 	step  time.Duration
 	hooks *hook.Listener
 	spool *hook.Spool // read by run's goroutine and Start only
-	owned bool        // we created it: Close kills it
+	owned bool        // parley's own session: Close kills it
 	// adopted: it existed before Start (the person's, or ours from before a restart).
 	adopted bool
 
@@ -623,6 +632,12 @@ func (s *session) shutdown(ctx context.Context) error {
 		}
 	}
 	s.closeHooks()
+	if s.owned {
+		// The agent is gone and nothing of it is left to read: its settings
+		// and spool go too. (A daemon that dies never gets here, so a
+		// session that outlives it keeps its spool.)
+		_ = os.RemoveAll(s.dir)
+	}
 	s.mu.Lock()
 	f := s.follower
 	s.follower = nil

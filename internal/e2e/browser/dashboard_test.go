@@ -76,17 +76,6 @@ func TestDashboard(t *testing.T) {
 		shot(t, ctx, "desktop-new-thread")
 	})
 
-	t.Run("1b a page whose cookie is gone goes to the login page", func(t *testing.T) {
-		other := browser(t, 1024, 768)
-		run(t, other, "log in", chromedp.Navigate(r.LoginURL()), chromedp.WaitVisible(chromedp.CSS(`.side`)))
-		until(t, other, "connected", `window.parley.state.conn === "online"`)
-		run(t, other, "lose the cookie and the socket", chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-			_, err := cdp.Call(ctx, tg, cdpnet.ClearBrowserCookies, cdp.Empty{})
-			return err
-		}), chromedp.Evaluate[chromedp.Void](`window.parley.socket.ws.close()`))
-		until(t, other, "the login page shows", `!!document.querySelector("input[name=token]") && !document.querySelector(".side")`)
-	})
-
 	t.Run("2 send, receipt submitted, Markdown with highlighted code", func(t *testing.T) {
 		startThread(t, ctx, PromptMarkdown)
 		until(t, ctx, "the receipt reaches submitted", receipt(PromptMarkdown, "submitted"))
@@ -99,6 +88,18 @@ func TestDashboard(t *testing.T) {
 	})
 
 	chatURL := eval[string](t, ctx, `location.href`)
+	chatID := strings.TrimPrefix(eval[string](t, ctx, `location.hash`), "#/c/")
+
+	t.Run("1b a page whose cookie is gone goes to the login page", func(t *testing.T) {
+		other := browser(t, 1024, 768)
+		run(t, other, "log in on the chat", chromedp.Navigate(r.LoginURL()+"#/c/"+chatID), chromedp.WaitVisible(chromedp.CSS(`.side`)))
+		until(t, other, "connected", `window.parley.state.conn === "online"`)
+		run(t, other, "lose the cookie and the socket", chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			_, err := cdp.Call(ctx, tg, cdpnet.ClearBrowserCookies, cdp.Empty{})
+			return err
+		}), chromedp.Evaluate[chromedp.Void](`window.parley.socket.ws.close()`))
+		until(t, other, "the login page shows", `!!document.querySelector("input[name=token]") && !document.querySelector(".side")`)
+	})
 
 	t.Run("2b slash-command completion and the mode switch", func(t *testing.T) {
 		box := chromedp.CSS(`textarea[aria-label=Message]`)
@@ -328,8 +329,15 @@ func TestDashboard(t *testing.T) {
 		until(t, other, "the session is listed", `document.querySelectorAll(".sessions button").length >= 1`)
 		run(t, other, "resume it", chromedp.Click(chromedp.CSS(`.sessions button`)))
 		until(t, other, "the chat shows the thread's history", pageHas(MarkdownHeading))
-		if got, want := eval[string](t, other, `window.parley.state.chat.thread.id`), eval[string](t, ctx, `window.parley.state.chat.thread.id`); got != want {
+		want := eval[string](t, ctx, `window.parley.state.chat.thread.id`)
+		if got := eval[string](t, other, `window.parley.state.chat.thread.id`); got != want {
 			t.Errorf("got thread %s after resuming, want the session's thread %s", got, want)
+		}
+		third := browser(t, 1024, 768)
+		run(t, third, "open the thread's own link", chromedp.Navigate(r.LoginURL()+"#/t/"+want))
+		until(t, third, "the link shows the thread on a chat route", `location.hash.startsWith("#/c/") && `+pageHas(MarkdownHeading))
+		if got := eval[string](t, third, `window.parley.state.chat.thread.id`); got != want {
+			t.Errorf("got thread %s from #/t/%s, want that thread", got, want)
 		}
 	})
 

@@ -47,8 +47,13 @@ func parleyBin(t testing.TB) string {
 			return
 		}
 		buildBin = filepath.Join(dir, "parley")
-		cmd := exec.Command("go", "build", "-o", buildBin, "./cmd/parley")
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", buildBin, "./cmd/parley")
 		cmd.Dir = testkit.RepoRoot(t)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+		cmd.WaitDelay = 10 * time.Second
 		if out, err := cmd.CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("go build ./cmd/parley: %w\n%s", err, out)
 		}
@@ -381,4 +386,12 @@ func get(t testing.TB, url string, cookie *http.Cookie) *http.Response {
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	return resp
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if buildBin != "" {
+		os.RemoveAll(filepath.Dir(buildBin))
+	}
+	os.Exit(code)
 }

@@ -138,34 +138,52 @@ type bridge struct {
 type chatState struct {
 	target  string
 	session acp.SessionId
+	ready   chan struct{} // closed once session/new has answered
+	err     error         // its failure, set before ready is closed
 	mu      sync.Mutex
 	stream  render.Streamer
 }
 
-// chat returns the chat's session, opening it on first use.
+// chat returns the chat's session, opening it on first use. With
+// _meta["parley/chat"] the session id is the chat id, and parley sends what the
+// chat missed (and its open cards) while session/new is still being answered:
+// so the chat is registered under that id first.
 func (b *bridge) chat(ctx context.Context, target string) (*chatState, error) {
 	b.mu.Lock()
 	c := b.chats[target]
-	b.mu.Unlock()
 	if c != nil {
+		b.mu.Unlock()
+		select { // opened by another goroutine: wait for session/new
+		case <-c.ready:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if c.err != nil {
+			return nil, c.err
+		}
 		return c, nil
 	}
+	c = &chatState{target: target, session: acp.SessionId(target), stream: render.Streamer{Limit: b.cfg.LineLimit}, ready: make(chan struct{})}
+	defer close(c.ready)
+	b.chats[target] = c
+	b.bySession[c.session] = c
+	close(b.opened)
+	b.opened = make(chan struct{})
+	b.mu.Unlock()
 	resp, err := b.acp.NewSession(ctx, acp.NewSessionRequest{Cwd: "/", McpServers: []acp.McpServer{},
 		Meta: map[string]any{acpagent.MetaChat: target}})
 	if err != nil {
-		return nil, fmt.Errorf("irc: session for %s: %w", target, err)
+		b.mu.Lock()
+		delete(b.chats, target)
+		delete(b.bySession, c.session)
+		b.mu.Unlock()
+		c.err = fmt.Errorf("irc: session for %s: %w", target, err)
+		return nil, c.err
 	}
-	c = &chatState{target: target, session: resp.SessionId, stream: render.Streamer{Limit: b.cfg.LineLimit}}
-	b.mu.Lock()
-	if old := b.chats[target]; old != nil {
-		c = old
-	} else {
-		b.chats[target] = c
-		b.bySession[c.session] = c
-		close(b.opened)
-		b.opened = make(chan struct{})
+	if resp.SessionId != c.session {
+		c.err = fmt.Errorf("irc: parley named the session of %s %q, not the chat id", target, resp.SessionId)
+		return nil, c.err
 	}
-	b.mu.Unlock()
 	return c, nil
 }
 
