@@ -343,3 +343,33 @@ func TestRESTSendIsTheSameSendPath(t *testing.T) {
 	c.WaitFor(0, 5*time.Second, chatsock.Delivery("r1", chat.DeliverySubmitted), "REST message receipts on the socket")
 	c.WaitFor(0, 5*time.Second, chatsock.Field(chat.TypeAgentChunk, "text", "from rest"), "answer")
 }
+
+func TestRetryOfAFailedMessageReusesItsID(t *testing.T) {
+	e := startDaemon(t, nil)
+	c := e.dial("retry", -1)
+	c.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeReplayDone), "ready")
+	c.Send(chatsock.Msg("m1", "flaky"))
+	i := c.WaitFor(0, 5*time.Second, chatsock.Delivery("m1", chat.DeliveryFailed), "first delivery failed")
+	if d := chatsock.FieldOf(c.Get(i), "detail"); !strings.Contains(fmt.Sprint(d), "refused this delivery once") {
+		t.Fatalf("failed without the driver's reason: %s", c.Get(i).Raw)
+	}
+	c.Send(chatsock.Msg("m1", "flaky"))
+	c.WaitFor(i, 5*time.Second, chatsock.PromptDone("m1", chat.StopEndTurn), "the retry delivered")
+	users := 0
+	for _, ev := range c.Snapshot() {
+		if ev.Type == chat.TypeUserMessage {
+			users++
+		}
+	}
+	if users != 1 {
+		t.Fatalf("the retried message appears %d times, want once", users)
+	}
+	// Once delivered, the same id is a duplicate again.
+	c.Send(chatsock.Msg("m1", "flaky"))
+	c.WaitFor(0, 5*time.Second, func(ev client.Event) bool {
+		return ev.Seq == 0 && chatsock.Delivery("m1", chat.DeliverySubmitted)(ev)
+	}, "duplicate after success")
+	if n := len(e.drv.Prompts()); n != 1 {
+		t.Fatalf("the agent got the message %d times, want once (the retry)", n)
+	}
+}

@@ -48,6 +48,7 @@ type pendingInput struct {
 	in     chat.Input
 	images []wire.Image
 	notify func(chat.Delivery)
+	retry  bool // a failed message sent again: its user_message is already in the log
 }
 
 type laneAccept struct {
@@ -216,7 +217,9 @@ func (l *lane) onAccept(a laneAccept) {
 		return
 	}
 	l.saveInput(p)
-	l.emit(chat.UserMessage{MessageID: p.in.MessageID, Text: p.in.Text, From: p.in.From})
+	if !p.retry {
+		l.emit(chat.UserMessage{MessageID: p.in.MessageID, Text: p.in.Text, From: p.in.From})
+	}
 	d := chat.Delivery{MessageID: p.in.MessageID, State: chat.DeliveryQueued}
 	l.emit(d)
 	if err := l.flush(); err != nil {

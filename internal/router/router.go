@@ -255,19 +255,25 @@ type sendReply struct {
 func (r *Router) route(ctx context.Context, req SendRequest, reply chan<- sendReply) {
 	m := req.Message
 	fail := func(err error) { reply <- sendReply{err: err} }
-	if r.recent.has(m.MessageID) {
-		r.replyDuplicate(ctx, m.MessageID, reply)
+	in, err := r.store.Input(ctx, m.MessageID)
+	switch {
+	case err == nil && in.State == chat.DeliveryFailed:
+		// A retry: the same message, delivered again in its own thread. Its
+		// text is the one first sent, so a retry cannot rewrite history.
+		r.retry(ctx, in, req, reply)
 		return
-	}
-	if in, err := r.store.Input(ctx, m.MessageID); err == nil {
+	case err == nil:
 		reply <- sendReply{delivery: chat.Delivery{MessageID: in.MessageID, State: in.State, Detail: in.Detail}, thread: in.ThreadID, err: chat.ErrDuplicate}
 		return
-	} else if !errors.Is(err, chat.ErrNotFound) {
+	case !errors.Is(err, chat.ErrNotFound):
 		fail(err)
+		return
+	case r.recent.has(m.MessageID):
+		// Handed to a lane a moment ago and not stored yet.
+		reply <- sendReply{delivery: chat.Delivery{MessageID: m.MessageID, State: chat.DeliveryQueued}, err: chat.ErrDuplicate}
 		return
 	}
 	var id chat.ThreadID
-	var err error
 	switch {
 	case req.Thread != "":
 		if _, err = r.store.Thread(ctx, req.Thread); err == nil {
@@ -292,7 +298,7 @@ func (r *Router) route(ctx context.Context, req SendRequest, reply chan<- sendRe
 		return
 	}
 	r.recent.add(m.MessageID)
-	in := chat.Input{
+	in = chat.Input{
 		MessageID: m.MessageID, ThreadID: id, From: req.From, Text: m.Text,
 		State: chat.DeliveryQueued, AcceptedAt: r.opt.Now(),
 	}
@@ -309,15 +315,17 @@ func (r *Router) route(ctx context.Context, req SendRequest, reply chan<- sendRe
 	})
 }
 
-func (r *Router) replyDuplicate(ctx context.Context, id string, reply chan<- sendReply) {
-	// The first copy may still be on its way into the lane: the store answers
-	// once it is accepted; until then say "queued", which is true.
-	d := chat.Delivery{MessageID: id, State: chat.DeliveryQueued}
-	var thread chat.ThreadID
-	if in, err := r.store.Input(ctx, id); err == nil {
-		d.State, d.Detail, thread = in.State, in.Detail, in.ThreadID
+// retry hands a failed message to its thread's lane again.
+func (r *Router) retry(ctx context.Context, in chat.Input, req SendRequest, reply chan<- sendReply) {
+	l, err := r.lane(ctx, in.ThreadID)
+	if err != nil {
+		reply <- sendReply{err: err}
+		return
 	}
-	reply <- sendReply{delivery: d, thread: thread, err: chat.ErrDuplicate}
+	in.State, in.Detail, in.AcceptedAt = chat.DeliveryQueued, "", r.opt.Now()
+	l.accept(&pendingInput{in: in, images: req.Message.Images, notify: req.Notify, retry: true}, func(d chat.Delivery, err error) {
+		reply <- sendReply{delivery: d, thread: in.ThreadID, err: err}
+	})
 }
 
 // currentThread returns the route's thread, making one with the default agent when

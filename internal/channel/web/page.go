@@ -3,9 +3,11 @@ package web
 import (
 	"io"
 	"io/fs"
+	"mime"
 	"net/http"
 	"path"
 	"strings"
+	"time"
 
 	"github.com/parleyhq/parley/internal/auth"
 )
@@ -79,6 +81,23 @@ func (s *Server) serveUI(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-cache")
 	}
 	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Add("Vary", "Accept-Encoding")
+	if strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
+		// The bundle ships a .gz beside each asset, made at build time.
+		if f, err := s.opt.UI.Open(name + ".gz"); err == nil {
+			defer f.Close()
+			if ct := mime.TypeByExtension(path.Ext(name)); ct != "" {
+				w.Header().Set("Content-Type", ct)
+			}
+			w.Header().Set("Content-Encoding", "gzip")
+			if rs, ok := f.(io.ReadSeeker); ok {
+				http.ServeContent(w, r, name, time.Time{}, rs)
+				return
+			}
+			io.Copy(w, f)
+			return
+		}
+	}
 	w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data: blob:; style-src 'self' 'unsafe-inline'; connect-src 'self' ws: wss:; object-src 'none'; base-uri 'none'; frame-ancestors 'none'")
 	http.ServeFileFS(w, r, s.opt.UI, name)
 }

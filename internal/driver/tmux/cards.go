@@ -427,10 +427,11 @@ func sameChecks(a, b pane.Menu) bool {
 func (s *session) AnswerQuestion(ctx context.Context, requestID string, a driver.QuestionAnswer) error {
 	s.kbd.Lock()
 	defer s.kbd.Unlock()
-	if _, _, err := s.takeCard(ctx, requestID, chat.CardQuestion); err != nil {
+	c, _, err := s.takeCard(ctx, requestID, chat.CardQuestion)
+	if err != nil {
 		return err
 	}
-	if err := s.answerPicker(ctx, a); err != nil {
+	if err := s.answerPicker(ctx, c.question.Questions, a); err != nil {
 		s.unanswer(requestID)
 		return err
 	}
@@ -438,7 +439,7 @@ func (s *session) AnswerQuestion(ctx context.Context, requestID string, a driver
 	return nil
 }
 
-func (s *session) answerPicker(ctx context.Context, a driver.QuestionAnswer) error {
+func (s *session) answerPicker(ctx context.Context, items []chat.QuestionItem, a driver.QuestionAnswer) error {
 	if len(a.Answers) == 0 {
 		return fmt.Errorf("tmux: a reply without answers cannot be typed into the picker: %w", driver.ErrUnsupported)
 	}
@@ -451,14 +452,61 @@ func (s *session) answerPicker(ctx context.Context, a driver.QuestionAnswer) err
 		if !live {
 			return nil
 		}
-		if err := s.answerPage(ctx, m, a.Answers); err != nil {
+		if err := s.answerPage(ctx, m, items, a.Answers); err != nil {
 			return err
 		}
 	}
 	return fmt.Errorf("%w: the question picker did not close", ErrKeyboard)
 }
 
-func (s *session) answerPage(ctx context.Context, m pane.Menu, answers chat.Answers) error {
+// pageQuestion finds the card's question shown on a picker page. The pane may
+// show a long question wrapped, so its last line is matched against the end.
+func pageQuestion(m pane.Menu, items []chat.QuestionItem, answers chat.Answers) (chat.QuestionItem, any, bool) {
+	shown := pane.Normalize(m.Question)
+	find := func(q string) bool {
+		n := pane.Normalize(q)
+		return q == m.Question || (shown != "" && strings.HasSuffix(n, shown))
+	}
+	var item chat.QuestionItem
+	for _, it := range items {
+		if find(it.Question) {
+			item = it
+			break
+		}
+	}
+	for k, v := range answers {
+		if find(k) {
+			if item.Question == "" {
+				item.Question = k
+			}
+			return item, v, true
+		}
+	}
+	if len(answers) == 1 {
+		for k, v := range answers {
+			if item.Question == "" {
+				item.Question = k
+			}
+			return item, v, true
+		}
+	}
+	return item, nil, false
+}
+
+// optionFor returns the picker option for a label: by the card's own order of
+// options when it has them (the picker numbers them in that order, and a long
+// label may wrap on the screen), else by the label on the pane.
+func optionFor(m pane.Menu, item chat.QuestionItem, label string) (pane.Option, bool) {
+	for i, o := range item.Options {
+		if o.Label == label && i < len(m.Options) && !m.Options[i].Free && !m.Options[i].Chat {
+			return m.Options[i], true
+		}
+	}
+	o, ok := m.Option(label)
+	return o, ok && !o.Free && !o.Chat
+}
+
+func (s *session) answerPage(ctx context.Context, m pane.Menu, items []chat.QuestionItem, answers chat.Answers) error {
 	key := func(k string) error {
 		if err := s.c.SendKeys(ctx, s.name, k); err != nil {
 			return s.goneErr(err)
@@ -471,13 +519,7 @@ func (s *session) answerPage(ctx context.Context, m pane.Menu, answers chat.Answ
 	case pane.MenuPermission:
 		return fmt.Errorf("tmux: a permission menu is open, not the question: %w", driver.ErrUnknownCard)
 	}
-	v, ok := answers[m.Question]
-	if !ok && len(answers) == 1 {
-		for _, only := range answers {
-			v = only
-		}
-		ok = true
-	}
+	item, v, ok := pageQuestion(m, items, answers)
 	if !ok {
 		return fmt.Errorf("tmux: no answer for %q: %w", m.Question, chat.ErrBadInput)
 	}
@@ -485,7 +527,7 @@ func (s *session) answerPage(ctx context.Context, m pane.Menu, answers chat.Answ
 	if m.MultiSelect {
 		want := map[int]bool{}
 		for _, l := range labels {
-			o, found := m.Option(l)
+			o, found := optionFor(m, item, l)
 			if !found {
 				return fmt.Errorf("tmux: %q is not an option of %q: %w", l, m.Question, chat.ErrBadInput)
 			}
@@ -510,7 +552,7 @@ func (s *session) answerPage(ctx context.Context, m pane.Menu, answers chat.Answ
 	if len(labels) != 1 {
 		return fmt.Errorf("tmux: %q takes one answer: %w", m.Question, chat.ErrBadInput)
 	}
-	if o, found := m.Option(labels[0]); found && !o.Free && !o.Chat {
+	if o, found := optionFor(m, item, labels[0]); found {
 		return key(strconv.Itoa(o.Number))
 	}
 	// The person's own words: "Type something.", the text, Enter.

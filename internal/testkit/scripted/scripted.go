@@ -11,6 +11,7 @@
 //	crash                      the process "dies" mid-turn
 //	hang                       never ends the turn, ignoring stop
 //	end <reason>               ends the turn with that stop reason (default end_turn)
+//	flaky                      the first delivery of each message id fails; a retry succeeds
 package scripted
 
 import (
@@ -34,6 +35,7 @@ type Driver struct {
 	LogFile string
 
 	mu       sync.Mutex
+	failed   map[string]bool // message ids whose "flaky" delivery already failed once
 	starts   int
 	resumes  []string
 	prompts  []Received
@@ -120,6 +122,20 @@ func (s *Session) Prompt(ctx context.Context, p driver.Prompt) error {
 		s.mu.Unlock()
 		return driver.ErrNotRunning
 	}
+	s.mu.Unlock()
+	if strings.TrimSpace(p.Text) == "flaky" {
+		s.d.mu.Lock()
+		first := !s.d.failed[p.MessageID]
+		if s.d.failed == nil {
+			s.d.failed = map[string]bool{}
+		}
+		s.d.failed[p.MessageID] = true
+		s.d.mu.Unlock()
+		if first {
+			return errors.New("the scripted agent refused this delivery once")
+		}
+	}
+	s.mu.Lock()
 	tctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	s.mu.Unlock()

@@ -1,0 +1,88 @@
+package tmux
+
+import (
+	"testing"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/driver/tmux/pane"
+)
+
+func TestPageQuestion(t *testing.T) {
+	long := "Which of these very long options about the deployment target do you prefer for the staging environment?"
+	items := []chat.QuestionItem{{Question: "Which color do you prefer?"}, {Question: long}}
+	tests := []struct {
+		name    string
+		shown   string // the question as the pane shows it (a wrapped one: its last line)
+		answers chat.Answers
+		want    any
+		ok      bool
+	}{
+		{name: "exact", shown: "Which color do you prefer?", answers: chat.Answers{"Which color do you prefer?": "Blue", long: "A"}, want: "Blue", ok: true},
+		{name: "wrapped", shown: "for the staging environment?", answers: chat.Answers{"Which color do you prefer?": "Blue", long: "A"}, want: "A", ok: true},
+		{name: "only answer", shown: "Something else?", answers: chat.Answers{"x": "y"}, want: "y", ok: true},
+		{name: "no answer", shown: "Something else?", answers: chat.Answers{"a": "1", "b": "2"}, ok: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, v, ok := pageQuestion(pane.Menu{Question: tt.shown}, items, tt.answers)
+			if ok != tt.ok || (ok && v != tt.want) {
+				t.Errorf("got %v %v, want %v %v", v, ok, tt.want, tt.ok)
+			}
+		})
+	}
+}
+
+func TestOptionFor(t *testing.T) {
+	m := pane.Menu{Options: []pane.Option{{Number: 1, Label: "A very long label that"}, {Number: 2, Label: "Short"}, {Number: 3, Label: "Type something.", Free: true}}}
+	item := chat.QuestionItem{Options: []chat.QuestionOption{{Label: "A very long label that wraps on the screen"}, {Label: "Short"}}}
+	tests := []struct {
+		label string
+		want  int
+	}{
+		{"A very long label that wraps on the screen", 1}, {"Short", 2}, {"short", 2}, {"Type something.", 0}, {"Nope", 0},
+	}
+	for _, tt := range tests {
+		o, ok := optionFor(m, item, tt.label)
+		got := 0
+		if ok {
+			got = o.Number
+		}
+		if got != tt.want {
+			t.Errorf("optionFor(%q): got %d, want %d", tt.label, got, tt.want)
+		}
+	}
+}
+
+func TestOptionKind(t *testing.T) {
+	tests := []struct{ label, want string }{
+		{"Yes", chat.OptionAllowOnce},
+		{"Yes, and always allow access to cwd/ from this project", chat.OptionAllowAlways},
+		{"Yes, and don't ask again for touch commands in /x", chat.OptionAllowAlways},
+		{"No", chat.OptionRejectOnce},
+		{"No, and tell Claude what to do differently", chat.OptionRejectOnce},
+	}
+	for _, tt := range tests {
+		if got := optionKind(tt.label); got != tt.want {
+			t.Errorf("optionKind(%q): got %q, want %q", tt.label, got, tt.want)
+		}
+	}
+}
+
+func TestSessionName(t *testing.T) {
+	tests := []struct {
+		id   chat.ThreadID
+		want string
+	}{
+		{"t1", "parley-t1"},
+		{"th_01J:abc.def", "parley-th_01J-abc-def"},
+		{"../../etc;rm -rf", "parley-etc-rm--rf"},
+	}
+	for _, tt := range tests {
+		if got := SessionName(tt.id); got != tt.want {
+			t.Errorf("SessionName(%q): got %q, want %q", tt.id, got, tt.want)
+		}
+	}
+	if got := SessionName("x-very-long-thread-identifier-that-goes-on-and-on-forever-and-on"); len(got) > 64 {
+		t.Errorf("long id: %q is %d bytes, want ≤ 64", got, len(got))
+	}
+}
