@@ -3,11 +3,13 @@ package cli
 import (
 	"io/fs"
 	"log/slog"
+	"path/filepath"
 
 	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/driver"
 	"github.com/parleyhq/parley/internal/driver/acp"
 	"github.com/parleyhq/parley/internal/driver/stream"
+	"github.com/parleyhq/parley/internal/driver/tmux"
 	"github.com/parleyhq/parley/ui"
 )
 
@@ -17,6 +19,7 @@ func realDrivers(log *slog.Logger, cfg config.Config) map[string]driver.Driver {
 	return map[string]driver.Driver{
 		config.TransportStream: stream.New(log.With("transport", "stream")),
 		config.TransportACP:    acp.New(log.With("transport", "acp")),
+		config.TransportTmux:   tmux.New(log.With("transport", "tmux"), filepath.Join(cfg.DataDir, "tmux")),
 	}
 }
 

@@ -6,9 +6,13 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/fsnotify/fsnotify"
 
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/driver"
@@ -204,7 +208,11 @@ func (s *session) hookEvent(e hook.Event) {
 			s.sink.SessionID(e.SessionID)
 		}
 		if e.TranscriptPath != "" {
-			s.follow(e.TranscriptPath, e.Source == "resume" || s.adopted)
+			var skip int64
+			if e.Source == "resume" || s.adopted {
+				skip = transcript.SkipAll
+			}
+			s.follow(e.TranscriptPath, skip)
 		}
 	case "UserPromptSubmit":
 		s.mu.Lock()
@@ -229,7 +237,7 @@ func (s *session) hookEvent(e hook.Event) {
 	}
 }
 
-func (s *session) follow(path string, skipExisting bool) {
+func (s *session) follow(path string, skip int64) {
 	s.mu.Lock()
 	if s.transcript == path || s.closed {
 		s.mu.Unlock()
@@ -242,7 +250,7 @@ func (s *session) follow(path string, skipExisting bool) {
 	if old != nil {
 		_ = old.Close()
 	}
-	f, err := transcript.Follow(path, skipExisting, s.sink.Event, s.log)
+	f, err := transcript.Follow(path, skip, s.transcriptEvent, s.log)
 	if err != nil {
 		s.log.Warn("cannot follow the transcript", "err", err)
 		return
@@ -250,6 +258,110 @@ func (s *session) follow(path string, skipExisting bool) {
 	s.mu.Lock()
 	s.follower = f
 	s.mu.Unlock()
+}
+
+// transcriptEvent passes the transcript's updates on. Its turn ends count
+// only without hooks: with them, the Stop hook ends the turn.
+func (s *session) transcriptEvent(p chat.Payload) {
+	if _, ok := p.(transcript.TurnEnd); !ok {
+		s.sink.Event(p)
+		return
+	}
+	if s.useHooks {
+		return
+	}
+	s.mu.Lock()
+	turn := s.turn
+	s.turn = false
+	s.mu.Unlock()
+	if turn {
+		s.sink.TurnEnded(chat.StopEndTurn)
+	}
+}
+
+// afterSubmit, for a session without hooks (one adopted from a person), marks
+// the turn begun and looks for the transcript that holds the prompt just sent.
+func (s *session) afterSubmit(text string, sent time.Time) {
+	if s.useHooks {
+		return
+	}
+	s.mu.Lock()
+	s.turn = true
+	found := s.follower != nil || s.closed
+	if !found {
+		s.wg.Add(1)
+	}
+	s.mu.Unlock()
+	if found {
+		return
+	}
+	go func() {
+		defer s.wg.Done()
+		s.findTranscript(text, sent)
+	}()
+}
+
+// findTranscript finds the adopted agent's transcript by the prompt it holds
+// (FindByPrompt), watching its folder, for up to 30 seconds.
+func (s *session) findTranscript(text string, sent time.Time) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cwd, err := s.query(ctx, "display-message", "-p", "-t", s.name, "#{pane_current_path}")
+	if err != nil {
+		return
+	}
+	dir := transcript.ProjectDir(s.claudeDir(ctx), strings.TrimSpace(cwd))
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return
+	}
+	defer w.Close()
+	_ = w.Add(dir) // a folder that does not exist yet is found by the ticker
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if path, off, ok := transcript.FindByPrompt(dir, text, sent); ok {
+			s.follow(path, off)
+			return
+		}
+		select {
+		case <-w.Events:
+		case <-tick.C:
+		case <-s.stop:
+			return
+		case <-ctx.Done():
+			s.log.Info("no transcript holds the prompt; replies will not be followed", "dir", dir)
+			return
+		}
+	}
+}
+
+// claudeDir is the adopted agent's Claude Code config folder: its session's
+// CLAUDE_CONFIG_DIR or HOME (as tmux has them), else this user's.
+func (s *session) claudeDir(ctx context.Context) string {
+	get := func(args ...string) string {
+		out, err := s.query(ctx, args...)
+		if err != nil {
+			return ""
+		}
+		k, v, ok := strings.Cut(strings.TrimSpace(out), "=")
+		if !ok || strings.HasPrefix(k, "-") {
+			return ""
+		}
+		return v
+	}
+	for _, scope := range [][]string{{"-t", s.name}, {"-g"}} {
+		if d := get(append(append([]string{"show-environment"}, scope...), "CLAUDE_CONFIG_DIR")...); d != "" {
+			return d
+		}
+		if h := get(append(append([]string{"show-environment"}, scope...), "HOME")...); h != "" {
+			return filepath.Join(h, ".claude")
+		}
+	}
+	if h, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(h, ".claude")
+	}
+	return ""
 }
 
 // takeCard checks that id is the open card of kind and that its menu is live

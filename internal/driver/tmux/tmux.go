@@ -139,6 +139,7 @@ func (d *Driver) Start(ctx context.Context, spec driver.Spec, sink driver.Sink) 
 	}
 	s.spool = hook.OpenSpool(filepath.Join(s.dir, "hooks.jsonl"))
 	useHooks := adopt == "" && spec.Options[OptHooks] != "none"
+	s.useHooks = useHooks
 	if useHooks {
 		if s.hooks, err = hook.Listen(socketPath(s.dir)); err != nil {
 			return nil, err
@@ -260,6 +261,9 @@ type session struct {
 	turn       bool
 	closed     bool
 	answering  bool // an answer is pressing keys on the menu
+
+	useHooks bool           // Claude Code runs with parley's hook settings
+	wg       sync.WaitGroup // background work besides run (finding a transcript)
 
 	stop      chan struct{}
 	done      chan struct{}
@@ -395,10 +399,14 @@ func (s *session) Prompt(ctx context.Context, p driver.Prompt) error {
 			return err
 		}
 		s.kbd.Lock()
+		sent := time.Now()
 		err := s.deliver(ctx, p.Text)
 		s.kbd.Unlock()
 		if errors.Is(err, errMenu) {
 			continue // a menu came up first: wait for its card again
+		}
+		if err == nil {
+			s.afterSubmit(p.Text, sent)
 		}
 		return err
 	}
@@ -611,6 +619,7 @@ func (s *session) Close(ctx context.Context) error {
 		s.mu.Unlock()
 		close(s.stop)
 		<-s.done
+		s.wg.Wait()
 		err = s.shutdown(ctx)
 	})
 	return err

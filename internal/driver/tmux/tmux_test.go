@@ -576,6 +576,11 @@ func TestAdoptExistingSession(t *testing.T) {
 		t.Fatalf("Prompt: got %v, want nil", err)
 	}
 	testkit.Eventually(t, 30*time.Second, func() bool { return h.modelGot("hello") }, "the model never got the message")
+	// No hooks in a person's session: the reply and the turn's end come from
+	// the transcript that holds the prompt.
+	testkit.Eventually(t, 30*time.Second, func() bool { return strings.Contains(k.text(), "Hello from the stand-in.") },
+		"the reply never arrived from the adopted session's transcript")
+	waitTurns(t, k, 1)
 	if err := sess.Close(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -20,14 +20,24 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/fsnotify/fsnotify"
 
 	"github.com/parleyhq/parley/internal/chat"
 )
 
+// TurnEnd is what a turn_duration record says: the turn is over. It is not a
+// payload for the person; a driver without hooks ends the turn on it.
+type TurnEnd struct{}
+
+// EventType makes TurnEnd a chat.Payload for the emit callback.
+func (TurnEnd) EventType() string { return "transcript_turn_end" }
+
 type record struct {
 	Type        string  `json:"type"`
+	Subtype     string  `json:"subtype"`
+	Timestamp   string  `json:"timestamp"`
 	UUID        string  `json:"uuid"`
 	IsSidechain bool    `json:"isSidechain"`
 	IsMeta      bool    `json:"isMeta"`
@@ -80,6 +90,9 @@ func (p *Parser) Line(line []byte) ([]chat.Payload, error) {
 	var r record
 	if err := json.Unmarshal(line, &r); err != nil {
 		return nil, fmt.Errorf("transcript: %w", err)
+	}
+	if r.Type == "system" && r.Subtype == "turn_duration" && !r.IsSidechain {
+		return []chat.Payload{TurnEnd{}}, nil
 	}
 	if r.IsSidechain || r.IsMeta || (r.Type != "assistant" && r.Type != "user") {
 		return nil, nil
@@ -200,10 +213,13 @@ type Follower struct {
 	partial []byte
 }
 
-// Follow starts following path (which may not exist yet). With skipExisting,
-// what the file holds now is only remembered (answered questions, seen
-// blocks), not emitted: for adopting a session whose history is already shown.
-func Follow(path string, skipExisting bool, emit func(chat.Payload), logger *slog.Logger) (*Follower, error) {
+// SkipAll as Follow's skip: what the file holds now is only remembered.
+const SkipAll = -1
+
+// Follow starts following path (which may not exist yet). The first skip bytes
+// (SkipAll: all there are now) are only remembered (answered questions, seen
+// blocks), not emitted: for a session whose history is already shown.
+func Follow(path string, skip int64, emit func(chat.Payload), logger *slog.Logger) (*Follower, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -221,11 +237,13 @@ func Follow(path string, skipExisting bool, emit func(chat.Payload), logger *slo
 		return nil, fmt.Errorf("transcript: watch %s: %w", dir, err)
 	}
 	f := &Follower{path: path, parser: NewParser(), emit: emit, log: logger, watcher: w, done: make(chan struct{})}
-	if skipExisting {
-		f.read(func(chat.Payload) {})
-	} else {
-		f.read(emit)
+	switch {
+	case skip == SkipAll:
+		f.read(-1, func(chat.Payload) {})
+	case skip > 0:
+		f.read(skip, func(chat.Payload) {})
 	}
+	f.read(-1, emit)
 	go f.loop()
 	return f, nil
 }
@@ -238,7 +256,7 @@ func (f *Follower) Answered(toolUseID string) bool {
 }
 
 // Sync reads whatever is new now (besides the events).
-func (f *Follower) Sync() { f.read(f.emit) }
+func (f *Follower) Sync() { f.read(-1, f.emit) }
 
 func (f *Follower) loop() {
 	defer close(f.done)
@@ -249,7 +267,7 @@ func (f *Follower) loop() {
 				return
 			}
 			if filepath.Clean(ev.Name) == filepath.Clean(f.path) && ev.Op&(fsnotify.Write|fsnotify.Create) != 0 {
-				f.read(f.emit)
+				f.read(-1, f.emit)
 			}
 		case err, ok := <-f.watcher.Errors:
 			if !ok {
@@ -260,7 +278,8 @@ func (f *Follower) loop() {
 	}
 }
 
-func (f *Follower) read(emit func(chat.Payload)) {
+// read reads up to limit bytes from where it stopped (-1: all).
+func (f *Follower) read(limit int64, emit func(chat.Payload)) {
 	f.readMu.Lock()
 	defer f.readMu.Unlock()
 	f.mu.Lock()
@@ -278,7 +297,11 @@ func (f *Follower) read(emit func(chat.Payload)) {
 		if _, err := fh.Seek(f.off, io.SeekStart); err != nil {
 			return
 		}
-		b, err := io.ReadAll(fh)
+		var r io.Reader = fh
+		if limit >= 0 {
+			r = io.LimitReader(fh, limit-f.off)
+		}
+		b, err := io.ReadAll(r)
 		if err != nil {
 			return
 		}
@@ -311,4 +334,70 @@ func (f *Follower) Close() error {
 	err := f.watcher.Close()
 	<-f.done
 	return err
+}
+
+// FindByPrompt finds, among the transcripts in dir, the one whose newest
+// person record is text, written at or after since: the evidence that this
+// is the session a prompt just went to (never "the newest file"). It returns
+// the path and the offset just after that record.
+func FindByPrompt(dir, text string, since time.Time) (string, int64, bool) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.jsonl"))
+	if err != nil {
+		return "", 0, false
+	}
+	want := strings.TrimSpace(text)
+	best, bestOff, bestAt := "", int64(0), time.Time{}
+	for _, p := range files {
+		st, err := os.Stat(p)
+		if err != nil || st.ModTime().Before(since.Add(-time.Second)) {
+			continue
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		var off int64
+		for len(b) > 0 {
+			i := bytes.IndexByte(b, '\n')
+			if i < 0 {
+				break
+			}
+			line := b[:i]
+			off += int64(i + 1)
+			b = b[i+1:]
+			if !bytes.Contains(line, []byte(`"type":"user"`)) {
+				continue
+			}
+			var r record
+			if json.Unmarshal(line, &r) != nil || r.Type != "user" || r.IsSidechain {
+				continue
+			}
+			var content string
+			if json.Unmarshal(r.Message.Content, &content) != nil || strings.TrimSpace(content) != want {
+				continue
+			}
+			at, err := time.Parse(time.RFC3339Nano, r.Timestamp)
+			if err != nil || at.Before(since.Add(-time.Second)) {
+				continue
+			}
+			if at.After(bestAt) {
+				best, bestOff, bestAt = p, off, at
+			}
+		}
+	}
+	return best, bestOff, best != ""
+}
+
+// ProjectDir is where Claude Code keeps the transcripts of sessions in cwd:
+// every character of the path that is not a letter or digit becomes "-".
+func ProjectDir(configDir, cwd string) string {
+	var b strings.Builder
+	for _, r := range cwd {
+		if r < 128 && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('-')
+		}
+	}
+	return filepath.Join(configDir, "projects", b.String())
 }

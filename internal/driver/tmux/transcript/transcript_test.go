@@ -126,13 +126,18 @@ func TestParserDedupes(t *testing.T) {
 }
 
 type collect struct {
-	mu sync.Mutex
-	ps []chat.Payload
+	mu    sync.Mutex
+	ps    []chat.Payload
+	turns int
 }
 
 func (c *collect) add(p chat.Payload) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if _, ok := p.(TurnEnd); ok {
+		c.turns++
+		return
+	}
 	c.ps = append(c.ps, p)
 }
 
@@ -146,7 +151,7 @@ func (c *collect) len() int {
 func TestFollow(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "projects", "x", "s.jsonl")
 	var c collect
-	f, err := Follow(path, false, c.add, nil)
+	f, err := Follow(path, 0, c.add, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,6 +170,12 @@ func TestFollow(t *testing.T) {
 		fh.Write(append(l, '\n'))
 	}
 	testkit.Eventually(t, 5*time.Second, func() bool { return c.len() == 13 }, "want 13 updates in all")
+	c.mu.Lock()
+	turns := c.turns
+	c.mu.Unlock()
+	if turns != 4 {
+		t.Errorf("turn ends: got %d, want 4 (one turn_duration record per turn)", turns)
+	}
 	if !f.Answered("toolu_standin_0004_97425") {
 		t.Error("the multi-select question reads as unanswered")
 	}
@@ -182,7 +193,7 @@ func TestFollowSkipExisting(t *testing.T) {
 		t.Fatal(err)
 	}
 	var c collect
-	f, err := Follow(path, true, c.add, nil)
+	f, err := Follow(path, SkipAll, c.add, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,5 +204,58 @@ func TestFollowSkipExisting(t *testing.T) {
 	}
 	if !f.Answered("toolu_standin_0002_665021") {
 		t.Error("existing answers are not remembered")
+	}
+}
+
+func TestFindByPrompt(t *testing.T) {
+	cwd := "/tmp/tx/cwd"
+	home := t.TempDir()
+	dir := ProjectDir(home, cwd)
+	if want := filepath.Join(home, "projects", "-tmp-tx-cwd"); dir != want {
+		t.Fatalf("ProjectDir: got %q, want %q", dir, want)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, l := range goldenLines(t) {
+		b.Write(l)
+		b.WriteByte('\n')
+	}
+	if err := os.WriteFile(filepath.Join(dir, "golden.jsonl"), []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// A decoy written later that never had the prompt.
+	if err := os.WriteFile(filepath.Join(dir, "other.jsonl"), []byte(`{"type":"user","message":{"role":"user","content":"something else"},"timestamp":"2026-12-02T17:30:00Z"}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	since, _ := time.Parse(time.RFC3339, "2026-12-02T17:20:00Z")
+	tests := []struct {
+		text  string
+		since time.Time
+		found bool
+	}{
+		{text: "askmulti", since: since, found: true},
+		{text: "ask", since: since, found: true},
+		{text: "never sent", since: since, found: false},
+		{text: "askmulti", since: since.Add(2 * time.Hour), found: false},
+	}
+	for _, tt := range tests {
+		path, off, ok := FindByPrompt(dir, tt.text, tt.since)
+		if ok != tt.found {
+			t.Errorf("FindByPrompt(%q): found %v, want %v", tt.text, ok, tt.found)
+			continue
+		}
+		if !ok {
+			continue
+		}
+		if filepath.Base(path) != "golden.jsonl" {
+			t.Errorf("FindByPrompt(%q): got %s, want golden.jsonl", tt.text, path)
+		}
+		// What follows the offset is the reply to that prompt.
+		rest, _ := os.ReadFile(path)
+		if !strings.Contains(strings.SplitN(string(rest[off:]), "\n", 2)[0], `"type":"assistant"`) {
+			t.Errorf("FindByPrompt(%q): the line after offset %d is not the reply: %.80s", tt.text, off, rest[off:])
+		}
 	}
 }

@@ -1,0 +1,46 @@
+package cli
+
+import (
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/parleyhq/parley/internal/driver/tmux"
+	"github.com/parleyhq/parley/internal/driver/tmux/hook"
+)
+
+func init() {
+	extraCommands = append(extraCommands, newHookCommand, newDebugCommand)
+}
+
+// newHookCommand is what Claude Code runs for each hook event of a tmux session
+// (parley registers it through a per-session --settings file, never the person's
+// own settings). It writes the event to the session's spool before anything else.
+func newHookCommand(Build) *cobra.Command {
+	return &cobra.Command{
+		Use:    "hook",
+		Short:  "Receive one Claude Code hook event on stdin (run by Claude Code, not by people)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return hook.Run(cmd.Context(), cmd.InOrStdin(), os.Getenv)
+		},
+	}
+}
+
+func newDebugCommand(Build) *cobra.Command {
+	debug := &cobra.Command{Use: "debug", Short: "Look inside a live session"}
+	debug.AddCommand(&cobra.Command{
+		Use:   "pane <thread id | tmux session>",
+		Short: "Run the tmux driver's readers on a live pane and print what they see",
+		Long: `Runs the real parsers on the live pane of parley's tmux server (tmux -L parley)
+and prints what they see: the input box, text staged in it, a live menu (or none,
+and why), the last speaker. The raw capture is saved beside it. The first command
+to run when a message "said sent but nothing happened".`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return tmux.Debug(cmd.Context(), cmd.OutOrStdout(), args[0])
+		},
+	})
+	return debug
+}
