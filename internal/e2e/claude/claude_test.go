@@ -1,7 +1,10 @@
 package claude_test
 
 import (
+	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -252,4 +255,42 @@ func TestReconnectMidTurnWithSince(t *testing.T) {
 	}
 	b.Send(map[string]any{"type": "permission_response", "request_id": rid, "option_id": chat.OptionAllowOnce})
 	b.WaitFor(j, wait, chatsock.PromptDone("m1", chat.StopEndTurn), "the turn goes on")
+}
+
+func TestNativeSessionResumedOnAnotherRoute(t *testing.T) {
+	r := newRig(t, scenario(), nil)
+	a := r.dial("first", -1)
+	a.Send(chatsock.Msg("m1", "remember"))
+	a.WaitFor(0, wait, chatsock.PromptDone("m1", chat.StopEndTurn), "first turn")
+	// The agent's own sessions for the directory, as the dashboard lists them.
+	var list struct {
+		Sessions []struct {
+			ID  string `json:"session_id"`
+			Cwd string `json:"cwd"`
+		} `json:"sessions"`
+	}
+	// Claude Code writes its transcript a little after the turn: poll the list.
+	testkit.Eventually(t, 20*time.Second, func() bool {
+		req, _ := http.NewRequest("GET", "http://"+r.d.Addr()+"/api/agents/claude/sessions?cwd="+url.QueryEscape(r.work), nil)
+		req.Header.Set("Authorization", "Bearer "+r.d.Token())
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		return json.NewDecoder(resp.Body).Decode(&list) == nil && len(list.Sessions) > 0
+	}, "the session in the agent's own list")
+	if len(list.Sessions) != 1 || list.Sessions[0].ID == "" || list.Sessions[0].Cwd != r.work {
+		t.Fatalf("native sessions: %+v, want the one session in %s", list, r.work)
+	}
+	// Another chat attaches it and goes on with the same conversation.
+	b := r.dial("second", -1)
+	b.Send(map[string]any{"type": "resume_session", "agent": "claude", "session_id": list.Sessions[0].ID, "cwd": r.work})
+	b.WaitFor(0, wait, chatsock.Type(chat.TypeThread), "the route shows the session's thread")
+	b.Send(chatsock.Msg("m2", "hello"))
+	b.WaitFor(0, wait, chatsock.PromptDone("m2", chat.StopEndTurn), "turn on the resumed session")
+	reqs := r.api.ScenarioRequests()
+	if texts := strings.Join(reqs[len(reqs)-1].UserTexts(), "|"); !strings.Contains(texts, "remember") {
+		t.Fatalf("the resumed conversation lacks the earlier turn: %q", texts)
+	}
 }
