@@ -144,9 +144,19 @@ func sendOne(ctx context.Context, server, token string, f sendFlags, text string
 			return lost(err)
 		}
 		for s.th.ID != target.ID {
-			if err := s.untilReplayDone(ctx); err != nil {
+			ev, err := s.c.Next(ctx)
+			if err != nil {
 				return lost(err)
 			}
+			s.fresh(ev)
+			if ev.Type == chat.TypeError && ev.Seq == 0 {
+				var p chat.Error
+				_ = ev.Decode(&p)
+				return fail(ExitFailure, "thread %s could not be opened: %s", target.ID, p.Message)
+			}
+		}
+		if err := s.untilReplayDone(ctx); err != nil {
+			return lost(err)
 		}
 		msg.Agent = ""
 	}

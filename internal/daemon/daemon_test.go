@@ -373,3 +373,21 @@ func TestRetryOfAFailedMessageReusesItsID(t *testing.T) {
 		t.Fatalf("the agent got the message %d times, want once (the retry)", n)
 	}
 }
+
+func TestOpenThreadAttachesAnotherRoute(t *testing.T) {
+	e := startDaemon(t, nil)
+	a := e.dial("desk", -1)
+	a.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeReplayDone), "ready")
+	a.Send(chatsock.Msg("m1", "say from the desk"))
+	i := a.WaitFor(0, 5*time.Second, chatsock.PromptDone("m1", chat.StopEndTurn), "first")
+	thread := a.Get(i).Thread
+	phone := e.dial("phone", -1)
+	phone.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeReplayDone), "ready")
+	phone.Send(map[string]any{"type": "open_thread", "thread_id": string(thread)})
+	j := phone.WaitFor(0, 5*time.Second, func(ev client.Event) bool { return ev.Type == chat.TypeThread && ev.Thread == thread }, "the thread on the phone")
+	phone.WaitFor(j, 5*time.Second, chatsock.Field(chat.TypeAgentChunk, "text", "from the desk"), "its history replayed")
+	phone.Send(chatsock.Msg("m2", "say from the phone"))
+	a.WaitFor(i, 5*time.Second, chatsock.Field(chat.TypeAgentChunk, "text", "from the phone"), "the desk sees the phone's turn")
+	phone.Send(map[string]any{"type": "open_thread", "thread_id": "t_nope"})
+	phone.WaitFor(j, 5*time.Second, chatsock.Field(chat.TypeError, "code", chat.CodeNotFound), "unknown thread refused")
+}

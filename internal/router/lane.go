@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/parleyhq/parley/internal/chat"
@@ -219,6 +220,9 @@ func (l *lane) onAccept(a laneAccept) {
 	l.saveInput(p)
 	if !p.retry {
 		l.emit(chat.UserMessage{MessageID: p.in.MessageID, Text: p.in.Text, From: p.in.From})
+	}
+	if l.th.Title == "" {
+		l.th.Title = titleOf(p.in.Text)
 	}
 	d := chat.Delivery{MessageID: p.in.MessageID, State: chat.DeliveryQueued}
 	l.emit(d)
@@ -567,6 +571,21 @@ func (l *lane) onEvent(p chat.Payload) {
 		l.th.Mode = p.Current
 	}
 	l.emit(p)
+}
+
+// titleOf makes a thread's title from its first message: the first line, cut
+// at a word near 80 characters.
+func titleOf(text string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(text), "\n")
+	line = strings.TrimSpace(line)
+	if r := []rune(line); len(r) > 80 {
+		cut := string(r[:80])
+		if i := strings.LastIndexByte(cut, ' '); i > 40 {
+			cut = cut[:i]
+		}
+		line = cut + "…"
+	}
+	return line
 }
 
 // isAgentOutput reports whether a payload is the agent speaking or acting.

@@ -427,6 +427,17 @@ func (r *Router) ResumeSession(ctx context.Context, from chat.RouteKey, agent, s
 	return id, err
 }
 
+// OpenThread attaches a route to an existing thread (a thread picked from the
+// dashboard's list, on another tab or device).
+func (r *Router) OpenThread(ctx context.Context, from chat.RouteKey, id chat.ThreadID) error {
+	return r.call(ctx, func() error {
+		if _, err := r.store.Thread(ctx, id); err != nil {
+			return fmt.Errorf("thread %s: %w", id, err)
+		}
+		return r.attach(ctx, from, id)
+	})
+}
+
 // NewThread makes a fresh thread for a route (the REST and TUI "new" without a message).
 func (r *Router) NewThread(ctx context.Context, from chat.RouteKey, agent, cwd string) (chat.ThreadID, error) {
 	var id chat.ThreadID

@@ -83,21 +83,13 @@ func TestChatWithClaudeCode(t *testing.T) {
 	t.Cleanup(func() { t.Logf("the screen at the end:\n%s", tm.screen()) })
 	tm.waitScreen("online", has("│ online"))
 
-	t.Run("answer", func(t *testing.T) {
+	step(t, "answer", func(t *testing.T) {
 		tm.t = t
 		tm.typeLine("hello")
 		tm.waitScreen("the answer", has("  Hello from the scripted model."))
 		tm.waitScreen("the receipt", has("you  ✓ submitted"))
 	})
-	t.Run("mode key", func(t *testing.T) {
-		tm.t = t
-		tm.waitScreen("the mode", has("│ mode default │"))
-		tm.keys("BTab")
-		tm.waitScreen("the next mode", has("│ mode acceptEdits │"))
-		tm.keys("BTab", "BTab", "BTab") // plan, bypassPermissions (refused unless allowed), default
-		tm.waitScreen("back to default", has("│ mode default │"))
-	})
-	t.Run("permission by key runs the tool", func(t *testing.T) {
+	step(t, "permission by key runs the tool", func(t *testing.T) {
 		tm.t = t
 		tm.typeLine("make the file")
 		tm.waitScreen("the permission card", has("Permission: touch made-by-bash"))
@@ -110,7 +102,7 @@ func TestChatWithClaudeCode(t *testing.T) {
 			t.Errorf("the tool did not run: %v", err)
 		}
 	})
-	t.Run("question by free text", func(t *testing.T) {
+	step(t, "question by free text", func(t *testing.T) {
 		tm.t = t
 		tm.typeLine("ask me")
 		tm.waitScreen("the question card", has("Which colour?"))
@@ -121,7 +113,7 @@ func TestChatWithClaudeCode(t *testing.T) {
 			t.Errorf("the model got %q (found %v); want the person's own words", res.ResultText(), ok)
 		}
 	})
-	t.Run("esc stops a slow turn", func(t *testing.T) {
+	step(t, "esc stops a slow turn", func(t *testing.T) {
 		tm.t = t
 		tm.typeLine("slowly")
 		tm.waitScreen("streaming", func(s string) bool { return strings.Contains(s, "tick tick") && strings.Contains(s, "● working") })
@@ -130,7 +122,7 @@ func TestChatWithClaudeCode(t *testing.T) {
 			return strings.Contains(s, "turn ended: cancelled") && strings.Contains(s, "│ idle │")
 		})
 	})
-	t.Run("card answered from a second client disappears", func(t *testing.T) {
+	step(t, "card answered from a second client disappears", func(t *testing.T) {
 		tm.t = t
 		tm.typeLine("make another")
 		tm.waitScreen("the permission card", has("Permission: touch made-elsewhere"))
@@ -163,5 +155,14 @@ func TestChatWithClaudeCode(t *testing.T) {
 			_, err := os.Stat(filepath.Join(work, "made-elsewhere"))
 			return err == nil
 		}, "the tool allowed elsewhere did not run")
+	})
+	// Last: a mode other than default changes which tools ask.
+	step(t, "mode key", func(t *testing.T) {
+		tm.t = t
+		tm.waitScreen("the mode", has("│ mode default │"))
+		tm.keys("BTab")
+		tm.waitScreen("the next mode", has("│ mode acceptEdits │"))
+		tm.keys("BTab")
+		tm.waitScreen("the one after", has("│ mode plan │"))
 	})
 }

@@ -218,7 +218,7 @@ func TestChatInTmux(t *testing.T) {
 	tm.waitScreen("the status line", has("online"))
 	t.Cleanup(func() { t.Logf("the screen at the end:\n%s", tm.screen()) })
 
-	t.Run("answer", func(t *testing.T) {
+	step(t, "answer", func(t *testing.T) {
 		tm.t = t
 		tm.typeLine("say hello from the agent")
 		s := tm.waitScreen("the answer", has("hello from the agent"))
@@ -227,7 +227,7 @@ func TestChatInTmux(t *testing.T) {
 			t.Errorf("status line: got screen\n%s\nwant a line matching %s", s, statusRe)
 		}
 	})
-	t.Run("multi-line input", func(t *testing.T) {
+	step(t, "multi-line input", func(t *testing.T) {
 		tm.t = t
 		tm.tmux("send-keys", "-t", "t", "-l", "say line one")
 		tm.keys("M-Enter")
@@ -236,7 +236,7 @@ func TestChatInTmux(t *testing.T) {
 		tm.typeLine("say line three")
 		tm.waitScreen("one message of three lines, answered", has("say line one\nsay line two\nsay line three\nagent\n  line oneline twoline three"))
 	})
-	t.Run("permission by key", func(t *testing.T) {
+	step(t, "permission by key", func(t *testing.T) {
 		tm.t = t
 		tm.typeLine("permission Bash")
 		tm.waitScreen("the permission card", has("Permission: Run Bash"))
@@ -246,14 +246,14 @@ func TestChatInTmux(t *testing.T) {
 			t.Errorf("the card is still shown after it was answered:\n%s", s)
 		}
 	})
-	t.Run("question by free text", func(t *testing.T) {
+	step(t, "question by free text", func(t *testing.T) {
 		tm.t = t
 		tm.typeLine("question Which color?|red,blue")
 		tm.waitScreen("the question card", has("Or type your own answer"))
 		tm.typeLine("green please")
 		tm.waitScreen("the answer", has("answer: Which color?=green please"))
 	})
-	t.Run("esc stops a slow turn", func(t *testing.T) {
+	step(t, "esc stops a slow turn", func(t *testing.T) {
 		tm.t = t
 		tm.typeLine("stream 100000 10ms")
 		tm.waitScreen("streaming", func(s string) bool { return chunkRe.MatchString(s) && strings.Contains(s, "● working") })
@@ -265,7 +265,7 @@ func TestChatInTmux(t *testing.T) {
 			t.Errorf("the turn ran to its end instead of stopping:\n%s", s)
 		}
 	})
-	t.Run("card answered elsewhere disappears", func(t *testing.T) {
+	step(t, "card answered elsewhere disappears", func(t *testing.T) {
 		tm.t = t
 		tm.typeLine("permission Write")
 		tm.waitScreen("the permission card", has("Permission: Run Write"))
@@ -311,7 +311,7 @@ func TestChatInTmux(t *testing.T) {
 			t.Errorf("the input is not back after the card went:\n%s", s)
 		}
 	})
-	t.Run("resize", func(t *testing.T) {
+	step(t, "resize", func(t *testing.T) {
 		tm.t = t
 		for _, size := range [][2]int{{60, 18}, {80, 24}} {
 			tm.tmux("resize-window", "-t", "t", "-x", strconv.Itoa(size[0]), "-y", strconv.Itoa(size[1]))
@@ -324,7 +324,7 @@ func TestChatInTmux(t *testing.T) {
 			})
 		}
 	})
-	t.Run("ctrl-c twice quits", func(t *testing.T) {
+	step(t, "ctrl-c twice quits", func(t *testing.T) {
 		tm.t = t
 		tm.keys("C-c")
 		tm.waitScreen("the warning", has("press Ctrl-C again to quit"))
@@ -368,5 +368,14 @@ func TestChatReconnects(t *testing.T) {
 		if n := strings.Count(s, text); n != 1 {
 			t.Errorf("%q is on the screen %d times, want once:\n%s", text, n, s)
 		}
+	}
+}
+
+// step runs one step of a sequence whose steps build on each other: after a
+// failed step the rest would only wait out their deadlines, so the test ends.
+func step(t *testing.T, name string, f func(t *testing.T)) {
+	t.Helper()
+	if !t.Run(name, f) {
+		t.FailNow()
 	}
 }

@@ -205,7 +205,30 @@ func (m *Model) renderTranscript() {
 	}
 }
 
+// renderEntry renders one entry, from its cache while nothing it shows changed.
 func (m *Model) renderEntry(e *entry, w int) string {
+	key := m.entryKey(e)
+	if e.renderedWidth == w && e.renderedKey == key && e.rendered != "" {
+		return e.rendered
+	}
+	e.rendered, e.renderedKey, e.renderedWidth = m.renderEntryNow(e, w), key, w
+	return e.rendered
+}
+
+// entryKey is what an entry's rendering depends on.
+func (m *Model) entryKey(e *entry) string {
+	switch e.kind {
+	case entryUser:
+		return fmt.Sprint(e.state, "|", e.detail, "|", e.from.Channel, "|", m.online, "|", e.text)
+	case entryTool:
+		return fmt.Sprint(e.tool.Title, "|", e.tool.Kind, "|", e.status, "|", len(e.output), "|", m.expandTools, "|", len(e.tool.Input))
+	case entryPlan:
+		return fmt.Sprint(e.plan)
+	}
+	return e.text
+}
+
+func (m *Model) renderEntryNow(e *entry, w int) string {
 	st := m.st
 	wrap := func(s string) string { return lipgloss.NewStyle().Width(w).Render(s) }
 	switch e.kind {
@@ -220,13 +243,7 @@ func (m *Model) renderEntry(e *entry, w int) string {
 		}
 		return out
 	case entryAgent:
-		key := e.text
-		if e.renderedKey == key && e.renderedWidth == w {
-			return e.rendered
-		}
-		e.rendered = st.agentHead.Render("agent") + "\n" + m.markdown(e.text, w)
-		e.renderedKey, e.renderedWidth = key, w
-		return e.rendered
+		return st.agentHead.Render("agent") + "\n" + m.markdown(e.text, w)
 	case entryThought:
 		return st.dim.Render(wrap("thinking: " + e.text))
 	case entryTool:

@@ -23,6 +23,7 @@ const (
 	TypeSetMode            = "set_mode"
 	TypeSetConfigOption    = "set_config_option"
 	TypeResumeSession      = "resume_session"
+	TypeOpenThread         = "open_thread"
 	TypePing               = "ping"
 )
 
@@ -41,6 +42,7 @@ type Input struct {
 	SetMode    *SetMode            `json:"-"`
 	SetOption  *SetConfigOption    `json:"-"`
 	Resume     *ResumeSession      `json:"-"`
+	Open       *OpenThread         `json:"-"`
 }
 
 // Ref is the id an error about this input should name.
@@ -111,6 +113,12 @@ type SetConfigOption struct {
 	Type     string `json:"type"`
 	ConfigID string `json:"config_id"`
 	Value    string `json:"value"`
+}
+
+// OpenThread attaches the route to one of parley's existing threads.
+type OpenThread struct {
+	Type     string `json:"type"`
+	ThreadID string `json:"thread_id"`
 }
 
 type ResumeSession struct {
@@ -201,6 +209,12 @@ func Decode(data []byte) (Input, error) {
 		err = strict(data, in.Resume)
 		if err == nil {
 			err = validResume(in.Resume.Agent, in.Resume.SessionID, in.Resume.Cwd)
+		}
+	case TypeOpenThread:
+		in.Open = &OpenThread{}
+		err = strict(data, in.Open)
+		if err == nil {
+			err = validID("thread_id", in.Open.ThreadID)
 		}
 	default:
 		return Input{}, bad(ref, "unknown input type %q", truncate(head.Type, 64))

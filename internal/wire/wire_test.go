@@ -30,6 +30,8 @@ func TestDecode(t *testing.T) {
 		{`{"type":"set_mode"}`, "", `needs "mode_id"`},
 		{`{"type":"set_config_option","config_id":"model","value":"x"}`, TypeSetConfigOption, ""},
 		{`{"type":"resume_session","agent":"claude","session_id":"s","cwd":"/x"}`, TypeResumeSession, ""},
+		{`{"type":"open_thread","thread_id":"t_1"}`, TypeOpenThread, ""},
+		{`{"type":"open_thread"}`, "", `"thread_id" is missing`},
 		{`{"type":"message","message_id":"` + strings.Repeat("a", 200) + `","text":"x"}`, "", "longer than"},
 		{`{"type":"message","message_id":"a\u0001","text":"x"}`, "", "control character"},
 		{``, "", "empty input"},
@@ -89,7 +91,7 @@ func FuzzDecode(f *testing.F) {
 		ok := map[string]bool{
 			TypeMessage: in.Message != nil, TypePermissionResponse: in.Permission != nil,
 			TypeQuestionAnswer: in.Answer != nil, TypeSetMode: in.SetMode != nil,
-			TypeSetConfigOption: in.SetOption != nil, TypeResumeSession: in.Resume != nil,
+			TypeSetConfigOption: in.SetOption != nil, TypeResumeSession: in.Resume != nil, TypeOpenThread: in.Open != nil,
 			TypeStop: true, TypePing: true,
 		}
 		if !ok[in.Type] {

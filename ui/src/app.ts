@@ -78,7 +78,7 @@ export function useChatRoute(store: Store, route: Route) {
     opened = route.chat;
     const t = wanted;
     wanted = undefined;
-    store.open(route.chat, t && t.session_id ? t : undefined);
+    store.open(route.chat, t && (t.id || t.session_id) ? t : undefined);
   }, [route.view === "chat" ? route.chat : route.view === "thread" ? "t:" + route.thread : route.view]);
 }
 

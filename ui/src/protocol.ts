@@ -86,6 +86,7 @@ export type ClientInput =
   | { type: "set_mode"; mode_id: string }
   | { type: "set_config_option"; config_id: string; value: string }
   | { type: "resume_session"; agent: string; session_id: string; cwd: string }
+  | { type: "open_thread"; thread_id: string }
   | { type: "ping" };
 
 export type ConnState = "connecting" | "online" | "offline";

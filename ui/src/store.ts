@@ -143,7 +143,9 @@ export class Store implements SocketSink {
   private sentImages = new Map<string, ImageData[]>();
   private index = new Map<string, number>(); // item key → position in items
   private lastKind = ""; // the kind of the last streamed item, to fold chunks
-  private pendingResume: { agent: string; session_id: string; cwd: string } | null = null;
+  // The thread the route should show once connected: one of parley's threads (by id)
+  // or an agent's native session (by session id).
+  private pendingOpen: Thread | null = null;
   private onUnauthorized: () => void;
   notify: (title: string, body: string) => void = () => {};
   // Timings of the last open (ms since page start), for the benchmarks.
@@ -199,7 +201,7 @@ export class Store implements SocketSink {
     this.index.clear();
     this.openSeen.clear();
     this.lastKind = "";
-    this.pendingResume = thread ? { agent: thread.agent, session_id: thread.session_id, cwd: thread.cwd } : null;
+    this.pendingOpen = thread ?? null;
     this.log = [];
     this.closedCards.clear();
     this.timing = { open: performance.now(), first: 0, caughtUp: 0 };
@@ -412,11 +414,14 @@ export class Store implements SocketSink {
     });
     this.openSeen.clear();
     this.setChat({ caughtUp: true, ...(changed ? { items: next } : {}) });
-    if (this.pendingResume && this.state.chat.thread?.session_id !== this.pendingResume.session_id) {
-      const r = this.pendingResume;
-      this.input({ type: "resume_session", agent: r.agent, session_id: r.session_id, cwd: r.cwd });
+    const p = this.pendingOpen;
+    const shown = this.state.chat.thread;
+    if (p?.id && shown?.id !== p.id) {
+      this.input({ type: "open_thread", thread_id: p.id });
+    } else if (p && !p.id && p.session_id && shown?.session_id !== p.session_id) {
+      this.input({ type: "resume_session", agent: p.agent, session_id: p.session_id, cwd: p.cwd });
     }
-    this.pendingResume = null;
+    this.pendingOpen = null;
     this.flush();
     void this.refresh();
   }

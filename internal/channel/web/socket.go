@@ -389,6 +389,8 @@ func (c *conn) handle(ctx context.Context, in wire.Input) {
 		err = c.s.router.Control(ctx, router.Control{From: c.route, SetOption: in.SetOption})
 	case wire.TypeResumeSession:
 		_, err = c.s.router.ResumeSession(ctx, c.route, in.Resume.Agent, in.Resume.SessionID, in.Resume.Cwd)
+	case wire.TypeOpenThread:
+		err = c.s.router.OpenThread(ctx, c.route, chat.ThreadID(in.Open.ThreadID))
 	}
 	outcome := "ok"
 	if err != nil {

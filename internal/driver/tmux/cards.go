@@ -231,7 +231,7 @@ func (s *session) hookEvent(e hook.Event) {
 		if f != nil {
 			f.Sync() // the turn's words before its end
 		}
-		if turn {
+		if turn && !s.replaying {
 			s.sink.TurnEnded(chat.StopEndTurn)
 		}
 	}

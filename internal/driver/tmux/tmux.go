@@ -171,7 +171,11 @@ func (d *Driver) Start(ctx context.Context, spec driver.Spec, sink driver.Sink) 
 		s.shutdown(ctx)
 		return nil, err
 	}
+	// Events from before this Start are history: they set state (the
+	// transcript, tool ids) but end no turn of this session's.
+	s.replaying = true
 	s.readSpool()
+	s.replaying = false
 	go s.run()
 	return s, nil
 }
@@ -262,8 +266,9 @@ type session struct {
 	closed     bool
 	answering  bool // an answer is pressing keys on the menu
 
-	useHooks bool           // Claude Code runs with parley's hook settings
-	wg       sync.WaitGroup // background work besides run (finding a transcript)
+	useHooks  bool           // Claude Code runs with parley's hook settings
+	replaying bool           // Start is reading the spool's old events (before run starts)
+	wg        sync.WaitGroup // background work besides run (finding a transcript)
 
 	stop      chan struct{}
 	done      chan struct{}

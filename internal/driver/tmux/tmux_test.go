@@ -430,6 +430,9 @@ func TestQuestionCardAnswers(t *testing.T) {
 	if got := k2.questions(); len(got) != 0 {
 		t.Errorf("after a restart: question cards %+v, want none open", got)
 	}
+	if got := k2.turnCount(); got != 0 {
+		t.Errorf("after a restart: %d turns ended, want 0 (old hook events end no turn)", got)
+	}
 	if err := s2.AnswerQuestion(answerCtx(t), k.questions()[0].RequestID, driver.QuestionAnswer{Answers: chat.Answers{q: "Red"}}); !errors.Is(err, driver.ErrUnknownCard) {
 		t.Errorf("answering an old card after restart: got %v, want %v", err, driver.ErrUnknownCard)
 	}

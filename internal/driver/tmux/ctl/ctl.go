@@ -107,6 +107,8 @@ func isGone(msg string) bool {
 		strings.Contains(msg, "can't find pane") ||
 		strings.Contains(msg, "can't find window") ||
 		strings.Contains(msg, "no server running") ||
+		strings.Contains(msg, "server exited unexpectedly") || // the last session just ended
+		strings.Contains(msg, "lost server") ||
 		strings.Contains(msg, "error connecting to") ||
 		strings.Contains(msg, "session not found")
 }

@@ -1,0 +1,18 @@
+package router
+
+import "testing"
+
+func TestTitleOf(t *testing.T) {
+	cases := map[string]string{
+		"fix the build":                "fix the build",
+		"  first line\nsecond line":    "first line",
+		"":                             "",
+		"a " + string(make([]byte, 0)): "a",
+		"word word word word word word word word word word word word word word word word word word": "word word word word word word word word word word word word word word word word…",
+	}
+	for in, want := range cases {
+		if got := titleOf(in); got != want {
+			t.Errorf("titleOf(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
