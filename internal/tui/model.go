@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"charm.land/bubbles/v2/textarea"
-	"charm.land/bubbles/v2/viewport"
 	tea "charm.land/bubbletea/v2"
 	"charm.land/glamour/v2"
 
@@ -69,7 +68,7 @@ type entry struct {
 	// plan
 	plan []chat.PlanEntry
 
-	rendered      string // cache of the rendering…
+	rendered      []string // cache of the rendering's lines…
 	renderedWidth int    // … at this width
 	renderedKey   string
 }
@@ -109,8 +108,9 @@ type Model struct {
 	picker *picker
 
 	input       textarea.Model
-	vp          viewport.Model
-	follow      bool
+	lines       []string // the transcript, laid out at the current width
+	tHeight     int      // rows the transcript shows
+	scroll      int      // rows scrolled up from the bottom (0: follow new output)
 	expandTools bool
 	quitArmed   bool
 	flash       string // one-line notice in the help row
@@ -136,7 +136,7 @@ func New(opt Options, be Backend) *Model {
 		opt: opt, be: be, st: newStyles(!opt.NoColor),
 		width: 80, height: 24,
 		users: map[string]*entry{}, tools: map[string]*entry{},
-		input: ta, vp: viewport.New(), follow: true, dirty: true,
+		input: ta, dirty: true,
 	}
 	m.layout()
 	return m
@@ -202,11 +202,8 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 // layout sizes the transcript and the input to the window.
 func (m *Model) layout() {
 	m.input.SetWidth(m.width)
-	m.vp.SetWidth(m.width)
-	m.vp.SetHeight(max(m.height-m.bottomHeight()-1, 1))
-	if m.follow {
-		m.vp.GotoBottom()
-	}
+	m.tHeight = max(m.height-m.bottomHeight()-1, 1)
+	m.scrollBy(0)
 }
 
 // --- events ------------------------------------------------------------------
@@ -592,16 +589,13 @@ func (m *Model) onKey(k tea.KeyPressMsg) tea.Cmd {
 		m.dirty = true
 		return nil
 	case "pgup":
-		m.vp.PageUp()
-		m.follow = m.vp.AtBottom()
+		m.scrollBy(max(m.tHeight-1, 1))
 		return nil
 	case "pgdown":
-		m.vp.PageDown()
-		m.follow = m.vp.AtBottom()
+		m.scrollBy(-max(m.tHeight-1, 1))
 		return nil
 	case "ctrl+end":
-		m.vp.GotoBottom()
-		m.follow = true
+		m.scroll = 0
 		return nil
 	}
 	var cmd tea.Cmd
@@ -630,7 +624,7 @@ func (m *Model) submit() tea.Cmd {
 	e := &entry{kind: entryUser, id: id, text: text, from: chat.RouteKey{Channel: "tui", Chat: m.cfg.Chat}, out: &out}
 	m.users[id] = e
 	m.add(e)
-	m.follow = true
+	m.scroll = 0 // back to the newest, where this message shows
 	m.dirty = true
 	if !m.online || m.connecting {
 		return nil // sent when the connect sequence is over
@@ -668,6 +662,11 @@ func (m *Model) sendCmd(kind, ref string, v any) tea.Cmd {
 // --- transcript ----------------------------------------------------------------
 
 func (m *Model) add(e *entry) { m.entries = append(m.entries, e); m.dirty = true }
+
+// scrollBy scrolls the transcript up by n rows (down when n < 0), within it.
+func (m *Model) scrollBy(n int) {
+	m.scroll = min(max(m.scroll+n, 0), max(len(m.lines)-m.tHeight, 0))
+}
 
 func (m *Model) last() *entry {
 	if len(m.entries) == 0 {

@@ -138,6 +138,10 @@ func keyMsg(k string) tea.KeyPressMsg {
 		return tea.KeyPressMsg{Code: tea.KeyTab, Mod: tea.ModShift}
 	case "pgup":
 		return tea.KeyPressMsg{Code: tea.KeyPgUp}
+	case "pgdown":
+		return tea.KeyPressMsg{Code: tea.KeyPgDown}
+	case "ctrl+end":
+		return tea.KeyPressMsg{Code: tea.KeyEnd, Mod: tea.ModCtrl}
 	}
 	if c, ok := strings.CutPrefix(k, "ctrl+"); ok {
 		return tea.KeyPressMsg{Code: rune(c[0]), Mod: tea.ModCtrl}
@@ -628,4 +632,35 @@ func TestNoColor(t *testing.T) {
 			t.Errorf("NoColor %v: color codes present = %v; want %v\n%q", noColor, got, !noColor, raw)
 		}
 	}
+}
+
+func TestScrollback(t *testing.T) {
+	h := newHarness(t, Options{NoColor: true})
+	connected(h, thread1)
+	for i := 1; i <= 40; i++ {
+		h.frames(fmt.Sprintf(`{"type":"user_message","thread":"t_1","seq":%d,"message_id":"m%d","text":"message number %d","from":{"channel":"web","chat":"d"}}`, i, i, i))
+	}
+	h.wantScreen("message number 40")
+	h.wantNotScreen("message number 1\n")
+	h.key("pgup", "pgup")
+	h.wantNotScreen("message number 40")
+	h.wantScreen("scrolled up")
+	above := func() string { // the screen above the help row, which counts the scroll
+		s := h.screen()
+		return s[:strings.LastIndex(s, "\n")]
+	}
+	before := above()
+	h.frames(`{"type":"agent_chunk","thread":"t_1","seq":41,"text":"new output"}`)
+	if got := above(); got != before {
+		t.Errorf("the view moved while scrolled up: got\n%s\nwant\n%s", got, before)
+	}
+	for range 20 {
+		h.key("pgup")
+	}
+	h.wantScreen("message number 1\n")
+	h.key("pgdown")
+	h.wantNotScreen("message number 1\n")
+	h.key("ctrl+end")
+	h.wantScreen("new output")
+	h.wantNotScreen("scrolled up")
 }

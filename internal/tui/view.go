@@ -61,8 +61,7 @@ func (m *Model) View() tea.View {
 		m.renderTranscript()
 	}
 	var b strings.Builder
-	b.WriteString(m.vp.View())
-	b.WriteByte('\n')
+	m.writeTranscript(&b)
 	b.WriteString(m.statusLine())
 	b.WriteByte('\n')
 	var cursor *tea.Cursor
@@ -76,7 +75,7 @@ func (m *Model) View() tea.View {
 		b.WriteByte('\n')
 		b.WriteString(m.helpLine())
 		if c := m.input.Cursor(); c != nil {
-			c.Y += m.vp.Height() + 1
+			c.Y += m.tHeight + 1
 			cursor = c
 		}
 	}
@@ -167,6 +166,9 @@ func (m *Model) statusLine() string {
 
 func (m *Model) helpLine() string {
 	s := m.flash
+	if s == "" && m.scroll > 0 {
+		s = fmt.Sprintf("scrolled up %d lines: PgDn or Ctrl+End for the newest", m.scroll)
+	}
 	if s == "" && !m.online && m.offline != "" {
 		s = "offline: " + m.offline
 	}
@@ -182,36 +184,50 @@ func (m *Model) helpLine() string {
 	return m.st.dim.Render(ansi.Truncate(s, m.width, "…"))
 }
 
-// renderTranscript lays every entry out at the current width.
+// renderTranscript lays every entry out at the current width. Entries keep
+// their rendering, so a streamed chunk lays out only the entry it grows.
 func (m *Model) renderTranscript() {
 	m.dirty = false
 	w := max(m.width-1, 10)
-	var b strings.Builder
+	before := len(m.lines)
+	m.lines = m.lines[:0]
 	for i, e := range m.entries {
-		if i > 0 {
-			b.WriteByte('\n')
-			if e.kind == entryUser {
-				b.WriteByte('\n') // a blank line before each of the person's messages
-			}
+		if i > 0 && e.kind == entryUser {
+			m.lines = append(m.lines, "") // a blank line before each of the person's messages
 		}
-		b.WriteString(m.renderEntry(e, w))
+		m.lines = append(m.lines, m.renderEntry(e, w)...)
 	}
 	if len(m.entries) == 0 {
-		b.WriteString(m.st.dim.Render("No messages yet. Type below and press Enter."))
+		m.lines = append(m.lines, m.st.dim.Render("No messages yet. Type below and press Enter."))
 	}
-	m.vp.SetContent(b.String())
-	if m.follow {
-		m.vp.GotoBottom()
+	if m.scroll > 0 {
+		m.scroll += len(m.lines) - before // keep what is being read in place
+	}
+	m.scrollBy(0)
+}
+
+// writeTranscript writes the rows of the transcript in view, each ending in a newline.
+func (m *Model) writeTranscript(b *strings.Builder) {
+	end := len(m.lines) - m.scroll
+	start := max(end-m.tHeight, 0)
+	n := 0
+	for _, l := range m.lines[start:end] {
+		b.WriteString(ansi.Truncate(l, m.width, "…"))
+		b.WriteByte('\n')
+		n++
+	}
+	for ; n < m.tHeight; n++ {
+		b.WriteByte('\n')
 	}
 }
 
 // renderEntry renders one entry, from its cache while nothing it shows changed.
-func (m *Model) renderEntry(e *entry, w int) string {
+func (m *Model) renderEntry(e *entry, w int) []string {
 	key := m.entryKey(e)
-	if e.renderedWidth == w && e.renderedKey == key && e.rendered != "" {
+	if e.renderedWidth == w && e.renderedKey == key && e.rendered != nil {
 		return e.rendered
 	}
-	e.rendered, e.renderedKey, e.renderedWidth = m.renderEntryNow(e, w), key, w
+	e.rendered, e.renderedKey, e.renderedWidth = strings.Split(m.renderEntryNow(e, w), "\n"), key, w
 	return e.rendered
 }
 
