@@ -102,7 +102,7 @@ choose otherwise. Keys:
   Esc            stop the turn     Ctrl+C twice         quit
   Ctrl+T         switch thread     Ctrl+N               new thread here
   Shift+Tab      next mode         Ctrl+O               expand tool calls
-  PgUp / PgDn    scroll
+  PgUp / PgDn    scroll            Ctrl+End             back to the newest
 
 A permission or question card takes over the bottom: pick with 1-9 or the
 arrows and Enter, tick several with Space, or type your own answer.`,

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/parleyhq/parley/internal/channel/plugin/irc"
+	"github.com/parleyhq/parley/internal/channel/plugin/xmpp"
 )
 
 func init() { extraCommands = append(extraCommands, newPluginCommand) }
@@ -32,7 +33,19 @@ args = ["plugin", "<name>"]; they speak ACP on stdin/stdout with the daemon
 			return irc.Run(ctx, c.InOrStdin(), c.OutOrStdout(), newLogger(c.ErrOrStderr(), "text", logLevel))
 		},
 	}
-	irccmd.Flags().StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
-	cmd.AddCommand(irccmd)
+	xmppcmd := &cobra.Command{
+		Use:   "xmpp",
+		Short: "The XMPP plugin",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return xmpp.Run(ctx, c.InOrStdin(), c.OutOrStdout(), newLogger(c.ErrOrStderr(), "text", logLevel))
+		},
+	}
+	for _, sub := range []*cobra.Command{irccmd, xmppcmd} {
+		sub.Flags().StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+		cmd.AddCommand(sub)
+	}
 	return cmd
 }

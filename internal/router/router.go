@@ -183,13 +183,19 @@ func (r *Router) call(ctx context.Context, f func() error) error {
 	if err := r.do(func() { errc <- f() }); err != nil {
 		return err
 	}
+	// Wait for f even when ctx ends: the router goroutine runs it shortly, and
+	// the caller reads what f wrote. Only a closed router, which never runs the
+	// commands still queued, ends the wait without f.
 	select {
 	case err := <-errc:
 		return err
-	case <-ctx.Done():
-		return ctx.Err()
 	case <-r.done:
-		return chat.ErrClosed
+		select {
+		case err := <-errc:
+			return err
+		default:
+			return chat.ErrClosed
+		}
 	}
 }
 
@@ -213,7 +219,10 @@ func (r *Router) Subscribe(ctx context.Context, route chat.RouteKey, buffer int)
 		th = &t
 		return nil
 	})
-	return sub, th, err
+	if err != nil {
+		return nil, nil, err
+	}
+	return sub, th, nil
 }
 
 // SendRequest is one message from any channel: the socket, REST or a plugin.

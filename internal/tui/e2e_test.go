@@ -311,6 +311,23 @@ func TestChatInTmux(t *testing.T) {
 			t.Errorf("the input is not back after the card went:\n%s", s)
 		}
 	})
+	step(t, "new thread and switch back", func(t *testing.T) {
+		tm.t = t
+		tm.keys("C-n")
+		tm.waitScreen("the new-thread note", has("your next message starts a new thread"))
+		tm.typeLine("say in the new thread")
+		tm.waitScreen("the answer in the new thread", func(s string) bool {
+			return strings.Contains(s, "  in the new thread") && !strings.Contains(s, "hello from the agent")
+		})
+		tm.keys("C-t")
+		tm.waitScreen("the thread picker", func(s string) bool {
+			return strings.Contains(s, "Switch thread") && strings.Contains(s, "(this one)") && strings.Contains(s, "2. echo")
+		})
+		tm.keys("2")
+		tm.waitScreen("the first thread again", func(s string) bool {
+			return strings.Contains(s, "Allow (by web)") && !strings.Contains(s, "in the new thread")
+		})
+	})
 	step(t, "resize", func(t *testing.T) {
 		tm.t = t
 		for _, size := range [][2]int{{60, 18}, {80, 24}} {

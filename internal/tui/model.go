@@ -69,7 +69,7 @@ type entry struct {
 	plan []chat.PlanEntry
 
 	rendered      []string // cache of the rendering's lines…
-	renderedWidth int    // … at this width
+	renderedWidth int      // … at this width
 	renderedKey   string
 }
 

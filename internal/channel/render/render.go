@@ -72,6 +72,9 @@ type Streamer struct {
 	Limit    int
 	Interval time.Duration
 	Edit     bool
+	// Whole (without Edit) keeps the answer in one message as long as it fits
+	// the limit, for platforms whose messages hold many lines (XMPP).
+	Whole bool
 
 	buf      strings.Builder
 	lastEdit time.Time
@@ -94,6 +97,15 @@ func (s *Streamer) Add(text string, now time.Time) Output {
 		return s.editable()
 	}
 	b := s.buf.String()
+	if s.Whole {
+		if len(b) <= s.Limit {
+			return Output{}
+		}
+		pieces := Chunk(b, s.Limit)
+		s.buf.Reset()
+		s.buf.WriteString(pieces[len(pieces)-1])
+		return Output{Send: pieces[:len(pieces)-1]}
+	}
 	i := strings.LastIndexByte(b, '\n')
 	if i < 0 && len(b) < s.Limit {
 		return Output{}
@@ -119,6 +131,9 @@ func (s *Streamer) End() Output {
 	}
 	b := s.buf.String()
 	s.buf.Reset()
+	if s.Whole {
+		return Output{Send: Chunk(b, s.Limit)}
+	}
 	return Output{Send: Lines(b, s.Limit)}
 }
 

@@ -94,3 +94,18 @@ func TestToolLineAndCard(t *testing.T) {
 		t.Errorf("choice 3 of 2: got ok")
 	}
 }
+
+func TestStreamerWhole(t *testing.T) {
+	s := Streamer{Limit: 12, Whole: true}
+	now := time.Unix(0, 0)
+	if out := s.Add("one\ntwo", now); len(out.Send) != 0 {
+		t.Errorf("within the limit: got %q, want nothing yet", out.Send)
+	}
+	out := s.Add(" three four", now)
+	if strings.Join(out.Send, "|") != "one|two three" {
+		t.Errorf("over the limit: got %q, want [one, two three]", out.Send)
+	}
+	if out := s.End(); strings.Join(out.Send, "|") != "four" {
+		t.Errorf("end: got %q, want [four]", out.Send)
+	}
+}

@@ -216,24 +216,59 @@ func (s *session) hookEvent(e hook.Event) {
 		}
 	case "UserPromptSubmit":
 		s.mu.Lock()
-		s.turn = true
+		s.turn, s.stopSeen, s.endSeen = true, false, false
 		s.mu.Unlock()
 	case "PreToolUse":
 		s.mu.Lock()
 		s.preTool[e.ToolName] = e
 		s.mu.Unlock()
 	case "Stop":
+		if s.replaying {
+			s.mu.Lock()
+			s.turn = false
+			s.mu.Unlock()
+			return
+		}
 		s.mu.Lock()
-		f := s.follower
-		turn := s.turn
-		s.turn = false
+		s.stopSeen = true
+		if s.turn && !s.endSeen && s.stopTimer == nil {
+			// The hook can fire before Claude Code writes the turn's words to the
+			// transcript: wait for its end of turn, a little.
+			s.stopTimer = time.AfterFunc(stopWait, s.endTurnFromStop)
+		}
 		s.mu.Unlock()
-		if f != nil {
-			f.Sync() // the turn's words before its end
+		s.maybeEndTurn()
+	}
+}
+
+// stopWait bounds how long the Stop hook waits for the transcript to catch up.
+const stopWait = 3 * time.Second
+
+func (s *session) endTurnFromStop() {
+	s.mu.Lock()
+	f := s.follower
+	s.endSeen = true // the transcript said nothing in time: end the turn anyway
+	s.mu.Unlock()
+	if f != nil {
+		f.Sync()
+	}
+	s.maybeEndTurn()
+}
+
+// maybeEndTurn ends the turn once the Stop hook and the transcript agree.
+func (s *session) maybeEndTurn() {
+	s.mu.Lock()
+	end := s.turn && s.stopSeen && s.endSeen
+	if end {
+		s.turn = false
+		if s.stopTimer != nil {
+			s.stopTimer.Stop()
+			s.stopTimer = nil
 		}
-		if turn && !s.replaying {
-			s.sink.TurnEnded(chat.StopEndTurn)
-		}
+	}
+	s.mu.Unlock()
+	if end {
+		s.sink.TurnEnded(chat.StopEndTurn)
 	}
 }
 
@@ -268,6 +303,10 @@ func (s *session) transcriptEvent(p chat.Payload) {
 		return
 	}
 	if s.useHooks {
+		s.mu.Lock()
+		s.endSeen = true
+		s.mu.Unlock()
+		s.maybeEndTurn()
 		return
 	}
 	s.mu.Lock()

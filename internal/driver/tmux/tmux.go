@@ -263,8 +263,14 @@ type session struct {
 	follower   *transcript.Follower
 	transcript string
 	turn       bool
-	closed     bool
-	answering  bool // an answer is pressing keys on the menu
+	// With hooks, a turn ends when both the Stop hook and the transcript's end
+	// of turn (written after the turn's words) have come, in either order, or
+	// stopWait after the Stop hook if the transcript says nothing.
+	stopSeen  bool
+	endSeen   bool
+	stopTimer *time.Timer
+	closed    bool
+	answering bool // an answer is pressing keys on the menu
 
 	useHooks  bool           // Claude Code runs with parley's hook settings
 	replaying bool           // Start is reading the spool's old events (before run starts)

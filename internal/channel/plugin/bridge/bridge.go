@@ -1,0 +1,324 @@
+// Package bridge is the ACP client side every built-in IM plugin shares: it
+// speaks ACP with parley on the plugin's stdin/stdout, keeps one session per
+// chat (the session id is the chat id), and shows what parley sends as chat
+// messages through a Transport: streamed text within the platform's size limit,
+// tool calls as one line, cards as numbered options. What a person writes goes
+// to parley as a prompt with their user id; parley decides who may talk, runs
+// chat commands and takes card answers by number.
+package bridge
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	acp "github.com/coder/acp-go-sdk"
+	"golang.org/x/time/rate"
+
+	"github.com/parleyhq/parley/internal/channel/acpagent"
+	"github.com/parleyhq/parley/internal/channel/render"
+)
+
+// Transport sends one message (already within the limit) to a chat.
+type Transport interface {
+	Say(ctx context.Context, chat, text string) error
+}
+
+// Format says how a platform shows messages.
+type Format struct {
+	Limit     int     // bytes of text per message
+	Lines     bool    // one message per line (IRC); else whole answers, chunked
+	PerSecond float64 // messages a second, so the server does not drop us for flooding
+}
+
+// Bridge is one plugin's ACP connection and its chats.
+type Bridge struct {
+	log   *slog.Logger
+	acp   *acp.ClientSideConnection
+	t     Transport
+	f     Format
+	limit *rate.Limiter
+
+	mu        sync.Mutex
+	chats     map[string]*chatState
+	bySession map[acp.SessionId]*chatState
+	// opened is closed (and replaced) each time a session is registered.
+	opened chan struct{}
+}
+
+// Connect speaks ACP on in/out and initializes; it returns the plugin's config
+// section (initialize's _meta "parley/config") as JSON.
+func Connect(ctx context.Context, in io.Reader, out io.Writer, name string, log *slog.Logger) (*Bridge, json.RawMessage, error) {
+	b := &Bridge{log: log, chats: map[string]*chatState{}, bySession: map[acp.SessionId]*chatState{}, opened: make(chan struct{})}
+	// The SDK logs to slog's default logger (stderr, which the host logs):
+	// its SetLogger races with the reader it has already started.
+	b.acp = acp.NewClientSideConnection(b, out, in)
+	init, err := b.acp.Initialize(ctx, acp.InitializeRequest{ProtocolVersion: acp.ProtocolVersionNumber,
+		ClientInfo: &acp.Implementation{Name: name, Version: "1"}})
+	if err != nil {
+		return nil, nil, fmt.Errorf("bridge: initialize: %w", err)
+	}
+	raw, err := json.Marshal(init.Meta[acpagent.MetaConfig])
+	if err != nil {
+		return nil, nil, fmt.Errorf("bridge: config: %w", err)
+	}
+	return b, raw, nil
+}
+
+// Use sets the transport and format; call it before Open and Handle.
+func (b *Bridge) Use(t Transport, f Format) {
+	if f.PerSecond <= 0 {
+		f.PerSecond = 2
+	}
+	b.t, b.f = t, f
+	b.limit = rate.NewLimiter(rate.Limit(f.PerSecond), 5)
+}
+
+// Done is closed when parley closes the connection.
+func (b *Bridge) Done() <-chan struct{} { return b.acp.Done() }
+
+// chatState is one chat: its ACP session and what is being streamed to it.
+type chatState struct {
+	target  string
+	session acp.SessionId
+	ready   chan struct{} // closed once session/new has answered
+	err     error         // its failure, set before ready is closed
+	mu      sync.Mutex
+	stream  render.Streamer
+}
+
+// chat returns the chat's session, opening it on first use. With
+// _meta["parley/chat"] the session id is the chat id, and parley sends what the
+// chat missed (and its open cards) while session/new is still being answered:
+// so the chat is registered under that id first.
+func (b *Bridge) chat(ctx context.Context, target string) (*chatState, error) {
+	b.mu.Lock()
+	c := b.chats[target]
+	if c != nil {
+		b.mu.Unlock()
+		select { // opened by another goroutine: wait for session/new
+		case <-c.ready:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if c.err != nil {
+			return nil, c.err
+		}
+		return c, nil
+	}
+	c = &chatState{target: target, session: acp.SessionId(target), stream: render.Streamer{Limit: b.f.Limit, Whole: !b.f.Lines}, ready: make(chan struct{})}
+	defer close(c.ready)
+	b.chats[target] = c
+	b.bySession[c.session] = c
+	close(b.opened)
+	b.opened = make(chan struct{})
+	b.mu.Unlock()
+	resp, err := b.acp.NewSession(ctx, acp.NewSessionRequest{Cwd: "/", McpServers: []acp.McpServer{},
+		Meta: map[string]any{acpagent.MetaChat: target}})
+	if err != nil {
+		b.mu.Lock()
+		delete(b.chats, target)
+		delete(b.bySession, c.session)
+		b.mu.Unlock()
+		c.err = fmt.Errorf("bridge: session for %s: %w", target, err)
+		return nil, c.err
+	}
+	if resp.SessionId != c.session {
+		c.err = fmt.Errorf("bridge: parley named the session of %s %q, not the chat id", target, resp.SessionId)
+		return nil, c.err
+	}
+	return c, nil
+}
+
+func (b *Bridge) bySessionID(id acp.SessionId) *chatState {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.bySession[id]
+}
+
+// waitSession returns the chat of a session, waiting up to d for it to open.
+func (b *Bridge) waitSession(ctx context.Context, id acp.SessionId, d time.Duration) (*chatState, error) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for {
+		b.mu.Lock()
+		c, opened := b.bySession[id], b.opened
+		b.mu.Unlock()
+		if c != nil {
+			return c, nil
+		}
+		select {
+		case <-opened:
+		case <-t.C:
+			return nil, fmt.Errorf("bridge: no session %s", id)
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// Handle takes one message a person wrote in a chat. The prompt runs on its
+// own goroutine: a /stop or a card answer must not wait behind the turn in
+// flight.
+func (b *Bridge) Handle(ctx context.Context, chatID, user, text string) {
+	go func() {
+		c, err := b.chat(ctx, chatID)
+		if err != nil {
+			b.log.Warn("bridge: no session", "chat", chatID, "err", err)
+			return
+		}
+		resp, err := b.acp.Prompt(ctx, acp.PromptRequest{SessionId: c.session, Prompt: []acp.ContentBlock{acp.TextBlock(text)},
+			Meta: map[string]any{acpagent.MetaUser: user}})
+		if err != nil {
+			b.say(ctx, c.target, "error: "+err.Error())
+			return
+		}
+		b.flush(ctx, c)
+		if resp.StopReason == acp.StopReasonCancelled {
+			b.say(ctx, c.target, "(stopped)")
+		}
+	}()
+}
+
+// Open opens a chat's session now (a channel the plugin joins at start): its
+// open cards and what it missed are sent at once.
+func (b *Bridge) Open(ctx context.Context, chatID string) error {
+	_, err := b.chat(ctx, chatID)
+	return err
+}
+
+// say sends text to target within the limit (a message per line with Lines),
+// paced.
+func (b *Bridge) say(ctx context.Context, target, text string) {
+	pieces := render.Chunk(text, b.f.Limit)
+	if b.f.Lines {
+		pieces = render.Lines(text, b.f.Limit)
+	}
+	for _, l := range pieces {
+		b.line(ctx, target, l)
+	}
+}
+
+func (b *Bridge) line(ctx context.Context, target, l string) {
+	if err := b.limit.Wait(ctx); err != nil {
+		return
+	}
+	if err := b.t.Say(ctx, target, l); err != nil {
+		b.log.Warn("bridge: send", "err", err)
+	}
+}
+
+func (b *Bridge) flush(ctx context.Context, c *chatState) {
+	c.mu.Lock()
+	out := c.stream.End()
+	c.mu.Unlock()
+	for _, l := range out.Send {
+		b.line(ctx, c.target, l)
+	}
+}
+
+// SessionUpdate shows the session's stream in its chat.
+func (b *Bridge) SessionUpdate(ctx context.Context, n acp.SessionNotification) error {
+	c := b.bySessionID(n.SessionId)
+	if c == nil {
+		return nil
+	}
+	u := n.Update
+	switch {
+	case u.AgentMessageChunk != nil && u.AgentMessageChunk.Content.Text != nil:
+		text := u.AgentMessageChunk.Content.Text.Text
+		if u.AgentMessageChunk.Meta[acpagent.MetaNotice] == true {
+			b.flush(ctx, c)
+			b.say(ctx, c.target, text)
+			return nil
+		}
+		c.mu.Lock()
+		out := c.stream.Add(text, time.Now())
+		c.mu.Unlock()
+		for _, l := range out.Send {
+			b.line(ctx, c.target, l)
+		}
+	case u.ToolCall != nil:
+		b.flush(ctx, c)
+		raw, _ := json.Marshal(u.ToolCall.RawInput)
+		b.line(ctx, c.target, render.ToolLine(u.ToolCall.Title, string(u.ToolCall.Kind), "", raw, b.f.Limit))
+	}
+	return nil
+}
+
+// RequestPermission shows a card as numbered options. The person answers by
+// replying the number, which parley reads (it checks who may answer); parley
+// then cancels this request, as it does when the card is answered anywhere.
+func (b *Bridge) RequestPermission(ctx context.Context, p acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
+	// parley asks a chat's open cards again as soon as its session opens, which
+	// may be before session/new has returned here.
+	c, err := b.waitSession(ctx, p.SessionId, 10*time.Second)
+	if err != nil {
+		return acp.RequestPermissionResponse{Outcome: acp.NewRequestPermissionOutcomeCancelled()}, nil
+	}
+	b.flush(ctx, c)
+	title := "Permission?"
+	if p.ToolCall.Title != nil {
+		title = "Allow " + *p.ToolCall.Title + "?"
+	}
+	if p.Meta["parley/question"] == true && p.ToolCall.Title != nil {
+		title = *p.ToolCall.Title
+	}
+	opts := make([]string, 0, len(p.Options))
+	for _, o := range p.Options {
+		opts = append(opts, o.Name)
+	}
+	b.say(ctx, c.target, render.Card(title, opts))
+	<-ctx.Done()
+	return acp.RequestPermissionResponse{Outcome: acp.NewRequestPermissionOutcomeCancelled()}, nil
+}
+
+// HandleExtensionMethod answers parley's heartbeat and flushes at a turn's end.
+func (b *Bridge) HandleExtensionMethod(ctx context.Context, method string, params json.RawMessage) (any, error) {
+	switch method {
+	case "_parley/ping":
+		return map[string]any{}, nil
+	case "_parley/prompt_done":
+		var p struct {
+			SessionID acp.SessionId `json:"sessionId"`
+		}
+		if json.Unmarshal(params, &p) == nil {
+			if c := b.bySessionID(p.SessionID); c != nil {
+				b.flush(ctx, c)
+			}
+		}
+	}
+	return nil, nil
+}
+
+func (b *Bridge) ReadTextFile(context.Context, acp.ReadTextFileRequest) (acp.ReadTextFileResponse, error) {
+	return acp.ReadTextFileResponse{}, acp.NewMethodNotFound("fs/read_text_file")
+}
+
+func (b *Bridge) WriteTextFile(context.Context, acp.WriteTextFileRequest) (acp.WriteTextFileResponse, error) {
+	return acp.WriteTextFileResponse{}, acp.NewMethodNotFound("fs/write_text_file")
+}
+
+func (b *Bridge) CreateTerminal(context.Context, acp.CreateTerminalRequest) (acp.CreateTerminalResponse, error) {
+	return acp.CreateTerminalResponse{}, acp.NewMethodNotFound("terminal/create")
+}
+
+func (b *Bridge) KillTerminal(context.Context, acp.KillTerminalRequest) (acp.KillTerminalResponse, error) {
+	return acp.KillTerminalResponse{}, acp.NewMethodNotFound("terminal/kill")
+}
+
+func (b *Bridge) TerminalOutput(context.Context, acp.TerminalOutputRequest) (acp.TerminalOutputResponse, error) {
+	return acp.TerminalOutputResponse{}, acp.NewMethodNotFound("terminal/output")
+}
+
+func (b *Bridge) ReleaseTerminal(context.Context, acp.ReleaseTerminalRequest) (acp.ReleaseTerminalResponse, error) {
+	return acp.ReleaseTerminalResponse{}, acp.NewMethodNotFound("terminal/release")
+}
+
+func (b *Bridge) WaitForTerminalExit(context.Context, acp.WaitForTerminalExitRequest) (acp.WaitForTerminalExitResponse, error) {
+	return acp.WaitForTerminalExitResponse{}, acp.NewMethodNotFound("terminal/wait_for_exit")
+}

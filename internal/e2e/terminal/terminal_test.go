@@ -1,0 +1,125 @@
+// Package terminal_test runs the real Claude Code terminal UI in real tmux behind a
+// real daemon (tmux transport), driven through the chat socket, with the scripted
+// Messages API as the only stand-in.
+package terminal_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/client"
+	"github.com/parleyhq/parley/internal/config"
+	"github.com/parleyhq/parley/internal/daemon"
+	"github.com/parleyhq/parley/internal/driver"
+	"github.com/parleyhq/parley/internal/driver/tmux"
+	"github.com/parleyhq/parley/internal/driver/tmux/hook"
+	"github.com/parleyhq/parley/internal/testkit"
+	"github.com/parleyhq/parley/internal/testkit/chatsock"
+	"github.com/parleyhq/parley/internal/testkit/claudeapi"
+)
+
+// The test binary doubles as the hook command Claude Code runs.
+const envHook = "PARLEY_TEST_HOOK"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(envHook) == "1" {
+		if err := hook.Run(context.Background(), os.Stdin, os.Getenv); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+const wait = 90 * time.Second
+
+const answer = "Hello from the scripted model, on the screen."
+
+func TestClaudeInTmuxThroughTheSocket(t *testing.T) {
+	b := make([]byte, 4)
+	rand.Read(b)
+	socket := "parley-e2e-" + hex.EncodeToString(b)
+	state, err := os.MkdirTemp("", "pxe") // short: the hook's unix socket path must fit in 108 bytes
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(state) })
+	root, _ := filepath.EvalSymlinks(t.TempDir())
+	home, work := filepath.Join(root, "home"), filepath.Join(root, "work")
+	os.MkdirAll(work, 0o755)
+	t.Cleanup(func() { exec.Command("tmux", "-L", socket, "kill-server").Run() })
+
+	api := claudeapi.Start(t, claudeapi.Scenario{Rules: []claudeapi.Rule{
+		{Match: claudeapi.Match{Exact: "hello"}, Reply: claudeapi.Text(answer, 3, 5*time.Millisecond)},
+		{Match: claudeapi.Match{Exact: "make the file"}, Reply: claudeapi.Bash("touch made-in-tmux", "Make a file")},
+		{Match: claudeapi.Match{ToolResult: "Bash"}, Reply: claudeapi.Text("The command ran.", 1, 0)},
+	}})
+	env := map[string]string{}
+	for _, kv := range claudeapi.Env(t, api, home, work) {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	cfg := config.Default(filepath.Join(root, "data"), work)
+	cfg.Addr = "127.0.0.1:0"
+	cfg.Agents = []config.Agent{{ID: "claude-tmux", Transport: config.TransportTmux, Command: testkit.ClaudeBin(t), Env: env}}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	drv := &tmux.Driver{Socket: socket, StateDir: state, HookCommand: []string{os.Args[0]}, HookEnv: map[string]string{envHook: "1"}}
+	d, err := daemon.Start(context.Background(), cfg, daemon.Options{Drivers: map[string]driver.Driver{config.TransportTmux: drv}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		d.Shutdown(ctx)
+	})
+
+	s := chatsock.Dial(t, "http://"+d.Addr(), d.Token(), client.Options{Chat: "tmux", Since: -1})
+	s.WaitFor(0, wait, chatsock.Type(chat.TypeReplayDone), "ready")
+
+	// 1. message → submitted (seen above the input box) → the answer, from the transcript.
+	s.Send(chatsock.Msg("m1", "hello"))
+	at := s.WaitFor(0, wait, chatsock.Delivery("m1", chat.DeliverySubmitted), "submitted")
+	end := s.WaitFor(at, wait, chatsock.PromptDone("m1", chat.StopEndTurn), "turn end")
+	if got := chatsock.Chunks(s.Snapshot()[at:end]); !strings.Contains(got, answer) {
+		t.Fatalf("answer on the socket %q, want %q\n%s", got, answer, chatsock.Summary(s.Snapshot()))
+	}
+
+	// 2. a permission menu on the screen becomes a card; answered from the socket, it
+	// really selects the option.
+	s.Send(chatsock.Msg("m2", "make the file"))
+	i := s.WaitFor(end, wait, chatsock.Type(chat.TypePermissionRequest), "permission card")
+	var card chat.PermissionRequest
+	s.Get(i).Decode(&card)
+	allow := ""
+	for _, o := range card.Options {
+		if o.Kind == chat.OptionAllowOnce {
+			allow = o.ID
+		}
+	}
+	if allow == "" {
+		t.Fatalf("no allow-once option: %s", s.Get(i).Raw)
+	}
+	s.Send(map[string]any{"type": "permission_response", "request_id": card.RequestID, "option_id": allow})
+	s.WaitFor(i, wait, chatsock.Type(chat.TypePermissionResolved), "resolved")
+	s.WaitFor(i, wait, chatsock.PromptDone("m2", chat.StopEndTurn), "tool turn end")
+	testkit.Eventually(t, 10*time.Second, func() bool {
+		_, err := os.Stat(filepath.Join(work, "made-in-tmux"))
+		return err == nil
+	}, "the tool ran")
+	if res, ok := api.ToolResultFor("Bash"); !ok || res.IsError {
+		t.Fatalf("the model got %+v (found %v), want the tool's success", res, ok)
+	}
+}
