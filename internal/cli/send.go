@@ -137,10 +137,7 @@ func sendOne(ctx context.Context, server, token string, f sendFlags, text string
 		if err != nil {
 			return fail(ExitFailure, "thread %s: %v", f.thread, err)
 		}
-		if target.SessionID == "" {
-			return fail(ExitFailure, "thread %s has no agent session yet, so it cannot be continued from here", target.ID)
-		}
-		if err := s.c.Send(ctx, wire.ResumeSession{Type: wire.TypeResumeSession, Agent: target.Agent, SessionID: target.SessionID, Cwd: target.Cwd}); err != nil {
+		if err := s.c.Send(ctx, wire.OpenThread{Type: wire.TypeOpenThread, ThreadID: string(target.ID)}); err != nil {
 			return lost(err)
 		}
 		for s.th.ID != target.ID {

@@ -464,19 +464,13 @@ func (m *Model) onThreads(msg threadsMsg) tea.Cmd {
 	return nil
 }
 
-// attach makes th the route's thread (resume_session binds it to this route).
+// attach makes th the route's thread (open_thread binds it to this route).
 func (m *Model) attach(th chat.Thread) tea.Cmd {
 	if th.ID == m.thread.ID {
 		return nil
 	}
-	if th.SessionID == "" {
-		m.add(&entry{kind: entryError, text: fmt.Sprintf("thread %s has no agent session yet, so it cannot be opened here", th.ID)})
-		return nil
-	}
 	m.intent, m.agentPick = nil, ""
-	return m.sendCmd("resume", string(th.ID), map[string]any{
-		"type": wire.TypeResumeSession, "agent": th.Agent, "session_id": th.SessionID, "cwd": th.Cwd,
-	})
+	return m.sendCmd("open", string(th.ID), map[string]any{"type": wire.TypeOpenThread, "thread_id": string(th.ID)})
 }
 
 // startNew makes the next message start a new thread.

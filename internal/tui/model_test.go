@@ -510,9 +510,9 @@ func TestThreadPickerSwitches(t *testing.T) {
 	h.key("ctrl+t")
 	h.wantScreen("Switch thread", "0. + new thread here", "1. echo · /w · idle (this one)", "2. echo · older one · unloaded")
 	h.key("2")
-	got := h.be.sentOf("resume_session")
-	if len(got) != 1 || got[0]["session_id"] != "s2" || got[0]["agent"] != "echo" || got[0]["cwd"] != "/w2" {
-		t.Fatalf("sent %v; want resume_session of t_2", got)
+	got := h.be.sentOf("open_thread")
+	if len(got) != 1 || got[0]["thread_id"] != "t_2" {
+		t.Fatalf("sent %v; want open_thread of t_2", got)
 	}
 	// The server switches the route: the transcript starts again.
 	h.frames(`{"type":"user_message","thread":"t_1","seq":1,"message_id":"m_a","text":"from thread one","from":{"channel":"tui","chat":"c"}}`)
@@ -547,11 +547,11 @@ func TestInitialChoice(t *testing.T) {
 		name    string
 		opt     Options
 		frames  []string
-		session string // resumed; "" for none
+		thread  string // opened; "" for none
 	}{
-		{"default agent's newest thread", Options{}, noThread, "s_new"},
-		{"--agent", Options{Agent: "gem"}, noThread, "s_gem"},
-		{"--thread", Options{Thread: "t_old"}, noThread, "s_old"},
+		{"default agent's newest thread", Options{}, noThread, "t_new"},
+		{"--agent", Options{Agent: "gem"}, noThread, "t_gem"},
+		{"--thread", Options{Thread: "t_old"}, noThread, "t_old"},
 		{"the route's own thread", Options{}, thread1, ""},
 		{"--new", Options{New: true, Cwd: "/w/sub"}, thread1, ""},
 	}
@@ -561,13 +561,13 @@ func TestInitialChoice(t *testing.T) {
 			h := newHarness(t, c.opt)
 			h.be.threads = threads
 			connected(h, c.frames)
-			got := h.be.sentOf("resume_session")
-			if c.session == "" {
+			got := h.be.sentOf("open_thread")
+			if c.thread == "" {
 				if len(got) != 0 {
-					t.Fatalf("sent %v; want no resume", got)
+					t.Fatalf("sent %v; want no thread opened", got)
 				}
-			} else if len(got) != 1 || got[0]["session_id"] != c.session {
-				t.Fatalf("sent %v; want resume of %s", got, c.session)
+			} else if len(got) != 1 || got[0]["thread_id"] != c.thread {
+				t.Fatalf("sent %v; want open_thread of %s", got, c.thread)
 			}
 			if c.opt.New {
 				h.wantScreen("new thread")
