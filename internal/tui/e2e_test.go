@@ -284,7 +284,7 @@ func TestChatInTmux(t *testing.T) {
 		}
 		defer c.CloseNow()
 		th := ths[0]
-		if err := c.Send(ctx, map[string]string{"type": "resume_session", "agent": th.Agent, "session_id": th.SessionID, "cwd": th.Cwd}); err != nil {
+		if err := c.Send(ctx, map[string]string{"type": "open_thread", "thread_id": string(th.ID)}); err != nil {
 			t.Fatal(err)
 		}
 		var rid string
