@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/parleyhq/parley/internal/driver/claudecode"
 )
 
 // line is one stdout line of `claude -p --output-format stream-json`, decoded
@@ -55,56 +57,10 @@ type streamEvent struct {
 	} `json:"message"`
 }
 
-type message struct {
-	ID   string `json:"id"`
-	Role string `json:"role"`
-	// Content is a string (a person's or a local command's text) or blocks.
-	Content json.RawMessage `json:"content"`
-}
-
-type block struct {
-	Type      string          `json:"type"`
-	Text      string          `json:"text"`
-	Thinking  string          `json:"thinking"`
-	ID        string          `json:"id"`
-	Name      string          `json:"name"`
-	Input     json.RawMessage `json:"input"`
-	ToolUseID string          `json:"tool_use_id"`
-	IsError   bool            `json:"is_error"`
-	Content   json.RawMessage `json:"content"`
-}
-
-// blocks returns the message's content blocks (none when it is a plain string).
-func (m *message) blocks() []block {
-	if m == nil || len(m.Content) == 0 || m.Content[0] != '[' {
-		return nil
-	}
-	var bs []block
-	if err := json.Unmarshal(m.Content, &bs); err != nil {
-		return nil
-	}
-	return bs
-}
-
-// resultText is a tool_result's content as text (a string or text blocks).
-func (b block) resultText() string {
-	if len(b.Content) == 0 {
-		return ""
-	}
-	var s string
-	if json.Unmarshal(b.Content, &s) == nil {
-		return s
-	}
-	var bs []block
-	if json.Unmarshal(b.Content, &bs) == nil {
-		out := ""
-		for _, c := range bs {
-			out += c.Text
-		}
-		return out
-	}
-	return string(b.Content)
-}
+type (
+	message = claudecode.Message
+	block   = claudecode.Block
+)
 
 type usage struct {
 	InputTokens  int64 `json:"input_tokens"`

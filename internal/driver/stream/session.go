@@ -16,6 +16,7 @@ import (
 
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/driver"
+	"github.com/parleyhq/parley/internal/driver/claudecode"
 )
 
 // Permission card options. The ids are the option kinds: one card, three answers.
@@ -555,7 +556,7 @@ func (s *session) handleAssistant(l line) {
 	s.mu.Lock()
 	textSeen, thinkSeen := s.textSeen[l.Message.ID], s.thinkSeen[l.Message.ID]
 	s.mu.Unlock()
-	for _, b := range l.Message.blocks() {
+	for _, b := range l.Message.Blocks() {
 		switch b.Type {
 		case "text":
 			if !textSeen && b.Text != "" {
@@ -569,7 +570,7 @@ func (s *session) handleAssistant(l line) {
 			s.mu.Lock()
 			s.tools[b.ID] = b.Name
 			s.mu.Unlock()
-			s.sink.Event(toolCall(b))
+			s.sink.Event(claudecode.ToolCall(b))
 		}
 	}
 }
@@ -581,7 +582,7 @@ func (s *session) handleUser(l line) {
 	if l.Message == nil || l.IsReplay || l.ParentToolUseID != nil && *l.ParentToolUseID != "" {
 		return
 	}
-	for _, b := range l.Message.blocks() {
+	for _, b := range l.Message.Blocks() {
 		if b.Type != "tool_result" {
 			continue
 		}
@@ -589,7 +590,7 @@ func (s *session) handleUser(l line) {
 		name := s.tools[b.ToolUseID]
 		delete(s.tools, b.ToolUseID)
 		s.mu.Unlock()
-		u := chat.ToolCallUpdate{ToolCallID: b.ToolUseID, Status: "completed", Output: b.resultText()}
+		u := chat.ToolCallUpdate{ToolCallID: b.ToolUseID, Status: "completed", Output: b.ResultText()}
 		if b.IsError {
 			u.Status = "failed"
 		}
@@ -750,7 +751,7 @@ func (s *session) handleControlRequest(l line, raw []byte) {
 	s.sink.Event(chat.PermissionRequest{
 		RequestID: l.RequestID,
 		Tool: chat.PermissionTool{
-			Name: r.ToolName, Title: toolTitle(r.ToolName, input, r.Description),
+			Name: r.ToolName, Title: claudecode.ToolTitle(r.ToolName, input, r.Description),
 			Input: input, ToolCallID: r.ToolUseID,
 		},
 		Options: permissionOptions,
@@ -802,79 +803,6 @@ func (s *session) exited(err error, stderrTail string) {
 		s.sink.TurnEnded(chat.StopError)
 	}
 	s.sink.Exited(err)
-}
-
-// toolTitle is a one-line description of a tool use for cards and tool lines.
-func toolTitle(name string, input json.RawMessage, description string) string {
-	var in map[string]any
-	_ = json.Unmarshal(input, &in)
-	str := func(k string) string { v, _ := in[k].(string); return v }
-	switch name {
-	case "Bash":
-		if c := str("command"); c != "" {
-			return c
-		}
-	case "Read", "Edit", "Write", "MultiEdit", "NotebookEdit":
-		if p := str("file_path"); p != "" {
-			return name + " " + p
-		}
-		if p := str("notebook_path"); p != "" {
-			return name + " " + p
-		}
-	case "Glob", "Grep":
-		if p := str("pattern"); p != "" {
-			return name + " " + p
-		}
-	case "WebFetch":
-		if u := str("url"); u != "" {
-			return "Fetch " + u
-		}
-	case "WebSearch":
-		if q := str("query"); q != "" {
-			return "Search " + q
-		}
-	case "ExitPlanMode":
-		return "Leave plan mode and start on the plan"
-	}
-	if description != "" {
-		return description
-	}
-	if d := str("description"); d != "" {
-		return d
-	}
-	return name
-}
-
-func toolKind(name string) string {
-	switch name {
-	case "Bash", "BashOutput", "KillShell":
-		return "execute"
-	case "Read", "NotebookRead":
-		return "read"
-	case "Edit", "MultiEdit", "Write", "NotebookEdit":
-		return "edit"
-	case "Glob", "Grep", "LS":
-		return "search"
-	case "WebFetch", "WebSearch":
-		return "fetch"
-	case "Task", "TodoWrite", "ExitPlanMode", "EnterPlanMode":
-		return "think"
-	}
-	return "other"
-}
-
-func toolCall(b block) chat.ToolCall {
-	tc := chat.ToolCall{
-		ToolCallID: b.ID, Title: toolTitle(b.Name, b.Input, ""), Kind: toolKind(b.Name),
-		Status: "pending", Input: b.Input,
-	}
-	var in struct {
-		FilePath string `json:"file_path"`
-	}
-	if json.Unmarshal(b.Input, &in) == nil && in.FilePath != "" {
-		tc.Locations = []chat.Location{{Path: in.FilePath}}
-	}
-	return tc
 }
 
 // diffsOf reads the diff an Edit or Write tool result carries in tool_use_result.

@@ -25,6 +25,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 
 	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/driver/claudecode"
 )
 
 // TurnEnd is what a turn_duration record says: the turn is over. It is not a
@@ -35,32 +36,14 @@ type TurnEnd struct{}
 func (TurnEnd) EventType() string { return "transcript_turn_end" }
 
 type record struct {
-	Type        string  `json:"type"`
-	Subtype     string  `json:"subtype"`
-	Timestamp   string  `json:"timestamp"`
-	UUID        string  `json:"uuid"`
-	IsSidechain bool    `json:"isSidechain"`
-	IsMeta      bool    `json:"isMeta"`
-	SessionID   string  `json:"sessionId"`
-	Message     message `json:"message"`
-}
-
-type message struct {
-	ID      string          `json:"id"`
-	Role    string          `json:"role"`
-	Content json.RawMessage `json:"content"`
-}
-
-type block struct {
-	Type      string          `json:"type"`
-	Text      string          `json:"text"`
-	Thinking  string          `json:"thinking"`
-	ID        string          `json:"id"`
-	Name      string          `json:"name"`
-	Input     json.RawMessage `json:"input"`
-	ToolUseID string          `json:"tool_use_id"`
-	IsError   bool            `json:"is_error"`
-	Content   json.RawMessage `json:"content"`
+	Type        string             `json:"type"`
+	Subtype     string             `json:"subtype"`
+	Timestamp   string             `json:"timestamp"`
+	UUID        string             `json:"uuid"`
+	IsSidechain bool               `json:"isSidechain"`
+	IsMeta      bool               `json:"isMeta"`
+	SessionID   string             `json:"sessionId"`
+	Message     claudecode.Message `json:"message"`
 }
 
 // Parser turns transcript lines into updates, remembering what it has seen.
@@ -97,12 +80,10 @@ func (p *Parser) Line(line []byte) ([]chat.Payload, error) {
 	if r.IsSidechain || r.IsMeta || (r.Type != "assistant" && r.Type != "user") {
 		return nil, nil
 	}
-	var blocks []block
-	if len(r.Message.Content) > 0 && r.Message.Content[0] == '[' {
-		if err := json.Unmarshal(r.Message.Content, &blocks); err != nil {
-			return nil, fmt.Errorf("transcript: content: %w", err)
-		}
+	if len(r.Message.Content) > 0 && r.Message.Content[0] == '[' && r.Message.Blocks() == nil {
+		return nil, fmt.Errorf("transcript: content is not blocks: %.80s", r.Message.Content)
 	}
+	blocks := r.Message.Blocks()
 	var out []chat.Payload
 	for _, b := range blocks {
 		switch {
@@ -117,8 +98,7 @@ func (p *Parser) Line(line []byte) ([]chat.Payload, error) {
 		case r.Type == "assistant" && b.Type == "tool_use":
 			p.toolName[b.ID] = b.Name
 			if p.once(r.Message.ID, "tool_use", b.ID) {
-				out = append(out, chat.ToolCall{ToolCallID: b.ID, Title: title(b.Name, b.Input), Kind: Kind(b.Name),
-					Status: "pending", Input: b.Input})
+				out = append(out, claudecode.ToolCall(b))
 			}
 		case r.Type == "user" && b.Type == "tool_result":
 			p.results[b.ToolUseID] = true
@@ -127,7 +107,7 @@ func (p *Parser) Line(line []byte) ([]chat.Payload, error) {
 				if b.IsError {
 					status = "failed"
 				}
-				out = append(out, chat.ToolCallUpdate{ToolCallID: b.ToolUseID, Status: status, Output: resultText(b.Content)})
+				out = append(out, chat.ToolCallUpdate{ToolCallID: b.ToolUseID, Status: status, Output: b.ResultText()})
 			}
 		}
 	}
@@ -146,55 +126,6 @@ func (p *Parser) once(parts ...string) bool {
 	}
 	p.seen[k] = true
 	return true
-}
-
-func resultText(raw json.RawMessage) string {
-	if len(raw) == 0 {
-		return ""
-	}
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	var bs []block
-	if json.Unmarshal(raw, &bs) == nil {
-		var sb strings.Builder
-		for _, b := range bs {
-			sb.WriteString(b.Text)
-		}
-		return sb.String()
-	}
-	return string(raw)
-}
-
-// Kind maps a Claude Code tool to ACP's tool kinds.
-func Kind(tool string) string {
-	switch tool {
-	case "Read", "NotebookRead":
-		return "read"
-	case "Edit", "MultiEdit", "Write", "NotebookEdit":
-		return "edit"
-	case "Grep", "Glob", "LS":
-		return "search"
-	case "Bash", "BashOutput", "KillShell":
-		return "execute"
-	case "WebFetch", "WebSearch":
-		return "fetch"
-	case "TodoWrite", "ExitPlanMode", "Task":
-		return "think"
-	}
-	return "other"
-}
-
-func title(tool string, input json.RawMessage) string {
-	var in map[string]any
-	_ = json.Unmarshal(input, &in)
-	for _, k := range []string{"command", "file_path", "pattern", "url", "description"} {
-		if v, ok := in[k].(string); ok && v != "" {
-			return tool + ": " + v
-		}
-	}
-	return tool
 }
 
 // Follower follows one transcript file with fsnotify and hands each new update

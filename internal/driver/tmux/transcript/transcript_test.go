@@ -53,7 +53,7 @@ func TestParserGolden(t *testing.T) {
 	}
 	want := []string{
 		"text:Listing.",
-		"tool:Bash: touch made-by-bash:execute",
+		"tool:touch made-by-bash:execute", // the same title as on the stream transport
 		"result:completed:(Bash completed with no output)",
 		"text:The command ran.",
 		"tool:AskUserQuestion:other",

@@ -1,0 +1,142 @@
+// Package claudecode is Claude Code's message format, as both its stream-json
+// output and its transcript files carry it: content blocks, and how a tool use
+// becomes a tool call a person reads. The stream and tmux drivers share it, so a
+// tool looks the same on either transport.
+package claudecode
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/parleyhq/parley/internal/chat"
+)
+
+// Message is an assistant or user message.
+type Message struct {
+	ID   string `json:"id"`
+	Role string `json:"role"`
+	// Content is a string (a person's or a local command's text) or blocks.
+	Content json.RawMessage `json:"content"`
+}
+
+// Block is one content block: text, thinking, tool_use or tool_result.
+type Block struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text"`
+	Thinking  string          `json:"thinking"`
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Input     json.RawMessage `json:"input"`
+	ToolUseID string          `json:"tool_use_id"`
+	IsError   bool            `json:"is_error"`
+	Content   json.RawMessage `json:"content"`
+}
+
+// Blocks returns the message's content blocks (none when it is a plain string
+// or not blocks at all).
+func (m *Message) Blocks() []Block {
+	if m == nil || len(m.Content) == 0 || m.Content[0] != '[' {
+		return nil
+	}
+	var bs []Block
+	if err := json.Unmarshal(m.Content, &bs); err != nil {
+		return nil
+	}
+	return bs
+}
+
+// ResultText is a tool_result's content as text (a string or text blocks).
+func (b Block) ResultText() string {
+	if len(b.Content) == 0 {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(b.Content, &s) == nil {
+		return s
+	}
+	var bs []Block
+	if json.Unmarshal(b.Content, &bs) == nil {
+		var sb strings.Builder
+		for _, c := range bs {
+			sb.WriteString(c.Text)
+		}
+		return sb.String()
+	}
+	return string(b.Content)
+}
+
+// ToolCall is a tool_use block as the tool call a person sees.
+func ToolCall(b Block) chat.ToolCall {
+	tc := chat.ToolCall{
+		ToolCallID: b.ID, Title: ToolTitle(b.Name, b.Input, ""), Kind: ToolKind(b.Name),
+		Status: "pending", Input: b.Input,
+	}
+	var in struct {
+		FilePath string `json:"file_path"`
+	}
+	if json.Unmarshal(b.Input, &in) == nil && in.FilePath != "" {
+		tc.Locations = []chat.Location{{Path: in.FilePath}}
+	}
+	return tc
+}
+
+// ToolTitle is a one-line description of a tool use for cards and tool lines;
+// description, when given, is what the agent said the call is for.
+func ToolTitle(name string, input json.RawMessage, description string) string {
+	var in map[string]any
+	_ = json.Unmarshal(input, &in)
+	str := func(k string) string { v, _ := in[k].(string); return v }
+	switch name {
+	case "Bash":
+		if c := str("command"); c != "" {
+			return c
+		}
+	case "Read", "Edit", "Write", "MultiEdit", "NotebookEdit":
+		if p := str("file_path"); p != "" {
+			return name + " " + p
+		}
+		if p := str("notebook_path"); p != "" {
+			return name + " " + p
+		}
+	case "Glob", "Grep":
+		if p := str("pattern"); p != "" {
+			return name + " " + p
+		}
+	case "WebFetch":
+		if u := str("url"); u != "" {
+			return "Fetch " + u
+		}
+	case "WebSearch":
+		if q := str("query"); q != "" {
+			return "Search " + q
+		}
+	case "ExitPlanMode":
+		return "Leave plan mode and start on the plan"
+	}
+	if description != "" {
+		return description
+	}
+	if d := str("description"); d != "" {
+		return d
+	}
+	return name
+}
+
+// ToolKind maps a Claude Code tool onto ACP's tool kinds.
+func ToolKind(name string) string {
+	switch name {
+	case "Bash", "BashOutput", "KillShell":
+		return "execute"
+	case "Read", "NotebookRead":
+		return "read"
+	case "Edit", "MultiEdit", "Write", "NotebookEdit":
+		return "edit"
+	case "Glob", "Grep", "LS":
+		return "search"
+	case "WebFetch", "WebSearch":
+		return "fetch"
+	case "Task", "TodoWrite", "ExitPlanMode", "EnterPlanMode":
+		return "think"
+	}
+	return "other"
+}

@@ -1,0 +1,45 @@
+package claudecode
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+func TestToolTitleAndKind(t *testing.T) {
+	cases := []struct {
+		name, input, desc, title, kind string
+	}{
+		{"Bash", `{"command":"go test ./...","description":"Run the tests"}`, "", "go test ./...", "execute"},
+		{"Read", `{"file_path":"/w/a.go"}`, "", "Read /w/a.go", "read"},
+		{"Write", `{"file_path":"/w/b.go","content":"x"}`, "", "Write /w/b.go", "edit"},
+		{"Grep", `{"pattern":"TODO"}`, "", "Grep TODO", "search"},
+		{"WebFetch", `{"url":"https://example.org"}`, "", "Fetch https://example.org", "fetch"},
+		{"Task", `{"description":"Look around"}`, "", "Look around", "think"},
+		{"Mystery", `{}`, "what the agent said", "what the agent said", "other"},
+		{"Mystery", `not json`, "", "Mystery", "other"},
+	}
+	for _, c := range cases {
+		if got := ToolTitle(c.name, json.RawMessage(c.input), c.desc); got != c.title {
+			t.Errorf("ToolTitle(%s, %s): got %q, want %q", c.name, c.input, got, c.title)
+		}
+		if got := ToolKind(c.name); got != c.kind {
+			t.Errorf("ToolKind(%s): got %q, want %q", c.name, got, c.kind)
+		}
+	}
+}
+
+func TestBlocksAndResultText(t *testing.T) {
+	var m Message
+	json.Unmarshal([]byte(`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]},{"type":"tool_result","tool_use_id":"t2","content":"plain"}]}`), &m)
+	bs := m.Blocks()
+	if len(bs) != 2 || bs[0].ResultText() != "ab" || bs[1].ResultText() != "plain" {
+		t.Fatalf("got %+v", bs)
+	}
+	if (&Message{Content: json.RawMessage(`"just words"`)}).Blocks() != nil {
+		t.Fatal("a string content has no blocks")
+	}
+	tc := ToolCall(Block{ID: "x", Name: "Edit", Input: json.RawMessage(`{"file_path":"/w/c.go"}`)})
+	if tc.Kind != "edit" || tc.Status != "pending" || len(tc.Locations) != 1 || tc.Locations[0].Path != "/w/c.go" {
+		t.Fatalf("ToolCall: %+v", tc)
+	}
+}
