@@ -7,9 +7,9 @@ package daemon_test
 import (
 	"bufio"
 	"bytes"
-	"net/http"
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"

@@ -544,10 +544,10 @@ func TestInitialChoice(t *testing.T) {
 		{ID: "t_gem", Agent: "gem", Cwd: "/g", SessionID: "s_gem", UpdatedAt: now.Add(-2 * time.Hour)},
 	}
 	cases := []struct {
-		name    string
-		opt     Options
-		frames  []string
-		thread  string // opened; "" for none
+		name   string
+		opt    Options
+		frames []string
+		thread string // opened; "" for none
 	}{
 		{"default agent's newest thread", Options{}, noThread, "t_new"},
 		{"--agent", Options{Agent: "gem"}, noThread, "t_gem"},
