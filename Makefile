@@ -2,7 +2,7 @@
 .PHONY: build test unit e2e fuzz ui lint check run
 
 build:
-	go build -o bin/parley ./cmd/parley
+	go build -buildvcs=true -o bin/parley ./cmd/parley
 
 run: build
 	./bin/parley serve

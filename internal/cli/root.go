@@ -16,9 +16,9 @@ import (
 
 // Build says what this binary is; main fills Version from -ldflags when set.
 type Build struct {
-	Version string
-	Commit  string
-	Built   string
+	Version string `json:"version"`
+	Commit  string `json:"commit"`
+	Built   string `json:"built"`
 }
 
 // ReadBuild fills what -ldflags did not from the Go build info.

@@ -14,10 +14,14 @@ func newVersionCommand(b Build) *cobra.Command {
 		Short: "Print what this binary is",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			_, uiHash := dashboard()
 			if asJSON {
-				return json.NewEncoder(cmd.OutOrStdout()).Encode(b)
+				return json.NewEncoder(cmd.OutOrStdout()).Encode(struct {
+					Build
+					UIHash string `json:"ui_hash"`
+				}{b, uiHash})
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "parley %s (commit %s, built %s)\n", b.Version, orNone(b.Commit), orNone(b.Built))
+			fmt.Fprintf(cmd.OutOrStdout(), "parley %s (commit %s, built %s, dashboard %s)\n", b.Version, orNone(b.Commit), orNone(b.Built), uiHash[:12])
 			return nil
 		},
 	}
