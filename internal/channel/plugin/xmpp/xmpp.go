@@ -24,6 +24,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"strings"
 
 	"mellium.im/sasl"
 	"mellium.im/xmlstream"
@@ -156,11 +157,8 @@ func (c *Client) serve() {
 		if start.Name.Local != "message" {
 			return nil
 		}
-		var m messageBody
-		if err := xml.NewTokenDecoder(t).DecodeElement(&m, start); err != nil && !errors.Is(err, io.EOF) {
-			return nil
-		}
-		if m.Body == "" || m.Type != stanza.ChatMessage {
+		m, ok := readMessage(t, start)
+		if !ok || m.Body == "" || m.Type != stanza.ChatMessage {
 			return nil
 		}
 		c.in <- Message{From: m.From.Bare().String(), Body: m.Body}
@@ -169,6 +167,55 @@ func (c *Client) serve() {
 	if c.err == nil {
 		c.err = errors.New("xmpp: the server ended the session")
 	}
+}
+
+// readMessage reads a message stanza's attributes from start and its body
+// from the tokens (which may or may not begin with start itself).
+func readMessage(r xml.TokenReader, start *xml.StartElement) (messageBody, bool) {
+	var m messageBody
+	for _, a := range start.Attr {
+		switch a.Name.Local {
+		case "from":
+			j, err := jid.Parse(a.Value)
+			if err != nil {
+				return m, false
+			}
+			m.From = j
+		case "type":
+			m.Type = stanza.MessageType(a.Value)
+		case "id":
+			m.ID = a.Value
+		}
+	}
+	var body strings.Builder
+	depth, inBody := 0, false
+	for {
+		tok, err := r.Token()
+		if err != nil {
+			break
+		}
+		switch v := tok.(type) {
+		case xml.StartElement:
+			depth++
+			if v.Name.Local == "message" && depth == 1 {
+				depth = 0 // the stanza's own start, repeated
+				continue
+			}
+			inBody = depth == 1 && v.Name.Local == "body"
+		case xml.EndElement:
+			if depth == 0 {
+				return messageBody{Message: m.Message, Body: body.String()}, true
+			}
+			depth--
+			inBody = false
+		case xml.CharData:
+			if inBody {
+				body.Write(v)
+			}
+		}
+	}
+	m.Body = body.String()
+	return m, true
 }
 
 // JID is the bound address.
