@@ -10,6 +10,7 @@ cd "$(dirname "$0")/.."
 CLAUDE_VERSION=2.1.197   # keep in step with internal/testkit/agents.go
 GEMINI_VERSION=0.61.0
 CODEX_ACP_VERSION=0.16.0
+ACP_SDK_VERSION=2.4.0     # keep in step with internal/e2e/acp
 
 log() { printf '\n== %s\n' "$*"; }
 
@@ -19,7 +20,8 @@ as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 need=()
 command -v tmux >/dev/null || need+=(tmux)
 command -v chromium >/dev/null || need+=(chromium)
-command -v ngircd >/dev/null || need+=(ngircd)
+[ -x /usr/sbin/ngircd ] || command -v ngircd >/dev/null || need+=(ngircd)
+command -v prosody >/dev/null || need+=(prosody lua-unbound)
 if [ ${#need[@]} -gt 0 ]; then
 	log "installing Debian packages: ${need[*]}"
 	as_root apt-get update -qq
@@ -46,6 +48,7 @@ if ! .cache/npm/claude/node_modules/.bin/claude --version >/dev/null 2>&1; then
 fi
 install_agent gemini @google/gemini-cli "$GEMINI_VERSION"
 install_agent codex-acp @zed-industries/codex-acp "$CODEX_ACP_VERSION"
+install_agent acp-sdk @agentclientprotocol/sdk "$ACP_SDK_VERSION"   # the ACP client the agent-side tests use
 .cache/npm/claude/node_modules/.bin/claude --version
 .cache/npm/gemini/node_modules/.bin/gemini --version
 

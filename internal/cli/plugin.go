@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/parleyhq/parley/internal/channel/plugin/irc"
+	"github.com/parleyhq/parley/internal/channel/plugin/telegram"
 	"github.com/parleyhq/parley/internal/channel/plugin/xmpp"
 )
 
@@ -43,7 +44,17 @@ args = ["plugin", "<name>"]; they speak ACP on stdin/stdout with the daemon
 			return xmpp.Run(ctx, c.InOrStdin(), c.OutOrStdout(), newLogger(c.ErrOrStderr(), "text", logLevel))
 		},
 	}
-	for _, sub := range []*cobra.Command{irccmd, xmppcmd} {
+	tgcmd := &cobra.Command{
+		Use:   "telegram",
+		Short: "The Telegram plugin (tested against a stand-in Bot API only)",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return telegram.Run(ctx, c.InOrStdin(), c.OutOrStdout(), newLogger(c.ErrOrStderr(), "text", logLevel))
+		},
+	}
+	for _, sub := range []*cobra.Command{irccmd, xmppcmd, tgcmd} {
 		sub.Flags().StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 		cmd.AddCommand(sub)
 	}

@@ -34,7 +34,7 @@ type Router interface {
 	Control(ctx context.Context, c router.Control) error
 	Subscribe(ctx context.Context, route chat.RouteKey, buffer int) (*hub.Sub, *chat.Thread, error)
 	NewThread(ctx context.Context, from chat.RouteKey, agent, cwd string) (chat.ThreadID, error)
-	Attach(ctx context.Context, from chat.RouteKey, id chat.ThreadID) error
+	OpenThread(ctx context.Context, from chat.RouteKey, id chat.ThreadID) error
 	ThreadOf(ctx context.Context, route chat.RouteKey) (chat.ThreadID, error)
 	Agents() []chat.AgentInfo
 }
@@ -250,6 +250,7 @@ wait:
 	}
 	cancel()
 	a.mu.Lock()
+	a.closed = true
 	for _, s := range a.sessions {
 		s.cancel()
 	}
@@ -298,6 +299,7 @@ type agent struct {
 	mu       sync.Mutex
 	caps     acp.ClientCapabilities
 	sessions map[string]*session
+	closed   bool // Serve is ending: no new sessions
 }
 
 var (
@@ -344,7 +346,7 @@ func (a *agent) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.Ne
 	}
 	switch {
 	case a.opt.Thread != "" && cur != a.opt.Thread:
-		if err := a.d.Router.Attach(ctx, route, a.opt.Thread); err != nil {
+		if err := a.d.Router.OpenThread(ctx, route, a.opt.Thread); err != nil {
 			return acp.NewSessionResponse{}, rpcErr(err)
 		}
 	case cur == "":

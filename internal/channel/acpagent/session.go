@@ -84,8 +84,15 @@ func (a *agent) open(ctx context.Context, route chat.RouteKey, history bool) (ch
 	s := &session{id: route.Chat, route: route, sub: sub, cancel: cancel, ended: make(chan struct{}),
 		waiters: map[string]*waiter{}, asking: map[string]context.CancelFunc{}}
 	a.mu.Lock()
+	if a.closed {
+		a.mu.Unlock()
+		cancel()
+		a.d.Hub.Unsubscribe(sub)
+		return chat.Thread{}, chat.ErrClosed
+	}
 	old := a.sessions[s.id]
 	a.sessions[s.id] = s
+	a.wg.Add(1) // under the lock: never after Serve has begun to wait
 	a.mu.Unlock()
 	if old != nil {
 		old.cancel()
@@ -97,7 +104,6 @@ func (a *agent) open(ctx context.Context, route chat.RouteKey, history bool) (ch
 		since = -1
 	}
 	replayed := make(chan error, 1)
-	a.wg.Add(1)
 	go func() {
 		defer a.wg.Done()
 		defer close(s.ended)

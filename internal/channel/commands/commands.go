@@ -107,7 +107,7 @@ type Router interface {
 	Send(ctx context.Context, req router.SendRequest) (chat.Delivery, chat.ThreadID, error)
 	Control(ctx context.Context, c router.Control) error
 	NewThread(ctx context.Context, from chat.RouteKey, agent, cwd string) (chat.ThreadID, error)
-	Attach(ctx context.Context, from chat.RouteKey, id chat.ThreadID) error
+	OpenThread(ctx context.Context, from chat.RouteKey, id chat.ThreadID) error
 	ThreadOf(ctx context.Context, route chat.RouteKey) (chat.ThreadID, error)
 	ResumeSession(ctx context.Context, from chat.RouteKey, agent, sessionID, cwd string) (chat.ThreadID, error)
 	Agents() []chat.AgentInfo
@@ -218,7 +218,7 @@ func (r Runner) Run(ctx context.Context, route chat.RouteKey, c Command) string 
 			}
 			id = list[n-1].ID
 		}
-		if err := r.Router.Attach(ctx, route, id); err != nil {
+		if err := r.Router.OpenThread(ctx, route, id); err != nil {
 			return "could not switch: " + err.Error()
 		}
 		return "Switched to thread " + string(id)

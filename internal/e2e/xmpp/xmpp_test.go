@@ -25,9 +25,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/channel/plugin"
 	"github.com/parleyhq/parley/internal/channel/plugin/xmpp"
+	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/cli"
 	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/daemon"

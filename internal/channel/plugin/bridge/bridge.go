@@ -28,11 +28,28 @@ type Transport interface {
 	Say(ctx context.Context, chat, text string) error
 }
 
+// Editor is a Transport whose platform edits messages: answers stream into one
+// message, rewritten at most every Format.EditInterval.
+type Editor interface {
+	Transport
+	Post(ctx context.Context, chat, text string) (id string, err error)
+	Edit(ctx context.Context, chat, id, text string) error
+}
+
+// Buttons is a Transport whose platform shows buttons: a card's options are
+// buttons whose press the plugin hands to Handle as the option's number.
+type Buttons interface {
+	Transport
+	SayCard(ctx context.Context, chat, text string, options []string) error
+}
+
 // Format says how a platform shows messages.
 type Format struct {
 	Limit     int     // bytes of text per message
 	Lines     bool    // one message per line (IRC); else whole answers, chunked
 	PerSecond float64 // messages a second, so the server does not drop us for flooding
+	// EditInterval throttles edits when the transport is an Editor (default 1s).
+	EditInterval time.Duration
 }
 
 // Bridge is one plugin's ACP connection and its chats.
@@ -74,8 +91,27 @@ func (b *Bridge) Use(t Transport, f Format) {
 	if f.PerSecond <= 0 {
 		f.PerSecond = 2
 	}
+	if f.EditInterval <= 0 {
+		f.EditInterval = time.Second
+	}
 	b.t, b.f = t, f
 	b.limit = rate.NewLimiter(rate.Limit(f.PerSecond), 5)
+}
+
+// Reopen opens the session of every chat parley knows for this plugin
+// (session/list): after a restart, chats that were open get their open cards
+// and what they missed without waiting for someone to write first.
+func (b *Bridge) Reopen(ctx context.Context) error {
+	list, err := b.acp.ListSessions(ctx, acp.ListSessionsRequest{})
+	if err != nil {
+		return fmt.Errorf("bridge: session/list: %w", err)
+	}
+	for _, s := range list.Sessions {
+		if err := b.Open(ctx, string(s.SessionId)); err != nil {
+			b.log.Warn("bridge: reopen", "chat", s.SessionId, "err", err)
+		}
+	}
+	return nil
 }
 
 // Done is closed when parley closes the connection.
@@ -89,6 +125,48 @@ type chatState struct {
 	err     error         // its failure, set before ready is closed
 	mu      sync.Mutex
 	stream  render.Streamer
+	open    string // the message being edited (Editor), "" when none
+}
+
+func (b *Bridge) streamer() render.Streamer {
+	if _, ok := b.t.(Editor); ok {
+		return render.Streamer{Limit: b.f.Limit, Edit: true, Interval: b.f.EditInterval}
+	}
+	return render.Streamer{Limit: b.f.Limit, Whole: !b.f.Lines}
+}
+
+// show does what the streamer said: new messages, and the open one rewritten.
+// end closes the open message.
+func (b *Bridge) show(ctx context.Context, c *chatState, out render.Output, end bool) {
+	ed, editing := b.t.(Editor)
+	for _, l := range out.Send {
+		if editing && c.open != "" {
+			// The open message is full: its text is final; what follows is new.
+			if err := ed.Edit(ctx, c.target, c.open, l); err != nil {
+				b.log.Warn("bridge: edit", "err", err)
+			}
+			c.open = ""
+			continue
+		}
+		b.line(ctx, c.target, l)
+	}
+	if editing && out.Replace != "" {
+		if c.open == "" {
+			if err := b.limit.Wait(ctx); err != nil {
+				return
+			}
+			id, err := ed.Post(ctx, c.target, out.Replace)
+			if err != nil {
+				b.log.Warn("bridge: post", "err", err)
+			}
+			c.open = id
+		} else if err := ed.Edit(ctx, c.target, c.open, out.Replace); err != nil {
+			b.log.Warn("bridge: edit", "err", err)
+		}
+	}
+	if end {
+		c.open = ""
+	}
 }
 
 // chat returns the chat's session, opening it on first use. With
@@ -110,7 +188,7 @@ func (b *Bridge) chat(ctx context.Context, target string) (*chatState, error) {
 		}
 		return c, nil
 	}
-	c = &chatState{target: target, session: acp.SessionId(target), stream: render.Streamer{Limit: b.f.Limit, Whole: !b.f.Lines}, ready: make(chan struct{})}
+	c = &chatState{target: target, session: acp.SessionId(target), stream: b.streamer(), ready: make(chan struct{})}
 	defer close(c.ready)
 	b.chats[target] = c
 	b.bySession[c.session] = c
@@ -214,11 +292,8 @@ func (b *Bridge) line(ctx context.Context, target, l string) {
 
 func (b *Bridge) flush(ctx context.Context, c *chatState) {
 	c.mu.Lock()
-	out := c.stream.End()
-	c.mu.Unlock()
-	for _, l := range out.Send {
-		b.line(ctx, c.target, l)
-	}
+	defer c.mu.Unlock()
+	b.show(ctx, c, c.stream.End(), true)
 }
 
 // SessionUpdate shows the session's stream in its chat.
@@ -237,11 +312,8 @@ func (b *Bridge) SessionUpdate(ctx context.Context, n acp.SessionNotification) e
 			return nil
 		}
 		c.mu.Lock()
-		out := c.stream.Add(text, time.Now())
+		b.show(ctx, c, c.stream.Add(text, time.Now()), false)
 		c.mu.Unlock()
-		for _, l := range out.Send {
-			b.line(ctx, c.target, l)
-		}
 	case u.ToolCall != nil:
 		b.flush(ctx, c)
 		raw, _ := json.Marshal(u.ToolCall.RawInput)
@@ -272,7 +344,13 @@ func (b *Bridge) RequestPermission(ctx context.Context, p acp.RequestPermissionR
 	for _, o := range p.Options {
 		opts = append(opts, o.Name)
 	}
-	b.say(ctx, c.target, render.Card(title, opts))
+	if bt, ok := b.t.(Buttons); ok {
+		if err := bt.SayCard(ctx, c.target, title, opts); err != nil {
+			b.log.Warn("bridge: card", "err", err)
+		}
+	} else {
+		b.say(ctx, c.target, render.Card(title, opts))
+	}
 	<-ctx.Done()
 	return acp.RequestPermissionResponse{Outcome: acp.NewRequestPermissionOutcomeCancelled()}, nil
 }

@@ -67,6 +67,9 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, log *slog.Logger) err
 			return err
 		}
 	}
+	if err := b.Reopen(ctx); err != nil { // private chats open before a restart
+		return err
+	}
 	for {
 		select {
 		case m, ok := <-irc.Messages():

@@ -72,6 +72,9 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, log *slog.Logger) err
 	defer c.Close()
 	b.Use(c, bridge.Format{Limit: cfg.MessageLimit, PerSecond: 20})
 	log.Info("xmpp connected", "jid", c.JID())
+	if err := b.Reopen(ctx); err != nil {
+		return err
+	}
 	for {
 		select {
 		case m, ok := <-c.Messages():

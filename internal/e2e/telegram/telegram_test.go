@@ -1,0 +1,343 @@
+// Package telegram_test runs the Telegram plugin end to end against a stand-in
+// of the Bot API methods it uses (getUpdates, sendMessage, editMessageText,
+// answerCallbackQuery), with a real daemon supervising `parley plugin
+// telegram` and the real Claude Code (stream) behind the scripted Messages API.
+// No Telegram server is reachable from here: the plugin has not been tried
+// against the live service.
+package telegram_test
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley/internal/channel/plugin"
+	"github.com/parleyhq/parley/internal/cli"
+	"github.com/parleyhq/parley/internal/config"
+	"github.com/parleyhq/parley/internal/daemon"
+	"github.com/parleyhq/parley/internal/driver"
+	"github.com/parleyhq/parley/internal/driver/stream"
+	"github.com/parleyhq/parley/internal/testkit"
+	"github.com/parleyhq/parley/internal/testkit/claudeapi"
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv("PARLEY_TEST_MAIN") == "1" {
+		os.Exit(cli.Main(cli.Build{Version: "test"}, os.Args[1:], os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+const (
+	wait  = 60 * time.Second
+	token = "123456:standin-token-not-a-secret"
+	alice = 111 // allowed
+	eve   = 222 // not allowed
+	chat  = 9001
+)
+
+var longAnswer = strings.TrimSpace(strings.Repeat("The scripted model says a long thing, word after word. ", 8))
+
+// botAPI is the stand-in: the four documented methods, every request recorded.
+type botAPI struct {
+	mu       sync.Mutex
+	calls    []call
+	pending  []map[string]any // updates not yet fetched
+	nextUp   int64
+	nextMsg  int64
+	messages map[int64]*sent // by message id
+	wake     chan struct{}
+}
+
+type call struct {
+	Method string
+	Body   map[string]any
+}
+
+type sent struct {
+	ID     int64
+	Text   string
+	Markup any
+	Edits  int
+}
+
+func newBotAPI(t *testing.T) (*botAPI, string) {
+	b := &botAPI{messages: map[int64]*sent{}, wake: make(chan struct{}, 1)}
+	srv := httptest.NewServer(b)
+	t.Cleanup(srv.Close)
+	return b, srv.URL
+}
+
+func (b *botAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	prefix := "/bot" + token + "/"
+	if !strings.HasPrefix(r.URL.Path, prefix) {
+		http.Error(w, `{"ok":false,"description":"Unauthorized"}`, http.StatusUnauthorized)
+		return
+	}
+	method := strings.TrimPrefix(r.URL.Path, prefix)
+	var body map[string]any
+	_ = json.NewDecoder(r.Body).Decode(&body)
+	b.mu.Lock()
+	b.calls = append(b.calls, call{method, body})
+	b.mu.Unlock()
+	reply := func(result any) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{"ok": true, "result": result})
+	}
+	switch method {
+	case "getUpdates":
+		timeout, _ := body["timeout"].(float64)
+		offset, _ := body["offset"].(float64)
+		deadline := time.After(time.Duration(timeout * float64(time.Second)))
+		for {
+			b.mu.Lock()
+			var out []map[string]any
+			for _, u := range b.pending {
+				if u["update_id"].(int64) >= int64(offset) {
+					out = append(out, u)
+				}
+			}
+			b.mu.Unlock()
+			if len(out) > 0 {
+				reply(out)
+				return
+			}
+			select {
+			case <-b.wake:
+			case <-deadline:
+				reply([]any{})
+				return
+			case <-r.Context().Done():
+				return
+			}
+		}
+	case "sendMessage":
+		b.mu.Lock()
+		b.nextMsg++
+		m := &sent{ID: b.nextMsg, Text: body["text"].(string), Markup: body["reply_markup"]}
+		b.messages[m.ID] = m
+		b.mu.Unlock()
+		reply(map[string]any{"message_id": m.ID, "chat": map[string]any{"id": body["chat_id"]}, "text": m.Text})
+	case "editMessageText":
+		id := int64(body["message_id"].(float64))
+		b.mu.Lock()
+		m := b.messages[id]
+		if m != nil {
+			m.Text, m.Edits = body["text"].(string), m.Edits+1
+		}
+		b.mu.Unlock()
+		if m == nil {
+			http.Error(w, `{"ok":false,"description":"Bad Request: message to edit not found"}`, http.StatusBadRequest)
+			return
+		}
+		reply(map[string]any{"message_id": id})
+	case "answerCallbackQuery":
+		reply(true)
+	default:
+		http.Error(w, `{"ok":false,"description":"Not Found"}`, http.StatusNotFound)
+	}
+}
+
+// push queues an update; it is removed once fetched past.
+func (b *botAPI) push(u map[string]any) {
+	b.mu.Lock()
+	b.nextUp++
+	u["update_id"] = b.nextUp
+	b.pending = append(b.pending, u)
+	b.mu.Unlock()
+	select {
+	case b.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (b *botAPI) write(from int64, text string) {
+	b.push(map[string]any{"message": map[string]any{"message_id": 1, "from": map[string]any{"id": from},
+		"chat": map[string]any{"id": chat}, "text": text}})
+}
+
+func (b *botAPI) press(from, msgID int64, data string) {
+	b.push(map[string]any{"callback_query": map[string]any{"id": "cb" + data, "from": map[string]any{"id": from},
+		"message": map[string]any{"message_id": msgID, "chat": map[string]any{"id": chat}}, "data": data}})
+}
+
+// find returns the newest message (after id `after`) whose text holds want.
+func (b *botAPI) find(after int64, want string) *sent {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var found *sent
+	for id, m := range b.messages {
+		if id > after && strings.Contains(m.Text, want) && (found == nil || id > found.ID) {
+			c := *m
+			found = &c
+		}
+	}
+	return found
+}
+
+func (b *botAPI) last() int64 { b.mu.Lock(); defer b.mu.Unlock(); return b.nextMsg }
+
+func (b *botAPI) count(method string) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := 0
+	for _, c := range b.calls {
+		if c.Method == method {
+			n++
+		}
+	}
+	return n
+}
+
+func (b *botAPI) waitFor(t *testing.T, after int64, want string) *sent {
+	t.Helper()
+	var m *sent
+	testkit.Eventually(t, wait, func() bool { m = b.find(after, want); return m != nil }, "the bot never said %q", want)
+	return m
+}
+
+func TestTelegramAgainstTheStandIn(t *testing.T) {
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	home, work := filepath.Join(root, "home"), filepath.Join(root, "work")
+	for _, d := range []string{home, work} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bot, apiURL := newBotAPI(t)
+	api := claudeapi.Start(t, claudeapi.Scenario{Rules: []claudeapi.Rule{
+		{Match: claudeapi.Match{Exact: "hello"}, Reply: claudeapi.Text(longAnswer, 6, 5*time.Millisecond)},
+		{Match: claudeapi.Match{Exact: "make the file"}, Reply: claudeapi.Bash("touch made-by-bash", "Make a file")},
+		{Match: claudeapi.Match{Exact: "make another"}, Reply: claudeapi.Bash("touch made-again", "Make another file")},
+		{Match: claudeapi.Match{ToolResult: "Bash"}, Reply: claudeapi.Text("The command ran.", 1, 0)},
+		{Match: claudeapi.Match{Exact: "slowly"}, Reply: claudeapi.Text(strings.Repeat("tick ", 400), 400, 50*time.Millisecond)},
+	}})
+	env := map[string]string{}
+	for _, kv := range claudeapi.Env(t, api, home, work) {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Default(filepath.Join(root, "data"), work)
+	cfg.Addr = "127.0.0.1:0"
+	cfg.Agents = []config.Agent{{ID: "claude", Transport: config.TransportStream, Command: testkit.ClaudeBin(t), Env: env}}
+	cfg.Plugins = []config.Plugin{{
+		ID: "telegram", Command: self, Args: []string{"plugin", "telegram"},
+		Env:          map[string]string{"PARLEY_TEST_MAIN": "1"},
+		AllowedUsers: []string{"111"},
+		Config:       map[string]any{"token": token, "api_url": apiURL, "poll_timeout": 1},
+		Heartbeat:    config.Duration{Duration: time.Second},
+	}}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	logs := &syncBuf{}
+	d, err := daemon.Start(context.Background(), cfg, daemon.Options{
+		Drivers: map[string]driver.Driver{config.TransportStream: stream.New(nil)},
+		Logger:  slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if err := d.Shutdown(ctx); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+		if strings.Contains(logs.String(), token) {
+			t.Errorf("the bot token appears in parley's log")
+		}
+	})
+	status := func() plugin.Status { return d.Plugins().Statuses()[0] }
+	testkit.Eventually(t, wait, func() bool { return bot.count("getUpdates") > 0 }, "the plugin never polled")
+
+	t.Run("an answer streams into one message edited in place", func(t *testing.T) {
+		mark := bot.last()
+		bot.write(alice, "hello")
+		testkit.Eventually(t, wait, func() bool {
+			m := bot.find(mark, "word after word.")
+			return m != nil && m.Text == longAnswer
+		}, "no message holds the whole answer; got %+v", bot.find(mark, "scripted"))
+		m := bot.find(mark, "word after word.")
+		if m.Edits < 1 {
+			t.Errorf("the answer was posted whole (%d edits), want it streamed by edits", m.Edits)
+		}
+	})
+
+	t.Run("a user not allowed is refused", func(t *testing.T) {
+		before := len(api.ScenarioRequests())
+		mark := bot.last()
+		bot.write(eve, "hello")
+		bot.waitFor(t, mark, "not allowed")
+		if after := len(api.ScenarioRequests()); after != before {
+			t.Errorf("model requests: got %d after the refusal, want %d", after, before)
+		}
+	})
+
+	t.Run("a card comes with buttons; pressing one answers it", func(t *testing.T) {
+		mark := bot.last()
+		bot.write(alice, "make the file")
+		card := bot.waitFor(t, mark, "Allow")
+		if b, _ := json.Marshal(card.Markup); !strings.Contains(string(b), `"callback_data":"1"`) {
+			t.Fatalf("card markup: got %s, want buttons with callback data", b)
+		}
+		answered := bot.count("answerCallbackQuery")
+		bot.press(alice, card.ID, "1")
+		bot.waitFor(t, card.ID, "The command ran.")
+		if got := bot.count("answerCallbackQuery"); got != answered+1 {
+			t.Errorf("answerCallbackQuery calls: got %d, want %d", got, answered+1)
+		}
+		if _, err := os.Stat(filepath.Join(work, "made-by-bash")); err != nil {
+			t.Errorf("the tool did not run: %v", err)
+		}
+	})
+
+	t.Run("/stop during a slow answer", func(t *testing.T) {
+		mark := bot.last()
+		bot.write(alice, "slowly")
+		bot.waitFor(t, mark, "tick")
+		bot.write(alice, "/stop")
+		bot.waitFor(t, mark, "(stopped)")
+	})
+
+	t.Run("the plugin killed with a card open gets the card again", func(t *testing.T) {
+		mark := bot.last()
+		bot.write(alice, "make another")
+		first := bot.waitFor(t, mark, "Allow")
+		st := status()
+		if err := syscall.Kill(st.PID, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		testkit.Eventually(t, wait, func() bool {
+			now := status()
+			return now.State == plugin.StateRunning && now.PID != st.PID
+		}, "the plugin was not restarted: %+v", status())
+		again := bot.waitFor(t, first.ID, "Allow")
+		bot.press(alice, again.ID, "1")
+		bot.waitFor(t, again.ID, "The command ran.")
+	})
+}
+
+type syncBuf struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
+func (s *syncBuf) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
