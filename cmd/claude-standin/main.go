@@ -8,15 +8,13 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"syscall"
 
 	"github.com/parleyhq/parley/internal/testkit/claudeapi"
+	"github.com/parleyhq/parley/internal/testkit/standin"
 )
 
 func main() {
@@ -27,61 +25,43 @@ func main() {
 }
 
 func run() error {
-	addr := flag.String("addr", "127.0.0.1:0", "address to listen on")
-	scenario := flag.String("scenario", "", "scenario JSON file (empty: every prompt gets the default reply)")
-	home := flag.String("home", "", "write an isolated HOME for Claude Code here and print its environment")
+	var f standin.Flags
+	f.Register(flag.CommandLine, "Claude Code")
 	cwd := flag.String("cwd", "", "working directory to mark trusted in that HOME (default: the current one)")
-	logReq := flag.Bool("log", false, "print each request as it is answered")
 	flag.Parse()
 
 	var sc claudeapi.Scenario
-	if *scenario != "" {
+	if f.Scenario != "" {
 		var err error
-		if sc, err = claudeapi.LoadScenario(*scenario); err != nil {
+		if sc, err = claudeapi.LoadScenario(f.Scenario); err != nil {
 			return err
 		}
 	}
-	srv, err := claudeapi.NewServer(*addr, sc)
+	srv, err := claudeapi.NewServer(f.Addr, sc)
 	if err != nil {
 		return err
 	}
 	defer srv.Close()
-	fmt.Println(srv.URL)
-	if *home != "" {
+	var env []string
+	if f.Home != "" {
 		dir := *cwd
 		if dir == "" {
 			if dir, err = os.Getwd(); err != nil {
 				return err
 			}
 		}
-		h, _ := filepath.Abs(*home)
+		h, _ := filepath.Abs(f.Home)
 		d, _ := filepath.Abs(dir)
-		env, err := claudeapi.WriteHome(srv.URL, h, d)
-		if err != nil {
+		if env, err = claudeapi.WriteHome(srv.URL, h, d); err != nil {
 			return err
 		}
-		for _, kv := range env {
-			fmt.Println("export " + kv)
+	}
+	var line func(claudeapi.Request) string
+	if f.Log {
+		line = func(r claudeapi.Request) string {
+			return fmt.Sprintf("%s %s kind=%s rule=%d text=%q", r.Method, r.Path, r.Kind, r.Rule, r.LastUserText())
 		}
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if *logReq {
-		go func() {
-			seen := 0
-			for ctx.Err() == nil {
-				reqs := srv.Requests()
-				for _, r := range reqs[seen:] {
-					fmt.Printf("%s %s kind=%s rule=%d text=%q\n", r.Method, r.Path, r.Kind, r.Rule, r.LastUserText())
-				}
-				seen = len(reqs)
-				select {
-				case <-ctx.Done():
-				case <-srv.Changed():
-				}
-			}
-		}()
-	}
-	<-ctx.Done()
+	standin.Serve(srv, srv.URL, env, line)
 	return nil
 }

@@ -8,15 +8,13 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"syscall"
 
 	"github.com/parleyhq/parley/internal/testkit/geminiapi"
+	"github.com/parleyhq/parley/internal/testkit/standin"
 )
 
 func main() {
@@ -27,56 +25,38 @@ func main() {
 }
 
 func run() error {
-	addr := flag.String("addr", "127.0.0.1:0", "address to listen on")
-	scenario := flag.String("scenario", "", "scenario JSON file (empty: every prompt gets the default reply)")
-	home := flag.String("home", "", "write an isolated HOME for Gemini CLI here and print its environment")
-	logReq := flag.Bool("log", false, "print each request as it is answered")
+	var f standin.Flags
+	f.Register(flag.CommandLine, "Gemini CLI")
 	flag.Parse()
 
 	var sc geminiapi.Scenario
-	if *scenario != "" {
+	if f.Scenario != "" {
 		var err error
-		if sc, err = geminiapi.LoadScenario(*scenario); err != nil {
+		if sc, err = geminiapi.LoadScenario(f.Scenario); err != nil {
 			return err
 		}
 	}
-	srv, err := geminiapi.NewServer(*addr, sc)
+	srv, err := geminiapi.NewServer(f.Addr, sc)
 	if err != nil {
 		return err
 	}
 	defer srv.Close()
-	fmt.Println(srv.URL)
-	if *home != "" {
-		h, err := filepath.Abs(*home)
+	var env []string
+	if f.Home != "" {
+		h, err := filepath.Abs(f.Home)
 		if err != nil {
 			return err
 		}
-		env, err := geminiapi.WriteHome(srv.URL, h)
-		if err != nil {
+		if env, err = geminiapi.WriteHome(srv.URL, h); err != nil {
 			return err
 		}
-		for _, kv := range env {
-			fmt.Println("export " + kv)
+	}
+	var line func(geminiapi.Request) string
+	if f.Log {
+		line = func(r geminiapi.Request) string {
+			return fmt.Sprintf("%s %s kind=%s rule=%d text=%q", r.Method, r.Path, r.Kind, r.Rule, r.LastUserText())
 		}
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if *logReq {
-		go func() {
-			seen := 0
-			for ctx.Err() == nil {
-				reqs := srv.Requests()
-				for _, r := range reqs[seen:] {
-					fmt.Printf("%s %s kind=%s rule=%d text=%q\n", r.Method, r.Path, r.Kind, r.Rule, r.LastUserText())
-				}
-				seen = len(reqs)
-				select {
-				case <-ctx.Done():
-				case <-srv.Changed():
-				}
-			}
-		}()
-	}
-	<-ctx.Done()
+	standin.Serve(srv, srv.URL, env, line)
 	return nil
 }

@@ -1,9 +1,9 @@
 package claudeapi
 
 import (
-	"encoding/json"
-	"os"
 	"path/filepath"
+
+	"github.com/parleyhq/parley/internal/testkit/standin"
 )
 
 // APIKey is the fake key the stand-in's environments carry. It is not a secret.
@@ -38,14 +38,7 @@ func WriteHome(baseURL, home string, cwds ...string) ([]string, error) {
 		"customApiKeyResponses":  map[string]any{"approved": []string{APIKey[len(APIKey)-20:]}, "rejected": []string{}},
 		"projects":               projects,
 	}
-	b, err := json.MarshalIndent(cfg, "", "  ")
-	if err != nil {
-		return nil, err
-	}
-	if err := os.MkdirAll(home, 0o700); err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(filepath.Join(home, ".claude.json"), b, 0o600); err != nil {
+	if err := standin.WriteConfig(filepath.Join(home, ".claude.json"), cfg); err != nil {
 		return nil, err
 	}
 	return []string{

@@ -10,8 +10,9 @@ package claudeapi
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"time"
+
+	"github.com/parleyhq/parley/internal/testkit/standin"
 )
 
 // Scenario is a script: the first rule that matches a request answers it.
@@ -89,31 +90,7 @@ type Error struct {
 }
 
 // Duration is a time.Duration written as "50ms" in JSON.
-type Duration time.Duration
-
-// MarshalJSON writes the duration as a string.
-func (d Duration) MarshalJSON() ([]byte, error) {
-	return json.Marshal(time.Duration(d).String())
-}
-
-// UnmarshalJSON reads "50ms" or a number of nanoseconds.
-func (d *Duration) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err == nil {
-		v, err := time.ParseDuration(s)
-		if err != nil {
-			return fmt.Errorf("claudeapi: duration %q: %w", s, err)
-		}
-		*d = Duration(v)
-		return nil
-	}
-	var n int64
-	if err := json.Unmarshal(b, &n); err != nil {
-		return fmt.Errorf("claudeapi: duration %s: %w", b, err)
-	}
-	*d = Duration(n)
-	return nil
-}
+type Duration = standin.Duration
 
 // Text is a reply of one text block, streamed in chunks at a pace.
 func Text(text string, chunks int, delay time.Duration) Reply {
@@ -136,13 +113,9 @@ func Bash(command, description string) Reply {
 
 // LoadScenario reads a scenario from a JSON file.
 func LoadScenario(path string) (Scenario, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return Scenario{}, fmt.Errorf("claudeapi: load scenario: %w", err)
-	}
 	var sc Scenario
-	if err := json.Unmarshal(b, &sc); err != nil {
-		return Scenario{}, fmt.Errorf("claudeapi: load scenario %s: %w", path, err)
+	if err := standin.LoadJSON(path, &sc); err != nil {
+		return Scenario{}, fmt.Errorf("claudeapi: load scenario: %w", err)
 	}
 	return sc, nil
 }

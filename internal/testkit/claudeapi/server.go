@@ -1,15 +1,17 @@
 package claudeapi
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/parleyhq/parley/internal/testkit/standin"
 )
 
 // Request kinds, as the stand-in classified them.
@@ -175,24 +177,19 @@ type Server struct {
 	// URL is the base URL for ANTHROPIC_BASE_URL (http://127.0.0.1:port).
 	URL string
 
-	hs *httptest.Server
+	hs  *httptest.Server
+	log standin.Log[Request]
 
 	mu       sync.Mutex
 	sc       Scenario
-	used     []int             // answers per rule
+	uses     standin.Uses      // answers per rule
 	toolName map[string]string // tool_use id → tool name, for ids the stand-in made
 	answered map[string]bool   // tool_use ids already answered
-	reqs     []Request
 	nextID   int
-	changed  chan struct{} // closed and replaced when a request is recorded
 }
 
 // TB is the part of testing.TB the stand-in needs.
-type TB interface {
-	Helper()
-	Cleanup(func())
-	Fatalf(format string, args ...any)
-}
+type TB = standin.TB
 
 // Start starts a stand-in for sc on 127.0.0.1 and closes it when the test ends.
 func Start(t TB, sc Scenario) *Server {
@@ -207,40 +204,29 @@ func Start(t TB, sc Scenario) *Server {
 
 // NewServer starts a stand-in listening on addr (e.g. "127.0.0.1:0").
 func NewServer(addr string, sc Scenario) (*Server, error) {
-	ln, err := net.Listen("tcp", addr)
+	s := &Server{toolName: map[string]string{}, answered: map[string]bool{}}
+	s.SetScenario(sc)
+	hs, err := standin.Listen(addr, http.HandlerFunc(s.serve))
 	if err != nil {
 		return nil, fmt.Errorf("claudeapi: listen: %w", err)
 	}
-	s := &Server{toolName: map[string]string{}, answered: map[string]bool{}, changed: make(chan struct{})}
-	s.SetScenario(sc)
-	s.hs = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
-	s.hs.Listener.Close()
-	s.hs.Listener = ln
-	s.hs.Start()
-	s.URL = s.hs.URL
+	s.hs, s.URL = hs, hs.URL
 	return s, nil
 }
 
 // Close stops the server; in-flight streams end when their clients go away.
-func (s *Server) Close() {
-	s.hs.CloseClientConnections()
-	s.hs.Close()
-}
+func (s *Server) Close() { standin.Close(s.hs) }
 
 // SetScenario replaces the script (rule use counts start again).
 func (s *Server) SetScenario(sc Scenario) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.sc = sc
-	s.used = make([]int, len(sc.Rules))
+	s.uses.Reset(len(sc.Rules))
 }
 
 // Requests returns every recorded request, oldest first.
-func (s *Server) Requests() []Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Request(nil), s.reqs...)
-}
+func (s *Server) Requests() []Request { return s.log.All() }
 
 // ScenarioRequests returns the model turns (side requests left out).
 func (s *Server) ScenarioRequests() []Request {
@@ -308,20 +294,10 @@ func (s *Server) ToolUseIDs(name string) []string {
 	return ids
 }
 
-func (s *Server) record(r Request) {
-	s.mu.Lock()
-	s.reqs = append(s.reqs, r)
-	close(s.changed)
-	s.changed = make(chan struct{})
-	s.mu.Unlock()
-}
+func (s *Server) record(r Request) { s.log.Add(r) }
 
 // Changed returns a channel that is closed when the next request is recorded.
-func (s *Server) Changed() <-chan struct{} {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.changed
-}
+func (s *Server) Changed() <-chan struct{} { return s.log.Changed() }
 
 type messagesBody struct {
 	Model    string            `json:"model"`
@@ -338,19 +314,19 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	case r.Method == http.MethodPost && r.URL.Path == "/v1/messages/count_tokens":
 		rec.Kind = KindCountTokens
 		s.record(rec)
-		writeJSON(w, http.StatusOK, map[string]int{"input_tokens": 100})
+		standin.WriteJSON(w, http.StatusOK, map[string]int{"input_tokens": 100})
 		return
 	case r.Method == http.MethodPost && r.URL.Path == "/v1/messages":
 	default:
 		s.record(rec)
-		writeJSON(w, http.StatusOK, map[string]any{})
+		standin.WriteJSON(w, http.StatusOK, map[string]any{})
 		return
 	}
 
 	var mb messagesBody
 	if err := json.Unmarshal(body, &mb); err != nil {
 		s.record(rec)
-		writeJSON(w, http.StatusBadRequest, errorBody("invalid_request_error", "stand-in: "+err.Error()))
+		standin.WriteJSON(w, http.StatusBadRequest, errorBody("invalid_request_error", "stand-in: "+err.Error()))
 		return
 	}
 	rec.Model, rec.Stream, rec.System, rec.Messages, rec.Tools = mb.Model, mb.Stream, mb.System, mb.Messages, mb.Tools
@@ -370,11 +346,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	reply = s.assignIDs(reply)
 	s.record(rec)
 	if e := reply.Error; e != nil && e.Status != 0 {
-		writeJSON(w, e.Status, errorBody(orDefault(e.Type, "overloaded_error"), orDefault(e.Message, "Overloaded")))
+		standin.WriteJSON(w, e.Status, errorBody(cmp.Or(e.Type, "overloaded_error"), cmp.Or(e.Message, "Overloaded")))
 		return
 	}
 	if !mb.Stream {
-		writeJSON(w, http.StatusOK, wholeMessage(mb.Model, reply))
+		standin.WriteJSON(w, http.StatusOK, wholeMessage(mb.Model, reply))
 		return
 	}
 	streamReply(w, r, mb.Model, reply)
@@ -402,11 +378,8 @@ func (s *Server) pick(rec *Request) Reply {
 		for _, c := range fresh {
 			name := s.toolName[c.ToolUseID]
 			for i, rule := range s.sc.Rules {
-				if rule.Match.ToolResult == "" || !s.available(i) {
-					continue
-				}
-				if rule.Match.ToolResult == name || rule.Match.ToolResult == c.ToolUseID {
-					s.used[i]++
+				m := rule.Match.ToolResult
+				if m != "" && (m == name || m == c.ToolUseID) && s.uses.Take(i, rule.Times) {
 					rec.Rule = i
 					return rule.Reply
 				}
@@ -420,7 +393,7 @@ func (s *Server) pick(rec *Request) Reply {
 	}
 	for i, rule := range s.sc.Rules {
 		m := rule.Match
-		if m.ToolResult != "" || !s.available(i) {
+		if m.ToolResult != "" {
 			continue
 		}
 		ok := false
@@ -434,18 +407,12 @@ func (s *Server) pick(rec *Request) Reply {
 		default:
 			ok = true
 		}
-		if ok {
-			s.used[i]++
+		if ok && s.uses.Take(i, rule.Times) {
 			rec.Rule = i
 			return rule.Reply
 		}
 	}
 	return s.fallback(fmt.Sprintf("%q", text))
-}
-
-func (s *Server) available(i int) bool {
-	t := s.sc.Rules[i].Times
-	return t == 0 || s.used[i] < t
 }
 
 func (s *Server) fallback(what string) Reply {
@@ -477,10 +444,4 @@ func (s *Server) assignIDs(r Reply) Reply {
 
 func errorBody(typ, msg string) map[string]any {
 	return map[string]any{"type": "error", "error": map[string]string{"type": typ, "message": msg}}
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
 }

@@ -1,11 +1,14 @@
 package claudeapi
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"sync/atomic"
 	"time"
+
+	"github.com/parleyhq/parley/internal/testkit/standin"
 )
 
 var msgSeq atomic.Int64
@@ -27,14 +30,7 @@ func (r Reply) stopReason() string {
 }
 
 func (r Reply) usage() (in, out int) {
-	in, out = r.InputTokens, r.OutputTokens
-	if in == 0 {
-		in = 10
-	}
-	if out == 0 {
-		out = 5
-	}
-	return in, out
+	return cmp.Or(r.InputTokens, 10), cmp.Or(r.OutputTokens, 5)
 }
 
 func (b Block) input() json.RawMessage {
@@ -65,22 +61,6 @@ func wholeMessage(model string, r Reply) map[string]any {
 	}
 }
 
-// split cuts s into n pieces of near-equal rune counts (n ≥ 1).
-func split(s string, n int) []string {
-	rs := []rune(s)
-	if n <= 1 || len(rs) <= 1 {
-		return []string{s}
-	}
-	if n > len(rs) {
-		n = len(rs)
-	}
-	out := make([]string, 0, n)
-	for i := range n {
-		out = append(out, string(rs[i*len(rs)/n:(i+1)*len(rs)/n]))
-	}
-	return out
-}
-
 type sse struct {
 	w      http.ResponseWriter
 	f      http.Flusher
@@ -99,14 +79,7 @@ func (s *sse) send(event string, data any) {
 
 // wait pauses for d, or aborts the handler when the client went away.
 func (s *sse) wait(d time.Duration) {
-	if d <= 0 {
-		return
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-s.r.Context().Done():
+	if d > 0 && !standin.Wait(s.r.Context(), d) {
 		panic(http.ErrAbortHandler)
 	}
 }
@@ -115,7 +88,7 @@ func (s *sse) wait(d time.Duration) {
 func streamReply(w http.ResponseWriter, req *http.Request, model string, r Reply) {
 	f, ok := w.(http.Flusher)
 	if !ok {
-		writeJSON(w, http.StatusInternalServerError, errorBody("api_error", "stand-in: no flusher"))
+		standin.WriteJSON(w, http.StatusInternalServerError, errorBody("api_error", "stand-in: no flusher"))
 		return
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
@@ -133,7 +106,7 @@ func streamReply(w http.ResponseWriter, req *http.Request, model string, r Reply
 		s.wait(time.Duration(pace))
 		if e != nil && e.CutAfter > 0 && s.deltas >= e.CutAfter {
 			if e.InStream {
-				s.send("error", errorBody(orDefault(e.Type, "overloaded_error"), orDefault(e.Message, "Overloaded")))
+				s.send("error", errorBody(cmp.Or(e.Type, "overloaded_error"), cmp.Or(e.Message, "Overloaded")))
 			}
 			panic(http.ErrAbortHandler) // drops the connection mid-stream
 		}
@@ -145,13 +118,13 @@ func streamReply(w http.ResponseWriter, req *http.Request, model string, r Reply
 		case BlockToolUse:
 			s.send("content_block_start", map[string]any{"type": "content_block_start", "index": i,
 				"content_block": map[string]any{"type": "tool_use", "id": b.ID, "name": b.Name, "input": map[string]any{}}})
-			for _, part := range split(string(b.input()), b.Chunks) {
+			for _, part := range standin.Split(string(b.input()), b.Chunks) {
 				delta(i, map[string]any{"type": "input_json_delta", "partial_json": part}, b.Delay)
 			}
 		case BlockThinking:
 			s.send("content_block_start", map[string]any{"type": "content_block_start", "index": i,
 				"content_block": map[string]any{"type": "thinking", "thinking": "", "signature": ""}})
-			for _, part := range split(b.Text, b.Chunks) {
+			for _, part := range standin.Split(b.Text, b.Chunks) {
 				delta(i, map[string]any{"type": "thinking_delta", "thinking": part}, b.Delay)
 			}
 			s.send("content_block_delta", map[string]any{"type": "content_block_delta", "index": i,
@@ -159,7 +132,7 @@ func streamReply(w http.ResponseWriter, req *http.Request, model string, r Reply
 		default:
 			s.send("content_block_start", map[string]any{"type": "content_block_start", "index": i,
 				"content_block": map[string]any{"type": "text", "text": ""}})
-			for _, part := range split(b.Text, b.Chunks) {
+			for _, part := range standin.Split(b.Text, b.Chunks) {
 				delta(i, map[string]any{"type": "text_delta", "text": part}, b.Delay)
 			}
 		}
@@ -168,7 +141,7 @@ func streamReply(w http.ResponseWriter, req *http.Request, model string, r Reply
 	if e != nil && (e.InStream || e.CutAfter > 0) {
 		// The cut point lies past the last delta: cut before the end.
 		if e.InStream {
-			s.send("error", errorBody(orDefault(e.Type, "overloaded_error"), orDefault(e.Message, "Overloaded")))
+			s.send("error", errorBody(cmp.Or(e.Type, "overloaded_error"), cmp.Or(e.Message, "Overloaded")))
 		}
 		panic(http.ErrAbortHandler)
 	}
@@ -176,11 +149,4 @@ func streamReply(w http.ResponseWriter, req *http.Request, model string, r Reply
 		"delta": map[string]any{"stop_reason": r.stopReason(), "stop_sequence": nil},
 		"usage": map[string]int{"output_tokens": out}})
 	s.send("message_stop", map[string]any{"type": "message_stop"})
-}
-
-func orDefault(s, d string) string {
-	if s == "" {
-		return d
-	}
-	return s
 }

@@ -1,9 +1,9 @@
 package geminiapi
 
 import (
-	"encoding/json"
-	"os"
 	"path/filepath"
+
+	"github.com/parleyhq/parley/internal/testkit/standin"
 )
 
 // APIKey is the fake key the stand-in's environments carry. It is not a secret.
@@ -30,15 +30,7 @@ func WriteHome(baseURL, home string) ([]string, error) {
 		"privacy":   map[string]any{"usageStatisticsEnabled": false},
 		"telemetry": map[string]any{"enabled": false},
 	}
-	b, err := json.MarshalIndent(settings, "", "  ")
-	if err != nil {
-		return nil, err
-	}
-	dir := filepath.Join(home, ".gemini")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "settings.json"), b, 0o600); err != nil {
+	if err := standin.WriteConfig(filepath.Join(home, ".gemini", "settings.json"), settings); err != nil {
 		return nil, err
 	}
 	return []string{

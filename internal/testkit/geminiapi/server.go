@@ -1,15 +1,17 @@
 package geminiapi
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/parleyhq/parley/internal/testkit/standin"
 )
 
 // Request kinds, as the stand-in classified them.
@@ -118,21 +120,16 @@ type Server struct {
 	// URL is the base URL for GOOGLE_GEMINI_BASE_URL (http://127.0.0.1:port).
 	URL string
 
-	hs *httptest.Server
+	hs  *httptest.Server
+	log standin.Log[Request]
 
-	mu      sync.Mutex
-	sc      Scenario
-	used    []int // answers per rule
-	reqs    []Request
-	changed chan struct{} // closed and replaced when a request is recorded
+	mu   sync.Mutex
+	sc   Scenario
+	uses standin.Uses // answers per rule
 }
 
 // TB is the part of testing.TB the stand-in needs.
-type TB interface {
-	Helper()
-	Cleanup(func())
-	Fatalf(format string, args ...any)
-}
+type TB = standin.TB
 
 // Start starts a stand-in for sc on 127.0.0.1 and closes it when the test ends.
 func Start(t TB, sc Scenario) *Server {
@@ -147,40 +144,29 @@ func Start(t TB, sc Scenario) *Server {
 
 // NewServer starts a stand-in listening on addr (e.g. "127.0.0.1:0").
 func NewServer(addr string, sc Scenario) (*Server, error) {
-	ln, err := net.Listen("tcp", addr)
+	s := &Server{}
+	s.SetScenario(sc)
+	hs, err := standin.Listen(addr, http.HandlerFunc(s.serve))
 	if err != nil {
 		return nil, fmt.Errorf("geminiapi: listen: %w", err)
 	}
-	s := &Server{changed: make(chan struct{})}
-	s.SetScenario(sc)
-	s.hs = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
-	s.hs.Listener.Close()
-	s.hs.Listener = ln
-	s.hs.Start()
-	s.URL = s.hs.URL
+	s.hs, s.URL = hs, hs.URL
 	return s, nil
 }
 
 // Close stops the server; in-flight streams end when their clients go away.
-func (s *Server) Close() {
-	s.hs.CloseClientConnections()
-	s.hs.Close()
-}
+func (s *Server) Close() { standin.Close(s.hs) }
 
 // SetScenario replaces the script (rule use counts start again).
 func (s *Server) SetScenario(sc Scenario) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.sc = sc
-	s.used = make([]int, len(sc.Rules))
+	s.uses.Reset(len(sc.Rules))
 }
 
 // Requests returns every recorded request, oldest first.
-func (s *Server) Requests() []Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Request(nil), s.reqs...)
-}
+func (s *Server) Requests() []Request { return s.log.All() }
 
 // ScenarioRequests returns the recorded model turns (not schema or side calls).
 func (s *Server) ScenarioRequests() []Request {
@@ -207,19 +193,9 @@ func (s *Server) FunctionResponse(name string) (FunctionResponse, bool) {
 }
 
 // Changed returns a channel closed at the next recorded request.
-func (s *Server) Changed() <-chan struct{} {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.changed
-}
+func (s *Server) Changed() <-chan struct{} { return s.log.Changed() }
 
-func (s *Server) record(r Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.reqs = append(s.reqs, r)
-	close(s.changed)
-	s.changed = make(chan struct{})
-}
+func (s *Server) record(r Request) { s.log.Add(r) }
 
 type generateBody struct {
 	Contents         []Content `json:"contents"`
@@ -237,19 +213,19 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	rec.Model = model
 	if r.Method != http.MethodPost {
 		s.record(rec)
-		writeJSON(w, http.StatusOK, map[string]any{})
+		standin.WriteJSON(w, http.StatusOK, map[string]any{})
 		return
 	}
 	switch method {
 	case "countTokens":
 		rec.Kind = KindCountTokens
 		s.record(rec)
-		writeJSON(w, http.StatusOK, map[string]any{"totalTokens": 10})
+		standin.WriteJSON(w, http.StatusOK, map[string]any{"totalTokens": 10})
 		return
 	case "generateContent", "streamGenerateContent":
 	default:
 		s.record(rec)
-		writeJSON(w, http.StatusOK, map[string]any{})
+		standin.WriteJSON(w, http.StatusOK, map[string]any{})
 		return
 	}
 	var gb generateBody
@@ -283,9 +259,6 @@ func (s *Server) pick(rec *Request) Reply {
 	frs := rec.FunctionResponses()
 	text := rec.LastUserText()
 	for i, rule := range s.sc.Rules {
-		if rule.Times > 0 && s.used[i] >= rule.Times {
-			continue
-		}
 		m := rule.Match
 		ok := false
 		switch {
@@ -304,8 +277,7 @@ func (s *Server) pick(rec *Request) Reply {
 		default:
 			ok = true
 		}
-		if ok {
-			s.used[i]++
+		if ok && s.uses.Take(i, rule.Times) {
 			rec.Rule = i
 			return rule.Reply
 		}
@@ -390,7 +362,7 @@ func chunks(r Reply) ([]chunk, []time.Duration) {
 			out = append(out, chunk{parts: []map[string]any{{"functionCall": map[string]any{"name": p.Name, "args": args}}}})
 			delays = append(delays, time.Duration(p.Delay))
 		default:
-			for _, piece := range split(p.Text, p.Chunks) {
+			for _, piece := range standin.Split(p.Text, p.Chunks) {
 				part := map[string]any{"text": piece}
 				if p.Type == PartThought {
 					part["thought"] = true
@@ -412,22 +384,6 @@ func chunks(r Reply) ([]chunk, []time.Duration) {
 	return out, delays
 }
 
-// split cuts s into n pieces of about equal length, on rune boundaries.
-func split(s string, n int) []string {
-	rs := []rune(s)
-	if n <= 1 || len(rs) <= 1 {
-		return []string{s}
-	}
-	if n > len(rs) {
-		n = len(rs)
-	}
-	var out []string
-	for i := 0; i < n; i++ {
-		out = append(out, string(rs[i*len(rs)/n:(i+1)*len(rs)/n]))
-	}
-	return out
-}
-
 func (s *Server) play(w http.ResponseWriter, r *http.Request, reply Reply, stream bool) {
 	if e := reply.Error; e != nil && e.CutAfter == 0 {
 		st := e.Status
@@ -439,27 +395,27 @@ func (s *Server) play(w http.ResponseWriter, r *http.Request, reply Reply, strea
 	}
 	cs, delays := chunks(reply)
 	usage := map[string]any{
-		"promptTokenCount":     orDefault(reply.PromptTokens, 10),
-		"candidatesTokenCount": orDefault(reply.CandidatesTokens, 5),
+		"promptTokenCount":     cmp.Or(reply.PromptTokens, 10),
+		"candidatesTokenCount": cmp.Or(reply.CandidatesTokens, 5),
 	}
 	usage["totalTokenCount"] = usage["promptTokenCount"].(int) + usage["candidatesTokenCount"].(int)
 	if !stream {
 		// One response with every part merged.
 		var parts []map[string]any
 		for i, c := range cs {
-			if !wait(r, delays[i]) {
+			if !standin.Wait(r.Context(), delays[i]) {
 				return
 			}
 			parts = append(parts, c.parts...)
 		}
-		writeJSON(w, http.StatusOK, response(parts, cs[len(cs)-1].finish, usage))
+		standin.WriteJSON(w, http.StatusOK, response(parts, cs[len(cs)-1].finish, usage))
 		return
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(http.StatusOK)
 	fl, _ := w.(http.Flusher)
 	for i, c := range cs {
-		if !wait(r, delays[i]) {
+		if !standin.Wait(r.Context(), delays[i]) {
 			return
 		}
 		if e := reply.Error; e != nil && i >= e.CutAfter {
@@ -490,39 +446,11 @@ func response(parts []map[string]any, finish string, usage map[string]any) map[s
 	return out
 }
 
-// wait pauses for d unless the client goes away first.
-func wait(r *http.Request, d time.Duration) bool {
-	if d <= 0 {
-		return r.Context().Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-r.Context().Done():
-		return false
-	}
-}
-
-func orDefault(v, d int) int {
-	if v == 0 {
-		return d
-	}
-	return v
-}
-
 func writeError(w http.ResponseWriter, status int, msg string) {
 	if msg == "" {
 		msg = http.StatusText(status)
 	}
-	writeJSON(w, status, map[string]any{"error": map[string]any{
+	standin.WriteJSON(w, status, map[string]any{"error": map[string]any{
 		"code": status, "message": msg, "status": strings.ToUpper(strings.ReplaceAll(http.StatusText(status), " ", "_")),
 	}})
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
 }

@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -17,6 +16,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/parleyhq/parley/internal/testkit/standin"
 )
 
 // Rule answers the first request it matches. Contains matches the last user
@@ -48,49 +49,41 @@ type Request struct {
 type Server struct {
 	URL   string
 	hs    *httptest.Server
+	log   standin.Log[Request]
 	mu    sync.Mutex
 	rules []Rule
-	reqs  []Request
 	calls map[string]string // call_id → function name, for calls the stand-in made
 	n     int
 }
 
 // TB is the part of testing.TB the stand-in needs.
-type TB interface {
-	Helper()
-	Cleanup(func())
-	Fatalf(format string, args ...any)
-}
+type TB = standin.TB
 
 // Start starts a stand-in on 127.0.0.1 and closes it when the test ends.
 func Start(t TB, rules ...Rule) *Server {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	s := &Server{rules: rules, calls: map[string]string{}}
+	hs, err := standin.Listen("127.0.0.1:0", http.HandlerFunc(s.serve))
 	if err != nil {
 		t.Fatalf("openaiapi: listen: %v", err)
 	}
-	s := &Server{rules: rules, calls: map[string]string{}}
-	s.hs = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
-	s.hs.Listener.Close()
-	s.hs.Listener = ln
-	s.hs.Start()
-	s.URL = s.hs.URL
-	t.Cleanup(func() { s.hs.CloseClientConnections(); s.hs.Close() })
+	s.hs, s.URL = hs, hs.URL
+	t.Cleanup(func() { standin.Close(s.hs) })
 	return s
 }
 
 // Requests returns the recorded requests, oldest first.
-func (s *Server) Requests() []Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Request(nil), s.reqs...)
-}
+func (s *Server) Requests() []Request { return s.log.All() }
+
+// Changed returns a channel that is closed when the next request is recorded.
+func (s *Server) Changed() <-chan struct{} { return s.log.Changed() }
 
 // Output returns the first recorded output of a call to the named function.
 func (s *Server) Output(name string) (string, bool) {
+	reqs := s.log.All()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, r := range s.reqs {
+	for _, r := range reqs {
 		items, _ := r.Body["input"].([]any)
 		for _, it := range items {
 			m, _ := it.(map[string]any)
@@ -143,9 +136,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	raw, _ := io.ReadAll(r.Body)
 	var body map[string]any
 	_ = json.Unmarshal(raw, &body)
-	s.mu.Lock()
-	s.reqs = append(s.reqs, Request{Path: r.URL.Path, Body: body, Raw: raw})
-	s.mu.Unlock()
+	s.log.Add(Request{Path: r.URL.Path, Body: body, Raw: raw})
 	if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/responses") {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"data":[],"models":[]}`))
@@ -190,17 +181,11 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, n int, reply Rep
 	} else {
 		id := fmt.Sprintf("msg_%d", n)
 		send("response.output_item.added", map[string]any{"output_index": 0, "item": map[string]any{"type": "message", "id": id, "role": "assistant", "content": []any{}}})
-		rs := []rune(reply.Text)
-		k := max(reply.Chunks, 1)
-		for i := 0; i < k; i++ {
-			if reply.Delay > 0 {
-				select {
-				case <-time.After(reply.Delay):
-				case <-r.Context().Done():
-					return
-				}
+		for _, piece := range standin.Split(reply.Text, reply.Chunks) {
+			if reply.Delay > 0 && !standin.Wait(r.Context(), reply.Delay) {
+				return
 			}
-			send("response.output_text.delta", map[string]any{"item_id": id, "output_index": 0, "content_index": 0, "delta": string(rs[i*len(rs)/k : (i+1)*len(rs)/k])})
+			send("response.output_text.delta", map[string]any{"item_id": id, "output_index": 0, "content_index": 0, "delta": piece})
 		}
 		item = map[string]any{"type": "message", "id": id, "role": "assistant", "content": []any{map[string]any{"type": "output_text", "text": reply.Text}}}
 	}
