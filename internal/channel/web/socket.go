@@ -44,9 +44,12 @@ type conn struct {
 	replies [][]byte      // frames for this connection alone (errors, pongs, duplicates)
 	slots   chan struct{} // bounds replies; a flooding client is read more slowly
 
-	// Owned by whoever holds the write side: what has been sent so far.
-	thread  chat.ThreadID
-	lastSeq int64
+	// Owned by whoever holds the write side: what has been sent so far, and the
+	// watchdog that closes the socket when a write hangs.
+	thread   chat.ThreadID
+	lastSeq  int64
+	writes   int
+	watchdog *time.Timer
 }
 
 func (s *Server) handleSocket(w http.ResponseWriter, r *http.Request) {
@@ -97,8 +100,14 @@ func (s *Server) handleSocket(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.hub.Unsubscribe(sub)
-	c := &conn{s: s, ws: ws, route: route, sub: sub, ctx: ctx, slots: make(chan struct{}, 16)}
 	log := s.log.With("chat", route.String())
+	c := &conn{s: s, ws: ws, route: route, sub: sub, ctx: ctx, slots: make(chan struct{}, 16)}
+	c.watchdog = time.AfterFunc(time.Hour, func() {
+		log.Info("closing a connection whose writes hang", "after", writeTimeout)
+		ws.CloseNow()
+	})
+	c.watchdog.Stop()
+	defer c.watchdog.Stop()
 
 	// The hub drops a subscription that fell behind (or all of them at shutdown):
 	// the close frame says why, and ends the reader's wait.
@@ -138,6 +147,8 @@ func (c *conn) kick() {
 
 // release gives up the write side, taking it back if work arrived meanwhile.
 func (c *conn) release() {
+	c.watchdog.Stop()
+	c.writes = 0
 	c.writing.Store(false)
 	if c.pending() {
 		c.kick()
@@ -197,10 +208,16 @@ func (c *conn) flush(ctx context.Context) error {
 	}
 }
 
-func (c *conn) write(ctx context.Context, frame []byte) error {
-	ctx, cancel := context.WithTimeout(ctx, writeTimeout)
-	defer cancel()
-	return c.ws.Write(ctx, websocket.MessageText, frame)
+// write sends one frame. A per-write context costs a timer and a goroutine hand-
+// off in the websocket library, a fifth of the CPU at high rates; instead a
+// watchdog, re-armed every few frames while the write side is held, drops a
+// client that stops reading for writeTimeout. ctx is kept for the caller's reads.
+func (c *conn) write(_ context.Context, frame []byte) error {
+	if c.writes%64 == 0 {
+		c.watchdog.Reset(writeTimeout)
+	}
+	c.writes++
+	return c.ws.Write(context.Background(), websocket.MessageText, frame)
 }
 
 func (c *conn) writeEvent(ctx context.Context, p chat.Payload) error {
