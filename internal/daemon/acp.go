@@ -4,14 +4,13 @@ import (
 	"context"
 	"net/http"
 	"os"
-	"strings"
 	"sync"
 
 	"github.com/coder/websocket"
 
-	"github.com/parleyhq/parley/internal/auth"
 	"github.com/parleyhq/parley/internal/channel/acpagent"
 	"github.com/parleyhq/parley/internal/channel/plugin"
+	"github.com/parleyhq/parley/internal/channel/web"
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/config"
 )
@@ -48,22 +47,10 @@ func (e *extras) close() {
 // Plugins is the plugin host (its Statuses are what /api/plugins shows).
 func (d *Daemon) Plugins() *plugin.Host { return d.extra.plugins }
 
-// handler puts the extra endpoints in front of the web channel.
-func (d *Daemon) handler(web http.Handler) http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET "+ACPPath, d.handleACP)
-	mux.HandleFunc("GET /api/plugins", func(w http.ResponseWriter, r *http.Request) {
-		tok := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !auth.Equal(tok, d.token) {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusUnauthorized)
-			_, _ = w.Write([]byte(`{"error":{"code":"unauthorized","message":"missing or wrong token"}}` + "\n"))
-			return
-		}
-		d.extra.plugins.ServeHTTP(w, r)
-	})
-	mux.Handle("/", web)
-	return mux
+// handle adds the extra endpoints to the web channel, behind its checks.
+func (d *Daemon) handle(web *web.Server) {
+	web.Handle("GET "+ACPPath, http.HandlerFunc(d.handleACP))
+	web.Handle("GET /api/plugins", d.extra.plugins)
 }
 
 func (d *Daemon) acpDeps() acpagent.Deps {
@@ -74,11 +61,6 @@ func (d *Daemon) acpDeps() acpagent.Deps {
 // Origin is refused (editors and `parley acp` send none). ?agent= and ?thread=
 // choose what new sessions get.
 func (d *Daemon) handleACP(w http.ResponseWriter, r *http.Request) {
-	tok := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !auth.Equal(tok, d.token) {
-		http.Error(w, "missing or wrong token", http.StatusUnauthorized)
-		return
-	}
 	if r.Header.Get("Origin") != "" {
 		http.Error(w, "ACP is not for browsers", http.StatusForbidden)
 		return

@@ -99,8 +99,8 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)},
 	}
 	d.version = opt.Version.Version
-	d.http.Handler = d.handler(ws)
 	d.extra = d.startExtras(cfg.Plugins)
+	d.handle(ws)
 	go func() { d.served <- d.http.Serve(ln) }()
 	return d, nil
 }

@@ -133,7 +133,7 @@ func TestInputFloodIsRateLimited(t *testing.T) {
 }
 
 func TestSlowReaderIsDroppedFastReaderKeepsUp(t *testing.T) {
-	e := startDaemon(t, func(c *config.Config) { c.Limits.ConnBuffer = 512 })
+	e := startDaemon(t, func(c *config.Config) { c.Limits.ConnBuffer = 1024 })
 	fast := e.dial("slow", -1)
 	fast.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeReplayDone), "fast ready")
 	// The slow one connects and then never reads.
@@ -143,8 +143,10 @@ func TestSlowReaderIsDroppedFastReaderKeepsUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer slow.CloseNow()
-	const chunks = 100000
-	fast.Send(chatsock.Msg("m1", fmt.Sprintf("stream %d 0s", chunks)))
+	// 2 KB chunks at a pace a reader keeps up with even on a loaded machine: the
+	// slow reader's socket buffers fill after a few thousand, then its backlog.
+	const chunks = 20000
+	fast.Send(chatsock.Msg("m1", fmt.Sprintf("stream %d 20us 2048", chunks)))
 	fast.WaitFor(0, 60*time.Second, chatsock.PromptDone("m1", chat.StopEndTurn), "fast reader got the whole turn")
 	got := 0
 	for _, ev := range fast.Snapshot() {

@@ -126,6 +126,11 @@ func (s *Server) routes() {
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
 
+// Handle adds an endpoint of another channel (the ACP agent, the plugin host)
+// behind the same token and Origin checks as the API, so a browser signed in
+// with the cookie reaches it like any API call.
+func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, s.authed(h.ServeHTTP)) }
+
 // presentedToken finds the token in the header, the cookie or (for the socket and
 // the login link only) the query.
 func presentedToken(r *http.Request, allowQuery bool) string {

@@ -5,7 +5,8 @@
 // Script lines (anything else is echoed back as "echo: <text>"):
 //
 //	say <text>                 one agent_chunk
-//	stream <n> <interval>      n chunks "c1 ", "c2 ", … at an interval (e.g. 10ms)
+//	stream <n> <interval> [size]  n chunks "c1 ", "c2 ", … at an interval (e.g. 10ms),
+//	                           padded with dots to about size bytes when given
 //	permission <tool>          a permission card; the answer is said back
 //	question <q>|<a>,<b>       a question card with options a, b
 //	crash                      the process "dies" mid-turn
@@ -169,6 +170,8 @@ func (s *Session) run(ctx context.Context, text string) {
 			f := strings.Fields(arg)
 			n, _ := strconv.Atoi(first(f, 0))
 			iv, _ := time.ParseDuration(first(f, 1))
+			size, _ := strconv.Atoi(first(f, 2))
+			pad := strings.Repeat(".", max(size-8, 0))
 			for i := 1; i <= n; i++ {
 				if i > 1 && iv > 0 {
 					select {
@@ -182,7 +185,7 @@ func (s *Session) run(ctx context.Context, text string) {
 					s.sink.TurnEnded(chat.StopCancelled)
 					return
 				}
-				s.sink.Event(chat.AgentChunk{Text: "c" + strconv.Itoa(i) + " "})
+				s.sink.Event(chat.AgentChunk{Text: "c" + strconv.Itoa(i) + pad + " "})
 			}
 		case "permission":
 			scripted = true
