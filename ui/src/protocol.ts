@@ -3,6 +3,9 @@
 
 export type RouteKey = { channel: string; chat: string };
 
+// PluginStatus is one IM plugin as GET /api/plugins reports it.
+export type PluginStatus = { id: string; state: string; restarts: number; last_error?: string; since?: string };
+
 export type AgentInfo = {
   id: string;
   name: string;

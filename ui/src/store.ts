@@ -4,6 +4,7 @@
 
 import {
   AgentInfo,
+  PluginStatus,
   Answers,
   ChatSocket,
   ClientInput,
@@ -87,6 +88,8 @@ export type State = {
   // Whether this page was ever connected: only a reconnect shows the banner.
   everOnline: boolean;
   agents: AgentInfo[];
+  // IM plugins and their state (none when no [[plugin]] is configured).
+  plugins: PluginStatus[];
   defaultAgent: string;
   version: string;
   threads: Thread[];
@@ -157,6 +160,7 @@ export class Store implements SocketSink {
       conn: "connecting",
       everOnline: false,
       agents: [],
+      plugins: [],
       defaultAgent: "",
       version: "",
       threads: [],
@@ -267,6 +271,8 @@ export class Store implements SocketSink {
       const threads = (Array.isArray(t) ? t : t.threads ?? []).slice();
       threads.sort((x, y) => (y.updated_at ?? "").localeCompare(x.updated_at ?? ""));
       this.set({ agents, threads, defaultAgent: this.state.defaultAgent || def });
+      // Plugins come from another channel; a daemon without them answers 404.
+      this.getJSON<{ plugins: PluginStatus[] }>("/api/plugins").then((p) => this.set({ plugins: p.plugins ?? [] }), () => {});
     } catch (e) {
       if (e instanceof Unauthorized) return;
       /* the socket banner already says when the server is away */

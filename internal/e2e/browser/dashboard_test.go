@@ -378,3 +378,19 @@ func cmpLines(want, got []string) string {
 	}
 	return b.String()
 }
+
+// A plugin that keeps dying is shown as such beside the agents, and /api/plugins
+// answers the signed-in page (the cookie), like every API call.
+func TestDashboardShowsPlugins(t *testing.T) {
+	r := newRigWith(t, nil, `
+[[plugin]]
+id = "broken"
+command = "/bin/false"
+allowed_users = ["nobody"]
+`)
+	ctx := browser(t, 1280, 860)
+	run(t, ctx, "log in", chromedp.Navigate(r.LoginURL()), chromedp.WaitVisible(chromedp.CSS(`form.newthread`)))
+	until(t, ctx, "the plugin is listed beside the agents", `!!document.querySelector('.plugins [data-plugin="broken"]')`)
+	until(t, ctx, "it is shown as not running, with its restarts",
+		`(() => { const h = document.querySelector('.plugins [data-plugin="broken"] .hint'); return !!h && !h.textContent.startsWith("running") && /restart/.test(h.textContent); })()`)
+}

@@ -8,6 +8,7 @@ import { useComposer } from "../chat/composer";
 import { AttachButton, Attachments } from "../chat/attach";
 import { NewThread } from "../chat/newthread";
 import { Banner } from "../chat/banner";
+import { Plugins } from "../chat/plugins";
 import { useState } from "preact/hooks";
 
 export function Desktop({ store, route }: { store: Store; route: Route }) {
@@ -37,6 +38,7 @@ export function Desktop({ store, route }: { store: Store; route: Route }) {
             </li>
           ))}
         </ul>
+        <Plugins store={store} />
         <h3>Threads</h3>
         <ul class="threads">
           {s.threads.map((t) => {

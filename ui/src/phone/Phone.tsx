@@ -2,6 +2,7 @@
 // and the composer stays above the on-screen keyboard.
 
 import { useEffect } from "preact/hooks";
+import { Plugins } from "../chat/plugins";
 import type { Store } from "../store";
 import { threadLabel } from "../store";
 import { acceptsImages, agentState, stateClass, threadState, ago, nav, statusText, useEscToStop, useStickToBottom, type Route } from "../app";
@@ -57,6 +58,7 @@ export function Phone({ store, route }: { store: Store; route: Route }) {
             </li>
           ))}
         </ul>
+        <Plugins store={store} />
         <ul class="p-threads" aria-label="Threads">
           {s.threads.map((t) => {
             const unread = (t.last_seq ?? 0) > (s.seen[t.id] ?? 0);
