@@ -9,11 +9,15 @@ package telegram_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"log/slog"
+	"mime"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -80,12 +84,15 @@ func newBotAPI(t *testing.T) (*botAPI, string) {
 func (b *botAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	prefix := "/bot" + token + "/"
 	if !strings.HasPrefix(r.URL.Path, prefix) {
-		http.Error(w, `{"ok":false,"description":"Unauthorized"}`, http.StatusUnauthorized)
+		apiError(w, http.StatusUnauthorized, "Unauthorized")
 		return
 	}
 	method := strings.TrimPrefix(r.URL.Path, prefix)
-	var body map[string]any
-	_ = json.NewDecoder(r.Body).Decode(&body)
+	body, err := params(r)
+	if err != nil {
+		apiError(w, http.StatusBadRequest, "Bad Request: "+err.Error())
+		return
+	}
 	b.mu.Lock()
 	b.calls = append(b.calls, call{method, body})
 	b.mu.Unlock()
@@ -95,8 +102,7 @@ func (b *botAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch method {
 	case "getUpdates":
-		timeout, _ := body["timeout"].(float64)
-		offset, _ := body["offset"].(float64)
+		timeout, offset := num(body["timeout"]), num(body["offset"])
 		deadline := time.After(time.Duration(timeout * float64(time.Second)))
 		for {
 			b.mu.Lock()
@@ -126,9 +132,9 @@ func (b *botAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		m := &sent{ID: b.nextMsg, Text: body["text"].(string), Markup: body["reply_markup"]}
 		b.messages[m.ID] = m
 		b.mu.Unlock()
-		reply(map[string]any{"message_id": m.ID, "chat": map[string]any{"id": body["chat_id"]}, "text": m.Text})
+		reply(map[string]any{"message_id": m.ID, "chat": map[string]any{"id": num(body["chat_id"])}, "text": m.Text})
 	case "editMessageText":
-		id := int64(body["message_id"].(float64))
+		id := int64(num(body["message_id"]))
 		b.mu.Lock()
 		m := b.messages[id]
 		if m != nil {
@@ -136,15 +142,73 @@ func (b *botAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		b.mu.Unlock()
 		if m == nil {
-			http.Error(w, `{"ok":false,"description":"Bad Request: message to edit not found"}`, http.StatusBadRequest)
+			apiError(w, http.StatusBadRequest, "Bad Request: message to edit not found")
 			return
 		}
 		reply(map[string]any{"message_id": id})
 	case "answerCallbackQuery":
 		reply(true)
 	default:
-		http.Error(w, `{"ok":false,"description":"Not Found"}`, http.StatusNotFound)
+		apiError(w, http.StatusNotFound, "Not Found")
 	}
+}
+
+// apiError answers as the Bot API does when a call fails.
+func apiError(w http.ResponseWriter, code int, description string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(map[string]any{"ok": false, "error_code": code, "description": description})
+}
+
+// jsonParams are the parameters whose form value is JSON-serialized, as the
+// Bot API has them.
+var jsonParams = map[string]bool{"reply_markup": true, "allowed_updates": true}
+
+// params reads a request's parameters the ways the Bot API takes them: a JSON
+// body, a URL query, or a form (urlencoded or multipart/form-data). A form's
+// values are strings but for jsonParams, which are decoded.
+func params(r *http.Request) (map[string]any, error) {
+	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	body := map[string]any{}
+	if ct == "application/json" {
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil && err != io.EOF {
+			return nil, err
+		}
+		return body, nil
+	}
+	parse := r.ParseForm
+	if ct == "multipart/form-data" {
+		parse = func() error { return r.ParseMultipartForm(1 << 20) }
+	}
+	if err := parse(); err != nil {
+		return nil, err
+	}
+	for k, vs := range r.Form {
+		if len(vs) == 0 {
+			continue
+		}
+		body[k] = vs[0]
+		if jsonParams[k] {
+			var v any
+			if err := json.Unmarshal([]byte(vs[0]), &v); err != nil {
+				return nil, fmt.Errorf("%s: %v", k, err)
+			}
+			body[k] = v
+		}
+	}
+	return body, nil
+}
+
+// num is a numeric parameter, from JSON (a number) or a form (a string).
+func num(v any) float64 {
+	switch v := v.(type) {
+	case float64:
+		return v
+	case string:
+		f, _ := strconv.ParseFloat(v, 64)
+		return f
+	}
+	return 0
 }
 
 // push queues an update; it is removed once fetched past.
@@ -294,8 +358,8 @@ func TestTelegramAgainstTheStandIn(t *testing.T) {
 		mark := bot.last()
 		bot.write(alice, "make the file")
 		card := bot.waitFor(t, mark, "Allow")
-		if b, _ := json.Marshal(card.Markup); !strings.Contains(string(b), `"callback_data":"1"`) {
-			t.Fatalf("card markup: got %s, want buttons with callback data", b)
+		if b, _ := json.Marshal(card.Markup); !strings.Contains(string(b), `"callback_data":"1"`) || strings.Contains(string(b), "copy_text") {
+			t.Fatalf("card markup: got %s, want buttons with callback data and nothing else", b)
 		}
 		answered := bot.count("answerCallbackQuery")
 		bot.press(alice, card.ID, "1")

@@ -5,10 +5,10 @@
 // Answers stream into one message edited in place (throttled); cards come with
 // a button per option.
 //
-// It speaks the documented Bot API methods getUpdates, sendMessage,
-// editMessageText and answerCallbackQuery as plain HTTPS JSON calls. It has
-// been tested only against a stand-in of those methods, never against the live
-// service.
+// It speaks the Bot API through the library github.com/go-telegram/bot: its
+// long-polling loop (getUpdates) and its sendMessage, editMessageText and
+// answerCallbackQuery. It has been tested only against a stand-in of those
+// methods, never against the live service.
 //
 // Its config section (from initialize's _meta "parley/config"):
 //
@@ -18,7 +18,6 @@
 package telegram
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -30,6 +29,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/go-telegram/bot"
+	"github.com/go-telegram/bot/models"
 
 	"github.com/parleyhq/parley/internal/channel/plugin/bridge"
 )
@@ -66,134 +68,100 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, log *slog.Logger) err
 	if cfg.PollTimeout <= 0 {
 		cfg.PollTimeout = 30
 	}
-	api := &API{base: strings.TrimRight(cfg.APIURL, "/") + "/bot" + cfg.Token + "/",
-		http: &http.Client{Timeout: time.Duration(cfg.PollTimeout+15) * time.Second}}
+	api := &API{token: cfg.Token}
+	handle := func(ctx context.Context, _ *bot.Bot, u *models.Update) {
+		switch {
+		case u.Message != nil && u.Message.Text != "" && u.Message.From != nil:
+			chat := strconv.FormatInt(u.Message.Chat.ID, 10)
+			b.Handle(ctx, chat, strconv.FormatInt(u.Message.From.ID, 10), u.Message.Text)
+		case u.CallbackQuery != nil:
+			q := u.CallbackQuery
+			id, ok := chatOf(q.Message)
+			if !ok {
+				return
+			}
+			if _, err := api.bot.AnswerCallbackQuery(ctx, &bot.AnswerCallbackQueryParams{CallbackQueryID: q.ID}); err != nil {
+				log.Warn("telegram: answerCallbackQuery", "err", api.clean("answerCallbackQuery", err))
+			}
+			// A button's data is the option's number: parley takes it as an
+			// answer from that user, who must be allowed.
+			b.Handle(ctx, strconv.FormatInt(id, 10), strconv.FormatInt(q.From.ID, 10), q.Data)
+		}
+	}
+	// The library asks getUpdates for (its poll timeout - 1s); the HTTP
+	// client waits a little longer than that.
+	poll := time.Duration(cfg.PollTimeout) * time.Second
+	api.bot, err = bot.New(cfg.Token,
+		bot.WithServerURL(strings.TrimRight(cfg.APIURL, "/")),
+		bot.WithHTTPClient(poll+time.Second, &http.Client{Timeout: poll + 15*time.Second}),
+		bot.WithSkipGetMe(),
+		bot.WithAllowedUpdates(bot.AllowedUpdates{"message", "callback_query"}),
+		// One worker, handlers in turn: updates are handled in order.
+		bot.WithWorkers(1),
+		bot.WithNotAsyncHandlers(),
+		bot.WithDefaultHandler(handle),
+		bot.WithErrorsHandler(func(err error) {
+			log.Warn("telegram: bot API", "err", api.clean("", err))
+		}),
+	)
+	if err != nil {
+		return api.clean("", err)
+	}
 	b.Use(api, bridge.Format{Limit: MessageLimit, PerSecond: 20, EditInterval: time.Second})
 	if err := b.Reopen(ctx); err != nil {
 		return err
 	}
 	log.Info("telegram polling", "api", cfg.APIURL) // the URL without the token
-	offset := int64(0)
-	for {
+	pollCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	go func() {
 		select {
 		case <-b.Done():
-			return errors.New("telegram: parley closed the connection")
-		default:
+			stop()
+		case <-pollCtx.Done():
 		}
-		ups, err := api.updates(ctx, offset, cfg.PollTimeout)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			log.Warn("telegram: getUpdates", "err", err)
-			select {
-			case <-time.After(time.Second):
-			case <-ctx.Done():
-				return nil
-			}
-			continue
-		}
-		for _, u := range ups {
-			offset = max(offset, u.UpdateID+1)
-			switch {
-			case u.Message != nil && u.Message.Text != "" && u.Message.From != nil:
-				chat := strconv.FormatInt(u.Message.Chat.ID, 10)
-				b.Handle(ctx, chat, strconv.FormatInt(u.Message.From.ID, 10), u.Message.Text)
-			case u.CallbackQuery != nil && u.CallbackQuery.Message != nil:
-				q := u.CallbackQuery
-				if err := api.call(ctx, "answerCallbackQuery", map[string]any{"callback_query_id": q.ID}, nil); err != nil {
-					log.Warn("telegram: answerCallbackQuery", "err", err)
-				}
-				// A button's data is the option's number: parley takes it as
-				// an answer from that user, who must be allowed.
-				chat := strconv.FormatInt(q.Message.Chat.ID, 10)
-				b.Handle(ctx, chat, strconv.FormatInt(q.From.ID, 10), q.Data)
-			}
-		}
+	}()
+	api.bot.Start(pollCtx) // until pollCtx is done
+	if ctx.Err() != nil {
+		return nil
 	}
+	return errors.New("telegram: parley closed the connection")
 }
 
-// Update is the part of a Bot API update the plugin reads.
-type Update struct {
-	UpdateID      int64          `json:"update_id"`
-	Message       *Message       `json:"message,omitempty"`
-	CallbackQuery *CallbackQuery `json:"callback_query,omitempty"`
+// chatOf is the chat of a callback query's message, accessible or not.
+func chatOf(m models.MaybeInaccessibleMessage) (int64, bool) {
+	switch {
+	case m.Message != nil:
+		return m.Message.Chat.ID, true
+	case m.InaccessibleMessage != nil:
+		return m.InaccessibleMessage.Chat.ID, true
+	}
+	return 0, false
 }
 
-type Message struct {
-	MessageID int64  `json:"message_id"`
-	From      *User  `json:"from,omitempty"`
-	Chat      Chat   `json:"chat"`
-	Text      string `json:"text,omitempty"`
-}
-
-type User struct {
-	ID int64 `json:"id"`
-}
-
-type Chat struct {
-	ID int64 `json:"id"`
-}
-
-type CallbackQuery struct {
-	ID      string   `json:"id"`
-	From    User     `json:"from"`
-	Message *Message `json:"message,omitempty"`
-	Data    string   `json:"data"`
-}
-
-// API calls the Bot API. Its base URL holds the token: errors never carry it.
+// API calls the Bot API through the library. The library puts the token in
+// its request URLs: the errors API returns or logs never carry it.
 type API struct {
-	base string
-	http *http.Client
+	bot   *bot.Bot
+	token string
 }
 
 var _ bridge.Editor = (*API)(nil)
 var _ bridge.Buttons = (*API)(nil)
 
-func (a *API) call(ctx context.Context, method string, params, result any) error {
-	body, err := json.Marshal(params)
-	if err != nil {
-		return fmt.Errorf("telegram: %s: %w", method, err)
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.base+method, bytes.NewReader(body))
-	if err != nil {
-		return fmt.Errorf("telegram: %s: bad api_url", method)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := a.http.Do(req)
-	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err // the URL holds the token
-		}
-		return fmt.Errorf("telegram: %s: %w", method, err)
-	}
-	defer resp.Body.Close()
-	var env struct {
-		OK          bool            `json:"ok"`
-		Result      json.RawMessage `json:"result"`
-		Description string          `json:"description"`
-	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(&env); err != nil {
-		return fmt.Errorf("telegram: %s: HTTP %d, not the JSON expected: %w", method, resp.StatusCode, err)
-	}
-	if !env.OK {
-		return fmt.Errorf("telegram: %s: %s", method, env.Description)
-	}
-	if result != nil {
-		if err := json.Unmarshal(env.Result, result); err != nil {
-			return fmt.Errorf("telegram: %s: result: %w", method, err)
+// clean is err as the plugin may show it: the token, should the library's
+// message hold it (as a request URL does), replaced by ***.
+func (a *API) clean(method string, err error) error {
+	msg := err.Error()
+	for _, t := range []string{a.token, url.PathEscape(a.token), url.QueryEscape(a.token)} {
+		if t != "" {
+			msg = strings.ReplaceAll(msg, t, "***")
 		}
 	}
-	return nil
-}
-
-func (a *API) updates(ctx context.Context, offset int64, timeout int) ([]Update, error) {
-	var ups []Update
-	err := a.call(ctx, "getUpdates", map[string]any{"offset": offset, "timeout": timeout,
-		"allowed_updates": []string{"message", "callback_query"}}, &ups)
-	return ups, err
+	if method == "" {
+		return errors.New("telegram: " + msg)
+	}
+	return errors.New("telegram: " + method + ": " + msg)
 }
 
 func chatID(chat string) (int64, error) {
@@ -216,11 +184,11 @@ func (a *API) Post(ctx context.Context, chat, text string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	var m Message
-	if err := a.call(ctx, "sendMessage", map[string]any{"chat_id": id, "text": text}, &m); err != nil {
-		return "", err
+	m, err := a.bot.SendMessage(ctx, &bot.SendMessageParams{ChatID: id, Text: text})
+	if err != nil {
+		return "", a.clean("sendMessage", err)
 	}
-	return strconv.FormatInt(m.MessageID, 10), nil
+	return strconv.Itoa(m.ID), nil
 }
 
 // Edit rewrites a message.
@@ -229,24 +197,43 @@ func (a *API) Edit(ctx context.Context, chat, msg, text string) error {
 	if err != nil {
 		return err
 	}
-	mid, err := strconv.ParseInt(msg, 10, 64)
+	mid, err := strconv.Atoi(msg)
 	if err != nil {
 		return fmt.Errorf("telegram: message id %q: %w", msg, err)
 	}
-	return a.call(ctx, "editMessageText", map[string]any{"chat_id": id, "message_id": mid, "text": text}, nil)
+	if _, err := a.bot.EditMessageText(ctx, &bot.EditMessageTextParams{ChatID: id, MessageID: mid, Text: text}); err != nil {
+		return a.clean("editMessageText", err)
+	}
+	return nil
 }
 
 // SayCard sends a card with one button per option; a button's data is the
 // option's number.
+// cardKeyboard is the inline keyboard of a card. The library's own button type
+// always sends "copy_text" (a struct field that omitempty cannot leave out), which
+// the live Bot API is reported to refuse; a card's buttons need only these two.
+type cardKeyboard struct {
+	InlineKeyboard [][]cardButton `json:"inline_keyboard"`
+}
+
+type cardButton struct {
+	Text         string `json:"text"`
+	CallbackData string `json:"callback_data"`
+}
+
 func (a *API) SayCard(ctx context.Context, chat, text string, options []string) error {
 	id, err := chatID(chat)
 	if err != nil {
 		return err
 	}
-	rows := make([][]map[string]string, 0, len(options))
+	rows := make([][]cardButton, 0, len(options))
 	for i, o := range options {
-		rows = append(rows, []map[string]string{{"text": o, "callback_data": strconv.Itoa(i + 1)}})
+		rows = append(rows, []cardButton{{Text: o, CallbackData: strconv.Itoa(i + 1)}})
 	}
-	return a.call(ctx, "sendMessage", map[string]any{"chat_id": id, "text": text,
-		"reply_markup": map[string]any{"inline_keyboard": rows}}, nil)
+	_, err = a.bot.SendMessage(ctx, &bot.SendMessageParams{ChatID: id, Text: text,
+		ReplyMarkup: cardKeyboard{InlineKeyboard: rows}})
+	if err != nil {
+		return a.clean("sendMessage", err)
+	}
+	return nil
 }
