@@ -266,24 +266,12 @@ func BenchmarkReplay10k(b *testing.B) {
 // the client side does not count.
 func BenchmarkIdleConnectionMemory(b *testing.B) {
 	const conns = 10000
-	root, _ := filepath.EvalSymlinks(b.TempDir())
-	work := filepath.Join(root, "work")
-	os.MkdirAll(work, 0o755)
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "PARLEY_TEST_CHILD_DATA="+filepath.Join(root, "data"), "PARLEY_TEST_CHILD_WORK="+work)
-	out, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	defer func() { cmd.Process.Kill(); cmd.Wait() }()
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		b.Fatal(err)
-	}
-	f := strings.Fields(line)
-	url, token := "http://"+f[1], f[2]
+	var rss, heap []float64
 	for n := 0; n < b.N; n++ {
-		before := rssKiB(b, cmd.Process.Pid)
+		// A fresh daemon each time: memory a process once held is not given back,
+		// so a second measurement in the same process would read nothing.
+		url, token, pid, stop := startBenchChild(b)
+		before := rssKiB(b, pid)
 		heapBefore := goMemory(b, url, token)
 		open := make([]*client.Conn, 0, conns)
 		for i := 0; i < conns; i++ {
@@ -296,14 +284,36 @@ func BenchmarkIdleConnectionMemory(b *testing.B) {
 			open = append(open, c)
 		}
 		time.Sleep(2 * time.Second) // let the server settle its buffers before reading RSS
-		after := rssKiB(b, cmd.Process.Pid)
-		heapAfter := goMemory(b, url, token)
-		b.ReportMetric(float64(after-before)/conns, "RSS-KiB/conn")
-		b.ReportMetric((heapAfter-heapBefore)/1024/conns, "heap+stack-KiB/conn")
+		rss = append(rss, float64(rssKiB(b, pid)-before)/conns)
+		heap = append(heap, (goMemory(b, url, token)-heapBefore)/1024/conns)
 		for _, c := range open {
 			c.CloseNow()
 		}
+		stop()
 	}
+	slices.Sort(rss)
+	slices.Sort(heap)
+	b.ReportMetric(rss[len(rss)/2], "RSS-KiB/conn")
+	b.ReportMetric(heap[len(heap)/2], "heap+stack-KiB/conn")
+}
+
+// startBenchChild starts the test binary as a daemon child process.
+func startBenchChild(b *testing.B) (url, token string, pid int, stop func()) {
+	root, _ := filepath.EvalSymlinks(b.TempDir())
+	work := filepath.Join(root, "work")
+	os.MkdirAll(work, 0o755)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "PARLEY_TEST_CHILD_DATA="+filepath.Join(root, "data"), "PARLEY_TEST_CHILD_WORK="+work)
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		b.Fatal(err)
+	}
+	f := strings.Fields(line)
+	return "http://" + f[1], f[2], cmd.Process.Pid, func() { cmd.Process.Kill(); cmd.Wait() }
 }
 
 // goMemory reads the daemon's Go heap and stack in use from its /metrics.
