@@ -126,6 +126,7 @@ func BenchmarkStreamOverhead(b *testing.B) {
 	self, _ := os.Executable()
 	claude := testkit.ClaudeBin(b)
 	r := newRig(b, claudeapi.Scenario{Rules: rules}, func(c *config.Config) {
+		c.Limits.InputsPerSecond, c.Limits.InputBurst = 1e6, 1e6 // measure parley, not its rate limit
 		c.Agents[0].Command = self
 		c.Agents[0].Env["PARLEY_RELAY_TARGET"] = claude
 		c.Agents[0].Env["PARLEY_RELAY_LOG"] = logPath
@@ -139,11 +140,17 @@ func BenchmarkStreamOverhead(b *testing.B) {
 	sent := map[string]time.Time{}     // prompt text → socket send time
 	received := map[string]time.Time{} // chunk text → socket receive time
 	var stopLat []time.Duration
+	var recent []string
 	next := func(match func(client.Event) bool) {
+		wctx, cancel := context.WithTimeout(ctx, wait)
+		defer cancel()
 		for {
-			ev, err := conn.Next(ctx)
+			ev, err := conn.Next(wctx)
 			if err != nil {
-				b.Fatal(err)
+				b.Fatalf("%v; last frames:\n%s", err, strings.Join(recent, "\n"))
+			}
+			if recent = append(recent, string(ev.Raw)); len(recent) > 20 {
+				recent = recent[1:]
 			}
 			if ev.Type == chat.TypeAgentChunk {
 				var c chat.AgentChunk

@@ -25,7 +25,7 @@ import (
 )
 
 // wait bounds one step: Claude Code starts in about a second here.
-const wait = 60 * time.Second
+const wait = 30 * time.Second
 
 type rig struct {
 	t    testing.TB
