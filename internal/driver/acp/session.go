@@ -269,20 +269,7 @@ func (s *Session) watch() {
 		s.mu.Unlock()
 		return
 	}
-	s.closing = true
-	t := s.turn
-	s.turn = nil
-	var closed []chat.Payload
-	if t != nil && !t.ended {
-		t.ended = true
-		if t.timer != nil {
-			t.timer.Stop()
-		}
-		closed = s.m.closeTools()
-	} else {
-		t = nil
-	}
-	cards := s.takeCards()
+	t, closed, cards := s.beginClosingLocked()
 	s.mu.Unlock()
 
 	why := "exited"
@@ -641,20 +628,7 @@ func (s *Session) Close(ctx context.Context) error {
 		s.wg.Wait()
 		return nil
 	}
-	s.closing = true
-	t := s.turn
-	s.turn = nil
-	var closed []chat.Payload
-	if t != nil && !t.ended {
-		t.ended = true
-		if t.timer != nil {
-			t.timer.Stop()
-		}
-		closed = s.m.closeTools()
-	} else {
-		t = nil
-	}
-	cards := s.takeCards()
+	t, closed, cards := s.beginClosingLocked()
 	s.mu.Unlock()
 	s.shutdown()
 	s.wg.Wait()
@@ -696,4 +670,24 @@ func (p *promptWatch) Write(b []byte) (int, error) {
 // newCardID makes a card id unique across sessions and restarts.
 func newCardID(prefix string) string {
 	return prefix + "-" + strings.ReplaceAll(uuid.NewString(), "-", "")[:16]
+}
+
+// beginClosingLocked marks the session closing and takes what a close must end:
+// the turn in flight (nil when none or already ended), its still-open tool calls
+// and the open cards. s.mu must be held.
+func (s *Session) beginClosingLocked() (*turn, []chat.Payload, []string) {
+	s.closing = true
+	t := s.turn
+	s.turn = nil
+	var closed []chat.Payload
+	if t != nil && !t.ended {
+		t.ended = true
+		if t.timer != nil {
+			t.timer.Stop()
+		}
+		closed = s.m.closeTools()
+	} else {
+		t = nil
+	}
+	return t, closed, s.takeCards()
 }
