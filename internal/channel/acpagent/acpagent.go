@@ -442,7 +442,14 @@ func (a *agent) ListSessions(ctx context.Context, p acp.ListSessionsRequest) (ac
 	return acp.ListSessionsResponse{Sessions: out}, nil
 }
 
-func (a *agent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptResponse, error) {
+func (a *agent) Prompt(_ context.Context, p acp.PromptRequest) (acp.PromptResponse, error) {
+	// The SDK ends a prompt's context when the next prompt of the same session
+	// arrives (one turn per session, in ACP's model). parley queues instead: a
+	// second message, a /stop or a card answer sent while a turn runs must
+	// not cut the first one's hand-over short, so the message is handed over
+	// on the connection's lifetime.
+	ctx, cancel := a.spawnCtx()
+	defer cancel()
 	s := a.session(string(p.SessionId))
 	if s == nil {
 		return acp.PromptResponse{}, acp.NewInvalidParams(map[string]any{"error": fmt.Sprintf("no open session %q: call session/new or session/load first", p.SessionId)})
@@ -461,7 +468,7 @@ func (a *agent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptResp
 		}
 	}
 	w := s.wait(msg.MessageID)
-	defer s.unwait(msg.MessageID)
+	defer s.unwait(msg.MessageID, w)
 	d, _, err := a.d.Router.Send(ctx, router.SendRequest{From: s.route, Message: msg, Notify: func(d chat.Delivery) {
 		if d.State == chat.DeliveryFailed {
 			w.fail(d.Detail)

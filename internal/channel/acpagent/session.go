@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -23,7 +24,7 @@ type session struct {
 	ended  chan struct{}
 
 	mu      sync.Mutex
-	waiters map[string]*waiter            // message id → its prompt call
+	waiters map[string][]*waiter          // message id → its prompt calls (a repeated id waits too)
 	asking  map[string]context.CancelFunc // card request id → the pending client request
 	// owned by the pump goroutine
 	thread  chat.ThreadID
@@ -51,21 +52,36 @@ func (w *waiter) fail(detail string) {
 func (s *session) wait(id string) *waiter {
 	w := &waiter{ch: make(chan outcome, 1)}
 	s.mu.Lock()
-	s.waiters[id] = w
+	s.waiters[id] = append(s.waiters[id], w)
 	s.mu.Unlock()
 	return w
 }
 
-func (s *session) unwait(id string) {
-	s.mu.Lock()
-	delete(s.waiters, id)
-	s.mu.Unlock()
-}
-
-func (s *session) waiter(id string) *waiter {
+func (s *session) unwait(id string, w *waiter) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.waiters[id]
+	ws := slices.DeleteFunc(s.waiters[id], func(x *waiter) bool { return x == w })
+	if len(ws) == 0 {
+		delete(s.waiters, id)
+	} else {
+		s.waiters[id] = ws
+	}
+}
+
+func (s *session) waiting(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.waiters[id]) > 0
+}
+
+// finish tells every prompt call waiting on message id how its turn ended.
+func (s *session) finish(id string, o outcome) {
+	s.mu.Lock()
+	ws := slices.Clone(s.waiters[id])
+	s.mu.Unlock()
+	for _, w := range ws {
+		w.done(o)
+	}
 }
 
 // open subscribes a session on route (replacing one of the same id) and starts
@@ -82,7 +98,7 @@ func (a *agent) open(ctx context.Context, route chat.RouteKey, history bool) (ch
 	}
 	pctx, cancel := a.spawnCtx()
 	s := &session{id: route.Chat, route: route, sub: sub, cancel: cancel, ended: make(chan struct{}),
-		waiters: map[string]*waiter{}, asking: map[string]context.CancelFunc{}}
+		waiters: map[string][]*waiter{}, asking: map[string]context.CancelFunc{}}
 	a.mu.Lock()
 	if a.closed {
 		a.mu.Unlock()
@@ -213,8 +229,10 @@ func (a *agent) show(ctx context.Context, s *session, id chat.ThreadID, since in
 		cancel()
 		delete(s.asking, rid)
 	}
-	for mid, w := range s.waiters {
-		w.done(outcome{stop: chat.StopEndTurn}) // the route moved on; the turn goes on elsewhere
+	for mid, ws := range s.waiters {
+		for _, w := range ws {
+			w.done(outcome{stop: chat.StopEndTurn}) // the route moved on; the turn goes on elsewhere
+		}
 		delete(s.waiters, mid)
 	}
 	s.mu.Unlock()
@@ -302,9 +320,9 @@ func (a *agent) emit(ctx context.Context, s *session, ev chat.Event, replay bool
 	case chat.TypePromptDone:
 		var p chat.PromptDone
 		if !replay && ev.Decode(&p) == nil {
-			if w := s.waiter(p.MessageID); w != nil {
+			if s.waiting(p.MessageID) {
 				a.ext(ctx, s.id, ev.Type, ev.Payload)
-				w.done(outcome{stop: p.StopReason})
+				s.finish(p.MessageID, outcome{stop: p.StopReason})
 				return
 			}
 		}

@@ -17,6 +17,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -58,6 +59,7 @@ type botAPI struct {
 	pending  []map[string]any // updates not yet fetched
 	nextUp   int64
 	nextMsg  int64
+	nextIn   int64           // the last id of a message written to the bot
 	messages map[int64]*sent // by message id
 	wake     chan struct{}
 }
@@ -104,6 +106,11 @@ func (b *botAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "getUpdates":
 		timeout, offset := num(body["timeout"]), num(body["offset"])
 		deadline := time.After(time.Duration(timeout * float64(time.Second)))
+		// As the Bot API documents: an update is confirmed, and never sent
+		// again, once getUpdates is called with an offset higher than its id.
+		b.mu.Lock()
+		b.pending = slices.DeleteFunc(b.pending, func(u map[string]any) bool { return u["update_id"].(int64) < int64(offset) })
+		b.mu.Unlock()
 		for {
 			b.mu.Lock()
 			var out []map[string]any
@@ -224,8 +231,35 @@ func (b *botAPI) push(u map[string]any) {
 	}
 }
 
+// write is a person writing text: a message with an id of its own.
 func (b *botAPI) write(from int64, text string) {
-	b.push(map[string]any{"message": map[string]any{"message_id": 1, "from": map[string]any{"id": from},
+	b.mu.Lock()
+	b.nextIn++
+	id := b.nextIn
+	b.mu.Unlock()
+	b.writeID(from, id, text)
+}
+
+// writeAll is a person writing several messages at once: the bot fetches
+// them in one getUpdates.
+func (b *botAPI) writeAll(from int64, texts ...string) {
+	b.mu.Lock()
+	for _, text := range texts {
+		b.nextIn++
+		b.nextUp++
+		b.pending = append(b.pending, map[string]any{"update_id": b.nextUp, "message": map[string]any{"message_id": b.nextIn,
+			"from": map[string]any{"id": from}, "chat": map[string]any{"id": chat}, "text": text}})
+	}
+	b.mu.Unlock()
+	select {
+	case b.wake <- struct{}{}:
+	default:
+	}
+}
+
+// writeID hands over the message id again: an update the platform sends twice.
+func (b *botAPI) writeID(from, id int64, text string) {
+	b.push(map[string]any{"message": map[string]any{"message_id": id, "from": map[string]any{"id": from},
 		"chat": map[string]any{"id": chat}, "text": text}})
 }
 
@@ -265,8 +299,21 @@ func (b *botAPI) count(method string) int {
 func (b *botAPI) waitFor(t *testing.T, after int64, want string) *sent {
 	t.Helper()
 	var m *sent
-	testkit.Eventually(t, wait, func() bool { m = b.find(after, want); return m != nil }, "the bot never said %q", want)
+	testkit.Eventually(t, wait, func() bool { m = b.find(after, want); return m != nil }, "the bot never said %q; after message %d it said %q", want, after, b.textsAfter(after))
 	return m
+}
+
+// textsAfter lists the texts of the messages after id `after`, oldest first.
+func (b *botAPI) textsAfter(after int64) []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []string
+	for id := after + 1; id <= b.nextMsg; id++ {
+		if m := b.messages[id]; m != nil {
+			out = append(out, m.Text)
+		}
+	}
+	return out
 }
 
 func TestTelegramAgainstTheStandIn(t *testing.T) {
@@ -287,6 +334,9 @@ func TestTelegramAgainstTheStandIn(t *testing.T) {
 		{Match: claudeapi.Match{Exact: "make another"}, Reply: claudeapi.Bash("touch made-again", "Make another file")},
 		{Match: claudeapi.Match{ToolResult: "Bash"}, Reply: claudeapi.Text("The command ran.", 1, 0)},
 		{Match: claudeapi.Match{Exact: "slowly"}, Reply: claudeapi.Text(strings.Repeat("tick ", 400), 400, 50*time.Millisecond)},
+		{Match: claudeapi.Match{Exact: "one"}, Reply: claudeapi.Text("One.", 1, 0)},
+		{Match: claudeapi.Match{Exact: "two"}, Reply: claudeapi.Text("Two.", 1, 0)},
+		{Match: claudeapi.Match{Exact: "three"}, Reply: claudeapi.Text("Three.", 1, 0)},
 	}})
 	env := map[string]string{}
 	for _, kv := range claudeapi.Env(t, api, home, work) {
@@ -326,6 +376,8 @@ func TestTelegramAgainstTheStandIn(t *testing.T) {
 		}
 		if strings.Contains(logs.String(), token) {
 			t.Errorf("the bot token appears in parley's log")
+		} else if t.Failed() {
+			t.Logf("parley's log:\n%s", logs.String())
 		}
 	})
 	status := func() plugin.Status { return d.Plugins().Statuses()[0] }
@@ -341,6 +393,43 @@ func TestTelegramAgainstTheStandIn(t *testing.T) {
 		m := bot.find(mark, "word after word.")
 		if m.Edits < 1 {
 			t.Errorf("the answer was posted whole (%d edits), want it streamed by edits", m.Edits)
+		}
+	})
+
+	t.Run("a message handed over twice reaches the agent once", func(t *testing.T) {
+		before := len(api.ScenarioRequests())
+		mark := bot.last()
+		bot.writeID(alice, 1_000_001, "hello")
+		first := bot.waitFor(t, mark, "word after word.")
+		testkit.Eventually(t, wait, func() bool { m := bot.find(mark, "word after word."); return m.Text == longAnswer },
+			"the answer never finished")
+		bot.writeID(alice, 1_000_001, "hello") // as getUpdates does after a restart
+		bot.write(alice, "make the file")      // a later message: once it is answered, the repeat was handled
+		card := bot.waitFor(t, first.ID, "Allow")
+		if got := bot.find(first.ID, "word after word."); got != nil {
+			t.Errorf("the repeated message was answered again: %q", got.Text)
+		}
+		if got := len(api.ScenarioRequests()) - before; got != 2 {
+			t.Errorf("model requests: got %d, want 2 (hello once, make the file)", got)
+		}
+		bot.press(alice, card.ID, "1")
+		bot.waitFor(t, card.ID, "The command ran.")
+	})
+
+	t.Run("messages written together reach the agent in their order", func(t *testing.T) {
+		before := len(api.ScenarioRequests())
+		mark := bot.last()
+		bot.writeAll(alice, "one", "two", "three") // one getUpdates batch
+		bot.waitFor(t, mark, "Three.")
+		// Claude Code may fold messages that arrive during a turn into one
+		// request: the order is what the last request carries.
+		reqs := api.ScenarioRequests()
+		if len(reqs) == before {
+			t.Fatal("the model was never asked")
+		}
+		got := reqs[len(reqs)-1].UserTexts()
+		if want := []string{"one", "two", "three"}; len(got) < 3 || !slices.Equal(got[len(got)-3:], want) {
+			t.Errorf("the model was asked %q, want it to end with %q", got, want)
 		}
 	})
 
@@ -394,7 +483,13 @@ func TestTelegramAgainstTheStandIn(t *testing.T) {
 		}, "the plugin was not restarted: %+v", status())
 		again := bot.waitFor(t, first.ID, "Allow")
 		bot.press(alice, again.ID, "1")
-		bot.waitFor(t, again.ID, "The command ran.")
+		// The restarted plugin is sent again what it may not have shown (at
+		// least once): the follow-up that counts comes after the answer.
+		answered := bot.waitFor(t, again.ID, "Answered: ")
+		bot.waitFor(t, answered.ID, "The command ran.")
+		if _, err := os.Stat(filepath.Join(work, "made-again")); err != nil {
+			t.Errorf("the tool did not run: %v", err)
+		}
 	})
 }
 

@@ -21,6 +21,7 @@ import (
 
 	"github.com/parleyhq/parley/internal/channel/acpagent"
 	"github.com/parleyhq/parley/internal/channel/render"
+	"github.com/parleyhq/parley/internal/chat"
 )
 
 // Transport sends one message (already within the limit) to a chat.
@@ -63,6 +64,8 @@ type Bridge struct {
 	mu        sync.Mutex
 	chats     map[string]*chatState
 	bySession map[acp.SessionId]*chatState
+	taken     map[string]chan struct{} // message id → closed at its first receipt
+	tail      map[string]chan struct{} // chat → closed when its newest message has been handed over
 	// opened is closed (and replaced) each time a session is registered.
 	opened chan struct{}
 }
@@ -70,7 +73,8 @@ type Bridge struct {
 // Connect speaks ACP on in/out and initializes; it returns the plugin's config
 // section (initialize's _meta "parley/config") as JSON.
 func Connect(ctx context.Context, in io.Reader, out io.Writer, name string, log *slog.Logger) (*Bridge, json.RawMessage, error) {
-	b := &Bridge{log: log, chats: map[string]*chatState{}, bySession: map[acp.SessionId]*chatState{}, opened: make(chan struct{})}
+	b := &Bridge{log: log, chats: map[string]*chatState{}, bySession: map[acp.SessionId]*chatState{},
+		taken: map[string]chan struct{}{}, tail: map[string]chan struct{}{}, opened: make(chan struct{})}
 	// The SDK logs to slog's default logger (stderr, which the host logs):
 	// its SetLogger races with the reader it has already started.
 	b.acp = acp.NewClientSideConnection(b, out, in)
@@ -116,6 +120,36 @@ func (b *Bridge) Reopen(ctx context.Context) error {
 
 // Done is closed when parley closes the connection.
 func (b *Bridge) Done() <-chan struct{} { return b.acp.Done() }
+
+// handOver bounds how long a chat's next message waits for parley to take the
+// one before it.
+const handOver = 10 * time.Second
+
+// expect returns a channel closed when parley's first receipt for messageID
+// arrives.
+func (b *Bridge) expect(messageID string) <-chan struct{} {
+	ch := make(chan struct{})
+	b.mu.Lock()
+	b.taken[messageID] = ch
+	b.mu.Unlock()
+	return ch
+}
+
+func (b *Bridge) forget(messageID string) {
+	b.mu.Lock()
+	delete(b.taken, messageID)
+	b.mu.Unlock()
+}
+
+// receipt marks a message as taken by parley.
+func (b *Bridge) receipt(messageID string) {
+	b.mu.Lock()
+	if ch := b.taken[messageID]; ch != nil {
+		close(ch)
+		delete(b.taken, messageID)
+	}
+	b.mu.Unlock()
+}
 
 // chatState is one chat: its ACP session and what is being streamed to it.
 type chatState struct {
@@ -243,14 +277,65 @@ func (b *Bridge) waitSession(ctx context.Context, id acp.SessionId, d time.Durat
 // own goroutine: a /stop or a card answer must not wait behind the turn in
 // flight.
 func (b *Bridge) Handle(ctx context.Context, chatID, user, text string) {
+	b.HandleOnce(ctx, chatID, user, "", text)
+}
+
+// HandleOnce is Handle for a platform message with a stable id (unique within
+// the plugin). The id is the prompt's messageId, so a platform that hands the
+// same message over again (Telegram's getUpdates after a restart) never
+// delivers it twice: parley answers a repeated id without a second turn.
+func (b *Bridge) HandleOnce(ctx context.Context, chatID, user, messageID, text string) {
+	if messageID == "" {
+		messageID = chat.NewID("m")
+	}
+	// parley takes requests concurrently, so a chat's messages are handed over
+	// one at a time, in the order they came: each waits for the one before to
+	// be taken (its first receipt, or its answer for a chat command). The turn
+	// itself does not hold the next message back.
+	b.mu.Lock()
+	prev, mine := b.tail[chatID], make(chan struct{})
+	b.tail[chatID] = mine
+	b.mu.Unlock()
 	go func() {
+		handed := sync.OnceFunc(func() {
+			close(mine)
+			b.mu.Lock()
+			if b.tail[chatID] == mine {
+				delete(b.tail, chatID)
+			}
+			b.mu.Unlock()
+		})
+		defer handed()
+		if prev != nil {
+			select {
+			case <-prev:
+			case <-ctx.Done():
+				return
+			}
+		}
 		c, err := b.chat(ctx, chatID)
 		if err != nil {
 			b.log.Warn("bridge: no session", "chat", chatID, "err", err)
 			return
 		}
-		resp, err := b.acp.Prompt(ctx, acp.PromptRequest{SessionId: c.session, Prompt: []acp.ContentBlock{acp.TextBlock(text)},
-			Meta: map[string]any{acpagent.MetaUser: user}})
+		req := acp.PromptRequest{SessionId: c.session, Prompt: []acp.ContentBlock{acp.TextBlock(text)},
+			Meta: map[string]any{acpagent.MetaUser: user}, MessageId: acp.Ptr(messageID)}
+		taken := b.expect(messageID)
+		var resp acp.PromptResponse
+		answered := make(chan struct{})
+		go func() {
+			defer close(answered)
+			resp, err = b.acp.Prompt(ctx, req)
+		}()
+		select {
+		case <-taken:
+		case <-answered:
+		case <-time.After(handOver):
+			b.log.Warn("bridge: no receipt yet; handing over the next message anyway", "chat", chatID, "message", messageID)
+		}
+		handed()
+		b.forget(messageID)
+		<-answered
 		if err != nil {
 			b.say(ctx, c.target, "error: "+err.Error())
 			return
@@ -360,6 +445,13 @@ func (b *Bridge) HandleExtensionMethod(ctx context.Context, method string, param
 	switch method {
 	case "_parley/ping":
 		return map[string]any{}, nil
+	case "_parley/delivery":
+		var p struct {
+			Event chat.Delivery `json:"event"`
+		}
+		if json.Unmarshal(params, &p) == nil && p.Event.MessageID != "" {
+			b.receipt(p.Event.MessageID)
+		}
 	case "_parley/prompt_done":
 		var p struct {
 			SessionID acp.SessionId `json:"sessionId"`

@@ -73,7 +73,8 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, log *slog.Logger) err
 		switch {
 		case u.Message != nil && u.Message.Text != "" && u.Message.From != nil:
 			chat := strconv.FormatInt(u.Message.Chat.ID, 10)
-			b.Handle(ctx, chat, strconv.FormatInt(u.Message.From.ID, 10), u.Message.Text)
+			id := fmt.Sprintf("tg-%s-%d", chat, u.Message.ID)
+			b.HandleOnce(ctx, chat, strconv.FormatInt(u.Message.From.ID, 10), id, u.Message.Text)
 		case u.CallbackQuery != nil:
 			q := u.CallbackQuery
 			id, ok := chatOf(q.Message)
