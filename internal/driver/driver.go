@@ -46,6 +46,15 @@ type Spec struct {
 	Logger  *slog.Logger
 }
 
+// DeliveryProver is a Session whose Prompt alone proves delivery, because it
+// reads the agent's screen (tmux). For other drivers the agent's output during
+// a hand-over proves the agent has the message; for these it may be a menu left
+// open or a turn the person typed in the pane, so the receipt stays
+// "delivering" until Prompt returns.
+type DeliveryProver interface {
+	ProvesDelivery()
+}
+
 // Session is one live agent process (or pane) serving a thread.
 type Session interface {
 	// Prompt hands the person's text to the agent. It returns nil once the agent

@@ -554,7 +554,7 @@ func (l *lane) onUpdate(u update) {
 }
 
 func (l *lane) onEvent(p chat.Payload) {
-	if t := l.turn; t != nil && !t.prompted && isAgentOutput(p) {
+	if t := l.turn; t != nil && !t.prompted && isAgentOutput(p) && !l.provesDelivery() {
 		// The agent answering is proof it has the message, even before the
 		// driver's own verification returns.
 		t.prompted, t.delivered = true, true
@@ -586,6 +586,13 @@ func titleOf(text string) string {
 		line = cut + "…"
 	}
 	return line
+}
+
+// provesDelivery reports whether only the driver's Prompt may say the message
+// was submitted (driver.DeliveryProver).
+func (l *lane) provesDelivery() bool {
+	_, ok := l.sess.(driver.DeliveryProver)
+	return ok
 }
 
 // isAgentOutput reports whether a payload is the agent speaking or acting.

@@ -1,0 +1,121 @@
+package daemon_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/config"
+	"github.com/parleyhq/parley/internal/daemon"
+	"github.com/parleyhq/parley/internal/driver"
+	"github.com/parleyhq/parley/internal/testkit/chatsock"
+)
+
+// slowProof is an agent whose hand-over takes a while: while Prompt runs, a
+// permission card shows up that the message did not cause (a menu left open on
+// a terminal agent's screen), then Prompt returns. Prompt waits for release.
+type slowProof struct {
+	proves  bool // the session is a driver.DeliveryProver
+	release chan struct{}
+}
+
+func (d *slowProof) Start(_ context.Context, _ driver.Spec, sink driver.Sink) (driver.Session, error) {
+	s := &slowSession{d: d, sink: sink}
+	if d.proves {
+		return &provingSession{s}, nil
+	}
+	return s, nil
+}
+
+type slowSession struct {
+	d    *slowProof
+	sink driver.Sink
+}
+
+func (s *slowSession) Prompt(ctx context.Context, p driver.Prompt) error {
+	s.sink.Event(chat.PermissionRequest{RequestID: "left-open", Tool: chat.PermissionTool{Name: "Bash"},
+		Options: []chat.PermissionOption{{ID: "allow", Label: "Yes", Kind: "allow_once"}}})
+	select {
+	case <-s.d.release:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (s *slowSession) Cancel(context.Context) error { s.sink.TurnEnded(chat.StopCancelled); return nil }
+func (s *slowSession) AnswerPermission(context.Context, string, driver.PermissionAnswer) error {
+	return nil
+}
+func (s *slowSession) AnswerQuestion(context.Context, string, driver.QuestionAnswer) error {
+	return nil
+}
+func (s *slowSession) SetMode(context.Context, string) error                 { return nil }
+func (s *slowSession) SetConfigOption(context.Context, string, string) error { return nil }
+func (s *slowSession) Close(context.Context) error                           { return nil }
+
+type provingSession struct{ *slowSession }
+
+func (provingSession) ProvesDelivery() {}
+
+// TestOutputDoesNotProveDeliveryForAScreenDriver: for a driver that reads the
+// agent's screen, a card seen while the message is being handed over is not
+// proof the message arrived; "submitted" waits for the driver's own verdict.
+// For other drivers the agent acting during the hand-over is that proof.
+func TestOutputDoesNotProveDeliveryForAScreenDriver(t *testing.T) {
+	for _, proves := range []bool{true, false} {
+		name := map[bool]string{true: "screen driver", false: "structured driver"}[proves]
+		t.Run(name, func(t *testing.T) {
+			drv := &slowProof{proves: proves, release: make(chan struct{})}
+			e := startWith(t, drv)
+			c := e.dial("chat1", -1)
+			c.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeReplayDone), "replay_done")
+			c.Send(chatsock.Msg("m1", "hello"))
+			card := c.WaitFor(0, 10*time.Second, chatsock.Type(chat.TypePermissionRequest), "the card")
+			delivering := c.WaitFor(0, 10*time.Second, chatsock.Delivery("m1", chat.DeliveryDelivering), "delivering")
+			submittedEarly := slices.ContainsFunc(c.Snapshot(), chatsock.Delivery("m1", chat.DeliverySubmitted))
+			if proves && submittedEarly {
+				t.Fatalf("submitted before the driver verified the send (card at %d, delivering at %d):\n%s",
+					card, delivering, chatsock.Summary(c.Snapshot()))
+			}
+			if !proves {
+				c.WaitFor(0, 10*time.Second, chatsock.Delivery("m1", chat.DeliverySubmitted), "submitted on the agent's output")
+			}
+			close(drv.release)
+			c.WaitFor(0, 10*time.Second, chatsock.Delivery("m1", chat.DeliverySubmitted), "submitted")
+		})
+	}
+}
+
+// startWith starts a daemon whose one agent runs on drv.
+func startWith(t *testing.T, drv driver.Driver) *testEnv {
+	t.Helper()
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := filepath.Join(root, "work")
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig(filepath.Join(root, "data"), work)
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	d, err := daemon.Start(context.Background(), cfg, daemon.Options{Drivers: map[string]driver.Driver{config.TransportStream: drv}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := d.Shutdown(ctx); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+	})
+	return &testEnv{t: t, d: d, root: work, cfg: cfg}
+}
