@@ -24,9 +24,9 @@ import (
 )
 
 // startDaemon runs a real daemon (SQLite, sockets) whose one agent ("echo") is
-// the scripted driver. The real Claude Code (stream driver) is not wired into
-// parley yet (internal/cli/drivers.go); the chat binary only needs a URL and a
-// token, so it runs unchanged against either.
+// the scripted driver, for the client's own behaviour (layout, keys,
+// reconnects). TestChatWithClaudeCode runs the same binary against the real
+// Claude Code; the chat binary only needs a URL and a token.
 func startDaemon(t *testing.T) (*daemon.Daemon, string) {
 	t.Helper()
 	d, _, work := startRestartable(t)
