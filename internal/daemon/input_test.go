@@ -135,7 +135,11 @@ func TestInputFloodIsRateLimited(t *testing.T) {
 func TestSlowReaderIsDroppedFastReaderKeepsUp(t *testing.T) {
 	e := startDaemon(t, func(c *config.Config) { c.Limits.ConnBuffer = 1024 })
 	fast := e.dial("slow", -1)
-	fast.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeReplayDone), "fast ready")
+	fast.WaitFor(0, 10*time.Second, chatsock.Type(chat.TypeReplayDone), "fast ready")
+	// The thread exists first, so the slow reader's connect replays it from seq 1.
+	fast.Send(chatsock.Msg("m0", "say before"))
+	fast.WaitFor(0, 10*time.Second, chatsock.PromptDone("m0", chat.StopEndTurn), "first turn")
+	slowBefore := e.metric(`parley_socket_closed_total{reason="slow"}`)
 	// The slow one connects and then never reads.
 	ctx := context.Background()
 	slow, _, err := client.Dial(ctx, e.url(), e.d.Token(), client.Options{Chat: "slow", Since: -1, ReadLimit: 1 << 30})
@@ -147,27 +151,92 @@ func TestSlowReaderIsDroppedFastReaderKeepsUp(t *testing.T) {
 	// slow reader's socket buffers fill after a few thousand, then its backlog.
 	const chunks = 20000
 	fast.Send(chatsock.Msg("m1", fmt.Sprintf("stream %d 20us 2048", chunks)))
-	fast.WaitFor(0, 60*time.Second, chatsock.PromptDone("m1", chat.StopEndTurn), "fast reader got the whole turn")
+	i := fast.WaitFor(0, 60*time.Second, chatsock.PromptDone("m1", chat.StopEndTurn), "fast reader got the whole turn")
+	fast.WaitFor(i, 10*time.Second, chatsock.Field(chat.TypeTurnStatus, "active", false), "turn over")
 	got := 0
 	for _, ev := range fast.Snapshot() {
-		if ev.Type == chat.TypeAgentChunk {
+		if ev.Type == chat.TypeAgentChunk && strings.HasPrefix(fmt.Sprint(chatsock.FieldOf(ev, "text")), "c") {
 			got++
 		}
 	}
 	if got != chunks {
 		t.Fatalf("fast reader: %d chunks, want %d", got, chunks)
 	}
-	// The slow reader, reading at last, finds its connection closed by parley.
-	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	live := seqs(fast.Snapshot())
+	for k, s := range live {
+		if s != int64(k+1) {
+			t.Fatalf("fast reader's log is not 1..n without gaps (at %d: %d)", k, s)
+		}
+	}
+	last := live[len(live)-1]
+	// parley dropped the slow reader for being slow, and counted it.
+	testkit.Eventually(t, 30*time.Second, func() bool {
+		return e.metric(`parley_socket_closed_total{reason="slow"}`) == slowBefore+1
+	}, "parley_socket_closed_total{reason=\"slow\"} rose by one")
+	// The slow reader, reading at last, gets what was already on its way and
+	// then finds its connection closed. Its close frame waits behind the data
+	// the blocked write could not hand over: the library gives up on it after
+	// 5 s and closes the TCP connection, so the reader may see only the end of
+	// the stream (no close code). When the close frame did get through, it says
+	// why.
+	rctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	var rerr error
-	for rerr == nil {
-		_, rerr = slow.Next(rctx)
+	var seen []int64
+	for {
+		var ev client.Event
+		ev, rerr = slow.Next(rctx)
+		if rerr != nil {
+			break
+		}
+		if ev.Seq != 0 {
+			seen = append(seen, ev.Seq)
+		}
 	}
 	if rctx.Err() != nil {
 		t.Fatal("the slow reader's connection was never closed")
 	}
-	if code, reason := client.CloseStatus(rerr); code != -1 && code != 4008 {
-		t.Fatalf("close: got %d %q, want 4008 (too slow)", code, reason)
+	code, reason := client.CloseStatus(rerr)
+	if code != -1 && (code != 4008 || !strings.Contains(reason, "too slow")) {
+		t.Fatalf("close: got %d %q, want 4008 saying it was too slow (or no close frame at all)", code, reason)
 	}
+	t.Logf("slow reader: %d events (seq %d..%d) before the close (%d %q)", len(seen), first(seen), lastOf(seen), code, reason)
+	if len(seen) == 0 || seen[0] != 1 {
+		t.Fatalf("the slow reader's replay did not start at seq 1: %v", first(seen))
+	}
+	for k, s := range seen {
+		if s != int64(k+1) {
+			t.Fatalf("the slow reader got a gap before it was dropped (at %d: %d)", k, s)
+		}
+	}
+	if lastOf(seen) >= last {
+		t.Fatalf("the slow reader got all %d events: it was never behind", last)
+	}
+	// It reconnects with since=<the last seq it saw> and gets the rest, no gap,
+	// nothing twice.
+	again := e.dial("slow", lastOf(seen))
+	end := again.WaitFor(0, 60*time.Second, chatsock.Type(chat.TypeReplayDone), "replay after the drop")
+	rest := seqs(again.Snapshot()[:end])
+	if len(rest) == 0 || rest[0] != lastOf(seen)+1 || rest[len(rest)-1] != last {
+		t.Fatalf("replay since=%d: seqs %d..%d, want %d..%d", lastOf(seen), first(rest), lastOf(rest), lastOf(seen)+1, last)
+	}
+	for k, s := range rest {
+		if s != lastOf(seen)+1+int64(k) {
+			t.Fatalf("replay since=%d has a gap at %d: %d", lastOf(seen), k, s)
+		}
+	}
+}
+
+func first(s []int64) int64 {
+	if len(s) == 0 {
+		return 0
+	}
+	return s[0]
+}
+
+func lastOf(s []int64) int64 {
+	if len(s) == 0 {
+		return 0
+	}
+	return s[len(s)-1]
 }
