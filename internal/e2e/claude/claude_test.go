@@ -211,13 +211,85 @@ func TestIdleUnloadResumesWithHistory(t *testing.T) {
 func TestAgentKilledMidTurnThenRecovers(t *testing.T) {
 	r := newRig(t, scenario(), nil)
 	s := r.dial("kill", -1)
+	s.Send(chatsock.Msg("m0", "remember"))
+	h := s.WaitFor(0, wait, chatsock.PromptDone("m0", chat.StopEndTurn), "a first, whole turn")
 	s.Send(chatsock.Msg("m1", "slowly"))
-	s.WaitFor(0, wait, chatsock.Type(chat.TypeAgentChunk), "streaming")
-	kill(t, r.agentPIDs())
+	// Well into the turn (five chunks, a quarter of a second at the stand-in's
+	// pace), so Claude Code has written the earlier turn to its transcript: a kill
+	// within a few ms of a turn's end can lose it, and the resume then reports
+	// history_lost.
+	for range 5 {
+		h = s.WaitFor(h+1, wait, chatsock.Type(chat.TypeAgentChunk), "streaming")
+	}
+	killed := r.agentPIDs()
+	kill(t, killed)
 	i := s.WaitFor(0, wait, chatsock.PromptDone("m1", chat.StopError), "turn ends with error")
 	s.WaitFor(0, wait, func(e client.Event) bool { return e.Type == chat.TypeError && e.Seq != 0 }, "an error event")
 	s.Send(chatsock.Msg("m2", "hello"))
 	s.WaitFor(i, wait, chatsock.PromptDone("m2", chat.StopEndTurn), "the next message recovers")
+	// A new process resumed the same conversation: the model sees the turns
+	// before the crash.
+	if after := r.agentPIDs(); len(after) != 1 || fmt.Sprint(after) == fmt.Sprint(killed) {
+		t.Errorf("agent processes %v after the recovery (killed %v): want one new one", after, killed)
+	}
+	reqs := r.api.ScenarioRequests()
+	texts := reqs[len(reqs)-1].UserTexts()
+	// The killed turn's own message may or may not have reached the transcript;
+	// the whole turn before it must have.
+	if len(texts) < 2 || texts[0] != "remember" || texts[len(texts)-1] != "hello" {
+		t.Fatalf("the recovered session's request: user texts %q, want the earlier turn (remember) before hello", texts)
+	}
+	noHistoryLost(t, s)
+}
+
+func TestDaemonRestartResumesWithHistory(t *testing.T) {
+	r := newRig(t, scenario(), nil)
+	s := r.dial("restart", -1)
+	s.Send(chatsock.Msg("m1", "remember"))
+	i := s.WaitFor(0, wait, chatsock.PromptDone("m1", chat.StopEndTurn), "first turn")
+	thread := s.Get(i).Thread
+	// Claude Code writes its transcript a little after the turn; a graceful stop
+	// ends the session (the process exits).
+	r.stop()
+	testkit.Eventually(t, 20*time.Second, func() bool { return len(r.agentPIDs()) == 0 }, "the agent process ended with the daemon")
+	before := len(r.api.ScenarioRequests())
+	// The same data directory, a new daemon: the route still shows the thread,
+	// and the next message resumes Claude's session.
+	r.start()
+	s2 := r.dial("restart", -1)
+	j := s2.WaitFor(0, wait, func(e client.Event) bool { return e.Type == chat.TypeThread && e.Thread == thread }, "the same thread after the restart")
+	s2.Send(chatsock.Msg("m2", "hello"))
+	s2.WaitFor(j, wait, chatsock.PromptDone("m2", chat.StopEndTurn), "a turn after the restart")
+	s2.WaitFor(j, wait, func(e client.Event) bool {
+		return e.Type == chat.TypeSessionInfo && chatsock.FieldOf(e, "state") == "resumed"
+	}, "the session resumed")
+	pids := r.agentPIDs()
+	if len(pids) != 1 {
+		t.Fatalf("agent processes after the restart: %v, want one", pids)
+	}
+	cmdline, _ := os.ReadFile(filepath.Join("/proc", fmt.Sprint(pids[0]), "cmdline"))
+	if !strings.Contains(string(cmdline), "--resume") {
+		t.Errorf("the agent after the restart was not started with --resume: %q", strings.ReplaceAll(string(cmdline), "\x00", " "))
+	}
+	reqs := r.api.ScenarioRequests()
+	if len(reqs) <= before {
+		t.Fatal("the stand-in got no request after the restart")
+	}
+	if texts := reqs[len(reqs)-1].UserTexts(); strings.Join(texts, "|") != "remember|hello" {
+		t.Fatalf("the request after the restart: user texts %q, want the earlier turn (remember) before hello", texts)
+	}
+	noHistoryLost(t, s2)
+}
+
+// noHistoryLost fails the test when the thread says its earlier conversation
+// could not be restored.
+func noHistoryLost(t *testing.T, s *chatsock.Conn) {
+	t.Helper()
+	for _, ev := range s.Snapshot() {
+		if ev.Type == chat.TypeError && chatsock.FieldOf(ev, "code") == chat.CodeNoHistory {
+			t.Fatalf("the resume lost the history: %s", ev.Raw)
+		}
+	}
 }
 
 func TestReconnectMidTurnWithSince(t *testing.T) {
