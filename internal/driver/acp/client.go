@@ -144,6 +144,16 @@ func (c *client) ReadTextFile(ctx context.Context, p sdk.ReadTextFileRequest) (s
 		limit = *p.Limit
 	}
 	text, err := c.s.jail.read(p.Path, line, limit)
+	if errors.Is(err, fs.ErrNotExist) {
+		// A file that does not exist (inside the working directory: the jail
+		// has checked) reads as empty, as in Zed, the protocol's reference
+		// client, whose editor opens a missing path as a new empty buffer.
+		// Agents rely on it: Gemini CLI 0.61.0's write_file and replace read
+		// the file first and treat any error as a failure (its ACP SDK rejects
+		// with the bare JSON-RPC error object, which its not-found check does
+		// not recognize), so with an error no new file could be created.
+		return sdk.ReadTextFileResponse{Content: ""}, nil
+	}
 	if err != nil {
 		return sdk.ReadTextFileResponse{}, c.fsError("read", p.Path, err)
 	}
@@ -165,7 +175,7 @@ func (c *client) fsError(op, path string, err error) error {
 		c.s.logger.Warn("refused file access outside the working directory", "op", op, "path", path)
 		return &sdk.RequestError{Code: -32602, Message: "Access denied: " + err.Error()}
 	case errors.Is(err, fs.ErrNotExist):
-		// ACP's resource-not-found code; Gemini CLI maps the words to ENOENT.
+		// ACP's resource-not-found code.
 		return &sdk.RequestError{Code: -32002, Message: "Resource not found: " + path}
 	}
 	return &sdk.RequestError{Code: -32603, Message: op + " " + path + ": " + err.Error()}

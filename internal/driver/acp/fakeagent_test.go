@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -204,22 +205,34 @@ func TestFakeAgentFiles(t *testing.T) {
 	must(os.WriteFile(cwd+"/in.txt", []byte("inside words"), 0o644))
 	must(os.WriteFile(outside+"/secret.txt", []byte("secret words"), 0o644))
 	must(os.Symlink(outside+"/secret.txt", cwd+"/link.txt"))
+	must(os.Symlink(outside, cwd+"/dir-link"))
 	tests := []struct {
-		ask  string
-		want string // prefix of the agent's reply
+		ask   string
+		want  string // prefix of the agent's reply
+		exact bool   // the whole reply
 	}{
-		{"read " + cwd + "/in.txt", "read: inside words"},
-		{"read " + outside + "/secret.txt", "error: "},
-		{"read " + cwd + "/link.txt", "error: "},
-		{"read " + cwd + "/missing.txt", "error: "},
-		{"write " + cwd + "/new/out.txt", "wrote"},
-		{"write " + cwd + "/link.txt", "error: "},
-		{"write " + outside + "/planted.txt", "error: "},
+		{"read " + cwd + "/in.txt", "read: inside words", false},
+		{"read " + outside + "/secret.txt", "error: ", false},
+		{"read " + cwd + "/link.txt", "error: ", false},
+		{"read " + cwd + "/dir-link/secret.txt", "error: ", false},
+		{"read " + cwd + "/../" + filepath.Base(outside) + "/secret.txt", "error: ", false},
+		// Missing outside is refused, not read as empty.
+		{"read " + outside + "/nothing.txt", "error: ", false},
+		// A missing file inside reads as empty (as in Zed; see ReadTextFile).
+		{"read " + cwd + "/missing.txt", "read: ", true},
+		{"write " + cwd + "/new/out.txt", "wrote", false},
+		{"write " + cwd + "/link.txt", "error: ", false},
+		{"write " + outside + "/planted.txt", "error: ", false},
+		{"write " + cwd + "/dir-link/planted.txt", "error: ", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.ask, func(t *testing.T) {
-			if _, got := runTurn(t, s, sink, tt.ask); !strings.HasPrefix(got, tt.want) || strings.Contains(got, "secret words") {
+			_, got := runTurn(t, s, sink, tt.ask)
+			if !strings.HasPrefix(got, tt.want) || (tt.exact && got != tt.want) || strings.Contains(got, "secret words") {
 				t.Errorf("%s: got %q want prefix %q and no secret", tt.ask, got, tt.want)
+			}
+			if tt.want == "error: " && !strings.Contains(got, "outside the session's working directory") {
+				t.Errorf("%s: got %q want parley's refusal (outside the working directory)", tt.ask, got)
 			}
 		})
 	}

@@ -437,51 +437,146 @@ func TestGeminiResume(t *testing.T) {
 	})
 }
 
+// fsCall is one client-side file request the agent made and parley's answer,
+// read from the tap.
+type fsCall struct {
+	Method  string
+	Path    string
+	Content string // what the agent asked to write
+	Result  json.RawMessage
+	Error   json.RawMessage
+}
+
+// fsCalls returns the agent's fs/* requests in order, each with parley's answer.
+func (r *rig) fsCalls() []fsCall {
+	type msg struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Params struct {
+			Path    string `json:"path"`
+			Content string `json:"content"`
+		} `json:"params"`
+		Result json.RawMessage `json:"result"`
+		Error  json.RawMessage `json:"error"`
+	}
+	var calls []fsCall
+	open := map[string]int{} // request id (the agent's numbering) → index in calls
+	for _, line := range strings.Split(r.tap.String(), "\n") {
+		from, rest, ok := strings.Cut(line, " ")
+		if !ok {
+			continue
+		}
+		var m msg
+		if json.Unmarshal([]byte(rest), &m) != nil {
+			continue
+		}
+		switch {
+		case from == "<" && strings.HasPrefix(m.Method, "fs/"):
+			open[string(m.ID)] = len(calls)
+			calls = append(calls, fsCall{Method: m.Method, Path: m.Params.Path, Content: m.Params.Content})
+		case from == ">" && m.Method == "" && len(m.ID) > 0:
+			if i, ok := open[string(m.ID)]; ok {
+				calls[i].Result, calls[i].Error = m.Result, m.Error
+				delete(open, string(m.ID))
+			}
+		}
+	}
+	return calls
+}
+
+// toAgent is everything parley wrote to the agent.
+func (r *rig) toAgent() string {
+	var sb strings.Builder
+	for _, line := range strings.Split(r.tap.String(), "\n") {
+		if rest, ok := strings.CutPrefix(line, "> "); ok {
+			sb.WriteString(rest + "\n")
+		}
+	}
+	return sb.String()
+}
+
+// TestGeminiReadOutsideCwd: the agent is asked to read and write outside the
+// working directory, directly and through a symlink inside it; nothing of the
+// outside file reaches the model or the screen, and nothing is written there.
+//
+// Which layer refuses what: Gemini CLI 0.61.0 refuses all of these itself.
+// Its tools check the real path (symlinks resolved) against the workspace
+// ("Path not in workspace"), and its ACP file service sends only paths inside
+// the session's cwd to parley (others go to its own fs, which the tool check
+// has already refused). So with Gemini parley is not asked; the test still
+// fails if parley was asked and answered, or if anything of the secret
+// reached the agent, the model or the screen. Parley's own refusal of paths
+// outside the cwd (absolute, "..", symlinked file and directory, dangling
+// symlink) is shown with the fake agent, which does ask: TestFakeAgentFiles
+// and TestJailRead / TestJailWrite.
 func TestGeminiReadOutsideCwd(t *testing.T) {
 	const secret = "TOP-SECRET-parley-7f3a"
-	outside := filepath.Join(t.TempDir(), "secret.txt")
+	outsideDir := t.TempDir()
+	outside := filepath.Join(outsideDir, "secret.txt")
 	if err := os.WriteFile(outside, []byte(secret+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
-		name string
-		path func(cwd string) string
+		name   string
+		tool   string // read_file or write_file
+		path   func(cwd string) string
+		target string // the outside file a write would land in
 	}{
-		{name: "absolute path", path: func(string) string { return outside }},
-		{name: "symlink inside cwd", path: func(cwd string) string {
+		{name: "absolute path", tool: "read_file", path: func(string) string { return outside }},
+		{name: "symlink inside cwd", tool: "read_file", path: func(cwd string) string {
 			link := filepath.Join(cwd, "innocent.txt")
 			if err := os.Symlink(outside, link); err != nil {
 				t.Fatal(err)
 			}
 			return link
 		}},
+		{name: "absolute path", tool: "write_file", target: outside, path: func(string) string { return outside }},
+		{name: "through symlinked dir", tool: "write_file", target: filepath.Join(outsideDir, "planted.txt"), path: func(cwd string) string {
+			link := filepath.Join(cwd, "innocent-dir")
+			if err := os.Symlink(outsideDir, link); err != nil {
+				t.Fatal(err)
+			}
+			return filepath.Join(link, "planted.txt")
+		}},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
+		t.Run(tt.tool+" "+tt.name, func(t *testing.T) {
 			r := newRig(t, geminiapi.Scenario{})
 			p := tt.path(r.cwd)
+			call := geminiapi.ReadFile(p)
+			if tt.tool == "write_file" {
+				call = geminiapi.Call("write_file", map[string]string{"file_path": p, "content": "planted by the agent\n"})
+			}
 			r.srv.SetScenario(geminiapi.Scenario{Rules: []geminiapi.Rule{
-				{Match: geminiapi.Match{Contains: "read it"}, Reply: geminiapi.ReadFile(p)},
-				{Match: geminiapi.Match{FunctionResponse: "read_file"}, Reply: geminiapi.Text("Done reading.", 1, 0)},
+				{Match: geminiapi.Match{Contains: "do it"}, Reply: call},
+				{Match: geminiapi.Match{FunctionResponse: tt.tool}, Reply: geminiapi.Text("Done.", 1, 0)},
 			}})
 			s, sink := r.start("")
-			prompt(t, s, "read it")
+			prompt(t, s, "do it")
 			if got := waitTurn(t, sink, 0); got != chat.StopEndTurn {
 				t.Fatalf("turn: got %q", got)
 			}
-			// A permission card, if any, is refused too.
+			// No card: the agent refuses before it would ask. Were there one,
+			// it is not answered, so nothing could be approved.
 			for _, req := range payloads[chat.PermissionRequest](sink, 0) {
 				t.Errorf("unexpected permission card: %+v", req)
 			}
-			fr, ok := r.srv.FunctionResponse("read_file")
+			fr, ok := r.srv.FunctionResponse(tt.tool)
 			if !ok {
-				t.Fatalf("the stand-in never got the read_file result")
-			}
-			if strings.Contains(string(fr.Response), secret) {
-				t.Errorf("the secret reached the model: %s", fr.Response)
+				t.Fatalf("the stand-in never got the %s result", tt.tool)
 			}
 			if !strings.Contains(string(fr.Response), "error") {
-				t.Errorf("read_file result: got %s want an error", fr.Response)
+				t.Errorf("%s result: got %s want an error", tt.tool, fr.Response)
+			}
+			// Nothing of the secret reached the model, in any request.
+			for i, req := range r.srv.Requests() {
+				if strings.Contains(string(req.Body), secret) {
+					t.Errorf("the secret reached the model (request %d): %s", i, req.Body)
+				}
+			}
+			// Nor the agent through parley, nor the screen.
+			if strings.Contains(r.toAgent(), secret) {
+				t.Errorf("parley sent the secret to the agent")
 			}
 			for _, rec := range sink.all() {
 				b, _ := json.Marshal(rec.Payload)
@@ -489,10 +584,90 @@ func TestGeminiReadOutsideCwd(t *testing.T) {
 					t.Errorf("the secret reached the screen: %s", b)
 				}
 			}
-			t.Logf("agent asked parley to read it: %v; read_file result: %s", strings.Contains(r.tap.String(), `"fs/read_text_file"`), fr.Response)
-			r.saveTranscript("read_outside_" + strings.ReplaceAll(tt.name, " ", "_"))
+			// If the agent asked parley, parley refused.
+			for _, c := range r.fsCalls() {
+				if len(c.Error) == 0 {
+					t.Errorf("%s %s: parley answered %s, want an error (outside the working directory)", c.Method, c.Path, c.Result)
+				}
+			}
+			if b, _ := os.ReadFile(outside); string(b) != secret+"\n" {
+				t.Errorf("the outside file changed: %q", b)
+			}
+			if tt.target != "" && tt.target != outside {
+				if _, err := os.Stat(tt.target); err == nil {
+					t.Errorf("a file was planted outside the working directory: %s", tt.target)
+				}
+			}
+			r.saveTranscript(strings.TrimSuffix(tt.tool, "_file") + "_outside_" + strings.ReplaceAll(tt.name, " ", "_"))
 		})
 	}
+}
+
+// TestGeminiFilesInsideCwd: Gemini CLI edits and writes files inside the
+// working directory through parley's fs/read_text_file and fs/write_text_file
+// (its replace and write_file tools use the client's file methods; its
+// read_file tool reads the disk itself, so it is not used here).
+func TestGeminiFilesInsideCwd(t *testing.T) {
+	r := newRig(t, geminiapi.Scenario{})
+	notes := filepath.Join(r.cwd, "notes.txt")
+	if err := os.WriteFile(notes, []byte("alpha line\nbeta line\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	made := filepath.Join(r.cwd, "made.txt")
+	r.srv.SetScenario(geminiapi.Scenario{Rules: []geminiapi.Rule{
+		{Match: geminiapi.Match{Contains: "edit the notes"}, Reply: geminiapi.Call("replace", map[string]string{
+			"file_path": notes, "instruction": "Rename the second line from beta to gamma.",
+			"old_string": "beta line", "new_string": "gamma line"})},
+		{Match: geminiapi.Match{FunctionResponse: "replace"}, Reply: geminiapi.Text("Edited.", 1, 0)},
+		{Match: geminiapi.Match{Contains: "write a file"}, Reply: geminiapi.Call("write_file", map[string]string{
+			"file_path": made, "content": "made through parley\n"})},
+		{Match: geminiapi.Match{FunctionResponse: "write_file"}, Reply: geminiapi.Text("Written.", 1, 0)},
+	}})
+	s, sink := r.start("")
+	for _, ask := range []string{"edit the notes", "write a file"} {
+		from := sink.len()
+		prompt(t, s, ask)
+		req := waitPayload[chat.PermissionRequest](t, sink, from, "permission_request for "+ask)
+		if err := s.AnswerPermission(context.Background(), req.RequestID, driver.PermissionAnswer{OptionID: optionOfKind(t, req, chat.OptionAllowOnce)}); err != nil {
+			t.Fatalf("AnswerPermission: %v", err)
+		}
+		if got := waitTurn(t, sink, from); got != chat.StopEndTurn {
+			t.Fatalf("%s: stop reason %q\n%s", ask, got, sink.dump())
+		}
+	}
+	if b, err := os.ReadFile(notes); err != nil || string(b) != "alpha line\ngamma line\n" {
+		t.Errorf("notes.txt after the edit: got %q, %v", b, err)
+	}
+	if b, err := os.ReadFile(made); err != nil || string(b) != "made through parley\n" {
+		t.Errorf("made.txt: got %q, %v", b, err)
+	}
+	// The edit read the file through parley and wrote it back through parley.
+	calls := r.fsCalls()
+	find := func(method, path string, ok func(fsCall) bool) bool {
+		for _, c := range calls {
+			if c.Method == method && c.Path == path && ok(c) {
+				return true
+			}
+		}
+		return false
+	}
+	readNotes := find("fs/read_text_file", notes, func(c fsCall) bool {
+		var res struct{ Content string }
+		return len(c.Error) == 0 && json.Unmarshal(c.Result, &res) == nil && res.Content == "alpha line\nbeta line\n"
+	})
+	if !readNotes {
+		t.Errorf("no fs/read_text_file of %s answered with its content; fs calls: %+v", notes, calls)
+	}
+	wrote := func(path, content string) bool {
+		return find("fs/write_text_file", path, func(c fsCall) bool { return len(c.Error) == 0 && len(c.Result) > 0 && c.Content == content })
+	}
+	if !wrote(notes, "alpha line\ngamma line\n") {
+		t.Errorf("no successful fs/write_text_file of the edited %s; fs calls: %+v", notes, calls)
+	}
+	if !wrote(made, "made through parley\n") {
+		t.Errorf("no successful fs/write_text_file of %s; fs calls: %+v", made, calls)
+	}
+	r.saveTranscript("files_inside")
 }
 
 func TestGeminiKilledMidTurn(t *testing.T) {
