@@ -66,6 +66,7 @@ const (
 	MetaAgents    = "parley/agents"     // initialize result: the configured agents
 	MetaChat      = "parley/chat"       // session/new params: the platform chat id to use as the route's chat
 	MetaUser      = "parley/user"       // session/prompt params: the platform user who wrote
+	MetaAccount   = "parley/account"    // session/prompt params: the account the platform says that user is logged in as (IRC services), when it has one
 	MetaThread    = "parley/thread"     // session/new and load results: the thread the route shows
 	MetaNotice    = "parley/notice"     // agent_message_chunk: parley's own answer (a command, a refusal), not the agent's
 	MetaRequestID = "parley/request_id" // request_permission and elicitation: the card's request id
@@ -78,9 +79,10 @@ type Gate func(ctx context.Context, p GateRequest) GateReply
 
 // GateRequest is one prompt the gate is asked about.
 type GateRequest struct {
-	Route chat.RouteKey
-	User  string // from the prompt's _meta "parley/user" ("" for editors)
-	Text  string
+	Route   chat.RouteKey
+	User    string // from the prompt's _meta "parley/user" ("" for editors)
+	Account string // from the prompt's _meta "parley/account" ("" when none)
+	Text    string
 }
 
 // GateReply is the gate's verdict.
@@ -460,7 +462,8 @@ func (a *agent) Prompt(_ context.Context, p acp.PromptRequest) (acp.PromptRespon
 	}
 	if a.opt.Gate != nil {
 		user, _ := p.Meta[MetaUser].(string)
-		if rep := a.opt.Gate(ctx, GateRequest{Route: s.route, User: user, Text: msg.Text}); rep.Handled {
+		account, _ := p.Meta[MetaAccount].(string)
+		if rep := a.opt.Gate(ctx, GateRequest{Route: s.route, User: user, Account: account, Text: msg.Text}); rep.Handled {
 			if rep.Reply != "" {
 				a.notice(ctx, s.id, rep.Reply)
 			}

@@ -23,7 +23,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -117,6 +117,9 @@ func (h *Host) Start(plugins []config.Plugin) {
 		if p.Disabled {
 			continue
 		}
+		for _, w := range allowedWarnings(p) {
+			h.log.Warn(w, "plugin", p.ID)
+		}
 		h.mu.Lock()
 		h.status[p.ID] = &Status{ID: p.ID, State: StateStarting, Since: time.Now().UTC()}
 		h.order = append(h.order, p.ID)
@@ -177,11 +180,8 @@ func (h *Host) supervise(ctx context.Context, p config.Plugin) {
 			h.setStatus(p.ID, func(s *Status) { s.State, s.PID, s.Since = StateStopped, 0, time.Now().UTC() })
 			return
 		}
-		if time.Since(started) > time.Minute {
-			fails = 0
-		}
-		delay := backoff(fails, h.opt.MinBackoff, h.opt.MaxBackoff)
-		fails++
+		fails = nextFails(fails, time.Since(started))
+		delay := backoff(fails-1, h.opt.MinBackoff, h.opt.MaxBackoff)
 		log.Warn("plugin exited; restarting", "err", err, "in", delay.Round(time.Millisecond))
 		h.setStatus(p.ID, func(s *Status) {
 			s.State, s.PID, s.Restarts, s.Since = StateBackoff, 0, s.Restarts+1, time.Now().UTC()
@@ -199,6 +199,19 @@ func (h *Host) supervise(ctx context.Context, p config.Plugin) {
 		case <-t.C:
 		}
 	}
+}
+
+// stableRun is how long a plugin must run for its next failure to count as the
+// first again.
+const stableRun = time.Minute
+
+// nextFails counts a failure after a run of ran: a plugin that ran a minute
+// was stable, so its restart delay starts over.
+func nextFails(fails int, ran time.Duration) int {
+	if ran > stableRun {
+		return 1
+	}
+	return fails + 1
 }
 
 // backoff is min·2^fails capped at max, with ±20% jitter.
@@ -303,8 +316,8 @@ const Refusal = "Sorry, you are not allowed to talk to agents here. Ask the owne
 func (h *Host) gate(p config.Plugin, log *slog.Logger) acpagent.Gate {
 	runner := commands.Runner{Router: h.r, Store: h.st, Agent: p.Agent}
 	return func(ctx context.Context, g acpagent.GateRequest) acpagent.GateReply {
-		if g.User == "" || !slices.Contains(p.AllowedUsers, g.User) {
-			log.Warn("refused a user not allowed", "user", g.User, "chat", g.Route.Chat)
+		if !Allowed(p.AllowedUsers, g.User, g.Account) {
+			log.Warn("refused a user not allowed", "user", g.User, "account", g.Account, "chat", g.Route.Chat)
 			return acpagent.GateReply{Handled: true, Reply: Refusal}
 		}
 		cmd, ok, err := commands.Parse(g.Text)
@@ -319,6 +332,97 @@ func (h *Host) gate(p config.Plugin, log *slog.Logger) acpagent.Gate {
 		}
 		return acpagent.GateReply{}
 	}
+}
+
+// AccountPrefix marks an allowed_users entry that names an account the
+// platform vouches for (an IRC services account, from IRCv3 account tags)
+// rather than a user id.
+const AccountPrefix = "account:"
+
+// Allowed says whether a prompt's sender may drive agents: some entry of
+// allowed matches the user id, or, for an "account:" entry, the account. An
+// entry is a glob: "*" is any run of characters, "?" any one; everything else
+// is literal and matched without regard to case (IRC nicks and hosts, XMPP
+// addresses are case-insensitive). An empty user is never allowed.
+func Allowed(allowed []string, user, account string) bool {
+	if user == "" {
+		return false
+	}
+	for _, e := range allowed {
+		if name, ok := strings.CutPrefix(e, AccountPrefix); ok {
+			if account != "" && name != "" && glob(name, account) {
+				return true
+			}
+			continue
+		}
+		if e != "" && glob(e, user) {
+			return true
+		}
+	}
+	return false
+}
+
+// glob matches s against pattern ('*' any run, '?' one character), ignoring case.
+func glob(pattern, s string) bool {
+	p, t := []rune(strings.ToLower(pattern)), []rune(strings.ToLower(s))
+	// The classic two-pointer match with one backtrack point: linear enough
+	// for config-sized patterns, and no recursion to blow up.
+	pi, ti, star, mark := 0, 0, -1, 0
+	for ti < len(t) {
+		switch {
+		case pi < len(p) && (p[pi] == '?' || p[pi] == t[ti]):
+			pi++
+			ti++
+		case pi < len(p) && p[pi] == '*':
+			star, mark = pi, ti
+			pi++
+		case star >= 0:
+			pi, mark = star+1, mark+1
+			ti = mark
+		default:
+			return false
+		}
+	}
+	for pi < len(p) && p[pi] == '*' {
+		pi++
+	}
+	return pi == len(p)
+}
+
+// builtinIRC says whether p runs parley's own IRC plugin.
+func builtinIRC(p config.Plugin) bool {
+	return len(p.Args) >= 2 && p.Args[0] == "plugin" && p.Args[1] == "irc"
+}
+
+// allowedWarnings are what the owner is told at start about allowed_users
+// entries that do not do what they seem to. For IRC, whose user ids are
+// nick!user@host masks: a bare nick matches no one (anyone can take a free
+// nick, so it is not enough on its own), and a mask whose user@host is all
+// wildcards trusts whoever holds the nick.
+func allowedWarnings(p config.Plugin) []string {
+	var out []string
+	if len(p.AllowedUsers) == 0 {
+		out = append(out, "allowed_users is empty: everyone is refused")
+	}
+	if !builtinIRC(p) {
+		return out
+	}
+	for _, e := range p.AllowedUsers {
+		if strings.HasPrefix(e, AccountPrefix) {
+			continue
+		}
+		nick, userHost, ok := strings.Cut(e, "!")
+		if !ok || !strings.Contains(userHost, "@") {
+			out = append(out, fmt.Sprintf("allowed_users entry %q is not a nick!user@host mask: it matches no one. "+
+				"On IRC anyone can take a free nick, so write %q (the user and host you connect from) or %q (a services account)",
+				e, nick+"!*@your.host", AccountPrefix+nick))
+			continue
+		}
+		if strings.Trim(userHost, "*@") == "" {
+			out = append(out, fmt.Sprintf("allowed_users entry %q trusts the nick alone: whoever takes the nick %q may drive agents", e, nick))
+		}
+	}
+	return out
 }
 
 // answerByNumber answers the route's newest open card when the text is one of

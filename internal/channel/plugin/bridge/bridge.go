@@ -273,11 +273,21 @@ func (b *Bridge) waitSession(ctx context.Context, id acp.SessionId, d time.Durat
 	}
 }
 
+// Sender is who wrote a message, as the platform vouches for it.
+type Sender struct {
+	// ID is the platform user id that allowed_users names (an IRC
+	// nick!user@host, a bare JID, a Telegram user id).
+	ID string
+	// Account is the account the platform says the person is logged in as,
+	// when it has one apart from ID (an IRC services account); "" when none.
+	Account string
+}
+
 // Handle takes one message a person wrote in a chat. The prompt runs on its
 // own goroutine: a /stop or a card answer must not wait behind the turn in
 // flight.
 func (b *Bridge) Handle(ctx context.Context, chatID, user, text string) {
-	b.HandleOnce(ctx, chatID, user, "", text)
+	b.HandleFrom(ctx, chatID, Sender{ID: user}, "", text)
 }
 
 // HandleOnce is Handle for a platform message with a stable id (unique within
@@ -285,6 +295,12 @@ func (b *Bridge) Handle(ctx context.Context, chatID, user, text string) {
 // same message over again (Telegram's getUpdates after a restart) never
 // delivers it twice: parley answers a repeated id without a second turn.
 func (b *Bridge) HandleOnce(ctx context.Context, chatID, user, messageID, text string) {
+	b.HandleFrom(ctx, chatID, Sender{ID: user}, messageID, text)
+}
+
+// HandleFrom is HandleOnce with the sender's account as well ("" messageID:
+// a fresh one).
+func (b *Bridge) HandleFrom(ctx context.Context, chatID string, from Sender, messageID, text string) {
 	if messageID == "" {
 		messageID = chat.NewID("m")
 	}
@@ -318,8 +334,12 @@ func (b *Bridge) HandleOnce(ctx context.Context, chatID, user, messageID, text s
 			b.log.Warn("bridge: no session", "chat", chatID, "err", err)
 			return
 		}
+		meta := map[string]any{acpagent.MetaUser: from.ID}
+		if from.Account != "" {
+			meta[acpagent.MetaAccount] = from.Account
+		}
 		req := acp.PromptRequest{SessionId: c.session, Prompt: []acp.ContentBlock{acp.TextBlock(text)},
-			Meta: map[string]any{acpagent.MetaUser: user}, MessageId: acp.Ptr(messageID)}
+			Meta: meta, MessageId: acp.Ptr(messageID)}
 		taken := b.expect(messageID)
 		var resp acp.PromptResponse
 		answered := make(chan struct{})

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -13,13 +14,15 @@ import (
 
 // No IRC library could be fetched here (the module proxy served none of the
 // well-kept ones), so this is the small part of RFC 1459/2812 a bot needs:
-// register, join, PRIVMSG, PING/PONG, nick in use. Lines are parsed strictly and
-// every outgoing parameter is checked for CR, LF and NUL, so no text can inject
-// a command.
+// register, join, PRIVMSG, PING/PONG, nick in use, and IRCv3's account-tag
+// capability where the server offers it. Lines are parsed strictly and every
+// outgoing parameter is checked for CR, LF and NUL, so no text can inject a
+// command.
 
 // Message is one parsed line.
 type Message struct {
-	Prefix  string // nick!user@host or a server name
+	Tags    map[string]string // IRCv3 message tags, unescaped (nil when none)
+	Prefix  string            // nick!user@host or a server name
 	Command string
 	Params  []string
 }
@@ -30,12 +33,69 @@ func (m Message) Nick() string {
 	return n
 }
 
+// Account is the services account the sender is logged in as, from the
+// server's IRCv3 account tag ("" when the server sent none: not logged in, or a
+// server without account-tag). Only the server sets it: a client-only tag
+// starts with "+", so no client can forge it.
+func (m Message) Account() string {
+	if a := m.Tags["account"]; a != "*" {
+		return a
+	}
+	return ""
+}
+
+// parseTags reads an IRCv3 tag string (without the "@").
+func parseTags(s string) map[string]string {
+	tags := map[string]string{}
+	for _, kv := range strings.Split(s, ";") {
+		k, v, _ := strings.Cut(kv, "=")
+		if k == "" {
+			continue
+		}
+		tags[k] = unescapeTag(v)
+	}
+	return tags
+}
+
+// unescapeTag undoes IRCv3's tag value escaping.
+func unescapeTag(v string) string {
+	if !strings.Contains(v, `\`) {
+		return v
+	}
+	var b strings.Builder
+	for i := 0; i < len(v); i++ {
+		if v[i] != '\\' {
+			b.WriteByte(v[i])
+			continue
+		}
+		i++
+		if i == len(v) {
+			break // a trailing backslash is dropped
+		}
+		switch v[i] {
+		case ':':
+			b.WriteByte(';')
+		case 's':
+			b.WriteByte(' ')
+		case 'r':
+			b.WriteByte('\r')
+		case 'n':
+			b.WriteByte('\n')
+		default:
+			b.WriteByte(v[i]) // \\ is a backslash; an unknown escape is the character
+		}
+	}
+	return b.String()
+}
+
 // Parse reads one IRC line (without CR LF).
 func Parse(line string) (Message, error) {
 	var m Message
 	line = strings.TrimRight(line, "\r\n")
-	if strings.HasPrefix(line, "@") { // IRCv3 tags: not used
-		_, line, _ = strings.Cut(line, " ")
+	if strings.HasPrefix(line, "@") { // IRCv3 tags
+		var tags string
+		tags, line, _ = strings.Cut(line[1:], " ")
+		m.Tags = parseTags(tags)
 	}
 	if strings.HasPrefix(line, ":") {
 		var rest string
@@ -69,6 +129,7 @@ func Parse(line string) (Message, error) {
 type Conn struct {
 	nc   net.Conn
 	nick string
+	caps []string // IRCv3 capabilities the server acknowledged
 
 	wmu sync.Mutex
 	in  chan Message
@@ -76,23 +137,55 @@ type Conn struct {
 	end chan struct{}
 }
 
+// Identity is who a connection registers as.
+type Identity struct {
+	Nick     string
+	User     string // the user name (ident) part of nick!user@host; "" = Nick
+	Realname string
+	// LocalAddr, when set, is the local IP address to connect from.
+	LocalAddr string
+}
+
 // Dial connects and registers as nick (adding "_" while the nick is taken).
 func Dial(ctx context.Context, addr, nick, realname string) (*Conn, error) {
-	var d net.Dialer
+	return DialAs(ctx, addr, Identity{Nick: nick, Realname: realname})
+}
+
+// wantCaps are the IRCv3 capabilities requested when the server offers them:
+// account-tag puts the sender's services account on every message.
+var wantCaps = []string{"account-tag"}
+
+// DialAs connects and registers as id. It negotiates IRCv3 capabilities
+// (CAP LS 302) first; a server without CAP registers as usual.
+func DialAs(ctx context.Context, addr string, id Identity) (*Conn, error) {
+	d := net.Dialer{}
+	if id.LocalAddr != "" {
+		ip := net.ParseIP(id.LocalAddr)
+		if ip == nil {
+			return nil, fmt.Errorf("irc: local address %q is not an IP address", id.LocalAddr)
+		}
+		d.LocalAddr = &net.TCPAddr{IP: ip}
+	}
 	nc, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("irc: dial %s: %w", addr, err)
 	}
-	c := &Conn{nc: nc, nick: nick, in: make(chan Message, 256), end: make(chan struct{})}
+	user := id.User
+	if user == "" {
+		user = id.Nick
+	}
+	c := &Conn{nc: nc, nick: id.Nick, in: make(chan Message, 256), end: make(chan struct{})}
 	go c.read()
-	if err := c.Send("NICK", nick); err != nil {
+	fail := func(err error) (*Conn, error) {
 		nc.Close()
 		return nil, err
 	}
-	if err := c.Send("USER", nick, "0", "*", realname); err != nil {
-		nc.Close()
-		return nil, err
+	for _, l := range [][]string{{"CAP", "LS", "302"}, {"NICK", id.Nick}, {"USER", user, "0", "*", id.Realname}} {
+		if err := c.Send(l[0], l[1:]...); err != nil {
+			return fail(err)
+		}
 	}
+	var offered []string
 	for {
 		select {
 		case m, ok := <-c.in:
@@ -108,18 +201,60 @@ func Dial(ctx context.Context, addr, nick, realname string) (*Conn, error) {
 			case "433": // nick in use
 				c.nick += "_"
 				if err := c.Send("NICK", c.nick); err != nil {
-					return nil, err
+					return fail(err)
+				}
+			case "CAP":
+				// CAP <target> LS [*] :caps | CAP <target> ACK|NAK :caps
+				if len(m.Params) < 3 {
+					continue
+				}
+				switch strings.ToUpper(m.Params[1]) {
+				case "LS":
+					offered = append(offered, capNames(m.Params[len(m.Params)-1])...)
+					if len(m.Params) > 3 && m.Params[2] == "*" {
+						continue // more LS lines follow
+					}
+					var req []string
+					for _, w := range wantCaps {
+						if slices.Contains(offered, w) {
+							req = append(req, w)
+						}
+					}
+					if len(req) == 0 {
+						err = c.Send("CAP", "END")
+					} else {
+						err = c.Send("CAP", "REQ", strings.Join(req, " "))
+					}
+				case "ACK":
+					c.caps = append(c.caps, capNames(m.Params[2])...)
+					err = c.Send("CAP", "END")
+				case "NAK":
+					err = c.Send("CAP", "END")
+				}
+				if err != nil {
+					return fail(err)
 				}
 			case "ERROR":
-				nc.Close()
-				return nil, fmt.Errorf("irc: registration refused: %s", strings.Join(m.Params, " "))
+				return fail(fmt.Errorf("irc: registration refused: %s", strings.Join(m.Params, " ")))
 			}
 		case <-ctx.Done():
-			nc.Close()
-			return nil, ctx.Err()
+			return fail(ctx.Err())
 		}
 	}
 }
+
+// capNames reads a CAP list ("a b=1 c"): the names, without values.
+func capNames(s string) []string {
+	var out []string
+	for _, f := range strings.Fields(s) {
+		name, _, _ := strings.Cut(f, "=")
+		out = append(out, strings.TrimPrefix(name, "-"))
+	}
+	return out
+}
+
+// Caps are the IRCv3 capabilities the server acknowledged.
+func (c *Conn) Caps() []string { return slices.Clone(c.caps) }
 
 // Nick is the nick the server gave us.
 func (c *Conn) Nick() string { return c.nick }

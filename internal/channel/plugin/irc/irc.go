@@ -4,6 +4,11 @@
 // messages) is one chat, so one route. Answers come back as PRIVMSG lines
 // within IRC's line limit.
 //
+// Who wrote is reported to parley as the full nick!user@host (a nick alone
+// proves nothing: anyone can take a free nick), and, where the server sends
+// IRCv3 account tags, as the services account too; allowed_users names masks
+// such as "alice!*@trusted.example" or "account:alice".
+//
 // Its config section (from initialize's _meta "parley/config"):
 //
 //	server = "irc.example.net:6667"
@@ -56,7 +61,7 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, log *slog.Logger) err
 	}
 	defer irc.Close()
 	b.Use(transport{irc}, bridge.Format{Limit: cfg.LineLimit, Lines: true, PerSecond: cfg.LinesPerSecond})
-	log.Info("irc connected", "server", cfg.Server, "nick", irc.Nick())
+	log.Info("irc connected", "server", cfg.Server, "nick", irc.Nick(), "caps", irc.Caps())
 	for _, ch := range cfg.Channels {
 		if err := irc.Send("JOIN", ch); err != nil {
 			return err
@@ -79,12 +84,15 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, log *slog.Logger) err
 			if m.Command != "PRIVMSG" || len(m.Params) < 2 || strings.HasPrefix(m.Params[1], "\x01") { // CTCP
 				continue
 			}
+			if !strings.Contains(m.Prefix, "!") || !strings.Contains(m.Prefix, "@") {
+				continue // not from a person (a server notice)
+			}
 			target, text, nick := m.Params[0], m.Params[1], m.Nick()
 			chatID := target
 			if !strings.HasPrefix(target, "#") && !strings.HasPrefix(target, "&") {
 				chatID = nick // a private message: the chat is the person
 			}
-			b.Handle(ctx, chatID, nick, text)
+			b.HandleFrom(ctx, chatID, bridge.Sender{ID: m.Prefix, Account: m.Account()}, "", text)
 		case <-b.Done():
 			return errors.New("irc: parley closed the connection")
 		case <-ctx.Done():
