@@ -177,7 +177,8 @@ func Load(path string, base Config) (Config, error) {
 }
 
 // Detect returns the agents whose programs are on PATH: claude (stream),
-// claude-tmux (tmux) and gemini (acp).
+// claude-tmux (tmux) and gemini (acp; auth_method "gemini-api-key" only when
+// GEMINI_API_KEY is set).
 func Detect(lookPath func(string) (string, error)) []Agent {
 	if lookPath == nil {
 		lookPath = exec.LookPath
@@ -190,8 +191,14 @@ func Detect(lookPath func(string) (string, error)) []Agent {
 		)
 	}
 	if p, err := lookPath("gemini"); err == nil {
-		out = append(out, Agent{ID: "gemini", Name: "Gemini CLI", Transport: TransportACP, Command: p,
-			Args: []string{"--acp"}, Options: map[string]string{"auth_method": "gemini-api-key"}})
+		a := Agent{ID: "gemini", Name: "Gemini CLI", Transport: TransportACP, Command: p, Args: []string{"--acp"}}
+		// Authenticate with the API key only when there is one: a person
+		// logged in with Google (or using Vertex AI) keeps Gemini CLI's own
+		// choice from its settings.
+		if os.Getenv("GEMINI_API_KEY") != "" {
+			a.Options = map[string]string{"auth_method": "gemini-api-key"}
+		}
+		out = append(out, a)
 	}
 	return out
 }

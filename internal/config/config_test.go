@@ -61,6 +61,47 @@ args = ["--acp"]
 	}
 }
 
+func TestDetectGemini(t *testing.T) {
+	onPath := func(name string) (string, error) {
+		if name == "gemini" {
+			return "/usr/bin/gemini", nil
+		}
+		return "", errors.New("not found")
+	}
+	tests := []struct {
+		name     string
+		key      string // GEMINI_API_KEY; empty: unset
+		wantAuth string
+	}{
+		{name: "api key in the environment", key: "AIza-test", wantAuth: "gemini-api-key"},
+		// Logged in with Google (or Vertex AI): Gemini CLI's own settings choose.
+		{name: "no api key", key: "", wantAuth: ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("GEMINI_API_KEY", tt.key)
+			if tt.key == "" {
+				os.Unsetenv("GEMINI_API_KEY")
+			}
+			agents := Detect(onPath)
+			if len(agents) != 1 {
+				t.Fatalf("agents: got %+v want only gemini", agents)
+			}
+			a := agents[0]
+			if a.ID != "gemini" || a.Transport != TransportACP || a.Command != "/usr/bin/gemini" || strings.Join(a.Args, " ") != "--acp" {
+				t.Errorf("gemini: got %+v want acp, /usr/bin/gemini --acp", a)
+			}
+			got, set := a.Options["auth_method"]
+			if got != tt.wantAuth || set != (tt.wantAuth != "") {
+				t.Errorf("auth_method: got %q (set %v) want %q", got, set, tt.wantAuth)
+			}
+		})
+	}
+	if got := Detect(func(string) (string, error) { return "", errors.New("not found") }); len(got) != 0 {
+		t.Errorf("nothing on PATH: got %+v want no agents", got)
+	}
+}
+
 func TestLoadRefusesUnknownKeysAndBadValues(t *testing.T) {
 	dir := t.TempDir()
 	cases := map[string]string{
