@@ -1,8 +1,12 @@
 # parley's everyday targets. `make test` is what CI runs.
 .PHONY: build test unit e2e fuzz ui lint check run
 
+# The build's own time (UTC, RFC 3339) for `parley version` and /api/version; without it
+# they would show the commit's time. Override for a reproducible build: make build BUILT=…
+BUILT ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+
 build:
-	go build -buildvcs=true -o bin/parley ./cmd/parley
+	go build -buildvcs=true -ldflags "-X main.built=$(BUILT)" -o bin/parley ./cmd/parley
 
 run: build
 	./bin/parley serve
