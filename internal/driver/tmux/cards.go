@@ -69,6 +69,45 @@ func menuKey(m pane.Menu) string {
 	return kind + "\x00" + m.Title + "\x00" + m.Question + "\x00" + strconv.Itoa(len(m.Options))
 }
 
+// paneMenuID is what a menu's content contributes to its card id.
+func paneMenuID(m pane.Menu) string {
+	return menuKey(m) + "\x00" + strings.Join(m.Detail, "\n")
+}
+
+// sawMenu (s.mu held) notes what the pane shows: each time a menu leaves the
+// screen, or another takes its place, the appearance count rises, so a menu
+// drawn again later (the same Bash command asked twice) is a new card. A menu
+// redrawn in place (its cursor moved) keeps its count.
+func (s *session) sawMenu(m pane.Menu, live bool) {
+	key := ""
+	if live {
+		key = paneMenuID(m)
+	}
+	if s.onScreen != "" && s.onScreen != key {
+		s.appearance++
+	}
+	s.onScreen = key
+}
+
+// menuLeft is called after an answer: if the answered menu is no longer on
+// the pane, it has left the screen (the scanner, kept out while the answer
+// pressed keys, may never see the pane without it before the next one).
+func (s *session) menuLeft(ctx context.Context, answered pane.Menu) {
+	scr, err := s.captureVisible(ctx)
+	if err != nil {
+		return
+	}
+	m, live, _ := scr.Menu()
+	if live && paneMenuID(m) == paneMenuID(answered) {
+		return // still drawn: the scanner sees it go
+	}
+	s.mu.Lock()
+	if s.onScreen == paneMenuID(answered) {
+		s.sawMenu(pane.Menu{}, false)
+	}
+	s.mu.Unlock()
+}
+
 // scan turns the live menu on the pane into a card, and withdraws a card
 // whose menu is gone. The pane decides; memory only remembers ids.
 func (s *session) scan() {
@@ -85,6 +124,9 @@ func (s *session) scan() {
 	s.mu.Lock()
 	card := s.card
 	answering := s.answering
+	if !answering {
+		s.sawMenu(m, live)
+	}
 	s.mu.Unlock()
 	if answering || (card != nil && live && menuKey(card.menu) == menuKey(m)) {
 		return // an answer owns the menu until it is done
@@ -135,7 +177,13 @@ func (s *session) newCard(m pane.Menu) *openCard {
 		c.toolUseID = ev.ToolUseID
 		c.id = ev.ToolUseID
 	} else {
-		sum := sha256.Sum256([]byte(menuKey(m) + "\x00" + strings.Join(m.Detail, "\n")))
+		// Without a tool-use id the pane is all there is: the menu's content
+		// and which appearance of it this is. The same command asked again is
+		// a new card, not the answered one.
+		s.mu.Lock()
+		n := s.appearance
+		s.mu.Unlock()
+		sum := sha256.Sum256([]byte(paneMenuID(m) + "\x00" + strconv.FormatUint(n, 10)))
 		c.id = "pane-" + hex.EncodeToString(sum[:8])
 	}
 	if c.kind == chat.CardQuestion {
@@ -455,6 +503,7 @@ func (s *session) AnswerPermission(ctx context.Context, requestID string, a driv
 		s.unanswer(requestID)
 		return err
 	}
+	s.menuLeft(ctx, c.menu)
 	s.release(requestID)
 	return nil
 }
@@ -586,6 +635,7 @@ func (s *session) AnswerQuestion(ctx context.Context, requestID string, a driver
 		s.unanswer(requestID)
 		return err
 	}
+	s.menuLeft(ctx, c.menu)
 	s.release(requestID)
 	return nil
 }

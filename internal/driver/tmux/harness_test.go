@@ -262,7 +262,7 @@ func (h *harness) capture(s *session) string {
 // modelGot reports whether any model request carried text as the person's
 // words, or in the role "system" message Claude Code 2.1.197 sends for a
 // message typed while it worked ("The user sent a new message while you were
-// working:\n<text>").
+// working:\n<text>"), or in a tool result the same words are folded into.
 func (h *harness) modelGot(text string) bool {
 	for _, r := range h.srv.ScenarioRequests() {
 		for _, m := range r.Messages {
@@ -271,6 +271,10 @@ func (h *harness) modelGot(text string) bool {
 			}
 			for _, c := range m.Content {
 				if c.Type == "text" && strings.Contains(c.Text, text) {
+					return true
+				}
+				// Typed while a tool ran: folded into that tool's result.
+				if c.Type == "tool_result" && strings.Contains(c.ResultText(), "while you were working:\n"+text+"\n") {
 					return true
 				}
 			}

@@ -271,6 +271,11 @@ type session struct {
 	stopTimer *time.Timer
 	closed    bool
 	answering bool // an answer is pressing keys on the menu
+	// onScreen is the live menu the scanner last saw ("" none), appearance
+	// how many times a menu has left the screen: a card id read from the pane
+	// alone names one appearance of a menu, not its content only.
+	onScreen   string
+	appearance uint64
 
 	useHooks  bool           // Claude Code runs with parley's hook settings
 	replaying bool           // Start is reading the spool's old events (before run starts)

@@ -592,6 +592,91 @@ func TestAdoptExistingSession(t *testing.T) {
 	}
 }
 
+// adoptPerson starts Claude Code in a tmux session of the person's own (no
+// parley hooks), waits for its input box, and adopts it by name.
+func (h *harness) adoptPerson(name, thread string) (*session, *sink) {
+	h.t.Helper()
+	ctx := context.Background()
+	if err := h.c.NewSession(ctx, ctl.NewSessionOptions{Name: name, Cwd: h.cwd, Env: h.env, Argv: []string{h.claud, "--model", "claude-sonnet-4-5"}}); err != nil {
+		h.t.Fatal(err)
+	}
+	testkit.Eventually(h.t, 60*time.Second, func() bool {
+		out, err := h.c.Capture(ctx, name, 0)
+		return err == nil && pane.Read(out).HasBox()
+	}, "the person's Claude Code never showed its input box")
+	spec := h.spec(thread)
+	spec.Options[OptAdopt] = name
+	k := newSink()
+	sess, err := h.drv.Start(ctx, spec, k)
+	if err != nil {
+		h.t.Fatalf("Start (adopt): %v", err)
+	}
+	h.t.Cleanup(func() { _ = sess.Close(context.Background()) })
+	return sess.(*session), k
+}
+
+// In an adopted session (no hooks, so card ids come from the pane alone) the
+// same Bash command asked twice is two cards: the second is not taken for the
+// answered first, and a message sent behind it goes once it is answered.
+func TestAdoptedRepeatedMenuIsANewCard(t *testing.T) {
+	h := newHarness(t, scenario())
+	s, k := h.adoptPerson("mine", "t-repeat")
+	if s.useHooks {
+		t.Fatal("an adopted session runs without parley's hooks")
+	}
+	for i := 1; i <= 2; i++ {
+		if err := h.prompt(s, fmt.Sprintf("m%d", i), "run it"); err != nil {
+			t.Fatalf("Prompt %d: %v", i, err)
+		}
+		if !poll(30*time.Second, func() bool { return len(k.permissions()) == i }) {
+			t.Fatalf("run %d: %d permission cards, want %d\n%s", i, len(k.permissions()), i, plain(h.capture(s)))
+		}
+		card := k.permissions()[i-1]
+		if card.Tool.Name != "Bash" {
+			t.Fatalf("card %d: %+v, want a Bash card", i, card)
+		}
+		if i == 2 {
+			if first := k.permissions()[0]; first.RequestID == card.RequestID {
+				t.Fatalf("the second appearance has the answered card's id %s", card.RequestID)
+			}
+			// A message sent while the second menu is up waits behind it.
+			sent := make(chan error, 1)
+			go func() { sent <- h.prompt(s, "m3", "hello") }()
+			testkit.Eventually(t, 10*time.Second, func() bool {
+				d := k.deliveries()
+				return len(d) == 1 && d[0].MessageID == "m3" && d[0].State == chat.DeliveryQueued
+			}, "no queued receipt behind the second menu: %+v", k.deliveries())
+			defer func() {
+				if err := <-sent; err != nil {
+					t.Errorf("the message queued behind the second card: got %v, want nil", err)
+				}
+				if !poll(30*time.Second, func() bool { return h.modelGot("hello") }) {
+					t.Errorf("the queued message never reached the model: %s\n%s", bodiesWith(h, "hello"), plain(h.capture(s)))
+				}
+			}()
+		}
+		if err := s.AnswerPermission(answerCtx(t), card.RequestID, driver.PermissionAnswer{OptionID: "1"}); err != nil {
+			t.Fatalf("AnswerPermission %d: %v\n%s", i, err, plain(h.capture(s)))
+		}
+		if !poll(30*time.Second, func() bool {
+			ids := h.srv.ToolUseIDs("Bash")
+			if len(ids) < i {
+				return false
+			}
+			_, ok := h.srv.ToolResult(ids[i-1])
+			return ok
+		}) {
+			t.Fatalf("run %d: the stand-in never got the Bash tool result\n%s", i, plain(h.capture(s)))
+		}
+		if i == 1 {
+			waitTurns(t, k, 1)
+		}
+	}
+	if got := len(k.permissions()); got != 2 {
+		t.Errorf("permission cards: got %d, want 2", got)
+	}
+}
+
 // Two questions in one picker: the card carries both (from the PreToolUse
 // hook), and the answer walks the pages and submits.
 func TestQuestionCardTwoQuestions(t *testing.T) {
