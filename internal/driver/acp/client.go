@@ -111,7 +111,8 @@ func (c *client) UnstableCreateElicitation(ctx context.Context, p sdk.UnstableCr
 	}
 	card := &pendingCard{answer: make(chan any, 1), fields: fields}
 	s.mu.Lock()
-	if s.closing {
+	if s.closing || (s.turn != nil && s.turn.cancelled) {
+		// The person already stopped this turn: no new card for it.
 		s.mu.Unlock()
 		return sdk.UnstableCreateElicitationResponse{Cancel: &sdk.UnstableCreateElicitationCancel{Action: "cancel"}}, nil
 	}

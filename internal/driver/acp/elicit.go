@@ -155,7 +155,11 @@ func formAnswer(fields []field, a chat.Answers) (map[string]any, error) {
 		}
 		vals := make([]string, 0, len(picked))
 		for _, p := range picked {
-			vals = append(vals, fd.valueOf(p))
+			v, ok := fd.valueOf(p)
+			if !ok {
+				return nil, fmt.Errorf("%w: %q is not one of the choices of %q", chat.ErrBadInput, p, fd.item.Question)
+			}
+			vals = append(vals, v)
 		}
 		switch fd.kind {
 		case "array":
@@ -180,12 +184,21 @@ func formAnswer(fields []field, a chat.Answers) (map[string]any, error) {
 	return content, nil
 }
 
-// valueOf maps a chosen label back to its value; free text passes through.
-func (fd field) valueOf(label string) string {
+// valueOf maps a chosen label (or the value itself) back to its value. A
+// field with choices takes nothing else; free text passes through.
+func (fd field) valueOf(label string) (string, bool) {
 	for i, l := range fd.labels {
 		if l == label {
-			return fd.values[i]
+			return fd.values[i], true
 		}
 	}
-	return label
+	if len(fd.values) == 0 {
+		return label, true
+	}
+	for _, v := range fd.values {
+		if v == label {
+			return v, true
+		}
+	}
+	return "", false
 }

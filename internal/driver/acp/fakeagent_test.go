@@ -31,12 +31,13 @@ func TestMain(m *testing.M) {
 }
 
 type fakeAgent struct {
-	conn *sdk.AgentSideConnection
-	caps sdk.ClientCapabilities
+	conn      *sdk.AgentSideConnection
+	caps      sdk.ClientCapabilities
+	cancelled chan struct{} // a session/cancel arrived (buffered, 1)
 }
 
 func runFakeAgent() {
-	a := &fakeAgent{}
+	a := &fakeAgent{cancelled: make(chan struct{}, 1)}
 	a.conn = sdk.NewAgentSideConnection(a, os.Stdout, os.Stdin)
 	<-a.conn.Done()
 }
@@ -95,20 +96,15 @@ func (a *fakeAgent) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.Prompt
 			a.say(ctx, p.SessionId, "wrote")
 		}
 	case "ask":
-		var schema sdk.UnstableElicitationSchema
-		_ = json.Unmarshal([]byte(`{"type":"object","properties":{"color":{"type":"string","enum":["red","blue"]}},"required":["color"]}`), &schema)
-		r, err := a.conn.UnstableCreateElicitation(ctx, sdk.UnstableCreateElicitationRequest{Form: &sdk.UnstableCreateElicitationForm{Mode: "form", Message: "Which color?", RequestedSchema: schema}})
-		switch {
-		case err != nil:
-			a.say(ctx, p.SessionId, "error: "+err.Error())
-		case r.Accept != nil:
-			b, _ := json.Marshal(r.Accept.Content)
-			a.say(ctx, p.SessionId, "accepted "+string(b))
-		case r.Cancel != nil:
-			a.say(ctx, p.SessionId, "cancelled")
-		default:
-			a.say(ctx, p.SessionId, "declined")
-		}
+		a.say(ctx, p.SessionId, a.askColor(ctx))
+	case "ask-after-stop":
+		// Asks only once the person has stopped the turn: a late question
+		// must not become a card.
+		a.say(ctx, p.SessionId, "waiting")
+		<-a.cancelled
+		bg := context.Background()
+		a.say(bg, p.SessionId, a.askColor(bg))
+		return sdk.PromptResponse{StopReason: sdk.StopReasonCancelled}, nil
 	case "perm":
 		r, err := a.conn.RequestPermission(ctx, sdk.RequestPermissionRequest{SessionId: p.SessionId,
 			ToolCall: sdk.ToolCallUpdate{ToolCallId: "t-9", Title: sdk.Ptr("rm -rf build"), Kind: sdk.Ptr(sdk.ToolKindExecute)},
@@ -132,7 +128,30 @@ func (a *fakeAgent) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.Prompt
 	return sdk.PromptResponse{StopReason: sdk.StopReasonEndTurn}, nil
 }
 
-func (a *fakeAgent) Cancel(ctx context.Context, p sdk.CancelNotification) error { return nil }
+// askColor asks the person for a color and says what it heard.
+func (a *fakeAgent) askColor(ctx context.Context) string {
+	var schema sdk.UnstableElicitationSchema
+	_ = json.Unmarshal([]byte(`{"type":"object","properties":{"color":{"type":"string","enum":["red","blue"]}},"required":["color"]}`), &schema)
+	r, err := a.conn.UnstableCreateElicitation(ctx, sdk.UnstableCreateElicitationRequest{Form: &sdk.UnstableCreateElicitationForm{Mode: "form", Message: "Which color?", RequestedSchema: schema}})
+	switch {
+	case err != nil:
+		return "error: " + err.Error()
+	case r.Accept != nil:
+		b, _ := json.Marshal(r.Accept.Content)
+		return "accepted " + string(b)
+	case r.Cancel != nil:
+		return "cancelled"
+	}
+	return "declined"
+}
+
+func (a *fakeAgent) Cancel(ctx context.Context, p sdk.CancelNotification) error {
+	select {
+	case a.cancelled <- struct{}{}:
+	default:
+	}
+	return nil
+}
 func (a *fakeAgent) CloseSession(ctx context.Context, p sdk.CloseSessionRequest) (sdk.CloseSessionResponse, error) {
 	return sdk.CloseSessionResponse{}, nil
 }
@@ -280,6 +299,47 @@ func TestFakeAgentQuestion(t *testing.T) {
 				t.Errorf("agent heard: got %q want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+func TestFakeAgentQuestionAnswerNotOffered(t *testing.T) {
+	s, sink, _ := startFake(t, "")
+	from := sink.len()
+	prompt(t, s, "ask")
+	q := waitPayload[chat.Question](t, sink, from, "question")
+	err := s.AnswerQuestion(context.Background(), q.RequestID, driver.QuestionAnswer{Answers: chat.Answers{q.Questions[0].Question: "green"}})
+	if !errors.Is(err, chat.ErrBadInput) {
+		t.Fatalf("answer with a color not offered: got %v want ErrBadInput", err)
+	}
+	// The card is still open: a proper answer reaches the agent.
+	if err := s.AnswerQuestion(context.Background(), q.RequestID, driver.QuestionAnswer{Answers: chat.Answers{q.Questions[0].Question: "red"}}); err != nil {
+		t.Fatalf("answer after the refused one: %v", err)
+	}
+	waitTurn(t, sink, from)
+	if got := sink.text(from); got != `accepted {"color":"red"}` {
+		t.Errorf("agent heard: got %q want the offered color only", got)
+	}
+}
+
+func TestFakeAgentQuestionAfterStop(t *testing.T) {
+	s, sink, _ := startFake(t, "")
+	from := sink.len()
+	prompt(t, s, "ask-after-stop")
+	testkit.Eventually(t, 10*time.Second, func() bool { return sink.text(from) == "waiting" }, "no chunk")
+	if err := s.Cancel(context.Background()); err != nil {
+		t.Fatalf("Cancel: %v", err)
+	}
+	if got := waitTurn(t, sink, from); got != chat.StopCancelled {
+		t.Fatalf("stop reason: got %q want cancelled", got)
+	}
+	if got := sink.text(from); got != "waitingcancelled" {
+		t.Errorf("agent heard: got %q want its late question cancelled at once", got)
+	}
+	if qs := payloads[chat.Question](sink, from); len(qs) != 0 {
+		t.Errorf("question cards after the stop: got %+v want none", qs)
+	}
+	if n := sink.count(from, "withdrawn", ""); n != 0 {
+		t.Errorf("withdrawn cards: got %d want 0 (none was opened)", n)
 	}
 }
 
