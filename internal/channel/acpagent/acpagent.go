@@ -302,6 +302,9 @@ type agent struct {
 	caps     acp.ClientCapabilities
 	sessions map[string]*session
 	closed   bool // Serve is ending: no new sessions
+
+	threadMu sync.Mutex                  // one thread made at a time for a route without one
+	modeOf   map[chat.ThreadID]chat.Mode // each thread's newest mode event seen (a.mu)
 }
 
 var (
@@ -346,30 +349,82 @@ func (a *agent) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.Ne
 	if err != nil {
 		return acp.NewSessionResponse{}, rpcErr(err)
 	}
+	plugin := p.Meta[MetaChat] != nil
+	var later *laterThread
 	switch {
 	case a.opt.Thread != "" && cur != a.opt.Thread:
 		if err := a.d.Router.OpenThread(ctx, route, a.opt.Thread); err != nil {
 			return acp.NewSessionResponse{}, rpcErr(err)
 		}
+	case cur == "" && a.opt.Gate != nil:
+		// Who writes is only known at the first prompt, and a stranger must
+		// leave nothing behind: the thread is made when a prompt has passed
+		// the gate (ensureThread).
+		later = &laterThread{cwd: p.Cwd, plugin: plugin}
 	case cur == "":
-		// The client's cwd is used when it lies inside a root; a plugin's chat
-		// has no directory and gets the agent's first root.
-		if _, err := a.d.Router.NewThread(ctx, route, a.opt.Agent, p.Cwd); err != nil {
-			if !errors.Is(err, chat.ErrOutsideRoot) || p.Meta[MetaChat] == nil {
-				return acp.NewSessionResponse{}, rpcErr(err)
-			}
-			if _, err := a.d.Router.NewThread(ctx, route, a.opt.Agent, ""); err != nil {
-				return acp.NewSessionResponse{}, rpcErr(err)
-			}
+		if _, err := a.newThread(ctx, route, p.Cwd, plugin); err != nil {
+			return acp.NewSessionResponse{}, rpcErr(err)
 		}
 	}
 	// A new session on a route that already shows a thread (a plugin back after
 	// a restart) is not replayed its history, only what is open now.
-	th, err := a.open(ctx, route, false)
+	th, err := a.open(ctx, route, false, later)
 	if err != nil {
 		return acp.NewSessionResponse{}, rpcErr(err)
 	}
-	return acp.NewSessionResponse{SessionId: acp.SessionId(chatID), Modes: modes(th), Meta: map[string]any{MetaThread: th.ID}}, nil
+	if th.ID == "" {
+		return acp.NewSessionResponse{SessionId: acp.SessionId(chatID)}, nil
+	}
+	return acp.NewSessionResponse{SessionId: acp.SessionId(chatID), Modes: a.modes(ctx, th), Meta: map[string]any{MetaThread: th.ID}}, nil
+}
+
+// newThread makes a thread for route with the connection's agent. The client's
+// cwd is used when it lies inside a root; a plugin's chat has no directory and
+// gets the agent's first root.
+func (a *agent) newThread(ctx context.Context, route chat.RouteKey, cwd string, plugin bool) (chat.ThreadID, error) {
+	id, err := a.d.Router.NewThread(ctx, route, a.opt.Agent, cwd)
+	if err != nil && errors.Is(err, chat.ErrOutsideRoot) && plugin {
+		id, err = a.d.Router.NewThread(ctx, route, a.opt.Agent, "")
+	}
+	return id, err
+}
+
+// ensureThread gives a session whose route shows no thread yet (a plugin
+// chat's first prompt that passed the gate) its thread, and waits until the
+// session follows it, so nothing the message causes is missed.
+func (a *agent) ensureThread(ctx context.Context, s *session) error {
+	if s.later == nil {
+		return nil // the route had a thread when the session opened
+	}
+	a.threadMu.Lock()
+	id, err := a.d.Router.ThreadOf(ctx, s.route)
+	made := false
+	if err == nil && id == "" {
+		id, err = a.newThread(ctx, s.route, s.later.cwd, s.later.plugin)
+		made = err == nil
+	}
+	a.threadMu.Unlock()
+	if err != nil || !made {
+		return err
+	}
+	t := time.NewTimer(30 * time.Second)
+	defer t.Stop()
+	for {
+		shown, ch := s.showing()
+		if shown == id {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-t.C:
+			a.log.Warn("acp: the session did not follow its new thread in time", "session", s.id, "thread", id)
+			return nil
+		case <-a.done:
+			return chat.ErrClosed
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 func (a *agent) LoadSession(ctx context.Context, p acp.LoadSessionRequest) (acp.LoadSessionResponse, error) {
@@ -381,11 +436,11 @@ func (a *agent) LoadSession(ctx context.Context, p acp.LoadSessionRequest) (acp.
 	if id == "" {
 		return acp.LoadSessionResponse{}, acp.NewInvalidParams(map[string]any{"error": fmt.Sprintf("no session %q", p.SessionId)})
 	}
-	th, err := a.open(ctx, route, true)
+	th, err := a.open(ctx, route, true, nil)
 	if err != nil {
 		return acp.LoadSessionResponse{}, rpcErr(err)
 	}
-	return acp.LoadSessionResponse{Modes: modes(th), Meta: map[string]any{MetaThread: th.ID}}, nil
+	return acp.LoadSessionResponse{Modes: a.modes(ctx, th), Meta: map[string]any{MetaThread: th.ID}}, nil
 }
 
 func (a *agent) ResumeSession(ctx context.Context, p acp.ResumeSessionRequest) (acp.ResumeSessionResponse, error) {
@@ -397,11 +452,11 @@ func (a *agent) ResumeSession(ctx context.Context, p acp.ResumeSessionRequest) (
 	if id == "" {
 		return acp.ResumeSessionResponse{}, acp.NewInvalidParams(map[string]any{"error": fmt.Sprintf("no session %q", p.SessionId)})
 	}
-	th, err := a.open(ctx, route, false)
+	th, err := a.open(ctx, route, false, nil)
 	if err != nil {
 		return acp.ResumeSessionResponse{}, rpcErr(err)
 	}
-	return acp.ResumeSessionResponse{Modes: modes(th)}, nil
+	return acp.ResumeSessionResponse{Modes: a.modes(ctx, th)}, nil
 }
 
 func (a *agent) CloseSession(ctx context.Context, p acp.CloseSessionRequest) (acp.CloseSessionResponse, error) {
@@ -469,6 +524,9 @@ func (a *agent) Prompt(_ context.Context, p acp.PromptRequest) (acp.PromptRespon
 			}
 			return acp.PromptResponse{StopReason: acp.StopReasonEndTurn, Meta: map[string]any{MetaNotice: true}}, nil
 		}
+	}
+	if err := a.ensureThread(ctx, s); err != nil {
+		return acp.PromptResponse{}, rpcErr(err)
 	}
 	w := s.wait(msg.MessageID)
 	defer s.unwait(msg.MessageID, w)
@@ -642,11 +700,71 @@ func rpcErr(err error) error {
 	return acp.NewInternalError(map[string]any{"error": err.Error()})
 }
 
-func modes(th chat.Thread) *acp.SessionModeState {
+// modes is the session's mode state: the thread's mode, and the modes its
+// agent last said it has (its newest mode event).
+func (a *agent) modes(ctx context.Context, th chat.Thread) *acp.SessionModeState {
 	if th.Mode == "" {
 		return nil
 	}
-	return &acp.SessionModeState{CurrentModeId: acp.SessionModeId(th.Mode), AvailableModes: []acp.SessionMode{}}
+	st := &acp.SessionModeState{CurrentModeId: acp.SessionModeId(th.Mode), AvailableModes: []acp.SessionMode{}}
+	if m, ok := a.lastMode(ctx, th.ID); ok {
+		st.AvailableModes = sessionModes(m.Available)
+	}
+	return st
+}
+
+func sessionModes(opts []chat.ModeOption) []acp.SessionMode {
+	out := make([]acp.SessionMode, 0, len(opts))
+	for _, o := range opts {
+		m := acp.SessionMode{Id: acp.SessionModeId(o.ID), Name: o.Name}
+		if o.Description != "" {
+			m.Description = acp.Ptr(o.Description)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// lastMode is a thread's newest mode event: remembered from what this
+// connection sent, else read from the log once.
+func (a *agent) lastMode(ctx context.Context, id chat.ThreadID) (chat.Mode, bool) {
+	a.mu.Lock()
+	m, ok := a.modeOf[id]
+	a.mu.Unlock()
+	if ok {
+		return m, true
+	}
+	const page = 1000
+	found := false
+	for since := int64(0); ; {
+		evs, err := a.d.Store.Events(ctx, id, since, page)
+		if err != nil {
+			return chat.Mode{}, false
+		}
+		for _, ev := range evs {
+			var mm chat.Mode
+			if ev.Type == chat.TypeMode && ev.Decode(&mm) == nil && mm.Current != "" {
+				m, found = mm, true
+			}
+			since = ev.Seq
+		}
+		if len(evs) < page {
+			break
+		}
+	}
+	if found {
+		a.rememberMode(id, m)
+	}
+	return m, found
+}
+
+func (a *agent) rememberMode(id chat.ThreadID, m chat.Mode) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.modeOf == nil {
+		a.modeOf = map[chat.ThreadID]chat.Mode{}
+	}
+	a.modeOf[id] = m
 }
 
 // heldReader blocks reads until open is closed.

@@ -26,9 +26,29 @@ type session struct {
 	mu      sync.Mutex
 	waiters map[string][]*waiter          // message id → its prompt calls (a repeated id waits too)
 	asking  map[string]context.CancelFunc // card request id → the pending client request
+	shown   chat.ThreadID                 // the thread the session follows, once show has sent it
+	shownCh chan struct{}                 // closed (and replaced) each time show has finished
+	// later is how the route's first thread is made, for a session opened on a
+	// route without one (nil otherwise)
+	later *laterThread
 	// owned by the pump goroutine
 	thread  chat.ThreadID
 	lastSeq int64
+}
+
+// laterThread is how a thread is made for a route that had none when its
+// session opened.
+type laterThread struct {
+	cwd    string
+	plugin bool // a plugin's chat: outside the roots, the agent's first root
+}
+
+// showing returns the thread the session follows and a channel closed when
+// that changes.
+func (s *session) showing() (chat.ThreadID, <-chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.shown, s.shownCh
 }
 
 type waiter struct {
@@ -86,19 +106,25 @@ func (s *session) finish(id string, o outcome) {
 
 // open subscribes a session on route (replacing one of the same id) and starts
 // its pump. With history the whole log is replayed before open returns; without,
-// only what is open now (cards, the mode) is restated.
-func (a *agent) open(ctx context.Context, route chat.RouteKey, history bool) (chat.Thread, error) {
+// only what is open now (cards, the mode) is restated. A route without a thread
+// is an error unless later is set: then the session follows the route's first
+// thread once one is made (ensureThread), and the zero Thread is returned.
+func (a *agent) open(ctx context.Context, route chat.RouteKey, history bool, later *laterThread) (chat.Thread, error) {
 	sub, th, err := a.d.Router.Subscribe(ctx, route, a.opt.Buffer)
 	if err != nil {
 		return chat.Thread{}, err
 	}
-	if th == nil {
+	if th == nil && later == nil {
 		a.d.Hub.Unsubscribe(sub)
 		return chat.Thread{}, chat.ErrNotFound
 	}
+	var thread chat.ThreadID
+	if th != nil {
+		thread = th.ID
+	}
 	pctx, cancel := a.spawnCtx()
 	s := &session{id: route.Chat, route: route, sub: sub, cancel: cancel, ended: make(chan struct{}),
-		waiters: map[string][]*waiter{}, asking: map[string]context.CancelFunc{}}
+		waiters: map[string][]*waiter{}, asking: map[string]context.CancelFunc{}, shownCh: make(chan struct{}), later: later}
 	a.mu.Lock()
 	if a.closed {
 		a.mu.Unlock()
@@ -123,7 +149,7 @@ func (a *agent) open(ctx context.Context, route chat.RouteKey, history bool) (ch
 	go func() {
 		defer a.wg.Done()
 		defer close(s.ended)
-		a.pump(pctx, s, th.ID, since, replayed)
+		a.pump(pctx, s, thread, since, replayed)
 	}()
 	select {
 	case err := <-replayed:
@@ -133,6 +159,9 @@ func (a *agent) open(ctx context.Context, route chat.RouteKey, history bool) (ch
 	case <-ctx.Done():
 		return chat.Thread{}, ctx.Err()
 	}
+	if th == nil {
+		return chat.Thread{}, nil
+	}
 	return *th, nil
 }
 
@@ -141,7 +170,10 @@ func (a *agent) open(ctx context.Context, route chat.RouteKey, history bool) (ch
 // the log, so the client misses nothing.
 func (a *agent) pump(ctx context.Context, s *session, thread chat.ThreadID, since int64, replayed chan<- error) {
 	log := a.log.With("session", s.id)
-	err := a.show(ctx, s, thread, since)
+	var err error
+	if thread != "" { // else the route's first thread comes as a switch
+		err = a.show(ctx, s, thread, since)
+	}
 	replayed <- err
 	if err != nil {
 		log.Warn("acp: replay", "err", err)
@@ -261,6 +293,11 @@ func (a *agent) show(ctx context.Context, s *session, id chat.ThreadID, since in
 		ev.Payload = ev.Frame()
 		a.emit(ctx, s, ev, false)
 	}
+	s.mu.Lock()
+	s.shown = id
+	close(s.shownCh)
+	s.shownCh = make(chan struct{})
+	s.mu.Unlock()
 	return nil
 }
 
@@ -335,6 +372,12 @@ func (a *agent) emit(ctx context.Context, s *session, ev chat.Event, replay bool
 		}
 		a.ext(ctx, s.id, ev.Type, ev.Payload)
 		return
+	}
+	if ev.Type == chat.TypeMode {
+		var m chat.Mode
+		if ev.Decode(&m) == nil && m.Current != "" {
+			a.rememberMode(ev.Thread, m)
+		}
 	}
 	if u, ok := toUpdate(ev); ok {
 		a.update(ctx, s.id, u)

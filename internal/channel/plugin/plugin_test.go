@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/internal/channel/plugin"
+	"github.com/parleyhq/parley/internal/channel/plugin/bridge"
+	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/daemon"
 	"github.com/parleyhq/parley/internal/driver"
@@ -28,6 +30,9 @@ func TestMain(m *testing.M) {
 	switch os.Getenv("PARLEY_FAKE_PLUGIN") {
 	case "bad":
 		badPlugin()
+		return
+	case "bridge":
+		bridgePlugin()
 		return
 	case "silent":
 		// Reads everything, answers nothing: the heartbeat must catch it.
@@ -72,6 +77,45 @@ func badPlugin() {
 			fmt.Fprintf(os.Stdout, `{"jsonrpc":"2.0","id":%s,"result":{}}`+"\n", m.ID)
 		}
 	}
+}
+
+// fileSay is a bridge transport that appends "chat: text" lines to a file.
+type fileSay struct{ path string }
+
+func (f fileSay) Say(_ context.Context, chat, text string) error {
+	fh, err := os.OpenFile(f.path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	defer fh.Close()
+	_, err = fmt.Fprintf(fh, "%s: %s\n", chat, text)
+	return err
+}
+
+// bridgePlugin is an IM plugin on the real bridge whose platform is files: a
+// stranger writes first; once the test creates "next", an allowed user writes.
+func bridgePlugin() {
+	ctx := context.Background()
+	dir := os.Getenv("PARLEY_FAKE_DIR")
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	b, _, err := bridge.Connect(ctx, os.Stdin, os.Stdout, "fake", log)
+	if err != nil {
+		log.Error("connect", "err", err)
+		os.Exit(1)
+	}
+	b.Use(fileSay{filepath.Join(dir, "said")}, bridge.Format{Limit: 1000, PerSecond: 100})
+	if err := b.Reopen(ctx); err != nil {
+		log.Error("reopen", "err", err)
+	}
+	b.Handle(ctx, "dm-mallory", "mallory", "hello")
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "next")); err == nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	b.Handle(ctx, "dm-alice", "alice", "say hi-alice")
+	<-b.Done()
 }
 
 // syncBuffer collects the daemon's log.
@@ -204,5 +248,59 @@ func TestPluginsNeedTheToken(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("GET /api/plugins without a token: got %d, want 401", resp.StatusCode)
+	}
+}
+
+func threadCount(t *testing.T, d *daemon.Daemon) int {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, "http://"+d.Addr()+"/api/threads", nil)
+	req.Header.Set("Authorization", "Bearer "+d.Token())
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Threads []json.RawMessage `json:"threads"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		t.Fatal(err)
+	}
+	return len(body.Threads)
+}
+
+func TestAStrangerLeavesNoThread(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	d, _ := start(t, []config.Plugin{{ID: "fake", Command: self, AllowedUsers: []string{"alice"},
+		Env: map[string]string{"PARLEY_FAKE_PLUGIN": "bridge", "PARLEY_FAKE_DIR": dir}}})
+	said := func() string { b, _ := os.ReadFile(filepath.Join(dir, "said")); return string(b) }
+	testkit.Eventually(t, 30*time.Second, func() bool {
+		return strings.Contains(said(), "dm-mallory: "+plugin.Refusal)
+	}, "the stranger was not refused; the plugin said %q", said())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if n := threadCount(t, d); n != 0 {
+		t.Errorf("threads after a stranger wrote: got %d, want 0", n)
+	}
+	if id, err := d.Router().ThreadOf(ctx, chat.RouteKey{Channel: "fake", Chat: "dm-mallory"}); err != nil || id != "" {
+		t.Errorf("the stranger's chat shows thread %q (%v), want none", id, err)
+	}
+	// The first prompt that passes the gate makes the chat's thread, and its
+	// answer reaches the chat.
+	if err := os.WriteFile(filepath.Join(dir, "next"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, 30*time.Second, func() bool {
+		return strings.Contains(said(), "dm-alice: hi-alice")
+	}, "the allowed user got no answer; the plugin said %q", said())
+	if n := threadCount(t, d); n != 1 {
+		t.Errorf("threads after the allowed user wrote: got %d, want 1", n)
+	}
+	if id, err := d.Router().ThreadOf(ctx, chat.RouteKey{Channel: "fake", Chat: "dm-alice"}); err != nil || id == "" {
+		t.Errorf("the allowed user's chat has no thread (%v)", err)
 	}
 }

@@ -143,12 +143,28 @@ type person struct {
 
 func join(t *testing.T, addr, nick string) *person {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, err := irc.Dial(ctx, addr, nick, nick)
-	if err != nil {
-		t.Fatal(err)
-	}
+	return joinAs(t, addr, irc.Identity{Nick: nick, Realname: nick})
+}
+
+// joinAs joins as id, with exactly id's nick (waiting for it to be free).
+func joinAs(t *testing.T, addr string, id irc.Identity) *person {
+	t.Helper()
+	var c *irc.Conn
+	testkit.Eventually(t, wait, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		var err error
+		c, err = irc.DialAs(ctx, addr, id)
+		if err != nil {
+			t.Logf("dial as %s: %v", id.Nick, err)
+			return false
+		}
+		if c.Nick() != id.Nick { // the nick is still held: its owner's QUIT is not through yet
+			c.Close()
+			return false
+		}
+		return true
+	}, "could not take the nick %s", id.Nick)
 	t.Cleanup(func() { c.Close() })
 	p := &person{t: t, c: c}
 	go func() {
@@ -169,6 +185,26 @@ func (p *person) say(text string) {
 	if err := p.c.Privmsg(channel, text); err != nil {
 		p.t.Fatal(err)
 	}
+}
+
+// sees says whether nick is in the channel as far as p has been told: a JOIN,
+// or a NAMES reply that lists it.
+func (p *person) sees(nick string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, m := range p.seen {
+		switch {
+		case m.Command == "JOIN" && m.Nick() == nick:
+			return true
+		case m.Command == "353" && len(m.Params) > 0:
+			for _, n := range strings.Fields(m.Params[len(m.Params)-1]) {
+				if strings.TrimLeft(n, "~&@%+") == nick {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // mark is how many messages were seen so far.
@@ -242,8 +278,10 @@ func newRig(t *testing.T) (*rig, string) {
 	cfg.Agents = []config.Agent{{ID: "claude", Transport: config.TransportStream, Command: testkit.ClaudeBin(t), Env: env}}
 	cfg.Plugins = []config.Plugin{{
 		ID: "irc", Command: self, Args: []string{"plugin", "irc"},
-		Env:          map[string]string{"PARLEY_TEST_MAIN": "1"},
-		AllowedUsers: []string{"alice"},
+		Env: map[string]string{"PARLEY_TEST_MAIN": "1"},
+		// ngircd without ident marks the user name with "~"; DNS is off, so
+		// the host is the address.
+		AllowedUsers: []string{"alice!~alice@127.0.0.1"},
 		Config: map[string]any{"server": addr, "nick": "parley", "channels": []string{channel},
 			"line_limit": lineLimit, "lines_per_second": 100},
 		Heartbeat: config.Duration{Duration: time.Second},
@@ -291,10 +329,16 @@ func (r *rig) thread() chat.ThreadID {
 func TestIRCEndToEnd(t *testing.T) {
 	r, addr := newRig(t)
 	testkit.Eventually(t, wait, func() bool { return r.plugin().State == plugin.StateRunning }, "the plugin never ran: %+v", r.plugin())
+	top := t
 	alice := join(t, addr, "alice")
 	mallory := join(t, addr, "mallory")
-	// parley's plugin joined the channel and opened its session.
-	testkit.Eventually(t, wait, func() bool { return r.thread() != "" }, "the plugin's chat has no thread")
+	// parley's plugin is in the channel (it joined before alice, so it is in
+	// her NAMES list, or after her). Its chat gets a thread only when an
+	// allowed user first writes.
+	testkit.Eventually(t, wait, func() bool { return alice.sees("parley") }, "parley never joined %s", channel)
+	if id := r.thread(); id != "" {
+		t.Errorf("the channel has thread %s before anyone wrote, want none yet", id)
+	}
 
 	t.Run("an allowed user's message reaches the agent; the answer comes in lines within the limit", func(t *testing.T) {
 		m := alice.mark()
@@ -323,6 +367,44 @@ func TestIRCEndToEnd(t *testing.T) {
 		if after := len(r.api.ScenarioRequests()); after != before {
 			t.Errorf("model requests: got %d after the refusal, want %d", after, before)
 		}
+	})
+
+	t.Run("someone else who takes an allowed nick is refused", func(t *testing.T) {
+		// Alice leaves; someone connecting from elsewhere takes her nick.
+		alice.c.Close()
+		impostor := joinAs(t, addr, irc.Identity{Nick: "alice", User: "eve", Realname: "eve", LocalAddr: "127.0.0.2"})
+		before := len(r.api.ScenarioRequests())
+		m := impostor.mark()
+		impostor.say("hello")
+		impostor.waitLine(m, "not allowed")
+		// In a private message too; and the refused chat leaves no thread behind.
+		if err := impostor.c.Privmsg("parley", "hello"); err != nil {
+			t.Fatal(err)
+		}
+		testkit.Eventually(t, wait, func() bool {
+			impostor.mu.Lock()
+			defer impostor.mu.Unlock()
+			for _, m := range impostor.seen[m:] {
+				if m.Command == "PRIVMSG" && m.Nick() == "parley" && m.Params[0] == "alice" && strings.Contains(m.Params[1], "not allowed") {
+					return true
+				}
+			}
+			return false
+		}, "the private message was not refused")
+		if after := len(r.api.ScenarioRequests()); after != before {
+			t.Errorf("model requests: got %d after the impostor wrote, want %d", after, before)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if id, err := r.d.Router().ThreadOf(ctx, chat.RouteKey{Channel: "irc", Chat: "alice"}); err != nil || id != "" {
+			t.Errorf("the refused private chat has thread %q (%v), want none", id, err)
+		}
+		// The real Alice comes back (from her own user@host) and is let in again.
+		impostor.c.Close()
+		alice = join(top, addr, "alice") // for the rest of the test, not this subtest
+		m = alice.mark()
+		alice.say("/status")
+		alice.waitLine(m, "Thread ")
 	})
 
 	t.Run("a permission answered by replying 1", func(t *testing.T) {
