@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -34,10 +35,14 @@ type fakeAgent struct {
 	conn      *sdk.AgentSideConnection
 	caps      sdk.ClientCapabilities
 	cancelled chan struct{} // a session/cancel arrived (buffered, 1)
+
+	mu      sync.Mutex
+	effort  string // config option "effort" (select: low, high)
+	verbose bool   // config option "verbose" (boolean)
 }
 
 func runFakeAgent() {
-	a := &fakeAgent{cancelled: make(chan struct{}, 1)}
+	a := &fakeAgent{cancelled: make(chan struct{}, 1), effort: "low"}
 	a.conn = sdk.NewAgentSideConnection(a, os.Stdout, os.Stdin)
 	<-a.conn.Done()
 }
@@ -58,7 +63,20 @@ func (a *fakeAgent) Authenticate(ctx context.Context, p sdk.AuthenticateRequest)
 }
 
 func (a *fakeAgent) NewSession(ctx context.Context, p sdk.NewSessionRequest) (sdk.NewSessionResponse, error) {
-	return sdk.NewSessionResponse{SessionId: "fresh", Modes: &sdk.SessionModeState{CurrentModeId: "ask", AvailableModes: []sdk.SessionMode{{Id: "ask", Name: "Ask"}, {Id: "code", Name: "Code"}}}}, nil
+	return sdk.NewSessionResponse{SessionId: "fresh", Modes: &sdk.SessionModeState{CurrentModeId: "ask", AvailableModes: []sdk.SessionMode{{Id: "ask", Name: "Ask"}, {Id: "code", Name: "Code"}}},
+		ConfigOptions: a.options()}, nil
+}
+
+// options is the agent's config options as it reports them.
+func (a *fakeAgent) options() []sdk.SessionConfigOption {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	values := sdk.SessionConfigSelectOptionsUngrouped{{Value: "low", Name: "Low"}, {Value: "high", Name: "High"}}
+	return []sdk.SessionConfigOption{
+		{Select: &sdk.SessionConfigOptionSelect{Type: "select", Id: "effort", Name: "Effort", CurrentValue: sdk.SessionConfigValueId(a.effort),
+			Options: sdk.SessionConfigSelectOptions{Ungrouped: &values}}},
+		{Boolean: &sdk.SessionConfigOptionBoolean{Type: "boolean", Id: "verbose", Name: "Verbose", CurrentValue: a.verbose}},
+	}
 }
 
 func (a *fakeAgent) ResumeSession(ctx context.Context, p sdk.ResumeSessionRequest) (sdk.ResumeSessionResponse, error) {
@@ -79,6 +97,11 @@ func (a *fakeAgent) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.Prompt
 	}
 	cmd, arg, _ := strings.Cut(text, " ")
 	switch cmd {
+	case "config":
+		a.mu.Lock()
+		state := fmt.Sprintf("effort=%s verbose=%v", a.effort, a.verbose)
+		a.mu.Unlock()
+		a.say(ctx, p.SessionId, state)
 	case "caps":
 		b, _ := json.Marshal(a.caps)
 		a.say(ctx, p.SessionId, string(b))
@@ -158,15 +181,34 @@ func (a *fakeAgent) CloseSession(ctx context.Context, p sdk.CloseSessionRequest)
 func (a *fakeAgent) ListSessions(ctx context.Context, p sdk.ListSessionsRequest) (sdk.ListSessionsResponse, error) {
 	return sdk.ListSessionsResponse{}, nil
 }
+// SetSessionConfigOption takes effort as a value id and verbose as a boolean,
+// and answers with the full set of options, or with none when
+// PARLEY_FAKE_EMPTY_CONFIG_REPLY=1.
 func (a *fakeAgent) SetSessionConfigOption(ctx context.Context, p sdk.SetSessionConfigOptionRequest) (sdk.SetSessionConfigOptionResponse, error) {
-	return sdk.SetSessionConfigOptionResponse{}, nil
+	a.mu.Lock()
+	switch {
+	case p.ValueId != nil && p.ValueId.ConfigId == "effort" && (p.ValueId.Value == "low" || p.ValueId.Value == "high"):
+		a.effort = string(p.ValueId.Value)
+	case p.Boolean != nil && p.Boolean.ConfigId == "verbose":
+		a.verbose = p.Boolean.Value
+	default:
+		a.mu.Unlock()
+		b, _ := json.Marshal(p)
+		return sdk.SetSessionConfigOptionResponse{}, &sdk.RequestError{Code: -32602, Message: "bad config option request: " + string(b)}
+	}
+	a.mu.Unlock()
+	if os.Getenv("PARLEY_FAKE_EMPTY_CONFIG_REPLY") == "1" {
+		return sdk.SetSessionConfigOptionResponse{ConfigOptions: []sdk.SessionConfigOption{}}, nil
+	}
+	return sdk.SetSessionConfigOptionResponse{ConfigOptions: a.options()}, nil
 }
 func (a *fakeAgent) SetSessionMode(ctx context.Context, p sdk.SetSessionModeRequest) (sdk.SetSessionModeResponse, error) {
 	return sdk.SetSessionModeResponse{}, nil
 }
 
-// startFake starts the fake agent in a fresh working directory.
-func startFake(t *testing.T, resume string) (*Session, *recSink, string) {
+// startFake starts the fake agent in a fresh working directory, with env
+// (KEY=VALUE) added to its environment.
+func startFake(t *testing.T, resume string, env ...string) (*Session, *recSink, string) {
 	t.Helper()
 	cwd := t.TempDir()
 	sink := &recSink{}
@@ -175,7 +217,7 @@ func startFake(t *testing.T, resume string) (*Session, *recSink, string) {
 		t.Fatal(err)
 	}
 	s, err := New(nil).Start(context.Background(), driver.Spec{
-		Command: exe, Env: []string{"PARLEY_ACP_FAKE_AGENT=1"}, Cwd: cwd, ResumeID: resume,
+		Command: exe, Env: append([]string{"PARLEY_ACP_FAKE_AGENT=1"}, env...), Cwd: cwd, ResumeID: resume,
 		Options: map[string]string{OptAuthMethod: "fake-key"},
 	}, sink)
 	if err != nil {
@@ -340,6 +382,63 @@ func TestFakeAgentQuestionAfterStop(t *testing.T) {
 	}
 	if n := sink.count(from, "withdrawn", ""); n != 0 {
 		t.Errorf("withdrawn cards: got %d want 0 (none was opened)", n)
+	}
+}
+
+func TestFakeAgentConfigOptions(t *testing.T) {
+	tests := []struct {
+		name       string
+		id, value  string
+		emptyReply bool   // the agent answers with no options
+		want       string // the agent's state afterwards
+	}{
+		{name: "select", id: "effort", value: "high", want: "effort=high verbose=false"},
+		{name: "boolean", id: "verbose", value: "true", want: "effort=low verbose=true"},
+		{name: "select, empty reply", id: "effort", value: "high", emptyReply: true, want: "effort=high verbose=false"},
+		{name: "boolean, empty reply", id: "verbose", value: "true", emptyReply: true, want: "effort=low verbose=true"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var env []string
+			if tt.emptyReply {
+				env = append(env, "PARLEY_FAKE_EMPTY_CONFIG_REPLY=1")
+			}
+			s, sink, _ := startFake(t, "", env...)
+			modes := payloads[chat.Mode](sink, 0)
+			if len(modes) == 0 || len(modes[0].ConfigOptions) != 2 {
+				t.Fatalf("mode at start: got %+v want two config options", modes)
+			}
+			from := sink.len()
+			if err := s.SetConfigOption(context.Background(), tt.id, "not-a-value"); !errors.Is(err, chat.ErrBadInput) {
+				t.Errorf("a value not offered: got %v want ErrBadInput", err)
+			}
+			if err := s.SetConfigOption(context.Background(), tt.id, tt.value); err != nil {
+				t.Fatalf("SetConfigOption(%s, %s): %v", tt.id, tt.value, err)
+			}
+			after := payloads[chat.Mode](sink, from)
+			if len(after) != 1 {
+				t.Fatalf("mode events after the change: got %+v want one", after)
+			}
+			got := map[string]string{}
+			for _, o := range after[0].ConfigOptions {
+				got[o.ID] = o.Current
+			}
+			want := map[string]string{"effort": "low", "verbose": "false", tt.id: tt.value}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("options after the change: got %v want %v (every option kept)", got, want)
+			}
+			if after[0].Current != "ask" {
+				t.Errorf("mode after the change: got %q want ask", after[0].Current)
+			}
+			// The change reached the agent in the option's own shape.
+			if _, text := runTurn(t, s, sink, "config"); text != tt.want {
+				t.Errorf("agent's state: got %q want %q", text, tt.want)
+			}
+			// The first mode event was not changed behind the screen's back.
+			if first := payloads[chat.Mode](sink, 0)[0]; first.ConfigOptions[0].Current != "low" || first.ConfigOptions[1].Current != "false" {
+				t.Errorf("the mode reported at start changed afterwards: %+v", first.ConfigOptions)
+			}
+		})
 	}
 }
 

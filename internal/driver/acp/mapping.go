@@ -3,6 +3,7 @@ package acp
 import (
 	"encoding/json"
 	"regexp"
+	"slices"
 	"strings"
 
 	sdk "github.com/coder/acp-go-sdk"
@@ -236,15 +237,19 @@ func (m *mapper) setModels(st *sdk.SessionModelState) {
 	m.replaceOption(opt)
 }
 
-func (m *mapper) setModel(id string) {
+// setCurrent records a config option's new value. The slice is copied:
+// payloads already reported share the old one.
+func (m *mapper) setCurrent(optID, value string) {
+	m.options = slices.Clone(m.options)
 	for i := range m.options {
-		if m.options[i].ID == modelOption {
-			m.options[i].Current = id
+		if m.options[i].ID == optID {
+			m.options[i].Current = value
 		}
 	}
 }
 
 func (m *mapper) replaceOption(opt chat.ConfigOption) {
+	m.options = slices.Clone(m.options)
 	for i := range m.options {
 		if m.options[i].ID == opt.ID {
 			m.options[i] = opt

@@ -594,7 +594,7 @@ func (s *Session) SetConfigOption(ctx context.Context, id, value string) error {
 			return fmt.Errorf("acp: set model %q: %w", value, err)
 		}
 		s.mu.Lock()
-		s.m.setModel(value)
+		s.m.setCurrent(modelOption, value)
 		mode := s.m.mode()
 		s.mu.Unlock()
 		s.sink.Event(mode)
@@ -611,7 +611,13 @@ func (s *Session) SetConfigOption(ctx context.Context, id, value string) error {
 		return fmt.Errorf("acp: set config option %q: %w", id, err)
 	}
 	s.mu.Lock()
-	s.m.setOptions(resp.ConfigOptions)
+	if len(resp.ConfigOptions) > 0 {
+		s.m.setOptions(resp.ConfigOptions)
+	} else {
+		// The reply should carry the full set; an agent that sends none has
+		// not removed every option: keep them, with the value just set.
+		s.m.setCurrent(id, value)
+	}
 	mode := s.m.mode()
 	s.mu.Unlock()
 	s.sink.Event(mode)
