@@ -181,6 +181,7 @@ func (a *fakeAgent) CloseSession(ctx context.Context, p sdk.CloseSessionRequest)
 func (a *fakeAgent) ListSessions(ctx context.Context, p sdk.ListSessionsRequest) (sdk.ListSessionsResponse, error) {
 	return sdk.ListSessionsResponse{}, nil
 }
+
 // SetSessionConfigOption takes effort as a value id and verbose as a boolean,
 // and answers with the full set of options, or with none when
 // PARLEY_FAKE_EMPTY_CONFIG_REPLY=1.
