@@ -1,6 +1,7 @@
 package acp
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -47,15 +48,36 @@ func runFakeAgent() {
 	<-a.conn.Done()
 }
 
+// Initialize offers session/resume, or what PARLEY_FAKE_SESSION_CAPS lists
+// ("resume", "load", both joined by "+", or "none").
 func (a *fakeAgent) Initialize(ctx context.Context, p sdk.InitializeRequest) (sdk.InitializeResponse, error) {
 	a.caps = p.ClientCapabilities
+	var caps sdk.AgentCapabilities
+	offered := cmp.Or(os.Getenv("PARLEY_FAKE_SESSION_CAPS"), "resume")
+	for _, c := range strings.Split(offered, "+") {
+		switch c {
+		case "resume":
+			caps.SessionCapabilities.Resume = &sdk.SessionResumeCapabilities{}
+		case "load":
+			caps.LoadSession = true
+		}
+	}
 	return sdk.InitializeResponse{
-		ProtocolVersion: sdk.ProtocolVersionNumber,
-		AuthMethods:     []sdk.AuthMethod{{Agent: &sdk.AuthMethodAgent{Id: "fake-key", Name: "Fake"}}},
-		AgentCapabilities: sdk.AgentCapabilities{
-			SessionCapabilities: sdk.SessionCapabilities{Resume: &sdk.SessionResumeCapabilities{}},
-		},
+		ProtocolVersion:   sdk.ProtocolVersionNumber,
+		AuthMethods:       []sdk.AuthMethod{{Agent: &sdk.AuthMethodAgent{Id: "fake-key", Name: "Fake"}}},
+		AgentCapabilities: caps,
 	}, nil
+}
+
+// LoadSession knows "known" and "loadable", and replays their history
+// before it answers, as the protocol has it.
+func (a *fakeAgent) LoadSession(ctx context.Context, p sdk.LoadSessionRequest) (sdk.LoadSessionResponse, error) {
+	if p.SessionId != "known" && p.SessionId != "loadable" {
+		return sdk.LoadSessionResponse{}, &sdk.RequestError{Code: -32002, Message: "nothing to load"}
+	}
+	_ = a.conn.SessionUpdate(ctx, sdk.SessionNotification{SessionId: p.SessionId, Update: sdk.UpdateUserMessageText("old question")})
+	a.say(ctx, p.SessionId, "old answer")
+	return sdk.LoadSessionResponse{}, nil
 }
 
 func (a *fakeAgent) Authenticate(ctx context.Context, p sdk.AuthenticateRequest) (sdk.AuthenticateResponse, error) {
@@ -545,16 +567,23 @@ func TestFakeAgentCrash(t *testing.T) {
 
 func TestFakeAgentResume(t *testing.T) {
 	tests := []struct {
+		caps      string // what the agent offers
 		id        string
 		wantID    string
 		wantError string
+		wantWhy   string // in the error's message
 	}{
-		{id: "known", wantID: "known"},
-		{id: "gone", wantID: "fresh", wantError: chat.CodeNoHistory},
+		{caps: "resume", id: "known", wantID: "known"},
+		{caps: "resume", id: "gone", wantID: "fresh", wantError: chat.CodeNoHistory, wantWhy: "session/resume: no such session"},
+		{caps: "load", id: "known", wantID: "known"},
+		// session/resume fails, session/load brings it back.
+		{caps: "resume+load", id: "loadable", wantID: "loadable"},
+		{caps: "resume+load", id: "gone", wantID: "fresh", wantError: chat.CodeNoHistory, wantWhy: "session/resume: no such session; session/load: nothing to load"},
+		{caps: "none", id: "known", wantID: "fresh", wantError: chat.CodeNoHistory, wantWhy: "neither resume nor load"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.id, func(t *testing.T) {
-			s, sink, _ := startFake(t, tt.id)
+		t.Run(tt.caps+" "+tt.id, func(t *testing.T) {
+			s, sink, _ := startFake(t, tt.id, "PARLEY_FAKE_SESSION_CAPS="+tt.caps)
 			if got := sink.sessionID(); got != tt.wantID {
 				t.Errorf("session id: got %q want %q", got, tt.wantID)
 			}
@@ -562,8 +591,12 @@ func TestFakeAgentResume(t *testing.T) {
 			switch {
 			case tt.wantError == "" && len(errs) != 0:
 				t.Errorf("errors: got %+v want none", errs)
-			case tt.wantError != "" && (len(errs) != 1 || errs[0].Code != tt.wantError):
-				t.Errorf("errors: got %+v want one %s", errs, tt.wantError)
+			case tt.wantError != "" && (len(errs) != 1 || errs[0].Code != tt.wantError || !strings.Contains(errs[0].Message, tt.wantWhy)):
+				t.Errorf("errors: got %+v want one %s saying %q", errs, tt.wantError, tt.wantWhy)
+			}
+			// A load's replay is history parley already shows.
+			if got := sink.text(0); got != "" {
+				t.Errorf("text before the first prompt: got %q want none (the replay is hidden)", got)
 			}
 			if reason, text := runTurn(t, s, sink, "hi"); reason != chat.StopEndTurn || text != "echo hi" {
 				t.Errorf("turn: got %q %q", reason, text)

@@ -160,21 +160,24 @@ func (s *Session) newSession(ctx context.Context, mcp []sdk.McpServer) error {
 	return nil
 }
 
-// resume brings back spec.ResumeID: session/resume when offered, else
-// session/load (its replay suppressed), else a new session and an error
-// event saying the history is lost.
+// resume brings back spec.ResumeID: session/resume when offered, else (or
+// when it fails) session/load (its replay suppressed), else a new session
+// and an error event saying the history is lost.
 func (s *Session) resume(ctx context.Context, mcp []sdk.McpServer) error {
 	id := sdk.SessionId(s.spec.ResumeID)
-	var why error
-	switch {
-	case s.caps.SessionCapabilities.Resume != nil:
+	var whys []string
+	if s.caps.SessionCapabilities.Resume != nil {
 		resp, err := s.conn.ResumeSession(ctx, sdk.ResumeSessionRequest{SessionId: id, Cwd: s.jail.root, McpServers: mcp})
 		if err == nil {
 			s.adopt(id, resp.Modes, resp.Models, resp.ConfigOptions)
 			return nil
 		}
-		why = fmt.Errorf("session/resume: %w", err)
-	case s.caps.LoadSession:
+		whys = append(whys, "session/resume: "+errText(err))
+		if s.caps.LoadSession {
+			s.logger.Info("session/resume failed; trying session/load", "session", s.spec.ResumeID, "err", err)
+		}
+	}
+	if s.caps.LoadSession {
 		s.mu.Lock()
 		s.id, s.replaying = id, true
 		s.mu.Unlock()
@@ -187,17 +190,19 @@ func (s *Session) resume(ctx context.Context, mcp []sdk.McpServer) error {
 		s.mu.Lock()
 		s.id, s.replaying = "", false
 		s.mu.Unlock()
-		why = fmt.Errorf("session/load: %w", err)
-	default:
-		why = errors.New("the agent can neither resume nor load sessions")
+		whys = append(whys, "session/load: "+errText(err))
 	}
+	if len(whys) == 0 {
+		whys = append(whys, "the agent can neither resume nor load sessions")
+	}
+	why := strings.Join(whys, "; ")
 	s.logger.Warn("resume failed; starting a new session", "session", s.spec.ResumeID, "err", why)
 	if err := s.newSession(ctx, mcp); err != nil {
 		return err
 	}
 	s.sink.Event(chat.Error{Code: chat.CodeNoHistory, Message: fmt.Sprintf(
 		"%v: the agent's session %s could not be restored (%s), so this is a new session without the earlier history",
-		driver.ErrHistoryLost, s.spec.ResumeID, errText(why))})
+		driver.ErrHistoryLost, s.spec.ResumeID, why)})
 	return nil
 }
 
