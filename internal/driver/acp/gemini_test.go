@@ -281,6 +281,24 @@ func TestGeminiStop(t *testing.T) {
 			if got := sink.count(from, "withdrawn", ""); got != tt.wantCards {
 				t.Errorf("withdrawn cards: got %d want %d", got, tt.wantCards)
 			}
+			// Each open permission request was answered cancelled on the wire,
+			// as the protocol requires after session/cancel.
+			perms := r.agentCalls("session/request_permission")
+			if len(perms) != tt.wantCards {
+				t.Errorf("permission requests from the agent: got %d want %d", len(perms), tt.wantCards)
+			}
+			for _, c := range perms {
+				var res struct {
+					Outcome struct {
+						Outcome  string `json:"outcome"`
+						OptionID string `json:"optionId"`
+					} `json:"outcome"`
+				}
+				if json.Unmarshal(c.Result, &res) != nil || res.Outcome.Outcome != "cancelled" || res.Outcome.OptionID != "" {
+					t.Errorf("answer to the open permission request: got result %s error %s want {\"outcome\":{\"outcome\":\"cancelled\"}}", c.Result, c.Error)
+				}
+			}
+
 			for _, req := range payloads[chat.PermissionRequest](sink, from) {
 				if err := s.AnswerPermission(context.Background(), req.RequestID, driver.PermissionAnswer{OptionID: req.Options[0].ID}); err == nil {
 					t.Errorf("answering a withdrawn card: got nil want an error")
@@ -327,6 +345,19 @@ func TestGeminiSetMode(t *testing.T) {
 	if got.Current != "yolo" {
 		t.Errorf("mode after set: got %q want yolo", got.Current)
 	}
+	// The agent itself reported the new mode (not only parley, which reports
+	// a mode it set). Gemini CLI 0.61.0 reports it as an agent message chunk
+	// "[MODE_UPDATE] yolo", never as current_mode_update; either counts, and
+	// the marker must not reach the screen as text.
+	if !agentReportedMode(r.tap.String(), "yolo") {
+		t.Errorf("the agent never reported mode yolo (current_mode_update or [MODE_UPDATE]):\n%s", r.tap.String())
+	}
+	if n := len(payloads[chat.Mode](sink, from)); n != 1 {
+		t.Errorf("mode events for one change: got %d want 1", n)
+	}
+	if txt := sink.text(from); txt != "" {
+		t.Errorf("text after set mode: got %q want none", txt)
+	}
 	// The agent really is in yolo: the command runs without asking.
 	prompt(t, s, "run the command")
 	if reason := waitTurn(t, sink, from); reason != chat.StopEndTurn {
@@ -369,6 +400,38 @@ func TestGeminiSetMode(t *testing.T) {
 		t.Errorf("model the agent asked for after the change: got %+v want gemini-2.5-pro", reqs[before:])
 	}
 	r.saveTranscript("set_mode")
+}
+
+// agentReportedMode reports whether the tap holds the agent's own report of
+// the mode: current_mode_update, or Gemini CLI's "[MODE_UPDATE] <mode>" chunk.
+func agentReportedMode(tap, mode string) bool {
+	for _, line := range strings.Split(tap, "\n") {
+		rest, ok := strings.CutPrefix(line, "< ")
+		if !ok {
+			continue
+		}
+		var n struct {
+			Method string `json:"method"`
+			Params struct {
+				Update struct {
+					SessionUpdate string `json:"sessionUpdate"`
+					CurrentModeID string `json:"currentModeId"`
+					Content       struct {
+						Text string `json:"text"`
+					} `json:"content"`
+				} `json:"update"`
+			} `json:"params"`
+		}
+		if json.Unmarshal([]byte(rest), &n) != nil || n.Method != "session/update" {
+			continue
+		}
+		u := n.Params.Update
+		if (u.SessionUpdate == "current_mode_update" && u.CurrentModeID == mode) ||
+			(u.SessionUpdate == "agent_message_chunk" && strings.TrimSpace(u.Content.Text) == "[MODE_UPDATE] "+mode) {
+			return true
+		}
+	}
+	return false
 }
 
 func TestGeminiResume(t *testing.T) {
@@ -437,29 +500,25 @@ func TestGeminiResume(t *testing.T) {
 	})
 }
 
-// fsCall is one client-side file request the agent made and parley's answer,
-// read from the tap.
-type fsCall struct {
-	Method  string
-	Path    string
-	Content string // what the agent asked to write
-	Result  json.RawMessage
-	Error   json.RawMessage
+// rpcCall is one request the agent made and parley's answer, read from the tap.
+type rpcCall struct {
+	Method string
+	Params json.RawMessage
+	Result json.RawMessage // nil until answered
+	Error  json.RawMessage
 }
 
-// fsCalls returns the agent's fs/* requests in order, each with parley's answer.
-func (r *rig) fsCalls() []fsCall {
+// agentCalls returns the agent's requests whose method has the prefix, in
+// order, each with parley's answer.
+func (r *rig) agentCalls(prefix string) []rpcCall {
 	type msg struct {
 		ID     json.RawMessage `json:"id"`
 		Method string          `json:"method"`
-		Params struct {
-			Path    string `json:"path"`
-			Content string `json:"content"`
-		} `json:"params"`
+		Params json.RawMessage `json:"params"`
 		Result json.RawMessage `json:"result"`
 		Error  json.RawMessage `json:"error"`
 	}
-	var calls []fsCall
+	var calls []rpcCall
 	open := map[string]int{} // request id (the agent's numbering) → index in calls
 	for _, line := range strings.Split(r.tap.String(), "\n") {
 		from, rest, ok := strings.Cut(line, " ")
@@ -467,14 +526,16 @@ func (r *rig) fsCalls() []fsCall {
 			continue
 		}
 		var m msg
-		if json.Unmarshal([]byte(rest), &m) != nil {
+		if json.Unmarshal([]byte(rest), &m) != nil || len(m.ID) == 0 {
 			continue
 		}
 		switch {
-		case from == "<" && strings.HasPrefix(m.Method, "fs/"):
-			open[string(m.ID)] = len(calls)
-			calls = append(calls, fsCall{Method: m.Method, Path: m.Params.Path, Content: m.Params.Content})
-		case from == ">" && m.Method == "" && len(m.ID) > 0:
+		case from == "<" && m.Method != "":
+			if strings.HasPrefix(m.Method, prefix) {
+				open[string(m.ID)] = len(calls)
+				calls = append(calls, rpcCall{Method: m.Method, Params: m.Params})
+			}
+		case from == ">" && m.Method == "":
 			if i, ok := open[string(m.ID)]; ok {
 				calls[i].Result, calls[i].Error = m.Result, m.Error
 				delete(open, string(m.ID))
@@ -482,6 +543,27 @@ func (r *rig) fsCalls() []fsCall {
 		}
 	}
 	return calls
+}
+
+// fsCall is one client-side file request the agent made and parley's answer.
+type fsCall struct {
+	rpcCall
+	Path    string
+	Content string // what the agent asked to write
+}
+
+// fsCalls returns the agent's fs/* requests in order, each with parley's answer.
+func (r *rig) fsCalls() []fsCall {
+	var out []fsCall
+	for _, c := range r.agentCalls("fs/") {
+		var p struct {
+			Path    string `json:"path"`
+			Content string `json:"content"`
+		}
+		_ = json.Unmarshal(c.Params, &p)
+		out = append(out, fsCall{rpcCall: c, Path: p.Path, Content: p.Content})
+	}
+	return out
 }
 
 // toAgent is everything parley wrote to the agent.
