@@ -114,14 +114,18 @@ export function useEscToStop(store: Store, active: boolean) {
 }
 
 export function installNotifications(store: Store) {
-  store.notify = (title, body) => {
-    if (document.visibilityState !== "hidden" || typeof Notification === "undefined" || Notification.permission !== "granted") return;
+  store.notify = (title, body, tag) => {
+    if (document.visibilityState !== "hidden" || !notificationsOn()) return;
     try {
-      new Notification("parley: " + title, { body, tag: "parley-card" });
+      new Notification("parley: " + title, { body, tag: "parley-" + (tag ?? "card") });
     } catch {
       /* some browsers only allow notifications from a service worker */
     }
   };
+}
+
+export function notificationsOn(): boolean {
+  return typeof Notification !== "undefined" && Notification.permission === "granted";
 }
 
 export function canAskNotify(): boolean {
@@ -148,14 +152,18 @@ export function ago(ts?: string): string {
   return new Date(ts).toLocaleDateString();
 }
 
-// threadState is what the side list says of a thread: the server's state, or
-// "waiting for …" when the chat on screen shows an open card of it.
+// threadState is what the side list says of a thread: "waiting for …" while the
+// server reports an open card in it (every thread, from the thread list), else
+// its state. For the thread on screen the socket is fresher than the list.
 export function threadState(store: Store, t: Thread, openKind: string): string {
-  if (t.id === store.state.chat.thread?.id) {
-    if (openKind === "permission") return "waiting for permission";
-    if (openKind === "question") return "waiting for an answer";
-    if (store.state.chat.turnActive) return "working";
-    if (t.state === "working" && store.state.chat.caughtUp) return "idle"; // the list is older than the socket
+  const c = store.state.chat;
+  const onScreen = t.id === c.thread?.id && c.caughtUp;
+  const waiting = onScreen ? openKind : t.waiting;
+  if (waiting === "permission") return "waiting for permission";
+  if (waiting === "question") return "waiting for an answer";
+  if (onScreen) {
+    if (c.turnActive) return "working";
+    if (t.state === "working") return "idle"; // the list is older than the socket
   }
   return statusText[t.state] ?? t.state;
 }

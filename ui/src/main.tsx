@@ -3,7 +3,7 @@
 import { render } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import { Store } from "./store";
-import { installNotifications, useChatRoute, useRoute, useStore } from "./app";
+import { installNotifications, notificationsOn, useChatRoute, useRoute, useStore } from "./app";
 import { Desktop } from "./desktop/Desktop";
 import { Phone } from "./phone/Phone";
 import "./style.css";
@@ -35,7 +35,9 @@ function App() {
   useChatRoute(store, route);
   useEffect(() => {
     void store.refresh();
-    const t = setInterval(() => document.visibilityState === "visible" && void store.refresh(), 5000);
+    // A hidden tab keeps polling only when it may notify: a card opening in any
+    // thread is news then (the browser may slow the timer down).
+    const t = setInterval(() => (document.visibilityState === "visible" || notificationsOn()) && void store.refresh(), 5000);
     return () => clearInterval(t);
   }, []);
   useEffect(() => {

@@ -25,6 +25,9 @@ export type Thread = {
   created_at?: string;
   updated_at?: string;
   last_seq?: number;
+  // From the thread list (GET /api/threads): the newest open card, if any.
+  waiting?: "permission" | "question";
+  card?: { request_id: string; kind: "permission" | "question"; title?: string };
 };
 
 export type PermissionOption = { id: string; label: string; kind: string };

@@ -150,7 +150,13 @@ export class Store implements SocketSink {
   // or an agent's native session (by session id).
   private pendingOpen: Thread | null = null;
   private onUnauthorized: () => void;
-  notify: (title: string, body: string) => void = () => {};
+  // Cards already announced (or open before this page loaded): one notification each.
+  private announced = new Set<string>();
+  private listLoaded = false;
+  // The new-thread intent of messages sent from this page, for a retry: a first
+  // message that failed must start its thread again, with its agent and directory.
+  private sentIntents = new Map<string, Intent>();
+  notify: (title: string, body: string, tag?: string) => void = () => {};
   // Timings of the last open (ms since page start), for the benchmarks.
   timing = { open: 0, first: 0, caughtUp: 0 };
 
@@ -271,12 +277,33 @@ export class Store implements SocketSink {
       const threads = (Array.isArray(t) ? t : t.threads ?? []).slice();
       threads.sort((x, y) => (y.updated_at ?? "").localeCompare(x.updated_at ?? ""));
       this.set({ agents, threads, defaultAgent: this.state.defaultAgent || def });
+      this.announceCards(threads);
       // Plugins come from another channel; a daemon without them answers 404.
       this.getJSON<{ plugins: PluginStatus[] }>("/api/plugins").then((p) => this.set({ plugins: p.plugins ?? [] }), () => {});
     } catch (e) {
       if (e instanceof Unauthorized) return;
       /* the socket banner already says when the server is away */
     }
+  }
+
+  // announceCards notifies about cards the thread list shows newly open in other
+  // threads (the chat on screen announces its own from the socket). Cards open
+  // when the page loaded are not news.
+  private announceCards(threads: Thread[]) {
+    const shown = this.state.chat.thread?.id;
+    for (const t of threads) {
+      if (!t.card || t.id === shown || this.announced.has(t.card.request_id)) continue;
+      this.announced.add(t.card.request_id);
+      if (this.listLoaded) this.notify(t.card.kind === "permission" ? "Permission needed" : "Question", `${threadLabel(t)}: ${t.card.title ?? ""}`, t.card.request_id);
+    }
+    this.listLoaded = true;
+  }
+
+  // announce notifies about a card once; a replayed card is not news.
+  private announce(requestID: string, title: string, body: string, quiet: boolean) {
+    if (this.announced.has(requestID)) return;
+    this.announced.add(requestID);
+    if (!quiet) this.notify(title, body, requestID);
   }
 
   async getJSON<T>(path: string): Promise<T> {
@@ -316,11 +343,13 @@ export class Store implements SocketSink {
     const it = this.state.chat.items.find((i) => i.kind === "user" && i.message_id === messageID);
     if (!it || it.kind !== "user") return;
     const kept = this.sentImages.get(messageID);
-    this.enqueue({ message_id: messageID, text: it.text, chat: this.chatID, ...(kept ? { images: kept } : {}) });
+    const intent = this.sentIntents.get(messageID);
+    this.enqueue({ message_id: messageID, text: it.text, chat: this.chatID, ...(intent ? { intent } : {}), ...(kept ? { images: kept } : {}) });
   }
 
   private enqueue(o: Outgoing) {
     if (o.images) this.sentImages.set(o.message_id, o.images);
+    if (o.intent) this.sentIntents.set(o.message_id, o.intent);
     this.outbox = this.outbox.filter((x) => x.message_id !== o.message_id).concat(o);
     save(OUTBOX, this.outbox);
     const c = this.state.chat;
@@ -526,7 +555,7 @@ export class Store implements SocketSink {
           state: "open",
         }), (it) => (it.kind === "permission" && !ev.seq && (it.state === "answering" || it.state === "closed") ? { ...it, state: "open" } : it));
         if (!ev.seq) this.closedCards.delete(ev.request_id);
-        if (!replaying) this.notify("Permission needed", ev.tool?.title || ev.tool?.name || "");
+        this.announce(ev.request_id, "Permission needed", ev.tool?.title || ev.tool?.name || "", replaying);
         break;
       case "permission_resolved":
         this.patchCard(ev.request_id, { state: ev.cancelled ? "cancelled" : "resolved", chosen: ev.option_id, note: resolvedBy(ev.by, ev.message) } as Partial<Item>);
@@ -535,7 +564,7 @@ export class Store implements SocketSink {
         this.upsert("c:" + ev.request_id, () => ({ kind: "question", key: "c:" + ev.request_id, request_id: ev.request_id, questions: ev.questions ?? [], state: "open" }),
           (it) => (it.kind === "question" && !ev.seq && (it.state === "answering" || it.state === "closed") ? { ...it, state: "open" } : it));
         if (!ev.seq) this.closedCards.delete(ev.request_id);
-        if (!replaying) this.notify("Question", ev.questions?.[0]?.question ?? "");
+        this.announce(ev.request_id, "Question", ev.questions?.[0]?.question ?? "", replaying);
         break;
       case "question_resolved":
         this.patchCard(ev.request_id, { state: ev.cancelled ? "cancelled" : "resolved", answers: ev.answers, response: ev.response, note: resolvedBy(ev.by) } as Partial<Item>);

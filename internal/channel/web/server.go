@@ -235,10 +235,66 @@ func (s *Server) handleThreads(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	if ths == nil {
-		ths = []chat.Thread{}
+	out := make([]threadView, 0, len(ths))
+	for _, th := range ths {
+		v := threadView{Thread: th}
+		// One indexed look-up per thread: the side list shows every thread's
+		// "waiting for …", not only the one open in the chat.
+		open, err := s.store.Cards(r.Context(), th.ID, chat.CardOpen)
+		if err != nil {
+			writeErr(w, err)
+			return
+		}
+		if len(open) > 0 {
+			c := open[len(open)-1]
+			v.Waiting = c.Kind
+			v.Card = &openCard{RequestID: c.RequestID, Kind: c.Kind, Title: cardTitle(c)}
+		}
+		out = append(out, v)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"threads": ths})
+	writeJSON(w, http.StatusOK, map[string]any{"threads": out})
+}
+
+// threadView is a thread as the thread list shows it: with what it waits for.
+type threadView struct {
+	chat.Thread
+	// Waiting is the kind of the newest open card ("permission" or "question"),
+	// or "" when the thread waits for nobody.
+	Waiting string    `json:"waiting,omitempty"`
+	Card    *openCard `json:"card,omitempty"`
+}
+
+// openCard names a thread's newest open card, so a page can tell a new card
+// from one it has already announced.
+type openCard struct {
+	RequestID string `json:"request_id"`
+	Kind      string `json:"kind"`
+	Title     string `json:"title,omitempty"`
+}
+
+// cardTitle is a card's one-line summary: the tool's title, or the first question.
+func cardTitle(c chat.Card) string {
+	var req struct {
+		Tool struct {
+			Name  string `json:"name"`
+			Title string `json:"title"`
+		} `json:"tool"`
+		Questions []struct {
+			Question string `json:"question"`
+		} `json:"questions"`
+	}
+	if json.Unmarshal(c.Request, &req) != nil {
+		return ""
+	}
+	switch {
+	case req.Tool.Title != "":
+		return req.Tool.Title
+	case req.Tool.Name != "":
+		return req.Tool.Name
+	case len(req.Questions) > 0:
+		return req.Questions[0].Question
+	}
+	return ""
 }
 
 func (s *Server) handleThread(w http.ResponseWriter, r *http.Request) {

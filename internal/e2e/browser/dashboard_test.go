@@ -354,6 +354,138 @@ func TestDashboard(t *testing.T) {
 		until(t, ctx, "the desktop tab sees the phone's message", pageHas(PromptEcho+" from the phone"))
 		run(t, phone, "back to the list", chromedp.Click(chromedp.CSS(`button.back`)), chromedp.WaitVisible(chromedp.CSS(`.p-thread`)))
 	})
+
+	// These run last and start threads of their own: the ones above expect their
+	// thread to be the newest.
+	t.Run("12 a card open in another thread shows in the list, and a hidden tab is notified once", func(t *testing.T) {
+		b := browser(t, 1280, 860)
+		run(t, b, "log in", chromedp.Navigate(r.LoginURL()), chromedp.WaitVisible(chromedp.CSS(`.side`)))
+		run(t, b, "open the new-thread form", chromedp.Click(chromedp.CSS(`.side button.primary`)))
+		startThread(t, b, PromptEcho+" in thread A")
+		until(t, b, "A's answer arrives", `!!window.parley.state.chat.thread && `+pageHas("You said it."))
+		threadA := eval[string](t, b, `window.parley.state.chat.thread.id`)
+		run(t, b, "open the new-thread form", chromedp.Click(chromedp.CSS(`.side button.primary`)))
+		startThread(t, b, PromptEcho+" in thread B")
+		until(t, b, "B's answer arrives", fmt.Sprintf(`!!window.parley.state.chat.thread && window.parley.state.chat.thread.id !== %s && `, js(threadA))+pageHas("You said it."))
+		threadB := eval[string](t, b, `window.parley.state.chat.thread.id`)
+		entry := func(id string) string {
+			return fmt.Sprintf(`(document.querySelector('.threads button[data-thread=%s]')||{textContent:""}).textContent`, js(id))
+		}
+		until(t, b, "both threads are listed", entry(threadA)+` !== "" && `+entry(threadB)+` !== ""`)
+
+		// Headless Chromium's tabs are never hidden and show no notifications: the
+		// test hides this tab and grants notifications by replacing the two browser
+		// APIs the page asks, and records what the page would show.
+		run(t, b, "hide the tab, notifications allowed", chromedp.Evaluate[chromedp.Void](`(() => {
+			window.__shown = [];
+			window.Notification = class { constructor(title, o) { window.__shown.push({ title, body: (o && o.body) || "", tag: (o && o.tag) || "" }); }
+				static get permission() { return "granted"; } static requestPermission() { return Promise.resolve("granted"); } };
+			Object.defineProperty(document, "visibilityState", { configurable: true, get: () => "hidden" });
+		})()`))
+
+		// Another device asks thread A to run a tool: Claude Code asks permission.
+		r.rest(t, "POST", "/api/threads/"+threadA+"/messages?wait=0s", map[string]string{"message_id": "m_from_another_device", "text": PromptBash}, nil)
+		until(t, b, "A's list entry says it waits for permission while B is on screen",
+			entry(threadA)+`.includes("waiting for permission") && window.parley.state.chat.thread.id === `+js(threadB))
+		if got := eval[string](t, b, entry(threadB)); strings.Contains(got, "waiting") {
+			t.Errorf("got B's entry %q, want it not waiting", got)
+		}
+		until(t, b, "the agent shows it waits for permission", `document.querySelector('.agents li[data-agent=claude] .hint').textContent === "waiting for permission"`)
+		until(t, b, "the hidden tab shows a notification", `window.__shown.some(n => n.title === "parley: Permission needed")`)
+		shot(t, b, "desktop-waiting")
+
+		// Allow from another device: the list follows, and the card was announced once.
+		var th struct {
+			OpenCards []struct {
+				RequestID string          `json:"request_id"`
+				Request   json.RawMessage `json:"request"`
+			} `json:"open_cards"`
+		}
+		r.rest(t, "GET", "/api/threads/"+threadA, nil, &th)
+		if len(th.OpenCards) != 1 {
+			t.Fatalf("got %d open cards in thread A, want 1", len(th.OpenCards))
+		}
+		var req struct {
+			Options []struct{ ID, Kind string } `json:"options"`
+		}
+		json.Unmarshal(th.OpenCards[0].Request, &req)
+		allow := ""
+		for _, o := range req.Options {
+			if o.Kind == "allow_once" {
+				allow = o.ID
+			}
+		}
+		if allow == "" {
+			t.Fatalf("got options %+v, want an allow_once", req.Options)
+		}
+		r.rest(t, "POST", "/api/threads/"+threadA+"/cards/"+th.OpenCards[0].RequestID, map[string]string{"option_id": allow}, nil)
+		until(t, b, "A's list entry stops waiting", `!`+entry(threadA)+`.includes("waiting")`)
+		until(t, b, "the agent stops waiting", `!document.querySelector('.agents li[data-agent=claude] .hint').textContent.includes("waiting")`)
+		if n := eval[int](t, b, `window.__shown.length`); n != 1 {
+			t.Errorf("got %d notifications (%v), want one for the one card", n, eval[any](t, b, `window.__shown`))
+		}
+	})
+
+	t.Run("13 a failed first message of a new thread, retried, starts it with the chosen agent and directory", func(t *testing.T) {
+		// A daemon with a second agent, so the chosen agent is not the default.
+		r2 := newRigAgents(t, nil, "", "helper")
+		b := browser(t, 1280, 860)
+		run(t, b, "log in", chromedp.Navigate(r2.LoginURL()), chromedp.WaitVisible(chromedp.CSS(`form.newthread textarea`)))
+		until(t, b, "the helper agent is offered and the form filled in", `[...document.querySelectorAll("form.newthread select option")].some(o => o.value === "helper") && document.querySelector("form.newthread input[type=text]").value !== ""`)
+		// The directory does not exist yet: the first attempt fails, as it would
+		// for a person who has not made the folder yet.
+		later := filepath.Join(r2.work, "later")
+		text := PromptEcho + " retried"
+		run(t, b, "choose the helper agent and the new folder, write the first message", chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`(() => {
+			const f = document.querySelector("form.newthread");
+			const sel = f.querySelector("select"); sel.value = "helper"; sel.dispatchEvent(new Event("change", {bubbles: true}));
+			const dir = f.querySelector("input[type=text]"); dir.value = %s; dir.dispatchEvent(new Event("input", {bubbles: true}));
+		})()`, js(later))))
+		until(t, b, "the form holds the choices", fmt.Sprintf(`document.querySelector("form.newthread select").value === "helper" && document.querySelector("form.newthread input[type=text]").value === %s`, js(later)))
+		run(t, b, "start", chromedp.SendKeys(chromedp.CSS(`form.newthread textarea`), text), chromedp.Click(chromedp.CSS(`form.newthread button[type=submit]`)))
+		until(t, b, "the first message fails", receipt(text, "failed"))
+		if d := eval[string](t, b, `document.querySelector(".msg.user .receipt").textContent`); !strings.Contains(d, "later") {
+			t.Errorf("got receipt %q, want the reason naming the folder", d)
+		}
+		if err := os.MkdirAll(later, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		run(t, b, "retry", chromedp.Click(chromedp.CSS(`.msg.user .receipt button`)))
+		until(t, b, "the retried message is submitted", receipt(text, "submitted"))
+		until(t, b, "its answer arrives", pageHas("You said it."))
+		want, err := filepath.EvalSymlinks(later)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := eval[[]string](t, b, `[window.parley.state.chat.thread.agent, window.parley.state.chat.thread.cwd]`); !slices.Equal(got, []string{"helper", want}) {
+			t.Errorf("got the thread's agent and folder %q, want helper in %s", got, want)
+		}
+		var list struct {
+			Threads []struct{ ID, Agent, Cwd string } `json:"threads"`
+		}
+		r2.rest(t, "GET", "/api/threads", nil, &list)
+		if len(list.Threads) != 1 || list.Threads[0].Agent != "helper" || list.Threads[0].Cwd != want {
+			t.Errorf("got threads %+v, want one thread of helper in %s", list.Threads, want)
+		}
+		if n := eval[int](t, b, fmt.Sprintf(`[...document.querySelectorAll(".msg.user")].filter(e => e.querySelector(".bubble").textContent === %s).length`, js(text))); n != 1 {
+			t.Errorf("got the message %d times, want once", n)
+		}
+	})
+
+	t.Run("14 phone: the chat has the mode and model selects; the list offers notifications", func(t *testing.T) {
+		phone := browser(t, 390, 844)
+		run(t, phone, "phone login", phoneViewport(), chromedp.Navigate(r.LoginURL()), chromedp.WaitVisible(chromedp.CSS(`.p-bar`)))
+		until(t, phone, "the list offers notifications", `!!document.querySelector(".phone button.notify-opt-in")`)
+		run(t, phone, "new thread", chromedp.Click(chromedp.CSS(`.p-bar button.primary`)))
+		startThread(t, phone, PromptEcho+" on the phone")
+		until(t, phone, "the answer arrives", `!!document.querySelector(".p-chat") && `+pageHas("You said it."))
+		until(t, phone, "the model select shows the agent's models",
+			`(() => { const s = document.querySelector(".p-chat .p-modes label[data-config=model] select"); return !!s && s.options.length >= 2 && s.value !== "" && s.value === window.parley.state.chat.mode.config.find(o => o.id === "model").current; })()`)
+		until(t, phone, "the mode select offers plan", `[...document.querySelectorAll(".p-chat .p-modes .mode:not([data-config]) select option")].some(o => o.value === "plan")`)
+		shot(t, phone, "phone-chat-modes")
+		run(t, phone, "choose mode plan", chromedp.Evaluate[chromedp.Void](`(() => { const s = document.querySelector(".p-chat .p-modes .mode:not([data-config]) select"); s.value = "plan"; s.dispatchEvent(new Event("change", {bubbles: true})); })()`))
+		until(t, phone, "the agent reports mode plan", `window.parley.state.chat.mode.current === "plan" && document.querySelector(".p-chat .p-modes .mode:not([data-config]) select").value === "plan"`)
+	})
 }
 
 // transcript is the conversation as lines: each item's kind and text.

@@ -2,7 +2,9 @@ package browser
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -90,6 +92,13 @@ func newRig(t testing.TB) *rig {
 // and extra lines for the config file.
 func newRigWith(t testing.TB, seed func(dataDir, cwd string), extraConfig string) *rig {
 	t.Helper()
+	return newRigAgents(t, seed, extraConfig)
+}
+
+// newRigAgents is newRigWith with more agents beside "claude" (the default): the
+// same Claude Code against the same scripted model, under other ids.
+func newRigAgents(t testing.TB, seed func(dataDir, cwd string), extraConfig string, moreAgents ...string) *rig {
+	t.Helper()
 	dir, err := os.MkdirTemp("", "parley-e2e-")
 	if err != nil {
 		t.Fatal(err)
@@ -125,7 +134,20 @@ roots = [%q]
 
 [agent.env]
 %s
-%s`, r.work, testkit.ClaudeBin(t), r.work, agentEnv.String(), extraConfig)
+`, r.work, testkit.ClaudeBin(t), r.work, agentEnv.String())
+	for _, id := range moreAgents {
+		cfg += fmt.Sprintf(`
+[[agent]]
+id = %q
+transport = "stream"
+command = %q
+roots = [%q]
+
+[agent.env]
+%s
+`, id, testkit.ClaudeBin(t), r.work, agentEnv.String())
+	}
+	cfg += extraConfig
 	if err := os.WriteFile(filepath.Join(r.dir, "config.toml"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -366,6 +388,40 @@ func theme(name string) chromedp.Action[chromedp.Void] {
 			Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: name}}})
 		return err
 	})
+}
+
+// rest calls the REST API with the token (another device, as it were) and decodes
+// the JSON answer into out when out is not nil.
+func (r *rig) rest(t testing.TB, method, path string, body, out any) {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, r.Base+path, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+r.Token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := (&http.Client{Timeout: wait}).Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("%s %s: got %d %s", method, path, resp.StatusCode, b)
+	}
+	if out != nil {
+		if err := json.Unmarshal(b, out); err != nil {
+			t.Fatalf("%s %s: %v in %s", method, path, err, b)
+		}
+	}
 }
 
 // get does a plain HTTP GET (no browser, no cookie unless given).

@@ -29,11 +29,14 @@ export function NewThread({ store, agents, defaultAgent, onStart, onResume }: {
   const [dirs, setDirs] = useState<string[]>([]);
   const [sessions, setSessions] = useState<Session[] | null>(null);
 
+  // Defaults fill only what is still empty when they arrive: an effect runs after
+  // the render, so a choice made in between must not be overwritten.
   useEffect(() => {
-    if (!agent && (defaultAgent || agents[0])) setAgent(defaultAgent || agents[0].id);
+    if (defaultAgent || agents[0]) setAgent((cur) => cur || defaultAgent || agents[0].id);
   }, [agents, defaultAgent]);
   useEffect(() => {
-    if (!cwd && a?.roots?.[0]) setCwd(a.roots[0]);
+    const root = a?.roots?.[0];
+    if (root) setCwd((cur) => cur || root);
   }, [a]);
   useEffect(() => {
     if (!cwd) return;

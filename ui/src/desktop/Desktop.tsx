@@ -2,21 +2,20 @@
 
 import type { Store } from "../store";
 import { threadLabel } from "../store";
-import { acceptsImages, agentState, stateClass, threadState, ago, canAskNotify, nav, statusText, useEscToStop, useStickToBottom, type Route } from "../app";
+import { acceptsImages, agentState, stateClass, threadState, ago, nav, useEscToStop, useStickToBottom, type Route } from "../app";
 import { Conversation, openCardKind } from "../chat/items";
 import { useComposer } from "../chat/composer";
 import { AttachButton, Attachments } from "../chat/attach";
 import { NewThread } from "../chat/newthread";
 import { Banner } from "../chat/banner";
 import { Plugins } from "../chat/plugins";
-import { useState } from "preact/hooks";
+import { ModeSelects, NotifyOptIn } from "../chat/controls";
 
 export function Desktop({ store, route }: { store: Store; route: Route }) {
   const s = store.state;
   const openKind = openCardKind(s.chat.items);
   const c = s.chat;
   const inChat = route.view === "chat";
-  const [askNotify, setAskNotify] = useState(canAskNotify());
   useEscToStop(store, inChat && c.turnActive);
   return (
     <div class="desk">
@@ -60,11 +59,7 @@ export function Desktop({ store, route }: { store: Store; route: Route }) {
             );
           })}
         </ul>
-        {askNotify && (
-          <button type="button" class="link" onClick={() => Notification.requestPermission().then(() => setAskNotify(canAskNotify()))}>
-            Notify me when an agent asks
-          </button>
-        )}
+        <NotifyOptIn />
       </aside>
       <main class="main">
         <Banner store={store} />
@@ -91,27 +86,7 @@ function ChatPane({ store }: { store: Store }) {
           {t && <div class="hint">{t.agent} · {t.cwd}</div>}
         </div>
         <div class="row">
-          {c.mode && c.mode.available.length > 0 && (
-            <label class="mode">
-              Mode
-              <select value={c.mode.current} onChange={(e) => store.input({ type: "set_mode", mode_id: (e.target as HTMLSelectElement).value })}>
-                {c.mode.available.map((m) => (
-                  <option key={m.id} value={m.id}>{m.name}</option>
-                ))}
-              </select>
-            </label>
-          )}
-          {c.mode?.config.filter((o) => o.values?.length).map((o) => (
-            <label class="mode" key={o.id}>
-              {o.name}
-              <select value={o.current} onChange={(e) => store.input({ type: "set_config_option", config_id: o.id, value: (e.target as HTMLSelectElement).value })}>
-                {!o.values!.some((v) => v.id === o.current) && <option value={o.current}>{o.current || "default"}</option>}
-                {o.values!.map((v) => (
-                  <option key={v.id} value={v.id}>{v.name}</option>
-                ))}
-              </select>
-            </label>
-          ))}
+          <ModeSelects store={store} />
           {c.turnActive && <span class="working" role="status">working…</span>}
         </div>
       </header>

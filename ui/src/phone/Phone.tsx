@@ -5,7 +5,8 @@ import { useEffect } from "preact/hooks";
 import { Plugins } from "../chat/plugins";
 import type { Store } from "../store";
 import { threadLabel } from "../store";
-import { acceptsImages, agentState, stateClass, threadState, ago, nav, statusText, useEscToStop, useStickToBottom, type Route } from "../app";
+import { acceptsImages, agentState, stateClass, threadState, ago, nav, useEscToStop, useStickToBottom, type Route } from "../app";
+import { ModeSelects, NotifyOptIn } from "../chat/controls";
 import { Conversation, openCardKind } from "../chat/items";
 import { useComposer } from "../chat/composer";
 import { AttachButton, Attachments } from "../chat/attach";
@@ -77,6 +78,7 @@ export function Phone({ store, route }: { store: Store; route: Route }) {
           })}
           {s.threads.length === 0 && <li class="hint pad">No threads yet. Start one with New.</li>}
         </ul>
+        <div class="pad"><NotifyOptIn /></div>
       </div>
     </div>
   );
@@ -103,6 +105,7 @@ function PhoneChat({ store }: { store: Store }) {
       <div class="p-body scroll" ref={log}>
         <Conversation store={store} items={c.items} receipts={c.receipts} />
       </div>
+      {c.mode && <div class="p-modes"><ModeSelects store={store} /></div>}
       {comp.suggestions.length > 0 && (
         <ul class="suggest p-suggest" role="listbox" aria-label="Commands">
           {comp.suggestions.map((cmd, i) => (
@@ -115,11 +118,6 @@ function PhoneChat({ store }: { store: Store }) {
       <form class="p-composer" onSubmit={(e) => { e.preventDefault(); comp.send(); }} onDrop={comp.onDrop} onDragOver={comp.onDragOver}>
         <Attachments comp={comp} />
         <AttachButton comp={comp} />
-        {c.mode && c.mode.available.length > 0 && (
-          <select aria-label="Mode" value={c.mode.current} onChange={(e) => store.input({ type: "set_mode", mode_id: (e.target as HTMLSelectElement).value })}>
-            {c.mode.available.map((m) => <option key={m.id} value={m.id}>{m.name}</option>)}
-          </select>
-        )}
         <textarea aria-label="Message" placeholder="Message" rows={1} value={comp.text} onInput={(e) => comp.onInput((e.target as HTMLTextAreaElement).value)} onKeyDown={comp.onKeyDown}
           onPaste={comp.onPaste} />
         <button type="submit" class="primary" disabled={!comp.canSend}>Send</button>

@@ -1,0 +1,48 @@
+// Controls both layouts show, written once: the chat's mode and config selects
+// (model, …) and the opt-in to browser notifications.
+
+import { useState } from "preact/hooks";
+import type { Store } from "../store";
+import { canAskNotify } from "../app";
+
+// ModeSelects is the mode switch and one select per config option the agent lists.
+export function ModeSelects({ store }: { store: Store }) {
+  const m = store.state.chat.mode;
+  if (!m) return null;
+  return (
+    <>
+      {m.available.length > 0 && (
+        <label class="mode">
+          Mode
+          <select value={m.current} onChange={(e) => store.input({ type: "set_mode", mode_id: (e.target as HTMLSelectElement).value })}>
+            {m.available.map((x) => (
+              <option key={x.id} value={x.id}>{x.name}</option>
+            ))}
+          </select>
+        </label>
+      )}
+      {m.config.filter((o) => o.values?.length).map((o) => (
+        <label class="mode" key={o.id} data-config={o.id}>
+          {o.name}
+          <select value={o.current} onChange={(e) => store.input({ type: "set_config_option", config_id: o.id, value: (e.target as HTMLSelectElement).value })}>
+            {!o.values!.some((v) => v.id === o.current) && <option value={o.current}>{o.current || "default"}</option>}
+            {o.values!.map((v) => (
+              <option key={v.id} value={v.id}>{v.name}</option>
+            ))}
+          </select>
+        </label>
+      ))}
+    </>
+  );
+}
+
+// NotifyOptIn asks the browser for notifications, while it has not been asked.
+export function NotifyOptIn() {
+  const [ask, setAsk] = useState(canAskNotify());
+  if (!ask) return null;
+  return (
+    <button type="button" class="link notify-opt-in" onClick={() => Notification.requestPermission().then(() => setAsk(canAskNotify()))}>
+      Notify me when an agent asks
+    </button>
+  );
+}
