@@ -123,27 +123,39 @@ type Options struct {
 // Safe for concurrent use. They live as long as their owner (the plugin host
 // keeps one per plugin across restarts).
 //
-// Sent is not received: what went down the pipe just before a connection broke
-// may never have been read. So when a connection ends, each of its routes'
-// cursors goes back to before what was sent in its last Unconfirmed: a client
-// that comes back gets those events again (at least once, never lost).
+// Sent is not received: what went down the pipe before a connection broke may
+// never have been read, and a plugin that hangs is noticed only after a
+// heartbeat or two. So each answered `_parley/ping` confirms what was sent
+// before it (the pipe is ordered: the client read the ping after everything
+// written before it), and when a connection ends each of its routes' cursors
+// goes back to the last confirmed position: a client that comes back gets the
+// rest again (at least once, never lost). Without heartbeats nothing is
+// confirmed, and a cursor goes back by what was sent in the last Unconfirmed.
 type Cursors struct {
 	mu sync.Mutex
 	m  map[chat.RouteKey]*cursor
 }
 
-// Unconfirmed is how far back a cursor goes when its connection ends.
+// Unconfirmed is how far back a cursor goes when its connection ends, for a
+// connection without heartbeats.
 const Unconfirmed = 2 * time.Second
 
 type cursor struct {
-	thread chat.ThreadID
-	seq    int64
-	recent []stamp // what was sent lately, oldest first
+	thread    chat.ThreadID
+	seq       int64   // the last sent
+	confirmed int64   // the last the client is known to have read, of thread
+	recent    []stamp // what was sent lately, oldest first
 }
 
 type stamp struct {
 	seq int64
 	at  time.Time
+}
+
+// position is a route's cursor at one moment.
+type position struct {
+	thread chat.ThreadID
+	seq    int64
 }
 
 // NewCursors returns an empty set.
@@ -159,7 +171,7 @@ func (c *Cursors) get(r chat.RouteKey) (cursor, bool) {
 	if !ok {
 		return cursor{}, false
 	}
-	return cursor{thread: v.thread, seq: v.seq}, true
+	return cursor{thread: v.thread, seq: v.seq, confirmed: v.confirmed}, true
 }
 
 func (c *Cursors) set(r chat.RouteKey, thread chat.ThreadID, seq int64, now time.Time) {
@@ -170,7 +182,8 @@ func (c *Cursors) set(r chat.RouteKey, thread chat.ThreadID, seq int64, now time
 	defer c.mu.Unlock()
 	v := c.m[r]
 	if v == nil || v.thread != thread {
-		v = &cursor{thread: thread}
+		// A thread newly shown: what came before seq was never to be sent.
+		v = &cursor{thread: thread, confirmed: seq - 1}
 		c.m[r] = v
 	}
 	v.seq = seq
@@ -182,8 +195,39 @@ func (c *Cursors) set(r chat.RouteKey, thread chat.ThreadID, seq int64, now time
 	v.recent = v.recent[i:]
 }
 
-// rewind moves a route's cursor back before what was sent after end-Unconfirmed.
-func (c *Cursors) rewind(r chat.RouteKey, end time.Time) {
+// mark is every route's position now: taken before a ping is written, it is
+// what the ping's answer confirms.
+func (c *Cursors) mark() map[chat.RouteKey]position {
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[chat.RouteKey]position, len(c.m))
+	for r, v := range c.m {
+		out[r] = position{v.thread, v.seq}
+	}
+	return out
+}
+
+// confirm records that the client read everything up to the marked positions.
+func (c *Cursors) confirm(marked map[chat.RouteKey]position) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for r, p := range marked {
+		if v := c.m[r]; v != nil && v.thread == p.thread && p.seq > v.confirmed {
+			v.confirmed = p.seq
+		}
+	}
+}
+
+// rewind moves a route's cursor back, when its connection ended at end: to
+// the last confirmed position on a connection with heartbeats, else before
+// what was sent after end-Unconfirmed.
+func (c *Cursors) rewind(r chat.RouteKey, end time.Time, heartbeats bool) {
 	if c == nil {
 		return
 	}
@@ -191,6 +235,11 @@ func (c *Cursors) rewind(r chat.RouteKey, end time.Time) {
 	defer c.mu.Unlock()
 	v := c.m[r]
 	if v == nil {
+		return
+	}
+	if heartbeats {
+		v.seq = min(v.seq, v.confirmed)
+		v.recent = nil
 		return
 	}
 	for _, st := range v.recent {
@@ -262,16 +311,18 @@ wait:
 	a.mu.Lock()
 	for _, s := range a.sessions {
 		d.Hub.Unsubscribe(s.sub)
-		opt.Cursors.rewind(s.route, end)
+		opt.Cursors.rewind(s.route, end, opt.Heartbeat > 0)
 	}
 	a.mu.Unlock()
 	return result
 }
 
-// ping asks the client for a sign of life within timeout.
+// ping asks the client for a sign of life within timeout. An answer also
+// confirms the cursors' positions from before the ping was written.
 func (a *agent) ping(ctx context.Context, timeout time.Duration) bool {
 	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	marked := a.opt.Cursors.mark()
 	_, err := a.conn.CallExtension(pctx, "_parley/ping", map[string]any{})
 	select {
 	case <-a.conn.Done():
@@ -280,6 +331,12 @@ func (a *agent) ping(ctx context.Context, timeout time.Duration) bool {
 	}
 	if err != nil && pctx.Err() != nil {
 		return false
+	}
+	// An error answer is a sign of life too, but only the client's own answer
+	// proves it read the ping: -32603 may be the SDK's report of a failed write.
+	var rerr *acp.RequestError
+	if err == nil || (errors.As(err, &rerr) && rerr.Code != -32603) {
+		a.opt.Cursors.confirm(marked)
 	}
 	if a.opt.OnHeartbeat != nil {
 		a.opt.OnHeartbeat(time.Now())
