@@ -46,15 +46,22 @@ type devNull struct{}
 
 func (devNull) Write(p []byte) (int, error) { return len(p), nil }
 
-// badPlugin writes garbage, calls a method that does not exist, floods, then
-// behaves: it answers pings, and says in a file what it got back.
+// badPlugin writes garbage, calls a method that does not exist, floods (on its
+// first run), then behaves: it answers pings, and says in a file what it got back.
 func badPlugin() {
 	out := bufio.NewWriter(os.Stdout)
 	fmt.Fprintln(out, "this is not JSON at all")
 	fmt.Fprintln(out, `{"jsonrpc":"2.0","id":1,"method":"no/such_method","params":{}}`)
 	fmt.Fprintln(out, `{"jsonrpc":"2.0","method":"_vendor/unknown_notice","params":{}}`)
-	for range 20000 {
-		fmt.Fprintln(out, `{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"nope"}}`)
+	// The flood overflows parley's queue and costs the connection (a restart)
+	// when parley falls behind: only the first run floods, so a later one
+	// surely lives to see its reply and answer pings.
+	flooded := filepath.Join(os.Getenv("PARLEY_FAKE_DIR"), "flooded")
+	if _, err := os.Stat(flooded); err != nil {
+		_ = os.WriteFile(flooded, nil, 0o600)
+		for range 20000 {
+			fmt.Fprintln(out, `{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"nope"}}`)
+		}
 	}
 	out.Flush()
 	sc := bufio.NewScanner(os.Stdin)
