@@ -225,7 +225,14 @@ func (a *fakeAgent) SetSessionConfigOption(ctx context.Context, p sdk.SetSession
 	}
 	return sdk.SetSessionConfigOptionResponse{ConfigOptions: a.options()}, nil
 }
+
+// SetSessionMode answers at once, except with PARLEY_FAKE_LATE_REPLAY=1:
+// then a replayed message comes first, as from a session/load replay still
+// streaming after Start returned (Gemini CLI replays after its response).
 func (a *fakeAgent) SetSessionMode(ctx context.Context, p sdk.SetSessionModeRequest) (sdk.SetSessionModeResponse, error) {
+	if os.Getenv("PARLEY_FAKE_LATE_REPLAY") == "1" {
+		a.say(ctx, p.SessionId, "late old answer")
+	}
 	return sdk.SetSessionModeResponse{}, nil
 }
 
@@ -602,6 +609,36 @@ func TestFakeAgentResume(t *testing.T) {
 				t.Errorf("turn: got %q %q", reason, text)
 			}
 		})
+	}
+}
+
+// TestFakeAgentLateReplayHidden: a load's replay that arrives after Start has
+// returned (the replay went quiet, then went on) is still hidden, up to the
+// first prompt; the turn after it shows only its own text.
+func TestFakeAgentLateReplayHidden(t *testing.T) {
+	s, sink, _ := startFake(t, "known", "PARLEY_FAKE_SESSION_CAPS=load", "PARLEY_FAKE_LATE_REPLAY=1")
+	from := sink.len()
+	// The SDK hands parley every update the agent sent before its answer
+	// before SetMode returns: the late replayed message has been handled.
+	if err := s.SetMode(context.Background(), "code"); err != nil {
+		t.Fatalf("SetMode: %v", err)
+	}
+	if got := sink.text(0); got != "" {
+		t.Errorf("text before the first prompt: got %q want none (replayed history)", got)
+	}
+	if m := payloads[chat.Mode](sink, from); len(m) != 1 || m[0].Current != "code" {
+		t.Errorf("mode after SetMode: got %+v want code", m)
+	}
+	if reason, text := runTurn(t, s, sink, "hi"); reason != chat.StopEndTurn || text != "echo hi" {
+		t.Errorf("first turn: got %q %q want end_turn %q", reason, text, "echo hi")
+	}
+	// Hiding ended with the first prompt: the agent's messages show again.
+	next := sink.len()
+	if err := s.SetMode(context.Background(), "ask"); err != nil {
+		t.Fatalf("SetMode: %v", err)
+	}
+	if got := sink.text(next); got != "late old answer" {
+		t.Errorf("agent message after the first prompt: got %q want it shown", got)
 	}
 }
 

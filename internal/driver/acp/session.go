@@ -47,7 +47,7 @@ type Session struct {
 	id         sdk.SessionId
 	m          *mapper
 	setModel   bool          // the model is chosen with unstable session/set_model
-	replaying  bool          // session/load is replaying history parley already shows
+	replaying  bool          // after session/load: history kinds are hidden until the first prompt is written
 	replayTick chan struct{} // a replayed update arrived (buffered, 1)
 	replayEnd  bool          // the agent sent what follows its replay
 	turn       *turn
@@ -213,20 +213,25 @@ const (
 	replayMax   = 5 * time.Second
 )
 
-// awaitReplay waits until session/load's replay is over, so that none of it
-// is mistaken for the next turn. The protocol puts the replay before the
-// response, and then there is nothing to wait for; Gemini CLI 0.61.0 streams
-// it after the response (and ends it with available_commands_update).
+// awaitReplay waits until session/load's replay has gone quiet, so that the
+// first prompt is not written while the agent still replays. The protocol
+// puts the replay before the response, and then there is nothing to wait
+// for; Gemini CLI 0.61.0 streams it after the response, concurrently with
+// whatever it handles next (its streamHistory is not awaited), with nothing
+// that marks its end (available_commands_update comes from a timer that can
+// fire mid-replay).
+//
+// What is hidden does not depend on these timers: replayed history stays
+// hidden until the first prompt is written (see promptWatch), so a replay
+// that pauses longer than replayQuiet or outlasts replayMax is still not
+// shown. The timers only bound how long Start waits. Hiding cannot end at the
+// prompt alone: a replay still in flight when the prompt is written would be
+// taken for the new turn, and parley cannot tell the two apart.
 func (s *Session) awaitReplay(ctx context.Context) {
 	quiet := time.NewTimer(replayQuiet)
 	defer quiet.Stop()
 	limit := time.NewTimer(replayMax)
 	defer limit.Stop()
-	defer func() {
-		s.mu.Lock()
-		s.replaying = false
-		s.mu.Unlock()
-	}()
 	for {
 		select {
 		case <-s.replayTick:
@@ -240,7 +245,7 @@ func (s *Session) awaitReplay(ctx context.Context) {
 		case <-quiet.C:
 			return
 		case <-limit.C:
-			s.logger.Warn("session/load replay did not end; showing what follows")
+			s.logger.Warn("session/load replay did not go quiet; going on (it stays hidden until the first prompt)")
 			return
 		case <-ctx.Done():
 			return
@@ -340,7 +345,6 @@ func (s *Session) Prompt(ctx context.Context, p driver.Prompt) error {
 	s.promptSent = sent
 	t := &turn{}
 	s.turn = t
-	s.replaying = false
 	req := sdk.PromptRequest{SessionId: s.id, Prompt: blocks}
 	s.mu.Unlock()
 
@@ -658,15 +662,23 @@ func (s *Session) Close(ctx context.Context) error {
 	return nil
 }
 
-// promptWatch fires Session.promptSent once a session/prompt line is written.
+// promptWatch ends the hiding of a load's replay as a session/prompt line is
+// written (what the agent sends after it may be the new turn), and fires
+// Session.promptSent once the line is written.
 type promptWatch struct {
 	w io.Writer
 	s *Session
 }
 
 func (p *promptWatch) Write(b []byte) (int, error) {
+	isPrompt := bytes.Contains(b, []byte(`"method":"session/prompt"`))
+	if isPrompt {
+		p.s.mu.Lock()
+		p.s.replaying = false
+		p.s.mu.Unlock()
+	}
 	n, err := p.w.Write(b)
-	if bytes.Contains(b, []byte(`"method":"session/prompt"`)) {
+	if isPrompt {
 		p.s.mu.Lock()
 		ch := p.s.promptSent
 		p.s.promptSent = nil
