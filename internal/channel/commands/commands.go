@@ -254,7 +254,10 @@ func (r Runner) Run(ctx context.Context, route chat.RouteKey, c Command) string 
 		return "Mode set to " + c.Arg
 	case AgentCmd:
 		text := "/" + strings.TrimPrefix(c.Arg, "/")
-		_, _, err := r.Router.Send(ctx, router.SendRequest{From: route, Message: wire.Message{Type: wire.TypeMessage, MessageID: chat.NewID("m"), Text: text}})
+		// The agent is the thread's (so no new thread), or for a chat without
+		// one yet the plugin's: its first thread is made by this message.
+		_, _, err := r.Router.Send(ctx, router.SendRequest{From: route, Message: wire.Message{Type: wire.TypeMessage,
+			MessageID: chat.NewID("m"), Text: text, Agent: r.agentOf(cur)}})
 		if err != nil {
 			return "could not send: " + err.Error()
 		}

@@ -1,9 +1,13 @@
 package commands
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/router"
 )
 
 func TestParse(t *testing.T) {
@@ -71,5 +75,50 @@ func TestHelpListsEveryCommand(t *testing.T) {
 		if !strings.Contains(h, "/"+n) {
 			t.Errorf("help: %q is missing from\n%s", n, h)
 		}
+	}
+}
+
+type fakeRouter struct {
+	Router
+	thread chat.ThreadID
+	sent   []router.SendRequest
+}
+
+func (f *fakeRouter) ThreadOf(context.Context, chat.RouteKey) (chat.ThreadID, error) {
+	return f.thread, nil
+}
+
+func (f *fakeRouter) Send(_ context.Context, req router.SendRequest) (chat.Delivery, chat.ThreadID, error) {
+	f.sent = append(f.sent, req)
+	return chat.Delivery{}, "t", nil
+}
+
+func (f *fakeRouter) DefaultAgent() string { return "claude" }
+
+type fakeStore struct {
+	Store
+	th chat.Thread
+}
+
+func (f fakeStore) Thread(context.Context, chat.ThreadID) (chat.Thread, error) { return f.th, nil }
+
+func TestAgentCmdGoesToTheChatsAgent(t *testing.T) {
+	route := chat.RouteKey{Channel: "irc", Chat: "#a"}
+	ctx := context.Background()
+	// A chat without a thread yet: its first thread is the plugin's agent's.
+	fr := &fakeRouter{}
+	r := Runner{Router: fr, Store: fakeStore{}, Agent: "gemini"}
+	if got := r.Run(ctx, route, Command{Name: AgentCmd, Arg: "compact"}); got != "Sent /compact to the agent." {
+		t.Errorf("reply: got %q", got)
+	}
+	if len(fr.sent) != 1 || fr.sent[0].Message.Text != "/compact" || fr.sent[0].Message.Agent != "gemini" || fr.sent[0].From != route {
+		t.Errorf("sent: got %+v, want /compact for gemini from %v", fr.sent, route)
+	}
+	// A chat on a thread: the thread's own agent (never a new thread).
+	fr = &fakeRouter{thread: "t1"}
+	r = Runner{Router: fr, Store: fakeStore{th: chat.Thread{ID: "t1", Agent: "claude"}}, Agent: "gemini"}
+	r.Run(ctx, route, Command{Name: AgentCmd, Arg: "/review a.go"})
+	if len(fr.sent) != 1 || fr.sent[0].Message.Text != "/review a.go" || fr.sent[0].Message.Agent != "claude" {
+		t.Errorf("sent: got %+v, want /review a.go for the thread's claude", fr.sent)
 	}
 }
