@@ -16,6 +16,7 @@ import (
 
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/driver"
+	"github.com/parleyhq/parley/internal/driver/tmux/ctl"
 	"github.com/parleyhq/parley/internal/driver/tmux/hook"
 	"github.com/parleyhq/parley/internal/driver/tmux/pane"
 	"github.com/parleyhq/parley/internal/driver/tmux/transcript"
@@ -393,7 +394,7 @@ func (s *session) afterSubmit(text string, sent time.Time) {
 func (s *session) findTranscript(text string, sent time.Time) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cwd, err := s.query(ctx, "display-message", "-p", "-t", s.name, "#{pane_current_path}")
+	cwd, err := s.query(ctx, "display-message", "-p", "-t", s.pane, "#{pane_current_path}")
 	if err != nil {
 		return
 	}
@@ -437,7 +438,7 @@ func (s *session) claudeDir(ctx context.Context) string {
 		}
 		return v
 	}
-	for _, scope := range [][]string{{"-t", s.name}, {"-g"}} {
+	for _, scope := range [][]string{{"-t", ctl.SessionTarget(s.name)}, {"-g"}} {
 		if d := get(append(append([]string{"show-environment"}, scope...), "CLAUDE_CONFIG_DIR")...); d != "" {
 			return d
 		}
@@ -513,7 +514,7 @@ func (s *session) pressOption(ctx context.Context, c *openCard, m pane.Menu, opt
 	if err != nil || n < 1 || n > len(m.Options) {
 		return fmt.Errorf("tmux: option %q is not on the menu: %w", optionID, chat.ErrBadInput)
 	}
-	if err := s.c.SendKeys(ctx, s.name, strconv.Itoa(n)); err != nil {
+	if err := s.c.SendKeys(ctx, s.pane, strconv.Itoa(n)); err != nil {
 		return s.goneErr(err)
 	}
 	return s.waitMenuLeft(ctx, c.menu)
@@ -542,7 +543,7 @@ func (s *session) amendOption(ctx context.Context, c *openCard, m pane.Menu, opt
 	if times < 0 {
 		key, times = "Up", -times
 	}
-	if err := s.c.SendKeysN(ctx, s.name, key, times); err != nil {
+	if err := s.c.SendKeysN(ctx, s.pane, key, times); err != nil {
 		return s.goneErr(err)
 	}
 	onOption := func(scr *pane.Screen) (pane.Menu, bool) {
@@ -552,7 +553,7 @@ func (s *session) amendOption(ctx context.Context, c *openCard, m pane.Menu, opt
 	if _, ok, err := s.waitFor(ctx, s.step, func(scr *pane.Screen) bool { _, ok := onOption(scr); return ok }); err != nil || !ok {
 		return errOr(err, fmt.Errorf("%w: the menu's cursor did not reach option %d", ErrKeyboard, n))
 	}
-	if err := s.c.SendKeys(ctx, s.name, "Tab"); err != nil {
+	if err := s.c.SendKeys(ctx, s.pane, "Tab"); err != nil {
 		return s.goneErr(err)
 	}
 	if _, ok, err := s.waitFor(ctx, s.step, func(scr *pane.Screen) bool {
@@ -561,7 +562,7 @@ func (s *session) amendOption(ctx context.Context, c *openCard, m pane.Menu, opt
 	}); err != nil || !ok {
 		return errOr(err, fmt.Errorf("%w: the menu did not open the option for words", ErrKeyboard))
 	}
-	if err := s.c.SendLiteral(ctx, s.name, message); err != nil {
+	if err := s.c.SendLiteral(ctx, s.pane, message); err != nil {
 		return s.goneErr(err)
 	}
 	want := pane.Normalize(message)
@@ -571,7 +572,7 @@ func (s *session) amendOption(ctx context.Context, c *openCard, m pane.Menu, opt
 	}); err != nil || !ok {
 		return errOr(err, fmt.Errorf("%w: the words did not appear in the menu", ErrKeyboard))
 	}
-	if err := s.c.SendKeys(ctx, s.name, "Enter"); err != nil {
+	if err := s.c.SendKeys(ctx, s.pane, "Enter"); err != nil {
 		return s.goneErr(err)
 	}
 	_, ok, err := s.waitFor(ctx, s.step, func(scr *pane.Screen) bool {
@@ -709,7 +710,7 @@ func optionFor(m pane.Menu, item chat.QuestionItem, label string) (pane.Option, 
 
 func (s *session) answerPage(ctx context.Context, m pane.Menu, items []chat.QuestionItem, answers chat.Answers) error {
 	key := func(k string) error {
-		if err := s.c.SendKeys(ctx, s.name, k); err != nil {
+		if err := s.c.SendKeys(ctx, s.pane, k); err != nil {
 			return s.goneErr(err)
 		}
 		return s.waitMenuLeft(ctx, m)
@@ -764,7 +765,7 @@ func (s *session) answerPage(ctx context.Context, m pane.Menu, items []chat.Ques
 	if err := key(strconv.Itoa(free.Number)); err != nil {
 		return err
 	}
-	if err := s.c.SendLiteral(ctx, s.name, labels[0]); err != nil {
+	if err := s.c.SendLiteral(ctx, s.pane, labels[0]); err != nil {
 		return s.goneErr(err)
 	}
 	want := pane.Normalize(labels[0])
@@ -786,7 +787,7 @@ func (s *session) answerPage(ctx context.Context, m pane.Menu, items []chat.Ques
 	if !typed {
 		return fmt.Errorf("%w: the free answer did not appear in the picker", ErrKeyboard)
 	}
-	if err := s.c.SendKeys(ctx, s.name, "Enter"); err != nil {
+	if err := s.c.SendKeys(ctx, s.pane, "Enter"); err != nil {
 		return s.goneErr(err)
 	}
 	_, ok, err = s.waitFor(ctx, s.step, func(scr *pane.Screen) bool {

@@ -43,11 +43,11 @@ func DebugSocket(ctx context.Context, w io.Writer, socket, target, saveDir strin
 			return fmt.Errorf("tmux: debug: no session %q on -L %s: %w", target, socket, ctl.ErrNoSession)
 		}
 	}
-	info, err := c.Pane(ctx, name)
+	info, err := c.Pane(ctx, ctl.SessionTarget(name))
 	if err != nil {
 		return err
 	}
-	raw, err := c.Capture(ctx, name, -historyLines)
+	raw, err := c.Capture(ctx, ctl.SessionTarget(name), -historyLines)
 	if err != nil {
 		return err
 	}

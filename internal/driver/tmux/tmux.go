@@ -158,6 +158,16 @@ func (d *Driver) Start(ctx context.Context, spec driver.Spec, sink driver.Sink) 
 		s.adopted = true
 		s.owned = adopt == ""
 	}
+	// From here on every call names the pane itself: a session name given
+	// to -t falls back to a prefix match once the session is gone, and would
+	// type into another session ("foo" gone, "foobar" there).
+	if s.pane, err = c.PaneID(ctx, name); err != nil {
+		if s.owned {
+			_ = c.KillSession(ctx, name)
+		}
+		s.closeHooks()
+		return nil, s.goneErr(err)
+	}
 	if s.ctl, err = c.Attach(name); err != nil {
 		s.closeHooks()
 		return nil, err
@@ -244,7 +254,8 @@ type session struct {
 	ctl   *ctl.Control
 	sink  driver.Sink
 	log   *slog.Logger
-	name  string
+	name  string // the tmux session, for session-wide commands (always exact: =name)
+	pane  string // its pane's id (%N), found at Start: the target of every read and key
 	dir   string
 	step  time.Duration
 	hooks *hook.Listener
@@ -311,7 +322,7 @@ const historyLines = 3000
 // read a real send as not sent, and retyping would send it twice). Sessions
 // parley starts keep 50,000 lines.
 func (s *session) capture(ctx context.Context) (*pane.Screen, error) {
-	out, err := s.query(ctx, ctl.CaptureArgs(s.name, ctl.HistoryAll)...)
+	out, err := s.query(ctx, ctl.CaptureArgs(s.pane, ctl.HistoryAll)...)
 	if err != nil {
 		return nil, s.goneErr(err)
 	}
@@ -319,7 +330,7 @@ func (s *session) capture(ctx context.Context) (*pane.Screen, error) {
 }
 
 func (s *session) captureVisible(ctx context.Context) (*pane.Screen, error) {
-	out, err := s.query(ctx, ctl.CaptureArgs(s.name, 0)...)
+	out, err := s.query(ctx, ctl.CaptureArgs(s.pane, 0)...)
 	if err != nil {
 		return nil, s.goneErr(err)
 	}
@@ -327,7 +338,7 @@ func (s *session) captureVisible(ctx context.Context) (*pane.Screen, error) {
 }
 
 func (s *session) paneInfo(ctx context.Context) (ctl.PaneInfo, error) {
-	out, err := s.query(ctx, ctl.PaneArgs(s.name)...)
+	out, err := s.query(ctx, ctl.PaneArgs(s.pane)...)
 	if err != nil {
 		return ctl.PaneInfo{}, s.goneErr(err)
 	}
@@ -342,6 +353,9 @@ func (s *session) query(ctx context.Context, args ...string) (string, error) {
 	if s.ctl != nil {
 		select {
 		case <-s.ctl.Done():
+			// The session (or its server) ended: a pane id on a server
+			// started since may name someone else's pane.
+			return "", fmt.Errorf("tmux: %s: %w", s.name, ctl.ErrNoSession)
 		default:
 			return s.ctl.Command(ctx, args...)
 		}
@@ -441,7 +455,7 @@ func (s *session) ready(ctx context.Context, messageID string, queued *string) e
 		}
 		if info.InMode {
 			// Enter is eaten in copy-mode.
-			if err := s.c.ExitMode(ctx, s.name); err != nil {
+			if err := s.c.ExitMode(ctx, s.pane); err != nil {
 				return s.goneErr(err)
 			}
 			continue
@@ -519,7 +533,7 @@ func (s *session) deliver(ctx context.Context, text string) error {
 			}
 		}
 		outputs := s.ctl.Outputs()
-		if err := s.c.Paste(ctx, s.name, "parley-send", text); err != nil {
+		if err := s.c.Paste(ctx, s.pane, "parley-send", text); err != nil {
 			return s.goneErr(err)
 		}
 		var ok bool
@@ -531,7 +545,7 @@ func (s *session) deliver(ctx context.Context, text string) error {
 			if s.ctl.Outputs() == outputs {
 				// Nothing rendered at all: the agent is not reading its input
 				// (stopped, hung). Take the paste back so it cannot land later.
-				_ = s.c.SendKeysN(ctx, s.name, "BSpace", clearCount(text))
+				_ = s.c.SendKeysN(ctx, s.pane, "BSpace", clearCount(text))
 				return fmt.Errorf("%w: the agent did not react to typing (nothing rendered)", ErrKeyboard)
 			}
 			if _, live, _ := scr.Menu(); live {
@@ -548,7 +562,7 @@ func (s *session) deliver(ctx context.Context, text string) error {
 			s.log.Info("the input box holds more than the message; clearing and retyping", "attempt", attempt)
 			continue
 		}
-		if err := s.c.SendKeys(ctx, s.name, "C-m"); err != nil {
+		if err := s.c.SendKeys(ctx, s.pane, "C-m"); err != nil {
 			return s.goneErr(err)
 		}
 		scr, ok, err = s.waitFor(ctx, s.step, submitted)
@@ -576,7 +590,7 @@ func (s *session) clear(ctx context.Context, scr *pane.Screen) (*pane.Screen, er
 		if scr.PastedPlaceholder() {
 			n += 16
 		}
-		if err := s.c.SendKeysN(ctx, s.name, "BSpace", n); err != nil {
+		if err := s.c.SendKeysN(ctx, s.pane, "BSpace", n); err != nil {
 			return nil, s.goneErr(err)
 		}
 		var ok bool
@@ -596,7 +610,12 @@ func (s *session) clear(ctx context.Context, scr *pane.Screen) (*pane.Screen, er
 func (s *session) Cancel(ctx context.Context) error {
 	s.kbd.Lock()
 	defer s.kbd.Unlock()
-	if err := s.c.SendKeys(ctx, s.name, "Escape"); err != nil {
+	select {
+	case <-s.ctl.Done():
+		return fmt.Errorf("%w: %w", ErrGone, driver.ErrNotRunning)
+	default:
+	}
+	if err := s.c.SendKeys(ctx, s.pane, "Escape"); err != nil {
 		return s.goneErr(err)
 	}
 	s.mu.Lock()
@@ -648,7 +667,7 @@ func (s *session) shutdown(ctx context.Context) error {
 	}
 	if s.owned {
 		pid := 0
-		if info, perr := s.c.Pane(ctx, s.name); perr == nil {
+		if info, perr := s.c.Pane(ctx, s.pane); perr == nil {
 			pid = info.PID
 		}
 		err = s.c.KillSession(ctx, s.name)

@@ -35,6 +35,29 @@ var nameRE = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_-]{0,63}$`)
 // leading "-" that could read as a flag.
 func ValidName(s string) bool { return nameRE.MatchString(s) }
 
+// SessionTarget is the exact target of a session (and, for pane commands, its
+// active pane): "=name:". A bare name given to -t falls back to a prefix
+// match (and fnmatch) when no session has that name, so "foo" gone would
+// name "foobar".
+func SessionTarget(name string) string { return "=" + name + ":" }
+
+var paneIDRE = regexp.MustCompile(`^%[0-9]+$`)
+
+// PaneID returns the id (%N) of session name's active pane, found exactly.
+func (c *Client) PaneID(ctx context.Context, name string) (string, error) {
+	if !ValidName(name) {
+		return "", fmt.Errorf("tmux: invalid session name %q", name)
+	}
+	info, err := c.Pane(ctx, SessionTarget(name))
+	if err != nil {
+		return "", err
+	}
+	if !paneIDRE.MatchString(info.ID) {
+		return "", fmt.Errorf("tmux: session %s: unexpected pane id %q", name, info.ID)
+	}
+	return info.ID, nil
+}
+
 // Client runs tmux against one server socket name.
 type Client struct {
 	bin     string
@@ -157,7 +180,7 @@ func (c *Client) NewSession(ctx context.Context, opts NewSessionOptions) error {
 		return err
 	}
 	// Big history so counting submitted prompts is not undone by lines scrolling off.
-	if _, err := c.Run(ctx, "set-option", "-t", opts.Name, "history-limit", "50000"); err != nil {
+	if _, err := c.Run(ctx, "set-option", "-t", SessionTarget(opts.Name), "history-limit", "50000"); err != nil {
 		return err
 	}
 	return nil
@@ -222,8 +245,12 @@ func PaneArgs(target string) []string {
 		"#{pane_id}\t#{pane_pid}\t#{pane_current_command}\t#{pane_in_mode}\t#{pane_dead}\t#{pane_width}\t#{pane_height}"}
 }
 
-// ParsePane reads PaneArgs' output.
+// ParsePane reads PaneArgs' output. tmux 3.3a's display-message prints
+// nothing, and succeeds, for a target that does not exist: that is a gone pane.
 func ParsePane(out string) (PaneInfo, error) {
+	if strings.TrimSpace(out) == "" {
+		return PaneInfo{}, fmt.Errorf("tmux: display-message: no such pane: %w", ErrNoSession)
+	}
 	f := strings.Split(strings.TrimRight(out, "\n"), "\t")
 	if len(f) != 7 {
 		return PaneInfo{}, fmt.Errorf("tmux: display-message: unexpected output %q", out)

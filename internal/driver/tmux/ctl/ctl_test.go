@@ -134,3 +134,65 @@ func TestRejectsBadNames(t *testing.T) {
 		t.Error("New with a bad socket: got nil")
 	}
 }
+
+// A session named exactly is never another whose name it begins: with "foo"
+// gone and "foobar" there, nothing aimed at "foo" reads or types into foobar.
+func TestSessionTargetIsExact(t *testing.T) {
+	c := newClient(t)
+	ctx := context.Background()
+	for _, n := range []string{"foo", "foobar"} {
+		if err := c.NewSession(ctx, NewSessionOptions{Name: n, Argv: []string{"cat", "-v"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fooID, err := c.PaneID(ctx, "foo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	barID, err := c.PaneID(ctx, "foobar")
+	if err != nil || barID == fooID {
+		t.Fatalf("PaneID(foobar): got %q %v, want a pane other than foo's %q", barID, err, fooID)
+	}
+	if err := c.KillSession(ctx, "foo"); err != nil {
+		t.Fatal(err)
+	}
+	before, err := c.Capture(ctx, SessionTarget("foobar"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := c.HasSession(ctx, "foo"); ok || err != nil {
+		t.Errorf("HasSession(foo): got %v %v, want false nil", ok, err)
+	}
+	if id, err := c.PaneID(ctx, "foo"); !errors.Is(err, ErrNoSession) {
+		t.Errorf("PaneID(foo): got %q %v, want ErrNoSession", id, err)
+	}
+	if _, err := c.Pane(ctx, SessionTarget("foo")); !errors.Is(err, ErrNoSession) {
+		t.Errorf("Pane(=foo:): got %v, want ErrNoSession", err)
+	}
+	if _, err := c.Capture(ctx, SessionTarget("foo"), 0); !errors.Is(err, ErrNoSession) {
+		t.Errorf("Capture(=foo:): got %v, want ErrNoSession", err)
+	}
+	for _, target := range []string{SessionTarget("foo"), fooID} {
+		if err := c.SendLiteral(ctx, target, "typed-at-foo"); !errors.Is(err, ErrNoSession) {
+			t.Errorf("SendLiteral(%s): got %v, want ErrNoSession", target, err)
+		}
+		if err := c.Paste(ctx, target, "buf", "pasted-at-foo"); !errors.Is(err, ErrNoSession) {
+			t.Errorf("Paste(%s): got %v, want ErrNoSession", target, err)
+		}
+		if err := c.SendKeys(ctx, target, "Escape", "C-m"); !errors.Is(err, ErrNoSession) {
+			t.Errorf("SendKeys(%s): got %v, want ErrNoSession", target, err)
+		}
+	}
+	// foobar got nothing (cat -v would echo it), and still answers to its own name.
+	if err := c.SendLiteral(ctx, barID, "typed-at-foobar"); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, 10*time.Second, func() bool {
+		out, err := c.Capture(ctx, SessionTarget("foobar"), 0)
+		return err == nil && strings.Contains(out, "typed-at-foobar")
+	}, "foobar's pane never showed its own typing")
+	after, _ := c.Capture(ctx, SessionTarget("foobar"), 0)
+	if strings.TrimRight(strings.Replace(after, "typed-at-foobar", "", 1), "\n ") != strings.TrimRight(before, "\n ") {
+		t.Errorf("foobar's pane changed by what was aimed at foo:\nbefore %q\nafter  %q", before, after)
+	}
+}
