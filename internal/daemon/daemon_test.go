@@ -301,6 +301,9 @@ func TestIdleUnloadThenResume(t *testing.T) {
 	if got := e.drv.Closed(); got != 1 {
 		t.Fatalf("closed sessions: got %d, want 1", got)
 	}
+	if got := e.metric("parley_live_sessions"); got != 0 {
+		t.Errorf("parley_live_sessions after the idle unload: got %v, want 0", got)
+	}
 	c.Send(chatsock.Msg("m2", "say again"))
 	c.WaitFor(0, 5*time.Second, chatsock.PromptDone("m2", chat.StopEndTurn), "resumed turn")
 	if r := e.drv.Resumes(); len(r) != 1 || r[0] == "" {
@@ -314,10 +317,16 @@ func TestAgentCrashEndsTurnWithErrorAndRecovers(t *testing.T) {
 	c.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeReplayDone), "ready")
 	c.Send(chatsock.Msg("m1", "crash"))
 	c.WaitFor(0, 5*time.Second, chatsock.PromptDone("m1", chat.StopError), "error end")
+	if got := e.metric("parley_live_sessions"); got != 0 {
+		t.Errorf("parley_live_sessions after the crash: got %v, want 0", got)
+	}
 	c.Send(chatsock.Msg("m2", "say back"))
 	c.WaitFor(0, 5*time.Second, chatsock.PromptDone("m2", chat.StopEndTurn), "recovered")
 	if e.drv.Starts() != 2 {
 		t.Fatalf("starts: got %d, want 2 (a resume after the crash)", e.drv.Starts())
+	}
+	if got := e.metric("parley_live_sessions"); got != 1 {
+		t.Errorf("parley_live_sessions after the recovery: got %v, want 1", got)
 	}
 }
 

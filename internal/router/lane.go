@@ -334,7 +334,7 @@ func (l *lane) started(gen int, s driver.Session, err error, resumed bool) {
 		l.sessionFailed(err)
 		return
 	}
-	l.sess = s
+	l.setSession(s)
 	state := "started"
 	if resumed {
 		state = "resumed"
@@ -494,10 +494,21 @@ func (l *lane) onIdle() {
 	l.emit(chat.SessionInfo{State: "unloaded", SessionID: l.th.SessionID})
 }
 
+// setSession changes the live session, keeping the live-sessions gauge.
+func (l *lane) setSession(s driver.Session) {
+	switch {
+	case l.sess == nil && s != nil:
+		l.r.opt.Metrics.LiveSessions.Inc()
+	case l.sess != nil && s == nil:
+		l.r.opt.Metrics.LiveSessions.Dec()
+	}
+	l.sess = s
+}
+
 // closeSession ends the live session without waiting for it.
 func (l *lane) closeSession() {
 	s := l.sess
-	l.sess = nil
+	l.setSession(nil)
 	l.gen++
 	if s != nil {
 		go func() {
@@ -529,7 +540,7 @@ func (l *lane) onUpdate(u update) {
 			l.closeCard(c, chat.CardCancelled, nil)
 		}
 	case upExited:
-		l.sess = nil
+		l.setSession(nil)
 		l.gen++
 		detail := "the agent exited"
 		if u.err != nil {
@@ -855,7 +866,7 @@ func (l *lane) shutdown() {
 	}
 	if l.sess != nil {
 		s := l.sess
-		l.sess = nil
+		l.setSession(nil)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		_ = s.Close(ctx)
 		cancel()

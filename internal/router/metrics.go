@@ -7,7 +7,9 @@ type Metrics struct {
 	Threads    prometheus.Counter
 	Events     prometheus.Counter
 	QueueDepth prometheus.Gauge
-	Receipts   *prometheus.CounterVec
+	// LiveSessions counts threads whose agent is loaded (a process or pane).
+	LiveSessions prometheus.Gauge
+	Receipts     *prometheus.CounterVec
 }
 
 // NewMetrics makes the collectors and registers them on reg (nil: not registered).
@@ -22,6 +24,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		QueueDepth: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "parley_queued_inputs", Help: "Messages accepted and waiting for their turn, over all threads.",
 		}),
+		LiveSessions: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "parley_live_sessions", Help: "Threads whose agent session is loaded now (idle unload and exits lower it).",
+		}),
 		Receipts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "parley_receipts_total", Help: "Delivery receipts by state.",
 		}, []string{"state"}),
@@ -30,7 +35,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		m.Receipts.WithLabelValues(st) // shown at zero from the start
 	}
 	if reg != nil {
-		reg.MustRegister(m.Threads, m.Events, m.QueueDepth, m.Receipts)
+		reg.MustRegister(m.Threads, m.Events, m.QueueDepth, m.LiveSessions, m.Receipts)
 	}
 	return m
 }
