@@ -150,40 +150,9 @@ func TestPromptLeavesCopyMode(t *testing.T) {
 // reason, never submitted, and the text does not land once it runs again.
 func TestPromptStoppedAgentFails(t *testing.T) {
 	h := newHarness(t, scenario())
-	spec := h.spec("t7")
-	spec.Command = os.Args[0]
-	spec.Env = append(spec.Env, envTestWrap+"="+h.claud)
-	k := newSink()
-	ctx := context.Background()
-	sess, err := h.drv.Start(ctx, spec, k)
-	if err != nil {
-		t.Fatalf("Start: %v", err)
-	}
-	t.Cleanup(func() { _ = sess.Close(ctx) })
-	s := sess.(*session)
-	info, err := h.c.Pane(ctx, s.name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kids, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", info.PID, info.PID))
-	if err != nil {
-		t.Fatal(err)
-	}
-	agent, err := strconv.Atoi(strings.Fields(string(kids))[0])
-	if err != nil {
-		t.Fatalf("agent pid from %q: %v", kids, err)
-	}
-	if err := syscall.Kill(agent, syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	testkit.Eventually(t, 5*time.Second, func() bool {
-		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", agent))
-		f := strings.Fields(string(b))
-		return len(f) > 2 && f[2] == "T"
-	}, "the agent never stopped")
-	cont := sync.OnceFunc(func() { _ = syscall.Kill(agent, syscall.SIGCONT) })
-	t.Cleanup(cont)
-	err = h.prompt(s, "m1", "this must not be submitted")
+	s, k, agent := h.startWrapped("t7")
+	cont := stopAgent(t, agent)
+	err := h.prompt(s, "m1", "this must not be submitted")
 	if err == nil || !errors.Is(err, ErrKeyboard) {
 		t.Fatalf("Prompt to a stopped agent: got %v, want %v", err, ErrKeyboard)
 	}
@@ -197,6 +166,53 @@ func TestPromptStoppedAgentFails(t *testing.T) {
 	if got, want := h.personTexts(), []string{"hello"}; !slices.Equal(got, want) {
 		t.Errorf("model got %q, want %q\n%s", got, want, plain(h.capture(s)))
 	}
+}
+
+// startWrapped starts Claude Code one process below the pane's own (see
+// envTestWrap), so that it can be stopped, and returns its pid.
+func (h *harness) startWrapped(thread string) (*session, *sink, int) {
+	h.t.Helper()
+	spec := h.spec(thread)
+	spec.Command = os.Args[0]
+	spec.Env = append(spec.Env, envTestWrap+"="+h.claud)
+	k := newSink()
+	ctx := context.Background()
+	sess, err := h.drv.Start(ctx, spec, k)
+	if err != nil {
+		h.t.Fatalf("Start: %v", err)
+	}
+	h.t.Cleanup(func() { _ = sess.Close(ctx) })
+	s := sess.(*session)
+	info, err := h.c.Pane(ctx, s.pane)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	kids, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", info.PID, info.PID))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	agent, err := strconv.Atoi(strings.Fields(string(kids))[0])
+	if err != nil {
+		h.t.Fatalf("agent pid from %q: %v", kids, err)
+	}
+	return s, k, agent
+}
+
+// stopAgent stops the agent with SIGSTOP (nothing renders any more) and
+// returns the function that lets it run again (also called at cleanup).
+func stopAgent(t *testing.T, agent int) func() {
+	t.Helper()
+	if err := syscall.Kill(agent, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, 5*time.Second, func() bool {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", agent))
+		f := strings.Fields(string(b))
+		return len(f) > 2 && f[2] == "T"
+	}, "the agent never stopped")
+	cont := sync.OnceFunc(func() { _ = syscall.Kill(agent, syscall.SIGCONT) })
+	t.Cleanup(cont)
+	return cont
 }
 
 func plain(capture string) string { return strings.Join(pane.Read(capture).Full, "\n") }
@@ -231,6 +247,56 @@ func TestPromptRefusesShell(t *testing.T) {
 	}
 }
 
+// A session's calls name its own pane: once "foo" is gone, a send or an
+// interrupt fails as gone and never lands in "foobar" (a bare -t foo would
+// match it by prefix).
+func TestGoneSessionIsNotAnother(t *testing.T) {
+	h := newHarness(t, scenario())
+	ctx := context.Background()
+	for _, n := range []string{"foo", "foobar"} {
+		if err := h.c.NewSession(ctx, ctl.NewSessionOptions{Name: n, Cwd: h.cwd, Argv: []string{"cat", "-v"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	spec := h.spec("t-exact")
+	spec.Options[OptAdopt] = "foo"
+	k := newSink()
+	sess, err := h.drv.Start(ctx, spec, k)
+	if err != nil {
+		t.Fatalf("Start (adopt foo): %v", err)
+	}
+	t.Cleanup(func() { _ = sess.Close(ctx) })
+	if err := h.c.KillSession(ctx, "foo"); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, 10*time.Second, func() bool {
+		k.mu.Lock()
+		defer k.mu.Unlock()
+		return len(k.exited) == 1
+	}, "Exited never reported for foo")
+	before, err := h.c.Capture(ctx, ctl.SessionTarget("foobar"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sess.Cancel(ctx); !errors.Is(err, ErrGone) {
+		t.Errorf("Cancel with foo gone: got %v, want %v", err, ErrGone)
+	}
+	if err := sess.Prompt(ctx, driver.Prompt{MessageID: "m1", Text: "meant for foo"}); !errors.Is(err, ErrGone) || !errors.Is(err, driver.ErrNotRunning) {
+		t.Errorf("Prompt with foo gone: got %v, want %v", err, ErrGone)
+	}
+	s := sess.(*session)
+	if _, err := s.captureVisible(ctx); !errors.Is(err, ErrGone) {
+		t.Errorf("reading foo's pane with foo gone: got %v, want %v", err, ErrGone)
+	}
+	after, err := h.c.Capture(ctx, ctl.SessionTarget("foobar"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after != before {
+		t.Errorf("foobar's pane changed by what was meant for foo:\nbefore %q\nafter  %q", before, after)
+	}
+}
+
 // 9: a 5,000-character message with newlines is submitted and verified.
 func TestPromptLongText(t *testing.T) {
 	h := newHarness(t, scenario())
@@ -257,10 +323,12 @@ func tailOf(s string) string {
 }
 
 // 10: "yes" three times: each submitted only once really received; the same
-// text pasted but never submitted is never counted as submitted.
+// text pasted but never submitted is never reported (nor counted) as
+// submitted: a fourth "yes" pasted into the box of an agent that no longer
+// reads its input fails, though "yes" stands above the box three times.
 func TestPromptRepeatedShortText(t *testing.T) {
 	h := newHarness(t, scenario())
-	s, k := h.start("t10")
+	s, k, agent := h.startWrapped("t10")
 	for i := 1; i <= 3; i++ {
 		if err := h.prompt(s, fmt.Sprintf("m%d", i), "yes"); err != nil {
 			t.Fatalf("send %d: got %v, want nil", i, err)
@@ -268,6 +336,20 @@ func TestPromptRepeatedShortText(t *testing.T) {
 		testkit.Eventually(t, 30*time.Second, func() bool { return countOf(h.personTexts(), "yes") == i },
 			"send %d: the model never got the %d-th yes", i, i)
 		waitTurns(t, k, i)
+	}
+	cont := stopAgent(t, agent)
+	if err := h.prompt(s, "m4", "yes"); err == nil || !errors.Is(err, ErrKeyboard) {
+		t.Fatalf("a fourth yes to a stopped agent: got %v, want %v (never submitted)", err, ErrKeyboard)
+	}
+	cont()
+	// The pty delivers in order: a send that works now comes after the
+	// stopped agent's pending input (the paste and the keys taking it back).
+	if err := h.prompt(s, "m5", "hello"); err != nil {
+		t.Fatalf("Prompt after SIGCONT: got %v, want nil", err)
+	}
+	waitTurns(t, k, 4)
+	if got, want := h.personTexts(), []string{"yes", "yes", "yes", "hello"}; !slices.Equal(got, want) {
+		t.Fatalf("model got %q, want %q\n%s", got, want, plain(h.capture(s)))
 	}
 	ctx := context.Background()
 	before, err := s.capture(ctx)
