@@ -162,6 +162,10 @@ func TestMappingFacts(t *testing.T) {
 		{"testdata/gemini-0.61.0/shell_reject.jsonl", []string{`permission_request`, `"status":"failed","output":"the turn ended before the tool finished"`, "turn_ended \"end_turn\""}},
 		{"testdata/gemini-0.61.0/set_mode.jsonl", []string{`mode {"current":"default"`, `mode {"current":"yolo"`}},
 		{"testdata/gemini-0.61.0/stop_slow_stream.jsonl", []string{`agent_chunk`, "turn_ended \"cancelled\""}},
+		// Gemini's replace and write_file: the diff is on the card and on the tool call.
+		{"testdata/gemini-0.61.0/files_inside.jsonl", []string{`tool_call {"tool_call_id":"replace`, `"kind":"edit"`,
+			`permission_request`, `"diffs":[{"path":"/work/notes.txt","old_text":"alpha line\nbeta line\n","new_text":"alpha line\ngamma line\n"}]`,
+			`"status":"completed"`, `tool_call {"tool_call_id":"write_file`, `"diffs":[{"path":"/work/made.txt","new_text":"made through parley\n"}]`, `"status":"completed"`}},
 	}
 	for _, tt := range tests {
 		t.Run(filepath.Base(tt.file), func(t *testing.T) {
