@@ -30,6 +30,15 @@ type testEnv struct {
 // mutate may change the config before it is validated.
 func startDaemon(t testing.TB, mutate func(*config.Config)) *testEnv {
 	t.Helper()
+	drv := &scripted.Driver{}
+	e := startWith(t, drv, mutate)
+	e.drv = drv
+	return e
+}
+
+// startWith starts a daemon whose one agent ("echo") runs on drv.
+func startWith(t testing.TB, drv driver.Driver, mutate func(*config.Config)) *testEnv {
+	t.Helper()
 	root, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -46,8 +55,7 @@ func startDaemon(t testing.TB, mutate func(*config.Config)) *testEnv {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	drv := &scripted.Driver{}
-	d, err := daemon.Start(context.Background(), cfg, daemon.Options{Drivers: map[string]driver.Driver{"stream": drv}})
+	d, err := daemon.Start(context.Background(), cfg, daemon.Options{Drivers: map[string]driver.Driver{config.TransportStream: drv}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +66,7 @@ func startDaemon(t testing.TB, mutate func(*config.Config)) *testEnv {
 			t.Errorf("shutdown: %v", err)
 		}
 	})
-	return &testEnv{t: t, d: d, drv: drv, root: work, cfg: cfg}
+	return &testEnv{t: t, d: d, root: work, cfg: cfg}
 }
 
 func testConfig(data, work string) config.Config {

@@ -2,15 +2,11 @@ package daemon_test
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/parleyhq/parley/internal/chat"
-	"github.com/parleyhq/parley/internal/config"
-	"github.com/parleyhq/parley/internal/daemon"
 	"github.com/parleyhq/parley/internal/driver"
 	"github.com/parleyhq/parley/internal/testkit/chatsock"
 )
@@ -71,7 +67,7 @@ func TestOutputDoesNotProveDeliveryForAScreenDriver(t *testing.T) {
 		name := map[bool]string{true: "screen driver", false: "structured driver"}[proves]
 		t.Run(name, func(t *testing.T) {
 			drv := &slowProof{proves: proves, release: make(chan struct{})}
-			e := startWith(t, drv)
+			e := startWith(t, drv, nil)
 			c := e.dial("chat1", -1)
 			c.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeReplayDone), "replay_done")
 			c.Send(chatsock.Msg("m1", "hello"))
@@ -89,33 +85,4 @@ func TestOutputDoesNotProveDeliveryForAScreenDriver(t *testing.T) {
 			c.WaitFor(0, 10*time.Second, chatsock.Delivery("m1", chat.DeliverySubmitted), "submitted")
 		})
 	}
-}
-
-// startWith starts a daemon whose one agent runs on drv.
-func startWith(t *testing.T, drv driver.Driver) *testEnv {
-	t.Helper()
-	root, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	work := filepath.Join(root, "work")
-	if err := os.MkdirAll(work, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	cfg := testConfig(filepath.Join(root, "data"), work)
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	d, err := daemon.Start(context.Background(), cfg, daemon.Options{Drivers: map[string]driver.Driver{config.TransportStream: drv}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := d.Shutdown(ctx); err != nil {
-			t.Errorf("shutdown: %v", err)
-		}
-	})
-	return &testEnv{t: t, d: d, root: work, cfg: cfg}
 }
