@@ -453,7 +453,8 @@ func TestPermissionCardQueuesMessage(t *testing.T) {
 }
 
 // 5: an AskUserQuestion picker answered with a label and with free text; after
-// a daemon restart (a new driver on the same tmux session) no card is open.
+// a daemon restart (a new driver session on the same tmux pane, the old one
+// never closed) or an adoption of that pane, no answered card is open again.
 func TestQuestionCardAnswers(t *testing.T) {
 	h := newHarness(t, scenario())
 	s, k := h.start("t5")
@@ -496,27 +497,60 @@ func TestQuestionCardAnswers(t *testing.T) {
 		}
 		waitTurns(t, k, i+1)
 	}
-	// The daemon restarts: this session lets go of the tmux session without
-	// killing it, and a new driver session picks it up.
-	s.owned = false
-	if err := s.Close(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	k2 := newSink()
-	s2, err := h.drv.Start(context.Background(), h.spec("t5"), k2)
-	if err != nil {
-		t.Fatalf("Start after restart: %v", err)
-	}
-	t.Cleanup(func() { _ = s2.Close(context.Background()) })
-	s2.(*session).scan()
-	if got := k2.questions(); len(got) != 0 {
-		t.Errorf("after a restart: question cards %+v, want none open", got)
-	}
-	if got := k2.turnCount(); got != 0 {
-		t.Errorf("after a restart: %d turns ended, want 0 (old hook events end no turn)", got)
-	}
-	if err := s2.AnswerQuestion(answerCtx(t), k.questions()[0].RequestID, driver.QuestionAnswer{Answers: chat.Answers{q: "Red"}}); !errors.Is(err, driver.ErrUnknownCard) {
-		t.Errorf("answering an old card after restart: got %v, want %v", err, driver.ErrUnknownCard)
+	// The daemon restarts: the old one never closes its session (it died), and
+	// the new one starts the thread again on the same tmux session and pane,
+	// or a person adopts that session by name. Neither shows an answered card.
+	answered := k.questions()
+	restart := h.spec("t5")
+	adopt := h.spec("t5-adopt")
+	adopt.Options[OptAdopt] = s.name
+	for _, tc := range []struct {
+		name string
+		spec driver.Spec
+	}{{"restart", restart}, {"adopt", adopt}} {
+		k2 := newSink()
+		sess2, err := h.drv.Start(context.Background(), tc.spec, k2)
+		if err != nil {
+			t.Fatalf("%s: Start: %v", tc.name, err)
+		}
+		t.Cleanup(func() { _ = sess2.Close(context.Background()) })
+		s2 := sess2.(*session)
+		if !s2.adopted || s2.pane != s.pane {
+			t.Fatalf("%s: started on pane %s (adopted %v), want the existing pane %s", tc.name, s2.pane, s2.adopted, s.pane)
+		}
+		s2.scan()
+		if got := k2.questions(); len(got) != 0 {
+			t.Errorf("%s: question cards %+v, want none open", tc.name, got)
+		}
+		if got := k2.turnCount(); got != 0 {
+			t.Errorf("%s: %d turns ended, want 0 (old hook events end no turn)", tc.name, got)
+		}
+		for _, c := range answered {
+			if err := s2.AnswerQuestion(answerCtx(t), c.RequestID, driver.QuestionAnswer{Answers: chat.Answers{q: "Red"}}); !errors.Is(err, driver.ErrUnknownCard) {
+				t.Errorf("%s: answering old card %s: got %v, want %v", tc.name, c.RequestID, err, driver.ErrUnknownCard)
+			}
+		}
+		if tc.name != "restart" {
+			continue
+		}
+		// The restarted session works on, with the answered pickers in its
+		// scrollback: its next turn shows no card either.
+		if err := h.prompt(s2, "m-after", "hello"); err != nil {
+			t.Fatalf("%s: Prompt: %v", tc.name, err)
+		}
+		waitTurns(t, k2, 1)
+		testkit.Eventually(t, 30*time.Second, func() bool { return strings.Contains(k2.text(), "Hello from the stand-in.") },
+			"%s: the reply never arrived from the transcript; got %q", tc.name, k2.text())
+		if !poll(20*time.Second, func() bool {
+			scr, err := s2.captureVisible(context.Background())
+			return err == nil && strings.Contains(strings.Join(scr.Lines, "\n"), "Hello from the stand-in.")
+		}) {
+			t.Fatalf("%s: the reply never showed on the pane\n%s", tc.name, plain(h.capture(s2)))
+		}
+		s2.scan()
+		if got := k2.questions(); len(got) != 0 {
+			t.Errorf("%s: after a new turn: question cards %+v, want none", tc.name, got)
+		}
 	}
 }
 
