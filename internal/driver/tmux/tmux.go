@@ -305,6 +305,11 @@ type openCard struct {
 	question  chat.Question
 }
 
+var _ driver.DeliveryProver = (*session)(nil)
+
+// ProvesDelivery marks this driver's Prompt as the only proof of delivery (driver.DeliveryProver): agent output seen meanwhile may be a menu left open or a turn the person typed.
+func (s *session) ProvesDelivery() {}
+
 // Failure reasons, in the words a person sees on a failed receipt.
 var (
 	ErrBareShell = errors.New("the pane is a bare shell: nothing was typed")
