@@ -103,17 +103,23 @@ func TestInputFloodIsRateLimited(t *testing.T) {
 		c.Send(map[string]any{"type": "ping", "n": i})
 	}
 	sent := time.Since(start)
-	testkit.Eventually(t, 10*time.Second, func() bool {
-		var pongs, limited int
+	// Every input deserves an answer: the socket's replies wait for room rather
+	// than being dropped, so all n are answered, none twice.
+	answers := func() (pongs, limited int) {
 		for _, ev := range c.Snapshot() {
 			switch {
 			case ev.Type == chat.TypePong:
 				pongs++
-			case ev.Type == chat.TypeError && chatsock.FieldOf(ev, "code") == chat.CodeRateLimit:
+			case ev.Type == chat.TypeError && chatsock.FieldOf(ev, "code") == chat.CodeRateLimit &&
+				chatsock.FieldOf(ev, "ref") != "after":
 				limited++
 			}
 		}
-		return pongs+limited >= n*9/10 && limited > 0
+		return pongs, limited
+	}
+	testkit.Eventually(t, 10*time.Second, func() bool {
+		pongs, limited := answers()
+		return pongs+limited >= n && limited > 0
 	}, "1000 pings in %v: each answered by a pong or a rate-limit error", sent)
 	// The connection and the thread go on: once the rate allows (a token every
 	// 50 ms), a message is accepted. A refused copy was never stored, so the same
@@ -130,6 +136,10 @@ func TestInputFloodIsRateLimited(t *testing.T) {
 		return false
 	}, "a message accepted after the flood")
 	c.WaitFor(0, 5*time.Second, chatsock.PromptDone("after", chat.StopEndTurn), "message after the flood")
+	// Long after the flood: exactly one answer per ping, none lost, none twice.
+	if pongs, limited := answers(); pongs+limited != n {
+		t.Fatalf("%d pings answered by %d pongs and %d rate-limit errors: want exactly %d answers", n, pongs, limited, n)
+	}
 }
 
 func TestSlowReaderIsDroppedFastReaderKeepsUp(t *testing.T) {
