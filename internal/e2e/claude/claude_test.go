@@ -21,6 +21,11 @@ import (
 
 const answer = "Hello from the scripted model, in pieces."
 
+// bashMarker is what the scripted Bash command prints. The command computes it
+// (parley-$((6*7))), so the text appears in a tool result only when a shell
+// really ran the command, never by echoing the command back.
+const bashMarker = "parley-42"
+
 func scenario() claudeapi.Scenario {
 	q := func(multi bool) map[string]any {
 		return map[string]any{"questions": []map[string]any{{
@@ -30,7 +35,7 @@ func scenario() claudeapi.Scenario {
 	}
 	return claudeapi.Scenario{Rules: []claudeapi.Rule{
 		{Match: claudeapi.Match{Exact: "hello"}, Reply: claudeapi.Text(answer, 5, 5*time.Millisecond)},
-		{Match: claudeapi.Match{Exact: "make the file"}, Reply: claudeapi.Bash("touch made-by-bash", "Make a file")},
+		{Match: claudeapi.Match{Exact: "make the file"}, Reply: claudeapi.Bash("echo parley-$((6*7)) && touch made-by-bash", "Make a file")},
 		{Match: claudeapi.Match{ToolResult: "Bash"}, Reply: claudeapi.Text("The command ran.", 1, 0)},
 		{Match: claudeapi.Match{Exact: "ask me"}, Reply: claudeapi.ToolUse("AskUserQuestion", q(false))},
 		{Match: claudeapi.Match{Exact: "ask me many"}, Reply: claudeapi.ToolUse("AskUserQuestion", q(true))},
@@ -95,6 +100,9 @@ func TestPermissionAllowRunsTheTool(t *testing.T) {
 	if !ok || res.IsError {
 		t.Fatalf("stand-in got tool result %+v (found %v), want a success", res, ok)
 	}
+	if !strings.Contains(res.ResultText(), bashMarker) {
+		t.Fatalf("stand-in got tool result %q: want the command's output %q in it", res.ResultText(), bashMarker)
+	}
 }
 
 func TestPermissionRejectWithReason(t *testing.T) {
@@ -109,7 +117,7 @@ func TestPermissionRejectWithReason(t *testing.T) {
 	if !strings.Contains(res.ResultText(), "not in this folder") {
 		t.Fatalf("tool result %q: want the person's reason in it", res.ResultText())
 	}
-	if _, err := os.Stat(filepath.Join(r.work, "made-by-bash")); err == nil {
+	if _, err := os.Stat(filepath.Join(r.work, "made-by-bash")); err == nil || strings.Contains(res.ResultText(), bashMarker) {
 		t.Fatal("the tool ran although it was rejected")
 	}
 }
