@@ -30,7 +30,8 @@ func TestClaudeWithdrawsItsRequest(t *testing.T) {
 	r := newRig(t, scenario(), nil)
 	gate := filepath.Join(r.home, "gate")
 	decision := fmt.Sprintf(`{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"deny","message":%q}}}`, hookDenial)
-	hook := fmt.Sprintf("while [ ! -e %s ]; do sleep 0.05; done; echo '%s'", gate, decision)
+	// The loop ends with the test's folder too, should the test fail first.
+	hook := fmt.Sprintf("while [ ! -e %s ]; do [ -d %s ] || exit 1; sleep 0.05; done; echo '%s'", gate, r.home, decision)
 	settings := fmt.Sprintf(`{"hooks":{"PermissionRequest":[{"matcher":"Bash","hooks":[{"type":"command","command":%q,"timeout":120}]}]}}`, hook)
 	if err := os.MkdirAll(filepath.Join(r.home, ".claude"), 0o755); err != nil {
 		t.Fatal(err)
