@@ -378,6 +378,15 @@ func TestXMPPEndToEnd(t *testing.T) {
 		if took := time.Since(start); took > 5*time.Second {
 			t.Errorf("stop took %v", took)
 		}
+		// The whole answer is 400 ticks: what was shown before "(stopped)"
+		// (the part flushed at the stop included) must be less.
+		ticks := 0
+		for _, body := range alice.from(m) {
+			ticks += strings.Count(body, "tick")
+		}
+		if ticks == 0 || ticks >= 400 {
+			t.Errorf("got %d ticks, want the slow answer (400) cut short", ticks)
+		}
 	})
 
 	t.Run("/new and /switch", func(t *testing.T) {
