@@ -78,6 +78,8 @@ type Streamer struct {
 
 	buf      strings.Builder
 	lastEdit time.Time
+	// held: with Edit, text was added that the open message does not show yet.
+	held bool
 }
 
 // Output is what to do now: Send these new messages, or Replace the open one.
@@ -91,10 +93,14 @@ func (s *Streamer) Add(text string, now time.Time) Output {
 	s.buf.WriteString(text)
 	if s.Edit {
 		if now.Sub(s.lastEdit) < s.Interval {
+			s.held = s.held || text != ""
 			return Output{}
 		}
-		s.lastEdit = now
-		return s.editable()
+		out := s.editable()
+		if out.Replace != "" || len(out.Send) > 0 {
+			s.lastEdit = now // an empty chunk does not use up the interval
+		}
+		return out
 	}
 	b := s.buf.String()
 	if s.Whole {
@@ -122,6 +128,24 @@ func (s *Streamer) Add(text string, now time.Time) Output {
 	return Output{Send: Lines(b[:i], s.Limit)}
 }
 
+// Held says, with Edit, whether text was added that is not shown yet (the
+// throttle held it back), and when it may be shown: the time of the last edit
+// plus Interval.
+func (s *Streamer) Held() (held bool, at time.Time) {
+	return s.Edit && s.held, s.lastEdit.Add(s.Interval)
+}
+
+// Flush returns, with Edit, the text the throttle held back, to show at now
+// (a rewrite of the open message counted as an edit); nothing when none is
+// held. The turn goes on: use End at its end.
+func (s *Streamer) Flush(now time.Time) Output {
+	if !s.Edit || !s.held {
+		return Output{}
+	}
+	s.lastEdit = now
+	return s.editable()
+}
+
 // End returns the rest at the turn's end.
 func (s *Streamer) End() Output {
 	if s.Edit {
@@ -140,6 +164,7 @@ func (s *Streamer) End() Output {
 // editable keeps the open message within the limit: whole pieces before the
 // last are sent, the last is the open message's text.
 func (s *Streamer) editable() Output {
+	s.held = false
 	pieces := Chunk(s.buf.String(), s.Limit)
 	if len(pieces) == 0 {
 		return Output{}

@@ -75,6 +75,68 @@ func TestStreamerEditThrottled(t *testing.T) {
 	}
 }
 
+func TestStreamerEditHeldThenFlushed(t *testing.T) {
+	s := Streamer{Limit: 100, Interval: time.Second, Edit: true}
+	t0 := time.Unix(100, 0)
+	s.Add("a", t0)
+	if held, _ := s.Held(); held {
+		t.Errorf("after a shown edit: held, want nothing held")
+	}
+	if out := s.Flush(t0.Add(10 * time.Millisecond)); out.Replace != "" || len(out.Send) != 0 {
+		t.Errorf("flush with nothing held: got %+v, want nothing", out)
+	}
+	s.Add("b", t0.Add(100*time.Millisecond))
+	held, at := s.Held()
+	if !held || !at.Equal(t0.Add(time.Second)) {
+		t.Errorf("a chunk inside the interval: held %v at %v, want held until %v", held, at, t0.Add(time.Second))
+	}
+	if out := s.Flush(t0.Add(time.Second)); out.Replace != "ab" {
+		t.Errorf("flush: got %q, want ab", out.Replace)
+	}
+	if held, _ := s.Held(); held {
+		t.Errorf("after the flush: still held")
+	}
+	// The flush counts as an edit: the next chunk inside its interval waits.
+	if out := s.Add("c", t0.Add(1500*time.Millisecond)); out.Replace != "" {
+		t.Errorf("within the flush's interval: got %q, want no edit", out.Replace)
+	}
+	if out := s.End(); out.Replace != "abc" {
+		t.Errorf("end: got %q, want abc", out.Replace)
+	}
+	if held, _ := s.Held(); held {
+		t.Errorf("after the end: still held")
+	}
+}
+
+func TestStreamerEditSplitsLongAnswers(t *testing.T) {
+	s := Streamer{Limit: 20, Interval: time.Second, Edit: true}
+	t0 := time.Unix(100, 0)
+	words := strings.Repeat("word ", 30) // 150 bytes
+	var sent []string
+	var open string
+	for i, w := range strings.SplitAfter(words, " ") {
+		out := s.Add(w, t0.Add(time.Duration(i)*2*time.Second))
+		sent = append(sent, out.Send...)
+		if out.Replace != "" {
+			open = out.Replace
+		}
+	}
+	out := s.End()
+	sent = append(sent, out.Send...)
+	if out.Replace != "" {
+		open = out.Replace
+	}
+	sent = append(sent, open)
+	for _, m := range sent {
+		if len(m) > 20 {
+			t.Errorf("message of %d bytes, over the limit: %q", len(m), m)
+		}
+	}
+	if got, want := strings.Join(strings.Fields(strings.Join(sent, " ")), " "), strings.TrimSpace(words); got != want {
+		t.Errorf("the messages hold %q, want %q", got, want)
+	}
+}
+
 func TestToolLineAndCard(t *testing.T) {
 	got := ToolLine("Bash", "execute", "completed", json.RawMessage(`{"command":"ls -la\n /tmp"}`), 0)
 	if got != "⚙ Bash: ls -la /tmp (completed)" {

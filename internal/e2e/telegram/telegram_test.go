@@ -24,6 +24,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/parleyhq/parley/internal/channel/plugin"
 	"github.com/parleyhq/parley/internal/cli"
@@ -52,10 +53,38 @@ const (
 
 var longAnswer = strings.TrimSpace(strings.Repeat("The scripted model says a long thing, word after word. ", 8))
 
+// pausedAnswer streams in over half a second, then the model thinks for
+// longer than any test waits: the turn goes on with all of it held back by the
+// edit throttle unless the plugin shows it when the interval is up.
+var pausedAnswer = "Here is all of it at once, the last words included, before a long think."
+
+// hugeAnswer is longer than a Telegram message may be: numbered words, so
+// that a lost or misplaced one shows.
+var hugeAnswer = func() string {
+	var b strings.Builder
+	for i := range 2200 {
+		fmt.Fprintf(&b, "w%04d ", i)
+	}
+	return strings.TrimSpace(b.String())
+}()
+
+// documented are the Bot API methods the plugin uses, which the stand-in
+// implements as documented (https://core.telegram.org/bots/api).
+var documented = []string{"getUpdates", "sendMessage", "editMessageText", "answerCallbackQuery"}
+
+// textLimit is the Bot API's limit on a message's text, in characters (after
+// entities parsing, of which the plugin sends none).
+const textLimit = 4096
+
 // botAPI is the stand-in: the four documented methods, every request recorded.
+// As the Bot API does, it refuses a text over 4096 characters, and an edit
+// that would leave a message as it is ("message is not modified"); it answers
+// 429 with a retry_after when told to (busy).
 type botAPI struct {
 	mu       sync.Mutex
 	calls    []call
+	busy     int              // sendMessage calls still to answer 429 (retry_after 1)
+	refused  map[string]int   // by description of the failure
 	pending  []map[string]any // updates not yet fetched
 	nextUp   int64
 	nextMsg  int64
@@ -67,6 +96,8 @@ type botAPI struct {
 type call struct {
 	Method string
 	Body   map[string]any
+	At     time.Time
+	Failed string // the description of the error it was answered, "" when ok
 }
 
 type sent struct {
@@ -77,7 +108,7 @@ type sent struct {
 }
 
 func newBotAPI(t *testing.T) (*botAPI, string) {
-	b := &botAPI{messages: map[int64]*sent{}, wake: make(chan struct{}, 1)}
+	b := &botAPI{messages: map[int64]*sent{}, refused: map[string]int{}, wake: make(chan struct{}, 1)}
 	srv := httptest.NewServer(b)
 	t.Cleanup(srv.Close)
 	return b, srv.URL
@@ -96,8 +127,20 @@ func (b *botAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	b.mu.Lock()
-	b.calls = append(b.calls, call{method, body})
+	b.calls = append(b.calls, call{Method: method, Body: body, At: time.Now()})
+	at := len(b.calls) - 1
 	b.mu.Unlock()
+	fail := func(code int, description string, retryAfter int) {
+		b.mu.Lock()
+		b.calls[at].Failed = description
+		b.refused[description]++
+		b.mu.Unlock()
+		apiErrorAfter(w, code, description, retryAfter)
+	}
+	if text, ok := body["text"].(string); ok && utf8.RuneCountInString(text) > textLimit {
+		fail(http.StatusBadRequest, "Bad Request: message is too long", 0)
+		return
+	}
 	reply := func(result any) {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(map[string]any{"ok": true, "result": result})
@@ -135,6 +178,16 @@ func (b *botAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	case "sendMessage":
 		b.mu.Lock()
+		busy := b.busy > 0
+		if busy {
+			b.busy--
+		}
+		b.mu.Unlock()
+		if busy {
+			fail(http.StatusTooManyRequests, "Too Many Requests: retry after 1", 1)
+			return
+		}
+		b.mu.Lock()
 		b.nextMsg++
 		m := &sent{ID: b.nextMsg, Text: body["text"].(string), Markup: body["reply_markup"]}
 		b.messages[m.ID] = m
@@ -142,14 +195,20 @@ func (b *botAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		reply(map[string]any{"message_id": m.ID, "chat": map[string]any{"id": num(body["chat_id"])}, "text": m.Text})
 	case "editMessageText":
 		id := int64(num(body["message_id"]))
+		text, _ := body["text"].(string)
 		b.mu.Lock()
 		m := b.messages[id]
-		if m != nil {
-			m.Text, m.Edits = body["text"].(string), m.Edits+1
+		same := m != nil && m.Text == text
+		if m != nil && !same {
+			m.Text, m.Edits = text, m.Edits+1
 		}
 		b.mu.Unlock()
 		if m == nil {
-			apiError(w, http.StatusBadRequest, "Bad Request: message to edit not found")
+			fail(http.StatusBadRequest, "Bad Request: message to edit not found", 0)
+			return
+		}
+		if same {
+			fail(http.StatusBadRequest, notModified, 0)
 			return
 		}
 		reply(map[string]any{"message_id": id})
@@ -160,11 +219,24 @@ func (b *botAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// notModified is the Bot API's answer to an edit that changes nothing.
+const notModified = "Bad Request: message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message"
+
 // apiError answers as the Bot API does when a call fails.
 func apiError(w http.ResponseWriter, code int, description string) {
+	apiErrorAfter(w, code, description, 0)
+}
+
+// apiErrorAfter is apiError with, for a 429, the seconds to wait before
+// trying again (ResponseParameters.retry_after).
+func apiErrorAfter(w http.ResponseWriter, code int, description string, retryAfter int) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(map[string]any{"ok": false, "error_code": code, "description": description})
+	out := map[string]any{"ok": false, "error_code": code, "description": description}
+	if retryAfter > 0 {
+		out["parameters"] = map[string]any{"retry_after": retryAfter}
+	}
+	_ = json.NewEncoder(w).Encode(out)
 }
 
 // jsonParams are the parameters whose form value is JSON-serialized, as the
@@ -284,6 +356,18 @@ func (b *botAPI) find(after int64, want string) *sent {
 
 func (b *botAPI) last() int64 { b.mu.Lock(); defer b.mu.Unlock(); return b.nextMsg }
 
+func (b *botAPI) refusals(description string) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.refused[description]
+}
+
+func (b *botAPI) allCalls() []call {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.calls)
+}
+
 func (b *botAPI) count(method string) int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -334,6 +418,12 @@ func TestTelegramAgainstTheStandIn(t *testing.T) {
 		{Match: claudeapi.Match{Exact: "make another"}, Reply: claudeapi.Bash("touch made-again", "Make another file")},
 		{Match: claudeapi.Match{ToolResult: "Bash"}, Reply: claudeapi.Text("The command ran.", 1, 0)},
 		{Match: claudeapi.Match{Exact: "slowly"}, Reply: claudeapi.Text(strings.Repeat("tick ", 400), 400, 50*time.Millisecond)},
+		{Match: claudeapi.Match{Exact: "then pause"}, Reply: claudeapi.Reply{Blocks: []claudeapi.Block{
+			{Type: claudeapi.BlockText, Text: pausedAnswer, Chunks: 6, Delay: claudeapi.Duration(100 * time.Millisecond)},
+			{Type: claudeapi.BlockThinking, Text: "Thinking it over.", Chunks: 1, Delay: claudeapi.Duration(10 * time.Minute)},
+		}}},
+		{Match: claudeapi.Match{Exact: "at length"}, Reply: claudeapi.Text(hugeAnswer, 40, 5*time.Millisecond)},
+		{Match: claudeapi.Match{Exact: "in a rush"}, Reply: claudeapi.Text("Sent once the wait was over.", 1, 0)},
 		{Match: claudeapi.Match{Exact: "one"}, Reply: claudeapi.Text("One.", 1, 0)},
 		{Match: claudeapi.Match{Exact: "two"}, Reply: claudeapi.Text("Two.", 1, 0)},
 		{Match: claudeapi.Match{Exact: "three"}, Reply: claudeapi.Text("Three.", 1, 0)},
@@ -393,6 +483,94 @@ func TestTelegramAgainstTheStandIn(t *testing.T) {
 		m := bot.find(mark, "word after word.")
 		if m.Edits < 1 {
 			t.Errorf("the answer was posted whole (%d edits), want it streamed by edits", m.Edits)
+		}
+	})
+
+	t.Run("text held back by the edit throttle is shown while the turn goes on", func(t *testing.T) {
+		mark := bot.last()
+		quiet := bot.refusals(notModified)
+		bot.write(alice, "then pause")
+		stopped := false
+		defer func() {
+			if !stopped { // the model would think on for minutes: stop it for the next tests
+				bot.write(alice, "/stop")
+				for end := time.Now().Add(wait); bot.find(mark, "(stopped)") == nil && time.Now().Before(end); {
+					time.Sleep(100 * time.Millisecond)
+				}
+			}
+		}()
+		testkit.Eventually(t, wait, func() bool {
+			m := bot.find(mark, "Here is all")
+			return m != nil && m.Text == pausedAnswer
+		}, "the message never showed the whole answer during the pause; it holds %q", bot.textsAfter(mark))
+		// The model is still thinking: the turn has not ended, so stopping it
+		// now cuts it short.
+		bot.write(alice, "/stop")
+		stopped = true
+		bot.waitFor(t, mark, "(stopped)")
+		if m := bot.find(mark, "Here is all"); m.Text != pausedAnswer {
+			t.Errorf("after the stop the message holds %q, want %q", m.Text, pausedAnswer)
+		}
+		// At the turn's end the plugin shows the answer again, already shown:
+		// the Bot API answers "message is not modified", which is no error.
+		if bot.refusals(notModified) == quiet {
+			t.Errorf("no edit was answered %q: the test did not exercise it", "message is not modified")
+		}
+		if strings.Contains(logs.String(), "message is not modified") {
+			t.Errorf("an edit refused as not modified was logged as a failure")
+		}
+	})
+
+	t.Run("a 429 is waited out and the message sent again", func(t *testing.T) {
+		mark := bot.last()
+		from := len(bot.allCalls())
+		bot.mu.Lock()
+		bot.busy = 1
+		bot.mu.Unlock()
+		bot.write(alice, "in a rush")
+		m := bot.waitFor(t, mark, "Sent once the wait was over.")
+		if m.Text != "Sent once the wait was over." {
+			t.Errorf("the answer reads %q", m.Text)
+		}
+		calls := bot.allCalls()[from:]
+		i := slices.IndexFunc(calls, func(c call) bool { return c.Failed != "" && strings.HasPrefix(c.Failed, "Too Many Requests") })
+		if i < 0 {
+			t.Fatalf("no sendMessage was answered 429: the test did not exercise it")
+		}
+		refused := calls[i]
+		j := slices.IndexFunc(calls[i+1:], func(c call) bool {
+			return c.Method == refused.Method && c.Failed == "" && c.Body["text"] == refused.Body["text"]
+		})
+		if j < 0 {
+			t.Fatalf("the message answered 429 (%q) was never sent again", refused.Body["text"])
+		}
+		if again := calls[i+1+j]; again.At.Sub(refused.At) < time.Second {
+			t.Errorf("sent again %v after the 429, want after its retry_after (1s)", again.At.Sub(refused.At))
+		}
+		if strings.Contains(strings.ToLower(logs.String()), "too many requests") {
+			t.Errorf("the 429 was logged as a failure to send, want it waited out")
+		}
+	})
+
+	t.Run("an answer longer than a message is split, nothing lost", func(t *testing.T) {
+		mark := bot.last()
+		bot.write(alice, "at length")
+		want := strings.Fields(hugeAnswer)
+		testkit.Eventually(t, wait, func() bool {
+			got := strings.Fields(strings.Join(bot.textsAfter(mark), " "))
+			return slices.Equal(got, want)
+		}, "the messages after the question do not hold the answer, word for word; %d words in %d messages", len(strings.Fields(strings.Join(bot.textsAfter(mark), " "))), len(bot.textsAfter(mark)))
+		texts := bot.textsAfter(mark)
+		if len(texts) < 4 {
+			t.Errorf("the answer of %d characters came in %d messages, want it split in at least 4", len(hugeAnswer), len(texts))
+		}
+		for _, m := range texts {
+			if n := utf8.RuneCountInString(m); n > textLimit {
+				t.Errorf("a message of %d characters, over Telegram's %d", n, textLimit)
+			}
+		}
+		if n := bot.refusals("Bad Request: message is too long"); n > 0 {
+			t.Errorf("%d calls were refused as too long", n)
 		}
 	})
 
@@ -489,6 +667,22 @@ func TestTelegramAgainstTheStandIn(t *testing.T) {
 		bot.waitFor(t, answered.ID, "The command ran.")
 		if _, err := os.Stat(filepath.Join(work, "made-again")); err != nil {
 			t.Errorf("the tool did not run: %v", err)
+		}
+	})
+
+	t.Run("every call is a documented method the plugin uses", func(t *testing.T) {
+		calls := bot.allCalls()
+		seen := map[string]int{}
+		for _, c := range calls {
+			seen[c.Method]++
+			if !slices.Contains(documented, c.Method) {
+				t.Errorf("a call to %q, not one of %q", c.Method, documented)
+			}
+		}
+		for _, m := range documented {
+			if seen[m] == 0 {
+				t.Errorf("no call to %s: the test did not exercise it", m)
+			}
 		}
 	})
 }

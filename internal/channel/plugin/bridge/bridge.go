@@ -30,7 +30,8 @@ type Transport interface {
 }
 
 // Editor is a Transport whose platform edits messages: answers stream into one
-// message, rewritten at most every Format.EditInterval.
+// message, rewritten at most every Format.EditInterval; text the interval held
+// back is shown when it is up, though no more comes before the turn ends.
 type Editor interface {
 	Transport
 	Post(ctx context.Context, chat, text string) (id string, err error)
@@ -56,6 +57,7 @@ type Format struct {
 // Bridge is one plugin's ACP connection and its chats.
 type Bridge struct {
 	log   *slog.Logger
+	ctx   context.Context // the plugin's: what flushes on a timer run under
 	acp   *acp.ClientSideConnection
 	t     Transport
 	f     Format
@@ -71,9 +73,10 @@ type Bridge struct {
 }
 
 // Connect speaks ACP on in/out and initializes; it returns the plugin's config
-// section (initialize's _meta "parley/config") as JSON.
+// section (initialize's _meta "parley/config") as JSON. ctx is the plugin's
+// for as long as it runs.
 func Connect(ctx context.Context, in io.Reader, out io.Writer, name string, log *slog.Logger) (*Bridge, json.RawMessage, error) {
-	b := &Bridge{log: log, chats: map[string]*chatState{}, bySession: map[acp.SessionId]*chatState{},
+	b := &Bridge{log: log, ctx: ctx, chats: map[string]*chatState{}, bySession: map[acp.SessionId]*chatState{},
 		taken: map[string]chan struct{}{}, tail: map[string]chan struct{}{}, opened: make(chan struct{})}
 	// The SDK logs to slog's default logger (stderr, which the host logs):
 	// its SetLogger races with the reader it has already started.
@@ -160,6 +163,9 @@ type chatState struct {
 	mu      sync.Mutex
 	stream  render.Streamer
 	open    string // the message being edited (Editor), "" when none
+	// held shows the text the edit throttle held back once the interval is
+	// up, should no chunk come to show it first (Editor); nil when not armed.
+	held *time.Timer
 }
 
 func (b *Bridge) streamer() render.Streamer {
@@ -398,7 +404,41 @@ func (b *Bridge) line(ctx context.Context, target, l string) {
 func (b *Bridge) flush(ctx context.Context, c *chatState) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	b.disarm(c)
 	b.show(ctx, c, c.stream.End(), true)
+}
+
+// arm makes sure text the edit throttle held back is shown when the interval
+// is up, though no chunk comes to show it (the agent busy with a long tool):
+// one timer per chat, at most, running only while text is held. Call it with
+// c.mu held.
+func (b *Bridge) arm(c *chatState) {
+	held, at := c.stream.Held()
+	if !held || c.held != nil {
+		return
+	}
+	var t *time.Timer
+	t = time.AfterFunc(time.Until(at), func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.held != t { // disarmed: the turn ended, or a notice flushed it
+			return
+		}
+		c.held = nil
+		if b.ctx.Err() != nil {
+			return
+		}
+		b.show(b.ctx, c, c.stream.Flush(time.Now()), false)
+	})
+	c.held = t
+}
+
+// disarm stops the chat's flush timer; c.mu held.
+func (b *Bridge) disarm(c *chatState) {
+	if c.held != nil {
+		c.held.Stop()
+		c.held = nil
+	}
 }
 
 // SessionUpdate shows the session's stream in its chat.
@@ -418,6 +458,7 @@ func (b *Bridge) SessionUpdate(ctx context.Context, n acp.SessionNotification) e
 		}
 		c.mu.Lock()
 		b.show(ctx, c, c.stream.Add(text, time.Now()), false)
+		b.arm(c)
 		c.mu.Unlock()
 	case u.ToolCall != nil:
 		b.flush(ctx, c)

@@ -8,7 +8,9 @@
 // It speaks the Bot API through the library github.com/go-telegram/bot: its
 // long-polling loop (getUpdates) and its sendMessage, editMessageText and
 // answerCallbackQuery. It has been tested only against a stand-in of those
-// methods, never against the live service.
+// methods, never against the live service. A call the API answers with 429
+// (too many requests) is made again after the retry_after it names; an edit
+// refused because the message holds that text already is no error.
 //
 // Its config section (from initialize's _meta "parley/config"):
 //
@@ -81,7 +83,10 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, log *slog.Logger) err
 			if !ok {
 				return
 			}
-			if _, err := api.bot.AnswerCallbackQuery(ctx, &bot.AnswerCallbackQueryParams{CallbackQueryID: q.ID}); err != nil {
+			if err := api.retry(ctx, func() error {
+				_, err := api.bot.AnswerCallbackQuery(ctx, &bot.AnswerCallbackQueryParams{CallbackQueryID: q.ID})
+				return err
+			}); err != nil {
 				log.Warn("telegram: answerCallbackQuery", "err", api.clean("answerCallbackQuery", err))
 			}
 			// A button's data is the option's number: parley takes it as an
@@ -165,6 +170,37 @@ func (a *API) clean(method string, err error) error {
 	return errors.New("telegram: " + method + ": " + msg)
 }
 
+// maxRetries bounds how often one call is tried again after a 429.
+const maxRetries = 5
+
+// retry makes a Bot API call, and when the API answers 429 (too many
+// requests) waits the retry_after it names and makes it again, so that no
+// text is dropped for going too fast. The library returns the 429 and its
+// retry_after without waiting or retrying itself.
+func (a *API) retry(ctx context.Context, call func() error) error {
+	for i := 0; ; i++ {
+		err := call()
+		var tooMany *bot.TooManyRequestsError
+		if err == nil || !errors.As(err, &tooMany) || i == maxRetries {
+			return err
+		}
+		wait := time.Duration(max(tooMany.RetryAfter, 1)) * time.Second
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		}
+	}
+}
+
+// notModified is the Bot API refusing an edit whose text is the message's
+// already: nothing to do.
+func notModified(err error) bool {
+	return errors.Is(err, bot.ErrorBadRequest) && strings.Contains(err.Error(), "message is not modified")
+}
+
 func chatID(chat string) (int64, error) {
 	id, err := strconv.ParseInt(chat, 10, 64)
 	if err != nil {
@@ -185,7 +221,11 @@ func (a *API) Post(ctx context.Context, chat, text string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	m, err := a.bot.SendMessage(ctx, &bot.SendMessageParams{ChatID: id, Text: text})
+	var m *models.Message
+	err = a.retry(ctx, func() (err error) {
+		m, err = a.bot.SendMessage(ctx, &bot.SendMessageParams{ChatID: id, Text: text})
+		return err
+	})
 	if err != nil {
 		return "", a.clean("sendMessage", err)
 	}
@@ -202,7 +242,11 @@ func (a *API) Edit(ctx context.Context, chat, msg, text string) error {
 	if err != nil {
 		return fmt.Errorf("telegram: message id %q: %w", msg, err)
 	}
-	if _, err := a.bot.EditMessageText(ctx, &bot.EditMessageTextParams{ChatID: id, MessageID: mid, Text: text}); err != nil {
+	err = a.retry(ctx, func() error {
+		_, err := a.bot.EditMessageText(ctx, &bot.EditMessageTextParams{ChatID: id, MessageID: mid, Text: text})
+		return err
+	})
+	if err != nil && !notModified(err) {
 		return a.clean("editMessageText", err)
 	}
 	return nil
@@ -231,8 +275,11 @@ func (a *API) SayCard(ctx context.Context, chat, text string, options []string) 
 	for i, o := range options {
 		rows = append(rows, []cardButton{{Text: o, CallbackData: strconv.Itoa(i + 1)}})
 	}
-	_, err = a.bot.SendMessage(ctx, &bot.SendMessageParams{ChatID: id, Text: text,
-		ReplyMarkup: cardKeyboard{InlineKeyboard: rows}})
+	err = a.retry(ctx, func() error {
+		_, err := a.bot.SendMessage(ctx, &bot.SendMessageParams{ChatID: id, Text: text,
+			ReplyMarkup: cardKeyboard{InlineKeyboard: rows}})
+		return err
+	})
 	if err != nil {
 		return a.clean("sendMessage", err)
 	}
