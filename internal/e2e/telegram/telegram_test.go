@@ -502,7 +502,7 @@ func TestTelegramAgainstTheStandIn(t *testing.T) {
 		testkit.Eventually(t, wait, func() bool {
 			m := bot.find(mark, "Here is all")
 			return m != nil && m.Text == pausedAnswer
-		}, "the message never showed the whole answer during the pause; it holds %q", bot.textsAfter(mark))
+		}, "the message never showed the whole answer during the pause; the messages hold %v", later(func() any { return bot.textsAfter(mark) }))
 		// The model is still thinking: the turn has not ended, so stopping it
 		// now cuts it short.
 		bot.write(alice, "/stop")
@@ -559,7 +559,9 @@ func TestTelegramAgainstTheStandIn(t *testing.T) {
 		testkit.Eventually(t, wait, func() bool {
 			got := strings.Fields(strings.Join(bot.textsAfter(mark), " "))
 			return slices.Equal(got, want)
-		}, "the messages after the question do not hold the answer, word for word; %d words in %d messages", len(strings.Fields(strings.Join(bot.textsAfter(mark), " "))), len(bot.textsAfter(mark)))
+		}, "the messages after the question do not hold the answer, word for word; they hold %v words", later(func() any {
+			return fmt.Sprintf("%d in %d messages", len(strings.Fields(strings.Join(bot.textsAfter(mark), " "))), len(bot.textsAfter(mark)))
+		}))
 		texts := bot.textsAfter(mark)
 		if len(texts) < 4 {
 			t.Errorf("the answer of %d characters came in %d messages, want it split in at least 4", len(hugeAnswer), len(texts))
@@ -686,6 +688,12 @@ func TestTelegramAgainstTheStandIn(t *testing.T) {
 		}
 	})
 }
+
+// later is a value formatted when a failure message is written, not when it
+// is passed: what was seen at the deadline.
+type later func() any
+
+func (l later) String() string { return fmt.Sprint(l()) }
 
 type syncBuf struct {
 	mu sync.Mutex
