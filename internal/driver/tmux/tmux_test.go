@@ -205,7 +205,7 @@ func stopAgent(t *testing.T, agent int) func() {
 	if err := syscall.Kill(agent, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	testkit.Eventually(t, 5*time.Second, func() bool {
+	testkit.Eventually(t, 30*time.Second, func() bool {
 		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", agent))
 		f := strings.Fields(string(b))
 		return len(f) > 2 && f[2] == "T"
