@@ -30,17 +30,21 @@ func newHookCommand(Build) *cobra.Command {
 
 func newDebugCommand(Build) *cobra.Command {
 	debug := &cobra.Command{Use: "debug", Short: "Look inside a live session"}
-	debug.AddCommand(&cobra.Command{
+	var socket string
+	pane := &cobra.Command{
 		Use:   "pane <thread id | tmux session>",
 		Short: "Run the tmux driver's readers on a live pane and print what they see",
-		Long: `Runs the real parsers on the live pane of parley's tmux server (tmux -L parley)
-and prints what they see: the input box, text staged in it, a live menu (or none,
-and why), the last speaker. The raw capture is saved beside it. The first command
-to run when a message "said sent but nothing happened".`,
+		Long: `Runs the real parsers on the live pane of parley's tmux server (tmux -L parley,
+or the server --socket names) and prints what they see: the input box, text
+staged in it, a live menu (or none, and why), the last speaker. The raw capture
+is saved beside it. The first command to run when a message "said sent but
+nothing happened".`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return tmux.Debug(cmd.Context(), cmd.OutOrStdout(), args[0])
+			return tmux.Debug(cmd.Context(), cmd.OutOrStdout(), socket, args[0])
 		},
-	})
+	}
+	pane.Flags().StringVar(&socket, "socket", tmux.DefaultSocket, `the tmux server (tmux -L name); "default" is your own`)
+	debug.AddCommand(pane)
 	return debug
 }

@@ -26,6 +26,14 @@ const (
 
 var transports = []string{TransportStream, TransportACP, TransportTmux}
 
+// TransportOptions are the option keys each transport reads (the drivers'
+// Opt* names), so a misspelt option is an error, not silently ignored.
+var TransportOptions = map[string][]string{
+	TransportStream: {"allow_bypass"},
+	TransportACP:    {"auth_method", "mcp_servers"},
+	TransportTmux:   {"adopt", "session", "hooks", "socket"},
+}
+
 // Defaults.
 const (
 	DefaultAddr          = "127.0.0.1:7430"
@@ -244,6 +252,11 @@ func (c *Config) Validate() error {
 		}
 		if a.Command == "" {
 			errs = append(errs, fmt.Errorf("agent %q: command is empty", a.ID))
+		}
+		for k := range a.Options {
+			if known, ok := TransportOptions[a.Transport]; ok && !slices.Contains(known, k) {
+				errs = append(errs, fmt.Errorf("agent %q: option %q is not one of the %s transport's (%s)", a.ID, k, a.Transport, strings.Join(known, ", ")))
+			}
 		}
 		if a.Name == "" {
 			a.Name = a.ID

@@ -129,13 +129,19 @@ func TestValidateSaysEveryProblem(t *testing.T) {
 		{ID: "ok", Transport: "scripted", Command: "x"},
 		{ID: "ok", Transport: "acp", Command: ""},
 		{ID: "env", Transport: "acp", Command: "x", Env: map[string]string{"A=B": "1"}},
+		{ID: "typo", Transport: "tmux", Command: "x", Options: map[string]string{"adpot": "work"}},
+		{ID: "known", Transport: "tmux", Command: "x", Options: map[string]string{"adopt": "work", "socket": "default"}},
 	}
 	cfg.DefaultAgent = "nobody"
 	err := cfg.Validate()
 	if err == nil {
 		t.Fatal("no error")
 	}
-	for _, want := range []string{`"Bad Id"`, `transport "scripted"`, "defined twice", "command is empty", "bad environment variable", `default_agent "nobody"`} {
+	if strings.Contains(err.Error(), `"known"`) {
+		t.Errorf("error %q refuses the known tmux options", err)
+	}
+	for _, want := range []string{`"Bad Id"`, `transport "scripted"`, "defined twice", "command is empty", "bad environment variable", `default_agent "nobody"`,
+		`agent "typo": option "adpot" is not one of the tmux transport's`} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not say %s", err, want)
 		}

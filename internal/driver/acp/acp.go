@@ -34,6 +34,9 @@ const (
 	// OptAuthMethod names the ACP auth method to authenticate with
 	// (e.g. "gemini-api-key"); empty: no authenticate call.
 	OptAuthMethod = "auth_method"
+	// OptMCPServers is the MCP servers for new sessions, as the JSON array
+	// session/new takes.
+	OptMCPServers = "mcp_servers"
 )
 
 // Version is what parley reports as clientInfo.

@@ -97,7 +97,7 @@ func (s *Session) open(ctx context.Context) error {
 			return fmt.Errorf("acp: authenticate %s: %w", method, err)
 		}
 	}
-	mcp, err := mcpServers(s.spec.Options["mcp_servers"])
+	mcp, err := mcpServers(s.spec.Options[OptMCPServers])
 	if err != nil {
 		return err
 	}

@@ -15,10 +15,14 @@ import (
 )
 
 // Debug is `parley debug pane <target>`: it runs the driver's own readers on
-// the live pane of parley's tmux server and prints what they see, with the raw
-// capture saved beside it. target is a tmux session name or a thread id.
-func Debug(ctx context.Context, w io.Writer, target string) error {
-	return DebugSocket(ctx, w, DefaultSocket, target, os.TempDir())
+// the live pane of a tmux server (socket; "" is parley's own) and prints what
+// they see, with the raw capture saved beside it. target is a tmux session
+// name or a thread id.
+func Debug(ctx context.Context, w io.Writer, socket, target string) error {
+	if socket == "" {
+		socket = DefaultSocket
+	}
+	return DebugSocket(ctx, w, socket, target, os.TempDir())
 }
 
 // DebugSocket is Debug on a given tmux server, saving the capture in saveDir.

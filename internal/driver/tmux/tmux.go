@@ -38,6 +38,10 @@ const (
 	OptAdopt   = "adopt"   // the name of an existing tmux session to drive instead of starting one
 	OptSession = "session" // the tmux session name to use (default: from the thread id)
 	OptHooks   = "hooks"   // "none" to start the agent without parley's hook settings
+	// OptSocket names the tmux server (tmux -L) of this agent's sessions:
+	// "default" is the person's own server, so adopt can take a session they
+	// started with plain `tmux`. Default: parley's own server.
+	OptSocket = "socket"
 )
 
 // Driver starts tmux sessions. The zero value is not usable: set StateDir.
@@ -81,8 +85,10 @@ func SessionName(id chat.ThreadID) string {
 	return "parley-" + n
 }
 
-func (d *Driver) client(logger *slog.Logger) (*ctl.Client, error) {
-	sock := d.Socket
+func (d *Driver) client(logger *slog.Logger, sock string) (*ctl.Client, error) {
+	if sock == "" {
+		sock = d.Socket
+	}
 	if sock == "" {
 		sock = DefaultSocket
 	}
@@ -99,7 +105,7 @@ func (d *Driver) Start(ctx context.Context, spec driver.Spec, sink driver.Sink) 
 		logger = slog.New(slog.DiscardHandler)
 	}
 	logger = logger.With("thread", spec.ThreadID, "transport", "tmux")
-	c, err := d.client(logger)
+	c, err := d.client(logger, spec.Options[OptSocket])
 	if err != nil {
 		return nil, err
 	}

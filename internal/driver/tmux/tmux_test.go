@@ -873,3 +873,53 @@ func TestPermissionRejectWithWords(t *testing.T) {
 		t.Error("the rejected command ran")
 	}
 }
+
+// TestAdoptOnTheirOwnServer: a Claude Code the person started on their own
+// tmux server (not parley's) is adopted through the socket option, chatted
+// with, left running on Close, and found by the debug command on that server.
+func TestAdoptOnTheirOwnServer(t *testing.T) {
+	h := newHarness(t, scenario())
+	ctx := context.Background()
+	theirs := "parley-test-own-" + randomName(t)
+	c, err := ctl.New("", theirs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { killServer(t, c) })
+	if err := c.NewSession(ctx, ctl.NewSessionOptions{Name: "work", Cwd: h.cwd, Env: h.env, Argv: []string{h.claud, "--model", "claude-sonnet-4-5"}}); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, 60*time.Second, func() bool {
+		out, err := c.Capture(ctx, "work", 0)
+		return err == nil && pane.Read(out).HasBox()
+	}, "the person's Claude Code never showed its input box")
+	spec := h.spec("t-theirs")
+	spec.Options[OptAdopt] = "work"
+	spec.Options[OptSocket] = theirs
+	k := newSink()
+	sess, err := h.drv.Start(ctx, spec, k)
+	if err != nil {
+		t.Fatalf("Start (adopt on their server): %v", err)
+	}
+	if err := sess.Prompt(ctx, driver.Prompt{MessageID: "m1", Text: "hello"}); err != nil {
+		t.Fatalf("Prompt: got %v, want nil", err)
+	}
+	testkit.Eventually(t, 30*time.Second, func() bool { return h.modelGot("hello") }, "the model never got the message")
+	waitTurns(t, k, 1)
+	if ok, err := h.c.HasSession(ctx, "work"); err != nil || ok {
+		t.Errorf("parley's own server has a session %q (%v): the adoption went to the wrong server", "work", err)
+	}
+	var out strings.Builder
+	if err := DebugSocket(ctx, &out, theirs, "work", t.TempDir()); err != nil {
+		t.Fatalf("debug on their server: %v", err)
+	}
+	if !strings.Contains(out.String(), "session:       work") {
+		t.Errorf("debug output does not name the session:\n%s", out.String())
+	}
+	if err := sess.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := c.HasSession(ctx, "work"); err != nil || !ok {
+		t.Errorf("their session after Close: exists %v (%v), want it kept", ok, err)
+	}
+}
