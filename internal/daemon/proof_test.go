@@ -3,6 +3,7 @@ package daemon_test
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -85,4 +86,26 @@ func TestOutputDoesNotProveDeliveryForAScreenDriver(t *testing.T) {
 			c.WaitFor(0, 10*time.Second, chatsock.Delivery("m1", chat.DeliverySubmitted), "submitted")
 		})
 	}
+}
+
+// TestQueuedSaysWhatItWaitsFor: a message that cannot go at once says why in
+// its queued receipt: behind an open permission request, the person learns
+// the card holds it up; a message that goes at once has no such word.
+func TestQueuedSaysWhatItWaitsFor(t *testing.T) {
+	e := startDaemon(t, nil)
+	c := e.dial("waits", -1)
+	c.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeReplayDone), "ready")
+	c.Send(chatsock.Msg("m1", "permission Bash"))
+	i := c.WaitFor(0, 10*time.Second, chatsock.Type(chat.TypePermissionRequest), "the card")
+	rid, _ := chatsock.FieldOf(c.Get(i), "request_id").(string)
+	if d := c.Get(c.WaitFor(0, 10*time.Second, chatsock.Delivery("m1", chat.DeliveryQueued), "m1 queued")); chatsock.FieldOf(d, "detail") != nil {
+		t.Errorf("m1 went at once, but its queued receipt says %v", chatsock.FieldOf(d, "detail"))
+	}
+	c.Send(chatsock.Msg("m2", "say after"))
+	d := c.Get(c.WaitFor(i, 10*time.Second, chatsock.Delivery("m2", chat.DeliveryQueued), "m2 queued"))
+	if detail, _ := chatsock.FieldOf(d, "detail").(string); !strings.Contains(detail, "permission request") {
+		t.Errorf("m2's queued receipt says %q, want it to name the open permission request", detail)
+	}
+	c.Send(map[string]any{"type": "permission_response", "request_id": rid, "option_id": "allow"})
+	c.WaitFor(i, 10*time.Second, chatsock.PromptDone("m2", chat.StopEndTurn), "m2 ran after the card was answered")
 }

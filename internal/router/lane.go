@@ -217,6 +217,7 @@ func (l *lane) onAccept(a laneAccept) {
 		a.done(chat.Delivery{}, chat.ErrBusy)
 		return
 	}
+	p.in.Detail = l.waitsFor()
 	l.saveInput(p)
 	if !p.retry {
 		l.emit(chat.UserMessage{MessageID: p.in.MessageID, Text: p.in.Text, From: p.in.From})
@@ -224,7 +225,7 @@ func (l *lane) onAccept(a laneAccept) {
 	if l.th.Title == "" {
 		l.th.Title = titleOf(p.in.Text)
 	}
-	d := chat.Delivery{MessageID: p.in.MessageID, State: chat.DeliveryQueued}
+	d := chat.Delivery{MessageID: p.in.MessageID, State: chat.DeliveryQueued, Detail: p.in.Detail}
 	l.emit(d)
 	if err := l.flush(); err != nil {
 		a.done(chat.Delivery{}, fmt.Errorf("could not store the message: %w", err))
@@ -238,6 +239,27 @@ func (l *lane) onAccept(a laneAccept) {
 	}
 	a.done(d, nil)
 	l.next()
+}
+
+// waitsFor says what a message queued now waits for, in words a person can
+// act on ("" when it goes at once).
+func (l *lane) waitsFor() string {
+	if l.turn == nil && len(l.queue) == 0 {
+		return ""
+	}
+	kind := ""
+	for _, c := range l.cards {
+		if kind == "" || c.Kind == chat.CardPermission {
+			kind = c.Kind
+		}
+	}
+	switch kind {
+	case chat.CardPermission:
+		return "waits until the open permission request is answered and the turn ends"
+	case chat.CardQuestion:
+		return "waits until the open question is answered and the turn ends"
+	}
+	return "waits for the agent's current turn to end"
 }
 
 // receipt moves an input to a new delivery state, logged and told to its waiter.
