@@ -374,6 +374,20 @@ func TestTypedMessageEchoAndReceipts(t *testing.T) {
 	h.wantScreen("you  ✓ submitted", "! this turn was cut off")
 }
 
+func TestQueuedSaysWhatItWaitsFor(t *testing.T) {
+	h := newHarness(t, Options{NoColor: true})
+	connected(h, thread1)
+	h.frames(
+		`{"type":"user_message","thread":"t_1","seq":1,"message_id":"m_q","text":"next","from":{"channel":"web","chat":"d"}}`,
+		`{"type":"delivery","thread":"t_1","seq":2,"message_id":"m_q","state":"queued","detail":"waits until the open permission request is answered and the turn ends"}`,
+	)
+	h.wantScreen("you (web)  queued\nnext\n… waits until the open permission request is answered")
+	h.frames(`{"type":"delivery","thread":"t_1","seq":3,"message_id":"m_q","state":"submitted"}`)
+	if strings.Contains(h.screen(), "waits until") {
+		t.Errorf("the wait is still shown once the message was submitted:\n%s", h.screen())
+	}
+}
+
 func TestFailedDeliverySaysWhy(t *testing.T) {
 	h := newHarness(t, Options{NoColor: true})
 	connected(h, thread1)

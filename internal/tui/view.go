@@ -254,8 +254,11 @@ func (m *Model) renderEntryNow(e *entry, w int) string {
 			who = "you (" + e.from.Channel + ")"
 		}
 		out := st.user.Render(who) + "  " + m.receipt(e) + "\n" + wrap(e.text)
-		if e.state == chat.DeliveryFailed && e.detail != "" {
+		switch {
+		case e.state == chat.DeliveryFailed && e.detail != "":
 			out += "\n" + st.receiptFailed.Render(wrap("✗ "+e.detail))
+		case e.state == chat.DeliveryQueued && e.detail != "":
+			out += "\n" + st.dim.Render(wrap("… "+e.detail))
 		}
 		return out
 	case entryAgent:
