@@ -439,12 +439,14 @@ func TestGeminiResume(t *testing.T) {
 		{Match: geminiapi.Match{Contains: "first message"}, Reply: geminiapi.Text("First answer.", 2, 0)},
 		{Match: geminiapi.Match{Contains: "second message"}, Reply: geminiapi.Text("Second answer.", 2, 0)},
 	}})
-	created := time.Now().UTC().Truncate(time.Minute)
 	s, sink := r.start("")
 	prompt(t, s, "first message")
 	if got := waitTurn(t, sink, 0); got != chat.StopEndTurn {
 		t.Fatalf("first turn: got %q", got)
 	}
+	// Read after the session exists: its file is named by this minute or an
+	// earlier one, never a later one.
+	created := time.Now().UTC().Truncate(time.Minute)
 	id := sink.sessionID()
 	// Idle unload: the process goes away, the thread keeps the session id.
 	if err := s.Close(context.Background()); err != nil {
