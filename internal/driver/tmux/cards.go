@@ -390,9 +390,10 @@ func (s *session) afterSubmit(text string, sent time.Time) {
 }
 
 // findTranscript finds the adopted agent's transcript by the prompt it holds
-// (FindByPrompt), watching its folder, for up to 30 seconds.
+// (FindByPrompt), watching its folder, for up to two minutes (a loaded
+// machine can take long to start writing it).
 func (s *session) findTranscript(text string, sent time.Time) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cwd, err := s.query(ctx, "display-message", "-p", "-t", s.pane, "#{pane_current_path}")
 	if err != nil {

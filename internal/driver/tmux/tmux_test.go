@@ -195,6 +195,16 @@ func (h *harness) startWrapped(thread string) (*session, *sink, int) {
 	if err != nil {
 		h.t.Fatalf("agent pid from %q: %v", kids, err)
 	}
+	// The agent is out of the pane's reach (its own process group), so the
+	// tmux server going away does not end it: end it here, before the test's
+	// folders are removed under its feet.
+	h.t.Cleanup(func() {
+		_ = syscall.Kill(agent, syscall.SIGKILL)
+		_ = syscall.Kill(agent, syscall.SIGCONT)
+		if !poll(10*time.Second, func() bool { return syscall.Kill(agent, 0) != nil }) {
+			h.t.Logf("agent %d still there 10 s after SIGKILL", agent)
+		}
+	})
 	return s, k, agent
 }
 
@@ -697,7 +707,7 @@ func TestAdoptExistingSession(t *testing.T) {
 	testkit.Eventually(t, 30*time.Second, func() bool { return h.modelGot("hello") }, "the model never got the message")
 	// No hooks in a person's session: the reply and the turn's end come from
 	// the transcript that holds the prompt.
-	testkit.Eventually(t, 30*time.Second, func() bool { return strings.Contains(k.text(), "Hello from the stand-in.") },
+	testkit.Eventually(t, 90*time.Second, func() bool { return strings.Contains(k.text(), "Hello from the stand-in.") },
 		"the reply never arrived from the adopted session's transcript")
 	waitTurns(t, k, 1)
 	if err := sess.Close(ctx); err != nil {
