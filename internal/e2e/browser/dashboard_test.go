@@ -18,6 +18,8 @@ import (
 	cdpnet "github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
+
+	"github.com/parleyhq/parley/internal/testkit"
 )
 
 // js quotes a Go string for a JavaScript expression.
@@ -53,6 +55,25 @@ func receipt(text, state string) string {
 
 func pageHas(text string) string {
 	return fmt.Sprintf(`(document.querySelector(".conv")||{innerText:""}).innerText.includes(%s)`, js(text))
+}
+
+// dumpLog logs every thread's event log, for a failure's report.
+func dumpLog(t *testing.T, r *rig) {
+	var list struct {
+		Threads []struct {
+			ID string `json:"id"`
+		} `json:"threads"`
+	}
+	r.rest(t, "GET", "/api/threads", nil, &list)
+	for _, th := range list.Threads {
+		var evs struct {
+			Events []json.RawMessage `json:"events"`
+		}
+		r.rest(t, "GET", "/api/threads/"+th.ID+"/events", nil, &evs)
+		for _, e := range evs.Events {
+			t.Logf("%s: %s", th.ID, e)
+		}
+	}
 }
 
 func TestDashboard(t *testing.T) {
@@ -123,6 +144,11 @@ func TestDashboard(t *testing.T) {
 	})
 
 	t.Run("3 permission card: click, the tool runs, the follow-up appears; a second tab sees it resolve", func(t *testing.T) {
+		t.Cleanup(func() {
+			if t.Failed() {
+				dumpLog(t, r)
+			}
+		})
 		tab2 := newTab(t, ctx)
 		run(t, tab2, "open the chat in a second tab", chromedp.Navigate(chatURL), chromedp.WaitVisible(chromedp.CSS(`textarea[aria-label=Message]`)))
 		send(t, ctx, PromptBash)
@@ -303,22 +329,24 @@ func TestDashboard(t *testing.T) {
 			chromedp.WaitVisible(chromedp.CSS(`.attached .thumb img`)))
 		send(t, ctx, PromptEcho+" with an image")
 		until(t, ctx, "the message with the image is submitted", receipt(PromptEcho+" with an image [1 image]", "submitted"))
-		found := false
-		for _, req := range r.api.Requests() {
-			for _, m := range req.Messages {
-				if m.Role != "user" {
-					continue
-				}
-				for _, c := range m.Content {
-					if c.Type == "image" {
-						found = true
+		// Submitted means Claude Code has the message; its request to the
+		// model follows.
+		hasImage := func() bool {
+			for _, req := range r.api.Requests() {
+				for _, m := range req.Messages {
+					if m.Role != "user" {
+						continue
+					}
+					for _, c := range m.Content {
+						if c.Type == "image" {
+							return true
+						}
 					}
 				}
 			}
+			return false
 		}
-		if !found {
-			t.Error("got no image block in any request to the model, want the attached image")
-		}
+		testkit.Eventually(t, wait, hasImage, "got no image block in any request to the model, want the attached image")
 	})
 
 	t.Run("11 resume a native session from the new-thread form", func(t *testing.T) {

@@ -167,7 +167,7 @@ func (r *rig) start() {
 	bin := parleyBin(r.t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, bin, "serve", "--config", filepath.Join(r.dir, "config.toml"),
-		"--data", filepath.Join(r.dir, "data"), "--addr", r.addr)
+		"--data", filepath.Join(r.dir, "data"), "--addr", r.addr, "--log-level", "debug")
 	cmd.Dir = r.work
 	cmd.Env = append(os.Environ(), "HOME="+filepath.Join(r.dir, "home"))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -218,6 +218,13 @@ func (r *rig) start() {
 	r.mu.Lock()
 	r.cmd, r.done, r.out = cmd, done, out
 	r.mu.Unlock()
+	r.t.Cleanup(func() {
+		if r.t.Failed() {
+			outMu.Lock()
+			defer outMu.Unlock()
+			r.t.Logf("parley serve's log:\n%s", out.String())
+		}
+	})
 }
 
 // stop ends parley serve (SIGTERM to its group) and waits for it.
