@@ -87,6 +87,12 @@ type session struct {
 	mode      string
 	model     string
 	models    []chat.ModeOption
+	// applied is the permission mode Claude Code's own status lines say is in
+	// force; appliedCh is closed (and replaced) when it changes.
+	applied   string
+	appliedCh chan struct{}
+	// modeMu holds one set_permission_mode at a time, until it is applied.
+	modeMu    sync.Mutex
 	lastCost  float64           // total_cost_usd is cumulative per process
 	curMsg    string            // the model message being streamed
 	textSeen  map[string]bool   // message ids whose text came as deltas
@@ -419,6 +425,12 @@ func (s *session) SetMode(ctx context.Context, modeID string) error {
 	if !found {
 		return fmt.Errorf("stream: mode %q: %w", modeID, driver.ErrUnsupported)
 	}
+	// Claude Code answers set_permission_mode at once and applies it a moment
+	// later (its status line says when). A second change sent in between can
+	// be overtaken by the first (plan, then default at once, left it in plan),
+	// so changes go one at a time, each waiting until it is applied.
+	s.modeMu.Lock()
+	defer s.modeMu.Unlock()
 	r, err := s.control(ctx, "set_permission_mode", map[string]any{"mode": modeID})
 	if err != nil {
 		return err
@@ -430,8 +442,53 @@ func (s *session) SetMode(ctx context.Context, modeID string) error {
 	if resp.Mode == "" {
 		resp.Mode = modeID
 	}
+	s.waitApplied(ctx, resp.Mode, modeApplyWait)
 	s.setMode(resp.Mode, "")
 	return nil
+}
+
+// modeApplyWait bounds how long SetMode waits for Claude Code to say a mode
+// is in force (it says so within milliseconds when it applies one).
+const modeApplyWait = 3 * time.Second
+
+// noteApplied records the permission mode Claude Code reports in force.
+func (s *session) noteApplied(mode string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if mode == s.applied {
+		return
+	}
+	s.applied = mode
+	if s.appliedCh != nil {
+		close(s.appliedCh)
+	}
+	s.appliedCh = make(chan struct{})
+}
+
+// waitApplied waits until Claude Code reports mode in force, for at most d.
+func (s *session) waitApplied(ctx context.Context, mode string, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for {
+		s.mu.Lock()
+		if s.applied == mode {
+			s.mu.Unlock()
+			return
+		}
+		if s.appliedCh == nil {
+			s.appliedCh = make(chan struct{})
+		}
+		ch := s.appliedCh
+		s.mu.Unlock()
+		select {
+		case <-ch:
+		case <-t.C:
+			s.log.Warn("claude did not report the new permission mode in force", "mode", mode)
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // SetConfigOption supports "model" (set_model).
@@ -616,10 +673,12 @@ func (s *session) handleSystem(l line, raw []byte) {
 		mode := ""
 		if l.PermissionMode != nil {
 			mode = *l.PermissionMode
+			s.noteApplied(mode)
 		}
 		s.setMode(mode, l.Model)
 	case "status":
 		if l.PermissionMode != nil {
+			s.noteApplied(*l.PermissionMode)
 			s.setMode(*l.PermissionMode, "")
 		}
 	case "api_retry":
