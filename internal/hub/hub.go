@@ -109,6 +109,7 @@ type Hub struct {
 	mu       sync.Mutex
 	byThread map[chat.ThreadID]map[*Sub]struct{}
 	byRoute  map[chat.RouteKey]map[*Sub]struct{}
+	watchers map[*Watcher]struct{}
 	onDrop   func(reason string)
 }
 
@@ -118,6 +119,7 @@ func New(onDrop func(reason string)) *Hub {
 	return &Hub{
 		byThread: map[chat.ThreadID]map[*Sub]struct{}{},
 		byRoute:  map[chat.RouteKey]map[*Sub]struct{}{},
+		watchers: map[*Watcher]struct{}{},
 		onDrop:   onDrop,
 	}
 }
@@ -159,6 +161,9 @@ func (h *Hub) Publish(thread chat.ThreadID, seq int64, frame []byte) {
 			h.removeLocked(s, ReasonSlow)
 			dropped++
 		}
+	}
+	for w := range h.watchers {
+		w.mark(thread)
 	}
 	h.mu.Unlock()
 	for range dropped {

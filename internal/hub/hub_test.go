@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/parleyhq/parley/internal/chat"
@@ -67,5 +68,32 @@ func TestAttachSwitchesInOrderWithEvents(t *testing.T) {
 	h.Unsubscribe(s) // twice is fine
 	if h.Count() != 0 {
 		t.Fatal("still subscribed")
+	}
+}
+
+// A watcher hears which threads changed, coalesced: many events of one thread
+// are one entry, and nothing waits on a watcher that does not look.
+func TestWatcherCoalescesChangedThreads(t *testing.T) {
+	h := New(nil)
+	w := h.Watch()
+	for seq := range int64(1000) {
+		h.Publish("t1", seq+1, []byte("{}"))
+	}
+	h.Publish("t2", 1, []byte("{}"))
+	select {
+	case <-w.Ready():
+	default:
+		t.Fatal("the watcher was not signalled")
+	}
+	if got := w.Take(); !slices.Equal(got, []chat.ThreadID{"t1", "t2"}) {
+		t.Fatalf("changed: %v, want [t1 t2]", got)
+	}
+	if got := w.Take(); len(got) != 0 {
+		t.Fatalf("after Take: %v, want none", got)
+	}
+	h.Unwatch(w)
+	h.Publish("t3", 1, []byte("{}"))
+	if got := w.Take(); len(got) != 0 || h.Watchers() != 0 {
+		t.Fatalf("after Unwatch: %v changed, %d watchers; want none", got, h.Watchers())
 	}
 }

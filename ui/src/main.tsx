@@ -6,6 +6,7 @@ import { Store } from "./store";
 import { installNotifications, notificationsOn, useChatRoute, useRoute, useStore } from "./app";
 import { Desktop } from "./desktop/Desktop";
 import { Phone } from "./phone/Phone";
+import { watchThreads } from "./changes";
 import "./style.css";
 
 const store = new Store(undefined, () => {
@@ -35,10 +36,27 @@ function App() {
   useChatRoute(store, route);
   useEffect(() => {
     void store.refresh();
-    // A hidden tab keeps polling only when it may notify: a card opening in any
-    // thread is news then (the browser may slow the timer down).
-    const t = setInterval(() => (document.visibilityState === "visible" || notificationsOn()) && void store.refresh(), 5000);
-    return () => clearInterval(t);
+    // A hidden tab keeps listening only when it may notify: a card opening in any
+    // thread is news then.
+    const wanted = () => document.visibilityState === "visible" || notificationsOn();
+    const feed = watchThreads(() => wanted() && void store.refresh());
+    (window as unknown as { parleyFeed: typeof feed }).parleyFeed = feed; // for tests
+    // Polling is the fallback while the change stream is down, and a slow
+    // safety net while it is up.
+    let last = Date.now();
+    const t = setInterval(() => {
+      const every = feed.live() ? 60000 : 5000;
+      if (Date.now() - last < every || !wanted()) return;
+      last = Date.now();
+      void store.refresh();
+    }, 1000);
+    const seen = () => document.visibilityState === "visible" && void store.refresh();
+    document.addEventListener("visibilitychange", seen);
+    return () => {
+      clearInterval(t);
+      feed.close();
+      document.removeEventListener("visibilitychange", seen);
+    };
   }, []);
   useEffect(() => {
     const t = store.state.chat.thread;

@@ -269,7 +269,27 @@ export class Store implements SocketSink {
 
   // ---- REST ----
 
-  async refresh() {
+  // refresh reloads agents and threads. Calls made while one runs coalesce into
+  // one more run after it, so answers never land out of order and a burst of
+  // change events costs two fetches, not one each.
+  refresh(): Promise<void> {
+    if (this.refreshing) {
+      this.refreshAgain = true;
+      return this.refreshing;
+    }
+    this.refreshing = (async () => {
+      do {
+        this.refreshAgain = false;
+        await this.load();
+      } while (this.refreshAgain);
+    })().finally(() => (this.refreshing = undefined));
+    return this.refreshing;
+  }
+
+  private refreshing: Promise<void> | undefined;
+  private refreshAgain = false;
+
+  private async load() {
     try {
       const [a, t] = await Promise.all([this.getJSON<AgentInfo[] | { agents: AgentInfo[] }>("/api/agents"), this.getJSON<Thread[] | { threads: Thread[] }>("/api/threads")]);
       const agents = Array.isArray(a) ? a : a.agents ?? [];

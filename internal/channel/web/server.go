@@ -112,6 +112,7 @@ func (s *Server) routes() {
 	api("GET /api/agents", s.handleAgents)
 	api("GET /api/agents/{id}/sessions", s.handleNativeSessions)
 	api("GET /api/threads", s.handleThreads)
+	api("GET /api/threads/changes", s.handleChanges)
 	api("GET /api/threads/{id}", s.handleThread)
 	api("GET /api/threads/{id}/events", s.handleEvents)
 	api("POST /api/threads/{id}/messages", s.handleSend)

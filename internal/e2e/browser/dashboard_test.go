@@ -13,13 +13,17 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/cdproto/cdp"
 	cdpnet "github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/client"
 	"github.com/parleyhq/parley/internal/testkit"
+	"github.com/parleyhq/parley/internal/testkit/chatsock"
 )
 
 // js quotes a Go string for a JavaScript expression.
@@ -498,6 +502,21 @@ func TestDashboard(t *testing.T) {
 		if n := eval[int](t, b, fmt.Sprintf(`[...document.querySelectorAll(".msg.user")].filter(e => e.querySelector(".bubble").textContent === %s).length`, js(text))); n != 1 {
 			t.Errorf("got the message %d times, want once", n)
 		}
+	})
+
+	t.Run("15 a thread started elsewhere appears in the list at once, without polling", func(t *testing.T) {
+		b := browser(t, 1280, 860)
+		run(t, b, "log in", chromedp.Navigate(r.LoginURL()), chromedp.WaitVisible(chromedp.CSS(`.side`)))
+		// While the change stream is up the page polls once a minute: an entry
+		// seen well within that came from the stream.
+		until(t, b, "the change stream is live", `window.parleyFeed.live()`)
+		other := chatsock.Dial(t, r.Base, r.Token, client.Options{Chat: "another-device", Since: -1})
+		other.WaitFor(0, wait, chatsock.Type(chat.TypeReplayDone), "the other device's socket is ready")
+		other.Send(chatsock.Msg("m_elsewhere", PromptEcho+" from another device"))
+		i := other.WaitFor(0, wait, chatsock.Delivery("m_elsewhere", chat.DeliveryQueued), "the message is queued")
+		thread := other.Get(i).Thread
+		untilWithin(t, b, 20*time.Second, "the new thread is listed", fmt.Sprintf(`!!document.querySelector('.threads button[data-thread=%s]')`, js(string(thread))))
+		other.WaitFor(i, wait, chatsock.PromptDone("m_elsewhere", chat.StopEndTurn), "the answer on the other device")
 	})
 
 	t.Run("14 phone: the chat has the mode and model selects; the list offers notifications", func(t *testing.T) {

@@ -331,7 +331,14 @@ func run(t testing.TB, ctx context.Context, what string, actions ...chromedp.Act
 // until polls a JavaScript condition in the page until it is true.
 func until(t testing.TB, ctx context.Context, what, js string) {
 	t.Helper()
-	deadline := time.Now().Add(wait)
+	untilWithin(t, ctx, wait, what, js)
+}
+
+// untilWithin is until with its own bound, for a condition that must come
+// sooner than something else would make it true (a fallback poll).
+func untilWithin(t testing.TB, ctx context.Context, within time.Duration, what, js string) {
+	t.Helper()
+	deadline := time.Now().Add(within)
 	var last string
 	for time.Now().Before(deadline) {
 		c, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -350,7 +357,7 @@ func until(t testing.TB, ctx context.Context, what, js string) {
 	c, cancel := context.WithTimeout(ctx, 5*time.Second)
 	body, _ := chromedp.Run(c, chromedp.Evaluate[string](`(document.querySelector("main, .phone")||document.body).innerText`))
 	cancel()
-	t.Fatalf("%s: still false after %v: %s (%s)\npage text:\n%s", what, wait, js, last, body)
+	t.Fatalf("%s: still false after %v: %s (%s)\npage text:\n%s", what, within, js, last, body)
 }
 
 func eval[T any](t testing.TB, ctx context.Context, js string) T {
