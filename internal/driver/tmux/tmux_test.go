@@ -851,12 +851,26 @@ func TestCancel(t *testing.T) {
 		defer k.mu.Unlock()
 		return len(k.turns) == 1 && k.turns[0] == chat.StopCancelled
 	}, "the turn did not end as cancelled")
+	// Claude Code shows "Interrupted" under the turn, or, when the interrupt
+	// came before its answer began, takes the message back into the input box.
 	if !poll(20*time.Second, func() bool {
 		scr, err := s.captureVisible(context.Background())
-		return err == nil && strings.Contains(strings.Join(scr.Lines, "\n"), "Interrupted")
+		return err == nil && (strings.Contains(strings.Join(scr.Lines, "\n"), "Interrupted") || scr.Staged() == "slow")
 	}) {
-		t.Errorf("the TUI does not show the interrupt:\n%s", plain(h.capture(s)))
+		t.Fatalf("the TUI shows neither the interrupt nor the message taken back:\n%s", plain(h.capture(s)))
 	}
+	// Either way the next message goes alone: text left in the box is cleared
+	// before typing, so the model gets "hello", not "slowhello".
+	if err := h.prompt(s, "m2", "hello"); err != nil {
+		t.Fatalf("Prompt after the cancel: %v\n%s", err, plain(h.capture(s)))
+	}
+	if !poll(30*time.Second, func() bool {
+		reqs := h.srv.ScenarioRequests()
+		return len(reqs) > 0 && reqs[len(reqs)-1].LastUserText() == "hello"
+	}) {
+		t.Fatalf("the model's last request after the cancel does not end with \"hello\" alone: %s\n%s", bodiesWith(h, "hello"), plain(h.capture(s)))
+	}
+	waitTurns(t, k, 2)
 }
 
 // A rejection with the person's words: "Tab to amend" on "No", and the model
