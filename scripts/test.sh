@@ -43,14 +43,18 @@ install_agent() { # folder package version
 install_agent claude @anthropic-ai/claude-code "$CLAUDE_VERSION"
 # Claude Code's native binary is put in place by its install script, which npm
 # may not run unasked.
-if ! .cache/npm/claude/node_modules/.bin/claude --version >/dev/null 2>&1; then
+# The agents write state into HOME even for --version: give them a scratch one,
+# never the person's.
+scratch_home=$(mktemp -d)
+trap 'rm -rf "$scratch_home"' EXIT
+if ! HOME="$scratch_home" .cache/npm/claude/node_modules/.bin/claude --version >/dev/null 2>&1; then
 	node .cache/npm/claude/node_modules/@anthropic-ai/claude-code/install.cjs
 fi
 install_agent gemini @google/gemini-cli "$GEMINI_VERSION"
 install_agent codex-acp @zed-industries/codex-acp "$CODEX_ACP_VERSION"
 install_agent acp-sdk @agentclientprotocol/sdk "$ACP_SDK_VERSION"   # the ACP client the agent-side tests use
-.cache/npm/claude/node_modules/.bin/claude --version
-.cache/npm/gemini/node_modules/.bin/gemini --version
+HOME="$scratch_home" .cache/npm/claude/node_modules/.bin/claude --version
+HOME="$scratch_home" .cache/npm/gemini/node_modules/.bin/gemini --version
 
 log "go vet"
 go vet ./...
