@@ -45,7 +45,17 @@ const wait = 90 * time.Second
 
 const answer = "Hello from the scripted model, on the screen."
 
-func TestClaudeInTmuxThroughTheSocket(t *testing.T) {
+// tmuxDaemon is a real daemon whose one agent, claude-tmux, is the real Claude
+// Code TUI in tmux on a server of its own.
+type tmuxDaemon struct {
+	d      *daemon.Daemon
+	api    *claudeapi.Server
+	work   string
+	socket string // the tmux server (-L)
+}
+
+func startTmuxDaemon(t testing.TB, rules []claudeapi.Rule) *tmuxDaemon {
+	t.Helper()
 	b := make([]byte, 4)
 	rand.Read(b)
 	socket := "parley-e2e-" + hex.EncodeToString(b)
@@ -59,11 +69,7 @@ func TestClaudeInTmuxThroughTheSocket(t *testing.T) {
 	os.MkdirAll(work, 0o755)
 	t.Cleanup(func() { exec.Command("tmux", "-L", socket, "kill-server").Run() })
 
-	api := claudeapi.Start(t, claudeapi.Scenario{Rules: []claudeapi.Rule{
-		{Match: claudeapi.Match{Exact: "hello"}, Reply: claudeapi.Text(answer, 3, 5*time.Millisecond)},
-		{Match: claudeapi.Match{Exact: "make the file"}, Reply: claudeapi.Bash("touch made-in-tmux", "Make a file")},
-		{Match: claudeapi.Match{ToolResult: "Bash"}, Reply: claudeapi.Text("The command ran.", 1, 0)},
-	}})
+	api := claudeapi.Start(t, claudeapi.Scenario{Rules: rules})
 	env := map[string]string{}
 	for _, kv := range claudeapi.Env(t, api, home, work) {
 		k, v, _ := strings.Cut(kv, "=")
@@ -85,6 +91,16 @@ func TestClaudeInTmuxThroughTheSocket(t *testing.T) {
 		defer cancel()
 		d.Shutdown(ctx)
 	})
+	return &tmuxDaemon{d: d, api: api, work: work, socket: socket}
+}
+
+func TestClaudeInTmuxThroughTheSocket(t *testing.T) {
+	td := startTmuxDaemon(t, []claudeapi.Rule{
+		{Match: claudeapi.Match{Exact: "hello"}, Reply: claudeapi.Text(answer, 3, 5*time.Millisecond)},
+		{Match: claudeapi.Match{Exact: "make the file"}, Reply: claudeapi.Bash("touch made-in-tmux", "Make a file")},
+		{Match: claudeapi.Match{ToolResult: "Bash"}, Reply: claudeapi.Text("The command ran.", 1, 0)},
+	})
+	d, api, work := td.d, td.api, td.work
 
 	s := chatsock.Dial(t, "http://"+d.Addr(), d.Token(), client.Options{Chat: "tmux", Since: -1})
 	s.WaitFor(0, wait, chatsock.Type(chat.TypeReplayDone), "ready")
