@@ -410,6 +410,7 @@ func (s *session) findTranscript(text string, sent time.Time) {
 	defer tick.Stop()
 	for {
 		if path, off, ok := transcript.FindByPrompt(dir, text, sent); ok {
+			s.log.Info("following the adopted session's transcript", "path", path, "after", time.Since(sent).Round(time.Millisecond))
 			s.follow(path, off)
 			return
 		}

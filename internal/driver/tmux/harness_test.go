@@ -1,10 +1,13 @@
 package tmux
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -213,6 +216,7 @@ func newHarness(t testing.TB, sc claudeapi.Scenario) *harness {
 	srv := claudeapi.Start(t, sc)
 	h := &harness{t: t, srv: srv, c: c, cwd: cwd, env: claudeapi.Env(t, srv, home, cwd), claud: testkit.ClaudeBin(t)}
 	h.drv = &Driver{
+		Logger: failureLog(t),
 		Socket: socket, StateDir: state,
 		HookCommand: []string{os.Args[0]}, HookEnv: map[string]string{envTestHook: "1"},
 		StepTimeout: 5 * time.Second, ReadyTimeout: 60 * time.Second,
@@ -298,4 +302,30 @@ func killServer(t testing.TB, c *ctl.Client) {
 			t.Logf("pane process %d outlived its tmux server; killed", pid)
 		}
 	}
+}
+
+// failureLog is a logger whose lines are printed if the test fails (or
+// PARLEY_TEST_LOG is set): the driver's own account of what it saw.
+func failureLog(t testing.TB) *slog.Logger {
+	var mu sync.Mutex
+	var buf bytes.Buffer
+	t.Cleanup(func() {
+		if t.Failed() || os.Getenv("PARLEY_TEST_LOG") != "" {
+			mu.Lock()
+			defer mu.Unlock()
+			t.Logf("the driver's log:\n%s", buf.String())
+		}
+	})
+	return slog.New(slog.NewTextHandler(lockedWriter{&mu, &buf}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

@@ -187,11 +187,18 @@ func (h *harness) startWrapped(thread string) (*session, *sink, int) {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	kids, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", info.PID, info.PID))
-	if err != nil {
-		h.t.Fatal(err)
+	// The wrapper is a Go program: any of its threads may have forked the
+	// agent, and each thread lists only its own children.
+	var kids []string
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", info.PID))
+	for _, f := range tasks {
+		b, _ := os.ReadFile(f)
+		kids = append(kids, strings.Fields(string(b))...)
 	}
-	agent, err := strconv.Atoi(strings.Fields(string(kids))[0])
+	if len(kids) != 1 {
+		h.t.Fatalf("the wrapper (pid %d) has children %v, want the one agent", info.PID, kids)
+	}
+	agent, err := strconv.Atoi(kids[0])
 	if err != nil {
 		h.t.Fatalf("agent pid from %q: %v", kids, err)
 	}

@@ -303,8 +303,7 @@ func FindByPrompt(dir, text string, since time.Time) (string, int64, bool) {
 			if json.Unmarshal(line, &r) != nil || r.Type != "user" || r.IsSidechain {
 				continue
 			}
-			var content string
-			if json.Unmarshal(r.Message.Content, &content) != nil || strings.TrimSpace(content) != want {
+			if !holdsPrompt(&r.Message, want) {
 				continue
 			}
 			at, err := time.Parse(time.RFC3339Nano, r.Timestamp)
@@ -317,6 +316,22 @@ func FindByPrompt(dir, text string, since time.Time) (string, int64, bool) {
 		}
 	}
 	return best, bestOff, best != ""
+}
+
+// holdsPrompt reports whether a user record's content is the prompt: a plain
+// string, or (as Claude Code writes a prompt with attachments beside it) a
+// text block.
+func holdsPrompt(m *claudecode.Message, want string) bool {
+	var content string
+	if json.Unmarshal(m.Content, &content) == nil {
+		return strings.TrimSpace(content) == want
+	}
+	for _, b := range m.Blocks() {
+		if b.Type == "text" && strings.TrimSpace(b.Text) == want {
+			return true
+		}
+	}
+	return false
 }
 
 // ProjectDir is where Claude Code keeps the transcripts of sessions in cwd:

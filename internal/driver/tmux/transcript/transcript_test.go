@@ -2,6 +2,7 @@ package transcript
 
 import (
 	"bufio"
+	"cmp"
 	"os"
 	"path/filepath"
 	"strings"
@@ -229,12 +230,20 @@ func TestFindByPrompt(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "other.jsonl"), []byte(`{"type":"user","message":{"role":"user","content":"something else"},"timestamp":"2026-12-02T17:30:00Z"}`+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// A prompt written as text blocks (as with an attachment beside it).
+	blocks := `{"type":"user","message":{"role":"user","content":[{"type":"text","text":"in blocks"}]},"timestamp":"2026-12-02T17:31:00Z"}` + "\n" +
+		`{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"ok"}]},"timestamp":"2026-12-02T17:31:01Z"}` + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "blocks.jsonl"), []byte(blocks), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	since, _ := time.Parse(time.RFC3339, "2026-12-02T17:20:00Z")
 	tests := []struct {
 		text  string
 		since time.Time
 		found bool
+		file  string
 	}{
+		{text: "in blocks", since: since, found: true, file: "blocks.jsonl"},
 		{text: "askmulti", since: since, found: true},
 		{text: "ask", since: since, found: true},
 		{text: "never sent", since: since, found: false},
@@ -249,8 +258,9 @@ func TestFindByPrompt(t *testing.T) {
 		if !ok {
 			continue
 		}
-		if filepath.Base(path) != "golden.jsonl" {
-			t.Errorf("FindByPrompt(%q): got %s, want golden.jsonl", tt.text, path)
+		want := cmp.Or(tt.file, "golden.jsonl")
+		if filepath.Base(path) != want {
+			t.Errorf("FindByPrompt(%q): got %s, want %s", tt.text, path, want)
 		}
 		// What follows the offset is the reply to that prompt.
 		rest, _ := os.ReadFile(path)
