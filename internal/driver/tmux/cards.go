@@ -261,7 +261,7 @@ func (s *session) hookEvent(e hook.Event) {
 			if e.Source == "resume" || s.adopted {
 				skip = transcript.SkipAll
 			}
-			s.follow(e.TranscriptPath, skip)
+			s.follow(e.TranscriptPath, skip, time.Time{})
 		}
 	case "UserPromptSubmit":
 		s.mu.Lock()
@@ -321,7 +321,7 @@ func (s *session) maybeEndTurn() {
 	}
 }
 
-func (s *session) follow(path string, skip int64) {
+func (s *session) follow(path string, skip int64, since time.Time) {
 	s.mu.Lock()
 	if s.transcript == path || s.closed {
 		s.mu.Unlock()
@@ -334,7 +334,7 @@ func (s *session) follow(path string, skip int64) {
 	if old != nil {
 		_ = old.Close()
 	}
-	f, err := transcript.Follow(path, skip, s.transcriptEvent, s.log)
+	f, err := transcript.Follow(path, skip, since, s.transcriptEvent, s.log)
 	if err != nil {
 		s.log.Warn("cannot follow the transcript", "err", err)
 		return
@@ -409,9 +409,9 @@ func (s *session) findTranscript(text string, sent time.Time) {
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		if path, off, ok := transcript.FindByPrompt(dir, text, sent); ok {
+		if path, at, ok := transcript.FindByPrompt(dir, text, sent); ok {
 			s.log.Info("following the adopted session's transcript", "path", path, "after", time.Since(sent).Round(time.Millisecond))
-			s.follow(path, off)
+			s.follow(path, 0, at)
 			return
 		}
 		select {

@@ -215,6 +215,11 @@ func newHarness(t testing.TB, sc claudeapi.Scenario) *harness {
 	t.Cleanup(func() { killServer(t, c) })
 	srv := claudeapi.Start(t, sc)
 	h := &harness{t: t, srv: srv, c: c, cwd: cwd, env: claudeapi.Env(t, srv, home, cwd), claud: testkit.ClaudeBin(t)}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("Claude Code's transcripts:\n%s", transcriptsIn(home))
+		}
+	})
 	h.drv = &Driver{
 		Logger: failureLog(t),
 		Socket: socket, StateDir: state,
@@ -328,4 +333,25 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// transcriptsIn summarises every transcript under a Claude Code home: one
+// line a record (type, subtype, the start of its content), for a failure.
+func transcriptsIn(home string) string {
+	var b strings.Builder
+	files, _ := filepath.Glob(filepath.Join(home, ".claude", "projects", "*", "*.jsonl"))
+	for _, f := range files {
+		st, _ := os.Stat(f)
+		fmt.Fprintf(&b, "%s (%d bytes)\n", f, st.Size())
+		data, _ := os.ReadFile(f)
+		for _, line := range strings.Split(string(data), "\n") {
+			if len(line) > 160 {
+				line = line[:160] + "…"
+			}
+			if line != "" {
+				fmt.Fprintf(&b, "  %s\n", line)
+			}
+		}
+	}
+	return b.String()
 }

@@ -51,6 +51,9 @@ type Parser struct {
 	seen     map[string]bool
 	results  map[string]bool // tool_use ids with a tool result
 	toolName map[string]string
+	// Since, when set, makes records stamped before it history: remembered,
+	// never emitted, wherever they sit in the file.
+	Since time.Time
 }
 
 // NewParser returns an empty parser.
@@ -74,14 +77,30 @@ func (p *Parser) Line(line []byte) ([]chat.Payload, error) {
 	if err := json.Unmarshal(line, &r); err != nil {
 		return nil, fmt.Errorf("transcript: %w", err)
 	}
+	if (r.Type == "assistant" || r.Type == "user") && len(r.Message.Content) > 0 && r.Message.Content[0] == '[' && r.Message.Blocks() == nil {
+		return nil, fmt.Errorf("transcript: content is not blocks: %.80s", r.Message.Content)
+	}
+	out := p.record(&r)
+	if !p.Since.IsZero() && r.Timestamp != "" {
+		if at, err := time.Parse(time.RFC3339Nano, r.Timestamp); err == nil && at.Before(p.Since) {
+			return nil, nil // history: remembered above, not news
+		}
+	}
+	return out, nil
+}
+
+// record turns one record into updates, remembering it.
+func (p *Parser) record(r *record) []chat.Payload {
 	if r.Type == "system" && r.Subtype == "turn_duration" && !r.IsSidechain {
-		return []chat.Payload{TurnEnd{}}, nil
+		// Once per record: a file read again after a rewrite must not end
+		// the turn in progress with an old turn's end.
+		if r.UUID != "" && !p.once("turn", r.UUID) {
+			return nil
+		}
+		return []chat.Payload{TurnEnd{}}
 	}
 	if r.IsSidechain || r.IsMeta || (r.Type != "assistant" && r.Type != "user") {
-		return nil, nil
-	}
-	if len(r.Message.Content) > 0 && r.Message.Content[0] == '[' && r.Message.Blocks() == nil {
-		return nil, fmt.Errorf("transcript: content is not blocks: %.80s", r.Message.Content)
+		return nil
 	}
 	blocks := r.Message.Blocks()
 	var out []chat.Payload
@@ -111,7 +130,7 @@ func (p *Parser) Line(line []byte) ([]chat.Payload, error) {
 			}
 		}
 	}
-	return out, nil
+	return out
 }
 
 func (p *Parser) once(parts ...string) bool {
@@ -139,18 +158,26 @@ type Follower struct {
 	done    chan struct{}
 
 	readMu  sync.Mutex // one reader at a time, so updates keep file order
-	mu      sync.Mutex // guards parser, off, partial
+	mu      sync.Mutex // guards parser, off, partial, tail
 	off     int64
 	partial []byte
+	// tail is the file's last bytes before off: when they are not there any
+	// more, Claude Code has rewritten the file (it does, in another order,
+	// when it first saves a session) and it is read again from the start.
+	tail []byte
 }
+
+// tailSize is how much of the file before off proves it was not rewritten.
+const tailSize = 256
 
 // SkipAll as Follow's skip: what the file holds now is only remembered.
 const SkipAll = -1
 
 // Follow starts following path (which may not exist yet). The first skip bytes
 // (SkipAll: all there are now) are only remembered (answered questions, seen
-// blocks), not emitted: for a session whose history is already shown.
-func Follow(path string, skip int64, emit func(chat.Payload), logger *slog.Logger) (*Follower, error) {
+// blocks), not emitted: for a session whose history is already shown. Records
+// stamped before since (when set) are history too, wherever they sit.
+func Follow(path string, skip int64, since time.Time, emit func(chat.Payload), logger *slog.Logger) (*Follower, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -168,6 +195,7 @@ func Follow(path string, skip int64, emit func(chat.Payload), logger *slog.Logge
 		return nil, fmt.Errorf("transcript: watch %s: %w", dir, err)
 	}
 	f := &Follower{path: path, parser: NewParser(), emit: emit, log: logger, watcher: w, done: make(chan struct{})}
+	f.parser.Since = since
 	switch {
 	case skip == SkipAll:
 		f.read(-1, func(chat.Payload) {})
@@ -225,6 +253,10 @@ func (f *Follower) read(limit int64, emit func(chat.Payload)) {
 			return
 		}
 		defer fh.Close()
+		if f.rewritten(fh) {
+			f.log.Info("transcript rewritten: reading it again", "path", f.path)
+			f.off, f.partial, f.tail = 0, nil, nil
+		}
 		if _, err := fh.Seek(f.off, io.SeekStart); err != nil {
 			return
 		}
@@ -237,6 +269,10 @@ func (f *Follower) read(limit int64, emit func(chat.Payload)) {
 			return
 		}
 		f.off += int64(len(b))
+		f.tail = append(f.tail, b...)
+		if len(f.tail) > tailSize {
+			f.tail = append([]byte(nil), f.tail[len(f.tail)-tailSize:]...)
+		}
 		b = append(f.partial, b...)
 		f.partial = nil
 		for len(b) > 0 {
@@ -260,6 +296,16 @@ func (f *Follower) read(limit int64, emit func(chat.Payload)) {
 	}
 }
 
+// rewritten reports whether the bytes before off are no longer what was read.
+func (f *Follower) rewritten(fh *os.File) bool {
+	if f.off == 0 || len(f.tail) == 0 {
+		return false
+	}
+	got := make([]byte, len(f.tail))
+	n, _ := fh.ReadAt(got, f.off-int64(len(f.tail)))
+	return n != len(got) || !bytes.Equal(got, f.tail)
+}
+
 // Close stops following.
 func (f *Follower) Close() error {
 	err := f.watcher.Close()
@@ -270,14 +316,16 @@ func (f *Follower) Close() error {
 // FindByPrompt finds, among the transcripts in dir, the one whose newest
 // person record is text, written at or after since: the evidence that this
 // is the session a prompt just went to (never "the newest file"). It returns
-// the path and the offset just after that record.
-func FindByPrompt(dir, text string, since time.Time) (string, int64, bool) {
+// the path and the time the record is stamped with: what the session wrote
+// from then on is the reply (Follow with it as since), wherever it sits in the
+// file, for Claude Code may write a session's first save out of order.
+func FindByPrompt(dir, text string, since time.Time) (string, time.Time, bool) {
 	files, err := filepath.Glob(filepath.Join(dir, "*.jsonl"))
 	if err != nil {
-		return "", 0, false
+		return "", time.Time{}, false
 	}
 	want := strings.TrimSpace(text)
-	best, bestOff, bestAt := "", int64(0), time.Time{}
+	best, bestAt := "", time.Time{}
 	for _, p := range files {
 		st, err := os.Stat(p)
 		if err != nil || st.ModTime().Before(since.Add(-time.Second)) {
@@ -287,15 +335,7 @@ func FindByPrompt(dir, text string, since time.Time) (string, int64, bool) {
 		if err != nil {
 			continue
 		}
-		var off int64
-		for len(b) > 0 {
-			i := bytes.IndexByte(b, '\n')
-			if i < 0 {
-				break
-			}
-			line := b[:i]
-			off += int64(i + 1)
-			b = b[i+1:]
+		for line := range bytes.Lines(b) {
 			if !bytes.Contains(line, []byte(`"type":"user"`)) {
 				continue
 			}
@@ -311,11 +351,11 @@ func FindByPrompt(dir, text string, since time.Time) (string, int64, bool) {
 				continue
 			}
 			if at.After(bestAt) {
-				best, bestOff, bestAt = p, off, at
+				best, bestAt = p, at
 			}
 		}
 	}
-	return best, bestOff, best != ""
+	return best, bestAt, best != ""
 }
 
 // holdsPrompt reports whether a user record's content is the prompt: a plain

@@ -2,7 +2,9 @@ package transcript
 
 import (
 	"bufio"
+	"bytes"
 	"cmp"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -152,7 +154,7 @@ func (c *collect) len() int {
 func TestFollow(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "projects", "x", "s.jsonl")
 	var c collect
-	f, err := Follow(path, 0, c.add, nil)
+	f, err := Follow(path, 0, time.Time{}, c.add, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +196,7 @@ func TestFollowSkipExisting(t *testing.T) {
 		t.Fatal(err)
 	}
 	var c collect
-	f, err := Follow(path, SkipAll, c.add, nil)
+	f, err := Follow(path, SkipAll, time.Time{}, c.add, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,7 +252,7 @@ func TestFindByPrompt(t *testing.T) {
 		{text: "askmulti", since: since.Add(2 * time.Hour), found: false},
 	}
 	for _, tt := range tests {
-		path, off, ok := FindByPrompt(dir, tt.text, tt.since)
+		path, at, ok := FindByPrompt(dir, tt.text, tt.since)
 		if ok != tt.found {
 			t.Errorf("FindByPrompt(%q): found %v, want %v", tt.text, ok, tt.found)
 			continue
@@ -262,10 +264,126 @@ func TestFindByPrompt(t *testing.T) {
 		if filepath.Base(path) != want {
 			t.Errorf("FindByPrompt(%q): got %s, want %s", tt.text, path, want)
 		}
-		// What follows the offset is the reply to that prompt.
-		rest, _ := os.ReadFile(path)
-		if !strings.Contains(strings.SplitN(string(rest[off:]), "\n", 2)[0], `"type":"assistant"`) {
-			t.Errorf("FindByPrompt(%q): the line after offset %d is not the reply: %.80s", tt.text, off, rest[off:])
+		// The time is the newest prompt record's own stamp.
+		if stamp := newestPromptStamp(t, path, tt.text); !at.Equal(stamp) {
+			t.Errorf("FindByPrompt(%q): got time %v, want the record's %v", tt.text, at, stamp)
 		}
+	}
+}
+
+// newestPromptStamp is the timestamp of the last user record in path whose
+// text is text.
+func newestPromptStamp(t *testing.T, path, text string) time.Time {
+	t.Helper()
+	b, _ := os.ReadFile(path)
+	var at time.Time
+	for line := range bytes.Lines(b) {
+		var r record
+		if json.Unmarshal(line, &r) == nil && r.Type == "user" && holdsPrompt(&r.Message, text) {
+			at, _ = time.Parse(time.RFC3339Nano, r.Timestamp)
+		}
+	}
+	return at
+}
+
+// turnTwo is the golden session split for the out-of-order tests: turn one
+// (history), turn two's prompt record, and the rest of turn two.
+func turnTwo(t *testing.T) (history [][]byte, prompt []byte, reply [][]byte, at time.Time) {
+	t.Helper()
+	lines := goldenLines(t)
+	// 0-10: turn one ("run ls" … turn_duration); 11: a file-history
+	// snapshot; 12: the prompt "ask"; 13-16: its reply and turn_duration.
+	var r record
+	if err := json.Unmarshal(lines[12], &r); err != nil || !holdsPrompt(&r.Message, "ask") {
+		t.Fatalf("golden line 13 is not the prompt \"ask\": %s", lines[12])
+	}
+	at, _ = time.Parse(time.RFC3339Nano, r.Timestamp)
+	return lines[:12], lines[12], lines[13:17], at
+}
+
+func joinLines(parts ...[][]byte) []byte {
+	var b bytes.Buffer
+	for _, p := range parts {
+		for _, l := range p {
+			b.Write(l)
+			b.WriteByte('\n')
+		}
+	}
+	return b.Bytes()
+}
+
+// Claude Code may save a session for the first time out of order: the reply
+// and the turn's end above the prompt. Following from the prompt's time (not
+// its place) finds them, and the earlier turn stays history.
+func TestFollowSinceOutOfOrder(t *testing.T) {
+	history, prompt, reply, at := turnTwo(t)
+	path := filepath.Join(t.TempDir(), "s.jsonl")
+	if err := os.WriteFile(path, joinLines(history, reply, [][]byte{prompt}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var c collect
+	f, err := Follow(path, 0, at, c.add, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	f.Sync()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.ps) != 3 || c.turns != 1 {
+		t.Fatalf("got %d updates and %d turn ends, want turn two's 3 (question, answer, text) and 1: %+v", len(c.ps), c.turns, c.ps)
+	}
+	if chunk, ok := c.ps[2].(chat.AgentChunk); !ok || chunk.Text != "Thanks for the answer." {
+		t.Errorf("last update %+v, want turn two's text", c.ps[2])
+	}
+}
+
+// A file rewritten under the follower (another order, another inode) is read
+// again from its start: what is new is emitted once, what was seen is not
+// emitted again, and an old turn's end does not end the turn in progress.
+func TestFollowRewrittenFile(t *testing.T) {
+	history, prompt, reply, at := turnTwo(t)
+	for _, tc := range []struct {
+		name                    string
+		since                   time.Time
+		before, after, turnsNow int
+	}{
+		// An adopted session: turn one is history.
+		{name: "since the prompt", since: at, before: 0, after: 3, turnsNow: 1},
+		// parley's own session, followed from its start: turn one was shown.
+		{name: "from the start", before: 4, after: 7, turnsNow: 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "s.jsonl")
+			if err := os.WriteFile(path, joinLines(history, [][]byte{prompt}), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			var c collect
+			f, err := Follow(path, 0, tc.since, c.add, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			f.Sync()
+			if n := c.len(); n != tc.before {
+				t.Fatalf("before the reply: %d updates, want %d", n, tc.before)
+			}
+			tmp := filepath.Join(dir, "s.jsonl.tmp")
+			if err := os.WriteFile(tmp, joinLines(history[:2], reply, history[2:], [][]byte{prompt}), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Rename(tmp, path); err != nil {
+				t.Fatal(err)
+			}
+			testkit.Eventually(t, 5*time.Second, func() bool { return c.len() == tc.after },
+				"turn two's updates after the rewrite")
+			f.Sync()
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			if len(c.ps) != tc.after || c.turns != tc.turnsNow {
+				t.Fatalf("got %d updates and %d turn ends, want %d and %d", len(c.ps), c.turns, tc.after, tc.turnsNow)
+			}
+		})
 	}
 }
