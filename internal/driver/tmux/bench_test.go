@@ -3,13 +3,12 @@ package tmux
 import (
 	"context"
 	"fmt"
-	"slices"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/parleyhq/parley/internal/driver"
 	"github.com/parleyhq/parley/internal/driver/tmux/pane"
+	"github.com/parleyhq/parley/internal/testkit/sendbench"
 )
 
 // BenchmarkSend measures Prompt → verified submitted against the real Claude
@@ -17,17 +16,8 @@ import (
 // returned nil but the model never got exactly that text) and failures.
 // Run: go test -run '^$' -bench Send -benchtime 200x ./internal/driver/tmux/
 func BenchmarkSend(b *testing.B) {
-	cases := []struct {
-		name   string
-		text   func(i int) string
-		staged string // typed into the box by hand before each send
-	}{
-		{name: "clean", text: func(i int) string { return fmt.Sprintf("bench message %d", i) }},
-		{name: "staged-text", text: func(i int) string { return fmt.Sprintf("bench message %d", i) }, staged: "left in the box"},
-		{name: "repeated-yes", text: func(int) string { return "yes" }},
-	}
-	for _, bc := range cases {
-		b.Run(bc.name, func(b *testing.B) {
+	for _, bc := range sendbench.Cases {
+		b.Run(bc.Name, func(b *testing.B) {
 			h := newHarness(b, scenario())
 			s, k := h.start("bench")
 			ctx := context.Background()
@@ -37,18 +27,18 @@ func BenchmarkSend(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
 				turns := k.turnCount()
-				if bc.staged != "" {
-					if err := h.c.SendLiteral(ctx, s.name, bc.staged); err != nil {
+				if bc.Staged != "" {
+					if err := h.c.SendLiteral(ctx, s.name, bc.Staged); err != nil {
 						b.Fatal(err)
 					}
 					if !poll(10*time.Second, func() bool {
 						scr, err := s.capture(ctx)
-						return err == nil && scr.Staged() == bc.staged
+						return err == nil && scr.Staged() == bc.Staged
 					}) {
 						b.Fatal("staged text never showed")
 					}
 				}
-				text := bc.text(i)
+				text := bc.Text(i)
 				before := countOf(h.personTexts(), text)
 				b.StartTimer()
 				start := time.Now()
@@ -74,26 +64,7 @@ func BenchmarkSend(b *testing.B) {
 				b.StartTimer()
 			}
 			b.StopTimer()
-			slices.Sort(lat)
-			if len(lat) > 0 {
-				b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
-				b.ReportMetric(float64(lat[min(len(lat)-1, len(lat)*99/100)].Microseconds())/1000, "p99-ms")
-			}
-			b.ReportMetric(float64(falseSubmitted), "false-submitted")
-			b.ReportMetric(float64(failed), "failed")
-			b.Logf("%s: %d sends, latencies %s", bc.name, b.N, summary(lat))
+			sendbench.Report(b, bc.Name, lat, falseSubmitted, failed)
 		})
 	}
-}
-
-func summary(lat []time.Duration) string {
-	if len(lat) == 0 {
-		return "none"
-	}
-	var parts []string
-	for _, q := range []int{0, 50, 90, 99, 100} {
-		i := min(len(lat)-1, len(lat)*q/100)
-		parts = append(parts, fmt.Sprintf("p%d=%v", q, lat[i].Round(time.Millisecond)))
-	}
-	return strings.Join(parts, " ")
 }

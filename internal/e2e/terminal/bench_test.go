@@ -3,7 +3,6 @@ package terminal_test
 import (
 	"fmt"
 	"os/exec"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"github.com/parleyhq/parley/internal/client"
 	"github.com/parleyhq/parley/internal/testkit/chatsock"
 	"github.com/parleyhq/parley/internal/testkit/claudeapi"
+	"github.com/parleyhq/parley/internal/testkit/sendbench"
 )
 
 // BenchmarkSocketToSubmitted measures the whole way a person's message takes
@@ -22,17 +22,8 @@ import (
 // exactly that text) and `failed` receipts.
 // Run: go test -run '^$' -bench SocketToSubmitted -benchtime 200x -timeout 60m ./internal/e2e/terminal/
 func BenchmarkSocketToSubmitted(b *testing.B) {
-	cases := []struct {
-		name   string
-		text   func(i int) string
-		staged string // typed into the box by hand before each send
-	}{
-		{name: "clean", text: func(i int) string { return fmt.Sprintf("bench message %d", i) }},
-		{name: "staged-text", text: func(i int) string { return fmt.Sprintf("bench message %d", i) }, staged: "left in the box"},
-		{name: "repeated-yes", text: func(int) string { return "yes" }},
-	}
-	for _, bc := range cases {
-		b.Run(bc.name, func(b *testing.B) {
+	for _, bc := range sendbench.Cases {
+		b.Run(bc.Name, func(b *testing.B) {
 			td := startTmuxDaemon(b, []claudeapi.Rule{
 				{Match: claudeapi.Match{Prefix: "bench"}, Reply: claudeapi.Text("ok", 1, 0)},
 				{Match: claudeapi.Match{Exact: "yes"}, Reply: claudeapi.Text("ok", 1, 0)},
@@ -57,10 +48,10 @@ func BenchmarkSocketToSubmitted(b *testing.B) {
 			b.ResetTimer()
 			b.StopTimer()
 			for i := 0; i < b.N; i++ {
-				if bc.staged != "" {
-					td.typeByHand(b, bc.staged)
+				if bc.Staged != "" {
+					td.typeByHand(b, bc.Staged)
 				}
-				id, text := fmt.Sprintf("m%d", i), bc.text(i)
+				id, text := fmt.Sprintf("m%d", i), bc.Text(i)
 				before := got(text)
 				b.StartTimer()
 				start := time.Now()
@@ -84,13 +75,7 @@ func BenchmarkSocketToSubmitted(b *testing.B) {
 					b.Logf("send %d: submitted, but the model never got exactly %q", i, text)
 				}
 			}
-			slices.Sort(lat)
-			if len(lat) > 0 {
-				b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
-				b.ReportMetric(float64(lat[min(len(lat)-1, len(lat)*99/100)].Microseconds())/1000, "p99-ms")
-			}
-			b.ReportMetric(float64(falseSubmitted), "false-submitted")
-			b.ReportMetric(float64(failed), "failed")
+			sendbench.Report(b, bc.Name, lat, falseSubmitted, failed)
 		})
 	}
 }
