@@ -3,6 +3,7 @@ package web
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"time"
 )
@@ -37,13 +38,14 @@ func (s *Server) handleChanges(w http.ResponseWriter, r *http.Request) {
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	send := func(event, data string) bool {
+	write := func(text string) bool {
 		_ = rc.SetWriteDeadline(time.Now().Add(writeTimeout))
-		if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, data); err != nil {
+		if _, err := io.WriteString(w, text); err != nil {
 			return false
 		}
 		return rc.Flush() == nil
 	}
+	send := func(event, data string) bool { return write("event: " + event + "\ndata: " + data + "\n\n") }
 	if !send("ready", "{}") {
 		return
 	}
@@ -69,8 +71,7 @@ func (s *Server) handleChanges(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		case <-keepAlive.C:
-			_ = rc.SetWriteDeadline(time.Now().Add(writeTimeout))
-			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil || rc.Flush() != nil {
+			if !write(": keep-alive\n\n") {
 				return
 			}
 		case <-r.Context().Done():

@@ -335,8 +335,8 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
-// transcriptsIn summarises every transcript under a Claude Code home: one
-// line a record (type, subtype, the start of its content), for a failure.
+// transcriptsIn lists every transcript under a Claude Code home with the
+// first 160 bytes of each of its records, for a failure.
 func transcriptsIn(home string) string {
 	var b strings.Builder
 	files, _ := filepath.Glob(filepath.Join(home, ".claude", "projects", "*", "*.jsonl"))

@@ -51,9 +51,9 @@ type Parser struct {
 	seen     map[string]bool
 	results  map[string]bool // tool_use ids with a tool result
 	toolName map[string]string
-	// Since, when set, makes records stamped before it history: remembered,
+	// since, when set, makes records stamped before it history: remembered,
 	// never emitted, wherever they sit in the file.
-	Since time.Time
+	since time.Time
 }
 
 // NewParser returns an empty parser.
@@ -81,8 +81,8 @@ func (p *Parser) Line(line []byte) ([]chat.Payload, error) {
 		return nil, fmt.Errorf("transcript: content is not blocks: %.80s", r.Message.Content)
 	}
 	out := p.record(&r)
-	if !p.Since.IsZero() && r.Timestamp != "" {
-		if at, err := time.Parse(time.RFC3339Nano, r.Timestamp); err == nil && at.Before(p.Since) {
+	if !p.since.IsZero() && r.Timestamp != "" {
+		if at, err := time.Parse(time.RFC3339Nano, r.Timestamp); err == nil && at.Before(p.since) {
 			return nil, nil // history: remembered above, not news
 		}
 	}
@@ -195,7 +195,7 @@ func Follow(path string, skip int64, since time.Time, emit func(chat.Payload), l
 		return nil, fmt.Errorf("transcript: watch %s: %w", dir, err)
 	}
 	f := &Follower{path: path, parser: NewParser(), emit: emit, log: logger, watcher: w, done: make(chan struct{})}
-	f.parser.Since = since
+	f.parser.since = since
 	switch {
 	case skip == SkipAll:
 		f.read(-1, func(chat.Payload) {})
