@@ -13,7 +13,9 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -21,6 +23,29 @@ import (
 	"syscall"
 	"time"
 )
+
+// Format expansion (tmux 3.3a), audited for every call parley makes: no
+// string a person chose (a folder, a message, a file name) may reach a place
+// where tmux expands "#{…}" or runs "#(…)".
+//
+//   - new-session/respawn-pane -c (the start directory) IS expanded: never
+//     passed; the pane runs `env -C <dir> -- argv` instead (StartArgv).
+//   - new-session -s (the name) IS expanded; -t targets are not. Every session
+//     name passes ValidName (no "#"), targets are "=name:", "=name" or "%N".
+//   - the program's argv and -e KEY=VALUE are not expanded (passed as is).
+//   - display-message -p FORMAT is expanded by design: only parley's own
+//     constant formats (PaneArgs, "#{pane_current_path}"); what comes back is
+//     data, never given to tmux again.
+//   - set-option (without -F), show-environment, has-session, kill-session,
+//     capture-pane, attach-session: nothing expanded; values are constants.
+//   - send-keys (without -F) takes key names: parley sends only constants
+//     and digits; a person's words go with -l (literal) or through
+//     load-buffer (stdin) and paste-buffer -p; buffer names pass ValidName.
+//   - Control.Command builds tmux command syntax: each word single-quoted by
+//     Quote (no expansion inside), and it carries only constants and targets.
+//   - the socket name (-L) passes ValidName. The hook command Claude Code
+//     runs (package hook) never passes through tmux: it is written to a
+//     settings file, each word shell-quoted.
 
 // ErrNoSession is returned when the tmux session (or its server) does not exist.
 var ErrNoSession = errors.New("tmux session is gone")
@@ -139,19 +164,20 @@ func isGone(msg string) bool {
 // NewSessionOptions describes a detached session to create.
 type NewSessionOptions struct {
 	Name          string
-	Cwd           string
+	Cwd           string // absolute; the program starts there (tmux is never told it: see StartArgv)
 	Width, Height int
 	Env           []string // KEY=VALUE, set in the session's environment
-	Argv          []string // the program and its arguments; tmux runs it without a shell when len > 1
+	Argv          []string // the program and its arguments, run without a shell
 }
 
-// NewSession creates a detached session running opts.Argv.
+// NewSession creates a detached session running opts.Argv in opts.Cwd.
 func (c *Client) NewSession(ctx context.Context, opts NewSessionOptions) error {
 	if !ValidName(opts.Name) {
 		return fmt.Errorf("tmux: invalid session name %q", opts.Name)
 	}
-	if len(opts.Argv) == 0 {
-		return errors.New("tmux: new-session: no program")
+	argv, err := StartArgv(opts.Cwd, opts.Argv)
+	if err != nil {
+		return err
 	}
 	w, h := opts.Width, opts.Height
 	if w == 0 {
@@ -161,18 +187,8 @@ func (c *Client) NewSession(ctx context.Context, opts NewSessionOptions) error {
 		h = 40
 	}
 	args := []string{"new-session", "-d", "-s", opts.Name, "-x", strconv.Itoa(w), "-y", strconv.Itoa(h)}
-	if opts.Cwd != "" {
-		args = append(args, "-c", opts.Cwd)
-	}
 	for _, e := range opts.Env {
 		args = append(args, "-e", e)
-	}
-	argv := opts.Argv
-	if len(argv) == 1 {
-		// A single argument would be handed to a shell by tmux: pass an empty
-		// trailing argument-free form is not possible, so wrap with env(1), which
-		// execs it directly.
-		argv = []string{"env", "--", argv[0]}
 	}
 	args = append(args, "--")
 	args = append(args, argv...)
@@ -184,6 +200,29 @@ func (c *Client) NewSession(ctx context.Context, opts NewSessionOptions) error {
 		return err
 	}
 	return nil
+}
+
+// StartArgv is the command line a pane runs for argv in cwd: env(1) changes
+// to the directory and execs the program. tmux's own -c is never used, for
+// tmux expands formats in it: a folder named "#(cmd)" would run cmd, and any
+// "#" would start the agent somewhere else. env also keeps a one-word argv
+// from being handed to a shell (tmux does that with a single argument).
+func StartArgv(cwd string, argv []string) ([]string, error) {
+	if len(argv) == 0 {
+		return nil, errors.New("tmux: no program")
+	}
+	if cwd == "" {
+		return append([]string{"env", "--"}, argv...), nil
+	}
+	if !filepath.IsAbs(cwd) {
+		return nil, fmt.Errorf("tmux: working directory %q is not absolute", cwd)
+	}
+	if st, err := os.Stat(cwd); err != nil {
+		return nil, fmt.Errorf("tmux: working directory: %w", err)
+	} else if !st.IsDir() {
+		return nil, fmt.Errorf("tmux: working directory %q is not a directory", cwd)
+	}
+	return append([]string{"env", "-C", cwd, "--"}, argv...), nil
 }
 
 // HasSession reports whether the session exists.

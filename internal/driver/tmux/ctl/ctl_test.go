@@ -5,6 +5,9 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -194,5 +197,24 @@ func TestSessionTargetIsExact(t *testing.T) {
 	after, _ := c.Capture(ctx, SessionTarget("foobar"), 0)
 	if strings.TrimRight(strings.Replace(after, "typed-at-foobar", "", 1), "\n ") != strings.TrimRight(before, "\n ") {
 		t.Errorf("foobar's pane changed by what was aimed at foo:\nbefore %q\nafter  %q", before, after)
+	}
+}
+
+// A start directory that is not an absolute, existing folder is refused
+// before tmux runs anything: env -C would fail inside the pane, out of sight.
+func TestStartArgvRefusesBadDirs(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{"relative", filepath.Join(t.TempDir(), "missing"), file} {
+		if argv, err := StartArgv(dir, []string{"cat"}); err == nil {
+			t.Errorf("StartArgv(%q): got %q, want an error", dir, argv)
+		}
+	}
+	dir := t.TempDir()
+	got, err := StartArgv(dir, []string{"cat", "-v"})
+	if err != nil || !slices.Equal(got, []string{"env", "-C", dir, "--", "cat", "-v"}) {
+		t.Errorf("StartArgv(%q): got %q, %v", dir, got, err)
 	}
 }

@@ -1,0 +1,98 @@
+package terminal_test
+
+import (
+	"context"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/client"
+	"github.com/parleyhq/parley/internal/driver/tmux"
+	"github.com/parleyhq/parley/internal/driver/tmux/ctl"
+	"github.com/parleyhq/parley/internal/testkit"
+	"github.com/parleyhq/parley/internal/testkit/chatsock"
+	"github.com/parleyhq/parley/internal/testkit/claudeapi"
+)
+
+// paneOf returns the pid of the process in a thread's tmux pane.
+func (td *tmuxDaemon) paneOf(t testing.TB, thread chat.ThreadID) int {
+	t.Helper()
+	c, err := ctl.New("", td.socket, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := c.Pane(context.Background(), ctl.SessionTarget(tmux.SessionName(thread)))
+	if err != nil {
+		t.Fatalf("the pane of thread %s: %v", thread, err)
+	}
+	return info.PID
+}
+
+// newThreadIn sends text as the first message of a new claude-tmux thread in
+// dir, as a person would, and returns the thread and where its turn ended.
+func newThreadIn(t *testing.T, s *chatsock.Conn, dir, id, text string) (chat.ThreadID, int) {
+	t.Helper()
+	m := chatsock.Msg(id, text)
+	m["intent"] = map[string]any{"new": map[string]any{"cwd": dir, "agent": "claude-tmux"}}
+	from := s.Len()
+	s.Send(m)
+	at := s.WaitFor(from, wait, chatsock.Delivery(id, chat.DeliverySubmitted), "submitted in "+dir)
+	end := s.WaitFor(at, wait, chatsock.PromptDone(id, chat.StopEndTurn), "turn end in "+dir)
+	return s.Get(at).Thread, end
+}
+
+// A folder's name is never a tmux format: "#(touch marker)" runs nothing and
+// "x#{pane_pid}y" is where the agent really runs (tmux expands formats in
+// new-session -c; parley no longer passes the directory to tmux at all).
+func TestFolderNameIsNotATmuxFormat(t *testing.T) {
+	// parley's own directory (where tmux's server starts, and where a format
+	// job would run) is a fresh one this test can search.
+	here, _ := filepath.EvalSymlinks(t.TempDir())
+	t.Setenv("PARLEY_TEST_CLAUDE", testkit.ClaudeBin(t)) // found from the repository's folder
+	t.Chdir(here)
+	td := startTmuxDaemon(t, []claudeapi.Rule{
+		{Match: claudeapi.Match{Exact: "hello"}, Reply: claudeapi.Text(answer, 1, 0)},
+	})
+	s := chatsock.Dial(t, "http://"+td.d.Addr(), td.d.Token(), client.Options{Chat: "folders", Since: -1})
+	s.WaitFor(0, wait, chatsock.Type(chat.TypeReplayDone), "ready")
+	for i, name := range []string{"#(touch marker)", "x#{pane_pid}y"} {
+		dir := filepath.Join(td.work, name)
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		thread, end := newThreadIn(t, s, dir, "m"+strconv.Itoa(i), "hello")
+		if got := chatsock.Chunks(s.Snapshot()[:end]); !strings.Contains(got, answer) {
+			t.Errorf("%q: the answer never came: %q", name, got)
+		}
+		pid := td.paneOf(t, thread)
+		cwd, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/cwd")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cwd != dir {
+			t.Errorf("thread in %q: the agent (pid %d) runs in %q", dir, pid, cwd)
+		}
+	}
+	// No "marker" anywhere a format job could have run: parley's directory,
+	// the root, the agent's HOME (all under two fresh folders) and the
+	// person's HOME.
+	home, _ := os.UserHomeDir()
+	for _, d := range []string{here, filepath.Dir(td.work), home} {
+		_ = filepath.WalkDir(d, func(p string, e fs.DirEntry, err error) error {
+			if err != nil {
+				return nil
+			}
+			if e.IsDir() && p != d && d == home {
+				return fs.SkipDir // the person's HOME: its top only
+			}
+			if e.Name() == "marker" {
+				t.Errorf("a folder's name ran a command: %s exists", p)
+			}
+			return nil
+		})
+	}
+}
