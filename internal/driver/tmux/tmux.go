@@ -143,7 +143,17 @@ func (d *Driver) Start(ctx context.Context, spec driver.Spec, sink driver.Sink) 
 	if err := os.MkdirAll(s.dir, 0o700); err != nil {
 		return nil, fmt.Errorf("tmux: state dir: %w", err)
 	}
-	s.spool = hook.OpenSpool(filepath.Join(s.dir, "hooks.jsonl"))
+	spool := filepath.Join(s.dir, "hooks.jsonl")
+	if !exists {
+		// A spool left by an agent that is gone (it exited, or parley died
+		// before it could tidy up) is that process's story, not the history
+		// of the one started now: replayed, its SessionStart would follow the
+		// transcript from the top and emit the whole conversation again.
+		if err := os.Remove(spool); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("tmux: old hook spool: %w", err)
+		}
+	}
+	s.spool = hook.OpenSpool(spool)
 	useHooks := adopt == "" && spec.Options[OptHooks] != "none"
 	s.useHooks = useHooks
 	if useHooks {

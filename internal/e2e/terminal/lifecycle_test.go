@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/parleyhq/parley/internal/chat"
@@ -94,5 +95,59 @@ func TestFolderNameIsNotATmuxFormat(t *testing.T) {
 			}
 			return nil
 		})
+	}
+}
+
+// killAgent kills the process in a thread's pane (the agent, as a crash
+// would) and waits until the thread says its session exited.
+func (td *tmuxDaemon) killAgent(t *testing.T, s *chatsock.Conn, thread chat.ThreadID) {
+	t.Helper()
+	pid := td.paneOf(t, thread)
+	from := s.Len()
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	s.WaitFor(from, wait, chatsock.Field(chat.TypeSessionInfo, "state", "exited"), "the session exited")
+}
+
+// After Claude Code exits, each resume emits only what is new: every answer
+// is in the thread's log once, however many times the agent was killed and
+// resumed (it used to re-emit the whole earlier conversation each time).
+func TestResumeEmitsOnlyNewRecords(t *testing.T) {
+	const rounds = 4
+	var rules []claudeapi.Rule
+	for i := range rounds {
+		rules = append(rules, claudeapi.Rule{Match: claudeapi.Match{Exact: "question " + strconv.Itoa(i)},
+			Reply: claudeapi.Text("Answer number "+strconv.Itoa(i)+".", 1, 0)})
+	}
+	td := startTmuxDaemon(t, rules)
+	s := chatsock.Dial(t, "http://"+td.d.Addr(), td.d.Token(), client.Options{Chat: "resume", Since: -1})
+	s.WaitFor(0, wait, chatsock.Type(chat.TypeReplayDone), "ready")
+	var thread chat.ThreadID
+	for i := range rounds {
+		if i > 0 {
+			td.killAgent(t, s, thread)
+		}
+		id := "m" + strconv.Itoa(i)
+		from := s.Len()
+		s.Send(chatsock.Msg(id, "question "+strconv.Itoa(i)))
+		at := s.WaitFor(from, wait, chatsock.Delivery(id, chat.DeliverySubmitted), "submitted")
+		s.WaitFor(at, wait, chatsock.PromptDone(id, chat.StopEndTurn), "turn end")
+		thread = s.Get(at).Thread
+	}
+	// The last answer's chunk may follow its turn's end by a moment; then
+	// nothing more may come.
+	s.WaitFor(0, wait, func(e client.Event) bool {
+		return e.Type == chat.TypeAgentChunk && strings.Contains(string(e.Raw), "Answer number "+strconv.Itoa(rounds-1)+".")
+	}, "the last answer")
+	all := chatsock.Chunks(s.Snapshot())
+	for i := range rounds {
+		want := "Answer number " + strconv.Itoa(i) + "."
+		if n := strings.Count(all, want); n != 1 {
+			t.Errorf("%q is in the thread's log %d times, want once\n%s", want, n, chatsock.Summary(s.Snapshot()))
+		}
+	}
+	if got := td.api.ScenarioRequests(); len(got) != rounds {
+		t.Errorf("the model got %d requests, want %d", len(got), rounds)
 	}
 }
