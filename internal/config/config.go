@@ -44,6 +44,11 @@ const (
 	DefaultConnBuffer    = 4096
 	DefaultRatePerSecond = 20
 	DefaultRateBurst     = 40
+
+	DefaultReadTimeout        = 30 * time.Second
+	DefaultConnIdleTimeout    = 90 * time.Second
+	DefaultMaxUnauthenticated = 64
+	DefaultMaxSockets         = 512
 )
 
 // Config is the whole of parley's settings.
@@ -76,6 +81,21 @@ type Limits struct {
 	InputsPerSecond float64  `toml:"inputs_per_second"`
 	InputBurst      int      `toml:"input_burst"`
 	IdleTimeout     Duration `toml:"idle_timeout"`
+
+	ConnLimits // its keys sit in [limits] too
+}
+
+// ConnLimits bound the web channel's connections (validateConns gives their ranges).
+type ConnLimits struct {
+	// ReadTimeout is the most time a request's headers and body may take to arrive.
+	ReadTimeout Duration `toml:"read_timeout"`
+	// ConnIdleTimeout closes a keep-alive connection idle this long.
+	ConnIdleTimeout Duration `toml:"conn_idle_timeout"`
+	// MaxUnauthenticated is how many connections that have not shown the token
+	// may be open; beyond it the oldest is closed.
+	MaxUnauthenticated int `toml:"max_unauthenticated"`
+	// MaxSockets is how many sockets (chat, ACP) may be open at once.
+	MaxSockets int `toml:"max_sockets"`
 }
 
 // Agent is one agent program and the transport that drives it.
@@ -126,6 +146,12 @@ func Default(dataDir, cwd string) Config {
 			InputsPerSecond: DefaultRatePerSecond,
 			InputBurst:      DefaultRateBurst,
 			IdleTimeout:     Duration{DefaultIdleTimeout},
+			ConnLimits: ConnLimits{
+				ReadTimeout:        Duration{DefaultReadTimeout},
+				ConnIdleTimeout:    Duration{DefaultConnIdleTimeout},
+				MaxUnauthenticated: DefaultMaxUnauthenticated,
+				MaxSockets:         DefaultMaxSockets,
+			},
 		},
 	}
 }
@@ -235,6 +261,7 @@ func (c *Config) Validate() error {
 		l.InputsPerSecond <= 0 || l.InputBurst <= 0 || l.IdleTimeout.Duration <= 0 {
 		errs = append(errs, errors.New("limits: every limit must be positive"))
 	}
+	errs = append(errs, l.ConnLimits.validate()...)
 	seen := map[string]bool{}
 	var enabled []Agent
 	for i := range c.Agents {
@@ -358,4 +385,24 @@ type ErrOutsideRoots struct {
 
 func (e ErrOutsideRoots) Error() string {
 	return fmt.Sprintf("working directory %q is outside the allowed roots (%s)", e.Dir, strings.Join(e.Roots, ", "))
+}
+
+// validate checks each connection limit against its range.
+func (c ConnLimits) validate() []error {
+	var errs []error
+	dur := func(name string, d Duration, lo, hi time.Duration) {
+		if d.Duration < lo || d.Duration > hi {
+			errs = append(errs, fmt.Errorf("limits: %s %v: want %v to %v", name, d.Duration, lo, hi))
+		}
+	}
+	num := func(name string, n, lo, hi int) {
+		if n < lo || n > hi {
+			errs = append(errs, fmt.Errorf("limits: %s %d: want %d to %d", name, n, lo, hi))
+		}
+	}
+	dur("read_timeout", c.ReadTimeout, 100*time.Millisecond, 10*time.Minute)
+	dur("conn_idle_timeout", c.ConnIdleTimeout, 100*time.Millisecond, 24*time.Hour)
+	num("max_unauthenticated", c.MaxUnauthenticated, 1, 100000)
+	num("max_sockets", c.MaxSockets, 1, 1000000)
+	return errs
 }

@@ -65,6 +65,11 @@ func (d *Daemon) handleACP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "ACP is not for browsers", http.StatusForbidden)
 		return
 	}
+	release, ok := d.web.OpenSocket(w)
+	if !ok {
+		return
+	}
+	defer release()
 	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{CompressionMode: websocket.CompressionDisabled})
 	if err != nil {
 		return

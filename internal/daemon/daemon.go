@@ -95,7 +95,15 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 	}
 	d := &Daemon{cfg: cfg, log: log, store: st, hub: h, router: rt, web: ws, ln: ln, token: token,
 		served: make(chan error, 1),
-		http: &http.Server{Handler: ws, ReadHeaderTimeout: 10 * time.Second,
+		http: &http.Server{Handler: ws,
+			// Every request must arrive in time. net/http lifts the read
+			// deadline once the body is read (and at a socket's hijack), so
+			// answers that stream or wait (sockets, change streams, a send's
+			// ?wait=) are not cut short; no WriteTimeout for the same reason.
+			ReadHeaderTimeout: min(10*time.Second, cfg.Limits.ReadTimeout.Duration),
+			ReadTimeout:       cfg.Limits.ReadTimeout.Duration,
+			IdleTimeout:       cfg.Limits.ConnIdleTimeout.Duration,
+			ConnState:         ws.ConnState, ConnContext: ws.ConnContext,
 			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)},
 	}
 	d.version = opt.Version.Version

@@ -10,6 +10,7 @@ type metrics struct {
 	authFailures prometheus.Counter
 	inputs       *prometheus.CounterVec
 	closed       *prometheus.CounterVec
+	evicted      prometheus.Counter
 }
 
 func newMetrics(reg *prometheus.Registry, h *hub.Hub) *metrics {
@@ -23,9 +24,12 @@ func newMetrics(reg *prometheus.Registry, h *hub.Hub) *metrics {
 		closed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "parley_socket_closed_total", Help: "Sockets closed by parley, by reason.",
 		}, []string{"reason"}),
+		evicted: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "parley_unauthenticated_closed_total", Help: "Connections that had not shown the token, closed for limits.max_unauthenticated.",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.authFailures, m.inputs, m.closed,
+		reg.MustRegister(m.authFailures, m.inputs, m.closed, m.evicted,
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 				Name: "parley_connections", Help: "Live chat socket connections.",
 			}, func() float64 { return float64(h.Count()) }))

@@ -11,6 +11,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -74,6 +75,9 @@ type Server struct {
 	ctx     context.Context // connections' lifetime
 	cancel  context.CancelFunc
 	sockets sync.WaitGroup
+
+	gate        connGate      // the cap on connections without the token (conns.go)
+	socketSlots chan struct{} // one per open socket, limits.max_sockets
 }
 
 // New builds the handler.
@@ -83,7 +87,9 @@ func New(r *router.Router, st store.Store, h *hub.Hub, opt Options) *Server {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{opt: opt, router: r, store: st, hub: h, log: opt.Logger, mux: http.NewServeMux(),
-		m: newMetrics(opt.Registry, h), ctx: ctx, cancel: cancel}
+		m: newMetrics(opt.Registry, h), ctx: ctx, cancel: cancel,
+		socketSlots: make(chan struct{}, max(opt.Limits.MaxSockets, 1))}
+	s.gate = connGate{max: max(opt.Limits.MaxUnauthenticated, 1), unauth: map[net.Conn]time.Time{}, evicted: s.m.evicted.Inc}
 	s.routes()
 	return s
 }
@@ -151,16 +157,25 @@ func presentedToken(r *http.Request, allowQuery bool) string {
 func (s *Server) authed(h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !auth.Equal(presentedToken(r, r.URL.Path == "/ws/chat"), s.opt.Token) {
-			s.m.authFailures.Inc()
+			s.refuse(w)
 			httpError(w, http.StatusUnauthorized, "missing or wrong token")
 			return
 		}
+		s.trust(r)
 		if !s.originAllowed(r) {
 			httpError(w, http.StatusForbidden, "origin "+r.Header.Get("Origin")+" is not allowed")
 			return
 		}
 		h(w, r)
 	})
+}
+
+// refuse prepares a 401: the connection closes after it, so net/http answers at
+// once instead of first reading (up to 256 kB of) a body nobody will use, and a
+// stranger's connection is not kept.
+func (s *Server) refuse(w http.ResponseWriter) {
+	s.m.authFailures.Inc()
+	w.Header().Set("Connection", "close")
 }
 
 // originAllowed accepts requests without Origin (non-browsers), from the server's

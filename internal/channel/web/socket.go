@@ -79,6 +79,11 @@ func (s *Server) handleSocket(w http.ResponseWriter, r *http.Request) {
 		since = n
 	}
 	sinceThread := chat.ThreadID(q.Get("thread"))
+	release, ok := s.OpenSocket(w)
+	if !ok {
+		return
+	}
+	defer release()
 
 	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{
 		InsecureSkipVerify: true, // the Origin was checked by authed, with our own rules
