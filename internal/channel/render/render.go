@@ -30,6 +30,9 @@ func Chunk(text string, limit int) []string {
 		for cut > 0 && !utf8.RuneStart(text[cut]) {
 			cut--
 		}
+		if cut == 0 { // no rune starts within the limit (bytes that are not UTF-8)
+			cut = limit
+		}
 		head := text[:cut]
 		if c := text[cut]; c == ' ' || c == '\n' {
 			// the piece ends at a break already

@@ -171,3 +171,13 @@ func TestStreamerWhole(t *testing.T) {
 		t.Errorf("end: got %q, want [four]", out.Send)
 	}
 }
+
+// TestChunkBytesNotUTF8: a run of bytes where no rune starts within the limit
+// is cut at the limit (it looped forever), every byte kept.
+func TestChunkBytesNotUTF8(t *testing.T) {
+	in := strings.Repeat("\x80", 10)
+	got := Chunk(in, 4)
+	if strings.Join(got, "") != in || len(got) != 3 {
+		t.Errorf("got %q, want %q in 3 pieces", got, in)
+	}
+}

@@ -52,9 +52,14 @@ func scenario() claudeapi.Scenario {
 		{Match: claudeapi.Match{Exact: "make another"}, Reply: claudeapi.Bash("touch made-again", "Make another file")},
 		{Match: claudeapi.Match{ToolResult: "Bash"}, Reply: claudeapi.Text("The command ran.", 1, 0)},
 		{Match: claudeapi.Match{Exact: "count slowly"}, Reply: claudeapi.Text(counting(), 31, 60*time.Millisecond)},
+		{Match: claudeapi.Match{Exact: "say control characters"}, Reply: claudeapi.Text(controlAnswer, 1, 0)},
 		{Match: claudeapi.Match{Exact: "slowly"}, Reply: claudeapi.Text(strings.Repeat("tick\n", 400), 400, 50*time.Millisecond)},
 	}}
 }
+
+// controlAnswer is an agent's answer holding what IRC reads as a command: a
+// line that is a CTCP DCC offer, a CR inside a line, a NUL.
+const controlAnswer = "\x01DCC SEND evil 2130706433 6667 1\x01\nbefore-cr\rafter-cr\nbefore-nul\x00after-nul \x01ACTION x\x01"
 
 // counting is "n01\nn02\n…n30\nTHE-END": one IRC line per number.
 func counting() string {
@@ -415,6 +420,16 @@ func TestIRCEndToEnd(t *testing.T) {
 		alice.waitLine(m, "The command ran.")
 		if _, err := os.Stat(filepath.Join(r.work, "made-by-bash")); err != nil {
 			t.Errorf("the tool did not run: %v", err)
+		}
+	})
+
+	t.Run("control characters in an answer: no CTCP goes out, no text is lost", func(t *testing.T) {
+		m := alice.mark()
+		alice.say("say control characters")
+		alice.waitLine(m, "ACTION x")
+		want := []string{"␁DCC SEND evil 2130706433 6667 1␁", "before-cr", "after-cr", "before-nul", "after-nul ␁ACTION x␁"}
+		if got := alice.linesFrom(m); strings.Join(got, "|") != strings.Join(want, "|") {
+			t.Errorf("parley said %q, want %q", got, want)
 		}
 	})
 

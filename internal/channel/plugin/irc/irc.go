@@ -2,7 +2,8 @@
 // its stdin/stdout (package bridge), parley being the agent, bridged to IRC
 // channels and private messages. Each IRC channel (or nick, for private
 // messages) is one chat, so one route. Answers come back as PRIVMSG lines
-// within IRC's line limit.
+// within IRC's line limit (Lines): an agent's CR or NUL breaks the line, and
+// its \x01 is shown as ␁, so no text it writes is sent as a CTCP request.
 //
 // Who wrote is reported to parley as the full nick!user@host (a nick alone
 // proves nothing: anyone can take a free nick), and, where the server sends
@@ -60,7 +61,7 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, log *slog.Logger) err
 		return err
 	}
 	defer irc.Close()
-	b.Use(transport{irc}, bridge.Format{Limit: cfg.LineLimit, Lines: true, PerSecond: cfg.LinesPerSecond})
+	b.Use(transport{irc, cfg.LineLimit}, bridge.Format{Limit: cfg.LineLimit, Lines: true, PerSecond: cfg.LinesPerSecond})
 	log.Info("irc connected", "server", cfg.Server, "nick", irc.Nick(), "caps", irc.Caps())
 	for _, ch := range cfg.Channels {
 		if err := irc.Send("JOIN", ch); err != nil {
@@ -101,9 +102,16 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, log *slog.Logger) err
 	}
 }
 
-type transport struct{ c *Conn }
+type transport struct {
+	c     *Conn
+	limit int
+}
 
-func (t transport) Say(_ context.Context, chat, text string) error { return t.c.Privmsg(chat, text) }
+// Say sends text as one PRIVMSG per line of Lines: the bridge's pieces come
+// within the limit, but may still hold a CR or a \x01.
+func (t transport) Say(_ context.Context, chat, text string) error {
+	return t.c.Privmsg(chat, Lines(text, t.limit)...)
+}
 
 func configOf(raw json.RawMessage) (Config, error) {
 	var c Config
