@@ -168,4 +168,7 @@ var (
 	ErrUnknownAgent = errors.New("unknown agent")
 	ErrClosed       = errors.New("parley is shutting down")
 	ErrDuplicate    = errors.New("duplicate message id")
+	ErrTooLarge     = errors.New("message too large")
+	ErrRateLimited  = errors.New("too many requests")
+	ErrSessionLimit = errors.New("too many agents running")
 )

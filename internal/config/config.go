@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -49,6 +50,8 @@ const (
 	DefaultConnIdleTimeout    = 90 * time.Second
 	DefaultMaxUnauthenticated = 64
 	DefaultMaxSockets         = 512
+	DefaultMaxSessions        = 16
+	DefaultThreadsPerMin      = 60
 )
 
 // Config is the whole of parley's settings.
@@ -81,11 +84,15 @@ type Limits struct {
 	InputsPerSecond float64  `toml:"inputs_per_second"`
 	InputBurst      int      `toml:"input_burst"`
 	IdleTimeout     Duration `toml:"idle_timeout"`
+	// MaxSessions caps the agent processes running at once, over all threads.
+	MaxSessions int `toml:"max_sessions"`
+	// ThreadsPerMinute caps how many threads are made a minute, over all channels.
+	ThreadsPerMinute int `toml:"threads_per_minute"`
 
 	ConnLimits // its keys sit in [limits] too
 }
 
-// ConnLimits bound the web channel's connections (validateConns gives their ranges).
+// ConnLimits bound the web channel's connections (limits.go gives their ranges).
 type ConnLimits struct {
 	// ReadTimeout is the most time a request's headers and body may take to arrive.
 	ReadTimeout Duration `toml:"read_timeout"`
@@ -116,13 +123,23 @@ type Agent struct {
 	Disabled bool `toml:"disabled"`
 }
 
-// Duration is a time.Duration written as "30m" in TOML.
+// Duration is a time.Duration written as "30m" in TOML; a whole number of days
+// may be written "90d".
 type Duration struct{ time.Duration }
 
 func (d *Duration) UnmarshalText(b []byte) error {
-	v, err := time.ParseDuration(string(b))
+	s := string(b)
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.ParseInt(days, 10, 32)
+		if err != nil || n < 0 {
+			return fmt.Errorf("duration %q: want a whole number of days (\"90d\") or a Go duration (\"30m\", \"12h\")", s)
+		}
+		d.Duration = time.Duration(n) * 24 * time.Hour
+		return nil
+	}
+	v, err := time.ParseDuration(s)
 	if err != nil {
-		return fmt.Errorf("duration %q: %w", b, err)
+		return fmt.Errorf("duration %q: %w", s, err)
 	}
 	d.Duration = v
 	return nil
@@ -139,13 +156,15 @@ func Default(dataDir, cwd string) Config {
 		LogFormat: "text",
 		LogLevel:  "info",
 		Limits: Limits{
-			MaxMessageBytes: DefaultMaxMessage,
-			QueueDepth:      DefaultQueueDepth,
-			ConnBuffer:      DefaultConnBuffer,
-			ReplayTail:      DefaultReplayTail,
-			InputsPerSecond: DefaultRatePerSecond,
-			InputBurst:      DefaultRateBurst,
-			IdleTimeout:     Duration{DefaultIdleTimeout},
+			MaxMessageBytes:  DefaultMaxMessage,
+			QueueDepth:       DefaultQueueDepth,
+			ConnBuffer:       DefaultConnBuffer,
+			ReplayTail:       DefaultReplayTail,
+			InputsPerSecond:  DefaultRatePerSecond,
+			InputBurst:       DefaultRateBurst,
+			IdleTimeout:      Duration{DefaultIdleTimeout},
+			MaxSessions:      DefaultMaxSessions,
+			ThreadsPerMinute: DefaultThreadsPerMin,
 			ConnLimits: ConnLimits{
 				ReadTimeout:        Duration{DefaultReadTimeout},
 				ConnIdleTimeout:    Duration{DefaultConnIdleTimeout},
@@ -183,9 +202,19 @@ func DefaultConfigFile() string {
 // Load reads a TOML file over base. Unknown keys are an error, so a typo is not
 // silently ignored.
 func Load(path string, base Config) (Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("config %s: %w", path, err)
+	}
+	return Parse(data, path, base)
+}
+
+// Parse reads a config file's text over base (Load without the file); path
+// only names the file in errors.
+func Parse(data []byte, path string, base Config) (Config, error) {
 	cfg := base
 	cfg.Agents = nil
-	md, err := toml.DecodeFile(path, &cfg)
+	md, err := toml.Decode(string(data), &cfg)
 	if err != nil {
 		return Config{}, fmt.Errorf("config %s: %w", path, err)
 	}
@@ -242,9 +271,6 @@ var idPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
 // Validate checks the config and resolves roots; it returns every problem at once.
 func (c *Config) Validate() error {
 	var errs []error
-	if c.Addr == "" {
-		errs = append(errs, errors.New("addr is empty"))
-	}
 	if c.DataDir == "" {
 		errs = append(errs, errors.New("data directory is empty"))
 	}
@@ -253,15 +279,16 @@ func (c *Config) Validate() error {
 		errs = append(errs, err)
 	}
 	c.Roots = roots
+	if err := checkAddr(c.Addr); err != nil {
+		errs = append(errs, err)
+	}
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		errs = append(errs, fmt.Errorf("log_format %q: want text or json", c.LogFormat))
 	}
-	l := &c.Limits
-	if l.MaxMessageBytes <= 0 || l.QueueDepth <= 0 || l.ConnBuffer <= 0 || l.ReplayTail <= 0 ||
-		l.InputsPerSecond <= 0 || l.InputBurst <= 0 || l.IdleTimeout.Duration <= 0 {
-		errs = append(errs, errors.New("limits: every limit must be positive"))
+	if !slices.Contains(logLevels, c.LogLevel) {
+		errs = append(errs, fmt.Errorf("log_level %q: want one of %s", c.LogLevel, strings.Join(logLevels, ", ")))
 	}
-	errs = append(errs, l.ConnLimits.validate()...)
+	errs = append(errs, c.Limits.check()...)
 	seen := map[string]bool{}
 	var enabled []Agent
 	for i := range c.Agents {
@@ -297,8 +324,10 @@ func (c *Config) Validate() error {
 		} else {
 			a.Roots = c.Roots
 		}
-		if a.IdleTimeout.Duration <= 0 {
+		if a.IdleTimeout.Duration == 0 {
 			a.IdleTimeout = c.Limits.IdleTimeout
+		} else if err := IdleTimeoutRange.check(fmt.Sprintf("agent %q: idle_timeout", a.ID), a.IdleTimeout.Duration); err != nil {
+			errs = append(errs, err)
 		}
 		for k := range a.Env {
 			if k == "" || strings.ContainsAny(k, "=\x00") {
@@ -385,24 +414,4 @@ type ErrOutsideRoots struct {
 
 func (e ErrOutsideRoots) Error() string {
 	return fmt.Sprintf("working directory %q is outside the allowed roots (%s)", e.Dir, strings.Join(e.Roots, ", "))
-}
-
-// validate checks each connection limit against its range.
-func (c ConnLimits) validate() []error {
-	var errs []error
-	dur := func(name string, d Duration, lo, hi time.Duration) {
-		if d.Duration < lo || d.Duration > hi {
-			errs = append(errs, fmt.Errorf("limits: %s %v: want %v to %v", name, d.Duration, lo, hi))
-		}
-	}
-	num := func(name string, n, lo, hi int) {
-		if n < lo || n > hi {
-			errs = append(errs, fmt.Errorf("limits: %s %d: want %d to %d", name, n, lo, hi))
-		}
-	}
-	dur("read_timeout", c.ReadTimeout, 100*time.Millisecond, 10*time.Minute)
-	dur("conn_idle_timeout", c.ConnIdleTimeout, 100*time.Millisecond, 24*time.Hour)
-	num("max_unauthenticated", c.MaxUnauthenticated, 1, 100000)
-	num("max_sockets", c.MaxSockets, 1, 1000000)
-	return errs
 }

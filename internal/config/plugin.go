@@ -61,8 +61,10 @@ func (c *Config) validatePlugins() error {
 				errs = append(errs, fmt.Errorf("plugin %q: bad environment variable name %q", p.ID, k))
 			}
 		}
-		if p.Heartbeat.Duration <= 0 {
+		if p.Heartbeat.Duration == 0 {
 			p.Heartbeat = Duration{DefaultPluginHeartbeat}
+		} else if err := HeartbeatRange.check(fmt.Sprintf("plugin %q: heartbeat", p.ID), p.Heartbeat.Duration); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)

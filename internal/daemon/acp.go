@@ -74,7 +74,8 @@ func (d *Daemon) handleACP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return
 	}
-	ws.SetReadLimit(16 << 20)
+	// Room for one message at the limit; the router judges the message itself.
+	ws.SetReadLimit(config.FrameLimit(d.cfg.Limits.MaxMessageBytes))
 	d.extra.wg.Add(1)
 	defer d.extra.wg.Done()
 	ctx, cancel := context.WithCancel(d.extra.ctx)

@@ -74,7 +74,8 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 	h := hub.New(nil)
 	rt := router.New(st, h, router.Options{
 		Agents: cfg.Agents, DefaultAgent: cfg.DefaultAgent, Roots: cfg.Roots,
-		Drivers: opt.Drivers, QueueDepth: cfg.Limits.QueueDepth,
+		Drivers: opt.Drivers, QueueDepth: cfg.Limits.QueueDepth, MaxMessageBytes: cfg.Limits.MaxMessageBytes,
+		MaxSessions: cfg.Limits.MaxSessions, ThreadsPerMinute: cfg.Limits.ThreadsPerMinute,
 		Logger: log, Metrics: router.NewMetrics(reg),
 	})
 	if err := rt.Start(ctx); err != nil {

@@ -285,6 +285,7 @@ func (l *lane) next() {
 	l.idle.Stop()
 	t := &turn{p: p}
 	l.turn = t
+	l.r.slots.busy(l)
 	l.th.TurnMessageID = p.in.MessageID
 	l.th.State = chat.ThreadWorking
 	l.receipt(p, chat.DeliveryDelivering, "")
@@ -322,7 +323,11 @@ func (l *lane) startSession() {
 	sink := &laneSink{l: l, gen: gen}
 	resumed := l.th.SessionID != ""
 	go func() {
-		s, err := drv.Start(l.r.ctx, spec, sink)
+		var s driver.Session
+		err := l.r.slots.acquire(l.r.ctx, l)
+		if err == nil {
+			s, err = drv.Start(l.r.ctx, spec, sink)
+		}
 		l.result(func() { l.started(gen, s, err, resumed) })
 	}()
 }
@@ -337,6 +342,9 @@ func (l *lane) result(f func()) {
 
 func (l *lane) started(gen int, s driver.Session, err error, resumed bool) {
 	l.starting = false
+	if gen != l.gen || l.closing || err != nil {
+		l.r.slots.release(l) // no session came of this start
+	}
 	if gen != l.gen || l.closing {
 		if s != nil {
 			go s.Close(context.Background())
@@ -377,6 +385,9 @@ func (l *lane) started(gen int, s driver.Session, err error, resumed bool) {
 func (l *lane) sessionFailed(err error) {
 	l.log.Warn("session start failed", "err", err)
 	l.th.State = chat.ThreadCrashed
+	if errors.Is(err, chat.ErrSessionLimit) {
+		l.th.State = chat.ThreadUnloaded // nothing crashed: the next message tries again
+	}
 	l.emit(chat.Error{Code: chat.CodeAgent, Message: "the agent could not be started: " + err.Error()})
 	if t := l.turn; t != nil {
 		l.receipt(t.p, chat.DeliveryFailed, "the agent could not be started: "+err.Error())
@@ -503,6 +514,7 @@ func (l *lane) bumpIdle() {
 	if l.sess == nil || l.turn != nil {
 		return
 	}
+	l.r.slots.idle(l)
 	l.idle.Reset(l.ag.IdleTimeout.Duration)
 }
 
@@ -523,6 +535,7 @@ func (l *lane) setSession(s driver.Session) {
 		l.r.opt.Metrics.LiveSessions.Inc()
 	case l.sess != nil && s == nil:
 		l.r.opt.Metrics.LiveSessions.Dec()
+		l.r.slots.release(l)
 	}
 	l.sess = s
 }

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/driver"
@@ -30,6 +32,13 @@ type Options struct {
 	// it: parley serve with the real transports, tests with scripted ones.
 	Drivers    map[string]driver.Driver
 	QueueDepth int
+	// MaxMessageBytes caps a message's text and images, whatever channel it
+	// came from (limits.max_message_bytes).
+	MaxMessageBytes int
+	// MaxSessions caps the agent sessions running at once (limits.max_sessions).
+	MaxSessions int
+	// ThreadsPerMinute caps how many threads are made a minute (limits.threads_per_minute).
+	ThreadsPerMinute int
 	// StopGrace is how long a stopped turn may take to end before the lane ends it
 	// itself and closes the session.
 	StopGrace time.Duration
@@ -53,15 +62,27 @@ type Router struct {
 	cancel context.CancelFunc
 
 	// owned by the router goroutine
-	lanes  map[chat.ThreadID]*lane
-	routes map[chat.RouteKey]chat.ThreadID
-	recent *recentIDs
+	lanes   map[chat.ThreadID]*lane
+	routes  map[chat.RouteKey]chat.ThreadID
+	recent  *recentIDs
+	threads *rate.Limiter // new threads a minute
+
+	slots *slots // agent sessions running at once (sessions.go)
 }
 
 // New builds a router; call Start before use.
 func New(st store.Store, h *hub.Hub, opt Options) *Router {
 	if opt.QueueDepth <= 0 {
 		opt.QueueDepth = config.DefaultQueueDepth
+	}
+	if opt.MaxMessageBytes <= 0 {
+		opt.MaxMessageBytes = config.DefaultMaxMessage
+	}
+	if opt.MaxSessions <= 0 {
+		opt.MaxSessions = config.DefaultMaxSessions
+	}
+	if opt.ThreadsPerMinute <= 0 {
+		opt.ThreadsPerMinute = config.DefaultThreadsPerMin
 	}
 	if opt.StopGrace <= 0 {
 		opt.StopGrace = 3 * time.Second
@@ -81,7 +102,9 @@ func New(st store.Store, h *hub.Hub, opt Options) *Router {
 		cmds: make(chan func(), 256), done: make(chan struct{}),
 		ctx: ctx, cancel: cancel,
 		lanes: map[chat.ThreadID]*lane{}, routes: map[chat.RouteKey]chat.ThreadID{},
-		recent: newRecentIDs(4096),
+		recent:  newRecentIDs(4096),
+		threads: rate.NewLimiter(rate.Every(time.Minute/time.Duration(opt.ThreadsPerMinute)), opt.ThreadsPerMinute),
+		slots:   newSlots(opt.MaxSessions, opt.Now),
 	}
 }
 
@@ -264,6 +287,12 @@ type sendReply struct {
 func (r *Router) route(ctx context.Context, req SendRequest, reply chan<- sendReply) {
 	m := req.Message
 	fail := func(err error) { reply <- sendReply{err: err} }
+	// The one size limit, here where every channel's messages arrive.
+	if n := messageSize(m); n > r.opt.MaxMessageBytes {
+		fail(fmt.Errorf("%w: %d bytes is larger than the limit of %d bytes (limits.max_message_bytes)",
+			chat.ErrTooLarge, n, r.opt.MaxMessageBytes))
+		return
+	}
 	in, err := r.store.Input(ctx, m.MessageID)
 	switch {
 	case err == nil && in.State == chat.DeliveryFailed:
@@ -386,6 +415,10 @@ func (r *Router) newThread(ctx context.Context, from chat.RouteKey, agentID, cwd
 	dir, err := config.Confine(cwd, a.Roots)
 	if err != nil {
 		return "", fmt.Errorf("%w: %v", chat.ErrOutsideRoot, err)
+	}
+	if !r.threads.AllowN(r.opt.Now(), 1) {
+		return "", fmt.Errorf("%w: more than %d new threads in a minute (limits.threads_per_minute); wait a moment",
+			chat.ErrRateLimited, r.opt.ThreadsPerMinute)
 	}
 	now := r.opt.Now()
 	th := chat.Thread{
@@ -546,6 +579,15 @@ func (r *Router) Driver(agentID string) (driver.Driver, config.Agent, error) {
 		return nil, config.Agent{}, err
 	}
 	return r.opt.Drivers[a.Transport], a, nil
+}
+
+// messageSize is what limits.max_message_bytes counts: the text and the images.
+func messageSize(m wire.Message) int {
+	n := len(m.Text)
+	for _, im := range m.Images {
+		n += len(im.Data)
+	}
+	return n
 }
 
 func firstNonEmpty(ss ...string) string {

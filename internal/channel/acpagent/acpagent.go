@@ -751,7 +751,8 @@ func stopReason(s string) acp.StopReason {
 func rpcErr(err error) error {
 	switch {
 	case errors.Is(err, chat.ErrNotFound), errors.Is(err, chat.ErrBadInput), errors.Is(err, chat.ErrOutsideRoot),
-		errors.Is(err, chat.ErrUnknownAgent), errors.Is(err, chat.ErrNoTurn), errors.Is(err, chat.ErrCardClosed):
+		errors.Is(err, chat.ErrUnknownAgent), errors.Is(err, chat.ErrNoTurn), errors.Is(err, chat.ErrCardClosed),
+		errors.Is(err, chat.ErrTooLarge):
 		return acp.NewInvalidParams(map[string]any{"error": err.Error()})
 	}
 	return acp.NewInternalError(map[string]any{"error": err.Error()})

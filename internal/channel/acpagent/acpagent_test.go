@@ -103,7 +103,10 @@ type env struct {
 	work string
 }
 
-func startDaemon(t *testing.T) env {
+func startDaemon(t *testing.T) env { t.Helper(); return startDaemonWith(t, nil) }
+
+// startDaemonWith starts a daemon whose config mutate may change first.
+func startDaemonWith(t *testing.T, mutate func(*config.Config)) env {
 	t.Helper()
 	root, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
@@ -116,6 +119,9 @@ func startDaemon(t *testing.T) env {
 	cfg := config.Default(filepath.Join(root, "data"), work)
 	cfg.Addr = "127.0.0.1:0"
 	cfg.Agents = []config.Agent{{ID: "echo", Transport: config.TransportStream, Command: "scripted"}}
+	if mutate != nil {
+		mutate(&cfg)
+	}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}

@@ -490,9 +490,10 @@ func (s *Server) handleComplete(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"dirs": dirs})
 }
 
-// readBody decodes a JSON body of at most the message limit.
+// readBody decodes a JSON body of at most the frame limit (the router judges a
+// message's own size).
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request, v any) bool {
-	limit := int64(s.opt.Limits.MaxMessageBytes)
+	limit := config.FrameLimit(s.opt.Limits.MaxMessageBytes)
 	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 	if err != nil {
 		httpError(w, http.StatusBadRequest, "could not read the body: "+err.Error())
@@ -531,6 +532,12 @@ func errorCode(err error) (string, int) {
 		return chat.CodeNotFound, http.StatusNotFound
 	case errors.Is(err, chat.ErrBusy):
 		return chat.CodeBusy, http.StatusTooManyRequests
+	case errors.Is(err, chat.ErrTooLarge):
+		return chat.CodeTooLarge, http.StatusRequestEntityTooLarge
+	case errors.Is(err, chat.ErrRateLimited):
+		return chat.CodeRateLimit, http.StatusTooManyRequests
+	case errors.Is(err, chat.ErrSessionLimit):
+		return chat.CodeBusy, http.StatusServiceUnavailable
 	case errors.Is(err, chat.ErrCardClosed):
 		return chat.CodeCardClosed, http.StatusConflict
 	case errors.Is(err, chat.ErrNoTurn):

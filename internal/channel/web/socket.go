@@ -15,6 +15,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/hub"
 	"github.com/parleyhq/parley/internal/router"
 	"github.com/parleyhq/parley/internal/wire"
@@ -346,7 +347,7 @@ func (c *conn) replyErr(ctx context.Context, ref string, err error) {
 func (c *conn) readLoop(ctx context.Context) error {
 	lim := c.s.opt.Limits
 	limiter := rate.NewLimiter(rate.Limit(lim.InputsPerSecond), lim.InputBurst)
-	max := int64(lim.MaxMessageBytes)
+	max := config.FrameLimit(lim.MaxMessageBytes) // the router judges a message's own size
 	for {
 		_, r, err := c.ws.Reader(ctx)
 		if err != nil {
@@ -359,15 +360,15 @@ func (c *conn) readLoop(ctx context.Context) error {
 		if int64(len(data)) > max {
 			// Drain the rest so the socket stays usable; a frame far beyond the
 			// limit is not worth reading and closes the connection.
-			n, err := io.Copy(io.Discard, io.LimitReader(r, 64*max))
+			n, err := io.Copy(io.Discard, io.LimitReader(r, 8*max))
 			if err != nil {
 				return err
 			}
-			if n == 64*max {
+			if n == 8*max {
 				return errTooLarge
 			}
 			c.s.m.inputs.WithLabelValues("unknown", "too_large").Inc()
-			c.reply(ctx, chat.Error{Code: chat.CodeTooLarge, Message: fmt.Sprintf("input is larger than the limit of %d bytes", max)})
+			c.reply(ctx, chat.Error{Code: chat.CodeTooLarge, Message: fmt.Sprintf("input is larger than the limit of %d bytes (limits.max_message_bytes)", lim.MaxMessageBytes)})
 			continue
 		}
 		if !limiter.Allow() {
