@@ -40,6 +40,11 @@ type lane struct {
 	cards    map[string]*chat.Card // open cards by request id
 	idle     *time.Timer
 	closing  bool
+	// closed is done once the sessions let go of so far have finished
+	// closing. A start waits for it: an agent's new process must not meet
+	// its old one, which holds the same names (a tmux session, a state
+	// folder) until its Close returns.
+	closed chan struct{}
 
 	batch store.Batch // changes not yet committed
 	pub   []chat.Event
@@ -322,7 +327,14 @@ func (l *lane) startSession() {
 	}
 	sink := &laneSink{l: l, gen: gen}
 	resumed := l.th.SessionID != ""
+	closed := l.closed
 	go func() {
+		if closed != nil {
+			select {
+			case <-closed:
+			case <-l.r.ctx.Done():
+			}
+		}
 		var s driver.Session
 		err := l.r.slots.acquire(l.r.ctx, l)
 		if err == nil {
@@ -346,9 +358,7 @@ func (l *lane) started(gen int, s driver.Session, err error, resumed bool) {
 		l.r.slots.release(l) // no session came of this start
 	}
 	if gen != l.gen || l.closing {
-		if s != nil {
-			go s.Close(context.Background())
-		}
+		l.closeLater(s)
 		return
 	}
 	if err != nil && resumed && errors.Is(err, driver.ErrHistoryLost) {
@@ -545,13 +555,26 @@ func (l *lane) closeSession() {
 	s := l.sess
 	l.setSession(nil)
 	l.gen++
-	if s != nil {
-		go func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			_ = s.Close(ctx)
-		}()
+	l.closeLater(s)
+}
+
+// closeLater closes s off the lane, after the sessions closed before it; the
+// thread's next start waits for it (l.closed).
+func (l *lane) closeLater(s driver.Session) {
+	if s == nil {
+		return
 	}
+	prev, done := l.closed, make(chan struct{})
+	l.closed = done
+	go func() {
+		defer close(done)
+		if prev != nil {
+			<-prev
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = s.Close(ctx)
+	}()
 }
 
 func (l *lane) onUpdate(u update) {
@@ -575,8 +598,7 @@ func (l *lane) onUpdate(u update) {
 			l.closeCard(c, chat.CardCancelled, nil)
 		}
 	case upExited:
-		l.setSession(nil)
-		l.gen++
+		l.closeSession() // what the driver still holds for it (a follower, a listener)
 		detail := "the agent exited"
 		if u.err != nil {
 			detail = "the agent exited: " + u.err.Error()
@@ -905,6 +927,13 @@ func (l *lane) shutdown() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		_ = s.Close(ctx)
 		cancel()
+	}
+	if l.closed != nil {
+		// Sessions let go of earlier are still closing: end with them.
+		select {
+		case <-l.closed:
+		case <-time.After(5 * time.Second):
+		}
 	}
 	l.th.State = chat.ThreadUnloaded
 	l.flush()

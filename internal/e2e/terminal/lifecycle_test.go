@@ -9,9 +9,11 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/client"
+	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/driver/tmux"
 	"github.com/parleyhq/parley/internal/driver/tmux/ctl"
 	"github.com/parleyhq/parley/internal/testkit"
@@ -149,5 +151,43 @@ func TestResumeEmitsOnlyNewRecords(t *testing.T) {
 	}
 	if got := td.api.ScenarioRequests(); len(got) != rounds {
 		t.Errorf("the model got %d requests, want %d", len(got), rounds)
+	}
+}
+
+// A message sent the moment an idle thread unloads is delivered: the new
+// start waits for the old session to be gone (it used to find the dying tmux
+// session by its name, take it over, and lose it to the unload's kill).
+func TestMessageRightAfterIdleUnload(t *testing.T) {
+	const rounds = 4
+	td := startTmuxDaemon(t, []claudeapi.Rule{{Match: claudeapi.Match{Contains: "note"}, Reply: claudeapi.Text("Noted.", 1, 0)}},
+		func(c *config.Config) { c.Agents[0].IdleTimeout = config.Duration{Duration: time.Second} })
+	s := chatsock.Dial(t, "http://"+td.d.Addr(), td.d.Token(), client.Options{Chat: "idle", Since: -1})
+	s.WaitFor(0, wait, chatsock.Type(chat.TypeReplayDone), "ready")
+	for i := range rounds {
+		id := "m" + strconv.Itoa(i)
+		from := s.Len()
+		if i > 0 {
+			from = s.WaitFor(from, wait, chatsock.Field(chat.TypeSessionInfo, "state", "unloaded"), "idle unload")
+		}
+		s.Send(chatsock.Msg(id, "note "+strconv.Itoa(i)))
+		end := s.WaitFor(from, wait, func(e client.Event) bool {
+			return chatsock.Delivery(id, chat.DeliverySubmitted)(e) || chatsock.Delivery(id, chat.DeliveryFailed)(e)
+		}, "a receipt for "+id)
+		if st := chatsock.FieldOf(s.Get(end), "state"); st != chat.DeliverySubmitted {
+			t.Fatalf("%s sent right after an idle unload: %v %v\n%s", id, st, chatsock.FieldOf(s.Get(end), "detail"), chatsock.Summary(s.Snapshot()))
+		}
+		s.WaitFor(end, wait, chatsock.PromptDone(id, chat.StopEndTurn), "turn end")
+	}
+	for i := range rounds {
+		want := "note " + strconv.Itoa(i)
+		n := 0
+		for _, r := range td.api.ScenarioRequests() {
+			if texts := r.UserTexts(); len(texts) > 0 && texts[len(texts)-1] == want {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Errorf("the model was asked about %q %d times, want once", want, n)
+		}
 	}
 }

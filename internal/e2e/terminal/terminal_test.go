@@ -54,7 +54,8 @@ type tmuxDaemon struct {
 	socket string // the tmux server (-L)
 }
 
-func startTmuxDaemon(t testing.TB, rules []claudeapi.Rule) *tmuxDaemon {
+// startTmuxDaemon starts it; each adjust may change the configuration first.
+func startTmuxDaemon(t testing.TB, rules []claudeapi.Rule, adjust ...func(*config.Config)) *tmuxDaemon {
 	t.Helper()
 	b := make([]byte, 4)
 	rand.Read(b)
@@ -78,6 +79,9 @@ func startTmuxDaemon(t testing.TB, rules []claudeapi.Rule) *tmuxDaemon {
 	cfg := config.Default(filepath.Join(root, "data"), work)
 	cfg.Addr = "127.0.0.1:0"
 	cfg.Agents = []config.Agent{{ID: "claude-tmux", Transport: config.TransportTmux, Command: testkit.ClaudeBin(t), Env: env}}
+	for _, f := range adjust {
+		f(&cfg)
+	}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
