@@ -292,6 +292,46 @@ func TestDuplicateMessageIDDeliveredOnce(t *testing.T) {
 	}
 }
 
+// TestMessageIDIsTheRoutes: a message id is unique on the route that sent it.
+// Another chat's message with the same id is its own message, delivered with
+// its own text; the same route sending it again gets the first one's receipt.
+func TestMessageIDIsTheRoutes(t *testing.T) {
+	e := startDaemon(t, nil)
+	alpha, beta := e.dial("alpha", -1), e.dial("beta", -1)
+	for _, c := range []*chatsock.Conn{alpha, beta} {
+		c.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeReplayDone), "ready")
+	}
+	alpha.Send(chatsock.Msg("same", "say from alpha"))
+	alpha.WaitFor(0, 5*time.Second, chatsock.PromptDone("same", chat.StopEndTurn), "alpha's message answered")
+	beta.Send(chatsock.Msg("same", "say from beta"))
+	beta.WaitFor(0, 5*time.Second, chatsock.Field(chat.TypeAgentChunk, "text", "from beta"), "beta's own message answered")
+	beta.WaitFor(0, 5*time.Second, chatsock.PromptDone("same", chat.StopEndTurn), "beta's turn done")
+
+	// The same route sending it again: the first copy's receipt, not a delivery.
+	alpha.Send(chatsock.Msg("same", "say from alpha"))
+	alpha.WaitFor(0, 5*time.Second, func(ev client.Event) bool {
+		return ev.Seq == 0 && chatsock.Delivery("same", chat.DeliverySubmitted)(ev)
+	}, "alpha's duplicate answered with its receipt")
+
+	// A failed id is the route's too: another route's copy is its own message,
+	// and the route that sent it retries it.
+	alpha.Send(chatsock.Msg("f", "flaky"))
+	i := alpha.WaitFor(0, 5*time.Second, chatsock.Delivery("f", chat.DeliveryFailed), "alpha's f failed")
+	beta.Send(chatsock.Msg("f", "say beta's f"))
+	beta.WaitFor(0, 5*time.Second, chatsock.PromptDone("f", chat.StopEndTurn), "beta's f delivered")
+	alpha.Send(chatsock.Msg("f", "flaky"))
+	alpha.WaitFor(i, 5*time.Second, chatsock.PromptDone("f", chat.StopEndTurn), "alpha's retry delivered")
+
+	var got []string
+	for _, p := range e.drv.Prompts() {
+		got = append(got, p.MessageID+": "+p.Text)
+	}
+	want := []string{"same: say from alpha", "same: say from beta", "f: say beta's f", "f: flaky"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("the agent got %q, want %q", got, want)
+	}
+}
+
 func TestIdleUnloadThenResume(t *testing.T) {
 	e := startDaemon(t, func(c *config.Config) { c.Agents[0].IdleTimeout = config.Duration{Duration: 50 * time.Millisecond} })
 	c := e.dial("idle", -1)

@@ -213,8 +213,8 @@ func (l *lane) flush() error {
 
 func (l *lane) onAccept(a laneAccept) {
 	p := a.p
-	if slices.ContainsFunc(l.queue, func(q *pendingInput) bool { return q.in.MessageID == p.in.MessageID }) ||
-		(l.turn != nil && l.turn.p.in.MessageID == p.in.MessageID) {
+	same := func(q *pendingInput) bool { return q.in.From == p.in.From && q.in.MessageID == p.in.MessageID }
+	if slices.ContainsFunc(l.queue, same) || (l.turn != nil && same(l.turn.p)) {
 		a.done(chat.Delivery{MessageID: p.in.MessageID, State: chat.DeliveryQueued}, chat.ErrDuplicate)
 		return
 	}
@@ -886,8 +886,12 @@ func (l *lane) recover(ctx context.Context, pending []chat.Input, open []chat.Ca
 		l.closeCard(&open[i], chat.CardExpired, nil)
 	}
 	if id := l.th.TurnMessageID; id != "" {
-		in, err := l.r.store.Input(ctx, id)
-		if err == nil && in.State == chat.DeliverySubmitted {
+		// The turn's message is still delivering (failed below) or was
+		// submitted: a failed one ends its turn in the same commit.
+		delivering := slices.ContainsFunc(pending, func(in chat.Input) bool {
+			return in.MessageID == id && in.State == chat.DeliveryDelivering
+		})
+		if !delivering {
 			l.emit(chat.Error{Code: chat.CodeRestart, Message: "parley stopped during this turn; the answer may be incomplete", Ref: id})
 			l.emit(chat.PromptDone{StopReason: chat.StopError, MessageID: id})
 		}

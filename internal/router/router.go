@@ -261,8 +261,10 @@ type SendRequest struct {
 
 // Send is the one send path. It applies the message's intent, then hands the
 // message to its thread's lane, which persists it before this returns "queued".
-// A message id seen before is never delivered twice: its current receipt is
-// returned with chat.ErrDuplicate.
+// A message id is the sending route's: one the route used before is never
+// delivered twice (its current receipt is returned with chat.ErrDuplicate)
+// unless its delivery failed, when sending it again is a retry; another
+// route's message with the same id is a message of its own.
 func (r *Router) Send(ctx context.Context, req SendRequest) (chat.Delivery, chat.ThreadID, error) {
 	reply := make(chan sendReply, 1)
 	err := r.do(func() { r.route(ctx, req, reply) })
@@ -293,7 +295,8 @@ func (r *Router) route(ctx context.Context, req SendRequest, reply chan<- sendRe
 			chat.ErrTooLarge, n, r.opt.MaxMessageBytes))
 		return
 	}
-	in, err := r.store.Input(ctx, m.MessageID)
+	key := inputKey{req.From, m.MessageID}
+	in, err := r.store.Input(ctx, req.From, m.MessageID)
 	switch {
 	case err == nil && in.State == chat.DeliveryFailed:
 		// A retry: the same message, delivered again in its own thread. Its
@@ -306,7 +309,7 @@ func (r *Router) route(ctx context.Context, req SendRequest, reply chan<- sendRe
 	case !errors.Is(err, chat.ErrNotFound):
 		fail(err)
 		return
-	case r.recent.has(m.MessageID):
+	case r.recent.has(key):
 		// Handed to a lane a moment ago and not stored yet.
 		reply <- sendReply{delivery: chat.Delivery{MessageID: m.MessageID, State: chat.DeliveryQueued}, err: chat.ErrDuplicate}
 		return
@@ -335,7 +338,7 @@ func (r *Router) route(ctx context.Context, req SendRequest, reply chan<- sendRe
 		fail(err)
 		return
 	}
-	r.recent.add(m.MessageID)
+	r.recent.add(key)
 	in = chat.Input{
 		MessageID: m.MessageID, ThreadID: id, From: req.From, Text: m.Text,
 		State: chat.DeliveryQueued, AcceptedAt: r.opt.Now(),
@@ -347,7 +350,7 @@ func (r *Router) route(ctx context.Context, req SendRequest, reply chan<- sendRe
 		}
 		// Refused (busy, store error): forget the id before answering, so the
 		// client's retry is a fresh attempt, not a "duplicate".
-		if r.do(func() { r.recent.remove(m.MessageID); reply <- sendReply{delivery: d, thread: id, err: err} }) != nil {
+		if r.do(func() { r.recent.remove(key); reply <- sendReply{delivery: d, thread: id, err: err} }) != nil {
 			reply <- sendReply{delivery: d, thread: id, err: err}
 		}
 	})
@@ -599,24 +602,30 @@ func firstNonEmpty(ss ...string) string {
 	return ""
 }
 
-// recentIDs remembers message ids handed to lanes but perhaps not yet stored, so a
+// inputKey names a message: its id is unique on the route that sent it.
+type inputKey struct {
+	from chat.RouteKey
+	id   string
+}
+
+// recentIDs remembers messages handed to lanes but perhaps not yet stored, so a
 // retry that races its first copy is still caught. Owned by the router goroutine.
 type recentIDs struct {
-	set  map[string]struct{}
-	ring []string
+	set  map[inputKey]struct{}
+	ring []inputKey
 	next int
 }
 
 func newRecentIDs(n int) *recentIDs {
-	return &recentIDs{set: make(map[string]struct{}, n), ring: make([]string, n)}
+	return &recentIDs{set: make(map[inputKey]struct{}, n), ring: make([]inputKey, n)}
 }
 
-func (s *recentIDs) has(id string) bool { _, ok := s.set[id]; return ok }
+func (s *recentIDs) has(k inputKey) bool { _, ok := s.set[k]; return ok }
 
-func (s *recentIDs) remove(id string) { delete(s.set, id) }
+func (s *recentIDs) remove(k inputKey) { delete(s.set, k) }
 
-func (s *recentIDs) add(id string) {
-	if old := s.ring[s.next]; old != "" {
+func (s *recentIDs) add(id inputKey) {
+	if old := s.ring[s.next]; old != (inputKey{}) {
 		delete(s.set, old)
 	}
 	s.ring[s.next] = id

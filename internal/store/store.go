@@ -36,8 +36,9 @@ type Store interface {
 	// Cards returns a thread's cards in the given state ("" for all), oldest first.
 	Cards(ctx context.Context, thread chat.ThreadID, state string) ([]chat.Card, error)
 
-	// Input returns an input by its message id, or chat.ErrNotFound.
-	Input(ctx context.Context, messageID string) (chat.Input, error)
+	// Input returns the input a route sent with a message id, or
+	// chat.ErrNotFound: message ids are unique per route, not across routes.
+	Input(ctx context.Context, from chat.RouteKey, messageID string) (chat.Input, error)
 	// PendingInputs returns every queued or delivering input, in acceptance order.
 	PendingInputs(ctx context.Context) ([]chat.Input, error)
 
@@ -50,7 +51,7 @@ type Batch struct {
 	Thread *chat.Thread // inserted or updated when set
 	Events []chat.Event
 	Cards  []chat.Card  // inserted or updated, keyed by (thread, request id)
-	Inputs []chat.Input // inserted or updated, keyed by message id
+	Inputs []chat.Input // inserted or updated, keyed by (route, message id)
 }
 
 // Empty reports whether the batch writes nothing.

@@ -63,7 +63,7 @@ func (s *Store) Commit(ctx context.Context, b store.Batch) error {
 		for i, in := range b.Inputs {
 			if _, err := st.ExecContext(ctx, in.MessageID, last+int64(i)+1, string(in.ThreadID),
 				in.From.Channel, in.From.Chat, in.Text, in.State, in.Detail, nanos(in.AcceptedAt)); err != nil {
-				return fmt.Errorf("sqlite: commit: input %s: %w", in.MessageID, err)
+				return fmt.Errorf("sqlite: commit: input %s from %s: %w", in.MessageID, in.From, err)
 			}
 		}
 	}
@@ -334,14 +334,16 @@ func scanInput(sc interface{ Scan(...any) error }) (chat.Input, error) {
 	return in, err
 }
 
-// Input returns an input by its message id, or an error wrapping chat.ErrNotFound.
-func (s *Store) Input(ctx context.Context, messageID string) (chat.Input, error) {
-	in, err := scanInput(s.r.QueryRowContext(ctx, `SELECT `+inputCols+` FROM inputs WHERE message_id = ?`, messageID))
+// Input returns the input a route sent with a message id, or an error wrapping
+// chat.ErrNotFound.
+func (s *Store) Input(ctx context.Context, from chat.RouteKey, messageID string) (chat.Input, error) {
+	in, err := scanInput(s.r.QueryRowContext(ctx, `SELECT `+inputCols+` FROM inputs WHERE channel = ? AND chat = ? AND message_id = ?`,
+		from.Channel, from.Chat, messageID))
 	if errors.Is(err, sql.ErrNoRows) {
-		return chat.Input{}, fmt.Errorf("sqlite: input %s: %w", messageID, chat.ErrNotFound)
+		return chat.Input{}, fmt.Errorf("sqlite: input %s from %s: %w", messageID, from, chat.ErrNotFound)
 	}
 	if err != nil {
-		return chat.Input{}, fmt.Errorf("sqlite: input %s: %w", messageID, err)
+		return chat.Input{}, fmt.Errorf("sqlite: input %s from %s: %w", messageID, from, err)
 	}
 	return in, nil
 }

@@ -138,8 +138,7 @@ func (s *Store) prepare(ctx context.Context) error {
 		// ord is left alone on update: an input keeps its place in the queue.
 		{&s.upInput, `INSERT INTO inputs (message_id, ord, thread, channel, chat, text, state, detail, accepted_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT (message_id) DO UPDATE SET thread = excluded.thread, channel = excluded.channel,
-				chat = excluded.chat, text = excluded.text, state = excluded.state,
+			ON CONFLICT (channel, chat, message_id) DO UPDATE SET thread = excluded.thread, text = excluded.text, state = excluded.state,
 				detail = excluded.detail, accepted_at = excluded.accepted_at`},
 	} {
 		st, err := s.w.PrepareContext(ctx, p.sql)

@@ -295,3 +295,47 @@ func TestConcurrentOpenMigratesOnce(t *testing.T) {
 		t.Errorf("schema_migrations: got %d rows up to version %d, want %d up to %d", count, top, SchemaVersion(), SchemaVersion())
 	}
 }
+
+// TestInputsKeptAcrossTheRouteMigration: inputs a schema 1 database holds
+// (message ids unique across routes) are the route's after migration 2, in
+// their order, and another route may then reuse an id.
+func TestInputsKeptAcrossTheRouteMigration(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "parley.db")
+	ms, err := migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := raw(t, path)
+	for _, q := range []string{
+		`CREATE TABLE schema_migrations (version INTEGER NOT NULL PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)`,
+		ms[0].sql,
+		`INSERT INTO schema_migrations VALUES (1, '` + ms[0].name + `', 0)`,
+		`INSERT INTO threads VALUES ('t1', 'a', '/w', '', '', 'idle', '', 0, 0, 0, '')`,
+		`INSERT INTO inputs VALUES ('m2', 1, 't1', 'web', 'c1', 'second', 'queued', '', 7)`,
+		`INSERT INTO inputs VALUES ('m1', 2, 't1', 'web', 'c1', 'first', 'failed', 'why', 8)`,
+		`INSERT INTO inputs VALUES ('m3', 3, 't1', 'tui', 'c2', 'third', 'queued', '', 9)`,
+	} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	db.Close()
+
+	s := open(t, path)
+	web := chat.RouteKey{Channel: "web", Chat: "c1"}
+	if in, err := s.Input(ctx, web, "m1"); err != nil || in.Text != "first" || in.State != chat.DeliveryFailed || in.Detail != "why" {
+		t.Errorf("Input(web:c1, m1) after the migration: got %+v, %v", in, err)
+	}
+	p, err := s.PendingInputs(ctx)
+	if err != nil || len(p) != 2 || p[0].MessageID != "m2" || p[1].MessageID != "m3" {
+		t.Fatalf("pending after the migration: got %+v, %v; want m2 then m3", p, err)
+	}
+	other := chat.Input{MessageID: "m1", ThreadID: "t1", From: chat.RouteKey{Channel: "tui", Chat: "c2"}, Text: "other", State: chat.DeliveryQueued}
+	if err := s.Commit(ctx, store.Batch{Inputs: []chat.Input{other}}); err != nil {
+		t.Fatalf("another route's m1: %v", err)
+	}
+	if p, _ := s.PendingInputs(ctx); len(p) != 3 || p[2].Text != "other" {
+		t.Errorf("pending after another route's m1: got %+v, want it last", p)
+	}
+}

@@ -300,7 +300,8 @@ func testNotFound(t *testing.T, open Opener) {
 		{"Thread", func() error { _, err := s.Thread(ctx, "nope"); return err }},
 		{"Route unknown chat", func() error { _, err := s.Route(ctx, chat.RouteKey{Channel: "web", Chat: "c2"}); return err }},
 		{"Route unknown channel", func() error { _, err := s.Route(ctx, chat.RouteKey{Channel: "tui", Chat: "c1"}); return err }},
-		{"Input", func() error { _, err := s.Input(ctx, "m2"); return err }},
+		{"Input", func() error { _, err := s.Input(ctx, chat.RouteKey{}, "m2"); return err }},
+		{"Input from another route", func() error { _, err := s.Input(ctx, chat.RouteKey{Channel: "web", Chat: "c1"}, "m1"); return err }},
 		{"AttachRoute to unknown thread", func() error {
 			return s.AttachRoute(ctx, chat.RouteKey{Channel: "web", Chat: "c3"}, "nope")
 		}},
@@ -488,7 +489,7 @@ func testCommitAtomic(t *testing.T, open Opener) {
 			if cs, err := s.Cards(ctx, th.ID, ""); err != nil || len(cs) != 0 {
 				t.Errorf("cards after the failed commit: got %d, %v; want none", len(cs), err)
 			}
-			if _, err := s.Input(ctx, "m1"); !errors.Is(err, chat.ErrNotFound) {
+			if _, err := s.Input(ctx, in.From, "m1"); !errors.Is(err, chat.ErrNotFound) {
 				t.Errorf("input after the failed commit: got %v, want chat.ErrNotFound", err)
 			}
 			if p, err := s.PendingInputs(ctx); err != nil || len(p) != 0 {
@@ -637,7 +638,7 @@ func testInputs(t *testing.T, open Opener) {
 	mustCommit(t, s, store.Batch{Inputs: []chat.Input{c, a}})
 	check(t, "pending after a submitted and c failed", pending(), []chat.Input{b, d})
 	for _, want := range []chat.Input{a, c} {
-		got, err := s.Input(ctx, want.MessageID)
+		got, err := s.Input(ctx, want.From, want.MessageID)
 		if err != nil {
 			t.Fatalf("Input(%s): %v", want.MessageID, err)
 		}
@@ -648,6 +649,25 @@ func testInputs(t *testing.T, open Opener) {
 	e := in("e", "t1", 1)
 	mustCommit(t, s, store.Batch{Inputs: []chat.Input{e}})
 	check(t, "pending after accepting e", pending(), []chat.Input{b, d, e})
+
+	// A message id is one route's: another route's "a" is another message, and
+	// updating either leaves the other as it was.
+	other := in("a", "t2", 60)
+	other.From, other.Text = chat.RouteKey{Channel: "irc", Chat: "#agents"}, "another message"
+	mustCommit(t, s, store.Batch{Inputs: []chat.Input{other}})
+	check(t, "pending after another route's a", pending(), []chat.Input{b, d, e, other})
+	for _, want := range []chat.Input{a, other} {
+		got, err := s.Input(ctx, want.From, "a")
+		if err != nil {
+			t.Fatalf("Input(%s, a): %v", want.From, err)
+		}
+		check(t, "Input a from "+want.From.String(), got, want)
+	}
+	other.State = chat.DeliveryFailed
+	mustCommit(t, s, store.Batch{Inputs: []chat.Input{other}})
+	if got, err := s.Input(ctx, a.From, "a"); err != nil || got.State != chat.DeliverySubmitted {
+		t.Errorf("Input(%s, a) after the other route's a failed: got %+v, %v; want it still submitted", a.From, got, err)
+	}
 }
 
 func testRoutes(t *testing.T, open Opener) {
