@@ -32,7 +32,10 @@ const (
 	TypeConfig     = "config"
 	TypeThread     = "thread"
 	TypeReplayDone = "replay_done"
-	TypePong       = "pong"
+	// TypeHistoryPruned says the replay skips events that limits.retain_events
+	// removed (docs/protocol.md, "Retention").
+	TypeHistoryPruned = "history_pruned"
+	TypePong          = "pong"
 )
 
 // Stop reasons of prompt_done.
@@ -270,6 +273,12 @@ type ReplayDone struct {
 	LastSeq int64 `json:"last_seq"`
 }
 
+// HistoryPruned says the thread's events up to ThroughSeq are no longer
+// stored: a replay after an older seq goes on from ThroughSeq+1.
+type HistoryPruned struct {
+	ThroughSeq int64 `json:"through_seq"`
+}
+
 type Pong struct{}
 
 func (UserMessage) EventType() string        { return TypeUserMessage }
@@ -294,3 +303,4 @@ func (Config) EventType() string             { return TypeConfig }
 func (ThreadEvent) EventType() string        { return TypeThread }
 func (ReplayDone) EventType() string         { return TypeReplayDone }
 func (Pong) EventType() string               { return TypePong }
+func (HistoryPruned) EventType() string      { return TypeHistoryPruned }

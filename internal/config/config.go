@@ -88,6 +88,9 @@ type Limits struct {
 	MaxSessions int `toml:"max_sessions"`
 	// ThreadsPerMinute caps how many threads are made a minute, over all channels.
 	ThreadsPerMinute int `toml:"threads_per_minute"`
+	// RetainEvents is how long the events of threads that are not working are
+	// kept; 0 keeps them for ever.
+	RetainEvents Duration `toml:"retain_events"`
 
 	ConnLimits // its keys sit in [limits] too
 }

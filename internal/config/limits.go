@@ -40,6 +40,7 @@ var (
 	MaxSessionsRange      = IntRange{1, 1_000}
 	ThreadsPerMinuteRange = IntRange{1, 100_000}
 	HeartbeatRange        = DurationRange{Min: 100 * time.Millisecond, Max: time.Hour}
+	RetainEventsRange     = DurationRange{Min: time.Hour, Max: 100 * 365 * 24 * time.Hour, Off: true}
 
 	ReadTimeoutRange        = DurationRange{Min: 100 * time.Millisecond, Max: 10 * time.Minute}
 	ConnIdleTimeoutRange    = DurationRange{Min: 100 * time.Millisecond, Max: 24 * time.Hour}
@@ -86,6 +87,7 @@ func (l *Limits) check() []error {
 		IdleTimeoutRange.check("limits.idle_timeout", l.IdleTimeout.Duration),
 		MaxSessionsRange.check("limits.max_sessions", l.MaxSessions),
 		ThreadsPerMinuteRange.check("limits.threads_per_minute", l.ThreadsPerMinute),
+		RetainEventsRange.check("limits.retain_events", l.RetainEvents.Duration),
 		ReadTimeoutRange.check("limits.read_timeout", l.ReadTimeout.Duration),
 		ConnIdleTimeoutRange.check("limits.conn_idle_timeout", l.ConnIdleTimeout.Duration),
 		MaxUnauthenticatedRange.check("limits.max_unauthenticated", l.MaxUnauthenticated),

@@ -50,6 +50,7 @@ type Daemon struct {
 	// version and extra serve the endpoints beside the web channel (acp.go).
 	version string
 	extra   *extras
+	prune   *pruner // limits.retain_events (retain.go)
 }
 
 // Start opens the store, recovers what a previous run left, and listens.
@@ -109,6 +110,7 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 	}
 	d.version = opt.Version.Version
 	d.extra = d.startExtras(cfg.Plugins)
+	d.prune = startPruner(st, cfg.Limits.RetainEvents.Duration, time.Now, log)
 	d.handle(ws)
 	go func() { d.served <- d.http.Serve(ln) }()
 	return d, nil
@@ -143,6 +145,7 @@ func (d *Daemon) Shutdown(ctx context.Context) error {
 	d.extra.close()
 	herr := d.http.Shutdown(ctx)
 	rerr := d.router.Close(ctx)
+	d.prune.stop()
 	serr := d.store.Close()
 	return errors.Join(herr, rerr, serr)
 }

@@ -5,6 +5,7 @@ package store
 
 import (
 	"context"
+	"time"
 
 	"github.com/parleyhq/parley/internal/chat"
 )
@@ -32,6 +33,15 @@ type Store interface {
 	Events(ctx context.Context, thread chat.ThreadID, since int64, limit int) ([]chat.Event, error)
 	// Tail returns the last n events of a thread, in seq order.
 	Tail(ctx context.Context, thread chat.ThreadID, n int) ([]chat.Event, error)
+
+	// PruneEvents deletes old events (limits.retain_events). For each thread that
+	// is not working (no turn in flight, no queued or delivering input, no open
+	// card) it deletes the events up to the last one stamped before before, so
+	// what is pruned is always a prefix of the log. Seqs are never reused: the
+	// thread's last_seq stays, and Events after a pruned seq starts at the first
+	// kept one (a reader sees the gap: docs/protocol.md, "Retention"). It returns
+	// how many events it deleted.
+	PruneEvents(ctx context.Context, before time.Time) (int64, error)
 
 	// Cards returns a thread's cards in the given state ("" for all), oldest first.
 	Cards(ctx context.Context, thread chat.ThreadID, state string) ([]chat.Card, error)

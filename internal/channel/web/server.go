@@ -332,7 +332,8 @@ func (s *Server) handleThread(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	id := chat.ThreadID(r.PathValue("id"))
-	if _, err := s.store.Thread(r.Context(), id); err != nil {
+	th, err := s.store.Thread(r.Context(), id)
+	if err != nil {
 		writeErr(w, err)
 		return
 	}
@@ -359,8 +360,27 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		}
 		buf = append(buf, ev.Frame()...)
 	}
-	buf = append(buf, "]}\n"...)
+	buf = append(buf, ']')
+	if through := prunedThrough(int64(since), th.LastSeq, evs); through > 0 {
+		buf = append(buf, `,"pruned_through":`...)
+		buf = strconv.AppendInt(buf, through, 10)
+	}
+	buf = append(buf, "}\n"...)
 	w.Write(buf)
+}
+
+// prunedThrough returns the last seq a reader asking for the events after since
+// will not get because they were pruned (0 when none is missing). last is the
+// thread's last_seq read before evs, the first page of the answer: seqs have no
+// holes but what pruning made, always a prefix of the log.
+func prunedThrough(since, last int64, evs []chat.Event) int64 {
+	switch {
+	case len(evs) > 0 && evs[0].Seq > since+1:
+		return evs[0].Seq - 1
+	case len(evs) == 0 && last > since:
+		return last
+	}
+	return 0
 }
 
 // restRoute is the route REST calls come from.

@@ -279,10 +279,18 @@ func (c *conn) showThread(ctx context.Context, id chat.ThreadID, since int64) er
 	}
 	c.lastSeq = since
 	const page = 1000
-	for {
+	for first := true; ; first = false {
 		evs, err := c.s.store.Events(ctx, id, c.lastSeq, page)
 		if err != nil {
 			return err
+		}
+		if through := prunedThrough(since, th.LastSeq, evs); first && through > 0 {
+			// Events the client asked for are gone (limits.retain_events): say so
+			// rather than show a silent gap.
+			if err := c.writeEvent(ctx, chat.HistoryPruned{ThroughSeq: through}); err != nil {
+				return err
+			}
+			c.lastSeq = through
 		}
 		for _, ev := range evs {
 			if err := c.write(ctx, ev.Frame()); err != nil {

@@ -46,6 +46,7 @@ func Run(t *testing.T, open Opener) {
 		{"Routes", testRoutes},
 		{"Reopen", testReopen},
 		{"ConcurrentCommits", testConcurrentCommits},
+		{"PruneEvents", testPruneEvents},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open) })
 	}
@@ -884,4 +885,72 @@ func testConcurrentCommits(t *testing.T, open Opener) {
 		}
 		last[in.ThreadID] = b
 	}
+}
+
+// PruneEvents deletes a prefix of each idle thread's log (the events stamped
+// before the cutoff) and nothing of a thread that is working, has a message
+// waiting or an open card; last_seq stays, so the log goes on from it.
+func testPruneEvents(t *testing.T, open Opener) {
+	s := fresh(t, open)
+	ctx := t.Context()
+	idle := func(id string) chat.Thread {
+		th := seedThread(t, s, id, 10)
+		th.State, th.TurnMessageID = chat.ThreadIdle, ""
+		mustCommit(t, s, store.Batch{Thread: &th})
+		return th
+	}
+	old := idle("old")
+	seedThread(t, s, "working", 10) // a turn in flight
+	idle("waiting")
+	mustCommit(t, s, store.Batch{Inputs: []chat.Input{{MessageID: "w1", ThreadID: "waiting",
+		From: chat.RouteKey{Channel: "web", Chat: "c"}, Text: "hi", State: chat.DeliveryQueued, AcceptedAt: at(11)}}})
+	idle("carded")
+	mustCommit(t, s, store.Batch{Cards: []chat.Card{{ThreadID: "carded", RequestID: "r1", Kind: chat.CardPermission,
+		State: chat.CardOpen, Request: json.RawMessage(`{"request_id":"r1"}`), CreatedAt: at(11)}}})
+
+	n, err := s.PruneEvents(ctx, at(6)) // events 1..5 are stamped before it
+	if err != nil {
+		t.Fatalf("PruneEvents: %v", err)
+	}
+	check(t, "events pruned", n, int64(5))
+	evs, err := s.Events(ctx, "old", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(t, "the idle thread's log after pruning", seqs(evs), span(6, 10))
+	evs, err = s.Events(ctx, "old", 2, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(t, "events after a pruned seq", seqs(evs), span(6, 8))
+	for _, id := range []chat.ThreadID{"working", "waiting", "carded"} {
+		evs, err := s.Events(ctx, id, 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(t, "the log of "+string(id), seqs(evs), span(1, 10))
+	}
+	if n, err := s.PruneEvents(ctx, at(6)); err != nil || n != 0 {
+		t.Fatalf("pruning again: got %d, %v; want 0, nil", n, err)
+	}
+
+	// Everything pruned: last_seq stays, and the log goes on after it.
+	if n, err := s.PruneEvents(ctx, at(1000)); err != nil || n != 5 {
+		t.Fatalf("pruning the rest: got %d, %v; want 5, nil", n, err)
+	}
+	got, err := s.Thread(ctx, "old")
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(t, "last_seq after pruning every event", got.LastSeq, int64(10))
+	if tail, err := s.Tail(ctx, "old", 5); err != nil || len(tail) != 0 {
+		t.Fatalf("tail of a pruned log: got %v, %v; want none", seqs(tail), err)
+	}
+	old.LastSeq = 11
+	mustCommit(t, s, store.Batch{Thread: &old, Events: events("old", 11, 11)})
+	evs, err = s.Events(ctx, "old", 3, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(t, "the log after a new event", seqs(evs), span(11, 11))
 }
