@@ -28,6 +28,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	"github.com/parleyhq/parley/internal/channel/acpagent"
 	"github.com/parleyhq/parley/internal/channel/commands"
 	"github.com/parleyhq/parley/internal/channel/render"
@@ -270,7 +272,7 @@ func (h *Host) run(ctx context.Context, p config.Plugin, cursors *acpagent.Curso
 	logs.Add(1)
 	go func() {
 		defer logs.Done()
-		logLines(stderr, log)
+		logLines(stderr, log, time.Now)
 	}()
 	serveErr := acpagent.Serve(ctx, acpagent.Deps{Router: h.r, Store: h.st, Hub: h.hub}, acpagent.Options{
 		Channel: p.ID, Agent: p.Agent, Config: p.Config, Gate: h.gate(p, log),
@@ -291,11 +293,35 @@ func (h *Host) run(ctx context.Context, p config.Plugin, cursors *acpagent.Curso
 	return errors.New("plugin exited")
 }
 
-// logLines logs a plugin's stderr, line by line, bounded.
-func logLines(r io.Reader, log *slog.Logger) {
+// A plugin's stderr reaches the log at most this fast (lines a second, with a
+// burst): a plugin printing in a loop must not fill the disk or drown parley's
+// own lines. What is over is counted and said, never silently lost.
+const (
+	stderrPerSecond = 10
+	stderrBurst     = 50
+)
+
+// logLines logs a plugin's stderr, line by line, bounded in length and rate; it
+// reads to the end whatever it logs, so the plugin never blocks on stderr.
+func logLines(r io.Reader, log *slog.Logger, now func() time.Time) {
+	lim := rate.NewLimiter(stderrPerSecond, stderrBurst)
+	dropped := 0
+	sayDropped := func() {
+		if dropped > 0 {
+			log.Warn("plugin stderr: lines not logged", "lines", dropped,
+				"limit", fmt.Sprintf("%d a second, bursts of %d", stderrPerSecond, stderrBurst))
+			dropped = 0
+		}
+	}
+	defer sayDropped()
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	for sc.Scan() {
+		if !lim.AllowN(now(), 1) {
+			dropped++
+			continue
+		}
+		sayDropped()
 		line := sc.Text()
 		if len(line) > 2000 {
 			line = line[:2000] + "…"
