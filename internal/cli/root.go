@@ -61,6 +61,7 @@ func Root(b Build) *cobra.Command {
 	root.AddCommand(
 		newServeCommand(b),
 		newTokenCommand(),
+		newLoginLinkCommand(),
 		newVersionCommand(b),
 	)
 	for _, extra := range extraCommands {

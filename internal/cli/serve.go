@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/parleyhq/parley/internal/auth"
 	"github.com/parleyhq/parley/internal/channel/web"
 	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/daemon"
@@ -103,7 +104,7 @@ func serve(cmd *cobra.Command, b Build, cfg config.Config) error {
 		return err
 	}
 	addrFile := filepath.Join(cfg.DataDir, AddrFile)
-	if err := os.WriteFile(addrFile, []byte(d.Addr()+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(addrFile, []byte(d.LinkAddr()+"\n"), 0o600); err != nil {
 		log.Warn("could not write the address file", "err", err)
 	}
 	defer os.Remove(addrFile)
@@ -112,8 +113,15 @@ func serve(cmd *cobra.Command, b Build, cfg config.Config) error {
 		agents = append(agents, a.ID+" ("+a.Transport+")")
 	}
 	log.Info("parley is running", "addr", d.Addr(), "data", cfg.DataDir, "agents", agents, "config", cfg.File)
-	// The one line a person needs, as Jupyter prints it: the link logs the browser in.
-	fmt.Fprintf(cmd.OutOrStdout(), "parley %s is running. Open the dashboard:\n    %s\n", b.Version, d.URL())
+	// The one line a person needs, as Jupyter prints it: the link signs the
+	// browser in, once, within a few minutes (a code, never the token).
+	link, err := d.LoginURL()
+	if err != nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	fmt.Fprintf(out, "parley %s is running. Open the dashboard (the link signs in once, within %v; `parley login-link` prints a new one):\n    %s\n",
+		b.Version, auth.CodeTTL, link)
 	select {
 	case <-ctx.Done():
 	case <-waitChan(d):

@@ -45,23 +45,44 @@ func TestServePrintsTheLinkAnswersAndShutsDownOnSIGTERM(t *testing.T) {
 	}
 	defer cmd.Process.Kill()
 	sc := bufio.NewScanner(stdout)
-	link := regexp.MustCompile(`http://(127\.0\.0\.1:\d+)/\?token=([0-9a-f]{64})`)
 	var m []string
 	for m == nil && sc.Scan() {
-		m = link.FindStringSubmatch(sc.Text())
+		m = loginLink.FindStringSubmatch(sc.Text())
 	}
 	if m == nil {
 		t.Fatalf("no dashboard link printed; stderr:\n%s", stderr.String())
 	}
-	addr, token := m[1], m[2]
+	addr := m[1]
 
 	st, err := os.Stat(filepath.Join(data, "token"))
 	if err != nil || st.Mode().Perm() != 0o600 {
 		t.Fatalf("token file: %v, mode %v; want 0600", err, st.Mode().Perm())
 	}
 	out, err := exec.Command(bin, "token", "--data", data).Output()
-	if err != nil || strings.TrimSpace(string(out)) != token {
-		t.Fatalf("parley token: %q %v, want the printed token", out, err)
+	token := strings.TrimSpace(string(out))
+	if err != nil || len(token) != 64 {
+		t.Fatalf("parley token: %q %v, want the 64-hex token", out, err)
+	}
+	if strings.Contains(m[0], token) {
+		t.Fatalf("the printed link %q carries the token", m[0])
+	}
+	// The printed link signs in once; `parley login-link` prints another.
+	if c := signIn(t, m[0]); c == nil {
+		t.Fatal("the printed link did not sign in")
+	}
+	if c := signIn(t, m[0]); c != nil {
+		t.Fatal("the printed link signed in a second time")
+	}
+	out, err = exec.Command(bin, "login-link", "--data", data).Output()
+	if err != nil {
+		t.Fatalf("parley login-link: %v", err)
+	}
+	fresh := loginLink.FindStringSubmatch(string(out))
+	if fresh == nil || fresh[1] != addr {
+		t.Fatalf("parley login-link printed %q, want a link to %s", out, addr)
+	}
+	if c := signIn(t, fresh[0]); c == nil {
+		t.Fatal("the link parley login-link printed did not sign in")
 	}
 
 	req, _ := http.NewRequest("GET", "http://"+addr+"/api/version", nil)
@@ -127,6 +148,27 @@ func TestServePrintsTheLinkAnswersAndShutsDownOnSIGTERM(t *testing.T) {
 	if strings.Contains(stderr.String(), token) {
 		t.Error("the token appears in the log")
 	}
+}
+
+// loginLink is the one-time sign-in link parley prints.
+var loginLink = regexp.MustCompile(`http://(127\.0\.0\.1:\d+)/login\?code=[0-9a-f]{32}`)
+
+// signIn opens a sign-in link as a browser would and returns the session
+// cookie it got, or nil when it was refused.
+func signIn(t *testing.T, link string) *http.Cookie {
+	t.Helper()
+	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := c.Get(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	for _, k := range resp.Cookies() {
+		if k.Name == "parley_session" && k.MaxAge > 0 && resp.StatusCode == http.StatusSeeOther {
+			return k
+		}
+	}
+	return nil
 }
 
 func TestServeRefusesABadConfig(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -46,7 +47,9 @@ type Daemon struct {
 	http   *http.Server
 	ln     net.Listener
 	token  string
-	served chan error
+	// sessions are the dashboard's sign-ins and one-time login codes.
+	sessions *auth.Sessions
+	served   chan error
 	// version and extra serve the endpoints beside the web channel (acp.go).
 	version string
 	extra   *extras
@@ -63,6 +66,10 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 		return nil, fmt.Errorf("data directory: %w", err)
 	}
 	token, err := auth.LoadOrCreate(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	sessions, err := auth.OpenSessions(cfg.DataDir)
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +93,7 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 	opt.Version.PID = os.Getpid()
 	opt.Version.Started = time.Now().UTC()
 	ws := web.New(rt, st, h, web.Options{
-		Token: token, Limits: cfg.Limits, AllowedOrigins: cfg.AllowedOrigins, Roots: cfg.Roots,
+		Token: token, Sessions: sessions, Limits: cfg.Limits, AllowedOrigins: cfg.AllowedOrigins, Roots: cfg.Roots,
 		Version: opt.Version, UI: opt.UI, Logger: log, Registry: reg,
 	})
 	ln, err := net.Listen("tcp", cfg.Addr)
@@ -95,7 +102,7 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 		st.Close()
 		return nil, fmt.Errorf("listen %s: %w", cfg.Addr, err)
 	}
-	d := &Daemon{cfg: cfg, log: log, store: st, hub: h, router: rt, web: ws, ln: ln, token: token,
+	d := &Daemon{cfg: cfg, log: log, store: st, hub: h, router: rt, web: ws, ln: ln, token: token, sessions: sessions,
 		served: make(chan error, 1),
 		http: &http.Server{Handler: ws,
 			// Every request must arrive in time. net/http lifts the read
@@ -119,8 +126,29 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 // Addr is the address the daemon listens on.
 func (d *Daemon) Addr() string { return d.ln.Addr().String() }
 
-// URL is the dashboard link with the token, as printed at start-up.
-func (d *Daemon) URL() string { return "http://" + d.Addr() + "/?token=" + d.token }
+// LinkAddr is the address to put in links and to dial: the listening one, with
+// an unspecified host (0.0.0.0, ::) replaced by the loopback.
+func (d *Daemon) LinkAddr() string { return LinkAddr(d.ln.Addr()) }
+
+// LinkAddr is the dialable form of a listening address. An unspecified host
+// becomes 127.0.0.1: Go listens on both families for 0.0.0.0 and [::] alike.
+func LinkAddr(a net.Addr) string {
+	tcp, ok := a.(*net.TCPAddr)
+	if !ok || !tcp.IP.IsUnspecified() {
+		return a.String()
+	}
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(tcp.Port))
+}
+
+// LoginURL makes a one-time sign-in link for the dashboard (good for
+// auth.CodeTTL), as printed at start-up.
+func (d *Daemon) LoginURL() (string, error) {
+	code, _, err := d.sessions.NewCode()
+	if err != nil {
+		return "", err
+	}
+	return "http://" + d.LinkAddr() + web.LoginPath(code), nil
+}
 
 // Token is the access token.
 func (d *Daemon) Token() string { return d.token }

@@ -1,10 +1,12 @@
 package web
 
 import (
+	"html"
 	"io"
 	"io/fs"
 	"mime"
 	"net/http"
+	"net/url"
 	"path"
 	"strings"
 	"time"
@@ -12,55 +14,165 @@ import (
 	"github.com/parleyhq/parley/internal/auth"
 )
 
-// loginPage is all a visitor without the token sees.
-const loginPage = `<!doctype html>
+// signInPage is all a visitor without a session sees: a form that POSTs (so
+// nothing secret ever sits in a URL the browser keeps), and a note.
+func signInPage(note string) string {
+	if note != "" {
+		note = `<p role="alert"><strong>` + html.EscapeString(note) + `</strong></p>`
+	}
+	return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
 <title>parley: sign in</title>
 <style>body{font:16px system-ui,sans-serif;max-width:28rem;margin:15vh auto;padding:0 1rem}
 input,button{font:inherit;padding:.5rem;margin:.25rem 0;width:100%;box-sizing:border-box}
 @media (prefers-color-scheme:dark){body{background:#111;color:#eee}input{background:#222;color:#eee;border:1px solid #555}}</style>
-</head><body><main><h1>parley</h1>
-<p>Paste the token that <code>parley token</code> prints, or open the link parley printed when it started.</p>
-<form method="get" action="/"><label for="token">Token</label>
+</head><body><main><h1>parley</h1>` + note + `
+<p>Open the sign-in link parley printed when it started (it works once, for a few minutes;
+<code>parley login-link</code> prints a fresh one), or paste the token that <code>parley token</code> prints.</p>
+<form method="post" action="/login"><label for="token">Token</label>
 <input id="token" name="token" type="password" autocomplete="current-password" required autofocus>
 <button type="submit">Sign in</button></form></main></body></html>`
+}
 
-// handlePage serves the dashboard to a signed-in browser, turns a ?token= link into
-// a cookie, and shows everyone else the sign-in page and nothing more.
+// oldCookie is the cookie earlier versions set to the raw token; it is cleared.
+const oldCookie = "parley_token"
+
+// showSignIn answers a visitor without a session.
+func (s *Server) showSignIn(w http.ResponseWriter, status int, note string) {
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	// not no-referrer: with it Chromium sends the form's POST with Origin: null.
+	h.Set("Referrer-Policy", "same-origin")
+	h.Set("Connection", "close")
+	w.WriteHeader(status)
+	io.WriteString(w, signInPage(note))
+}
+
+// handlePage serves the dashboard to a signed-in browser and shows everyone else
+// the sign-in page and nothing more. A link carrying the token (?token=, as
+// earlier versions printed) is not accepted: it is redirected without the token
+// to the sign-in page, so the token does not stay in the address bar.
 func (s *Server) handlePage(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		httpError(w, http.StatusMethodNotAllowed, "method not allowed")
 		return
 	}
-	q := r.URL.Query()
-	if tok := q.Get("token"); tok != "" {
-		if !auth.Equal(tok, s.opt.Token) {
-			s.m.authFailures.Inc()
-			w.Header().Set("Content-Type", "text/html; charset=utf-8")
-			w.WriteHeader(http.StatusUnauthorized)
-			io.WriteString(w, loginPage)
-			return
-		}
-		http.SetCookie(w, &http.Cookie{
-			Name: CookieName, Value: tok, Path: "/", HttpOnly: true,
-			SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil, MaxAge: 400 * 24 * 3600,
-		})
-		q.Del("token")
-		u := *r.URL
-		u.RawQuery = q.Encode()
+	if c, err := r.Cookie(oldCookie); err == nil && c.Value != "" {
+		http.SetCookie(w, &http.Cookie{Name: oldCookie, Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	}
+	if r.URL.Query().Has("token") {
 		w.Header().Set("Cache-Control", "no-store")
-		http.Redirect(w, r, u.RequestURI(), http.StatusSeeOther)
+		w.Header().Set("Referrer-Policy", "no-referrer")
+		http.Redirect(w, r, "/", http.StatusSeeOther)
 		return
 	}
-	if !auth.Equal(presentedToken(r, false), s.opt.Token) {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		w.Header().Set("Cache-Control", "no-store")
-		w.WriteHeader(http.StatusUnauthorized)
-		io.WriteString(w, loginPage)
+	if !s.signedIn(r) {
+		s.showSignIn(w, http.StatusUnauthorized, "")
 		return
+	}
+	if c, err := r.Cookie(CookieName); err == nil && !strings.HasPrefix(r.URL.Path, "/assets/") {
+		s.setSessionCookie(w, r, c.Value) // the browser's copy slides with the server's
 	}
 	s.serveUI(w, r)
 }
+
+// setSessionCookie hands the browser its session id: HttpOnly, SameSite=Strict,
+// Secure over TLS, for SessionTTL.
+func (s *Server) setSessionCookie(w http.ResponseWriter, r *http.Request, id string) {
+	http.SetCookie(w, &http.Cookie{
+		Name: CookieName, Value: id, Path: "/", HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil, MaxAge: int(auth.SessionTTL / time.Second),
+	})
+}
+
+// startSession signs the browser in and sends it to the dashboard.
+func (s *Server) startSession(w http.ResponseWriter, r *http.Request) {
+	id, err := s.opt.Sessions.Create()
+	if err != nil {
+		s.log.Error("could not start a session", "err", err)
+		httpError(w, http.StatusInternalServerError, "could not start a session")
+		return
+	}
+	s.trust(r)
+	s.setSessionCookie(w, r, id)
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Referrer-Policy", "no-referrer")
+	http.Redirect(w, r, "/", http.StatusSeeOther)
+}
+
+// handleLoginLink spends the one-time code of a printed sign-in link
+// (/login?code=…) for a session, then sends the browser to "/", so the address
+// bar never shows the code. The code stays in the browser's history as the
+// link that was opened, spent: it never signs anyone in again.
+func (s *Server) handleLoginLink(w http.ResponseWriter, r *http.Request) {
+	code := r.URL.Query().Get("code")
+	switch {
+	case code == "" && s.signedIn(r):
+		http.Redirect(w, r, "/", http.StatusSeeOther)
+	case code == "":
+		s.showSignIn(w, http.StatusUnauthorized, "")
+	case s.opt.Sessions.UseCode(code):
+		s.startSession(w, r)
+	default:
+		s.m.authFailures.Inc()
+		s.showSignIn(w, http.StatusUnauthorized, "This sign-in link was already used or has expired. Run parley login-link for a new one, or paste the token.")
+	}
+}
+
+// maxSignInForm bounds the sign-in form's body, read before any sign-in.
+const maxSignInForm = 4096
+
+// handleLoginForm signs in with the token (or a login code) sent by the
+// sign-in form's POST.
+func (s *Server) handleLoginForm(w http.ResponseWriter, r *http.Request) {
+	if !s.originAllowed(r) {
+		s.refuse(w)
+		httpError(w, http.StatusForbidden, "origin "+r.Header.Get("Origin")+" is not allowed")
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxSignInForm)
+	if err := r.ParseForm(); err != nil {
+		w.Header().Set("Connection", "close")
+		httpError(w, http.StatusBadRequest, "the sign-in form could not be read")
+		return
+	}
+	tok, code := r.PostForm.Get("token"), r.PostForm.Get("code")
+	if (tok != "" && auth.Equal(tok, s.opt.Token)) || (code != "" && s.opt.Sessions.UseCode(code)) {
+		s.startSession(w, r)
+		return
+	}
+	s.m.authFailures.Inc()
+	s.showSignIn(w, http.StatusUnauthorized, "Wrong token.")
+}
+
+// handleLogout ends the browser's session on the server and clears its cookie.
+func (s *Server) handleLogout(w http.ResponseWriter, r *http.Request) {
+	if c, err := r.Cookie(CookieName); err == nil {
+		if err := s.opt.Sessions.Revoke(c.Value); err != nil {
+			s.log.Error("could not revoke a session", "err", err)
+			httpError(w, http.StatusInternalServerError, "could not sign out")
+			return
+		}
+	}
+	http.SetCookie(w, &http.Cookie{Name: CookieName, Path: "/", MaxAge: -1, HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+	w.Header().Set("Cache-Control", "no-store")
+	http.Redirect(w, r, "/", http.StatusSeeOther)
+}
+
+// handleLoginCode makes a one-time sign-in link (`parley login-link`).
+func (s *Server) handleLoginCode(w http.ResponseWriter, _ *http.Request) {
+	code, exp, err := s.opt.Sessions.NewCode()
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"code": code, "path": LoginPath(code), "expires_at": exp.UTC()})
+}
+
+// LoginPath is the path of a sign-in link for code.
+func LoginPath(code string) string { return "/login?code=" + url.QueryEscape(code) }
 
 func (s *Server) serveUI(w http.ResponseWriter, r *http.Request) {
 	if s.opt.UI == nil {

@@ -2,12 +2,14 @@ package web
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"testing/fstest"
 
@@ -31,61 +33,165 @@ func noRedirect() *http.Client {
 	return &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }
 
-// The login link sets a cookie that page scripts cannot read, that other sites
-// cannot make the browser send, and that covers the API and the socket.
-func TestLoginCookieIsHttpOnlyStrictAndSiteWide(t *testing.T) {
-	srv := newPageServer(t, []string{t.TempDir()})
-	resp, err := noRedirect().Get(srv.URL + "/?token=" + testToken + "&x=1")
+// mintCode asks for a one-time login code as `parley login-link` does.
+func mintCode(t *testing.T, srv *httptest.Server) string {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/api/login-codes", nil)
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out struct{ Code, Path string }
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != http.StatusOK || out.Path != "/login?code="+out.Code {
+		t.Fatalf("login code: %d %+v %v", resp.StatusCode, out, err)
+	}
+	return out.Code
+}
+
+func sessionCookie(resp *http.Response) *http.Cookie {
+	for _, k := range resp.Cookies() {
+		if k.Name == CookieName && k.MaxAge > 0 {
+			return k
+		}
+	}
+	return nil
+}
+
+// status GETs path with the cookie and returns the status.
+func status(t *testing.T, srv *httptest.Server, path string, c *http.Cookie) int {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, srv.URL+path, nil)
+	if c != nil {
+		req.AddCookie(c)
+	}
+	resp, err := noRedirect().Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusSeeOther {
-		t.Fatalf("login link: got %d, want 303 to the page without the token", resp.StatusCode)
-	}
-	if loc := resp.Header.Get("Location"); loc != "/?x=1" {
-		t.Errorf("redirect to %q, want /?x=1 (the token gone, the rest kept)", loc)
-	}
-	var c *http.Cookie
-	for _, k := range resp.Cookies() {
-		if k.Name == CookieName {
-			c = k
-		}
-	}
-	if c == nil {
-		t.Fatalf("no %s cookie in %v", CookieName, resp.Header.Values("Set-Cookie"))
-	}
-	if !c.HttpOnly {
-		t.Error("cookie is not HttpOnly: page scripts could read the token")
-	}
-	if c.SameSite != http.SameSiteStrictMode {
-		t.Errorf("cookie SameSite = %v, want Strict", c.SameSite)
-	}
-	if c.Path != "/" {
-		t.Errorf("cookie Path = %q, want /", c.Path)
-	}
-	if c.Value != testToken {
-		t.Errorf("cookie value %q, want the token", c.Value)
-	}
+	return resp.StatusCode
+}
 
-	// The cookie signs the page in; a wrong token gets the login page only.
-	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/", nil)
-	req.AddCookie(&http.Cookie{Name: CookieName, Value: testToken})
-	ok, err := noRedirect().Do(req)
+// A login code signs a browser in once, with a session cookie that is not the
+// token: HttpOnly, SameSite=Strict, site-wide, for 30 days; the redirect leaves
+// no code in the address bar. A second use is refused.
+func TestLoginCodeSignsInOnceWithASessionCookie(t *testing.T) {
+	srv := newPageServer(t, []string{t.TempDir()})
+	code := mintCode(t, srv)
+	resp, err := noRedirect().Get(srv.URL + "/login?code=" + code)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ok.Body.Close()
-	if ok.StatusCode != http.StatusOK {
-		t.Errorf("page with the cookie: got %d, want 200", ok.StatusCode)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/" {
+		t.Fatalf("login link: %d to %q, want 303 to /", resp.StatusCode, resp.Header.Get("Location"))
 	}
-	bad, err := noRedirect().Get(srv.URL + "/?token=wrong")
+	c := sessionCookie(resp)
+	switch {
+	case c == nil:
+		t.Fatalf("no %s cookie in %v", CookieName, resp.Header.Values("Set-Cookie"))
+	case !c.HttpOnly:
+		t.Error("cookie is not HttpOnly: page scripts could read it")
+	case c.SameSite != http.SameSiteStrictMode:
+		t.Errorf("cookie SameSite = %v, want Strict", c.SameSite)
+	case c.Path != "/":
+		t.Errorf("cookie Path = %q, want /", c.Path)
+	case c.Value == testToken || strings.Contains(c.Value, testToken) || c.Value == code:
+		t.Errorf("cookie holds the token or the code: %q", c.Value)
+	case c.MaxAge != 30*24*3600:
+		t.Errorf("cookie MaxAge %d, want 30 days", c.MaxAge)
+	}
+	if got := status(t, srv, "/", c); got != http.StatusOK {
+		t.Errorf("page with the session: %d, want 200", got)
+	}
+	if got := status(t, srv, "/api/version", c); got != http.StatusOK {
+		t.Errorf("API with the session: %d, want 200", got)
+	}
+	again, err := noRedirect().Get(srv.URL + "/login?code=" + code)
 	if err != nil {
 		t.Fatal(err)
 	}
-	bad.Body.Close()
-	if bad.StatusCode != http.StatusUnauthorized || len(bad.Cookies()) != 0 {
-		t.Errorf("wrong token: got %d with cookies %v, want 401 and none", bad.StatusCode, bad.Cookies())
+	again.Body.Close()
+	if again.StatusCode != http.StatusUnauthorized || sessionCookie(again) != nil {
+		t.Errorf("the code's second use: %d, cookie %v; want 401 and none", again.StatusCode, sessionCookie(again))
+	}
+	if got := status(t, srv, "/api/version", &http.Cookie{Name: CookieName, Value: testToken}); got != http.StatusUnauthorized {
+		t.Errorf("the token as the cookie: %d, want 401 (the cookie holds sessions only)", got)
+	}
+}
+
+// The sign-in form POSTs the token (nothing lands in a URL); a wrong token gets
+// the form again. A link carrying the token is not accepted: it is redirected
+// without it and signs nobody in.
+func TestSignInFormPostsAndTokenLinksAreRefused(t *testing.T) {
+	srv := newPageServer(t, []string{t.TempDir()})
+	resp, err := noRedirect().Get(srv.URL + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(string(page), `<form method="post" action="/login">`) {
+		t.Fatalf("sign-in page: %d, want 401 and a POST form:\n%s", resp.StatusCode, page)
+	}
+	post := func(token string) *http.Response {
+		resp, err := noRedirect().PostForm(srv.URL+"/login", url.Values{"token": {token}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	if r := post("wrong"); r.StatusCode != http.StatusUnauthorized || sessionCookie(r) != nil {
+		t.Errorf("wrong token: %d, want 401 and no cookie", r.StatusCode)
+	}
+	r := post(testToken)
+	if c := sessionCookie(r); r.StatusCode != http.StatusSeeOther || c == nil || c.Value == testToken {
+		t.Fatalf("token form: %d cookie %v, want 303 and a session cookie", r.StatusCode, c)
+	}
+	link, err := noRedirect().Get(srv.URL + "/?token=" + testToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	link.Body.Close()
+	if link.StatusCode != http.StatusSeeOther || link.Header.Get("Location") != "/" || sessionCookie(link) != nil {
+		t.Errorf("?token= link: %d to %q, cookie %v; want 303 to / and no session", link.StatusCode, link.Header.Get("Location"), sessionCookie(link))
+	}
+}
+
+// Signing out ends the session on the server: the old cookie gets 401.
+func TestSignOutRevokesTheSession(t *testing.T) {
+	srv := newPageServer(t, []string{t.TempDir()})
+	resp, err := noRedirect().Get(srv.URL + "/login?code=" + mintCode(t, srv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	c := sessionCookie(resp)
+	if c == nil {
+		t.Fatal("no session")
+	}
+	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/logout", nil)
+	req.Header.Set("Origin", srv.URL)
+	req.AddCookie(c)
+	out, err := noRedirect().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out.Body.Close()
+	cleared := false
+	for _, k := range out.Cookies() {
+		cleared = cleared || (k.Name == CookieName && k.MaxAge < 0)
+	}
+	if out.StatusCode != http.StatusSeeOther || !cleared {
+		t.Fatalf("sign-out: %d, cookies %v; want 303 and the cookie cleared", out.StatusCode, out.Cookies())
+	}
+	for _, p := range []string{"/api/version", "/"} {
+		if got := status(t, srv, p, c); got != http.StatusUnauthorized {
+			t.Errorf("%s with the signed-out cookie: %d, want 401", p, got)
+		}
 	}
 }
 

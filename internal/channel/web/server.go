@@ -34,8 +34,9 @@ import (
 	"github.com/parleyhq/parley/internal/wire"
 )
 
-// CookieName is the dashboard's session cookie, set by a token login.
-const CookieName = "parley_token"
+// CookieName is the dashboard's session cookie: a random session id (never the
+// token), set by a sign-in with a login code or the token (page.go).
+const CookieName = "parley_session"
 
 // Channel kinds a socket may declare.
 var socketChannels = map[string]bool{"web": true, "tui": true}
@@ -53,6 +54,7 @@ type Version struct {
 // Options configure the server.
 type Options struct {
 	Token          string
+	Sessions       *auth.Sessions
 	Limits         config.Limits
 	AllowedOrigins []string
 	Roots          []string
@@ -85,6 +87,9 @@ func New(r *router.Router, st store.Store, h *hub.Hub, opt Options) *Server {
 	if opt.Logger == nil {
 		opt.Logger = slog.New(slog.DiscardHandler)
 	}
+	if opt.Sessions == nil {
+		opt.Sessions, _ = auth.OpenSessions("") // in memory: cannot fail
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{opt: opt, router: r, store: st, hub: h, log: opt.Logger, mux: http.NewServeMux(),
 		m: newMetrics(opt.Registry, h), ctx: ctx, cancel: cancel,
@@ -112,7 +117,11 @@ func (s *Server) routes() {
 		w.Header().Set("Content-Type", "text/plain")
 		io.WriteString(w, "ok\n")
 	})
+	s.mux.HandleFunc("GET /login", s.handleLoginLink)
+	s.mux.HandleFunc("POST /login", s.handleLoginForm)
 	api := func(pattern string, h http.HandlerFunc) { s.mux.Handle(pattern, s.authed(h)) }
+	api("POST /logout", s.handleLogout)
+	api("POST /api/login-codes", s.handleLoginCode)
 	api("GET /ws/chat", s.handleSocket)
 	api("GET /api/version", s.handleVersion)
 	api("GET /api/agents", s.handleAgents)
@@ -138,30 +147,32 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.Serve
 // with the cookie reaches it like any API call.
 func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, s.authed(h.ServeHTTP)) }
 
-// presentedToken finds the token in the header, the cookie or (for the socket and
-// the login link only) the query.
-func presentedToken(r *http.Request, allowQuery bool) string {
+// signedIn reports whether r shows the token (Authorization: Bearer, or for the
+// chat socket ?token=) or a live session cookie; a signed-in request's
+// connection is trusted from then on (conns.go).
+func (s *Server) signedIn(r *http.Request) bool {
+	ok := false
 	if h := r.Header.Get("Authorization"); strings.HasPrefix(h, "Bearer ") {
-		return strings.TrimPrefix(h, "Bearer ")
+		ok = auth.Equal(strings.TrimPrefix(h, "Bearer "), s.opt.Token)
+	} else if c, err := r.Cookie(CookieName); err == nil {
+		ok = s.opt.Sessions.Valid(c.Value)
+	} else if r.URL.Path == "/ws/chat" {
+		ok = auth.Equal(r.URL.Query().Get("token"), s.opt.Token)
 	}
-	if c, err := r.Cookie(CookieName); err == nil {
-		return c.Value
+	if ok {
+		s.trust(r)
 	}
-	if allowQuery {
-		return r.URL.Query().Get("token")
-	}
-	return ""
+	return ok
 }
 
-// authed requires the token and, for browser requests, our own origin.
+// authed requires the token or a session and, for browser requests, our own origin.
 func (s *Server) authed(h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !auth.Equal(presentedToken(r, r.URL.Path == "/ws/chat"), s.opt.Token) {
+		if !s.signedIn(r) {
 			s.refuse(w)
 			httpError(w, http.StatusUnauthorized, "missing or wrong token")
 			return
 		}
-		s.trust(r)
 		if !s.originAllowed(r) {
 			httpError(w, http.StatusForbidden, "origin "+r.Header.Get("Origin")+" is not allowed")
 			return

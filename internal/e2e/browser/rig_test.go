@@ -69,13 +69,14 @@ func parleyBin(t testing.TB) string {
 // rig is one parley serve with its data folder, the scripted model API and a
 // working directory inside the configured root.
 type rig struct {
-	t     testing.TB
-	dir   string
-	work  string
-	api   *claudeapi.Server
-	addr  string // host:port, kept across restarts
-	Base  string // http://host:port
-	Token string
+	t       testing.TB
+	dir     string
+	work    string
+	api     *claudeapi.Server
+	addr    string // host:port, kept across restarts
+	Base    string // http://host:port
+	Token   string
+	Printed string // the one-time sign-in link parley serve printed
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -159,7 +160,7 @@ roots = [%q]
 	return r
 }
 
-var urlRE = regexp.MustCompile(`http://(127\.0\.0\.1:\d+)/\?token=([A-Za-z0-9_\-]+)`)
+var urlRE = regexp.MustCompile(`http://(127\.0\.0\.1:\d+)/login\?code=([0-9a-f]+)`)
 
 // start runs parley serve and waits for the URL it prints.
 func (r *rig) start() {
@@ -207,7 +208,11 @@ func (r *rig) start() {
 	}()
 	select {
 	case m := <-found:
-		r.addr, r.Base, r.Token = m[1], "http://"+m[1], m[2]
+		tok, err := os.ReadFile(filepath.Join(r.dir, "data", "token"))
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		r.addr, r.Base, r.Printed, r.Token = m[1], "http://"+m[1], m[0], strings.TrimSpace(string(tok))
 	case <-done:
 		outMu.Lock()
 		defer outMu.Unlock()
@@ -250,8 +255,14 @@ func (r *rig) restart() {
 	r.start()
 }
 
-// LoginURL is the link parley serve prints.
-func (r *rig) LoginURL() string { return r.Base + "/?token=" + r.Token }
+// LoginURL is a fresh one-time sign-in link, as `parley login-link` prints.
+func (r *rig) LoginURL() string {
+	var out struct {
+		Path string `json:"path"`
+	}
+	r.rest(r.t, http.MethodPost, "/api/login-codes", nil, &out)
+	return r.Base + out.Path
+}
 
 // browser starts a fresh headless Chromium (its own profile folder) and returns a
 // tab's context, closed when the test ends.
@@ -265,12 +276,23 @@ func browser(t testing.TB, width, height int) context.Context {
 // startBrowser is browser with the closing left to the caller.
 func startBrowser(t testing.TB, width, height int) (context.Context, func()) {
 	t.Helper()
-	if _, err := os.Stat(chromium); err != nil {
-		t.Fatalf("chromium is not installed at %s (apt-get install -y chromium): %v", chromium, err)
-	}
 	profile, err := os.MkdirTemp("", "parley-chromium-")
 	if err != nil {
 		t.Fatal(err)
+	}
+	ctx, closeIt := startBrowserIn(t, profile, width, height)
+	return ctx, func() {
+		closeIt()
+		os.RemoveAll(profile)
+	}
+}
+
+// startBrowserIn starts Chromium on the profile folder given; closing it leaves
+// the folder (its History database, cookies…) for the caller to read.
+func startBrowserIn(t testing.TB, profile string, width, height int) (context.Context, func()) {
+	t.Helper()
+	if _, err := os.Stat(chromium); err != nil {
+		t.Fatalf("chromium is not installed at %s (apt-get install -y chromium): %v", chromium, err)
 	}
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(chromium),
@@ -291,7 +313,6 @@ func startBrowser(t testing.TB, width, height int) (context.Context, func()) {
 	closeIt := func() {
 		cancelB()
 		cancelA() // waits for Chromium to exit
-		os.RemoveAll(profile)
 	}
 	if err := chromedp.Do(ctx); err != nil {
 		closeIt()

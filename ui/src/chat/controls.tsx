@@ -46,3 +46,13 @@ export function NotifyOptIn() {
     </button>
   );
 }
+
+// SignOut ends this browser's session on the server (POST /logout clears the
+// cookie and revokes it) and shows the sign-in page.
+export function SignOut() {
+  return (
+    <form method="post" action="/logout" class="sign-out">
+      <button type="submit" class="link">Sign out</button>
+    </form>
+  );
+}

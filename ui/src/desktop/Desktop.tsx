@@ -9,7 +9,7 @@ import { AttachButton, Attachments } from "../chat/attach";
 import { NewThread } from "../chat/newthread";
 import { Banner } from "../chat/banner";
 import { Plugins } from "../chat/plugins";
-import { ModeSelects, NotifyOptIn } from "../chat/controls";
+import { ModeSelects, NotifyOptIn, SignOut } from "../chat/controls";
 
 export function Desktop({ store, route }: { store: Store; route: Route }) {
   const s = store.state;
@@ -60,6 +60,7 @@ export function Desktop({ store, route }: { store: Store; route: Route }) {
           })}
         </ul>
         <NotifyOptIn />
+        <SignOut />
       </aside>
       <main class="main">
         <Banner store={store} />

@@ -6,7 +6,7 @@ import { Plugins } from "../chat/plugins";
 import type { Store } from "../store";
 import { threadLabel } from "../store";
 import { acceptsImages, agentState, stateClass, threadState, ago, nav, useEscToStop, useStickToBottom, type Route } from "../app";
-import { ModeSelects, NotifyOptIn } from "../chat/controls";
+import { ModeSelects, NotifyOptIn, SignOut } from "../chat/controls";
 import { Conversation, openCardKind } from "../chat/items";
 import { useComposer } from "../chat/composer";
 import { AttachButton, Attachments } from "../chat/attach";
@@ -78,7 +78,7 @@ export function Phone({ store, route }: { store: Store; route: Route }) {
           })}
           {s.threads.length === 0 && <li class="hint pad">No threads yet. Start one with New.</li>}
         </ul>
-        <div class="pad"><NotifyOptIn /></div>
+        <div class="pad"><NotifyOptIn /><SignOut /></div>
       </div>
     </div>
   );
