@@ -122,6 +122,9 @@ func serve(cmd *cobra.Command, b Build, cfg config.Config) error {
 	out := cmd.OutOrStdout()
 	fmt.Fprintf(out, "parley %s is running. Open the dashboard (the link signs in once, within %v; `parley login-link` prints a new one):\n    %s\n",
 		b.Version, auth.CodeTTL, link)
+	for _, w := range d.Warnings() {
+		fmt.Fprintf(out, "warning: %s\n", w)
+	}
 	select {
 	case <-ctx.Done():
 	case <-waitChan(d):

@@ -3,11 +3,13 @@ package cli_test
 import (
 	"bufio"
 	"encoding/json"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -185,3 +187,72 @@ func TestServeRefusesABadConfig(t *testing.T) {
 		t.Fatalf("error does not name the problem:\n%s", out)
 	}
 }
+
+// Risky settings are warned about at start, in the log and under the link, and
+// the link names an address a browser can open, never 0.0.0.0 or [::].
+func TestServeWarnsAboutRiskySettings(t *testing.T) {
+	bin := buildParley(t)
+	dir := t.TempDir()
+	slash := filepath.Join(dir, "slash")
+	if err := os.Symlink("/", slash); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "config.toml")
+	os.WriteFile(file, []byte(`roots = [`+strconvQuote(slash)+`]
+allowed_origins = ["*", "null"]
+`), 0o600)
+	for _, tc := range []struct{ addr, host string }{{"0.0.0.0:0", "127.0.0.1"}, {"[::]:0", "127.0.0.1"}} {
+		cmd := exec.Command(bin, "serve", "--data", filepath.Join(dir, "data"), "--config", file, "--addr", tc.addr)
+		cmd.Env = []string{"HOME=" + t.TempDir(), "PATH="}
+		stdout, _ := cmd.StdoutPipe()
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(stdout)
+		var printed []string
+		for sc.Scan() {
+			printed = append(printed, sc.Text())
+			if len(printed) == 6 { // the line, the link, four warnings
+				break
+			}
+		}
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+		text := strings.Join(printed, "\n")
+		link := regexp.MustCompile(`http://(\S+?)/login\?code=`).FindStringSubmatch(text)
+		if link == nil || !strings.HasPrefix(link[1], tc.host+":") {
+			t.Errorf("--addr %s: printed link %v, want one on %s:\n%s", tc.addr, link, tc.host, text)
+		}
+		for _, want := range []string{"without TLS", "whole file system", `allowed_origins holds "*"`, `allowed_origins holds "null"`} {
+			if !strings.Contains(text, "warning: ") || !strings.Contains(text, want) {
+				t.Errorf("--addr %s: no printed warning %q:\n%s", tc.addr, want, text)
+			}
+			if !strings.Contains(stderr.String(), "level=WARN") || !strings.Contains(stderr.String(), strings.ReplaceAll(want, `"`, `\"`)) {
+				t.Errorf("--addr %s: no logged warning %q:\n%s", tc.addr, want, stderr.String())
+			}
+		}
+	}
+	// A loopback daemon with ordinary settings warns about nothing.
+	cmd := exec.Command(bin, "serve", "--data", filepath.Join(dir, "data2"), "--addr", "127.0.0.1:0")
+	cmd.Dir = dir
+	cmd.Env = []string{"HOME=" + t.TempDir(), "PATH=", "XDG_CONFIG_HOME=" + dir}
+	stdout, _ := cmd.StdoutPipe()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stdout)
+	sc.Scan()
+	sc.Scan()
+	cmd.Process.Signal(syscall.SIGTERM)
+	rest, _ := io.ReadAll(stdout)
+	cmd.Wait()
+	if strings.Contains(string(rest), "warning") || strings.Contains(stderr.String(), "level=WARN") {
+		t.Errorf("warnings for a loopback daemon with ordinary settings:\n%s\n%s", rest, stderr.String())
+	}
+}
+
+func strconvQuote(s string) string { return strconv.Quote(s) }

@@ -49,6 +49,7 @@ type Daemon struct {
 	token  string
 	// sessions are the dashboard's sign-ins and one-time login codes.
 	sessions *auth.Sessions
+	warnings []string
 	served   chan error
 	// version and extra serve the endpoints beside the web channel (acp.go).
 	version string
@@ -114,6 +115,10 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 			IdleTimeout:       cfg.Limits.ConnIdleTimeout.Duration,
 			ConnState:         ws.ConnState, ConnContext: ws.ConnContext,
 			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)},
+	}
+	d.warnings = warnings(cfg, ln.Addr())
+	for _, w := range d.warnings {
+		log.Warn(w)
 	}
 	d.version = opt.Version.Version
 	d.extra = d.startExtras(cfg.Plugins)

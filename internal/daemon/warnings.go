@@ -1,0 +1,48 @@
+package daemon
+
+import (
+	"fmt"
+	"net"
+	"path/filepath"
+	"strings"
+
+	"github.com/parleyhq/parley/internal/config"
+)
+
+// warnings are the risky settings a person should hear about at start: each is
+// logged and printed under the dashboard link. listen is the bound address.
+func warnings(cfg config.Config, listen net.Addr) []string {
+	var out []string
+	if tcp, ok := listen.(*net.TCPAddr); ok && !tcp.IP.IsLoopback() {
+		// parley serves plain HTTP: the token, session cookies and every
+		// conversation cross the network readable by anyone on the path.
+		out = append(out, fmt.Sprintf("parley listens on %s, reachable from other machines, without TLS: the token and conversations cross the network in clear text (bind 127.0.0.1 and use an SSH tunnel or a TLS proxy)", listen))
+	}
+	roots := map[string]bool{}
+	for _, r := range cfg.Roots {
+		roots[r] = true
+	}
+	for _, a := range cfg.Agents {
+		for _, r := range a.Roots {
+			roots[r] = true
+		}
+	}
+	for r := range roots {
+		if filepath.Clean(r) == "/" {
+			out = append(out, fmt.Sprintf("a root is the whole file system (%q): agents may be started in any directory", r))
+			break
+		}
+	}
+	for _, o := range cfg.AllowedOrigins {
+		switch t := strings.TrimSpace(o); {
+		case strings.Contains(t, "*"):
+			out = append(out, fmt.Sprintf("allowed_origins holds %q: parley compares origins exactly, so a wildcard matches nothing but the literal text; list each origin", o))
+		case strings.EqualFold(t, "null"):
+			out = append(out, "allowed_origins holds \"null\": any sandboxed page or local file sends that origin and may use a signed-in browser's session")
+		}
+	}
+	return out
+}
+
+// Warnings are the risky settings found at start (also logged).
+func (d *Daemon) Warnings() []string { return d.warnings }
