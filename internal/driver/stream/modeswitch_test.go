@@ -1,6 +1,9 @@
 package stream
 
 import (
+	"encoding/json"
+	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
@@ -36,5 +39,79 @@ func TestModeSwitchedBackIsTheModeInForce(t *testing.T) {
 		"neither a card nor the turn's end")
 	if len(all[chat.PermissionRequest](r.sink)) == 0 {
 		t.Errorf("the Bash command ran without asking; mode events: %v", all[chat.Mode](r.sink))
+	}
+}
+
+// heldModeSink holds the first mode event for hold until release is closed,
+// as a reader goroutine descheduled between recording a mode and saying so.
+type heldModeSink struct {
+	*recSink
+	hold     string
+	held     chan struct{} // closed when that event has come and is held
+	release  chan struct{}
+	holdOnce sync.Once
+}
+
+func (h *heldModeSink) Event(p chat.Payload) {
+	if m, ok := p.(chat.Mode); ok && m.Current == h.hold {
+		h.holdOnce.Do(func() {
+			close(h.held)
+			<-h.release
+		})
+	}
+	h.recSink.Event(p)
+}
+
+// TestSetModeReturnsAfterItsModeIsShown: the reader records the mode Claude
+// Code's status line reports and sends its event; SetMode waits until that
+// mode is in force. Woken before the event was sent, SetMode found the mode
+// recorded and returned, and the last mode shown was still the old one (what
+// TestModesAndModel saw under load: got "plan" want "bypassPermissions").
+// Here that ordering is made every time: SetMode is held after writing its
+// request while the reader takes Claude Code's answer and status line, and
+// the reader is held in the middle of sending the new mode's event.
+func TestSetModeReturnsAfterItsModeIsShown(t *testing.T) {
+	sink := &heldModeSink{recSink: &recSink{}, hold: "bypassPermissions", held: make(chan struct{}), release: make(chan struct{})}
+	s := newSession(sink, slog.New(slog.DiscardHandler), true)
+	defer close(s.gone)
+	requests, written := make(chan []byte, 1), make(chan struct{})
+	go func() { // stands in for the stdin writer; the write ends when the test says
+		req := <-s.writes
+		req.claimed.Store(true)
+		requests <- req.line
+		<-written
+		req.done <- nil
+	}()
+	s.handleLine([]byte(`{"type":"system","subtype":"status","status":null,"permissionMode":"plan"}`))
+
+	returned := make(chan string, 1) // the last mode shown when SetMode returned
+	go func() {
+		if err := s.SetMode(t.Context(), "bypassPermissions"); err != nil {
+			t.Errorf("SetMode: %v", err)
+		}
+		ms := all[chat.Mode](sink.recSink)
+		returned <- ms[len(ms)-1].Current
+	}()
+	var req struct {
+		RequestID string `json:"request_id"`
+	}
+	if err := json.Unmarshal(<-requests, &req); err != nil {
+		t.Fatal(err)
+	}
+	s.handleLine([]byte(`{"type":"control_response","response":{"subtype":"success","request_id":"` + req.RequestID + `","response":{"mode":"bypassPermissions"}}}`))
+	go s.handleLine([]byte(`{"type":"system","subtype":"status","status":null,"permissionMode":"bypassPermissions"}`))
+	<-sink.held
+	close(written)
+	// SetMode goes on now, with its answer and the status line read. Had it
+	// returned (the bug), it would at once; a second is ample to see it.
+	select {
+	case got := <-returned:
+		close(sink.release)
+		t.Fatalf("SetMode returned while its mode's event was still held; the last mode shown was %q", got)
+	case <-time.After(time.Second):
+	}
+	close(sink.release)
+	if got := <-returned; got != "bypassPermissions" {
+		t.Errorf("mode shown when SetMode returned: got %q, want bypassPermissions", got)
 	}
 }

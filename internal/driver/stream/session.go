@@ -92,7 +92,11 @@ type session struct {
 	applied   string
 	appliedCh chan struct{}
 	// modeMu holds one set_permission_mode at a time, until it is applied.
-	modeMu    sync.Mutex
+	modeMu sync.Mutex
+	// modeEv is held from a change of mode or model until its event is sent:
+	// mode events go out in the order of the changes, and a reported mode
+	// wakes SetMode only once it is shown.
+	modeEv    sync.Mutex
 	lastCost  float64           // total_cost_usd is cumulative per process
 	curMsg    string            // the model message being streamed
 	textSeen  map[string]bool   // message ids whose text came as deltas
@@ -503,8 +507,29 @@ func (s *session) SetConfigOption(ctx context.Context, id, value string) error {
 	return nil
 }
 
+// reportedMode records the permission mode (and model) Claude Code says is in
+// force, shows it, and only then wakes a SetMode waiting for it. Woken before
+// (as it was), SetMode found the mode recorded and returned while the event
+// saying so was not yet sent: the last mode shown was the old one.
+func (s *session) reportedMode(mode, model string) {
+	s.modeEv.Lock()
+	defer s.modeEv.Unlock()
+	s.showMode(mode, model)
+	if mode != "" {
+		s.noteApplied(mode)
+	}
+}
+
 // setMode records a mode or model (either may be "") and reports a change.
 func (s *session) setMode(mode, model string) {
+	s.modeEv.Lock()
+	defer s.modeEv.Unlock()
+	s.showMode(mode, model)
+}
+
+// showMode records a mode or model and sends the mode event if either
+// changed; modeEv held, so no other change overtakes the event.
+func (s *session) showMode(mode, model string) {
 	s.mu.Lock()
 	changed := false
 	if mode != "" && mode != s.mode {
@@ -673,13 +698,11 @@ func (s *session) handleSystem(l line, raw []byte) {
 		mode := ""
 		if l.PermissionMode != nil {
 			mode = *l.PermissionMode
-			s.noteApplied(mode)
 		}
-		s.setMode(mode, l.Model)
+		s.reportedMode(mode, l.Model)
 	case "status":
 		if l.PermissionMode != nil {
-			s.noteApplied(*l.PermissionMode)
-			s.setMode(*l.PermissionMode, "")
+			s.reportedMode(*l.PermissionMode, "")
 		}
 	case "api_retry":
 		// The turn goes on; say why it is slow, in words.
