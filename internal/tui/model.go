@@ -359,8 +359,11 @@ func (m *Model) onEvent(ev client.Event) tea.Cmd {
 	case chat.TypeSessionInfo:
 		var p chat.SessionInfo
 		_ = ev.Decode(&p)
-		if p.State == "exited" {
+		switch p.State {
+		case "exited":
 			m.add(&entry{kind: entryNote, text: "agent session exited" + suffix(p.Detail)})
+		case "restarted":
+			m.add(&entry{kind: entryNote, text: "agent restarted" + suffix(p.Detail)})
 		}
 	}
 	return nil

@@ -254,6 +254,9 @@ func (s *session) hookEvent(e hook.Event) {
 	switch e.Name {
 	case "SessionStart":
 		if e.SessionID != "" {
+			s.mu.Lock()
+			s.sessionID = e.SessionID
+			s.mu.Unlock()
 			s.sink.SessionID(e.SessionID)
 		}
 		if e.TranscriptPath != "" {

@@ -62,7 +62,14 @@ func DebugSocket(ctx context.Context, w io.Writer, socket, target, saveDir strin
 	scr := pane.Read(raw)
 	p := func(format string, args ...any) { fmt.Fprintf(w, format+"\n", args...) }
 	p("session:       %s (pane %s, -L %s)", name, info.ID, socket)
-	p("command:       %s%s", info.CurrentCommand, map[bool]string{true: "  ← a bare shell: sends are refused", false: ""}[shells[info.CurrentCommand]])
+	note := ""
+	switch {
+	case info.Dead:
+		note = "  ← a dead pane: the agent exited (the next send starts it again in a session parley started)"
+	case shells[info.CurrentCommand]:
+		note = "  ← a shell: the agent is not running (the next send starts it again in a session parley started)"
+	}
+	p("command:       %s%s", info.CurrentCommand, note)
 	p("mode:          %s", map[bool]string{true: "copy-mode (a send leaves it first)", false: "normal"}[info.InMode])
 	p("raw capture:   %s", saved)
 	if scr.HasBox() {

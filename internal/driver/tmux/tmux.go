@@ -129,6 +129,7 @@ func (d *Driver) Start(ctx context.Context, spec driver.Spec, sink driver.Sink) 
 		return nil, fmt.Errorf("tmux: invalid session name %q", name)
 	}
 	s.name = name
+	s.spec = spec
 	exists, err := c.HasSession(ctx, name)
 	if err != nil {
 		return nil, err
@@ -188,7 +189,7 @@ func (d *Driver) Start(ctx context.Context, spec driver.Spec, sink driver.Sink) 
 		s.closeHooks()
 		return nil, err
 	}
-	ready := orDuration(d.ReadyTimeout, 60*time.Second)
+	ready := orDuration(d.ReadyTimeout, readyTimeout)
 	if exists {
 		// Someone else's screen: whatever it shows now is what there is.
 		ready = s.step
@@ -205,6 +206,9 @@ func (d *Driver) Start(ctx context.Context, spec driver.Spec, sink driver.Sink) 
 	go s.run()
 	return s, nil
 }
+
+// readyTimeout is Driver.ReadyTimeout's default.
+const readyTimeout = 60 * time.Second
 
 func orDuration(d, def time.Duration) time.Duration {
 	if d > 0 {
@@ -224,8 +228,21 @@ func socketPath(dir string) string {
 }
 
 func (s *session) create(ctx context.Context, spec driver.Spec, useHooks bool) error {
+	argv, err := s.agentArgv(spec, spec.ResumeID, useHooks)
+	if err != nil {
+		return err
+	}
+	s.log.Info("starting tmux session", "session", s.name, "command", spec.Command)
+	return s.c.NewSession(ctx, ctl.NewSessionOptions{
+		Name: s.name, Cwd: spec.Cwd, Width: s.d.Width, Height: s.d.Height, Env: spec.Env, Argv: argv,
+	})
+}
+
+// agentArgv is the agent's command line: with parley's hook settings (written
+// to the session's folder) when useHooks, resuming resumeID when set.
+func (s *session) agentArgv(spec driver.Spec, resumeID string, useHooks bool) ([]string, error) {
 	if spec.Command == "" {
-		return errors.New("tmux: no agent command")
+		return nil, errors.New("tmux: no agent command")
 	}
 	argv := []string{spec.Command}
 	if useHooks {
@@ -234,7 +251,7 @@ func (s *session) create(ctx context.Context, spec driver.Spec, useHooks bool) e
 		if len(cmd) == 0 {
 			exe, err := os.Executable()
 			if err != nil {
-				return fmt.Errorf("tmux: hook command: %w", err)
+				return nil, fmt.Errorf("tmux: hook command: %w", err)
 			}
 			cmd = []string{exe, "hook"}
 		}
@@ -243,12 +260,12 @@ func (s *session) create(ctx context.Context, spec driver.Spec, useHooks bool) e
 			env[k] = v
 		}
 		if err := hook.WriteSettings(settings, hook.Command(env, cmd)); err != nil {
-			return err
+			return nil, err
 		}
 		argv = append(argv, "--settings", settings)
 	}
-	if spec.ResumeID != "" {
-		argv = append(argv, "--resume", spec.ResumeID)
+	if resumeID != "" {
+		argv = append(argv, "--resume", resumeID)
 	}
 	if spec.Model != "" {
 		argv = append(argv, "--model", spec.Model)
@@ -256,11 +273,7 @@ func (s *session) create(ctx context.Context, spec driver.Spec, useHooks bool) e
 	if spec.Mode != "" {
 		argv = append(argv, "--permission-mode", spec.Mode)
 	}
-	argv = append(argv, spec.Args...)
-	s.log.Info("starting tmux session", "session", s.name, "command", spec.Command)
-	return s.c.NewSession(ctx, ctl.NewSessionOptions{
-		Name: s.name, Cwd: spec.Cwd, Width: s.d.Width, Height: s.d.Height, Env: spec.Env, Argv: argv,
-	})
+	return append(argv, spec.Args...), nil
 }
 
 // session is one tmux session serving a thread.
@@ -279,6 +292,7 @@ type session struct {
 	owned bool        // parley's own session: Close kills it
 	// adopted: it existed before Start (the person's, or ours from before a restart).
 	adopted bool
+	spec    driver.Spec // what Start was asked for: an owned agent that exited is started again from it
 
 	// kbd serializes everything that types: sends and card answers.
 	kbd sync.Mutex
@@ -289,6 +303,7 @@ type session struct {
 	preTool    map[string]hook.Event // latest PreToolUse per tool name (from the spool)
 	follower   *transcript.Follower
 	transcript string
+	sessionID  string // the agent's own, from its latest SessionStart hook
 	turn       bool
 	// With hooks, a turn ends when both the Stop hook and the transcript's end
 	// of turn (written after the turn's words) have come, in either order, or
@@ -435,7 +450,7 @@ func (s *session) waitReady(ctx context.Context, d time.Duration, lenient bool) 
 }
 
 // Prompt is the one send: leave copy-mode, check the pane, wait behind a live
-// menu, refuse a shell, clear staged text, paste, submit, verify by position
+// menu, start a gone agent again (revive), clear staged text, paste, submit, verify by position
 // and novelty, retype once, else fail saying what holds the keyboard.
 func (s *session) Prompt(ctx context.Context, p driver.Prompt) error {
 	if len(p.Images) > 0 {
@@ -465,9 +480,11 @@ func (s *session) Prompt(ctx context.Context, p driver.Prompt) error {
 
 var errMenu = errors.New("a menu is open")
 
-// ready waits until the pane can take typing: no copy-mode, no live menu, not
-// a shell. A live menu makes the message wait, reported once as queued.
+// ready waits until the pane can take typing: no copy-mode, no live menu, an
+// agent running (not a dead pane or a shell: revive). A live menu makes the
+// message wait, reported once as queued.
 func (s *session) ready(ctx context.Context, messageID string, queued *string) error {
+	revived := false
 	for {
 		changed := s.ctl.Changed()
 		info, err := s.paneInfo(ctx)
@@ -482,7 +499,17 @@ func (s *session) ready(ctx context.Context, messageID string, queued *string) e
 			continue
 		}
 		if shells[info.CurrentCommand] || info.Dead {
-			return ErrBareShell
+			if revived && info.Dead {
+				return fmt.Errorf("%w (even after starting the agent again)", ErrDeadPane)
+			}
+			if revived {
+				return fmt.Errorf("%w (%s, even after starting the agent again)", ErrBareShell, info.CurrentCommand)
+			}
+			if err := s.revive(ctx, info); err != nil {
+				return err
+			}
+			revived = true
+			continue
 		}
 		scr, err := s.captureVisible(ctx)
 		if err != nil {
