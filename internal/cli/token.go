@@ -19,6 +19,13 @@ func newTokenCommand() *cobra.Command {
 			if data == "" {
 				data = config.DefaultDataDir()
 			}
+			warning, err := auth.SecureDir(data)
+			if err != nil {
+				return err
+			}
+			if warning != "" {
+				fmt.Fprintln(cmd.ErrOrStderr(), "parley: "+warning)
+			}
 			tok, err := auth.LoadOrCreate(data)
 			if err != nil {
 				return err

@@ -63,8 +63,12 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
-		return nil, fmt.Errorf("data directory: %w", err)
+	warning, err := auth.SecureDir(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	if warning != "" {
+		log.Warn(warning)
 	}
 	token, err := auth.LoadOrCreate(cfg.DataDir)
 	if err != nil {

@@ -2,6 +2,8 @@ package daemon_test
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -87,5 +89,32 @@ func TestThreadsPerMinuteCap(t *testing.T) {
 	e.getJSON("/api/threads", &threads)
 	if len(threads.Threads) != 2 {
 		t.Fatalf("threads: got %d, want 2", len(threads.Threads))
+	}
+}
+
+// A data directory that already exists writable by others is narrowed to 0700
+// at start, and the database, its -wal and -shm, and the token are 0600.
+func TestDataDirectoryAndFilesAreOwnerOnly(t *testing.T) {
+	e := startDaemon(t, func(c *config.Config) {
+		if err := os.Mkdir(c.DataDir, 0o777); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(c.DataDir, 0o777); err != nil {
+			t.Fatal(err)
+		}
+	})
+	c := e.dial("files", -1)
+	c.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeReplayDone), "ready")
+	c.Send(chatsock.Msg("m1", "say hi")) // a write: the -wal and -shm exist
+	c.WaitFor(0, 5*time.Second, chatsock.PromptDone("m1", chat.StopEndTurn), "m1")
+	want := map[string]os.FileMode{"": 0o700, "token": 0o600, "parley.db": 0o600, "parley.db-wal": 0o600, "parley.db-shm": 0o600}
+	for name, mode := range want {
+		st, err := os.Stat(filepath.Join(e.cfg.DataDir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Mode().Perm() != mode {
+			t.Errorf("%s: mode %v, want %v", filepath.Join(e.cfg.DataDir, name), st.Mode().Perm(), mode)
+		}
 	}
 }

@@ -58,6 +58,9 @@ func Open(ctx context.Context, path string, logger *slog.Logger) (*Store, error)
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
 	logger = logger.With("db", abs)
+	if err := ownFiles(abs, logger); err != nil {
+		return nil, err
+	}
 
 	ms := strconvMillis(busyTimeout)
 	w, err := sql.Open("sqlite", dsn(abs, url.Values{
