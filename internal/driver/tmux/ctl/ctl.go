@@ -32,7 +32,8 @@ import (
 //     passed; the pane runs `env -C <dir> -- argv` instead (StartArgv).
 //   - new-session -s (the name) IS expanded; -t targets are not. Every session
 //     name passes ValidName (no "#"), targets are "=name:", "=name" or "%N".
-//   - the program's argv and -e KEY=VALUE are not expanded (passed as is).
+//   - the program's argv and -e KEY=VALUE (new-session, respawn-pane) are
+//     not expanded: passed as they are.
 //   - display-message -p FORMAT is expanded by design: only parley's own
 //     constant formats (PaneArgs, "#{pane_current_path}"); what comes back is
 //     data, never given to tmux again.
