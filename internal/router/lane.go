@@ -622,9 +622,10 @@ func (l *lane) onUpdate(u update) {
 }
 
 func (l *lane) onEvent(p chat.Payload) {
-	if t := l.turn; t != nil && !t.prompted && isAgentOutput(p) && !l.provesDelivery() {
+	if t := l.turn; t != nil && !t.prompted && !t.sessionWaited && isAgentOutput(p) && !l.provesDelivery() {
 		// The agent answering is proof it has the message, even before the
-		// driver's own verification returns.
+		// driver's own verification returns; what it said while its session
+		// was starting (before Prompt) is not an answer to it.
 		t.prompted, t.delivered = true, true
 		l.receipt(t.p, chat.DeliverySubmitted, "")
 	}
