@@ -5,8 +5,10 @@
 // The life of a turn, as the lane sees it:
 //
 //	Start (or resume) → Session
-//	Session.Prompt     returns once the text reached the agent (nil → "submitted")
-//	                   or could not (error → "failed", with the error's words)
+//	Session.Prompt     returns once the text is handed to the agent, or could
+//	                   not be (error → "failed", with the error's words)
+//	Sink.Received()    the agent's first evidence that it has the text
+//	                   (→ "submitted"; a DeliveryProver's Prompt is that evidence)
 //	Sink.Event(...)    streamed updates: chunks, tool calls, cards, mode, …
 //	Sink.TurnEnded(r)  the turn is over, with its stop reason
 //
@@ -47,20 +49,23 @@ type Spec struct {
 }
 
 // DeliveryProver is a Session whose Prompt alone proves delivery, because it
-// reads the agent's screen (tmux). For other drivers the agent's output during
-// a hand-over proves the agent has the message; for these it may be a menu left
-// open or a turn the person typed in the pane, so the receipt stays
-// "delivering" until Prompt returns.
+// reads the agent's screen (tmux). For other drivers Prompt returning nil only
+// says the text was handed over (written to a pipe the agent may never read):
+// the agent's own evidence, reported with Sink.Received, proves it has it.
+// For a DeliveryProver, output may be a menu left open or a turn the person
+// typed in the pane, so the receipt stays "delivering" until Prompt returns.
 type DeliveryProver interface {
 	ProvesDelivery()
 }
 
 // Session is one live agent process (or pane) serving a thread.
 type Session interface {
-	// Prompt hands the person's text to the agent. It returns nil once the agent
-	// has it (the receipt becomes "submitted"), or an error whose text says, in words
-	// a person can act on, why it could not. The turn's end comes later, through
-	// Sink.TurnEnded. Cancelling ctx abandons a delivery that has not happened yet.
+	// Prompt hands the person's text to the agent. It returns nil once the text
+	// is handed over (a DeliveryProver: once the agent has it), or an error whose
+	// text says, in words a person can act on, why it could not. The agent's
+	// first evidence that it has the text comes through Sink.Received, the
+	// turn's end later through Sink.TurnEnded. Cancelling ctx abandons a
+	// delivery that has not happened yet.
 	Prompt(ctx context.Context, p Prompt) error
 	// Cancel stops the turn in flight at once. The driver ends the turn with
 	// TurnEnded(chat.StopCancelled) and withdraws its open cards.
@@ -109,6 +114,12 @@ type Sink interface {
 	// Event reports something the person sees: an agent_chunk, tool_call,
 	// permission_request, question, mode, plan, usage, commands or error payload.
 	Event(p chat.Payload)
+	// Received reports the agent's first evidence that it has the prompt in
+	// flight: something it says only after it took the text (Claude Code's
+	// first line of the turn after the model was asked, an ACP agent's first
+	// session/update for the prompt or its answer). It may come before Prompt
+	// returns; later calls for the same turn are ignored.
+	Received()
 	// SessionID reports the agent's native session id, once known (for resume).
 	SessionID(id string)
 	// TurnEnded ends the turn in flight with a stop reason (chat.Stop*).

@@ -64,8 +64,9 @@ type laneAccept struct {
 
 type turn struct {
 	p             *pendingInput
-	prompted      bool   // Prompt returned
-	delivered     bool   // Prompt returned nil
+	prover        bool   // the session is a driver.DeliveryProver
+	prompted      bool   // Prompt returned (or the agent's evidence came first)
+	delivered     bool   // "submitted": the agent showed it has the message
 	endReason     string // TurnEnded arrived before Prompt returned
 	exitDetail    string // the session exited before Prompt returned
 	stopping      bool
@@ -78,6 +79,7 @@ type updateKind int
 
 const (
 	upEvent updateKind = iota
+	upReceived
 	upSessionID
 	upTurnEnded
 	upWithdrawn
@@ -409,6 +411,7 @@ func (l *lane) prompt(t *turn) {
 	ctx, cancel := context.WithCancel(l.r.ctx)
 	t.cancelPrompt = cancel
 	s, gen := l.sess, l.gen
+	_, t.prover = s.(driver.DeliveryProver)
 	p := driver.Prompt{MessageID: t.p.in.MessageID, Text: t.p.in.Text}
 	for _, im := range t.p.images {
 		p.Images = append(p.Images, driver.Image{MIMEType: im.MIMEType, Data: im.Data})
@@ -420,10 +423,17 @@ func (l *lane) prompt(t *turn) {
 	}()
 }
 
+// prompted takes Prompt's verdict. The rule of receipts, for every driver:
+// "failed" when Prompt says the text could not be handed over; "submitted"
+// only on the agent's own evidence that it has the text (Sink.Received; for a
+// DeliveryProver, its Prompt returning nil); a turn that ends, or a session
+// that exits, after the hand-over but before any evidence "failed": the agent
+// never showed it took the text (e.g. the process died with the line unread
+// in its stdin).
 func (l *lane) prompted(t *turn, gen int, err error) {
 	if t != l.turn || t.prompted {
 		// The turn was already ended (forced stop, exit), or the agent's own
-		// output proved delivery first.
+		// evidence came first.
 		if err != nil && t.delivered {
 			l.log.Warn("driver reported a failed delivery after the agent answered", "err", err)
 		}
@@ -445,6 +455,13 @@ func (l *lane) prompted(t *turn, gen int, err error) {
 		l.finishTurn(t, "")
 		return
 	}
+	if !t.prover {
+		// Handed over; "submitted" waits for the agent's evidence.
+		if t.exitDetail != "" || t.endReason != "" {
+			l.notTaken(t, t.endReason, t.exitDetail)
+		}
+		return
+	}
 	t.delivered = true
 	l.receipt(t.p, chat.DeliverySubmitted, "")
 	if t.exitDetail != "" {
@@ -455,6 +472,32 @@ func (l *lane) prompted(t *turn, gen int, err error) {
 	}
 }
 
+// received takes the agent's first evidence that it has the turn's text.
+func (l *lane) received() {
+	t := l.turn
+	if t == nil || t.delivered || t.prover || t.cancelPrompt == nil {
+		return // no turn handed over, or only Prompt may say (DeliveryProver)
+	}
+	t.prompted, t.delivered = true, true
+	l.receipt(t.p, chat.DeliverySubmitted, "")
+}
+
+// notTaken fails a turn whose text was handed over but which ended (reason)
+// or whose session exited (exitDetail) before the agent showed it had it.
+func (l *lane) notTaken(t *turn, reason, exitDetail string) {
+	detail := "the agent ended the turn before it showed it had the message"
+	switch {
+	case t.stopping:
+		detail = "stopped before the agent showed it had the message"
+	case exitDetail != "":
+		detail = exitDetail + ", before it showed it had the message"
+	case reason == chat.StopError:
+		detail = "the agent failed before it showed it had the message"
+	}
+	l.receipt(t.p, chat.DeliveryFailed, detail)
+	l.finishTurn(t, "")
+}
+
 // endTurn ends a delivered turn with prompt_done.
 func (l *lane) endTurn(t *turn, reason string) {
 	if t != l.turn {
@@ -462,6 +505,10 @@ func (l *lane) endTurn(t *turn, reason string) {
 	}
 	if !t.prompted {
 		t.endReason = reason // wait for Prompt to say whether the text got there
+		return
+	}
+	if !t.delivered {
+		l.notTaken(t, reason, "")
 		return
 	}
 	l.finishTurn(t, reason)
@@ -584,6 +631,8 @@ func (l *lane) onUpdate(u update) {
 	switch u.kind {
 	case upEvent:
 		l.onEvent(u.p)
+	case upReceived:
+		l.received()
 	case upSessionID:
 		if u.s != "" && u.s != l.th.SessionID {
 			l.th.SessionID = u.s
@@ -609,11 +658,14 @@ func (l *lane) onUpdate(u update) {
 		l.emit(chat.SessionInfo{State: "exited", SessionID: l.th.SessionID, Detail: detail})
 		l.cancelCards("", "")
 		if t := l.turn; t != nil {
-			if !t.prompted {
+			switch {
+			case !t.prompted:
 				// Whether the text got there is Prompt's to say; it returns
 				// promptly now that the process is gone.
 				t.exitDetail, t.endReason = detail, chat.StopError
-			} else {
+			case !t.delivered:
+				l.notTaken(t, chat.StopError, detail)
+			default:
 				l.emit(chat.Error{Code: chat.CodeAgent, Message: detail, Ref: t.p.in.MessageID})
 				l.finishTurn(t, chat.StopError)
 			}
@@ -622,13 +674,6 @@ func (l *lane) onUpdate(u update) {
 }
 
 func (l *lane) onEvent(p chat.Payload) {
-	if t := l.turn; t != nil && !t.prompted && !t.sessionWaited && isAgentOutput(p) && !l.provesDelivery() {
-		// The agent answering is proof it has the message, even before the
-		// driver's own verification returns; what it said while its session
-		// was starting (before Prompt) is not an answer to it.
-		t.prompted, t.delivered = true, true
-		l.receipt(t.p, chat.DeliverySubmitted, "")
-	}
 	switch p := p.(type) {
 	case chat.PermissionRequest:
 		l.openCard(chat.CardPermission, p.RequestID, p)
@@ -655,22 +700,6 @@ func titleOf(text string) string {
 		line = cut + "…"
 	}
 	return line
-}
-
-// provesDelivery reports whether only the driver's Prompt may say the message
-// was submitted (driver.DeliveryProver).
-func (l *lane) provesDelivery() bool {
-	_, ok := l.sess.(driver.DeliveryProver)
-	return ok
-}
-
-// isAgentOutput reports whether a payload is the agent speaking or acting.
-func isAgentOutput(p chat.Payload) bool {
-	switch p.(type) {
-	case chat.AgentChunk, chat.ThoughtChunk, chat.ToolCall, chat.ToolCallUpdate, chat.PermissionRequest, chat.Question, chat.Plan:
-		return true
-	}
-	return false
 }
 
 func (l *lane) openCard(kind, id string, p chat.Payload) {
@@ -754,6 +783,10 @@ func (l *lane) stop() error {
 				t.prompted = true
 				l.receipt(t.p, chat.DeliveryFailed, "stopped before it reached the agent")
 				l.finishTurn(t, "")
+				return
+			}
+			if !t.delivered {
+				l.notTaken(t, chat.StopCancelled, "")
 				return
 			}
 			l.finishTurn(t, chat.StopCancelled)
@@ -918,7 +951,7 @@ func (l *lane) recover(ctx context.Context, pending []chat.Input, open []chat.Ca
 func (l *lane) shutdown() {
 	l.closing = true
 	if t := l.turn; t != nil {
-		if t.prompted || t.delivered {
+		if t.delivered {
 			l.emit(chat.Error{Code: chat.CodeRestart, Message: "parley is shutting down; this turn was cut off", Ref: t.p.in.MessageID})
 			l.finishTurn(t, chat.StopError)
 		} else {
@@ -959,6 +992,7 @@ func (s *laneSink) send(u update) {
 }
 
 func (s *laneSink) Event(p chat.Payload)    { s.send(update{kind: upEvent, p: p}) }
+func (s *laneSink) Received()               { s.send(update{kind: upReceived}) }
 func (s *laneSink) SessionID(id string)     { s.send(update{kind: upSessionID, s: id}) }
 func (s *laneSink) TurnEnded(reason string) { s.send(update{kind: upTurnEnded, s: reason}) }
 func (s *laneSink) CardWithdrawn(id string) { s.send(update{kind: upWithdrawn, s: id}) }

@@ -42,8 +42,12 @@ func (c *client) SessionUpdate(ctx context.Context, n sdk.SessionNotification) e
 			return nil
 		}
 	}
+	got := historyUpdate(n.Update) && s.evidenceLocked()
 	ps := s.m.update(n.Update)
 	s.mu.Unlock()
+	if got {
+		s.sink.Received()
+	}
 	for _, p := range ps {
 		s.sink.Event(p)
 	}
@@ -65,9 +69,13 @@ func (c *client) RequestPermission(ctx context.Context, p sdk.RequestPermissionR
 		s.mu.Unlock()
 		return cancelledPermission(), nil
 	}
+	got := s.evidenceLocked()
 	ps := s.m.permission(id, p)
 	s.perms[id] = card
 	s.mu.Unlock()
+	if got {
+		s.sink.Received()
+	}
 	for _, pl := range ps {
 		s.sink.Event(pl)
 	}
@@ -116,8 +124,12 @@ func (c *client) UnstableCreateElicitation(ctx context.Context, p sdk.UnstableCr
 		s.mu.Unlock()
 		return sdk.UnstableCreateElicitationResponse{Cancel: &sdk.UnstableCreateElicitationCancel{Action: "cancel"}}, nil
 	}
+	got := s.evidenceLocked()
 	s.questions[id] = card
 	s.mu.Unlock()
+	if got {
+		s.sink.Received()
+	}
 	s.sink.Event(q)
 	select {
 	case a := <-card.answer:

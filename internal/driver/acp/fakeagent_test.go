@@ -167,6 +167,10 @@ func (a *fakeAgent) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.Prompt
 	case "crash":
 		fmt.Fprintln(os.Stderr, "fake agent: boom")
 		os.Exit(3)
+	case "crash-after-words":
+		a.say(ctx, p.SessionId, "about to fall over")
+		fmt.Fprintln(os.Stderr, "fake agent: boom")
+		os.Exit(3)
 	default:
 		a.say(ctx, p.SessionId, "echo "+text)
 	}
@@ -549,26 +553,48 @@ func TestFakeAgentCancelIgnored(t *testing.T) {
 	}
 }
 
+// An agent that dies on reading the prompt never showed it had it: no turn
+// of it ends (no Received, no TurnEnded); the exit says why, with stderr.
 func TestFakeAgentCrash(t *testing.T) {
 	s, sink, _ := startFake(t, "")
 	from := sink.len()
 	prompt(t, s, "crash")
-	if got := waitTurn(t, sink, from); got != chat.StopError {
-		t.Fatalf("stop reason: got %q want error", got)
+	testkit.Eventually(t, 10*time.Second, func() bool { return sink.count(from, "exited", "") == 1 }, "no Exited:\n%s", sink.dump())
+	for _, rec := range sink.since(from) {
+		if rec.Kind == "exited" && (!strings.Contains(rec.Value, "fake agent: boom") || !strings.Contains(rec.Value, "exit status 3")) {
+			t.Errorf("exit: got %q want the exit status and stderr tail", rec.Value)
+		}
 	}
-	testkit.Eventually(t, 10*time.Second, func() bool { return sink.count(from, "exited", "") == 1 }, "no Exited")
-	errs := payloads[chat.Error](sink, from)
-	if len(errs) != 1 || !strings.Contains(errs[0].Message, "fake agent: boom") || !strings.Contains(errs[0].Message, "exit status 3") {
-		t.Errorf("error: got %+v want one with the exit status and stderr tail", errs)
-	}
-	if got := sink.count(from, "turn_ended", ""); got != 1 {
-		t.Errorf("TurnEnded calls: got %d want exactly 1", got)
+	if n, m := sink.count(from, "received", ""), sink.count(from, "turn_ended", ""); n != 0 || m != 0 {
+		t.Errorf("received %d, TurnEnded %d for a prompt the agent never showed it had; want none:\n%s", n, m, sink.dump())
 	}
 	if err := s.Prompt(context.Background(), driver.Prompt{Text: "x"}); !errors.Is(err, driver.ErrNotRunning) {
 		t.Errorf("Prompt after the crash: got %v want ErrNotRunning", err)
 	}
 	if err := s.Close(context.Background()); err != nil {
 		t.Errorf("Close after the crash: %v", err)
+	}
+}
+
+// An agent that dies in the middle of a turn it showed it had ends the turn
+// with an error saying why.
+func TestFakeAgentCrashMidTurn(t *testing.T) {
+	s, sink, _ := startFake(t, "")
+	from := sink.len()
+	prompt(t, s, "crash-after-words")
+	if got := waitTurn(t, sink, from); got != chat.StopError {
+		t.Fatalf("stop reason: got %q want error", got)
+	}
+	testkit.Eventually(t, 10*time.Second, func() bool { return sink.count(from, "exited", "") == 1 }, "no Exited")
+	if n := sink.count(from, "received", ""); n != 1 {
+		t.Errorf("received %d times, want once", n)
+	}
+	errs := payloads[chat.Error](sink, from)
+	if len(errs) != 1 || !strings.Contains(errs[0].Message, "fake agent: boom") || !strings.Contains(errs[0].Message, "exit status 3") {
+		t.Errorf("error: got %+v want one with the exit status and stderr tail", errs)
+	}
+	if got := sink.count(from, "turn_ended", ""); got != 1 {
+		t.Errorf("TurnEnded calls: got %d want exactly 1", got)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -153,6 +154,16 @@ func TestGeminiPlainTurn(t *testing.T) {
 	}
 	if n := len(payloads[chat.AgentChunk](sink, from)); n < 2 {
 		t.Errorf("agent chunks: got %d want several (a stream, not one block)", n)
+	}
+	// The agent's evidence that it has the prompt comes once, before its words.
+	var kinds []string
+	for _, rec := range sink.since(from) {
+		kinds = append(kinds, rec.Kind+":"+rec.Value)
+	}
+	if n := sink.count(from, "received", ""); n != 1 {
+		t.Errorf("received %d times, want once: %v", n, kinds)
+	} else if i := slices.Index(kinds, "received:"); i < 0 || slices.Index(kinds, "event:"+chat.TypeAgentChunk) < i {
+		t.Errorf("received after the first chunk: %v", kinds)
 	}
 	r.saveTranscript("plain_turn")
 }

@@ -62,6 +62,7 @@ type Session struct {
 type turn struct {
 	cancelled bool
 	ended     bool
+	received  bool        // the agent showed it has the prompt (Sink.Received)
 	timer     *time.Timer // ends a cancelled turn the agent does not end
 }
 
@@ -280,6 +281,11 @@ func (s *Session) watch() {
 		return
 	}
 	t, closed, cards := s.beginClosingLocked()
+	if t != nil && !t.received {
+		// The agent never showed it had the prompt: no turn of it to end;
+		// the exit says why the prompt did not get there.
+		t = nil
+	}
 	s.mu.Unlock()
 
 	why := "exited"
@@ -323,7 +329,10 @@ func (s *Session) takeCards() []string {
 }
 
 // Prompt sends session/prompt and returns once it is written to the agent's
-// stdin. The turn runs on; its end comes through Sink.TurnEnded.
+// stdin. The turn runs on; the agent's first session/update of the turn's
+// content, card or prompt response is reported as Sink.Received (a line in a
+// pipe proves nothing: the agent may die before reading it), and its end
+// comes through Sink.TurnEnded.
 func (s *Session) Prompt(ctx context.Context, p driver.Prompt) error {
 	blocks := []sdk.ContentBlock{sdk.TextBlock(p.Text)}
 	for _, img := range p.Images {
@@ -394,9 +403,15 @@ func (s *Session) run(t *turn, req sdk.PromptRequest) {
 	if s.turn == t {
 		s.turn = nil
 	}
+	// Answered without a word before: the answer is the evidence.
+	first := err == nil && !t.received
+	t.received = t.received || first
 	closed := s.m.closeTools()
 	s.mu.Unlock()
 
+	if first {
+		s.sink.Received()
+	}
 	if err == nil {
 		if u, ok := usageOf(resp); ok {
 			s.sink.Event(u)
@@ -688,6 +703,19 @@ func (p *promptWatch) Write(b []byte) (int, error) {
 		}
 	}
 	return n, err
+}
+
+// evidenceLocked reports whether what the agent just sent is the first
+// evidence that it has the prompt in flight, and marks it seen. Content,
+// cards and the prompt's answer count; a commands or mode update does not (an
+// agent may send those at any time). s.mu must be held.
+func (s *Session) evidenceLocked() bool {
+	t := s.turn
+	if t == nil || t.ended || t.received || s.replaying {
+		return false
+	}
+	t.received = true
+	return true
 }
 
 // newCardID makes a card id unique across sessions and restarts.

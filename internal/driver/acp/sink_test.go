@@ -11,7 +11,7 @@ import (
 
 // record is one thing a session reported, in order.
 type record struct {
-	Kind    string // event, session_id, turn_ended, withdrawn, exited
+	Kind    string // event, received, session_id, turn_ended, withdrawn, exited
 	Payload chat.Payload
 	Value   string
 }
@@ -31,6 +31,7 @@ func (r *recSink) add(rec record) {
 func (r *recSink) Event(p chat.Payload) {
 	r.add(record{Kind: "event", Payload: p, Value: p.EventType()})
 }
+func (r *recSink) Received()               { r.add(record{Kind: "received"}) }
 func (r *recSink) SessionID(id string)     { r.add(record{Kind: "session_id", Value: id}) }
 func (r *recSink) TurnEnded(reason string) { r.add(record{Kind: "turn_ended", Value: reason}) }
 func (r *recSink) CardWithdrawn(id string) { r.add(record{Kind: "withdrawn", Value: id}) }

@@ -19,7 +19,7 @@ var update = flag.Bool("update", false, "rewrite the .golden files")
 
 // replay feeds captured stdout lines to a session with no process behind it
 // and returns the sink's calls. A line "#cancel" marks where parley sent an
-// interrupt.
+// interrupt, "#prompt" where it wrote a prompt.
 func replay(t testing.TB, data []byte) *recSink {
 	sink := &recSink{}
 	s := newSession(sink, slog.New(slog.DiscardHandler), false)
@@ -43,6 +43,12 @@ func replay(t testing.TB, data []byte) *recSink {
 		if strings.HasPrefix(sc.Text(), "#cancel") {
 			s.mu.Lock()
 			s.cancelled = true
+			s.mu.Unlock()
+			continue
+		}
+		if strings.HasPrefix(sc.Text(), "#prompt") {
+			s.mu.Lock()
+			s.proof.written++
 			s.mu.Unlock()
 			continue
 		}

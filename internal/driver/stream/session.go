@@ -51,6 +51,25 @@ type card struct {
 	questions   []chat.QuestionItem
 }
 
+// proof follows the prompts written until Claude Code shows it has each. A
+// line in its stdin proves nothing (the process may die with it unread).
+// Claude Code takes the prompts in order and starts each one's turn with
+// system/init; after it, the first line it writes only once the model was
+// asked (a stream event, an api_retry, the replayed user message, a tool
+// request, the result) is the evidence.
+type proof struct {
+	written int  // prompts written whose turn has not started
+	started bool // a turn started whose evidence has not come
+}
+
+// pending counts the prompts that await their evidence.
+func (p proof) pending() int {
+	if p.started {
+		return p.written + 1
+	}
+	return p.written
+}
+
 type pendingControl struct {
 	done chan controlResponse
 }
@@ -77,7 +96,8 @@ type session struct {
 	mu        sync.Mutex
 	cards     map[string]*card
 	controls  map[string]*pendingControl
-	turns     int  // prompts written whose result has not come yet
+	turns     int // prompts written whose result has not come yet
+	proof     proof
 	cancelled bool // an interrupt was sent for the turn in flight
 	cancelGen int  // counts interrupts, to pair a grace timer with its turn
 	graceT    *time.Timer
@@ -189,7 +209,8 @@ func (s *session) control(ctx context.Context, subtype string, fields map[string
 	}
 }
 
-// Prompt writes the person's message to Claude Code's stdin.
+// Prompt writes the person's message to Claude Code's stdin. Claude Code's
+// evidence that it took it is reported later as Sink.Received (see proof).
 func (s *session) Prompt(ctx context.Context, p driver.Prompt) error {
 	var content any = p.Text
 	if len(p.Images) > 0 {
@@ -208,12 +229,16 @@ func (s *session) Prompt(ctx context.Context, p driver.Prompt) error {
 	if s.turns == 1 {
 		s.cancelled = false
 	}
+	s.proof.written++
 	s.mu.Unlock()
 	err := s.write(ctx, userLine{Type: "user", Message: userMessage{Role: "user", Content: content}, SessionID: ""})
 	if err != nil {
 		s.mu.Lock()
 		if s.turns > 0 { // exited may have ended the turn already
 			s.turns--
+		}
+		if s.proof.written > 0 {
+			s.proof.written--
 		}
 		s.mu.Unlock()
 		return fmt.Errorf("stream: prompt: %w", err)
@@ -562,6 +587,7 @@ func (s *session) handleLine(raw []byte) {
 		s.log.Debug("claude: unreadable stdout line", "err", err, "line", string(raw))
 		return
 	}
+	s.noteEvidence(l)
 	switch l.Type {
 	case "stream_event":
 		s.handleStreamEvent(l)
@@ -589,6 +615,39 @@ func (s *session) handleLine(raw []byte) {
 	default:
 		s.log.Debug("claude: unknown stdout line", "type", l.Type, "line", string(raw))
 	}
+}
+
+// noteEvidence advances the written prompt's proof with one stdout line and
+// reports Sink.Received at its evidence (see proof).
+func (s *session) noteEvidence(l line) {
+	s.mu.Lock()
+	got := false
+	switch {
+	case s.proof.written > 0 && l.Type == "system" && l.Subtype == "init":
+		s.proof.written--
+		s.proof.started = true
+	case s.proof.started && evidence(l):
+		s.proof.started, got = false, true
+	}
+	s.mu.Unlock()
+	if got {
+		s.sink.Received()
+	}
+}
+
+// evidence reports whether Claude Code writes a line only once the turn's
+// model request was made (or the turn ended): not system/init or status,
+// which come before the request, nor answers to parley's own controls.
+func evidence(l line) bool {
+	switch l.Type {
+	case "stream_event", "assistant", "user", "result":
+		return true
+	case "control_request":
+		return l.Request != nil && l.Request.Subtype == "can_use_tool"
+	case "system":
+		return l.Subtype == "api_retry"
+	}
+	return false
 }
 
 func (s *session) handleStreamEvent(l line) {
@@ -858,8 +917,11 @@ func (s *session) handleControlResponse(l line) {
 // exited ends what the process leaves open: the turn, its cards, waiting calls.
 func (s *session) exited(err error, stderrTail string) {
 	s.mu.Lock()
-	turn := s.turns > 0
+	// A prompt Claude Code never showed it had is no turn of its: the exit
+	// alone says why it did not get there.
+	turn := s.turns > s.proof.pending()
 	s.turns = 0
+	s.proof = proof{}
 	s.stopGraceLocked()
 	quiet := s.closing || !s.ready
 	withdrawn := s.takeCardsLocked()

@@ -19,9 +19,10 @@ type recSink struct {
 	sessions  []string
 	turns     []string
 	exits     []error
+	received  int
 }
 
-// call is one Sink call: an event, or "session:<id>", "turn:<reason>",
+// call is one Sink call: an event, or "received", "session:<id>", "turn:<reason>",
 // "withdrawn:<id>", "exited".
 type call struct {
 	what    string
@@ -41,6 +42,13 @@ func (r *recSink) Event(p chat.Payload) {
 	if r.onEvent != nil {
 		r.onEvent(p)
 	}
+}
+
+func (r *recSink) Received() {
+	r.mu.Lock()
+	r.received++
+	r.mu.Unlock()
+	r.add(call{what: "received"})
 }
 
 func (r *recSink) SessionID(id string) {

@@ -62,6 +62,9 @@ func Args(spec driver.Spec) []string {
 		"--verbose",
 		"--permission-prompt-tool", "stdio",
 		"--include-partial-messages",
+		// Claude Code echoes each person's message once its turn took it
+		// (after the first answer's block, in 2.1.197): evidence, see proof.
+		"--replay-user-messages",
 	}
 	if spec.Mode != "" {
 		args = append(args, "--permission-mode", spec.Mode)

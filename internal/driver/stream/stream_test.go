@@ -125,6 +125,29 @@ func TestPlainTurn(t *testing.T) {
 	if strings.Contains(r.sink.text(0), "say hi") {
 		t.Errorf("the prompt was echoed: %q", r.sink.text(0))
 	}
+	receivedFirst(t, r.sink)
+}
+
+// receivedFirst checks that Claude Code's evidence for the prompt was
+// reported once, before anything it said in the turn.
+func receivedFirst(t *testing.T, sink *recSink) {
+	t.Helper()
+	calls := sink.snapshot()
+	at, n := -1, 0
+	for i, c := range calls {
+		if c.what == "received" {
+			at, n = i, n+1
+		}
+	}
+	if n != 1 {
+		t.Fatalf("received reported %d times, want once", n)
+	}
+	for _, c := range calls[:at] {
+		switch c.payload.(type) {
+		case chat.AgentChunk, chat.ThoughtChunk, chat.ToolCall, chat.Usage:
+			t.Fatalf("received reported after the turn's %s", c.what)
+		}
+	}
 }
 
 func bashScenario(cmd string) claudeapi.Scenario {

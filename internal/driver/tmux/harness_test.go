@@ -107,6 +107,9 @@ func (s *sink) TurnEnded(r string) {
 	s.turns = append(s.turns, r)
 	s.note()
 }
+
+// Received is never called: the tmux driver's Prompt is its own proof.
+func (s *sink) Received() {}
 func (s *sink) CardWithdrawn(id string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

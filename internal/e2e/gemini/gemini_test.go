@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -39,6 +40,7 @@ func scenario() geminiapi.Scenario {
 type rig struct {
 	d    *daemon.Daemon
 	api  *geminiapi.Server
+	home string
 	work string
 }
 
@@ -71,7 +73,7 @@ func newRig(t *testing.T) *rig {
 		defer cancel()
 		d.Shutdown(ctx)
 	})
-	return &rig{d: d, api: api, work: work}
+	return &rig{d: d, api: api, home: home, work: work}
 }
 
 func (r *rig) dial(t *testing.T, chatID string) *chatsock.Conn {
@@ -124,4 +126,66 @@ func TestGeminiThroughTheSocket(t *testing.T) {
 
 	s.Send(chatsock.Msg("m4", "hello"))
 	s.WaitFor(j, wait, chatsock.PromptDone("m4", chat.StopEndTurn), "the next message works")
+}
+
+// The fault issue 11 found, made deterministic, over ACP: session/prompt is
+// written to Gemini CLI's stdin while it cannot read it (stopped), then it is
+// killed. The receipt stays "delivering" while the line sits unread, then says
+// "failed" with the reason; the model never got the text.
+func TestPromptUnreadWhenTheAgentDiesIsNotSubmitted(t *testing.T) {
+	r := newRig(t)
+	s := r.dial(t, "unread")
+	s.Send(chatsock.Msg("m0", "hello"))
+	at := s.WaitFor(0, wait, chatsock.PromptDone("m0", chat.StopEndTurn), "a first, whole turn")
+	pids := testkit.PIDsWithEnv("HOME="+r.home, "gemini")
+	if len(pids) == 0 {
+		t.Fatal("no Gemini CLI process found")
+	}
+	for _, pid := range pids {
+		if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+	}
+
+	before := len(r.api.Requests())
+	s.Send(chatsock.Msg("m1", "hello"))
+	at = s.WaitFor(at, wait, chatsock.Delivery("m1", chat.DeliveryDelivering), "delivering")
+	testkit.Eventually(t, wait, func() bool {
+		for _, pid := range pids {
+			if n, err := testkit.UnreadStdin(pid); err == nil && n > 0 {
+				return true
+			}
+		}
+		return false
+	}, "the prompt never reached the agent's stdin pipe")
+	// parley's own work is done within milliseconds (the line is written); a
+	// "submitted" for an unread line would come now. Give it a second.
+	time.Sleep(time.Second)
+	for _, ev := range s.Snapshot()[at:] {
+		if chatsock.Delivery("m1", chat.DeliverySubmitted)(ev) {
+			t.Fatalf("submitted while the agent could not read its stdin:\n%s", chatsock.Summary(s.Snapshot()))
+		}
+	}
+	for _, pid := range pids {
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+	}
+	i := s.WaitFor(at, wait, chatsock.Delivery("m1", chat.DeliveryFailed), "failed")
+	var d chat.Delivery
+	if err := s.Get(i).Decode(&d); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(d.Detail, "exited") {
+		t.Errorf("failed detail %q: want the exit as the reason", d.Detail)
+	}
+	for _, ev := range s.Snapshot() {
+		if chatsock.Delivery("m1", chat.DeliverySubmitted)(ev) {
+			t.Fatalf("a message that never got there was submitted:\n%s", chatsock.Summary(s.Snapshot()))
+		}
+	}
+	if n := len(r.api.Requests()); n != before {
+		t.Fatalf("the model got %d requests after the prompt was written to a stopped agent", n-before)
+	}
 }

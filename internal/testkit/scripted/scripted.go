@@ -151,6 +151,7 @@ func (s *Session) Prompt(ctx context.Context, p driver.Prompt) error {
 			f.Close()
 		}
 	}
+	s.sink.Received()
 	go s.run(tctx, p.Text)
 	return nil
 }
