@@ -1,5 +1,5 @@
 # parley's everyday targets. `make test` is what CI runs.
-.PHONY: build test unit e2e fuzz ui lint check run
+.PHONY: build test unit e2e fuzz ui lint check run fault-stream
 
 # The build's own time (UTC, RFC 3339) for `parley version` and /api/version; without it
 # they would show the commit's time. Override for a reproducible build: make build BUILT=…
@@ -18,6 +18,12 @@ test:
 # Fast tests only: no real agents, no browser.
 unit:
 	go test -race -count=1 ./internal/chat/... ./internal/wire/... ./internal/config/... ./internal/hub/... ./internal/store/... ./internal/daemon/...
+
+# Kills the real Claude Code at random moments across many sends and counts
+# false `submitted` receipts against the model stand-in's log (not in CI;
+# docs/benchmarks.md). PARLEY_FAULT_SENDS (default 60), PARLEY_FAULT_SEED.
+fault-stream:
+	PARLEY_FAULT_LOOP=1 go test -count=1 -timeout 60m -run TestStreamFaultLoop -v ./internal/e2e/claude/ | grep -E 'RESULT|FAIL|ok|---|submitted but|failed but|asked'
 
 fuzz:
 	go test -run '^$$' -fuzz FuzzDecode -fuzztime 60s ./internal/wire/

@@ -7,7 +7,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -92,26 +91,7 @@ func (r *rig) stop() {
 }
 
 // agentPIDs finds the Claude Code processes of this rig by their HOME.
-func (r *rig) agentPIDs() []int {
-	want := []byte("HOME=" + r.home + "\x00")
-	var pids []int
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-		if err != nil || !strings.Contains(string(env), string(want)) {
-			continue
-		}
-		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if strings.Contains(string(cmdline), "claude") {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
-}
+func (r *rig) agentPIDs() []int { return testkit.PIDsWithEnv("HOME="+r.home, "claude") }
 
 func (r *rig) dial(chatID string, since int64) *chatsock.Conn {
 	r.t.Helper()
