@@ -18,9 +18,11 @@ import (
 type slowProof struct {
 	proves  bool // the session is a driver.DeliveryProver
 	release chan struct{}
+	sink    chan driver.Sink // the session's sink, for the test to report evidence
 }
 
 func (d *slowProof) Start(_ context.Context, _ driver.Spec, sink driver.Sink) (driver.Session, error) {
+	d.sink <- sink
 	s := &slowSession{d: d, sink: sink}
 	if d.proves {
 		return &provingSession{s}, nil
@@ -59,31 +61,36 @@ type provingSession struct{ *slowSession }
 
 func (provingSession) ProvesDelivery() {}
 
-// TestOutputDoesNotProveDeliveryForAScreenDriver: for a driver that reads the
-// agent's screen, a card seen while the message is being handed over is not
-// proof the message arrived; "submitted" waits for the driver's own verdict.
-// For other drivers the agent acting during the hand-over is that proof.
-func TestOutputDoesNotProveDeliveryForAScreenDriver(t *testing.T) {
+// TestOnlyTheDriversEvidenceProvesDelivery: the agent's output while the
+// message is handed over (a card that may be a menu left open on a terminal
+// agent's screen) is no proof the message arrived. A driver that reads a
+// screen proves it with its Prompt; any other reports the agent's evidence
+// (Sink.Received), which may come before Prompt returns; a Prompt that
+// returns without evidence only handed the text over.
+func TestOnlyTheDriversEvidenceProvesDelivery(t *testing.T) {
 	for _, proves := range []bool{true, false} {
 		name := map[bool]string{true: "screen driver", false: "structured driver"}[proves]
 		t.Run(name, func(t *testing.T) {
-			drv := &slowProof{proves: proves, release: make(chan struct{})}
+			drv := &slowProof{proves: proves, release: make(chan struct{}), sink: make(chan driver.Sink, 1)}
 			e := startWith(t, drv, nil)
 			c := e.dial("chat1", -1)
 			c.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeReplayDone), "replay_done")
 			c.Send(chatsock.Msg("m1", "hello"))
 			card := c.WaitFor(0, 10*time.Second, chatsock.Type(chat.TypePermissionRequest), "the card")
 			delivering := c.WaitFor(0, 10*time.Second, chatsock.Delivery("m1", chat.DeliveryDelivering), "delivering")
-			submittedEarly := slices.ContainsFunc(c.Snapshot(), chatsock.Delivery("m1", chat.DeliverySubmitted))
-			if proves && submittedEarly {
-				t.Fatalf("submitted before the driver verified the send (card at %d, delivering at %d):\n%s",
+			if slices.ContainsFunc(c.Snapshot(), chatsock.Delivery("m1", chat.DeliverySubmitted)) {
+				t.Fatalf("submitted on the agent's output alone (card at %d, delivering at %d):\n%s",
 					card, delivering, chatsock.Summary(c.Snapshot()))
 			}
+			sink := <-drv.sink
 			if !proves {
-				c.WaitFor(0, 10*time.Second, chatsock.Delivery("m1", chat.DeliverySubmitted), "submitted on the agent's output")
+				sink.Received()
+				c.WaitFor(0, 10*time.Second, chatsock.Delivery("m1", chat.DeliverySubmitted), "submitted on the driver's evidence")
 			}
 			close(drv.release)
-			c.WaitFor(0, 10*time.Second, chatsock.Delivery("m1", chat.DeliverySubmitted), "submitted")
+			if proves {
+				c.WaitFor(0, 10*time.Second, chatsock.Delivery("m1", chat.DeliverySubmitted), "submitted on the driver's verdict")
+			}
 		})
 	}
 }
