@@ -48,7 +48,7 @@ func replay(t testing.TB, data []byte) *recSink {
 		}
 		if strings.HasPrefix(sc.Text(), "#prompt") {
 			s.mu.Lock()
-			s.proof.written++
+			s.proof.written = append(s.proof.written, &sent{text: strings.TrimPrefix(sc.Text(), "#prompt ")})
 			s.mu.Unlock()
 			continue
 		}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -56,18 +57,25 @@ type card struct {
 // Claude Code takes the prompts in order and starts each one's turn with
 // system/init; after it, the first line it writes only once the model was
 // asked (a stream event, an api_retry, the replayed user message, a tool
-// request, the result) is the evidence.
+// request, the result) is the evidence. Should the process die between the
+// two, its transcript says whether it kept the prompt (see exited).
 type proof struct {
-	written int  // prompts written whose turn has not started
-	started bool // a turn started whose evidence has not come
+	written []*sent // prompts written whose turn has not started, oldest first
+	started *sent   // a turn started whose evidence has not come
+}
+
+// sent is one prompt written to stdin.
+type sent struct {
+	text string
+	at   time.Time
 }
 
 // pending counts the prompts that await their evidence.
 func (p proof) pending() int {
-	if p.started {
-		return p.written + 1
+	if p.started != nil {
+		return len(p.written) + 1
 	}
-	return p.written
+	return len(p.written)
 }
 
 type pendingControl struct {
@@ -92,6 +100,8 @@ type session struct {
 	writes chan *writeReq
 	gone   chan struct{} // closed when the process is gone
 	now    func() time.Time
+	// projects are the folders that may hold this session's transcript.
+	projects []string
 
 	mu        sync.Mutex
 	cards     map[string]*card
@@ -229,7 +239,8 @@ func (s *session) Prompt(ctx context.Context, p driver.Prompt) error {
 	if s.turns == 1 {
 		s.cancelled = false
 	}
-	s.proof.written++
+	mine := &sent{text: p.Text, at: s.now()}
+	s.proof.written = append(s.proof.written, mine)
 	s.mu.Unlock()
 	err := s.write(ctx, userLine{Type: "user", Message: userMessage{Role: "user", Content: content}, SessionID: ""})
 	if err != nil {
@@ -237,9 +248,7 @@ func (s *session) Prompt(ctx context.Context, p driver.Prompt) error {
 		if s.turns > 0 { // exited may have ended the turn already
 			s.turns--
 		}
-		if s.proof.written > 0 {
-			s.proof.written--
-		}
+		s.proof.written = slices.DeleteFunc(s.proof.written, func(x *sent) bool { return x == mine })
 		s.mu.Unlock()
 		return fmt.Errorf("stream: prompt: %w", err)
 	}
@@ -623,11 +632,11 @@ func (s *session) noteEvidence(l line) {
 	s.mu.Lock()
 	got := false
 	switch {
-	case s.proof.written > 0 && l.Type == "system" && l.Subtype == "init":
-		s.proof.written--
-		s.proof.started = true
-	case s.proof.started && evidence(l):
-		s.proof.started, got = false, true
+	case len(s.proof.written) > 0 && l.Type == "system" && l.Subtype == "init":
+		s.proof.started = s.proof.written[0]
+		s.proof.written = s.proof.written[1:]
+	case s.proof.started != nil && evidence(l):
+		s.proof.started, got = nil, true
 	}
 	s.mu.Unlock()
 	if got {
@@ -917,9 +926,22 @@ func (s *session) handleControlResponse(l line) {
 // exited ends what the process leaves open: the turn, its cards, waiting calls.
 func (s *session) exited(err error, stderrTail string) {
 	s.mu.Lock()
+	started, id := s.proof.started, s.sessionID
+	s.mu.Unlock()
+	// A turn that started but showed nothing yet: the model may have been
+	// asked. Whether Claude Code has the prompt is whether its transcript
+	// kept it, which is what a resume gives the next turn (it writes the
+	// transcript in batches: a prompt it took moments ago may not be there,
+	// and is lost to the conversation). stdout is closed: no line races this.
+	kept := started != nil && s.transcriptHas(id, started)
+	s.mu.Lock()
 	// A prompt Claude Code never showed it had is no turn of its: the exit
 	// alone says why it did not get there.
-	turn := s.turns > s.proof.pending()
+	pending := s.proof.pending()
+	if kept {
+		pending--
+	}
+	turn := s.turns > pending
 	s.turns = 0
 	s.proof = proof{}
 	s.stopGraceLocked()
@@ -931,6 +953,9 @@ func (s *session) exited(err error, stderrTail string) {
 	}
 	if quiet {
 		return
+	}
+	if kept {
+		s.sink.Received()
 	}
 	if err == nil && turn {
 		err = errors.New("claude exited in the middle of the turn")

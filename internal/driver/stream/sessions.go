@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/parleyhq/parley/internal/driver"
 )
@@ -51,6 +52,62 @@ func configDir(spec driver.Spec) (string, error) {
 		home = h
 	}
 	return filepath.Join(home, ".claude"), nil
+}
+
+// projectDirs are the folders that may hold transcripts of sessions run in
+// spec.Cwd: Claude Code may name it after the path as given or resolved.
+func projectDirs(spec driver.Spec) []string {
+	dir, err := configDir(spec)
+	if err != nil {
+		return nil
+	}
+	dirs := []string{ProjectDir(dir, spec.Cwd)}
+	if real, err := filepath.EvalSymlinks(spec.Cwd); err == nil && real != spec.Cwd {
+		dirs = append(dirs, ProjectDir(dir, real))
+	}
+	return dirs
+}
+
+// transcriptHas reports whether session id's transcript holds the person's
+// message p, recorded no earlier than it was written to stdin.
+func (s *session) transcriptHas(id string, p *sent) bool {
+	if id == "" {
+		return false
+	}
+	since := p.at.Truncate(time.Millisecond)
+	want := strings.TrimSpace(p.text)
+	for _, dir := range s.projects {
+		f, err := os.Open(filepath.Join(dir, id+".jsonl"))
+		if err != nil {
+			continue
+		}
+		found := false
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 0, 64<<10), MaxLineBytes)
+		for sc.Scan() && !found {
+			var e struct {
+				Type      string    `json:"type"`
+				Timestamp time.Time `json:"timestamp"`
+				Message   *message  `json:"message"`
+			}
+			if json.Unmarshal(sc.Bytes(), &e) != nil || e.Type != "user" || e.Message == nil || e.Timestamp.Before(since) {
+				continue
+			}
+			var text string
+			if json.Unmarshal(e.Message.Content, &text) == nil {
+				found = strings.TrimSpace(text) == want
+				continue
+			}
+			for _, b := range e.Message.Blocks() {
+				found = found || b.Type == "text" && strings.TrimSpace(b.Text) == want
+			}
+		}
+		f.Close()
+		if found {
+			return true
+		}
+	}
+	return false
 }
 
 // titleScanLines bounds how far into a transcript the title is looked for.

@@ -144,6 +144,7 @@ func (d *Driver) Start(ctx context.Context, spec driver.Spec, sink driver.Sink) 
 		return nil, fmt.Errorf("stream: start %s: %w", command, err)
 	}
 	p := &proc{session: newSession(sink, log, allowBypass(spec)), cmd: cmd, stdin: stdin, kill: kill, tail: tail, done: make(chan struct{})}
+	p.projects = projectDirs(spec)
 	log.Info("claude started", "pid", cmd.Process.Pid, "resume", spec.ResumeID != "")
 
 	readDone := make(chan struct{})

@@ -1,6 +1,9 @@
 package claude_test
 
 import (
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -10,6 +13,7 @@ import (
 	"github.com/parleyhq/parley/internal/client"
 	"github.com/parleyhq/parley/internal/testkit"
 	"github.com/parleyhq/parley/internal/testkit/chatsock"
+	"github.com/parleyhq/parley/internal/testkit/claudeapi"
 )
 
 // The fault issue 11 found, made deterministic: the message is written to
@@ -91,5 +95,69 @@ func TestMessageUnreadWhenTheAgentDiesIsNotSubmitted(t *testing.T) {
 	}
 	if len(texts) == 0 || strings.TrimSpace(texts[0]) != "remember" || hellos != 1 {
 		t.Fatalf("the resumed session's request: user texts %q, want remember first and hello once", texts)
+	}
+}
+
+// The other side of the same fault: the process dies after Claude Code took
+// the message and asked the model, before anything of the answer came back.
+// The receipt must match what the conversation kept: "submitted" (and the
+// turn ends with the error) when Claude Code's transcript kept the message,
+// so a resumed session has it; else "failed", and the resumed session does
+// not have it. Claude Code 2.1.197 writes its transcript in batches: killed
+// at once, the prompt is usually not kept yet; killed once the transcript
+// has it, it must be "submitted".
+func TestMessageTheModelGotBeforeTheAgentDiedMatchesTheConversation(t *testing.T) {
+	t.Run("killed at once", func(t *testing.T) { modelAskedThenKilled(t, false) })
+	t.Run("killed once the transcript has it", func(t *testing.T) { modelAskedThenKilled(t, true) })
+}
+
+func modelAskedThenKilled(t *testing.T, afterTranscript bool) {
+	sc := scenario()
+	sc.Rules = append(sc.Rules, claudeapi.Rule{Match: claudeapi.Match{Exact: "think first"},
+		Reply: claudeapi.Reply{Wait: claudeapi.Duration(time.Minute), Blocks: []claudeapi.Block{{Type: claudeapi.BlockText, Text: "Thought."}}}})
+	r := newRig(t, sc, nil)
+	s := r.dial("asked", -1)
+	s.Send(chatsock.Msg("m0", "remember"))
+	at := s.WaitFor(0, wait, chatsock.PromptDone("m0", chat.StopEndTurn), "a first, whole turn")
+	s.Send(chatsock.Msg("m1", "think first"))
+	testkit.Eventually(t, wait, func() bool {
+		for _, rq := range r.api.ScenarioRequests() {
+			if rq.LastUserText() == "think first" {
+				return true
+			}
+		}
+		return false
+	}, "the model was never asked")
+	if afterTranscript {
+		testkit.Eventually(t, wait, func() bool {
+			files, _ := filepath.Glob(filepath.Join(r.home, ".claude", "projects", "*", "*.jsonl"))
+			for _, f := range files {
+				if b, err := os.ReadFile(f); err == nil && strings.Contains(string(b), `"content":"think first"`) {
+					return true
+				}
+			}
+			return false
+		}, "Claude Code never wrote the prompt to its transcript")
+	}
+	kill(t, r.agentPIDs())
+	i := s.WaitFor(at, wait, func(e client.Event) bool {
+		return e.Type == chat.TypeDelivery && chatsock.FieldOf(e, "message_id") == "m1" &&
+			(chatsock.FieldOf(e, "state") == chat.DeliverySubmitted || chatsock.FieldOf(e, "state") == chat.DeliveryFailed)
+	}, "m1 settled")
+	submitted := chatsock.FieldOf(s.Get(i), "state") == chat.DeliverySubmitted
+	if submitted {
+		i = s.WaitFor(i, wait, chatsock.PromptDone("m1", chat.StopError), "the turn ends with the error")
+	}
+	s.WaitFor(i, wait, func(e client.Event) bool {
+		return e.Type == chat.TypeTurnStatus && chatsock.FieldOf(e, "active") != true
+	}, "the turn over")
+	s.Send(chatsock.Msg("m2", "hello"))
+	s.WaitFor(i, wait, chatsock.PromptDone("m2", chat.StopEndTurn), "the next message")
+	reqs := r.api.ScenarioRequests()
+	texts := reqs[len(reqs)-1].UserTexts()
+	kept := slices.ContainsFunc(texts, func(x string) bool { return strings.TrimSpace(x) == "think first" })
+	t.Logf("m1 submitted: %v; the resumed conversation has it: %v", submitted, kept)
+	if submitted != kept || afterTranscript && !submitted {
+		t.Fatalf("m1 submitted=%v, but the resumed session's request has it=%v (user texts %q)", submitted, kept, texts)
 	}
 }

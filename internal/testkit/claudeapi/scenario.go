@@ -49,6 +49,9 @@ type Reply struct {
 	// StopReason defaults to "tool_use" when a block is a tool use, else "end_turn".
 	StopReason string `json:"stop_reason,omitempty"`
 	Error      *Error `json:"error,omitempty"`
+	// Wait is a pause before the answer begins (a model slow to start): the
+	// request is in the log, and nothing is answered yet.
+	Wait Duration `json:"wait,omitempty"`
 	// Usage reported in message_start / message_delta (defaults: 10 in, 5 out).
 	InputTokens  int `json:"input_tokens,omitempty"`
 	OutputTokens int `json:"output_tokens,omitempty"`

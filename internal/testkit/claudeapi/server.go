@@ -345,6 +345,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	reply = s.assignIDs(reply)
 	s.record(rec)
+	if reply.Wait > 0 && !standin.Wait(r.Context(), time.Duration(reply.Wait)) {
+		return // the client went away
+	}
 	if e := reply.Error; e != nil && e.Status != 0 {
 		standin.WriteJSON(w, e.Status, errorBody(cmp.Or(e.Type, "overloaded_error"), cmp.Or(e.Message, "Overloaded")))
 		return
