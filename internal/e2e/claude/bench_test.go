@@ -138,8 +138,9 @@ func BenchmarkStreamOverhead(b *testing.B) {
 	}
 	defer conn.CloseNow()
 	sent := map[string]time.Time{}     // prompt text → socket send time
+	sentID := map[string]time.Time{}   // message id → socket send time
 	received := map[string]time.Time{} // chunk text → socket receive time
-	var stopLat []time.Duration
+	var stopLat, toSubmitted []time.Duration
 	var recent []string
 	next := func(match func(client.Event) bool) {
 		wctx, cancel := context.WithTimeout(ctx, wait)
@@ -156,6 +157,14 @@ func BenchmarkStreamOverhead(b *testing.B) {
 				var c chat.AgentChunk
 				ev.Decode(&c)
 				received[c.Text] = time.Now()
+			}
+			if ev.Type == chat.TypeDelivery {
+				var d chat.Delivery
+				ev.Decode(&d)
+				if at, ok := sentID[d.MessageID]; ok && d.State == chat.DeliverySubmitted {
+					toSubmitted = append(toSubmitted, time.Since(at))
+					delete(sentID, d.MessageID)
+				}
 			}
 			if match(ev) {
 				return
@@ -178,6 +187,7 @@ func BenchmarkStreamOverhead(b *testing.B) {
 			text := fmt.Sprintf("bench turn %d", i)
 			id := fmt.Sprintf("b%d-%d", n, i)
 			sent[text] = time.Now()
+			sentID[id] = sent[text]
 			conn.Send(ctx, msgJSON(id, text))
 			next(doneFor(id, chat.StopEndTurn))
 		}
@@ -225,6 +235,7 @@ func BenchmarkStreamOverhead(b *testing.B) {
 	report("socket-to-stdin", toStdin)
 	report("stdout-to-socket", toSocket)
 	report("stop-to-cancelled", stopLat)
+	report("socket-to-submitted", toSubmitted)
 	b.ReportMetric(float64(len(toStdin)), "turns")
 	b.ReportMetric(float64(len(toSocket)), "chunks")
 	b.ReportMetric(0, "ns/op")
