@@ -1,0 +1,139 @@
+package daemon_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/client"
+	"github.com/parleyhq/parley/internal/config"
+	"github.com/parleyhq/parley/internal/testkit"
+	"github.com/parleyhq/parley/internal/testkit/chatsock"
+)
+
+// A client keeps sending while parley drops it for being slow. Each message is
+// either accepted (stored, its receipts in the log) or the client can tell it
+// was not: it has no receipt. Following docs/protocol.md, the client reconnects
+// and sends again, with the same message_id, every message it holds no receipt
+// for: the accepted ones answer with the receipt they have (never delivered
+// twice), the others are accepted now. In the end every message is in the log
+// exactly once.
+func TestInputsRacingASlowCloseAreAcceptedOrResent(t *testing.T) {
+	e := startDaemon(t, func(c *config.Config) {
+		c.Limits.ConnBuffer = 1024
+		c.Limits.InputsPerSecond, c.Limits.InputBurst = 1000, 1000
+		c.Limits.QueueDepth = 1000
+	})
+	fast := e.dial("race", -1)
+	fast.WaitFor(0, 10*time.Second, chatsock.Type(chat.TypeReplayDone), "fast ready")
+	fast.Send(chatsock.Msg("m0", "say before"))
+	i := fast.WaitFor(0, 10*time.Second, chatsock.PromptDone("m0", chat.StopEndTurn), "first turn")
+	thread := fast.Get(i).Thread
+	slowBefore := e.metric(`parley_socket_closed_total{reason="slow"}`)
+
+	ctx := context.Background()
+	slow, _, err := client.Dial(ctx, e.url(), e.d.Token(), client.Options{Chat: "race", Since: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.CloseNow()
+	// The slow client never reads; while the stream below makes parley drop it,
+	// it writes a message every 3 ms until its connection fails (or 1 s after
+	// the drop).
+	var (
+		mu      sync.Mutex
+		sent    []string
+		stopped = make(chan struct{})
+		done    = make(chan struct{})
+	)
+	fast.Send(chatsock.Msg("m1", "stream 20000 20us 2048"))
+	go func() {
+		defer close(done)
+		for k := 1; ; k++ {
+			select {
+			case <-stopped:
+				return
+			default:
+			}
+			id := fmt.Sprintf("s%d", k)
+			mu.Lock()
+			sent = append(sent, id) // attempted: a failed write may still have got there
+			mu.Unlock()
+			wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			err := slow.Send(wctx, chatsock.Msg(id, "echo "+id))
+			cancel()
+			if err != nil {
+				return
+			}
+			time.Sleep(3 * time.Millisecond) // the client's typing pace, not a synchronisation
+		}
+	}()
+	testkit.Eventually(t, 60*time.Second, func() bool {
+		return e.metric(`parley_socket_closed_total{reason="slow"}`) >= slowBefore+1
+	}, "the slow client was dropped")
+	select {
+	case <-done: // its connection failed
+	case <-time.After(time.Second):
+	}
+	close(stopped)
+	<-done
+	fast.WaitFor(i, 60*time.Second, chatsock.PromptDone("m1", chat.StopEndTurn), "the stream turn ended")
+
+	// Which messages made it before the drop: the log knows.
+	logged := func() map[string]int {
+		n := map[string]int{}
+		var since int64
+		for {
+			var page struct{ Events []json.RawMessage }
+			e.getJSON(fmt.Sprintf("/api/threads/%s/events?since=%d&limit=10000", thread, since), &page)
+			if len(page.Events) == 0 {
+				return n
+			}
+			for _, raw := range page.Events {
+				var ev struct {
+					Type      string `json:"type"`
+					Seq       int64  `json:"seq"`
+					MessageID string `json:"message_id"`
+				}
+				json.Unmarshal(raw, &ev)
+				since = ev.Seq
+				if ev.Type == chat.TypeUserMessage {
+					n[ev.MessageID]++
+				}
+			}
+		}
+	}
+	before := logged()
+	mu.Lock()
+	ids := append([]string(nil), sent...)
+	mu.Unlock()
+	accepted := 0
+	for _, id := range ids {
+		if before[id] > 0 {
+			accepted++
+		}
+	}
+	t.Logf("the slow client sent %d messages; %d were accepted before the drop", len(ids), accepted)
+
+	// The client read no receipt at all: it sends every one again, same ids.
+	again := e.dial("race", -1)
+	from := again.WaitFor(0, 30*time.Second, chatsock.Type(chat.TypeReplayDone), "reconnected")
+	for _, id := range ids {
+		again.Send(chatsock.Msg(id, "echo "+id))
+	}
+	for _, id := range ids {
+		again.WaitFor(from, 60*time.Second, func(ev client.Event) bool {
+			return ev.Type == chat.TypeDelivery && chatsock.FieldOf(ev, "message_id") == id
+		}, "a receipt for "+id)
+	}
+	after := logged()
+	for _, id := range ids {
+		if after[id] != 1 {
+			t.Errorf("%s is in the log %d times, want exactly once", id, after[id])
+		}
+	}
+}
