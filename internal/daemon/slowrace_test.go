@@ -137,3 +137,42 @@ func TestInputsRacingASlowCloseAreAcceptedOrResent(t *testing.T) {
 		}
 	}
 }
+
+// A slow client whose inputs wait for answers (pongs here) when parley drops
+// it: the reader does not wait for a reply nobody will write, so the socket
+// ends and frees its slot (limits.max_sockets) instead of hanging for ever.
+func TestDroppedSlowClientWithRepliesWaitingEnds(t *testing.T) {
+	e := startDaemon(t, func(c *config.Config) { c.Limits.ConnBuffer = 1024; c.Limits.MaxSockets = 2 })
+	fast := e.dial("stuck", -1)
+	fast.WaitFor(0, 10*time.Second, chatsock.Type(chat.TypeReplayDone), "fast ready")
+	fast.Send(chatsock.Msg("m0", "say before"))
+	fast.WaitFor(0, 10*time.Second, chatsock.PromptDone("m0", chat.StopEndTurn), "first turn")
+	slowBefore := e.metric(`parley_socket_closed_total{reason="slow"}`)
+	ctx := context.Background()
+	slow, _, err := client.Dial(ctx, e.url(), e.d.Token(), client.Options{Chat: "stuck", Since: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.CloseNow()
+	fast.Send(chatsock.Msg("m1", "stream 20000 20us 2048"))
+	// Past a few MB the slow client's socket buffers are full and parley's
+	// writes to it block: its pongs now wait for a writer that never comes.
+	testkit.Eventually(t, 60*time.Second, func() bool { return fast.Len() > 5000 }, "5000 chunks streamed")
+	for k := range 30 {
+		if err := slow.Send(ctx, map[string]any{"type": "ping", "ref": fmt.Sprint(k)}); err != nil {
+			break
+		}
+	}
+	testkit.Eventually(t, 60*time.Second, func() bool {
+		return e.metric(`parley_socket_closed_total{reason="slow"}`) >= slowBefore+1
+	}, "the slow client was dropped")
+	// Its socket's slot comes free: a new socket is accepted.
+	testkit.Eventually(t, 30*time.Second, func() bool {
+		c, _, err := client.Dial(ctx, e.url(), e.d.Token(), client.Options{Chat: "later"})
+		if err != nil {
+			return false
+		}
+		c.CloseNow()
+		return true
+	}, "a new socket after the slow one was dropped (its slot freed)")
+}

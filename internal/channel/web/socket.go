@@ -45,6 +45,12 @@ type conn struct {
 	replies [][]byte      // frames for this connection alone (errors, pongs, duplicates)
 	slots   chan struct{} // bounds replies; a flooding client is read more slowly
 
+	// gone is closed when nothing more can be written (a write failed, or the
+	// hub dropped the connection): a reply then no longer waits for a slot, so
+	// the reader goes on handing inputs to the router until the socket closes.
+	gone     chan struct{}
+	goneOnce sync.Once
+
 	// Owned by whoever holds the write side: what has been sent so far, and the
 	// watchdog that closes the socket when a write hangs.
 	thread   chat.ThreadID
@@ -107,7 +113,7 @@ func (s *Server) handleSocket(w http.ResponseWriter, r *http.Request) {
 	}
 	defer s.hub.Unsubscribe(sub)
 	log := s.log.With("chat", route.String())
-	c := &conn{s: s, ws: ws, route: route, sub: sub, ctx: ctx, slots: make(chan struct{}, 16)}
+	c := &conn{s: s, ws: ws, route: route, sub: sub, ctx: ctx, slots: make(chan struct{}, 16), gone: make(chan struct{})}
 	c.watchdog = time.AfterFunc(time.Hour, func() {
 		log.Info("closing a connection whose writes hang", "after", writeTimeout)
 		ws.CloseNow()
@@ -118,6 +124,7 @@ func (s *Server) handleSocket(w http.ResponseWriter, r *http.Request) {
 	// The hub drops a subscription that fell behind (or all of them at shutdown):
 	// the close frame says why, and ends the reader's wait.
 	sub.SetOnDrop(func(reason string) {
+		c.over()
 		code := websocket.StatusGoingAway
 		if reason == hub.ReasonSlow {
 			s.m.closed.WithLabelValues("slow").Inc()
@@ -151,6 +158,9 @@ func (c *conn) kick() {
 	}
 }
 
+// over marks the connection as unable to write any more.
+func (c *conn) over() { c.goneOnce.Do(func() { close(c.gone) }) }
+
 // release gives up the write side, taking it back if work arrived meanwhile.
 func (c *conn) release() {
 	c.watchdog.Stop()
@@ -171,6 +181,7 @@ func (c *conn) pending() bool {
 // drain writes whatever waits, then gives up the write side.
 func (c *conn) drain() {
 	if err := c.flush(c.ctx); err != nil {
+		c.over()
 		c.ws.CloseNow() // a write failed: the connection is over; the reader sees it
 		return
 	}
@@ -334,6 +345,8 @@ func (c *conn) reply(ctx context.Context, p chat.Payload) {
 	case c.slots <- struct{}{}:
 	case <-ctx.Done():
 		return
+	case <-c.gone:
+		return // nobody will write it; the reader must not wait
 	}
 	c.rmu.Lock()
 	c.replies = append(c.replies, ev.Frame())
