@@ -59,6 +59,11 @@ const (
 	DeliveryDelivering = "delivering"
 	DeliverySubmitted  = "submitted"
 	DeliveryFailed     = "failed"
+	// DeliveryUnknown: the driver could prove neither that the agent got the
+	// message nor that it did not (the send was stopped, or the agent went
+	// away, while the message may have been on its way). Never sent again
+	// by parley; the detail says why.
+	DeliveryUnknown = "unknown"
 )
 
 // Input is a message a person sent, kept from acceptance until it is delivered or failed.

@@ -202,6 +202,8 @@ func sendOne(ctx context.Context, server, token string, f sendFlags, text string
 			switch d.State {
 			case chat.DeliveryFailed:
 				return fail(ExitNotDelivered, "not delivered: %s", d.Detail)
+			case chat.DeliveryUnknown:
+				return fail(ExitNotDelivered, "delivery unknown: %s", d.Detail)
 			case chat.DeliveryDelivering, chat.DeliverySubmitted:
 				started = true
 			}

@@ -423,6 +423,33 @@ func TestRetryOfAFailedMessageReusesItsID(t *testing.T) {
 	}
 }
 
+// A delivery the driver can prove neither way ends "unknown" with the reason,
+// never "failed" (which promises it did not reach the agent), and the same id
+// is not delivered again.
+func TestUnverifiedDeliveryIsUnknown(t *testing.T) {
+	e := startDaemon(t, nil)
+	c := e.dial("unverified", -1)
+	c.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeReplayDone), "ready")
+	c.Send(chatsock.Msg("m1", "unverified"))
+	i := c.WaitFor(0, 5*time.Second, chatsock.Delivery("m1", chat.DeliveryUnknown), "the unknown receipt")
+	if d := fmt.Sprint(chatsock.FieldOf(c.Get(i), "detail")); !strings.Contains(d, "could not tell whether it reached the agent") ||
+		!strings.Contains(d, "stopped drawing") {
+		t.Fatalf("unknown receipt without its reason: %s", c.Get(i).Raw)
+	}
+	for _, ev := range c.Snapshot() {
+		if chatsock.Delivery("m1", chat.DeliveryFailed)(ev) {
+			t.Fatalf("an unverified delivery was reported failed: %s", ev.Raw)
+		}
+	}
+	c.Send(chatsock.Msg("m1", "unverified"))
+	c.WaitFor(0, 5*time.Second, func(ev client.Event) bool {
+		return ev.Seq == 0 && chatsock.Delivery("m1", chat.DeliveryUnknown)(ev)
+	}, "a duplicate answered with the first copy's state")
+	// The thread goes on: the next message is delivered.
+	c.Send(chatsock.Msg("m2", "say next"))
+	c.WaitFor(i, 5*time.Second, chatsock.PromptDone("m2", chat.StopEndTurn), "the next message")
+}
+
 func TestOpenThreadAttachesAnotherRoute(t *testing.T) {
 	e := startDaemon(t, nil)
 	a := e.dial("desk", -1)

@@ -149,4 +149,8 @@ var (
 	ErrUnknownCard = errors.New("the agent is not waiting for that card")
 	ErrUnsupported = errors.New("the agent does not support that")
 	ErrHistoryLost = errors.New("the agent could not restore the session's history")
+	// ErrUnverified: Prompt ended (stopped, or the agent went away) after the
+	// text may have reached the agent and before either was proven. The lane
+	// says so (delivery "unknown"), never "failed".
+	ErrUnverified = errors.New("it is not known whether the message reached the agent")
 )

@@ -443,6 +443,21 @@ func (l *lane) prompted(t *turn, gen int, err error) {
 		return
 	}
 	t.prompted = true
+	if errors.Is(err, driver.ErrUnverified) {
+		// It may have reached the agent: neither submitted nor failed.
+		detail := "parley could not tell whether it reached the agent: "
+		switch {
+		case t.exitDetail != "":
+			detail += t.exitDetail
+		case t.stopping:
+			detail += "stopped while it was being verified"
+		default:
+			detail += err.Error()
+		}
+		l.receipt(t.p, chat.DeliveryUnknown, detail)
+		l.finishTurn(t, "")
+		return
+	}
 	if err != nil {
 		detail := err.Error()
 		switch {
@@ -780,8 +795,10 @@ func (l *lane) stop() error {
 			l.closeSession()
 			l.th.State = chat.ThreadUnloaded
 			if !t.prompted {
+				// The driver never said what became of the text: it may be
+				// on its way (a stalled agent runs it when it wakes).
 				t.prompted = true
-				l.receipt(t.p, chat.DeliveryFailed, "stopped before it reached the agent")
+				l.receipt(t.p, chat.DeliveryUnknown, "parley could not tell whether it reached the agent: stopped while it was being delivered")
 				l.finishTurn(t, "")
 				return
 			}

@@ -255,7 +255,7 @@ func (m *Model) renderEntryNow(e *entry, w int) string {
 		}
 		out := st.user.Render(who) + "  " + m.receipt(e) + "\n" + wrap(e.text)
 		switch {
-		case e.state == chat.DeliveryFailed && e.detail != "":
+		case (e.state == chat.DeliveryFailed || e.state == chat.DeliveryUnknown) && e.detail != "":
 			out += "\n" + st.receiptFailed.Render(wrap("✗ "+e.detail))
 		case e.state == chat.DeliveryQueued && e.detail != "":
 			out += "\n" + st.dim.Render(wrap("… "+e.detail))
@@ -330,6 +330,8 @@ func (m *Model) receipt(e *entry) string {
 		return st.dim.Render("✓ submitted")
 	case chat.DeliveryFailed:
 		return st.receiptFailed.Render("✗ failed") // the reason follows the text
+	case chat.DeliveryUnknown:
+		return st.receiptFailed.Render("? unknown") // the reason follows the text
 	}
 	return st.dim.Render(e.state)
 }

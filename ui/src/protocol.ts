@@ -75,7 +75,7 @@ export type ServerEvent = Logged &
     | { type: "session"; state: string; session_id?: string; detail?: string }
   );
 
-export type DeliveryState = "queued" | "delivering" | "submitted" | "failed";
+export type DeliveryState = "queued" | "delivering" | "submitted" | "failed" | "unknown";
 
 // An image attached to a message: data is base64.
 export type ImageData = { mime_type: string; data: string };

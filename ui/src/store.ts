@@ -25,7 +25,7 @@ import {
   newID,
 } from "./protocol";
 
-export type Receipt = { state: "sending" | "queued" | "delivering" | "submitted" | "failed"; detail?: string };
+export type Receipt = { state: "sending" | "queued" | "delivering" | "submitted" | "failed" | "unknown"; detail?: string };
 
 export type CardState = "open" | "answering" | "resolved" | "cancelled" | "closed";
 

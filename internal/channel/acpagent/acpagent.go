@@ -588,7 +588,7 @@ func (a *agent) Prompt(_ context.Context, p acp.PromptRequest) (acp.PromptRespon
 	w := s.wait(msg.MessageID)
 	defer s.unwait(msg.MessageID, w)
 	d, _, err := a.d.Router.Send(ctx, router.SendRequest{From: s.route, Message: msg, Notify: func(d chat.Delivery) {
-		if d.State == chat.DeliveryFailed {
+		if d.State == chat.DeliveryFailed || d.State == chat.DeliveryUnknown {
 			w.fail(d.Detail)
 		}
 	}})

@@ -412,7 +412,7 @@ func (s *Server) handleSend(w http.ResponseWriter, r *http.Request) {
 	m = *in.Message
 	final := make(chan chat.Delivery, 8)
 	notify := func(d chat.Delivery) {
-		if d.State == chat.DeliverySubmitted || d.State == chat.DeliveryFailed {
+		if d.State == chat.DeliverySubmitted || d.State == chat.DeliveryFailed || d.State == chat.DeliveryUnknown {
 			select {
 			case final <- d:
 			default:

@@ -13,6 +13,7 @@
 //	hang                       never ends the turn, ignoring stop
 //	end <reason>               ends the turn with that stop reason (default end_turn)
 //	flaky                      the first delivery of each message id fails; a retry succeeds
+//	unverified                 the delivery ends unproven either way (driver.ErrUnverified)
 package scripted
 
 import (
@@ -135,6 +136,9 @@ func (s *Session) Prompt(ctx context.Context, p driver.Prompt) error {
 		if first {
 			return errors.New("the scripted agent refused this delivery once")
 		}
+	}
+	if strings.TrimSpace(p.Text) == "unverified" {
+		return fmt.Errorf("%w: the scripted agent stopped drawing after Enter", driver.ErrUnverified)
 	}
 	s.mu.Lock()
 	tctx, cancel := context.WithCancel(context.Background())

@@ -15,6 +15,7 @@ const receiptText: Record<Receipt["state"], string> = {
   delivering: "delivering…",
   submitted: "submitted",
   failed: "failed",
+  unknown: "delivery unknown",
 };
 
 function ReceiptView({ r, onRetry }: { r?: Receipt; onRetry: () => void }) {
@@ -22,6 +23,7 @@ function ReceiptView({ r, onRetry }: { r?: Receipt; onRetry: () => void }) {
   return (
     <div class={`receipt r-${r.state}`} data-receipt={r.state} role="status">
       <span>{receiptText[r.state]}</span>
+      {r.state === "unknown" && r.detail && <span class="detail">: {r.detail}</span>}
       {r.state === "failed" && (
         <>
           {r.detail && <span class="detail">: {r.detail}</span>}
