@@ -251,6 +251,9 @@ func (s *session) readSpool() {
 }
 
 func (s *session) hookEvent(e hook.Event) {
+	s.mu.Lock()
+	s.hooksWork = true
+	s.mu.Unlock()
 	switch e.Name {
 	case "SessionStart":
 		if e.SessionID != "" {
@@ -269,6 +272,16 @@ func (s *session) hookEvent(e hook.Event) {
 	case "UserPromptSubmit":
 		s.mu.Lock()
 		s.turn, s.stopSeen, s.endSeen = true, false, false
+		if !s.replaying {
+			if len(s.prompts) == maxPrompts {
+				// Only a send in flight looks back, and never this far.
+				s.prompts = append(s.prompts[:0], s.prompts[maxPrompts/2:]...)
+				s.promptsGone += maxPrompts / 2
+			}
+			s.prompts = append(s.prompts, e.Prompt)
+			close(s.promptSeen)
+			s.promptSeen = make(chan struct{})
+		}
 		s.mu.Unlock()
 	case "PreToolUse":
 		s.mu.Lock()
@@ -291,6 +304,31 @@ func (s *session) hookEvent(e hook.Event) {
 		s.mu.Unlock()
 		s.maybeEndTurn()
 	}
+}
+
+// maxPrompts bounds the hooks' prompts kept for sends to look back on.
+const maxPrompts = 64
+
+// promptMark returns where the hooks' prompts stand now, and whether a send
+// can be proven by them (the hooks have been heard from).
+func (s *session) promptMark() (int, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.promptsGone + len(s.prompts), s.useHooks && s.hooksWork
+}
+
+// promptSince reports whether a prompt holding text was submitted after mark
+// (by the hook; a prompt glued to other typing holds it too).
+func (s *session) promptSince(mark int, text string) bool {
+	want := pane.Normalize(text)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, p := range s.prompts[min(max(0, mark-s.promptsGone), len(s.prompts)):] {
+		if strings.Contains(pane.Normalize(p), want) {
+			return true
+		}
+	}
+	return false
 }
 
 // stopWait bounds how long the Stop hook waits for the transcript to catch up.

@@ -184,6 +184,7 @@ type harness struct {
 	cwd   string
 	env   []string
 	claud string
+	home  string // Claude Code's HOME
 }
 
 func randomName(t testing.TB) string {
@@ -217,7 +218,7 @@ func newHarness(t testing.TB, sc claudeapi.Scenario) *harness {
 	// agents must be gone before their HOME is.
 	t.Cleanup(func() { killServer(t, c) })
 	srv := claudeapi.Start(t, sc)
-	h := &harness{t: t, srv: srv, c: c, cwd: cwd, env: claudeapi.Env(t, srv, home, cwd), claud: testkit.ClaudeBin(t)}
+	h := &harness{t: t, srv: srv, c: c, cwd: cwd, env: claudeapi.Env(t, srv, home, cwd), claud: testkit.ClaudeBin(t), home: home}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("Claude Code's transcripts:\n%s", transcriptsIn(home))

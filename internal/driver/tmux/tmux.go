@@ -5,6 +5,19 @@
 // its words and tool calls (package transcript), and hears Claude Code's hooks
 // through a spool file (package hook). What it knows, it trusts in this order:
 // the pane now, then the hook spool, then its own memory.
+//
+// The rules of evidence for a send (Prompt; see deliver):
+//   - Nothing is typed while Claude Code works on a turn ("esc to interrupt"
+//     under its box) or shows a menu: the text would go into its own queue.
+//   - Submitted: Claude Code's UserPromptSubmit hook reports a prompt holding
+//     the text after parley pressed Enter; without hooks (an adopted session),
+//     a new occurrence of the text above the box in the whole history.
+//   - Not submitted: Enter was never pressed, or the box still holds the text
+//     alone after the agent drew again. Only then is the text typed again or
+//     the send failed, and it is taken out of the box first (the box proven
+//     empty), so it cannot go out later glued to the next message.
+//   - Neither proven: the send keeps verifying; if it must end first (a stop,
+//     the agent gone) it says so (driver.ErrUnverified), never "failed".
 package tmux
 
 import (
@@ -111,11 +124,12 @@ func (d *Driver) Start(ctx context.Context, spec driver.Spec, sink driver.Sink) 
 	}
 	s := &session{
 		d: d, c: c, sink: sink, log: logger,
-		step:     orDuration(d.StepTimeout, 3*time.Second),
-		answered: map[string]bool{},
-		preTool:  map[string]hook.Event{},
-		stop:     make(chan struct{}),
-		done:     make(chan struct{}),
+		step:       orDuration(d.StepTimeout, 3*time.Second),
+		answered:   map[string]bool{},
+		preTool:    map[string]hook.Event{},
+		stop:       make(chan struct{}),
+		done:       make(chan struct{}),
+		promptSeen: make(chan struct{}),
 	}
 	adopt := spec.Options[OptAdopt]
 	name := spec.Options[OptSession]
@@ -319,6 +333,14 @@ type session struct {
 	onScreen   string
 	appearance uint64
 
+	// prompts are the prompts Claude Code's UserPromptSubmit hook reported,
+	// oldest first; promptSeen is closed (and replaced) at each. hooksWork:
+	// a hook has been heard from this agent, so a submitted prompt will be.
+	prompts     []string
+	promptsGone int // prompts dropped from the front of prompts
+	promptSeen  chan struct{}
+	hooksWork   bool
+
 	useHooks  bool           // Claude Code runs with parley's hook settings
 	replaying bool           // Start is reading the spool's old events (before run starts)
 	wg        sync.WaitGroup // background work besides run (finding a transcript)
@@ -406,13 +428,16 @@ func (s *session) goneErr(err error) error {
 	return err
 }
 
-// waitFor re-checks the visible screen at every output until cond holds or d
-// passes. It returns the last screen and whether cond held.
+// waitFor re-checks the visible screen at every output (and every prompt the
+// hooks report) until cond holds or d passes. It returns the last screen and whether cond held.
 func (s *session) waitFor(ctx context.Context, d time.Duration, cond func(*pane.Screen) bool) (*pane.Screen, bool, error) {
 	timer := time.NewTimer(d)
 	defer timer.Stop()
 	for {
 		changed := s.ctl.Changed()
+		s.mu.Lock()
+		hooked := s.promptSeen
+		s.mu.Unlock()
 		scr, err := s.captureVisible(ctx)
 		if err != nil {
 			return nil, false, err
@@ -422,6 +447,7 @@ func (s *session) waitFor(ctx context.Context, d time.Duration, cond func(*pane.
 		}
 		select {
 		case <-changed:
+		case <-hooked:
 		case <-timer.C:
 			return scr, false, nil
 		case <-ctx.Done():
@@ -450,8 +476,8 @@ func (s *session) waitReady(ctx context.Context, d time.Duration, lenient bool) 
 }
 
 // Prompt is the one send: leave copy-mode, check the pane, wait behind a live
-// menu, start a gone agent again (revive), clear staged text, paste, submit, verify by position
-// and novelty, retype once, else fail saying what holds the keyboard.
+// menu or a running turn, start a gone agent again (revive), clear staged
+// text, paste, submit, and prove what became of it (see deliver).
 func (s *session) Prompt(ctx context.Context, p driver.Prompt) error {
 	if len(p.Images) > 0 {
 		return fmt.Errorf("tmux: images cannot be typed into a terminal: %w", driver.ErrUnsupported)
@@ -468,8 +494,8 @@ func (s *session) Prompt(ctx context.Context, p driver.Prompt) error {
 		sent := time.Now()
 		err := s.deliver(ctx, p.Text)
 		s.kbd.Unlock()
-		if errors.Is(err, errMenu) {
-			continue // a menu came up first: wait for its card again
+		if errors.Is(err, errMenu) || errors.Is(err, errBusy) {
+			continue // a menu came up, or a turn started, first: wait again
 		}
 		if err == nil {
 			s.afterSubmit(p.Text, sent)
@@ -478,11 +504,14 @@ func (s *session) Prompt(ctx context.Context, p driver.Prompt) error {
 	}
 }
 
-var errMenu = errors.New("a menu is open")
+var (
+	errMenu = errors.New("a menu is open")
+	errBusy = errors.New("the agent is working")
+)
 
-// ready waits until the pane can take typing: no copy-mode, no live menu, an
-// agent running (not a dead pane or a shell: revive). A live menu makes the
-// message wait, reported once as queued.
+// ready waits until the pane can take typing: no copy-mode, no live menu, no
+// turn running, an agent running (not a dead pane or a shell: revive). A live
+// menu or a running turn makes the message wait, reported once as queued.
 func (s *session) ready(ctx context.Context, messageID string, queued *string) error {
 	revived := false
 	for {
@@ -516,12 +545,17 @@ func (s *session) ready(ctx context.Context, messageID string, queued *string) e
 			return err
 		}
 		m, live, _ := scr.Menu()
-		if !live {
-			return nil
-		}
-		reason := "a permission menu is open"
-		if m.Kind != pane.MenuPermission {
+		var reason string
+		switch {
+		case live && m.Kind == pane.MenuPermission:
+			reason = "a permission menu is open"
+		case live:
 			reason = "a question is waiting for an answer"
+		case scr.Working():
+			// Typed now, the text would go into Claude Code's own queue.
+			reason = "the agent is working on a turn"
+		default:
+			return nil
 		}
 		if *queued != reason {
 			*queued = reason
@@ -539,6 +573,17 @@ func (s *session) ready(ctx context.Context, messageID string, queued *string) e
 	}
 }
 
+// deliver types text and proves what became of it. The rules of evidence:
+//   - submitted: with hooks, Claude Code's UserPromptSubmit hook reported a
+//     prompt holding the text after parley pressed Enter (the agent's own
+//     word); without hooks, a new occurrence of the text above the box in the
+//     whole history (position and novelty).
+//   - not submitted: Enter was never pressed, or the box still holds exactly
+//     the text after the agent has drawn since Enter. Only then is the text
+//     taken back (the box proven empty) and typed again or failed.
+//   - neither: the text left the box unseen, or the agent stopped drawing
+//     after Enter. The send keeps verifying until ctx ends, and then says it
+//     is unknown (errUnverified), never failed: it may yet be submitted.
 func (s *session) deliver(ctx context.Context, text string) error {
 	scr, err := s.captureVisible(ctx)
 	if err != nil {
@@ -546,6 +591,9 @@ func (s *session) deliver(ctx context.Context, text string) error {
 	}
 	if _, live, _ := scr.Menu(); live {
 		return errMenu
+	}
+	if scr.Working() {
+		return errBusy
 	}
 	if !scr.HasBox() {
 		var ok bool
@@ -567,12 +615,19 @@ func (s *session) deliver(ctx context.Context, text string) error {
 		return err
 	}
 	base := full.CountSubmitted(text)
-	submitted := func(scr *pane.Screen) bool {
+	onScreen := func(scr *pane.Screen) bool {
 		if scr.InBox(text) || !scr.ShowsAbove(text) {
 			return false
 		}
 		full, err := s.capture(ctx)
 		return err == nil && full.CountSubmitted(text) > base && !full.InBox(text)
+	}
+	mark, byHook := s.promptMark()
+	submitted := onScreen
+	if byHook {
+		// A redraw (a resize, SIGCONT) rewrites the history the screen proof
+		// counts in; the hook is not fooled by it.
+		submitted = func(*pane.Screen) bool { return s.promptSince(mark, text) }
 	}
 	for attempt := 1; attempt <= 2; attempt++ {
 		if scr.Staged() != "" {
@@ -592,17 +647,29 @@ func (s *session) deliver(ctx context.Context, text string) error {
 		if !ok {
 			if s.ctl.Outputs() == outputs {
 				// Nothing rendered at all: the agent is not reading its input
-				// (stopped, hung). Take the paste back so it cannot land later.
+				// (stopped, hung). Take the paste back so it cannot land later;
+				// the next send proves the box empty before it types.
 				_ = s.c.SendKeysN(ctx, s.pane, "BSpace", clearCount(text))
 				return fmt.Errorf("%w: the agent did not react to typing (nothing rendered)", ErrKeyboard)
 			}
 			if _, live, _ := scr.Menu(); live {
-				return errMenu
+				return s.takeBack(ctx, text, errMenu)
 			}
-			continue
+			continue // Enter was not pressed: typing again is safe
 		}
 		if submitted(scr) {
 			return nil
+		}
+		// Typing may still be arriving: read the box once more with nothing
+		// drawn meanwhile, right before Enter.
+		for settle := 0; settle < 5; settle++ {
+			o := s.ctl.Outputs()
+			if scr, err = s.captureVisible(ctx); err != nil {
+				return err
+			}
+			if s.ctl.Outputs() == o {
+				break
+			}
 		}
 		if !scr.BoxHolds(text) {
 			// Our paste landed on leftover input (typing that arrived late):
@@ -610,22 +677,94 @@ func (s *session) deliver(ctx context.Context, text string) error {
 			s.log.Info("the input box holds more than the message; clearing and retyping", "attempt", attempt)
 			continue
 		}
+		if scr.Working() {
+			// A turn started under the paste (typed at the terminal): Enter
+			// now would put the text in Claude Code's own queue.
+			return s.takeBack(ctx, text, errBusy)
+		}
+		return s.submit(ctx, text, submitted)
+	}
+	return s.takeBack(ctx, text, fmt.Errorf("%w: the text stayed in the input box (other typing kept arriving); it was taken back", ErrKeyboard))
+}
+
+// submit presses Enter on the text in the box and verifies. It never types
+// the text again: a second Enter is harmless (an empty box submits nothing),
+// a second paste is not.
+func (s *session) submit(ctx context.Context, text string, submitted func(*pane.Screen) bool) error {
+	for enters := 1; ; enters++ {
+		outputs := s.ctl.Outputs()
 		if err := s.c.SendKeys(ctx, s.pane, "C-m"); err != nil {
 			return s.goneErr(err)
 		}
-		scr, ok, err = s.waitFor(ctx, s.step, submitted)
+		scr, ok, err := s.waitFor(ctx, s.step, submitted)
 		if err != nil {
-			return err
+			return s.unverified(err)
 		}
 		if ok {
 			return nil
 		}
-		if _, live, _ := scr.Menu(); live && scr.CountSubmitted(text) <= base {
-			return errMenu
+		drawn := s.ctl.Outputs() != outputs
+		if !drawn && !scr.BoxHolds(text) {
+			drawn = true // the box changed: it was drawn
 		}
-		s.log.Info("send not seen above the input box; retyping", "attempt", attempt)
+		switch {
+		case drawn && scr.BoxHolds(text) && !scr.Working() && enters < 3:
+			// Drawn since, and still the text alone in the box: Enter was
+			// not taken (a redraw ate it). Press it again.
+			s.log.Info("the text is still in the input box after Enter; pressing Enter again", "enters", enters)
+			continue
+		case drawn && scr.BoxHolds(text) && !scr.Working():
+			return s.takeBack(ctx, text, fmt.Errorf("%w: the text stayed in the input box; it was taken back", ErrKeyboard))
+		}
+		// Not proven either way: the text left the box unseen, or nothing
+		// draws any more (a stopped agent). Keep looking; only ctx ends it.
+		s.log.Info("send not proven submitted nor proven not; still verifying", "drawn", drawn)
+		return s.verify(ctx, text, submitted)
 	}
-	return fmt.Errorf("%w: the text stayed in the input box", ErrKeyboard)
+}
+
+// verify waits for the proof of a send whose fate is not known, at every
+// change of the pane and every hook, until ctx ends. If the box is seen
+// holding the text alone after the agent drew again, it was not submitted.
+func (s *session) verify(ctx context.Context, text string, submitted func(*pane.Screen) bool) error {
+	outputs := s.ctl.Outputs()
+	for {
+		scr, ok, err := s.waitFor(ctx, time.Hour, func(scr *pane.Screen) bool {
+			return submitted(scr) || s.ctl.Outputs() != outputs && scr.BoxHolds(text) && !scr.Working()
+		})
+		if err != nil {
+			return s.unverified(err)
+		}
+		if !ok {
+			continue
+		}
+		if submitted(scr) {
+			return nil
+		}
+		// The agent draws again and the text sits in its box: press Enter.
+		return s.submit(ctx, text, submitted)
+	}
+}
+
+// unverified wraps an error that ended a send whose fate is unknown.
+func (s *session) unverified(err error) error {
+	return fmt.Errorf("%w: %w", driver.ErrUnverified, err)
+}
+
+// takeBack empties the box of a text that was not submitted and returns why
+// the send failed; a box that cannot be proven empty makes the failure say so.
+func (s *session) takeBack(ctx context.Context, text string, why error) error {
+	scr, err := s.captureVisible(ctx)
+	if err != nil {
+		return err
+	}
+	if scr.Staged() == "" {
+		return why
+	}
+	if _, err := s.clear(ctx, scr); err != nil {
+		return fmt.Errorf("%w (and the input box could not be emptied: %w)", why, err)
+	}
+	return why
 }
 
 func clearCount(text string) int { return len([]rune(text)) + strings.Count(text, "\n") + 8 }

@@ -401,6 +401,21 @@ func (s *Screen) BoxHolds(text string) bool {
 	return utf8.RuneCountInString(want) > TailRunes && strings.HasSuffix(want, got) && utf8.RuneCountInString(got) >= TailRunes/2
 }
 
+// Working reports whether Claude Code says it is working on a turn: its
+// status line under the input box offers "esc to interrupt". Text typed now
+// would go into its own queue of messages, not to the model as a prompt.
+func (s *Screen) Working() bool {
+	if s.BoxBottom < 0 {
+		return false
+	}
+	for _, l := range s.Lines[s.BoxBottom+1:] {
+		if strings.Contains(l, "esc to interrupt") {
+			return true
+		}
+	}
+	return false
+}
+
 // Speaker kinds of LastSpeaker.
 const (
 	SpeakerAgent  = "agent"  // ● text or a tool line

@@ -262,3 +262,16 @@ func TestBoxHolds(t *testing.T) {
 		})
 	}
 }
+
+// Working: Claude Code's status line under the box offers "esc to interrupt"
+// only while a turn runs (a message typed then goes into its own queue).
+func TestWorking(t *testing.T) {
+	for name, want := range map[string]bool{
+		"idle": false, "reply": false, "staged": false, "perm-bash": false, "perm-answered": false,
+		"after-submit": true, "queued-long": true,
+	} {
+		if got := Read(golden(t, name)).Working(); got != want {
+			t.Errorf("%s: Working() = %v, want %v", name, got, want)
+		}
+	}
+}

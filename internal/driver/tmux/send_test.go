@@ -1,0 +1,248 @@
+package tmux
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/driver"
+	"github.com/parleyhq/parley/internal/testkit"
+)
+
+// The send's truth under faults (issue 11): each test drives the real Claude
+// Code TUI in real tmux and checks the driver's verdict against what the
+// stand-in model really got.
+
+// modelGotTimes counts the model requests whose newest person text is text
+// (each prompt starts exactly one request).
+func (h *harness) modelGotTimes(text string) int {
+	n := 0
+	for _, r := range h.srv.ScenarioRequests() {
+		if strings.TrimSpace(r.LastUserText()) == strings.TrimSpace(text) {
+			n++
+		}
+	}
+	return n
+}
+
+// inSideChannel reports whether text reached the model only folded into
+// another turn (Claude Code's queue of messages typed while it worked).
+func (h *harness) inSideChannel(text string) bool {
+	for _, r := range h.srv.ScenarioRequests() {
+		for _, m := range r.Messages {
+			for _, c := range m.Content {
+				if strings.Contains(c.Text, "while you were working") && strings.Contains(c.Text, text) ||
+					c.Type == "tool_result" && strings.Contains(c.ResultText(), text) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// typeByHand types into the pane as a person at the terminal.
+func (h *harness) typeByHand(s *session, text string, enter bool) {
+	h.t.Helper()
+	ctx := context.Background()
+	if err := h.c.SendLiteral(ctx, s.pane, text); err != nil {
+		h.t.Fatal(err)
+	}
+	if enter {
+		testkit.Eventually(h.t, 20*time.Second, func() bool {
+			scr, err := s.captureVisible(ctx)
+			return err == nil && scr.InBox(text)
+		}, "%q typed by hand never showed in the box", text)
+		if err := h.c.SendKeys(ctx, s.pane, "Enter"); err != nil {
+			h.t.Fatal(err)
+		}
+	}
+}
+
+// Item 2: a message sent while the agent works on a turn (one a person typed
+// at the terminal) is not typed into Claude Code's own queue: it waits,
+// reported queued, and goes as a prompt of its own once the turn is over.
+func TestPromptWaitsWhileAgentWorks(t *testing.T) {
+	h := newHarness(t, scenario())
+	s, k := h.start("t-busy")
+	h.typeByHand(s, "slow", true)
+	testkit.Eventually(t, 30*time.Second, func() bool {
+		scr, err := s.captureVisible(context.Background())
+		return err == nil && scr.Working()
+	}, "the hand-typed turn never showed as working")
+	if err := h.prompt(s, "m1", "hello"); err != nil {
+		t.Fatalf("Prompt: got %v, want nil", err)
+	}
+	testkit.Eventually(t, 60*time.Second, func() bool { return h.modelGotTimes("hello") == 1 },
+		"the model never got hello as a prompt of its own; requests' last texts: %q", h.personTexts())
+	waitTurns(t, k, 2)
+	if strings.Contains(transcriptsIn(h.home), `"operation":"enqueue"`) {
+		t.Errorf("parley typed into Claude Code's own queue (the transcript has an enqueue)")
+	}
+	if h.inSideChannel("hello") {
+		t.Errorf("hello reached the model through Claude Code's queue (typed while it worked)")
+	}
+	if got := h.modelGotTimes("hello"); got != 1 {
+		t.Errorf("the model got hello %d times, want 1", got)
+	}
+	queued := false
+	for _, d := range k.deliveries() {
+		queued = queued || d.MessageID == "m1" && d.State == chat.DeliveryQueued && strings.Contains(d.Detail, "working")
+	}
+	if !queued {
+		t.Errorf("no queued receipt saying the agent is working: %+v", k.deliveries())
+	}
+}
+
+// Item 9: a full redraw just before a send (the window resized, the agent
+// stopped and resumed) must not hide a submission that happened: the same
+// short text, sent again and again right after redraws, reaches the model
+// once per send.
+func TestPromptAfterRedraw(t *testing.T) {
+	h := newHarness(t, scenario())
+	s, k, agent := h.startWrapped("t-redraw")
+	ctx := context.Background()
+	const n = 6
+	for i := 1; i <= n; i++ {
+		if i%2 == 0 {
+			_, _ = h.c.Run(ctx, "resize-window", "-t", s.pane, "-x", fmt.Sprint(100+i*7), "-y", fmt.Sprint(30+i))
+		} else {
+			_ = syscall.Kill(agent, syscall.SIGSTOP)
+			time.Sleep(50 * time.Millisecond)
+			_ = syscall.Kill(agent, syscall.SIGCONT)
+		}
+		if err := h.prompt(s, fmt.Sprintf("m%d", i), "yes"); err != nil {
+			t.Fatalf("send %d: got %v, want nil", i, err)
+		}
+		waitTurns(t, k, i)
+		if got := h.modelGotTimes("yes"); got != i {
+			t.Fatalf("after send %d the model got yes %d times, want %d\n%s", i, got, i, plain(h.capture(s)))
+		}
+	}
+}
+
+// Items 4 and 3: a 5,000-character paste to an agent that has stopped reading
+// fails, and is taken back for good: once the agent runs again, the next
+// message reaches the model alone, not glued to the failed one.
+func TestPromptLongTextToStoppedAgent(t *testing.T) {
+	h := newHarness(t, scenario())
+	s, k, agent := h.startWrapped("t-long-stopped")
+	var b strings.Builder
+	for i := 0; b.Len() < 5000; i++ {
+		fmt.Fprintf(&b, "line %d of a long message that must not go out %d\n", i, i*7)
+	}
+	long := b.String()
+	cont := stopAgent(t, agent)
+	err := h.prompt(s, "m1", long)
+	if err == nil || !errors.Is(err, ErrKeyboard) {
+		t.Fatalf("a long paste to a stopped agent: got %v, want %v", err, ErrKeyboard)
+	}
+	cont()
+	if err := h.prompt(s, "m2", "hello"); err != nil {
+		t.Fatalf("Prompt after SIGCONT: got %v, want nil", err)
+	}
+	waitTurns(t, k, 1)
+	if got := h.personTexts(); len(got) != 1 || got[0] != "hello" {
+		t.Fatalf("model got %d texts %q…, want only hello", len(got), tailOf(strings.Join(got, "|")))
+	}
+}
+
+// Item 3: the agent stops (SIGSTOP) just as Enter is pressed. Whatever the
+// send answers must be true once the agent runs again: submitted only if the
+// model got it, failed only if it never does; an unverified end (the send
+// was stopped) says it is not known.
+func TestPromptAgentStopsAtEnter(t *testing.T) {
+	h := newHarness(t, scenario())
+	s, _, agent := h.startWrapped("t-stop-enter")
+	for i := 1; i <= 3; i++ {
+		text := fmt.Sprintf("frozen at enter %d", i)
+		var once sync.Once
+		stopped := make(chan struct{})
+		go func() {
+			// Stop the agent as soon as the text shows in the box: Enter
+			// comes right after.
+			for {
+				scr, err := s.captureVisible(context.Background())
+				if err == nil && scr.InBox(text) {
+					once.Do(func() { _ = syscall.Kill(agent, syscall.SIGSTOP); close(stopped) })
+					return
+				}
+				time.Sleep(time.Millisecond)
+			}
+		}()
+		ctx, cancel := context.WithTimeout(context.Background(), 12*time.Second)
+		err := s.Prompt(ctx, driver.Prompt{MessageID: fmt.Sprint("m", i), Text: text})
+		cancel()
+		<-stopped
+		_ = syscall.Kill(agent, syscall.SIGCONT)
+		// Give the agent time to act on what it was sent.
+		if err != nil && !errors.Is(err, driver.ErrUnverified) {
+			time.Sleep(5 * time.Second)
+		} else {
+			testkit.Eventually(t, 30*time.Second, func() bool { return h.modelGotTimes(text) > 0 }, "")
+		}
+		got := h.modelGotTimes(text)
+		switch {
+		case err == nil && got != 1:
+			t.Fatalf("send %d: submitted, but the model got it %d times", i, got)
+		case err != nil && !errors.Is(err, driver.ErrUnverified) && got != 0:
+			t.Fatalf("send %d: failed (%v), but the model got it %d times", i, err, got)
+		case errors.Is(err, driver.ErrUnverified) && got > 1:
+			t.Fatalf("send %d: unverified, and the model got it %d times", i, got)
+		}
+		t.Logf("send %d: %v; the model got it %d times", i, err, got)
+		testkit.Eventually(t, 60*time.Second, func() bool {
+			scr, err := s.captureVisible(context.Background())
+			return err == nil && scr.HasBox() && !scr.Working()
+		}, "the agent never came back to its box")
+	}
+}
+
+// Item 5: typing at the terminal during a send never makes the message's
+// words reach the model twice, nor glued to the typing.
+func TestPromptJunkDuringSend(t *testing.T) {
+	h := newHarness(t, scenario())
+	s, k := h.start("t-junk")
+	turns := 0
+	for i := 1; i <= 4; i++ {
+		text := fmt.Sprintf("message %d with junk typed around it", i)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for j := 0; j < 4; j++ {
+				time.Sleep(time.Duration(40+j*90) * time.Millisecond)
+				_ = h.c.SendLiteral(context.Background(), s.pane, fmt.Sprintf("zzjunk%d", j))
+			}
+		}()
+		err := h.prompt(s, fmt.Sprint("m", i), text)
+		<-done
+		if err != nil {
+			if errors.Is(err, driver.ErrUnverified) {
+				t.Fatalf("send %d: %v", i, err)
+			}
+			t.Logf("send %d failed: %v", i, err)
+		} else {
+			turns++
+			waitTurns(t, k, turns)
+		}
+		time.Sleep(2 * time.Second) // a late copy would arrive now
+		want := 1
+		if err != nil {
+			want = 0
+		}
+		if got := h.modelGotTimes(text); got != want {
+			t.Fatalf("send %d (%v): the model got it %d times, want %d; texts %q", i, err, got, want, h.personTexts())
+		}
+		for _, p := range h.personTexts() {
+			if strings.Contains(p, text) && strings.TrimSpace(p) != text {
+				t.Fatalf("send %d: the model got it glued: %q", i, p)
+			}
+		}
+	}
+}
