@@ -1,5 +1,5 @@
 # parley's everyday targets. `make test` is what CI runs.
-.PHONY: build test unit e2e fuzz ui lint check run fault-stream
+.PHONY: build test unit e2e fuzz ui lint check run fault-stream soak-tmux
 
 # The build's own time (UTC, RFC 3339) for `parley version` and /api/version; without it
 # they would show the commit's time. Override for a reproducible build: make build BUILT=…
@@ -36,3 +36,9 @@ lint:
 	test -z "$$(gofmt -l cmd internal ui/*.go)"
 
 check: lint unit
+
+# The tmux send soak: faulted messages into the real Claude Code TUI, counted
+# against the stand-in's request log (docs/reliability.md). Not run by `make test`.
+SOAK ?= 1000
+soak-tmux:
+	PARLEY_SOAK_TMUX=$(SOAK) go test -count=1 -run '^TestSoakTmux$$' -timeout 6h -v ./internal/e2e/terminal/ | grep -v '^=== '

@@ -38,7 +38,27 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	if prog := os.Getenv(envWrap); prog != "" {
+		os.Exit(wrap(prog, os.Args[1:]))
+	}
 	os.Exit(m.Run())
+}
+
+// envWrap makes the test binary run the named program as its child: tmux
+// sends SIGCONT to a pane's own process when it stops, so a soak that freezes
+// the agent needs it one level further down.
+const envWrap = "PARLEY_TEST_WRAP"
+
+func wrap(prog string, args []string) int {
+	cmd := exec.Command(prog, args...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	if err := cmd.Run(); err != nil {
+		if ee, ok := err.(*exec.ExitError); ok {
+			return ee.ExitCode()
+		}
+		return 127
+	}
+	return 0
 }
 
 const wait = 90 * time.Second
@@ -56,6 +76,13 @@ type tmuxDaemon struct {
 
 // startTmuxDaemon starts it; each adjust may change the configuration first.
 func startTmuxDaemon(t testing.TB, rules []claudeapi.Rule, adjust ...func(*config.Config)) *tmuxDaemon {
+	t.Helper()
+	return startTmuxDaemonWith(t, rules, false, adjust...)
+}
+
+// startTmuxDaemonWith starts the daemon; wrapped puts Claude Code one process
+// below the pane's own (see envWrap).
+func startTmuxDaemonWith(t testing.TB, rules []claudeapi.Rule, wrapped bool, adjust ...func(*config.Config)) *tmuxDaemon {
 	t.Helper()
 	b := make([]byte, 4)
 	rand.Read(b)
@@ -78,7 +105,11 @@ func startTmuxDaemon(t testing.TB, rules []claudeapi.Rule, adjust ...func(*confi
 	}
 	cfg := config.Default(filepath.Join(root, "data"), work)
 	cfg.Addr = "127.0.0.1:0"
-	cfg.Agents = []config.Agent{{ID: "claude-tmux", Transport: config.TransportTmux, Command: testkit.ClaudeBin(t), Env: env}}
+	command := testkit.ClaudeBin(t)
+	if wrapped {
+		env[envWrap], command = command, os.Args[0]
+	}
+	cfg.Agents = []config.Agent{{ID: "claude-tmux", Transport: config.TransportTmux, Command: command, Env: env}}
 	for _, f := range adjust {
 		f(&cfg)
 	}
