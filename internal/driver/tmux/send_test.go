@@ -167,7 +167,8 @@ func TestPromptAgentStopsAtEnter(t *testing.T) {
 		go func() {
 			// Stop the agent as soon as the text shows in the box: Enter
 			// comes right after.
-			for {
+			defer once.Do(func() { close(stopped) })
+			for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); {
 				scr, err := s.captureVisible(context.Background())
 				if err == nil && scr.InBox(text) {
 					once.Do(func() { _ = syscall.Kill(agent, syscall.SIGSTOP); close(stopped) })
@@ -244,5 +245,42 @@ func TestPromptJunkDuringSend(t *testing.T) {
 				t.Fatalf("send %d: the model got it glued: %q", i, p)
 			}
 		}
+	}
+}
+
+// Item 4: the agent is stopped during sends and resumes (its whole screen
+// drawn again, which can leave it garbled); someone types into its box: the
+// next send proves the box empty first, and its message reaches the model
+// alone.
+func TestPromptAfterStoppedAgentClearsTheBox(t *testing.T) {
+	h := newHarness(t, scenario())
+	s, k, agent := h.startWrapped("t-stopped-then-typed")
+	cont := stopAgent(t, agent)
+	if err := h.prompt(s, "m1", "not to be sent"); err == nil || !errors.Is(err, ErrKeyboard) {
+		t.Fatalf("a send to a stopped agent: got %v, want %v", err, ErrKeyboard)
+	}
+	cont()
+	// Stopped again, and resumed while a send waits for its paste to show.
+	cont = stopAgent(t, agent)
+	go func() { time.Sleep(1500 * time.Millisecond); cont() }()
+	turns := 0
+	if err := h.prompt(s, "m2", "sent across a stop"); err == nil {
+		turns++
+		waitTurns(t, k, turns)
+	} else if !errors.Is(err, ErrKeyboard) {
+		t.Fatalf("a send across a stop: got %v, want nil or %v", err, ErrKeyboard)
+	}
+	h.typeByHand(s, "zzjunk typed by hand", false)
+	testkit.Eventually(t, 20*time.Second, func() bool {
+		scr, err := s.captureVisible(context.Background())
+		return err == nil && scr.Staged() != ""
+	}, "the typing never showed in the box")
+	if err := h.prompt(s, "m3", "hello"); err != nil {
+		t.Fatalf("Prompt: got %v, want nil\n%s", err, plain(h.capture(s)))
+	}
+	turns++
+	waitTurns(t, k, turns)
+	if got := h.personTexts(); got[len(got)-1] != "hello" || h.modelGotTimes("not to be sent") != 0 || len(got) != turns {
+		t.Fatalf("model got %q, want hello last and only what was submitted", got)
 	}
 }

@@ -771,7 +771,23 @@ func clearCount(text string) int { return len([]rune(text)) + strings.Count(text
 
 // clear empties the input box with BSpace × N (C-u does not clear Claude Code's input).
 func (s *session) clear(ctx context.Context, scr *pane.Screen) (*pane.Screen, error) {
-	for round := 0; round < 2; round++ {
+	empty := func(scr *pane.Screen) bool { return scr.HasBox() && scr.Staged() == "" }
+	for round := 0; round < 3; round++ {
+		if round > 0 {
+			// A screen left garbled by a redraw (a stopped agent resumed)
+			// can show in the box what is not in the input: Ctrl+L makes
+			// Claude Code draw everything again, the input kept.
+			if err := s.c.SendKeys(ctx, s.pane, "C-l"); err != nil {
+				return nil, s.goneErr(err)
+			}
+			var ok bool
+			var err error
+			if scr, ok, err = s.waitFor(ctx, s.step, empty); err != nil {
+				return nil, err
+			} else if ok {
+				return scr, nil
+			}
+		}
 		staged := scr.Staged()
 		n := clearCount(staged)
 		if scr.PastedPlaceholder() {
@@ -782,7 +798,7 @@ func (s *session) clear(ctx context.Context, scr *pane.Screen) (*pane.Screen, er
 		}
 		var ok bool
 		var err error
-		scr, ok, err = s.waitFor(ctx, s.step, func(scr *pane.Screen) bool { return scr.HasBox() && scr.Staged() == "" })
+		scr, ok, err = s.waitFor(ctx, s.step, empty)
 		if err != nil {
 			return nil, err
 		}

@@ -47,7 +47,8 @@ var soakFaults = []string{
 // request log: false `submitted` (never reached the model), `failed` that did
 // reach it, doubled or glued texts, and hangs (no final receipt within
 // soakBound). Not run by default: make soak-tmux (PARLEY_SOAK_TMUX=<n>;
-// PARLEY_SOAK_SEED, PARLEY_SOAK_FAULTS=a,b to pick faults).
+// PARLEY_SOAK_SEED, PARLEY_SOAK_FAULTS=a,b to pick faults, PARLEY_SOAK_FOR=1h
+// to stop sending after a while, PARLEY_SOAK_OUT=file for the report).
 func TestSoakTmux(t *testing.T) {
 	n, _ := strconv.Atoi(os.Getenv(envSoak))
 	if n <= 0 {
@@ -76,7 +77,15 @@ func TestSoakTmux(t *testing.T) {
 	sk := &soak{t: t, td: td, s: s, rng: rng, sent: map[string]*sentText{}, shown: map[string]bool{}, byFault: map[string]*soakCount{}}
 	t.Logf("soak: %d messages, seed %d, faults %v, load %s", n, seed, faults, load0)
 	start := time.Now()
+	var until time.Time
+	if d, err := time.ParseDuration(os.Getenv("PARLEY_SOAK_FOR")); err == nil {
+		until = start.Add(d)
+	}
 	for i := 0; i < n; i++ {
+		if !until.IsZero() && time.Now().After(until) {
+			t.Logf("soak: PARLEY_SOAK_FOR is up after %d messages", i)
+			break
+		}
 		fault := faults[rng.IntN(len(faults))]
 		from = sk.one(i, fault, from)
 		if (i+1)%25 == 0 {
