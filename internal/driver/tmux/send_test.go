@@ -284,3 +284,26 @@ func TestPromptAfterStoppedAgentClearsTheBox(t *testing.T) {
 		t.Fatalf("model got %q, want hello last and only what was submitted", got)
 	}
 }
+
+// Item 4: text left in the box with the cursor moved to its start (a person
+// pressed Home, or Up in a long input) is still cleared: the send proves the
+// box empty and its message reaches the model alone.
+func TestPromptClearsTextBeforeTheCursor(t *testing.T) {
+	h := newHarness(t, scenario())
+	s, k := h.start("t-cursor")
+	h.typeByHand(s, "zzjunk left of nothing", false)
+	testkit.Eventually(t, 20*time.Second, func() bool {
+		scr, err := s.captureVisible(context.Background())
+		return err == nil && scr.Staged() != ""
+	}, "the typing never showed in the box")
+	if err := h.c.SendKeys(context.Background(), s.pane, "Home"); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.prompt(s, "m1", "hello"); err != nil {
+		t.Fatalf("Prompt: got %v, want nil\n%s", err, plain(h.capture(s)))
+	}
+	waitTurns(t, k, 1)
+	if got := h.personTexts(); len(got) != 1 || got[0] != "hello" {
+		t.Fatalf("model got %q, want only hello", got)
+	}
+}

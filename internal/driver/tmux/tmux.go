@@ -642,6 +642,13 @@ func (s *session) deliver(ctx context.Context, text string) error {
 		var ok bool
 		scr, ok, err = s.waitFor(ctx, s.step, func(scr *pane.Screen) bool { return scr.InBox(text) || submitted(scr) })
 		if err != nil {
+			if ctx.Err() != nil {
+				// Stopped before Enter: it did not reach the agent; take
+				// the paste back so nobody submits it later.
+				tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.step)
+				_ = s.takeBack(tctx, text, err)
+				cancel()
+			}
 			return err
 		}
 		if !ok {
@@ -769,7 +776,8 @@ func (s *session) takeBack(ctx context.Context, text string, why error) error {
 
 func clearCount(text string) int { return len([]rune(text)) + strings.Count(text, "\n") + 8 }
 
-// clear empties the input box with BSpace × N (C-u does not clear Claude Code's input).
+// clear empties the input box with End, BSpace × N and Delete × N (C-u does
+// not clear Claude Code's input), and proves it empty.
 func (s *session) clear(ctx context.Context, scr *pane.Screen) (*pane.Screen, error) {
 	empty := func(scr *pane.Screen) bool { return scr.HasBox() && scr.Staged() == "" }
 	for round := 0; round < 3; round++ {
@@ -793,7 +801,16 @@ func (s *session) clear(ctx context.Context, scr *pane.Screen) (*pane.Screen, er
 		if scr.PastedPlaceholder() {
 			n += 16
 		}
+		// The cursor may be anywhere in the text (a person moved it): from
+		// the end of its line, BSpace takes what is before it, Delete what
+		// is after (the lines below).
+		if err := s.c.SendKeys(ctx, s.pane, "End"); err != nil {
+			return nil, s.goneErr(err)
+		}
 		if err := s.c.SendKeysN(ctx, s.pane, "BSpace", n); err != nil {
+			return nil, s.goneErr(err)
+		}
+		if err := s.c.SendKeysN(ctx, s.pane, "DC", n); err != nil {
 			return nil, s.goneErr(err)
 		}
 		var ok bool
