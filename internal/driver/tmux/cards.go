@@ -253,6 +253,8 @@ func (s *session) readSpool() {
 func (s *session) hookEvent(e hook.Event) {
 	s.mu.Lock()
 	s.hooksWork = true
+	s.lastHook = time.Now()
+	s.heard()
 	s.mu.Unlock()
 	switch e.Name {
 	case "SessionStart":
@@ -279,8 +281,7 @@ func (s *session) hookEvent(e hook.Event) {
 				s.promptsGone += maxPrompts / 2
 			}
 			s.prompts = append(s.prompts, e.Prompt)
-			close(s.promptSeen)
-			s.promptSeen = make(chan struct{})
+			s.heard()
 		}
 		s.mu.Unlock()
 	case "PreToolUse":
@@ -304,6 +305,12 @@ func (s *session) hookEvent(e hook.Event) {
 		s.mu.Unlock()
 		s.maybeEndTurn()
 	}
+}
+
+// heard (s.mu held) wakes whoever waits on the hooks: a prompt, a turn's end.
+func (s *session) heard() {
+	close(s.promptSeen)
+	s.promptSeen = make(chan struct{})
 }
 
 // maxPrompts bounds the hooks' prompts kept for sends to look back on.
@@ -351,6 +358,7 @@ func (s *session) maybeEndTurn() {
 	end := s.turn && s.stopSeen && s.endSeen
 	if end {
 		s.turn = false
+		s.heard()
 		if s.stopTimer != nil {
 			s.stopTimer.Stop()
 			s.stopTimer = nil

@@ -340,6 +340,7 @@ type session struct {
 	promptsGone int // prompts dropped from the front of prompts
 	promptSeen  chan struct{}
 	hooksWork   bool
+	lastHook    time.Time // when the last hook event was read
 
 	useHooks  bool           // Claude Code runs with parley's hook settings
 	replaying bool           // Start is reading the spool's old events (before run starts)
@@ -551,7 +552,7 @@ func (s *session) ready(ctx context.Context, messageID string, queued *string) e
 			reason = "a permission menu is open"
 		case live:
 			reason = "a question is waiting for an answer"
-		case scr.Working():
+		case scr.Working() || s.hookTurn():
 			// Typed now, the text would go into Claude Code's own queue.
 			reason = "the agent is working on a turn"
 		default:
@@ -561,16 +562,38 @@ func (s *session) ready(ctx context.Context, messageID string, queued *string) e
 			*queued = reason
 			s.sink.Event(chat.Delivery{MessageID: messageID, State: chat.DeliveryQueued, Detail: reason})
 		}
-		// The card scanner (run) sees the same change; nothing here decides
-		// from memory, only from the pane.
+		// The card scanner (run) sees the same change. The hooks' word that
+		// a turn runs is trusted for hookTurnTrust after the last hook.
+		s.mu.Lock()
+		heard := s.promptSeen
+		s.mu.Unlock()
+		trust := time.NewTimer(hookTurnTrust)
 		select {
 		case <-changed:
+		case <-heard:
+		case <-trust.C:
 		case <-ctx.Done():
+			trust.Stop()
 			return ctx.Err()
 		case <-s.ctl.Done():
+			trust.Stop()
 			return fmt.Errorf("%w: %w", ErrGone, driver.ErrNotRunning)
 		}
+		trust.Stop()
 	}
+}
+
+// hookTurnTrust bounds how long the hooks' word that a turn runs (a
+// UserPromptSubmit not yet ended by Stop) holds without another hook: it
+// covers the moments Claude Code works but shows no "esc to interrupt" (a
+// menu just answered, a prompt typed at the terminal not yet drawn).
+const hookTurnTrust = 15 * time.Second
+
+// hookTurn reports whether the hooks say a turn is running.
+func (s *session) hookTurn() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.useHooks && s.hooksWork && s.turn && time.Since(s.lastHook) < hookTurnTrust
 }
 
 // deliver types text and proves what became of it. The rules of evidence:
@@ -684,7 +707,7 @@ func (s *session) deliver(ctx context.Context, text string) error {
 			s.log.Info("the input box holds more than the message; clearing and retyping", "attempt", attempt)
 			continue
 		}
-		if scr.Working() {
+		if scr.Working() || s.hookTurn() {
 			// A turn started under the paste (typed at the terminal): Enter
 			// now would put the text in Claude Code's own queue.
 			return s.takeBack(ctx, text, errBusy)
