@@ -356,8 +356,8 @@ func (l *lane) result(f func()) {
 
 func (l *lane) started(gen int, s driver.Session, err error, resumed bool) {
 	l.starting = false
-	if gen != l.gen || l.closing || err != nil {
-		l.r.slots.release(l) // no session came of this start
+	if s == nil {
+		l.r.slots.release(l) // no process came of this start
 	}
 	if gen != l.gen || l.closing {
 		l.closeLater(s)
@@ -607,7 +607,6 @@ func (l *lane) setSession(s driver.Session) {
 		l.r.opt.Metrics.LiveSessions.Inc()
 	case l.sess != nil && s == nil:
 		l.r.opt.Metrics.LiveSessions.Dec()
-		l.r.slots.release(l)
 	}
 	l.sess = s
 }
@@ -636,6 +635,7 @@ func (l *lane) closeLater(s driver.Session) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		_ = s.Close(ctx)
+		l.r.slots.release(l) // the process is gone: its slot is free (sessions.go)
 	}()
 }
 

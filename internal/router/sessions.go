@@ -10,8 +10,8 @@ import (
 )
 
 // slots caps the agent sessions running at once (limits.max_sessions). A lane
-// takes a slot before it starts a session and gives it back when the session is
-// dropped. When every slot is taken, the least recently used idle session is
+// takes a slot before it starts a session and gives it back once the session's
+// Close has returned (closeLater), so the cap counts processes still exiting. When every slot is taken, the least recently used idle session is
 // unloaded to make room (it resumes on its next message, as after an idle
 // unload); when none is idle, the start is refused with words a person can act
 // on. Guarded by mu: the lanes that hold slots call in from their goroutines.
