@@ -1,8 +1,6 @@
 package claude_test
 
 import (
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -26,6 +24,8 @@ func TestMessageUnreadWhenTheAgentDiesIsNotSubmitted(t *testing.T) {
 	s := r.dial("unread", -1)
 	s.Send(chatsock.Msg("m0", "remember"))
 	at := s.WaitFor(0, wait, chatsock.PromptDone("m0", chat.StopEndTurn), "a first, whole turn")
+	// The premise is a conversation that holds the first turn.
+	r.waitTranscript(t, `"content":"remember"`, `"text":"Noted."`)
 	pids := r.agentPIDs()
 	if len(pids) != 1 {
 		t.Fatalf("agent processes %v, want one", pids)
@@ -129,15 +129,7 @@ func modelAskedThenKilled(t *testing.T, afterTranscript bool) {
 		return false
 	}, "the model was never asked")
 	if afterTranscript {
-		testkit.Eventually(t, wait, func() bool {
-			files, _ := filepath.Glob(filepath.Join(r.home, ".claude", "projects", "*", "*.jsonl"))
-			for _, f := range files {
-				if b, err := os.ReadFile(f); err == nil && strings.Contains(string(b), `"content":"think first"`) {
-					return true
-				}
-			}
-			return false
-		}, "Claude Code never wrote the prompt to its transcript")
+		r.waitTranscript(t, `"content":"think first"`)
 	}
 	kill(t, r.agentPIDs())
 	i := s.WaitFor(at, wait, func(e client.Event) bool {

@@ -5,8 +5,10 @@ package claude_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -92,6 +94,27 @@ func (r *rig) stop() {
 
 // agentPIDs finds the Claude Code processes of this rig by their HOME.
 func (r *rig) agentPIDs() []int { return testkit.PIDsWithEnv("HOME="+r.home, "claude") }
+
+// waitTranscript waits until Claude Code's transcript holds every fragment.
+// Claude Code 2.1.197 writes its transcript in batches, some time after the
+// turn's result: a process stopped or killed right after a turn may not have
+// kept it, and a resumed session would not know of it.
+func (r *rig) waitTranscript(t *testing.T, fragments ...string) {
+	t.Helper()
+	testkit.Eventually(t, wait, func() bool {
+		files, _ := filepath.Glob(filepath.Join(r.home, ".claude", "projects", "*", "*.jsonl"))
+		for _, f := range files {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				continue
+			}
+			if !slices.ContainsFunc(fragments, func(x string) bool { return !strings.Contains(string(b), x) }) {
+				return true
+			}
+		}
+		return false
+	}, fmt.Sprintf("Claude Code's transcript never held %q", fragments))
+}
 
 func (r *rig) dial(chatID string, since int64) *chatsock.Conn {
 	r.t.Helper()
