@@ -75,13 +75,6 @@ func migrate(ctx context.Context, db *sql.DB, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-		version    INTEGER NOT NULL PRIMARY KEY,
-		name       TEXT    NOT NULL,
-		applied_at BIGINT  NOT NULL
-	)`); err != nil {
-		return fmt.Errorf("sqlite: migrate: %w", err)
-	}
 	latest := len(ms)
 	for {
 		done, err := migrateStep(ctx, db, ms, logger)
@@ -100,10 +93,22 @@ func migrate(ctx context.Context, db *sql.DB, logger *slog.Logger) error {
 func migrateStep(ctx context.Context, db *sql.DB, ms []migration, logger *slog.Logger) (done bool, err error) {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
-		return false, fmt.Errorf("sqlite: migrate: %w", err)
+		return false, fmt.Errorf("sqlite: migrate: begin: %w", err)
 	}
 	defer tx.Rollback()
 
+	// Created inside the transaction, which holds the write lock from BEGIN:
+	// as a statement of its own it read the schema first and then wanted to
+	// write, and in WAL mode a writer that came between makes SQLite answer
+	// SQLITE_BUSY at once, without waiting (two processes opening one new
+	// database failed so).
+	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version    INTEGER NOT NULL PRIMARY KEY,
+		name       TEXT    NOT NULL,
+		applied_at BIGINT  NOT NULL
+	)`); err != nil {
+		return false, fmt.Errorf("sqlite: migrate: %w", err)
+	}
 	var cur int
 	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&cur); err != nil {
 		return false, fmt.Errorf("sqlite: migrate: read version: %w", err)

@@ -19,7 +19,8 @@ import (
 
 	"github.com/parleyhq/parley/internal/store"
 
-	_ "modernc.org/sqlite" // registers the "sqlite" driver
+	msqlite "modernc.org/sqlite" // also registers the "sqlite" driver
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // busyTimeout is how long a connection waits for a lock held by another process
@@ -80,6 +81,10 @@ func Open(ctx context.Context, path string, logger *slog.Logger) (*Store, error)
 	w.SetConnMaxLifetime(0)
 	w.SetConnMaxIdleTime(0)
 
+	if err := connectWriter(ctx, w); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", abs, err)
+	}
 	// Migrate before the readers open, so they find WAL mode and the schema set.
 	if err := migrate(ctx, w, logger); err != nil {
 		w.Close()
@@ -113,6 +118,30 @@ func Open(ctx context.Context, path string, logger *slog.Logger) (*Store, error)
 }
 
 // dsn builds a file: URI, so a path holding '?' or '#' stays a path.
+// connectWriter opens the writer's one connection, which turns on WAL mode.
+// SQLite takes the lock for that switch without its busy handler: while
+// another process creates the same new database file, it answers SQLITE_BUSY
+// at once, whatever the busy timeout. The connection is tried again for as
+// long as the busy timeout would have waited.
+func connectWriter(ctx context.Context, w *sql.DB) error {
+	deadline := time.Now().Add(busyTimeout)
+	for {
+		c, err := w.Conn(ctx)
+		if err == nil {
+			return c.Close() // kept idle in the pool for the migration
+		}
+		var se *msqlite.Error
+		if !errors.As(err, &se) || se.Code()&0xff != sqlite3.SQLITE_BUSY || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
 func dsn(abs string, q url.Values) string {
 	u := url.URL{Scheme: "file", Path: filepath.ToSlash(abs), RawQuery: q.Encode()}
 	return u.String()
