@@ -116,6 +116,10 @@ type Event struct {
 	Seq     int64
 	TS      time.Time
 	Payload json.RawMessage // a JSON object of the type's own fields
+	// Restated marks an open card sent again after a replay (on the wire
+	// "restated": true): it restates what is open now and is no log entry,
+	// so it has no seq. Never stored.
+	Restated bool
 }
 
 // NewEvent builds an unsequenced event from a payload.
@@ -148,6 +152,9 @@ func (e Event) Frame() []byte {
 		b = append(b, `,"ts":"`...)
 		b = e.TS.UTC().AppendFormat(b, TimeFormat)
 		b = append(b, '"')
+	}
+	if e.Restated {
+		b = append(b, `,"restated":true`...)
 	}
 	p := e.Payload
 	if len(p) > 2 && p[0] == '{' {

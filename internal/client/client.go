@@ -34,11 +34,13 @@ type Options struct {
 
 // Event is one server frame.
 type Event struct {
-	Type   string          `json:"type"`
-	Thread chat.ThreadID   `json:"thread,omitempty"`
-	Seq    int64           `json:"seq,omitempty"`
-	TS     string          `json:"ts,omitempty"`
-	Raw    json.RawMessage `json:"-"`
+	Type   string        `json:"type"`
+	Thread chat.ThreadID `json:"thread,omitempty"`
+	Seq    int64         `json:"seq,omitempty"`
+	TS     string        `json:"ts,omitempty"`
+	// Restated marks an open card sent again after a replay: no log entry.
+	Restated bool            `json:"restated,omitempty"`
+	Raw      json.RawMessage `json:"-"`
 }
 
 // Decode unmarshals the whole frame into v (e.g. a chat payload struct).
@@ -130,15 +132,16 @@ func (c *Conn) Next(ctx context.Context) (Event, error) {
 // object under "thread", where log events carry its id.
 func Parse(b []byte) (Event, error) {
 	var head struct {
-		Type   string          `json:"type"`
-		Thread json.RawMessage `json:"thread"`
-		Seq    int64           `json:"seq"`
-		TS     string          `json:"ts"`
+		Type     string          `json:"type"`
+		Thread   json.RawMessage `json:"thread"`
+		Seq      int64           `json:"seq"`
+		TS       string          `json:"ts"`
+		Restated bool            `json:"restated"`
 	}
 	if err := json.Unmarshal(b, &head); err != nil {
 		return Event{}, fmt.Errorf("client: frame is not JSON: %w", err)
 	}
-	ev := Event{Type: head.Type, Seq: head.Seq, TS: head.TS, Raw: b}
+	ev := Event{Type: head.Type, Seq: head.Seq, TS: head.TS, Restated: head.Restated, Raw: b}
 	if len(head.Thread) > 0 && head.Thread[0] == '"' {
 		var id string
 		_ = json.Unmarshal(head.Thread, &id)

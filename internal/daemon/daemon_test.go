@@ -248,7 +248,7 @@ func TestCardAnsweredOnceForEveryConnection(t *testing.T) {
 	for _, ev := range c.Snapshot()[:end] {
 		if ev.Type == chat.TypePermissionRequest {
 			requests++
-			if ev.Seq == 0 {
+			if ev.Seq == 0 || ev.Restated {
 				t.Errorf("an answered card was sent again as open: %s", ev.Raw)
 			}
 		}
@@ -265,9 +265,10 @@ func TestOpenCardSentAgainAfterReplay(t *testing.T) {
 	a.Send(chatsock.Msg("m1", "question Which?|red,blue"))
 	i := a.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeQuestion), "question")
 	seq := a.Snapshot()[i].Seq
-	// Reconnect holding everything: the open card still comes again, unsequenced.
+	// Reconnect holding everything: the open card still comes again, restated
+	// and unsequenced.
 	b := e.dial("open", seq)
-	b.WaitFor(0, 5*time.Second, func(ev client.Event) bool { return ev.Type == chat.TypeQuestion && ev.Seq == 0 }, "open card again")
+	b.WaitFor(0, 5*time.Second, func(ev client.Event) bool { return ev.Type == chat.TypeQuestion && ev.Seq == 0 && ev.Restated }, "open card again")
 	rid := chatsock.FieldOf(a.Snapshot()[i], "request_id")
 	b.Send(map[string]any{"type": "question_answer", "request_id": rid, "answers": map[string]any{"Which?": "blue"}})
 	a.WaitFor(0, 5*time.Second, chatsock.Field(chat.TypeAgentChunk, "text", "answer: Which?=blue"), "answer reached the agent")

@@ -10,12 +10,15 @@ import (
 	"github.com/parleyhq/parley/internal/chat"
 )
 
-// Item is one thing for a subscriber: a sequenced event frame of its route's
-// thread, or (Switch) word that the route now shows another thread.
+// Item is one thing for a subscriber: a sequenced event of its route's thread,
+// or (Switch) word that the route now shows another thread. The event and its
+// wire frame are built once by Publish and shared by every subscriber: nobody
+// decodes the frame again to learn what it is.
 type Item struct {
 	Thread chat.ThreadID
 	Seq    int64
-	Frame  []byte
+	Event  chat.Event // the event as stored (Payload is its own fields)
+	Frame  []byte     // Event.Frame(), as it goes on the wire
 	Switch bool
 }
 
@@ -151,9 +154,11 @@ func (h *Hub) Reason(s *Sub) string {
 	return s.reason
 }
 
-// Publish sends one sequenced event of thread to every subscriber showing it.
-func (h *Hub) Publish(thread chat.ThreadID, seq int64, frame []byte) {
-	it := Item{Thread: thread, Seq: seq, Frame: frame}
+// Publish sends one sequenced, stored event to every subscriber showing its
+// thread. Its frame is built here, once, outside the lock.
+func (h *Hub) Publish(ev chat.Event) {
+	it := Item{Thread: ev.Thread, Seq: ev.Seq, Event: ev, Frame: ev.Frame()}
+	thread := ev.Thread
 	var dropped int
 	h.mu.Lock()
 	for s := range h.byThread[thread] {

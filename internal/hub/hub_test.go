@@ -12,8 +12,8 @@ func TestPublishReachesEveryRouteShowingTheThread(t *testing.T) {
 	a := h.Subscribe(chat.RouteKey{Channel: "web", Chat: "a"}, "t1", 10)
 	b := h.Subscribe(chat.RouteKey{Channel: "tui", Chat: "b"}, "t1", 10)
 	other := h.Subscribe(chat.RouteKey{Channel: "web", Chat: "c"}, "t2", 10)
-	h.Publish("t1", 1, []byte("one"))
-	h.Publish("t1", 2, []byte("two"))
+	h.Publish(ev("t1", 1))
+	h.Publish(ev("t1", 2))
 	for _, s := range []*Sub{a, b} {
 		got := s.Take()
 		if len(got) != 2 || got[0].Seq != 1 || got[1].Seq != 2 {
@@ -31,7 +31,7 @@ func TestFullBacklogDropsOnlyThatSubscription(t *testing.T) {
 	slow := h.Subscribe(chat.RouteKey{Channel: "web", Chat: "s"}, "t", 2)
 	fast := h.Subscribe(chat.RouteKey{Channel: "web", Chat: "f"}, "t", 2)
 	for seq := int64(1); seq <= 5; seq++ {
-		h.Publish("t", seq, nil)
+		h.Publish(ev("t", seq))
 		fast.Take() // keeps up
 	}
 	select {
@@ -56,10 +56,10 @@ func TestAttachSwitchesInOrderWithEvents(t *testing.T) {
 	h := New(nil)
 	route := chat.RouteKey{Channel: "web", Chat: "r"}
 	s := h.Subscribe(route, "old", 10)
-	h.Publish("old", 7, nil)
+	h.Publish(ev("old", 7))
 	h.Attach(route, "new")
-	h.Publish("old", 8, nil) // no longer shown
-	h.Publish("new", 1, nil)
+	h.Publish(ev("old", 8)) // no longer shown
+	h.Publish(ev("new", 1))
 	got := s.Take()
 	if len(got) != 3 || got[0].Seq != 7 || !got[1].Switch || got[1].Thread != "new" || got[2].Thread != "new" || got[2].Seq != 1 {
 		t.Fatalf("got %+v, want old#7, switch to new, new#1", got)
@@ -77,9 +77,9 @@ func TestWatcherCoalescesChangedThreads(t *testing.T) {
 	h := New(nil)
 	w := h.Watch()
 	for seq := range int64(1000) {
-		h.Publish("t1", seq+1, []byte("{}"))
+		h.Publish(ev("t1", seq+1))
 	}
-	h.Publish("t2", 1, []byte("{}"))
+	h.Publish(ev("t2", 1))
 	select {
 	case <-w.Ready():
 	default:
@@ -92,8 +92,12 @@ func TestWatcherCoalescesChangedThreads(t *testing.T) {
 		t.Fatalf("after Take: %v, want none", got)
 	}
 	h.Unwatch(w)
-	h.Publish("t3", 1, []byte("{}"))
+	h.Publish(ev("t3", 1))
 	if got := w.Take(); len(got) != 0 || h.Watchers() != 0 {
 		t.Fatalf("after Unwatch: %v changed, %d watchers; want none", got, h.Watchers())
 	}
+}
+
+func ev(thread chat.ThreadID, seq int64) chat.Event {
+	return chat.Event{Type: chat.TypeAgentChunk, Thread: thread, Seq: seq, Payload: []byte(`{"text":"x"}`)}
 }

@@ -207,7 +207,7 @@ func (l *lane) flush() error {
 		return err
 	}
 	for _, ev := range b.Events {
-		l.r.hub.Publish(l.th.ID, ev.Seq, ev.Frame())
+		l.r.hub.Publish(ev)
 	}
 	l.r.opt.Metrics.Events.Add(float64(len(b.Events)))
 	return nil

@@ -573,8 +573,8 @@ export class Store implements SocketSink {
           input: ev.tool?.input,
           options: ev.options ?? [],
           state: "open",
-        }), (it) => (it.kind === "permission" && !ev.seq && (it.state === "answering" || it.state === "closed") ? { ...it, state: "open" } : it));
-        if (!ev.seq) this.closedCards.delete(ev.request_id);
+        }), (it) => (it.kind === "permission" && ev.restated && (it.state === "answering" || it.state === "closed") ? { ...it, state: "open" } : it));
+        if (ev.restated) this.closedCards.delete(ev.request_id);
         this.announce(ev.request_id, "Permission needed", ev.tool?.title || ev.tool?.name || "", replaying);
         break;
       case "permission_resolved":
@@ -582,8 +582,8 @@ export class Store implements SocketSink {
         break;
       case "question":
         this.upsert("c:" + ev.request_id, () => ({ kind: "question", key: "c:" + ev.request_id, request_id: ev.request_id, questions: ev.questions ?? [], state: "open" }),
-          (it) => (it.kind === "question" && !ev.seq && (it.state === "answering" || it.state === "closed") ? { ...it, state: "open" } : it));
-        if (!ev.seq) this.closedCards.delete(ev.request_id);
+          (it) => (it.kind === "question" && ev.restated && (it.state === "answering" || it.state === "closed") ? { ...it, state: "open" } : it));
+        if (ev.restated) this.closedCards.delete(ev.request_id);
         this.announce(ev.request_id, "Question", ev.questions?.[0]?.question ?? "", replaying);
         break;
       case "question_resolved":

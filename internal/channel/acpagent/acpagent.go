@@ -23,6 +23,7 @@ import (
 	acp "github.com/coder/acp-go-sdk"
 
 	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/follow"
 	"github.com/parleyhq/parley/internal/hub"
 	"github.com/parleyhq/parley/internal/router"
 	"github.com/parleyhq/parley/internal/wire"
@@ -39,12 +40,11 @@ type Router interface {
 	Agents() []chat.AgentInfo
 }
 
-// Store is what the agent side reads: threads, routes, logs and open cards.
+// Store is what the agent side reads: what a follower reads (threads, logs,
+// open cards) and the routes.
 type Store interface {
-	Thread(ctx context.Context, id chat.ThreadID) (chat.Thread, error)
+	follow.Source
 	Routes(ctx context.Context) ([]chat.Route, error)
-	Events(ctx context.Context, thread chat.ThreadID, since int64, limit int) ([]chat.Event, error)
-	Cards(ctx context.Context, thread chat.ThreadID, state string) ([]chat.Card, error)
 }
 
 // Unsubscriber ends a hub subscription and says why the hub dropped one.
@@ -310,7 +310,7 @@ wait:
 	end := time.Now()
 	a.mu.Lock()
 	for _, s := range a.sessions {
-		d.Hub.Unsubscribe(s.sub)
+		s.f.Close()
 		opt.Cursors.rewind(s.route, end, opt.Heartbeat > 0)
 	}
 	a.mu.Unlock()
@@ -524,7 +524,7 @@ func (a *agent) CloseSession(ctx context.Context, p acp.CloseSessionRequest) (ac
 	if s != nil {
 		s.cancel()
 		<-s.ended
-		a.d.Hub.Unsubscribe(s.sub)
+		s.f.Close()
 	}
 	return acp.CloseSessionResponse{}, nil
 }

@@ -11,15 +11,16 @@ import (
 	acp "github.com/coder/acp-go-sdk"
 
 	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/follow"
 	"github.com/parleyhq/parley/internal/hub"
 )
 
-// session is one ACP session: a route, its hub subscription, and the pump that
-// turns the route's events into session/update notifications.
+// session is one ACP session: a route, its follower, and the pump that turns
+// the route's events into session/update notifications.
 type session struct {
 	id     string
 	route  chat.RouteKey
-	sub    *hub.Sub
+	f      *follow.Follower // owned by the pump; closed once ended is
 	cancel context.CancelFunc
 	ended  chan struct{}
 
@@ -31,9 +32,6 @@ type session struct {
 	// later is how the route's first thread is made, for a session opened on a
 	// route without one (nil otherwise)
 	later *laterThread
-	// owned by the pump goroutine
-	thread  chat.ThreadID
-	lastSeq int64
 }
 
 // laterThread is how a thread is made for a route that had none when its
@@ -110,26 +108,23 @@ func (s *session) finish(id string, o outcome) {
 // is an error unless later is set: then the session follows the route's first
 // thread once one is made (ensureThread), and the zero Thread is returned.
 func (a *agent) open(ctx context.Context, route chat.RouteKey, history bool, later *laterThread) (chat.Thread, error) {
-	sub, th, err := a.d.Router.Subscribe(ctx, route, a.opt.Buffer)
+	f, th, err := follow.Subscribe(ctx, follow.Deps{Source: a.d.Store, Router: a.d.Router, Hub: a.d.Hub}, route,
+		follow.Options{Buffer: a.opt.Buffer, Since: a.resumeAt(route)})
 	if err != nil {
 		return chat.Thread{}, err
 	}
 	if th == nil && later == nil {
-		a.d.Hub.Unsubscribe(sub)
+		f.Close()
 		return chat.Thread{}, chat.ErrNotFound
 	}
-	var thread chat.ThreadID
-	if th != nil {
-		thread = th.ID
-	}
 	pctx, cancel := a.spawnCtx()
-	s := &session{id: route.Chat, route: route, sub: sub, cancel: cancel, ended: make(chan struct{}),
+	s := &session{id: route.Chat, route: route, f: f, cancel: cancel, ended: make(chan struct{}),
 		waiters: map[string][]*waiter{}, asking: map[string]context.CancelFunc{}, shownCh: make(chan struct{}), later: later}
 	a.mu.Lock()
 	if a.closed {
 		a.mu.Unlock()
 		cancel()
-		a.d.Hub.Unsubscribe(sub)
+		f.Close()
 		return chat.Thread{}, chat.ErrClosed
 	}
 	old := a.sessions[s.id]
@@ -139,7 +134,7 @@ func (a *agent) open(ctx context.Context, route chat.RouteKey, history bool, lat
 	if old != nil {
 		old.cancel()
 		<-old.ended
-		a.d.Hub.Unsubscribe(old.sub)
+		old.f.Close()
 	}
 	since := int64(0)
 	if !history {
@@ -149,7 +144,7 @@ func (a *agent) open(ctx context.Context, route chat.RouteKey, history bool, lat
 	go func() {
 		defer a.wg.Done()
 		defer close(s.ended)
-		a.pump(pctx, s, thread, since, replayed)
+		a.pump(pctx, s, th, since, replayed)
 	}()
 	select {
 	case err := <-replayed:
@@ -165,14 +160,27 @@ func (a *agent) open(ctx context.Context, route chat.RouteKey, history bool, lat
 	return *th, nil
 }
 
-// pump replays, then follows the route live until the session ends. A
-// subscription the hub dropped for falling behind is renewed and caught up from
-// the log, so the client misses nothing.
-func (a *agent) pump(ctx context.Context, s *session, thread chat.ThreadID, since int64, replayed chan<- error) {
+// resumeAt is where a thread shown without history starts for route: where
+// this route's client was, when it was away from the same thread (so it gets
+// what it missed); else nothing of the log, only what is open.
+func (a *agent) resumeAt(route chat.RouteKey) func(chat.Thread) int64 {
+	return func(th chat.Thread) int64 {
+		if cur, ok := a.opt.Cursors.get(route); ok && cur.thread == th.ID && cur.seq < th.LastSeq {
+			return cur.seq
+		}
+		return th.LastSeq
+	}
+}
+
+// pump shows the route's thread, then follows it live until the session ends.
+// A subscription the hub dropped for falling behind is renewed and caught up
+// from the log, so the client misses nothing.
+func (a *agent) pump(ctx context.Context, s *session, th *chat.Thread, since int64, replayed chan<- error) {
 	log := a.log.With("session", s.id)
+	show := func(it follow.Item) error { a.show(ctx, s, it); return nil }
 	var err error
-	if thread != "" { // else the route's first thread comes as a switch
-		err = a.show(ctx, s, thread, since)
+	if th != nil { // else the route's first thread comes as a switch
+		err = s.f.Show(ctx, th.ID, since, show)
 	}
 	replayed <- err
 	if err != nil {
@@ -183,146 +191,63 @@ func (a *agent) pump(ctx context.Context, s *session, thread chat.ThreadID, sinc
 		select {
 		case <-ctx.Done():
 			return
-		case <-s.sub.Ready():
-			for _, it := range s.sub.Take() {
-				if it.Switch {
-					if err := a.show(ctx, s, it.Thread, -1); err != nil {
-						log.Warn("acp: switch", "err", err)
-					}
-					continue
-				}
-				if it.Thread != s.thread || it.Seq <= s.lastSeq {
-					continue
-				}
-				var ev chat.Event
-				if err := json.Unmarshal(it.Frame, &frameHead{&ev}); err != nil {
-					log.Warn("acp: frame", "err", err)
-					continue
-				}
-				ev.Payload = it.Frame
-				a.emit(ctx, s, ev, false)
-				s.lastSeq = it.Seq
-				a.opt.Cursors.set(s.route, s.thread, s.lastSeq, time.Now())
+		case <-s.f.Sub().Ready():
+			if _, err := s.f.Live(ctx, show); err != nil {
+				log.Warn("acp: switch", "err", err)
 			}
-		case <-s.sub.Done():
-			if ctx.Err() != nil || a.d.Hub.Reason(s.sub) != hub.ReasonSlow {
+		case <-s.f.Sub().Done():
+			if ctx.Err() != nil || s.f.Dropped() != hub.ReasonSlow {
 				return // the session or parley is ending
 			}
-			// Dropped for falling behind: subscribe again and catch up. The
-			// router's call is not cut short by ctx (its answer must be read).
-			sub, th, err := a.d.Router.Subscribe(context.WithoutCancel(ctx), s.route, a.opt.Buffer)
-			if err != nil || th == nil || ctx.Err() != nil {
-				if sub != nil {
-					a.d.Hub.Unsubscribe(sub)
-				}
+			// Dropped for falling behind: subscribe again and catch up.
+			if err := s.f.Renew(ctx, show); err != nil {
 				log.Debug("acp: session ends", "err", err)
 				return
 			}
-			s.sub = sub
-			if th.ID != s.thread {
-				if err := a.show(ctx, s, th.ID, -1); err != nil {
-					return
-				}
-				continue
+		}
+	}
+}
+
+// show hands one item of the follower to the client: a _parley/thread notice
+// when the session moves to a thread, the log (replayed events answer no
+// prompt and ask no card), the open cards asked again, then live events.
+func (a *agent) show(ctx context.Context, s *session, it follow.Item) {
+	switch it.Kind {
+	case follow.KindThread:
+		// Cards of the thread shown before are no longer this client's to answer.
+		s.mu.Lock()
+		for rid, cancel := range s.asking {
+			cancel()
+			delete(s.asking, rid)
+		}
+		for mid, ws := range s.waiters {
+			for _, w := range ws {
+				w.done(outcome{stop: chat.StopEndTurn}) // the route moved on; the turn goes on elsewhere
 			}
-			if err := a.catchUp(ctx, s); err != nil {
-				return
-			}
+			delete(s.waiters, mid)
+		}
+		s.mu.Unlock()
+		a.ext(ctx, s.id, "thread", mustJSON(chat.ThreadEvent{Thread: it.Thread}))
+	case follow.KindEvent, follow.KindCard:
+		a.emit(ctx, s, it.Event, it.Frame, it.Replay)
+		if it.Kind == follow.KindEvent {
+			a.opt.Cursors.set(s.route, it.Event.Thread, it.Event.Seq, time.Now())
+		}
+	case follow.KindCaughtUp:
+		if id := s.f.Thread(); id != "" {
+			s.mu.Lock()
+			s.shown = id
+			close(s.shownCh)
+			s.shownCh = make(chan struct{})
+			s.mu.Unlock()
 		}
 	}
+	// KindPruned and KindTurn: the ACP side shows neither.
 }
 
-// frameHead reads type, thread and seq from a wire frame into an Event.
-type frameHead struct{ ev *chat.Event }
-
-func (h *frameHead) UnmarshalJSON(b []byte) error {
-	var v struct {
-		Type   string        `json:"type"`
-		Thread chat.ThreadID `json:"thread"`
-		Seq    int64         `json:"seq"`
-	}
-	if err := json.Unmarshal(b, &v); err != nil {
-		return err
-	}
-	h.ev.Type, h.ev.Thread, h.ev.Seq = v.Type, v.Thread, v.Seq
-	return nil
-}
-
-// show makes s follow thread: a _parley/thread notice, the log after since
-// (nothing when since < 0), the open cards asked again, then live.
-func (a *agent) show(ctx context.Context, s *session, id chat.ThreadID, since int64) error {
-	th, err := a.d.Store.Thread(ctx, id)
-	if err != nil {
-		return err
-	}
-	// Cards of the thread shown before are no longer this client's to answer.
-	s.mu.Lock()
-	for rid, cancel := range s.asking {
-		cancel()
-		delete(s.asking, rid)
-	}
-	for mid, ws := range s.waiters {
-		for _, w := range ws {
-			w.done(outcome{stop: chat.StopEndTurn}) // the route moved on; the turn goes on elsewhere
-		}
-		delete(s.waiters, mid)
-	}
-	s.mu.Unlock()
-	s.thread = id
-	a.ext(ctx, s.id, "thread", mustJSON(chat.ThreadEvent{Thread: th}))
-	if cur, ok := a.opt.Cursors.get(s.route); since < 0 && ok && cur.thread == id && cur.seq < th.LastSeq {
-		since = cur.seq // this route's client was away: send what it missed
-	}
-	if since < 0 {
-		s.lastSeq = th.LastSeq
-	} else {
-		s.lastSeq = since
-	}
-	if err := a.catchUp(ctx, s); err != nil {
-		return err
-	}
-	open, err := a.d.Store.Cards(ctx, id, chat.CardOpen)
-	if err != nil {
-		return err
-	}
-	for _, c := range open {
-		ev := chat.Event{Type: chat.TypePermissionRequest, Thread: id, Payload: c.Request}
-		if c.Kind == chat.CardQuestion {
-			ev.Type = chat.TypeQuestion
-		}
-		ev.Payload = ev.Frame()
-		a.emit(ctx, s, ev, false)
-	}
-	s.mu.Lock()
-	s.shown = id
-	close(s.shownCh)
-	s.shownCh = make(chan struct{})
-	s.mu.Unlock()
-	return nil
-}
-
-func (a *agent) catchUp(ctx context.Context, s *session) error {
-	const page = 1000
-	for {
-		evs, err := a.d.Store.Events(ctx, s.thread, s.lastSeq, page)
-		if err != nil {
-			return err
-		}
-		for _, ev := range evs {
-			ev.Payload = ev.Frame() // emit works on wire frames, as the hub delivers them
-			a.emit(ctx, s, ev, true)
-			s.lastSeq = ev.Seq
-			a.opt.Cursors.set(s.route, s.thread, s.lastSeq, time.Now())
-		}
-		if len(evs) < page {
-			return nil
-		}
-	}
-}
-
-// emit sends one event to the client. Replayed cards are not asked (the open
+// emit sends one event (frame is its wire frame) to the client. Replayed cards are not asked (the open
 // ones are asked again after the replay); replayed turn ends answer no prompt.
-func (a *agent) emit(ctx context.Context, s *session, ev chat.Event, replay bool) {
+func (a *agent) emit(ctx context.Context, s *session, ev chat.Event, frame []byte, replay bool) {
 	switch ev.Type {
 	case chat.TypePermissionRequest:
 		if !replay {
@@ -331,7 +256,7 @@ func (a *agent) emit(ctx context.Context, s *session, ev chat.Event, replay bool
 				a.askPermission(ctx, s, p)
 			}
 		}
-		a.ext(ctx, s.id, ev.Type, ev.Payload)
+		a.ext(ctx, s.id, ev.Type, frame)
 		return
 	case chat.TypeQuestion:
 		if !replay {
@@ -340,7 +265,7 @@ func (a *agent) emit(ctx context.Context, s *session, ev chat.Event, replay bool
 				a.askQuestion(ctx, s, q)
 			}
 		}
-		a.ext(ctx, s.id, ev.Type, ev.Payload)
+		a.ext(ctx, s.id, ev.Type, frame)
 		return
 	case chat.TypePermissionResolved, chat.TypeQuestionResolved:
 		var r struct {
@@ -358,7 +283,7 @@ func (a *agent) emit(ctx context.Context, s *session, ev chat.Event, replay bool
 		var p chat.PromptDone
 		if !replay && ev.Decode(&p) == nil {
 			if s.waiting(p.MessageID) {
-				a.ext(ctx, s.id, ev.Type, ev.Payload)
+				a.ext(ctx, s.id, ev.Type, frame)
 				s.finish(p.MessageID, outcome{stop: p.StopReason})
 				return
 			}
@@ -370,7 +295,7 @@ func (a *agent) emit(ctx context.Context, s *session, ev chat.Event, replay bool
 			u.UserMessageChunk.Meta = map[string]any{"parley/message_id": m.MessageID, "parley/from": m.From}
 			a.update(ctx, s.id, u)
 		}
-		a.ext(ctx, s.id, ev.Type, ev.Payload)
+		a.ext(ctx, s.id, ev.Type, frame)
 		return
 	}
 	if ev.Type == chat.TypeMode {
@@ -383,7 +308,7 @@ func (a *agent) emit(ctx context.Context, s *session, ev chat.Event, replay bool
 		a.update(ctx, s.id, u)
 		return
 	}
-	a.ext(ctx, s.id, ev.Type, ev.Payload)
+	a.ext(ctx, s.id, ev.Type, frame)
 }
 
 func (a *agent) update(ctx context.Context, sid string, u acp.SessionUpdate) {

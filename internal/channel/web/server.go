@@ -28,6 +28,7 @@ import (
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/driver"
+	"github.com/parleyhq/parley/internal/follow"
 	"github.com/parleyhq/parley/internal/hub"
 	"github.com/parleyhq/parley/internal/router"
 	"github.com/parleyhq/parley/internal/store"
@@ -372,26 +373,12 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		buf = append(buf, ev.Frame()...)
 	}
 	buf = append(buf, ']')
-	if through := prunedThrough(int64(since), th.LastSeq, evs); through > 0 {
+	if through := follow.PrunedThrough(int64(since), th.LastSeq, evs); through > 0 {
 		buf = append(buf, `,"pruned_through":`...)
 		buf = strconv.AppendInt(buf, through, 10)
 	}
 	buf = append(buf, "}\n"...)
 	w.Write(buf)
-}
-
-// prunedThrough returns the last seq a reader asking for the events after since
-// will not get because they were pruned (0 when none is missing). last is the
-// thread's last_seq read before evs, the first page of the answer: seqs have no
-// holes but what pruning made, always a prefix of the log.
-func prunedThrough(since, last int64, evs []chat.Event) int64 {
-	switch {
-	case len(evs) > 0 && evs[0].Seq > since+1:
-		return evs[0].Seq - 1
-	case len(evs) == 0 && last > since:
-		return last
-	}
-	return 0
 }
 
 // restRoute is the route REST calls come from.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/config"
+	"github.com/parleyhq/parley/internal/follow"
 	"github.com/parleyhq/parley/internal/hub"
 	"github.com/parleyhq/parley/internal/router"
 	"github.com/parleyhq/parley/internal/wire"
@@ -36,7 +37,7 @@ type conn struct {
 	s     *Server
 	ws    *websocket.Conn
 	route chat.RouteKey
-	sub   *hub.Sub
+	f     *follow.Follower
 	ctx   context.Context
 
 	writing atomic.Bool // a writer goroutine holds the write side
@@ -51,10 +52,8 @@ type conn struct {
 	gone     chan struct{}
 	goneOnce sync.Once
 
-	// Owned by whoever holds the write side: what has been sent so far, and the
-	// watchdog that closes the socket when a write hangs.
-	thread   chat.ThreadID
-	lastSeq  int64
+	// Owned by whoever holds the write side (as is f's cursor): the watchdog
+	// that closes the socket when a write hangs.
 	writes   int
 	watchdog *time.Timer
 }
@@ -106,14 +105,16 @@ func (s *Server) handleSocket(w http.ResponseWriter, r *http.Request) {
 	route := chat.RouteKey{Channel: channel, Chat: chatID}
 	ctx, cancel := context.WithCancel(s.ctx)
 	defer cancel()
-	sub, th, err := s.router.Subscribe(ctx, route, s.opt.Limits.ConnBuffer)
+	f, th, err := follow.Subscribe(ctx, follow.Deps{Source: s.store, Router: s.router, Hub: s.hub}, route,
+		follow.Options{Buffer: s.opt.Limits.ConnBuffer, Tail: s.opt.Limits.ReplayTail})
 	if err != nil {
 		ws.Close(websocket.StatusInternalError, "could not subscribe")
 		return
 	}
-	defer s.hub.Unsubscribe(sub)
+	defer f.Close()
+	sub := f.Sub()
 	log := s.log.With("chat", route.String())
-	c := &conn{s: s, ws: ws, route: route, sub: sub, ctx: ctx, slots: make(chan struct{}, 16), gone: make(chan struct{})}
+	c := &conn{s: s, ws: ws, route: route, f: f, ctx: ctx, slots: make(chan struct{}, 16), gone: make(chan struct{})}
 	c.watchdog = time.AfterFunc(time.Hour, func() {
 		log.Info("closing a connection whose writes hang", "after", writeTimeout)
 		ws.CloseNow()
@@ -136,7 +137,7 @@ func (s *Server) handleSocket(w http.ResponseWriter, r *http.Request) {
 	// in the subscription and are sent after it, deduplicated by seq.
 	c.writing.Store(true)
 	sub.SetWake(c.kick)
-	if err := c.connectSequence(ctx, th, since, sinceThread); err != nil {
+	if err := c.connectSequence(th, since, sinceThread); err != nil {
 		log.Debug("connect sequence failed", "err", err)
 		return
 	}
@@ -175,7 +176,7 @@ func (c *conn) pending() bool {
 	c.rmu.Lock()
 	n := len(c.replies)
 	c.rmu.Unlock()
-	return n > 0 || c.sub.Pending()
+	return n > 0 || c.f.Sub().Pending()
 }
 
 // drain writes whatever waits, then gives up the write side.
@@ -200,27 +201,12 @@ func (c *conn) flush(ctx context.Context) error {
 				return err
 			}
 		}
-		items := c.sub.Take()
-		if len(replies) == 0 && len(items) == 0 {
-			return nil
+		n, err := c.f.Live(ctx, c.show)
+		if err != nil {
+			return err
 		}
-		for _, it := range items {
-			if it.Switch {
-				if err := c.showThread(ctx, it.Thread, -1); err != nil {
-					return err
-				}
-				if err := c.writeEvent(ctx, chat.ReplayDone{LastSeq: c.lastSeq}); err != nil {
-					return err
-				}
-				continue
-			}
-			if it.Thread != c.thread || it.Seq <= c.lastSeq {
-				continue // already sent in the replay
-			}
-			if err := c.write(ctx, it.Frame); err != nil {
-				return err
-			}
-			c.lastSeq = it.Seq
+		if len(replies) == 0 && n == 0 {
+			return nil
 		}
 	}
 }
@@ -245,93 +231,19 @@ func (c *conn) writeEvent(ctx context.Context, p chat.Payload) error {
 	return c.write(ctx, ev.Frame())
 }
 
-// connectSequence sends config, thread, replay, open cards, turn_status and
-// replay_done.
-func (c *conn) connectSequence(ctx context.Context, th *chat.Thread, since int64, sinceThread chat.ThreadID) error {
+// connectSequence sends config, then the follower's sequence: thread, replay,
+// open cards restated, turn_status and replay_done.
+func (c *conn) connectSequence(th *chat.Thread, since int64, sinceThread chat.ThreadID) error {
 	cfg := chat.Config{Chat: c.route.Chat, Channel: c.route.Channel, Agents: c.s.router.Agents(),
 		DefaultAgent: c.s.router.DefaultAgent(), Version: c.s.opt.Version.Version}
-	if err := c.writeEvent(ctx, cfg); err != nil {
+	if err := c.writeEvent(c.ctx, cfg); err != nil {
 		return err
 	}
-	if th != nil {
-		if sinceThread != "" && sinceThread != th.ID {
-			since = -1 // the client's seq belongs to another thread
-		}
-		if err := c.showThread(ctx, th.ID, since); err != nil {
-			return err
-		}
-	} else if err := c.writeEvent(ctx, chat.TurnStatus{}); err != nil {
-		return err
-	}
-	return c.writeEvent(ctx, chat.ReplayDone{LastSeq: c.lastSeq})
+	return c.f.Start(c.ctx, th, since, sinceThread, c.show)
 }
 
-// showThread sends the thread, replays its log after since (or its tail when
-// since < 0), its open cards again, and whether a turn runs.
-func (c *conn) showThread(ctx context.Context, id chat.ThreadID, since int64) error {
-	th, err := c.s.store.Thread(ctx, id)
-	if err != nil {
-		return err
-	}
-	c.thread, c.lastSeq = id, 0
-	if err := c.writeEvent(ctx, chat.ThreadEvent{Thread: th}); err != nil {
-		return err
-	}
-	if since < 0 {
-		tail, err := c.s.store.Tail(ctx, id, c.s.opt.Limits.ReplayTail)
-		if err != nil {
-			return err
-		}
-		if len(tail) > 0 {
-			since = tail[0].Seq - 1
-		} else {
-			since = 0
-		}
-	}
-	c.lastSeq = since
-	const page = 1000
-	for first := true; ; first = false {
-		evs, err := c.s.store.Events(ctx, id, c.lastSeq, page)
-		if err != nil {
-			return err
-		}
-		if through := prunedThrough(since, th.LastSeq, evs); first && through > 0 {
-			// Events the client asked for are gone (limits.retain_events): say so
-			// rather than show a silent gap.
-			if err := c.writeEvent(ctx, chat.HistoryPruned{ThroughSeq: through}); err != nil {
-				return err
-			}
-			c.lastSeq = through
-		}
-		for _, ev := range evs {
-			if err := c.write(ctx, ev.Frame()); err != nil {
-				return err
-			}
-			c.lastSeq = ev.Seq
-		}
-		if len(evs) < page {
-			break
-		}
-	}
-	open, err := c.s.store.Cards(ctx, id, chat.CardOpen)
-	if err != nil {
-		return err
-	}
-	for _, card := range open {
-		ev := chat.Event{Type: chat.TypePermissionRequest, Thread: id, Payload: card.Request}
-		if card.Kind == chat.CardQuestion {
-			ev.Type = chat.TypeQuestion
-		}
-		if err := c.write(ctx, ev.Frame()); err != nil {
-			return err
-		}
-	}
-	th, err = c.s.store.Thread(ctx, id)
-	if err != nil {
-		return err
-	}
-	return c.writeEvent(ctx, chat.TurnStatus{Active: th.TurnMessageID != "", MessageID: th.TurnMessageID})
-}
+// show writes one item of the follower: every kind goes out as its frame.
+func (c *conn) show(it follow.Item) error { return c.write(c.ctx, it.Frame) }
 
 // reply queues a frame for this connection alone. At most cap(slots) wait;
 // beyond that the reader waits, so a client flooding inputs is read more slowly

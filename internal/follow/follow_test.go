@@ -1,0 +1,427 @@
+package follow_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/follow"
+	"github.com/parleyhq/parley/internal/hub"
+	"github.com/parleyhq/parley/internal/store"
+	"github.com/parleyhq/parley/internal/store/sqlite"
+)
+
+// env is a real SQLite store and a real hub, written the way the lane writes
+// them (commit, then publish), with the route table the router keeps.
+type env struct {
+	t   *testing.T
+	st  *sqlite.Store
+	hub *hub.Hub
+
+	mu      sync.Mutex
+	routes  map[chat.RouteKey]chat.ThreadID
+	threads map[chat.ThreadID]*chat.Thread
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "parley.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return &env{t: t, st: st, hub: hub.New(nil), routes: map[chat.RouteKey]chat.ThreadID{}, threads: map[chat.ThreadID]*chat.Thread{}}
+}
+
+// Subscribe is the router's: the route table and the hub read together.
+func (e *env) Subscribe(ctx context.Context, route chat.RouteKey, buffer int) (*hub.Sub, *chat.Thread, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	id := e.routes[route]
+	sub := e.hub.Subscribe(route, id, buffer)
+	if id == "" {
+		return sub, nil, nil
+	}
+	th, err := e.st.Thread(ctx, id)
+	if err != nil {
+		e.hub.Unsubscribe(sub)
+		return nil, nil, err
+	}
+	return sub, &th, nil
+}
+
+func (e *env) deps() follow.Deps { return follow.Deps{Source: e.st, Router: e, Hub: e.hub} }
+
+func (e *env) attach(route chat.RouteKey, id chat.ThreadID) {
+	e.mu.Lock()
+	e.routes[route] = id
+	e.mu.Unlock()
+	e.hub.Attach(route, id)
+}
+
+// write appends n agent chunks to thread id (made when new), committed then
+// published; cards are stored in the same batch.
+func (e *env) write(id chat.ThreadID, n int, cards ...chat.Card) {
+	e.t.Helper()
+	th := e.threads[id]
+	if th == nil {
+		th = &chat.Thread{ID: id, Agent: "echo", Cwd: "/w", State: chat.ThreadIdle, CreatedAt: time.Now(), UpdatedAt: time.Now()}
+		e.threads[id] = th
+	}
+	var b store.Batch
+	for range n {
+		th.LastSeq++
+		ev, err := chat.NewEvent(id, chat.AgentChunk{Text: fmt.Sprintf("%s#%d ", id, th.LastSeq)}, time.Now())
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		ev.Seq = th.LastSeq
+		b.Events = append(b.Events, ev)
+	}
+	cp := *th
+	b.Thread, b.Cards = &cp, cards
+	if err := e.st.Commit(context.Background(), b); err != nil {
+		e.t.Fatal(err)
+	}
+	for _, ev := range b.Events {
+		e.hub.Publish(ev)
+	}
+}
+
+// seen records what a follower handed on.
+type seen struct{ items []follow.Item }
+
+func (s *seen) emit(it follow.Item) error { s.items = append(s.items, it); return nil }
+
+// seqs lists the seqs of the events handed on, for thread id.
+func (s *seen) seqs(id chat.ThreadID) []int64 {
+	var out []int64
+	for _, it := range s.items {
+		if it.Kind == follow.KindEvent && it.Event.Thread == id {
+			out = append(out, it.Event.Seq)
+		}
+	}
+	return out
+}
+
+func (s *seen) kinds() []follow.Kind {
+	var out []follow.Kind
+	for _, it := range s.items {
+		if len(out) == 0 || out[len(out)-1] != it.Kind {
+			out = append(out, it.Kind)
+		}
+	}
+	return out
+}
+
+func span(from, to int64) []int64 {
+	var out []int64
+	for s := from; s <= to; s++ {
+		out = append(out, s)
+	}
+	return out
+}
+
+var route = chat.RouteKey{Channel: "web", Chat: "c1"}
+
+// Events published while the replay is read are queued in the subscription:
+// the live part hands on only what the replay did not, so nothing is missed
+// and nothing shown twice.
+func TestReplaySinceThenLiveHasNoGapAndNoDuplicate(t *testing.T) {
+	e := newEnv(t)
+	e.write("t1", 5)
+	e.attach(route, "t1")
+	ctx := context.Background()
+	f, th, err := follow.Subscribe(ctx, e.deps(), route, follow.Options{Buffer: 100, Tail: 500})
+	if err != nil || th == nil || th.ID != "t1" {
+		t.Fatalf("subscribe: %v, %+v", err, th)
+	}
+	defer f.Close()
+	e.write("t1", 2) // 6, 7: stored and queued before the replay reads the log
+	var s seen
+	if err := f.Start(ctx, th, 2, "t1", s.emit); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := s.kinds(), []follow.Kind{follow.KindThread, follow.KindEvent, follow.KindTurn, follow.KindCaughtUp}; !slices.Equal(got, want) {
+		t.Fatalf("kinds %v, want %v", got, want)
+	}
+	e.write("t1", 1) // 8, live
+	if _, err := f.Live(ctx, s.emit); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := s.seqs("t1"), span(3, 8); !slices.Equal(got, want) {
+		t.Fatalf("seqs %v, want %v", got, want)
+	}
+	for _, it := range s.items {
+		if it.Kind == follow.KindEvent && !bytes.Equal(it.Frame, it.Event.Frame()) {
+			t.Fatalf("frame %s is not the event's %s", it.Frame, it.Event.Frame())
+		}
+	}
+	if last := s.items[len(s.items)-1]; last.Replay || f.LastSeq() != 8 {
+		t.Fatalf("the live event is marked replayed (%v) or the cursor is at %d, want 8", last.Replay, f.LastSeq())
+	}
+}
+
+// Without since, a client gets the tail; a since that belongs to another
+// thread than the route shows is ignored the same way.
+func TestTailWhenNoSinceOrSinceOfAnotherThread(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		since       int64
+		sinceThread chat.ThreadID
+	}{{"no since", -1, ""}, {"since of another thread", 2, "t0"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.write("t1", 10)
+			e.attach(route, "t1")
+			ctx := context.Background()
+			f, th, err := follow.Subscribe(ctx, e.deps(), route, follow.Options{Buffer: 100, Tail: 3})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			var s seen
+			if err := f.Start(ctx, th, tc.since, tc.sinceThread, s.emit); err != nil {
+				t.Fatal(err)
+			}
+			if got, want := s.seqs("t1"), span(8, 10); !slices.Equal(got, want) {
+				t.Fatalf("seqs %v, want %v", got, want)
+			}
+			done := s.items[len(s.items)-1]
+			var rd chat.ReplayDone
+			if done.Kind != follow.KindCaughtUp || json.Unmarshal(done.Frame, &rd) != nil || rd.LastSeq != 10 {
+				t.Fatalf("last item %v %s, want replay_done with last_seq 10", done.Kind, done.Frame)
+			}
+		})
+	}
+}
+
+// Open cards are sent again after the replay, marked restated and without a
+// seq; a resolved card is not.
+func TestOpenCardsAreRestatedAfterTheReplay(t *testing.T) {
+	e := newEnv(t)
+	req, _ := json.Marshal(chat.PermissionRequest{RequestID: "r-open", Tool: chat.PermissionTool{Name: "Bash"}})
+	done, _ := json.Marshal(chat.PermissionRequest{RequestID: "r-done", Tool: chat.PermissionTool{Name: "Bash"}})
+	q, _ := json.Marshal(chat.Question{RequestID: "q-open"})
+	e.write("t1", 3,
+		chat.Card{ThreadID: "t1", RequestID: "r-open", Kind: chat.CardPermission, State: chat.CardOpen, Request: req, CreatedAt: time.Now()},
+		chat.Card{ThreadID: "t1", RequestID: "r-done", Kind: chat.CardPermission, State: chat.CardResolved, Request: done, CreatedAt: time.Now()},
+		chat.Card{ThreadID: "t1", RequestID: "q-open", Kind: chat.CardQuestion, State: chat.CardOpen, Request: q, CreatedAt: time.Now()})
+	e.attach(route, "t1")
+	ctx := context.Background()
+	f, th, err := follow.Subscribe(ctx, e.deps(), route, follow.Options{Buffer: 100, Tail: 500})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var s seen
+	if err := f.Start(ctx, th, 3, "t1", s.emit); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, it := range s.items {
+		if it.Kind != follow.KindCard {
+			continue
+		}
+		var head struct {
+			Type      string `json:"type"`
+			Thread    string `json:"thread"`
+			Seq       int64  `json:"seq"`
+			Restated  bool   `json:"restated"`
+			RequestID string `json:"request_id"`
+		}
+		if err := json.Unmarshal(it.Frame, &head); err != nil {
+			t.Fatal(err)
+		}
+		if !head.Restated || head.Seq != 0 || head.Thread != "t1" || !it.Event.Restated {
+			t.Errorf("restated card frame %s: want restated, thread t1, no seq", it.Frame)
+		}
+		got = append(got, head.Type+":"+head.RequestID)
+	}
+	if want := []string{"permission_request:r-open", "question:q-open"}; !slices.Equal(got, want) {
+		t.Fatalf("cards %v, want %v", got, want)
+	}
+	if got, want := s.kinds(), []follow.Kind{follow.KindThread, follow.KindCard, follow.KindTurn, follow.KindCaughtUp}; !slices.Equal(got, want) {
+		t.Fatalf("kinds %v, want %v", got, want)
+	}
+}
+
+// When the route is attached to another thread, the follower shows that one
+// (thread, tail, caught up) in order with the events around the switch, and
+// the old thread's later events are not shown.
+func TestSwitchOnAttachShowsTheNewThread(t *testing.T) {
+	e := newEnv(t)
+	e.write("t1", 3)
+	e.write("t2", 4)
+	e.attach(route, "t1")
+	ctx := context.Background()
+	f, th, err := follow.Subscribe(ctx, e.deps(), route, follow.Options{Buffer: 100, Tail: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var s seen
+	if err := f.Start(ctx, th, 3, "t1", s.emit); err != nil {
+		t.Fatal(err)
+	}
+	e.write("t1", 1) // 4: before the switch, shown
+	e.attach(route, "t2")
+	e.write("t1", 1) // 5: after, not shown
+	e.write("t2", 1) // 5: live on the new thread
+	s = seen{}
+	if _, err := f.Live(ctx, s.emit); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.seqs("t1"); !slices.Equal(got, []int64{4}) {
+		t.Fatalf("t1 seqs after the replay %v, want [4]", got)
+	}
+	// The switch is read after t2#5 was stored: its tail of 2 holds 5, and
+	// the queued live 5 is not shown again.
+	if got, want := s.seqs("t2"), span(4, 5); !slices.Equal(got, want) {
+		t.Fatalf("t2 seqs %v, want %v (its tail of 2, the live 5 once)", got, want)
+	}
+	if f.Thread() != "t2" {
+		t.Fatalf("shows %s, want t2", f.Thread())
+	}
+	var th2 chat.ThreadEvent
+	if s.items[1].Kind != follow.KindThread || json.Unmarshal(s.items[1].Frame, &th2) != nil || th2.Thread.ID != "t2" {
+		t.Fatalf("second item %v %s, want the thread t2", s.items[1].Kind, s.items[1].Frame)
+	}
+}
+
+// A route with no thread gets an idle turn and caught up; its first thread
+// comes as a switch.
+func TestRouteWithoutThreadFollowsItsFirstThread(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	f, th, err := follow.Subscribe(ctx, e.deps(), route, follow.Options{Buffer: 100, Tail: 500})
+	if err != nil || th != nil {
+		t.Fatalf("subscribe: %v, %+v", err, th)
+	}
+	defer f.Close()
+	var s seen
+	if err := f.Start(ctx, nil, -1, "", s.emit); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := s.kinds(), []follow.Kind{follow.KindTurn, follow.KindCaughtUp}; !slices.Equal(got, want) {
+		t.Fatalf("kinds %v, want %v", got, want)
+	}
+	e.write("t1", 2)
+	e.attach(route, "t1")
+	e.write("t1", 1)
+	if _, err := f.Live(ctx, s.emit); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := s.seqs("t1"), span(1, 3); !slices.Equal(got, want) {
+		t.Fatalf("seqs %v, want %v", got, want)
+	}
+}
+
+// A follower the hub dropped for falling behind subscribes again and catches
+// up from the log: every event once, in order.
+func TestRenewAfterADropCatchesUpWithoutGapOrDuplicate(t *testing.T) {
+	e := newEnv(t)
+	e.write("t1", 2)
+	e.attach(route, "t1")
+	ctx := context.Background()
+	f, th, err := follow.Subscribe(ctx, e.deps(), route, follow.Options{Buffer: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var s seen
+	if err := f.Start(ctx, th, 0, "", s.emit); err != nil {
+		t.Fatal(err)
+	}
+	e.write("t1", 2) // 3, 4: queued
+	if _, err := f.Live(ctx, s.emit); err != nil {
+		t.Fatal(err)
+	}
+	e.write("t1", 10) // 5..14: the buffer of 3 overflows
+	select {
+	case <-f.Sub().Done():
+	default:
+		t.Fatal("the hub did not drop the follower that fell behind")
+	}
+	if f.Dropped() != hub.ReasonSlow {
+		t.Fatalf("dropped for %q, want %q", f.Dropped(), hub.ReasonSlow)
+	}
+	if _, err := f.Live(ctx, s.emit); err != nil { // what was queued before the drop
+		t.Fatal(err)
+	}
+	if err := f.Renew(ctx, s.emit); err != nil {
+		t.Fatal(err)
+	}
+	e.write("t1", 1) // 15, live on the new subscription
+	if _, err := f.Live(ctx, s.emit); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := s.seqs("t1"), span(1, 15); !slices.Equal(got, want) {
+		t.Fatalf("seqs %v, want %v", got, want)
+	}
+}
+
+// Since, when set, says where a thread shown without since starts (the ACP
+// side resumes a returning client there); without Tail nothing of the log is
+// replayed.
+func TestSinceHookAndNoTail(t *testing.T) {
+	e := newEnv(t)
+	e.write("t1", 6)
+	e.attach(route, "t1")
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		hook func(chat.Thread) int64
+		want []int64
+	}{{"no hook, no tail", nil, nil}, {"resume at 4", func(chat.Thread) int64 { return 4 }, span(5, 6)}} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, th, err := follow.Subscribe(ctx, e.deps(), route, follow.Options{Buffer: 100, Since: tc.hook})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			var s seen
+			if err := f.Start(ctx, th, -1, "", s.emit); err != nil {
+				t.Fatal(err)
+			}
+			if got := s.seqs("t1"); !slices.Equal(got, tc.want) {
+				t.Fatalf("seqs %v, want %v", got, tc.want)
+			}
+			if f.LastSeq() != 6 {
+				t.Fatalf("cursor %d, want 6", f.LastSeq())
+			}
+		})
+	}
+}
+
+func TestPrunedThrough(t *testing.T) {
+	evs := func(seqs ...int64) []chat.Event {
+		var out []chat.Event
+		for _, s := range seqs {
+			out = append(out, chat.Event{Seq: s})
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name        string
+		since, last int64
+		evs         []chat.Event
+		want        int64
+	}{
+		{"nothing missing", 3, 5, evs(4, 5), 0},
+		{"a pruned prefix", 0, 9, evs(7, 8, 9), 6},
+		{"everything asked for is pruned", 2, 9, nil, 9},
+		{"nothing new", 9, 9, nil, 0},
+	} {
+		if got := follow.PrunedThrough(tc.since, tc.last, tc.evs); got != tc.want {
+			t.Errorf("%s: got %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
