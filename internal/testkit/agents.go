@@ -38,18 +38,31 @@ func RepoRoot(t testing.TB) string {
 }
 
 // ClaudeBin returns the pinned Claude Code CLI. It fails the test (never skips)
-// when the CLI is missing: run scripts/test.sh, which installs it.
+// when the CLI is missing: run scripts/test.sh, which installs it. Under -short
+// it skips the test (NeedsRealAgent).
 func ClaudeBin(t testing.TB) string {
+	t.Helper()
 	return agentBin(t, "PARLEY_TEST_CLAUDE", "claude")
 }
 
-// GeminiBin returns the pinned Gemini CLI, failing the test when it is missing.
+// GeminiBin returns the pinned Gemini CLI, failing the test when it is missing
+// and skipping it under -short.
 func GeminiBin(t testing.TB) string {
+	t.Helper()
 	return agentBin(t, "PARLEY_TEST_GEMINI", "gemini")
+}
+
+// AgentBin returns the pinned agent program installed as name under
+// .cache/npm (scripts/test.sh): env overrides the path. It fails the test when
+// the program is missing and skips it under -short.
+func AgentBin(t testing.TB, env, name string) string {
+	t.Helper()
+	return agentBin(t, env, name)
 }
 
 func agentBin(t testing.TB, env, name string) string {
 	t.Helper()
+	NeedsRealAgent(t)
 	if p := os.Getenv(env); p != "" {
 		return p
 	}

@@ -40,6 +40,8 @@ func claudeScenario() claudeapi.Scenario {
 // terminal (tmux), a real daemon, the real Claude Code over the stream
 // transport, and the scripted Messages API as the only stand-in.
 func TestChatWithClaudeCode(t *testing.T) {
+	testkit.NeedsTmux(t)
+	testkit.NeedsRealAgent(t)
 	bin := parleyBin(t)
 	claude := testkit.ClaudeBin(t)
 	root, err := filepath.EvalSymlinks(t.TempDir())

@@ -134,6 +134,7 @@ var sockSeq int
 
 func startTerm(t *testing.T, env []string, argv ...string) *term {
 	t.Helper()
+	testkit.NeedsTmux(t)
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Fatal("tmux is required for the terminal tests: ", err)
 	}
@@ -226,6 +227,7 @@ var statusRe = regexp.MustCompile(`parley │ echo │ .* │ (idle|● working|
 
 // TestChatInTmux runs `parley chat` in a real terminal against a real daemon.
 func TestChatInTmux(t *testing.T) {
+	testkit.NeedsTmux(t)
 	bin := parleyBin(t)
 	d, _ := startDaemon(t)
 	server := "http://" + d.Addr()
@@ -377,6 +379,7 @@ func TestChatInTmux(t *testing.T) {
 // terminal says it is offline, keeps what is typed meanwhile, and once the
 // daemon is back catches up with since, sends it, and shows nothing twice.
 func TestChatReconnects(t *testing.T) {
+	testkit.NeedsTmux(t)
 	bin := parleyBin(t)
 	current, restart, _ := startRestartable(t)
 	d := current()

@@ -19,14 +19,7 @@ import (
 // installs it (install_agent codex-acp @zed-industries/codex-acp 0.16.0).
 func codexBin(t *testing.T) string {
 	t.Helper()
-	if p := os.Getenv("PARLEY_TEST_CODEX_ACP"); p != "" {
-		return p
-	}
-	p := filepath.Join(testkit.RepoRoot(t), ".cache", "npm", "codex-acp", "node_modules", ".bin", "codex-acp")
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("codex-acp is not installed at %s (run scripts/test.sh): %v", p, err)
-	}
-	return p
+	return testkit.AgentBin(t, "PARLEY_TEST_CODEX_ACP", "codex-acp")
 }
 
 func startCodex(t *testing.T, srv *openaiapi.Server) (*Session, *recSink, string, *lineBuf) {

@@ -197,6 +197,8 @@ func randomName(t testing.TB) string {
 
 func newHarness(t testing.TB, sc claudeapi.Scenario) *harness {
 	t.Helper()
+	testkit.NeedsTmux(t)
+	testkit.NeedsRealAgent(t)
 	socket := "parley-test-" + randomName(t)
 	c, err := ctl.New("", socket, nil)
 	if err != nil {

@@ -43,6 +43,7 @@ func TestMain(m *testing.M) {
 // other version fails the test (never skips it).
 func sdkDir(t *testing.T) string {
 	t.Helper()
+	testkit.NeedsNode(t)
 	dir := filepath.Join(testkit.RepoRoot(t), ".cache", "npm", "acp-sdk")
 	pkg := filepath.Join(dir, "node_modules", "@agentclientprotocol", "sdk", "package.json")
 	b, err := os.ReadFile(pkg)

@@ -381,7 +381,7 @@ func TestDashboard(t *testing.T) {
 		until(t, phone, "the chat view shows the history", `!!document.querySelector(".p-chat") && `+pageHas(ToolFollowUp))
 		send(t, phone, PromptEcho+" from the phone")
 		until(t, phone, "the phone's message is submitted", receipt(PromptEcho+" from the phone", "submitted"))
-		until(t, phone, "the answer arrives", fmt.Sprintf(`[...document.querySelectorAll(".msg.agent")].filter(e => e.innerText.includes("You said it.")).length >= 2`))
+		until(t, phone, "the answer arrives", `[...document.querySelectorAll(".msg.agent")].filter(e => e.innerText.includes("You said it.")).length >= 2`)
 		shot(t, phone, "phone-chat")
 		until(t, ctx, "the desktop tab sees the phone's message", pageHas(PromptEcho+" from the phone"))
 		run(t, phone, "back to the list", chromedp.Click(chromedp.CSS(`button.back`)), chromedp.WaitVisible(chromedp.CSS(`.p-thread`)))

@@ -100,6 +100,8 @@ func newRigWith(t testing.TB, seed func(dataDir, cwd string), extraConfig string
 // same Claude Code against the same scripted model, under other ids.
 func newRigAgents(t testing.TB, seed func(dataDir, cwd string), extraConfig string, moreAgents ...string) *rig {
 	t.Helper()
+	testkit.NeedsBrowser(t)
+	testkit.NeedsRealAgent(t)
 	dir, err := os.MkdirTemp("", "parley-e2e-")
 	if err != nil {
 		t.Fatal(err)
@@ -250,11 +252,6 @@ func (r *rig) stop() {
 	}
 }
 
-func (r *rig) restart() {
-	r.stop()
-	r.start()
-}
-
 // LoginURL is a fresh one-time sign-in link, as `parley login-link` prints.
 func (r *rig) LoginURL() string {
 	var out struct {
@@ -291,6 +288,7 @@ func startBrowser(t testing.TB, width, height int) (context.Context, func()) {
 // the folder (its History database, cookies…) for the caller to read.
 func startBrowserIn(t testing.TB, profile string, width, height int) (context.Context, func()) {
 	t.Helper()
+	testkit.NeedsBrowser(t)
 	if _, err := os.Stat(chromium); err != nil {
 		t.Fatalf("chromium is not installed at %s (apt-get install -y chromium): %v", chromium, err)
 	}

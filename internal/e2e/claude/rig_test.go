@@ -39,6 +39,7 @@ type rig struct {
 
 func newRig(t testing.TB, sc claudeapi.Scenario, mutate func(*config.Config)) *rig {
 	t.Helper()
+	testkit.NeedsRealAgent(t)
 	root, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)

@@ -46,6 +46,7 @@ type rig struct {
 
 func newRig(t *testing.T) *rig {
 	t.Helper()
+	testkit.NeedsRealAgent(t)
 	root, _ := filepath.EvalSymlinks(t.TempDir())
 	home, work := filepath.Join(root, "home"), filepath.Join(root, "work")
 	for _, d := range []string{home, work} {

@@ -401,6 +401,7 @@ func (b *botAPI) textsAfter(after int64) []string {
 }
 
 func TestTelegramAgainstTheStandIn(t *testing.T) {
+	testkit.NeedsRealAgent(t)
 	root, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)

@@ -52,6 +52,7 @@ func newThreadIn(t *testing.T, s *chatsock.Conn, dir, id, text string) (chat.Thr
 // "x#{pane_pid}y" is where the agent really runs (tmux expands formats in
 // new-session -c; parley no longer passes the directory to tmux at all).
 func TestFolderNameIsNotATmuxFormat(t *testing.T) {
+	testkit.NeedsTmux(t)
 	// parley's own directory (where tmux's server starts, and where a format
 	// job would run) is a fresh one this test can search.
 	here, _ := filepath.EvalSymlinks(t.TempDir())

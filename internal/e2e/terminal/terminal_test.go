@@ -84,6 +84,8 @@ func startTmuxDaemon(t testing.TB, rules []claudeapi.Rule, adjust ...func(*confi
 // below the pane's own (see envWrap).
 func startTmuxDaemonWith(t testing.TB, rules []claudeapi.Rule, wrapped bool, adjust ...func(*config.Config)) *tmuxDaemon {
 	t.Helper()
+	testkit.NeedsTmux(t)
+	testkit.NeedsRealAgent(t)
 	b := make([]byte, 4)
 	rand.Read(b)
 	socket := "parley-e2e-" + hex.EncodeToString(b)

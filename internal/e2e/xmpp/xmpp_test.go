@@ -248,6 +248,7 @@ type rig struct {
 
 func newRig(t *testing.T) (*rig, string, string) {
 	t.Helper()
+	testkit.NeedsRealAgent(t)
 	root, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)

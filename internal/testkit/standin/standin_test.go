@@ -81,7 +81,8 @@ func TestLogOrderAndChanged(t *testing.T) {
 func TestUses(t *testing.T) {
 	var u Uses
 	u.Reset(2)
-	if !u.Take(0, 2) || !u.Take(0, 2) || u.Take(0, 2) {
+	first, second, third := u.Take(0, 2), u.Take(0, 2), u.Take(0, 2)
+	if !first || !second || third {
 		t.Fatal("rule 0 (limit 2) not used up after two answers")
 	}
 	for range 5 {

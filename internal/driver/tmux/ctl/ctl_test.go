@@ -33,6 +33,7 @@ func TestValidName(t *testing.T) {
 
 func newClient(t *testing.T) *Client {
 	t.Helper()
+	testkit.NeedsTmux(t)
 	b := make([]byte, 4)
 	rand.Read(b)
 	c, err := New("", "parley-test-"+hex.EncodeToString(b), nil)
