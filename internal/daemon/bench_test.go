@@ -34,7 +34,6 @@ type stampDriver struct{}
 type stampSession struct {
 	sink driver.Sink
 	stop chan struct{}
-	once sync.Once
 }
 
 func (stampDriver) Start(_ context.Context, _ driver.Spec, sink driver.Sink) (driver.Session, error) {

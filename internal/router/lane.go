@@ -47,7 +47,6 @@ type lane struct {
 	closed chan struct{}
 
 	batch store.Batch // changes not yet committed
-	pub   []chat.Event
 }
 
 type pendingInput struct {

@@ -57,10 +57,7 @@ type streamEvent struct {
 	} `json:"message"`
 }
 
-type (
-	message = claudecode.Message
-	block   = claudecode.Block
-)
+type message = claudecode.Message
 
 type usage struct {
 	InputTokens  int64 `json:"input_tokens"`

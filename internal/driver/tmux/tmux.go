@@ -654,7 +654,7 @@ func (s *session) deliver(ctx context.Context, text string) error {
 	}
 	for attempt := 1; attempt <= 2; attempt++ {
 		if scr.Staged() != "" {
-			if scr, err = s.clear(ctx, scr); err != nil {
+			if _, err = s.clear(ctx, scr); err != nil {
 				return err
 			}
 		}

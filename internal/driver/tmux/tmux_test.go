@@ -610,18 +610,6 @@ func TestMenuInHistoryIsNotACard(t *testing.T) {
 	}
 }
 
-func lastBody(h *harness) string {
-	reqs := h.srv.ScenarioRequests()
-	if len(reqs) == 0 {
-		return ""
-	}
-	b := reqs[len(reqs)-1].Body
-	if len(b) > 3000 {
-		b = b[len(b)-3000:]
-	}
-	return string(b)
-}
-
 func bodiesWith(h *harness, text string) string {
 	var out []string
 	for _, r := range h.srv.Requests() {

@@ -827,17 +827,17 @@ func testConcurrentCommits(t *testing.T, open Opener) {
 				default:
 				}
 				if _, err := s.Threads(ctx); err != nil {
-					errs <- fmt.Errorf("Threads during writes: %w", err)
+					errs <- fmt.Errorf("listing threads during writes: %w", err)
 					return
 				}
 				evs, err := s.Events(ctx, "t0", 0, 0)
 				if err != nil {
-					errs <- fmt.Errorf("Events during writes: %w", err)
+					errs <- fmt.Errorf("reading events during writes: %w", err)
 					return
 				}
 				// A reader sees whole batches only.
 				if len(evs)%perBatch != 0 {
-					errs <- fmt.Errorf("Events during writes: got %d events, want a multiple of %d", len(evs), perBatch)
+					errs <- fmt.Errorf("reading events during writes: got %d events, want a multiple of %d", len(evs), perBatch)
 					return
 				}
 			}
