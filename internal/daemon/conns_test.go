@@ -3,6 +3,7 @@ package daemon_test
 import (
 	"bufio"
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -116,7 +117,10 @@ func TestUnauthenticatedFloodSparesTheUser(t *testing.T) {
 	closed := 0
 	for _, c := range strangers {
 		c.SetReadDeadline(time.Now().Add(5 * time.Second))
-		if _, err := io.Copy(io.Discard, c); err == nil {
+		// Closed: an end of stream, or a reset when the server closed it
+		// before reading what the stranger had sent (likely under load).
+		// Only the deadline means it is still open.
+		if _, err := io.Copy(io.Discard, c); err == nil || errors.Is(err, syscall.ECONNRESET) {
 			closed++
 		}
 		if closed >= flood-capConns {
