@@ -106,247 +106,212 @@ Exit status:
 const reconnectFor = time.Minute
 
 // sendOne sends text and follows its turn to the end, returning the exit status.
-// A dropped socket is dialled again with since, so the answer is printed whole
-// and nothing twice; the message keeps its id, so it is never delivered twice.
+// client.Follow keeps the socket: a dropped one is dialled again with since, so
+// the answer is printed whole and nothing twice; the message keeps its id, so it
+// is never delivered twice. What is left here is the turn and its printing.
 func sendOne(ctx context.Context, server, token string, f sendFlags, text string, stdout, stderr io.Writer) int {
-	fail := func(code int, format string, args ...any) int {
-		fmt.Fprintf(stderr, "parley: "+format+"\n", args...)
-		return code
-	}
-	lost := func(err error) int {
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return fail(ExitTimeout, "timed out after %v", f.timeout)
-		}
-		return fail(ExitFailure, "connection lost: %v", err)
-	}
-	s := &sendSocket{server: server, token: token, chat: f.chatID()}
-	if err := s.dial(ctx); err != nil {
-		return lost(err)
-	}
-	defer func() { s.c.CloseNow() }()
-	// The connect sequence: config, thread, the replay, replay_done.
-	if err := s.untilReplayDone(ctx); err != nil {
-		return lost(err)
-	}
-	msg := wire.Message{Type: wire.TypeMessage, MessageID: chat.NewID("m"), Text: text, Agent: f.agent}
+	fl := client.NewFollow(server, token, client.Options{Chat: f.chatID(), Channel: "tui", Since: -1})
+	fl.FailFast, fl.GiveUp, fl.MaxBackoff = true, reconnectFor, 2*time.Second
+	t := &sendTurn{f: f, api: client.API{Server: server, Token: token}, fl: fl, stdout: stdout, stderr: stderr, endsNL: true,
+		msg: wire.Message{Type: wire.TypeMessage, MessageID: chat.NewID("m"), Text: text, Agent: f.agent}}
+	err := fl.Run(ctx, func(u client.Update) error { return t.handle(ctx, u) })
+	var code sendExit
 	switch {
-	case f.newThread:
-		msg.Intent = &wire.Intent{New: &wire.NewIntent{Cwd: newCwd(f.cwd, f.agent, s.th, s.cfg), Agent: f.agent}}
-	case f.thread != "" && chat.ThreadID(f.thread) != s.th.ID:
-		target, err := client.API{Server: server, Token: token}.Thread(ctx, chat.ThreadID(f.thread))
-		if err != nil {
-			return fail(ExitFailure, "thread %s: %v", f.thread, err)
-		}
-		if err := s.c.Send(ctx, wire.OpenThread{Type: wire.TypeOpenThread, ThreadID: string(target.ID)}); err != nil {
-			return lost(err)
-		}
-		for s.th.ID != target.ID {
-			ev, err := s.c.Next(ctx)
+	case errors.As(err, &code):
+		return int(code)
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return t.fail(ExitTimeout, "timed out after %v", f.timeout)
+	default:
+		return t.fail(ExitFailure, "connection lost: %v", err)
+	}
+}
+
+// sendExit ends the follow with parley send's exit status (its words printed).
+type sendExit int
+
+func (e sendExit) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+
+// Where parley send is with its message.
+const (
+	sendConnecting = iota // until the first replay_done
+	sendOpening           // --thread asked for; until the route shows it
+	sendSent              // the message is on its way; following its turn
+)
+
+// sendTurn is parley send's message and what it has seen of its turn.
+type sendTurn struct {
+	f              sendFlags
+	api            client.API
+	fl             *client.Follow
+	stdout, stderr io.Writer
+	msg            wire.Message
+
+	phase  int
+	cfg    chat.Config
+	th     chat.Thread   // the route's thread
+	target chat.ThreadID // the --thread being opened
+
+	accepted, started, wrote, endsNL bool
+}
+
+func (t *sendTurn) fail(code int, format string, args ...any) int {
+	fmt.Fprintf(t.stderr, "parley: "+format+"\n", args...)
+	return code
+}
+
+func (t *sendTurn) exit(code int, format string, args ...any) error {
+	return sendExit(t.fail(code, format, args...))
+}
+
+// handle is the client.Follow handler: every event comes once, in order.
+func (t *sendTurn) handle(ctx context.Context, u client.Update) error {
+	if u.Kind == client.UpdateOffline && u.Attempt == 0 && t.f.verbose {
+		fmt.Fprintf(t.stderr, "parley: socket lost (%v); reconnecting\n", u.Err)
+	}
+	if u.Kind != client.UpdateEvent {
+		return nil
+	}
+	ev := u.Event
+	switch ev.Type {
+	case chat.TypeConfig:
+		_ = ev.Decode(&t.cfg)
+	case chat.TypeThread:
+		var te chat.ThreadEvent
+		_ = ev.Decode(&te)
+		t.th = te.Thread
+	case chat.TypeReplayDone:
+		return t.caughtUp(ctx)
+	}
+	if t.phase == sendOpening && ev.Type == chat.TypeError && ev.Seq == 0 {
+		var p chat.Error
+		_ = ev.Decode(&p)
+		return t.exit(ExitFailure, "thread %s could not be opened: %s", t.target, p.Message)
+	}
+	if t.phase != sendSent {
+		return nil
+	}
+	return t.onEvent(ev)
+}
+
+// caughtUp moves on at each replay_done: the message goes once the route
+// shows the thread it is for, and again (same id: delivered once) after a
+// reconnect when no receipt says it arrived.
+func (t *sendTurn) caughtUp(ctx context.Context) error {
+	send := func(v any) error {
+		_ = t.fl.Send(ctx, v) // should the socket have dropped, the next replay_done sends again
+		return nil
+	}
+	switch t.phase {
+	case sendConnecting:
+		switch {
+		case t.f.newThread:
+			t.msg.Intent = &wire.Intent{New: &wire.NewIntent{Cwd: newCwd(t.f.cwd, t.f.agent, t.th, t.cfg), Agent: t.f.agent}}
+		case t.f.thread != "" && chat.ThreadID(t.f.thread) != t.th.ID:
+			target, err := t.api.Thread(ctx, chat.ThreadID(t.f.thread))
 			if err != nil {
-				return lost(err)
+				return t.exit(ExitFailure, "thread %s: %v", t.f.thread, err)
 			}
-			s.fresh(ev)
-			if ev.Type == chat.TypeError && ev.Seq == 0 {
-				var p chat.Error
-				_ = ev.Decode(&p)
-				return fail(ExitFailure, "thread %s could not be opened: %s", target.ID, p.Message)
-			}
+			t.target, t.phase, t.msg.Agent = target.ID, sendOpening, ""
+			return send(wire.OpenThread{Type: wire.TypeOpenThread, ThreadID: string(target.ID)})
 		}
-		if err := s.untilReplayDone(ctx); err != nil {
-			return lost(err)
+		t.phase = sendSent
+		return send(t.msg)
+	case sendOpening:
+		if t.th.ID != t.target {
+			return send(wire.OpenThread{Type: wire.TypeOpenThread, ThreadID: string(t.target)})
 		}
-		msg.Agent = ""
-	}
-	if err := s.c.Send(ctx, msg); err != nil {
-		return lost(err)
-	}
-	accepted, started, wrote, endsNL := false, false, false, true
-	for {
-		ev, err := s.c.Next(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return lost(err)
-			}
-			if f.verbose {
-				fmt.Fprintf(stderr, "parley: socket lost (%v); reconnecting\n", err)
-			}
-			if err := s.redial(ctx); err != nil {
-				return lost(err)
-			}
-			if !accepted {
-				// It may not have got there: the same id again is delivered once.
-				if err := s.c.Send(ctx, msg); err != nil {
-					return lost(err)
-				}
-			}
-			continue
-		}
-		if !s.fresh(ev) {
-			continue // already handled before the socket dropped
-		}
-		switch ev.Type {
-		case chat.TypeUserMessage:
-			var p chat.UserMessage
-			_ = ev.Decode(&p)
-			accepted = accepted || p.MessageID == msg.MessageID
-		case chat.TypeDelivery:
-			var d chat.Delivery
-			_ = ev.Decode(&d)
-			if d.MessageID != msg.MessageID {
-				continue
-			}
-			accepted = true
-			if f.verbose {
-				fmt.Fprintf(stderr, "parley: %s%s\n", d.State, suffixDetail(d.Detail))
-			}
-			switch d.State {
-			case chat.DeliveryFailed:
-				return fail(ExitNotDelivered, "not delivered: %s", d.Detail)
-			case chat.DeliveryUnknown:
-				return fail(ExitNotDelivered, "delivery unknown: %s", d.Detail)
-			case chat.DeliveryDelivering, chat.DeliverySubmitted:
-				started = true
-			}
-		case chat.TypeTurnStatus:
-			var ts chat.TurnStatus
-			_ = ev.Decode(&ts)
-			if ts.Active && ts.MessageID == msg.MessageID {
-				accepted, started = true, true
-			}
-		case chat.TypeAgentChunk:
-			if !started {
-				continue // another message's turn, still running
-			}
-			var p chat.AgentChunk
-			_ = ev.Decode(&p)
-			if p.Text != "" {
-				io.WriteString(stdout, p.Text)
-				wrote, endsNL = true, strings.HasSuffix(p.Text, "\n")
-			}
-		case chat.TypeToolCall:
-			if started && f.verbose {
-				var p chat.ToolCall
-				_ = ev.Decode(&p)
-				fmt.Fprintf(stderr, "parley: tool: %s\n", p.Title)
-			}
-		case chat.TypePermissionRequest, chat.TypeQuestion:
-			if started {
-				fmt.Fprintln(stderr, "parley: the agent is waiting for an answer to a card: answer it in parley chat or the dashboard")
-			}
-		case chat.TypeError:
-			var p chat.Error
-			_ = ev.Decode(&p)
-			if p.Ref == msg.MessageID && !started {
-				return fail(ExitNotDelivered, "refused: %s", p.Message)
-			}
-			if p.Ref == msg.MessageID || started {
-				fmt.Fprintf(stderr, "parley: %s\n", p.Message)
-			}
-		case chat.TypePromptDone:
-			var p chat.PromptDone
-			_ = ev.Decode(&p)
-			if p.MessageID != msg.MessageID {
-				continue
-			}
-			if wrote && !endsNL {
-				io.WriteString(stdout, "\n")
-			}
-			switch p.StopReason {
-			case chat.StopEndTurn:
-				return ExitEndTurn
-			case chat.StopCancelled:
-				return fail(ExitCancelled, "the turn was cancelled")
-			case chat.StopError:
-				return fail(ExitAgentError, "the turn ended in an error")
-			default:
-				return fail(ExitOtherStop, "the agent stopped: %s", p.StopReason)
-			}
+		t.phase = sendSent
+		return send(t.msg)
+	default:
+		if !t.accepted {
+			return send(t.msg)
 		}
 	}
-}
-
-// sendSocket is parley send's socket with the cursor it reconnects from.
-type sendSocket struct {
-	server, token, chat string
-
-	c       *client.Conn
-	cfg     chat.Config
-	th      chat.Thread // the route's thread
-	lastSeq int64       // the newest seq of th handled
-}
-
-func (s *sendSocket) dial(ctx context.Context) error {
-	opt := client.Options{Chat: s.chat, Channel: "tui", Since: -1}
-	if s.th.ID != "" {
-		opt.Since, opt.Thread = s.lastSeq, s.th.ID
-	}
-	c, _, err := client.Dial(ctx, s.server, s.token, opt)
-	if err != nil {
-		return err
-	}
-	s.c = c
 	return nil
 }
 
-// redial gets the socket back, trying for reconnectFor.
-func (s *sendSocket) redial(ctx context.Context) error {
-	s.c.CloseNow()
-	deadline := time.Now().Add(reconnectFor)
-	wait := 200 * time.Millisecond
-	for {
-		// Wait first: a daemon that just closed the socket is likely going down.
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
-		}
-		err := s.dial(ctx)
-		if err == nil {
+// onEvent follows the message's turn: receipts, the answer printed as it
+// streams, and how the turn ended.
+func (t *sendTurn) onEvent(ev client.Event) error {
+	switch ev.Type {
+	case chat.TypeUserMessage:
+		var p chat.UserMessage
+		_ = ev.Decode(&p)
+		t.accepted = t.accepted || p.MessageID == t.msg.MessageID
+	case chat.TypeDelivery:
+		var d chat.Delivery
+		_ = ev.Decode(&d)
+		if d.MessageID != t.msg.MessageID {
 			return nil
 		}
-		if time.Now().After(deadline) {
-			return err
+		t.accepted = true
+		if t.f.verbose {
+			fmt.Fprintf(t.stderr, "parley: %s%s\n", d.State, suffixDetail(d.Detail))
 		}
-		wait = min(wait*2, 2*time.Second)
-	}
-}
-
-// fresh keeps the cursor and reports whether ev is new: a log event of the
-// route's thread not handled yet, or a connection-level frame.
-func (s *sendSocket) fresh(ev client.Event) bool {
-	switch {
-	case ev.Type == chat.TypeConfig:
-		_ = ev.Decode(&s.cfg)
-	case ev.Type == chat.TypeThread:
-		var te chat.ThreadEvent
-		_ = ev.Decode(&te)
-		if te.Thread.ID != s.th.ID {
-			s.lastSeq = 0
+		switch d.State {
+		case chat.DeliveryFailed:
+			return t.exit(ExitNotDelivered, "not delivered: %s", d.Detail)
+		case chat.DeliveryUnknown:
+			return t.exit(ExitNotDelivered, "delivery unknown: %s", d.Detail)
+		case chat.DeliveryDelivering, chat.DeliverySubmitted:
+			t.started = true
 		}
-		s.th = te.Thread
-	case ev.Seq > 0:
-		if ev.Thread != s.th.ID || ev.Seq <= s.lastSeq {
-			return false
+	case chat.TypeTurnStatus:
+		var ts chat.TurnStatus
+		_ = ev.Decode(&ts)
+		if ts.Active && ts.MessageID == t.msg.MessageID {
+			t.accepted, t.started = true, true
 		}
-		s.lastSeq = ev.Seq
-	}
-	return true
-}
-
-// untilReplayDone reads through one connect (or switch) sequence.
-func (s *sendSocket) untilReplayDone(ctx context.Context) error {
-	for {
-		ev, err := s.c.Next(ctx)
-		if err != nil {
-			return err
+	case chat.TypeAgentChunk:
+		if !t.started {
+			return nil // another message's turn, still running
 		}
-		s.fresh(ev)
-		if ev.Type == chat.TypeReplayDone {
+		var p chat.AgentChunk
+		_ = ev.Decode(&p)
+		if p.Text != "" {
+			io.WriteString(t.stdout, p.Text)
+			t.wrote, t.endsNL = true, strings.HasSuffix(p.Text, "\n")
+		}
+	case chat.TypeToolCall:
+		if t.started && t.f.verbose {
+			var p chat.ToolCall
+			_ = ev.Decode(&p)
+			fmt.Fprintf(t.stderr, "parley: tool: %s\n", p.Title)
+		}
+	case chat.TypePermissionRequest, chat.TypeQuestion:
+		if t.started {
+			fmt.Fprintln(t.stderr, "parley: the agent is waiting for an answer to a card: answer it in parley chat or the dashboard")
+		}
+	case chat.TypeError:
+		var p chat.Error
+		_ = ev.Decode(&p)
+		if p.Ref == t.msg.MessageID && !t.started {
+			return t.exit(ExitNotDelivered, "refused: %s", p.Message)
+		}
+		if p.Ref == t.msg.MessageID || t.started {
+			fmt.Fprintf(t.stderr, "parley: %s\n", p.Message)
+		}
+	case chat.TypePromptDone:
+		var p chat.PromptDone
+		_ = ev.Decode(&p)
+		if p.MessageID != t.msg.MessageID {
 			return nil
 		}
+		if t.wrote && !t.endsNL {
+			io.WriteString(t.stdout, "\n")
+		}
+		switch p.StopReason {
+		case chat.StopEndTurn:
+			return sendExit(ExitEndTurn)
+		case chat.StopCancelled:
+			return t.exit(ExitCancelled, "the turn was cancelled")
+		case chat.StopError:
+			return t.exit(ExitAgentError, "the turn ended in an error")
+		default:
+			return t.exit(ExitOtherStop, "the agent stopped: %s", p.StopReason)
+		}
 	}
+	return nil
 }
 
 // newCwd is where a new thread works: --cwd, else the route's thread's
