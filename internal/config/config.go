@@ -242,9 +242,19 @@ func Parse(data []byte, path string, base Config) (Config, error) {
 	return cfg, nil
 }
 
+// acpAgents are the ACP agents Detect finds by their command on PATH, each run
+// as docs/agents.md says it was tested.
+var acpAgents = []struct {
+	bin, id, name string
+	args          []string
+}{
+	// The approval mode that asks before edits and shell commands: cards.
+	{"qwen", "qwen", "Qwen Code", []string{"--acp", "--approval-mode", "default"}},
+}
+
 // Detect returns the agents whose programs are on PATH: claude (stream),
-// claude-tmux (tmux) and gemini (acp; auth_method "gemini-api-key" only when
-// GEMINI_API_KEY is set).
+// claude-tmux (tmux), gemini (acp; auth_method "gemini-api-key" only when
+// GEMINI_API_KEY is set) and the ACP agents of acpAgents.
 func Detect(lookPath func(string) (string, error)) []Agent {
 	if lookPath == nil {
 		lookPath = exec.LookPath
@@ -265,6 +275,11 @@ func Detect(lookPath func(string) (string, error)) []Agent {
 			a.Options = map[string]string{"auth_method": "gemini-api-key"}
 		}
 		out = append(out, a)
+	}
+	for _, d := range acpAgents {
+		if p, err := lookPath(d.bin); err == nil {
+			out = append(out, Agent{ID: d.id, Name: d.name, Transport: TransportACP, Command: p, Args: slices.Clone(d.args)})
+		}
 	}
 	return out
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -178,5 +179,24 @@ func TestConfine(t *testing.T) {
 		if (err == nil) != c.ok {
 			t.Errorf("Confine(%q): err %v, want ok=%v", c.dir, err, c.ok)
 		}
+	}
+}
+
+func TestDetectACPAgents(t *testing.T) {
+	onPath := func(name string) (string, error) {
+		if name == "qwen" {
+			return "/usr/bin/" + name, nil
+		}
+		return "", errors.New("not found")
+	}
+	got := map[string]Agent{}
+	for _, a := range Detect(onPath) {
+		got[a.ID] = a
+	}
+	want := map[string]Agent{
+		"qwen": {ID: "qwen", Name: "Qwen Code", Transport: TransportACP, Command: "/usr/bin/qwen", Args: []string{"--acp", "--approval-mode", "default"}},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("detected %+v, want %+v", got, want)
 	}
 }

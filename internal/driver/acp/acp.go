@@ -164,6 +164,7 @@ func (s *Session) spawn(tap io.Writer) error {
 		w = &tapWriter{w: w, tap: tap, prefix: "> "}
 		r = io.TeeReader(outR, &tapWriter{w: io.Discard, tap: tap, prefix: "< "})
 	}
+	w = liftWriter{w: w}
 	// The SDK starts reading at once but takes its logger after: hold the
 	// first read back until the logger is set (else a data race in the SDK).
 	g := &gate{r: r, open: make(chan struct{})}

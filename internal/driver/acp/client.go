@@ -6,6 +6,8 @@ import (
 	"io/fs"
 
 	sdk "github.com/coder/acp-go-sdk"
+
+	"github.com/parleyhq/parley/internal/chat"
 )
 
 // client is the parley side of the connection: the methods the agent calls.
@@ -54,24 +56,40 @@ func (c *client) SessionUpdate(ctx context.Context, n sdk.SessionNotification) e
 	return nil
 }
 
-// RequestPermission shows a permission card with the agent's own options and
-// waits for the person, a stop, or the connection's end.
+// RequestPermission shows a permission card with the agent's own options (or,
+// for a question Qwen Code asks this way, a question card) and waits for the
+// person, a stop, or the connection's end.
 func (c *client) RequestPermission(ctx context.Context, p sdk.RequestPermissionRequest) (sdk.RequestPermissionResponse, error) {
 	s := c.s
+	if q, ok := qwenQuestion(p); ok {
+		id := newCardID("q")
+		card := &pendingCard{answer: make(chan any, 1), cancel: q.cancelled(), qwen: q}
+		a := s.openCard(ctx, s.questions, id, card, func() []chat.Payload {
+			return []chat.Payload{chat.Question{RequestID: id, Questions: q.items}}
+		})
+		return a.(sdk.RequestPermissionResponse), nil
+	}
 	id := newCardID("perm")
-	card := &pendingCard{answer: make(chan any, 1), options: map[string]string{}, toolCall: string(p.ToolCall.ToolCallId)}
+	card := &pendingCard{answer: make(chan any, 1), cancel: cancelledPermission(), options: map[string]string{}, toolCall: string(p.ToolCall.ToolCallId)}
 	for _, o := range p.Options {
 		card.options[string(o.OptionId)] = string(o.Kind)
 	}
+	a := s.openCard(ctx, s.perms, id, card, func() []chat.Payload { return s.m.permission(id, p) })
+	return a.(sdk.RequestPermissionResponse), nil
+}
+
+// openCard shows a card (the payloads show builds, under s.mu) and waits for
+// its answer, a stop, or the connection's end; it returns the agent's reply.
+func (s *Session) openCard(ctx context.Context, cards map[string]*pendingCard, id string, card *pendingCard, show func() []chat.Payload) any {
 	s.mu.Lock()
 	if s.closing || (s.turn != nil && s.turn.cancelled) {
 		// The person already stopped this turn: no new card for it.
 		s.mu.Unlock()
-		return cancelledPermission(), nil
+		return card.cancel
 	}
 	got := s.evidenceLocked()
-	ps := s.m.permission(id, p)
-	s.perms[id] = card
+	ps := show()
+	cards[id] = card
 	s.mu.Unlock()
 	if got {
 		s.sink.Received()
@@ -81,12 +99,12 @@ func (c *client) RequestPermission(ctx context.Context, p sdk.RequestPermissionR
 	}
 	select {
 	case a := <-card.answer:
-		return a.(sdk.RequestPermissionResponse), nil
+		return a
 	case <-ctx.Done():
-		if s.dropCard(s.perms, id) {
+		if s.dropCard(cards, id) {
 			s.sink.CardWithdrawn(id)
 		}
-		return cancelledPermission(), nil
+		return card.cancel
 	}
 }
 
@@ -117,29 +135,10 @@ func (c *client) UnstableCreateElicitation(ctx context.Context, p sdk.UnstableCr
 		s.logger.Warn("declined an elicitation parley cannot show", "err", err)
 		return sdk.UnstableCreateElicitationResponse{Decline: &sdk.UnstableCreateElicitationDecline{Action: "decline"}}, nil
 	}
-	card := &pendingCard{answer: make(chan any, 1), fields: fields}
-	s.mu.Lock()
-	if s.closing || (s.turn != nil && s.turn.cancelled) {
-		// The person already stopped this turn: no new card for it.
-		s.mu.Unlock()
-		return sdk.UnstableCreateElicitationResponse{Cancel: &sdk.UnstableCreateElicitationCancel{Action: "cancel"}}, nil
-	}
-	got := s.evidenceLocked()
-	s.questions[id] = card
-	s.mu.Unlock()
-	if got {
-		s.sink.Received()
-	}
-	s.sink.Event(q)
-	select {
-	case a := <-card.answer:
-		return a.(sdk.UnstableCreateElicitationResponse), nil
-	case <-ctx.Done():
-		if s.dropCard(s.questions, id) {
-			s.sink.CardWithdrawn(id)
-		}
-		return sdk.UnstableCreateElicitationResponse{Cancel: &sdk.UnstableCreateElicitationCancel{Action: "cancel"}}, nil
-	}
+	card := &pendingCard{answer: make(chan any, 1), fields: fields,
+		cancel: sdk.UnstableCreateElicitationResponse{Cancel: &sdk.UnstableCreateElicitationCancel{Action: "cancel"}}}
+	a := s.openCard(ctx, s.questions, id, card, func() []chat.Payload { return []chat.Payload{q} })
+	return a.(sdk.UnstableCreateElicitationResponse), nil
 }
 
 // UnstableCompleteElicitation is for URL elicitations, which are not advertised.

@@ -69,9 +69,11 @@ type turn struct {
 // pendingCard is an open permission request or question.
 type pendingCard struct {
 	answer   chan any          // buffered: the handler's reply
+	cancel   any               // the reply when the card is cancelled
 	options  map[string]string // permission option id → kind
 	toolCall string            // the permission's tool call id
-	fields   []field           // question fields
+	fields   []field           // question fields (a form elicitation)
+	qwen     *qwenCard         // a question Qwen Code asked as a permission
 }
 
 var _ driver.Session = (*Session)(nil)
@@ -314,13 +316,11 @@ func (s *Session) watch() {
 // their ids. Call with mu held.
 func (s *Session) takeCards() []string {
 	var ids []string
-	for id, c := range s.perms {
-		c.answer <- sdk.RequestPermissionResponse{Outcome: sdk.RequestPermissionOutcome{Cancelled: &sdk.RequestPermissionOutcomeCancelled{Outcome: "cancelled"}}}
-		ids = append(ids, id)
-	}
-	for id, c := range s.questions {
-		c.answer <- sdk.UnstableCreateElicitationResponse{Cancel: &sdk.UnstableCreateElicitationCancel{Action: "cancel"}}
-		ids = append(ids, id)
+	for _, cards := range []map[string]*pendingCard{s.perms, s.questions} {
+		for id, c := range cards {
+			c.answer <- c.cancel
+			ids = append(ids, id)
+		}
 	}
 	clear(s.perms)
 	clear(s.questions)
@@ -552,14 +552,24 @@ func (s *Session) AnswerPermission(ctx context.Context, requestID string, a driv
 	return nil
 }
 
-// AnswerQuestion answers an open form elicitation. A free Response with no
-// answers fills a single text field, or else declines the form.
+// AnswerQuestion answers an open question: a form elicitation (a free
+// Response with no answers fills a single text field, or else declines the
+// form) or a question Qwen Code asked as a permission.
 func (s *Session) AnswerQuestion(ctx context.Context, requestID string, a driver.QuestionAnswer) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c, ok := s.questions[requestID]
 	if !ok {
 		return fmt.Errorf("acp: %w", driver.ErrUnknownCard)
+	}
+	if c.qwen != nil {
+		out, err := c.qwen.answer(a.Answers, a.Response)
+		if err != nil {
+			return fmt.Errorf("acp: %w", err)
+		}
+		delete(s.questions, requestID)
+		c.answer <- out
+		return nil
 	}
 	answers := a.Answers
 	if len(answers) == 0 && a.Response != "" && len(c.fields) == 1 && len(c.fields[0].values) == 0 {

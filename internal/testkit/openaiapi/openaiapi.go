@@ -1,8 +1,9 @@
 // Package openaiapi is a small scripted stand-in for OpenAI's Responses API
-// (POST /v1/responses, streamed as server-sent events) on loopback, for
-// running Codex (through codex-acp) offline in tests. Rules match the last
-// user text or a function_call_output; replies are streamed text or one
-// function call. Every request is recorded.
+// (POST /v1/responses, streamed as server-sent events) and its Chat
+// Completions API (POST /v1/chat/completions, streamed or not) on loopback,
+// for running Codex (through codex-acp), Qwen Code, OpenCode and Copilot CLI
+// offline in tests. Rules match the last user text or a tool call's output;
+// replies are streamed text or one function call. Every request is recorded.
 package openaiapi
 
 import (
@@ -84,6 +85,11 @@ func (s *Server) Output(name string) (string, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, r := range reqs {
+		for id, out := range chatOutputs(r.Body) {
+			if s.calls[id] == name {
+				return out, true
+			}
+		}
 		items, _ := r.Body["input"].([]any)
 		for _, it := range items {
 			m, _ := it.(map[string]any)
@@ -137,12 +143,16 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	var body map[string]any
 	_ = json.Unmarshal(raw, &body)
 	s.log.Add(Request{Path: r.URL.Path, Body: body, Raw: raw})
-	if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/responses") {
+	chatAPI := strings.HasSuffix(r.URL.Path, "/chat/completions")
+	if r.Method != http.MethodPost || !(chatAPI || strings.HasSuffix(r.URL.Path, "/responses")) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"data":[],"models":[]}`))
 		return
 	}
 	text, callID := lastInput(body)
+	if chatAPI {
+		text, callID = lastChatInput(body)
+	}
 	reply := Reply{Text: fmt.Sprintf("(stand-in: no rule for %q)", text)}
 	s.mu.Lock()
 	for _, rule := range s.rules {
@@ -158,6 +168,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.calls[fmt.Sprintf("call_%d", n)] = reply.Call
 	}
 	s.mu.Unlock()
+	if chatAPI {
+		s.chatCompletion(w, r, body, n, reply)
+		return
+	}
 	s.stream(w, r, n, reply)
 }
 
