@@ -274,6 +274,7 @@ func (s *session) hookEvent(e hook.Event) {
 	case "UserPromptSubmit":
 		s.mu.Lock()
 		s.turn, s.stopSeen, s.endSeen = true, false, false
+		s.turnPrompt = e.Prompt
 		if !s.replaying {
 			if len(s.prompts) == maxPrompts {
 				// Only a send in flight looks back, and never this far.
@@ -356,6 +357,7 @@ func (s *session) endTurnFromStop() {
 func (s *session) maybeEndTurn() {
 	s.mu.Lock()
 	end := s.turn && s.stopSeen && s.endSeen
+	report := end && s.ownsTurn()
 	if end {
 		s.turn = false
 		s.heard()
@@ -365,9 +367,20 @@ func (s *session) maybeEndTurn() {
 		}
 	}
 	s.mu.Unlock()
-	if end {
+	if report {
 		s.sink.TurnEnded(chat.StopEndTurn)
 	}
+}
+
+// ownsTurn (s.mu held) reports whether the hooks' running turn may be the
+// lane's: any turn when no send is in flight, but while one is, only the
+// turn of a prompt holding its text. A turn typed at the terminal (or left
+// over from before) that ends while a send waits to type is not the send's:
+// reported, it would end the send's turn the moment it is submitted, and
+// the next message (or a kill) would follow while the agent has not yet
+// sent this one to its model.
+func (s *session) ownsTurn() bool {
+	return s.sending == "" || strings.Contains(pane.Normalize(s.turnPrompt), pane.Normalize(s.sending))
 }
 
 func (s *session) follow(path string, skip int64, since time.Time) {

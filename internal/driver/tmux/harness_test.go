@@ -80,6 +80,13 @@ type sink struct {
 	withdrawn []string
 	exited    []error
 	changed   chan struct{}
+	onTurn    func() // called at each TurnEnded, before it is recorded
+}
+
+func (s *sink) onTurnEnded(f func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.onTurn = f
 }
 
 func newSink() *sink { return &sink{changed: make(chan struct{})} }
@@ -102,6 +109,12 @@ func (s *sink) SessionID(id string) {
 	s.note()
 }
 func (s *sink) TurnEnded(r string) {
+	s.mu.Lock()
+	f := s.onTurn
+	s.mu.Unlock()
+	if f != nil {
+		f()
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.turns = append(s.turns, r)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -68,9 +69,20 @@ func (h *harness) typeByHand(s *session, text string, enter bool) {
 // Item 2: a message sent while the agent works on a turn (one a person typed
 // at the terminal) is not typed into Claude Code's own queue: it waits,
 // reported queued, and goes as a prompt of its own once the turn is over.
+// The end of the turn typed by hand is not reported as the message's (the
+// soak's busy and menu faults: its turn ended the moment it was submitted,
+// and the agent killed next never sent it to the model).
 func TestPromptWaitsWhileAgentWorks(t *testing.T) {
 	h := newHarness(t, scenario())
 	s, k := h.start("t-busy")
+	var mu sync.Mutex
+	var gotAtEnd []int // at each turn end reported, how many times the model had hello
+	k.onTurnEnded(func() {
+		n := h.modelGotTimes("hello")
+		mu.Lock()
+		gotAtEnd = append(gotAtEnd, n)
+		mu.Unlock()
+	})
 	h.typeByHand(s, "slow", true)
 	testkit.Eventually(t, 30*time.Second, func() bool {
 		scr, err := s.captureVisible(context.Background())
@@ -81,7 +93,12 @@ func TestPromptWaitsWhileAgentWorks(t *testing.T) {
 	}
 	testkit.Eventually(t, 60*time.Second, func() bool { return h.modelGotTimes("hello") == 1 },
 		"the model never got hello as a prompt of its own; requests' last texts: %q", h.personTexts())
-	waitTurns(t, k, 2)
+	waitTurns(t, k, 1)
+	mu.Lock()
+	if !slices.Equal(gotAtEnd, []int{1}) {
+		t.Errorf("turn ends reported while the send was in flight: at each, the model had hello %v times, want [1] (only hello's own turn)", gotAtEnd)
+	}
+	mu.Unlock()
 	if strings.Contains(transcriptsIn(h.home), `"operation":"enqueue"`) {
 		t.Errorf("parley typed into Claude Code's own queue (the transcript has an enqueue)")
 	}
@@ -309,5 +326,37 @@ func TestPromptClearsTextBeforeTheCursor(t *testing.T) {
 	waitTurns(t, k, 1)
 	if got := h.personTexts(); len(got) != 1 || got[0] != "hello" {
 		t.Fatalf("model got %q, want only hello", got)
+	}
+}
+
+// Items 3 and 4 (the soak's frozen agent): a send to a stopped agent types
+// nothing, so nothing of it waits unread in the terminal to land when the
+// agent goes on. Sent the instant it continues, the next message reaches the
+// model alone; the failed ones (short and a 5,000-character paste) never do.
+func TestPromptToStoppedAgentTypesNothing(t *testing.T) {
+	h := newHarness(t, scenario())
+	s, k, agent := h.startWrapped("t-stopped-nothing")
+	var b strings.Builder
+	for i := 0; b.Len() < 5000; i++ {
+		fmt.Fprintf(&b, "line %d of a long message to a stopped agent %d\n", i, i*7)
+	}
+	failed := []string{"short message to a stopped agent", b.String(), "another message to a stopped agent"}
+	var want []string
+	for i, text := range failed {
+		cont := stopAgent(t, agent)
+		err := h.prompt(s, fmt.Sprint("f", i), text)
+		cont()
+		if !errors.Is(err, ErrKeyboard) {
+			t.Fatalf("send %d to a stopped agent: got %v, want %v", i, err, ErrKeyboard)
+		}
+		next := fmt.Sprintf("hello %d", i)
+		if err := h.prompt(s, fmt.Sprint("m", i), next); err != nil {
+			t.Fatalf("the send right after SIGCONT: got %v, want nil\n%s", err, plain(h.capture(s)))
+		}
+		want = append(want, next)
+		waitTurns(t, k, len(want))
+		if got := h.personTexts(); !slices.Equal(got, want) {
+			t.Fatalf("send %d: the model got %q, want %q\n%s", i, tailOf(strings.Join(got, "|")), want, plain(h.capture(s)))
+		}
 	}
 }

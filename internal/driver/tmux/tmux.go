@@ -340,7 +340,11 @@ type session struct {
 	promptsGone int // prompts dropped from the front of prompts
 	promptSeen  chan struct{}
 	hooksWork   bool
-	lastHook    time.Time // when the last hook event was read
+	// sending is the text of the send in flight ("" none); turnPrompt the
+	// prompt of the turn the hooks last saw start (see ownsTurn).
+	sending    string
+	turnPrompt string
+	lastHook   time.Time // when the last hook event was read
 
 	useHooks  bool           // Claude Code runs with parley's hook settings
 	replaying bool           // Start is reading the spool's old events (before run starts)
@@ -369,6 +373,8 @@ var (
 	ErrBareShell = errors.New("the pane is a bare shell: nothing was typed")
 	ErrKeyboard  = errors.New("something is holding the keyboard")
 	ErrGone      = errors.New("tmux session is gone")
+	// ErrStopped: the agent's process is stopped; nothing was typed.
+	ErrStopped = fmt.Errorf("%w: the agent is stopped (SIGSTOP or Ctrl+Z); nothing was typed", ErrKeyboard)
 )
 
 var shells = map[string]bool{"bash": true, "sh": true, "zsh": true, "fish": true, "dash": true, "ksh": true, "tcsh": true, "csh": true, "nu": true}
@@ -486,6 +492,14 @@ func (s *session) Prompt(ctx context.Context, p driver.Prompt) error {
 	if strings.TrimSpace(p.Text) == "" {
 		return fmt.Errorf("tmux: empty message: %w", chat.ErrBadInput)
 	}
+	s.mu.Lock()
+	s.sending = p.Text
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.sending = ""
+		s.mu.Unlock()
+	}()
 	queued := ""
 	for {
 		if err := s.ready(ctx, p.MessageID, &queued); err != nil {
@@ -548,6 +562,11 @@ func (s *session) ready(ctx context.Context, messageID string, queued *string) e
 		m, live, _ := scr.Menu()
 		var reason string
 		switch {
+		case stoppedUnder(info.PID):
+			// Typed now, the text would wait unread in the terminal, out
+			// of reach of any check or take-back, and land whenever the
+			// agent goes on (glued to what comes next).
+			return ErrStopped
 		case live && m.Kind == pane.MenuPermission:
 			reason = "a permission menu is open"
 		case live:
@@ -582,6 +601,9 @@ func (s *session) ready(ctx context.Context, messageID string, queued *string) e
 		trust.Stop()
 	}
 }
+
+// stoppedPoll is how often a stopped agent is looked at again.
+const stoppedPoll = 200 * time.Millisecond
 
 // hookTurnTrust bounds how long the hooks' word that a turn runs (a
 // UserPromptSubmit not yet ended by Stop) holds without another hook: it
@@ -664,6 +686,16 @@ func (s *session) deliver(ctx context.Context, text string) error {
 		}
 		var ok bool
 		scr, ok, err = s.waitFor(ctx, s.step, func(scr *pane.Screen) bool { return scr.InBox(text) || submitted(scr) })
+		for err == nil && !ok && s.ctl.Outputs() == outputs && s.stopped(ctx) {
+			// Stopped after ready looked: the paste waits unread in the
+			// terminal, where nothing can take it back. It lands when the
+			// agent goes on: wait for that and look again (never type it
+			// again: it would be there twice).
+			s.log.Info("the agent was stopped under the paste; waiting for it to continue")
+			if err = s.waitContinued(ctx); err == nil {
+				scr, ok, err = s.waitFor(ctx, s.step, func(scr *pane.Screen) bool { return scr.InBox(text) || submitted(scr) })
+			}
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				// Stopped before Enter: it did not reach the agent; take
@@ -715,6 +747,28 @@ func (s *session) deliver(ctx context.Context, text string) error {
 		return s.submit(ctx, text, submitted)
 	}
 	return s.takeBack(ctx, text, fmt.Errorf("%w: the text stayed in the input box (other typing kept arriving); it was taken back", ErrKeyboard))
+}
+
+// stopped reports whether the agent's process (or one under the pane) is stopped.
+func (s *session) stopped(ctx context.Context) bool {
+	info, err := s.paneInfo(ctx)
+	return err == nil && stoppedUnder(info.PID)
+}
+
+// waitContinued waits until no process under the pane is stopped.
+func (s *session) waitContinued(ctx context.Context) error {
+	tick := time.NewTicker(stoppedPoll)
+	defer tick.Stop()
+	for s.stopped(ctx) {
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-s.ctl.Done():
+			return fmt.Errorf("%w: %w", ErrGone, driver.ErrNotRunning)
+		}
+	}
+	return nil
 }
 
 // submit presses Enter on the text in the box and verifies. It never types
