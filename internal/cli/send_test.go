@@ -4,21 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/cli"
 	"github.com/parleyhq/parley/internal/client"
-	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/daemon"
-	"github.com/parleyhq/parley/internal/driver"
-	"github.com/parleyhq/parley/internal/testkit/scripted"
+	"github.com/parleyhq/parley/internal/testkit/scriptd"
 )
 
 // startDaemon runs a real daemon over the scripted agent ("echo").
@@ -32,49 +27,8 @@ func startDaemon(t *testing.T) *daemon.Daemon {
 // on the same address and data.
 func startRestartable(t *testing.T) (current func() *daemon.Daemon, restart func()) {
 	t.Helper()
-	root, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	work := filepath.Join(root, "work")
-	if err := os.MkdirAll(work, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	cfg := config.Default(filepath.Join(root, "data"), work)
-	cfg.Addr = "127.0.0.1:0"
-	cfg.Agents = []config.Agent{{ID: "echo", Transport: config.TransportStream, Command: "scripted"}}
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var d *daemon.Daemon
-	start := func() {
-		nd, err := daemon.Start(context.Background(), cfg, daemon.Options{Drivers: map[string]driver.Driver{"stream": &scripted.Driver{}}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.Addr = nd.Addr()
-		mu.Lock()
-		d = nd
-		mu.Unlock()
-	}
-	stop := func() {
-		mu.Lock()
-		od := d
-		d = nil
-		mu.Unlock()
-		if od == nil {
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := od.Shutdown(ctx); err != nil {
-			t.Errorf("shutdown: %v", err)
-		}
-	}
-	start()
-	t.Cleanup(stop)
-	return func() *daemon.Daemon { mu.Lock(); defer mu.Unlock(); return d }, func() { stop(); start() }
+	r := scriptd.Start(t, nil)
+	return r.D, r.Restart
 }
 
 // parley runs the CLI in-process and returns its status and output.

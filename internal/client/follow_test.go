@@ -1,14 +1,10 @@
 package client_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -19,87 +15,9 @@ import (
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/client"
 	"github.com/parleyhq/parley/internal/config"
-	"github.com/parleyhq/parley/internal/daemon"
-	"github.com/parleyhq/parley/internal/driver"
 	"github.com/parleyhq/parley/internal/testkit"
-	"github.com/parleyhq/parley/internal/testkit/scripted"
+	"github.com/parleyhq/parley/internal/testkit/scriptd"
 )
-
-// daemonEnv is a real daemon (real SQLite, real sockets) over the scripted
-// agent, restartable on the same address and data.
-type daemonEnv struct {
-	t   *testing.T
-	cfg config.Config
-	d   *daemon.Daemon
-}
-
-func startDaemon(t *testing.T, mutate func(*config.Config)) *daemonEnv {
-	t.Helper()
-	root, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	work := filepath.Join(root, "work")
-	if err := os.MkdirAll(work, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	cfg := config.Default(filepath.Join(root, "data"), work)
-	cfg.Addr = "127.0.0.1:0"
-	cfg.Agents = []config.Agent{{ID: "echo", Transport: config.TransportStream, Command: "scripted"}}
-	if mutate != nil {
-		mutate(&cfg)
-	}
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	e := &daemonEnv{t: t, cfg: cfg}
-	e.start()
-	t.Cleanup(e.stop)
-	return e
-}
-
-func (e *daemonEnv) start() {
-	e.t.Helper()
-	d, err := daemon.Start(context.Background(), e.cfg, daemon.Options{Drivers: map[string]driver.Driver{config.TransportStream: &scripted.Driver{}}})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	e.d, e.cfg.Addr = d, d.Addr() // a restart listens where the client dials
-}
-
-func (e *daemonEnv) stop() {
-	if e.d == nil {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := e.d.Shutdown(ctx); err != nil {
-		e.t.Errorf("shutdown: %v", err)
-	}
-	e.d = nil
-}
-
-func (e *daemonEnv) url() string { return "http://" + e.cfg.Addr }
-
-// metric reads one series from /metrics.
-func (e *daemonEnv) metric(series string) float64 {
-	e.t.Helper()
-	req, _ := http.NewRequest("GET", e.url()+"/metrics", nil)
-	req.Header.Set("Authorization", "Bearer "+e.d.Token())
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		if name, value, ok := strings.Cut(sc.Text(), " "); ok && name == series {
-			v, _ := strconv.ParseFloat(strings.TrimSpace(value), 64)
-			return v
-		}
-	}
-	return 0
-}
 
 // recorder keeps what a Follow handed on. gate, when set, is called with each
 // update before it is recorded and may block, as a busy reader does.
@@ -192,8 +110,8 @@ func send(t *testing.T, f *client.Follow, id, text string) {
 // The daemon drops a connection that fell behind (4008, counted as slow):
 // Follow dials again with since and hands on the rest, each event once.
 func TestFollowCatchesUpAfterTheServerDropsIt(t *testing.T) {
-	e := startDaemon(t, func(c *config.Config) { c.Limits.ConnBuffer = 16 })
-	f := client.NewFollow(e.url(), e.d.Token(), client.Options{Chat: "dropped", Since: -1, ReadLimit: 1 << 30})
+	e := scriptd.Start(t, func(c *config.Config) { c.Limits.ConnBuffer = 16 })
+	f := client.NewFollow(e.URL(), e.D().Token(), client.Options{Chat: "dropped", Since: -1, ReadLimit: 1 << 30})
 	f.MinBackoff, f.MaxBackoff = 50*time.Millisecond, 200*time.Millisecond
 	release := make(chan struct{})
 	var once sync.Once
@@ -208,7 +126,7 @@ func TestFollowCatchesUpAfterTheServerDropsIt(t *testing.T) {
 	testkit.Eventually(t, 10*time.Second, func() bool { return r.count(caughtUp) == 1 }, "not caught up")
 	slow := `parley_socket_closed_total{reason="slow"}`
 	send(t, f, "m1", "stream 1500 0s 16384")
-	testkit.Eventually(t, 60*time.Second, func() bool { return e.metric(slow) == 1 }, "parley did not drop the connection that fell behind")
+	testkit.Eventually(t, 60*time.Second, func() bool { return scriptd.Metric(t, e.URL(), e.D().Token(), slow) == 1 }, "parley did not drop the connection that fell behind")
 	close(release)
 	testkit.Eventually(t, 120*time.Second, func() bool { return r.count(promptDone("m1")) == 1 }, "the turn's end was not handed on")
 	if n := r.count(online); n < 2 {
@@ -220,8 +138,8 @@ func TestFollowCatchesUpAfterTheServerDropsIt(t *testing.T) {
 // The daemon restarts mid-turn: Follow is offline while it is down, dials
 // again with since, and hands on the rest; a message after it goes through.
 func TestFollowAcrossADaemonRestart(t *testing.T) {
-	e := startDaemon(t, nil)
-	f := client.NewFollow(e.url(), e.d.Token(), client.Options{Chat: "restart", Since: -1})
+	e := scriptd.Start(t, nil)
+	f := client.NewFollow(e.URL(), e.D().Token(), client.Options{Chat: "restart", Since: -1})
 	f.MinBackoff, f.MaxBackoff = 50*time.Millisecond, 200*time.Millisecond
 	r := &recorder{}
 	run(t, f, r)
@@ -229,8 +147,7 @@ func TestFollowAcrossADaemonRestart(t *testing.T) {
 	testkit.Eventually(t, 10*time.Second, func() bool {
 		return r.count(func(u client.Update) bool { return u.Kind == client.UpdateEvent && u.Event.Type == chat.TypeAgentChunk }) >= 3
 	}, "no chunks before the restart")
-	e.stop()
-	e.start()
+	e.Restart()
 	testkit.Eventually(t, 20*time.Second, func() bool { return r.count(promptDone("m1")) == 1 }, "the cut-off turn's end was not handed on after the restart")
 	send(t, f, "m2", "say after")
 	testkit.Eventually(t, 10*time.Second, func() bool { return r.count(promptDone("m2")) == 1 }, "the turn after the restart did not end")
@@ -299,8 +216,8 @@ func TestFollowRedialsOnAGap(t *testing.T) {
 // A refused token ends Run with ErrRefused at once; FailFast ends it at the
 // first failed dial.
 func TestFollowStopsOnARefusedTokenAndFailFast(t *testing.T) {
-	e := startDaemon(t, nil)
-	f := client.NewFollow(e.url(), "wrong", client.Options{Chat: "bad", Since: -1})
+	e := scriptd.Start(t, nil)
+	f := client.NewFollow(e.URL(), "wrong", client.Options{Chat: "bad", Since: -1})
 	if err := f.Run(context.Background(), func(client.Update) error { return nil }); err == nil || !strings.Contains(err.Error(), "refused the token") {
 		t.Fatalf("Run: %v, want ErrRefused", err)
 	}

@@ -1,10 +1,7 @@
 package daemon_test
 
 import (
-	"bufio"
 	"fmt"
-	"net/http"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +11,7 @@ import (
 	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/testkit"
 	"github.com/parleyhq/parley/internal/testkit/chatsock"
+	"github.com/parleyhq/parley/internal/testkit/scriptd"
 )
 
 // metric reads one sample from the daemon's /metrics: name is the full series as
@@ -21,28 +19,7 @@ import (
 // series not shown reads as 0.
 func (e *testEnv) metric(series string) float64 {
 	e.t.Helper()
-	req, _ := http.NewRequest("GET", e.url()+"/metrics", nil)
-	req.Header.Set("Authorization", "Bearer "+e.d.Token())
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		e.t.Fatalf("/metrics: HTTP %d", resp.StatusCode)
-	}
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		name, value, ok := strings.Cut(sc.Text(), " ")
-		if ok && name == series {
-			v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
-			if err != nil {
-				e.t.Fatalf("/metrics %s: %v", series, err)
-			}
-			return v
-		}
-	}
-	return 0
+	return scriptd.Metric(e.t, e.url(), e.d.Token(), series)
 }
 
 // seqs lists the sequenced events' seqs, in the order received.

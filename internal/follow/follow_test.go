@@ -95,6 +95,31 @@ func (e *env) write(id chat.ThreadID, n int, cards ...chat.Card) {
 	}
 }
 
+// follow subscribes route and starts it from since (of sinceThread); the
+// follower is closed when the test ends.
+func (e *env) follow(opt follow.Options, since int64, sinceThread chat.ThreadID) (*follow.Follower, *seen) {
+	e.t.Helper()
+	ctx := context.Background()
+	f, th, err := follow.Subscribe(ctx, e.deps(), route, opt)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(f.Close)
+	s := &seen{}
+	if err := f.Start(ctx, th, since, sinceThread, s.emit); err != nil {
+		e.t.Fatal(err)
+	}
+	return f, s
+}
+
+// live hands on what the hub queued.
+func (e *env) live(f *follow.Follower, s *seen) {
+	e.t.Helper()
+	if _, err := f.Live(context.Background(), s.emit); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
 // seen records what a follower handed on.
 type seen struct{ items []follow.Item }
 
@@ -181,16 +206,7 @@ func TestTailWhenNoSinceOrSinceOfAnotherThread(t *testing.T) {
 			e := newEnv(t)
 			e.write("t1", 10)
 			e.attach(route, "t1")
-			ctx := context.Background()
-			f, th, err := follow.Subscribe(ctx, e.deps(), route, follow.Options{Buffer: 100, Tail: 3})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
-			var s seen
-			if err := f.Start(ctx, th, tc.since, tc.sinceThread, s.emit); err != nil {
-				t.Fatal(err)
-			}
+			_, s := e.follow(follow.Options{Buffer: 100, Tail: 3}, tc.since, tc.sinceThread)
 			if got, want := s.seqs("t1"), span(8, 10); !slices.Equal(got, want) {
 				t.Fatalf("seqs %v, want %v", got, want)
 			}
@@ -207,24 +223,16 @@ func TestTailWhenNoSinceOrSinceOfAnotherThread(t *testing.T) {
 // seq; a resolved card is not.
 func TestOpenCardsAreRestatedAfterTheReplay(t *testing.T) {
 	e := newEnv(t)
-	req, _ := json.Marshal(chat.PermissionRequest{RequestID: "r-open", Tool: chat.PermissionTool{Name: "Bash"}})
-	done, _ := json.Marshal(chat.PermissionRequest{RequestID: "r-done", Tool: chat.PermissionTool{Name: "Bash"}})
-	q, _ := json.Marshal(chat.Question{RequestID: "q-open"})
+	card := func(id, kind, state string, p any) chat.Card {
+		b, _ := json.Marshal(p)
+		return chat.Card{ThreadID: "t1", RequestID: id, Kind: kind, State: state, Request: b, CreatedAt: time.Now()}
+	}
 	e.write("t1", 3,
-		chat.Card{ThreadID: "t1", RequestID: "r-open", Kind: chat.CardPermission, State: chat.CardOpen, Request: req, CreatedAt: time.Now()},
-		chat.Card{ThreadID: "t1", RequestID: "r-done", Kind: chat.CardPermission, State: chat.CardResolved, Request: done, CreatedAt: time.Now()},
-		chat.Card{ThreadID: "t1", RequestID: "q-open", Kind: chat.CardQuestion, State: chat.CardOpen, Request: q, CreatedAt: time.Now()})
+		card("r-open", chat.CardPermission, chat.CardOpen, chat.PermissionRequest{RequestID: "r-open", Tool: chat.PermissionTool{Name: "Bash"}}),
+		card("r-done", chat.CardPermission, chat.CardResolved, chat.PermissionRequest{RequestID: "r-done", Tool: chat.PermissionTool{Name: "Bash"}}),
+		card("q-open", chat.CardQuestion, chat.CardOpen, chat.Question{RequestID: "q-open"}))
 	e.attach(route, "t1")
-	ctx := context.Background()
-	f, th, err := follow.Subscribe(ctx, e.deps(), route, follow.Options{Buffer: 100, Tail: 500})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var s seen
-	if err := f.Start(ctx, th, 3, "t1", s.emit); err != nil {
-		t.Fatal(err)
-	}
+	_, s := e.follow(follow.Options{Buffer: 100, Tail: 500}, 3, "t1")
 	var got []string
 	for _, it := range s.items {
 		if it.Kind != follow.KindCard {
@@ -261,24 +269,13 @@ func TestSwitchOnAttachShowsTheNewThread(t *testing.T) {
 	e.write("t1", 3)
 	e.write("t2", 4)
 	e.attach(route, "t1")
-	ctx := context.Background()
-	f, th, err := follow.Subscribe(ctx, e.deps(), route, follow.Options{Buffer: 100, Tail: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var s seen
-	if err := f.Start(ctx, th, 3, "t1", s.emit); err != nil {
-		t.Fatal(err)
-	}
+	f, _ := e.follow(follow.Options{Buffer: 100, Tail: 2}, 3, "t1")
 	e.write("t1", 1) // 4: before the switch, shown
 	e.attach(route, "t2")
 	e.write("t1", 1) // 5: after, not shown
 	e.write("t2", 1) // 5: live on the new thread
-	s = seen{}
-	if _, err := f.Live(ctx, s.emit); err != nil {
-		t.Fatal(err)
-	}
+	s := &seen{}
+	e.live(f, s)
 	if got := s.seqs("t1"); !slices.Equal(got, []int64{4}) {
 		t.Fatalf("t1 seqs after the replay %v, want [4]", got)
 	}
@@ -300,25 +297,14 @@ func TestSwitchOnAttachShowsTheNewThread(t *testing.T) {
 // comes as a switch.
 func TestRouteWithoutThreadFollowsItsFirstThread(t *testing.T) {
 	e := newEnv(t)
-	ctx := context.Background()
-	f, th, err := follow.Subscribe(ctx, e.deps(), route, follow.Options{Buffer: 100, Tail: 500})
-	if err != nil || th != nil {
-		t.Fatalf("subscribe: %v, %+v", err, th)
-	}
-	defer f.Close()
-	var s seen
-	if err := f.Start(ctx, nil, -1, "", s.emit); err != nil {
-		t.Fatal(err)
-	}
+	f, s := e.follow(follow.Options{Buffer: 100, Tail: 500}, -1, "")
 	if got, want := s.kinds(), []follow.Kind{follow.KindTurn, follow.KindCaughtUp}; !slices.Equal(got, want) {
 		t.Fatalf("kinds %v, want %v", got, want)
 	}
 	e.write("t1", 2)
 	e.attach(route, "t1")
 	e.write("t1", 1)
-	if _, err := f.Live(ctx, s.emit); err != nil {
-		t.Fatal(err)
-	}
+	e.live(f, s)
 	if got, want := s.seqs("t1"), span(1, 3); !slices.Equal(got, want) {
 		t.Fatalf("seqs %v, want %v", got, want)
 	}
@@ -330,20 +316,9 @@ func TestRenewAfterADropCatchesUpWithoutGapOrDuplicate(t *testing.T) {
 	e := newEnv(t)
 	e.write("t1", 2)
 	e.attach(route, "t1")
-	ctx := context.Background()
-	f, th, err := follow.Subscribe(ctx, e.deps(), route, follow.Options{Buffer: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var s seen
-	if err := f.Start(ctx, th, 0, "", s.emit); err != nil {
-		t.Fatal(err)
-	}
+	f, s := e.follow(follow.Options{Buffer: 3}, 0, "")
 	e.write("t1", 2) // 3, 4: queued
-	if _, err := f.Live(ctx, s.emit); err != nil {
-		t.Fatal(err)
-	}
+	e.live(f, s)
 	e.write("t1", 10) // 5..14: the buffer of 3 overflows
 	select {
 	case <-f.Sub().Done():
@@ -353,16 +328,12 @@ func TestRenewAfterADropCatchesUpWithoutGapOrDuplicate(t *testing.T) {
 	if f.Dropped() != hub.ReasonSlow {
 		t.Fatalf("dropped for %q, want %q", f.Dropped(), hub.ReasonSlow)
 	}
-	if _, err := f.Live(ctx, s.emit); err != nil { // what was queued before the drop
-		t.Fatal(err)
-	}
-	if err := f.Renew(ctx, s.emit); err != nil {
+	e.live(f, s) // what was queued before the drop
+	if err := f.Renew(context.Background(), s.emit); err != nil {
 		t.Fatal(err)
 	}
 	e.write("t1", 1) // 15, live on the new subscription
-	if _, err := f.Live(ctx, s.emit); err != nil {
-		t.Fatal(err)
-	}
+	e.live(f, s)
 	if got, want := s.seqs("t1"), span(1, 15); !slices.Equal(got, want) {
 		t.Fatalf("seqs %v, want %v", got, want)
 	}
@@ -372,25 +343,16 @@ func TestRenewAfterADropCatchesUpWithoutGapOrDuplicate(t *testing.T) {
 // side resumes a returning client there); without Tail nothing of the log is
 // replayed.
 func TestSinceHookAndNoTail(t *testing.T) {
-	e := newEnv(t)
-	e.write("t1", 6)
-	e.attach(route, "t1")
-	ctx := context.Background()
 	for _, tc := range []struct {
 		name string
 		hook func(chat.Thread) int64
 		want []int64
 	}{{"no hook, no tail", nil, nil}, {"resume at 4", func(chat.Thread) int64 { return 4 }, span(5, 6)}} {
 		t.Run(tc.name, func(t *testing.T) {
-			f, th, err := follow.Subscribe(ctx, e.deps(), route, follow.Options{Buffer: 100, Since: tc.hook})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
-			var s seen
-			if err := f.Start(ctx, th, -1, "", s.emit); err != nil {
-				t.Fatal(err)
-			}
+			e := newEnv(t)
+			e.write("t1", 6)
+			e.attach(route, "t1")
+			f, s := e.follow(follow.Options{Buffer: 100, Since: tc.hook}, -1, "")
 			if got := s.seqs("t1"); !slices.Equal(got, tc.want) {
 				t.Fatalf("seqs %v, want %v", got, tc.want)
 			}

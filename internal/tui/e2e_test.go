@@ -17,11 +17,9 @@ import (
 
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/client"
-	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/daemon"
-	"github.com/parleyhq/parley/internal/driver"
 	"github.com/parleyhq/parley/internal/testkit"
-	"github.com/parleyhq/parley/internal/testkit/scripted"
+	"github.com/parleyhq/parley/internal/testkit/scriptd"
 )
 
 // startDaemon runs a real daemon (SQLite, sockets) whose one agent ("echo") is
@@ -39,50 +37,13 @@ func startDaemon(t *testing.T) (*daemon.Daemon, string) {
 // stops it and, when again is true, starts the next.
 func startRestartable(t *testing.T) (current func() *daemon.Daemon, restart func(again bool), work string) {
 	t.Helper()
-	root, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	work = filepath.Join(root, "work")
-	if err := os.MkdirAll(work, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	cfg := config.Default(filepath.Join(root, "data"), work)
-	cfg.Addr = "127.0.0.1:0"
-	cfg.Agents = []config.Agent{{ID: "echo", Transport: config.TransportStream, Command: "scripted"}}
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	var d *daemon.Daemon
-	start := func() {
-		t.Helper()
-		var err error
-		d, err = daemon.Start(context.Background(), cfg, daemon.Options{Drivers: map[string]driver.Driver{"stream": &scripted.Driver{}}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.Addr = d.Addr() // the next start listens where clients look
-	}
-	stop := func() {
-		t.Helper()
-		if d == nil {
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := d.Shutdown(ctx); err != nil {
-			t.Errorf("shutdown: %v", err)
-		}
-		d = nil
-	}
-	start()
-	t.Cleanup(stop)
-	return func() *daemon.Daemon { return d }, func(again bool) {
-		stop()
+	r := scriptd.Start(t, nil)
+	return r.D, func(again bool) {
+		r.Down()
 		if again {
-			start()
+			r.Up()
 		}
-	}, work
+	}, r.Work
 }
 
 var (

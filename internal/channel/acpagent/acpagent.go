@@ -24,7 +24,6 @@ import (
 
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/follow"
-	"github.com/parleyhq/parley/internal/hub"
 	"github.com/parleyhq/parley/internal/router"
 	"github.com/parleyhq/parley/internal/wire"
 )
@@ -33,7 +32,7 @@ import (
 type Router interface {
 	Send(ctx context.Context, req router.SendRequest) (chat.Delivery, chat.ThreadID, error)
 	Control(ctx context.Context, c router.Control) error
-	Subscribe(ctx context.Context, route chat.RouteKey, buffer int) (*hub.Sub, *chat.Thread, error)
+	follow.Subscriber
 	NewThread(ctx context.Context, from chat.RouteKey, agent, cwd string) (chat.ThreadID, error)
 	OpenThread(ctx context.Context, from chat.RouteKey, id chat.ThreadID) error
 	ThreadOf(ctx context.Context, route chat.RouteKey) (chat.ThreadID, error)
@@ -47,17 +46,11 @@ type Store interface {
 	Routes(ctx context.Context) ([]chat.Route, error)
 }
 
-// Unsubscriber ends a hub subscription and says why the hub dropped one.
-type Unsubscriber interface {
-	Unsubscribe(s *hub.Sub)
-	Reason(s *hub.Sub) string
-}
-
 // Deps are the daemon's parts the agent side uses.
 type Deps struct {
 	Router Router
 	Store  Store
-	Hub    Unsubscriber
+	Hub    follow.Hub
 }
 
 // Meta keys parley reads from and writes into ACP `_meta` objects.

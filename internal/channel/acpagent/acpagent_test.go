@@ -3,8 +3,6 @@ package acpagent_test
 import (
 	"context"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -16,8 +14,7 @@ import (
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/daemon"
-	"github.com/parleyhq/parley/internal/driver"
-	"github.com/parleyhq/parley/internal/testkit/scripted"
+	"github.com/parleyhq/parley/internal/testkit/scriptd"
 )
 
 // fakeClient is an ACP client built on the Go SDK's client side.
@@ -108,35 +105,8 @@ func startDaemon(t *testing.T) env { t.Helper(); return startDaemonWith(t, nil) 
 // startDaemonWith starts a daemon whose config mutate may change first.
 func startDaemonWith(t *testing.T, mutate func(*config.Config)) env {
 	t.Helper()
-	root, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	work := filepath.Join(root, "work")
-	if err := os.MkdirAll(work, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	cfg := config.Default(filepath.Join(root, "data"), work)
-	cfg.Addr = "127.0.0.1:0"
-	cfg.Agents = []config.Agent{{ID: "echo", Transport: config.TransportStream, Command: "scripted"}}
-	if mutate != nil {
-		mutate(&cfg)
-	}
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	d, err := daemon.Start(context.Background(), cfg, daemon.Options{Drivers: map[string]driver.Driver{"stream": &scripted.Driver{}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := d.Shutdown(ctx); err != nil {
-			t.Errorf("shutdown: %v", err)
-		}
-	})
-	return env{d: d, work: work}
+	r := scriptd.Start(t, mutate)
+	return env{d: r.D(), work: r.Work}
 }
 
 // connect opens /ws/acp as an SDK client.

@@ -35,6 +35,7 @@ import (
 	"github.com/parleyhq/parley/internal/channel/render"
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/config"
+	"github.com/parleyhq/parley/internal/follow"
 	"github.com/parleyhq/parley/internal/router"
 	"github.com/parleyhq/parley/internal/wire"
 )
@@ -85,7 +86,7 @@ type Options struct {
 type Host struct {
 	r   Router
 	st  Store
-	hub acpagent.Unsubscriber
+	hub follow.Hub
 	opt Options
 	log *slog.Logger
 
@@ -98,7 +99,7 @@ type Host struct {
 }
 
 // New builds a host.
-func New(r Router, st Store, h acpagent.Unsubscriber, opt Options) *Host {
+func New(r Router, st Store, h follow.Hub, opt Options) *Host {
 	if opt.Logger == nil {
 		opt.Logger = slog.New(slog.DiscardHandler)
 	}
