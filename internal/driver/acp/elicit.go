@@ -21,9 +21,17 @@ type field struct {
 	kind     string // string, number, integer, boolean, array
 	values   []string
 	labels   []string // parallel to values
+	descs    []string // parallel to values: the choices' own descriptions
 	required bool
 	item     chat.QuestionItem
+	// custom names the free-text field that goes with this choice field
+	// ("<name>_custom", as Claude's ACP adapter sends for AskUserQuestion's
+	// "Other" box): one question, whose own words go there.
+	custom string
 }
+
+// customSuffix marks a choice field's free-text companion.
+const customSuffix = "_custom"
 
 // formQuestion maps an elicitation form onto a question card, or says why not.
 func formQuestion(requestID string, f *sdk.UnstableCreateElicitationForm) (chat.Question, []field, error) {
@@ -36,11 +44,35 @@ func formQuestion(requestID string, f *sdk.UnstableCreateElicitationForm) (chat.
 	for _, r := range f.RequestedSchema.Required {
 		req[r] = true
 	}
+	// A choice field's free-text companion is folded into its question.
+	companion := map[string]string{} // choice field → its text field
+	folded := map[string]bool{}
+	for _, n := range names {
+		base, ok := strings.CutSuffix(n, customSuffix)
+		if !ok {
+			continue
+		}
+		bp, _ := f.RequestedSchema.Properties[base].(map[string]any)
+		cp, _ := f.RequestedSchema.Properties[n].(map[string]any)
+		choices := bp
+		if bp["type"] == "array" {
+			choices, _ = bp["items"].(map[string]any)
+		}
+		if v, _, _ := enumOf(choices); len(v) > 0 && cp["type"] == "string" && !req[n] {
+			if cv, _, _ := enumOf(cp); len(cv) == 0 {
+				companion[base], folded[n] = n, true
+			}
+		}
+	}
+	shown := len(names) - len(folded)
 	q := chat.Question{RequestID: requestID}
 	var fields []field
 	for _, n := range names {
+		if folded[n] {
+			continue
+		}
 		prop, _ := f.RequestedSchema.Properties[n].(map[string]any)
-		fd := field{name: n, required: req[n]}
+		fd := field{name: n, required: req[n], custom: companion[n]}
 		fd.kind, _ = prop["type"].(string)
 		title, _ := prop["title"].(string)
 		desc, _ := prop["description"].(string)
@@ -51,7 +83,7 @@ func formQuestion(requestID string, f *sdk.UnstableCreateElicitationForm) (chat.
 		if text == "" {
 			text = n
 		}
-		if len(names) == 1 && f.Message != "" {
+		if shown == 1 && f.Message != "" {
 			text = f.Message
 		}
 		choices := prop
@@ -59,14 +91,14 @@ func formQuestion(requestID string, f *sdk.UnstableCreateElicitationForm) (chat.
 			choices, _ = prop["items"].(map[string]any)
 			fd.item.MultiSelect = true
 		}
-		fd.values, fd.labels = enumOf(choices)
+		fd.values, fd.labels, fd.descs = enumOf(choices)
 		switch fd.kind {
 		case "string", "array":
 			if fd.kind == "array" && len(fd.values) == 0 {
 				return chat.Question{}, nil, fmt.Errorf("field %q: an array without choices", n)
 			}
 		case "boolean":
-			fd.values, fd.labels = []string{"true", "false"}, []string{"Yes", "No"}
+			fd.values, fd.labels, fd.descs = []string{"true", "false"}, []string{"Yes", "No"}, []string{"", ""}
 		case "number", "integer":
 		default:
 			return chat.Question{}, nil, fmt.Errorf("field %q: type %q has no question form", n, fd.kind)
@@ -76,8 +108,8 @@ func formQuestion(requestID string, f *sdk.UnstableCreateElicitationForm) (chat.
 			fd.item.Header = title
 		}
 		for i, l := range fd.labels {
-			opt := chat.QuestionOption{Label: l}
-			if l != fd.values[i] {
+			opt := chat.QuestionOption{Label: l, Description: fd.descs[i]}
+			if opt.Description == "" && l != fd.values[i] {
 				opt.Description = fd.values[i]
 			}
 			fd.item.Options = append(fd.item.Options, opt)
@@ -98,17 +130,17 @@ func formQuestion(requestID string, f *sdk.UnstableCreateElicitationForm) (chat.
 }
 
 // enumOf reads a schema's choices: enum (values are labels), or oneOf/anyOf
-// of {const, title}.
-func enumOf(s map[string]any) (values, labels []string) {
+// of {const, title, description}.
+func enumOf(s map[string]any) (values, labels, descs []string) {
 	if s == nil {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if e, ok := s["enum"].([]any); ok {
 		for _, v := range e {
 			str := fmt.Sprint(v)
-			values, labels = append(values, str), append(labels, str)
+			values, labels, descs = append(values, str), append(labels, str), append(descs, "")
 		}
-		return values, labels
+		return values, labels, descs
 	}
 	for _, key := range []string{"oneOf", "anyOf"} {
 		list, _ := s[key].([]any)
@@ -123,10 +155,11 @@ func enumOf(s map[string]any) (values, labels []string) {
 			if l == "" {
 				l = v
 			}
-			values, labels = append(values, v), append(labels, l)
+			d, _ := m["description"].(string)
+			values, labels, descs = append(values, v), append(labels, l), append(descs, d)
 		}
 	}
-	return values, labels
+	return values, labels, descs
 }
 
 // formAnswer turns a question card's answers into the form's content.
@@ -154,12 +187,23 @@ func formAnswer(fields []field, a chat.Answers) (map[string]any, error) {
 			picked = []string{fmt.Sprint(v)}
 		}
 		vals := make([]string, 0, len(picked))
+		var own []string // the person's own words, for a field with a companion
 		for _, p := range picked {
 			v, ok := fd.valueOf(p)
-			if !ok {
+			switch {
+			case ok:
+				vals = append(vals, v)
+			case fd.custom != "" && strings.TrimSpace(p) != "":
+				own = append(own, p)
+			case fd.custom == "":
 				return nil, fmt.Errorf("%w: %q is not one of the choices of %q", chat.ErrBadInput, p, fd.item.Question)
 			}
-			vals = append(vals, v)
+		}
+		if len(own) > 0 {
+			content[fd.custom] = strings.Join(own, ", ")
+			if len(vals) == 0 {
+				continue
+			}
 		}
 		switch fd.kind {
 		case "array":

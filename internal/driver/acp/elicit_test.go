@@ -20,6 +20,10 @@ func form(t *testing.T, msg, schema string) *sdk.UnstableCreateElicitationForm {
 	return &sdk.UnstableCreateElicitationForm{Mode: "form", Message: msg, RequestedSchema: s}
 }
 
+// claudeAsk is the form @agentclientprotocol/claude-agent-acp 0.101.0 sent
+// for one AskUserQuestion question, recorded against the real adapter.
+const claudeAsk = `{"type":"object","properties":{"question_0":{"type":"string","title":"Colour","oneOf":[{"const":"Blue","title":"Blue","description":"the sky"},{"const":"Red","title":"Red","description":"a rose"}]},"question_0_custom":{"type":"string","title":"Other","description":"Type your own answer, or add a note to the option you chose above (optional)."}}}`
+
 func TestFormQuestion(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -68,6 +72,27 @@ func TestFormQuestion(t *testing.T) {
 				{Question: "How many", Options: []chat.QuestionOption{}},
 				{Question: "Proceed", Options: []chat.QuestionOption{{Label: "Yes", Description: "true"}, {Label: "No", Description: "false"}}},
 			},
+		},
+		{
+			// Claude's ACP adapter (0.101.0) sends AskUserQuestion so: a choice
+			// field and its "Other" box. One question; a label picks, own words
+			// go to the box.
+			name:    "choice with its own-words companion, a label",
+			msg:     "Which colour?",
+			schema:  claudeAsk,
+			answers: chat.Answers{"Which colour?": "Blue"},
+			want:    map[string]any{"question_0": "Blue"},
+			wantQ: []chat.QuestionItem{{Question: "Which colour?", Header: "Colour",
+				Options: []chat.QuestionOption{{Label: "Blue", Description: "the sky"}, {Label: "Red", Description: "a rose"}}}},
+		},
+		{
+			name:    "choice with its own-words companion, own words",
+			msg:     "Which colour?",
+			schema:  claudeAsk,
+			answers: chat.Answers{"Which colour?": "Teal, please"},
+			want:    map[string]any{"question_0_custom": "Teal, please"},
+			wantQ: []chat.QuestionItem{{Question: "Which colour?", Header: "Colour",
+				Options: []chat.QuestionOption{{Label: "Blue", Description: "the sky"}, {Label: "Red", Description: "a rose"}}}},
 		},
 		{
 			name:    "required field missing",

@@ -572,7 +572,7 @@ func (s *Session) AnswerQuestion(ctx context.Context, requestID string, a driver
 		return nil
 	}
 	answers := a.Answers
-	if len(answers) == 0 && a.Response != "" && len(c.fields) == 1 && len(c.fields[0].values) == 0 {
+	if len(answers) == 0 && a.Response != "" && len(c.fields) == 1 && (len(c.fields[0].values) == 0 || c.fields[0].custom != "") {
 		answers = chat.Answers{c.fields[0].item.Question: a.Response}
 	}
 	var out sdk.UnstableCreateElicitationResponse

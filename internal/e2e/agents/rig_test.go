@@ -52,7 +52,7 @@ const (
 type agent struct {
 	cfg  config.Agent
 	home string // the agent's own HOME: it finds the agent's processes
-	proc string // a word of the agent's command line
+	proc string // a word of the agent's command line ("": every process with its HOME)
 
 	// output returns what each call of the named tool gave back to the model.
 	output func(tool string) []string
@@ -64,6 +64,7 @@ type agent struct {
 	// unknown is a request of the agent's own parley must answer "method
 	// not found" (the turn going on); "" when it sends none.
 	unknown string
+	usage   bool // the agent reports usage: a turn shows a usage event
 }
 
 type rig struct {
@@ -185,6 +186,9 @@ func conversation(t *testing.T, r *rig) {
 		end = s.WaitFor(at, wait, chatsock.PromptDone("m1", chat.StopEndTurn), "end_turn")
 		if got := chatsock.Chunks(s.Snapshot()[at:end]); got != answer {
 			t.Fatalf("streamed text %q, want %q\n%s", got, answer, chatsock.Summary(s.Snapshot()))
+		}
+		if r.a.usage {
+			s.WaitFor(at, wait, chatsock.Type(chat.TypeUsage), "a usage event")
 		}
 	})
 

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -281,7 +282,9 @@ func (s *Server) ToolResultFor(nameOrID string) (ContentBlock, bool) {
 	return ContentBlock{}, false
 }
 
-// ToolUseIDs returns the ids of the tool uses the stand-in sent for a tool name.
+// ToolUseIDs returns the ids of the tool uses the stand-in sent for a tool
+// name, in the order it sent them (the ids it makes carry a zero-padded
+// sequence number; a scenario's own ids sort by name).
 func (s *Server) ToolUseIDs(name string) []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -291,6 +294,7 @@ func (s *Server) ToolUseIDs(name string) []string {
 			ids = append(ids, id)
 		}
 	}
+	slices.Sort(ids)
 	return ids
 }
 
