@@ -1,0 +1,458 @@
+package cluster
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Every test here runs a real embedded NATS server with JetStream and real
+// TLS on loopback, and real clients with the node's own credentials.
+
+func startHub(t *testing.T, data, listen string) *Hub {
+	t.Helper()
+	h, err := StartHub(t.Context(), HubOptions{DataDir: data, Listen: listen})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.Close)
+	return h
+}
+
+func token(t *testing.T, h *Hub, node string, ttl time.Duration) string {
+	t.Helper()
+	tok, err := IssueToken(h.opt.DataDir, h.AdvertiseAddr(), node, time.Now().Add(ttl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+// join makes a node's data directory and joins it as name.
+func join(t *testing.T, h *Hub, name string) string {
+	t.Helper()
+	data := t.TempDir()
+	if _, err := Join(t.Context(), data, token(t, h, "", time.Minute), name, "test"); err != nil {
+		t.Fatalf("join %s: %v", name, err)
+	}
+	return data
+}
+
+func dial(t *testing.T, data, hub, name string) *Link {
+	t.Helper()
+	l, err := Dial(LinkOptions{DataDir: data, Hub: hub, Node: name, Version: "v-test", Agents: []string{"claude"},
+		Heartbeat: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(l.Close)
+	return l
+}
+
+// waitFor polls a condition (as nats-server's checkFor does); it fails the
+// test if the condition does not hold within d.
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited %v for %s", d, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func status(t *testing.T, h *Hub, name string) (NodeStatus, bool) {
+	t.Helper()
+	nodes, err := h.Nodes(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes {
+		if n.Name == name {
+			return n, true
+		}
+	}
+	return NodeStatus{}, false
+}
+
+var errClosed = errors.New("connection closed")
+
+// connectAs opens a raw connection with a node's real key, reporting the
+// errors NATS sends it (permission violations) on errs.
+func connectAs(t *testing.T, data, hub, name string, errs chan<- error) (*nats.Conn, error) {
+	t.Helper()
+	auth, err := nats.NkeyOptionFromSeed(filepath.Join(Dir(data), nodeSeed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tlsConf, err := caTLS(filepath.Join(Dir(data), hubCAFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := []nats.Option{auth, nats.Secure(tlsConf), nats.CustomInboxPrefix(inboxPrefix(name)), nats.NoReconnect()}
+	if errs != nil {
+		opts = append(opts,
+			nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { errs <- err }),
+			nats.ClosedHandler(func(*nats.Conn) { errs <- errClosed }))
+	}
+	nc, err := nats.Connect("tls://"+hub, opts...)
+	if err == nil {
+		t.Cleanup(nc.Close)
+	}
+	return nc, err
+}
+
+func mode(t *testing.T, path string) os.FileMode {
+	t.Helper()
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Mode().Perm()
+}
+
+func TestJoinLinksANodeThatTheHubListsOnline(t *testing.T) {
+	hubData := t.TempDir()
+	h := startHub(t, hubData, "127.0.0.1:0")
+	for _, f := range []string{caKeyFile, hubKeyFile, adminSeed, joinKeyFile} {
+		if m := mode(t, filepath.Join(Dir(hubData), f)); m != 0o600 {
+			t.Errorf("hub %s: mode %v, want 0600", f, m)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(hubData, "nats", "jetstream")); err != nil {
+		t.Errorf("JetStream's files are not under <data>/nats: %v", err)
+	}
+
+	nodeData := t.TempDir()
+	c, err := Join(t.Context(), nodeData, token(t, h, "laptop", time.Minute), "", "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Node != "laptop" || c.Hub != h.Addr() {
+		t.Errorf("join answered %+v, want node laptop at %s", c, h.Addr())
+	}
+	if m := mode(t, filepath.Join(Dir(nodeData), nodeSeed)); m != 0o600 {
+		t.Errorf("node seed: mode %v, want 0600", m)
+	}
+	if n, ok := status(t, h, "laptop"); !ok || n.Online {
+		t.Fatalf("after join, before serve: %+v %v; want listed, offline", n, ok)
+	}
+
+	l := dial(t, nodeData, c.Hub, "laptop")
+	waitFor(t, 10*time.Second, "the node online at the hub", func() bool {
+		n, _ := status(t, h, "laptop")
+		return n.Online
+	})
+	n, _ := status(t, h, "laptop")
+	if n.Version != "v-test" || len(n.Agents) != 1 || n.Agents[0] != "claude" || n.Since.IsZero() {
+		t.Errorf("status %+v: want version v-test, agents [claude], a since", n)
+	}
+	// A node that stops says so: offline at once, since its last word.
+	l.Close()
+	n, _ = status(t, h, "laptop")
+	if n.Online || n.Since.IsZero() {
+		t.Errorf("after the node stopped: %+v, want offline with a since", n)
+	}
+}
+
+func TestAUsedExpiredOrAlteredJoinTokenIsRefused(t *testing.T) {
+	h := startHub(t, t.TempDir(), "127.0.0.1:0")
+	other := startHub(t, t.TempDir(), "127.0.0.1:0")
+
+	tok := token(t, h, "", time.Minute)
+	if _, err := Join(t.Context(), t.TempDir(), tok, "first", "test"); err != nil {
+		t.Fatal(err)
+	}
+	claims, payload, sig, err := ParseToken(tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The same claims, a different node: the MAC no longer matches.
+	claims.Node = "intruder"
+	altered, _ := json.Marshal(claims)
+	alteredTok := tokenPrefix + base64.RawURLEncoding.EncodeToString(altered) + "." + base64.RawURLEncoding.EncodeToString(sig)
+	sig[0] ^= 1
+	badMAC := tokenPrefix + payload + "." + base64.RawURLEncoding.EncodeToString(sig)
+	// A token another hub made, pointed at this hub with this hub's CA pinned.
+	foreign := token(t, other, "", time.Minute)
+	fc, _, _, _ := ParseToken(foreign)
+	fc.Hub, fc.CA, fc.Pass = claims.Hub, claims.CA, claims.Pass
+	otherKey, _ := joinKey(Dir(other.opt.DataDir))
+	foreignTok, _ := signClaims(otherKey, fc)
+	expired, err := IssueToken(h.opt.DataDir, h.Addr(), "", time.Now().Add(-time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	for _, tc := range []struct {
+		name, tok, node, want string
+	}{
+		{"used", tok, "second", ErrTokenUsed.Error()},
+		{"expired", expired, "late", ErrTokenExpired.Error()},
+		{"altered claims", alteredTok, "intruder", ErrTokenInvalid.Error()},
+		{"altered MAC", badMAC, "third", ErrTokenInvalid.Error()},
+		{"another hub's", foreignTok, "fourth", ErrTokenInvalid.Error()},
+		{"truncated", tok[:len(tok)-10], "fifth", ErrTokenInvalid.Error()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			data := t.TempDir()
+			_, err := Join(t.Context(), data, tc.tok, tc.node, "test")
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("join with a %s token: %v, want %q", tc.name, err, tc.want)
+			}
+			if _, ok := status(t, h, tc.node); ok {
+				t.Errorf("the hub registered %q", tc.node)
+			}
+			if _, err := os.Stat(filepath.Join(Dir(data), nodeSeed)); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("a refused join kept a key: %v", err)
+			}
+		})
+	}
+
+	// A token pinned to another CA is refused by the node before it says anything.
+	fcl, _, _, _ := ParseToken(foreign)
+	fcl.Hub = h.Addr()
+	pinnedElsewhere, _ := signClaims(otherKey, fcl)
+	if _, err := Join(t.Context(), t.TempDir(), pinnedElsewhere, "sixth", "test"); err == nil || !strings.Contains(err.Error(), "not the one the token names") {
+		t.Fatalf("join pinned to another CA: %v, want the CA refused", err)
+	}
+}
+
+func TestARevokedNodeIsCutOffAtOnce(t *testing.T) {
+	hubData := t.TempDir()
+	h := startHub(t, hubData, "127.0.0.1:0")
+	data := join(t, h, "vm")
+	errs := make(chan error, 16)
+	nc, err := connectAs(t, data, h.Addr(), "vm", errs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := dial(t, data, h.Addr(), "vm")
+	waitFor(t, 10*time.Second, "the link up", l.Connected)
+
+	adm, err := DialAdmin(hubData)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer adm.Close()
+	if err := adm.Revoke(t.Context(), "vm"); err != nil {
+		t.Fatal(err)
+	}
+	// When Revoke returns, the server holds no connection of the node's.
+	pub, _ := os.ReadFile(filepath.Join(Dir(data), nodeSeed))
+	kp, _ := nkeysFromSeed(pub)
+	key, _ := kp.PublicKey()
+	cz, err := h.srv.Connz(&server.ConnzOptions{Username: true, Limit: 1024})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cz.Conns {
+		if c.AuthorizedUser == key {
+			t.Fatalf("connection %d of the revoked node is still open", c.Cid)
+		}
+	}
+	// The client hears it: its connection is closed by the hub.
+	select {
+	case err := <-errs:
+		if err != errClosed {
+			t.Errorf("the node's connection got %v, want it closed", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the node's live connection was not closed: connected %v", nc.IsConnected())
+	}
+	waitFor(t, 10*time.Second, "the link down", func() bool { return !l.Connected() })
+	if _, err := connectAs(t, data, h.Addr(), "vm", nil); !errors.Is(err, nats.ErrAuthorization) {
+		t.Fatalf("connect with the revoked key: %v, want %v", err, nats.ErrAuthorization)
+	}
+	if _, ok := status(t, h, "vm"); ok {
+		t.Error("the revoked node is still listed")
+	}
+	if err := adm.Revoke(t.Context(), "vm"); err == nil || !strings.Contains(err.Error(), "no such node") {
+		t.Errorf("revoking it again: %v, want no such node", err)
+	}
+	// Its name is free again: a new join (a new key) works.
+	join(t, h, "vm")
+}
+
+func TestANodeCannotTouchAnotherNodesSubjectsOrKeys(t *testing.T) {
+	h := startHub(t, t.TempDir(), "127.0.0.1:0")
+	dataA, dataB := join(t, h, "a"), join(t, h, "b")
+	errs := make(chan error, 64)
+	a, err := connectAs(t, dataA, h.Addr(), "a", errs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := connectAs(t, dataB, h.Addr(), "b", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jsA, _ := jetstream.New(a)
+	jsB, _ := jetstream.New(b)
+	ctx := t.Context()
+	if _, err := jsB.Publish(ctx, DirectoryKey("b"), []byte(`{"node":"b"}`)); err != nil {
+		t.Fatalf("b writes its own record: %v", err)
+	}
+	if _, err := jsA.Publish(ctx, DirectoryKey("a"), []byte(`{"node":"a"}`)); err != nil {
+		t.Fatalf("a writes its own record: %v", err)
+	}
+	// The hub listens where b publishes, and where it sends b requests.
+	watch, err := h.nc.SubscribeSync(FromSubject("b") + ".>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+
+	violation := func(what, subject string) {
+		t.Helper()
+		for {
+			select {
+			case err := <-errs:
+				if errors.Is(err, nats.ErrPermissionViolation) && strings.Contains(err.Error(), `"`+subject+`"`) {
+					return
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("%s: NATS did not refuse %s", what, subject)
+			}
+		}
+	}
+
+	// Publish on b's event subject.
+	if err := a.Publish(FromSubject("b")+".t.x.ev", []byte("forged")); err != nil {
+		t.Fatal(err)
+	}
+	violation("publish as b", FromSubject("b")+".t.x.ev")
+	// b's own event comes next; the forged one never arrived.
+	if err := b.Publish(FromSubject("b")+".t.x.ev", []byte("real")); err != nil {
+		t.Fatal(err)
+	}
+	m, err := watch.NextMsg(10 * time.Second)
+	if err != nil || string(m.Data) != "real" {
+		t.Fatalf("the hub saw %v %v on b's subject, want only b's own event", m, err)
+	}
+
+	// Write b's directory key.
+	shortCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	_, err = jsA.Publish(shortCtx, DirectoryKey("b"), []byte(`{"node":"b","version":"forged"}`))
+	cancel()
+	if err == nil {
+		t.Fatal("a wrote b's directory key")
+	}
+	violation("write b's key", DirectoryKey("b"))
+	e, err := h.nodes.Get(ctx, "b")
+	if err != nil || string(e.Value()) != `{"node":"b"}` {
+		t.Fatalf("b's record is %q %v, want b's own", e.Value(), err)
+	}
+	// b's thread summaries, b's inputs, the admin requests.
+	for _, subj := range []string{"$KV." + threadsBucket + ".b.t1", InputSubject("b") + ".t1", adminRevoke, joinSubject} {
+		if err := a.Publish(subj, []byte(`{"node":"b"}`)); err != nil {
+			t.Fatal(err)
+		}
+		violation("publish", subj)
+	}
+	if _, ok := status(t, h, "b"); !ok {
+		t.Fatal("b was revoked by a")
+	}
+	// Subscribe to what b receives or sends.
+	for _, subj := range []string{ToSubject("b") + ".>", FromSubject("b") + ".>", "$KV." + nodesBucket + ".>", ">"} {
+		if _, err := a.Subscribe(subj, func(*nats.Msg) {}); err != nil {
+			t.Fatal(err)
+		}
+		violation("subscribe", subj)
+	}
+	// Read b's inputs through the JetStream API.
+	if err := a.Publish("$JS.API.CONSUMER.MSG.NEXT."+InputStream("b")+"."+inputConsumer, nil); err != nil {
+		t.Fatal(err)
+	}
+	violation("pull b's inputs", "$JS.API.CONSUMER.MSG.NEXT."+InputStream("b")+"."+inputConsumer)
+
+	// Its own subjects stay open: a receives what the hub sends to a.
+	sub, err := a.SubscribeSync(ToSubject("a") + ".t.x.replay")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.nc.Publish(ToSubject("a")+".t.x.replay", []byte("since 3")); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := sub.NextMsg(10 * time.Second); err != nil || string(m.Data) != "since 3" {
+		t.Fatalf("a's own replay request: %v %v", m, err)
+	}
+	// And a can take its own inputs from its stream.
+	if _, err := h.js.Publish(ctx, InputSubject("a")+".t1", []byte("hello"), jetstream.WithMsgID("m1")); err != nil {
+		t.Fatal(err)
+	}
+	cons, err := jsA.Consumer(ctx, InputStream("a"), inputConsumer)
+	if err != nil {
+		t.Fatalf("a opens its input consumer: %v", err)
+	}
+	batch, err := cons.Fetch(1, jetstream.FetchMaxWait(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := 0
+	for m := range batch.Messages() {
+		if string(m.Data()) != "hello" {
+			t.Errorf("a's input %q", m.Data())
+		}
+		if err := m.DoubleAck(ctx); err != nil {
+			t.Fatalf("a acks its input: %v", err)
+		}
+		got++
+	}
+	if got != 1 {
+		t.Fatalf("a took %d inputs, want 1 (%v)", got, batch.Error())
+	}
+}
+
+func TestTheHubRestartKeepsItsNodesKeysAndUsedTokens(t *testing.T) {
+	hubData := t.TempDir()
+	h := startHub(t, hubData, "127.0.0.1:0")
+	addr := h.Addr()
+	tok := token(t, h, "", time.Minute)
+	nodeData := t.TempDir()
+	if _, err := Join(t.Context(), nodeData, tok, "ws", "test"); err != nil {
+		t.Fatal(err)
+	}
+	l := dial(t, nodeData, addr, "ws")
+	waitFor(t, 10*time.Second, "the node online", func() bool { n, _ := status(t, h, "ws"); return n.Online })
+	before, _ := status(t, h, "ws")
+	caBefore, _ := os.ReadFile(filepath.Join(Dir(hubData), caCertFile))
+
+	h.Close()
+	waitFor(t, 10*time.Second, "the link to notice the hub went", func() bool { return !l.Connected() })
+	h2 := startHub(t, hubData, addr)
+	caAfter, _ := os.ReadFile(filepath.Join(Dir(hubData), caCertFile))
+	if string(caBefore) != string(caAfter) {
+		t.Fatal("the hub made a new CA at restart")
+	}
+	// Before the node is back, the directory still knows it (JetStream on disk).
+	n, ok := status(t, h2, "ws")
+	if !ok || n.Joined != before.Joined || n.Version != "v-test" {
+		t.Fatalf("after restart: %+v %v, want the node as before (%+v)", n, ok, before)
+	}
+	// The same link, the same key, reconnects by itself and heartbeats again.
+	waitFor(t, 60*time.Second, "the link back", l.Connected)
+	waitFor(t, 10*time.Second, "a fresh heartbeat", func() bool {
+		n, _ := status(t, h2, "ws")
+		return n.Online && n.LastSeen.After(before.LastSeen)
+	})
+	// The used token stays used.
+	if _, err := Join(t.Context(), t.TempDir(), tok, "ws2", "test"); err == nil || !strings.Contains(err.Error(), ErrTokenUsed.Error()) {
+		t.Fatalf("reusing the token after restart: %v, want %v", err, ErrTokenUsed)
+	}
+}

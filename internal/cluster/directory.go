@@ -1,0 +1,90 @@
+package cluster
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Record is a node's directory entry, written by the node alone
+// ($KV.parley_nodes.<node>) at every heartbeat.
+type Record struct {
+	Node    string   `json:"node"`
+	Version string   `json:"version"`
+	Agents  []string `json:"agents"`
+	// Every is the node's heartbeat interval; the hub counts a node offline
+	// after OfflineAfter of them without one.
+	Every time.Duration `json:"every"`
+	// Since is when the node's link came up (the node's clock).
+	Since time.Time `json:"since"`
+	// Offline is set by a node that stops cleanly, so it shows offline at once.
+	Offline bool `json:"offline,omitempty"`
+}
+
+// OfflineAfter is how many heartbeat intervals without one make a node offline.
+const OfflineAfter = 3
+
+// NodeStatus is one line of `parley nodes`.
+type NodeStatus struct {
+	Name    string    `json:"name"`
+	Online  bool      `json:"online"`
+	Joined  time.Time `json:"joined"`
+	Version string    `json:"version,omitempty"`
+	Agents  []string  `json:"agents,omitempty"`
+	// Since is when it came online (node's clock) or, offline, when it was last seen.
+	Since time.Time `json:"since,omitzero"`
+	// LastSeen is the hub's time of its last heartbeat (the hub's clock: a
+	// node's clock may be off).
+	LastSeen time.Time `json:"last_seen,omitzero"`
+}
+
+func (s *NodeStatus) fill(r Record, at, now time.Time) {
+	s.Version, s.Agents, s.LastSeen = r.Version, r.Agents, at
+	every := r.Every
+	if every <= 0 {
+		every = DefaultHeartbeat
+	}
+	s.Online = !r.Offline && now.Sub(at) < OfflineAfter*every
+	if s.Online {
+		s.Since = r.Since
+	} else {
+		s.Since = at
+	}
+}
+
+// hubCollector exports each joined node's link state at scrape time.
+type hubCollector struct{ h *Hub }
+
+var (
+	nodeOnlineDesc = prometheus.NewDesc("parley_cluster_node_online",
+		"1 when the joined node's heartbeat is current, else 0.", []string{"node"}, nil)
+	nodeSeenDesc = prometheus.NewDesc("parley_cluster_node_last_seen_timestamp_seconds",
+		"When the hub last had the node's heartbeat (0: never).", []string{"node"}, nil)
+)
+
+func (c hubCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- nodeOnlineDesc
+	ch <- nodeSeenDesc
+}
+
+func (c hubCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := contextWithTimeout(5 * time.Second)
+	defer cancel()
+	nodes, err := c.h.Nodes(ctx)
+	if err != nil {
+		c.h.log.Warn("cluster: metrics: list nodes", "err", err)
+		return
+	}
+	for _, n := range nodes {
+		online := 0.0
+		if n.Online {
+			online = 1
+		}
+		seen := 0.0
+		if !n.LastSeen.IsZero() {
+			seen = float64(n.LastSeen.UnixNano()) / 1e9
+		}
+		ch <- prometheus.MustNewConstMetric(nodeOnlineDesc, prometheus.GaugeValue, online, n.Name)
+		ch <- prometheus.MustNewConstMetric(nodeSeenDesc, prometheus.GaugeValue, seen, n.Name)
+	}
+}

@@ -1,0 +1,410 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// HubOptions configure the hub.
+type HubOptions struct {
+	DataDir string
+	// Listen is the NATS listener's host:port (port 0: any free port).
+	Listen string
+	// Advertise is the address written into join tokens; "" means the
+	// listening address.
+	Advertise string
+	Logger    *slog.Logger
+	// Registerer receives the per-node link metrics; nil skips them.
+	Registerer prometheus.Registerer
+}
+
+// Hub is the embedded NATS server with JetStream, its users made from the
+// registry, and the hub's own connection answering joins and admin requests.
+type Hub struct {
+	opt  HubOptions
+	dir  string
+	log  *slog.Logger
+	auth *authority
+	key  []byte // the join-token key
+	adm  nkeys.KeyPair
+
+	srv   *server.Server
+	nc    *nats.Conn
+	js    jetstream.JetStream
+	nodes jetstream.KeyValue
+	used  jetstream.KeyValue
+
+	// mu guards reg and every change of the server's users (reload).
+	mu  sync.Mutex
+	reg registry
+}
+
+// StartHub starts the server, makes the buckets, and answers joins and admin
+// requests until Close.
+func StartHub(ctx context.Context, opt HubOptions) (*Hub, error) {
+	h := &Hub{opt: opt, dir: Dir(opt.DataDir), log: opt.Logger}
+	if h.log == nil {
+		h.log = slog.New(slog.DiscardHandler)
+	}
+	h.log = h.log.With("component", "cluster-hub")
+	var err error
+	if h.auth, err = loadOrCreateAuthority(h.dir); err != nil {
+		return nil, err
+	}
+	if h.key, err = joinKey(h.dir); err != nil {
+		return nil, fmt.Errorf("cluster: join key: %w", err)
+	}
+	if h.adm, err = loadOrCreateSeed(filepath.Join(h.dir, adminSeed)); err != nil {
+		return nil, fmt.Errorf("cluster: admin key: %w", err)
+	}
+	if h.reg, err = loadRegistry(h.dir); err != nil {
+		return nil, err
+	}
+	opts, err := h.serverOptions(h.reg)
+	if err != nil {
+		return nil, err
+	}
+	if h.srv, err = server.NewServer(opts); err != nil {
+		return nil, fmt.Errorf("cluster: NATS server: %w", err)
+	}
+	h.srv.Start()
+	if !h.srv.ReadyForConnections(30 * time.Second) {
+		h.srv.Shutdown()
+		return nil, fmt.Errorf("cluster: NATS server did not start listening on %s", opt.Listen)
+	}
+	if err := h.connect(ctx); err != nil {
+		h.Close()
+		return nil, err
+	}
+	if err := writeFile(filepath.Join(h.dir, addrFile), []byte(h.Addr()+"\n"), 0o600); err != nil {
+		h.Close()
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	if opt.Registerer != nil {
+		if err := opt.Registerer.Register(hubCollector{h}); err != nil {
+			h.Close()
+			return nil, err
+		}
+	}
+	h.log.Info("cluster hub is listening", "addr", h.srv.Addr().String(), "nodes", len(h.reg.Nodes))
+	return h, nil
+}
+
+// serverOptions are the whole server configuration for a registry; a change
+// of registry reloads the server with new options.
+func (h *Hub) serverOptions(reg registry) (*server.Options, error) {
+	host, portStr, err := net.SplitHostPort(h.opt.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: listen %q: %w", h.opt.Listen, err)
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: listen %q: bad port", h.opt.Listen)
+	}
+	if port == 0 {
+		port = server.RANDOM_PORT
+	}
+	admPub, _ := h.adm.PublicKey()
+	users := []*server.NkeyUser{{Nkey: admPub}} // the hub itself and `parley nodes`: everything
+	for _, m := range reg.Nodes {
+		users = append(users, &server.NkeyUser{Nkey: m.Key, Permissions: nodePermissions(m.Name)})
+	}
+	return &server.Options{
+		ServerName: "parley-hub",
+		Host:       host,
+		Port:       port,
+		NoSigs:     true,
+		NoLog:      true,
+		JetStream:  true,
+		StoreDir:   filepath.Join(h.opt.DataDir, "nats"),
+		TLSConfig:  h.auth.serverTLS(),
+		TLSTimeout: 5,
+		Nkeys:      users,
+		Users:      []*server.User{{Username: joinUser, Password: joinPass(h.key), Permissions: joinPermissions()}},
+		// A node's frames are parley's (a message is at most 16 MiB; events far less).
+		MaxPayload: 8 << 20,
+	}, nil
+}
+
+func (h *Hub) connect(ctx context.Context) error {
+	pub, _ := h.adm.PublicKey()
+	nc, err := nats.Connect("", nats.InProcessServer(h.srv), nats.Name("parley hub"),
+		nats.Nkey(pub, h.adm.Sign), nats.MaxReconnects(-1))
+	if err != nil {
+		return fmt.Errorf("cluster: the hub's own connection: %w", err)
+	}
+	h.nc = nc
+	if h.js, err = jetstream.New(nc); err != nil {
+		return err
+	}
+	if h.nodes, err = h.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket: nodesBucket, Description: "parley nodes: each node's heartbeat record", History: 1, Storage: jetstream.FileStorage,
+	}); err != nil {
+		return fmt.Errorf("cluster: bucket %s: %w", nodesBucket, err)
+	}
+	if _, err = h.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket: threadsBucket, Description: "parley thread summaries, each node's under <node>.", History: 1, Storage: jetstream.FileStorage,
+	}); err != nil {
+		return fmt.Errorf("cluster: bucket %s: %w", threadsBucket, err)
+	}
+	if h.used, err = h.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket: usedBucket, Description: "ids of used join tokens", History: 1, Storage: jetstream.FileStorage,
+		TTL: MaxTokenTTL + time.Hour, // a token expires before its record
+	}); err != nil {
+		return fmt.Errorf("cluster: bucket %s: %w", usedBucket, err)
+	}
+	for _, m := range h.reg.Nodes {
+		if err := h.ensureInputs(ctx, m.Name); err != nil {
+			return err
+		}
+	}
+	for subj, handle := range map[string]func(context.Context, []byte) (any, error){
+		joinSubject: h.handleJoin, adminNodes: h.handleNodes, adminRevoke: h.handleRevoke,
+	} {
+		if _, err := nc.Subscribe(subj, func(m *nats.Msg) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			v, err := handle(ctx, m.Data)
+			ans := answer{Result: v}
+			if err != nil {
+				ans = answer{Error: err.Error()}
+			}
+			b, _ := json.Marshal(ans)
+			if err := m.Respond(b); err != nil {
+				h.log.Warn("cluster: could not answer", "subject", subj, "err", err)
+			}
+		}); err != nil {
+			return err
+		}
+	}
+	return nc.Flush()
+}
+
+// ensureInputs makes node's input stream and the consumer it reads it with
+// (the node may not create either itself).
+func (h *Hub) ensureInputs(ctx context.Context, node string) error {
+	s, err := h.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name: InputStream(node), Description: "inputs waiting for node " + node,
+		Subjects: []string{InputSubject(node) + ".>"}, Retention: jetstream.WorkQueuePolicy,
+		Storage: jetstream.FileStorage, Duplicates: 10 * time.Minute,
+	})
+	if err != nil {
+		return fmt.Errorf("cluster: stream for node %s: %w", node, err)
+	}
+	if _, err := s.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
+		Durable: inputConsumer, AckPolicy: jetstream.AckExplicitPolicy,
+	}); err != nil {
+		return fmt.Errorf("cluster: consumer for node %s: %w", node, err)
+	}
+	return nil
+}
+
+// answer is the reply to a join or admin request.
+type answer struct {
+	Result any    `json:"result,omitempty"`
+	Error  string `json:"error,omitempty"`
+}
+
+// joinRequest is what `parley join` sends.
+type joinRequest struct {
+	Token   string `json:"token"`
+	Node    string `json:"node"`
+	Key     string `json:"key"`
+	Version string `json:"version"`
+}
+
+func (h *Hub) handleJoin(ctx context.Context, data []byte) (any, error) {
+	var req joinRequest
+	if err := json.Unmarshal(data, &req); err != nil {
+		return nil, errors.New("a join request must be JSON")
+	}
+	c, err := verifyToken(h.key, req.Token, time.Now())
+	if err != nil {
+		h.log.Warn("cluster: join refused", "node", req.Node, "err", err)
+		return nil, err
+	}
+	if c.Node != "" && req.Node != c.Node {
+		return nil, fmt.Errorf("this join token is for node %q, not %q", c.Node, req.Node)
+	}
+	if err := CheckName(req.Node); err != nil {
+		return nil, err
+	}
+	if !nkeys.IsValidPublicUserKey(req.Key) {
+		return nil, errors.New("the node's key is not an nkey user public key")
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, ok := h.reg.find(req.Node); ok {
+		return nil, fmt.Errorf("a node named %q has already joined; on the hub, `parley nodes revoke %s` first", req.Node, req.Node)
+	}
+	if m, ok := h.reg.withKey(req.Key); ok {
+		return nil, fmt.Errorf("this key already belongs to node %q", m.Name)
+	}
+	// Used exactly once: the create fails for a second use, however close.
+	if _, err := h.used.Create(ctx, c.ID, []byte(req.Node)); err != nil {
+		if errors.Is(err, jetstream.ErrKeyExists) {
+			h.log.Warn("cluster: join refused", "node", req.Node, "err", ErrTokenUsed)
+			return nil, ErrTokenUsed
+		}
+		return nil, fmt.Errorf("record the token's use: %w", err)
+	}
+	if err := h.ensureInputs(ctx, req.Node); err != nil {
+		return nil, err
+	}
+	next := h.reg.with(member{Name: req.Node, Key: req.Key, Joined: time.Now().UTC()})
+	if err := h.apply(next); err != nil {
+		return nil, err
+	}
+	h.log.Info("cluster: node joined", "node", req.Node, "version", req.Version)
+	return map[string]string{"node": req.Node}, nil
+}
+
+// apply saves a registry and reloads the server's users from it; NATS closes
+// at once the connections of users no longer in it. h.mu must be held.
+func (h *Hub) apply(next registry) error {
+	if err := next.save(h.dir); err != nil {
+		return fmt.Errorf("save the registry: %w", err)
+	}
+	opts, err := h.serverOptions(next)
+	if err != nil {
+		return err
+	}
+	if err := h.srv.ReloadOptions(opts); err != nil {
+		// The file now says next; put it back so the file and the server agree.
+		if serr := h.reg.save(h.dir); serr != nil {
+			h.log.Error("cluster: registry and server disagree", "err", serr)
+		}
+		return fmt.Errorf("reload the server's users: %w", err)
+	}
+	h.reg = next
+	return nil
+}
+
+type revokeRequest struct {
+	Node string `json:"node"`
+}
+
+func (h *Hub) handleRevoke(ctx context.Context, data []byte) (any, error) {
+	var req revokeRequest
+	if err := json.Unmarshal(data, &req); err != nil {
+		return nil, errors.New("a revoke request must be JSON")
+	}
+	return nil, h.Revoke(ctx, req.Node)
+}
+
+// ErrNoNode says no joined node has that name.
+var ErrNoNode = errors.New("no such node")
+
+// Revoke removes a node's user (its live connections are closed by the
+// reload), its directory record and its input stream.
+func (h *Hub) Revoke(ctx context.Context, node string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, ok := h.reg.find(node); !ok {
+		return fmt.Errorf("%w: %q", ErrNoNode, node)
+	}
+	if err := h.apply(h.reg.without(node)); err != nil {
+		return err
+	}
+	if err := h.nodes.Purge(ctx, node); err != nil {
+		h.log.Warn("cluster: purge the revoked node's record", "node", node, "err", err)
+	}
+	if err := h.js.DeleteStream(ctx, InputStream(node)); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
+		h.log.Warn("cluster: delete the revoked node's inputs", "node", node, "err", err)
+	}
+	h.log.Info("cluster: node revoked", "node", node)
+	return nil
+}
+
+func (h *Hub) handleNodes(ctx context.Context, _ []byte) (any, error) { return h.Nodes(ctx) }
+
+// Nodes lists the joined nodes with what their directory records say.
+func (h *Hub) Nodes(ctx context.Context) ([]NodeStatus, error) {
+	h.mu.Lock()
+	members := h.reg.Nodes
+	h.mu.Unlock()
+	now := time.Now()
+	out := make([]NodeStatus, 0, len(members))
+	for _, m := range members {
+		st := NodeStatus{Name: m.Name, Joined: m.Joined}
+		e, err := h.nodes.Get(ctx, m.Name)
+		switch {
+		case errors.Is(err, jetstream.ErrKeyNotFound):
+			// Joined, never heard from.
+		case err != nil:
+			return nil, err
+		default:
+			var r Record
+			if err := json.Unmarshal(e.Value(), &r); err != nil {
+				return nil, fmt.Errorf("node %s: its record: %w", m.Name, err)
+			}
+			st.fill(r, e.Created(), now)
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+// Addr is the address the hub listens on, dialable (an unspecified host is
+// the loopback).
+func (h *Hub) Addr() string {
+	a := h.srv.Addr().(*net.TCPAddr)
+	if a.IP.IsUnspecified() {
+		return net.JoinHostPort("127.0.0.1", strconv.Itoa(a.Port))
+	}
+	return a.String()
+}
+
+// AdvertiseAddr is the address join tokens carry.
+func (h *Hub) AdvertiseAddr() string {
+	if h.opt.Advertise != "" {
+		return h.opt.Advertise
+	}
+	return h.Addr()
+}
+
+// Close stops the hub's connection and the server.
+func (h *Hub) Close() {
+	if h.nc != nil {
+		h.nc.Close()
+	}
+	if h.srv != nil {
+		h.srv.Shutdown()
+		h.srv.WaitForShutdown()
+	}
+}
+
+// loadOrCreateSeed reads an nkey user seed file, making it (0600) if absent.
+func loadOrCreateSeed(path string) (nkeys.KeyPair, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		kp, err := nkeys.CreateUser()
+		if err != nil {
+			return nil, err
+		}
+		seed, _ := kp.Seed()
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return nil, err
+		}
+		return kp, writeFile(path, append(seed, '\n'), 0o600)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return nkeys.ParseDecoratedNKey(data)
+}

@@ -1,0 +1,195 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Heartbeat defaults and range ([cluster] heartbeat).
+const DefaultHeartbeat = 5 * time.Second
+
+// LinkOptions configure a node's link to its hub.
+type LinkOptions struct {
+	DataDir string
+	// Hub is the hub's NATS address (host:port).
+	Hub     string
+	Node    string
+	Version string
+	Agents  []string
+	// Heartbeat is how often the node writes its directory record.
+	Heartbeat time.Duration
+	Logger    *slog.Logger
+	// Registerer receives parley_cluster_link_up; nil skips it.
+	Registerer prometheus.Registerer
+}
+
+// Link is a node's connection to the hub: it dials out (the node needs no
+// inbound port), reconnects with backoff for as long as it runs, and keeps
+// the node's directory record fresh. The node's own daemon does not depend on
+// it: with the hub away, everything local works.
+type Link struct {
+	opt  LinkOptions
+	log  *slog.Logger
+	nc   *nats.Conn
+	js   jetstream.JetStream
+	up   prometheus.Gauge
+	kick chan struct{} // a (re)connect: write the record now
+	done chan struct{}
+	wg   sync.WaitGroup
+
+	mu    sync.Mutex // guards since
+	since time.Time
+
+	closeOnce sync.Once
+}
+
+// Dial starts the link. It returns at once: a hub that is down is retried in
+// the background, never an error here. Only a missing or damaged key is.
+func Dial(opt LinkOptions) (*Link, error) {
+	if opt.Heartbeat <= 0 {
+		opt.Heartbeat = DefaultHeartbeat
+	}
+	l := &Link{opt: opt, log: opt.Logger, kick: make(chan struct{}, 1), done: make(chan struct{})}
+	if l.log == nil {
+		l.log = slog.New(slog.DiscardHandler)
+	}
+	l.log = l.log.With("component", "cluster-link", "hub", opt.Hub, "node", opt.Node)
+	l.up = prometheus.NewGauge(prometheus.GaugeOpts{Name: "parley_cluster_link_up",
+		Help: "1 while this node's link to its hub is connected, else 0.", ConstLabels: prometheus.Labels{"node": opt.Node}})
+	if opt.Registerer != nil {
+		if err := opt.Registerer.Register(l.up); err != nil {
+			return nil, err
+		}
+	}
+	dir := Dir(opt.DataDir)
+	auth, err := nats.NkeyOptionFromSeed(filepath.Join(dir, nodeSeed))
+	if err != nil {
+		return nil, fmt.Errorf("cluster: this node's key (made by `parley join`): %w", err)
+	}
+	tlsConf, err := caTLS(filepath.Join(dir, hubCAFile))
+	if err != nil {
+		return nil, err
+	}
+	l.nc, err = nats.Connect("tls://"+opt.Hub, auth, nats.Secure(tlsConf),
+		nats.Name("parley node "+opt.Node), nats.CustomInboxPrefix(inboxPrefix(opt.Node)),
+		nats.RetryOnFailedConnect(true), nats.MaxReconnects(-1),
+		nats.CustomReconnectDelay(backoff),
+		nats.ConnectHandler(func(*nats.Conn) { l.connected() }),
+		nats.ReconnectHandler(func(*nats.Conn) { l.connected() }),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			l.up.Set(0)
+			l.log.Warn("cluster: link to the hub is down; retrying", "err", err)
+		}),
+		nats.ClosedHandler(func(nc *nats.Conn) {
+			l.up.Set(0)
+			if err := nc.LastError(); err != nil {
+				l.log.Error("cluster: link to the hub closed", "err", err)
+			}
+		}),
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			l.log.Warn("cluster: the hub refused something", "err", err)
+		}),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: dial the hub: %w", err)
+	}
+	if l.js, err = jetstream.New(l.nc); err != nil {
+		l.nc.Close()
+		return nil, err
+	}
+	l.wg.Add(1)
+	go l.heartbeat()
+	return l, nil
+}
+
+// backoff doubles from half a second to 30 s, with jitter so nodes restarted
+// together do not knock on the hub together.
+func backoff(attempts int) time.Duration {
+	d := 500 * time.Millisecond << min(attempts, 6)
+	d = min(d, 30*time.Second)
+	return d/2 + rand.N(d/2+1)
+}
+
+func (l *Link) connected() {
+	l.mu.Lock()
+	l.since = time.Now().UTC()
+	l.mu.Unlock()
+	l.up.Set(1)
+	l.log.Info("cluster: linked to the hub")
+	select {
+	case l.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Conn is the link's NATS connection (for the route follower's seam).
+func (l *Link) Conn() *nats.Conn { return l.nc }
+
+// Connected says whether the link is up now.
+func (l *Link) Connected() bool { return l.nc.IsConnected() }
+
+func (l *Link) heartbeat() {
+	defer l.wg.Done()
+	t := time.NewTicker(l.opt.Heartbeat)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.done:
+			return
+		case <-t.C:
+		case <-l.kick:
+		}
+		if !l.nc.IsConnected() {
+			continue
+		}
+		if err := l.write(false); err != nil {
+			l.log.Warn("cluster: heartbeat", "err", err)
+		}
+	}
+}
+
+// write puts the node's record into the directory.
+func (l *Link) write(offline bool) error {
+	l.mu.Lock()
+	since := l.since
+	l.mu.Unlock()
+	b, err := json.Marshal(Record{Node: l.opt.Node, Version: l.opt.Version, Agents: l.opt.Agents,
+		Every: l.opt.Heartbeat, Since: since, Offline: offline})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), max(2*time.Second, l.opt.Heartbeat))
+	defer cancel()
+	_, err = l.js.Publish(ctx, DirectoryKey(l.opt.Node), b)
+	return err
+}
+
+// Close says the node is going offline (when the hub can hear it) and closes.
+func (l *Link) Close() { l.closeOnce.Do(l.close) }
+
+func (l *Link) close() {
+	close(l.done)
+	l.wg.Wait()
+	if l.nc.IsConnected() {
+		if err := l.write(true); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
+			l.log.Warn("cluster: could not say goodbye to the hub", "err", err)
+		}
+	}
+	l.nc.Close()
+	l.up.Set(0)
+}
+
+func contextWithTimeout(d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), d)
+}

@@ -1,0 +1,188 @@
+package cluster
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// Join tokens. A token is "pj1." + base64url(claims) + "." + base64url(MAC):
+// the MAC is HMAC-SHA256 under the hub's join key (<data>/cluster/join.key,
+// 0600), so a token cannot be altered; its id is recorded at the hub when it
+// is used (JetStream KV, create-only), so it works once; it carries its expiry.
+// Making one needs only the hub's data directory, not the running hub.
+
+const tokenPrefix = "pj1."
+
+// Token TTL range for `parley join-token --ttl`.
+const (
+	MinTokenTTL     = time.Minute
+	MaxTokenTTL     = 24 * time.Hour
+	DefaultTokenTTL = 15 * time.Minute
+)
+
+// Sentinel errors a join is refused with (the hub's answer carries their text).
+var (
+	ErrTokenInvalid = errors.New("the join token is not valid (altered, or not made by this hub)")
+	ErrTokenExpired = errors.New("the join token has expired")
+	ErrTokenUsed    = errors.New("the join token was already used")
+)
+
+// Claims are what a token says.
+type Claims struct {
+	// Hub is the address nodes dial.
+	Hub string `json:"hub"`
+	// CA is the fingerprint (hex SHA-256) of the hub's CA certificate.
+	CA string `json:"ca"`
+	// Node, when set, is the only name the token may join as.
+	Node string `json:"node,omitempty"`
+	// Expires is a Unix time in seconds.
+	Expires int64 `json:"exp"`
+	// ID is random; the hub records it when the token is used.
+	ID string `json:"id"`
+	// Pass is the password of the hub's join user, which may only send a
+	// join request; a used token's pass alone joins nothing.
+	Pass string `json:"pass"`
+}
+
+// NamePattern is what a node name may be: a single NATS subject token and a
+// stream name part.
+var NamePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
+
+// CheckName says why a node name cannot be used, or nil.
+func CheckName(name string) error {
+	if !NamePattern.MatchString(name) {
+		return fmt.Errorf("node name %q: want 1 to 63 lowercase letters, digits, '-' or '_', starting with a letter or digit", name)
+	}
+	return nil
+}
+
+// joinKey reads the hub's token key, making it at first use.
+func joinKey(dir string) ([]byte, error) {
+	path := filepath.Join(dir, joinKeyFile)
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, err
+		}
+		key := make([]byte, 32)
+		rand.Read(key)
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err == nil {
+			_, err = f.Write([]byte(hex.EncodeToString(key) + "\n"))
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return nil, err
+			}
+			return key, nil
+		}
+		if !errors.Is(err, os.ErrExist) {
+			return nil, err
+		}
+		data, err = os.ReadFile(path) // another process made it first
+	}
+	if err != nil {
+		return nil, err
+	}
+	key, err := hex.DecodeString(strings.TrimSpace(string(data)))
+	if err != nil || len(key) != 32 {
+		return nil, fmt.Errorf("cluster: %s is damaged", path)
+	}
+	return key, nil
+}
+
+func joinPass(key []byte) string {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte("parley join user"))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+func mac(key []byte, payload string) []byte {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(payload))
+	return m.Sum(nil)
+}
+
+// IssueToken makes a join token for the hub whose data directory is dataDir,
+// reachable at hubAddr, valid until expires, limited to node when set.
+func IssueToken(dataDir, hubAddr, node string, expires time.Time) (string, error) {
+	if node != "" {
+		if err := CheckName(node); err != nil {
+			return "", err
+		}
+	}
+	dir := Dir(dataDir)
+	key, err := joinKey(dir)
+	if err != nil {
+		return "", err
+	}
+	a, err := loadOrCreateAuthority(dir)
+	if err != nil {
+		return "", err
+	}
+	id := make([]byte, 16)
+	rand.Read(id)
+	c := Claims{Hub: hubAddr, CA: Fingerprint(a.caDER), Node: node, Expires: expires.Unix(),
+		ID: hex.EncodeToString(id), Pass: joinPass(key)}
+	return signClaims(key, c)
+}
+
+func signClaims(key []byte, c Claims) (string, error) {
+	b, err := json.Marshal(c)
+	if err != nil {
+		return "", err
+	}
+	payload := base64.RawURLEncoding.EncodeToString(b)
+	return tokenPrefix + payload + "." + base64.RawURLEncoding.EncodeToString(mac(key, payload)), nil
+}
+
+// ParseToken reads a token's claims without checking its MAC (a node cannot:
+// the hub checks it at join).
+func ParseToken(tok string) (Claims, string, []byte, error) {
+	rest, ok := strings.CutPrefix(strings.TrimSpace(tok), tokenPrefix)
+	payload, sig64, ok2 := strings.Cut(rest, ".")
+	if !ok || !ok2 {
+		return Claims{}, "", nil, ErrTokenInvalid
+	}
+	b, err := base64.RawURLEncoding.DecodeString(payload)
+	if err != nil {
+		return Claims{}, "", nil, ErrTokenInvalid
+	}
+	sig, err := base64.RawURLEncoding.DecodeString(sig64)
+	if err != nil {
+		return Claims{}, "", nil, ErrTokenInvalid
+	}
+	var c Claims
+	if err := json.Unmarshal(b, &c); err != nil || c.Hub == "" || len(c.CA) != 64 || c.ID == "" {
+		return Claims{}, "", nil, ErrTokenInvalid
+	}
+	return c, payload, sig, nil
+}
+
+// verifyToken checks a token's MAC and expiry against the hub's key; the hub
+// then records its id (hub.go) to make it one-time.
+func verifyToken(key []byte, tok string, now time.Time) (Claims, error) {
+	c, payload, sig, err := ParseToken(tok)
+	if err != nil {
+		return Claims{}, err
+	}
+	if !hmac.Equal(sig, mac(key, payload)) {
+		return Claims{}, ErrTokenInvalid
+	}
+	if now.Unix() >= c.Expires {
+		return Claims{}, ErrTokenExpired
+	}
+	return c, nil
+}
