@@ -23,6 +23,7 @@ const AddrFile = "addr"
 
 type serveFlags struct {
 	addr, data, config, logFormat, logLevel string
+	clusterListen, node                     string
 }
 
 func newServeCommand(b Build) *cobra.Command {
@@ -48,6 +49,8 @@ loopback only, a token made at first start. Agent programs found on PATH
 	fl.StringVar(&f.config, "config", envOr("PARLEY_CONFIG", ""), "config file (env PARLEY_CONFIG; default $XDG_CONFIG_HOME/parley/config.toml when it exists)")
 	fl.StringVar(&f.logFormat, "log-format", "", "log format: text or json")
 	fl.StringVar(&f.logLevel, "log-level", "", "log level: debug, info, warn or error")
+	fl.StringVar(&f.clusterListen, "cluster-listen", "", "be the hub of several machines: the NATS listener's host:port (config [cluster] listen; docs/multi-machine.md)")
+	fl.StringVar(&f.node, "node", "", "this machine's node name in a cluster (config [cluster] node; default: the host name)")
 	return cmd
 }
 
@@ -79,6 +82,12 @@ func loadConfig(f serveFlags) (config.Config, error) {
 	}
 	if f.logLevel != "" {
 		cfg.LogLevel = f.logLevel
+	}
+	if f.clusterListen != "" {
+		cfg.Cluster.Listen = f.clusterListen
+	}
+	if f.node != "" {
+		cfg.Cluster.Node = f.node
 	}
 	if cfg.DataDir, err = filepath.Abs(cfg.DataDir); err != nil {
 		return config.Config{}, err
@@ -122,6 +131,12 @@ func serve(cmd *cobra.Command, b Build, cfg config.Config) error {
 	out := cmd.OutOrStdout()
 	fmt.Fprintf(out, "parley %s is running. Open the dashboard (the link signs in once, within %v; `parley login-link` prints a new one):\n    %s\n",
 		b.Version, auth.CodeTTL, link)
+	if h := d.ClusterHub(); h != nil {
+		fmt.Fprintf(out, "This machine is the cluster hub (NATS with TLS on %s). On it, `parley join-token` prints the command that joins another machine.\n", h.Addr())
+	}
+	if d.Link() != nil {
+		fmt.Fprintf(out, "This machine is node %q of the hub at %s (it dials out; the hub may come and go).\n", cfg.Cluster.Node, cfg.Cluster.Hub)
+	}
 	for _, w := range d.Warnings() {
 		fmt.Fprintf(out, "warning: %s\n", w)
 	}

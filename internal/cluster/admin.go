@@ -35,7 +35,7 @@ func DialAdmin(dataDir string) (*Admin, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := strings.TrimSpace(string(addr))
+	a := dialable(strings.TrimSpace(string(addr)))
 	nc, err := nats.Connect("tls://"+a, auth, nats.Secure(tlsConf), nats.Name("parley nodes"),
 		nats.NoReconnect(), nats.Timeout(5*time.Second))
 	if err != nil {

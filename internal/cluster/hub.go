@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -91,7 +92,9 @@ func StartHub(ctx context.Context, opt HubOptions) (*Hub, error) {
 		h.Close()
 		return nil, err
 	}
-	if err := writeFile(filepath.Join(h.dir, addrFile), []byte(h.Addr()+"\n"), 0o600); err != nil {
+	// The listener as bound (0.0.0.0 stays 0.0.0.0: join-token must not
+	// mistake it for an address other machines can dial).
+	if err := writeFile(filepath.Join(h.dir, addrFile), []byte(h.srv.Addr().String()+"\n"), 0o600); err != nil {
 		h.Close()
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
@@ -362,12 +365,26 @@ func (h *Hub) Nodes(ctx context.Context) ([]NodeStatus, error) {
 
 // Addr is the address the hub listens on, dialable (an unspecified host is
 // the loopback).
-func (h *Hub) Addr() string {
-	a := h.srv.Addr().(*net.TCPAddr)
-	if a.IP.IsUnspecified() {
-		return net.JoinHostPort("127.0.0.1", strconv.Itoa(a.Port))
+func (h *Hub) Addr() string { return dialable(h.srv.Addr().String()) }
+
+// dialable makes a listening address one to dial from this machine: an
+// unspecified host becomes the loopback.
+func dialable(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if ip := net.ParseIP(host); err == nil && (host == "" || ip != nil && ip.IsUnspecified()) {
+		return net.JoinHostPort("127.0.0.1", port)
 	}
-	return a.String()
+	return addr
+}
+
+// ListenAddr is the address the hub of dataDir last listened on, as bound
+// ("" when no hub has run there).
+func ListenAddr(dataDir string) string {
+	b, err := os.ReadFile(filepath.Join(Dir(dataDir), addrFile))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
 }
 
 // AdvertiseAddr is the address join tokens carry.

@@ -11,9 +11,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
+
+	"github.com/parleyhq/parley/internal/config"
 )
 
 // Join tokens. A token is "pj1." + base64url(claims) + "." + base64url(MAC):
@@ -55,17 +56,8 @@ type Claims struct {
 	Pass string `json:"pass"`
 }
 
-// NamePattern is what a node name may be: a single NATS subject token and a
-// stream name part.
-var NamePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
-
 // CheckName says why a node name cannot be used, or nil.
-func CheckName(name string) error {
-	if !NamePattern.MatchString(name) {
-		return fmt.Errorf("node name %q: want 1 to 63 lowercase letters, digits, '-' or '_', starting with a letter or digit", name)
-	}
-	return nil
-}
+func CheckName(name string) error { return config.CheckNodeName(name) }
 
 // joinKey reads the hub's token key, making it at first use.
 func joinKey(dir string) ([]byte, error) {

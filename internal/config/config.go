@@ -70,6 +70,8 @@ type Config struct {
 	Agents []Agent `toml:"agent"`
 	// Plugins are IM channel processes parley supervises (plugin.go).
 	Plugins []Plugin `toml:"plugin"`
+	// Cluster links machines (cluster.go); off unless listen or hub is set.
+	Cluster Cluster `toml:"cluster"`
 
 	// File is the path the config was read from, or "".
 	File string `toml:"-"`
@@ -175,6 +177,7 @@ func Default(dataDir, cwd string) Config {
 				MaxSockets:         DefaultMaxSockets,
 			},
 		},
+		Cluster: Cluster{Heartbeat: Duration{DefaultClusterHeartbeat}},
 	}
 }
 
@@ -363,6 +366,7 @@ func (c *Config) Validate() error {
 	if err := c.validatePlugins(); err != nil {
 		errs = append(errs, err)
 	}
+	errs = append(errs, c.Cluster.check()...)
 	if c.DefaultAgent == "" && len(c.Agents) > 0 {
 		c.DefaultAgent = c.Agents[0].ID
 	}

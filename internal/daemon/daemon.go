@@ -21,6 +21,7 @@ import (
 
 	"github.com/parleyhq/parley/internal/auth"
 	"github.com/parleyhq/parley/internal/channel/web"
+	"github.com/parleyhq/parley/internal/cluster"
 	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/driver"
 	"github.com/parleyhq/parley/internal/hub"
@@ -55,6 +56,9 @@ type Daemon struct {
 	version string
 	extra   *extras
 	prune   *pruner // limits.retain_events (retain.go)
+	// clusterHub or link is set when [cluster] makes this machine the hub or a node.
+	clusterHub *cluster.Hub
+	link       *cluster.Link
 }
 
 // Start opens the store, recovers what a previous run left, and listens.
@@ -120,17 +124,58 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 			ConnState:         ws.ConnState, ConnContext: ws.ConnContext,
 			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)},
 	}
+	d.version = opt.Version.Version
+	if err := d.startCluster(ctx, reg); err != nil {
+		ln.Close()
+		rt.Close(ctx)
+		st.Close()
+		return nil, err
+	}
 	d.warnings = warnings(cfg, ln.Addr())
 	for _, w := range d.warnings {
 		log.Warn(w)
 	}
-	d.version = opt.Version.Version
 	d.extra = d.startExtras(cfg.Plugins)
 	d.prune = startPruner(st, cfg.Limits.RetainEvents.Duration, time.Now, log)
 	d.handle(ws)
 	go func() { d.served <- d.http.Serve(ln) }()
 	return d, nil
 }
+
+// startCluster runs the hub's NATS server or the node's link when [cluster]
+// says so; a single machine starts neither.
+func (d *Daemon) startCluster(ctx context.Context, reg prometheus.Registerer) error {
+	c := d.cfg.Cluster
+	var err error
+	switch {
+	case c.Listen != "":
+		d.clusterHub, err = cluster.StartHub(ctx, cluster.HubOptions{DataDir: d.cfg.DataDir, Listen: c.Listen,
+			Advertise: c.Advertise, Logger: d.log, Registerer: reg})
+	case c.Hub != "":
+		agents := make([]string, 0, len(d.cfg.Agents))
+		for _, a := range d.cfg.Agents {
+			agents = append(agents, a.ID)
+		}
+		d.link, err = cluster.Dial(cluster.LinkOptions{DataDir: d.cfg.DataDir, Hub: c.Hub, Node: c.Node,
+			Version: d.version, Agents: agents, Heartbeat: c.Heartbeat.Duration, Logger: d.log, Registerer: reg})
+	}
+	return err
+}
+
+func (d *Daemon) stopCluster() {
+	if d.link != nil {
+		d.link.Close()
+	}
+	if d.clusterHub != nil {
+		d.clusterHub.Close()
+	}
+}
+
+// ClusterHub is the hub this daemon runs, or nil.
+func (d *Daemon) ClusterHub() *cluster.Hub { return d.clusterHub }
+
+// Link is this node's link to its hub, or nil.
+func (d *Daemon) Link() *cluster.Link { return d.link }
 
 // Addr is the address the daemon listens on.
 func (d *Daemon) Addr() string { return d.ln.Addr().String() }
@@ -181,6 +226,7 @@ func (d *Daemon) Shutdown(ctx context.Context) error {
 	d.web.Shutdown()
 	d.extra.close()
 	herr := d.http.Shutdown(ctx)
+	d.stopCluster()
 	rerr := d.router.Close(ctx)
 	d.prune.stop()
 	serr := d.store.Close()

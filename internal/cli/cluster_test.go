@@ -1,0 +1,208 @@
+package cli_test
+
+import (
+	"bufio"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// daemonProc is a real `parley serve` process.
+type daemonProc struct {
+	cmd   *exec.Cmd
+	lines chan string
+	addr  string // its dashboard
+}
+
+// env is a machine of its own: a home, a config directory, no agents on PATH.
+func machineEnv(t *testing.T) []string {
+	home := t.TempDir()
+	return []string{"HOME=" + home, "XDG_CONFIG_HOME=" + filepath.Join(home, ".config"), "PATH=", "PARLEY_ADDR=127.0.0.1:0"}
+}
+
+func startServe(t *testing.T, bin string, env []string, args ...string) *daemonProc {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"serve"}, args...)...)
+	cmd.Dir = t.TempDir()
+	cmd.Env = env
+	stdout, _ := cmd.StdoutPipe()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &daemonProc{cmd: cmd, lines: make(chan string, 64)}
+	t.Cleanup(func() {
+		cmd.Process.Signal(os.Interrupt)
+		cmd.Wait()
+		if t.Failed() {
+			t.Logf("parley serve %v stderr:\n%s", args, stderr.String())
+		}
+	})
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			p.lines <- sc.Text()
+		}
+		close(p.lines)
+	}()
+	for line := range p.lines {
+		if m := loginLink.FindStringSubmatch(line); m != nil {
+			p.addr = m[1]
+			return p
+		}
+	}
+	t.Fatalf("parley serve %v printed no link; stderr:\n%s", args, stderr.String())
+	return nil
+}
+
+// line waits for the daemon to print a line matching re.
+func (p *daemonProc) line(t *testing.T, re *regexp.Regexp) []string {
+	t.Helper()
+	timeout := time.After(30 * time.Second)
+	for {
+		select {
+		case l, ok := <-p.lines:
+			if !ok {
+				t.Fatalf("the daemon's output ended before %s", re)
+			}
+			if m := re.FindStringSubmatch(l); m != nil {
+				return m
+			}
+		case <-timeout:
+			t.Fatalf("the daemon did not print %s", re)
+		}
+	}
+}
+
+func run(t *testing.T, bin string, env []string, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = t.TempDir()
+	cmd.Env = env
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+func metrics(t *testing.T, bin string, env []string, data, addr string) string {
+	t.Helper()
+	tok, err := run(t, bin, env, "token", "--data", data)
+	if err != nil {
+		t.Fatal(tok)
+	}
+	req, _ := http.NewRequest("GET", "http://"+addr+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(tok))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+var (
+	hubLine   = regexp.MustCompile(`cluster hub \(NATS with TLS on (\S+)\)`)
+	nodeLine  = regexp.MustCompile(`This machine is node "([^"]+)" of the hub at (\S+) `)
+	joinLine  = regexp.MustCompile(`^parley join (pj1\.\S+)\n$`)
+	onlineRow = regexp.MustCompile(`(?m)^laptop\s+online since `)
+)
+
+// Two machines as two real `parley serve` processes on loopback: the hub
+// makes a token, the node joins with it and serves, the hub lists it online,
+// and a revoke cuts it off.
+func TestJoinServeListAndRevokeWithRealDaemons(t *testing.T) {
+	bin := buildParley(t)
+	hubEnv, nodeEnv := machineEnv(t), machineEnv(t)
+	hubData, nodeData := filepath.Join(t.TempDir(), "hub"), filepath.Join(t.TempDir(), "node")
+
+	hub := startServe(t, bin, hubEnv, "--data", hubData, "--cluster-listen", "127.0.0.1:0")
+	natsAddr := hub.line(t, hubLine)[1]
+
+	jt := exec.Command(bin, "join-token", "--data", hubData, "--name", "laptop", "--ttl", "2m")
+	jt.Env = hubEnv
+	out, err := jt.Output()
+	m := joinLine.FindStringSubmatch(string(out))
+	if err != nil || m == nil {
+		t.Fatalf("parley join-token: %q %v, want one line `parley join <token>`", out, err)
+	}
+	token := m[1]
+	if out, err := run(t, bin, hubEnv, "join-token", "--data", hubData, "--ttl", "48h"); err == nil || !strings.Contains(out, "out of range") {
+		t.Errorf("join-token --ttl 48h: %q %v, want out of range", out, err)
+	}
+
+	out2, err := run(t, bin, nodeEnv, "join", token, "--data", nodeData)
+	if err != nil || !strings.Contains(out2, `as node "laptop"`) {
+		t.Fatalf("parley join: %s %v", out2, err)
+	}
+	cfgText, err := os.ReadFile(filepath.Join(nodeEnv[1][len("XDG_CONFIG_HOME="):], "parley", "config.toml"))
+	if err != nil || !strings.Contains(string(cfgText), `hub = "`+natsAddr+`"`) || !strings.Contains(string(cfgText), `node = "laptop"`) {
+		t.Fatalf("the node's config after join: %q %v", cfgText, err)
+	}
+	if out, err := run(t, bin, nodeEnv, "join", token, "--data", filepath.Join(t.TempDir(), "again")); err == nil {
+		t.Fatalf("a second join on the joined machine: %s, want refused", out)
+	}
+
+	node := startServe(t, bin, nodeEnv, "--data", nodeData)
+	if got := node.line(t, nodeLine); got[1] != "laptop" || got[2] != natsAddr {
+		t.Fatalf("the node says %q, want node laptop of %s", got[0], natsAddr)
+	}
+	// The node's own dashboard answers as before.
+	if resp, err := http.Get("http://" + node.addr + "/healthz"); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("the node's own /healthz: %v %v", resp, err)
+	}
+
+	var list string
+	deadline := time.Now().Add(30 * time.Second)
+	for !onlineRow.MatchString(list) {
+		if time.Now().After(deadline) {
+			t.Fatalf("parley nodes never showed laptop online:\n%s", list)
+		}
+		if list, err = run(t, bin, hubEnv, "nodes", "--data", hubData); err != nil {
+			t.Fatalf("parley nodes: %s", list)
+		}
+	}
+	if body := metrics(t, bin, hubEnv, hubData, hub.addr); !strings.Contains(body, `parley_cluster_node_online{node="laptop"} 1`) {
+		t.Errorf("the hub's /metrics lacks laptop online:\n%s", grepLines(body, "parley_cluster"))
+	}
+	if body := metrics(t, bin, nodeEnv, nodeData, node.addr); !strings.Contains(body, `parley_cluster_link_up{node="laptop"} 1`) {
+		t.Errorf("the node's /metrics lacks its link up:\n%s", grepLines(body, "parley_cluster"))
+	}
+
+	if out, err := run(t, bin, hubEnv, "nodes", "revoke", "laptop", "--data", hubData); err != nil {
+		t.Fatalf("parley nodes revoke: %s", out)
+	}
+	if list, _ := run(t, bin, hubEnv, "nodes", "--data", hubData); strings.Contains(list, "laptop") {
+		t.Errorf("after revoke, parley nodes still lists laptop:\n%s", list)
+	}
+	// The node hears its connection close (the hub closed it before revoke answered).
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		body := metrics(t, bin, nodeEnv, nodeData, node.addr)
+		if strings.Contains(body, `parley_cluster_link_up{node="laptop"} 0`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the revoked node's /metrics does not show its link down:\n%s", grepLines(body, "parley_cluster"))
+		}
+	}
+	// The node keeps serving its own dashboard.
+	if resp, err := http.Get("http://" + node.addr + "/healthz"); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("the revoked node's own /healthz: %v %v", resp, err)
+	}
+}
+
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
