@@ -36,7 +36,7 @@ func DialAdmin(dataDir string) (*Admin, error) {
 		return nil, err
 	}
 	a := dialable(strings.TrimSpace(string(addr)))
-	nc, err := nats.Connect("tls://"+a, auth, nats.Secure(tlsConf), nats.Name("parley nodes"),
+	nc, err := nats.Connect("tls://"+a, auth, nats.Secure(tlsConf), nats.Name("parley nodes"), nats.CustomInboxPrefix(adminInbox),
 		nats.NoReconnect(), nats.Timeout(5*time.Second))
 	if err != nil {
 		return nil, fmt.Errorf("cluster: the hub at %s is not answering (is `parley serve` running with a cluster listener?): %w", a, err)

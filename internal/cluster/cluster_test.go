@@ -366,7 +366,8 @@ func TestANodeCannotTouchAnotherNodesSubjectsOrKeys(t *testing.T) {
 		t.Fatal("b was revoked by a")
 	}
 	// Subscribe to what b receives or sends.
-	for _, subj := range []string{ToSubject("b") + ".>", FromSubject("b") + ".>", "$KV." + nodesBucket + ".>", ">"} {
+	for _, subj := range []string{ToSubject("b") + ".>", FromSubject("b") + ".>", "$KV." + nodesBucket + ".>", ">",
+		inboxPrefix("b") + ".>", hubInbox + ".>", adminInbox + ".>", joinInbox + ".>"} {
 		if _, err := a.Subscribe(subj, func(*nats.Msg) {}); err != nil {
 			t.Fatal(err)
 		}

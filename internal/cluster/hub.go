@@ -147,7 +147,7 @@ func (h *Hub) serverOptions(reg registry) (*server.Options, error) {
 func (h *Hub) connect(ctx context.Context) error {
 	pub, _ := h.adm.PublicKey()
 	nc, err := nats.Connect("", nats.InProcessServer(h.srv), nats.Name("parley hub"),
-		nats.Nkey(pub, h.adm.Sign), nats.MaxReconnects(-1))
+		nats.Nkey(pub, h.adm.Sign), nats.MaxReconnects(-1), nats.CustomInboxPrefix(hubInbox))
 	if err != nil {
 		return fmt.Errorf("cluster: the hub's own connection: %w", err)
 	}

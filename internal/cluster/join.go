@@ -39,7 +39,7 @@ func Join(ctx context.Context, dataDir, token, node, version string) (Claims, er
 	pub, _ := kp.PublicKey()
 	var caDER []byte
 	nc, err := nats.Connect("tls://"+c.Hub, nats.Secure(pinnedTLS(c.CA, func(der []byte) { caDER = der })),
-		nats.UserInfo(joinUser, c.Pass), nats.CustomInboxPrefix("_INBOX.join"),
+		nats.UserInfo(joinUser, c.Pass), nats.CustomInboxPrefix(joinInbox),
 		nats.Name("parley join "+node), nats.NoReconnect(), nats.Timeout(10*time.Second))
 	if err != nil {
 		return Claims{}, fmt.Errorf("cluster: reach the hub at %s: %w", c.Hub, err)

@@ -34,6 +34,14 @@ func InputStream(node string) string { return "PARLEY_IN_" + node }
 // DirectoryKey is the subject a write of node's directory record goes to.
 func DirectoryKey(node string) string { return "$KV." + nodesBucket + "." + node }
 
+// Reply inboxes. A node's is _INBOX.<node>; the hub's own connections and
+// joining nodes use prefixes outside _INBOX., so no node name can match them.
+const (
+	hubInbox   = "_HUB_INBOX"
+	adminInbox = "_ADMIN_INBOX"
+	joinInbox  = "_JOIN_INBOX"
+)
+
 func inboxPrefix(node string) string { return "_INBOX." + node }
 
 // nodePermissions are all a node's user may do. Everything else, NATS refuses:
@@ -63,6 +71,6 @@ func nodePermissions(node string) *server.Permissions {
 func joinPermissions() *server.Permissions {
 	return &server.Permissions{
 		Publish:   &server.SubjectPermission{Allow: []string{joinSubject}},
-		Subscribe: &server.SubjectPermission{Allow: []string{"_INBOX.join.>"}},
+		Subscribe: &server.SubjectPermission{Allow: []string{joinInbox + ".>"}},
 	}
 }
