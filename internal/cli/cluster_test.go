@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"bufio"
+	"encoding/json"
 	"io"
 	"net/http"
 	"os"
@@ -173,6 +174,41 @@ func TestJoinServeListAndRevokeWithRealDaemons(t *testing.T) {
 	}
 	if body := metrics(t, bin, nodeEnv, nodeData, node.addr); !strings.Contains(body, `parley_cluster_link_up{node="laptop"} 1`) {
 		t.Errorf("the node's /metrics lacks its link up:\n%s", grepLines(body, "parley_cluster"))
+	}
+
+	// kill -9 the hub and start it again on the same listener: the node, its
+	// key and its record are still there, and the node's link comes back by itself.
+	hub.cmd.Process.Kill()
+	hub.cmd.Wait()
+	hub = startServe(t, bin, hubEnv, "--data", hubData, "--cluster-listen", natsAddr)
+	if got := hub.line(t, hubLine)[1]; got != natsAddr {
+		t.Fatalf("the restarted hub listens on %s, want %s", got, natsAddr)
+	}
+	restarted := time.Now()
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		nodesCmd := exec.Command(bin, "nodes", "--json", "--data", hubData)
+		nodesCmd.Env = hubEnv
+		out, err := nodesCmd.Output()
+		if err != nil {
+			t.Fatalf("parley nodes --json: %v", err)
+		}
+		var nodes []struct {
+			Name     string    `json:"name"`
+			Online   bool      `json:"online"`
+			LastSeen time.Time `json:"last_seen"`
+		}
+		if err := json.Unmarshal(out, &nodes); err != nil {
+			t.Fatalf("parley nodes --json: %v\n%s", err, out)
+		}
+		if len(nodes) != 1 || nodes[0].Name != "laptop" {
+			t.Fatalf("after the hub's restart: %s, want laptop alone", out)
+		}
+		if nodes[0].Online && nodes[0].LastSeen.After(restarted) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the node did not come back to the restarted hub: %s", out)
+		}
 	}
 
 	if out, err := run(t, bin, hubEnv, "nodes", "revoke", "laptop", "--data", hubData); err != nil {
