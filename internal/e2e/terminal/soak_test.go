@@ -178,6 +178,12 @@ func (sk *soak) one(i int, fault string, from int) int {
 	c.sent++
 	var after func()
 	var during func()
+	if fault != "exited" && fault != "clean" && fault != "repeat" && fault != "prefix" && fault != "long" {
+		// The fault needs a running agent: one killed by the previous
+		// message's fault is started again first (by a message the count
+		// does not read), or the fault would act on no pane at all.
+		from = sk.revive(i, from)
+	}
 	switch fault {
 	case "junk-before":
 		td.keys(t, "-l", sk.junk())
@@ -259,6 +265,7 @@ func (sk *soak) one(i int, fault string, from int) int {
 	}
 	st.faults = append(st.faults, fault)
 	at0 := s.Len()
+	sentAt := time.Now().UTC().Format("15:04:05.000")
 	s.Send(chatsock.Msg(id, text))
 	var wg sync.WaitGroup
 	if during != nil {
@@ -316,8 +323,23 @@ func (sk *soak) one(i int, fault string, from int) int {
 	if after != nil {
 		after()
 	}
-	sk.outcome = append(sk.outcome, fmt.Sprintf("%s %-11s %q: %s", id, fault, short(text), outcome))
+	sk.outcome = append(sk.outcome, fmt.Sprintf("%s %s %-11s %q: %s", sentAt, id, fault, short(text), outcome))
 	return at
+}
+
+// revive starts the agent again, if it is not running, with a message the
+// count does not read (no m<N> token); it returns the socket index to read on from.
+func (sk *soak) revive(i int, from int) int {
+	if sk.td.agentPID(sk.t) > 0 {
+		return from
+	}
+	id := fmt.Sprintf("r%d", i)
+	sk.s.Send(chatsock.Msg(id, fmt.Sprintf("revive %d", i)))
+	if at, ok := sk.waitEvent(from, soakBound, chatsock.PromptDone(id, chat.StopEndTurn)); ok {
+		return at
+	}
+	sk.t.Logf("soak %d: the agent could not be started again", i)
+	return from
 }
 
 // waitEvent is chatsock's WaitFor without failing the test: a soak counts.
@@ -397,7 +419,7 @@ func (sk *soak) received() []string {
 func (sk *soak) report(took time.Duration, load0 string) {
 	t := sk.t
 	got := map[string]int{}
-	var glued []string
+	var glued, withJunk []string
 	for _, txt := range sk.received() {
 		if !tokenRE.MatchString(txt) {
 			continue // warm-up, prompts typed by hand, junk
@@ -406,19 +428,28 @@ func (sk *soak) report(took time.Duration, load0 string) {
 			got[txt]++
 			continue
 		}
+		// A message with a person's typing (junk, "zz…") right before or
+		// after it: typed in the instant between parley's last look at the
+		// box and its Enter, it went out with the message (ecbeb28: the
+		// message reached the agent once, as submitted says). Counted apart.
+		if sent, ok := sk.withJunk(txt); ok {
+			withJunk = append(withJunk, short(txt))
+			got[sent]++
+			continue
+		}
 		glued = append(glued, short(txt))
 		// The messages it holds were received once each: the longest texts
 		// sent that it holds (not "m1" inside "m1 alpha" too).
 		var in []string
 		for sent := range sk.sent {
-			if strings.Contains(txt, sent) {
+			if containsWords(txt, sent) {
 				in = append(in, sent)
 			}
 		}
 		for _, a := range in {
 			inner := false
 			for _, b := range in {
-				inner = inner || a != b && strings.Contains(b, a)
+				inner = inner || a != b && containsWords(b, a)
 			}
 			if !inner {
 				got[a]++
@@ -471,6 +502,7 @@ func (sk *soak) report(took time.Duration, load0 string) {
 	fmt.Fprintf(&b, "receipts: %d submitted, %d failed, %d uncertain (%d reached the model, %d did not)\n", sub, fail, unc, uncertainReached, uncertainLost)
 	fmt.Fprintf(&b, "false submitted: %d\nfailed that reached the model: %d\ndoubled: %d\nglued: %d\nhangs: %d\n",
 		falseSub, failedReached, doubled, len(glued), len(sk.hangs))
+	fmt.Fprintf(&b, "with typing from the instant of Enter (accepted, counted apart): %d\n", len(withJunk))
 	for _, d := range detail {
 		fmt.Fprintf(&b, "  %s\n", d)
 	}
@@ -479,6 +511,9 @@ func (sk *soak) report(took time.Duration, load0 string) {
 	}
 	for _, h := range sk.hangs {
 		fmt.Fprintf(&b, "  hang: %s\n", h)
+	}
+	for _, g := range withJunk {
+		fmt.Fprintf(&b, "  with typing: %q\n", g)
 	}
 	t.Log(b.String())
 	if path := os.Getenv("PARLEY_SOAK_OUT"); path != "" {
@@ -492,18 +527,61 @@ func (sk *soak) report(took time.Duration, load0 string) {
 	}
 }
 
+// junkRE is a person's typing as the soak types it (soak.junk).
+var junkRE = regexp.MustCompile(`^zz[zqxjkvwy ]*$`)
+
+// withJunk reports whether txt is one message sent and submitted, with only
+// the soak's typing before or after it, and which.
+func (sk *soak) withJunk(txt string) (string, bool) {
+	best := ""
+	for sent, st := range sk.sent {
+		if st.submitted == 0 || len(sent) <= len(best) {
+			continue
+		}
+		i := strings.Index(txt, sent)
+		if i < 0 {
+			continue
+		}
+		before, after := strings.TrimSpace(txt[:i]), strings.TrimSpace(txt[i+len(sent):])
+		okJunk := func(j string) bool { return j == "" || junkRE.MatchString(j) }
+		if (before != "" || after != "") && okJunk(before) && okJunk(after) {
+			best = sent
+		}
+	}
+	return best, best != ""
+}
+
 // whereIs shows where a text is in the model's requests at all (for a
 // false submitted: did it arrive in a form the count does not read?).
 func (sk *soak) whereIs(text string) string {
 	q, _ := json.Marshal(text)
 	needle := string(q[1 : len(q)-1])
 	for _, r := range sk.td.api.Requests() {
-		if i := strings.Index(string(r.Body), needle); i >= 0 {
+		if i := strings.Index(string(r.Body), needle); i >= 0 && containsWords(string(r.Body), needle) {
 			from, to := max(0, i-200), min(len(r.Body), i+len(needle)+100)
 			return fmt.Sprintf("\n    in a %s request: …%s…", r.Kind, r.Body[from:to])
 		}
 	}
 	return " (in no request)"
+}
+
+// containsWords reports whether sub is in s, not as the start of a longer
+// number: "m16" is not in "m160 alpha" (a prefix fault's text is not in
+// every later message whose number starts the same). Glued to other typing
+// on either side ("zzqm16 alphahand menu") it is.
+func containsWords(s, sub string) bool {
+	digit := func(b byte) bool { return '0' <= b && b <= '9' }
+	for i := 0; ; {
+		j := strings.Index(s[i:], sub)
+		if j < 0 {
+			return false
+		}
+		end := i + j + len(sub)
+		if end == len(s) || !digit(sub[len(sub)-1]) || !digit(s[end]) {
+			return true
+		}
+		i += j + 1
+	}
 }
 
 func short(s string) string {

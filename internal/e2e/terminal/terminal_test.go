@@ -4,10 +4,13 @@
 package terminal_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,7 +35,17 @@ const envHook = "PARLEY_TEST_HOOK"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(envHook) == "1" {
-		if err := hook.Run(context.Background(), os.Stdin, os.Getenv); err != nil {
+		var in io.Reader = os.Stdin
+		if dir := os.Getenv(envTrace); dir != "" {
+			// The soak's trace: every hook event, as Claude Code sent it, with when.
+			b, _ := io.ReadAll(os.Stdin)
+			if f, err := os.OpenFile(filepath.Join(dir, "hooks.jsonl"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600); err == nil {
+				fmt.Fprintf(f, "%s %s\n", time.Now().UTC().Format("15:04:05.000"), bytes.TrimSpace(b))
+				f.Close()
+			}
+			in = bytes.NewReader(b)
+		}
+		if err := hook.Run(context.Background(), in, os.Getenv); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
@@ -43,6 +56,10 @@ func TestMain(m *testing.M) {
 	}
 	os.Exit(m.Run())
 }
+
+// envTrace names a folder for a soak's trace (PARLEY_SOAK_TRACE): the hook
+// events Claude Code sent, the daemon's debug log, Claude Code's home.
+const envTrace = "PARLEY_SOAK_TRACE"
 
 // envWrap makes the test binary run the named program as its child: tmux
 // sends SIGCONT to a pane's own process when it stops, so a soak that freezes
@@ -95,6 +112,10 @@ func startTmuxDaemonWith(t testing.TB, rules []claudeapi.Rule, wrapped bool, adj
 	}
 	t.Cleanup(func() { os.RemoveAll(state) })
 	root, _ := filepath.EvalSymlinks(t.TempDir())
+	trace := os.Getenv(envTrace)
+	if trace != "" {
+		root = trace
+	}
 	home, work := filepath.Join(root, "home"), filepath.Join(root, "work")
 	os.MkdirAll(work, 0o755)
 	t.Cleanup(func() { exec.Command("tmux", "-L", socket, "kill-server").Run() })
@@ -119,7 +140,17 @@ func startTmuxDaemonWith(t testing.TB, rules []claudeapi.Rule, wrapped bool, adj
 		t.Fatal(err)
 	}
 	drv := &tmux.Driver{Socket: socket, StateDir: state, HookCommand: []string{os.Args[0]}, HookEnv: map[string]string{envHook: "1"}}
-	d, err := daemon.Start(context.Background(), cfg, daemon.Options{Drivers: map[string]driver.Driver{config.TransportTmux: drv}})
+	opt := daemon.Options{Drivers: map[string]driver.Driver{config.TransportTmux: drv}}
+	if trace != "" {
+		drv.HookEnv[envTrace] = trace
+		f, err := os.Create(filepath.Join(trace, "daemon.log"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		opt.Logger = slog.New(slog.NewTextHandler(f, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	d, err := daemon.Start(context.Background(), cfg, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
