@@ -8,13 +8,21 @@ import (
 	"strings"
 )
 
-// stoppedUnder reports whether a process in the tree under pid (the pane's
-// own process and its descendants) is stopped (SIGSTOP, Ctrl+Z: state T).
-// A stopped agent reads nothing: what is typed waits in the terminal's
-// buffer, cannot be taken back from it, and lands whenever the agent goes
-// on, glued to whatever is typed next. Where /proc cannot be read, nothing
-// is reported stopped (the screen checks still hold).
+// stoppedUnder reports whether the process reading the pane's terminal is
+// stopped (SIGSTOP, or SIGTSTP without a shell to take the terminal back):
+// a process in state T in the tree under pid (the pane's own process) and
+// in the terminal's foreground process group (a stopped background job
+// reads nothing from the terminal and holds nothing up). A stopped agent
+// reads nothing: what is typed waits in the terminal's buffer, cannot be
+// taken back from it, and lands whenever the agent goes on, glued to
+// whatever is typed next. Where /proc cannot be read, nothing is reported
+// stopped (the screen checks still hold).
 func stoppedUnder(pid int) bool {
+	root, ok := procStat(pid)
+	if !ok {
+		return false
+	}
+	fg := root.tpgid
 	seen := map[int]bool{}
 	todo := []int{pid}
 	for len(todo) > 0 && len(seen) < 256 {
@@ -24,7 +32,7 @@ func stoppedUnder(pid int) bool {
 			continue
 		}
 		seen[p] = true
-		if procState(p) == 'T' {
+		if st, ok := procStat(p); ok && st.state == 'T' && st.pgrp == fg {
 			return true
 		}
 		tasks, _ := filepath.Glob("/proc/" + strconv.Itoa(p) + "/task/*/children")
@@ -40,17 +48,31 @@ func stoppedUnder(pid int) bool {
 	return false
 }
 
-// procState is the state letter of /proc/<pid>/stat (0 if unreadable). The
-// command name in parentheses may hold spaces and parentheses: the state
-// follows the last ')'.
-func procState(pid int) byte {
+type stat struct {
+	state       byte
+	pgrp, tpgid int
+}
+
+// procStat reads /proc/<pid>/stat. The command name in parentheses may hold
+// spaces and parentheses: the fields follow the last ')'.
+func procStat(pid int) (stat, bool) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return 0
+		return stat{}, false
 	}
 	i := bytes.LastIndexByte(b, ')')
-	if i < 0 || i+2 >= len(b) {
-		return 0
+	if i < 0 {
+		return stat{}, false
 	}
-	return b[i+2]
+	// state ppid pgrp session tty_nr tpgid …
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 6 || len(f[0]) != 1 {
+		return stat{}, false
+	}
+	pgrp, err1 := strconv.Atoi(f[2])
+	tpgid, err2 := strconv.Atoi(f[5])
+	if err1 != nil || err2 != nil {
+		return stat{}, false
+	}
+	return stat{state: f[0][0], pgrp: pgrp, tpgid: tpgid}, true
 }
