@@ -360,3 +360,20 @@ func TestPromptToStoppedAgentTypesNothing(t *testing.T) {
 		}
 	}
 }
+
+// A stop of a moment (the soak's stop-cont fault: SIGSTOP, SIGCONT a second
+// later) is waited out: nothing is typed while the agent is stopped, and the
+// message goes once it continues, once.
+func TestPromptWaitsOutAMomentaryStop(t *testing.T) {
+	h := newHarness(t, scenario())
+	s, k, agent := h.startWrapped("t-stop-moment")
+	cont := stopAgent(t, agent)
+	go func() { time.Sleep(time.Second); cont() }()
+	if err := h.prompt(s, "m1", "hello"); err != nil {
+		t.Fatalf("a send across a stop of a second: got %v, want nil", err)
+	}
+	waitTurns(t, k, 1)
+	if got := h.personTexts(); !slices.Equal(got, []string{"hello"}) {
+		t.Fatalf("the model got %q, want [hello]", got)
+	}
+}

@@ -374,7 +374,7 @@ var (
 	ErrKeyboard  = errors.New("something is holding the keyboard")
 	ErrGone      = errors.New("tmux session is gone")
 	// ErrStopped: the agent's process is stopped; nothing was typed.
-	ErrStopped = fmt.Errorf("%w: the agent is stopped (SIGSTOP or Ctrl+Z); nothing was typed", ErrKeyboard)
+	ErrStopped = fmt.Errorf("%w: the agent is stopped (SIGSTOP or Ctrl+Z) and did not continue; nothing was typed", ErrKeyboard)
 )
 
 var shells = map[string]bool{"bash": true, "sh": true, "zsh": true, "fish": true, "dash": true, "ksh": true, "tcsh": true, "csh": true, "nu": true}
@@ -565,8 +565,20 @@ func (s *session) ready(ctx context.Context, messageID string, queued *string) e
 		case stoppedUnder(info.PID):
 			// Typed now, the text would wait unread in the terminal, out
 			// of reach of any check or take-back, and land whenever the
-			// agent goes on (glued to what comes next).
-			return ErrStopped
+			// agent goes on (glued to what comes next). A stop of a moment
+			// is waited out; a longer one fails the send, nothing typed.
+			wctx, cancel := context.WithTimeout(ctx, s.step)
+			err := s.waitContinued(wctx)
+			cancel()
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if errors.Is(err, context.DeadlineExceeded) {
+				return ErrStopped
+			} else if err != nil {
+				return err
+			}
+			continue
 		case live && m.Kind == pane.MenuPermission:
 			reason = "a permission menu is open"
 		case live:
@@ -759,7 +771,14 @@ func (s *session) stopped(ctx context.Context) bool {
 func (s *session) waitContinued(ctx context.Context) error {
 	tick := time.NewTicker(stoppedPoll)
 	defer tick.Stop()
-	for s.stopped(ctx) {
+	for {
+		stopped := s.stopped(ctx)
+		if err := ctx.Err(); err != nil {
+			return err // (a read cut short says nothing)
+		}
+		if !stopped {
+			return nil
+		}
 		select {
 		case <-tick.C:
 		case <-ctx.Done():
@@ -768,7 +787,6 @@ func (s *session) waitContinued(ctx context.Context) error {
 			return fmt.Errorf("%w: %w", ErrGone, driver.ErrNotRunning)
 		}
 	}
-	return nil
 }
 
 // submit presses Enter on the text in the box and verifies. It never types
