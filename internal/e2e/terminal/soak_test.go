@@ -65,8 +65,10 @@ func TestSoakTmux(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, 1))
 	load0 := loadavg()
 	td := startTmuxDaemonWith(t, []claudeapi.Rule{
-		{Match: claudeapi.Match{Prefix: "hand busy"}, Reply: claudeapi.Text("a slow answer to a prompt typed by hand", 8, 400*time.Millisecond)},
-		{Match: claudeapi.Match{Prefix: "hand menu"}, Reply: claudeapi.Bash("touch soak-menu", "soak menu")},
+		// Contains: typing a junk-during fault left in the box after the
+		// send's Enter goes out with the prompt typed by hand.
+		{Match: claudeapi.Match{Contains: "hand busy"}, Reply: claudeapi.Text("a slow answer to a prompt typed by hand", 8, 400*time.Millisecond)},
+		{Match: claudeapi.Match{Contains: "hand menu"}, Reply: claudeapi.Bash("touch soak-menu", "soak menu")},
 		{Match: claudeapi.Match{ToolResult: "Bash"}, Reply: claudeapi.Text("ran", 1, 0)},
 	}, true)
 	s := chatsock.Dial(t, "http://"+td.d.Addr(), td.d.Token(), client.Options{Chat: "soak", Since: -1})
