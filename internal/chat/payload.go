@@ -1,6 +1,9 @@
 package chat
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"fmt"
+)
 
 // Payload is the type-specific part of an event; docs/protocol.md lists them all.
 type Payload interface{ EventType() string }
@@ -160,8 +163,85 @@ type QuestionOption struct {
 	Description string `json:"description,omitempty"`
 }
 
-// Answers maps a question's text to a label, a list of labels, or the person's own words.
-type Answers map[string]any
+// Answers maps a question's text to its answer.
+type Answers map[string]Answer
+
+// Answer is the answer to one question. On the wire it is a string (one label,
+// or the person's own words) or a list of labels; Labels is set for a list,
+// Text for a string, so an answer goes back out in the form it came in.
+type Answer struct {
+	Labels []string // the labels picked, when the answer was a list
+	Text   string   // one label or the person's own words
+}
+
+// Words is the answer as a list: the labels picked, or the one string.
+func (a Answer) Words() []string {
+	if a.Labels != nil {
+		return a.Labels
+	}
+	return []string{a.Text}
+}
+
+// String is the answer as a person reads it: the text, or the list as JSON.
+func (a Answer) String() string {
+	if a.Labels == nil {
+		return a.Text
+	}
+	b, _ := json.Marshal(a.Labels)
+	return string(b)
+}
+
+func (a Answer) MarshalJSON() ([]byte, error) {
+	if a.Labels != nil {
+		return json.Marshal(a.Labels)
+	}
+	return json.Marshal(a.Text)
+}
+
+// UnmarshalJSON accepts only what the protocol allows; the error names the
+// question, so a client's developer knows which answer was wrong.
+func (as *Answers) UnmarshalJSON(b []byte) error {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	if raw == nil {
+		*as = nil
+		return nil
+	}
+	out := make(Answers, len(raw))
+	for q, v := range raw {
+		var a Answer
+		switch {
+		case json.Unmarshal(v, &a.Text) == nil && len(v) > 0 && v[0] == '"':
+		case len(v) > 0 && v[0] == '[':
+			var list []any
+			if err := json.Unmarshal(v, &list); err != nil {
+				return err
+			}
+			a.Labels = make([]string, 0, len(list))
+			for _, e := range list {
+				s, ok := e.(string)
+				if !ok {
+					return fmt.Errorf("answer to %q: a list must hold labels (strings)", clip(q, 64))
+				}
+				a.Labels = append(a.Labels, s)
+			}
+		default:
+			return fmt.Errorf("answer to %q must be a label, a list of labels, or your own words", clip(q, 64))
+		}
+		out[q] = a
+	}
+	*as = out
+	return nil
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
 
 type QuestionResolved struct {
 	RequestID string    `json:"request_id"`

@@ -15,6 +15,7 @@ import (
 
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/client"
+	"github.com/parleyhq/parley/internal/router"
 	"github.com/parleyhq/parley/internal/wire"
 )
 
@@ -113,7 +114,7 @@ func sendOne(ctx context.Context, server, token string, f sendFlags, text string
 	fl := client.NewFollow(server, token, client.Options{Chat: f.chatID(), Channel: "tui", Since: -1})
 	fl.FailFast, fl.GiveUp, fl.MaxBackoff = true, reconnectFor, 2*time.Second
 	t := &sendTurn{f: f, api: client.API{Server: server, Token: token}, fl: fl, stdout: stdout, stderr: stderr, endsNL: true,
-		msg: wire.Message{Type: wire.TypeMessage, MessageID: chat.NewID("m"), Text: text, Agent: f.agent}}
+		msg: router.Message{MessageID: chat.NewID("m"), Text: text, Agent: f.agent}}
 	err := fl.Run(ctx, func(u client.Update) error { return t.handle(ctx, u) })
 	var code sendExit
 	switch {
@@ -144,7 +145,7 @@ type sendTurn struct {
 	api            client.API
 	fl             *client.Follow
 	stdout, stderr io.Writer
-	msg            wire.Message
+	msg            router.Message
 
 	phase  int
 	cfg    chat.Config
@@ -205,26 +206,26 @@ func (t *sendTurn) caughtUp(ctx context.Context) error {
 	case sendConnecting:
 		switch {
 		case t.f.newThread:
-			t.msg.Intent = &wire.Intent{New: &wire.NewIntent{Cwd: newCwd(t.f.cwd, t.f.agent, t.th, t.cfg), Agent: t.f.agent}}
+			t.msg.Intent = &router.Intent{New: &router.NewIntent{Cwd: newCwd(t.f.cwd, t.f.agent, t.th, t.cfg), Agent: t.f.agent}}
 		case t.f.thread != "" && chat.ThreadID(t.f.thread) != t.th.ID:
 			target, err := t.api.Thread(ctx, chat.ThreadID(t.f.thread))
 			if err != nil {
 				return t.exit(ExitFailure, "thread %s: %v", t.f.thread, err)
 			}
 			t.target, t.phase, t.msg.Agent = target.ID, sendOpening, ""
-			return send(wire.OpenThread{Type: wire.TypeOpenThread, ThreadID: string(target.ID)})
+			return send(wire.Frame(wire.TypeOpenThread, wire.OpenThread{ThreadID: string(target.ID)}))
 		}
 		t.phase = sendSent
-		return send(t.msg)
+		return send(wire.Frame(wire.TypeMessage, t.msg))
 	case sendOpening:
 		if t.th.ID != t.target {
-			return send(wire.OpenThread{Type: wire.TypeOpenThread, ThreadID: string(t.target)})
+			return send(wire.Frame(wire.TypeOpenThread, wire.OpenThread{ThreadID: string(t.target)}))
 		}
 		t.phase = sendSent
-		return send(t.msg)
+		return send(wire.Frame(wire.TypeMessage, t.msg))
 	default:
 		if !t.accepted {
-			return send(t.msg)
+			return send(wire.Frame(wire.TypeMessage, t.msg))
 		}
 	}
 	return nil

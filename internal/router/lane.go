@@ -14,7 +14,6 @@ import (
 	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/driver"
 	"github.com/parleyhq/parley/internal/store"
-	"github.com/parleyhq/parley/internal/wire"
 )
 
 // lane owns one thread: its row, its queue of inputs, its cards, its session and
@@ -51,7 +50,7 @@ type lane struct {
 
 type pendingInput struct {
 	in     chat.Input
-	images []wire.Image
+	images []Image
 	notify func(chat.Delivery)
 	retry  bool // a failed message sent again: its user_message is already in the log
 }
@@ -745,8 +744,6 @@ func (l *lane) doControl(c Control, reply func(error)) {
 		reply(l.setMode(c.SetMode.ModeID))
 	case c.SetOption != nil:
 		reply(l.setOption(c.SetOption.ConfigID, c.SetOption.Value))
-	default:
-		reply(fmt.Errorf("%w: empty control", chat.ErrBadInput))
 	}
 }
 

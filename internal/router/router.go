@@ -20,7 +20,6 @@ import (
 	"github.com/parleyhq/parley/internal/driver"
 	"github.com/parleyhq/parley/internal/hub"
 	"github.com/parleyhq/parley/internal/store"
-	"github.com/parleyhq/parley/internal/wire"
 )
 
 // Options configure a Router.
@@ -253,7 +252,7 @@ type SendRequest struct {
 	From chat.RouteKey
 	// Thread, when set, addresses a thread directly (REST) instead of the route's.
 	Thread  chat.ThreadID
-	Message wire.Message
+	Message Message
 	// Notify, when set, receives each receipt of this message as it happens.
 	// It must not block.
 	Notify func(chat.Delivery)
@@ -266,6 +265,9 @@ type SendRequest struct {
 // unless its delivery failed, when sending it again is a retry; another
 // route's message with the same id is a message of its own.
 func (r *Router) Send(ctx context.Context, req SendRequest) (chat.Delivery, chat.ThreadID, error) {
+	if err := req.Message.Validate(); err != nil {
+		return chat.Delivery{}, "", err
+	}
 	reply := make(chan sendReply, 1)
 	err := r.do(func() { r.route(ctx, req, reply) })
 	if err != nil {
@@ -463,6 +465,10 @@ func (r *Router) attach(ctx context.Context, from chat.RouteKey, id chat.ThreadI
 // ResumeSession attaches an agent's native session to a route (a thread is made
 // for it unless one already holds it).
 func (r *Router) ResumeSession(ctx context.Context, from chat.RouteKey, agent, sessionID, cwd string) (chat.ThreadID, error) {
+	ri := ResumeIntent{Agent: agent, SessionID: sessionID, Cwd: cwd}
+	if err := ri.Validate(); err != nil {
+		return "", err
+	}
 	var id chat.ThreadID
 	err := r.call(ctx, func() error {
 		var err error
@@ -475,6 +481,9 @@ func (r *Router) ResumeSession(ctx context.Context, from chat.RouteKey, agent, s
 // OpenThread attaches a route to an existing thread (a thread picked from the
 // dashboard's list, on another tab or device).
 func (r *Router) OpenThread(ctx context.Context, from chat.RouteKey, id chat.ThreadID) error {
+	if err := validID("thread_id", string(id)); err != nil {
+		return err
+	}
 	return r.call(ctx, func() error {
 		if _, err := r.store.Thread(ctx, id); err != nil {
 			return fmt.Errorf("thread %s: %w", id, err)
@@ -517,22 +526,12 @@ func (r *Router) startLane(l *lane) {
 	}()
 }
 
-// Control is a stop, a card answer or a session setting, addressed to a route's
-// thread (or a thread directly) and run by its lane at once.
-type Control struct {
-	From   chat.RouteKey
-	Thread chat.ThreadID // optional: addresses the thread directly
-
-	Stop       bool
-	Permission *wire.PermissionResponse
-	Answer     *wire.QuestionAnswer
-	SetMode    *wire.SetMode
-	SetOption  *wire.SetConfigOption
-}
-
 // Control runs a control on the thread's lane and waits for its verdict (not for
 // the agent: a stop returns once the agent has been told).
 func (r *Router) Control(ctx context.Context, c Control) error {
+	if err := c.Validate(); err != nil {
+		return err
+	}
 	var l *lane
 	err := r.call(ctx, func() error {
 		id := c.Thread
@@ -585,7 +584,7 @@ func (r *Router) Driver(agentID string) (driver.Driver, config.Agent, error) {
 }
 
 // messageSize is what limits.max_message_bytes counts: the text and the images.
-func messageSize(m wire.Message) int {
+func messageSize(m Message) int {
 	n := len(m.Text)
 	for _, im := range m.Images {
 		n += len(im.Data)

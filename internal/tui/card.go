@@ -9,6 +9,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/router"
 	"github.com/parleyhq/parley/internal/wire"
 )
 
@@ -167,7 +168,7 @@ func (m *Model) cardKey(c *card, k tea.KeyPressMsg) tea.Cmd {
 func (m *Model) pick(c *card, i int) tea.Cmd {
 	if c.kind == chat.CardPermission {
 		o := c.perm.Options[i]
-		return m.answerPermission(c, wire.PermissionResponse{Type: wire.TypePermissionResponse, RequestID: c.id, OptionID: o.ID})
+		return m.answerPermission(c, router.PermissionAnswer{RequestID: c.id, OptionID: o.ID})
 	}
 	c.selected = map[int]bool{i: true}
 	return m.answerStep(c)
@@ -179,7 +180,7 @@ func (m *Model) answerFree(c *card, text string) tea.Cmd {
 	if c.kind == chat.CardPermission {
 		for _, o := range c.perm.Options {
 			if o.Kind == chat.OptionRejectOnce || o.Kind == chat.OptionRejectAlways {
-				return m.answerPermission(c, wire.PermissionResponse{Type: wire.TypePermissionResponse, RequestID: c.id, OptionID: o.ID, Message: text})
+				return m.answerPermission(c, router.PermissionAnswer{RequestID: c.id, OptionID: o.ID, Message: text})
 			}
 		}
 		c.err = "this card takes one of its options"
@@ -189,7 +190,7 @@ func (m *Model) answerFree(c *card, text string) tea.Cmd {
 	if c.qi >= len(c.q.Questions) {
 		return m.answerQuestion(c, text)
 	}
-	c.answers[c.q.Questions[c.qi].Question] = text
+	c.answers[c.q.Questions[c.qi].Question] = chat.Answer{Text: text}
 	return m.nextStep(c)
 }
 
@@ -206,9 +207,9 @@ func (m *Model) answerStep(c *card) tea.Cmd {
 		}
 	}
 	if qs.MultiSelect {
-		c.answers[qs.Question] = labels
+		c.answers[qs.Question] = chat.Answer{Labels: append([]string{}, labels...)}
 	} else if len(labels) > 0 {
-		c.answers[qs.Question] = labels[0]
+		c.answers[qs.Question] = chat.Answer{Text: labels[0]}
 	}
 	return m.nextStep(c)
 }
@@ -222,15 +223,15 @@ func (m *Model) nextStep(c *card) tea.Cmd {
 	return m.answerQuestion(c, "")
 }
 
-func (m *Model) answerPermission(c *card, r wire.PermissionResponse) tea.Cmd {
+func (m *Model) answerPermission(c *card, r router.PermissionAnswer) tea.Cmd {
 	c.sent, c.err = true, ""
-	return m.sendCmd("card", c.id, r)
+	return m.sendCmd("card", c.id, wire.Frame(wire.TypePermissionResponse, r))
 }
 
 func (m *Model) answerQuestion(c *card, response string) tea.Cmd {
 	c.sent, c.err = true, ""
 	c.qi = len(c.q.Questions)
-	return m.sendCmd("card", c.id, wire.QuestionAnswer{Type: wire.TypeQuestionAnswer, RequestID: c.id, Answers: c.answers, Response: response})
+	return m.sendCmd("card", c.id, wire.Frame(wire.TypeQuestionAnswer, router.QuestionAnswer{RequestID: c.id, Answers: c.answers, Response: response}))
 }
 
 // cardLines renders the card for the bottom of the screen.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/client"
+	"github.com/parleyhq/parley/internal/router"
 	"github.com/parleyhq/parley/internal/wire"
 )
 
@@ -58,7 +59,7 @@ type entry struct {
 	state string // "" (not sent yet), sending, queued, delivering, submitted, failed
 	// detail says why a message failed.
 	detail string
-	out    *wire.Message // what to (re)send while it has no receipt
+	out    *router.Message // what to (re)send while it has no receipt
 	// agent text
 	agentMsgID string
 	// tool calls
@@ -97,7 +98,7 @@ type Model struct {
 	turn      bool
 	stopping  bool
 	chosen    bool // the initial thread choice is made
-	intent    *wire.Intent
+	intent    *router.Intent
 	agentPick string // the agent the next message asks for
 
 	entries []*entry
@@ -394,7 +395,7 @@ func (m *Model) onReplayDone() tea.Cmd {
 	for _, e := range m.entries {
 		if e.kind == entryUser && e.out != nil && (e.state == "" || e.state == "sending") {
 			e.state = "sending"
-			cmds = append(cmds, m.sendCmd("message", e.id, *e.out))
+			cmds = append(cmds, m.sendCmd("message", e.id, wire.Frame(wire.TypeMessage, *e.out)))
 		}
 	}
 	if !m.chosen {
@@ -473,7 +474,7 @@ func (m *Model) attach(th chat.Thread) tea.Cmd {
 		return nil
 	}
 	m.intent, m.agentPick = nil, ""
-	return m.sendCmd("open", string(th.ID), map[string]any{"type": wire.TypeOpenThread, "thread_id": string(th.ID)})
+	return m.sendCmd("open", string(th.ID), wire.Frame(wire.TypeOpenThread, wire.OpenThread{ThreadID: string(th.ID)}))
 }
 
 // startNew makes the next message start a new thread.
@@ -492,7 +493,7 @@ func (m *Model) startNew(cwd, agent string) {
 			cwd = a.Roots[0]
 		}
 	}
-	m.intent = &wire.Intent{New: &wire.NewIntent{Cwd: cwd, Agent: agent}}
+	m.intent = &router.Intent{New: &router.NewIntent{Cwd: cwd, Agent: agent}}
 	where := ""
 	if cwd != "" {
 		where = " in " + cwd
@@ -606,7 +607,7 @@ func (m *Model) stop() tea.Cmd {
 		return nil
 	}
 	m.stopping = true
-	return m.sendCmd("stop", "", map[string]string{"type": wire.TypeStop})
+	return m.sendCmd("stop", "", wire.Frame(wire.TypeStop, struct{}{}))
 }
 
 func (m *Model) submit() tea.Cmd {
@@ -616,7 +617,7 @@ func (m *Model) submit() tea.Cmd {
 	}
 	m.input.Reset()
 	id := chat.NewID("m")
-	out := wire.Message{Type: wire.TypeMessage, MessageID: id, Text: text, Intent: m.intent, Agent: m.agentPick}
+	out := router.Message{MessageID: id, Text: text, Intent: m.intent, Agent: m.agentPick}
 	m.intent, m.agentPick = nil, ""
 	e := &entry{kind: entryUser, id: id, text: text, from: chat.RouteKey{Channel: "tui", Chat: m.cfg.Chat}, out: &out}
 	m.users[id] = e
@@ -627,7 +628,7 @@ func (m *Model) submit() tea.Cmd {
 		return nil // sent when the connect sequence is over
 	}
 	e.state = "sending"
-	return m.sendCmd("message", id, out)
+	return m.sendCmd("message", id, wire.Frame(wire.TypeMessage, out))
 }
 
 func (m *Model) nextMode() tea.Cmd {
@@ -644,15 +645,15 @@ func (m *Model) nextMode() tea.Cmd {
 	next := av[(i+1)%len(av)]
 	m.modeWant = next.ID
 	m.flash = "mode → " + next.Name
-	return m.sendCmd("mode", next.ID, map[string]string{"type": wire.TypeSetMode, "mode_id": next.ID})
+	return m.sendCmd("mode", next.ID, wire.Frame(wire.TypeSetMode, router.SetMode{ModeID: next.ID}))
 }
 
-func (m *Model) sendCmd(kind, ref string, v any) tea.Cmd {
+func (m *Model) sendCmd(kind, ref string, frame json.RawMessage) tea.Cmd {
 	be := m.be
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(context.Background(), sendTimeout)
 		defer cancel()
-		return sentMsg{kind: kind, ref: ref, err: be.Send(ctx, v)}
+		return sentMsg{kind: kind, ref: ref, err: be.Send(ctx, frame)}
 	}
 }
 
@@ -711,11 +712,7 @@ func questionNote(p chat.QuestionResolved) string {
 	}
 	parts := []string{}
 	for q, a := range p.Answers {
-		b, _ := json.Marshal(a)
-		if s, ok := a.(string); ok {
-			b = []byte(s)
-		}
-		parts = append(parts, q+" → "+string(b))
+		parts = append(parts, q+" → "+a.String())
 	}
 	slices.Sort(parts)
 	if p.Response != "" {

@@ -2,8 +2,12 @@ package wire
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/router"
 )
 
 func TestDecode(t *testing.T) {
@@ -45,11 +49,10 @@ func TestDecode(t *testing.T) {
 		{`{"type":"message","message_id":"m","text":["a"]}`, "", "wrong type"},
 	}
 	for _, c := range cases {
-		in, err := Decode([]byte(c.in))
+		in, err := accept([]byte(c.in))
 		if c.errSays != "" {
-			var we *Error
-			if !errors.As(err, &we) || !strings.Contains(we.Message, c.errSays) {
-				t.Errorf("Decode(%.60q): got err %v, want one saying %q", c.in, err, c.errSays)
+			if err == nil || !strings.Contains(err.Error(), c.errSays) || !isBadInput(err) {
+				t.Errorf("Decode(%.60q): got err %v, want a bad_input saying %q", c.in, err, c.errSays)
 			}
 			continue
 		}
@@ -59,11 +62,64 @@ func TestDecode(t *testing.T) {
 	}
 }
 
-func TestDecodeRefNamesTheInput(t *testing.T) {
-	_, err := Decode([]byte(`{"type":"message","message_id":"m7"}`))
+// accept is what the socket does with a frame: decode it, then hand it to the
+// router, which validates it first (the same validation REST and ACP get).
+func accept(data []byte) (Input, error) {
+	in, err := Decode(data)
+	if err != nil {
+		return in, err
+	}
+	c := router.Control{Stop: in.Type == TypeStop, Permission: in.Permission, Answer: in.Answer, SetMode: in.SetMode, SetOption: in.SetOption}
+	switch {
+	case in.Message != nil:
+		err = in.Message.Validate()
+	case in.Resume != nil:
+		err = in.Resume.Validate()
+	case in.Open != nil:
+		if in.Open.ThreadID == "" {
+			err = errors.New(`"thread_id" is missing`) // router.OpenThread's check, without a router
+		}
+	case in.Type != TypePing:
+		err = c.Validate()
+	}
+	return in, err
+}
+
+func isBadInput(err error) bool {
 	var we *Error
-	if !errors.As(err, &we) || we.Ref != "m7" {
-		t.Fatalf("got %#v, want ref m7", err)
+	return errors.As(err, &we) && we.Code == chat.CodeBadInput || errors.Is(err, chat.ErrBadInput) ||
+		err.Error() == `"thread_id" is missing`
+}
+
+func TestDecodeRefNamesTheInput(t *testing.T) {
+	in, err := accept([]byte(`{"type":"message","message_id":"m7"}`))
+	if err == nil || in.Ref() != "m7" {
+		t.Fatalf("got %q, %v; want ref m7 and an error", in.Ref(), err)
+	}
+	_, err = Decode([]byte(`{"type":"message","message_id":"m8","text":5}`))
+	var we *Error
+	if !errors.As(err, &we) || we.Ref != "m8" {
+		t.Fatalf("got %#v, want ref m8", err)
+	}
+}
+
+func TestFrameIsWhatDecodeReads(t *testing.T) {
+	m := router.Message{MessageID: "m1", Text: "hi", Intent: &router.Intent{New: &router.NewIntent{Cwd: "/tmp"}}}
+	in, err := Decode(Frame(TypeMessage, m))
+	if err != nil || in.Message == nil || in.Message.Intent.New.Cwd != "/tmp" || in.Message.Text != "hi" {
+		t.Fatalf("got %+v, %v", in, err)
+	}
+	a := router.QuestionAnswer{RequestID: "r", Answers: chat.Answers{"Q?": {Labels: []string{"a"}}, "R?": {Text: "b"}}}
+	b := Frame(TypeQuestionAnswer, a)
+	if want := `{"type":"question_answer","request_id":"r","answers":{"Q?":["a"],"R?":"b"}}`; string(b) != want {
+		t.Fatalf("frame %s, want %s", b, want)
+	}
+	in, err = Decode(b)
+	if err != nil || !reflect.DeepEqual(*in.Answer, a) {
+		t.Fatalf("got %+v, %v; want %+v", in.Answer, err, a)
+	}
+	if got := Frame(TypeStop, struct{}{}); string(got) != `{"type":"stop"}` {
+		t.Fatalf("stop frame %s", got)
 	}
 }
 
@@ -88,6 +144,12 @@ func FuzzDecode(f *testing.F) {
 			}
 			return
 		}
+		if _, err := accept(data); err != nil {
+			if err.Error() == "" || !isBadInput(err) {
+				t.Fatalf("router refusal without words or code: %#v", err)
+			}
+			return
+		}
 		ok := map[string]bool{
 			TypeMessage: in.Message != nil, TypePermissionResponse: in.Permission != nil,
 			TypeQuestionAnswer: in.Answer != nil, TypeSetMode: in.SetMode != nil,
@@ -97,7 +159,7 @@ func FuzzDecode(f *testing.F) {
 		if !ok[in.Type] {
 			t.Fatalf("accepted %q without its payload: %+v", in.Type, in)
 		}
-		if in.Message != nil && (in.Message.MessageID == "" || len(in.Message.MessageID) > MaxIDLen) {
+		if in.Message != nil && (in.Message.MessageID == "" || len(in.Message.MessageID) > router.MaxIDLen) {
 			t.Fatalf("accepted a message with a bad id: %q", in.Message.MessageID)
 		}
 	})

@@ -25,7 +25,6 @@ import (
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/follow"
 	"github.com/parleyhq/parley/internal/router"
-	"github.com/parleyhq/parley/internal/wire"
 )
 
 // Router is what the agent side needs of the router.
@@ -626,7 +625,7 @@ func (a *agent) SetSessionMode(ctx context.Context, p acp.SetSessionModeRequest)
 	if s == nil {
 		return acp.SetSessionModeResponse{}, acp.NewInvalidParams(map[string]any{"error": "no open session"})
 	}
-	err := a.d.Router.Control(ctx, router.Control{From: s.route, SetMode: &wire.SetMode{Type: wire.TypeSetMode, ModeID: string(p.ModeId)}})
+	err := a.d.Router.Control(ctx, router.Control{From: s.route, SetMode: &router.SetMode{ModeID: string(p.ModeId)}})
 	if err != nil {
 		return acp.SetSessionModeResponse{}, rpcErr(err)
 	}
@@ -647,7 +646,7 @@ func (a *agent) SetSessionConfigOption(ctx context.Context, p acp.SetSessionConf
 	if s == nil {
 		return acp.SetSessionConfigOptionResponse{}, acp.NewInvalidParams(map[string]any{"error": "no open session"})
 	}
-	err := a.d.Router.Control(ctx, router.Control{From: s.route, SetOption: &wire.SetConfigOption{Type: wire.TypeSetConfigOption, ConfigID: cfg, Value: val}})
+	err := a.d.Router.Control(ctx, router.Control{From: s.route, SetOption: &router.SetOption{ConfigID: cfg, Value: val}})
 	if err != nil {
 		return acp.SetSessionConfigOptionResponse{}, rpcErr(err)
 	}
@@ -676,9 +675,10 @@ func (a *agent) notice(ctx context.Context, sid, text string) {
 	}
 }
 
-// promptMessage turns a prompt's content blocks into a message input.
-func promptMessage(p acp.PromptRequest) (wire.Message, error) {
-	m := wire.Message{Type: wire.TypeMessage}
+// promptMessage turns a prompt's content blocks into the router's message. It
+// is refused here, by the router's own rules, before a thread is made for it.
+func promptMessage(p acp.PromptRequest) (router.Message, error) {
+	m := router.Message{}
 	if p.MessageId != nil && *p.MessageId != "" {
 		m.MessageID = *p.MessageId
 	} else {
@@ -694,7 +694,7 @@ func promptMessage(p acp.PromptRequest) (wire.Message, error) {
 			if err != nil {
 				return m, fmt.Errorf("image: data is not base64: %w", err)
 			}
-			m.Images = append(m.Images, wire.Image{MIMEType: b.Image.MimeType, Data: data})
+			m.Images = append(m.Images, router.Image{MIMEType: b.Image.MimeType, Data: data})
 		case b.ResourceLink != nil:
 			parts = append(parts, "@"+b.ResourceLink.Uri)
 		case b.Resource != nil && b.Resource.Resource.TextResourceContents != nil:
@@ -703,18 +703,15 @@ func promptMessage(p acp.PromptRequest) (wire.Message, error) {
 		}
 	}
 	m.Text = strings.Join(parts, "\n")
-	if len(m.MessageID) > wire.MaxIDLen {
-		return m, fmt.Errorf("messageId is longer than %d bytes", wire.MaxIDLen)
-	}
 	if m.Text == "" && len(m.Images) == 0 {
 		return m, errors.New("prompt has no text")
 	}
-	return m, nil
+	return m, m.Validate()
 }
 
 func validChat(id string) error {
-	if len(id) > wire.MaxIDLen {
-		return fmt.Errorf("%s is longer than %d bytes", MetaChat, wire.MaxIDLen)
+	if len(id) > router.MaxIDLen {
+		return fmt.Errorf("%s is longer than %d bytes", MetaChat, router.MaxIDLen)
 	}
 	for _, r := range id {
 		if r < 0x20 || r == 0x7f {

@@ -10,7 +10,6 @@ import (
 
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/router"
-	"github.com/parleyhq/parley/internal/wire"
 )
 
 // A card becomes one client request at a time per request id. Its answer is a
@@ -75,8 +74,7 @@ func (a *agent) askPermission(ctx context.Context, s *session, p chat.Permission
 			a.log.Debug("acp: client cancelled its permission request", "request", p.RequestID)
 			return
 		}
-		pr := &wire.PermissionResponse{Type: wire.TypePermissionResponse, RequestID: p.RequestID,
-			OptionID: string(resp.Outcome.Selected.OptionId)}
+		pr := &router.PermissionAnswer{RequestID: p.RequestID, OptionID: string(resp.Outcome.Selected.OptionId)}
 		a.answer(ctx, s, router.Control{From: s.route, Permission: pr})
 	}()
 }
@@ -106,7 +104,7 @@ func (a *agent) askQuestion(ctx context.Context, s *session, q chat.Question) {
 			a.log.Debug("acp: question ended", "request", q.RequestID, "err", err)
 			return
 		}
-		a.answer(ctx, s, router.Control{From: s.route, Answer: &wire.QuestionAnswer{Type: wire.TypeQuestionAnswer, RequestID: q.RequestID, Answers: answers}})
+		a.answer(ctx, s, router.Control{From: s.route, Answer: &router.QuestionAnswer{RequestID: q.RequestID, Answers: answers}})
 	}()
 }
 
@@ -157,9 +155,13 @@ func (a *agent) elicit(ctx context.Context, s *session, q chat.Question) (chat.A
 		}
 		switch v := v.(type) {
 		case []any:
-			answers[item.Question] = v
+			labels := make([]string, 0, len(v))
+			for _, e := range v {
+				labels = append(labels, fmt.Sprint(e))
+			}
+			answers[item.Question] = chat.Answer{Labels: labels}
 		default:
-			answers[item.Question] = fmt.Sprint(v)
+			answers[item.Question] = chat.Answer{Text: fmt.Sprint(v)}
 		}
 	}
 	return answers, nil
@@ -187,7 +189,7 @@ func (a *agent) questionByPermission(ctx context.Context, s *session, q chat.Que
 		if err != nil || j < 0 || j >= len(item.Options) {
 			return nil, fmt.Errorf("option %q is not one offered", resp.Outcome.Selected.OptionId)
 		}
-		answers[item.Question] = item.Options[j].Label
+		answers[item.Question] = chat.Answer{Text: item.Options[j].Label}
 	}
 	return answers, nil
 }

@@ -12,7 +12,6 @@ import (
 
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/router"
-	"github.com/parleyhq/parley/internal/wire"
 )
 
 // Command names.
@@ -248,7 +247,7 @@ func (r Runner) Run(ctx context.Context, route chat.RouteKey, c Command) string 
 			}
 			return "Mode: " + cur.Mode
 		}
-		if err := r.Router.Control(ctx, router.Control{From: route, SetMode: &wire.SetMode{Type: wire.TypeSetMode, ModeID: c.Arg}}); err != nil {
+		if err := r.Router.Control(ctx, router.Control{From: route, SetMode: &router.SetMode{ModeID: c.Arg}}); err != nil {
 			return "could not set the mode: " + err.Error()
 		}
 		return "Mode set to " + c.Arg
@@ -256,7 +255,7 @@ func (r Runner) Run(ctx context.Context, route chat.RouteKey, c Command) string 
 		text := "/" + strings.TrimPrefix(c.Arg, "/")
 		// The agent is the thread's (so no new thread), or for a chat without
 		// one yet the plugin's: its first thread is made by this message.
-		_, _, err := r.Router.Send(ctx, router.SendRequest{From: route, Message: wire.Message{Type: wire.TypeMessage,
+		_, _, err := r.Router.Send(ctx, router.SendRequest{From: route, Message: router.Message{
 			MessageID: chat.NewID("m"), Text: text, Agent: r.agentOf(cur)}})
 		if err != nil {
 			return "could not send: " + err.Error()

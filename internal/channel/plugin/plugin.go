@@ -37,7 +37,6 @@ import (
 	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/follow"
 	"github.com/parleyhq/parley/internal/router"
-	"github.com/parleyhq/parley/internal/wire"
 )
 
 // Router is what the host needs of the router.
@@ -479,7 +478,7 @@ func (h *Host) answerByNumber(ctx context.Context, g acpagent.GateRequest) (stri
 		if !ok {
 			return fmt.Sprintf("Reply with a number from 1 to %d.", len(p.Options)), true
 		}
-		c.Permission = &wire.PermissionResponse{Type: wire.TypePermissionResponse, RequestID: p.RequestID, OptionID: p.Options[k].ID}
+		c.Permission = &router.PermissionAnswer{RequestID: p.RequestID, OptionID: p.Options[k].ID}
 		label = p.Options[k].Label
 	case chat.CardQuestion:
 		var q chat.Question
@@ -491,7 +490,7 @@ func (h *Host) answerByNumber(ctx context.Context, g acpagent.GateRequest) (stri
 		if !ok {
 			return fmt.Sprintf("Reply with a number from 1 to %d.", len(item.Options)), true
 		}
-		c.Answer = &wire.QuestionAnswer{Type: wire.TypeQuestionAnswer, RequestID: q.RequestID, Answers: chat.Answers{item.Question: item.Options[k].Label}}
+		c.Answer = &router.QuestionAnswer{RequestID: q.RequestID, Answers: chat.Answers{item.Question: {Text: item.Options[k].Label}}}
 		label = item.Options[k].Label
 	default:
 		return "", false

@@ -385,18 +385,10 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 var restRoute = chat.RouteKey{Channel: "rest", Chat: "api"}
 
 func (s *Server) handleSend(w http.ResponseWriter, r *http.Request) {
-	var m wire.Message
+	var m router.Message
 	if !s.readBody(w, r, &m) {
 		return
 	}
-	m.Type = wire.TypeMessage
-	raw, _ := json.Marshal(m)
-	in, err := wire.Decode(raw)
-	if err != nil {
-		httpError(w, http.StatusBadRequest, err.Error())
-		return
-	}
-	m = *in.Message
 	final := make(chan chat.Delivery, 8)
 	notify := func(d chat.Delivery) {
 		if d.State == chat.DeliverySubmitted || d.State == chat.DeliveryFailed || d.State == chat.DeliveryUnknown {
@@ -444,6 +436,7 @@ func (s *Server) handleStop(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleCard(w http.ResponseWriter, r *http.Request) {
+	// One body for both kinds of card: answers (or a response) answer a question.
 	var body struct {
 		OptionID  string       `json:"option_id"`
 		Message   string       `json:"message"`
@@ -456,18 +449,11 @@ func (s *Server) handleCard(w http.ResponseWriter, r *http.Request) {
 	}
 	c := router.Control{From: restRoute, Thread: chat.ThreadID(r.PathValue("id"))}
 	rid := r.PathValue("request_id")
-	var raw []byte
 	if body.Answers != nil || body.Response != "" {
-		raw, _ = json.Marshal(wire.QuestionAnswer{Type: wire.TypeQuestionAnswer, RequestID: rid, Answers: body.Answers, Response: body.Response})
+		c.Answer = &router.QuestionAnswer{RequestID: rid, Answers: body.Answers, Response: body.Response}
 	} else {
-		raw, _ = json.Marshal(wire.PermissionResponse{Type: wire.TypePermissionResponse, RequestID: rid, OptionID: body.OptionID, Message: body.Message, Cancelled: body.Cancelled})
+		c.Permission = &router.PermissionAnswer{RequestID: rid, OptionID: body.OptionID, Message: body.Message, Cancelled: body.Cancelled}
 	}
-	in, err := wire.Decode(raw)
-	if err != nil {
-		httpError(w, http.StatusBadRequest, err.Error())
-		return
-	}
-	c.Permission, c.Answer = in.Permission, in.Answer
 	if err := s.router.Control(r.Context(), c); err != nil {
 		writeErr(w, err)
 		return

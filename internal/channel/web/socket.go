@@ -71,7 +71,7 @@ func (s *Server) handleSocket(w http.ResponseWriter, r *http.Request) {
 	chatID := q.Get("chat")
 	if chatID == "" {
 		chatID = chat.NewID("c")
-	} else if len(chatID) > wire.MaxIDLen {
+	} else if len(chatID) > router.MaxIDLen {
 		httpError(w, http.StatusBadRequest, "chat id is too long")
 		return
 	}

@@ -166,26 +166,14 @@ func enumOf(s map[string]any) (values, labels, descs []string) {
 func formAnswer(fields []field, a chat.Answers) (map[string]any, error) {
 	content := map[string]any{}
 	for _, fd := range fields {
-		raw, ok := a[fd.item.Question]
-		if !ok || raw == nil {
+		ans, ok := a[fd.item.Question]
+		if !ok {
 			if fd.required {
 				return nil, fmt.Errorf("%w: %q is not answered", chat.ErrBadInput, fd.item.Question)
 			}
 			continue
 		}
-		var picked []string
-		switch v := raw.(type) {
-		case string:
-			picked = []string{v}
-		case []string:
-			picked = v
-		case []any:
-			for _, x := range v {
-				picked = append(picked, fmt.Sprint(x))
-			}
-		default:
-			picked = []string{fmt.Sprint(v)}
-		}
+		picked := ans.Words()
 		vals := make([]string, 0, len(picked))
 		var own []string // the person's own words, for a field with a companion
 		for _, p := range picked {

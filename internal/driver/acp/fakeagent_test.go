@@ -349,7 +349,7 @@ func TestFakeAgentQuestion(t *testing.T) {
 		want   string
 	}{
 		{name: "answered", want: `accepted {"color":"blue"}`, answer: func(s *Session, q chat.Question) error {
-			return s.AnswerQuestion(context.Background(), q.RequestID, driver.QuestionAnswer{Answers: chat.Answers{q.Questions[0].Question: "blue"}})
+			return s.AnswerQuestion(context.Background(), q.RequestID, driver.QuestionAnswer{Answers: chat.Answers{q.Questions[0].Question: {Text: "blue"}}})
 		}},
 		{name: "declined", want: "declined", answer: func(s *Session, q chat.Question) error {
 			return s.AnswerQuestion(context.Background(), q.RequestID, driver.QuestionAnswer{})
@@ -383,12 +383,12 @@ func TestFakeAgentQuestionAnswerNotOffered(t *testing.T) {
 	from := sink.len()
 	prompt(t, s, "ask")
 	q := waitPayload[chat.Question](t, sink, from, "question")
-	err := s.AnswerQuestion(context.Background(), q.RequestID, driver.QuestionAnswer{Answers: chat.Answers{q.Questions[0].Question: "green"}})
+	err := s.AnswerQuestion(context.Background(), q.RequestID, driver.QuestionAnswer{Answers: chat.Answers{q.Questions[0].Question: {Text: "green"}}})
 	if !errors.Is(err, chat.ErrBadInput) {
 		t.Fatalf("answer with a color not offered: got %v want ErrBadInput", err)
 	}
 	// The card is still open: a proper answer reaches the agent.
-	if err := s.AnswerQuestion(context.Background(), q.RequestID, driver.QuestionAnswer{Answers: chat.Answers{q.Questions[0].Question: "red"}}); err != nil {
+	if err := s.AnswerQuestion(context.Background(), q.RequestID, driver.QuestionAnswer{Answers: chat.Answers{q.Questions[0].Question: {Text: "red"}}}); err != nil {
 		t.Fatalf("answer after the refused one: %v", err)
 	}
 	waitTurn(t, sink, from)

@@ -96,10 +96,7 @@ func (c *qwenCard) answer(a chat.Answers, response string) (sdk.RequestPermissio
 		if !ok {
 			return sdk.RequestPermissionResponse{}, fmt.Errorf("%w: no question %q on this card", chat.ErrBadInput, q)
 		}
-		text, err := answerText(v)
-		if err != nil {
-			return sdk.RequestPermissionResponse{}, fmt.Errorf("answer to %q: %w", q, err)
-		}
+		text := strings.Join(v.Words(), ", ") // several labels as one text, as the agent's own picker gives them
 		if strings.TrimSpace(text) != "" {
 			out[strconv.Itoa(i)] = text
 		}
@@ -123,28 +120,6 @@ func (c *qwenCard) answer(a chat.Answers, response string) (sdk.RequestPermissio
 		Meta:    map[string]any{liftKey: map[string]any{"answers": out}},
 		Outcome: sdk.RequestPermissionOutcome{Selected: &sdk.RequestPermissionOutcomeSelected{Outcome: "selected", OptionId: c.submit}},
 	}, nil
-}
-
-// answerText is one answer as text: a label, the person's words, or labels
-// joined with ", ".
-func answerText(v any) (string, error) {
-	switch v := v.(type) {
-	case string:
-		return v, nil
-	case []string:
-		return strings.Join(v, ", "), nil
-	case []any:
-		parts := make([]string, 0, len(v))
-		for _, e := range v {
-			s, ok := e.(string)
-			if !ok {
-				return "", fmt.Errorf("%w: %v is not text", chat.ErrBadInput, e)
-			}
-			parts = append(parts, s)
-		}
-		return strings.Join(parts, ", "), nil
-	}
-	return "", fmt.Errorf("%w: %T is not text or a list", chat.ErrBadInput, v)
 }
 
 // liftKey marks, in a response's _meta, fields an agent's dialect reads at

@@ -44,15 +44,15 @@ func TestQwenQuestion(t *testing.T) {
 		want     string
 		err      error
 	}{
-		{name: "labels and a multi-select", answers: chat.Answers{"Which colour?": "Blue", "Which pets?": []any{"Cat", "Dog"}},
+		{name: "labels and a multi-select", answers: chat.Answers{"Which colour?": {Text: "Blue"}, "Which pets?": {Labels: []string{"Cat", "Dog"}}},
 			want: `{"id":7,"jsonrpc":"2.0","result":{"answers":{"0":"Blue","1":"Cat, Dog"},"outcome":{"optionId":"proceed_once","outcome":"selected"}}}` + "\n"},
-		{name: "own words", answers: chat.Answers{"Which colour?": "Teal, please", "Which pets?": "none"},
+		{name: "own words", answers: chat.Answers{"Which colour?": {Text: "Teal, please"}, "Which pets?": {Text: "none"}},
 			want: `{"id":7,"jsonrpc":"2.0","result":{"answers":{"0":"Teal, please","1":"none"},"outcome":{"optionId":"proceed_once","outcome":"selected"}}}` + "\n"},
-		{name: "a free response answers the one question left", answers: chat.Answers{"Which colour?": "Red"}, response: "a fish",
+		{name: "a free response answers the one question left", answers: chat.Answers{"Which colour?": {Text: "Red"}}, response: "a fish",
 			want: `{"id":7,"jsonrpc":"2.0","result":{"answers":{"0":"Red","1":"a fish"},"outcome":{"optionId":"proceed_once","outcome":"selected"}}}` + "\n"},
 		{name: "nothing answered is the agent's cancel", answers: chat.Answers{},
 			want: `{"id":7,"jsonrpc":"2.0","result":{"outcome":{"optionId":"cancel","outcome":"selected"}}}` + "\n"},
-		{name: "a question not on the card", answers: chat.Answers{"Which car?": "Red"}, err: chat.ErrBadInput},
+		{name: "a question not on the card", answers: chat.Answers{"Which car?": {Text: "Red"}}, err: chat.ErrBadInput},
 		{name: "a free response with two open questions", response: "both", err: chat.ErrBadInput},
 	}
 	for _, tt := range tests {

@@ -573,7 +573,7 @@ func (s *Session) AnswerQuestion(ctx context.Context, requestID string, a driver
 	}
 	answers := a.Answers
 	if len(answers) == 0 && a.Response != "" && len(c.fields) == 1 && (len(c.fields[0].values) == 0 || c.fields[0].custom != "") {
-		answers = chat.Answers{c.fields[0].item.Question: a.Response}
+		answers = chat.Answers{c.fields[0].item.Question: {Text: a.Response}}
 	}
 	var out sdk.UnstableCreateElicitationResponse
 	if len(answers) == 0 {

@@ -399,25 +399,7 @@ func questionInput(c *card, a driver.QuestionAnswer) (json.RawMessage, error) {
 		if !known[q] {
 			return nil, fmt.Errorf("stream: no question %q on this card: %w", q, chat.ErrBadInput)
 		}
-		var text string
-		switch v := v.(type) {
-		case string:
-			text = v
-		case []string:
-			text = strings.Join(v, ", ")
-		case []any:
-			parts := make([]string, 0, len(v))
-			for _, e := range v {
-				str, ok := e.(string)
-				if !ok {
-					return nil, fmt.Errorf("stream: answer to %q: %v is not text: %w", q, e, chat.ErrBadInput)
-				}
-				parts = append(parts, str)
-			}
-			text = strings.Join(parts, ", ")
-		default:
-			return nil, fmt.Errorf("stream: answer to %q: %T is not text or a list: %w", q, v, chat.ErrBadInput)
-		}
+		text := strings.Join(v.Words(), ", ")
 		if strings.TrimSpace(text) != "" {
 			answers[q] = text
 		}

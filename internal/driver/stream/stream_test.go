@@ -268,12 +268,12 @@ func TestQuestion(t *testing.T) {
 		answer driver.QuestionAnswer
 		want   []string // what the tool result must say
 	}{
-		{"a label", driver.QuestionAnswer{Answers: chat.Answers{"Which color do you prefer?": "Blue"}},
+		{"a label", driver.QuestionAnswer{Answers: chat.Answers{"Which color do you prefer?": {Text: "Blue"}}},
 			[]string{`"Which color do you prefer?"="Blue"`}},
-		{"two labels", driver.QuestionAnswer{Answers: chat.Answers{"Which fruits do you like?": []any{"Apple", "Plum"}}},
+		{"two labels", driver.QuestionAnswer{Answers: chat.Answers{"Which fruits do you like?": {Labels: []string{"Apple", "Plum"}}}},
 			[]string{`"Which fruits do you like?"="Apple, Plum"`}},
 		{"free words and a response", driver.QuestionAnswer{
-			Answers:  chat.Answers{"Which color do you prefer?": "a deep sea green"},
+			Answers:  chat.Answers{"Which color do you prefer?": {Text: "a deep sea green"}},
 			Response: "and make it quick"},
 			[]string{`"Which color do you prefer?"="a deep sea green"`, "and make it quick"}},
 	}
@@ -290,7 +290,7 @@ func TestQuestion(t *testing.T) {
 			if err := s.AnswerQuestion(ctxT(t), q.RequestID, driver.QuestionAnswer{}); !errors.Is(err, chat.ErrBadInput) {
 				t.Fatalf("empty answer: got %v want ErrBadInput", err)
 			}
-			if err := s.AnswerQuestion(ctxT(t), q.RequestID, driver.QuestionAnswer{Answers: chat.Answers{"Nope?": "x"}}); !errors.Is(err, chat.ErrBadInput) {
+			if err := s.AnswerQuestion(ctxT(t), q.RequestID, driver.QuestionAnswer{Answers: chat.Answers{"Nope?": {Text: "x"}}}); !errors.Is(err, chat.ErrBadInput) {
 				t.Fatalf("answer to an unknown question: got %v want ErrBadInput", err)
 			}
 			if err := s.AnswerQuestion(ctxT(t), q.RequestID, tt.answer); err != nil {

@@ -727,7 +727,7 @@ func (s *session) answerPicker(ctx context.Context, items []chat.QuestionItem, a
 
 // pageQuestion finds the card's question shown on a picker page. The pane may
 // show a long question wrapped, so its last line is matched against the end.
-func pageQuestion(m pane.Menu, items []chat.QuestionItem, answers chat.Answers) (chat.QuestionItem, any, bool) {
+func pageQuestion(m pane.Menu, items []chat.QuestionItem, answers chat.Answers) (chat.QuestionItem, chat.Answer, bool) {
 	shown := pane.Normalize(m.Question)
 	find := func(q string) bool {
 		n := pane.Normalize(q)
@@ -756,7 +756,7 @@ func pageQuestion(m pane.Menu, items []chat.QuestionItem, answers chat.Answers) 
 			return item, v, true
 		}
 	}
-	return item, nil, false
+	return item, chat.Answer{}, false
 }
 
 // optionFor returns the picker option for a label: by the card's own order of
@@ -789,7 +789,7 @@ func (s *session) answerPage(ctx context.Context, m pane.Menu, items []chat.Ques
 	if !ok {
 		return fmt.Errorf("tmux: no answer for %q: %w", m.Question, chat.ErrBadInput)
 	}
-	labels := labelsOf(v)
+	labels := v.Words()
 	if m.MultiSelect {
 		want := map[int]bool{}
 		for _, l := range labels {
@@ -863,24 +863,6 @@ func (s *session) answerPage(ctx context.Context, m pane.Menu, items []chat.Ques
 	}
 	if !ok {
 		return fmt.Errorf("%w: the picker did not take the free answer", ErrKeyboard)
-	}
-	return nil
-}
-
-func labelsOf(v any) []string {
-	switch x := v.(type) {
-	case string:
-		return []string{x}
-	case []string:
-		return x
-	case []any:
-		var out []string
-		for _, e := range x {
-			if s, ok := e.(string); ok {
-				out = append(out, s)
-			}
-		}
-		return out
 	}
 	return nil
 }

@@ -14,18 +14,18 @@ func TestPageQuestion(t *testing.T) {
 		name    string
 		shown   string // the question as the pane shows it (a wrapped one: its last line)
 		answers chat.Answers
-		want    any
+		want    string
 		ok      bool
 	}{
-		{name: "exact", shown: "Which color do you prefer?", answers: chat.Answers{"Which color do you prefer?": "Blue", long: "A"}, want: "Blue", ok: true},
-		{name: "wrapped", shown: "for the staging environment?", answers: chat.Answers{"Which color do you prefer?": "Blue", long: "A"}, want: "A", ok: true},
-		{name: "only answer", shown: "Something else?", answers: chat.Answers{"x": "y"}, want: "y", ok: true},
-		{name: "no answer", shown: "Something else?", answers: chat.Answers{"a": "1", "b": "2"}, ok: false},
+		{name: "exact", shown: "Which color do you prefer?", answers: chat.Answers{"Which color do you prefer?": {Text: "Blue"}, long: {Text: "A"}}, want: "Blue", ok: true},
+		{name: "wrapped", shown: "for the staging environment?", answers: chat.Answers{"Which color do you prefer?": {Text: "Blue"}, long: {Text: "A"}}, want: "A", ok: true},
+		{name: "only answer", shown: "Something else?", answers: chat.Answers{"x": {Text: "y"}}, want: "y", ok: true},
+		{name: "no answer", shown: "Something else?", answers: chat.Answers{"a": {Text: "1"}, "b": {Text: "2"}}, ok: false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, v, ok := pageQuestion(pane.Menu{Question: tt.shown}, items, tt.answers)
-			if ok != tt.ok || (ok && v != tt.want) {
+			if ok != tt.ok || (ok && v.Text != tt.want) {
 				t.Errorf("got %v %v, want %v %v", v, ok, tt.want, tt.ok)
 			}
 		})

@@ -481,13 +481,13 @@ func TestQuestionCardAnswers(t *testing.T) {
 		question string
 		options  []string
 		multi    bool
-		answer   any
+		answer   chat.Answer
 		want     string
 	}{
-		{prompt: "ask", question: q, options: []string{"Blue", "Red"}, answer: "Blue", want: `"Which color do you prefer?"="Blue"`},
-		{prompt: "ask", question: q, options: []string{"Blue", "Red"}, answer: "Green please", want: `"Which color do you prefer?"="Green please"`},
+		{prompt: "ask", question: q, options: []string{"Blue", "Red"}, answer: chat.Answer{Text: "Blue"}, want: `"Which color do you prefer?"="Blue"`},
+		{prompt: "ask", question: q, options: []string{"Blue", "Red"}, answer: chat.Answer{Text: "Green please"}, want: `"Which color do you prefer?"="Green please"`},
 		{prompt: "askmulti", question: "Which fruits do you like?", options: []string{"Apple", "Banana", "Cherry"}, multi: true,
-			answer: []any{"Apple", "Cherry"}, want: `"Which fruits do you like?"="Apple, Cherry"`},
+			answer: chat.Answer{Labels: []string{"Apple", "Cherry"}}, want: `"Which fruits do you like?"="Apple, Cherry"`},
 	}
 	for i, tt := range tests {
 		if err := h.prompt(s, fmt.Sprintf("m%d", i), tt.prompt); err != nil {
@@ -543,7 +543,7 @@ func TestQuestionCardAnswers(t *testing.T) {
 			t.Errorf("%s: %d turns ended, want 0 (old hook events end no turn)", tc.name, got)
 		}
 		for _, c := range answered {
-			if err := s2.AnswerQuestion(answerCtx(t), c.RequestID, driver.QuestionAnswer{Answers: chat.Answers{q: "Red"}}); !errors.Is(err, driver.ErrUnknownCard) {
+			if err := s2.AnswerQuestion(answerCtx(t), c.RequestID, driver.QuestionAnswer{Answers: chat.Answers{q: {Text: "Red"}}}); !errors.Is(err, driver.ErrUnknownCard) {
 				t.Errorf("%s: answering old card %s: got %v, want %v", tc.name, c.RequestID, err, driver.ErrUnknownCard)
 			}
 		}
@@ -811,7 +811,7 @@ func TestQuestionCardTwoQuestions(t *testing.T) {
 	if len(card.Questions) != 2 || card.Questions[1].Question != "Which size?" {
 		t.Fatalf("card %+v, want both questions", card)
 	}
-	answers := chat.Answers{"Which color do you prefer?": "Red", "Which size?": "Large"}
+	answers := chat.Answers{"Which color do you prefer?": {Text: "Red"}, "Which size?": {Text: "Large"}}
 	if err := s.AnswerQuestion(answerCtx(t), card.RequestID, driver.QuestionAnswer{Answers: answers}); err != nil {
 		t.Fatalf("AnswerQuestion: %v\n%s", err, plain(h.capture(s)))
 	}

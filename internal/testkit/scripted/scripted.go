@@ -303,7 +303,11 @@ func (s *Session) AnswerPermission(_ context.Context, id string, a driver.Permis
 func (s *Session) AnswerQuestion(_ context.Context, id string, a driver.QuestionAnswer) error {
 	parts := []string{}
 	for q, v := range a.Answers {
-		parts = append(parts, fmt.Sprintf("%s=%v", q, v))
+		var shown any = v.Text
+		if v.Labels != nil {
+			shown = v.Labels
+		}
+		parts = append(parts, fmt.Sprintf("%s=%v", q, shown))
 	}
 	return s.answer(id, strings.Join(parts, ";"))
 }

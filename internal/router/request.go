@@ -1,0 +1,192 @@
+package router
+
+import (
+	"fmt"
+
+	"github.com/parleyhq/parley/internal/chat"
+)
+
+// The router's requests. Every channel builds these (the socket's decoder
+// straight from its frames, docs/protocol.md; REST, ACP and the plugins in Go),
+// and Send and Control validate them once, whatever channel they came from.
+// The JSON names are the protocol's.
+
+// MaxIDLen caps the ids a client chooses (message, request, thread and chat ids).
+const MaxIDLen = 128
+
+// Message is one message a person sends.
+type Message struct {
+	MessageID string `json:"message_id"`
+	Text      string `json:"text"`
+	// Intent, when set, puts the message in a new thread or a resumed session
+	// instead of the route's current thread.
+	Intent *Intent `json:"intent,omitempty"`
+	// Agent, when it differs from the route's thread's, starts a thread with it.
+	Agent  string  `json:"agent,omitempty"`
+	Mode   string  `json:"mode,omitempty"`
+	Images []Image `json:"images,omitempty"`
+}
+
+type Image struct {
+	MIMEType string `json:"mime_type"`
+	Data     []byte `json:"data"` // base64 in JSON
+}
+
+// Intent is exactly one of New and Resume.
+type Intent struct {
+	New    *NewIntent    `json:"new,omitempty"`
+	Resume *ResumeIntent `json:"resume,omitempty"`
+}
+
+type NewIntent struct {
+	Cwd   string `json:"cwd"`
+	Agent string `json:"agent,omitempty"`
+}
+
+// ResumeIntent names an agent's native session (a message's intent, or the
+// socket's resume_session).
+type ResumeIntent struct {
+	Agent     string `json:"agent"`
+	SessionID string `json:"session_id"`
+	Cwd       string `json:"cwd"`
+}
+
+// PermissionAnswer answers a permission card: an option, or cancelled.
+type PermissionAnswer struct {
+	RequestID string `json:"request_id"`
+	OptionID  string `json:"option_id,omitempty"`
+	Message   string `json:"message,omitempty"`
+	Cancelled bool   `json:"cancelled,omitempty"`
+}
+
+// QuestionAnswer answers a question card: answers by question, or a reply in
+// the person's own words.
+type QuestionAnswer struct {
+	RequestID string       `json:"request_id"`
+	Answers   chat.Answers `json:"answers"`
+	Response  string       `json:"response,omitempty"`
+}
+
+type SetMode struct {
+	ModeID string `json:"mode_id"`
+}
+
+type SetOption struct {
+	ConfigID string `json:"config_id"`
+	Value    string `json:"value"`
+}
+
+// Control is a stop, a card answer or a session setting, addressed to a route's
+// thread (or a thread directly) and run by its lane at once. One of Stop and
+// the pointers is set.
+type Control struct {
+	From   chat.RouteKey
+	Thread chat.ThreadID // optional: addresses the thread directly
+
+	Stop       bool
+	Permission *PermissionAnswer
+	Answer     *QuestionAnswer
+	SetMode    *SetMode
+	SetOption  *SetOption
+}
+
+// badInput refuses a request's content in words a client's developer can act
+// on; it is chat.ErrBadInput to errors.Is.
+type badInput string
+
+func (e badInput) Error() string        { return string(e) }
+func (e badInput) Is(target error) bool { return target == chat.ErrBadInput }
+
+func invalid(format string, args ...any) error { return badInput(fmt.Sprintf(format, args...)) }
+
+// Validate checks what the router needs of a message before it is routed.
+func (m *Message) Validate() error {
+	if err := validID("message_id", m.MessageID); err != nil {
+		return err
+	}
+	if m.Text == "" && len(m.Images) == 0 {
+		return invalid("message needs \"text\"")
+	}
+	if m.Intent != nil {
+		n, r := m.Intent.New, m.Intent.Resume
+		switch {
+		case n != nil && r != nil:
+			return invalid("intent has both \"new\" and \"resume\": choose one")
+		case n != nil:
+			if n.Cwd == "" {
+				return invalid("intent \"new\" needs \"cwd\"")
+			}
+		case r != nil:
+			return r.Validate()
+		default:
+			return invalid("intent must be {\"new\": …} or {\"resume\": …}")
+		}
+	}
+	for i, img := range m.Images {
+		if img.MIMEType == "" || len(img.Data) == 0 {
+			return invalid("image %d needs \"mime_type\" and \"data\"", i)
+		}
+	}
+	return nil
+}
+
+func (r *ResumeIntent) Validate() error {
+	switch {
+	case r.Agent == "":
+		return invalid("resume needs \"agent\"")
+	case r.SessionID == "":
+		return invalid("resume needs \"session_id\"")
+	case r.Cwd == "":
+		return invalid("resume needs \"cwd\"")
+	}
+	return nil
+}
+
+// Validate checks the control's own fields; whether its card is open is the
+// lane's to say.
+func (c *Control) Validate() error {
+	switch {
+	case c.Permission != nil:
+		p := c.Permission
+		if err := validID("request_id", p.RequestID); err != nil {
+			return err
+		}
+		if p.OptionID == "" && !p.Cancelled {
+			return invalid("permission_response needs \"option_id\" or \"cancelled\": true")
+		}
+	case c.Answer != nil:
+		q := c.Answer
+		if err := validID("request_id", q.RequestID); err != nil {
+			return err
+		}
+		if len(q.Answers) == 0 && q.Response == "" {
+			return invalid("question_answer needs \"answers\" (or a \"response\")")
+		}
+	case c.SetMode != nil:
+		if c.SetMode.ModeID == "" {
+			return invalid("set_mode needs \"mode_id\"")
+		}
+	case c.SetOption != nil:
+		if c.SetOption.ConfigID == "" {
+			return invalid("set_config_option needs \"config_id\"")
+		}
+	case !c.Stop:
+		return invalid("empty control: say what to do")
+	}
+	return nil
+}
+
+func validID(field, id string) error {
+	if id == "" {
+		return invalid("%q is missing", field)
+	}
+	if len(id) > MaxIDLen {
+		return invalid("%q is longer than %d bytes", field, MaxIDLen)
+	}
+	for _, r := range id {
+		if r < 0x20 || r == 0x7f {
+			return invalid("%q has a control character", field)
+		}
+	}
+	return nil
+}
