@@ -1,0 +1,310 @@
+package router
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"slices"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/config"
+	"github.com/parleyhq/parley/internal/driver"
+	"github.com/parleyhq/parley/internal/hub"
+	"github.com/parleyhq/parley/internal/store"
+	"github.com/parleyhq/parley/internal/store/sqlite"
+	"github.com/parleyhq/parley/internal/testkit/scripted"
+)
+
+// The router's own tests: a real router over a temporary SQLite file and the
+// scripted agent, in a synctest bubble, so its timers (stop grace, idle
+// unload) run in fake time: seconds and minutes of the router's life pass in
+// milliseconds, and synctest.Wait says when every goroutine has settled.
+
+const idleTimeout = time.Minute
+
+type rig struct {
+	t    *testing.T
+	r    *Router
+	st   store.Store
+	drv  *scripted.Driver
+	from chat.RouteKey
+	dir  string
+}
+
+// newRig starts a router on the SQLite file in dir (a fresh one when "").
+func newRig(t *testing.T, dir string, mutate func(*Options)) *rig {
+	t.Helper()
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	st, err := sqlite.Open(context.Background(), filepath.Join(dir, "parley.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	drv := &scripted.Driver{}
+	opt := Options{
+		Agents: []config.Agent{{ID: "echo", Transport: "scripted", Command: "scripted", Roots: []string{dir},
+			IdleTimeout: config.Duration{Duration: idleTimeout}}},
+		DefaultAgent: "echo",
+		Drivers:      map[string]driver.Driver{"scripted": drv},
+		StopGrace:    3 * time.Second,
+	}
+	if mutate != nil {
+		mutate(&opt)
+	}
+	r := New(st, hub.New(nil), opt)
+	if err := r.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return &rig{t: t, r: r, st: st, drv: drv, from: chat.RouteKey{Channel: "test", Chat: "c1"}, dir: dir}
+}
+
+// close shuts the router and the store down; every goroutine of the bubble
+// must be gone after it.
+func (g *rig) close() {
+	g.t.Helper()
+	if err := g.r.Close(context.Background()); err != nil {
+		g.t.Errorf("router close: %v", err)
+	}
+	if c, ok := g.st.(interface{ Close() error }); ok {
+		c.Close()
+	}
+}
+
+func (g *rig) send(id, text string) (chat.Delivery, chat.ThreadID, error) {
+	g.t.Helper()
+	return g.r.Send(context.Background(), SendRequest{From: g.from, Message: Message{MessageID: id, Text: text}})
+}
+
+func (g *rig) thread(id chat.ThreadID) chat.Thread {
+	g.t.Helper()
+	th, err := g.st.Thread(context.Background(), id)
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	return th
+}
+
+// log lists the thread's events as "type" or "type:detail" for the ones a
+// test checks closely.
+func (g *rig) log(id chat.ThreadID) []string {
+	g.t.Helper()
+	evs, err := g.st.Events(context.Background(), id, 0, 1000)
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	var out []string
+	for _, ev := range evs {
+		s := ev.Type
+		switch ev.Type {
+		case chat.TypeDelivery:
+			var d chat.Delivery
+			ev.Decode(&d)
+			s += ":" + d.MessageID + ":" + d.State
+		case chat.TypePromptDone:
+			var p chat.PromptDone
+			ev.Decode(&p)
+			s += ":" + p.MessageID + ":" + p.StopReason
+		case chat.TypeSessionInfo:
+			var p chat.SessionInfo
+			ev.Decode(&p)
+			s += ":" + p.State
+		case chat.TypeTurnStatus:
+			var p chat.TurnStatus
+			ev.Decode(&p)
+			if p.Active {
+				s += ":active"
+			}
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func has(log []string, s string) bool { return slices.Contains(log, s) }
+
+// A stop the agent does not honour: the turn ends after limits' stop grace,
+// not before, and the session whose state can no longer be trusted is closed.
+func TestStopGraceEndsATurnTheAgentWillNotStop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newRig(t, "", nil)
+		defer g.close()
+		_, th, err := g.send("m1", "hang")
+		if err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if !has(g.log(th), "delivery:m1:submitted") {
+			t.Fatalf("m1 not submitted: %v", g.log(th))
+		}
+		start := time.Now()
+		if err := g.r.Control(context.Background(), Control{From: g.from, Stop: true}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(3*time.Second - time.Millisecond)
+		synctest.Wait()
+		if l := g.log(th); has(l, "prompt_done:m1:cancelled") || g.drv.Closed() != 0 {
+			t.Fatalf("the turn ended before the stop grace was over (%v): %v", time.Since(start), l)
+		}
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		l := g.log(th)
+		if !has(l, "prompt_done:m1:cancelled") || l[len(l)-1] != "turn_status" {
+			t.Fatalf("after the stop grace: %v; want prompt_done cancelled and the turn over", l)
+		}
+		if g.drv.Closed() != 1 || g.thread(th).State != chat.ThreadUnloaded {
+			t.Fatalf("session closed %d times, thread %q; want the session closed and the thread unloaded", g.drv.Closed(), g.thread(th).State)
+		}
+		// The next message resumes the session and runs.
+		if _, _, err := g.send("m2", "say again"); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if l := g.log(th); !has(l, "prompt_done:m2:end_turn") || len(g.drv.Resumes()) != 1 {
+			t.Fatalf("after the forced stop, m2: %v (resumes %v)", l, g.drv.Resumes())
+		}
+	})
+}
+
+// An idle session is unloaded after the agent's idle timeout, not before;
+// the thread says so and the next message resumes it.
+func TestIdleSessionIsUnloadedAfterItsTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newRig(t, "", nil)
+		defer g.close()
+		_, th, err := g.send("m1", "say hi")
+		if err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if l := g.log(th); !has(l, "prompt_done:m1:end_turn") || g.thread(th).State != chat.ThreadIdle {
+			t.Fatalf("m1: %v, thread %q", l, g.thread(th).State)
+		}
+		time.Sleep(idleTimeout - time.Millisecond)
+		synctest.Wait()
+		if g.drv.Closed() != 0 || has(g.log(th), "session:unloaded") {
+			t.Fatalf("unloaded before its idle timeout: %v", g.log(th))
+		}
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		if g.drv.Closed() != 1 || !has(g.log(th), "session:unloaded") || g.thread(th).State != chat.ThreadUnloaded {
+			t.Fatalf("after the idle timeout: closed %d, %v, thread %q", g.drv.Closed(), g.log(th), g.thread(th).State)
+		}
+		if _, _, err := g.send("m2", "say back"); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if l := g.log(th); !has(l, "prompt_done:m2:end_turn") || len(g.drv.Resumes()) != 1 {
+			t.Fatalf("m2 after the unload: %v (resumes %v)", l, g.drv.Resumes())
+		}
+	})
+}
+
+// A thread holds at most QueueDepth messages waiting behind its turn; one
+// more is refused as busy and nothing of it is kept, so the client's retry is
+// a fresh attempt. The queue then drains in order.
+func TestBusyQueueRefusesBeyondItsDepth(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newRig(t, "", func(o *Options) { o.QueueDepth = 2 })
+		defer g.close()
+		_, th, err := g.send("m1", "hang")
+		if err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait() // m1 reached the agent (a stop before would fail it undelivered)
+		for _, id := range []string{"m2", "m3"} {
+			if d, _, err := g.send(id, "say "+id); err != nil || d.State != chat.DeliveryQueued {
+				t.Fatalf("%s: %+v %v; want queued", id, d, err)
+			}
+		}
+		if _, _, err := g.send("m4", "say m4"); !errors.Is(err, chat.ErrBusy) {
+			t.Fatalf("m4: %v; want busy", err)
+		}
+		if _, err := g.st.Input(context.Background(), g.from, "m4"); !errors.Is(err, chat.ErrNotFound) {
+			t.Fatalf("the refused m4 was kept: %v", err)
+		}
+		// The hung turn is stopped; the agent does not honour it, the grace
+		// ends it, and the queue runs in order.
+		if err := g.r.Control(context.Background(), Control{From: g.from, Stop: true}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(3 * time.Second)
+		synctest.Wait()
+		if d, _, err := g.send("m4", "say m4"); err != nil || d.State != chat.DeliveryQueued {
+			t.Fatalf("m4 again: %+v %v; want it taken now", d, err)
+		}
+		synctest.Wait()
+		var got []string
+		for _, p := range g.drv.Prompts() {
+			got = append(got, p.MessageID)
+		}
+		if !slices.Equal(got, []string{"m1", "m2", "m3", "m4"}) {
+			t.Fatalf("prompts %v; want m1..m4 in order", got)
+		}
+		if l := g.log(th); !has(l, "prompt_done:m4:end_turn") {
+			t.Fatalf("log %v", l)
+		}
+	})
+}
+
+// What a crash leaves in the store (a turn in flight, a message being
+// delivered, one queued, an open card) is settled by the next start: the
+// cut-off message fails with the reason, the card expires, the queued
+// message is delivered.
+func TestRecoveryAfterACrash(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		ctx := context.Background()
+		from := chat.RouteKey{Channel: "test", Chat: "c1"}
+		{
+			st, err := sqlite.Open(ctx, filepath.Join(dir, "parley.db"), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			now := time.Now()
+			th := chat.Thread{ID: "t_crash", Agent: "echo", Cwd: dir, State: chat.ThreadWorking, SessionID: "s_old",
+				CreatedAt: now, UpdatedAt: now, TurnMessageID: "m1"}
+			b := store.Batch{Thread: &th,
+				Inputs: []chat.Input{
+					{MessageID: "m1", ThreadID: th.ID, From: from, Text: "say one", State: chat.DeliveryDelivering, AcceptedAt: now},
+					{MessageID: "m2", ThreadID: th.ID, From: from, Text: "say two", State: chat.DeliveryQueued, AcceptedAt: now},
+				},
+				Cards: []chat.Card{{ThreadID: th.ID, RequestID: "p1", Kind: chat.CardPermission, State: chat.CardOpen,
+					Request: []byte(`{"request_id":"p1"}`), CreatedAt: now}},
+			}
+			if err := st.Commit(ctx, b); err != nil {
+				t.Fatal(err)
+			}
+			if err := st.AttachRoute(ctx, from, th.ID); err != nil {
+				t.Fatal(err)
+			}
+			st.Close()
+		}
+		g := newRig(t, dir, nil)
+		defer g.close()
+		synctest.Wait()
+		l := g.log("t_crash")
+		for _, want := range []string{"permission_resolved", "delivery:m1:failed", "delivery:m2:delivering", "prompt_done:m2:end_turn"} {
+			if !has(l, want) {
+				t.Fatalf("after the restart the log is %v; want %s in it", l, want)
+			}
+		}
+		in, _ := g.st.Input(ctx, from, "m1")
+		if in.State != chat.DeliveryFailed || in.Detail == "" {
+			t.Fatalf("m1 %+v; want failed with the reason", in)
+		}
+		if p := g.drv.Prompts(); len(p) != 1 || p[0].MessageID != "m2" {
+			t.Fatalf("prompts %v; want m2 only (m1 may have reached the agent: never sent twice)", p)
+		}
+		if r := g.drv.Resumes(); !slices.Equal(r, []string{"s_old"}) {
+			t.Fatalf("resumes %v; want the thread's own session", r)
+		}
+		cards, _ := g.st.Cards(ctx, "t_crash", chat.CardExpired)
+		if len(cards) != 1 {
+			t.Fatalf("expired cards %v; want p1", cards)
+		}
+	})
+}
