@@ -100,7 +100,7 @@ func (d *Driver) Start(ctx context.Context, spec driver.Spec, sink driver.Sink) 
 	s := &Session{
 		logger: logger, sink: sink, spec: spec, jail: j, m: newMapper(),
 		perms: map[string]*pendingCard{}, questions: map[string]*pendingCard{},
-		exited: make(chan struct{}), replayTick: make(chan struct{}, 1),
+		exited: make(chan struct{}), drained: make(chan struct{}), replayTick: make(chan struct{}, 1),
 	}
 	if err := s.spawn(d.tap); err != nil {
 		return nil, err
@@ -167,12 +167,21 @@ func (s *Session) spawn(tap io.Writer) error {
 	w = liftWriter{w: w}
 	// The SDK starts reading at once but takes its logger after: hold the
 	// first read back until the logger is set (else a data race in the SDK).
-	g := &gate{r: r, open: make(chan struct{})}
+	g := &gate{r: r, open: make(chan struct{}), tail: []byte("\n" + drainedLine + "\n")}
 	s.conn = sdk.NewClientSideConnection(&client{s: s}, w, g)
 	s.conn.SetLogger(s.logger)
 	close(g.open)
 	go func() {
 		s.waitErr = cmd.Wait()
+		// What the agent wrote before it ended (its last words, a turn's
+		// first update: the evidence it had the prompt) may still be in the
+		// pipe or in the SDK's queue: it is all handled, the drain marker
+		// after it, before the exit is reported. A child of the agent that
+		// holds the pipe open keeps the end from coming: bounded.
+		select {
+		case <-s.drained:
+		case <-time.After(killDelay):
+		}
 		outR.Close()
 		close(s.exited)
 	}()
@@ -193,16 +202,39 @@ func (s *Session) shutdown() {
 	s.kill()
 }
 
-// gate is a reader whose reads wait until open is closed.
+// gate is a reader whose reads wait until open is closed, and which ends
+// with tail (the drain marker) after its reader's end.
 type gate struct {
 	r    io.Reader
 	open chan struct{}
+	tail []byte
+	eof  bool
 }
 
 func (g *gate) Read(p []byte) (int, error) {
 	<-g.open
-	return g.r.Read(p)
+	if g.eof {
+		if len(g.tail) == 0 {
+			return 0, io.EOF
+		}
+		n := copy(p, g.tail)
+		g.tail = g.tail[n:]
+		return n, nil
+	}
+	n, err := g.r.Read(p)
+	if err == io.EOF {
+		g.eof = true
+		err = nil
+	}
+	return n, err
 }
+
+// drainedMethod is the notification the gate adds after the agent's last
+// line: the SDK handles notifications in order, so when the client sees it,
+// everything the agent sent has been handled (Session.drained).
+const drainedMethod = "_parley/drained"
+
+var drainedLine = `{"jsonrpc":"2.0","method":"` + drainedMethod + `","params":{}}`
 
 // tapWriter copies whole lines to a tap with a direction prefix.
 type tapWriter struct {

@@ -2,6 +2,7 @@ package acp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io/fs"
 
@@ -14,6 +15,16 @@ import (
 type client struct{ s *Session }
 
 var _ sdk.Client = (*client)(nil)
+
+// HandleExtensionMethod takes the drain marker the gate adds after the
+// agent's last line (acp.go); parley implements no other extension.
+func (c *client) HandleExtensionMethod(_ context.Context, method string, _ json.RawMessage) (any, error) {
+	if method != drainedMethod {
+		return nil, sdk.NewMethodNotFound(method)
+	}
+	c.s.drainOnce.Do(func() { close(c.s.drained) })
+	return nil, nil
+}
 
 // historyUpdate reports whether u is conversation content a session/load
 // replays (and parley already has in its log).

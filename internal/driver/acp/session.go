@@ -32,16 +32,18 @@ type Session struct {
 	spec   driver.Spec
 	jail   jail
 
-	cmd     *exec.Cmd
-	stdin   *os.File
-	stdout  *os.File
-	kill    context.CancelFunc // ends the process group
-	conn    *sdk.ClientSideConnection
-	stderr  tail
-	exited  chan struct{} // closed once the process is reaped
-	waitErr error         // set before exited closes
-	caps    sdk.AgentCapabilities
-	wg      sync.WaitGroup // turn goroutines and the exit watcher
+	cmd       *exec.Cmd
+	stdin     *os.File
+	stdout    *os.File
+	kill      context.CancelFunc // ends the process group
+	conn      *sdk.ClientSideConnection
+	stderr    tail
+	exited    chan struct{} // closed once the process is reaped
+	drained   chan struct{} // closed once all the agent wrote is handled (the drain marker)
+	drainOnce sync.Once
+	waitErr   error // set before exited closes
+	caps      sdk.AgentCapabilities
+	wg        sync.WaitGroup // turn goroutines and the exit watcher
 
 	mu         sync.Mutex
 	id         sdk.SessionId
@@ -366,6 +368,16 @@ func (s *Session) Prompt(ctx context.Context, p driver.Prompt) error {
 		}
 		return nil
 	case <-s.exited:
+		// The agent may have read the line and ended at once: what counts
+		// is whether the line was written, which the writer says next (or
+		// run, when it never was written).
+		select {
+		case err := <-sent:
+			if err == nil {
+				return nil
+			}
+		case <-ctx.Done():
+		}
 		return fmt.Errorf("acp: %w", driver.ErrNotRunning)
 	case <-ctx.Done():
 		return fmt.Errorf("acp: prompt: %w", ctx.Err())
