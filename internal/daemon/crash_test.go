@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/client"
 	"github.com/parleyhq/parley/internal/daemon"
@@ -28,7 +30,8 @@ func TestMain(m *testing.M) {
 		runChild(data, os.Getenv("PARLEY_TEST_CHILD_WORK"), os.Getenv("PARLEY_TEST_CHILD_LOG"))
 		return
 	}
-	os.Exit(m.Run())
+	// Every goroutine a daemon starts must have ended once it is shut down.
+	goleak.VerifyTestMain(m)
 }
 
 func runChild(data, work, logFile string) {
