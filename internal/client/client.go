@@ -30,6 +30,9 @@ type Options struct {
 	Header http.Header
 	// ReadLimit bounds one incoming frame (default 16 MiB).
 	ReadLimit int64
+	// HTTPClient dials the socket (default http.DefaultClient); tests give
+	// one whose connections have small buffers.
+	HTTPClient *http.Client
 }
 
 // Event is one server frame.
@@ -84,7 +87,7 @@ func Dial(ctx context.Context, server, token string, opt Options) (*Conn, *http.
 	if token != "" {
 		h.Set("Authorization", "Bearer "+token)
 	}
-	ws, resp, err := websocket.Dial(ctx, u.String(), &websocket.DialOptions{HTTPHeader: h})
+	ws, resp, err := websocket.Dial(ctx, u.String(), &websocket.DialOptions{HTTPHeader: h, HTTPClient: opt.HTTPClient})
 	if err != nil {
 		return nil, resp, fmt.Errorf("client: dial: %w", err)
 	}

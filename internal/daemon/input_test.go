@@ -143,7 +143,10 @@ func TestInputFloodIsRateLimited(t *testing.T) {
 }
 
 func TestSlowReaderIsDroppedFastReaderKeepsUp(t *testing.T) {
-	e := startDaemon(t, func(c *config.Config) { c.Limits.ConnBuffer = 1024 })
+	// A backlog of 256 fills in well under the write watchdog's 5 s even
+	// under -race on a loaded machine, so the drop is the hub's (counted as
+	// slow), not the watchdog's.
+	e := startDaemon(t, func(c *config.Config) { c.Limits.ConnBuffer = 256 })
 	fast := e.dial("slow", -1)
 	fast.WaitFor(0, 10*time.Second, chatsock.Type(chat.TypeReplayDone), "fast ready")
 	// The thread exists first, so the slow reader's connect replays it from seq 1.
@@ -152,15 +155,17 @@ func TestSlowReaderIsDroppedFastReaderKeepsUp(t *testing.T) {
 	slowBefore := e.metric(`parley_socket_closed_total{reason="slow"}`)
 	// The slow one connects and then never reads.
 	ctx := context.Background()
-	slow, _, err := client.Dial(ctx, e.url(), e.d.Token(), client.Options{Chat: "slow", Since: -1, ReadLimit: 1 << 30})
+	slow, _, err := client.Dial(ctx, e.url(), e.d.Token(), client.Options{Chat: "slow", Since: -1, ReadLimit: 1 << 30, HTTPClient: smallBuffers()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer slow.CloseNow()
-	// 2 KB chunks at a pace a reader keeps up with even on a loaded machine: the
-	// slow reader's socket buffers fill after a few thousand, then its backlog.
-	const chunks = 20000
-	fast.Send(chatsock.Msg("m1", fmt.Sprintf("stream %d 20us 2048", chunks)))
+	// 8 KB chunks at a pace a reader keeps up with even on a loaded machine:
+	// the slow reader's receive buffer is small (smallBuffers), parley's send
+	// buffer holds at most 4 MB (tcp_wmem's default maximum), 512 chunks,
+	// then its backlog fills: dropped after at most about 800 of 3000.
+	const chunks = 3000
+	fast.Send(chatsock.Msg("m1", fmt.Sprintf("stream %d 20us 8192", chunks)))
 	i := fast.WaitFor(0, 60*time.Second, chatsock.PromptDone("m1", chat.StopEndTurn), "fast reader got the whole turn")
 	fast.WaitFor(i, 10*time.Second, chatsock.Field(chat.TypeTurnStatus, "active", false), "turn over")
 	got := 0
