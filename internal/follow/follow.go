@@ -84,7 +84,10 @@ type Item struct {
 	Thread chat.Thread // KindThread
 	Event  chat.Event
 	Frame  []byte
-	Replay bool // a KindEvent read from the log, not live
+	// Replay marks a KindEvent of the history shown (after since, or the
+	// tail), as opposed to one that happened while the client followed: live,
+	// or missed while the hub had dropped the follower and caught up by Renew.
+	Replay bool
 }
 
 // Emit hands one item to the client; an error ends the follow.
@@ -173,7 +176,7 @@ func (f *Follower) Show(ctx context.Context, id chat.ThreadID, since int64, emit
 			}
 		}
 	}
-	if err := f.replay(ctx, since, th.LastSeq, emit); err != nil {
+	if err := f.replay(ctx, since, th.LastSeq, true, emit); err != nil {
 		return err
 	}
 	open, err := f.d.Source.Cards(ctx, id, chat.CardOpen)
@@ -205,11 +208,11 @@ func RestatedCard(c chat.Card) chat.Event {
 	return ev
 }
 
-// replay hands on the log after since, page by page. last is the thread's
-// last_seq read before: when the first page starts later than asked, the
-// events between were pruned, and a Pruned item says so rather than leave a
-// silent gap.
-func (f *Follower) replay(ctx context.Context, since, last int64, emit Emit) error {
+// replay hands on the log after since, page by page, marked history or not.
+// last is the thread's last_seq read before: when the first page starts later
+// than asked, the events between were pruned, and a Pruned item says so rather
+// than leave a silent gap.
+func (f *Follower) replay(ctx context.Context, since, last int64, history bool, emit Emit) error {
 	const page = 1000
 	f.lastSeq = since
 	for first := true; ; first = false {
@@ -224,7 +227,7 @@ func (f *Follower) replay(ctx context.Context, since, last int64, emit Emit) err
 			f.lastSeq = through
 		}
 		for _, ev := range evs {
-			if err := emit(Item{Kind: KindEvent, Event: ev, Frame: ev.Frame(), Replay: true}); err != nil {
+			if err := emit(Item{Kind: KindEvent, Event: ev, Frame: ev.Frame(), Replay: history}); err != nil {
 				return err
 			}
 			f.lastSeq = ev.Seq
@@ -273,8 +276,9 @@ func (f *Follower) Live(ctx context.Context, emit Emit) (int, error) {
 }
 
 // Renew subscribes again after the hub dropped the follower for falling
-// behind and catches up from the log (items marked Replay), or shows the
-// route's thread when it changed meanwhile. It fails with chat.ErrNotFound when
+// behind and catches up from the log, or shows the route's thread when it
+// changed meanwhile. What it catches up happened while the client followed:
+// it is not marked Replay (a turn that ended meanwhile answers its prompt). It fails with chat.ErrNotFound when
 // the route has no thread any more. The router's call is not cut short by ctx:
 // its answer must be read, or the subscription would leak.
 func (f *Follower) Renew(ctx context.Context, emit Emit) error {
@@ -293,7 +297,7 @@ func (f *Follower) Renew(ctx context.Context, emit Emit) error {
 	if th.ID != f.thread {
 		return f.Show(ctx, th.ID, -1, emit)
 	}
-	return f.replay(ctx, f.lastSeq, th.LastSeq, emit)
+	return f.replay(ctx, f.lastSeq, th.LastSeq, false, emit)
 }
 
 func (f *Follower) emit(emit Emit, k Kind, p chat.Payload) error {

@@ -337,6 +337,13 @@ func TestRenewAfterADropCatchesUpWithoutGapOrDuplicate(t *testing.T) {
 	if got, want := s.seqs("t1"), span(1, 15); !slices.Equal(got, want) {
 		t.Fatalf("seqs %v, want %v", got, want)
 	}
+	// Only the history shown at the start is marked Replay: what was missed
+	// while dropped happened while the client followed.
+	for _, it := range s.items {
+		if it.Kind == follow.KindEvent && it.Replay != (it.Event.Seq <= 2) {
+			t.Errorf("seq %d marked Replay=%v", it.Event.Seq, it.Replay)
+		}
+	}
 }
 
 // Since, when set, says where a thread shown without since starts (the ACP
