@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -455,5 +456,38 @@ func TestTheHubRestartKeepsItsNodesKeysAndUsedTokens(t *testing.T) {
 	// The used token stays used.
 	if _, err := Join(t.Context(), t.TempDir(), tok, "ws2", "test"); err == nil || !strings.Contains(err.Error(), ErrTokenUsed.Error()) {
 		t.Fatalf("reusing the token after restart: %v, want %v", err, ErrTokenUsed)
+	}
+}
+
+// Inputs waiting for a node that is away are bounded: past the bound the hub's
+// publish is refused (the sender can say so), and none already taken is dropped.
+func TestInputsWaitingForANodeAreBoundedAndNeverDropped(t *testing.T) {
+	h := startHub(t, t.TempDir(), "127.0.0.1:0")
+	join(t, h, "away")
+	ctx := t.Context()
+	for i := range MaxWaitingInputs {
+		if _, err := h.js.PublishAsync(InputSubject("away")+".t1", []byte("x"), jetstream.WithMsgID(strconv.Itoa(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case <-h.js.PublishAsyncComplete():
+	case <-time.After(60 * time.Second):
+		t.Fatal("the inputs were not all acknowledged")
+	}
+	_, err := h.js.Publish(ctx, InputSubject("away")+".t1", []byte("one too many"), jetstream.WithMsgID("over"))
+	if err == nil {
+		t.Fatal("the hub took an input past the bound")
+	}
+	s, err := h.js.Stream(ctx, InputStream("away"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State.Msgs != MaxWaitingInputs || info.State.FirstSeq != 1 {
+		t.Fatalf("the stream holds %d inputs from seq %d, want %d from 1 (nothing dropped)", info.State.Msgs, info.State.FirstSeq, MaxWaitingInputs)
 	}
 }

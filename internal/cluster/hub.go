@@ -205,6 +205,8 @@ func (h *Hub) ensureInputs(ctx context.Context, node string) error {
 		Name: InputStream(node), Description: "inputs waiting for node " + node,
 		Subjects: []string{InputSubject(node) + ".>"}, Retention: jetstream.WorkQueuePolicy,
 		Storage: jetstream.FileStorage, Duplicates: 10 * time.Minute,
+		// Bounded: a node away for long makes the hub refuse (never drop) more.
+		MaxMsgs: MaxWaitingInputs, MaxBytes: MaxWaitingBytes, Discard: jetstream.DiscardNew,
 	})
 	if err != nil {
 		return fmt.Errorf("cluster: stream for node %s: %w", node, err)
@@ -216,6 +218,19 @@ func (h *Hub) ensureInputs(ctx context.Context, node string) error {
 	}
 	return nil
 }
+
+// The bounds of a node's input stream: past them a publish is refused, so
+// the sender can say the input was not taken.
+const (
+	MaxWaitingInputs = 10_000
+	MaxWaitingBytes  = 256 << 20
+)
+
+// Conn is the hub's own connection (for the route follower's seam).
+func (h *Hub) Conn() *nats.Conn { return h.nc }
+
+// JetStream is the hub's JetStream context.
+func (h *Hub) JetStream() jetstream.JetStream { return h.js }
 
 // answer is the reply to a join or admin request.
 type answer struct {

@@ -93,7 +93,10 @@ func Dial(opt LinkOptions) (*Link, error) {
 		}),
 		nats.ClosedHandler(func(nc *nats.Conn) {
 			l.up.Set(0)
-			if err := nc.LastError(); err != nil {
+			switch err := nc.LastError(); {
+			case errors.Is(err, nats.ErrAuthorization):
+				l.log.Error("cluster: the hub refuses this node's key (revoked?); this machine works alone until it joins again with a new token (`parley join-token` on the hub)", "err", err)
+			case err != nil:
 				l.log.Error("cluster: link to the hub closed", "err", err)
 			}
 		}),
