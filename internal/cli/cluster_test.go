@@ -29,7 +29,12 @@ func machineEnv(t *testing.T) []string {
 
 func startServe(t *testing.T, bin string, env []string, args ...string) *daemonProc {
 	t.Helper()
-	cmd := exec.Command(bin, append([]string{"serve"}, args...)...)
+	return startProc(t, exec.Command(bin, append([]string{"serve"}, args...)...), env, args)
+}
+
+// startProc starts a `parley serve` command and waits for its dashboard link.
+func startProc(t *testing.T, cmd *exec.Cmd, env []string, args []string) *daemonProc {
+	t.Helper()
 	cmd.Dir = t.TempDir()
 	cmd.Env = env
 	stdout, _ := cmd.StdoutPipe()
