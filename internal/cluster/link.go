@@ -83,7 +83,7 @@ func Dial(opt LinkOptions) (*Link, error) {
 	}
 	l.nc, err = nats.Connect("tls://"+opt.Hub, auth, nats.Secure(tlsConf),
 		nats.Name("parley node "+opt.Node), nats.CustomInboxPrefix(inboxPrefix(opt.Node)),
-		nats.RetryOnFailedConnect(true), nats.MaxReconnects(-1),
+		nats.RetryOnFailedConnect(true), nats.MaxReconnects(-1), nats.Timeout(10*time.Second),
 		nats.CustomReconnectDelay(backoff),
 		nats.ConnectHandler(func(*nats.Conn) { l.connected() }),
 		nats.ReconnectHandler(func(*nats.Conn) { l.connected() }),
@@ -172,7 +172,7 @@ func (l *Link) write(offline bool) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), max(2*time.Second, l.opt.Heartbeat))
+	ctx, cancel := context.WithTimeout(context.Background(), max(5*time.Second, l.opt.Heartbeat))
 	defer cancel()
 	_, err = l.js.Publish(ctx, DirectoryKey(l.opt.Node), b)
 	return err
