@@ -3,6 +3,7 @@ package router
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -51,6 +52,9 @@ func newRig(t *testing.T, dir string, mutate func(*Options)) *rig {
 		DefaultAgent: "echo",
 		Drivers:      map[string]driver.Driver{"scripted": drv},
 		StopGrace:    3 * time.Second,
+		// An error the router logs is a failed test: a turn moved outside its
+		// phases (turn.go), a commit that failed.
+		Logger: slog.New(failOnError{t}),
 	}
 	if mutate != nil {
 		mutate(&opt)
@@ -123,6 +127,17 @@ func (g *rig) log(id chat.ThreadID) []string {
 	}
 	return out
 }
+
+// failOnError fails the test on any record at level Error.
+type failOnError struct{ t *testing.T }
+
+func (h failOnError) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelError }
+func (h failOnError) Handle(_ context.Context, r slog.Record) error {
+	h.t.Errorf("router logged an error: %s", r.Message)
+	return nil
+}
+func (h failOnError) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h failOnError) WithGroup(string) slog.Handler      { return h }
 
 func has(log []string, s string) bool { return slices.Contains(log, s) }
 

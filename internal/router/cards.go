@@ -1,0 +1,170 @@
+// Cards (permission requests and questions) and the controls that answer them.
+
+package router
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/driver"
+)
+
+// cancelCards cancels the open cards of a turn ("" for all).
+func (l *lane) cancelCards(turnID string, _ string) {
+	for id, c := range l.cards {
+		if turnID != "" && c.TurnMessageID != "" && c.TurnMessageID != turnID {
+			continue
+		}
+		l.closeCard(c, chat.CardCancelled, nil)
+		delete(l.cards, id)
+	}
+}
+
+// closeCard resolves or cancels a card and logs its *_resolved event.
+func (l *lane) closeCard(c *chat.Card, state string, resolved chat.Payload) {
+	if resolved == nil {
+		if c.Kind == chat.CardQuestion {
+			resolved = chat.QuestionResolved{RequestID: c.RequestID, Cancelled: true}
+		} else {
+			resolved = chat.PermissionResolved{RequestID: c.RequestID, Cancelled: true}
+		}
+	}
+	b, _ := json.Marshal(resolved)
+	c.State, c.Resolution, c.ResolvedAt = state, b, l.now()
+	l.saveCard(c)
+	l.emit(resolved)
+	delete(l.cards, c.RequestID)
+}
+
+func (l *lane) openCard(kind, id string, p chat.Payload) {
+	if id == "" || l.cards[id] != nil {
+		l.log.Warn("card with empty or duplicate id ignored", "request_id", id)
+		return
+	}
+	b, _ := json.Marshal(p)
+	c := &chat.Card{ThreadID: l.th.ID, RequestID: id, Kind: kind, State: chat.CardOpen, Request: b, CreatedAt: l.now()}
+	if l.turn != nil {
+		c.TurnMessageID = l.turn.p.in.MessageID
+	}
+	l.cards[id] = c
+	l.saveCard(c)
+	l.emit(p)
+}
+
+// doControl runs a control; reply is called once with its verdict, at once or,
+// for card answers, when the agent has taken the answer.
+func (l *lane) doControl(c Control, reply func(error)) {
+	switch {
+	case c.Stop:
+		reply(l.stop())
+	case c.Permission != nil:
+		l.answerPermission(c, reply)
+	case c.Answer != nil:
+		l.answerQuestion(c, reply)
+	case c.SetMode != nil:
+		reply(l.setMode(c.SetMode.ModeID))
+	case c.SetOption != nil:
+		reply(l.setOption(c.SetOption.ConfigID, c.SetOption.Value))
+	}
+}
+
+func (l *lane) card(id, kind string) (*chat.Card, error) {
+	c := l.cards[id]
+	if c == nil || c.Kind != kind {
+		return nil, fmt.Errorf("%w: %s", chat.ErrCardClosed, id)
+	}
+	return c, nil
+}
+
+// answerCard resolves a card for every connection at once (so a second answer,
+// from another tab, is refused as no longer open, and the resolution precedes
+// the agent's reaction in the log), then tells the agent. The answer was checked
+// against the card first; should the agent still refuse it, an error event says
+// so in the thread.
+func (l *lane) answerCard(c *chat.Card, state string, resolved chat.Payload, tell func(context.Context, driver.Session) error, reply func(error)) {
+	if l.sess == nil {
+		reply(fmt.Errorf("%w: the agent is not running", chat.ErrCardClosed))
+		return
+	}
+	l.closeCard(c, state, resolved)
+	id := c.RequestID
+	l.tellSession(func(ctx context.Context, s driver.Session) error {
+		if err := tell(ctx, s); err != nil {
+			return fmt.Errorf("the agent did not take the answer to %s: %w", id, err)
+		}
+		return nil
+	})
+	reply(nil)
+}
+
+func (l *lane) answerPermission(ctl Control, reply func(error)) {
+	r := ctl.Permission
+	c, err := l.card(r.RequestID, chat.CardPermission)
+	if err != nil {
+		reply(err)
+		return
+	}
+	if !r.Cancelled {
+		var req chat.PermissionRequest
+		_ = json.Unmarshal(c.Request, &req)
+		if !slices.ContainsFunc(req.Options, func(o chat.PermissionOption) bool { return o.ID == r.OptionID }) {
+			reply(fmt.Errorf("%w: %q is not one of this card's options", chat.ErrBadInput, r.OptionID))
+			return
+		}
+	}
+	by := ctl.From
+	res := chat.PermissionResolved{RequestID: r.RequestID, OptionID: r.OptionID, Message: r.Message, Cancelled: r.Cancelled, By: &by}
+	state := chat.CardResolved
+	if r.Cancelled {
+		state = chat.CardCancelled
+	}
+	ans := driver.PermissionAnswer{OptionID: r.OptionID, Message: r.Message, Cancelled: r.Cancelled}
+	l.answerCard(c, state, res, func(ctx context.Context, s driver.Session) error {
+		return s.AnswerPermission(ctx, r.RequestID, ans)
+	}, reply)
+}
+
+func (l *lane) answerQuestion(ctl Control, reply func(error)) {
+	q := ctl.Answer
+	c, err := l.card(q.RequestID, chat.CardQuestion)
+	if err != nil {
+		reply(err)
+		return
+	}
+	var req chat.Question
+	_ = json.Unmarshal(c.Request, &req)
+	for text := range q.Answers {
+		if !slices.ContainsFunc(req.Questions, func(it chat.QuestionItem) bool { return it.Question == text }) {
+			reply(fmt.Errorf("%w: %q is not a question of this card", chat.ErrBadInput, text))
+			return
+		}
+	}
+	by := ctl.From
+	res := chat.QuestionResolved{RequestID: q.RequestID, Answers: q.Answers, Response: q.Response, By: &by}
+	ans := driver.QuestionAnswer{Answers: q.Answers, Response: q.Response}
+	l.answerCard(c, chat.CardResolved, res, func(ctx context.Context, s driver.Session) error {
+		return s.AnswerQuestion(ctx, q.RequestID, ans)
+	}, reply)
+}
+
+func (l *lane) setMode(id string) error {
+	if l.sess == nil {
+		// No live session: remember it for the next start.
+		l.th.Mode = id
+		l.emit(chat.Mode{Current: id})
+		return nil
+	}
+	l.tellSession(func(ctx context.Context, s driver.Session) error { return s.SetMode(ctx, id) })
+	return nil
+}
+
+func (l *lane) setOption(id, value string) error {
+	if l.sess == nil {
+		return fmt.Errorf("%w: the agent is not running; send a message first", driver.ErrNotRunning)
+	}
+	l.tellSession(func(ctx context.Context, s driver.Session) error { return s.SetConfigOption(ctx, id, value) })
+	return nil
+}

@@ -1,0 +1,247 @@
+// The lane's session: start, idle unload, close; recovery after a crash and shutdown.
+
+package router
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/driver"
+)
+
+func (l *lane) startSession() {
+	if l.starting || l.sess != nil {
+		return
+	}
+	drv, ag, err := l.r.Driver(l.th.Agent)
+	if err != nil {
+		l.sessionFailed(err)
+		return
+	}
+	l.ag = ag
+	l.starting = true
+	l.gen++
+	gen := l.gen
+	env := make([]string, 0, len(ag.Env))
+	for k, v := range ag.Env {
+		env = append(env, k+"="+v)
+	}
+	spec := driver.Spec{
+		ThreadID: l.th.ID, AgentID: ag.ID, Command: ag.Command, Args: ag.Args, Env: env,
+		Cwd: l.th.Cwd, ResumeID: l.th.SessionID, Mode: l.th.Mode, Model: ag.Model,
+		Options: ag.Options, Logger: l.log,
+	}
+	sink := &laneSink{l: l, gen: gen}
+	resumed := l.th.SessionID != ""
+	closed := l.closed
+	l.spawn(func() {
+		if closed != nil {
+			select {
+			case <-closed:
+			case <-l.r.ctx.Done():
+			}
+		}
+		var s driver.Session
+		err := l.r.slots.acquire(l.r.ctx, l)
+		if err == nil {
+			s, err = drv.Start(l.r.ctx, spec, sink)
+		}
+		l.result(func() { l.started(gen, s, err, resumed) })
+	})
+}
+
+func (l *lane) started(gen int, s driver.Session, err error, resumed bool) {
+	l.starting = false
+	if s == nil {
+		l.r.slots.release(l) // no process came of this start
+	}
+	if gen != l.gen || l.closing {
+		l.closeLater(s)
+		return
+	}
+	if err != nil && resumed && errors.Is(err, driver.ErrHistoryLost) {
+		// The agent has no record of the session (e.g. it died before saving
+		// it): say so plainly and carry on in a fresh session.
+		l.log.Warn("resume failed; starting a new session", "session_id", l.th.SessionID, "err", err)
+		l.emit(chat.Error{Code: chat.CodeNoHistory, Message: "the earlier conversation could not be restored by the agent; this continues in a new session (" + err.Error() + ")"})
+		l.th.SessionID = ""
+		l.startSession()
+		return
+	}
+	if err != nil {
+		l.sessionFailed(err)
+		return
+	}
+	l.setSession(s)
+	state := "started"
+	if resumed {
+		state = "resumed"
+	}
+	l.emit(chat.SessionInfo{State: state, SessionID: l.th.SessionID})
+	if l.turn == nil {
+		l.th.State = chat.ThreadIdle
+		l.bumpIdle()
+		return
+	}
+	if t := l.turn; t.phase == awaitingSession {
+		l.prompt(t)
+	}
+}
+
+// sessionFailed ends a turn waiting for a session that could not start.
+func (l *lane) sessionFailed(err error) {
+	l.log.Warn("session start failed", "err", err)
+	l.th.State = chat.ThreadCrashed
+	if errors.Is(err, chat.ErrSessionLimit) {
+		l.th.State = chat.ThreadUnloaded // nothing crashed: the next message tries again
+	}
+	l.emit(chat.Error{Code: chat.CodeAgent, Message: "the agent could not be started: " + err.Error()})
+	if t := l.turn; t != nil {
+		l.receipt(t.p, chat.DeliveryFailed, "the agent could not be started: "+err.Error())
+		l.finishTurn(t, "")
+	}
+}
+
+func (l *lane) bumpIdle() {
+	if l.sess == nil || l.turn != nil {
+		return
+	}
+	l.r.slots.idle(l)
+	l.idle.Reset(l.ag.IdleTimeout.Duration)
+}
+
+func (l *lane) onIdle() {
+	if l.sess == nil || l.turn != nil || len(l.queue) > 0 {
+		return
+	}
+	l.log.Info("idle: unloading session")
+	l.closeSession()
+	l.th.State = chat.ThreadUnloaded
+	l.emit(chat.SessionInfo{State: "unloaded", SessionID: l.th.SessionID})
+}
+
+// setSession changes the live session, keeping the live-sessions gauge.
+func (l *lane) setSession(s driver.Session) {
+	switch {
+	case l.sess == nil && s != nil:
+		l.r.opt.Metrics.LiveSessions.Inc()
+	case l.sess != nil && s == nil:
+		l.r.opt.Metrics.LiveSessions.Dec()
+	}
+	l.sess = s
+}
+
+// closeSession ends the live session without waiting for it.
+func (l *lane) closeSession() {
+	s := l.sess
+	l.setSession(nil)
+	l.gen++
+	l.closeLater(s)
+}
+
+// closeLater closes s off the lane, after the sessions closed before it; the
+// thread's next start waits for it (l.closed).
+func (l *lane) closeLater(s driver.Session) {
+	if s == nil {
+		return
+	}
+	prev, done := l.closed, make(chan struct{})
+	l.closed = done
+	l.spawn(func() {
+		defer close(done)
+		if prev != nil {
+			<-prev
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = s.Close(ctx)
+		l.r.slots.release(l) // the process is gone: its slot is free (sessions.go)
+	})
+}
+
+// tellSession runs a driver call off the lane; a failure is logged as an error event.
+func (l *lane) tellSession(f func(context.Context, driver.Session) error) {
+	s, gen := l.sess, l.gen
+	if s == nil {
+		return
+	}
+	l.spawn(func() {
+		ctx, cancel := context.WithTimeout(l.r.ctx, 30*time.Second)
+		defer cancel()
+		if err := f(ctx, s); err != nil {
+			l.result(func() {
+				if gen == l.gen {
+					l.emit(chat.Error{Code: chat.CodeAgent, Message: err.Error()})
+				}
+			})
+		}
+	})
+}
+
+// recover settles what a previous run left: open cards of dead sessions are
+// cancelled, a turn cut off mid-way ends with an error, a message cut off during
+// delivery fails with the reason, and queued messages wait for delivery.
+func (l *lane) recover(ctx context.Context, pending []chat.Input, open []chat.Card) error {
+	for i := range open {
+		l.closeCard(&open[i], chat.CardExpired, nil)
+	}
+	if id := l.th.TurnMessageID; id != "" {
+		// The turn's message is still delivering (failed below) or was
+		// submitted: a failed one ends its turn in the same commit.
+		delivering := slices.ContainsFunc(pending, func(in chat.Input) bool {
+			return in.MessageID == id && in.State == chat.DeliveryDelivering
+		})
+		if !delivering {
+			l.emit(chat.Error{Code: chat.CodeRestart, Message: "parley stopped during this turn; the answer may be incomplete", Ref: id})
+			l.emit(chat.PromptDone{StopReason: chat.StopError, MessageID: id})
+		}
+		l.emit(chat.TurnStatus{Active: false})
+		l.th.TurnMessageID = ""
+	}
+	for _, in := range pending {
+		p := &pendingInput{in: in}
+		switch in.State {
+		case chat.DeliveryDelivering:
+			l.receipt(p, chat.DeliveryFailed, "parley stopped while delivering this message; it may not have reached the agent")
+		case chat.DeliveryQueued:
+			l.queue = append(l.queue, p)
+			l.r.opt.Metrics.QueueDepth.Inc()
+		}
+	}
+	l.th.State = chat.ThreadUnloaded
+	return l.flush()
+}
+
+// shutdown ends the session; a turn in flight ends with an error, queued messages
+// stay queued for the next start.
+func (l *lane) shutdown() {
+	l.closing = true
+	if t := l.turn; t != nil {
+		if t.phase == delivered {
+			l.emit(chat.Error{Code: chat.CodeRestart, Message: "parley is shutting down; this turn was cut off", Ref: t.p.in.MessageID})
+			l.finishTurn(t, chat.StopError)
+		} else {
+			l.receipt(t.p, chat.DeliveryFailed, "parley shut down before the message reached the agent")
+			l.finishTurn(t, "")
+		}
+	}
+	if l.sess != nil {
+		s := l.sess
+		l.setSession(nil)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = s.Close(ctx)
+		cancel()
+	}
+	if l.closed != nil {
+		// Sessions let go of earlier are still closing: end with them.
+		select {
+		case <-l.closed:
+		case <-time.After(5 * time.Second):
+		}
+	}
+	l.th.State = chat.ThreadUnloaded
+	l.flush()
+}

@@ -1,0 +1,115 @@
+// What the agent reports through its driver.Sink, taken on the lane goroutine.
+
+package router
+
+import (
+	"github.com/parleyhq/parley/internal/chat"
+)
+
+type updateKind int
+
+const (
+	upEvent updateKind = iota
+	upReceived
+	upSessionID
+	upTurnEnded
+	upWithdrawn
+	upExited
+)
+
+type update struct {
+	gen  int
+	kind updateKind
+	p    chat.Payload
+	s    string
+	err  error
+}
+
+func (l *lane) onUpdate(u update) {
+	if u.gen != l.gen {
+		return // a session that is gone
+	}
+	switch u.kind {
+	case upEvent:
+		l.onEvent(u.p)
+	case upReceived:
+		l.received()
+	case upSessionID:
+		if u.s != "" && u.s != l.th.SessionID {
+			l.th.SessionID = u.s
+			l.emit(chat.SessionInfo{State: "identified", SessionID: u.s})
+		}
+	case upTurnEnded:
+		if l.turn != nil {
+			l.endTurn(l.turn, u.s)
+		}
+	case upWithdrawn:
+		if c := l.cards[u.s]; c != nil {
+			l.closeCard(c, chat.CardCancelled, nil)
+		}
+	case upExited:
+		l.closeSession() // what the driver still holds for it (a follower, a listener)
+		detail := "the agent exited"
+		if u.err != nil {
+			detail = "the agent exited: " + u.err.Error()
+			l.th.State = chat.ThreadCrashed
+		} else {
+			l.th.State = chat.ThreadUnloaded
+		}
+		l.emit(chat.SessionInfo{State: "exited", SessionID: l.th.SessionID, Detail: detail})
+		l.cancelCards("", "")
+		if t := l.turn; t != nil {
+			switch {
+			case !t.sent():
+				// Whether the text got there is Prompt's to say; it returns
+				// promptly now that the process is gone.
+				t.exitDetail, t.endReason = detail, chat.StopError
+			case t.phase != delivered:
+				l.notTaken(t, chat.StopError, detail)
+			default:
+				l.emit(chat.Error{Code: chat.CodeAgent, Message: detail, Ref: t.p.in.MessageID})
+				l.finishTurn(t, chat.StopError)
+			}
+		}
+	}
+}
+
+func (l *lane) onEvent(p chat.Payload) {
+	switch p := p.(type) {
+	case chat.PermissionRequest:
+		l.openCard(chat.CardPermission, p.RequestID, p)
+		return
+	case chat.Question:
+		l.openCard(chat.CardQuestion, p.RequestID, p)
+		return
+	case chat.Mode:
+		l.th.Mode = p.Current
+	}
+	l.emit(p)
+}
+
+// laneSink is the driver.Sink of one session generation.
+type laneSink struct {
+	l   *lane
+	gen int
+}
+
+func (s *laneSink) send(u update) {
+	u.gen = s.gen
+	select {
+	case s.l.updates <- u:
+	case <-s.l.r.ctx.Done():
+	}
+}
+
+func (s *laneSink) Event(p chat.Payload) { s.send(update{kind: upEvent, p: p}) }
+
+func (s *laneSink) Received() { s.send(update{kind: upReceived}) }
+
+func (s *laneSink) SessionID(id string) { s.send(update{kind: upSessionID, s: id}) }
+
+func (s *laneSink) TurnEnded(reason string) { s.send(update{kind: upTurnEnded, s: reason}) }
+
+func (s *laneSink) CardWithdrawn(id string) { s.send(update{kind: upWithdrawn, s: id}) }
+
+func (s *laneSink) Exited(err error) { s.send(update{kind: upExited, err: err}) }

@@ -1,0 +1,316 @@
+// The turn: its phases and their transitions, and everything that moves a turn.
+
+package router
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/driver"
+)
+
+// A turn is one message's way through the agent, from "delivering" to its end.
+// Its phase says where the message is; the lane changes it only through move,
+// along these transitions (every other field of the turn is data, not state):
+//
+//	awaitingSession ──session started──────────────────────▶ prompting
+//	prompting ──Prompt nil, not a DeliveryProver────────────▶ handedOver
+//	prompting ──Prompt nil (DeliveryProver), agent's evidence▶ delivered
+//	handedOver ──agent's evidence───────────────────────────▶ delivered
+//	any phase ──failed, unknown, not taken, ended, stopped──▶ over
+//
+// "submitted" is said on entering delivered, and only then. What arrives while
+// Prompt still runs (the turn's end, the session's exit) is kept in endReason
+// and exitDetail and judged when Prompt returns: only Prompt can say whether
+// the text got there.
+type turn struct {
+	p            *pendingInput
+	phase        turnPhase
+	prover       bool   // the session is a driver.DeliveryProver: Prompt's nil is the evidence
+	stopping     bool   // a stop was asked (any phase); the stop grace runs
+	endReason    string // TurnEnded arrived while prompting
+	exitDetail   string // the session exited while prompting
+	cancelPrompt context.CancelFunc
+	stopTimer    *time.Timer
+}
+
+type turnPhase int
+
+const (
+	awaitingSession turnPhase = iota // the session is starting; nothing was sent
+	prompting                        // Prompt runs: the text is on its way
+	handedOver                       // Prompt returned nil; waiting for the agent's evidence
+	delivered                        // the agent has the text ("submitted")
+	over                             // the turn ended; late reports about it are ignored
+)
+
+var turnPhases = [...]string{"awaiting session", "prompting", "handed over", "delivered", "over"}
+
+func (p turnPhase) String() string { return turnPhases[p] }
+
+// turnMoves lists each phase's next phases (over is always allowed).
+var turnMoves = map[turnPhase][]turnPhase{
+	awaitingSession: {prompting},
+	prompting:       {handedOver, delivered},
+	handedOver:      {delivered},
+}
+
+// move changes the turn's phase. A move the table does not allow is a bug in
+// the lane; it is logged, and made (the receipts already said what happened).
+func (l *lane) move(t *turn, to turnPhase) {
+	if to != over && !slices.Contains(turnMoves[t.phase], to) {
+		l.log.Error("turn: a move the phases do not allow", "from", t.phase, "to", to, "message", t.p.in.MessageID)
+	}
+	t.phase = to
+}
+
+// sent reports whether Prompt has been called and has returned, or the agent
+// showed it has the text before it did: the text's fate is known.
+func (t *turn) sent() bool { return t.phase == handedOver || t.phase == delivered }
+
+// receipt moves an input to a new delivery state, logged and told to its waiter.
+func (l *lane) receipt(p *pendingInput, state, detail string) {
+	p.in.State, p.in.Detail = state, detail
+	l.saveInput(p)
+	d := chat.Delivery{MessageID: p.in.MessageID, State: state, Detail: detail}
+	l.emit(d)
+	l.r.opt.Metrics.Receipts.WithLabelValues(state).Inc()
+	if p.notify != nil {
+		p.notify(d)
+	}
+}
+
+// next starts the oldest queued message's turn when none runs.
+func (l *lane) next() {
+	if l.turn != nil || len(l.queue) == 0 || l.closing {
+		return
+	}
+	p := l.queue[0]
+	l.queue = l.queue[1:]
+	l.r.opt.Metrics.QueueDepth.Dec()
+	l.idle.Stop()
+	t := &turn{p: p}
+	l.turn = t
+	l.r.slots.busy(l)
+	l.th.TurnMessageID = p.in.MessageID
+	l.th.State = chat.ThreadWorking
+	l.receipt(p, chat.DeliveryDelivering, "")
+	l.emit(chat.TurnStatus{Active: true, MessageID: p.in.MessageID})
+	if l.sess == nil {
+		l.startSession() // started() prompts the turn awaiting its session
+		return
+	}
+	l.prompt(t)
+}
+
+func (l *lane) prompt(t *turn) {
+	l.move(t, prompting)
+	ctx, cancel := context.WithCancel(l.r.ctx)
+	t.cancelPrompt = cancel
+	s, gen := l.sess, l.gen
+	_, t.prover = s.(driver.DeliveryProver)
+	p := driver.Prompt{MessageID: t.p.in.MessageID, Text: t.p.in.Text}
+	for _, im := range t.p.images {
+		p.Images = append(p.Images, driver.Image{MIMEType: im.MIMEType, Data: im.Data})
+	}
+	l.spawn(func() {
+		err := s.Prompt(ctx, p)
+		cancel()
+		l.result(func() { l.prompted(t, gen, err) })
+	})
+}
+
+// prompted takes Prompt's verdict. The rule of receipts, for every driver:
+// "failed" when Prompt says the text could not be handed over; "submitted"
+// only on the agent's own evidence that it has the text (Sink.Received; for a
+// DeliveryProver, its Prompt returning nil); a turn that ends, or a session
+// that exits, after the hand-over but before any evidence "failed": the agent
+// never showed it took the text (e.g. the process died with the line unread
+// in its stdin).
+func (l *lane) prompted(t *turn, gen int, err error) {
+	if t != l.turn || t.phase != prompting {
+		// The turn was already ended (forced stop, exit), or the agent's own
+		// evidence came first.
+		if err != nil && t.phase == delivered {
+			l.log.Warn("driver reported a failed delivery after the agent answered", "err", err)
+		}
+		if t == l.turn && t.endReason != "" {
+			l.finishTurn(t, t.endReason)
+		}
+		return
+	}
+	if errors.Is(err, driver.ErrUnverified) {
+		// It may have reached the agent: neither submitted nor failed.
+		detail := "parley could not tell whether it reached the agent: "
+		switch {
+		case t.exitDetail != "":
+			detail += t.exitDetail
+		case t.stopping:
+			detail += "stopped while it was being verified"
+		default:
+			detail += err.Error()
+		}
+		l.receipt(t.p, chat.DeliveryUnknown, detail)
+		l.finishTurn(t, "")
+		return
+	}
+	if err != nil {
+		detail := err.Error()
+		switch {
+		case t.exitDetail != "":
+			detail = t.exitDetail
+		case t.stopping && errors.Is(err, context.Canceled):
+			detail = "stopped before it reached the agent"
+		}
+		l.receipt(t.p, chat.DeliveryFailed, detail)
+		l.finishTurn(t, "")
+		return
+	}
+	if !t.prover {
+		// Handed over; "submitted" waits for the agent's evidence.
+		l.move(t, handedOver)
+		if t.exitDetail != "" || t.endReason != "" {
+			l.notTaken(t, t.endReason, t.exitDetail)
+		}
+		return
+	}
+	l.move(t, delivered)
+	l.receipt(t.p, chat.DeliverySubmitted, "")
+	if t.exitDetail != "" {
+		l.emit(chat.Error{Code: chat.CodeAgent, Message: t.exitDetail, Ref: t.p.in.MessageID})
+	}
+	if t.endReason != "" {
+		l.endTurn(t, t.endReason)
+	}
+}
+
+// received takes the agent's first evidence that it has the turn's text.
+func (l *lane) received() {
+	t := l.turn
+	if t == nil || t.prover || (t.phase != prompting && t.phase != handedOver) {
+		return // no turn on its way, already delivered, or only Prompt may say (DeliveryProver)
+	}
+	l.move(t, delivered)
+	l.receipt(t.p, chat.DeliverySubmitted, "")
+}
+
+// notTaken fails a turn whose text was handed over but which ended (reason)
+// or whose session exited (exitDetail) before the agent showed it had it.
+func (l *lane) notTaken(t *turn, reason, exitDetail string) {
+	detail := "the agent ended the turn before it showed it had the message"
+	switch {
+	case t.stopping:
+		detail = "stopped before the agent showed it had the message"
+	case exitDetail != "":
+		detail = exitDetail + ", before it showed it had the message"
+	case reason == chat.StopError:
+		detail = "the agent failed before it showed it had the message"
+	}
+	l.receipt(t.p, chat.DeliveryFailed, detail)
+	l.finishTurn(t, "")
+}
+
+// endTurn ends a delivered turn with prompt_done.
+func (l *lane) endTurn(t *turn, reason string) {
+	if t != l.turn {
+		return
+	}
+	if !t.sent() {
+		t.endReason = reason // wait for Prompt to say whether the text got there
+		return
+	}
+	if t.phase != delivered {
+		l.notTaken(t, reason, "")
+		return
+	}
+	l.finishTurn(t, reason)
+}
+
+// finishTurn closes the turn: its open cards are cancelled, prompt_done is logged
+// when the message was delivered, and the next message may go.
+func (l *lane) finishTurn(t *turn, reason string) {
+	l.move(t, over)
+	if t.stopTimer != nil {
+		t.stopTimer.Stop()
+	}
+	if t.cancelPrompt != nil {
+		t.cancelPrompt()
+	}
+	l.cancelCards(t.p.in.MessageID, "")
+	if reason != "" {
+		l.emit(chat.PromptDone{StopReason: reason, MessageID: t.p.in.MessageID})
+	}
+	l.emit(chat.TurnStatus{Active: false})
+	l.turn = nil
+	l.th.TurnMessageID = ""
+	switch {
+	case l.sess != nil:
+		l.th.State = chat.ThreadIdle
+	case l.th.State == chat.ThreadWorking:
+		l.th.State = chat.ThreadUnloaded
+	}
+	l.bumpIdle()
+	l.next()
+}
+
+// stop cancels the turn in flight at once.
+func (l *lane) stop() error {
+	t := l.turn
+	if t == nil {
+		return chat.ErrNoTurn
+	}
+	if t.stopping {
+		return nil
+	}
+	t.stopping = true
+	l.cancelCards(t.p.in.MessageID, "")
+	if l.sess == nil || t.phase == awaitingSession {
+		// Nothing reached an agent yet: the message simply fails.
+		l.receipt(t.p, chat.DeliveryFailed, "stopped before it reached the agent")
+		l.finishTurn(t, "")
+		return nil
+	}
+	if t.phase == prompting {
+		t.cancelPrompt() // abandon a delivery still being verified
+	}
+	s, gen := l.sess, l.gen
+	l.spawn(func() {
+		ctx, cancel := context.WithTimeout(l.r.ctx, l.r.opt.StopGrace)
+		defer cancel()
+		if err := s.Cancel(ctx); err != nil {
+			l.result(func() {
+				if gen == l.gen {
+					l.log.Warn("cancel failed", "err", err)
+				}
+			})
+		}
+	})
+	t.stopTimer = time.AfterFunc(l.r.opt.StopGrace, func() {
+		l.result(func() {
+			if l.turn != t {
+				return
+			}
+			// The agent did not end the turn: end it here and drop the session,
+			// whose state can no longer be trusted. The next message resumes.
+			l.log.Warn("agent did not honour stop; closing the session")
+			l.closeSession()
+			l.th.State = chat.ThreadUnloaded
+			if !t.sent() {
+				// The driver never said what became of the text: it may be
+				// on its way (a stalled agent runs it when it wakes).
+				l.receipt(t.p, chat.DeliveryUnknown, "parley could not tell whether it reached the agent: stopped while it was being delivered")
+				l.finishTurn(t, "")
+				return
+			}
+			if t.phase != delivered {
+				l.notTaken(t, chat.StopCancelled, "")
+				return
+			}
+			l.finishTurn(t, chat.StopCancelled)
+		})
+	})
+	return nil
+}
