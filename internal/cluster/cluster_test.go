@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -493,5 +494,17 @@ func TestInputsWaitingForANodeAreBoundedAndNeverDropped(t *testing.T) {
 	}
 	if info.State.Msgs != MaxWaitingInputs || info.State.FirstSeq != 1 {
 		t.Fatalf("the stream holds %d inputs from seq %d, want %d from 1 (nothing dropped)", info.State.Msgs, info.State.FirstSeq, MaxWaitingInputs)
+	}
+}
+
+func TestAHubOnATakenPortSaysSo(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	_, err = StartHub(t.Context(), HubOptions{DataDir: t.TempDir(), Listen: ln.Addr().String()})
+	if err == nil || !strings.Contains(err.Error(), "address already in use") {
+		t.Fatalf("a hub on a taken port: %v, want address already in use", err)
 	}
 }

@@ -80,13 +80,21 @@ func StartHub(ctx context.Context, opt HubOptions) (*Hub, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The server reports a taken port only to its log, after a wait; ask first.
+	probe, err := net.Listen("tcp", opt.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: listen %s: %w", opt.Listen, err)
+	}
+	probe.Close()
 	if h.srv, err = server.NewServer(opts); err != nil {
 		return nil, fmt.Errorf("cluster: NATS server: %w", err)
 	}
+	logger := &natsLogger{log: h.log}
+	h.srv.SetLoggerV2(logger, false, false, false)
 	h.srv.Start()
 	if !h.srv.ReadyForConnections(30 * time.Second) {
 		h.srv.Shutdown()
-		return nil, fmt.Errorf("cluster: NATS server did not start listening on %s", opt.Listen)
+		return nil, fmt.Errorf("cluster: the NATS server did not start on %s%s", opt.Listen, logger.why())
 	}
 	if err := h.connect(ctx); err != nil {
 		h.Close()
