@@ -209,6 +209,7 @@ func TestJoinServeListAndRevokeWithRealDaemons(t *testing.T) {
 			t.Fatalf("after the hub's restart: %s, want laptop alone", out)
 		}
 		if nodes[0].Online && nodes[0].LastSeen.After(restarted) {
+			t.Logf("the node was back online %v after the restarted hub listened", time.Since(restarted).Round(time.Millisecond))
 			break
 		}
 		if time.Now().After(deadline) {
