@@ -24,7 +24,7 @@ import (
 // exactly once.
 func TestInputsRacingASlowCloseAreAcceptedOrResent(t *testing.T) {
 	e := startDaemon(t, func(c *config.Config) {
-		c.Limits.ConnBuffer = 256 // fills before the write watchdog's 5 s (TestSlowReaderIsDroppedFastReaderKeepsUp)
+		c.Limits.ConnBuffer = 256 // a drop after a few hundred chunks (TestSlowReaderIsDroppedFastReaderKeepsUp)
 		c.Limits.InputsPerSecond, c.Limits.InputBurst = 1000, 1000
 		c.Limits.QueueDepth = 1000
 	})
@@ -142,7 +142,7 @@ func TestInputsRacingASlowCloseAreAcceptedOrResent(t *testing.T) {
 // it: the reader does not wait for a reply nobody will write, so the socket
 // ends and frees its slot (limits.max_sockets) instead of hanging for ever.
 func TestDroppedSlowClientWithRepliesWaitingEnds(t *testing.T) {
-	e := startDaemon(t, func(c *config.Config) { c.Limits.ConnBuffer = 1024; c.Limits.MaxSockets = 2 })
+	e := startDaemon(t, func(c *config.Config) { c.Limits.ConnBuffer = 256; c.Limits.MaxSockets = 2 })
 	fast := e.dial("stuck", -1)
 	fast.WaitFor(0, 10*time.Second, chatsock.Type(chat.TypeReplayDone), "fast ready")
 	fast.Send(chatsock.Msg("m0", "say before"))
@@ -175,4 +175,25 @@ func TestDroppedSlowClientWithRepliesWaitingEnds(t *testing.T) {
 		c.CloseNow()
 		return true
 	}, "a new socket after the slow one was dropped (its slot freed)")
+}
+
+// A client that stops reading while its backlog (limits.conn_buffer) still
+// has room: parley gives up on the write that hangs after a few seconds, and
+// counts the drop as slow all the same (docs/protocol.md), as it does when the
+// backlog fills.
+func TestHungWriteIsCountedSlow(t *testing.T) {
+	e := startDaemon(t, func(c *config.Config) { c.Limits.ConnBuffer = 1 << 20 })
+	fast := e.dial("hung", -1)
+	fast.WaitFor(0, 10*time.Second, chatsock.Type(chat.TypeReplayDone), "fast ready")
+	slowBefore := e.metric(`parley_socket_closed_total{reason="slow"}`)
+	slow, _, err := client.Dial(context.Background(), e.url(), e.d.Token(), client.Options{Chat: "hung", Since: -1, HTTPClient: smallBuffers()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.CloseNow()
+	// 12 MB: far past the socket buffers, far short of the backlog.
+	fast.Send(chatsock.Msg("m1", "stream 1500 20us 8192"))
+	testkit.Eventually(t, 60*time.Second, func() bool {
+		return e.metric(`parley_socket_closed_total{reason="slow"}`) >= slowBefore+1
+	}, "the connection whose write hung was counted as slow")
 }

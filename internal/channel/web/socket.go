@@ -56,6 +56,11 @@ type conn struct {
 	// that closes the socket when a write hangs.
 	writes   int
 	watchdog *time.Timer
+
+	// slowOnce counts the connection in parley_socket_closed_total{reason=
+	// "slow"} once, whichever gives up on it first: the hub (it fell behind
+	// its buffer) or the watchdog (a write hung).
+	slowOnce sync.Once
 }
 
 func (s *Server) handleSocket(w http.ResponseWriter, r *http.Request) {
@@ -117,6 +122,7 @@ func (s *Server) handleSocket(w http.ResponseWriter, r *http.Request) {
 	c := &conn{s: s, ws: ws, route: route, f: f, ctx: ctx, slots: make(chan struct{}, 16), gone: make(chan struct{})}
 	c.watchdog = time.AfterFunc(time.Hour, func() {
 		log.Info("closing a connection whose writes hang", "after", writeTimeout)
+		c.countSlow()
 		ws.CloseNow()
 	})
 	c.watchdog.Stop()
@@ -128,7 +134,7 @@ func (s *Server) handleSocket(w http.ResponseWriter, r *http.Request) {
 		c.over()
 		code := websocket.StatusGoingAway
 		if reason == hub.ReasonSlow {
-			s.m.closed.WithLabelValues("slow").Inc()
+			c.countSlow()
 			code = CloseSlow
 		}
 		ws.Close(code, reason)
@@ -157,6 +163,11 @@ func (c *conn) kick() {
 	if c.writing.CompareAndSwap(false, true) {
 		go c.drain()
 	}
+}
+
+// countSlow counts the connection as dropped for being slow, once.
+func (c *conn) countSlow() {
+	c.slowOnce.Do(func() { c.s.m.closed.WithLabelValues("slow").Inc() })
 }
 
 // over marks the connection as unable to write any more.
