@@ -15,9 +15,11 @@ run: build
 test:
 	./scripts/test.sh
 
-# Fast tests only: no real agents, no browser.
+# The fast tier with the race detector: every package's own tests; those that
+# start a real agent, tmux, Chromium or a Node program skip under -short
+# (internal/testkit/short.go). `go test -short ./...` is the same without -race.
 unit:
-	go test -race -count=1 ./internal/chat/... ./internal/wire/... ./internal/config/... ./internal/hub/... ./internal/store/... ./internal/daemon/...
+	go test -race -short -count=1 ./...
 
 # Kills the real Claude Code at random moments across many sends and counts
 # false `submitted` receipts against the model stand-in's log (not in CI;
@@ -25,15 +27,19 @@ unit:
 fault-stream:
 	PARLEY_FAULT_LOOP=1 go test -count=1 -timeout 60m -run TestStreamFaultLoop -v ./internal/e2e/claude/ | grep -E 'RESULT|FAIL|ok|---|submitted,|failed,|failed:|asked'
 
+# Every fuzz target in the repository, FUZZTIME each (default 15s).
 fuzz:
-	go test -run '^$$' -fuzz FuzzDecode -fuzztime 60s ./internal/wire/
+	./scripts/fuzz.sh
 
 ui:
 	cd ui && npm ci --no-audit --no-fund && npm run build
 
+# staticcheck at a pinned version, fetched by the go command on first use.
+STATICCHECK = honnef.co/go/tools/cmd/staticcheck@v0.8.2
 lint:
 	go vet ./...
 	test -z "$$(gofmt -l cmd internal ui/*.go)"
+	go run $(STATICCHECK) ./...
 
 check: lint unit
 

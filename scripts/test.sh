@@ -67,6 +67,9 @@ HOME="$scratch_home" .cache/npm/gemini/node_modules/.bin/gemini --version
 log "go vet"
 go vet ./...
 
+log "staticcheck"
+go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...   # keep in step with the Makefile's STATICCHECK
+
 if [ -f ui/package.json ]; then
 	log "dashboard: rebuild and compare with the committed bundle"
 	(cd ui && npm ci --no-audit --no-fund --loglevel=error && npm run build --silent)
