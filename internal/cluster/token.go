@@ -69,23 +69,21 @@ func joinKey(dir string) ([]byte, error) {
 		}
 		key := make([]byte, 32)
 		rand.Read(key)
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		if err == nil {
-			_, err = f.Write([]byte(hex.EncodeToString(key) + "\n"))
-			if cerr := f.Close(); err == nil {
-				err = cerr
-			}
-			if err != nil {
-				return nil, err
-			}
-			return key, nil
-		}
-		if !errors.Is(err, os.ErrExist) {
+		// Written whole under another name, then linked into place: a hub
+		// starting at the same moment finds either no file or all of it.
+		made, err := writeNew(dir, path, []byte(hex.EncodeToString(key)+"\n"))
+		if err != nil {
 			return nil, err
 		}
-		data, err = os.ReadFile(path) // another process made it first
-	}
-	if err != nil {
+		if made {
+			return key, nil
+		}
+		// Another process made it first. (err is this block's own: the
+		// outer one still says the file did not exist.)
+		if data, err = os.ReadFile(path); err != nil {
+			return nil, err
+		}
+	} else if err != nil {
 		return nil, err
 	}
 	key, err := hex.DecodeString(strings.TrimSpace(string(data)))
@@ -93,6 +91,31 @@ func joinKey(dir string) ([]byte, error) {
 		return nil, fmt.Errorf("cluster: %s is damaged", path)
 	}
 	return key, nil
+}
+
+// writeNew makes path with data (mode 0600) unless it exists, reporting
+// whether it made it. The file appears complete or not at all.
+func writeNew(dir, path string, data []byte) (bool, error) {
+	f, err := os.CreateTemp(dir, ".new-*")
+	if err != nil {
+		return false, err
+	}
+	defer os.Remove(f.Name())
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return false, err
+	}
+	switch err := os.Link(f.Name(), path); {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, os.ErrExist):
+		return false, nil
+	default:
+		return false, err
+	}
 }
 
 func joinPass(key []byte) string {
