@@ -256,6 +256,9 @@ var acpAgents = []struct {
 	{bin: "qwen", id: "qwen", name: "Qwen Code", args: []string{"--acp", "--approval-mode", "default"}},
 	// Its own default mode ("auto") lets Claude decide permissions: no cards.
 	{bin: "claude-agent-acp", id: "claude-acp", name: "Claude (ACP adapter)", mode: "default"},
+	// Permissions come from its own config ("permission" in opencode.json):
+	// set bash and edit to "ask" for cards.
+	{bin: "opencode", id: "opencode", name: "OpenCode", args: []string{"acp"}},
 }
 
 // Detect returns the agents whose programs are on PATH: claude (stream),

@@ -23,11 +23,11 @@ func idleAfter(d time.Duration) func(*config.Config) {
 }
 
 // sessionStates lists the thread's session lifecycle events (started, resumed,
-// unloaded, exited; not "identified", which only names the session) with the
-// index of each in evs.
+// unloaded, exited; not "identified", which only names the session, nor
+// "starting", which comes before each start) with the index of each in evs.
 func sessionStates(evs []client.Event) (states []string, at []int) {
 	for i, ev := range evs {
-		if ev.Type == chat.TypeSessionInfo && chatsock.FieldOf(ev, "state") != "identified" {
+		if st := chatsock.FieldOf(ev, "state"); ev.Type == chat.TypeSessionInfo && st != "identified" && st != "starting" {
 			states = append(states, fmt.Sprint(chatsock.FieldOf(ev, "state")))
 			at = append(at, i)
 		}

@@ -237,9 +237,16 @@ func (l *lane) onAccept(a laneAccept) {
 	l.next()
 }
 
+// waitsForStart is the reason on a message that waits for the agent's process
+// to start: it is queued, never failed for the agent's slowness.
+const waitsForStart = "waits for the agent to start"
+
 // waitsFor says what a message queued now waits for, in words a person can
 // act on ("" when it goes at once).
 func (l *lane) waitsFor() string {
+	if l.starting {
+		return waitsForStart
+	}
 	if l.turn == nil && len(l.queue) == 0 {
 		return ""
 	}

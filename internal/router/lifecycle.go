@@ -25,6 +25,9 @@ func (l *lane) startSession() {
 	l.starting = true
 	l.gen++
 	gen := l.gen
+	// Some agents take tens of seconds to start (OpenCode): the thread says
+	// so at once, and its time says since when.
+	l.emit(chat.SessionInfo{State: "starting", SessionID: l.th.SessionID})
 	env := make([]string, 0, len(ag.Env))
 	for k, v := range ag.Env {
 		env = append(env, k+"="+v)
@@ -87,6 +90,7 @@ func (l *lane) started(gen int, s driver.Session, err error, resumed bool) {
 		return
 	}
 	if t := l.turn; t.phase == awaitingSession {
+		l.receipt(t.p, chat.DeliveryDelivering, "")
 		l.prompt(t)
 	}
 }
@@ -194,7 +198,12 @@ func (l *lane) recover(ctx context.Context, pending []chat.Input, open []chat.Ca
 		delivering := slices.ContainsFunc(pending, func(in chat.Input) bool {
 			return in.MessageID == id && in.State == chat.DeliveryDelivering
 		})
-		if !delivering {
+		// Still queued: its turn waited for the agent to start and nothing
+		// was sent; it is queued again below.
+		waited := slices.ContainsFunc(pending, func(in chat.Input) bool {
+			return in.MessageID == id && in.State == chat.DeliveryQueued
+		})
+		if !delivering && !waited {
 			l.emit(chat.Error{Code: chat.CodeRestart, Message: "parley stopped during this turn; the answer may be incomplete", Ref: id})
 			l.emit(chat.PromptDone{StopReason: chat.StopError, MessageID: id})
 		}

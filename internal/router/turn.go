@@ -97,12 +97,17 @@ func (l *lane) next() {
 	l.r.slots.busy(l)
 	l.th.TurnMessageID = p.in.MessageID
 	l.th.State = chat.ThreadWorking
-	l.receipt(p, chat.DeliveryDelivering, "")
 	l.emit(chat.TurnStatus{Active: true, MessageID: p.in.MessageID})
 	if l.sess == nil {
-		l.startSession() // started() prompts the turn awaiting its session
+		// Nothing is delivered until the agent runs: the message stays
+		// queued, saying why; started() prompts the turn awaiting its session.
+		if p.in.Detail != waitsForStart {
+			l.receipt(p, chat.DeliveryQueued, waitsForStart)
+		}
+		l.startSession()
 		return
 	}
+	l.receipt(p, chat.DeliveryDelivering, "")
 	l.prompt(t)
 }
 

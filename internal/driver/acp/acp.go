@@ -44,9 +44,13 @@ const Version = "0.1.0"
 
 // How long things may take.
 const (
-	startTimeout  = 90 * time.Second // initialize + session/new (Gemini CLI loads its tools)
-	closeGrace    = 3 * time.Second  // after stdin closes, before the process group is signalled
-	killDelay     = 2 * time.Second  // WaitDelay: after SIGTERM, before SIGKILL
+	// initialize + session/new. Generous: OpenCode takes 30 s and more on
+	// two busy cores, and a message waiting for a start is never failed for
+	// the agent's slowness (the thread shows "starting" with its time); only
+	// an agent that never answers is given up on.
+	startTimeout  = 5 * time.Minute
+	closeGrace    = 3 * time.Second // after stdin closes, before the process group is signalled
+	killDelay     = 2 * time.Second // WaitDelay: after SIGTERM, before SIGKILL
 	stderrTailLen = 4 << 10
 )
 

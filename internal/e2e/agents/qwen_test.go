@@ -11,7 +11,8 @@ import (
 )
 
 // openAIRules is the conversation's script in OpenAI Chat Completions, with
-// the agent's own names for its shell and question tools and their arguments.
+// the agent's own names for its shell and question tools ("": it cannot ask)
+// and their arguments.
 func openAIRules(shell string, shellArgs map[string]any, ask string) []openaiapi.Rule {
 	colour := map[string]any{"questions": []any{map[string]any{
 		"question": question, "header": "Colour", "multiSelect": false,
@@ -20,16 +21,19 @@ func openAIRules(shell string, shellArgs map[string]any, ask string) []openaiapi
 			map[string]any{"label": "Red", "description": "a rose"},
 		},
 	}}}
-	return []openaiapi.Rule{
-		{Contains: recall, Reply: openaiapi.Reply{Text: recalled}},
-		{Contains: askAgain, Reply: openaiapi.Reply{Call: ask, Args: colour}},
-		{Contains: askMe, Reply: openaiapi.Reply{Call: ask, Args: colour}},
-		{Output: ask, Reply: openaiapi.Reply{Text: "Thanks."}},
+	rules := []openaiapi.Rule{{Contains: recall, Reply: openaiapi.Reply{Text: recalled}}}
+	if ask != "" {
+		rules = append(rules,
+			openaiapi.Rule{Contains: askAgain, Reply: openaiapi.Reply{Call: ask, Args: colour}},
+			openaiapi.Rule{Contains: askMe, Reply: openaiapi.Reply{Call: ask, Args: colour}},
+			openaiapi.Rule{Output: ask, Reply: openaiapi.Reply{Text: "Thanks."}})
+	}
+	return append(rules, []openaiapi.Rule{
 		{Contains: makeFile, Reply: openaiapi.Reply{Call: shell, Args: shellArgs}},
 		{Output: shell, Reply: openaiapi.Reply{Text: toolDone}},
 		{Contains: slowly, Reply: openaiapi.Reply{Text: strings.Repeat("tick ", 300), Chunks: 300, Delay: 50 * time.Millisecond}},
 		{Contains: sayHello, Reply: openaiapi.Reply{Text: answer, Chunks: 4}},
-	}
+	}...)
 }
 
 // userTexts reads the person's texts from the newest request about text.

@@ -65,6 +65,9 @@ type agent struct {
 	// not found" (the turn going on); "" when it sends none.
 	unknown string
 	usage   bool // the agent reports usage: a turn shows a usage event
+	// slowStart: the agent takes seconds to start; a second message is sent
+	// while it does.
+	slowStart bool
 }
 
 type rig struct {
@@ -163,6 +166,16 @@ func (r *rig) dial(chatID string) *chatsock.Conn {
 	return s
 }
 
+// startReason is the receipt's reason while the agent starts.
+const startReason = "waits for the agent to start"
+
+// queuedFor matches a queued receipt of id with that reason.
+func queuedFor(id, reason string) func(client.Event) bool {
+	return func(e client.Event) bool {
+		return chatsock.Delivery(id, chat.DeliveryQueued)(e) && chatsock.FieldOf(e, "detail") == reason
+	}
+}
+
 func (r *rig) pids() []int { return testkit.PIDsWithEnv("HOME="+r.a.home, r.a.proc) }
 
 // conversation is what every agent goes through, in one thread: a turn
@@ -182,6 +195,17 @@ func conversation(t *testing.T, r *rig) {
 	end := 0
 	timed("start and a plain turn", func() {
 		s.Send(chatsock.Msg("m1", sayHello))
+		// The start shows at once, and the message waits for it, queued with
+		// that reason.
+		st := s.WaitFor(0, wait, chatsock.Field(chat.TypeSessionInfo, "state", "starting"), "starting shown")
+		if r.a.slowStart {
+			s.Send(chatsock.Msg("m0", sayHello))
+		}
+		s.WaitFor(0, wait, queuedFor("m1", startReason), "the message queued until the agent starts")
+		started := s.WaitFor(st, wait, chatsock.Field(chat.TypeSessionInfo, "state", "started"), "started")
+		t0, _ := time.Parse(time.RFC3339Nano, s.Get(st).TS)
+		t1, _ := time.Parse(time.RFC3339Nano, s.Get(started).TS)
+		t.Logf("the agent started in %v", t1.Sub(t0).Round(time.Millisecond))
 		at := s.WaitFor(0, wait, chatsock.Delivery("m1", chat.DeliverySubmitted), "submitted")
 		end = s.WaitFor(at, wait, chatsock.PromptDone("m1", chat.StopEndTurn), "end_turn")
 		if got := chatsock.Chunks(s.Snapshot()[at:end]); got != answer {
@@ -189,6 +213,18 @@ func conversation(t *testing.T, r *rig) {
 		}
 		if r.a.usage {
 			s.WaitFor(at, wait, chatsock.Type(chat.TypeUsage), "a usage event")
+		}
+		if r.a.slowStart {
+			// Sent while the agent started: queued with the reason if the
+			// start was still on, delivered in its turn, never failed.
+			q := s.WaitFor(0, wait, chatsock.Delivery("m0", chat.DeliveryQueued), "the second message queued")
+			if q < started && !queuedFor("m0", startReason)(s.Get(q)) {
+				t.Errorf("a message sent during the start: %s, want the reason %q", s.Get(q).Raw, startReason)
+			}
+			if q > started {
+				t.Logf("the second message came after the start; its reason was not checked")
+			}
+			end = s.WaitFor(end, wait, chatsock.PromptDone("m0", chat.StopEndTurn), "the message sent during the start answered")
 		}
 	})
 

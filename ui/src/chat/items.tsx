@@ -23,7 +23,7 @@ function ReceiptView({ r, onRetry }: { r?: Receipt; onRetry: () => void }) {
   return (
     <div class={`receipt r-${r.state}`} data-receipt={r.state} role="status">
       <span>{receiptText[r.state]}</span>
-      {r.state === "unknown" && r.detail && <span class="detail">: {r.detail}</span>}
+      {(r.state === "unknown" || r.state === "queued") && r.detail && <span class="detail">: {r.detail}</span>}
       {r.state === "failed" && (
         <>
           {r.detail && <span class="detail">: {r.detail}</span>}
@@ -33,6 +33,22 @@ function ReceiptView({ r, onRetry }: { r?: Receipt; onRetry: () => void }) {
         </>
       )}
     </div>
+  );
+}
+
+// Starting says the agent's process is starting, with the time it has taken:
+// a slow agent (OpenCode takes tens of seconds) is visibly on its way.
+export function Starting({ since }: { since: string }) {
+  const [now, setNow] = useState(Date.now());
+  useEffect(() => {
+    const t = setInterval(() => setNow(Date.now()), 1000);
+    return () => clearInterval(t);
+  }, [since]);
+  const s = Math.max(0, Math.floor((now - Date.parse(since)) / 1000));
+  return (
+    <span class="working" role="status" data-starting={s}>
+      starting the agent… {isFinite(s) ? `${s} s` : ""}
+    </span>
   );
 }
 

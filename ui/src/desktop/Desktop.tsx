@@ -3,7 +3,7 @@
 import type { Store } from "../store";
 import { threadLabel } from "../store";
 import { acceptsImages, agentState, stateClass, threadState, ago, nav, useEscToStop, useStickToBottom, type Route } from "../app";
-import { Conversation, openCardKind } from "../chat/items";
+import { Conversation, Starting, openCardKind } from "../chat/items";
 import { useComposer } from "../chat/composer";
 import { AttachButton, Attachments } from "../chat/attach";
 import { NewThread } from "../chat/newthread";
@@ -88,7 +88,7 @@ function ChatPane({ store }: { store: Store }) {
         </div>
         <div class="row">
           <ModeSelects store={store} />
-          {c.turnActive && <span class="working" role="status">working…</span>}
+          {c.starting ? <Starting since={c.starting} /> : c.turnActive && <span class="working" role="status">working…</span>}
         </div>
       </header>
       <div class="scroll" ref={log} tabIndex={0} aria-label="Messages">

@@ -7,7 +7,7 @@ import type { Store } from "../store";
 import { threadLabel } from "../store";
 import { acceptsImages, agentState, stateClass, threadState, ago, nav, useEscToStop, useStickToBottom, type Route } from "../app";
 import { ModeSelects, NotifyOptIn, SignOut } from "../chat/controls";
-import { Conversation, openCardKind } from "../chat/items";
+import { Conversation, Starting, openCardKind } from "../chat/items";
 import { useComposer } from "../chat/composer";
 import { AttachButton, Attachments } from "../chat/attach";
 import { NewThread } from "../chat/newthread";
@@ -102,6 +102,7 @@ function PhoneChat({ store }: { store: Store }) {
         )}
       </header>
       <Banner store={store} />
+      {c.starting && <div class="p-starting"><Starting since={c.starting} /></div>}
       <div class="p-body scroll" ref={log}>
         <Conversation store={store} items={c.items} receipts={c.receipts} />
       </div>
