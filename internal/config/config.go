@@ -259,6 +259,7 @@ var acpAgents = []struct {
 	// Permissions come from its own config ("permission" in opencode.json):
 	// set bash and edit to "ask" for cards.
 	{bin: "opencode", id: "opencode", name: "OpenCode", args: []string{"acp"}},
+	{bin: "copilot", id: "copilot", name: "GitHub Copilot CLI", args: []string{"--acp"}},
 }
 
 // Detect returns the agents whose programs are on PATH: claude (stream),

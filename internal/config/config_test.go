@@ -184,7 +184,7 @@ func TestConfine(t *testing.T) {
 
 func TestDetectACPAgents(t *testing.T) {
 	onPath := func(name string) (string, error) {
-		if name == "qwen" || name == "claude-agent-acp" || name == "opencode" {
+		if name == "qwen" || name == "claude-agent-acp" || name == "opencode" || name == "copilot" {
 			return "/usr/bin/" + name, nil
 		}
 		return "", errors.New("not found")
@@ -197,6 +197,7 @@ func TestDetectACPAgents(t *testing.T) {
 		"qwen":       {ID: "qwen", Name: "Qwen Code", Transport: TransportACP, Command: "/usr/bin/qwen", Args: []string{"--acp", "--approval-mode", "default"}},
 		"claude-acp": {ID: "claude-acp", Name: "Claude (ACP adapter)", Transport: TransportACP, Command: "/usr/bin/claude-agent-acp", Mode: "default"},
 		"opencode":   {ID: "opencode", Name: "OpenCode", Transport: TransportACP, Command: "/usr/bin/opencode", Args: []string{"acp"}},
+		"copilot":    {ID: "copilot", Name: "GitHub Copilot CLI", Transport: TransportACP, Command: "/usr/bin/copilot", Args: []string{"--acp"}},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("detected %+v, want %+v", got, want)

