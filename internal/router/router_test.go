@@ -323,3 +323,96 @@ func TestRecoveryAfterACrash(t *testing.T) {
 		}
 	})
 }
+
+// An agent slow to start: the thread says it is starting at once; the first
+// message and one sent meanwhile wait queued, saying why, and are delivered
+// once it runs; nothing fails for the wait.
+func TestMessagesWaitQueuedForASlowStart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newRig(t, "", nil)
+		defer g.close()
+		g.drv.StartDelay = 40 * time.Second
+		_, th, err := g.send("m1", "say one")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := g.send("m2", "say two"); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(39 * time.Second)
+		synctest.Wait()
+		reasons := func() map[string][]string {
+			evs, err := g.st.Events(context.Background(), th, 0, 1000)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := map[string][]string{}
+			for _, ev := range evs {
+				if ev.Type == chat.TypeDelivery {
+					var d chat.Delivery
+					ev.Decode(&d)
+					out[d.MessageID] = append(out[d.MessageID], d.State+":"+d.Detail)
+				}
+			}
+			return out
+		}
+		l := g.log(th)
+		if !has(l, "session:starting") || has(l, "session:started") || has(l, "delivery:m1:delivering") {
+			t.Fatalf("39 s into a 40 s start: %v; want starting shown, nothing started or delivering", l)
+		}
+		want := "queued:" + waitsForStart
+		for _, id := range []string{"m1", "m2"} {
+			if r := reasons()[id]; r[len(r)-1] != want {
+				t.Fatalf("%s's receipts %q; want it %q", id, r, want)
+			}
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		l = g.log(th)
+		for _, want := range []string{"session:started", "prompt_done:m1:end_turn", "prompt_done:m2:end_turn"} {
+			if !has(l, want) {
+				t.Fatalf("after the start: %v; want %s", l, want)
+			}
+		}
+		if has(l, "delivery:m1:failed") || has(l, "delivery:m2:failed") {
+			t.Fatalf("a message failed for the wait: %v", l)
+		}
+	})
+}
+
+// parley stopped while a turn's message waited for its agent to start: nothing
+// was sent, so after the restart the message is simply delivered, with no
+// "stopped during this turn" error and no turn ended for it.
+func TestRecoveryOfAMessageThatWaitedForTheStart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		ctx := context.Background()
+		from := chat.RouteKey{Channel: "test", Chat: "c1"}
+		{
+			st, err := sqlite.Open(ctx, filepath.Join(dir, "parley.db"), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			now := time.Now()
+			th := chat.Thread{ID: "t_wait", Agent: "echo", Cwd: dir, State: chat.ThreadWorking,
+				CreatedAt: now, UpdatedAt: now, TurnMessageID: "m1"}
+			b := store.Batch{Thread: &th, Inputs: []chat.Input{
+				{MessageID: "m1", ThreadID: th.ID, From: from, Text: "say one", State: chat.DeliveryQueued, Detail: waitsForStart, AcceptedAt: now},
+			}}
+			if err := st.Commit(ctx, b); err != nil {
+				t.Fatal(err)
+			}
+			if err := st.AttachRoute(ctx, from, th.ID); err != nil {
+				t.Fatal(err)
+			}
+			st.Close()
+		}
+		g := newRig(t, dir, nil)
+		defer g.close()
+		synctest.Wait()
+		l := g.log("t_wait")
+		if has(l, "error") || has(l, "prompt_done:m1:error") || !has(l, "prompt_done:m1:end_turn") {
+			t.Fatalf("after the restart: %v; want m1 delivered, no error for a turn that never began", l)
+		}
+	})
+}

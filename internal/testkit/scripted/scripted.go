@@ -35,6 +35,8 @@ type Driver struct {
 	// LogFile, when set, gets one line per prompt received ("<thread> <message id>"),
 	// so a test can count deliveries across daemon restarts.
 	LogFile string
+	// StartDelay is how long Start takes: an agent slow to start.
+	StartDelay time.Duration
 
 	mu       sync.Mutex
 	failed   map[string]bool // message ids whose "flaky" delivery already failed once
@@ -54,7 +56,16 @@ type Received struct {
 var _ driver.Driver = (*Driver)(nil)
 
 // Start implements driver.Driver.
-func (d *Driver) Start(_ context.Context, spec driver.Spec, sink driver.Sink) (driver.Session, error) {
+func (d *Driver) Start(ctx context.Context, spec driver.Spec, sink driver.Sink) (driver.Session, error) {
+	if d.StartDelay > 0 {
+		t := time.NewTimer(d.StartDelay)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		}
+	}
 	d.mu.Lock()
 	d.starts++
 	if spec.ResumeID != "" {
