@@ -115,8 +115,13 @@ From then on, ` + "`parley serve`" + ` here dials out to the hub.`,
 			if err != nil {
 				return err
 			}
-			if cfg.Cluster.Hub != "" {
-				return fmt.Errorf("this machine already joins the hub at %s (config %s)", cfg.Cluster.Hub, file)
+			claims, _, _, err := cluster.ParseToken(args[0])
+			if err != nil {
+				return err
+			}
+			// Joining the same hub again is how a revoked node comes back.
+			if cfg.Cluster.Hub != "" && cfg.Cluster.Hub != claims.Hub {
+				return fmt.Errorf("this machine already joins the hub at %s (config %s); remove its [cluster] hub to join %s", cfg.Cluster.Hub, file, claims.Hub)
 			}
 			if cfg.Cluster.Listen != "" {
 				return fmt.Errorf("this machine is a hub ([cluster] listen in %s); a hub does not join another", file)
@@ -130,10 +135,6 @@ From then on, ` + "`parley serve`" + ` here dials out to the hub.`,
 			if node == "" && cfg.File != "" && fileNamesNode(cfg.File) {
 				node = cfg.Cluster.Node
 			}
-			claims, _, _, err := cluster.ParseToken(args[0])
-			if err != nil {
-				return err
-			}
 			if node == "" && claims.Node == "" {
 				node = cfg.Cluster.Node // the host name
 			}
@@ -144,7 +145,7 @@ From then on, ` + "`parley serve`" + ` here dials out to the hub.`,
 			if err := config.WriteClusterNode(file, c.Hub, c.Node); err != nil {
 				return fmt.Errorf("joined as %q, but %w; add [cluster] hub = %q and node = %q by hand", c.Node, err, c.Hub, c.Node)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Joined the hub at %s as node %q (written to %s). Start or restart `parley serve` here.\n", c.Hub, c.Node, file)
+			fmt.Fprintf(cmd.OutOrStdout(), "Joined the hub at %s as node %q (in %s). Start `parley serve` here, or restart it if it runs.\n", c.Hub, c.Node, file)
 			return nil
 		},
 	}

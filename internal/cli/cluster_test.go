@@ -151,8 +151,8 @@ func TestJoinServeListAndRevokeWithRealDaemons(t *testing.T) {
 	if err != nil || !strings.Contains(string(cfgText), `hub = "`+natsAddr+`"`) || !strings.Contains(string(cfgText), `node = "laptop"`) {
 		t.Fatalf("the node's config after join: %q %v", cfgText, err)
 	}
-	if out, err := run(t, bin, nodeEnv, "join", token, "--data", filepath.Join(t.TempDir(), "again")); err == nil {
-		t.Fatalf("a second join on the joined machine: %s, want refused", out)
+	if out, err := run(t, bin, nodeEnv, "join", token, "--data", filepath.Join(t.TempDir(), "again")); err == nil || !strings.Contains(out, "the hub refused to join") {
+		t.Fatalf("the token used a second time: %s, want refused", out)
 	}
 
 	node := startServe(t, bin, nodeEnv, "--data", nodeData)
@@ -237,6 +237,27 @@ func TestJoinServeListAndRevokeWithRealDaemons(t *testing.T) {
 	if resp, err := http.Get("http://" + node.addr + "/healthz"); err != nil || resp.StatusCode != 200 {
 		t.Fatalf("the revoked node's own /healthz: %v %v", resp, err)
 	}
+
+	// A revoked node comes back only with a new token (a new key), then a restart.
+	if out, err := run(t, bin, nodeEnv, "join", newToken(t, bin, hubEnv, hubData), "--data", nodeData); err != nil {
+		t.Fatalf("joining again after the revoke: %s", out)
+	}
+	node.cmd.Process.Signal(os.Interrupt)
+	node.cmd.Wait()
+	startServe(t, bin, nodeEnv, "--data", nodeData).line(t, nodeLine)
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		list, err := run(t, bin, hubEnv, "nodes", "--data", hubData)
+		if err != nil {
+			t.Fatalf("parley nodes: %s", list)
+		}
+		if onlineRow.MatchString(list) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the node that joined again is not online:\n%s", list)
+		}
+	}
+
 }
 
 func grepLines(s, sub string) string {
@@ -247,4 +268,17 @@ func grepLines(s, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// newToken makes a join token for laptop and returns it alone.
+func newToken(t *testing.T, bin string, env []string, data string) string {
+	t.Helper()
+	cmd := exec.Command(bin, "join-token", "--data", data, "--name", "laptop")
+	cmd.Env = env
+	out, err := cmd.Output()
+	m := joinLine.FindSubmatch(out)
+	if err != nil || m == nil {
+		t.Fatalf("parley join-token: %q %v", out, err)
+	}
+	return string(m[1])
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nkeys"
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/crypto/bcrypt"
 )
 
 // HubOptions configure the hub.
@@ -42,7 +43,11 @@ type Hub struct {
 	log  *slog.Logger
 	auth *authority
 	key  []byte // the join-token key
-	adm  nkeys.KeyPair
+	// joinHash is the bcrypt hash of the join user's password, so the server
+	// holds no plain password. The password is 256 random bits (an HMAC), not
+	// guessable at any cost, so the hash takes bcrypt's least cost.
+	joinHash string
+	adm      nkeys.KeyPair
 
 	srv   *server.Server
 	nc    *nats.Conn
@@ -70,6 +75,11 @@ func StartHub(ctx context.Context, opt HubOptions) (*Hub, error) {
 	if h.key, err = joinKey(h.dir); err != nil {
 		return nil, fmt.Errorf("cluster: join key: %w", err)
 	}
+	hash, err := bcrypt.GenerateFromPassword([]byte(joinPass(h.key)), bcrypt.MinCost)
+	if err != nil {
+		return nil, err
+	}
+	h.joinHash = string(hash)
 	if h.adm, err = loadOrCreateSeed(filepath.Join(h.dir, adminSeed)); err != nil {
 		return nil, fmt.Errorf("cluster: admin key: %w", err)
 	}
@@ -146,7 +156,7 @@ func (h *Hub) serverOptions(reg registry) (*server.Options, error) {
 		TLSConfig:  h.auth.serverTLS(),
 		TLSTimeout: 5,
 		Nkeys:      users,
-		Users:      []*server.User{{Username: joinUser, Password: joinPass(h.key), Permissions: joinPermissions()}},
+		Users:      []*server.User{{Username: joinUser, Password: h.joinHash, Permissions: joinPermissions()}},
 		// A node's frames are parley's (a message is at most 16 MiB; events far less).
 		MaxPayload: 8 << 20,
 	}, nil

@@ -126,7 +126,9 @@ func checkHostPort(key, addr string, anyPort bool) error {
 
 // WriteClusterNode records a joined hub and node name in the config file at
 // path (made if missing): a [cluster] table is appended, or the keys are put
-// at the top of an existing one. A file already naming a hub is refused.
+// at the top of an existing one. A file already naming this hub and node (a
+// node joining again after a revoke) is left as it is; one naming another
+// hub is refused.
 func WriteClusterNode(path, hub, node string) error {
 	data, err := os.ReadFile(path)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -144,6 +146,8 @@ func WriteClusterNode(path, hub, node string) error {
 	lines := fmt.Sprintf("hub = %q\nnode = %q\n", hub, node)
 	text := string(data)
 	switch {
+	case cur.Cluster != nil && cur.Cluster.Hub == hub && cur.Cluster.Node == node:
+		return nil
 	case cur.Cluster != nil && cur.Cluster.Hub != "":
 		return fmt.Errorf("config %s already joins hub %s: remove its [cluster] hub to join another", path, cur.Cluster.Hub)
 	case cur.Cluster != nil && cur.Cluster.Node != "" && cur.Cluster.Node != node:

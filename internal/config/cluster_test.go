@@ -80,6 +80,14 @@ func TestWriteClusterNodeKeepsTheRestOfTheFile(t *testing.T) {
 			if err := WriteClusterNode(path, "other:7431", "laptop"); err == nil || !strings.Contains(err.Error(), "already joins hub hub.example:7431") {
 				t.Fatalf("joining a second hub: %v, want refused", err)
 			}
+			// Joining the same hub again (after a revoke) leaves the file as it is.
+			before, _ := os.ReadFile(path)
+			if err := WriteClusterNode(path, "hub.example:7431", "laptop"); err != nil {
+				t.Fatalf("joining the same hub again: %v", err)
+			}
+			if after, _ := os.ReadFile(path); string(after) != string(before) {
+				t.Fatalf("joining the same hub again changed the file:\n%s", after)
+			}
 		})
 	}
 }
