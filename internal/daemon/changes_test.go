@@ -55,6 +55,7 @@ func openChanges(t *testing.T, e *testEnv, token string) (*http.Response, <-chan
 // The change stream names a thread when its log grows (a new thread, a turn),
 // so a thread list can refetch instead of polling; it needs the token.
 func TestChangeStreamNamesThreadsThatChanged(t *testing.T) {
+	t.Parallel()
 	e := startDaemon(t, nil)
 	if resp, _ := openChanges(t, e, ""); resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("without the token: %d, want 401", resp.StatusCode)

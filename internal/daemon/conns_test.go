@@ -34,6 +34,7 @@ func (e *testEnv) rawConn(text string) net.Conn {
 
 // An idle keep-alive connection is closed after limits.conn_idle_timeout.
 func TestIdleConnectionClosed(t *testing.T) {
+	t.Parallel()
 	e := startDaemon(t, func(c *config.Config) { c.Limits.ConnIdleTimeout = config.Duration{Duration: 300 * time.Millisecond} })
 	c := e.rawConn("GET /api/version HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + e.d.Token() + "\r\n\r\n")
 	br := bufio.NewReader(c)
@@ -57,6 +58,7 @@ func TestIdleConnectionClosed(t *testing.T) {
 // A stranger announcing a body and dripping it gets 401 at once, and the
 // connection is closed: nothing of the body is waited for.
 func TestDrippingUnauthenticatedPostRefusedAtOnce(t *testing.T) {
+	t.Parallel()
 	e := startDaemon(t, nil)
 	for _, auth := range []string{"", "Authorization: Bearer wrong-token-0123456789\r\n", "Cookie: parley_session=forged\r\n"} {
 		c := e.rawConn("POST /api/threads/x/messages HTTP/1.1\r\nHost: x\r\n" + auth +
@@ -76,6 +78,7 @@ func TestDrippingUnauthenticatedPostRefusedAtOnce(t *testing.T) {
 // with connections that never finish a request, in a process with few file
 // descriptors (the report's `ulimit -n 256`).
 func TestUnauthenticatedFloodSparesTheUser(t *testing.T) {
+	// Not parallel: it lowers the process's open-file limit for its flood.
 	const capConns, flood = 16, 150
 	e := startDaemon(t, func(c *config.Config) { c.Limits.MaxUnauthenticated = capConns })
 	fds, err := os.ReadDir("/proc/self/fd")
@@ -149,6 +152,7 @@ func TestUnauthenticatedFloodSparesTheUser(t *testing.T) {
 // Past limits.max_sockets a socket is refused with a clear error; a closed one
 // frees its slot.
 func TestSocketCap(t *testing.T) {
+	t.Parallel()
 	e := startDaemon(t, func(c *config.Config) { c.Limits.MaxSockets = 2 })
 	a := e.dial("a", -1)
 	e.dial("b", -1)
@@ -183,6 +187,7 @@ func TestSocketCap(t *testing.T) {
 // The change stream and the chat socket outlive limits.read_timeout: it bounds
 // how long a request takes to arrive, not how long an answer may stream.
 func TestLongLivedConnectionsOutliveReadTimeout(t *testing.T) {
+	t.Parallel()
 	const readTimeout = 200 * time.Millisecond
 	e := startDaemon(t, func(c *config.Config) { c.Limits.ReadTimeout = config.Duration{Duration: readTimeout} })
 	_, events := openChanges(t, e, e.d.Token())

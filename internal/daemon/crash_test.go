@@ -86,6 +86,7 @@ func (c *child) dial(t *testing.T, chatID string) *chatsock.Conn {
 }
 
 func TestKill9WithQueuedMessages(t *testing.T) {
+	t.Parallel()
 	root, _ := filepath.EvalSymlinks(t.TempDir())
 	data, work, logFile := filepath.Join(root, "data"), filepath.Join(root, "work"), filepath.Join(root, "deliveries")
 	if err := os.MkdirAll(work, 0o755); err != nil {

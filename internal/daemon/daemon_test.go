@@ -19,6 +19,7 @@ import (
 )
 
 func TestAuthAndOrigin(t *testing.T) {
+	t.Parallel()
 	e := startDaemon(t, nil)
 	ctx := context.Background()
 	cases := []struct {
@@ -71,6 +72,7 @@ func TestAuthAndOrigin(t *testing.T) {
 }
 
 func TestMessageReceiptsAndAnswer(t *testing.T) {
+	t.Parallel()
 	e := startDaemon(t, nil)
 	c := e.dial("chat1", -1)
 	i := c.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeConfig), "config")
@@ -106,6 +108,7 @@ func TestMessageReceiptsAndAnswer(t *testing.T) {
 }
 
 func TestTwoConnectionsSameOrderAndSinceReplay(t *testing.T) {
+	t.Parallel()
 	e := startDaemon(t, nil)
 	a := e.dial("shared", -1)
 	b := e.dial("shared", -1)
@@ -142,6 +145,7 @@ func TestTwoConnectionsSameOrderAndSinceReplay(t *testing.T) {
 }
 
 func TestStopIsImmediateAndQueuedMessagesThenRun(t *testing.T) {
+	t.Parallel()
 	e := startDaemon(t, nil)
 	c := e.dial("stop", -1)
 	c.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeReplayDone), "ready")
@@ -161,6 +165,7 @@ func TestStopIsImmediateAndQueuedMessagesThenRun(t *testing.T) {
 }
 
 func TestRacingNewIntentsApplyInOneOrder(t *testing.T) {
+	t.Parallel()
 	e := startDaemon(t, nil)
 	dirs := []string{filepath.Join(e.root, "a"), filepath.Join(e.root, "b")}
 	for _, d := range dirs {
@@ -226,6 +231,7 @@ func TestRacingNewIntentsApplyInOneOrder(t *testing.T) {
 }
 
 func TestCardAnsweredOnceForEveryConnection(t *testing.T) {
+	t.Parallel()
 	e := startDaemon(t, nil)
 	a := e.dial("cards", -1)
 	b := e.dial("cards", -1)
@@ -259,6 +265,7 @@ func TestCardAnsweredOnceForEveryConnection(t *testing.T) {
 }
 
 func TestOpenCardSentAgainAfterReplay(t *testing.T) {
+	t.Parallel()
 	e := startDaemon(t, nil)
 	a := e.dial("open", -1)
 	a.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeReplayDone), "ready")
@@ -275,6 +282,7 @@ func TestOpenCardSentAgainAfterReplay(t *testing.T) {
 }
 
 func TestDuplicateMessageIDDeliveredOnce(t *testing.T) {
+	t.Parallel()
 	e := startDaemon(t, nil)
 	c := e.dial("dup", -1)
 	c.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeReplayDone), "ready")
@@ -297,6 +305,7 @@ func TestDuplicateMessageIDDeliveredOnce(t *testing.T) {
 // Another chat's message with the same id is its own message, delivered with
 // its own text; the same route sending it again gets the first one's receipt.
 func TestMessageIDIsTheRoutes(t *testing.T) {
+	t.Parallel()
 	e := startDaemon(t, nil)
 	alpha, beta := e.dial("alpha", -1), e.dial("beta", -1)
 	for _, c := range []*chatsock.Conn{alpha, beta} {
@@ -334,6 +343,7 @@ func TestMessageIDIsTheRoutes(t *testing.T) {
 }
 
 func TestIdleUnloadThenResume(t *testing.T) {
+	t.Parallel()
 	e := startDaemon(t, func(c *config.Config) { c.Agents[0].IdleTimeout = config.Duration{Duration: 50 * time.Millisecond} })
 	c := e.dial("idle", -1)
 	c.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeReplayDone), "ready")
@@ -353,6 +363,7 @@ func TestIdleUnloadThenResume(t *testing.T) {
 }
 
 func TestAgentCrashEndsTurnWithErrorAndRecovers(t *testing.T) {
+	t.Parallel()
 	e := startDaemon(t, nil)
 	c := e.dial("crash", -1)
 	c.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeReplayDone), "ready")
@@ -372,6 +383,7 @@ func TestAgentCrashEndsTurnWithErrorAndRecovers(t *testing.T) {
 }
 
 func TestRESTSendIsTheSameSendPath(t *testing.T) {
+	t.Parallel()
 	e := startDaemon(t, nil)
 	c := e.dial("rest", -1)
 	c.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeReplayDone), "ready")
@@ -395,6 +407,7 @@ func TestRESTSendIsTheSameSendPath(t *testing.T) {
 }
 
 func TestRetryOfAFailedMessageReusesItsID(t *testing.T) {
+	t.Parallel()
 	e := startDaemon(t, nil)
 	c := e.dial("retry", -1)
 	c.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeReplayDone), "ready")
@@ -428,6 +441,7 @@ func TestRetryOfAFailedMessageReusesItsID(t *testing.T) {
 // never "failed" (which promises it did not reach the agent), and the same id
 // is not delivered again.
 func TestUnverifiedDeliveryIsUnknown(t *testing.T) {
+	t.Parallel()
 	e := startDaemon(t, nil)
 	c := e.dial("unverified", -1)
 	c.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeReplayDone), "ready")
@@ -452,6 +466,7 @@ func TestUnverifiedDeliveryIsUnknown(t *testing.T) {
 }
 
 func TestOpenThreadAttachesAnotherRoute(t *testing.T) {
+	t.Parallel()
 	e := startDaemon(t, nil)
 	a := e.dial("desk", -1)
 	a.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeReplayDone), "ready")

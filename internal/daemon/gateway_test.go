@@ -36,6 +36,7 @@ func seqs(evs []client.Event) []int64 {
 // A thread whose queue is full answers a message with an `error` "busy" and
 // stores nothing of it; the connection and the thread go on.
 func TestFullQueueAnswersBusyAndStoresNothing(t *testing.T) {
+	t.Parallel()
 	e := startDaemon(t, func(c *config.Config) { c.Limits.QueueDepth = 2 })
 	c := e.dial("busy", -1)
 	c.WaitFor(0, 10*time.Second, chatsock.Type(chat.TypeReplayDone), "ready")
@@ -105,6 +106,7 @@ func TestFullQueueAnswersBusyAndStoresNothing(t *testing.T) {
 // Without since, a new connection gets the log's last ReplayTail events, then
 // replay_done; with since, exactly what it lacks, however many.
 func TestReplayTailWithoutSince(t *testing.T) {
+	t.Parallel()
 	const tail = 5
 	e := startDaemon(t, func(c *config.Config) { c.Limits.ReplayTail = tail })
 	a := e.dial("tail", -1)

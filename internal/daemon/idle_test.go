@@ -69,6 +69,7 @@ func (e *testEnv) restThread(id chat.ThreadID) (chat.Thread, int) {
 // unload comes after the last turn, and the whole conversation ran on one
 // session.
 func TestIdleNotDuringQueuedTurns(t *testing.T) {
+	t.Parallel()
 	e := startDaemon(t, idleAfter(100*time.Millisecond))
 	c := e.dial("busy", -1)
 	c.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeReplayDone), "ready")
@@ -101,6 +102,7 @@ func TestIdleNotDuringQueuedTurns(t *testing.T) {
 // idle timeout, each message sent when the previous answer is done, stays on
 // its first session; only once it stops does the session unload.
 func TestIdleDeadlineBumpedByEachTurn(t *testing.T) {
+	t.Parallel()
 	const timeout = 2 * time.Second
 	e := startDaemon(t, idleAfter(timeout))
 	c := e.dial("talk", -1)
@@ -130,6 +132,7 @@ func TestIdleDeadlineBumpedByEachTurn(t *testing.T) {
 // away, has not come); a tab opened later finds the same thread on the same
 // session, and the next message runs without a restart.
 func TestClosingEveryTabKeepsTheThread(t *testing.T) {
+	t.Parallel()
 	e := startDaemon(t, idleAfter(time.Hour))
 	a := e.dial("tabs", -1)
 	b := e.dial("tabs", -1)
@@ -189,6 +192,7 @@ func TestClosingEveryTabKeepsTheThread(t *testing.T) {
 // tab open; the unload leaves the thread open, and a tab opened later sees the
 // unload in the log and brings the session back by resuming it.
 func TestIdleUnloadWithNoTabOpen(t *testing.T) {
+	t.Parallel()
 	e := startDaemon(t, idleAfter(300*time.Millisecond))
 	a := e.dial("gone", -1)
 	a.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeReplayDone), "ready")

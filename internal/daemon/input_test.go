@@ -18,6 +18,7 @@ import (
 )
 
 func TestBadInputGetsAnErrorAndTheConnectionGoesOn(t *testing.T) {
+	t.Parallel()
 	e := startDaemon(t, nil)
 	outside := t.TempDir()
 	link := filepath.Join(e.root, "escape")
@@ -94,6 +95,7 @@ func TestBadInputGetsAnErrorAndTheConnectionGoesOn(t *testing.T) {
 }
 
 func TestInputFloodIsRateLimited(t *testing.T) {
+	t.Parallel()
 	e := startDaemon(t, nil)
 	c := e.dial("flood", -1)
 	c.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeReplayDone), "ready")
@@ -143,6 +145,7 @@ func TestInputFloodIsRateLimited(t *testing.T) {
 }
 
 func TestSlowReaderIsDroppedFastReaderKeepsUp(t *testing.T) {
+	t.Parallel()
 	// A backlog of 256: the slow reader falls that far behind after a few
 	// hundred chunks (either that or the write watchdog drops it, both
 	// counted as slow).

@@ -18,6 +18,7 @@ import (
 // unload); when none is idle, the message fails with words naming the limit,
 // and nothing crashed: the next message, once a turn ended, goes.
 func TestSessionCapUnloadsTheLeastRecentlyUsedIdleSession(t *testing.T) {
+	t.Parallel()
 	e := startDaemon(t, func(c *config.Config) { c.Limits.MaxSessions = 2 })
 	dial := func(chatID string) *chatsock.Conn {
 		c := e.dial(chatID, -1)
@@ -69,6 +70,7 @@ func TestSessionCapUnloadsTheLeastRecentlyUsedIdleSession(t *testing.T) {
 // New threads are capped a minute, over all channels, with words naming the
 // limit; a refused first message leaves no thread and no input behind.
 func TestThreadsPerMinuteCap(t *testing.T) {
+	t.Parallel()
 	e := startDaemon(t, func(c *config.Config) { c.Limits.ThreadsPerMinute = 2 })
 	for _, id := range []string{"t1", "t2"} {
 		c := e.dial("rate-"+id, -1)
@@ -95,6 +97,7 @@ func TestThreadsPerMinuteCap(t *testing.T) {
 // A data directory that already exists writable by others is narrowed to 0700
 // at start, and the database, its -wal and -shm, and the token are 0600.
 func TestDataDirectoryAndFilesAreOwnerOnly(t *testing.T) {
+	t.Parallel()
 	e := startDaemon(t, func(c *config.Config) {
 		if err := os.Mkdir(c.DataDir, 0o777); err != nil {
 			t.Fatal(err)

@@ -68,6 +68,7 @@ func (provingSession) ProvesDelivery() {}
 // (Sink.Received), which may come before Prompt returns; a Prompt that
 // returns without evidence only handed the text over.
 func TestOnlyTheDriversEvidenceProvesDelivery(t *testing.T) {
+	t.Parallel()
 	for _, proves := range []bool{true, false} {
 		name := map[bool]string{true: "screen driver", false: "structured driver"}[proves]
 		t.Run(name, func(t *testing.T) {
@@ -99,6 +100,7 @@ func TestOnlyTheDriversEvidenceProvesDelivery(t *testing.T) {
 // its queued receipt: behind an open permission request, the person learns
 // the card holds it up; a message that goes at once has no such word.
 func TestQueuedSaysWhatItWaitsFor(t *testing.T) {
+	t.Parallel()
 	e := startDaemon(t, nil)
 	c := e.dial("waits", -1)
 	c.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeReplayDone), "ready")

@@ -15,6 +15,7 @@ import (
 // The pruner prunes at start what is older than limits.retain_events, and
 // stops before the store closes; with retention off it prunes nothing.
 func TestPrunerDeletesEventsOlderThanTheRetention(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "parley.db"), nil)
 	if err != nil {

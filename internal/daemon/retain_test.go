@@ -17,6 +17,7 @@ import (
 // (history_pruned on the socket, pruned_through over REST), never shown a silent
 // gap; the log goes on after the last seq, which pruning never reuses.
 func TestReplayAfterPrunedSeqsSaysSo(t *testing.T) {
+	t.Parallel()
 	e := startDaemon(t, nil)
 	c := e.dial("retain", -1)
 	c.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeReplayDone), "ready")

@@ -23,6 +23,7 @@ import (
 // twice), the others are accepted now. In the end every message is in the log
 // exactly once.
 func TestInputsRacingASlowCloseAreAcceptedOrResent(t *testing.T) {
+	t.Parallel()
 	e := startDaemon(t, func(c *config.Config) {
 		c.Limits.ConnBuffer = 256 // a drop after a few hundred chunks (TestSlowReaderIsDroppedFastReaderKeepsUp)
 		c.Limits.InputsPerSecond, c.Limits.InputBurst = 1000, 1000
@@ -142,6 +143,7 @@ func TestInputsRacingASlowCloseAreAcceptedOrResent(t *testing.T) {
 // it: the reader does not wait for a reply nobody will write, so the socket
 // ends and frees its slot (limits.max_sockets) instead of hanging for ever.
 func TestDroppedSlowClientWithRepliesWaitingEnds(t *testing.T) {
+	t.Parallel()
 	e := startDaemon(t, func(c *config.Config) { c.Limits.ConnBuffer = 256; c.Limits.MaxSockets = 2 })
 	fast := e.dial("stuck", -1)
 	fast.WaitFor(0, 10*time.Second, chatsock.Type(chat.TypeReplayDone), "fast ready")
@@ -182,6 +184,7 @@ func TestDroppedSlowClientWithRepliesWaitingEnds(t *testing.T) {
 // counts the drop as slow all the same (docs/protocol.md), as it does when the
 // backlog fills.
 func TestHungWriteIsCountedSlow(t *testing.T) {
+	t.Parallel()
 	e := startDaemon(t, func(c *config.Config) { c.Limits.ConnBuffer = 1 << 20 })
 	fast := e.dial("hung", -1)
 	fast.WaitFor(0, 10*time.Second, chatsock.Type(chat.TypeReplayDone), "fast ready")

@@ -49,6 +49,7 @@ func (provingFailingSession) ProvesDelivery() {}
 // the message: a message waiting for its session is never shown submitted on
 // what the session said while it started.
 func TestOutputBeforePromptIsNoProof(t *testing.T) {
+	t.Parallel()
 	for _, proves := range []bool{true, false} {
 		name := map[bool]string{true: "screen driver", false: "structured driver"}[proves]
 		t.Run(name, func(t *testing.T) {
