@@ -35,7 +35,7 @@ type Sub struct {
 	ready chan struct{} // signalled (capacity 1) when items are queued
 	done  chan struct{}
 
-	qmu    sync.Mutex
+	qmu    sync.Mutex // after Hub.mu, never before (Hub's lock order)
 	q      []Item
 	max    int
 	wake   func()       // called after each push, when set
@@ -108,6 +108,11 @@ func (s *Sub) Done() <-chan struct{} { return s.done }
 // Hub is safe for concurrent use. One mutex guards the subscription tables; it is
 // held only to copy nothing and send without blocking, so publishers never wait
 // on a connection.
+//
+// Lock order (docs/architecture.md): Hub.mu, then a Sub's qmu or a Watcher's
+// mu (a push or a mark under Hub.mu). qmu and Watcher.mu are leaves: nothing
+// is locked under them, and no callback runs under any of the three (wake
+// must not block; onDrop runs on its own goroutine).
 type Hub struct {
 	mu       sync.Mutex
 	byThread map[chat.ThreadID]map[*Sub]struct{}

@@ -13,7 +13,7 @@ import (
 type Watcher struct {
 	ready chan struct{} // signalled (capacity 1) when threads changed
 
-	mu      sync.Mutex
+	mu      sync.Mutex // a leaf, after Hub.mu (Hub's lock order)
 	changed map[chat.ThreadID]struct{}
 }
 

@@ -309,6 +309,11 @@ type session struct {
 	spec    driver.Spec // what Start was asked for: an owned agent that exited is started again from it
 
 	// kbd serializes everything that types: sends and card answers.
+	//
+	// Lock order (docs/architecture.md): kbd, then mu. mu is taken briefly
+	// under kbd (a send or an answer reading the card), never kbd under mu:
+	// typing waits on tmux, and mu guards state the scanner and the hook
+	// reader update while a send types.
 	kbd sync.Mutex
 
 	mu         sync.Mutex
