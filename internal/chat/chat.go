@@ -18,6 +18,7 @@ type RouteKey struct {
 	Chat    string `json:"chat"`
 }
 
+// String is the key as "channel:chat", as logs and metrics show it.
 func (k RouteKey) String() string { return k.Channel + ":" + k.Chat }
 
 // Thread states, as the dashboard shows them.
@@ -55,10 +56,10 @@ type Route struct {
 
 // Delivery states of an input, in the order they happen.
 const (
-	DeliveryQueued     = "queued"
-	DeliveryDelivering = "delivering"
-	DeliverySubmitted  = "submitted"
-	DeliveryFailed     = "failed"
+	DeliveryQueued     = "queued"     // stored, waiting for its turn
+	DeliveryDelivering = "delivering" // its turn started: being handed to the agent
+	DeliverySubmitted  = "submitted"  // the agent showed it has it
+	DeliveryFailed     = "failed"     // it did not reach the agent (detail says why); may be retried
 	// DeliveryUnknown: the driver could prove neither that the agent got the
 	// message nor that it did not (the send was stopped, or the agent went
 	// away, while the message may have been on its way). Never sent again
@@ -84,13 +85,13 @@ func (in Input) Pending() bool {
 
 // Card kinds and states.
 const (
-	CardPermission = "permission"
-	CardQuestion   = "question"
+	CardPermission = "permission" // a PermissionRequest
+	CardQuestion   = "question"   // a Question
 
-	CardOpen      = "open"
-	CardResolved  = "resolved"
-	CardCancelled = "cancelled"
-	CardExpired   = "expired"
+	CardOpen      = "open"      // waiting for an answer
+	CardResolved  = "resolved"  // answered
+	CardCancelled = "cancelled" // gone unanswered (a stop, withdrawn by the agent)
+	CardExpired   = "expired"   // left open when parley stopped; closed at its restart
 )
 
 // Card is a permission request or a question, resolved exactly once.
@@ -169,7 +170,8 @@ func (e Event) Frame() []byte {
 // TimeFormat is RFC 3339 with milliseconds, as the protocol promises.
 const TimeFormat = "2006-01-02T15:04:05.000Z07:00"
 
-// Sentinel errors, mapped to socket codes and HTTP statuses in the web channel.
+// Sentinel errors, mapped to socket codes and HTTP statuses in the web channel;
+// each one's text says what it means.
 var (
 	ErrNotFound     = errors.New("not found")
 	ErrBusy         = errors.New("thread is busy: too many messages waiting")

@@ -10,68 +10,76 @@ type Payload interface{ EventType() string }
 
 // Event types written to a thread's log.
 const (
-	TypeUserMessage        = "user_message"
-	TypeDelivery           = "delivery"
-	TypeAgentChunk         = "agent_chunk"
-	TypeThoughtChunk       = "thought_chunk"
-	TypeToolCall           = "tool_call"
-	TypeToolCallUpdate     = "tool_call_update"
-	TypePlan               = "plan"
-	TypePermissionRequest  = "permission_request"
-	TypePermissionResolved = "permission_resolved"
-	TypeQuestion           = "question"
-	TypeQuestionResolved   = "question_resolved"
-	TypeMode               = "mode"
-	TypeCommands           = "commands"
-	TypeUsage              = "usage"
-	TypeTurnStatus         = "turn_status"
-	TypePromptDone         = "prompt_done"
-	TypeError              = "error"
-	TypeSessionInfo        = "session"
+	TypeUserMessage        = "user_message"        // a person's message (UserMessage)
+	TypeDelivery           = "delivery"            // a message's receipt (Delivery)
+	TypeAgentChunk         = "agent_chunk"         // answer text (AgentChunk)
+	TypeThoughtChunk       = "thought_chunk"       // reasoning text (ThoughtChunk)
+	TypeToolCall           = "tool_call"           // a tool the agent runs (ToolCall)
+	TypeToolCallUpdate     = "tool_call_update"    // its progress (ToolCallUpdate)
+	TypePlan               = "plan"                // the agent's task list (Plan)
+	TypePermissionRequest  = "permission_request"  // a permission card (PermissionRequest)
+	TypePermissionResolved = "permission_resolved" // its answer (PermissionResolved)
+	TypeQuestion           = "question"            // a question card (Question)
+	TypeQuestionResolved   = "question_resolved"   // its answer (QuestionResolved)
+	TypeMode               = "mode"                // the session's mode and settings (Mode)
+	TypeCommands           = "commands"            // the agent's slash commands (Commands)
+	TypeUsage              = "usage"               // a turn's cost (Usage)
+	TypeTurnStatus         = "turn_status"         // a turn runs or not (TurnStatus)
+	TypePromptDone         = "prompt_done"         // a turn ended (PromptDone)
+	TypeError              = "error"               // an error a person sees (Error)
+	TypeSessionInfo        = "session"             // the agent process came or went (SessionInfo)
 )
 
 // Connection-level event types (not in any log).
 const (
-	TypeConfig     = "config"
-	TypeThread     = "thread"
-	TypeReplayDone = "replay_done"
+	TypeConfig     = "config"      // a connection's first frame (Config)
+	TypeThread     = "thread"      // the thread shown (ThreadEvent)
+	TypeReplayDone = "replay_done" // the replay is over (ReplayDone)
 	// TypeHistoryPruned says the replay skips events that limits.retain_events
 	// removed (docs/protocol.md, "Retention").
 	TypeHistoryPruned = "history_pruned"
-	TypePong          = "pong"
+	TypePong          = "pong" // answers a ping (Pong)
 )
 
 // Stop reasons of prompt_done.
 const (
-	StopEndTurn   = "end_turn"
-	StopCancelled = "cancelled"
-	StopMaxTokens = "max_tokens"
-	StopRefusal   = "refusal"
-	StopError     = "error"
+	StopEndTurn   = "end_turn"   // the agent finished
+	StopCancelled = "cancelled"  // stopped by a person
+	StopMaxTokens = "max_tokens" // the model's output limit
+	StopRefusal   = "refusal"    // the model declined
+	StopError     = "error"      // the turn broke (an Error says why)
 )
 
+// UserMessage is a message a person sent, as stored: its client-chosen id
+// (retries reuse it) and the route it came from.
 type UserMessage struct {
 	MessageID string   `json:"message_id"`
 	Text      string   `json:"text"`
 	From      RouteKey `json:"from"`
 }
 
+// Delivery is a receipt for one message: queued, delivering, submitted,
+// failed or unknown (DeliveryQueued…), with words a person can act on in
+// Detail when it failed or is unknown.
 type Delivery struct {
 	MessageID string `json:"message_id"`
 	State     string `json:"state"`
 	Detail    string `json:"detail,omitempty"`
 }
 
+// AgentChunk is a piece of the agent's answer text, streamed in order.
 type AgentChunk struct {
 	Text      string `json:"text"`
 	MessageID string `json:"message_id,omitempty"` // the agent's message id
 }
 
+// ThoughtChunk is a piece of the agent's visible reasoning.
 type ThoughtChunk struct {
 	Text string `json:"text"`
 }
 
-// Tool kinds follow ACP: read, edit, delete, move, search, execute, think, fetch, other.
+// ToolCall is a tool the agent runs, shown as a card. Kinds follow ACP: read,
+// edit, delete, move, search, execute, think, fetch, other.
 type ToolCall struct {
 	ToolCallID string          `json:"tool_call_id"`
 	Title      string          `json:"title"`
@@ -81,11 +89,14 @@ type ToolCall struct {
 	Locations  []Location      `json:"locations,omitempty"`
 }
 
+// Location is a file (and line) a tool call touches.
 type Location struct {
 	Path string `json:"path"`
 	Line int    `json:"line,omitempty"`
 }
 
+// ToolCallUpdate changes a tool call shown before (by ToolCallID): its
+// status, title, output, diffs or locations; empty fields keep what was there.
 type ToolCallUpdate struct {
 	ToolCallID string     `json:"tool_call_id"`
 	Status     string     `json:"status,omitempty"`
@@ -95,16 +106,19 @@ type ToolCallUpdate struct {
 	Locations  []Location `json:"locations,omitempty"`
 }
 
+// Diff is one file's change by an edit tool: OldText empty for a new file.
 type Diff struct {
 	Path    string `json:"path"`
 	OldText string `json:"old_text,omitempty"`
 	NewText string `json:"new_text"`
 }
 
+// Plan is the agent's current task list, sent whole each time it changes.
 type Plan struct {
 	Entries []PlanEntry `json:"entries"`
 }
 
+// PlanEntry is one task of a Plan; Status is pending, in_progress or completed.
 type PlanEntry struct {
 	Content  string `json:"content"`
 	Priority string `json:"priority,omitempty"`
@@ -113,18 +127,21 @@ type PlanEntry struct {
 
 // Permission option kinds.
 const (
-	OptionAllowOnce    = "allow_once"
-	OptionAllowAlways  = "allow_always"
-	OptionRejectOnce   = "reject_once"
-	OptionRejectAlways = "reject_always"
+	OptionAllowOnce    = "allow_once"    // run it this time
+	OptionAllowAlways  = "allow_always"  // run it and such calls from now on
+	OptionRejectOnce   = "reject_once"   // not this time
+	OptionRejectAlways = "reject_always" // never such calls
 )
 
+// PermissionRequest is a permission card: the agent asks to run a tool and
+// waits for one of Options (answered by RequestID).
 type PermissionRequest struct {
 	RequestID string             `json:"request_id"`
 	Tool      PermissionTool     `json:"tool"`
 	Options   []PermissionOption `json:"options"`
 }
 
+// PermissionTool is the tool a PermissionRequest asks about.
 type PermissionTool struct {
 	Name       string          `json:"name"`
 	Title      string          `json:"title"`
@@ -132,12 +149,17 @@ type PermissionTool struct {
 	ToolCallID string          `json:"tool_call_id,omitempty"`
 }
 
+// PermissionOption is one answer to a permission card; Kind is one of the
+// Option* constants.
 type PermissionOption struct {
 	ID    string `json:"id"`
 	Label string `json:"label"`
 	Kind  string `json:"kind"`
 }
 
+// PermissionResolved closes a permission card: the option chosen (with the
+// person's words, if any), or Cancelled when the card went away unanswered
+// (a stop, the agent withdrew it); By is the route that answered.
 type PermissionResolved struct {
 	RequestID string    `json:"request_id"`
 	OptionID  string    `json:"option_id,omitempty"`
@@ -146,11 +168,15 @@ type PermissionResolved struct {
 	By        *RouteKey `json:"by,omitempty"`
 }
 
+// Question is a question card: the agent asks one or more questions and
+// waits for the answers (by RequestID).
 type Question struct {
 	RequestID string         `json:"request_id"`
 	Questions []QuestionItem `json:"questions"`
 }
 
+// QuestionItem is one question of a card, with its options; MultiSelect
+// allows several labels.
 type QuestionItem struct {
 	Question    string           `json:"question"`
 	Header      string           `json:"header,omitempty"`
@@ -158,6 +184,7 @@ type QuestionItem struct {
 	Options     []QuestionOption `json:"options"`
 }
 
+// QuestionOption is one offered answer to a QuestionItem.
 type QuestionOption struct {
 	Label       string `json:"label"`
 	Description string `json:"description,omitempty"`
@@ -191,6 +218,7 @@ func (a Answer) String() string {
 	return string(b)
 }
 
+// MarshalJSON writes the answer in the form it came in: a list or a string.
 func (a Answer) MarshalJSON() ([]byte, error) {
 	if a.Labels != nil {
 		return json.Marshal(a.Labels)
@@ -243,6 +271,9 @@ func clip(s string, n int) string {
 	return s[:n] + "…"
 }
 
+// QuestionResolved closes a question card: the answers given (or a free
+// Response), or Cancelled when it went away unanswered; By is the route
+// that answered.
 type QuestionResolved struct {
 	RequestID string    `json:"request_id"`
 	Answers   Answers   `json:"answers,omitempty"`
@@ -251,6 +282,8 @@ type QuestionResolved struct {
 	By        *RouteKey `json:"by,omitempty"`
 }
 
+// Mode is the session's permission mode and the modes and settings it can
+// switch to.
 type Mode struct {
 	Current   string       `json:"current"`
 	Available []ModeOption `json:"available,omitempty"`
@@ -258,12 +291,15 @@ type Mode struct {
 	ConfigOptions []ConfigOption `json:"config_options,omitempty"`
 }
 
+// ModeOption is one mode (or one value of a ConfigOption) a session offers.
 type ModeOption struct {
 	ID          string `json:"id"`
 	Name        string `json:"name"`
 	Description string `json:"description,omitempty"`
 }
 
+// ConfigOption is one of a session's settings (model, effort, …) with its
+// current value and the values it takes.
 type ConfigOption struct {
 	ID      string       `json:"id"`
 	Name    string       `json:"name"`
@@ -276,23 +312,28 @@ type Commands struct {
 	Commands []Command `json:"commands"`
 }
 
+// Command is one of the agent's slash commands; Hint describes its argument.
 type Command struct {
 	Name        string `json:"name"`
 	Description string `json:"description,omitempty"`
 	Hint        string `json:"hint,omitempty"`
 }
 
+// Usage is what a turn cost: tokens in and out, and money when the agent says.
 type Usage struct {
 	InputTokens  int64   `json:"input_tokens,omitempty"`
 	OutputTokens int64   `json:"output_tokens,omitempty"`
 	CostUSD      float64 `json:"cost_usd,omitempty"`
 }
 
+// TurnStatus says whether a turn is running, and for which message.
 type TurnStatus struct {
 	Active    bool   `json:"active"`
 	MessageID string `json:"message_id,omitempty"`
 }
 
+// PromptDone ends a turn: StopReason is one of the Stop* constants,
+// MessageID the person's message the turn answered.
 type PromptDone struct {
 	StopReason string  `json:"stop_reason"`
 	MessageID  string  `json:"message_id,omitempty"` // the person's
@@ -301,19 +342,22 @@ type PromptDone struct {
 
 // Error codes of error events.
 const (
-	CodeBadInput   = "bad_input"
-	CodeTooLarge   = "too_large"
-	CodeRateLimit  = "rate_limited"
-	CodeBusy       = "busy"
-	CodeNotFound   = "not_found"
-	CodeCardClosed = "card_closed"
-	CodeForbidden  = "forbidden"
-	CodeAgent      = "agent_error"
-	CodeInternal   = "internal"
-	CodeRestart    = "restarted"
-	CodeNoHistory  = "history_lost"
+	CodeBadInput   = "bad_input"    // the input is malformed or invalid
+	CodeTooLarge   = "too_large"    // over limits.max_message_bytes
+	CodeRateLimit  = "rate_limited" // inputs too fast for the connection's limit
+	CodeBusy       = "busy"         // the thread's queue is full: nothing stored
+	CodeNotFound   = "not_found"    // no such thread, agent or card
+	CodeCardClosed = "card_closed"  // the card was answered or withdrawn already
+	CodeForbidden  = "forbidden"    // not allowed for this route or folder
+	CodeAgent      = "agent_error"  // the agent failed
+	CodeInternal   = "internal"     // parley failed (its log says more)
+	CodeRestart    = "restarted"    // parley restarted during the turn or delivery
+	CodeNoHistory  = "history_lost" // the session could not be restored: a new one
 )
 
+// Error is an error a person sees: in a thread's log (the agent failed, a
+// session lost its history) or answering one input (Ref); Code is one of the
+// Code* constants.
 type Error struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
@@ -329,6 +373,8 @@ type SessionInfo struct {
 
 // Connection-level payloads.
 
+// Config is the first frame of a connection: its route, the agents it can
+// start threads with, and the daemon's version.
 type Config struct {
 	Chat         string      `json:"chat"`
 	Channel      string      `json:"channel"`
@@ -337,6 +383,8 @@ type Config struct {
 	Version      string      `json:"version"`
 }
 
+// AgentInfo describes one configured agent: its transport, whether it can
+// run, and the folders its threads may use.
 type AgentInfo struct {
 	ID        string   `json:"id"`
 	Name      string   `json:"name"`
@@ -345,10 +393,13 @@ type AgentInfo struct {
 	Roots     []string `json:"roots,omitempty"`
 }
 
+// ThreadEvent tells a connection which thread it shows (on connect and on
+// every switch); seq numbers after it belong to that thread.
 type ThreadEvent struct {
 	Thread Thread `json:"thread"`
 }
 
+// ReplayDone ends a connection's replay: LastSeq is the newest event sent.
 type ReplayDone struct {
 	LastSeq int64 `json:"last_seq"`
 }
@@ -359,8 +410,11 @@ type HistoryPruned struct {
 	ThroughSeq int64 `json:"through_seq"`
 }
 
+// Pong answers a ping.
 type Pong struct{}
 
+// EventType names each payload's event type (Payload), one of the Type*
+// constants.
 func (UserMessage) EventType() string        { return TypeUserMessage }
 func (Delivery) EventType() string           { return TypeDelivery }
 func (AgentChunk) EventType() string         { return TypeAgentChunk }
