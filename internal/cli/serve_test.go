@@ -3,6 +3,7 @@ package cli_test
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,16 +21,41 @@ import (
 	"github.com/parleyhq/parley/ui"
 )
 
-// buildParley builds the real binary once per test run.
+var (
+	buildOnce sync.Once
+	builtBin  string
+	buildErr  error
+)
+
+// buildParley builds the real binary once per test run (linking it takes
+// seconds; TestMain removes it).
 func buildParley(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "parley")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/parley")
-	cmd.Dir = testkit.RepoRoot(t)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "parley-cli-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		builtBin = filepath.Join(dir, "parley")
+		cmd := exec.Command("go", "build", "-o", builtBin, "./cmd/parley")
+		cmd.Dir = testkit.RepoRoot(t)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
 	}
-	return bin
+	return builtBin
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if builtBin != "" {
+		os.RemoveAll(filepath.Dir(builtBin))
+	}
+	os.Exit(code)
 }
 
 func TestServePrintsTheLinkAnswersAndShutsDownOnSIGTERM(t *testing.T) {
