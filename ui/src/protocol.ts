@@ -54,6 +54,7 @@ export type ServerEvent = Logged &
     | { type: "config"; chat: string; channel?: string; agents: AgentInfo[]; default_agent: string; version: string }
     | { type: "thread"; thread: Thread }
     | { type: "replay_done"; last_seq: number }
+    | { type: "history_pruned"; through_seq: number }
     | { type: "pong" }
     | { type: "user_message"; message_id: string; text: string; from: RouteKey }
     | { type: "delivery"; message_id: string; state: DeliveryState; detail?: string }
