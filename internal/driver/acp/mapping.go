@@ -27,6 +27,10 @@ type mapper struct {
 	kinds map[string]string
 	// refused holds tool calls whose permission the person refused.
 	refused map[string]bool
+	// usage sums the turn's token counts an agent reports per model call in
+	// a message chunk's _meta.usage (Qwen Code), for a prompt answer without
+	// ACP's usage field.
+	usage chat.Usage
 }
 
 func newMapper() *mapper {
@@ -46,6 +50,7 @@ func (m *mapper) update(u sdk.SessionUpdate) []chat.Payload {
 	switch {
 	case u.AgentMessageChunk != nil:
 		c := u.AgentMessageChunk
+		m.addUsage(c.Meta)
 		text := contentText(c.Content)
 		if g := geminiModeUpdate.FindStringSubmatch(strings.TrimSpace(text)); g != nil && c.Content.Text != nil {
 			return m.setMode(g[1])
@@ -99,6 +104,26 @@ func (m *mapper) update(u sdk.SessionUpdate) []chat.Payload {
 		return nil
 	}
 	return nil
+}
+
+// addUsage adds a chunk's _meta.usage ({inputTokens, outputTokens}) to the
+// turn's sum.
+func (m *mapper) addUsage(meta map[string]any) {
+	u, ok := meta["usage"].(map[string]any)
+	if !ok {
+		return
+	}
+	in, _ := u["inputTokens"].(float64)
+	out, _ := u["outputTokens"].(float64)
+	m.usage.InputTokens += int64(in)
+	m.usage.OutputTokens += int64(out)
+}
+
+// takeUsage returns the turn's summed usage and starts the next turn's at zero.
+func (m *mapper) takeUsage() (chat.Usage, bool) {
+	u := m.usage
+	m.usage = chat.Usage{}
+	return u, u.InputTokens != 0 || u.OutputTokens != 0
 }
 
 // toolCall reports a new tool call (or a repeated one, which ACP allows).

@@ -89,3 +89,26 @@ func TestQwenQuestionOnlyWhenMarked(t *testing.T) {
 		t.Fatalf("a person's text naming the marker was changed: %q, %v", out.String(), err)
 	}
 }
+
+// Qwen Code reports tokens per model call in an empty message chunk's
+// _meta.usage and none on the prompt's answer: the turn's usage is their sum.
+func TestUsageSummedFromChunkMeta(t *testing.T) {
+	m := newMapper()
+	var u sdk.SessionUpdate
+	for _, line := range []string{
+		`{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":""},"_meta":{"usage":{"inputTokens":10,"outputTokens":5,"totalTokens":15},"durationMs":70}}`,
+		`{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"done"}}`,
+		`{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":""},"_meta":{"usage":{"inputTokens":30,"outputTokens":7}}}`,
+	} {
+		if err := json.Unmarshal([]byte(line), &u); err != nil {
+			t.Fatal(err)
+		}
+		m.update(u)
+	}
+	if got, ok := m.takeUsage(); !ok || got != (chat.Usage{InputTokens: 40, OutputTokens: 12}) {
+		t.Fatalf("summed usage %+v, %v; want 40 in, 12 out", got, ok)
+	}
+	if _, ok := m.takeUsage(); ok {
+		t.Fatal("the next turn starts with usage left over")
+	}
+}

@@ -418,6 +418,7 @@ func (s *Session) run(t *turn, req sdk.PromptRequest) {
 	// Answered without a word before: the answer is the evidence.
 	first := err == nil && !t.received
 	t.received = t.received || first
+	summed, haveSum := s.m.takeUsage()
 	closed := s.m.closeTools()
 	s.mu.Unlock()
 
@@ -427,6 +428,8 @@ func (s *Session) run(t *turn, req sdk.PromptRequest) {
 	if err == nil {
 		if u, ok := usageOf(resp); ok {
 			s.sink.Event(u)
+		} else if haveSum {
+			s.sink.Event(summed)
 		}
 	}
 	for _, p := range closed {
@@ -526,6 +529,7 @@ func (s *Session) endCancelled(t *turn) {
 	if s.turn == t {
 		s.turn = nil
 	}
+	s.m.takeUsage()
 	closed := s.m.closeTools()
 	s.mu.Unlock()
 	s.logger.Warn("the agent did not end a cancelled turn; ending it")

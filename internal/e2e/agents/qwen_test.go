@@ -63,7 +63,7 @@ func TestQwenCode(t *testing.T) {
 				"OPENAI_API_KEY": openaiapi.APIKey, "OPENAI_BASE_URL": api.URL + "/v1", "OPENAI_MODEL": "m1"}},
 		home: home, proc: "qwen",
 		output: api.Outputs, userTexts: userTexts(api),
-		shell: "run_shell_command", ask: "ask_user_question", unknown: "craft/drainMidTurnQueue",
+		shell: "run_shell_command", ask: "ask_user_question", unknown: "craft/drainMidTurnQueue", usage: true,
 	}, work)
 	conversation(t, r)
 }
