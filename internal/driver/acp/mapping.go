@@ -29,7 +29,7 @@ type mapper struct {
 	refused map[string]bool
 	// usage sums the turn's token counts an agent reports per model call in
 	// a message chunk's _meta.usage (Qwen Code), for a prompt answer without
-	// ACP's usage field.
+	// ACP's usage field, and keeps the last cost usage_update reported.
 	usage chat.Usage
 }
 
@@ -99,6 +99,7 @@ func (m *mapper) update(u sdk.SessionUpdate) []chat.Payload {
 		// ACP's usage_update is context-window fill and cumulative cost; only
 		// the cost has a place in chat.Usage.
 		if c := u.UsageUpdate.Cost; c != nil && strings.EqualFold(c.Currency, "USD") {
+			m.usage.CostUSD = c.Amount // the turn's usage event carries it too
 			return []chat.Payload{chat.Usage{CostUSD: c.Amount}}
 		}
 		return nil
@@ -123,7 +124,7 @@ func (m *mapper) addUsage(meta map[string]any) {
 func (m *mapper) takeUsage() (chat.Usage, bool) {
 	u := m.usage
 	m.usage = chat.Usage{}
-	return u, u.InputTokens != 0 || u.OutputTokens != 0
+	return u, u.InputTokens != 0 || u.OutputTokens != 0 || u.CostUSD != 0
 }
 
 // toolCall reports a new tool call (or a repeated one, which ACP allows).

@@ -426,10 +426,15 @@ func (s *Session) run(t *turn, req sdk.PromptRequest) {
 		s.sink.Received()
 	}
 	if err == nil {
-		if u, ok := usageOf(resp); ok {
+		// One event with all the turn's usage: a client shows the latest.
+		u, ok := usageOf(resp)
+		if !ok {
+			u, ok = summed, haveSum
+		} else if u.CostUSD == 0 {
+			u.CostUSD = summed.CostUSD
+		}
+		if ok {
 			s.sink.Event(u)
-		} else if haveSum {
-			s.sink.Event(summed)
 		}
 	}
 	for _, p := range closed {

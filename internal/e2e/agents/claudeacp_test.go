@@ -65,7 +65,7 @@ func TestClaudeACP(t *testing.T) {
 			}
 			return nil
 		},
-		shell: "Bash", ask: "AskUserQuestion", usage: true,
+		shell: "Bash", ask: "AskUserQuestion", usage: true, cost: true,
 	}, work)
 	conversation(t, r)
 }

@@ -65,6 +65,7 @@ type agent struct {
 	// not found" (the turn going on); "" when it sends none.
 	unknown string
 	usage   bool // the agent reports usage: a turn shows a usage event
+	cost    bool // …with its cost
 	// slowStart: the agent takes seconds to start; a second message is sent
 	// while it does.
 	slowStart bool
@@ -213,6 +214,19 @@ func conversation(t *testing.T, r *rig) {
 		}
 		if r.a.usage {
 			s.WaitFor(at, wait, chatsock.Type(chat.TypeUsage), "a usage event")
+			// The turn's last usage event is what a client shows: it has all.
+			var last chat.Usage
+			for _, ev := range s.Snapshot()[at:end] {
+				if ev.Type == chat.TypeUsage {
+					last = chat.Usage{}
+					if err := ev.Decode(&last); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if last.InputTokens == 0 || (r.a.cost && last.CostUSD == 0) {
+				t.Errorf("the turn's last usage event %+v: want its tokens (and cost: %v)", last, r.a.cost)
+			}
 		}
 		if r.a.slowStart {
 			// Sent while the agent started: queued with the reason if the
