@@ -140,3 +140,30 @@ func ToolKind(name string) string {
 	}
 	return "other"
 }
+
+// AskUserQuestion is Claude Code's tool that asks the person questions; either
+// transport shows it as a question card, not a permission.
+const AskUserQuestion = "AskUserQuestion"
+
+// Questions reads AskUserQuestion's input (questions with a header, options
+// and multiSelect) as a question card's items; none when it holds none. The
+// stream driver reads it from the permission request, the tmux driver from
+// the PreToolUse hook: one reading, one card, whichever transport.
+func Questions(input json.RawMessage) []chat.QuestionItem {
+	var in struct {
+		Questions []struct {
+			Question    string                `json:"question"`
+			Header      string                `json:"header"`
+			MultiSelect bool                  `json:"multiSelect"`
+			Options     []chat.QuestionOption `json:"options"`
+		} `json:"questions"`
+	}
+	if json.Unmarshal(input, &in) != nil {
+		return nil
+	}
+	var items []chat.QuestionItem
+	for _, q := range in.Questions {
+		items = append(items, chat.QuestionItem{Question: q.Question, Header: q.Header, MultiSelect: q.MultiSelect, Options: q.Options})
+	}
+	return items
+}

@@ -38,8 +38,6 @@ var modes = []chat.ModeOption{
 	{ID: "bypassPermissions", Name: "Bypass permissions", Description: "Never ask"},
 }
 
-const askUserQuestion = "AskUserQuestion"
-
 // cancelGrace is how long a cancelled turn may wait for Claude Code's result
 // before the driver ends it by itself.
 const cancelGrace = 5 * time.Second
@@ -860,22 +858,8 @@ func (s *session) handleControlRequest(l line, raw []byte) {
 	if len(input) == 0 {
 		input = json.RawMessage(`{}`)
 	}
-	if r.ToolName == askUserQuestion {
-		var in struct {
-			Questions []struct {
-				Question    string                `json:"question"`
-				Header      string                `json:"header"`
-				MultiSelect bool                  `json:"multiSelect"`
-				Options     []chat.QuestionOption `json:"options"`
-			} `json:"questions"`
-		}
-		_ = json.Unmarshal(input, &in)
-		q := chat.Question{RequestID: l.RequestID}
-		for _, it := range in.Questions {
-			q.Questions = append(q.Questions, chat.QuestionItem{
-				Question: it.Question, Header: it.Header, MultiSelect: it.MultiSelect, Options: it.Options,
-			})
-		}
+	if r.ToolName == claudecode.AskUserQuestion {
+		q := chat.Question{RequestID: l.RequestID, Questions: claudecode.Questions(input)}
 		s.putCard(l.RequestID, &card{kind: chat.CardQuestion, toolName: r.ToolName, input: input, questions: q.Questions})
 		s.sink.Event(q)
 		return

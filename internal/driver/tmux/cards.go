@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/driver"
+	"github.com/parleyhq/parley/internal/driver/claudecode"
 	"github.com/parleyhq/parley/internal/driver/tmux/ctl"
 	"github.com/parleyhq/parley/internal/driver/tmux/hook"
 	"github.com/parleyhq/parley/internal/driver/tmux/pane"
@@ -163,7 +163,7 @@ func (s *session) scan() {
 
 func (s *session) newCard(m pane.Menu) *openCard {
 	c := &openCard{menu: m}
-	tool := "AskUserQuestion"
+	tool := claudecode.AskUserQuestion
 	if m.Kind == pane.MenuPermission {
 		c.kind = chat.CardPermission
 		tool, _, _ = strings.Cut(m.Title, " ")
@@ -190,20 +190,7 @@ func (s *session) newCard(m pane.Menu) *openCard {
 	if c.kind == chat.CardQuestion {
 		c.question = chat.Question{RequestID: c.id}
 		if ok && len(ev.ToolInput) > 0 {
-			var in struct {
-				Questions []struct {
-					Question    string                `json:"question"`
-					Header      string                `json:"header"`
-					MultiSelect bool                  `json:"multiSelect"`
-					Options     []chat.QuestionOption `json:"options"`
-				} `json:"questions"`
-			}
-			if json.Unmarshal(ev.ToolInput, &in) == nil {
-				for _, q := range in.Questions {
-					c.question.Questions = append(c.question.Questions, chat.QuestionItem{
-						Question: q.Question, Header: q.Header, MultiSelect: q.MultiSelect, Options: q.Options})
-				}
-			}
+			c.question.Questions = claudecode.Questions(ev.ToolInput)
 		}
 		if len(c.question.Questions) == 0 {
 			item := chat.QuestionItem{Question: m.Question, Header: m.Title, MultiSelect: m.MultiSelect}
