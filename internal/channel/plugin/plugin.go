@@ -22,7 +22,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"syscall"
@@ -36,6 +35,7 @@ import (
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/follow"
+	"github.com/parleyhq/parley/internal/procgroup"
 	"github.com/parleyhq/parley/internal/router"
 )
 
@@ -239,14 +239,13 @@ func (h *Host) run(ctx context.Context, p config.Plugin, cursors *acpagent.Curso
 	if name == "" {
 		name = h.opt.Self
 	}
-	cmd := exec.CommandContext(ctx, name, p.Args...)
+	// SIGKILL: the plugin is parley's own child; closing its stdin is its
+	// gentle end and its state is the daemon's (procgroup says more).
+	cmd := procgroup.Command(ctx, syscall.SIGKILL, 3*time.Second, name, p.Args...)
 	cmd.Env = os.Environ()
 	for k, v := range p.Env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 3 * time.Second
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return fmt.Errorf("plugin %s: %w", p.ID, err)

@@ -18,7 +18,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"syscall"
@@ -27,6 +26,7 @@ import (
 	sdk "github.com/coder/acp-go-sdk"
 
 	"github.com/parleyhq/parley/internal/driver"
+	"github.com/parleyhq/parley/internal/procgroup"
 )
 
 // Options keys read from Spec.Options.
@@ -128,15 +128,12 @@ func (d *Driver) Start(ctx context.Context, spec driver.Spec, sink driver.Sink) 
 func (s *Session) spawn(tap io.Writer) error {
 	procCtx, cancel := context.WithCancel(context.Background())
 	s.kill = cancel
-	cmd := exec.CommandContext(procCtx, s.spec.Command, s.spec.Args...)
+	// SIGTERM to the whole tree (the agent's shells and MCP servers too), so a
+	// Node agent can save its session files; killDelay later, SIGKILL for the
+	// leader (procgroup says more).
+	cmd := procgroup.Command(procCtx, syscall.SIGTERM, killDelay, s.spec.Command, s.spec.Args...)
 	cmd.Dir = s.jail.root
 	cmd.Env = append(os.Environ(), s.spec.Env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error {
-		// The whole tree: the agent's own children (shells, MCP servers) too.
-		return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-	}
-	cmd.WaitDelay = killDelay
 	cmd.Stderr = &s.stderr
 	inR, inW, err := os.Pipe()
 	if err != nil {

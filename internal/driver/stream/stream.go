@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/internal/driver"
+	"github.com/parleyhq/parley/internal/procgroup"
 )
 
 // MaxLineBytes bounds one stdout line. Claude Code puts whole tool results
@@ -115,18 +116,13 @@ func (d *Driver) Start(ctx context.Context, spec driver.Spec, sink driver.Sink) 
 	}
 	// The process outlives Start's ctx: it ends with Close, or is killed by kill.
 	procCtx, kill := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(procCtx, command, Args(spec)...)
+	// SIGKILL to the whole group (Claude Code's Bash tools go too): Close's
+	// gentle end (stdin closed, a wait) came first, and Claude Code writes its
+	// transcript as it goes, so the kill loses nothing resume needs
+	// (procgroup says more).
+	cmd := procgroup.Command(procCtx, syscall.SIGKILL, waitDelay, command, Args(spec)...)
 	cmd.Dir = spec.Cwd
 	cmd.Env = append(os.Environ(), spec.Env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error {
-		// The whole group: Claude Code's own children (Bash tools) go too.
-		if cmd.Process == nil {
-			return nil
-		}
-		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	}
-	cmd.WaitDelay = waitDelay
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		kill()

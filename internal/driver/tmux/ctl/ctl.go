@@ -22,6 +22,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/parleyhq/parley/internal/procgroup"
 )
 
 // Format expansion (tmux 3.3a), audited for every call parley makes: no
@@ -109,14 +111,11 @@ func New(bin, socket string, logger *slog.Logger) (*Client, error) {
 // Socket is the server's socket name.
 func (c *Client) Socket() string { return c.socket }
 
-// command builds a tmux process in its own process group, killed as a group
-// when ctx ends.
+// command builds a tmux client process in its own process group, killed as a
+// group when ctx ends: a one-shot client holds nothing to save, and the tmux
+// server is not in its group (procgroup says more).
 func (c *Client) command(ctx context.Context, args ...string) *exec.Cmd {
-	cmd := exec.CommandContext(ctx, c.bin, append([]string{"-L", c.socket}, args...)...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = time.Second
-	return cmd
+	return procgroup.Command(ctx, syscall.SIGKILL, time.Second, c.bin, append([]string{"-L", c.socket}, args...)...)
 }
 
 // Run runs one tmux command and returns its standard output.
