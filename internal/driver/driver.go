@@ -126,6 +126,11 @@ type Sink interface {
 	TurnEnded(stopReason string)
 	// CardWithdrawn says the agent no longer waits for the card with this id.
 	CardWithdrawn(requestID string)
+	// Waiting says the message Prompt is delivering cannot go to the agent
+	// yet, and why, in words a person can act on ("the agent is working on a
+	// turn"). The lane, which owns every receipt, shows it as the message's
+	// queued receipt; a driver never reports a delivery state itself.
+	Waiting(messageID, reason string)
 	// Exited says the session ended by itself; err says why (nil: a clean exit).
 	Exited(err error)
 }

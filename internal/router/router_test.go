@@ -416,3 +416,44 @@ func TestRecoveryOfAMessageThatWaitedForTheStart(t *testing.T) {
 		}
 	})
 }
+
+// A driver's word that a text waits (the tmux driver behind a turn or a menu)
+// becomes the lane's queued receipt, for that message only, while the stored
+// state stays delivering (a crash then must not send it again); a delivery
+// state a driver reports itself is not shown.
+func TestReceiptsAreTheLanes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newRig(t, "", nil)
+		defer g.close()
+		_, th, err := g.send("m1", "waiting the agent is working on a turn")
+		if err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait() // the agent waits (a second of fake time)
+		if in, _ := g.st.Input(context.Background(), g.from, "m1"); in.State != chat.DeliveryDelivering {
+			t.Fatalf("while the text waits the stored state is %q; want delivering (a crash must not send it again)", in.State)
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		evs, _ := g.st.Events(context.Background(), th, 0, 100)
+		var states []string
+		for _, ev := range evs {
+			if ev.Type == chat.TypeDelivery {
+				var d chat.Delivery
+				ev.Decode(&d)
+				states = append(states, d.State+":"+d.Detail)
+			}
+		}
+		want := []string{"queued:", "queued:" + waitsForStart, "delivering:", "queued:the agent is working on a turn", "submitted:"}
+		if !slices.Equal(states, want) {
+			t.Fatalf("receipts %q, want %q\n%v", states, want, g.log(th))
+		}
+		if _, _, err := g.send("m2", "forge"); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if l := g.log(th); has(l, "delivery:m2:failed") || !has(l, "delivery:m2:submitted") {
+			t.Fatalf("a driver's own receipt was shown: %v", l)
+		}
+	})
+}

@@ -15,6 +15,7 @@ const (
 	upTurnEnded
 	upWithdrawn
 	upExited
+	upWaiting
 )
 
 type update struct {
@@ -22,6 +23,7 @@ type update struct {
 	kind updateKind
 	p    chat.Payload
 	s    string
+	msg  string // upWaiting: the message it is about
 	err  error
 }
 
@@ -42,6 +44,19 @@ func (l *lane) onUpdate(u update) {
 	case upTurnEnded:
 		if l.turn != nil {
 			l.endTurn(l.turn, u.s)
+		}
+	case upWaiting:
+		// The driver's word that the turn's text waits (tmux: a turn, a
+		// menu); the receipt is the lane's. The stored state stays
+		// "delivering": the text may be typed any moment, and a crash then
+		// must not send it again. Only while Prompt runs: a report taken
+		// after Prompt's return (another channel) is of a wait that is over.
+		if t := l.turn; t != nil && t.phase == prompting && t.p.in.MessageID == u.msg {
+			d := chat.Delivery{MessageID: u.msg, State: chat.DeliveryQueued, Detail: u.s}
+			l.emit(d)
+			if t.p.notify != nil {
+				t.p.notify(d)
+			}
 		}
 	case upWithdrawn:
 		if c := l.cards[u.s]; c != nil {
@@ -84,6 +99,11 @@ func (l *lane) onEvent(p chat.Payload) {
 		return
 	case chat.Mode:
 		l.th.Mode = p.Current
+	case chat.Delivery:
+		// Receipts are the lane's alone (Sink.Waiting is how a driver says
+		// a text waits): one a driver sends is not shown.
+		l.log.Warn("a driver reported a delivery state; ignored", "message", p.MessageID, "state", p.State)
+		return
 	}
 	l.emit(p)
 }
@@ -112,4 +132,7 @@ func (s *laneSink) TurnEnded(reason string) { s.send(update{kind: upTurnEnded, s
 
 func (s *laneSink) CardWithdrawn(id string) { s.send(update{kind: upWithdrawn, s: id}) }
 
+func (s *laneSink) Waiting(messageID, reason string) {
+	s.send(update{kind: upWaiting, msg: messageID, s: reason})
+}
 func (s *laneSink) Exited(err error) { s.send(update{kind: upExited, err: err}) }

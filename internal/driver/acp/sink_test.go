@@ -35,7 +35,10 @@ func (r *recSink) Received()               { r.add(record{Kind: "received"}) }
 func (r *recSink) SessionID(id string)     { r.add(record{Kind: "session_id", Value: id}) }
 func (r *recSink) TurnEnded(reason string) { r.add(record{Kind: "turn_ended", Value: reason}) }
 func (r *recSink) CardWithdrawn(id string) { r.add(record{Kind: "withdrawn", Value: id}) }
-func (r *recSink) Exited(err error)        { r.add(record{Kind: "exited", Value: fmt.Sprint(err)}) }
+func (r *recSink) Waiting(id, reason string) {
+	r.add(record{Kind: "waiting", Value: id + ": " + reason})
+}
+func (r *recSink) Exited(err error) { r.add(record{Kind: "exited", Value: fmt.Sprint(err)}) }
 func (r *recSink) all() []record {
 	r.mu.Lock()
 	defer r.mu.Unlock()

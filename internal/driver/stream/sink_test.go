@@ -72,6 +72,8 @@ func (r *recSink) CardWithdrawn(id string) {
 	r.add(call{what: "withdrawn:" + id})
 }
 
+func (r *recSink) Waiting(id, reason string) { r.add(call{what: "waiting:" + id + ":" + reason}) }
+
 func (r *recSink) Exited(err error) {
 	r.mu.Lock()
 	r.exits = append(r.exits, err)

@@ -129,6 +129,11 @@ func (s *sink) CardWithdrawn(id string) {
 	s.withdrawn = append(s.withdrawn, id)
 	s.note()
 }
+
+// Waiting is recorded as the queued receipt the lane makes of it.
+func (s *sink) Waiting(id, reason string) {
+	s.Event(chat.Delivery{MessageID: id, State: chat.DeliveryQueued, Detail: reason})
+}
 func (s *sink) Exited(err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -596,7 +596,7 @@ func (s *session) ready(ctx context.Context, messageID string, queued *string) e
 		}
 		if *queued != reason {
 			*queued = reason
-			s.sink.Event(chat.Delivery{MessageID: messageID, State: chat.DeliveryQueued, Detail: reason})
+			s.sink.Waiting(messageID, reason)
 		}
 		// The card scanner (run) sees the same change. The hooks' word that
 		// a turn runs is trusted for hookTurnTrust after the last hook.

@@ -14,6 +14,8 @@
 //	end <reason>               ends the turn with that stop reason (default end_turn)
 //	flaky                      the first delivery of each message id fails; a retry succeeds
 //	unverified                 the delivery ends unproven either way (driver.ErrUnverified)
+//	waiting <reason>           (first line) Prompt says the text waits a second, then delivers it
+//	forge                      the agent reports a delivery state itself (a lane must not show it)
 package scripted
 
 import (
@@ -155,6 +157,22 @@ func (s *Session) Prompt(ctx context.Context, p driver.Prompt) error {
 	tctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	s.mu.Unlock()
+	if reason, ok := strings.CutPrefix(p.Text, "waiting "); ok {
+		reason, _, _ = strings.Cut(reason, "\n")
+		s.sink.Waiting(p.MessageID, reason)
+		// The wait lasts a second (as the tmux driver waits for a turn to
+		// end): the lane shows it while it lasts.
+		t := time.NewTimer(time.Second)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		}
+	}
+	if strings.TrimSpace(p.Text) == "forge" {
+		s.sink.Event(chat.Delivery{MessageID: p.MessageID, State: chat.DeliveryFailed, Detail: "forged"})
+	}
 	s.d.mu.Lock()
 	s.d.prompts = append(s.d.prompts, Received{Thread: s.spec.ThreadID, MessageID: p.MessageID, Text: p.Text})
 	s.d.mu.Unlock()
