@@ -139,6 +139,25 @@ func (h failOnError) Handle(_ context.Context, r slog.Record) error {
 func (h failOnError) WithAttrs([]slog.Attr) slog.Handler { return h }
 func (h failOnError) WithGroup(string) slog.Handler      { return h }
 
+// leftByACrash writes into dir's store what a crash left: the batch (a
+// thread with its inputs and cards) and the route showing it; the store is
+// closed as a dead process's would be.
+func leftByACrash(t *testing.T, dir string, from chat.RouteKey, b store.Batch) {
+	t.Helper()
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(dir, "parley.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := st.Commit(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.AttachRoute(ctx, from, b.Thread.ID); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func has(log []string, s string) bool { return slices.Contains(log, s) }
 
 // A stop the agent does not honour: the turn ends after limits' stop grace,
@@ -275,10 +294,6 @@ func TestRecoveryAfterACrash(t *testing.T) {
 		ctx := context.Background()
 		from := chat.RouteKey{Channel: "test", Chat: "c1"}
 		{
-			st, err := sqlite.Open(ctx, filepath.Join(dir, "parley.db"), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
 			now := time.Now()
 			th := chat.Thread{ID: "t_crash", Agent: "echo", Cwd: dir, State: chat.ThreadWorking, SessionID: "s_old",
 				CreatedAt: now, UpdatedAt: now, TurnMessageID: "m1"}
@@ -290,13 +305,7 @@ func TestRecoveryAfterACrash(t *testing.T) {
 				Cards: []chat.Card{{ThreadID: th.ID, RequestID: "p1", Kind: chat.CardPermission, State: chat.CardOpen,
 					Request: []byte(`{"request_id":"p1"}`), CreatedAt: now}},
 			}
-			if err := st.Commit(ctx, b); err != nil {
-				t.Fatal(err)
-			}
-			if err := st.AttachRoute(ctx, from, th.ID); err != nil {
-				t.Fatal(err)
-			}
-			st.Close()
+			leftByACrash(t, dir, from, b)
 		}
 		g := newRig(t, dir, nil)
 		defer g.close()
@@ -386,26 +395,15 @@ func TestMessagesWaitQueuedForASlowStart(t *testing.T) {
 func TestRecoveryOfAMessageThatWaitedForTheStart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		dir := t.TempDir()
-		ctx := context.Background()
 		from := chat.RouteKey{Channel: "test", Chat: "c1"}
 		{
-			st, err := sqlite.Open(ctx, filepath.Join(dir, "parley.db"), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
 			now := time.Now()
 			th := chat.Thread{ID: "t_wait", Agent: "echo", Cwd: dir, State: chat.ThreadWorking,
 				CreatedAt: now, UpdatedAt: now, TurnMessageID: "m1"}
 			b := store.Batch{Thread: &th, Inputs: []chat.Input{
 				{MessageID: "m1", ThreadID: th.ID, From: from, Text: "say one", State: chat.DeliveryQueued, Detail: waitsForStart, AcceptedAt: now},
 			}}
-			if err := st.Commit(ctx, b); err != nil {
-				t.Fatal(err)
-			}
-			if err := st.AttachRoute(ctx, from, th.ID); err != nil {
-				t.Fatal(err)
-			}
-			st.Close()
+			leftByACrash(t, dir, from, b)
 		}
 		g := newRig(t, dir, nil)
 		defer g.close()
