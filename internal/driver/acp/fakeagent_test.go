@@ -271,6 +271,7 @@ func runTurn(t *testing.T, s *Session, sink *recSink, text string) (string, stri
 }
 
 func TestFakeAgentCapabilities(t *testing.T) {
+	t.Parallel() // each test runs its own fake agent process
 	s, sink, _ := startFake(t, "")
 	_, got := runTurn(t, s, sink, "caps")
 	var caps sdk.ClientCapabilities
@@ -289,6 +290,7 @@ func TestFakeAgentCapabilities(t *testing.T) {
 }
 
 func TestFakeAgentFiles(t *testing.T) {
+	t.Parallel() // each test runs its own fake agent process
 	s, sink, cwd := startFake(t, "")
 	outside := t.TempDir()
 	must := func(err error) {
@@ -343,6 +345,7 @@ func TestFakeAgentFiles(t *testing.T) {
 }
 
 func TestFakeAgentQuestion(t *testing.T) {
+	t.Parallel() // each test runs its own fake agent process
 	tests := []struct {
 		name   string
 		answer func(s *Session, q chat.Question) error
@@ -357,6 +360,7 @@ func TestFakeAgentQuestion(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			s, sink, _ := startFake(t, "")
 			from := sink.len()
 			prompt(t, s, "ask")
@@ -379,6 +383,7 @@ func TestFakeAgentQuestion(t *testing.T) {
 }
 
 func TestFakeAgentQuestionAnswerNotOffered(t *testing.T) {
+	t.Parallel() // each test runs its own fake agent process
 	s, sink, _ := startFake(t, "")
 	from := sink.len()
 	prompt(t, s, "ask")
@@ -398,6 +403,7 @@ func TestFakeAgentQuestionAnswerNotOffered(t *testing.T) {
 }
 
 func TestFakeAgentQuestionAfterStop(t *testing.T) {
+	t.Parallel() // each test runs its own fake agent process
 	s, sink, _ := startFake(t, "")
 	from := sink.len()
 	prompt(t, s, "ask-after-stop")
@@ -420,6 +426,7 @@ func TestFakeAgentQuestionAfterStop(t *testing.T) {
 }
 
 func TestFakeAgentConfigOptions(t *testing.T) {
+	t.Parallel() // each test runs its own fake agent process
 	tests := []struct {
 		name       string
 		id, value  string
@@ -433,6 +440,7 @@ func TestFakeAgentConfigOptions(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			var env []string
 			if tt.emptyReply {
 				env = append(env, "PARLEY_FAKE_EMPTY_CONFIG_REPLY=1")
@@ -477,6 +485,7 @@ func TestFakeAgentConfigOptions(t *testing.T) {
 }
 
 func TestFakeAgentPermission(t *testing.T) {
+	t.Parallel() // each test runs its own fake agent process
 	tests := []struct {
 		name       string
 		act        func(s *Session, req chat.PermissionRequest) error
@@ -494,6 +503,7 @@ func TestFakeAgentPermission(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			s, sink, _ := startFake(t, "")
 			from := sink.len()
 			prompt(t, s, "perm")
@@ -529,6 +539,7 @@ func TestFakeAgentPermission(t *testing.T) {
 }
 
 func TestFakeAgentCancelIgnored(t *testing.T) {
+	t.Parallel() // each test runs its own fake agent process
 	old := cancelGrace
 	cancelGrace = 200 * time.Millisecond
 	t.Cleanup(func() { cancelGrace = old })
@@ -556,6 +567,7 @@ func TestFakeAgentCancelIgnored(t *testing.T) {
 // An agent that dies on reading the prompt never showed it had it: no turn
 // of it ends (no Received, no TurnEnded); the exit says why, with stderr.
 func TestFakeAgentCrash(t *testing.T) {
+	t.Parallel() // each test runs its own fake agent process
 	s, sink, _ := startFake(t, "")
 	from := sink.len()
 	prompt(t, s, "crash")
@@ -579,6 +591,7 @@ func TestFakeAgentCrash(t *testing.T) {
 // An agent that dies in the middle of a turn it showed it had ends the turn
 // with an error saying why.
 func TestFakeAgentCrashMidTurn(t *testing.T) {
+	t.Parallel() // each test runs its own fake agent process
 	s, sink, _ := startFake(t, "")
 	from := sink.len()
 	prompt(t, s, "crash-after-words")
@@ -599,6 +612,7 @@ func TestFakeAgentCrashMidTurn(t *testing.T) {
 }
 
 func TestFakeAgentResume(t *testing.T) {
+	t.Parallel() // each test runs its own fake agent process
 	tests := []struct {
 		caps      string // what the agent offers
 		id        string
@@ -616,6 +630,7 @@ func TestFakeAgentResume(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.caps+" "+tt.id, func(t *testing.T) {
+			t.Parallel()
 			s, sink, _ := startFake(t, tt.id, "PARLEY_FAKE_SESSION_CAPS="+tt.caps)
 			if got := sink.sessionID(); got != tt.wantID {
 				t.Errorf("session id: got %q want %q", got, tt.wantID)
@@ -642,6 +657,7 @@ func TestFakeAgentResume(t *testing.T) {
 // returned (the replay went quiet, then went on) is still hidden, up to the
 // first prompt; the turn after it shows only its own text.
 func TestFakeAgentLateReplayHidden(t *testing.T) {
+	t.Parallel() // each test runs its own fake agent process
 	s, sink, _ := startFake(t, "known", "PARLEY_FAKE_SESSION_CAPS=load", "PARLEY_FAKE_LATE_REPLAY=1")
 	from := sink.len()
 	// The SDK hands parley every update the agent sent before its answer
@@ -669,6 +685,7 @@ func TestFakeAgentLateReplayHidden(t *testing.T) {
 }
 
 func TestStartFailures(t *testing.T) {
+	t.Parallel() // each test runs its own fake agent process
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
