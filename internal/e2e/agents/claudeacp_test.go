@@ -65,7 +65,7 @@ func TestClaudeACP(t *testing.T) {
 			}
 			return nil
 		},
-		shell: "Bash", ask: "AskUserQuestion", usage: true, cost: true,
+		shell: "Bash", ask: "AskUserQuestion", usage: true, cost: true, option: "effort",
 	}, work)
 	conversation(t, r)
 }

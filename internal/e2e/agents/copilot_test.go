@@ -19,7 +19,7 @@ func TestCopilot(t *testing.T) {
 			Env: map[string]string{"HOME": home, "COPILOT_OFFLINE": "true",
 				"COPILOT_PROVIDER_BASE_URL": api.URL + "/v1", "COPILOT_PROVIDER_API_KEY": openaiapi.APIKey, "COPILOT_MODEL": "m1"}},
 		home: home, output: api.Outputs, userTexts: userTexts(api),
-		shell: "bash", usage: true,
+		shell: "bash", usage: true, option: "allow_all",
 	}, work)
 	conversation(t, r)
 }

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -64,8 +65,9 @@ type agent struct {
 	// unknown is a request of the agent's own parley must answer "method
 	// not found" (the turn going on); "" when it sends none.
 	unknown string
-	usage   bool // the agent reports usage: a turn shows a usage event
-	cost    bool // …with its cost
+	usage   bool   // the agent reports usage: a turn shows a usage event
+	cost    bool   // …with its cost
+	option  string // a config option the agent reports: shown as a selector
 	// slowStart: the agent takes seconds to start; a second message is sent
 	// while it does.
 	slowStart bool
@@ -211,6 +213,15 @@ func conversation(t *testing.T, r *rig) {
 		end = s.WaitFor(at, wait, chatsock.PromptDone("m1", chat.StopEndTurn), "end_turn")
 		if got := chatsock.Chunks(s.Snapshot()[at:end]); got != answer {
 			t.Fatalf("streamed text %q, want %q\n%s", got, answer, chatsock.Summary(s.Snapshot()))
+		}
+		if r.a.option != "" {
+			s.WaitFor(0, wait, func(e client.Event) bool {
+				var m chat.Mode
+				if e.Type != chat.TypeMode || e.Decode(&m) != nil {
+					return false
+				}
+				return slices.ContainsFunc(m.ConfigOptions, func(o chat.ConfigOption) bool { return o.ID == r.a.option && len(o.Values) > 0 })
+			}, "the agent's config option "+r.a.option+" as a selector")
 		}
 		if r.a.usage {
 			s.WaitFor(at, wait, chatsock.Type(chat.TypeUsage), "a usage event")
