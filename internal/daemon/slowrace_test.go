@@ -52,6 +52,7 @@ func TestInputsRacingASlowCloseAreAcceptedOrResent(t *testing.T) {
 		done    = make(chan struct{})
 	)
 	fast.Send(chatsock.Msg("m1", "stream 3000 20us 8192"))
+	leave(fast, i)
 	go func() {
 		defer close(done)
 		for k := 1; ; k++ {
@@ -82,33 +83,13 @@ func TestInputsRacingASlowCloseAreAcceptedOrResent(t *testing.T) {
 	}
 	close(stopped)
 	<-done
-	fast.WaitFor(i, 60*time.Second, chatsock.PromptDone("m1", chat.StopEndTurn), "the stream turn ended")
+	testkit.Eventually(t, 60*time.Second, func() bool {
+		_, ended := logged(e, thread)
+		return ended["m1"] == chat.StopEndTurn
+	}, "the stream turn ended")
 
 	// Which messages made it before the drop: the log knows.
-	logged := func() map[string]int {
-		n := map[string]int{}
-		var since int64
-		for {
-			var page struct{ Events []json.RawMessage }
-			e.getJSON(fmt.Sprintf("/api/threads/%s/events?since=%d&limit=10000", thread, since), &page)
-			if len(page.Events) == 0 {
-				return n
-			}
-			for _, raw := range page.Events {
-				var ev struct {
-					Type      string `json:"type"`
-					Seq       int64  `json:"seq"`
-					MessageID string `json:"message_id"`
-				}
-				json.Unmarshal(raw, &ev)
-				since = ev.Seq
-				if ev.Type == chat.TypeUserMessage {
-					n[ev.MessageID]++
-				}
-			}
-		}
-	}
-	before := logged()
+	before, _ := logged(e, thread)
 	mu.Lock()
 	ids := append([]string(nil), sent...)
 	mu.Unlock()
@@ -131,10 +112,49 @@ func TestInputsRacingASlowCloseAreAcceptedOrResent(t *testing.T) {
 			return ev.Type == chat.TypeDelivery && chatsock.FieldOf(ev, "message_id") == id
 		}, "a receipt for "+id)
 	}
-	after := logged()
+	after, _ := logged(e, thread)
 	for _, id := range ids {
 		if after[id] != 1 {
 			t.Errorf("%s is in the log %d times, want exactly once", id, after[id])
+		}
+	}
+}
+
+// leave closes the client that started the stream once its message is
+// submitted: on a loaded machine a client that reads could fall 256 frames
+// behind the stream too and be dropped as slow, which would count as the slow
+// client's drop. The log, read over REST, says the rest.
+func leave(c *chatsock.Conn, from int) {
+	c.WaitFor(from, 10*time.Second, chatsock.Delivery("m1", chat.DeliverySubmitted), "m1 submitted")
+	c.Client().CloseNow()
+}
+
+// logged reads a thread's whole log over REST: how many times each message id
+// is in it as a user message, and the stop reason of each message's turn.
+func logged(e *testEnv, thread chat.ThreadID) (messages map[string]int, ended map[string]string) {
+	messages, ended = map[string]int{}, map[string]string{}
+	var since int64
+	for {
+		var page struct{ Events []json.RawMessage }
+		e.getJSON(fmt.Sprintf("/api/threads/%s/events?since=%d&limit=10000", thread, since), &page)
+		if len(page.Events) == 0 {
+			return messages, ended
+		}
+		for _, raw := range page.Events {
+			var ev struct {
+				Type       string `json:"type"`
+				Seq        int64  `json:"seq"`
+				MessageID  string `json:"message_id"`
+				StopReason string `json:"stop_reason"`
+			}
+			json.Unmarshal(raw, &ev)
+			since = ev.Seq
+			switch ev.Type {
+			case chat.TypeUserMessage:
+				messages[ev.MessageID]++
+			case chat.TypePromptDone:
+				ended[ev.MessageID] = ev.StopReason
+			}
 		}
 	}
 }
@@ -148,7 +168,8 @@ func TestDroppedSlowClientWithRepliesWaitingEnds(t *testing.T) {
 	fast := e.dial("stuck", -1)
 	fast.WaitFor(0, 10*time.Second, chatsock.Type(chat.TypeReplayDone), "fast ready")
 	fast.Send(chatsock.Msg("m0", "say before"))
-	fast.WaitFor(0, 10*time.Second, chatsock.PromptDone("m0", chat.StopEndTurn), "first turn")
+	i := fast.WaitFor(0, 10*time.Second, chatsock.PromptDone("m0", chat.StopEndTurn), "first turn")
+	thread := fast.Get(i).Thread
 	slowBefore := e.metric(`parley_socket_closed_total{reason="slow"}`)
 	ctx := context.Background()
 	slow, _, err := client.Dial(ctx, e.url(), e.d.Token(), client.Options{Chat: "stuck", Since: -1, HTTPClient: smallBuffers()})
@@ -157,9 +178,14 @@ func TestDroppedSlowClientWithRepliesWaitingEnds(t *testing.T) {
 	}
 	defer slow.CloseNow()
 	fast.Send(chatsock.Msg("m1", "stream 3000 20us 8192"))
+	leave(fast, i)
 	// Past a few MB the slow client's socket buffers are full and parley's
 	// writes to it block: its pongs now wait for a writer that never comes.
-	testkit.Eventually(t, 60*time.Second, func() bool { return fast.Len() > 1000 }, "1000 chunks (8 MB) streamed")
+	testkit.Eventually(t, 60*time.Second, func() bool {
+		var page struct{ Events []json.RawMessage }
+		e.getJSON(fmt.Sprintf("/api/threads/%s/events?since=1000&limit=1", thread), &page)
+		return len(page.Events) > 0
+	}, "1000 chunks (8 MB) streamed")
 	for k := range 30 {
 		if err := slow.Send(ctx, map[string]any{"type": "ping", "ref": fmt.Sprint(k)}); err != nil {
 			break
