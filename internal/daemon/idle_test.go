@@ -205,8 +205,15 @@ func TestIdleUnloadWithNoTabOpen(t *testing.T) {
 	if err := a.Client().Close(); err != nil {
 		t.Fatal(err)
 	}
+	// The gauge falls when the session is let go of; the thread's row says
+	// so once the lane has committed it: wait for both.
 	testkit.Eventually(t, 10*time.Second, func() bool { return e.metric("parley_live_sessions") == 0 }, "the session unloaded")
-	got, code := e.restThread(th.ID)
+	var got chat.Thread
+	var code int
+	testkit.Eventually(t, 10*time.Second, func() bool {
+		got, code = e.restThread(th.ID)
+		return code != http.StatusOK || got.State != chat.ThreadIdle
+	}, "the thread still says idle after the unload")
 	if code != http.StatusOK || got.State != chat.ThreadUnloaded {
 		t.Fatalf("thread after the unload: HTTP %d, %+v; want it open and unloaded", code, got)
 	}
