@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -184,11 +183,7 @@ func newNodesCommand(Build) *cobra.Command {
 (last seen), agents and version. The hub must be running.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := loadConfig(f)
-			if err != nil {
-				return err
-			}
-			adm, err := cluster.DialAdmin(cfg.DataDir)
+			adm, err := dialAdmin(f)
 			if err != nil {
 				return err
 			}
@@ -199,12 +194,7 @@ func newNodesCommand(Build) *cobra.Command {
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				if nodes == nil {
-					nodes = []cluster.NodeStatus{}
-				}
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(nodes)
+				return writeJSONList(out, nodes)
 			}
 			if len(nodes) == 0 {
 				fmt.Fprintln(out, "no nodes yet: `parley join-token` prints the command that joins one")
@@ -240,11 +230,7 @@ func newRevokeCommand() *cobra.Command {
 		Short: "Cut a node off at once: its key is removed and its connections closed",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := loadConfig(f)
-			if err != nil {
-				return err
-			}
-			adm, err := cluster.DialAdmin(cfg.DataDir)
+			adm, err := dialAdmin(f)
 			if err != nil {
 				return err
 			}
@@ -265,4 +251,13 @@ func dash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// dialAdmin connects to the hub of the configuration f names, as its admin.
+func dialAdmin(f serveFlags) (*cluster.Admin, error) {
+	cfg, err := loadConfig(f)
+	if err != nil {
+		return nil, err
+	}
+	return cluster.DialAdmin(cfg.DataDir)
 }

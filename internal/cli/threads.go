@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"slices"
 	"text/tabwriter"
 	"time"
@@ -35,12 +36,7 @@ updated_at, last_seq), for scripts.`,
 			slices.SortFunc(ths, func(a, b chat.Thread) int { return b.UpdatedAt.Compare(a.UpdatedAt) })
 			out := cmd.OutOrStdout()
 			if asJSON {
-				if ths == nil {
-					ths = []chat.Thread{}
-				}
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(ths)
+				return writeJSONList(out, ths)
 			}
 			if len(ths) == 0 {
 				fmt.Fprintln(out, "no threads yet")
@@ -74,4 +70,14 @@ func ago(t time.Time) string {
 		return fmt.Sprintf("%dh ago", int(d.Hours()))
 	}
 	return t.Local().Format("2006-01-02")
+}
+
+// writeJSONList prints a list as indented JSON; an empty one is [], never null.
+func writeJSONList[T any](out io.Writer, list []T) error {
+	if list == nil {
+		list = []T{}
+	}
+	enc := json.NewEncoder(out)
+	enc.SetIndent("", "  ")
+	return enc.Encode(list)
 }
