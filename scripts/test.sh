@@ -29,8 +29,26 @@ command -v chromium >/dev/null || need+=(chromium)
 command -v prosody >/dev/null || need+=(prosody lua-unbound)
 if [ ${#need[@]} -gt 0 ]; then
 	log "installing Debian packages: ${need[*]}"
+	# The IRC and XMPP servers are only programs the tests start on loopback:
+	# they must not be left running or enabled as services on this machine.
+	# policy-rc.d (exit 101) keeps the install from starting them.
+	services=()
+	for p in "${need[@]}"; do case $p in ngircd | prosody) services+=("$p") ;; esac; done
+	made_policy=
+	if [ ${#services[@]} -gt 0 ] && [ ! -e /usr/sbin/policy-rc.d ]; then
+		printf '#!/bin/sh\nexit 101\n' | as_root tee /usr/sbin/policy-rc.d >/dev/null
+		as_root chmod 0755 /usr/sbin/policy-rc.d
+		made_policy=1
+	fi
 	as_root apt-get update -qq
-	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}"
+	status=0
+	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" || status=$?
+	if [ -n "$made_policy" ]; then as_root rm -f /usr/sbin/policy-rc.d; fi
+	[ "$status" = 0 ] || exit "$status"
+	if [ ${#services[@]} -gt 0 ] && command -v systemctl >/dev/null; then
+		as_root systemctl disable --quiet "${services[@]}" 2>/dev/null ||
+			echo "note: could not disable the ${services[*]} services (no systemd here?); they were not started" >&2
+	fi
 fi
 
 # The pinned agent programs, in an ignored cache folder of the repository.
