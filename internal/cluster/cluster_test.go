@@ -510,3 +510,62 @@ func TestAHubOnATakenPortSaysSo(t *testing.T) {
 		t.Fatalf("a hub on a taken port: %v, want address already in use", err)
 	}
 }
+
+// Every token carries the join user's password, so anyone who saw one (used,
+// expired) can send join requests. The hub answers with its own rights, so it
+// answers only to a joiner's inbox: a request naming a node's directory key or
+// input stream as its reply subject is not answered there. And a node record
+// that is not a record hides no other node from the list.
+func TestTheHubAnswersAJoinRequestOnlyToAJoinersInbox(t *testing.T) {
+	h := startHub(t, t.TempDir(), "127.0.0.1:0")
+	dataB := join(t, h, "b")
+	b, err := connectAs(t, dataB, h.Addr(), "b", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jsB, _ := jetstream.New(b)
+	ctx := t.Context()
+	if _, err := jsB.Publish(ctx, DirectoryKey("b"), []byte(`{"node":"b","version":"real"}`)); err != nil {
+		t.Fatal(err)
+	}
+	used := token(t, h, "", time.Minute)
+	if _, err := Join(ctx, t.TempDir(), used, "first", "test"); err != nil {
+		t.Fatal(err)
+	}
+	claims, _, _, err := ParseToken(used)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := nats.Connect("tls://"+claims.Hub, nats.Secure(pinnedTLS(claims.CA, func([]byte) {})),
+		nats.UserInfo(joinUser, claims.Pass), nats.NoReconnect())
+	if err != nil {
+		t.Fatalf("the join user with a used token's password: %v", err)
+	}
+	defer nc.Close()
+	for _, reply := range []string{DirectoryKey("b"), InputSubject("b") + ".t1"} {
+		if err := nc.PublishRequest(joinSubject, reply, []byte(`{"token":"forged"}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Answered in order: a real joiner's request after those is answered, so
+	// the hub has handled them when it is.
+	if _, err := Join(ctx, t.TempDir(), token(t, h, "", time.Minute), "second", "test"); err != nil {
+		t.Fatal(err)
+	}
+	e, err := h.nodes.Get(ctx, "b")
+	if err != nil || string(e.Value()) != `{"node":"b","version":"real"}` {
+		t.Fatalf("b's record is %q (%v): the hub answered into it", e.Value(), err)
+	}
+	if info, err := h.js.Stream(ctx, InputStream("b")); err != nil || info.CachedInfo().State.Msgs != 0 {
+		t.Fatalf("b's input stream: %v, %+v: the hub answered into it", err, info)
+	}
+
+	// b writes garbage as its own record: the list still shows every node.
+	if _, err := jsB.Publish(ctx, DirectoryKey("b"), []byte(`not json`)); err != nil {
+		t.Fatal(err)
+	}
+	nodes, err := h.Nodes(ctx)
+	if err != nil || len(nodes) != 3 {
+		t.Fatalf("nodes with one unreadable record: %v, %v; want all three listed", nodes, err)
+	}
+}

@@ -175,11 +175,14 @@ func (h *Hub) connect(ctx context.Context) error {
 	}
 	if h.nodes, err = h.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket: nodesBucket, Description: "parley nodes: each node's heartbeat record", History: 1, Storage: jetstream.FileStorage,
+		MaxValueSize: 64 << 10,
 	}); err != nil {
 		return fmt.Errorf("cluster: bucket %s: %w", nodesBucket, err)
 	}
 	if _, err = h.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket: threadsBucket, Description: "parley thread summaries, each node's under <node>.", History: 1, Storage: jetstream.FileStorage,
+		// Bounded: nodes write here, and the hub's disk is its store's too.
+		MaxValueSize: 64 << 10, MaxBytes: 256 << 20,
 	}); err != nil {
 		return fmt.Errorf("cluster: bucket %s: %w", threadsBucket, err)
 	}
@@ -194,10 +197,21 @@ func (h *Hub) connect(ctx context.Context) error {
 			return err
 		}
 	}
-	for subj, handle := range map[string]func(context.Context, []byte) (any, error){
-		joinSubject: h.handleJoin, adminNodes: h.handleNodes, adminRevoke: h.handleRevoke,
+	for subj, route := range map[string]struct {
+		handle func(context.Context, []byte) (any, error)
+		inbox  string // where its answers may go: the requester's own inbox kind
+	}{
+		joinSubject: {h.handleJoin, joinInbox}, adminNodes: {h.handleNodes, adminInbox}, adminRevoke: {h.handleRevoke, adminInbox},
 	} {
+		handle, inbox := route.handle, route.inbox
 		if _, err := nc.Subscribe(subj, func(m *nats.Msg) {
+			// The requester names the reply subject, and the hub answers with
+			// its own rights: answering anywhere else would let the join
+			// user (whose password every token carries) make the hub write
+			// a node's directory key or input stream.
+			if !strings.HasPrefix(m.Reply, inbox+".") {
+				return
+			}
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			v, err := handle(ctx, m.Data)
@@ -387,7 +401,10 @@ func (h *Hub) Nodes(ctx context.Context) ([]NodeStatus, error) {
 		default:
 			var r Record
 			if err := json.Unmarshal(e.Value(), &r); err != nil {
-				return nil, fmt.Errorf("node %s: its record: %w", m.Name, err)
+				// A node writes its own record: one that is not a record
+				// says nothing of that node and must not hide the others.
+				h.log.Warn("cluster: a node's directory record is unreadable", "node", m.Name, "err", err)
+				break
 			}
 			st.fill(r, e.Created(), now)
 		}

@@ -16,7 +16,9 @@
 //     SIGTERM so a Node agent still busy can save its session files (a later
 //     session/load needs them). After the wait delay exec kills the group's
 //     leader with SIGKILL; a child that ignores SIGTERM is not killed by parley
-//     (noted in docs/reliability.md).
+//     (noted in docs/reliability.md). An agent that ended by itself in the
+//     grace has its group sent SIGTERM too, by the ACP driver's shutdown:
+//     exec's Cancel reaches the group only while Wait waits.
 package procgroup
 
 import (

@@ -156,6 +156,7 @@ func (s *Session) spawn(tap io.Writer) error {
 		outW.Close()
 		return fmt.Errorf("acp: start %s: %w", s.spec.Command, err)
 	}
+	s.pgid = cmd.Process.Pid
 	inR.Close()
 	outW.Close()
 	s.cmd, s.stdin, s.stdout = cmd, inW, outR
@@ -201,6 +202,13 @@ func (s *Session) shutdown() {
 		<-s.exited
 	}
 	s.kill()
+	// An agent that ended by itself within the grace left its group to run:
+	// the context's kill reaches the group only while Wait waits. Its shells
+	// and MCP servers get the same SIGTERM. (The group's id cannot be taken
+	// by another while a member lives; with none left this finds nothing.)
+	if s.pgid > 0 { // never 0: kill(0) is parley's own group
+		_ = syscall.Kill(-s.pgid, syscall.SIGTERM)
+	}
 }
 
 // gate is a reader whose reads wait until open is closed, and which ends

@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -43,6 +45,17 @@ type fakeAgent struct {
 }
 
 func runFakeAgent() {
+	// PARLEY_FAKE_CHILD=<file>: a child left running, as an agent's shell or
+	// MCP server is, its pid written to the file.
+	if f := os.Getenv("PARLEY_FAKE_CHILD"); f != "" {
+		child := exec.Command("sleep", "300")
+		if err := child.Start(); err != nil {
+			panic(err)
+		}
+		if err := os.WriteFile(f, []byte(strconv.Itoa(child.Process.Pid)), 0o600); err != nil {
+			panic(err)
+		}
+	}
 	a := &fakeAgent{cancelled: make(chan struct{}, 1), effort: "low"}
 	a.conn = sdk.NewAgentSideConnection(a, os.Stdout, os.Stdin)
 	<-a.conn.Done()
@@ -715,4 +728,28 @@ func TestStartFailures(t *testing.T) {
 			}
 		})
 	}
+}
+
+// An agent that ends by itself when its stdin closes leaves no child behind:
+// its shells and MCP servers, in its process group, are ended with it.
+func TestClosedAgentLeavesNoChildRunning(t *testing.T) {
+	t.Parallel()
+	pidFile := filepath.Join(t.TempDir(), "child")
+	s, _, _ := startFake(t, "", "PARLEY_FAKE_CHILD="+pidFile)
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(string(b))
+	if err := s.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, 10*time.Second, func() bool {
+		st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return true // gone
+		}
+		fields := strings.Fields(string(st[strings.LastIndexByte(string(st), ')')+1:]))
+		return len(fields) > 0 && fields[0] == "Z" // ended, not yet reaped by its new parent
+	}, "the agent's child still runs after the session closed")
 }

@@ -35,7 +35,8 @@ type Session struct {
 	cmd       *exec.Cmd
 	stdin     *os.File
 	stdout    *os.File
-	kill      context.CancelFunc // ends the process group
+	kill      context.CancelFunc // ends the process group while the leader runs
+	pgid      int                // the process group (the leader's pid)
 	conn      *sdk.ClientSideConnection
 	stderr    tail
 	exited    chan struct{} // closed once the process is reaped
