@@ -261,8 +261,9 @@ func (s *session) hookEvent(e hook.Event) {
 	case "UserPromptSubmit":
 		s.mu.Lock()
 		s.turn, s.stopSeen, s.endSeen = true, false, false
-		s.turnPrompt = e.Prompt
+		s.turnPrompt, s.turnAt = e.Prompt, -1
 		if !s.replaying {
+			s.turnAt = s.promptsGone + len(s.prompts)
 			if len(s.prompts) == maxPrompts {
 				// Only a send in flight looks back, and never this far.
 				s.prompts = append(s.prompts[:0], s.prompts[maxPrompts/2:]...)
@@ -366,8 +367,22 @@ func (s *session) maybeEndTurn() {
 // reported, it would end the send's turn the moment it is submitted, and
 // the next message (or a kill) would follow while the agent has not yet
 // sent this one to its model.
+//
+// A prompt submitted before the send began is never the send's, whatever its
+// text: a stopped "yes, do it the other way" ending while "yes" waits.
 func (s *session) ownsTurn() bool {
-	return s.sending == "" || strings.Contains(pane.Normalize(s.turnPrompt), pane.Normalize(s.sending))
+	if s.sending == "" {
+		return true
+	}
+	return s.turnAt >= s.sendFrom && strings.Contains(pane.Normalize(s.turnPrompt), pane.Normalize(s.sending))
+}
+
+// beginSend marks a send of text in flight ("" ends it): from now on, a
+// turn is the send's only if its prompt comes after this and holds the text.
+func (s *session) beginSend(text string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sending, s.sendFrom = text, s.promptsGone+len(s.prompts)
 }
 
 func (s *session) follow(path string, skip int64, since time.Time) {

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/driver/tmux/hook"
 	"github.com/parleyhq/parley/internal/driver/tmux/pane"
 )
 
@@ -84,5 +85,36 @@ func TestSessionName(t *testing.T) {
 	}
 	if got := SessionName("x-very-long-thread-identifier-that-goes-on-and-on-forever-and-on"); len(got) > 64 {
 		t.Errorf("long id: %q is %d bytes, want ≤ 64", got, len(got))
+	}
+}
+
+// A turn whose prompt was submitted before a send began is not the send's,
+// even when its prompt holds the send's text: the person stopped "yes, do it
+// the other way" and then sent "yes"; the first turn's end, arriving while
+// "yes" waits to be typed, must not end the "yes" turn. The turn of a prompt
+// submitted after the send began, holding its text, is the send's.
+func TestOwnsTurnOnlyForAPromptAfterTheSendBegan(t *testing.T) {
+	s := &session{promptSeen: make(chan struct{})}
+	s.hookEvent(hook.Event{Name: "UserPromptSubmit", Prompt: "yes, do it the other way"})
+	s.beginSend("yes")
+	s.mu.Lock()
+	owns := s.ownsTurn()
+	s.mu.Unlock()
+	if owns {
+		t.Fatal("a turn submitted before the send began counts as the send's")
+	}
+	s.hookEvent(hook.Event{Name: "UserPromptSubmit", Prompt: "yes"})
+	s.mu.Lock()
+	owns = s.ownsTurn()
+	s.mu.Unlock()
+	if !owns {
+		t.Fatal("the send's own turn is not the send's")
+	}
+	s.beginSend("")
+	s.mu.Lock()
+	owns = s.ownsTurn()
+	s.mu.Unlock()
+	if !owns {
+		t.Fatal("with no send in flight, a turn is not the lane's")
 	}
 }

@@ -349,6 +349,9 @@ type session struct {
 	// prompt of the turn the hooks last saw start (see ownsTurn).
 	sending    string
 	turnPrompt string
+	// sendFrom is the number of the first prompt the send in flight can
+	// own; turnAt the number of the running turn's prompt (-1: one replayed).
+	sendFrom, turnAt int
 	lastHook   time.Time // when the last hook event was read
 
 	useHooks  bool           // Claude Code runs with parley's hook settings
@@ -497,14 +500,8 @@ func (s *session) Prompt(ctx context.Context, p driver.Prompt) error {
 	if strings.TrimSpace(p.Text) == "" {
 		return fmt.Errorf("tmux: empty message: %w", chat.ErrBadInput)
 	}
-	s.mu.Lock()
-	s.sending = p.Text
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		s.sending = ""
-		s.mu.Unlock()
-	}()
+	s.beginSend(p.Text)
+	defer s.beginSend("")
 	queued := ""
 	for {
 		if err := s.ready(ctx, p.MessageID, &queued); err != nil {
