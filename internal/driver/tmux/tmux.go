@@ -352,7 +352,7 @@ type session struct {
 	// sendFrom is the number of the first prompt the send in flight can
 	// own; turnAt the number of the running turn's prompt (-1: one replayed).
 	sendFrom, turnAt int
-	lastHook   time.Time // when the last hook event was read
+	lastHook         time.Time // when the last hook event was read
 
 	useHooks  bool           // Claude Code runs with parley's hook settings
 	replaying bool           // Start is reading the spool's old events (before run starts)
