@@ -569,3 +569,25 @@ func TestTheHubAnswersAJoinRequestOnlyToAJoinersInbox(t *testing.T) {
 		t.Fatalf("nodes with one unreadable record: %v, %v; want all three listed", nodes, err)
 	}
 }
+
+// A join token lives at most MaxTokenTTL: the record of its use is kept a
+// little longer, so a longer-lived one could be used again after it is gone.
+func TestAJoinTokenLivesAtMostADay(t *testing.T) {
+	h := startHub(t, t.TempDir(), "127.0.0.1:0")
+	if _, err := IssueToken(h.opt.DataDir, h.Addr(), "", time.Now().Add(MaxTokenTTL+time.Hour)); err == nil {
+		t.Fatal("a token for longer than a day was made")
+	}
+	c, _, _, err := ParseToken(token(t, h, "", time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Expires = time.Now().Add(MaxTokenTTL + time.Hour).Unix()
+	key, err := joinKey(Dir(h.opt.DataDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	long, _ := signClaims(key, c)
+	if _, err := Join(t.Context(), t.TempDir(), long, "long", "test"); err == nil || !strings.Contains(err.Error(), ErrTokenInvalid.Error()) {
+		t.Fatalf("join with a signed token living past a day: %v, want it refused", err)
+	}
+}

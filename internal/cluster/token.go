@@ -133,6 +133,9 @@ func mac(key []byte, payload string) []byte {
 // IssueToken makes a join token for the hub whose data directory is dataDir,
 // reachable at hubAddr, valid until expires, limited to node when set.
 func IssueToken(dataDir, hubAddr, node string, expires time.Time) (string, error) {
+	if expires.After(time.Now().Add(MaxTokenTTL)) {
+		return "", fmt.Errorf("cluster: a join token lives at most %s", MaxTokenTTL)
+	}
 	if node != "" {
 		if err := CheckName(node); err != nil {
 			return "", err
@@ -198,6 +201,11 @@ func verifyToken(key []byte, tok string, now time.Time) (Claims, error) {
 	}
 	if now.Unix() >= c.Expires {
 		return Claims{}, ErrTokenExpired
+	}
+	// A token living longer than the record of its use could be used again
+	// once that record is gone: none is made so, none is taken.
+	if c.Expires > now.Add(MaxTokenTTL+time.Minute).Unix() {
+		return Claims{}, ErrTokenInvalid
 	}
 	return c, nil
 }
