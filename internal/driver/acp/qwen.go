@@ -53,6 +53,10 @@ func qwenQuestion(p sdk.RequestPermissionRequest) (*qwenCard, bool) {
 	c := &qwenCard{}
 	for _, o := range p.Options {
 		switch {
+		// An answer allows this once: an "always" kind is taken only when
+		// the agent offers nothing narrower.
+		case o.Kind == sdk.PermissionOptionKindAllowOnce:
+			c.submit = o.OptionId
 		case c.submit == "" && strings.HasPrefix(string(o.Kind), "allow"):
 			c.submit = o.OptionId
 		case c.cancel == "" && strings.HasPrefix(string(o.Kind), "reject"):

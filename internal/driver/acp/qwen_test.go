@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	sdk "github.com/coder/acp-go-sdk"
@@ -110,5 +111,20 @@ func TestUsageSummedFromChunkMeta(t *testing.T) {
 	}
 	if _, ok := m.takeUsage(); ok {
 		t.Fatal("the next turn starts with usage left over")
+	}
+}
+
+// Answering a question allows it once: offered "always" first, the answer
+// still picks the agent's allow_once option.
+func TestQwenQuestionAnswerAllowsOnce(t *testing.T) {
+	req := strings.Replace(qwenRequest, `"options":[{"optionId":"proceed_once"`,
+		`"options":[{"optionId":"proceed_always","name":"Always","kind":"allow_always"},{"optionId":"proceed_once"`, 1)
+	var p sdk.RequestPermissionRequest
+	if err := json.Unmarshal([]byte(req), &p); err != nil {
+		t.Fatal(err)
+	}
+	q, ok := qwenQuestion(p)
+	if !ok || q.submit != "proceed_once" {
+		t.Fatalf("submit option %q (%v), want proceed_once", q.submit, ok)
 	}
 }
