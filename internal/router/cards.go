@@ -157,7 +157,7 @@ func (l *lane) setMode(id string) error {
 		l.emit(chat.Mode{Current: id})
 		return nil
 	}
-	l.tellSession(func(ctx context.Context, s driver.Session) error { return s.SetMode(ctx, id) })
+	l.tellInOrder(func(ctx context.Context, s driver.Session) error { return s.SetMode(ctx, id) })
 	return nil
 }
 
@@ -165,6 +165,6 @@ func (l *lane) setOption(id, value string) error {
 	if l.sess == nil {
 		return fmt.Errorf("%w: the agent is not running; send a message first", driver.ErrNotRunning)
 	}
-	l.tellSession(func(ctx context.Context, s driver.Session) error { return s.SetConfigOption(ctx, id, value) })
+	l.tellInOrder(func(ctx context.Context, s driver.Session) error { return s.SetConfigOption(ctx, id, value) })
 	return nil
 }

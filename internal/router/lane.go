@@ -55,6 +55,9 @@ type lane struct {
 	// its old one, which holds the same names (a tmux session, a state
 	// folder) until its Close returns.
 	closed chan struct{}
+	// settled is done once the settings told to the session so far (mode,
+	// config option) have returned: the next one waits for it (tellInOrder).
+	settled chan struct{}
 
 	batch store.Batch // changes not yet committed
 }

@@ -168,11 +168,39 @@ func (l *lane) closeLater(s driver.Session) {
 
 // tellSession runs a driver call off the lane; a failure is logged as an error event.
 func (l *lane) tellSession(f func(context.Context, driver.Session) error) {
+	l.tell(nil, f)
+}
+
+// tellInOrder is tellSession for a setting (mode, config option): it runs
+// after the settings told before it have returned, so the agent ends in the
+// one chosen last. Run side by side (as they were), "plan" then "default"
+// picked quickly could reach Claude Code as default, then plan.
+func (l *lane) tellInOrder(f func(context.Context, driver.Session) error) {
+	if l.sess == nil {
+		return
+	}
+	prev, done := l.settled, make(chan struct{})
+	l.settled = done
+	l.tell(func() {
+		if prev != nil {
+			<-prev
+		}
+	}, func(ctx context.Context, s driver.Session) error {
+		defer close(done)
+		return f(ctx, s)
+	})
+}
+
+// tell runs f on the live session off the lane, after wait (when not nil).
+func (l *lane) tell(wait func(), f func(context.Context, driver.Session) error) {
 	s, gen := l.sess, l.gen
 	if s == nil {
 		return
 	}
 	l.spawn(func() {
+		if wait != nil {
+			wait()
+		}
 		ctx, cancel := context.WithTimeout(l.r.ctx, 30*time.Second)
 		defer cancel()
 		if err := f(ctx, s); err != nil {

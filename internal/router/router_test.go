@@ -455,3 +455,30 @@ func TestReceiptsAreTheLanes(t *testing.T) {
 		}
 	})
 }
+
+// Modes chosen one after the other reach the agent in that order, however long
+// each takes to apply: "plan" then "default" ends in default (Claude Code
+// answers set_permission_mode at once and applies it a moment later; the
+// dashboard saw a quick plan, default end in plan).
+func TestModesReachTheAgentInTheOrderChosen(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newRig(t, "", nil)
+		defer g.close()
+		g.drv.ModeDelay = map[string]time.Duration{"plan": 2 * time.Second}
+		_, th, err := g.send("m1", "say hi")
+		if err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait() // the session is live, the turn done
+		for _, m := range []string{"plan", "default"} {
+			if err := g.r.Control(context.Background(), Control{From: g.from, SetMode: &SetMode{ModeID: m}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		time.Sleep(3 * time.Second)
+		synctest.Wait()
+		if got := g.thread(th).Mode; got != "default" {
+			t.Fatalf("the thread's mode is %q; want default, the one chosen last", got)
+		}
+	})
+}

@@ -141,8 +141,8 @@ func TestDashboard(t *testing.T) {
 			t.Fatalf("got modes %v, want Claude Code's modes with default and plan", modes)
 		}
 		for _, m := range []string{"plan", "default"} {
-			run(t, ctx, "choose mode "+m, chromedp.SetValue(chromedp.CSS(`.mode select`), m),
-				chromedp.Evaluate[chromedp.Void](`document.querySelector(".mode select").dispatchEvent(new Event("change", {bubbles: true}))`))
+			// SetValue fires the select's input and change events, as a person's choice does.
+			run(t, ctx, "choose mode "+m, chromedp.SetValue(chromedp.CSS(`.mode select`), m))
 			until(t, ctx, "the agent reports mode "+m, fmt.Sprintf(`window.parley.state.chat.mode.current === %s`, js(m)))
 		}
 	})

@@ -39,6 +39,9 @@ type Driver struct {
 	LogFile string
 	// StartDelay is how long Start takes: an agent slow to start.
 	StartDelay time.Duration
+	// ModeDelay is how long SetMode takes for a mode: an agent that answers
+	// at once and applies the mode a moment later (Claude Code).
+	ModeDelay map[string]time.Duration
 
 	mu       sync.Mutex
 	failed   map[string]bool // message ids whose "flaky" delivery already failed once
@@ -341,7 +344,16 @@ func (s *Session) AnswerQuestion(_ context.Context, id string, a driver.Question
 	return s.answer(id, strings.Join(parts, ";"))
 }
 
-func (s *Session) SetMode(_ context.Context, id string) error {
+func (s *Session) SetMode(ctx context.Context, id string) error {
+	if d := s.d.ModeDelay[id]; d > 0 {
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		}
+	}
 	s.mu.Lock()
 	s.mode = id
 	s.mu.Unlock()
