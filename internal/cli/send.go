@@ -45,8 +45,10 @@ func newSendCommand(Build) *cobra.Command {
 		Long: `Send one message to an agent, print its answer to stdout as it streams, and
 exit with a status that says how the turn ended. For scripts and cron.
 
-The message goes to this terminal's route (the thread parley chat shows here),
-unless --thread, --new or --agent say otherwise. TEXT "-" reads stdin.
+The message goes to the thread parley chat shows in this terminal, unless
+--thread, --new or --agent say otherwise; whichever, an open parley chat stays
+on its thread (send follows its turn from a route of its own). TEXT "-" reads
+stdin.
 Cards (permissions, questions) are not answered here: they wait for an answer
 from parley chat or the dashboard, and say so on stderr.
 
@@ -103,6 +105,10 @@ Exit status:
 	return cmd
 }
 
+// SendRouteSuffix makes parley send's own route from the terminal's: a
+// terminal's sends share it, and it is never the one parley chat shows.
+const SendRouteSuffix = "/send"
+
 // reconnectFor is how long parley send keeps trying to get its socket back.
 const reconnectFor = time.Minute
 
@@ -111,11 +117,32 @@ const reconnectFor = time.Minute
 // the answer is printed whole and nothing twice; the message keeps its id, so it
 // is never delivered twice. What is left here is the turn and its printing.
 func sendOne(ctx context.Context, server, token string, f sendFlags, text string, stdout, stderr io.Writer) int {
-	fl := client.NewFollow(server, token, client.Options{Chat: f.chatID(), Channel: "tui", Since: -1})
+	api := client.API{Server: server, Token: token}
+	// The terminal's route is parley chat's: send reads which thread it shows
+	// and sends from a route of its own, so an open parley chat is never moved
+	// (a cron job's --new or --thread used to take it to another thread). Only
+	// when the terminal shows no thread yet does the first send start it there.
+	shown, err := api.RouteThread(ctx, chat.RouteKey{Channel: "tui", Chat: f.chatID()})
+	if err != nil {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return (&sendTurn{stderr: stderr}).fail(ExitTimeout, "timed out after %v", f.timeout)
+		}
+		return (&sendTurn{stderr: stderr}).fail(ExitFailure, "%v", err)
+	}
+	route := f.chatID()
+	var target chat.ThreadID
+	if shown != "" || f.newThread || f.thread != "" {
+		route += SendRouteSuffix
+		target = chat.ThreadID(f.thread)
+		if target == "" && !f.newThread {
+			target = shown
+		}
+	}
+	fl := client.NewFollow(server, token, client.Options{Chat: route, Channel: "tui", Since: -1})
 	fl.FailFast, fl.GiveUp, fl.MaxBackoff = true, reconnectFor, 2*time.Second
-	t := &sendTurn{f: f, api: client.API{Server: server, Token: token}, fl: fl, stdout: stdout, stderr: stderr, endsNL: true,
+	t := &sendTurn{f: f, api: api, fl: fl, stdout: stdout, stderr: stderr, endsNL: true, shown: shown, target: target,
 		msg: router.Message{MessageID: chat.NewID("m"), Text: text, Agent: f.agent}}
-	err := fl.Run(ctx, func(u client.Update) error { return t.handle(ctx, u) })
+	err = fl.Run(ctx, func(u client.Update) error { return t.handle(ctx, u) })
 	var code sendExit
 	switch {
 	case errors.As(err, &code):
@@ -149,8 +176,9 @@ type sendTurn struct {
 
 	phase  int
 	cfg    chat.Config
-	th     chat.Thread   // the route's thread
-	target chat.ThreadID // the --thread being opened
+	th     chat.Thread   // the send route's thread
+	shown  chat.ThreadID // the thread parley chat shows in this terminal ("" none)
+	target chat.ThreadID // the thread to open on the send route: --thread, else shown
 
 	accepted, started, wrote, endsNL bool
 }
@@ -206,14 +234,23 @@ func (t *sendTurn) caughtUp(ctx context.Context) error {
 	case sendConnecting:
 		switch {
 		case t.f.newThread:
-			t.msg.Intent = &router.Intent{New: &router.NewIntent{Cwd: newCwd(t.f.cwd, t.f.agent, t.th, t.cfg), Agent: t.f.agent}}
-		case t.f.thread != "" && chat.ThreadID(t.f.thread) != t.th.ID:
-			target, err := t.api.Thread(ctx, chat.ThreadID(t.f.thread))
-			if err != nil {
-				return t.exit(ExitFailure, "thread %s: %v", t.f.thread, err)
+			near := t.th
+			if t.shown != "" {
+				if th, err := t.api.Thread(ctx, t.shown); err == nil {
+					near = th // a new thread works where the terminal's does
+				}
 			}
-			t.target, t.phase, t.msg.Agent = target.ID, sendOpening, ""
-			return send(wire.Frame(wire.TypeOpenThread, wire.OpenThread{ThreadID: string(target.ID)}))
+			t.msg.Intent = &router.Intent{New: &router.NewIntent{Cwd: newCwd(t.f.cwd, t.f.agent, near, t.cfg), Agent: t.f.agent}}
+		case t.target != "" && t.target != t.th.ID:
+			if t.f.thread != "" {
+				target, err := t.api.Thread(ctx, t.target)
+				if err != nil {
+					return t.exit(ExitFailure, "thread %s: %v", t.f.thread, err)
+				}
+				t.target, t.msg.Agent = target.ID, ""
+			}
+			t.phase = sendOpening
+			return send(wire.Frame(wire.TypeOpenThread, wire.OpenThread{ThreadID: string(t.target)}))
 		}
 		t.phase = sendSent
 		return send(wire.Frame(wire.TypeMessage, t.msg))

@@ -42,6 +42,19 @@ func (a API) Thread(ctx context.Context, id chat.ThreadID) (chat.Thread, error) 
 	return body.Thread, nil
 }
 
+// RouteThread is the thread a route shows ("" when none), as GET /api/route
+// answers; asking attaches nothing.
+func (a API) RouteThread(ctx context.Context, key chat.RouteKey) (chat.ThreadID, error) {
+	var body struct {
+		Thread chat.ThreadID `json:"thread"`
+	}
+	q := url.Values{"channel": {key.Channel}, "chat": {key.Chat}}
+	if err := a.get(ctx, "/api/route?"+q.Encode(), &body); err != nil {
+		return "", err
+	}
+	return body.Thread, nil
+}
+
 // Agents lists the configured agents and the default one.
 func (a API) Agents(ctx context.Context) ([]chat.AgentInfo, string, error) {
 	var body struct {

@@ -135,6 +135,7 @@ func (s *Server) routes() {
 	api("POST /api/threads/{id}/stop", s.handleStop)
 	api("POST /api/threads/{id}/cards/{request_id}", s.handleCard)
 	api("GET /api/fs/complete", s.handleComplete)
+	api("GET /api/route", s.handleRoute)
 	if s.opt.Registry != nil {
 		s.mux.Handle("GET /metrics", s.authed(promhttp.HandlerFor(s.opt.Registry, promhttp.HandlerOpts{}).ServeHTTP))
 	}
@@ -323,6 +324,24 @@ func cardTitle(c chat.Card) string {
 		return req.Questions[0].Question
 	}
 	return ""
+}
+
+// handleRoute says which thread a route shows, without attaching anything:
+// parley send reads the terminal's route this way and sends from its own, so
+// an open parley chat never moves.
+func (s *Server) handleRoute(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	key := chat.RouteKey{Channel: q.Get("channel"), Chat: q.Get("chat")}
+	if key.Channel == "" || key.Chat == "" {
+		httpError(w, http.StatusBadRequest, "channel and chat are both needed")
+		return
+	}
+	id, err := s.router.ThreadOf(r.Context(), key)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"channel": key.Channel, "chat": key.Chat, "thread": id})
 }
 
 func (s *Server) handleThread(w http.ResponseWriter, r *http.Request) {

@@ -1,0 +1,82 @@
+package tui_test
+
+import (
+	"context"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/client"
+	"github.com/parleyhq/parley/internal/testkit"
+)
+
+// TestSendLeavesChatWhereItIs: a script's parley send (--new, --thread, or
+// plain) in the terminal whose parley chat is open never moves that chat to
+// another thread; a plain send goes to the thread the chat shows, and the
+// chat shows its answer.
+func TestSendLeavesChatWhereItIs(t *testing.T) {
+	testkit.NeedsTmux(t)
+	bin := parleyBin(t)
+	d, _ := startDaemon(t)
+	server := "http://" + d.Addr()
+	const chatID = "e2e-send-chat"
+	tm := startTerm(t, []string{"NO_COLOR=1"}, bin, "chat", "--server", server, "--token", d.Token(), "--chat", chatID)
+	t.Cleanup(func() { t.Logf("the screen at the end:\n%s", tm.screen()) })
+	tm.waitScreen("online", has("│ online"))
+	tm.typeLine("say in the chat's own thread")
+	tm.waitScreen("the answer", has("  in the chat's own thread"))
+
+	api := client.API{Server: server, Token: d.Token()}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	mine, err := api.RouteThread(ctx, chat.RouteKey{Channel: "tui", Chat: chatID})
+	if err != nil || mine == "" {
+		t.Fatalf("the chat's thread: %q, %v", mine, err)
+	}
+	send := func(args ...string) string {
+		t.Helper()
+		cmd := exec.CommandContext(ctx, bin, append([]string{"send", "--server", server, "--token", d.Token(), "--chat", chatID}, args...)...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("parley send %q: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	stays := func(after string) {
+		t.Helper()
+		if got, err := api.RouteThread(ctx, chat.RouteKey{Channel: "tui", Chat: chatID}); err != nil || got != mine {
+			t.Fatalf("after %s the chat's route shows %q (%v), want its own thread %s", after, got, err, mine)
+		}
+	}
+
+	// A cron job starts a thread of its own: the chat does not follow it.
+	if out := send("--new", "say from cron in a new thread"); !strings.Contains(out, "from cron in a new thread") {
+		t.Fatalf("send --new printed %q", out)
+	}
+	stays("send --new")
+	ths, err := api.Threads(ctx)
+	if err != nil || len(ths) != 2 {
+		t.Fatalf("threads: %v, %v; want two", ths, err)
+	}
+	other := ths[0].ID
+	if other == mine {
+		other = ths[1].ID
+	}
+	// It continues that thread by id: still not the chat's business.
+	send("--thread", string(other), "say again in the cron thread")
+	stays("send --thread")
+	// A plain send goes where the chat is, and the chat shows the answer.
+	send("say to the chat's thread")
+	stays("a plain send")
+	tm.waitScreen("the plain send's answer in the chat", has("  to the chat's thread"))
+	// What the person types next still goes to their thread.
+	tm.typeLine("say typed after the sends")
+	s := tm.waitScreen("the answer", has("  typed after the sends"))
+	for _, gone := range []string{"from cron in a new thread", "again in the cron thread"} {
+		if strings.Contains(s, gone) {
+			t.Errorf("the chat shows %q, from the cron thread:\n%s", gone, s)
+		}
+	}
+}
