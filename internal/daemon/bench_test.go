@@ -45,6 +45,9 @@ func (s *stampSession) Prompt(_ context.Context, p driver.Prompt) error {
 	n, _ := strconv.Atoi(f[0])
 	iv, _ := time.ParseDuration(f[1])
 	go func() {
+		// What a real agent says first once it has the prompt: without it the
+		// lane does not take the turn as this message's.
+		s.sink.Received()
 		for i := 0; i < n; i++ {
 			if iv > 0 {
 				time.Sleep(iv)
