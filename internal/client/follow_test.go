@@ -111,7 +111,9 @@ func send(t *testing.T, f *client.Follow, id, text string) {
 // Follow dials again with since and hands on the rest, each event once.
 func TestFollowCatchesUpAfterTheServerDropsIt(t *testing.T) {
 	e := scriptd.Start(t, func(c *config.Config) { c.Limits.ConnBuffer = 16 })
-	f := client.NewFollow(e.URL(), e.D().Token(), client.Options{Chat: "dropped", Since: -1, ReadLimit: 1 << 30})
+	// A small receive buffer: parley's own send buffer (at most 4 MB) and the
+	// connection's 16 frames are then all that lies between it and the drop.
+	f := client.NewFollow(e.URL(), e.D().Token(), client.Options{Chat: "dropped", Since: -1, ReadLimit: 1 << 30, HTTPClient: testkit.SmallBuffers()})
 	f.MinBackoff, f.MaxBackoff = 50*time.Millisecond, 200*time.Millisecond
 	release := make(chan struct{})
 	var once sync.Once
@@ -125,7 +127,7 @@ func TestFollowCatchesUpAfterTheServerDropsIt(t *testing.T) {
 	run(t, f, r)
 	testkit.Eventually(t, 10*time.Second, func() bool { return r.count(caughtUp) == 1 }, "not caught up")
 	slow := `parley_socket_closed_total{reason="slow"}`
-	send(t, f, "m1", "stream 1500 0s 16384")
+	send(t, f, "m1", "stream 500 0s 16384") // 8 MB: twice what the buffers hold
 	testkit.Eventually(t, 60*time.Second, func() bool { return scriptd.Metric(t, e.URL(), e.D().Token(), slow) == 1 }, "parley did not drop the connection that fell behind")
 	close(release)
 	testkit.Eventually(t, 120*time.Second, func() bool { return r.count(promptDone("m1")) == 1 }, "the turn's end was not handed on")

@@ -158,7 +158,7 @@ func TestSlowReaderIsDroppedFastReaderKeepsUp(t *testing.T) {
 	slowBefore := e.metric(`parley_socket_closed_total{reason="slow"}`)
 	// The slow one connects and then never reads.
 	ctx := context.Background()
-	slow, _, err := client.Dial(ctx, e.url(), e.d.Token(), client.Options{Chat: "slow", Since: -1, ReadLimit: 1 << 30, HTTPClient: smallBuffers()})
+	slow, _, err := client.Dial(ctx, e.url(), e.d.Token(), client.Options{Chat: "slow", Since: -1, ReadLimit: 1 << 30, HTTPClient: testkit.SmallBuffers()})
 	if err != nil {
 		t.Fatal(err)
 	}

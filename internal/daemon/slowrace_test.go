@@ -37,7 +37,7 @@ func TestInputsRacingASlowCloseAreAcceptedOrResent(t *testing.T) {
 	slowBefore := e.metric(`parley_socket_closed_total{reason="slow"}`)
 
 	ctx := context.Background()
-	slow, _, err := client.Dial(ctx, e.url(), e.d.Token(), client.Options{Chat: "race", Since: -1, HTTPClient: smallBuffers()})
+	slow, _, err := client.Dial(ctx, e.url(), e.d.Token(), client.Options{Chat: "race", Since: -1, HTTPClient: testkit.SmallBuffers()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +172,7 @@ func TestDroppedSlowClientWithRepliesWaitingEnds(t *testing.T) {
 	thread := fast.Get(i).Thread
 	slowBefore := e.metric(`parley_socket_closed_total{reason="slow"}`)
 	ctx := context.Background()
-	slow, _, err := client.Dial(ctx, e.url(), e.d.Token(), client.Options{Chat: "stuck", Since: -1, HTTPClient: smallBuffers()})
+	slow, _, err := client.Dial(ctx, e.url(), e.d.Token(), client.Options{Chat: "stuck", Since: -1, HTTPClient: testkit.SmallBuffers()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +215,7 @@ func TestHungWriteIsCountedSlow(t *testing.T) {
 	fast := e.dial("hung", -1)
 	fast.WaitFor(0, 10*time.Second, chatsock.Type(chat.TypeReplayDone), "fast ready")
 	slowBefore := e.metric(`parley_socket_closed_total{reason="slow"}`)
-	slow, _, err := client.Dial(context.Background(), e.url(), e.d.Token(), client.Options{Chat: "hung", Since: -1, HTTPClient: smallBuffers()})
+	slow, _, err := client.Dial(context.Background(), e.url(), e.d.Token(), client.Options{Chat: "hung", Since: -1, HTTPClient: testkit.SmallBuffers()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package daemon_test
+package testkit
 
 import (
 	"net"
@@ -6,14 +6,14 @@ import (
 	"syscall"
 )
 
-// smallBuffers is an HTTP client whose connections have a 4 KiB receive
+// SmallBuffers is an HTTP client whose connections have a 4 KiB receive
 // buffer (SO_RCVBUF set before connect, which also stops Linux from growing
 // it). A reader that stops reading fills it after a frame or two, where an
 // autotuned loopback buffer holds megabytes: the socket buffers between
 // parley and a slow reader are then a small, fixed part of what parley holds
 // for it, and its drop comes after about limits.conn_buffer events, not
 // after tens of thousands.
-func smallBuffers() *http.Client {
+func SmallBuffers() *http.Client {
 	d := &net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
 		var serr error
 		if err := c.Control(func(fd uintptr) {
