@@ -33,6 +33,12 @@ type HubOptions struct {
 	Logger    *slog.Logger
 	// Registerer receives the per-node link metrics; nil skips them.
 	Registerer prometheus.Registerer
+	// InputWait is how long an input waits for its node before it fails
+	// (0: DefaultInputWait).
+	InputWait time.Duration
+	// InputFailed, when set, is told of each input that will never be
+	// applied, with the reason (inputs.go).
+	InputFailed InputFailed
 }
 
 // Hub is the embedded NATS server with JetStream, its users made from the
@@ -55,15 +61,19 @@ type Hub struct {
 	nodes jetstream.KeyValue
 	used  jetstream.KeyValue
 
-	// mu guards reg and every change of the server's users (reload).
+	// mu guards reg, every change of the server's users (reload), and fwd.
 	mu  sync.Mutex
 	reg registry
+	fwd map[string]*forwarder // each joined node's input forwarder
 }
 
 // StartHub starts the server, makes the buckets, and answers joins and admin
 // requests until Close.
 func StartHub(ctx context.Context, opt HubOptions) (*Hub, error) {
-	h := &Hub{opt: opt, dir: Dir(opt.DataDir), log: opt.Logger}
+	if opt.InputWait <= 0 {
+		opt.InputWait = DefaultInputWait
+	}
+	h := &Hub{opt: opt, dir: Dir(opt.DataDir), log: opt.Logger, fwd: map[string]*forwarder{}}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
@@ -192,11 +202,15 @@ func (h *Hub) connect(ctx context.Context) error {
 	}); err != nil {
 		return fmt.Errorf("cluster: bucket %s: %w", usedBucket, err)
 	}
+	h.mu.Lock()
 	for _, m := range h.reg.Nodes {
-		if err := h.ensureInputs(ctx, m.Name); err != nil {
+		if err := h.ensureInputs(ctx, m.Name, true); err != nil {
+			h.mu.Unlock()
 			return err
 		}
+		h.startForwarder(m.Name)
 	}
+	h.mu.Unlock()
 	for subj, route := range map[string]struct {
 		handle func(context.Context, []byte) (any, error)
 		inbox  string // where its answers may go: the requester's own inbox kind
@@ -230,9 +244,12 @@ func (h *Hub) connect(ctx context.Context) error {
 	return nc.Flush()
 }
 
-// ensureInputs makes node's input stream and the consumer it reads it with
-// (the node may not create either itself).
-func (h *Hub) ensureInputs(ctx context.Context, node string) error {
+// ensureInputs makes node's input stream and the hub's consumer of it, which
+// hands the node its inputs one at a time, in order (inputs.go). At the hub's
+// start the consumer is made afresh: an input a previous run was handing
+// over when it died is still unacked, and the new consumer starts at it at
+// once instead of after the old delivery's ack wait.
+func (h *Hub) ensureInputs(ctx context.Context, node string, fresh bool) error {
 	s, err := h.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 		Name: InputStream(node), Description: "inputs waiting for node " + node,
 		Subjects: []string{InputSubject(node) + ".>"}, Retention: jetstream.WorkQueuePolicy,
@@ -243,8 +260,14 @@ func (h *Hub) ensureInputs(ctx context.Context, node string) error {
 	if err != nil {
 		return fmt.Errorf("cluster: stream for node %s: %w", node, err)
 	}
+	if fresh {
+		if err := s.DeleteConsumer(ctx, inputConsumer); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+			return fmt.Errorf("cluster: consumer for node %s: %w", node, err)
+		}
+	}
 	if _, err := s.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
 		Durable: inputConsumer, AckPolicy: jetstream.AckExplicitPolicy,
+		MaxAckPending: 1, AckWait: inputAckWait,
 	}); err != nil {
 		return fmt.Errorf("cluster: consumer for node %s: %w", node, err)
 	}
@@ -313,13 +336,14 @@ func (h *Hub) handleJoin(ctx context.Context, data []byte) (any, error) {
 		}
 		return nil, fmt.Errorf("record the token's use: %w", err)
 	}
-	if err := h.ensureInputs(ctx, req.Node); err != nil {
+	if err := h.ensureInputs(ctx, req.Node, false); err != nil {
 		return nil, err
 	}
 	next := h.reg.with(member{Name: req.Node, Key: req.Key, Joined: time.Now().UTC()})
 	if err := h.apply(next); err != nil {
 		return nil, err
 	}
+	h.startForwarder(req.Node)
 	h.log.Info("cluster: node joined", "node", req.Node, "version", req.Version)
 	return map[string]string{"node": req.Node}, nil
 }
@@ -371,6 +395,7 @@ func (h *Hub) Revoke(ctx context.Context, node string) error {
 	if err := h.apply(h.reg.without(node)); err != nil {
 		return err
 	}
+	h.stopForwarder(node)
 	if err := h.nodes.Purge(ctx, node); err != nil {
 		h.log.Warn("cluster: purge the revoked node's record", "node", node, "err", err)
 	}
@@ -445,8 +470,14 @@ func (h *Hub) AdvertiseAddr() string {
 	return h.Addr()
 }
 
-// Close stops the hub's connection and the server.
+// Close stops the forwarders, the hub's connection and the server. Inputs
+// being handed over stay in their streams and come again after a restart.
 func (h *Hub) Close() {
+	h.mu.Lock()
+	for node := range h.fwd {
+		h.stopForwarder(node)
+	}
+	h.mu.Unlock()
 	if h.nc != nil {
 		h.nc.Close()
 	}

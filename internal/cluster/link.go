@@ -32,6 +32,9 @@ type LinkOptions struct {
 	Logger    *slog.Logger
 	// Registerer receives parley_cluster_link_up; nil skips it.
 	Registerer prometheus.Registerer
+	// Inputs applies the inputs the hub hands this node; nil takes none
+	// (they wait at the hub).
+	Inputs InputHandler
 }
 
 // Link is a node's connection to the hub: it dials out (the node needs no
@@ -45,6 +48,9 @@ type Link struct {
 	js   jetstream.JetStream
 	up   prometheus.Gauge
 	kick chan struct{} // a (re)connect: write the record now
+	// applied holds the ids of the last inputs applied, so one the hub hands
+	// over again (its ack was lost) is answered, not applied twice.
+	applied *idSet
 	done chan struct{}
 	wg   sync.WaitGroup
 
@@ -60,7 +66,7 @@ func Dial(opt LinkOptions) (*Link, error) {
 	if opt.Heartbeat <= 0 {
 		opt.Heartbeat = DefaultHeartbeat
 	}
-	l := &Link{opt: opt, log: opt.Logger, kick: make(chan struct{}, 1), done: make(chan struct{})}
+	l := &Link{opt: opt, log: opt.Logger, kick: make(chan struct{}, 1), done: make(chan struct{}), applied: newIDSet(4096)}
 	if l.log == nil {
 		l.log = slog.New(slog.DiscardHandler)
 	}
@@ -110,6 +116,12 @@ func Dial(opt LinkOptions) (*Link, error) {
 	if l.js, err = jetstream.New(l.nc); err != nil {
 		l.nc.Close()
 		return nil, err
+	}
+	if opt.Inputs != nil {
+		if err := l.serveInputs(opt.Inputs); err != nil {
+			l.nc.Close()
+			return nil, err
+		}
 	}
 	l.wg.Add(1)
 	go l.heartbeat()

@@ -45,24 +45,20 @@ const (
 func inboxPrefix(node string) string { return "_INBOX." + node }
 
 // nodePermissions are all a node's user may do. Everything else, NATS refuses:
-// another node's subjects and keys, the JetStream API beyond its own input
-// consumer, the admin requests.
+// another node's subjects and keys, the whole JetStream API (its inputs come
+// as the hub's requests, inputs.go), the admin requests.
 func nodePermissions(node string) *server.Permissions {
-	stream := InputStream(node)
 	return &server.Permissions{
 		Publish: &server.SubjectPermission{Allow: []string{
 			FromSubject(node) + ".>",
 			DirectoryKey(node),
 			"$KV." + threadsBucket + "." + node + ".>",
-			"$JS.API.CONSUMER.INFO." + stream + "." + inputConsumer,
-			"$JS.API.CONSUMER.MSG.NEXT." + stream + "." + inputConsumer,
-			"$JS.ACK." + stream + ".>",
 		}},
 		Subscribe: &server.SubjectPermission{Allow: []string{
 			ToSubject(node) + ".>",
 			inboxPrefix(node) + ".>",
 		}},
-		// Answers to the requests it receives (replay), to their reply subjects only.
+		// Answers to the requests it receives (inputs, replay), to their reply subjects only.
 		Response: &server.ResponsePermission{MaxMsgs: -1, Expires: 2 * time.Minute},
 	}
 }

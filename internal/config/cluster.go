@@ -29,6 +29,9 @@ type Cluster struct {
 	// Heartbeat is how often a node writes its directory record; the hub
 	// counts it offline after three missed.
 	Heartbeat Duration `toml:"heartbeat"`
+	// InputWait is how long the hub keeps an input for a node that does not
+	// take it (away, or its link down) before the input fails with a reason.
+	InputWait Duration `toml:"input_wait"`
 }
 
 // DefaultClusterHeartbeat is [cluster] heartbeat's default.
@@ -36,6 +39,13 @@ const DefaultClusterHeartbeat = 5 * time.Second
 
 // ClusterHeartbeatRange is [cluster] heartbeat's range.
 var ClusterHeartbeatRange = DurationRange{Min: 100 * time.Millisecond, Max: 5 * time.Minute}
+
+// DefaultClusterInputWait is [cluster] input_wait's default.
+const DefaultClusterInputWait = 24 * time.Hour
+
+// ClusterInputWaitRange is [cluster] input_wait's range (JetStream
+// de-duplicates an input's id for 10 minutes; inputs wait at least that).
+var ClusterInputWaitRange = DurationRange{Min: 10 * time.Minute, Max: 30 * 24 * time.Hour}
 
 // NodeNamePattern is what a node name may be: one NATS subject token, usable
 // in a stream name.
@@ -102,6 +112,9 @@ func (c *Cluster) check() []error {
 		errs = append(errs, fmt.Errorf("cluster.node: %w", err))
 	}
 	if err := ClusterHeartbeatRange.check("cluster.heartbeat", c.Heartbeat.Duration); err != nil {
+		errs = append(errs, err)
+	}
+	if err := ClusterInputWaitRange.check("cluster.input_wait", c.InputWait.Duration); err != nil {
 		errs = append(errs, err)
 	}
 	return errs

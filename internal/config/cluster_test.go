@@ -25,6 +25,7 @@ func TestClusterIsOffByDefaultAndItsKeysAreChecked(t *testing.T) {
 		{"[cluster]\nadvertise = \"hub:7431\"", "advertise is set without cluster.listen"},
 		{"[cluster]\nhub = \"hub:7431\"\nnode = \"My.Laptop\"", `node name "My.Laptop"`},
 		{"[cluster]\nhub = \"hub:7431\"\nheartbeat = \"10ms\"", `cluster.heartbeat = "10ms" is out of range: want 100ms to 5m0s`},
+		{"[cluster]\nlisten = \"0.0.0.0:7431\"\ninput_wait = \"1m\"", `cluster.input_wait = "1m0s" is out of range: want 10m0s to 720h0m0s`},
 		{"[cluster]\nport = 1", "unknown keys: cluster.port"},
 	} {
 		cfg, err := Parse([]byte(tc.text), "test.toml", base)

@@ -177,7 +177,7 @@ func Default(dataDir, cwd string) Config {
 				MaxSockets:         DefaultMaxSockets,
 			},
 		},
-		Cluster: Cluster{Heartbeat: Duration{DefaultClusterHeartbeat}},
+		Cluster: Cluster{Heartbeat: Duration{DefaultClusterHeartbeat}, InputWait: Duration{DefaultClusterInputWait}},
 	}
 }
 

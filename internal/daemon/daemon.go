@@ -150,7 +150,7 @@ func (d *Daemon) startCluster(ctx context.Context, reg prometheus.Registerer) er
 	switch {
 	case c.Listen != "":
 		d.clusterHub, err = cluster.StartHub(ctx, cluster.HubOptions{DataDir: d.cfg.DataDir, Listen: c.Listen,
-			Advertise: c.Advertise, Logger: d.log, Registerer: reg})
+			Advertise: c.Advertise, Logger: d.log, Registerer: reg, InputWait: c.InputWait.Duration})
 	case c.Hub != "":
 		agents := make([]string, 0, len(d.cfg.Agents))
 		for _, a := range d.cfg.Agents {

@@ -1,0 +1,328 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Inputs for a node wait in its stream PARLEY_IN_<node> at the hub. The node
+// has no JetStream rights at all: the hub's own connection reads the stream
+// (consumer "node", one input at a time, in order) and hands each input to
+// the node as a request on parley.to.<node>.in. The node answers only after
+// its SQLite commit, and the hub acks the input only on that answer; without
+// one (node away, link down) the input is redelivered with backoff, and it
+// fails with a reason once it has waited longer than HubOptions.InputWait.
+//
+// Why not let the node pull its own consumer: JetStream delivers a pulled
+// message to whatever reply subject the pull names, and NATS checks no reply
+// subject against the puller's rights, so a node could have its inputs
+// delivered onto another node's subjects.
+
+// InputHandler applies one input on the node and returns once it is
+// committed (or was already: an input may come again when the hub did not
+// get the answer). A *Refusal means the input can never be applied; any
+// other error is retried.
+type InputHandler func(ctx context.Context, id string, data []byte) error
+
+// Refusal is a node's permanent no to an input, with the reason the sender
+// is told.
+type Refusal struct{ Reason string }
+
+func (r *Refusal) Error() string { return r.Reason }
+
+// InputFailed is told of an input that will never be applied: the node
+// refused it, or it waited too long for the node.
+type InputFailed func(node, id, reason string)
+
+// Limits of the input path.
+const (
+	// DefaultInputWait is how long an input waits for its node before it fails.
+	DefaultInputWait = 24 * time.Hour
+	// inputTimeout bounds one hand-over: the node answers after its commit.
+	inputTimeout = 20 * time.Second
+	// inputAckWait is the consumer's AckWait: longer than a hand-over, so
+	// JetStream never redelivers an input the hub still holds.
+	inputAckWait = 2 * time.Minute
+	// inputBackoffMax caps the wait between two tries for an absent node.
+	inputBackoffMax = 5 * time.Second
+)
+
+// inputSubject is where the hub hands node its inputs.
+func inputSubject(node string) string { return ToSubject(node) + ".in" }
+
+// inputAnswer is the node's answer to an input.
+type inputAnswer struct {
+	Error   string `json:"error,omitempty"`
+	Refused bool   `json:"refused,omitempty"`
+}
+
+// Queue puts an input for node's thread into node's stream, under its id:
+// a second Queue of the same id within the stream's duplicate window is the
+// same input. It returns once the hub's store holds it.
+func (h *Hub) Queue(ctx context.Context, node, thread, id string, data []byte) error {
+	if err := CheckName(node); err != nil {
+		return err
+	}
+	if id == "" || strings.ContainsAny(thread, ".*> \t\r\n") || thread == "" {
+		return errors.New("cluster: an input needs an id and a thread id that is one subject token")
+	}
+	_, err := h.js.Publish(ctx, InputSubject(node)+"."+thread, data, jetstream.WithMsgID(id))
+	if err != nil {
+		return fmt.Errorf("cluster: queue the input for machine %s: %w", node, err)
+	}
+	return nil
+}
+
+// Waiting is how many inputs wait in node's stream.
+func (h *Hub) Waiting(ctx context.Context, node string) (uint64, error) {
+	s, err := h.js.Stream(ctx, InputStream(node))
+	if err != nil {
+		return 0, err
+	}
+	return s.CachedInfo().State.Msgs, nil
+}
+
+// forwarder hands one node's inputs to it, one at a time, in order. It runs
+// from the node's join (or the hub's start) to its revocation (or Close).
+type forwarder struct {
+	h      *Hub
+	node   string
+	ctx    context.Context // cancelled by close
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu sync.Mutex // guards it
+	it jetstream.MessagesContext
+}
+
+// startForwarder starts node's forwarder. h.mu must be held.
+func (h *Hub) startForwarder(node string) {
+	if _, ok := h.fwd[node]; ok {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	f := &forwarder{h: h, node: node, ctx: ctx, cancel: cancel, done: make(chan struct{})}
+	h.fwd[node] = f
+	go f.run()
+}
+
+// stopForwarder stops node's forwarder and waits for it. h.mu must be held.
+func (h *Hub) stopForwarder(node string) {
+	if f, ok := h.fwd[node]; ok {
+		delete(h.fwd, node)
+		f.close()
+	}
+}
+
+func (f *forwarder) close() {
+	f.cancel()
+	f.mu.Lock()
+	if f.it != nil {
+		f.it.Stop()
+	}
+	f.mu.Unlock()
+	<-f.done
+}
+
+func (f *forwarder) run() {
+	defer close(f.done)
+	log := f.h.log.With("node", f.node)
+	for fails := 0; ; {
+		err := f.consume()
+		select {
+		case <-f.ctx.Done():
+			return
+		default:
+		}
+		if errors.Is(err, jetstream.ErrStreamNotFound) || errors.Is(err, jetstream.ErrConsumerNotFound) {
+			log.Info("cluster: the node's inputs are gone; its forwarder ends", "err", err)
+			return
+		}
+		fails++
+		log.Warn("cluster: reading the node's inputs", "err", err)
+		select {
+		case <-f.ctx.Done():
+			return
+		case <-time.After(backoff(fails)):
+		}
+	}
+}
+
+// consume hands on inputs until the iterator ends.
+func (f *forwarder) consume() error {
+	ctx, cancel := context.WithTimeout(f.ctx, 10*time.Second)
+	cons, err := f.h.js.Consumer(ctx, InputStream(f.node), inputConsumer)
+	cancel()
+	if err != nil {
+		return err
+	}
+	it, err := cons.Messages(jetstream.PullMaxMessages(1))
+	if err != nil {
+		return err
+	}
+	f.mu.Lock()
+	select {
+	case <-f.ctx.Done():
+		f.mu.Unlock()
+		it.Stop()
+		return nil
+	default:
+	}
+	f.it = it
+	f.mu.Unlock()
+	defer it.Stop()
+	for {
+		m, err := it.Next()
+		if err != nil {
+			return err
+		}
+		f.deliver(m)
+	}
+}
+
+// deliver hands one input to the node and acks, naks or fails it by the answer.
+func (f *forwarder) deliver(m jetstream.Msg) {
+	log := f.h.log.With("node", f.node)
+	id := m.Headers().Get(jetstream.MsgIDHeader)
+	meta, err := m.Metadata()
+	if err != nil {
+		meta = &jetstream.MsgMetadata{Timestamp: time.Now(), NumDelivered: 1}
+		log.Error("cluster: an input without metadata", "err", err)
+	}
+	fail := func(reason string) {
+		if err := m.TermWithReason(reason); err != nil {
+			log.Warn("cluster: end a failed input", "id", id, "err", err)
+		}
+		if f.h.opt.InputFailed != nil {
+			f.h.opt.InputFailed(f.node, id, reason)
+		}
+	}
+	if id == "" {
+		fail("an input without a message id")
+		return
+	}
+	req := nats.NewMsg(inputSubject(f.node))
+	req.Header.Set(jetstream.MsgIDHeader, id)
+	req.Data = m.Data()
+	ctx, cancel := context.WithTimeout(f.ctx, inputTimeout)
+	ans, err := f.h.nc.RequestMsgWithContext(ctx, req)
+	cancel()
+	if f.ctx.Err() != nil {
+		return // the hub is closing: the input stays, unacked, and comes again
+	}
+	if err == nil {
+		var a inputAnswer
+		if jerr := json.Unmarshal(ans.Data, &a); jerr != nil {
+			err = fmt.Errorf("an answer that is not JSON: %w", jerr)
+		} else if a.Refused {
+			log.Info("cluster: the node refused an input", "id", id, "reason", a.Error)
+			fail(a.Error)
+			return
+		} else if a.Error != "" {
+			err = errors.New(a.Error)
+		}
+	}
+	if err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := m.DoubleAck(ctx); err != nil {
+			// Not acked: it comes again, and the node knows it by its id.
+			log.Warn("cluster: ack an applied input", "id", id, "err", err)
+		}
+		return
+	}
+	if waited := time.Since(meta.Timestamp); waited > f.h.opt.InputWait {
+		fail(fmt.Sprintf("machine %s did not take it within %v", f.node, f.h.opt.InputWait))
+		return
+	}
+	if !errors.Is(err, nats.ErrNoResponders) {
+		log.Warn("cluster: the node did not take an input; it waits", "id", id, "err", err)
+	}
+	if err := m.NakWithDelay(min(backoffStep(int(meta.NumDelivered)), inputBackoffMax)); err != nil {
+		log.Warn("cluster: return an input to its stream", "id", id, "err", err)
+	}
+}
+
+// backoffStep is 100 ms doubling with each try.
+func backoffStep(tries int) time.Duration { return 100 * time.Millisecond << min(max(tries-1, 0), 10) }
+
+// serveInputs answers the hub's input requests on the node. The subscription
+// outlives reconnects.
+func (l *Link) serveInputs(apply InputHandler) error {
+	_, err := l.nc.Subscribe(inputSubject(l.opt.Node), func(m *nats.Msg) {
+		// Only the hub's own requests: a reply subject is anyone's choice (a
+		// JetStream ack to another node's publish can land here), and the hub
+		// alone asks from its inbox.
+		if !strings.HasPrefix(m.Reply, hubInbox+".") {
+			l.log.Warn("cluster: ignored a message on the input subject that is not the hub's request", "reply", m.Reply)
+			return
+		}
+		id := m.Header.Get(jetstream.MsgIDHeader)
+		var a inputAnswer
+		if err := l.applyOnce(id, m.Data, apply); err != nil {
+			var r *Refusal
+			a = inputAnswer{Error: err.Error(), Refused: errors.As(err, &r)}
+		}
+		b, _ := json.Marshal(a)
+		if err := m.Respond(b); err != nil {
+			l.log.Warn("cluster: answer an input", "id", id, "err", err)
+		}
+	})
+	return err
+}
+
+// applyOnce applies an input unless this link already applied its id (the
+// hub did not get the answer and handed it over again).
+func (l *Link) applyOnce(id string, data []byte, apply InputHandler) error {
+	if id == "" {
+		return &Refusal{Reason: "an input without a message id"}
+	}
+	if l.applied.has(id) {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), inputTimeout)
+	defer cancel()
+	if err := apply(ctx, id, data); err != nil {
+		return err
+	}
+	l.applied.add(id)
+	return nil
+}
+
+// idSet remembers the last n ids added.
+type idSet struct {
+	mu   sync.Mutex
+	n    int
+	ids  map[string]struct{}
+	ring []string
+	next int
+}
+
+func newIDSet(n int) *idSet { return &idSet{n: n, ids: make(map[string]struct{}, n), ring: make([]string, n)} }
+
+func (s *idSet) has(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.ids[id]
+	return ok
+}
+
+func (s *idSet) add(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.ids[id]; ok {
+		return
+	}
+	delete(s.ids, s.ring[s.next])
+	s.ring[s.next] = id
+	s.ids[id] = struct{}{}
+	s.next = (s.next + 1) % s.n
+}

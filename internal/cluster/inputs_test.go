@@ -1,0 +1,291 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+)
+
+// applied records what a node's input handler was given.
+type applied struct {
+	mu   sync.Mutex
+	ids  []string
+	data []string
+	got  chan string
+}
+
+func newApplied() *applied { return &applied{got: make(chan string, 64)} }
+
+func (a *applied) handler(refuse func(id string) error) InputHandler {
+	return func(_ context.Context, id string, data []byte) error {
+		if refuse != nil {
+			if err := refuse(id); err != nil {
+				return err
+			}
+		}
+		a.mu.Lock()
+		a.ids = append(a.ids, id)
+		a.data = append(a.data, string(data))
+		a.mu.Unlock()
+		a.got <- id
+		return nil
+	}
+}
+
+func (a *applied) next(t *testing.T) string {
+	t.Helper()
+	select {
+	case id := <-a.got:
+		return id
+	case <-time.After(30 * time.Second):
+		t.Fatal("no input reached the node")
+		return ""
+	}
+}
+
+func (a *applied) all() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]string(nil), a.ids...)
+}
+
+func dialWith(t *testing.T, data, hub, name string, in InputHandler) *Link {
+	t.Helper()
+	l, err := Dial(LinkOptions{DataDir: data, Hub: hub, Node: name, Version: "v-test", Heartbeat: 200 * time.Millisecond, Inputs: in})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(l.Close)
+	return l
+}
+
+func waitDrained(t *testing.T, h *Hub, node string) {
+	t.Helper()
+	waitFor(t, 30*time.Second, node+"'s inputs all acked", func() bool {
+		n, err := h.Waiting(t.Context(), node)
+		return err == nil && n == 0
+	})
+}
+
+// A node has no JetStream rights at all: JetStream delivers a pulled input to
+// whatever reply subject the pull names, unchecked, so a node that could pull
+// its own consumer could pour its inputs onto another node's subjects. Its
+// inputs come as the hub's requests instead, in order, each once, and a
+// publish ack it aims elsewhere (its reply subject) reaches nothing.
+func TestANodeHasNoJetStreamRightsAndGetsItsInputsFromTheHub(t *testing.T) {
+	h := startHub(t, t.TempDir(), "127.0.0.1:0")
+	dataA, dataB := join(t, h, "a"), join(t, h, "b")
+	ctx := t.Context()
+	for i := 1; i <= 3; i++ {
+		if err := h.Queue(ctx, "b", "t1", fmt.Sprintf("m%d", i), []byte(fmt.Sprintf("hello %d", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The same id again is the same input.
+	if err := h.Queue(ctx, "b", "t1", "m1", []byte("hello 1")); err != nil {
+		t.Fatal(err)
+	}
+
+	errs := make(chan error, 64)
+	a, err := connectAs(t, dataA, h.Addr(), "a", errs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	violation := func(subject string) {
+		t.Helper()
+		for {
+			select {
+			case err := <-errs:
+				if errors.Is(err, nats.ErrPermissionViolation) && strings.Contains(err.Error(), `"`+subject+`"`) {
+					return
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("NATS did not refuse %s", subject)
+			}
+		}
+	}
+	// Pull its own inputs onto b's input subject; pull b's; any JetStream API.
+	for _, subj := range []string{
+		"$JS.API.CONSUMER.MSG.NEXT." + InputStream("a") + "." + inputConsumer,
+		"$JS.API.CONSUMER.MSG.NEXT." + InputStream("b") + "." + inputConsumer,
+		"$JS.API.CONSUMER.INFO." + InputStream("a") + "." + inputConsumer,
+		"$JS.API.STREAM.PURGE." + InputStream("b"),
+		"$JS.API.INFO",
+		"$JS.ACK." + InputStream("b") + ".node.1.1.1.1.0",
+	} {
+		if err := a.PublishRequest(subj, inputSubject("b"), []byte(`{"batch":1}`)); err != nil {
+			t.Fatal(err)
+		}
+		violation(subj)
+	}
+	// Its own directory key with a reply subject aimed at b's inputs and at
+	// the JetStream API: the publish ack lands there without the rights of a
+	// client, and changes nothing.
+	for _, reply := range []string{inputSubject("b"), "$JS.API.STREAM.PURGE." + InputStream("b")} {
+		if err := a.PublishRequest(DirectoryKey("a"), reply, []byte(`{"node":"a"}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := a.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := h.Waiting(ctx, "b"); err != nil || n != 3 {
+		t.Fatalf("b's waiting inputs: %d %v, want 3", n, err)
+	}
+
+	// b comes online: its three inputs, in order, once each.
+	got := newApplied()
+	dialWith(t, dataB, h.Addr(), "b", got.handler(nil))
+	for i := 1; i <= 3; i++ {
+		if id := got.next(t); id != fmt.Sprintf("m%d", i) {
+			t.Fatalf("input %d is %q", i, id)
+		}
+	}
+	waitDrained(t, h, "b")
+	// A forged publish ack aimed at b's input subject now, while b listens,
+	// then one real input: b applies only the real one.
+	if err := a.PublishRequest(DirectoryKey("a"), inputSubject("b"), []byte(`{"node":"a"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Queue(ctx, "b", "t1", "m4", []byte("hello 4")); err != nil {
+		t.Fatal(err)
+	}
+	if id := got.next(t); id != "m4" {
+		t.Fatalf("after the forged ack, b applied %q", id)
+	}
+	waitDrained(t, h, "b")
+	if all := got.all(); strings.Join(all, ",") != "m1,m2,m3,m4" || got.data[0] != "hello 1" {
+		t.Fatalf("b applied %v %q, want m1..m4 once each", all, got.data)
+	}
+}
+
+// An input the node refuses, or one that waited longer than the hub allows,
+// fails with its reason and leaves the stream; one the node could not apply
+// for now comes again and is applied once.
+func TestAnInputFailsWithAReasonOrIsAppliedOnce(t *testing.T) {
+	type failure struct{ node, id, reason string }
+	failed := make(chan failure, 16)
+	h, err := StartHub(t.Context(), HubOptions{DataDir: t.TempDir(), Listen: "127.0.0.1:0", InputWait: time.Second,
+		InputFailed: func(node, id, reason string) { failed <- failure{node, id, reason} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.Close)
+	join(t, h, "away")
+	dataP := join(t, h, "picky")
+	ctx := t.Context()
+	nextFailure := func() failure {
+		t.Helper()
+		select {
+		case f := <-failed:
+			return f
+		case <-time.After(30 * time.Second):
+			t.Fatal("no input failed")
+			return failure{}
+		}
+	}
+
+	// Nobody takes it: it fails once it is older than InputWait.
+	if err := h.Queue(ctx, "away", "t1", "lost", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if f := nextFailure(); f.node != "away" || f.id != "lost" || f.reason != "machine away did not take it within 1s" {
+		t.Fatalf("failure %+v", f)
+	}
+	waitDrained(t, h, "away")
+
+	got := newApplied()
+	var mu sync.Mutex
+	tries := map[string]int{}
+	dialWith(t, dataP, h.Addr(), "picky", got.handler(func(id string) error {
+		mu.Lock()
+		defer mu.Unlock()
+		tries[id]++
+		switch {
+		case id == "bad":
+			return &Refusal{Reason: "no such thread"}
+		case id == "flaky" && tries[id] == 1:
+			return errors.New("the store is busy")
+		}
+		return nil
+	}))
+	for _, id := range []string{"bad", "flaky", "good"} {
+		if err := h.Queue(ctx, "picky", "t1", id, []byte(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if f := nextFailure(); f.node != "picky" || f.id != "bad" || f.reason != "no such thread" {
+		t.Fatalf("failure %+v", f)
+	}
+	if a, b := got.next(t), got.next(t); a != "flaky" || b != "good" {
+		t.Fatalf("applied %q, %q; want flaky then good", a, b)
+	}
+	waitDrained(t, h, "picky")
+	mu.Lock()
+	defer mu.Unlock()
+	if tries["flaky"] != 2 || tries["good"] != 1 || tries["bad"] != 1 {
+		t.Fatalf("tries %v: want flaky twice, the others once", tries)
+	}
+	select {
+	case f := <-failed:
+		t.Fatalf("a second failure: %+v", f)
+	default:
+	}
+}
+
+// The hub goes away while the node applies an input: the input was never
+// acked, so the restarted hub hands it over again, and the node, which
+// committed it, answers without applying it twice. Nothing lost, nothing twice.
+func TestAnInputInFlightWhenTheHubStopsIsAppliedOnce(t *testing.T) {
+	hubData := t.TempDir()
+	h, err := StartHub(t.Context(), HubOptions{DataDir: hubData, Listen: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := h.Addr()
+	data := join(t, h, "n")
+	entered, release := make(chan string, 4), make(chan struct{})
+	got := newApplied()
+	apply := got.handler(nil)
+	l := dialWith(t, data, addr, "n", func(ctx context.Context, id string, b []byte) error {
+		entered <- id
+		<-release
+		return apply(ctx, id, b)
+	})
+	waitFor(t, 10*time.Second, "the link up", l.Connected)
+	for _, id := range []string{"first", "second"} {
+		if err := h.Queue(t.Context(), "n", "t1", id, []byte(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if id := <-entered; id != "first" {
+		t.Fatalf("first input handed over: %q", id)
+	}
+	h.Close() // before the node answers: "first" stays unacked on disk
+	close(release)
+	if id := got.next(t); id != "first" {
+		t.Fatalf("applied %q", id)
+	}
+	h2 := startHub(t, hubData, addr)
+	if id := got.next(t); id != "second" {
+		t.Fatalf("after the restart the node applied %q, want second (first once only)", id)
+	}
+	waitDrained(t, h2, "n")
+	if all := got.all(); strings.Join(all, ",") != "first,second" {
+		t.Fatalf("applied %v, want first, second once each", all)
+	}
+	// "first" came again and was answered from the node's memory of it,
+	// without reaching the handler: only "second" entered since.
+	if n := len(entered); n != 1 {
+		t.Fatalf("%d inputs reached the handler after the first, want 1", n)
+	}
+}
