@@ -306,7 +306,9 @@ type idSet struct {
 	next int
 }
 
-func newIDSet(n int) *idSet { return &idSet{n: n, ids: make(map[string]struct{}, n), ring: make([]string, n)} }
+func newIDSet(n int) *idSet {
+	return &idSet{n: n, ids: make(map[string]struct{}, n), ring: make([]string, n)}
+}
 
 func (s *idSet) has(id string) bool {
 	s.mu.Lock()

@@ -51,8 +51,8 @@ type Link struct {
 	// applied holds the ids of the last inputs applied, so one the hub hands
 	// over again (its ack was lost) is answered, not applied twice.
 	applied *idSet
-	done chan struct{}
-	wg   sync.WaitGroup
+	done    chan struct{}
+	wg      sync.WaitGroup
 
 	mu    sync.Mutex // guards since
 	since time.Time
