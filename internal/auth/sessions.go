@@ -10,45 +10,86 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
-// SessionsFile in the data directory holds the browsers' sessions, hashed.
+// SessionsFile in the data directory holds the devices and their sessions, hashed.
 const SessionsFile = "sessions.json"
 
 const (
-	// CodeTTL is how long a login code (the link parley prints) is good for.
+	// CodeTTL is how long a login or pairing code (the link parley prints) is good for.
 	CodeTTL = 5 * time.Minute
-	// SessionTTL is how long a browser's session lasts unused; each use slides it.
+	// SessionTTL is how long a device's session lasts unused; each use slides it.
 	SessionTTL = 30 * 24 * time.Hour
-	// slideEvery bounds the file's writes: a session's expiry moves at most once
-	// in this time.
+	// slideEvery bounds the file's writes: a session's expiry (and its device's
+	// last-seen time on disk) moves at most once in this time.
 	slideEvery = time.Hour
+	// MaxDeviceName bounds a device's name, in bytes.
+	MaxDeviceName = 64
 )
 
-// Sessions are the dashboard's sign-ins: one-time login codes, exchanged for a
-// session whose id lives in an HttpOnly cookie. The long-lived token never
-// reaches the browser's storage.
+// Device kinds.
+const (
+	KindBrowser = "browser" // signed in through a link or the sign-in form: a cookie
+	KindProgram = "program" // paired with POST /api/pair: a bearer token of its own
+)
+
+// Device is one signed-in browser or program: each sign-in is a device with its
+// own session, so one can be ended (revoked) without touching the others. The
+// shared token (auth.go) is no device: it stays for the CLI and scripts.
+type Device struct {
+	ID       string    `json:"id"`
+	Name     string    `json:"name"`
+	Kind     string    `json:"kind"`
+	PairedAt time.Time `json:"paired_at"`
+	LastSeen time.Time `json:"last_seen"`
+
+	hash    string    // SHA-256 of the session's secret (cookie or token)
+	expires time.Time // slides with use
+}
+
+// stored is a device as SessionsFile keeps it.
+type stored struct {
+	Device
+	Hash    string    `json:"hash"`
+	Expires time.Time `json:"expires"`
+}
+
+// pending is an unspent code: a login code has no name, a pairing code names
+// the device it will sign in.
+type pending struct {
+	expires time.Time
+	name    string
+}
+
+// Sessions are the devices' sign-ins: one-time login and pairing codes,
+// exchanged for a device whose session secret lives in an HttpOnly cookie (a
+// browser) or is handed to a program once. The long-lived token never reaches
+// a browser's storage.
 //
 // Codes are kept in memory only: a restart forgets every code, so a used code
 // can never be used again and an unused one simply expires (`parley
-// login-link` prints a fresh one). Sessions are kept in SessionsFile (0600) as
-// SHA-256 hashes of their ids with their expiry, so a browser stays signed in
-// across restarts and a copy of the file signs nobody in.
+// login-link` or `parley pair` prints a fresh one). Devices are kept in
+// SessionsFile (0600) with a SHA-256 hash of their secret and its expiry, so a
+// device stays signed in across restarts and a copy of the file signs nobody in.
 type Sessions struct {
 	path string
 	now  func() time.Time
 
-	mu       sync.Mutex
-	codes    map[string]time.Time // hash → expiry
-	sessions map[string]time.Time // hash → expiry
+	mu      sync.Mutex
+	codes   map[string]pending // code hash → code
+	devices map[string]*Device // id → device
+	byHash  map[string]*Device // secret hash → device
 }
 
-// OpenSessions loads dataDir's sessions, dropping expired ones. With dataDir ""
+// OpenSessions loads dataDir's devices, dropping expired ones. With dataDir ""
 // sessions live in memory only.
 func OpenSessions(dataDir string) (*Sessions, error) {
-	s := &Sessions{now: time.Now, codes: map[string]time.Time{}, sessions: map[string]time.Time{}}
+	s := &Sessions{now: time.Now, codes: map[string]pending{}, devices: map[string]*Device{}, byHash: map[string]*Device{}}
 	if dataDir == "" {
 		return s, nil
 	}
@@ -61,15 +102,22 @@ func OpenSessions(dataDir string) (*Sessions, error) {
 		return nil, fmt.Errorf("auth: sessions: %w", err)
 	}
 	var f struct {
+		Devices []stored `json:"devices"`
+		// Sessions is the file of versions before devices: hash → expiry.
 		Sessions map[string]time.Time `json:"sessions"`
 	}
 	if err := json.Unmarshal(b, &f); err != nil {
-		return nil, fmt.Errorf("auth: %s is not a sessions file (delete it to sign every browser out): %w", s.path, err)
+		return nil, fmt.Errorf("auth: %s is not a sessions file (delete it to sign every device out): %w", s.path, err)
 	}
 	now := s.now()
 	for h, exp := range f.Sessions {
-		if exp.After(now) {
-			s.sessions[h] = exp
+		f.Devices = append(f.Devices, stored{Device: Device{ID: "d-" + h[:12], Name: "browser", Kind: KindBrowser}, Hash: h, Expires: exp})
+	}
+	for _, st := range f.Devices {
+		if st.Expires.After(now) && st.Hash != "" && st.ID != "" {
+			d := st.Device
+			d.hash, d.expires = st.Hash, st.Expires
+			s.devices[d.ID], s.byHash[d.hash] = &d, &d
 		}
 	}
 	return s, nil
@@ -88,8 +136,40 @@ func random(n int) (string, error) {
 	return hex.EncodeToString(b), nil
 }
 
+// CleanName makes a person's device name safe to keep and show: trimmed, valid
+// UTF-8, no control characters, at most MaxDeviceName bytes; "" stays "".
+func CleanName(name string) string {
+	name = strings.ToValidUTF8(name, "")
+	name = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, name)
+	name = strings.TrimSpace(name)
+	for len(name) > MaxDeviceName {
+		_, n := utf8.DecodeLastRuneInString(name)
+		name = name[:len(name)-n]
+	}
+	return name
+}
+
 // NewCode makes a login code good for one use within CodeTTL.
 func (s *Sessions) NewCode() (code string, expires time.Time, err error) {
+	return s.newCode("")
+}
+
+// NewPairCode makes a pairing code good for one use within CodeTTL: it signs
+// in a device called name.
+func (s *Sessions) NewPairCode(name string) (code string, expires time.Time, err error) {
+	name = CleanName(name)
+	if name == "" {
+		name = "phone"
+	}
+	return s.newCode(name)
+}
+
+func (s *Sessions) newCode(name string) (code string, expires time.Time, err error) {
 	code, err = random(16)
 	if err != nil {
 		return "", time.Time{}, err
@@ -97,75 +177,132 @@ func (s *Sessions) NewCode() (code string, expires time.Time, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
-	for h, exp := range s.codes {
-		if !exp.After(now) {
+	for h, p := range s.codes {
+		if !p.expires.After(now) {
 			delete(s.codes, h)
 		}
 	}
 	expires = now.Add(CodeTTL)
-	s.codes[hash(code)] = expires
+	s.codes[hash(code)] = pending{expires: expires, name: name}
 	return code, expires, nil
 }
 
-// UseCode spends a login code: true once, within its time.
-func (s *Sessions) UseCode(code string) bool {
+// UseCode spends a login or pairing code: ok once, within its time. name is
+// the device name a pairing code carries ("" for a login code).
+func (s *Sessions) UseCode(code string) (name string, ok bool) {
 	if code == "" {
-		return false
+		return "", false
 	}
 	h := hash(code)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	exp, ok := s.codes[h]
+	p, ok := s.codes[h]
 	delete(s.codes, h)
-	return ok && exp.After(s.now())
+	return p.name, ok && p.expires.After(s.now())
 }
 
-// Create starts a session and returns its id (the cookie's value).
-func (s *Sessions) Create() (string, error) {
-	id, err := random(32)
+// Create signs a new device in and returns its session secret (a cookie's
+// value, or a program's token), shown this once.
+func (s *Sessions) Create(name, kind string) (secret string, dev Device, err error) {
+	secret, err = random(32)
 	if err != nil {
-		return "", err
+		return "", Device{}, err
+	}
+	id, err := random(8)
+	if err != nil {
+		return "", Device{}, err
+	}
+	if name = CleanName(name); name == "" {
+		name = kind
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.sessions[hash(id)] = s.now().Add(SessionTTL)
-	return id, s.saveLocked()
+	now := s.now().UTC()
+	d := &Device{ID: "d-" + id, Name: name, Kind: kind, PairedAt: now, LastSeen: now, hash: hash(secret), expires: now.Add(SessionTTL)}
+	s.devices[d.ID], s.byHash[d.hash] = d, d
+	return secret, *d, s.saveLocked()
 }
 
-// Valid reports whether id is a live session, sliding its expiry.
-func (s *Sessions) Valid(id string) bool {
-	if id == "" {
-		return false
+// Lookup finds the device whose session secret is secret, sliding its expiry
+// and noting it was seen.
+func (s *Sessions) Lookup(secret string) (Device, bool) {
+	if secret == "" {
+		return Device{}, false
 	}
-	h := hash(id)
+	h := hash(secret)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	exp, ok := s.sessions[h]
-	now := s.now()
+	d, ok := s.byHash[h]
 	if !ok {
-		return false
+		return Device{}, false
 	}
-	if !exp.After(now) {
-		delete(s.sessions, h)
-		return false
+	now := s.now()
+	if !d.expires.After(now) {
+		s.removeLocked(d)
+		return Device{}, false
 	}
-	if next := now.Add(SessionTTL); next.Sub(exp) >= slideEvery {
-		s.sessions[h] = next
+	d.LastSeen = now.UTC()
+	if next := now.Add(SessionTTL); next.Sub(d.expires) >= slideEvery {
+		d.expires = next
 		_ = s.saveLocked() // a failed write only shortens the session
 	}
-	return true
+	return *d, true
 }
 
-// Revoke ends a session (sign-out).
-func (s *Sessions) Revoke(id string) error {
+// Valid reports whether secret is a live session.
+func (s *Sessions) Valid(secret string) bool {
+	_, ok := s.Lookup(secret)
+	return ok
+}
+
+// Revoke ends the device whose session secret is secret (sign-out).
+func (s *Sessions) Revoke(secret string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	h := hash(id)
-	if _, ok := s.sessions[h]; !ok {
+	d, ok := s.byHash[hash(secret)]
+	if !ok {
 		return nil
 	}
-	delete(s.sessions, h)
+	s.removeLocked(d)
 	return s.saveLocked()
+}
+
+// RevokeDevice ends a device by its id: its session stops working at once.
+// found is false for an unknown device.
+func (s *Sessions) RevokeDevice(id string) (found bool, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d, ok := s.devices[id]
+	if !ok {
+		return false, nil
+	}
+	s.removeLocked(d)
+	return true, s.saveLocked()
+}
+
+// Devices lists the live devices, the oldest pairing first.
+func (s *Sessions) Devices() []Device {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	out := make([]Device, 0, len(s.devices))
+	for _, d := range s.devices {
+		if d.expires.After(now) {
+			out = append(out, *d)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].PairedAt.Equal(out[j].PairedAt) {
+			return out[i].PairedAt.Before(out[j].PairedAt)
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out
+}
+
+func (s *Sessions) removeLocked(d *Device) {
+	delete(s.devices, d.ID)
+	delete(s.byHash, d.hash)
 }
 
 // saveLocked writes the sessions file whole (write, then rename), mode 0600.
@@ -174,13 +311,14 @@ func (s *Sessions) saveLocked() error {
 		return nil
 	}
 	now := s.now()
-	live := make(map[string]time.Time, len(s.sessions))
-	for h, exp := range s.sessions {
-		if exp.After(now) {
-			live[h] = exp
+	live := make([]stored, 0, len(s.devices))
+	for _, d := range s.devices {
+		if d.expires.After(now) {
+			live = append(live, stored{Device: *d, Hash: d.hash, Expires: d.expires})
 		}
 	}
-	b, err := json.Marshal(map[string]any{"sessions": live})
+	sort.Slice(live, func(i, j int) bool { return live[i].ID < live[j].ID })
+	b, err := json.Marshal(map[string]any{"devices": live})
 	if err != nil {
 		return err
 	}
@@ -201,3 +339,7 @@ func (s *Sessions) saveLocked() error {
 	}
 	return nil
 }
+
+// SetClock replaces the clock, before any use: tests of codes expiring over
+// HTTP move it instead of waiting minutes.
+func (s *Sessions) SetClock(now func() time.Time) { s.now = now }

@@ -22,12 +22,12 @@ func TestLoginCodeOnceAndExpires(t *testing.T) {
 	if err != nil || !exp.Equal(now.Add(CodeTTL)) {
 		t.Fatalf("NewCode: %v, expires %v", err, exp)
 	}
-	if !s.UseCode(code) || s.UseCode(code) {
+	if !used(s, code) || used(s, code) {
 		t.Fatal("a code must work exactly once")
 	}
 	late, _, _ := s.NewCode()
 	now = now.Add(CodeTTL + time.Second)
-	if s.UseCode(late) {
+	if used(s, late) {
 		t.Fatal("a code worked after CodeTTL")
 	}
 	unused, _, _ := s.NewCode()
@@ -35,7 +35,7 @@ func TestLoginCodeOnceAndExpires(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if restarted.UseCode(code) || restarted.UseCode(unused) {
+	if used(restarted, code) || used(restarted, unused) {
 		t.Fatal("a code survived a restart")
 	}
 }
@@ -47,11 +47,11 @@ func TestSessionsPersistHashedAndRevoke(t *testing.T) {
 	s, _ := OpenSessions(dir)
 	now := time.Now()
 	s.now = func() time.Time { return now }
-	id, err := s.Create()
+	id, _, err := s.Create("laptop", KindBrowser)
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, _ := s.Create()
+	other, _, _ := s.Create("phone", KindBrowser)
 	b, err := os.ReadFile(filepath.Join(dir, SessionsFile))
 	if err != nil {
 		t.Fatal(err)
@@ -88,5 +88,71 @@ func TestSessionsPersistHashedAndRevoke(t *testing.T) {
 	now = now.Add(SessionTTL + time.Second)
 	if r.Valid(other) {
 		t.Fatal("a session outlived SessionTTL unused")
+	}
+}
+
+func used(s *Sessions, code string) bool {
+	_, ok := s.UseCode(code)
+	return ok
+}
+
+// A pairing code carries the device's name (cleaned: no control characters,
+// bounded); spending it once signs in one device of that name, listed until
+// revoked by id, which ends its session at once and across a restart.
+func TestPairCodeDeviceAndRevoke(t *testing.T) {
+	dir := t.TempDir()
+	s, _ := OpenSessions(dir)
+	code, _, err := s.NewPairCode("  Ann's\x1b[31m phone\n" + strings.Repeat("x", 100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	name, ok := s.UseCode(code)
+	if !ok || strings.ContainsAny(name, "\x1b\n") || len(name) > MaxDeviceName || !strings.HasPrefix(name, "Ann's [31m phone") {
+		t.Fatalf("pair code gave name %q ok=%v", name, ok)
+	}
+	if _, ok := s.UseCode(code); ok {
+		t.Fatal("a pairing code worked twice")
+	}
+	phone, dev, err := s.Create(name, KindProgram)
+	if err != nil {
+		t.Fatal(err)
+	}
+	laptop, _, _ := s.Create("", KindBrowser)
+	if got, ok := s.Lookup(phone); !ok || got.ID != dev.ID || got.Kind != KindProgram {
+		t.Fatalf("lookup: %+v %v", got, ok)
+	}
+	if ds := s.Devices(); len(ds) != 2 || ds[0].ID != dev.ID || ds[1].Name != KindBrowser {
+		t.Fatalf("devices: %+v", ds)
+	}
+	if found, err := s.RevokeDevice(dev.ID); !found || err != nil {
+		t.Fatalf("revoke: %v %v", found, err)
+	}
+	if found, _ := s.RevokeDevice(dev.ID); found {
+		t.Fatal("a device was revoked twice")
+	}
+	if s.Valid(phone) || !s.Valid(laptop) {
+		t.Fatal("revoking one device must end its session and no other")
+	}
+	r, _ := OpenSessions(dir)
+	if r.Valid(phone) || !r.Valid(laptop) || len(r.Devices()) != 1 {
+		t.Fatal("after a restart a revoked device came back or a live one was lost")
+	}
+}
+
+// A sessions file of the version before devices keeps its browsers signed in,
+// each as a device.
+func TestSessionsFileBeforeDevices(t *testing.T) {
+	dir := t.TempDir()
+	secret := "0123456789abcdef0123456789abcdef"
+	old := `{"sessions":{"` + hash(secret) + `":"` + time.Now().Add(time.Hour).UTC().Format(time.RFC3339) + `"}}`
+	if err := os.WriteFile(filepath.Join(dir, SessionsFile), []byte(old), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err := OpenSessions(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, ok := s.Lookup(secret); !ok || d.Kind != KindBrowser || len(s.Devices()) != 1 {
+		t.Fatalf("old session lost: %+v %v", d, ok)
 	}
 }

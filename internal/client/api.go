@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -79,9 +80,26 @@ func (e *APIError) Error() string {
 }
 
 func (a API) get(ctx context.Context, path string, v any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(a.Server, "/")+path, nil)
+	return a.Call(ctx, http.MethodGet, path, nil, v)
+}
+
+// Call makes one REST call: in (when not nil) goes as the JSON body, the JSON
+// answer lands in out; a refusal is an *APIError.
+func (a API) Call(ctx context.Context, method, path string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return fmt.Errorf("client: %s: %w", path, err)
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(a.Server, "/")+path, body)
 	if err != nil {
 		return fmt.Errorf("client: %s: %w", path, err)
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	if a.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+a.Token)
@@ -112,7 +130,7 @@ func (a API) get(ctx context.Context, path string, v any) error {
 		}
 		return fmt.Errorf("client: %s: %w", path, e)
 	}
-	if err := json.Unmarshal(b, v); err != nil {
+	if err := json.Unmarshal(b, out); err != nil {
 		return fmt.Errorf("client: %s: answer is not the JSON expected: %w", path, err)
 	}
 	return nil

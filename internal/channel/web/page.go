@@ -67,7 +67,7 @@ func (s *Server) handlePage(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/", http.StatusSeeOther)
 		return
 	}
-	if !s.signedIn(r) {
+	if _, _, ok := s.signedIn(r); !ok {
 		s.showSignIn(w, http.StatusUnauthorized, "")
 		return
 	}
@@ -86,14 +86,19 @@ func (s *Server) setSessionCookie(w http.ResponseWriter, r *http.Request, id str
 	})
 }
 
-// startSession signs the browser in and sends it to the dashboard.
-func (s *Server) startSession(w http.ResponseWriter, r *http.Request) {
-	id, err := s.opt.Sessions.Create()
+// startSession signs the browser in as a device of its own (called name, or
+// after its User-Agent) and sends it to the dashboard.
+func (s *Server) startSession(w http.ResponseWriter, r *http.Request, name string) {
+	if name == "" {
+		name = browserName(r.UserAgent())
+	}
+	id, dev, err := s.opt.Sessions.Create(name, auth.KindBrowser)
 	if err != nil {
 		s.log.Error("could not start a session", "err", err)
 		httpError(w, http.StatusInternalServerError, "could not start a session")
 		return
 	}
+	s.log.Info("device signed in", "device", dev.ID, "name", dev.Name, "kind", dev.Kind)
 	s.trust(r)
 	s.setSessionCookie(w, r, id)
 	w.Header().Set("Cache-Control", "no-store")
@@ -107,17 +112,20 @@ func (s *Server) startSession(w http.ResponseWriter, r *http.Request) {
 // link that was opened, spent: it never signs anyone in again.
 func (s *Server) handleLoginLink(w http.ResponseWriter, r *http.Request) {
 	code := r.URL.Query().Get("code")
-	switch {
-	case code == "" && s.signedIn(r):
-		http.Redirect(w, r, "/", http.StatusSeeOther)
-	case code == "":
-		s.showSignIn(w, http.StatusUnauthorized, "")
-	case s.opt.Sessions.UseCode(code):
-		s.startSession(w, r)
-	default:
-		s.m.authFailures.Inc()
-		s.showSignIn(w, http.StatusUnauthorized, "This sign-in link was already used or has expired. Run parley login-link for a new one, or paste the token.")
+	if code == "" {
+		if _, _, ok := s.signedIn(r); ok {
+			http.Redirect(w, r, "/", http.StatusSeeOther)
+		} else {
+			s.showSignIn(w, http.StatusUnauthorized, "")
+		}
+		return
 	}
+	if name, ok := s.opt.Sessions.UseCode(code); ok {
+		s.startSession(w, r, name)
+		return
+	}
+	s.m.authFailures.Inc()
+	s.showSignIn(w, http.StatusUnauthorized, "This sign-in link was already used or has expired. Run parley login-link (or parley pair) for a new one, or paste the token.")
 }
 
 // maxSignInForm bounds the sign-in form's body, read before any sign-in.
@@ -138,8 +146,12 @@ func (s *Server) handleLoginForm(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	tok, code := r.PostForm.Get("token"), r.PostForm.Get("code")
-	if (tok != "" && auth.Equal(tok, s.opt.Token)) || (code != "" && s.opt.Sessions.UseCode(code)) {
-		s.startSession(w, r)
+	if tok != "" && auth.Equal(tok, s.opt.Token) {
+		s.startSession(w, r, "")
+		return
+	}
+	if name, ok := s.opt.Sessions.UseCode(code); code != "" && ok {
+		s.startSession(w, r, name)
 		return
 	}
 	s.m.authFailures.Inc()

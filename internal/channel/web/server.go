@@ -63,6 +63,11 @@ type Options struct {
 	UI             fs.FS // the dashboard bundle; nil serves a plain placeholder
 	Logger         *slog.Logger
 	Registry       *prometheus.Registry
+	// BaseURL, when set and not "", is the address pairing links carry (a
+	// phone cannot open a loopback one); else the request's own host is used.
+	BaseURL func() string
+	// Push keeps the devices' Web Push subscriptions; nil serves no push.
+	Push Push
 }
 
 // Server is the web channel's HTTP handler.
@@ -79,6 +84,7 @@ type Server struct {
 	cancel  context.CancelFunc
 	sockets sync.WaitGroup
 
+	live        live          // each device's requests in flight, ended at revocation (devices.go)
 	gate        connGate      // the cap on connections without the token (conns.go)
 	socketSlots chan struct{} // one per open socket, limits.max_sockets
 }
@@ -123,6 +129,10 @@ func (s *Server) routes() {
 	api := func(pattern string, h http.HandlerFunc) { s.mux.Handle(pattern, s.authed(h)) }
 	api("POST /logout", s.handleLogout)
 	api("POST /api/login-codes", s.handleLoginCode)
+	api("POST /api/pair-codes", s.handlePairCode)
+	s.mux.HandleFunc("POST /api/pair", s.handlePair)
+	api("GET /api/devices", s.handleDevices)
+	api("DELETE /api/devices/{id}", s.handleRevokeDevice)
 	api("GET /ws/chat", s.handleSocket)
 	api("GET /api/version", s.handleVersion)
 	api("GET /api/agents", s.handleAgents)
@@ -150,27 +160,36 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.Serve
 func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, s.authed(h.ServeHTTP)) }
 
 // signedIn reports whether r shows the token (Authorization: Bearer, or for the
-// chat socket ?token=) or a live session cookie; a signed-in request's
-// connection is trusted from then on (conns.go).
-func (s *Server) signedIn(r *http.Request) bool {
-	ok := false
+// chat socket ?token=), a device's token the same ways, or a device's live
+// session cookie; a signed-in request's connection is trusted from then on
+// (conns.go). dev is the device (ok with isDev false for the shared token).
+func (s *Server) signedIn(r *http.Request) (dev auth.Device, isDev, ok bool) {
+	secret, cookie := "", false
 	if h := r.Header.Get("Authorization"); strings.HasPrefix(h, "Bearer ") {
-		ok = auth.Equal(strings.TrimPrefix(h, "Bearer "), s.opt.Token)
+		secret = strings.TrimPrefix(h, "Bearer ")
 	} else if c, err := r.Cookie(CookieName); err == nil {
-		ok = s.opt.Sessions.Valid(c.Value)
+		secret, cookie = c.Value, true
 	} else if r.URL.Path == "/ws/chat" {
-		ok = auth.Equal(r.URL.Query().Get("token"), s.opt.Token)
+		secret = r.URL.Query().Get("token")
+	}
+	if !cookie && auth.Equal(secret, s.opt.Token) {
+		ok = true
+	} else if dev, isDev = s.opt.Sessions.Lookup(secret); isDev {
+		ok = true
 	}
 	if ok {
 		s.trust(r)
 	}
-	return ok
+	return dev, isDev, ok
 }
 
-// authed requires the token or a session and, for browser requests, our own origin.
+// authed requires the token or a device and, for browser requests, our own
+// origin. A device's request carries the device in its context and ends when
+// the device is revoked.
 func (s *Server) authed(h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !s.signedIn(r) {
+		dev, isDev, ok := s.signedIn(r)
+		if !ok {
 			s.refuse(w)
 			httpError(w, http.StatusUnauthorized, "missing or wrong token")
 			return
@@ -178,6 +197,11 @@ func (s *Server) authed(h http.HandlerFunc) http.Handler {
 		if !s.originAllowed(r) {
 			httpError(w, http.StatusForbidden, "origin "+r.Header.Get("Origin")+" is not allowed")
 			return
+		}
+		if isDev {
+			ctx, done := s.live.track(context.WithValue(r.Context(), deviceKey{}, dev), dev.ID)
+			defer done()
+			r = r.WithContext(ctx)
 		}
 		h(w, r)
 	})

@@ -26,6 +26,7 @@ import (
 const (
 	CloseSlow     websocket.StatusCode = 4008 // fell behind; reconnect with since
 	CloseTooLarge websocket.StatusCode = 4009 // a frame far beyond the size limit
+	CloseRevoked  websocket.StatusCode = 4010 // the device was revoked; sign in again
 )
 
 const writeTimeout = 5 * time.Second
@@ -127,6 +128,14 @@ func (s *Server) handleSocket(w http.ResponseWriter, r *http.Request) {
 	})
 	c.watchdog.Stop()
 	defer c.watchdog.Stop()
+	// A revoked device's socket closes at once, saying why.
+	defer context.AfterFunc(r.Context(), func() {
+		if revoked(r.Context()) {
+			c.over()
+			s.m.closed.WithLabelValues("revoked").Inc()
+			ws.Close(CloseRevoked, ReasonRevoked)
+		}
+	})()
 
 	// The hub drops a subscription that fell behind (or all of them at shutdown):
 	// the close frame says why, and ends the reader's wait.

@@ -1,0 +1,137 @@
+package daemon_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley/internal/channel/web"
+	"github.com/parleyhq/parley/internal/client"
+)
+
+// call makes a REST call with bearer (none when ""), returning the status.
+func (e *testEnv) call(method, path, bearer string, in, out any) int {
+	e.t.Helper()
+	var body *bytes.Reader
+	if in != nil {
+		b, _ := json.Marshal(in)
+		body = bytes.NewReader(b)
+	} else {
+		body = bytes.NewReader(nil)
+	}
+	req, _ := http.NewRequest(method, e.url()+path, body)
+	if bearer != "" {
+		req.Header.Set("Authorization", "Bearer "+bearer)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if out != nil {
+		_ = json.NewDecoder(resp.Body).Decode(out)
+	}
+	return resp.StatusCode
+}
+
+type pairCode struct {
+	Code, URL, Path string
+	ExpiresAt       time.Time `json:"expires_at"`
+	QR              string    `json:"qr_png"`
+}
+
+// A pairing code pairs one device, once: the program gets a token of its own
+// that reaches the API and the socket, and the device is listed. Revoking it
+// ends it at once: its open socket closes with the reason, its token gets
+// 401, and the shared token and other devices go on working.
+func TestPairDeviceThenRevokeClosesItsSocket(t *testing.T) {
+	e := startDaemon(t, nil)
+	tok := e.d.Token()
+	var pc pairCode
+	if st := e.call("POST", "/api/pair-codes", tok, map[string]string{"name": "Ann's phone"}, &pc); st != 200 ||
+		pc.Code == "" || pc.URL != e.url()+"/login?code="+pc.Code || !strings.HasPrefix(pc.QR, "data:image/png;base64,") ||
+		time.Until(pc.ExpiresAt) > 6*time.Minute {
+		t.Fatalf("pair code: %d %+v", st, pc)
+	}
+	var paired struct {
+		DeviceID string `json:"device_id"`
+		Token    string `json:"token"`
+	}
+	if st := e.call("POST", "/api/pair", "", map[string]string{"code": pc.Code}, &paired); st != 200 || paired.DeviceID == "" || paired.Token == "" || paired.Token == tok {
+		t.Fatalf("pair: %d %+v", st, paired)
+	}
+	if st := e.call("POST", "/api/pair", "", map[string]string{"code": pc.Code, "name": "again"}, nil); st != 401 {
+		t.Fatalf("a pairing code worked twice: %d", st)
+	}
+	// A second device, signed in by opening a link as a browser does.
+	var pc2 pairCode
+	e.call("POST", "/api/pair-codes", tok, map[string]string{"name": "tablet"}, &pc2)
+	nr := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := nr.Get(e.url() + pc2.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	var cookie *http.Cookie
+	for _, c := range resp.Cookies() {
+		if c.Name == web.CookieName && c.MaxAge > 0 {
+			cookie = c
+		}
+	}
+	if resp.StatusCode != http.StatusSeeOther || cookie == nil {
+		t.Fatalf("opening the pairing link: %d, cookie %v", resp.StatusCode, cookie)
+	}
+
+	var list struct {
+		Devices []struct{ ID, Name, Kind string } `json:"devices"`
+	}
+	if st := e.call("GET", "/api/devices", paired.Token, nil, &list); st != 200 || len(list.Devices) != 2 ||
+		list.Devices[0].Name != "Ann's phone" || list.Devices[0].Kind != "program" || list.Devices[1].Name != "tablet" || list.Devices[1].Kind != "browser" {
+		t.Fatalf("devices: %d %+v", st, list)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, _, err := client.Dial(ctx, e.url(), paired.Token, client.Options{Chat: "phone", Since: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	if _, err := c.Next(ctx); err != nil { // the socket is live: its first frame came
+		t.Fatal(err)
+	}
+	if st := e.call("DELETE", "/api/devices/"+paired.DeviceID, tok, nil, nil); st != 200 {
+		t.Fatalf("revoke: %d", st)
+	}
+	for {
+		if _, err = c.Next(ctx); err != nil {
+			break
+		}
+	}
+	if code, reason := client.CloseStatus(err); code != int(web.CloseRevoked) || reason != web.ReasonRevoked {
+		t.Fatalf("the revoked device's socket ended with %d %q (%v), want %d %q", code, reason, err, web.CloseRevoked, web.ReasonRevoked)
+	}
+	if st := e.call("GET", "/api/threads", paired.Token, nil, nil); st != 401 {
+		t.Fatalf("a revoked device's token got %d", st)
+	}
+	if _, _, err := client.Dial(ctx, e.url(), paired.Token, client.Options{Chat: "phone2", Since: -1}); err == nil {
+		t.Fatal("a revoked device's token opened a socket")
+	}
+	if st := e.call("DELETE", "/api/devices/"+paired.DeviceID, tok, nil, nil); st != 404 {
+		t.Fatalf("revoking twice: %d", st)
+	}
+	req, _ := http.NewRequest("GET", e.url()+"/api/threads", nil)
+	req.AddCookie(cookie)
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("the other device stopped working: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+	if st := e.call("GET", "/api/threads", tok, nil, nil); st != 200 {
+		t.Fatalf("the shared token stopped working: %d", st)
+	}
+}
