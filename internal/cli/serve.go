@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -24,6 +25,7 @@ const AddrFile = "addr"
 type serveFlags struct {
 	addr, data, config, logFormat, logLevel string
 	clusterListen, node                     string
+	roots                                   []string
 }
 
 func newServeCommand(b Build) *cobra.Command {
@@ -50,17 +52,18 @@ loopback only, a token made at first start. Agent programs found on PATH
 	fl.StringVar(&f.logFormat, "log-format", "", "log format: text or json")
 	fl.StringVar(&f.logLevel, "log-level", "", "log level: debug, info, warn or error")
 	fl.StringVar(&f.clusterListen, "cluster-listen", "", "be the hub of several machines: the NATS listener's host:port (config [cluster] listen; docs/multi-machine.md)")
+	fl.StringArrayVar(&f.roots, "root", nil, "a directory new threads may work in, repeatable (config roots; default: your home directory)")
 	fl.StringVar(&f.node, "node", "", "this machine's node name in a cluster (config [cluster] node; default: the host name)")
 	return cmd
 }
 
 // loadConfig layers defaults, detected agents, the file, then flags.
 func loadConfig(f serveFlags) (config.Config, error) {
-	cwd, err := os.Getwd()
+	root, err := defaultRoot()
 	if err != nil {
 		return config.Config{}, err
 	}
-	cfg := config.Default(config.DefaultDataDir(), cwd)
+	cfg := config.Default(config.DefaultDataDir(), root)
 	cfg.Agents = config.Detect(nil)
 	file := f.config
 	if file == "" {
@@ -83,6 +86,9 @@ func loadConfig(f serveFlags) (config.Config, error) {
 	if f.logLevel != "" {
 		cfg.LogLevel = f.logLevel
 	}
+	if len(f.roots) > 0 {
+		cfg.Roots = f.roots
+	}
 	if f.clusterListen != "" {
 		cfg.Cluster.Listen = f.clusterListen
 	}
@@ -96,6 +102,30 @@ func loadConfig(f serveFlags) (config.Config, error) {
 		return config.Config{}, fmt.Errorf("config: %w", err)
 	}
 	return cfg, nil
+}
+
+// defaultRoot is where threads may work when neither --root nor the config
+// says: the person's home directory, where their projects are. Not the
+// directory serve started in: the README's `go run ./cmd/parley serve` starts
+// in parley's own checkout, and every agent would have worked there.
+func defaultRoot() (string, error) {
+	if home, err := os.UserHomeDir(); err == nil {
+		if st, err := os.Stat(home); err == nil && st.IsDir() {
+			return home, nil
+		}
+	}
+	return os.Getwd()
+}
+
+// noAgents is what serve says when no agent program was found or configured.
+func noAgents(cfg config.Config) string {
+	file := cfg.File
+	if file == "" {
+		file = config.ConfigFilePath()
+	}
+	return fmt.Sprintf("no agent found: none of %s is on PATH and %s adds none. Install Claude Code (npm install -g @anthropic-ai/claude-code) "+
+		"or Gemini CLI (npm install -g @google/gemini-cli) and restart parley serve, or add any ACP agent there as an [[agent]] "+
+		"with transport = \"acp\" and its command (README, \"Configuration\")", strings.Join(config.DetectedPrograms(), ", "), file)
 }
 
 func serve(cmd *cobra.Command, b Build, cfg config.Config) error {
@@ -139,6 +169,13 @@ func serve(cmd *cobra.Command, b Build, cfg config.Config) error {
 	}
 	for _, w := range d.Warnings() {
 		fmt.Fprintf(out, "warning: %s\n", w)
+	}
+	if len(cfg.Agents) == 0 && d.ClusterHub() == nil {
+		// A hub's agents may all be other machines'; anywhere else, no agent
+		// means no thread can start, and the dashboard says the same.
+		msg := noAgents(cfg)
+		log.Warn(msg)
+		fmt.Fprintf(out, "warning: %s\n", msg)
 	}
 	select {
 	case <-ctx.Done():

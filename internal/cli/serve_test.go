@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -17,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/parleyhq/parley/internal/cli"
+	"github.com/parleyhq/parley/internal/client"
 	"github.com/parleyhq/parley/internal/testkit"
 	"github.com/parleyhq/parley/ui"
 )
@@ -261,7 +264,9 @@ allowed_origins = ["*", "null"]
 			}
 		}
 	}
-	// A loopback daemon with ordinary settings warns about nothing.
+	// A loopback daemon with ordinary settings (and an agent) warns about nothing.
+	os.MkdirAll(filepath.Join(dir, "parley"), 0o700)
+	os.WriteFile(filepath.Join(dir, "parley", "config.toml"), []byte("[[agent]]\nid = \"a\"\ntransport = \"acp\"\ncommand = \"/bin/true\"\n"), 0o600)
 	cmd := exec.Command(bin, "serve", "--data", filepath.Join(dir, "data2"), "--addr", "127.0.0.1:0")
 	cmd.Dir = dir
 	cmd.Env = []string{"HOME=" + t.TempDir(), "PATH=", "XDG_CONFIG_HOME=" + dir}
@@ -283,3 +288,89 @@ allowed_origins = ["*", "null"]
 }
 
 func strconvQuote(s string) string { return strconv.Quote(s) }
+
+// startServeIn runs the real binary with args in dir, its HOME home and an
+// empty PATH, and returns its address and token once it printed its link.
+func startServeIn(t *testing.T, dir, home string, args ...string) (addr, token string) {
+	t.Helper()
+	bin := buildParley(t)
+	data := filepath.Join(t.TempDir(), "data")
+	cmd := exec.Command(bin, append([]string{"serve", "--data", data, "--addr", "127.0.0.1:0"}, args...)...)
+	cmd.Dir = dir
+	cmd.Env = []string{"HOME=" + home, "PATH=", "XDG_CONFIG_HOME=" + t.TempDir()}
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+	})
+	sc := bufio.NewScanner(stdout)
+	var m []string
+	for m == nil && sc.Scan() {
+		m = loginLink.FindStringSubmatch(sc.Text())
+	}
+	if m == nil {
+		t.Fatal("no dashboard link printed")
+	}
+	go io.Copy(io.Discard, stdout)
+	tok, err := os.ReadFile(filepath.Join(data, "token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m[1], strings.TrimSpace(string(tok))
+}
+
+// TestServeRootsAreHomeOrGiven: run from a source checkout (as the README's
+// `go run ./cmd/parley serve` is), parley lets threads work in the person's
+// home, not in the checkout; --root DIR (repeatable) says where instead; a
+// refused directory says how to allow it, once.
+func TestServeRootsAreHomeOrGiven(t *testing.T) {
+	base, _ := filepath.EvalSymlinks(t.TempDir())
+	home, checkout, other := filepath.Join(base, "home"), filepath.Join(base, "parley-checkout"), filepath.Join(base, "other")
+	for _, d := range []string{filepath.Join(home, "proj"), checkout, other} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := filepath.Join(base, "config.toml")
+	// An agent that starts nothing useful: only where its thread may work matters here.
+	os.WriteFile(cfg, []byte("[[agent]]\nid = \"a\"\ntransport = \"acp\"\ncommand = \"/bin/true\"\n"), 0o600)
+	roots := func(addr, token string) []string {
+		req, _ := http.NewRequest("GET", "http://"+addr+"/api/fs/complete", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var body struct {
+			Dirs []string `json:"dirs"`
+		}
+		json.NewDecoder(resp.Body).Decode(&body)
+		return body.Dirs
+	}
+
+	addr, token := startServeIn(t, checkout, home, "--config", cfg)
+	if got := roots(addr, token); len(got) != 1 || got[0] != home {
+		t.Errorf("roots when serve starts in a checkout: %q, want only the home directory %s", got, home)
+	}
+	remote := []string{"--server", "http://" + addr, "--token", token, "--chat", "roots"}
+	code, _, errs := parley(append(append([]string{"send"}, remote...), "--new", "--cwd", checkout, "hello")...)
+	if code != cli.ExitNotDelivered || strings.Count(errs, "outside the allowed roots") != 1 ||
+		!strings.Contains(errs, "--root "+checkout) || !strings.Contains(errs, "roots in the config file") {
+		t.Errorf("a thread in the checkout: status %d, stderr %q; want %d, saying once that it is outside the roots and how to allow it (--root, the config's roots)",
+			code, errs, cli.ExitNotDelivered)
+	}
+	parley(append(append([]string{"send"}, remote...), "--new", "--cwd", filepath.Join(home, "proj"), "hello")...)
+	ths, err := (client.API{Server: "http://" + addr, Token: token}).Threads(context.Background())
+	if err != nil || len(ths) != 1 || ths[0].Cwd != filepath.Join(home, "proj") {
+		t.Errorf("threads after a send in the home's project: %+v (%v), want one there", ths, err)
+	}
+
+	addr, token = startServeIn(t, checkout, home, "--config", cfg, "--root", checkout, "--root", other)
+	if got := roots(addr, token); strings.Join(got, " ") != checkout+" "+other {
+		t.Errorf("roots with --root twice: %q, want %s and %s", got, checkout, other)
+	}
+}

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/parleyhq/parley/internal/chat"
 )
 
 // Transports parley can drive. The list is closed: a config naming anything else is
@@ -193,16 +195,21 @@ func DefaultDataDir() string {
 // DefaultConfigFile is $XDG_CONFIG_HOME/parley/config.toml (else ~/.config/…), or ""
 // when that file does not exist.
 func DefaultConfigFile() string {
+	p := ConfigFilePath()
+	if _, err := os.Stat(p); err != nil {
+		return ""
+	}
+	return p
+}
+
+// ConfigFilePath is where parley looks for its config file, whether or not it exists.
+func ConfigFilePath() string {
 	dir := os.Getenv("XDG_CONFIG_HOME")
 	if dir == "" {
 		home, _ := os.UserHomeDir()
 		dir = filepath.Join(home, ".config")
 	}
-	p := filepath.Join(dir, "parley", "config.toml")
-	if _, err := os.Stat(p); err != nil {
-		return ""
-	}
-	return p
+	return filepath.Join(dir, "parley", "config.toml")
 }
 
 // Load reads a TOML file over base. Unknown keys are an error, so a typo is not
@@ -260,6 +267,15 @@ var acpAgents = []struct {
 	// set bash and edit to "ask" for cards.
 	{bin: "opencode", id: "opencode", name: "OpenCode", args: []string{"acp"}},
 	{bin: "copilot", id: "copilot", name: "GitHub Copilot CLI", args: []string{"--acp"}},
+}
+
+// DetectedPrograms are the programs Detect looks for on PATH.
+func DetectedPrograms() []string {
+	out := []string{"claude", "gemini"}
+	for _, d := range acpAgents {
+		out = append(out, d.bin)
+	}
+	return out
 }
 
 // Detect returns the agents whose programs are on PATH: claude (stream),
@@ -407,24 +423,24 @@ func resolveRoots(in []string) ([]string, error) {
 }
 
 // Confine resolves dir (symlinks included) and returns it when it lies inside one of
-// roots; otherwise an error wrapping chat.ErrOutsideRoot-like text for the person.
+// roots; otherwise an error that is a chat.ErrOutsideRoot, in words for the person.
 func Confine(dir string, roots []string) (string, error) {
 	if dir == "" {
-		return "", errors.New("no working directory given")
+		return "", badDir{errors.New("no working directory given")}
 	}
 	if !filepath.IsAbs(dir) {
-		return "", fmt.Errorf("working directory %q must be an absolute path", dir)
+		return "", badDir{fmt.Errorf("working directory %q must be an absolute path", dir)}
 	}
 	real, err := filepath.EvalSymlinks(filepath.Clean(dir))
 	if err != nil {
-		return "", fmt.Errorf("working directory %q: %w", dir, err)
+		return "", badDir{fmt.Errorf("working directory %q: %w", dir, err)}
 	}
 	st, err := os.Stat(real)
 	if err != nil {
-		return "", fmt.Errorf("working directory %q: %w", dir, err)
+		return "", badDir{fmt.Errorf("working directory %q: %w", dir, err)}
 	}
 	if !st.IsDir() {
-		return "", fmt.Errorf("working directory %q is not a directory", dir)
+		return "", badDir{fmt.Errorf("working directory %q is not a directory", dir)}
 	}
 	for _, r := range roots {
 		rel, err := filepath.Rel(r, real)
@@ -435,12 +451,23 @@ func Confine(dir string, roots []string) (string, error) {
 	return "", ErrOutsideRoots{Dir: dir, Roots: roots}
 }
 
-// ErrOutsideRoots says a directory is outside every allowed root.
+// ErrOutsideRoots says a directory is outside every allowed root, and how to
+// allow it, in one sentence. It is a chat.ErrOutsideRoot.
 type ErrOutsideRoots struct {
 	Dir   string
 	Roots []string
 }
 
 func (e ErrOutsideRoots) Error() string {
-	return fmt.Sprintf("working directory %q is outside the allowed roots (%s)", e.Dir, strings.Join(e.Roots, ", "))
+	return fmt.Sprintf("working directory %q is outside the allowed roots (%s): to allow it, restart parley serve with --root %s (repeatable) or add it to roots in the config file",
+		e.Dir, strings.Join(e.Roots, ", "), e.Dir)
 }
+
+func (e ErrOutsideRoots) Is(target error) bool { return target == chat.ErrOutsideRoot }
+
+// badDir is a working directory refused for what it is (relative, missing, a
+// file), not for where: a chat.ErrOutsideRoot too, so it is refused alike.
+type badDir struct{ error }
+
+func (e badDir) Is(target error) bool { return target == chat.ErrOutsideRoot }
+func (e badDir) Unwrap() error        { return e.error }

@@ -419,7 +419,7 @@ func (r *Router) newThread(ctx context.Context, from chat.RouteKey, agentID, cwd
 	}
 	dir, err := config.Confine(cwd, a.Roots)
 	if err != nil {
-		return "", fmt.Errorf("%w: %v", chat.ErrOutsideRoot, err)
+		return "", err // a directory not allowed is a chat.ErrOutsideRoot saying how to allow it
 	}
 	if !r.threads.AllowN(r.opt.Now(), 1) {
 		return "", fmt.Errorf("%w: more than %d new threads in a minute (limits.threads_per_minute); wait a moment",

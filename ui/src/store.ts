@@ -91,6 +91,8 @@ export type State = {
   // Whether this page was ever connected: only a reconnect shows the banner.
   everOnline: boolean;
   agents: AgentInfo[];
+  // Whether the agent list was fetched once: an empty list means no agent, not "loading".
+  agentsLoaded: boolean;
   // IM plugins and their state (none when no [[plugin]] is configured).
   plugins: PluginStatus[];
   defaultAgent: string;
@@ -169,6 +171,7 @@ export class Store implements SocketSink {
       conn: "connecting",
       everOnline: false,
       agents: [],
+      agentsLoaded: false,
       plugins: [],
       defaultAgent: "",
       version: "",
@@ -299,7 +302,7 @@ export class Store implements SocketSink {
       const def = Array.isArray(a) ? "" : (a as { default_agent?: string }).default_agent ?? "";
       const threads = (Array.isArray(t) ? t : t.threads ?? []).slice();
       threads.sort((x, y) => (y.updated_at ?? "").localeCompare(x.updated_at ?? ""));
-      this.set({ agents, threads, defaultAgent: this.state.defaultAgent || def });
+      this.set({ agents, agentsLoaded: true, threads, defaultAgent: this.state.defaultAgent || def });
       this.announceCards(threads);
       // Plugins come from another channel; a daemon without them answers 404.
       this.getJSON<{ plugins: PluginStatus[] }>("/api/plugins").then((p) => this.set({ plugins: p.plugins ?? [] }), () => {});

@@ -259,7 +259,7 @@ func (s *Server) handleNativeSessions(w http.ResponseWriter, r *http.Request) {
 	cwd := r.URL.Query().Get("cwd")
 	if cwd != "" {
 		if cwd, err = config.Confine(cwd, ag.Roots); err != nil {
-			writeErr(w, fmt.Errorf("%w: %v", chat.ErrOutsideRoot, err))
+			writeErr(w, err)
 			return
 		}
 	}

@@ -76,7 +76,9 @@ type rig struct {
 	addr    string // host:port, kept across restarts
 	Base    string // http://host:port
 	Token   string
-	Printed string // the one-time sign-in link parley serve printed
+	Printed string     // the one-time sign-in link parley serve printed
+	env     []string   // set for parley serve after the test's own environment
+	outMu   sync.Mutex // guards what out holds (out is written as serve prints)
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -172,7 +174,7 @@ func (r *rig) start() {
 	cmd := exec.CommandContext(ctx, bin, "serve", "--config", filepath.Join(r.dir, "config.toml"),
 		"--data", filepath.Join(r.dir, "data"), "--addr", r.addr, "--log-level", "debug")
 	cmd.Dir = r.work
-	cmd.Env = append(os.Environ(), "HOME="+filepath.Join(r.dir, "home"))
+	cmd.Env = append(append(os.Environ(), "HOME="+filepath.Join(r.dir, "home")), r.env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
 	cmd.WaitDelay = 10 * time.Second
@@ -185,7 +187,7 @@ func (r *rig) start() {
 	done := make(chan struct{})
 	found := make(chan []string, 1)
 	out := &strings.Builder{}
-	var outMu sync.Mutex
+	outMu := &r.outMu
 	go func() {
 		sc := bufio.NewScanner(pr)
 		sc.Buffer(make([]byte, 64*1024), 1<<20)
@@ -232,6 +234,16 @@ func (r *rig) start() {
 			r.t.Logf("parley serve's log:\n%s", out.String())
 		}
 	})
+}
+
+// output is what parley serve has printed so far.
+func (r *rig) output() string {
+	r.mu.Lock()
+	out := r.out
+	r.mu.Unlock()
+	r.outMu.Lock()
+	defer r.outMu.Unlock()
+	return out.String()
 }
 
 // stop ends parley serve (SIGTERM to its group) and waits for it.

@@ -4,6 +4,7 @@
 import { useEffect, useState } from "preact/hooks";
 import type { AgentInfo } from "../protocol";
 import type { Store } from "../store";
+import { NoAgents } from "./noagents";
 
 type Session = { id: string; title: string; when?: string };
 
@@ -67,6 +68,7 @@ export function NewThread({ store, agents, defaultAgent, onStart, onResume }: {
       }}
     >
       <h2>New thread</h2>
+      {store.state.agentsLoaded && agents.length === 0 && <NoAgents />}
       <label>
         Agent
         <select value={agent} onChange={(e) => { setAgent((e.target as HTMLSelectElement).value); setSessions(null); }}>
@@ -92,7 +94,7 @@ export function NewThread({ store, agents, defaultAgent, onStart, onResume }: {
         <textarea rows={3} value={text} onInput={(e) => setText((e.target as HTMLTextAreaElement).value)} />
       </label>
       <div class="row">
-        <button type="submit" class="primary" disabled={!agent || !cwd || !text.trim()}>
+        <button type="submit" class="primary" disabled={!agent || !cwd || !text.trim()} title={startBlocked(agents.length, agent, cwd, text)}>
           Start
         </button>
         <button type="button" onClick={loadSessions} disabled={!agent || !cwd}>
@@ -114,4 +116,13 @@ export function NewThread({ store, agents, defaultAgent, onStart, onResume }: {
       )}
     </form>
   );
+}
+
+// startBlocked says why Start is disabled ("" when it is not).
+function startBlocked(nAgents: number, agent: string, cwd: string, text: string): string {
+  if (nAgents === 0) return "No agent: see above";
+  if (!agent) return "Choose an agent";
+  if (!cwd) return "Give a working directory";
+  if (!text.trim()) return "Write the first message";
+  return "";
 }
