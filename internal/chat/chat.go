@@ -27,6 +27,7 @@ const (
 	ThreadWorking  = "working"  // a turn is in flight
 	ThreadUnloaded = "unloaded" // no live session; the next message resumes it
 	ThreadCrashed  = "crashed"  // the session died; the next message resumes it
+	ThreadNoAgent  = "no_agent" // its agent is no longer configured: nothing crashed
 )
 
 // Thread is one persisted conversation. Its lane goroutine is its only writer.

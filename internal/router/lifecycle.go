@@ -99,8 +99,11 @@ func (l *lane) started(gen int, s driver.Session, err error, resumed bool) {
 func (l *lane) sessionFailed(err error) {
 	l.log.Warn("session start failed", "err", err)
 	l.th.State = chat.ThreadCrashed
-	if errors.Is(err, chat.ErrSessionLimit) {
+	switch {
+	case errors.Is(err, chat.ErrSessionLimit):
 		l.th.State = chat.ThreadUnloaded // nothing crashed: the next message tries again
+	case errors.Is(err, chat.ErrUnknownAgent):
+		l.th.State = chat.ThreadNoAgent // the config lost the agent; nothing ran
 	}
 	l.emit(chat.Error{Code: chat.CodeAgent, Message: "the agent could not be started: " + err.Error()})
 	if t := l.turn; t != nil {

@@ -140,6 +140,7 @@ export const statusText: Record<string, string> = {
   waiting_answer: "waiting for an answer",
   unloaded: "unloaded",
   crashed: "crashed",
+  no_agent: "agent not configured",
 };
 
 export function ago(ts?: string): string {
@@ -168,12 +169,13 @@ export function threadState(store: Store, t: Thread, openKind: string): string {
   return statusText[t.state] ?? t.state;
 }
 
-// agentState derives an agent's status from its threads when the server says only "ready".
+// agentState is the agent program's status as the server reports it, or what
+// its threads wait for or do now. A thread that crashed is that thread's state,
+// not the program's: the next message starts the agent again.
 export function agentState(store: Store, agentID: string, server: string, openKind: string): string {
   const mine = store.state.threads.filter((t) => t.agent === agentID);
   const states = mine.map((t) => threadState(store, t, openKind));
   for (const s of ["waiting for permission", "waiting for an answer", "working"]) if (states.includes(s)) return s;
-  if (server === "ready" && mine.length && mine.every((t) => t.state === "crashed")) return "crashed";
   return statusText[server] ?? server;
 }
 

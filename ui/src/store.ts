@@ -79,6 +79,8 @@ export type Chat = {
   mode?: { current: string; available: ModeOption[]; config: ConfigOption[] };
   commands: Command[];
   usage?: { input_tokens?: number; output_tokens?: number; cost_usd?: number };
+  // Stop was asked and the turn has not ended yet: "stopping…" until it has.
+  stopping?: boolean;
   // When the agent's process began to start (the "starting" session event's
   // time), while it has not started yet: some agents take tens of seconds.
   starting?: string;
@@ -303,6 +305,11 @@ export class Store implements SocketSink {
       const threads = (Array.isArray(t) ? t : t.threads ?? []).slice();
       threads.sort((x, y) => (y.updated_at ?? "").localeCompare(x.updated_at ?? ""));
       this.set({ agents, agentsLoaded: true, threads, defaultAgent: this.state.defaultAgent || def });
+      // The thread on screen takes its title from the list: a new thread's
+      // title comes with its first message, after the socket named the thread.
+      const shown = this.state.chat.thread;
+      const listed = shown && threads.find((t) => t.id === shown.id);
+      if (shown && listed && listed.title !== shown.title) this.setChat({ thread: { ...shown, title: listed.title } });
       this.announceCards(threads);
       // Plugins come from another channel; a daemon without them answers 404.
       this.getJSON<{ plugins: PluginStatus[] }>("/api/plugins").then((p) => this.set({ plugins: p.plugins ?? [] }), () => {});
@@ -407,7 +414,7 @@ export class Store implements SocketSink {
   }
 
   stop() {
-    this.input({ type: "stop" });
+    if (this.input({ type: "stop" }) && this.state.chat.turnActive) this.setChat({ stopping: true });
   }
 
   answerPermission(requestID: string, optionID: string) {
@@ -508,7 +515,7 @@ export class Store implements SocketSink {
           this.lastKind = "";
           this.log = [];
           this.closedCards.clear();
-          this.setChat({ items: [], thread: ev.thread, turnActive: false, commands: [], mode: undefined, usage: undefined, starting: undefined });
+          this.setChat({ items: [], thread: ev.thread, turnActive: false, stopping: false, commands: [], mode: undefined, usage: undefined, starting: undefined });
         } else {
           this.setChat({ thread: ev.thread });
         }
@@ -605,10 +612,10 @@ export class Store implements SocketSink {
         this.setChat({ usage: { input_tokens: ev.input_tokens, output_tokens: ev.output_tokens, cost_usd: ev.cost_usd } });
         break;
       case "turn_status":
-        this.setChat({ turnActive: ev.active });
+        this.setChat(ev.active ? { turnActive: true } : { turnActive: false, stopping: false });
         break;
       case "prompt_done":
-        this.setChat({ turnActive: false });
+        this.setChat({ turnActive: false, stopping: false });
         this.lastKind = "";
         if (ev.stop_reason && ev.stop_reason !== "end_turn") {
           this.pushItem({ kind: "notice", key: "d:" + (ev.seq ?? newID("")), level: ev.stop_reason === "cancelled" ? "info" : "error", text: stopText(ev.stop_reason) });

@@ -12,3 +12,15 @@ export function Banner({ store }: { store: Store }) {
   );
 }
 
+
+// OfflineNote says, above the lists, that the states in them are as of the last
+// connection: while offline nothing in them is live.
+export function OfflineNote({ store }: { store: Store }) {
+  const s = store.state;
+  if (s.conn === "online" || !s.everOnline) return null;
+  return (
+    <div class="offline-note" role="status" data-offline-note="">
+      Offline: states below are as of the last connection.
+    </div>
+  );
+}

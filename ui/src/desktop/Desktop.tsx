@@ -7,7 +7,7 @@ import { Conversation, Starting, openCardKind } from "../chat/items";
 import { useComposer } from "../chat/composer";
 import { AttachButton, Attachments } from "../chat/attach";
 import { NewThread } from "../chat/newthread";
-import { Banner } from "../chat/banner";
+import { Banner, OfflineNote } from "../chat/banner";
 import { Plugins } from "../chat/plugins";
 import { ModeSelects, NotifyOptIn, SignOut } from "../chat/controls";
 
@@ -27,6 +27,7 @@ export function Desktop({ store, route }: { store: Store; route: Route }) {
         <button type="button" class="primary wide" onClick={nav.newThread}>
           New thread
         </button>
+        <OfflineNote store={store} />
         <h3>Agents</h3>
         <ul class="agents">
           {s.agents.map((a) => (
@@ -83,7 +84,7 @@ function ChatPane({ store }: { store: Store }) {
     <section class="chat" aria-label="Chat">
       <header class="chat-head">
         <div>
-          <h1>{t ? threadLabel(t) : "New chat"}</h1>
+          <h1 data-thread-title="">{t ? threadLabel(t) : "New chat"}</h1>
           {t && <div class="hint">{t.agent} · {t.cwd}</div>}
         </div>
         <div class="row">
@@ -116,8 +117,8 @@ function ChatPane({ store }: { store: Store }) {
           onPaste={comp.onPaste}
         />
         {c.turnActive ? (
-          <button type="button" class="stop" onClick={() => store.stop()} aria-keyshortcuts="Escape">
-            Stop
+          <button type="button" class="stop" onClick={() => store.stop()} aria-keyshortcuts="Escape" disabled={c.stopping}>
+            {c.stopping ? "Stopping…" : "Stop"}
           </button>
         ) : null}
         <button type="submit" class="primary" disabled={!comp.canSend}>

@@ -11,7 +11,7 @@ import { Conversation, Starting, openCardKind } from "../chat/items";
 import { useComposer } from "../chat/composer";
 import { AttachButton, Attachments } from "../chat/attach";
 import { NewThread } from "../chat/newthread";
-import { Banner } from "../chat/banner";
+import { Banner, OfflineNote } from "../chat/banner";
 
 // useKeyboardInset follows the visual viewport, so the composer sits above the keyboard.
 function useKeyboardInset() {
@@ -51,6 +51,7 @@ export function Phone({ store, route }: { store: Store; route: Route }) {
       </header>
       <Banner store={store} />
       <div class="p-body">
+        <OfflineNote store={store} />
         <ul class="p-agents" aria-label="Agents">
           {s.agents.map((a) => (
             <li key={a.id}>
@@ -94,11 +95,11 @@ function PhoneChat({ store }: { store: Store }) {
       <header class="p-bar">
         <button type="button" class="back" onClick={nav.home} aria-label="Back to threads">‹</button>
         <div class="p-title">
-          <h1>{c.thread ? threadLabel(c.thread) : "Chat"}</h1>
+          <h1 data-thread-title="">{c.thread ? threadLabel(c.thread) : "Chat"}</h1>
           {c.thread && <div class="hint">{c.thread.agent} · {c.thread.cwd}</div>}
         </div>
         {c.turnActive && (
-          <button type="button" class="stop" onClick={() => store.stop()}>Stop</button>
+          <button type="button" class="stop" onClick={() => store.stop()} disabled={c.stopping}>{c.stopping ? "Stopping…" : "Stop"}</button>
         )}
       </header>
       <Banner store={store} />

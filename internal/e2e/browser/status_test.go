@@ -1,0 +1,84 @@
+package browser
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/store"
+	"github.com/parleyhq/parley/internal/store/sqlite"
+)
+
+// seedBare writes one thread with no events into the data folder's store.
+func seedBare(t testing.TB, dataDir string, th chat.Thread) {
+	t.Helper()
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	st, err := sqlite.Open(context.Background(), filepath.Join(dataDir, "parley.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := st.Commit(context.Background(), store.Batch{Thread: &th}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestStatusTellsTheTruth: the header shows a new thread's title as soon as it
+// has one (not the directory's name until a reload); an agent whose one old
+// thread crashed is still "ready"; a thread whose agent is no longer configured
+// says so, not "crashed"; Stop shows "Stopping…" until the turn ends;
+// while offline the lists say their states are old. Desktop and phone.
+func TestStatusTellsTheTruth(t *testing.T) {
+	old := time.Now().Add(-48 * time.Hour)
+	r := newRigWith(t, func(dataDir, cwd string) {
+		seedBare(t, dataDir, chat.Thread{ID: "t_old_crash", Agent: "claude", Cwd: cwd, Title: "an old crash", State: chat.ThreadCrashed, CreatedAt: old, UpdatedAt: old})
+		seedBare(t, dataDir, chat.Thread{ID: "t_gone", Agent: "gone", Cwd: cwd, Title: "agent gone", State: chat.ThreadUnloaded, CreatedAt: old, UpdatedAt: old})
+	}, "")
+	ctx := browser(t, 1440, 900)
+	run(t, ctx, "sign in", chromedp.Navigate(r.LoginURL()), chromedp.WaitVisible(chromedp.CSS(`.side`)))
+	until(t, ctx, "the agent is ready though its old thread crashed",
+		`(document.querySelector('[data-agent=claude] .hint')||{}).textContent === "ready"`)
+
+	t.Run("the title in the header", func(t *testing.T) {
+		startThread(t, ctx, PromptEcho+" a title for the header")
+		until(t, ctx, "the header shows the thread's title", `document.querySelector("[data-thread-title]").textContent === `+js(PromptEcho+" a title for the header"))
+	})
+	t.Run("stopping", func(t *testing.T) {
+		send(t, ctx, PromptSlow)
+		until(t, ctx, "the slow answer streams", pageHas("slowly slowly"))
+		// Clicking Stop marks the chat stopping at once, in the same task: the
+		// button says so until the turn's end comes back.
+		if !eval[bool](t, ctx, `(() => { document.querySelector("button.stop").click(); return window.parley.state.chat.stopping === true; })()`) {
+			t.Fatal("Stop did not mark the chat as stopping")
+		}
+		until(t, ctx, "Stopped. and no stopping left", pageHas("Stopped.")+` && !window.parley.state.chat.stopping && !document.querySelector("button.stop")`)
+	})
+	t.Run("a thread whose agent is gone", func(t *testing.T) {
+		run(t, ctx, "open it", chromedp.Click(chromedp.CSS(`[data-thread=t_gone]`)))
+		until(t, ctx, "it is shown", `document.querySelector("[data-thread-title]").textContent === "agent gone"`)
+		send(t, ctx, "hello")
+		until(t, ctx, "the list says the agent is not configured",
+			`(document.querySelector("[data-thread=t_gone]")||{innerText:""}).innerText.includes("agent not configured")`)
+		if eval[bool](t, ctx, `document.querySelector("[data-thread=t_gone]").innerText.includes("crashed")`) {
+			t.Error("a thread whose agent is not configured says crashed")
+		}
+		until(t, ctx, "the agent is still ready", `document.querySelector('[data-agent=claude] .hint').textContent === "ready"`)
+	})
+	phone := browser(t, 390, 844)
+	run(t, phone, "sign in on the phone", phoneViewport(), chromedp.Navigate(r.LoginURL()), chromedp.WaitVisible(chromedp.CSS(`.p-threads`)))
+	run(t, phone, "open a thread", chromedp.Click(chromedp.CSS(`[data-thread=t_gone]`)))
+	until(t, phone, "the phone is online", `window.parley.state.conn === "online"`)
+	run(t, phone, "back to the list", chromedp.Click(chromedp.CSS(`button.back`)), chromedp.WaitVisible(chromedp.CSS(`.p-threads`)))
+	t.Run("offline", func(t *testing.T) {
+		r.stop()
+		for _, c := range []context.Context{ctx, phone} {
+			until(t, c, "the lists say they are old", `!!document.querySelector("[data-offline-note]") && document.querySelector("[data-offline-note]").getBoundingClientRect().right <= innerWidth`)
+		}
+	})
+}
