@@ -104,6 +104,7 @@ type Model struct {
 	entries []*entry
 	users   map[string]*entry
 	tools   map[string]*entry
+	hidden  map[string]string // tool calls shown as their own card: id → title
 	cards   []*card
 
 	picker *picker
@@ -136,7 +137,7 @@ func New(opt Options, be Backend) *Model {
 	m := &Model{
 		opt: opt, be: be, st: newStyles(!opt.NoColor),
 		width: 80, height: 24,
-		users: map[string]*entry{}, tools: map[string]*entry{},
+		users: map[string]*entry{}, tools: map[string]*entry{}, hidden: map[string]string{},
 		input: ta, dirty: true,
 	}
 	m.layout()
@@ -281,6 +282,11 @@ func (m *Model) onEvent(ev client.Event) tea.Cmd {
 	case chat.TypeToolCall:
 		var p chat.ToolCall
 		_ = ev.Decode(&p)
+		if ownCard(p.Title) {
+			// Shown as its question card (the dashboard's rule, ui/src/fold.ts).
+			m.hidden[p.ToolCallID] = p.Title
+			return nil
+		}
 		if e := m.tools[p.ToolCallID]; e != nil {
 			e.tool, e.status = p, p.Status
 			return nil
@@ -291,9 +297,17 @@ func (m *Model) onEvent(ev client.Event) tea.Cmd {
 	case chat.TypeToolCallUpdate:
 		var p chat.ToolCallUpdate
 		_ = ev.Decode(&p)
+		hidden, isHidden := m.hidden[p.ToolCallID]
+		if isHidden && p.Status != "failed" {
+			return nil
+		}
 		e := m.tools[p.ToolCallID]
 		if e == nil {
-			e = &entry{kind: entryTool, tool: chat.ToolCall{ToolCallID: p.ToolCallID, Title: p.Title}}
+			title := p.Title
+			if title == "" {
+				title = hidden
+			}
+			e = &entry{kind: entryTool, tool: chat.ToolCall{ToolCallID: p.ToolCallID, Title: title}}
 			m.tools[p.ToolCallID] = e
 			m.add(e)
 		}
@@ -312,10 +326,15 @@ func (m *Model) onEvent(ev client.Event) tea.Cmd {
 	case chat.TypePlan:
 		var p chat.Plan
 		_ = ev.Decode(&p)
-		for _, e := range m.entries {
-			if e.kind == entryPlan {
-				e.plan = p.Entries // the plan comes whole each time: one entry, kept current
+		// The plan comes whole each time: one entry per turn, updated in place
+		// (the dashboard's rule, ui/src/fold.ts).
+		for i := len(m.entries) - 1; i >= 0; i-- {
+			if e := m.entries[i]; e.kind == entryPlan {
+				e.plan = p.Entries
+				m.dirty = true
 				return nil
+			} else if e.kind == entryUser {
+				break
 			}
 		}
 		m.add(&entry{kind: entryPlan, plan: p.Entries})
@@ -338,8 +357,12 @@ func (m *Model) onEvent(ev client.Event) tea.Cmd {
 		m.closeCard(p.RequestID)
 		m.add(&entry{kind: entryNote, text: questionNote(p)})
 	case chat.TypeMode:
+		was := m.mode.Current
 		_ = ev.Decode(&m.mode)
 		m.modeWant = ""
+		if was != "" && m.mode.Current != "" && m.mode.Current != was {
+			m.add(&entry{kind: entryNote, text: "mode changed to " + modeName(m.mode)})
+		}
 	case chat.TypeTurnStatus:
 		var p chat.TurnStatus
 		_ = ev.Decode(&p)
@@ -370,6 +393,19 @@ func (m *Model) onEvent(ev client.Event) tea.Cmd {
 	return nil
 }
 
+// ownCard reports a tool call the conversation shows as its own card.
+func ownCard(title string) bool { return title == "AskUserQuestion" }
+
+// modeName is the current mode's name as the agent calls it.
+func modeName(md chat.Mode) string {
+	for _, o := range md.Available {
+		if o.ID == md.Current {
+			return o.Name
+		}
+	}
+	return md.Current
+}
+
 // switchTo shows another thread: the transcript starts again from its replay.
 // Messages typed and not yet sent stay.
 func (m *Model) switchTo(th chat.Thread) {
@@ -382,7 +418,7 @@ func (m *Model) switchTo(th chat.Thread) {
 			users[e.id] = e
 		}
 	}
-	m.entries, m.users, m.tools, m.cards = keep, users, map[string]*entry{}, nil
+	m.entries, m.users, m.tools, m.hidden, m.cards = keep, users, map[string]*entry{}, map[string]string{}, nil
 	m.mode, m.turn, m.stopping = chat.Mode{Current: th.Mode}, false, false
 }
 

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -677,4 +678,70 @@ func TestScrollback(t *testing.T) {
 	h.key("ctrl+end")
 	h.wantScreen("new output")
 	h.wantNotScreen("scrolled up")
+}
+
+// sharedFrames reads a session recorded for the dashboard's fold
+// (ui/testdata/frames): both folds are tested on the same frames.
+func sharedFrames(t *testing.T, name string) []string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "ui", "testdata", "frames", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Split(strings.TrimSpace(string(b)), "\n")
+}
+
+// The TUI folds a real session as the dashboard does (ui/src/fold.ts): an
+// AskUserQuestion is its question card, not a tool too; a mode change is said
+// in the conversation; a plan is one entry per turn, updated within it.
+func TestFoldAgreesWithDashboard(t *testing.T) {
+	kinds := func(h *harness, kind string) []*entry {
+		var out []*entry
+		for _, e := range h.m.entries {
+			if e.kind == kind {
+				out = append(out, e)
+			}
+		}
+		return out
+	}
+	t.Run("claude stream", func(t *testing.T) {
+		h := newHarness(t, Options{NoColor: true})
+		connected(h, sharedFrames(t, "claude-stream.jsonl"))
+		var tools []string
+		for _, e := range kinds(h, entryTool) {
+			tools = append(tools, e.tool.Title)
+		}
+		if len(tools) != 4 || slices.Contains(tools, "AskUserQuestion") {
+			t.Errorf("got tools %q, want Write, Read, Edit and Bash: the question is its card", tools)
+		}
+		var modes []string
+		for _, e := range kinds(h, entryNote) {
+			if strings.HasPrefix(e.text, "mode changed") {
+				modes = append(modes, e.text)
+			}
+		}
+		if !slices.Equal(modes, []string{"mode changed to Accept edits"}) {
+			t.Errorf("got mode notes %q, want the one change Allow always made", modes)
+		}
+	})
+	t.Run("claude acp", func(t *testing.T) {
+		h := newHarness(t, Options{NoColor: true})
+		connected(h, sharedFrames(t, "claude-acp.jsonl"))
+		var order []string
+		for _, e := range h.m.entries {
+			if e.kind == entryPlan || e.kind == entryUser {
+				order = append(order, e.kind)
+			}
+		}
+		if want := []string{"user", "plan", "user", "plan", "user"}; !slices.Equal(order, want) {
+			t.Fatalf("got %q, want a plan after each of the two planning turns", order)
+		}
+		plans := kinds(h, entryPlan)
+		if got := plans[0].plan[0]; got.Status != "in_progress" {
+			t.Errorf("got the first turn's plan %+v, want its second update (in progress)", plans[0].plan)
+		}
+		if got := plans[1].plan[1]; got.Status != "in_progress" || got.Content != "Change the greeting now" {
+			t.Errorf("got the second turn's plan %+v", plans[1].plan)
+		}
+	})
 }

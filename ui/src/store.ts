@@ -2,88 +2,15 @@
 // its events into a conversation, cards with their server state, and receipts.
 // Card state comes from the server alone: a card is open only while the server says so.
 
-import {
-  AgentInfo,
-  PluginStatus,
-  Answers,
-  ChatSocket,
-  ClientInput,
-  Command,
-  ConfigOption,
-  ConnState,
-  Diff,
-  ImageData,
-  Intent,
-  Location,
-  ModeOption,
-  PermissionOption,
-  PlanEntry,
-  QuestionItem,
-  ServerEvent,
-  SocketSink,
-  Thread,
-  newID,
-} from "./protocol";
+import { AgentInfo, PluginStatus, Answers, ChatSocket, ClientInput, ConnState, ImageData, Intent, ServerEvent, SocketSink, Thread, newID } from "./protocol";
 
-export type Receipt = { state: "sending" | "queued" | "delivering" | "submitted" | "failed" | "unknown"; detail?: string };
+import { Fold, type ChatView } from "./fold";
+export type { CardState, Item, Receipt } from "./fold";
 
-export type CardState = "open" | "answering" | "resolved" | "cancelled" | "closed";
-
-export type Item =
-  | { kind: "user"; key: string; message_id: string; text: string; from?: string; ts?: string; images?: number }
-  | { kind: "agent"; key: string; text: string }
-  | { kind: "thought"; key: string; text: string }
-  | {
-      kind: "tool";
-      key: string;
-      id: string;
-      title: string;
-      tool: string;
-      status: string;
-      input?: unknown;
-      output?: string;
-      diffs?: Diff[];
-      locations?: Location[];
-    }
-  | { kind: "plan"; key: string; entries: PlanEntry[] }
-  | {
-      kind: "permission";
-      key: string;
-      request_id: string;
-      title: string;
-      name: string;
-      input?: unknown;
-      options: PermissionOption[];
-      state: CardState;
-      chosen?: string;
-      note?: string;
-    }
-  | {
-      kind: "question";
-      key: string;
-      request_id: string;
-      questions: QuestionItem[];
-      state: CardState;
-      answers?: Answers;
-      response?: string;
-      note?: string;
-    }
-  | { kind: "notice"; key: string; level: "error" | "info"; text: string };
-
-export type Chat = {
+// The chat on screen: its route, its thread, and the conversation folded from its events.
+export type Chat = ChatView & {
   chat: string;
   thread?: Thread;
-  items: Item[];
-  receipts: Record<string, Receipt>;
-  turnActive: boolean;
-  mode?: { current: string; available: ModeOption[]; config: ConfigOption[] };
-  commands: Command[];
-  usage?: { input_tokens?: number; output_tokens?: number; cost_usd?: number };
-  // Stop was asked and the turn has not ended yet: "stopping…" until it has.
-  stopping?: boolean;
-  // When the agent's process began to start (the "starting" session event's
-  // time), while it has not started yet: some agents take tens of seconds.
-  starting?: string;
   caughtUp: boolean;
 };
 
@@ -129,7 +56,7 @@ function save(k: string, v: unknown) {
 }
 
 function emptyChat(chat: string): Chat {
-  return { chat, items: [], receipts: {}, turnActive: false, commands: [], caughtUp: false };
+  return { chat, items: [], queued: [], receipts: {}, turnActive: false, commands: [], caughtUp: false };
 }
 
 export type Fetcher = (path: string) => Promise<Response>;
@@ -143,16 +70,13 @@ export class Store implements SocketSink {
   private openSeen = new Set<string>();
   // The current thread's log as received, for folding again with earlier events.
   private log: ServerEvent[] = [];
-  // Cards this client learnt are no longer open without a *_resolved event.
-  private closedCards = new Set<string>();
+  // The conversation, folded from the log (src/fold.ts).
+  private fold = new Fold({ ack: (id) => this.ack(id), announce: (id, title, body, replaying) => this.announce(id, title, body, replaying) });
   private seenTimer: ReturnType<typeof setTimeout> | undefined;
   private holding = false;
   private lastProbe = 0;
-  private hiddenTools = new Set<string>();
   // Images of messages sent from this page, for a retry (the log keeps only the text).
   private sentImages = new Map<string, ImageData[]>();
-  private index = new Map<string, number>(); // item key → position in items
-  private lastKind = ""; // the kind of the last streamed item, to fold chunks
   // The thread the route should show once connected: one of parley's threads (by id)
   // or an agent's native session (by session id).
   private pendingOpen: Thread | null = null;
@@ -212,16 +136,19 @@ export class Store implements SocketSink {
     this.set({ chat: { ...this.state.chat, ...patch } });
   }
 
+  // folded shows what the fold holds now.
+  private folded() {
+    this.setChat(this.fold.view);
+  }
+
   // open connects the store to one route (chat id). thread, when given, is the thread
   // the person asked for: the route is bound to it once connected.
   open(chat: string | undefined, thread?: Thread) {
     this.socket?.close();
-    this.index.clear();
+    this.fold.reset();
     this.openSeen.clear();
-    this.lastKind = "";
     this.pendingOpen = thread ?? null;
     this.log = [];
-    this.closedCards.clear();
     this.timing = { open: performance.now(), first: 0, caughtUp: 0 };
     this.holding = true;
     this.set({ chat: emptyChat(chat ?? "") });
@@ -234,10 +161,11 @@ export class Store implements SocketSink {
   private showOutbox() {
     const chat = this.state.chat.chat;
     for (const o of this.outbox) {
-      if (o.chat !== chat || this.index.has("u:" + o.message_id)) continue;
-      this.pushItem({ kind: "user", key: "u:" + o.message_id, message_id: o.message_id, text: o.text });
-      this.setChat({ receipts: { ...this.state.chat.receipts, [o.message_id]: { state: "sending" } } });
+      if (o.chat !== chat || this.fold.has("u:" + o.message_id)) continue;
+      this.fold.user({ kind: "user", key: "u:" + o.message_id, message_id: o.message_id, text: o.text });
+      this.fold.receipt(o.message_id, { state: "sending" });
     }
+    this.folded();
   }
 
   // hasEarlier reports whether the log holds events before the ones shown.
@@ -257,12 +185,14 @@ export class Store implements SocketSink {
   }
 
   private refold(log: ServerEvent[]) {
-    this.index.clear();
-    this.lastKind = "";
+    const closed = [...this.fold.closedCards];
+    this.fold.reset();
     this.log = [];
-    this.setChat({ items: [] });
     for (const ev of log) this.event(ev, true);
-    for (const id of this.closedCards) this.patchCard(id, { state: "closed" } as Partial<Item>);
+    for (const id of closed) {
+      this.fold.closedCards.add(id);
+      this.fold.patchCard(id, { state: "closed" });
+    }
     this.showOutbox();
   }
 
@@ -373,7 +303,7 @@ export class Store implements SocketSink {
 
   // retry sends a failed message again with the same message id.
   retry(messageID: string) {
-    const it = this.state.chat.items.find((i) => i.kind === "user" && i.message_id === messageID);
+    const it = this.fold.item("u:" + messageID);
     if (!it || it.kind !== "user") return;
     const kept = this.sentImages.get(messageID);
     const intent = this.sentIntents.get(messageID);
@@ -385,12 +315,9 @@ export class Store implements SocketSink {
     if (o.intent) this.sentIntents.set(o.message_id, o.intent);
     this.outbox = this.outbox.filter((x) => x.message_id !== o.message_id).concat(o);
     save(OUTBOX, this.outbox);
-    const c = this.state.chat;
-    const receipts = { ...c.receipts, [o.message_id]: { state: "sending" as const } };
-    if (!c.items.some((i) => i.kind === "user" && i.message_id === o.message_id)) {
-      this.pushItem({ kind: "user", key: "u:" + o.message_id, message_id: o.message_id, text: o.text, images: o.images?.length });
-    }
-    this.setChat({ receipts });
+    this.fold.user({ kind: "user", key: "u:" + o.message_id, message_id: o.message_id, text: o.text, images: o.images?.length });
+    this.fold.receipt(o.message_id, { state: "sending" });
+    this.folded();
     this.flush();
   }
 
@@ -414,26 +341,30 @@ export class Store implements SocketSink {
   }
 
   stop() {
-    if (this.input({ type: "stop" }) && this.state.chat.turnActive) this.setChat({ stopping: true });
+    if (this.input({ type: "stop" }) && this.state.chat.turnActive) {
+      this.fold.stopping();
+      this.folded();
+    }
   }
 
   answerPermission(requestID: string, optionID: string) {
     if (!this.cardOpen(requestID)) return;
     if (this.input({ type: "permission_response", request_id: requestID, option_id: optionID })) {
-      this.patchCard(requestID, { state: "answering", chosen: optionID } as Partial<Item>);
+      this.fold.patchCard(requestID, { state: "answering", chosen: optionID });
+      this.folded();
     }
   }
 
   answerQuestion(requestID: string, answers: Answers, response?: string) {
     if (!this.cardOpen(requestID)) return;
     if (this.input({ type: "question_answer", request_id: requestID, answers, ...(response ? { response } : {}) })) {
-      this.patchCard(requestID, { state: "answering", answers } as Partial<Item>);
+      this.fold.patchCard(requestID, { state: "answering", answers });
+      this.folded();
     }
   }
 
   private cardOpen(requestID: string): boolean {
-    const i = this.index.get("c:" + requestID);
-    const it = i === undefined ? undefined : this.state.chat.items[i];
+    const it = this.fold.item("c:" + requestID);
     return !!it && (it.kind === "permission" || it.kind === "question") && it.state === "open";
   }
 
@@ -470,18 +401,9 @@ export class Store implements SocketSink {
     this.holding = false;
     // Cards shown as open that the server did not send again on this connection are
     // not open any more: never leave a stale card clickable.
-    const items = this.state.chat.items;
-    let changed = false;
-    const next = items.map((it) => {
-      if ((it.kind === "permission" || it.kind === "question") && (it.state === "open" || it.state === "answering") && !this.openSeen.has(it.request_id)) {
-        changed = true;
-        this.closedCards.add(it.request_id);
-        return { ...it, state: "closed" as CardState, note: "no longer open" };
-      }
-      return it;
-    });
+    this.fold.closeUnseen(this.openSeen);
     this.openSeen.clear();
-    this.setChat({ caughtUp: true, ...(changed ? { items: next } : {}) });
+    this.setChat({ ...this.fold.view, caughtUp: true });
     const p = this.pendingOpen;
     const shown = this.state.chat.thread;
     if (p?.id && shown?.id !== p.id) {
@@ -511,11 +433,9 @@ export class Store implements SocketSink {
         const old = c.thread?.id;
         if (old && old !== ev.thread.id) {
           // The route moved to another thread: show that thread's conversation only.
-          this.index.clear();
-          this.lastKind = "";
+          this.fold.reset();
           this.log = [];
-          this.closedCards.clear();
-          this.setChat({ items: [], thread: ev.thread, turnActive: false, stopping: false, commands: [], mode: undefined, usage: undefined, starting: undefined });
+          this.setChat({ ...this.fold.view, mode: undefined, usage: undefined, starting: undefined, turnSince: undefined, thread: ev.thread });
         } else {
           this.setChat({ thread: ev.thread });
         }
@@ -525,169 +445,16 @@ export class Store implements SocketSink {
       }
       case "replay_done":
         return;
-      case "user_message":
-        this.ack(ev.message_id);
-        if (this.index.has("u:" + ev.message_id)) {
-          this.lastKind = "user";
-        } else {
-          this.pushItem({ kind: "user", key: "u:" + ev.message_id, message_id: ev.message_id, text: ev.text, from: ev.from?.channel, ts: ev.ts });
-        }
-        if (!c.receipts[ev.message_id]) this.setChat({ receipts: { ...this.state.chat.receipts, [ev.message_id]: { state: "queued" } } });
-        break;
-      case "delivery":
-        this.ack(ev.message_id);
-        this.setChat({ receipts: { ...c.receipts, [ev.message_id]: { state: ev.state, detail: ev.detail } } });
-        break;
-      case "agent_chunk":
-        this.appendText("agent", ev.text);
-        break;
-      case "thought_chunk":
-        this.appendText("thought", ev.text);
-        break;
-      case "tool_call":
-        // A question's tool call is shown as its question card (unless it fails).
-        if (ev.title === "AskUserQuestion") {
-          this.hiddenTools.add(ev.tool_call_id);
-          break;
-        }
-        this.upsert("t:" + ev.tool_call_id, () => ({ kind: "tool", key: "t:" + ev.tool_call_id, id: ev.tool_call_id, title: ev.title, tool: ev.kind, status: ev.status, input: ev.input, locations: ev.locations }), (it) =>
-          it.kind === "tool" ? { ...it, title: ev.title || it.title, tool: ev.kind || it.tool, status: ev.status || it.status, input: ev.input ?? it.input } : it,
-        );
-        break;
-      case "tool_call_update":
-        if (this.hiddenTools.has(ev.tool_call_id) && ev.status !== "failed") break;
-        this.upsert("t:" + ev.tool_call_id, () => ({ kind: "tool", key: "t:" + ev.tool_call_id, id: ev.tool_call_id, title: ev.title || (this.hiddenTools.has(ev.tool_call_id) ? "AskUserQuestion" : "tool"), tool: "other", status: ev.status ?? "in_progress", output: ev.output, diffs: ev.diffs, locations: ev.locations }), (it) =>
-          it.kind === "tool"
-            ? {
-                ...it,
-                status: ev.status || it.status,
-                title: ev.title || it.title,
-                output: ev.output !== undefined ? ev.output : it.output,
-                diffs: ev.diffs ?? it.diffs,
-                locations: ev.locations ?? it.locations,
-              }
-            : it,
-        );
-        break;
-      case "plan": {
-        // The plan comes whole each time: update this turn's plan in place.
-        const last = [...c.items].reverse().find((i) => i.kind === "plan" || i.kind === "user");
-        if (last && last.kind === "plan") this.replaceItem(last.key, { ...last, entries: ev.entries });
-        else this.pushItem({ kind: "plan", key: "p:" + (ev.seq ?? c.items.length), entries: ev.entries });
-        break;
-      }
-      case "permission_request":
-        this.upsert("c:" + ev.request_id, () => ({
-          kind: "permission",
-          key: "c:" + ev.request_id,
-          request_id: ev.request_id,
-          title: ev.tool?.title || ev.tool?.name || "permission",
-          name: ev.tool?.name ?? "",
-          input: ev.tool?.input,
-          options: ev.options ?? [],
-          state: "open",
-        }), (it) => (it.kind === "permission" && ev.restated && (it.state === "answering" || it.state === "closed") ? { ...it, state: "open" } : it));
-        if (ev.restated) this.closedCards.delete(ev.request_id);
-        this.announce(ev.request_id, "Permission needed", ev.tool?.title || ev.tool?.name || "", replaying);
-        break;
-      case "permission_resolved":
-        this.patchCard(ev.request_id, { state: ev.cancelled ? "cancelled" : "resolved", chosen: ev.option_id, note: resolvedBy(ev.by, ev.message) } as Partial<Item>);
-        break;
-      case "question":
-        this.upsert("c:" + ev.request_id, () => ({ kind: "question", key: "c:" + ev.request_id, request_id: ev.request_id, questions: ev.questions ?? [], state: "open" }),
-          (it) => (it.kind === "question" && ev.restated && (it.state === "answering" || it.state === "closed") ? { ...it, state: "open" } : it));
-        if (ev.restated) this.closedCards.delete(ev.request_id);
-        this.announce(ev.request_id, "Question", ev.questions?.[0]?.question ?? "", replaying);
-        break;
-      case "question_resolved":
-        this.patchCard(ev.request_id, { state: ev.cancelled ? "cancelled" : "resolved", answers: ev.answers, response: ev.response, note: resolvedBy(ev.by) } as Partial<Item>);
-        break;
-      case "mode":
-        this.setChat({ mode: { current: ev.current, available: ev.available ?? c.mode?.available ?? [], config: ev.config_options ?? c.mode?.config ?? [] } });
-        break;
-      case "commands":
-        this.setChat({ commands: ev.commands ?? [] });
-        break;
-      case "usage":
-        this.setChat({ usage: { input_tokens: ev.input_tokens, output_tokens: ev.output_tokens, cost_usd: ev.cost_usd } });
-        break;
-      case "turn_status":
-        this.setChat(ev.active ? { turnActive: true } : { turnActive: false, stopping: false });
-        break;
-      case "prompt_done":
-        this.setChat({ turnActive: false, stopping: false });
-        this.lastKind = "";
-        if (ev.stop_reason && ev.stop_reason !== "end_turn") {
-          this.pushItem({ kind: "notice", key: "d:" + (ev.seq ?? newID("")), level: ev.stop_reason === "cancelled" ? "info" : "error", text: stopText(ev.stop_reason) });
-        }
-        break;
-      case "error":
-        if (ev.ref && this.index.has("c:" + ev.ref)) {
-          this.closedCards.add(ev.ref);
-          this.patchCard(ev.ref, { state: "closed", note: ev.message } as Partial<Item>);
-        } else if (ev.ref && this.index.has("u:" + ev.ref)) {
-          this.ack(ev.ref);
-          this.setChat({ receipts: { ...c.receipts, [ev.ref]: { state: "failed", detail: ev.message } } });
-        } else {
-          this.pushItem({ kind: "notice", key: "e:" + (ev.seq ?? newID("")), level: "error", text: ev.message || ev.code });
-        }
-        break;
-      case "session":
-        if (ev.state === "starting") this.setChat({ starting: ev.ts || new Date().toISOString() });
-        else if (ev.state !== "identified") this.setChat({ starting: undefined });
-        if (ev.state === "exited" && ev.detail) {
-          this.pushItem({ kind: "notice", key: "s:" + (ev.seq ?? newID("")), level: "info", text: `session ${ev.state}${ev.detail ? ": " + ev.detail : ""}` });
-        }
-        break;
     }
+    this.fold.apply(ev, replaying);
+    this.folded();
     if (ev.thread && ev.seq && this.state.chat.thread?.id === ev.thread) {
       this.bumpThread(ev.thread, ev.seq, ev.ts);
       if (document.visibilityState === "visible") this.markSeen(ev.thread, ev.seq);
     }
   }
 
-  // ---- folding helpers ----
-
-  private pushItem(it: Item) {
-    const items = this.state.chat.items.concat(it);
-    this.index.set(it.key, items.length - 1);
-    this.lastKind = it.kind;
-    this.setChat({ items });
-  }
-
-  private replaceItem(key: string, it: Item) {
-    const i = this.index.get(key);
-    if (i === undefined) return;
-    const items = this.state.chat.items.slice();
-    items[i] = it;
-    this.setChat({ items });
-  }
-
-  private upsert(key: string, make: () => Item, update?: (it: Item) => Item) {
-    const i = this.index.get(key);
-    if (i === undefined) {
-      this.pushItem(make());
-      return;
-    }
-    if (update) this.replaceItem(key, update(this.state.chat.items[i]));
-  }
-
-  private patchCard(requestID: string, patch: Partial<Item>) {
-    const key = "c:" + requestID;
-    const i = this.index.get(key);
-    if (i === undefined) return;
-    this.replaceItem(key, { ...this.state.chat.items[i], ...patch } as Item);
-  }
-
-  private appendText(kind: "agent" | "thought", text: string) {
-    const items = this.state.chat.items;
-    const last = items[items.length - 1];
-    if (last && last.kind === kind && this.lastKind === kind) {
-      this.replaceItem(last.key, { ...last, text: last.text + text });
-      return;
-    }
-    this.pushItem({ kind, key: kind[0] + ":" + items.length, text });
-  }
+  // ---- the thread list ----
 
   private upsertThread(t: Thread) {
     const threads = this.state.threads.filter((x) => x.id !== t.id);
@@ -711,27 +478,6 @@ class Unauthorized extends Error {}
 
 function mergeAgents(old: AgentInfo[], fresh: AgentInfo[]): AgentInfo[] {
   return fresh.map((a) => ({ ...old.find((o) => o.id === a.id), ...a }));
-}
-
-// resolvedBy says where a card was answered ("from web", "from telegram: …").
-function resolvedBy(by?: { channel: string; chat: string }, message?: string): string | undefined {
-  const parts = [];
-  if (by?.channel) parts.push(`from ${by.channel}`);
-  if (message) parts.push(message);
-  return parts.join(": ") || undefined;
-}
-
-function stopText(reason: string): string {
-  switch (reason) {
-    case "cancelled":
-      return "Stopped.";
-    case "max_tokens":
-      return "The answer hit the length limit.";
-    case "refusal":
-      return "The agent refused.";
-    default:
-      return "The turn ended with an error.";
-  }
 }
 
 export const threadLabel = (t: Thread) => t.title || t.cwd.split("/").filter(Boolean).pop() || t.id;

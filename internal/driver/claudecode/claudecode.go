@@ -167,3 +167,78 @@ func Questions(input json.RawMessage) []chat.QuestionItem {
 	}
 	return items
 }
+
+// SuggestionLabel says what Claude Code's permission_suggestions do when sent
+// back with an allow (the "Allow always" answer): the rules they add, the mode
+// they set, the folders they allow, and where. "" when there are none: then
+// "always" would do no more than "once".
+func SuggestionLabel(raw json.RawMessage) string {
+	var sugg []struct {
+		Type  string `json:"type"`
+		Rules []struct {
+			ToolName    string `json:"toolName"`
+			RuleContent string `json:"ruleContent"`
+		} `json:"rules"`
+		Behavior    string   `json:"behavior"`
+		Mode        string   `json:"mode"`
+		Directories []string `json:"directories"`
+		Destination string   `json:"destination"`
+	}
+	if json.Unmarshal(raw, &sugg) != nil {
+		return ""
+	}
+	var parts []string
+	for _, s := range sugg {
+		where := map[string]string{
+			"session":         " for this session",
+			"localSettings":   " in this project (.claude/settings.local.json)",
+			"projectSettings": " in this project (.claude/settings.json)",
+			"userSettings":    " in all your projects (~/.claude/settings.json)",
+		}[s.Destination]
+		switch s.Type {
+		case "addRules", "replaceRules":
+			var rules []string
+			for _, r := range s.Rules {
+				if r.RuleContent != "" {
+					rules = append(rules, r.ToolName+"("+r.RuleContent+")")
+				} else {
+					rules = append(rules, r.ToolName)
+				}
+			}
+			verb := "allow"
+			if s.Behavior != "" && s.Behavior != "allow" {
+				verb = s.Behavior
+			}
+			if len(rules) > 0 {
+				parts = append(parts, verb+" "+strings.Join(rules, ", ")+where)
+			}
+		case "setMode":
+			if s.Mode != "" {
+				parts = append(parts, "switch to "+ModeName(s.Mode)+" mode"+where)
+			}
+		case "addDirectories":
+			if len(s.Directories) > 0 {
+				parts = append(parts, "allow access to "+strings.Join(s.Directories, ", ")+where)
+			}
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "Allow, and " + strings.Join(parts, "; ")
+}
+
+// ModeName is a permission mode's name as Claude Code shows it.
+func ModeName(mode string) string {
+	switch mode {
+	case "default":
+		return "Default"
+	case "acceptEdits":
+		return "Accept edits"
+	case "plan":
+		return "Plan"
+	case "bypassPermissions":
+		return "Bypass permissions"
+	}
+	return mode
+}

@@ -20,11 +20,16 @@ import (
 	"github.com/parleyhq/parley/internal/driver/claudecode"
 )
 
-// Permission card options. The ids are the option kinds: one card, three answers.
-var permissionOptions = []chat.PermissionOption{
-	{ID: chat.OptionAllowOnce, Label: "Allow once", Kind: chat.OptionAllowOnce},
-	{ID: chat.OptionAllowAlways, Label: "Allow always", Kind: chat.OptionAllowAlways},
-	{ID: chat.OptionRejectOnce, Label: "Reject", Kind: chat.OptionRejectOnce},
+// permissionOptions are a card's answers. The ids are the option kinds. "Allow
+// always" sends Claude Code's suggestions back and is labelled with what they
+// do (a rule, a mode); without suggestions it would be "once" again, and is
+// not offered.
+func permissionOptions(suggestions json.RawMessage) []chat.PermissionOption {
+	opts := []chat.PermissionOption{{ID: chat.OptionAllowOnce, Label: "Allow once", Kind: chat.OptionAllowOnce}}
+	if l := claudecode.SuggestionLabel(suggestions); l != "" {
+		opts = append(opts, chat.PermissionOption{ID: chat.OptionAllowAlways, Label: l, Kind: chat.OptionAllowAlways})
+	}
+	return append(opts, chat.PermissionOption{ID: chat.OptionRejectOnce, Label: "Reject", Kind: chat.OptionRejectOnce})
 }
 
 const modeBypass = "bypassPermissions"
@@ -351,7 +356,7 @@ func (s *session) AnswerPermission(ctx context.Context, requestID string, a driv
 		r = permissionResult{Behavior: "deny", Message: "The person dismissed the request without allowing it."}
 	case a.OptionID == chat.OptionAllowOnce:
 		r = permissionResult{Behavior: "allow", UpdatedInput: c.input}
-	case a.OptionID == chat.OptionAllowAlways:
+	case a.OptionID == chat.OptionAllowAlways && len(c.suggestions) > 0:
 		r = permissionResult{Behavior: "allow", UpdatedInput: c.input, UpdatedPermissions: c.suggestions}
 	case a.OptionID == chat.OptionRejectOnce || a.OptionID == chat.OptionRejectAlways:
 		msg := strings.TrimSpace(a.Message)
@@ -875,7 +880,7 @@ func (s *session) handleControlRequest(l line, raw []byte) {
 			Name: r.ToolName, Title: claudecode.ToolTitle(r.ToolName, input, r.Description),
 			Input: input, ToolCallID: r.ToolUseID,
 		},
-		Options: permissionOptions,
+		Options: permissionOptions(sugg),
 	})
 }
 

@@ -183,6 +183,10 @@ func TestPermission(t *testing.T) {
 			if len(card.Options) != 3 {
 				t.Fatalf("options: got %+v", card.Options)
 			}
+			// "Allow always" says what it does: the rule Claude Code suggests.
+			if o := card.Options[1]; o.ID != chat.OptionAllowAlways || !strings.Contains(o.Label, "Bash(touch made-by-bash") || !strings.Contains(o.Label, "settings.local.json") {
+				t.Errorf("allow always: got %+v, want its label to name the rule and where it goes", o)
+			}
 			if err := s.AnswerPermission(ctxT(t), card.RequestID, tt.answer); err != nil {
 				t.Fatalf("answer: %v", err)
 			}

@@ -217,6 +217,49 @@ func TestDashboard(t *testing.T) {
 		}
 	})
 
+	t.Run("3d an Edit card shows its diff, highlighted, before it is allowed, on the phone too; Allow always says it switches the mode, and the switch is said", func(t *testing.T) {
+		if err := os.WriteFile(filepath.Join(r.work, GreetFile), []byte("package main\n\nfunc greet() string {\n\treturn \"hello\"\n}\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		send(t, ctx, PromptEdit)
+		card := `.card.perm[data-state=open]`
+		until(t, ctx, "the Edit card is open", `!!document.querySelector("`+card+` button.k-allow_once:enabled")`)
+		lines := func(c context.Context, op string) string {
+			return eval[string](t, c, `[...document.querySelectorAll("`+card+` .diff .d-`+op+`")].map(e => e.textContent).join("|")`)
+		}
+		if del, add := lines(ctx, "del"), lines(ctx, "add"); del != `- 	return "hello"` || add != `+ 	return "hello, world"` {
+			t.Errorf("got the card's diff -%q +%q, want the old line removed and the new one added", del, add)
+		}
+		if !eval[bool](t, ctx, `!!document.querySelector("`+card+` .diff .d-add .hljs-string")`) {
+			t.Error("got the diff's Go unhighlighted, want its string highlighted")
+		}
+		always := eval[string](t, ctx, `document.querySelector("`+card+` button.k-allow_always").textContent`)
+		if !strings.Contains(always, "switch to Accept edits mode for this session") {
+			t.Errorf("got Allow always labelled %q, want it to say the mode it sets", always)
+		}
+		shot(t, ctx, "desktop-edit-card")
+
+		phone := browser(t, 390, 844)
+		run(t, phone, "open the chat on a phone", phoneViewport(), chromedp.Navigate(r.LoginURL()+"#/c/"+chatID))
+		until(t, phone, "the phone shows the card's diff", `!!document.querySelector("`+card+` .diff .d-add")`)
+		if got := lines(phone, "add"); got != `+ 	return "hello, world"` {
+			t.Errorf("got the phone's diff +%q", got)
+		}
+		if w := eval[float64](t, phone, `Math.max(...[...document.querySelectorAll(".card.perm .diff, .card.perm button")].map(e => e.getBoundingClientRect().right))`); w > 390 {
+			t.Errorf("the card's diff or buttons reach %v px on a 390 px phone", w)
+		}
+		shot(t, phone, "phone-edit-card")
+
+		run(t, ctx, "allow always", chromedp.Click(chromedp.CSS(card+` button.k-allow_always`)))
+		until(t, ctx, "the edit is made and answered", pageHas("Edited."))
+		until(t, ctx, "the mode change is said in the conversation", `[...document.querySelectorAll(".notice")].some(e => e.textContent === "Mode changed to Accept edits.")`)
+		if b, _ := os.ReadFile(filepath.Join(r.work, GreetFile)); !strings.Contains(string(b), "hello, world") {
+			t.Errorf("got %q, want the file edited", b)
+		}
+		run(t, ctx, "back to the default mode", chromedp.Evaluate[chromedp.Void](`(() => { const s = document.querySelector(".mode select"); s.value = "default"; s.dispatchEvent(new Event("change", {bubbles: true})); })()`))
+		until(t, ctx, "the agent reports mode default", `window.parley.state.chat.mode.current === "default"`)
+	})
+
 	t.Run("4 question cards: an option, then free text; reload keeps them answered", func(t *testing.T) {
 		send(t, ctx, PromptAsk+" first")
 		until(t, ctx, "the question card is open", `!!document.querySelector(".card.question[data-state=open]")`)

@@ -21,6 +21,8 @@ const (
 	PromptXSS        = "show me html"
 	PromptEcho       = "echo"
 	PromptWrite      = "write the notes"
+	PromptEdit       = "edit the greeting"
+	GreetFile        = "greet.go"
 	WrittenFile      = "notes.txt"
 	MarkdownHeading  = "Fibonacci in Go"
 	ToolFollowUp     = "The file is made."
@@ -65,6 +67,11 @@ func Scenario(work string) claudeapi.Scenario {
 		{Match: claudeapi.Match{Exact: PromptWrite}, Reply: claudeapi.ToolUse("Write", map[string]any{
 			"file_path": filepath.Join(work, WrittenFile), "content": "first line\nsecond line\n"})},
 		{Match: claudeapi.Match{ToolResult: "Write"}, Reply: claudeapi.Text("Written.", 1, 0)},
+		// Claude Code edits only a file it has read.
+		{Match: claudeapi.Match{Exact: PromptEdit}, Reply: claudeapi.ToolUse("Read", map[string]any{"file_path": filepath.Join(work, GreetFile)})},
+		{Match: claudeapi.Match{ToolResult: "Read"}, Reply: claudeapi.ToolUse("Edit", map[string]any{
+			"file_path": filepath.Join(work, GreetFile), "old_string": "\treturn \"hello\"", "new_string": "\treturn \"hello, world\""})},
+		{Match: claudeapi.Match{ToolResult: "Edit"}, Reply: claudeapi.Text("Edited.", 1, 0)},
 		{Match: claudeapi.Match{Prefix: PromptEcho}, Reply: claudeapi.Text("You said it.", 1, 0)},
 	}, Default: &claudeapi.Reply{Blocks: []claudeapi.Block{{Type: claudeapi.BlockText, Text: "Noted."}}}}
 }

@@ -1,4 +1,35 @@
-// A line diff (longest common subsequence) for showing an edit's old and new text.
+// A line diff (longest common subsequence) for showing an edit's old and new text,
+// and the changes a tool's input proposes.
+
+import type { Diff } from "../protocol";
+
+// proposedDiffs reads the change a file tool will make from its input (Claude
+// Code's Edit, MultiEdit and Write, from either transport or the hook of
+// claude-tmux): what a permission card shows before it is answered.
+export function proposedDiffs(tool: string, input: unknown): Diff[] {
+  const o = input && typeof input === "object" ? (input as Record<string, unknown>) : {};
+  const path = typeof o.file_path === "string" ? o.file_path : "";
+  const str = (v: unknown) => (typeof v === "string" ? v : undefined);
+  if (!path) return [];
+  switch (tool) {
+    case "Edit": {
+      const old = str(o.old_string), now = str(o.new_string);
+      return old !== undefined && now !== undefined ? [{ path, old_text: old, new_text: now }] : [];
+    }
+    case "MultiEdit":
+      return Array.isArray(o.edits)
+        ? o.edits.flatMap((e) => {
+            const old = str(e?.old_string), now = str(e?.new_string);
+            return old !== undefined && now !== undefined ? [{ path, old_text: old, new_text: now }] : [];
+          })
+        : [];
+    case "Write": {
+      const content = str(o.content);
+      return content !== undefined ? [{ path, new_text: content }] : [];
+    }
+  }
+  return [];
+}
 
 export type DiffLine = { op: "same" | "add" | "del"; text: string };
 

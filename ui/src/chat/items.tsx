@@ -4,8 +4,9 @@
 import { memo } from "./memo";
 import { useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
 import type { Item, Receipt, Store } from "../store";
-import { render } from "../markdown";
-import { lineDiff } from "./diff";
+import { highlight, render } from "../markdown";
+import { lineDiff, proposedDiffs } from "./diff";
+import type { Diff } from "../protocol";
 
 export const Markdown = memo(({ text }: { text: string }) => <div class="md" dangerouslySetInnerHTML={{ __html: render(text) }} />);
 
@@ -83,20 +84,44 @@ function ToolInput({ input, open, title }: { input: unknown; open?: boolean; tit
   );
 }
 
+// langOf names the highlight.js language of a file by its extension.
+function langOf(path: string): string {
+  const ext = /\.([A-Za-z0-9]+)$/.exec(path)?.[1]?.toLowerCase() ?? "";
+  return ({ md: "", txt: "", htm: "html", mts: "ts", cts: "ts", cjs: "js", jsonc: "json" } as Record<string, string>)[ext] ?? ext;
+}
+
+// DiffView shows a change as a unified diff: removed lines (-), added lines (+)
+// and the lines around them, each highlighted as its file's language. A file
+// written anew (no old text) is all additions.
 function DiffView({ path, old, now }: { path: string; old?: string; now: string }) {
   const lines = lineDiff(old ?? "", now);
+  const lang = langOf(path);
+  const added = lines.filter((l) => l.op === "add").length;
+  const removed = lines.filter((l) => l.op === "del").length;
   return (
-    <div class="diff">
-      <div class="diff-path">{path}</div>
-      <pre>
+    <div class="diff" data-path={path}>
+      <div class="diff-path">
+        {path} <span class="diff-count">{old === undefined ? `new file, ${added} lines` : `+${added} −${removed}`}</span>
+      </div>
+      <pre class="hljs">
         {lines.map((l, i) => (
           <div key={i} class={`dl d-${l.op}`}>
-            {l.op === "add" ? "+ " : l.op === "del" ? "- " : "  "}
-            {l.text}
+            <span class="dm">{l.op === "add" ? "+ " : l.op === "del" ? "- " : "  "}</span>
+            <span dangerouslySetInnerHTML={{ __html: highlight(l.text, lang) }} />
           </div>
         ))}
       </pre>
     </div>
+  );
+}
+
+function Diffs({ diffs }: { diffs: Diff[] }) {
+  return (
+    <>
+      {diffs.map((d, i) => (
+        <DiffView key={i} path={d.path} old={d.old_text} now={d.new_text} />
+      ))}
+    </>
   );
 }
 
@@ -111,7 +136,7 @@ function ToolCard({ it }: { it: Extract<Item, { kind: "tool" }> }) {
         <span class={`tool-status s-${it.status}`}>{statusLabel[it.status] ?? it.status}</span>
       </div>
       {it.input !== undefined && <ToolInput input={it.input} title={it.title} />}
-      {it.diffs?.map((d) => <DiffView key={d.path} path={d.path} old={d.old_text} now={d.new_text} />)}
+      {it.diffs && <Diffs diffs={it.diffs} />}
       {it.output && (
         <details open={it.status === "failed"}>
           <summary>Output</summary>
@@ -156,6 +181,9 @@ function cardStateText(state: string, note?: string): string {
 
 function PermissionCard({ it, store }: { it: Extract<Item, { kind: "permission" }>; store: Store }) {
   const live = it.state === "open";
+  // What will change, before it is allowed: the agent's diffs, or the change
+  // the tool's input describes (Edit, MultiEdit, Write).
+  const diffs = it.diffs?.length ? it.diffs : proposedDiffs(it.name, it.input);
   return (
     <div class={`card perm c-${it.state}`} data-card={it.request_id} data-state={it.state} role="group" aria-label={`Permission: ${it.title}`}>
       <div class="card-head">
@@ -163,7 +191,14 @@ function PermissionCard({ it, store }: { it: Extract<Item, { kind: "permission" 
         <span class="card-title">{it.title}</span>
         <span class="card-state">{cardStateText(it.state, it.note)}</span>
       </div>
-      {it.input !== undefined && <ToolInput input={it.input} open />}
+      {diffs.length > 0 ? (
+        <>
+          <Diffs diffs={diffs} />
+          <ToolInput input={it.input} title={it.title} />
+        </>
+      ) : (
+        it.input !== undefined && <ToolInput input={it.input} open />
+      )}
       <div class="options">
         {it.options.map((o) => (
           <button
@@ -337,7 +372,7 @@ export const ItemView = memo(({ it, store, receipt }: { it: Item; store: Store; 
 // Long threads then open at once, and the Markdown of old turns is parsed on demand.
 const PAGE = 150;
 
-export function Conversation({ store, items, receipts }: { store: Store; items: Item[]; receipts: Record<string, Receipt> }) {
+export function Conversation({ store, items, receipts, queued = [] }: { store: Store; items: Item[]; receipts: Record<string, Receipt>; queued?: Item[] }) {
   const [loading, setLoading] = useState(false);
   const [limit, setLimit] = useState(PAGE);
   const ref = useRef<HTMLDivElement>(null);
@@ -382,6 +417,13 @@ export function Conversation({ store, items, receipts }: { store: Store; items: 
       {shown.map((it) => (
         <ItemView key={it.key} it={it} store={store} receipt={it.kind === "user" ? receipts[it.message_id] : undefined} />
       ))}
+      {queued.length > 0 && (
+        <div class="queued" aria-label="Queued messages">
+          {queued.map((it) => (
+            <ItemView key={it.key} it={it} store={store} receipt={it.kind === "user" ? receipts[it.message_id] : undefined} />
+          ))}
+        </div>
+      )}
     </div>
   );
 }

@@ -93,7 +93,7 @@ function ChatPane({ store }: { store: Store }) {
         </div>
       </header>
       <div class="scroll" ref={log} tabIndex={0} aria-label="Messages">
-        <Conversation store={store} items={c.items} receipts={c.receipts} />
+        <Conversation store={store} items={c.items} receipts={c.receipts} queued={c.queued} />
       </div>
       <form class="composer" onSubmit={(e) => { e.preventDefault(); comp.send(); }} onDrop={comp.onDrop} onDragOver={comp.onDragOver}>
         <Attachments comp={comp} />

@@ -105,7 +105,7 @@ function PhoneChat({ store }: { store: Store }) {
       <Banner store={store} />
       {c.starting && <div class="p-starting"><Starting since={c.starting} /></div>}
       <div class="p-body scroll" ref={log}>
-        <Conversation store={store} items={c.items} receipts={c.receipts} />
+        <Conversation store={store} items={c.items} receipts={c.receipts} queued={c.queued} />
       </div>
       {c.mode && <div class="p-modes"><ModeSelects store={store} /></div>}
       {comp.suggestions.length > 0 && (

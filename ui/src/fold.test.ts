@@ -1,0 +1,107 @@
+// The dashboard's fold against frames recorded from a real Claude Code session
+// (internal/e2e/claude TestRecordFrames -update writes testdata/frames). Run by
+// `go test ./ui/` with the pinned Node 22, which runs TypeScript as is.
+
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { Fold, type Item } from "./fold.ts";
+
+type Frame = { type: string; [k: string]: unknown };
+
+function frames(name: string): Frame[] {
+  const text = readFileSync(new URL(`../testdata/frames/${name}`, import.meta.url), "utf8");
+  return text.split("\n").filter((l) => l.trim() !== "").map((l) => JSON.parse(l));
+}
+
+// fold replays frames; stop, when given, ends the replay after the first frame it matches.
+function fold(fs: Frame[], stop?: (f: Frame) => boolean) {
+  const acks: string[] = [];
+  const cards: string[] = [];
+  const f = new Fold({ ack: (id) => acks.push(id), announce: (id) => cards.push(id) });
+  for (const fr of fs) {
+    f.apply(fr as never, false);
+    if (stop?.(fr)) break;
+  }
+  return { f, acks, cards };
+}
+
+const session = frames("claude-stream.jsonl");
+const of = <K extends Item["kind"]>(items: Item[], kind: K) => items.filter((i): i is Extract<Item, { kind: K }> => i.kind === kind);
+
+test("every message is shown once, submitted, in the order sent", () => {
+  const { f } = fold(session);
+  const users = of(f.view.items, "user");
+  assert.deepEqual(users.map((u) => u.message_id), ["m_write", "m_edit", "m_bash", "m_ask", "m_slow", "m_next"]);
+  for (const u of users) assert.equal(f.view.receipts[u.message_id]?.state, "submitted", u.message_id);
+  assert.equal(f.view.queued.length, 0);
+  assert.equal(f.view.turnActive, false);
+});
+
+test("AskUserQuestion is shown as its question card, not as a tool too", () => {
+  const { f } = fold(session);
+  const tools = of(f.view.items, "tool").map((t) => t.title);
+  assert.ok(!tools.includes("AskUserQuestion"), `tools: ${tools}`);
+  assert.equal(tools.length, 4, `tools: ${tools}`); // Write, Read, Edit, Bash
+  const q = of(f.view.items, "question");
+  assert.equal(q.length, 1);
+  assert.equal(q[0].state, "resolved");
+  assert.deepEqual(q[0].answers, { "Which greeting?": "good day" });
+});
+
+test("Allow always says what it does, and the mode it set is said in the conversation", () => {
+  const { f } = fold(session);
+  const perms = of(f.view.items, "permission");
+  assert.deepEqual(perms.map((p) => p.name), ["Write", "Edit", "Bash"]);
+  assert.ok(perms.every((p) => p.state === "resolved"));
+  const edit = perms[1];
+  assert.equal(edit.chosen, "allow_always");
+  assert.match(edit.options.find((o) => o.kind === "allow_always")!.label, /Accept edits mode/);
+  assert.match(perms[2].options.find((o) => o.kind === "allow_always")!.label, /Bash\(python3 -c 'print\(1\)'\)/);
+  const notices = of(f.view.items, "notice").map((n) => n.text);
+  assert.deepEqual(notices, ["Mode changed to Accept edits."]);
+  const at = f.view.items.findIndex((i) => i.kind === "notice");
+  assert.ok(at > f.view.items.indexOf(edit), "the mode change follows the card that made it");
+  assert.equal(f.view.mode?.current, "acceptEdits");
+});
+
+test("the Edit card holds what will change before it is answered", () => {
+  const { f } = fold(session, (fr) => fr.type === "permission_request" && (fr.tool as { name: string }).name === "Edit");
+  const edit = of(f.view.items, "permission").find((p) => p.name === "Edit")!;
+  assert.equal(edit.state, "open");
+  const input = edit.input as { old_string: string; new_string: string };
+  assert.equal(input.old_string, '\treturn "hello"');
+  assert.equal(input.new_string, '\treturn "hello, world"');
+});
+
+test("a message sent during an answer waits after it, then takes its place when delivered", () => {
+  const queuedAt = (fr: Frame) => fr.type === "delivery" && fr.message_id === "m_next" && fr.state === "queued";
+  const mid = fold(session, queuedAt).f.view;
+  assert.deepEqual(mid.queued.map((q) => (q.kind === "user" ? q.message_id : "")), ["m_next"]);
+  assert.ok(!mid.items.some((i) => i.kind === "user" && i.message_id === "m_next"));
+  assert.equal(mid.receipts["m_next"]?.state, "queued");
+  const { f } = fold(session);
+  const items = f.view.items;
+  const slowAnswer = items.findIndex((i) => i.kind === "agent" && i.text.includes("eight"));
+  const next = items.findIndex((i) => i.kind === "user" && i.message_id === "m_next");
+  assert.ok(slowAnswer >= 0 && next > slowAnswer, `the queued message (${next}) follows the whole answer (${slowAnswer})`);
+  const answer = items[slowAnswer];
+  assert.equal(answer.kind === "agent" && answer.text, "one two three four five six seven eight");
+});
+
+test("every message is acknowledged; every card announced once", () => {
+  const { acks, cards } = fold(session);
+  assert.deepEqual([...new Set(acks)].sort(), ["m_ask", "m_bash", "m_edit", "m_next", "m_slow", "m_write"]);
+  assert.equal(cards.length, 4);
+});
+
+const acp = frames("claude-acp.jsonl");
+
+test("a plan is one item per turn, updated in place within it (Claude through its ACP adapter)", () => {
+  const { f } = fold(acp);
+  const order = f.view.items.filter((i) => i.kind === "plan" || i.kind === "user").map((i) => i.kind);
+  assert.deepEqual(order, ["user", "plan", "user", "plan", "user"]);
+  const plans = of(f.view.items, "plan");
+  assert.equal(plans[0].entries[0].status, "in_progress", "the first turn's plan is its second update");
+  assert.deepEqual(plans[1].entries.map((e) => e.status), ["completed", "in_progress"]);
+});
