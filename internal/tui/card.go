@@ -248,7 +248,24 @@ func (m *Model) cardLines(c *card) []string {
 			title = c.perm.Tool.Name
 		}
 		lines = append(lines, st.cardTitle.Render("Permission: "+title+more))
-		if in := compactJSON(c.perm.Tool.Input, m.width-4); in != "" {
+		// What will change, before it is allowed: the agent's diffs of the
+		// tool call, or the change the tool's input describes.
+		var diffs []chat.Diff
+		if e := m.tools[c.perm.Tool.ToolCallID]; e != nil && c.perm.Tool.ToolCallID != "" {
+			diffs = e.diffs
+		}
+		if len(diffs) == 0 {
+			diffs = proposedDiffs(c.perm.Tool.Name, c.perm.Tool.Input)
+		}
+		if len(diffs) > 0 {
+			limit := max(m.height/2-4, 4)
+			if m.expandTools {
+				limit = max(m.height-10, 4)
+			}
+			for _, l := range m.diffLines(diffs, m.width-2, limit) {
+				lines = append(lines, "  "+l)
+			}
+		} else if in := compactJSON(c.perm.Tool.Input, m.width-4); in != "" {
 			lines = append(lines, st.dim.Render("  "+in))
 		}
 	} else if c.qi < len(c.q.Questions) {

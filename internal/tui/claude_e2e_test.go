@@ -54,7 +54,19 @@ func TestChatWithClaudeCode(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	api := claudeapi.Start(t, claudeScenario())
+	sc := claudeScenario()
+	// Claude Code edits only a file it has read.
+	greet := filepath.Join(work, "greet.go")
+	if err := os.WriteFile(greet, []byte("package main\n\nfunc greet() string {\n\treturn \"hello\"\n}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sc.Rules = append([]claudeapi.Rule{
+		{Match: claudeapi.Match{Exact: "edit the greeting"}, Reply: claudeapi.ToolUse("Read", map[string]any{"file_path": greet})},
+		{Match: claudeapi.Match{ToolResult: "Read"}, Reply: claudeapi.ToolUse("Edit", map[string]any{
+			"file_path": greet, "old_string": "\treturn \"hello\"", "new_string": "\treturn \"hello, world\""})},
+		{Match: claudeapi.Match{ToolResult: "Edit"}, Reply: claudeapi.Text("Edited.", 1, 0)},
+	}, sc.Rules...)
+	api := claudeapi.Start(t, sc)
 	env := map[string]string{}
 	for _, kv := range claudeapi.Env(t, api, home, work) {
 		k, v, _ := strings.Cut(kv, "=")
@@ -114,6 +126,17 @@ func TestChatWithClaudeCode(t *testing.T) {
 		if !ok || !strings.Contains(res.ResultText(), "green, like grass") {
 			t.Errorf("the model got %q (found %v); want the person's own words", res.ResultText(), ok)
 		}
+	})
+	step(t, "an Edit card shows its diff before it is allowed; Ctrl+O shows the tool's diff", func(t *testing.T) {
+		tm.t = t
+		tm.typeLine("edit the greeting")
+		tm.waitScreen("the card's diff", has("Permission: Edit "+greet, "-     return \"hello\"", "+     return \"hello, world\""))
+		tm.keys("1") // Allow once
+		tm.waitScreen("the edit made", has("Edited."))
+		tm.keys("C-o")
+		tm.waitScreen("the Edit tool's diff", has("--- "+greet, "-     return \"hello\"", "+     return \"hello, world\""))
+		tm.keys("C-o")
+		tm.waitScreen("collapsed", func(s string) bool { return !strings.Contains(s, "--- "+greet) })
 	})
 	step(t, "esc stops a slow turn", func(t *testing.T) {
 		tm.t = t

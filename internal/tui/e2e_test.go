@@ -178,8 +178,16 @@ type lastScreen struct{ s string }
 
 func (l *lastScreen) String() string { return l.s }
 
-func has(sub string) func(string) bool {
-	return func(s string) bool { return strings.Contains(s, sub) }
+// has matches a screen holding every sub.
+func has(subs ...string) func(string) bool {
+	return func(s string) bool {
+		for _, sub := range subs {
+			if !strings.Contains(s, sub) {
+				return false
+			}
+		}
+		return true
+	}
 }
 
 var chunkRe = regexp.MustCompile(`c\d{2,} `)

@@ -64,8 +64,10 @@ type entry struct {
 	agentMsgID string
 	// tool calls
 	tool   chat.ToolCall
+	name   string // the tool's name, when a permission card named it
 	status string
 	output string
+	diffs  []chat.Diff
 	// plan
 	plan []chat.PlanEntry
 
@@ -320,8 +322,8 @@ func (m *Model) onEvent(ev client.Event) tea.Cmd {
 		if p.Output != "" {
 			e.output = p.Output
 		}
-		for _, d := range p.Diffs {
-			e.output += fmt.Sprintf("\n--- %s\n%s", d.Path, d.NewText)
+		if len(p.Diffs) > 0 {
+			e.diffs = p.Diffs
 		}
 	case chat.TypePlan:
 		var p chat.Plan
@@ -341,6 +343,9 @@ func (m *Model) onEvent(ev client.Event) tea.Cmd {
 	case chat.TypePermissionRequest:
 		var p chat.PermissionRequest
 		_ = ev.Decode(&p)
+		if e := m.tools[p.Tool.ToolCallID]; e != nil && p.Tool.ToolCallID != "" {
+			e.name = p.Tool.Name // its expanded view shows the change (Ctrl+O)
+		}
 		m.openCard(&card{id: p.RequestID, kind: chat.CardPermission, perm: p})
 	case chat.TypeQuestion:
 		var p chat.Question
@@ -605,6 +610,12 @@ func (m *Model) onKey(k tea.KeyPressMsg) tea.Cmd {
 	if key == "esc" {
 		return m.stop()
 	}
+	if key == "ctrl+o" {
+		// Tools' input, output and diffs, and a card's whole diff.
+		m.expandTools = !m.expandTools
+		m.dirty = true
+		return nil
+	}
 	if c := m.card(); c != nil {
 		return m.cardKey(c, k)
 	}
@@ -618,10 +629,6 @@ func (m *Model) onKey(k tea.KeyPressMsg) tea.Cmd {
 		return nil
 	case "shift+tab":
 		return m.nextMode()
-	case "ctrl+o":
-		m.expandTools = !m.expandTools
-		m.dirty = true
-		return nil
 	case "pgup":
 		m.scrollBy(max(m.tHeight-1, 1))
 		return nil

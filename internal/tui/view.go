@@ -21,6 +21,7 @@ type styles struct {
 	color                                       bool
 	user, agentHead, dim, accent, err, note     lipgloss.Style
 	status, statusOff, cardTitle, receiptFailed lipgloss.Style
+	add, del                                    lipgloss.Style // diff lines
 }
 
 func newStyles(color bool) styles {
@@ -28,6 +29,7 @@ func newStyles(color bool) styles {
 	plain := lipgloss.NewStyle()
 	s.user, s.agentHead, s.dim, s.accent, s.err, s.note = plain.Bold(true), plain.Bold(true), plain, plain.Bold(true), plain.Bold(true), plain
 	s.status, s.statusOff, s.cardTitle, s.receiptFailed = plain.Reverse(true), plain.Reverse(true), plain.Bold(true), plain.Bold(true)
+	s.add, s.del = plain, plain
 	if !color {
 		return s
 	}
@@ -41,6 +43,8 @@ func newStyles(color bool) styles {
 	s.statusOff = plain.Background(lipgloss.Color("1")).Foreground(lipgloss.Color("15"))
 	s.cardTitle = s.cardTitle.Foreground(lipgloss.Color("11"))
 	s.receiptFailed = s.receiptFailed.Foreground(lipgloss.Color("9"))
+	s.add = plain.Foreground(lipgloss.Color("2"))
+	s.del = plain.Foreground(lipgloss.Color("1"))
 	return s
 }
 
@@ -237,7 +241,7 @@ func (m *Model) entryKey(e *entry) string {
 	case entryUser:
 		return fmt.Sprint(e.state, "|", e.detail, "|", e.from.Channel, "|", m.online, "|", e.text)
 	case entryTool:
-		return fmt.Sprint(e.tool.Title, "|", e.tool.Kind, "|", e.status, "|", len(e.output), "|", m.expandTools, "|", len(e.tool.Input))
+		return fmt.Sprint(e.tool.Title, "|", e.tool.Kind, "|", e.status, "|", len(e.output), "|", m.expandTools, "|", len(e.tool.Input), "|", len(e.diffs))
 	case entryPlan:
 		return fmt.Sprint(e.plan)
 	}
@@ -279,7 +283,15 @@ func (m *Model) renderEntryNow(e *entry, w int) string {
 			return ansi.Truncate(line, w, "…")
 		}
 		out := []string{line}
-		if in := compactJSON(e.tool.Input, 0); in != "" {
+		diffs := e.diffs
+		if len(diffs) == 0 {
+			diffs = proposedDiffs(e.name, e.tool.Input)
+		}
+		if len(diffs) > 0 {
+			for _, l := range m.diffLines(diffs, w-2, 0) {
+				out = append(out, "  "+l)
+			}
+		} else if in := compactJSON(e.tool.Input, 0); in != "" {
 			out = append(out, st.dim.Render(wrap("  input: "+in)))
 		}
 		if e.output != "" {
