@@ -14,17 +14,20 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/parleyhq/parley/internal/auth"
+	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/channel/web"
 	"github.com/parleyhq/parley/internal/cluster"
 	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/driver"
 	"github.com/parleyhq/parley/internal/hub"
+	"github.com/parleyhq/parley/internal/push"
 	"github.com/parleyhq/parley/internal/router"
 	"github.com/parleyhq/parley/internal/store/sqlite"
 )
@@ -59,6 +62,9 @@ type Daemon struct {
 	// clusterHub or link is set when [cluster] makes this machine the hub or a node.
 	clusterHub *cluster.Hub
 	link       *cluster.Link
+	// push sends Web Push for cards; it watches every thread through pushWatch.
+	push      *push.Service
+	pushWatch *hub.Watcher
 }
 
 // Start opens the store, recovers what a previous run left, and listens.
@@ -101,17 +107,37 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 	}
 	opt.Version.PID = os.Getpid()
 	opt.Version.Started = time.Now().UTC()
+	// push starts first (the web channel serves it) and asks the web channel
+	// what is on screen: the pointer is set once the channel exists.
+	var wsp atomic.Pointer[web.Server]
+	watch := h.Watch()
+	pusher, err := push.Start(push.Options{DataDir: cfg.DataDir, Store: st, Watch: watch, Machine: machineName(cfg),
+		AgentName: agentNames(cfg), OnScreen: func(dev string, th chat.ThreadID) bool {
+			w := wsp.Load()
+			return w != nil && w.OnScreen(dev, th)
+		},
+		Logger: log})
+	if err != nil {
+		h.Unwatch(watch)
+		rt.Close(ctx)
+		st.Close()
+		return nil, err
+	}
 	ws := web.New(rt, st, h, web.Options{
 		Token: token, Sessions: sessions, Limits: cfg.Limits, AllowedOrigins: cfg.AllowedOrigins, Roots: cfg.Roots,
-		Version: opt.Version, UI: opt.UI, Logger: log, Registry: reg,
+		Version: opt.Version, UI: opt.UI, Logger: log, Registry: reg, Push: pusher,
 	})
+	wsp.Store(ws)
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
+		pusher.Close()
+		h.Unwatch(watch)
 		rt.Close(ctx)
 		st.Close()
 		return nil, fmt.Errorf("listen %s: %w", cfg.Addr, err)
 	}
 	d := &Daemon{cfg: cfg, log: log, store: st, hub: h, router: rt, web: ws, ln: ln, token: token, sessions: sessions,
+		push: pusher, pushWatch: watch,
 		served: make(chan error, 1),
 		http: &http.Server{Handler: ws,
 			// Every request must arrive in time. net/http lifts the read
@@ -127,6 +153,8 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 	d.version = opt.Version.Version
 	if err := d.startCluster(ctx, reg); err != nil {
 		ln.Close()
+		pusher.Close()
+		h.Unwatch(watch)
 		rt.Close(ctx)
 		st.Close()
 		return nil, err
@@ -140,6 +168,25 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 	d.handle(ws)
 	go func() { d.served <- d.http.Serve(ln) }()
 	return d, nil
+}
+
+// machineName names this machine in a push's title: the cluster node name,
+// else the host name.
+func machineName(cfg config.Config) string {
+	if cfg.Cluster.Node != "" {
+		return cfg.Cluster.Node
+	}
+	h, _ := os.Hostname()
+	return h
+}
+
+// agentNames names agents by id as the config does.
+func agentNames(cfg config.Config) func(string) string {
+	names := map[string]string{}
+	for _, a := range cfg.Agents {
+		names[a.ID] = a.Name
+	}
+	return func(id string) string { return names[id] }
 }
 
 // startCluster runs the hub's NATS server or the node's link when [cluster]
@@ -228,6 +275,8 @@ func (d *Daemon) Shutdown(ctx context.Context) error {
 	herr := d.http.Shutdown(ctx)
 	d.stopCluster()
 	rerr := d.router.Close(ctx)
+	d.push.Close() // after the router: the cards' last changes are derived; what is unsent stays pending
+	d.hub.Unwatch(d.pushWatch)
 	d.prune.stop()
 	serr := d.store.Close()
 	return errors.Join(herr, rerr, serr)

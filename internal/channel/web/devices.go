@@ -11,6 +11,7 @@ import (
 	qrcode "github.com/skip2/go-qrcode"
 
 	"github.com/parleyhq/parley/internal/auth"
+	"github.com/parleyhq/parley/internal/chat"
 )
 
 // ReasonRevoked is the close reason a revoked device's sockets get.
@@ -32,8 +33,30 @@ func callerDevice(ctx context.Context) (auth.Device, bool) {
 // revoking a device ends them at once. Its mutex guards only its map and is
 // never held while calling out.
 type live struct {
-	mu   sync.Mutex
-	reqs map[string]map[*context.CancelCauseFunc]struct{} // device id → cancels
+	mu     sync.Mutex
+	reqs   map[string]map[*context.CancelCauseFunc]struct{} // device id → cancels
+	screen map[string]chat.ThreadID                         // device id → the thread its page shows
+}
+
+// show notes the thread a device's page shows ("" for none).
+func (l *live) show(device string, thread chat.ThreadID) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.screen == nil {
+		l.screen = map[string]chat.ThreadID{}
+	}
+	if thread == "" {
+		delete(l.screen, device)
+	} else {
+		l.screen[device] = thread
+	}
+}
+
+// showing reports whether a device shows thread and has a request open.
+func (l *live) showing(device string, thread chat.ThreadID) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return thread != "" && l.screen[device] == thread && len(l.reqs[device]) > 0
 }
 
 // track gives a device's request a context that revocation cancels with
@@ -65,6 +88,7 @@ func (l *live) end(device string) {
 	l.mu.Lock()
 	cancels := l.reqs[device]
 	delete(l.reqs, device)
+	delete(l.screen, device)
 	l.mu.Unlock()
 	for c := range cancels {
 		(*c)(errRevoked)

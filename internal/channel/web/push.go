@@ -1,6 +1,11 @@
 package web
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/parleyhq/parley/internal/chat"
+)
 
 // Push is what the web channel needs of Web Push (internal/push): the VAPID
 // public key, and the devices' subscriptions.
@@ -13,4 +18,70 @@ type Push interface {
 	Subscribed(device string) bool
 	// DeviceGone drops a revoked device's subscriptions.
 	DeviceGone(device string)
+}
+
+func (s *Server) handlePushKey(w http.ResponseWriter, _ *http.Request) {
+	if s.opt.Push == nil {
+		httpError(w, http.StatusNotFound, "push is off")
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"public_key": s.opt.Push.PublicKey()})
+}
+
+// handlePushSubscribe takes a browser's PushSubscription JSON for the device
+// that sends it: a push goes to devices, so the shared token cannot subscribe.
+func (s *Server) handlePushSubscribe(w http.ResponseWriter, r *http.Request) {
+	dev, ok := callerDevice(r.Context())
+	switch {
+	case s.opt.Push == nil:
+		httpError(w, http.StatusNotFound, "push is off")
+		return
+	case !ok:
+		httpError(w, http.StatusBadRequest, "a push subscription belongs to a device: sign in with a link or pair (parley pair), not with the shared token")
+		return
+	}
+	var raw json.RawMessage
+	if !s.readBody(w, r, &raw) {
+		return
+	}
+	if err := s.opt.Push.Subscribe(dev.ID, raw); err != nil {
+		httpError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"subscribed": true, "device_id": dev.ID})
+}
+
+// handlePushUnsubscribe drops the calling device's subscriptions.
+func (s *Server) handlePushUnsubscribe(w http.ResponseWriter, r *http.Request) {
+	dev, ok := callerDevice(r.Context())
+	if s.opt.Push == nil || !ok {
+		httpError(w, http.StatusNotFound, "no subscription")
+		return
+	}
+	s.opt.Push.DeviceGone(dev.ID)
+	writeJSON(w, http.StatusOK, map[string]any{"subscribed": false})
+}
+
+// handleScreen notes which thread the calling device shows ("" when its page
+// is hidden): no push goes to a device about the thread it has on screen.
+func (s *Server) handleScreen(w http.ResponseWriter, r *http.Request) {
+	dev, ok := callerDevice(r.Context())
+	if !ok {
+		writeJSON(w, http.StatusOK, map[string]any{})
+		return
+	}
+	var body struct {
+		Thread chat.ThreadID `json:"thread"`
+	}
+	if !s.readBody(w, r, &body) {
+		return
+	}
+	s.live.show(dev.ID, body.Thread)
+	writeJSON(w, http.StatusOK, map[string]any{})
+}
+
+// OnScreen reports whether a device shows thread now: it said so and a
+// socket or change stream of it is open (a page that went away shows nothing).
+func (s *Server) OnScreen(device string, thread chat.ThreadID) bool {
+	return s.live.showing(device, thread)
 }

@@ -1,0 +1,143 @@
+package daemon_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/client"
+	"github.com/parleyhq/parley/internal/push"
+	"github.com/parleyhq/parley/internal/testkit"
+	"github.com/parleyhq/parley/internal/testkit/chatsock"
+	"github.com/parleyhq/parley/internal/testkit/webpushsvc"
+)
+
+// pair makes a device with its own token through a pairing code.
+func (e *testEnv) pair(name string) (id, token string) {
+	e.t.Helper()
+	var pc pairCode
+	e.call("POST", "/api/pair-codes", e.d.Token(), map[string]string{"name": name}, &pc)
+	var out struct {
+		DeviceID string `json:"device_id"`
+		Token    string `json:"token"`
+	}
+	if st := e.call("POST", "/api/pair", "", map[string]string{"code": pc.Code}, &out); st != 200 {
+		e.t.Fatalf("pair %s: %d", name, st)
+	}
+	return out.DeviceID, out.Token
+}
+
+// pushService starts the Web Push stand-in, told the daemon's VAPID key.
+func (e *testEnv) pushService() *webpushsvc.Service {
+	e.t.Helper()
+	svc := webpushsvc.Start(e.t)
+	var key struct {
+		PublicKey string `json:"public_key"`
+	}
+	if st := e.call("GET", "/api/push/key", e.d.Token(), nil, &key); st != 200 {
+		e.t.Fatalf("push key: %d", st)
+	}
+	svc.ExpectKey(e.t, key.PublicKey)
+	return svc
+}
+
+// subscribe makes a subscription at svc and hands it to the daemon as device token.
+func (e *testEnv) subscribe(svc *webpushsvc.Service, token string) *webpushsvc.Sub {
+	e.t.Helper()
+	sub, js := svc.Subscribe(e.t)
+	if st := e.call("POST", "/api/push/subscriptions", token, json.RawMessage(js), nil); st != 200 {
+		e.t.Fatalf("subscribe: %d", st)
+	}
+	return sub
+}
+
+func pushesOf(ps []webpushsvc.Push, sub *webpushsvc.Sub) []push.Message {
+	var out []push.Message
+	for _, p := range ps {
+		if p.Sub == sub.ID {
+			var m push.Message
+			_ = json.Unmarshal(p.Plaintext, &m)
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// A permission card sends one push to each subscribed device, decrypted by the
+// stand-in as a phone would: who asks, on which machine, what, tagged with the
+// card and urgent; none to the device that has the thread on screen; an
+// endpoint answering 410 is dropped. Answered from another device, the card
+// sends a closing push with the same tag.
+func TestPushOnCardOncePerDeviceAndClosingPush(t *testing.T) {
+	e := startDaemon(t, nil)
+	svc := e.pushService()
+	if st := e.call("POST", "/api/push/subscriptions", e.d.Token(), map[string]any{}, nil); st != 400 {
+		t.Fatalf("the shared token subscribed: %d", st)
+	}
+	_, phoneTok := e.pair("phone")
+	_, laptopTok := e.pair("laptop")
+	goneID, goneTok := e.pair("old phone")
+	phone := e.subscribe(svc, phoneTok)
+	laptop := e.subscribe(svc, laptopTok)
+	gone := e.subscribe(svc, goneTok)
+	svc.SetStatus(gone, 410)
+
+	// The laptop shows the thread: its socket is open and its page said so.
+	c := chatsock.Dial(t, e.url(), laptopTok, client.Options{Chat: "push", Since: -1})
+	c.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeReplayDone), "ready")
+	c.Send(chatsock.Msg("m0", "say hi"))
+	c.WaitFor(0, 5*time.Second, chatsock.PromptDone("m0", chat.StopEndTurn), "first turn")
+	thread := c.Snapshot()[c.WaitFor(0, time.Second, chatsock.Type(chat.TypeAgentChunk), "chunk")].Thread
+	if st := e.call("POST", "/api/push/screen", laptopTok, map[string]string{"thread": string(thread)}, nil); st != 200 {
+		t.Fatalf("screen: %d", st)
+	}
+	c.Send(chatsock.Msg("m1", "permission Bash"))
+	i := c.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypePermissionRequest), "card")
+	rid := chatsock.FieldOf(c.Snapshot()[i], "request_id").(string)
+	tag := push.Tag(thread, rid)
+
+	ps := svc.WaitFor(t, 10*time.Second, "the phone's push", func(ps []webpushsvc.Push) bool { return len(pushesOf(ps, phone)) == 1 })
+	m := pushesOf(ps, phone)[0]
+	if m.Kind != "open" || m.Tag != tag || !strings.HasPrefix(m.Title, "echo on ") || m.Body != "asks for permission: Run Bash" ||
+		!strings.Contains(m.URL, string(thread)) || ps[0].Urgency != "high" {
+		t.Fatalf("the phone would show %+v (urgency %q)", m, ps[0].Urgency)
+	}
+	testkit.Eventually(t, 10*time.Second, func() bool {
+		var list struct {
+			Devices []struct {
+				ID   string
+				Push bool
+			}
+		}
+		e.call("GET", "/api/devices", e.d.Token(), nil, &list)
+		for _, d := range list.Devices {
+			if d.ID == goneID {
+				return !d.Push
+			}
+		}
+		return false
+	}, "the 410 endpoint is dropped")
+
+	// Answered on the laptop: the phone's notification is replaced by a closing one.
+	c.Send(map[string]any{"type": "permission_response", "request_id": rid, "option_id": "allow"})
+	ps = svc.WaitFor(t, 10*time.Second, "the closing push", func(ps []webpushsvc.Push) bool { return len(pushesOf(ps, phone)) == 2 })
+	if m := pushesOf(ps, phone)[1]; m.Kind != "close" || m.Tag != tag {
+		t.Fatalf("closing push: %+v", m)
+	}
+	// A second card, with the laptop's page hidden: now the laptop gets it too.
+	e.call("POST", "/api/push/screen", laptopTok, map[string]string{"thread": ""}, nil)
+	c.WaitFor(0, 5*time.Second, chatsock.PromptDone("m1", chat.StopEndTurn), "turn over")
+	c.Send(chatsock.Msg("m2", "permission Edit"))
+	svc.WaitFor(t, 10*time.Second, "the second card's pushes", func(ps []webpushsvc.Push) bool {
+		return len(pushesOf(ps, phone)) == 3 && len(pushesOf(ps, laptop)) == 1
+	})
+	ps = svc.Pushes()
+	if n := len(pushesOf(ps, laptop)); n != 1 || pushesOf(ps, laptop)[0].Body != "asks for permission: Run Edit" {
+		t.Fatalf("the laptop, which had the thread on screen, got %d pushes: %s", n, webpushsvc.Summary(ps))
+	}
+	if len(pushesOf(ps, gone)) != 0 || len(svc.Rejected()) != 0 {
+		t.Fatalf("gone endpoint got pushes, or pushes were refused: %v", svc.Rejected())
+	}
+}

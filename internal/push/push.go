@@ -1,0 +1,495 @@
+// Package push sends Web Push notifications (RFC 8030, VAPID RFC 8292,
+// aes128gcm RFC 8291, through webpush-go) to the devices that subscribed: one
+// when a permission request or question opens, and a closing one with the same
+// tag when it is answered, anywhere.
+//
+// Exactly once: what to push is derived from the store's cards and written to
+// the store's push outbox, keyed by (endpoint, thread, request id, kind), before
+// anything is sent. A reconnect, a replay or a restart derives the same keys and
+// adds nothing; a push written but not sent (a crash, a service down) is sent
+// after, with backoff. One goroutine (run) owns deriving and sending.
+package push
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	webpush "github.com/SherClockHolmes/webpush-go"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/store"
+)
+
+// Store is what push needs of the store.
+type Store interface {
+	store.PushStore
+	Thread(ctx context.Context, id chat.ThreadID) (chat.Thread, error)
+	Threads(ctx context.Context) ([]chat.Thread, error)
+	Cards(ctx context.Context, thread chat.ThreadID, state string) ([]chat.Card, error)
+}
+
+// Watcher tells which threads changed (hub.Watcher).
+type Watcher interface {
+	Ready() <-chan struct{}
+	Take() []chat.ThreadID
+}
+
+// Options configure the service.
+type Options struct {
+	DataDir string // where the VAPID keys live (KeysFile)
+	Store   Store
+	Watch   Watcher
+	// Machine names this parley in a push's title ("Claude Code on <machine>").
+	Machine string
+	// AgentName names an agent by its id; nil shows the id.
+	AgentName func(id string) string
+	// OnScreen reports whether a device shows a thread right now: it gets no push.
+	OnScreen func(device string, thread chat.ThreadID) bool
+	// Subscriber is the VAPID contact: an https: URL or an e-mail address.
+	Subscriber string
+	HTTP       *http.Client
+	Logger     *slog.Logger
+	Now        func() time.Time
+}
+
+const (
+	// ttl is how long a push service keeps an undelivered push: a card that has
+	// waited a day is old news.
+	ttl = 24 * 60 * 60
+	// maxAttempts bounds the retries of a push that fails (not 404/410).
+	maxAttempts = 12
+	// maxBody bounds a push's body text, in bytes: what it asks, never the
+	// tool's full input.
+	maxBody = 140
+	sendTimeout = 15 * time.Second
+)
+
+// Service is a running push sender.
+type Service struct {
+	opt  Options
+	keys Keys
+	log  *slog.Logger
+	kick chan struct{}
+	done chan struct{}
+	stop context.CancelFunc
+
+	mu         sync.Mutex
+	subscribed map[string]int // device → subscriptions, for the device list
+}
+
+// Start loads (or makes) the VAPID keys and starts the sender. Pushes written
+// before a restart are looked at again at once.
+func Start(opt Options) (*Service, error) {
+	keys, err := LoadOrCreateKeys(opt.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	if opt.Logger == nil {
+		opt.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	if opt.HTTP == nil {
+		opt.HTTP = &http.Client{Timeout: sendTimeout}
+	}
+	if opt.Subscriber == "" {
+		opt.Subscriber = "https://github.com/parleyhq/parley"
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Service{opt: opt, keys: keys, log: opt.Logger.With("part", "push"), kick: make(chan struct{}, 1),
+		done: make(chan struct{}), stop: cancel, subscribed: map[string]int{}}
+	subs, err := opt.Store.PushSubscriptions(ctx)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	for _, sub := range subs {
+		s.subscribed[sub.Device]++
+	}
+	go s.run(ctx)
+	return s, nil
+}
+
+// Close stops the sender; what is pending stays in the outbox.
+func (s *Service) Close() {
+	s.stop()
+	<-s.done
+}
+
+// PublicKey is the VAPID public key (applicationServerKey), URL-safe base64.
+func (s *Service) PublicKey() string { return s.keys.Public }
+
+// ErrBadSubscription is a PushSubscription that cannot be used.
+var ErrBadSubscription = errors.New("not a usable push subscription")
+
+// Subscribe ties a browser's PushSubscription JSON to a device.
+func (s *Service) Subscribe(device string, raw json.RawMessage) error {
+	var sub struct {
+		Endpoint string `json:"endpoint"`
+		Keys     struct {
+			P256dh string `json:"p256dh"`
+			Auth   string `json:"auth"`
+		} `json:"keys"`
+	}
+	if err := json.Unmarshal(raw, &sub); err != nil {
+		return fmt.Errorf("%w: %v", ErrBadSubscription, err)
+	}
+	u, err := url.Parse(sub.Endpoint)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || len(sub.Endpoint) > 2048 {
+		return fmt.Errorf("%w: the endpoint must be an http(s) URL", ErrBadSubscription)
+	}
+	p, err1 := decodeKey(sub.Keys.P256dh)
+	a, err2 := decodeKey(sub.Keys.Auth)
+	if err1 != nil || err2 != nil || len(p) != 65 || len(a) < 16 {
+		return fmt.Errorf("%w: keys.p256dh must be a P-256 point and keys.auth 16 bytes, URL-safe base64", ErrBadSubscription)
+	}
+	if err := s.opt.Store.PushSubscribe(context.Background(), store.PushSubscription{Endpoint: sub.Endpoint, Device: device,
+		P256dh: sub.Keys.P256dh, Auth: sub.Keys.Auth}); err != nil {
+		return err
+	}
+	s.recount()
+	s.wake()
+	return nil
+}
+
+// Subscribed reports whether a device has a subscription.
+func (s *Service) Subscribed(device string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.subscribed[device] > 0
+}
+
+// DeviceGone drops a revoked device's subscriptions and its pending pushes.
+func (s *Service) DeviceGone(device string) {
+	if err := s.opt.Store.PushForget(context.Background(), device, ""); err != nil {
+		s.log.Error("could not drop a revoked device's push subscriptions", "device", device, "err", err)
+	}
+	s.recount()
+}
+
+func (s *Service) recount() {
+	subs, err := s.opt.Store.PushSubscriptions(context.Background())
+	if err != nil {
+		return
+	}
+	m := map[string]int{}
+	for _, sub := range subs {
+		m[sub.Device]++
+	}
+	s.mu.Lock()
+	s.subscribed = m
+	s.mu.Unlock()
+}
+
+func (s *Service) wake() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// run owns deriving and sending: at start every thread that may need a push,
+// then each thread that changes; after each, what is due.
+func (s *Service) run(ctx context.Context) {
+	defer close(s.done)
+	s.reconcileAll(ctx)
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.opt.Watch.Ready():
+			for _, th := range s.opt.Watch.Take() {
+				s.reconcile(ctx, th)
+			}
+		case <-s.kick:
+		case <-timer.C:
+		}
+		s.sendDue(ctx)
+		timer.Reset(s.untilNext(ctx))
+	}
+}
+
+func (s *Service) untilNext(ctx context.Context) time.Duration {
+	next, err := s.opt.Store.PushNextDue(ctx)
+	if err != nil || next.IsZero() {
+		return time.Hour
+	}
+	return max(next.Sub(s.opt.Now()), 10*time.Millisecond)
+}
+
+func (s *Service) reconcileAll(ctx context.Context) {
+	seen := map[chat.ThreadID]bool{}
+	ths, err := s.opt.Store.Threads(ctx)
+	if err != nil {
+		s.log.Error("push: threads", "err", err)
+	}
+	unclosed, err := s.opt.Store.PushUnclosedThreads(ctx)
+	if err != nil {
+		s.log.Error("push: threads", "err", err)
+	}
+	for _, th := range ths {
+		seen[th.ID] = true
+		s.reconcile(ctx, th.ID)
+	}
+	for _, id := range unclosed {
+		if !seen[id] {
+			s.reconcile(ctx, id)
+		}
+	}
+}
+
+// reconcile writes to the outbox what a thread's cards call for: an open push
+// per open card and subscription, a closing push per card that closed after
+// its open push left. A key already written is left as it is.
+func (s *Service) reconcile(ctx context.Context, id chat.ThreadID) {
+	open, err := s.opt.Store.Cards(ctx, id, chat.CardOpen)
+	if err != nil {
+		s.log.Error("push: cards", "thread", id, "err", err)
+		return
+	}
+	opened, err := s.opt.Store.PushOpened(ctx, id)
+	if err != nil {
+		s.log.Error("push: outbox", "thread", id, "err", err)
+		return
+	}
+	if len(open) == 0 && len(opened) == 0 {
+		return
+	}
+	now := s.opt.Now()
+	var items []store.PushItem
+	isOpen := map[string]bool{}
+	if len(open) > 0 {
+		th, err := s.opt.Store.Thread(ctx, id)
+		if err != nil {
+			s.log.Error("push: thread", "thread", id, "err", err)
+			return
+		}
+		subs, err := s.opt.Store.PushSubscriptions(ctx)
+		if err != nil {
+			s.log.Error("push: subscriptions", "err", err)
+			return
+		}
+		for _, c := range open {
+			isOpen[c.RequestID] = true
+			payload := s.openPayload(th, c)
+			for _, sub := range subs {
+				state := store.PushPending
+				if s.opt.OnScreen != nil && s.opt.OnScreen(sub.Device, id) {
+					state = store.PushSkipped
+				}
+				items = append(items, store.PushItem{Endpoint: sub.Endpoint, Thread: id, RequestID: c.RequestID,
+					Kind: store.PushOpen, Payload: payload, State: state, NextAt: now})
+			}
+		}
+	}
+	for _, o := range opened {
+		if isOpen[o.RequestID] {
+			continue
+		}
+		state := store.PushSkipped // nothing was shown, so nothing to close
+		switch o.State {
+		case store.PushSent:
+			state = store.PushPending
+		case store.PushPending:
+			// It closed before its push left: a push for an answered card is
+			// the noise people complain of. Neither goes.
+			if err := s.opt.Store.PushMark(ctx, o.ID, store.PushSkipped, o.Attempts, o.NextAt); err != nil {
+				s.log.Error("push: outbox", "err", err)
+				continue
+			}
+		}
+		items = append(items, store.PushItem{Endpoint: o.Endpoint, Thread: id, RequestID: o.RequestID,
+			Kind: store.PushClose, Payload: closePayload(id, o.RequestID), State: state, NextAt: now})
+	}
+	n, err := s.opt.Store.PushEnqueue(ctx, items)
+	if err != nil {
+		s.log.Error("push: outbox", "thread", id, "err", err)
+		return
+	}
+	if n > 0 {
+		s.log.Debug("push: queued", "thread", id, "new", n)
+	}
+}
+
+// Message is a push's payload as the service worker reads it.
+type Message struct {
+	Kind      string `json:"kind"` // "open" or "close"
+	Title     string `json:"title,omitempty"`
+	Body      string `json:"body,omitempty"`
+	Tag       string `json:"tag"`
+	URL       string `json:"url"`
+	Thread    string `json:"thread"`
+	RequestID string `json:"request_id"`
+}
+
+// Tag is the notification tag of a card: the closing push replaces the open one.
+func Tag(thread chat.ThreadID, requestID string) string {
+	return "parley-card:" + string(thread) + ":" + requestID
+}
+
+// threadURL opens the thread at its open card.
+func threadURL(thread chat.ThreadID, requestID string) string {
+	return "/#/t/" + url.PathEscape(string(thread)) + "?card=" + url.QueryEscape(requestID)
+}
+
+// openPayload says who asks and what, in a line: never the tool's input
+// (a command, a file's content), which may hold secrets; the card has it.
+func (s *Service) openPayload(th chat.Thread, c chat.Card) []byte {
+	agent := th.Agent
+	if s.opt.AgentName != nil {
+		if n := s.opt.AgentName(th.Agent); n != "" {
+			agent = n
+		}
+	}
+	title := agent
+	if s.opt.Machine != "" {
+		title += " on " + s.opt.Machine
+	}
+	body := "asks a question"
+	if c.Kind == chat.CardPermission {
+		body = "asks for permission"
+	}
+	if what := cardSummary(c); what != "" {
+		body += ": " + what
+	}
+	b, _ := json.Marshal(Message{Kind: store.PushOpen, Title: title, Body: clip(body, maxBody), Tag: Tag(th.ID, c.RequestID),
+		URL: threadURL(th.ID, c.RequestID), Thread: string(th.ID), RequestID: c.RequestID})
+	return b
+}
+
+func closePayload(thread chat.ThreadID, requestID string) []byte {
+	b, _ := json.Marshal(Message{Kind: store.PushClose, Body: "answered", Tag: Tag(thread, requestID),
+		URL: "/#/t/" + url.PathEscape(string(thread)), Thread: string(thread), RequestID: requestID})
+	return b
+}
+
+// cardSummary is a card's one line: the tool's title or name, or the first question.
+func cardSummary(c chat.Card) string {
+	var req struct {
+		Tool struct {
+			Name  string `json:"name"`
+			Title string `json:"title"`
+		} `json:"tool"`
+		Questions []struct {
+			Question string `json:"question"`
+		} `json:"questions"`
+	}
+	if json.Unmarshal(c.Request, &req) != nil {
+		return ""
+	}
+	switch {
+	case req.Tool.Title != "":
+		return req.Tool.Title
+	case req.Tool.Name != "":
+		return req.Tool.Name
+	case len(req.Questions) > 0:
+		return req.Questions[0].Question
+	}
+	return ""
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+// topic collapses a card's pushes at the push service (RFC 8030 section 5.4):
+// a closing push replaces an undelivered open one. 32 URL-safe characters.
+func topic(thread chat.ThreadID, requestID string) string {
+	h := sha256.Sum256([]byte(Tag(thread, requestID)))
+	return base64.RawURLEncoding.EncodeToString(h[:24])
+}
+
+// sendDue sends what is due, one at a time, marking each.
+func (s *Service) sendDue(ctx context.Context) {
+	for ctx.Err() == nil {
+		due, err := s.opt.Store.PushDue(ctx, s.opt.Now(), 32)
+		if err != nil {
+			s.log.Error("push: outbox", "err", err)
+			return
+		}
+		if len(due) == 0 {
+			return
+		}
+		for _, it := range due {
+			s.send(ctx, it)
+		}
+	}
+}
+
+func (s *Service) send(ctx context.Context, it store.PushItem) {
+	urgency := webpush.UrgencyHigh
+	if it.Kind == store.PushClose {
+		urgency = webpush.UrgencyNormal
+	}
+	resp, err := webpush.SendNotificationWithContext(ctx, it.Payload,
+		&webpush.Subscription{Endpoint: it.Endpoint, Keys: webpush.Keys{P256dh: it.Sub.P256dh, Auth: it.Sub.Auth}},
+		&webpush.Options{HTTPClient: s.opt.HTTP, Subscriber: s.opt.Subscriber, Topic: topic(it.Thread, it.RequestID),
+			TTL: ttl, Urgency: urgency, VAPIDPublicKey: s.keys.Public, VAPIDPrivateKey: s.keys.Private})
+	status := 0
+	if resp != nil {
+		status = resp.StatusCode
+		io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
+		resp.Body.Close()
+	}
+	log := s.log.With("endpoint_host", hostOf(it.Endpoint), "thread", it.Thread, "kind", it.Kind, "status", status)
+	switch {
+	case err == nil && status >= 200 && status < 300:
+		if err := s.opt.Store.PushMark(ctx, it.ID, store.PushSent, it.Attempts+1, s.opt.Now()); err != nil {
+			log.Error("push: sent but not marked (it may go twice after a restart)", "err", err)
+		}
+		log.Debug("push sent")
+	case status == http.StatusNotFound || status == http.StatusGone:
+		// The subscription is gone for good (RFC 8030 section 7.3).
+		log.Info("push endpoint gone: subscription removed")
+		if err := s.opt.Store.PushForget(ctx, it.Sub.Device, it.Endpoint); err != nil {
+			log.Error("push: forget", "err", err)
+		}
+		s.recount()
+	default:
+		if ctx.Err() != nil {
+			return // stopping: it stays pending
+		}
+		n := it.Attempts + 1
+		state, next := store.PushPending, s.opt.Now().Add(backoff(n))
+		if n >= maxAttempts {
+			state = store.PushFailed
+		}
+		log.Warn("push failed; retrying later", "attempt", n, "err", err, "next", next)
+		if err := s.opt.Store.PushMark(ctx, it.ID, state, n, next); err != nil {
+			log.Error("push: outbox", "err", err)
+		}
+	}
+}
+
+// backoff is the wait before attempt n+1: 1 s doubling, at most 10 minutes.
+func backoff(n int) time.Duration {
+	d := time.Second << min(n-1, 20)
+	return min(d, 10*time.Minute)
+}
+
+func hostOf(endpoint string) string {
+	if u, err := url.Parse(endpoint); err == nil {
+		return u.Host
+	}
+	return ""
+}

@@ -1,0 +1,67 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/parleyhq/parley/internal/chat"
+)
+
+// PushSubscription is a browser's Web Push subscription, tied to a device.
+type PushSubscription struct {
+	Endpoint string
+	Device   string
+	P256dh   string // the browser's ECDH public key, URL-safe base64
+	Auth     string // its auth secret, URL-safe base64
+}
+
+// Push outbox kinds and states.
+const (
+	PushOpen  = "open"  // a card opened
+	PushClose = "close" // the card was answered, or went
+
+	PushPending = "pending"
+	PushSent    = "sent"
+	PushSkipped = "skipped" // the thread was on the device's screen, or the card closed first
+	PushDropped = "dropped" // the endpoint is gone (404/410, or its device revoked)
+	PushFailed  = "failed"  // retries spent
+)
+
+// PushItem is one push of the outbox: about one card, to one endpoint, once.
+type PushItem struct {
+	ID        int64
+	Endpoint  string
+	Thread    chat.ThreadID
+	RequestID string
+	Kind      string
+	Payload   []byte // the JSON the service worker shows
+	State     string
+	Attempts  int
+	NextAt    time.Time
+	// Sub is the endpoint's subscription (filled by PushDue).
+	Sub PushSubscription
+}
+
+// PushStore keeps the subscriptions and the push outbox. Enqueue is idempotent
+// per (endpoint, thread, request id, kind): that key is what makes a push
+// exactly once across reconnects, replays and restarts.
+type PushStore interface {
+	PushSubscribe(ctx context.Context, sub PushSubscription) error
+	PushSubscriptions(ctx context.Context) ([]PushSubscription, error)
+	// PushForget drops a device's subscriptions (every one when endpoint is "")
+	// or one endpoint's, and marks their pending pushes dropped.
+	PushForget(ctx context.Context, device, endpoint string) error
+	// PushEnqueue inserts the items whose key is new; it returns how many.
+	PushEnqueue(ctx context.Context, items []PushItem) (int, error)
+	// PushOpened lists a thread's open pushes that have no closing push yet.
+	PushOpened(ctx context.Context, thread chat.ThreadID) ([]PushItem, error)
+	// PushUnclosedThreads lists the threads that have open pushes without a
+	// closing one (what a restart must look at again).
+	PushUnclosedThreads(ctx context.Context) ([]chat.ThreadID, error)
+	// PushDue lists pending pushes due at now, oldest first, with their subscriptions.
+	PushDue(ctx context.Context, now time.Time, limit int) ([]PushItem, error)
+	// PushNextDue is when the next pending push is due (zero when none is).
+	PushNextDue(ctx context.Context) (time.Time, error)
+	// PushMark sets a push's state, attempts and next try.
+	PushMark(ctx context.Context, id int64, state string, attempts int, next time.Time) error
+}
