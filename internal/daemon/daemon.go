@@ -21,8 +21,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/parleyhq/parley/internal/auth"
-	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/channel/web"
+	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/cluster"
 	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/driver"

@@ -71,7 +71,7 @@ const (
 	maxAttempts = 12
 	// maxBody bounds a push's body text, in bytes: what it asks, never the
 	// tool's full input.
-	maxBody = 140
+	maxBody     = 140
 	sendTimeout = 15 * time.Second
 )
 
