@@ -7,6 +7,7 @@ import { installNotifications, notificationsOn, useChatRoute, useRoute, useStore
 import { Desktop } from "./desktop/Desktop";
 import { Phone } from "./phone/Phone";
 import { watchThreads } from "./changes";
+import { installServiceWorker, reportScreen, scrollToCard } from "./chat/devices";
 import "./style.css";
 
 const store = new Store(undefined, () => {
@@ -14,6 +15,7 @@ const store = new Store(undefined, () => {
   location.assign("/");
 });
 installNotifications(store);
+installServiceWorker();
 (window as unknown as { parley: Store }).parley = store; // for tests and the curious
 
 document.addEventListener("visibilitychange", () => {
@@ -60,8 +62,17 @@ function App() {
   }, []);
   useEffect(() => {
     const t = store.state.chat.thread;
-    document.title = t ? `${t.title || t.cwd} · parley` : "parley";
+    // How many threads wait for an answer, as the tab's (and the app's) title says.
+    const waiting = store.state.threads.filter((x) => x.waiting).length;
+    document.title = (waiting ? `(${waiting}) ` : "") + (t ? `${t.title || t.cwd} · parley` : "parley");
+    reportScreen(route.view === "chat" || route.view === "thread" ? t?.id : undefined);
+    scrollToCard();
   });
+  useEffect(() => {
+    const f = () => reportScreen(route.view === "chat" || route.view === "thread" ? store.state.chat.thread?.id : undefined);
+    document.addEventListener("visibilitychange", f);
+    return () => document.removeEventListener("visibilitychange", f);
+  }, [route]);
   return phone ? <Phone store={store} route={route} /> : <Desktop store={store} route={route} />;
 }
 

@@ -67,6 +67,10 @@ func (s *Server) handlePage(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/", http.StatusSeeOther)
 		return
 	}
+	if publicFiles[r.URL.Path] {
+		s.serveUI(w, r)
+		return
+	}
 	if _, _, ok := s.signedIn(r); !ok {
 		s.showSignIn(w, http.StatusUnauthorized, "")
 		return
@@ -76,6 +80,12 @@ func (s *Server) handlePage(w http.ResponseWriter, r *http.Request) {
 	}
 	s.serveUI(w, r)
 }
+
+// publicFiles are the bundle's files a browser fetches without its cookie (a
+// manifest is fetched without credentials) or before signing in: they say
+// nothing about this parley.
+var publicFiles = map[string]bool{"/manifest.webmanifest": true, "/sw.js": true,
+	"/icon.svg": true, "/icon-192.png": true, "/icon-512.png": true}
 
 // setSessionCookie hands the browser its session id: HttpOnly, SameSite=Strict,
 // Secure over TLS, for SessionTTL.
@@ -198,6 +208,9 @@ func (s *Server) serveUI(w http.ResponseWriter, r *http.Request) {
 	}
 	if st, err := fs.Stat(s.opt.UI, name); err != nil || st.IsDir() {
 		name = "index.html" // the dashboard routes in the browser
+	}
+	if path.Ext(name) == ".webmanifest" {
+		w.Header().Set("Content-Type", "application/manifest+json")
 	}
 	if strings.HasPrefix(name, "assets/") {
 		w.Header().Set("Cache-Control", "public, max-age=31536000, immutable")

@@ -49,6 +49,7 @@ type Service struct {
 	vapid    []byte // the daemon's VAPID public key, once told
 	subs     map[string]*Sub
 	pushes   []Push
+	attempts map[string]int // per subscription: every request, accepted or not
 	rejected []string
 	notify   chan struct{}
 }
@@ -63,7 +64,7 @@ type Sub struct {
 
 // Start runs the service on loopback until the test ends.
 func Start(t testing.TB) *Service {
-	s := &Service{subs: map[string]*Sub{}, notify: make(chan struct{}, 1)}
+	s := &Service{subs: map[string]*Sub{}, attempts: map[string]int{}, notify: make(chan struct{}, 1)}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.handle))
 	t.Cleanup(s.srv.Close)
 	return s
@@ -118,6 +119,13 @@ func (s *Service) Pushes() []Push {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]Push(nil), s.pushes...)
+}
+
+// Attempts is how many pushes were tried on a subscription, whatever the answer.
+func (s *Service) Attempts(sub *Sub) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.attempts[sub.ID]
 }
 
 // Rejected returns why pushes were refused (a bad JWT, a payload that did not
@@ -176,6 +184,10 @@ func (s *Service) handle(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
+	s.mu.Lock()
+	s.attempts[id]++
+	s.mu.Unlock()
+	defer s.signal()
 	body, _ := io.ReadAll(io.LimitReader(r.Body, 8192))
 	p, err := s.check(r, body, sub, vapid)
 	if err != nil {

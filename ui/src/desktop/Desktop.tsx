@@ -10,6 +10,7 @@ import { NewThread } from "../chat/newthread";
 import { Banner, OfflineNote } from "../chat/banner";
 import { Plugins } from "../chat/plugins";
 import { ModeSelects, NotifyOptIn, SignOut } from "../chat/controls";
+import { Devices, Offline } from "../chat/devices";
 
 export function Desktop({ store, route }: { store: Store; route: Route }) {
   const s = store.state;
@@ -61,9 +62,11 @@ export function Desktop({ store, route }: { store: Store; route: Route }) {
           })}
         </ul>
         <NotifyOptIn />
+        <Devices />
         <SignOut />
       </aside>
       <main class="main">
+        <Offline />
         <Banner store={store} />
         {inChat ? <ChatPane store={store} /> : (
           <div class="pad">

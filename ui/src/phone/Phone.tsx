@@ -7,6 +7,7 @@ import type { Store } from "../store";
 import { threadLabel } from "../store";
 import { acceptsImages, agentState, stateClass, threadState, ago, nav, useEscToStop, useStickToBottom, type Route } from "../app";
 import { ModeSelects, NotifyOptIn, SignOut } from "../chat/controls";
+import { Devices, Offline } from "../chat/devices";
 import { Conversation, Starting, openCardKind } from "../chat/items";
 import { useComposer } from "../chat/composer";
 import { AttachButton, Attachments } from "../chat/attach";
@@ -49,6 +50,7 @@ export function Phone({ store, route }: { store: Store; route: Route }) {
         <h1>parley</h1>
         <button type="button" class="primary" onClick={nav.newThread}>New</button>
       </header>
+      <Offline />
       <Banner store={store} />
       <div class="p-body">
         <OfflineNote store={store} />
@@ -79,7 +81,7 @@ export function Phone({ store, route }: { store: Store; route: Route }) {
           })}
           {s.threads.length === 0 && <li class="hint pad">No threads yet. Start one with New.</li>}
         </ul>
-        <div class="pad"><NotifyOptIn /><SignOut /></div>
+        <div class="pad"><NotifyOptIn /><Devices /><SignOut /></div>
       </div>
     </div>
   );

@@ -1,0 +1,182 @@
+// Devices: the signed-in devices (GET /api/devices), "Add a device" (a one-time
+// pairing QR code), revocation, and this device's Web Push opt-in.
+
+import { useEffect, useState } from "preact/hooks";
+
+type Device = { id: string; name: string; kind: string; paired_at: string; last_seen: string; push: boolean; current?: boolean };
+type PairCode = { url: string; expires_at: string; qr_png: string };
+
+async function api<T>(method: string, path: string, body?: unknown): Promise<T> {
+  const r = await fetch(path, {
+    method,
+    credentials: "same-origin",
+    headers: body === undefined ? {} : { "Content-Type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const j = await r.json().catch(() => ({}));
+  if (!r.ok) throw new Error(j?.error?.message ?? `HTTP ${r.status}`);
+  return j as T;
+}
+
+function when(ts: string): string {
+  const d = new Date(ts);
+  return isFinite(d.getTime()) ? d.toLocaleString() : "";
+}
+
+export function Devices() {
+  const [open, setOpen] = useState(false);
+  const [devices, setDevices] = useState<Device[]>([]);
+  const [pair, setPair] = useState<PairCode | null>(null);
+  const [err, setErr] = useState("");
+  const load = () => api<{ devices: Device[] }>("GET", "/api/devices").then((j) => setDevices(j.devices), (e) => setErr(String(e.message ?? e)));
+  useEffect(() => {
+    if (open) void load();
+  }, [open]);
+  const add = async () => {
+    setErr("");
+    try {
+      setPair(await api<PairCode>("POST", "/api/pair-codes", { name: "" }));
+    } catch (e) {
+      setErr(String((e as Error).message));
+    }
+  };
+  const revoke = async (d: Device) => {
+    if (!confirm(`Sign ${d.name} out? Its session ends at once.`)) return;
+    try {
+      await api("DELETE", "/api/devices/" + encodeURIComponent(d.id));
+    } catch (e) {
+      setErr(String((e as Error).message));
+    }
+    if (d.current) location.assign("/");
+    else void load();
+  };
+  return (
+    <details class="devices" onToggle={(e) => setOpen((e.target as HTMLDetailsElement).open)}>
+      <summary>Devices</summary>
+      <button type="button" class="link add-device" onClick={add}>Add a device</button>
+      {pair && (
+        <figure class="pair" aria-label="Pairing code">
+          <img src={pair.qr_png} width={200} height={200} alt="QR code of the pairing link" />
+          <figcaption>
+            Scan with the phone's camera, or open <a href={pair.url} class="pair-url">{pair.url}</a>. It works once, until {new Date(pair.expires_at).toLocaleTimeString()}.
+          </figcaption>
+        </figure>
+      )}
+      {err && <p role="alert" class="hint">{err}</p>}
+      <ul class="device-list">
+        {devices.map((d) => (
+          <li key={d.id} data-device={d.id}>
+            <span class="name">{d.name}{d.current && <span class="hint"> (this device)</span>}</span>
+            <span class="hint">{d.kind} · paired {when(d.paired_at)} · seen {when(d.last_seen)} · push {d.push ? "on" : "off"}</span>
+            <button type="button" class="link" onClick={() => revoke(d)}>Revoke</button>
+          </li>
+        ))}
+      </ul>
+      <PushOptIn onChange={load} />
+    </details>
+  );
+}
+
+function keyBytes(b64: string): Uint8Array {
+  const s = atob(b64.replace(/-/g, "+").replace(/_/g, "/") + "=".repeat((4 - (b64.length % 4)) % 4));
+  return Uint8Array.from(s, (c) => c.charCodeAt(0));
+}
+
+// PushOptIn subscribes this device to Web Push through the service worker.
+function PushOptIn({ onChange }: { onChange: () => void }) {
+  const [state, setState] = useState("");
+  if (!("serviceWorker" in navigator) || typeof PushManager === "undefined") return <p class="hint">This browser has no Web Push.</p>;
+  const on = async () => {
+    try {
+      setState("asking…");
+      if ((await Notification.requestPermission()) !== "granted") return setState("notifications are blocked");
+      const reg = await navigator.serviceWorker.ready;
+      const { public_key } = await api<{ public_key: string }>("GET", "/api/push/key");
+      const sub = await reg.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: keyBytes(public_key) as BufferSource });
+      await api("POST", "/api/push/subscriptions", sub.toJSON());
+      setState("on");
+      onChange();
+    } catch (e) {
+      setState(String((e as Error).message ?? e));
+    }
+  };
+  const off = async () => {
+    const reg = await navigator.serviceWorker.ready;
+    await (await reg.pushManager.getSubscription())?.unsubscribe();
+    await api("DELETE", "/api/push/subscriptions").catch(() => undefined);
+    setState("off");
+    onChange();
+  };
+  return (
+    <p class="push-opt">
+      <button type="button" class="link" onClick={on}>Notify this device when an agent asks</button>
+      {" · "}
+      <button type="button" class="link" onClick={off}>Stop</button>
+      {state && <span class="hint"> {state}</span>}
+    </p>
+  );
+}
+
+// servedFromCache: the service worker answered with the kept shell because
+// the network or parley was away (public/sw.js marks it).
+const servedFromCache = !!document.querySelector('meta[name="parley-offline"]');
+
+// Offline says so while the browser is offline or the page is the kept shell:
+// the installed app still opens, but nothing can be answered until the
+// connection is back (then the kept shell reloads itself).
+export function Offline() {
+  const [offline, setOffline] = useState(!navigator.onLine || servedFromCache);
+  useEffect(() => {
+    const f = () => {
+      if (navigator.onLine && servedFromCache) location.reload();
+      setOffline(!navigator.onLine || servedFromCache);
+    };
+    window.addEventListener("online", f);
+    window.addEventListener("offline", f);
+    return () => {
+      window.removeEventListener("online", f);
+      window.removeEventListener("offline", f);
+    };
+  }, []);
+  if (!offline) return null;
+  return <div class="offline" role="status">Offline: this is the saved app; agents and answers need the connection back.</div>;
+}
+
+// installServiceWorker registers the worker (the installable app's shell and
+// Web Push) and follows its "open" messages: a tapped notification brings this
+// window to the thread at its card.
+export function installServiceWorker() {
+  if (!("serviceWorker" in navigator)) return;
+  navigator.serviceWorker.register("/sw.js", { scope: "/" }).catch(() => undefined);
+  navigator.serviceWorker.addEventListener("message", (e) => {
+    const m = e.data as { type?: string; url?: string };
+    if (m?.type === "open" && typeof m.url === "string" && m.url.startsWith("/#/")) location.hash = m.url.slice(1);
+  });
+}
+
+// reportScreen tells the server which thread this device shows (none while the
+// page is hidden): a device gets no push about the thread it has on screen.
+let lastScreen: string | undefined;
+export function reportScreen(thread: string | undefined) {
+  const shown = document.visibilityState === "visible" ? thread ?? "" : "";
+  if (shown === lastScreen) return;
+  lastScreen = shown;
+  void fetch("/api/push/screen", {
+    method: "POST",
+    credentials: "same-origin",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ thread: shown }),
+    keepalive: true,
+  }).catch(() => (lastScreen = undefined));
+}
+
+// scrollToCard brings the card a notification named (#/t/<id>?card=<rid>) into view.
+export function scrollToCard() {
+  const m = /[?&]card=([^&]+)/.exec(location.hash);
+  if (!m) return;
+  const el = document.querySelector(`[data-card="${CSS.escape(decodeURIComponent(m[1]))}"]`);
+  if (el && !el.hasAttribute("data-shown")) {
+    el.setAttribute("data-shown", "");
+    el.scrollIntoView({ block: "center" });
+  }
+}
