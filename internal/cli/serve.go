@@ -14,6 +14,7 @@ import (
 
 	"github.com/parleyhq/parley/internal/auth"
 	"github.com/parleyhq/parley/internal/channel/web"
+	"github.com/parleyhq/parley/internal/client"
 	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/daemon"
 )
@@ -25,6 +26,7 @@ const AddrFile = "addr"
 type serveFlags struct {
 	addr, data, config, logFormat, logLevel string
 	clusterListen, node                     string
+	tlsCert, tlsKey                         string
 	roots                                   []string
 }
 
@@ -53,6 +55,8 @@ loopback only, a token made at first start. Agent programs found on PATH
 	fl.StringVar(&f.logLevel, "log-level", "", "log level: debug, info, warn or error")
 	fl.StringVar(&f.clusterListen, "cluster-listen", "", "be the hub of several machines: the NATS listener's host:port (config [cluster] listen; docs/multi-machine.md)")
 	fl.StringArrayVar(&f.roots, "root", nil, "a directory new threads may work in, repeatable (config roots; default: your home directory)")
+	fl.StringVar(&f.tlsCert, "tls-cert", "", "serve HTTPS with this certificate (PEM; config tls_cert; with --tls-key)")
+	fl.StringVar(&f.tlsKey, "tls-key", "", "the certificate's private key (PEM; config tls_key)")
 	fl.StringVar(&f.node, "node", "", "this machine's node name in a cluster (config [cluster] node; default: the host name)")
 	return cmd
 }
@@ -94,6 +98,9 @@ func loadConfig(f serveFlags) (config.Config, error) {
 	}
 	if f.node != "" {
 		cfg.Cluster.Node = f.node
+	}
+	if f.tlsCert != "" || f.tlsKey != "" {
+		cfg.TLSCert, cfg.TLSKey = f.tlsCert, f.tlsKey
 	}
 	if cfg.DataDir, err = filepath.Abs(cfg.DataDir); err != nil {
 		return config.Config{}, err
@@ -143,7 +150,18 @@ func serve(cmd *cobra.Command, b Build, cfg config.Config) error {
 		return err
 	}
 	addrFile := filepath.Join(cfg.DataDir, AddrFile)
-	if err := os.WriteFile(addrFile, []byte(d.LinkAddr()+"\n"), 0o600); err != nil {
+	addr := d.LinkAddr()
+	if pem := d.CertPEM(); pem != nil {
+		// Local clients dial 127.0.0.1, which the certificate may not name:
+		// they pin this certificate instead (client.Local).
+		addr = d.LocalURL()
+		certFile := filepath.Join(cfg.DataDir, client.AddrCertFile)
+		if err := os.WriteFile(certFile, pem, 0o600); err != nil {
+			log.Warn("could not write the address file's certificate", "err", err)
+		}
+		defer os.Remove(certFile)
+	}
+	if err := os.WriteFile(addrFile, []byte(addr+"\n"), 0o600); err != nil {
 		log.Warn("could not write the address file", "err", err)
 	}
 	defer os.Remove(addrFile)

@@ -184,5 +184,12 @@ func Local(dataDir string) (server, token string, err error) {
 	if err != nil {
 		return "", "", fmt.Errorf("client: token: %w", err)
 	}
-	return "http://" + strings.TrimSpace(string(b)), strings.TrimSpace(string(t)), nil
+	addr := strings.TrimSpace(string(b))
+	if strings.HasPrefix(addr, "https://") {
+		if err := pinLocal(addr, filepath.Join(dataDir, AddrCertFile)); err != nil {
+			return "", "", err
+		}
+		return addr, strings.TrimSpace(string(t)), nil
+	}
+	return "http://" + addr, strings.TrimSpace(string(t)), nil
 }

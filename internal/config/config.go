@@ -5,6 +5,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -67,6 +68,13 @@ type Config struct {
 	DefaultAgent   string   `toml:"default_agent"`
 	LogFormat      string   `toml:"log_format"` // text or json
 	LogLevel       string   `toml:"log_level"`  // debug, info, warn, error
+	// TLSCert and TLSKey are PEM files of a person's own certificate: with
+	// them parley serves HTTPS (reach.go in daemon). Both or neither.
+	TLSCert string `toml:"tls_cert"`
+	TLSKey  string `toml:"tls_key"`
+	// PublicURL is the address other devices reach this parley at (pairing
+	// links, the printed link), e.g. https://parley.example.com:7430.
+	PublicURL string `toml:"public_url"`
 
 	Limits Limits  `toml:"limits"`
 	Agents []Agent `toml:"agent"`
@@ -325,6 +333,14 @@ func (c *Config) Validate() error {
 	c.Roots = roots
 	if err := checkAddr(c.Addr); err != nil {
 		errs = append(errs, err)
+	}
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		errs = append(errs, errors.New("tls_cert and tls_key go together: give both (PEM files of your certificate and its key) or neither"))
+	}
+	if c.PublicURL != "" {
+		if u, err := url.Parse(c.PublicURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || (u.Path != "" && u.Path != "/") {
+			errs = append(errs, fmt.Errorf("public_url %q: want http(s)://host[:port]", c.PublicURL))
+		}
 	}
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		errs = append(errs, fmt.Errorf("log_format %q: want text or json", c.LogFormat))

@@ -5,6 +5,7 @@ package daemon
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -65,6 +66,8 @@ type Daemon struct {
 	// push sends Web Push for cards; it watches every thread through pushWatch.
 	push      *push.Service
 	pushWatch *hub.Watcher
+	// cert is the person's own certificate (tls_cert) when parley serves HTTPS.
+	cert *certSource
 }
 
 // Start opens the store, recovers what a previous run left, and listens.
@@ -123,11 +126,23 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 		st.Close()
 		return nil, err
 	}
+	var d *Daemon // set below, before anything is served
 	ws := web.New(rt, st, h, web.Options{
 		Token: token, Sessions: sessions, Limits: cfg.Limits, AllowedOrigins: cfg.AllowedOrigins, Roots: cfg.Roots,
 		Version: opt.Version, UI: opt.UI, Logger: log, Registry: reg, Push: pusher,
+		BaseURL: func() string { return d.publicBase() },
 	})
 	wsp.Store(ws)
+	var cert *certSource
+	if cfg.TLSCert != "" {
+		if cert, err = loadCert(cfg.TLSCert, cfg.TLSKey); err != nil {
+			pusher.Close()
+			h.Unwatch(watch)
+			rt.Close(ctx)
+			st.Close()
+			return nil, err
+		}
+	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		pusher.Close()
@@ -136,8 +151,11 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 		st.Close()
 		return nil, fmt.Errorf("listen %s: %w", cfg.Addr, err)
 	}
-	d := &Daemon{cfg: cfg, log: log, store: st, hub: h, router: rt, web: ws, ln: ln, token: token, sessions: sessions,
-		push: pusher, pushWatch: watch,
+	if cert != nil {
+		ln = tls.NewListener(ln, cert.tlsConfig())
+	}
+	d = &Daemon{cfg: cfg, log: log, store: st, hub: h, router: rt, web: ws, ln: ln, token: token, sessions: sessions,
+		push: pusher, pushWatch: watch, cert: cert,
 		served: make(chan error, 1),
 		http: &http.Server{Handler: ws,
 			// Every request must arrive in time. net/http lifts the read
@@ -159,7 +177,7 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 		st.Close()
 		return nil, err
 	}
-	d.warnings = warnings(cfg, ln.Addr())
+	d.warnings = warnings(cfg, ln.Addr(), cert != nil)
 	for _, w := range d.warnings {
 		log.Warn(w)
 	}
@@ -248,7 +266,11 @@ func (d *Daemon) LoginURL() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return "http://" + d.LinkAddr() + web.LoginPath(code), nil
+	base := d.publicBase()
+	if base == "" {
+		base = d.LocalURL()
+	}
+	return base + web.LoginPath(code), nil
 }
 
 // Token is the access token.

@@ -11,12 +11,12 @@ import (
 
 // warnings are the risky settings a person should hear about at start: each is
 // logged and printed under the dashboard link. listen is the bound address.
-func warnings(cfg config.Config, listen net.Addr) []string {
+func warnings(cfg config.Config, listen net.Addr, tls bool) []string {
 	var out []string
-	if tcp, ok := listen.(*net.TCPAddr); ok && !tcp.IP.IsLoopback() {
+	if tcp, ok := listen.(*net.TCPAddr); ok && !tcp.IP.IsLoopback() && !tls {
 		// parley serves plain HTTP: the token, session cookies and every
 		// conversation cross the network readable by anyone on the path.
-		out = append(out, fmt.Sprintf("parley listens on %s, reachable from other machines, without TLS: the token and conversations cross the network in clear text (bind 127.0.0.1 and use an SSH tunnel or a TLS proxy)", listen))
+		out = append(out, fmt.Sprintf("parley listens on %s, reachable from other machines, without TLS: the token and conversations cross the network in clear text (give tls_cert and tls_key (--tls-cert, --tls-key), or bind 127.0.0.1 and use Tailscale, an SSH tunnel or a TLS proxy)", listen))
 	}
 	roots := map[string]bool{}
 	for _, r := range cfg.Roots {
