@@ -37,6 +37,7 @@ const writeTimeout = 5 * time.Second
 type conn struct {
 	s     *Server
 	ws    *websocket.Conn
+	cork  *corkConn // the writer corks it while it drains a burst (cork.go)
 	route chat.RouteKey
 	f     *follow.Follower
 	ctx   context.Context
@@ -97,7 +98,8 @@ func (s *Server) handleSocket(w http.ResponseWriter, r *http.Request) {
 	}
 	defer release()
 
-	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{
+	cw := &corkingWriter{ResponseWriter: w}
+	ws, err := websocket.Accept(cw, r, &websocket.AcceptOptions{
 		InsecureSkipVerify: true, // the Origin was checked by authed, with our own rules
 		CompressionMode:    websocket.CompressionDisabled,
 	})
@@ -120,7 +122,7 @@ func (s *Server) handleSocket(w http.ResponseWriter, r *http.Request) {
 	defer f.Close()
 	sub := f.Sub()
 	log := s.log.With("chat", route.String())
-	c := &conn{s: s, ws: ws, route: route, f: f, ctx: ctx, slots: make(chan struct{}, 16), gone: make(chan struct{})}
+	c := &conn{s: s, ws: ws, cork: cw.conn, route: route, f: f, ctx: ctx, slots: make(chan struct{}, 16), gone: make(chan struct{})}
 	c.watchdog = time.AfterFunc(time.Hour, func() {
 		log.Info("closing a connection whose writes hang", "after", writeTimeout)
 		c.countSlow()
@@ -152,7 +154,12 @@ func (s *Server) handleSocket(w http.ResponseWriter, r *http.Request) {
 	// in the subscription and are sent after it, deduplicated by seq.
 	c.writing.Store(true)
 	sub.SetWake(c.kick)
-	if err := c.connectSequence(th, since, sinceThread); err != nil {
+	c.cork.cork() // the replay goes out in few writes
+	err = c.connectSequence(th, since, sinceThread)
+	if uerr := c.cork.uncork(); err == nil {
+		err = uerr
+	}
+	if err != nil {
 		log.Debug("connect sequence failed", "err", err)
 		return
 	}
@@ -201,7 +208,12 @@ func (c *conn) pending() bool {
 
 // drain writes whatever waits, then gives up the write side.
 func (c *conn) drain() {
-	if err := c.flush(c.ctx); err != nil {
+	c.cork.cork()
+	err := c.flush(c.ctx)
+	if uerr := c.cork.uncork(); err == nil {
+		err = uerr
+	}
+	if err != nil {
 		c.over()
 		c.ws.CloseNow() // a write failed: the connection is over; the reader sees it
 		return
