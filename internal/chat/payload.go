@@ -324,6 +324,21 @@ type Usage struct {
 	InputTokens  int64   `json:"input_tokens,omitempty"`
 	OutputTokens int64   `json:"output_tokens,omitempty"`
 	CostUSD      float64 `json:"cost_usd,omitempty"`
+	// ContextTokens is how much of the model's context the conversation fills
+	// now, of ContextWindow; either is 0 when the agent does not say.
+	ContextTokens int64 `json:"context_tokens,omitempty"`
+	ContextWindow int64 `json:"context_window,omitempty"`
+}
+
+// UsageTotals sums a thread's usage events (those still in its log).
+type UsageTotals struct {
+	Turns        int64   `json:"turns"`
+	InputTokens  int64   `json:"input_tokens"`
+	OutputTokens int64   `json:"output_tokens"`
+	CostUSD      float64 `json:"cost_usd"`
+	// The newest context fill the agent reported, and its window.
+	ContextTokens int64 `json:"context_tokens,omitempty"`
+	ContextWindow int64 `json:"context_window,omitempty"`
 }
 
 // TurnStatus says whether a turn is running, and for which message.

@@ -43,6 +43,17 @@ func (a API) Thread(ctx context.Context, id chat.ThreadID) (chat.Thread, error) 
 	return body.Thread, nil
 }
 
+// Usage is a thread's usage totals, as GET /api/threads/{id} answers.
+func (a API) Usage(ctx context.Context, id chat.ThreadID) (chat.UsageTotals, error) {
+	var body struct {
+		Usage chat.UsageTotals `json:"usage"`
+	}
+	if err := a.get(ctx, "/api/threads/"+url.PathEscape(string(id)), &body); err != nil {
+		return chat.UsageTotals{}, err
+	}
+	return body.Usage, nil
+}
+
 // RouteThread is the thread a route shows ("" when none), as GET /api/route
 // answers; asking attaches nothing.
 func (a API) RouteThread(ctx context.Context, key chat.RouteKey) (chat.ThreadID, error) {

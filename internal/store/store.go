@@ -31,6 +31,9 @@ type Store interface {
 	// Events returns up to limit events of a thread with seq > since, in seq order.
 	// limit <= 0 means no limit.
 	Events(ctx context.Context, thread chat.ThreadID, since int64, limit int) ([]chat.Event, error)
+	// Usage sums a thread's usage events still in its log (one per turn).
+	Usage(ctx context.Context, thread chat.ThreadID) (chat.UsageTotals, error)
+
 	// Tail returns the last n events of a thread, in seq order.
 	Tail(ctx context.Context, thread chat.ThreadID, n int) ([]chat.Event, error)
 

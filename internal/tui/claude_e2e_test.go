@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,11 @@ import (
 	"github.com/parleyhq/parley/internal/driver/stream"
 	"github.com/parleyhq/parley/internal/testkit"
 	"github.com/parleyhq/parley/internal/testkit/claudeapi"
+)
+
+var (
+	usageRe = regexp.MustCompile(`usage: \d+ in · \d+ out · \$0\.\d{4} · context \d+% \(\d+ of 1\.0M\)`)
+	costRe  = regexp.MustCompile(`│ \$0\.\d{4} ctx \d+% │ idle │`)
 )
 
 // claudeWait bounds one step with the real Claude Code behind the daemon.
@@ -102,6 +108,17 @@ func TestChatWithClaudeCode(t *testing.T) {
 		tm.typeLine("hello")
 		tm.waitScreen("the answer", has("  Hello from the scripted model."))
 		tm.waitScreen("the receipt", has("you  ✓ submitted"))
+	})
+	step(t, "the turn's usage and the thread's", func(t *testing.T) {
+		tm.t = t
+		// Claude Code's result carries the turn's tokens and cost; the model's
+		// context window comes with it (the stand-in's model: 1M).
+		s := tm.waitScreen("the turn's usage line and the thread's cost", func(s string) bool {
+			return usageRe.MatchString(s) && costRe.MatchString(s)
+		})
+		if !strings.Contains(s, "of 1.0M)") {
+			t.Errorf("the usage line gives no context fill of the 1M window:\n%s", s)
+		}
 	})
 	step(t, "permission by key runs the tool", func(t *testing.T) {
 		tm.t = t

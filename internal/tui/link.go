@@ -71,5 +71,10 @@ func (l *Link) Run(ctx context.Context, deliver func(tea.Msg)) {
 	}
 }
 
+// Usage is a thread's usage totals over REST.
+func (l *Link) Usage(ctx context.Context, id chat.ThreadID) (chat.UsageTotals, error) {
+	return l.api.Usage(ctx, id)
+}
+
 // Threads lists the daemon's threads over REST.
 func (l *Link) Threads(ctx context.Context) ([]chat.Thread, error) { return l.api.Threads(ctx) }

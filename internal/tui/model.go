@@ -92,7 +92,8 @@ type Model struct {
 	attempt    int
 	fatal      error
 
-	modeWant  string // the mode asked for and not yet confirmed
+	modeWant  string           // the mode asked for and not yet confirmed
+	totals    chat.UsageTotals // the shown thread's usage, as of its last turn
 	cfg       chat.Config
 	thread    chat.Thread
 	lastSeq   int64
@@ -186,6 +187,11 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, m.onSent(msg)
 	case threadsMsg:
 		return m, m.onThreads(msg)
+	case usageMsg:
+		if msg.thread == m.thread.ID {
+			m.totals, m.dirty = msg.totals, true
+		}
+		return m, nil
 	case tea.PasteMsg:
 		if c := m.card(); c != nil {
 			c.free += strings.ReplaceAll(msg.Content, "\n", " ")
@@ -229,6 +235,9 @@ func (m *Model) onEvent(ev client.Event) tea.Cmd {
 		_ = ev.Decode(&te)
 		if te.Thread.ID != m.thread.ID {
 			m.switchTo(te.Thread)
+			if !m.connecting {
+				return m.loadUsage()
+			}
 		} else {
 			m.thread = te.Thread
 		}
@@ -375,11 +384,20 @@ func (m *Model) onEvent(ev client.Event) tea.Cmd {
 		if !p.Active {
 			m.stopping = false
 		}
+	case chat.TypeUsage:
+		var u chat.Usage
+		_ = ev.Decode(&u)
+		if s := turnUsage(u); s != "" && (u.InputTokens != 0 || u.OutputTokens != 0 || u.CostUSD != 0) {
+			m.add(&entry{kind: entryNote, text: "usage: " + s})
+		}
 	case chat.TypePromptDone:
 		var p chat.PromptDone
 		_ = ev.Decode(&p)
 		if p.StopReason != chat.StopEndTurn {
 			m.add(&entry{kind: entryNote, text: "turn ended: " + p.StopReason})
+		}
+		if !m.connecting {
+			return m.loadUsage()
 		}
 	case chat.TypeError:
 		var p chat.Error
@@ -414,7 +432,7 @@ func modeName(md chat.Mode) string {
 // switchTo shows another thread: the transcript starts again from its replay.
 // Messages typed and not yet sent stay.
 func (m *Model) switchTo(th chat.Thread) {
-	m.thread, m.lastSeq = th, 0
+	m.thread, m.lastSeq, m.totals = th, 0, chat.UsageTotals{}
 	keep := []*entry{}
 	users := map[string]*entry{}
 	for _, e := range m.entries {
@@ -432,7 +450,7 @@ func (m *Model) onReplayDone() tea.Cmd {
 	// Open cards were all said again on connect: one not said is over.
 	m.cards = slices.DeleteFunc(m.cards, func(c *card) bool { return !c.confirmed })
 	m.layout()
-	var cmds []tea.Cmd
+	cmds := []tea.Cmd{m.loadUsage()}
 	for _, e := range m.entries {
 		if e.kind == entryUser && e.out != nil && (e.state == "" || e.state == "sending") {
 			e.state = "sending"
@@ -460,6 +478,29 @@ func (m *Model) chooseThread() tea.Cmd {
 		return nil // the route's current thread
 	}
 	return m.listThreads(false)
+}
+
+// usageMsg is a thread's usage totals, fetched.
+type usageMsg struct {
+	thread chat.ThreadID
+	totals chat.UsageTotals
+}
+
+// loadUsage fetches the shown thread's usage totals for the status line.
+func (m *Model) loadUsage() tea.Cmd {
+	be, id := m.be, m.thread.ID
+	if id == "" {
+		return nil
+	}
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(context.Background(), sendTimeout)
+		defer cancel()
+		t, err := be.Usage(ctx, id)
+		if err != nil {
+			return nil // the status line keeps what it had
+		}
+		return usageMsg{thread: id, totals: t}
+	}
 }
 
 func (m *Model) listThreads(forPicker bool) tea.Cmd {

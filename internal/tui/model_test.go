@@ -42,6 +42,10 @@ func (f *fakeBackend) Send(_ context.Context, v any) error {
 	return nil
 }
 
+func (f *fakeBackend) Usage(context.Context, chat.ThreadID) (chat.UsageTotals, error) {
+	return chat.UsageTotals{}, nil
+}
+
 func (f *fakeBackend) Threads(context.Context) ([]chat.Thread, error) {
 	return append([]chat.Thread(nil), f.threads...), nil
 }

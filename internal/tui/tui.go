@@ -35,6 +35,8 @@ type Options struct {
 type Backend interface {
 	Send(ctx context.Context, v any) error
 	Threads(ctx context.Context) ([]chat.Thread, error)
+	// Usage is a thread's usage totals (GET /api/threads/{id}).
+	Usage(ctx context.Context, id chat.ThreadID) (chat.UsageTotals, error)
 }
 
 // Run runs the terminal client until the person quits or ctx ends.

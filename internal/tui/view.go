@@ -133,6 +133,9 @@ func (m *Model) statusLine() string {
 	if mode != "" {
 		parts = append(parts, "mode "+mode)
 	}
+	if s := threadUsage(m.totals); s != "" {
+		parts = append(parts, s)
+	}
 	switch {
 	case m.stopping:
 		parts = append(parts, "stopping…")
@@ -417,4 +420,68 @@ func noColorStyle() gansi.StyleConfig {
 	var out gansi.StyleConfig
 	_ = json.Unmarshal(b, &out)
 	return out
+}
+
+// count is a token count in few characters: 950, 1.2k, 24k, 1.0M.
+func count(n int64) string {
+	switch {
+	case n >= 1_000_000:
+		return fmt.Sprintf("%.1fM", float64(n)/1e6)
+	case n >= 10_000:
+		return fmt.Sprintf("%dk", (n+500)/1000)
+	case n >= 1000:
+		return fmt.Sprintf("%.1fk", float64(n)/1e3)
+	}
+	return fmt.Sprint(n)
+}
+
+func dollars(v float64) string {
+	if v >= 0.01 {
+		return fmt.Sprintf("$%.2f", v)
+	}
+	return fmt.Sprintf("$%.4f", v)
+}
+
+func contextFill(tokens, window int64) string {
+	switch {
+	case tokens == 0:
+		return ""
+	case window == 0:
+		return "context " + count(tokens)
+	}
+	return fmt.Sprintf("context %d%% (%s of %s)", (100*tokens+window/2)/window, count(tokens), count(window))
+}
+
+// turnUsage is a turn's line, as the dashboard writes it:
+// "1.2k in · 56 out · $0.0123 · context 12% (24k of 200k)".
+func turnUsage(u chat.Usage) string {
+	var parts []string
+	if u.InputTokens != 0 {
+		parts = append(parts, count(u.InputTokens)+" in")
+	}
+	if u.OutputTokens != 0 {
+		parts = append(parts, count(u.OutputTokens)+" out")
+	}
+	if u.CostUSD != 0 {
+		parts = append(parts, dollars(u.CostUSD))
+	}
+	if c := contextFill(u.ContextTokens, u.ContextWindow); c != "" {
+		parts = append(parts, c)
+	}
+	return strings.Join(parts, " · ")
+}
+
+// threadUsage is the status line's short word on the thread's totals:
+// "$0.05 ctx 12%" (nothing when the agent reported none).
+func threadUsage(t chat.UsageTotals) string {
+	var parts []string
+	if t.CostUSD != 0 {
+		parts = append(parts, dollars(t.CostUSD))
+	} else if t.InputTokens+t.OutputTokens != 0 {
+		parts = append(parts, count(t.InputTokens+t.OutputTokens)+" tok")
+	}
+	if t.ContextTokens != 0 && t.ContextWindow != 0 {
+		parts = append(parts, fmt.Sprintf("ctx %d%%", (100*t.ContextTokens+t.ContextWindow/2)/t.ContextWindow))
+	}
+	return strings.Join(parts, " ")
 }

@@ -12,6 +12,7 @@
 //     takes its place in the conversation when it is delivered.
 // Only type imports: Node runs this file as is (type stripping).
 
+import { turnUsage, type Usage } from "./chat/usage";
 import type { Answers, Command, ConfigOption, Diff, Location, ModeOption, PermissionOption, PlanEntry, QuestionItem, ServerEvent } from "./protocol";
 
 export type Receipt = { state: "sending" | "queued" | "delivering" | "submitted" | "failed" | "unknown"; detail?: string };
@@ -61,7 +62,9 @@ export type Item =
       response?: string;
       note?: string;
     }
-  | { kind: "notice"; key: string; level: "error" | "info"; text: string; ts?: string };
+  | { kind: "notice"; key: string; level: "error" | "info"; text: string; ts?: string }
+  // A turn's tokens, cost and context fill, under the turn.
+  | { kind: "usage"; key: string; text: string; ts?: string };
 
 // The folded chat: everything a layout draws of the conversation.
 export type ChatView = {
@@ -76,7 +79,7 @@ export type ChatView = {
   turnSince?: string;
   mode?: { current: string; available: ModeOption[]; config: ConfigOption[] };
   commands: Command[];
-  usage?: { input_tokens?: number; output_tokens?: number; cost_usd?: number };
+  usage?: Usage;
   // When the agent's process began to start, while it has not started yet.
   starting?: string;
 };
@@ -248,9 +251,14 @@ export class Fold {
       case "commands":
         this.view = { ...v, commands: ev.commands ?? [] };
         break;
-      case "usage":
-        this.view = { ...v, usage: { input_tokens: ev.input_tokens, output_tokens: ev.output_tokens, cost_usd: ev.cost_usd } };
+      case "usage": {
+        const u: Usage = { input_tokens: ev.input_tokens, output_tokens: ev.output_tokens, cost_usd: ev.cost_usd, context_tokens: ev.context_tokens, context_window: ev.context_window };
+        const turn = !!(u.input_tokens || u.output_tokens || u.cost_usd);
+        // A context-only report (ACP's usage_update, mid-turn) keeps the turn's numbers.
+        this.view = { ...v, usage: turn ? u : { ...v.usage, context_tokens: u.context_tokens, context_window: u.context_window } };
+        if (turn) this.push({ kind: "usage", key: "u:" + (ev.seq ?? this.next()), text: turnUsage(u), ts: ev.ts });
         break;
+      }
       case "turn_status":
         this.view = ev.active ? { ...v, turnActive: true, turnSince: v.turnSince ?? ev.ts } : { ...v, turnActive: false, turnSince: undefined, stopping: false };
         break;

@@ -69,7 +69,7 @@ export type ServerEvent = Logged &
     | { type: "question_resolved"; request_id: string; answers?: Answers; response?: string; cancelled?: boolean; by?: RouteKey }
     | { type: "mode"; current: string; available?: ModeOption[]; config_options?: ConfigOption[] }
     | { type: "commands"; commands: Command[] }
-    | { type: "usage"; input_tokens?: number; output_tokens?: number; cost_usd?: number }
+    | { type: "usage"; input_tokens?: number; output_tokens?: number; cost_usd?: number; context_tokens?: number; context_window?: number }
     | { type: "turn_status"; active: boolean; message_id?: string }
     | { type: "prompt_done"; stop_reason: string; message_id?: string; cost_usd?: number }
     | { type: "error"; code: string; message: string; ref?: string }

@@ -5,6 +5,7 @@
 import { AgentInfo, PluginStatus, Answers, ChatSocket, ClientInput, ConnState, ImageData, Intent, ServerEvent, SocketSink, Thread, newID } from "./protocol";
 
 import { Fold, type ChatView } from "./fold";
+import type { UsageTotals } from "./chat/usage";
 export type { CardState, Item, Receipt } from "./fold";
 
 // The chat on screen: its route, its thread, and the conversation folded from its events.
@@ -12,6 +13,9 @@ export type Chat = ChatView & {
   chat: string;
   thread?: Thread;
   caughtUp: boolean;
+  // The thread's usage totals (GET /api/threads/{id}), fetched when it is shown
+  // and after each turn.
+  totals?: UsageTotals;
 };
 
 export type State = {
@@ -336,6 +340,15 @@ export class Store implements SocketSink {
     save(OUTBOX, this.outbox);
   }
 
+  // loadTotals fetches the shown thread's usage totals.
+  loadTotals() {
+    const id = this.state.chat.thread?.id;
+    if (!id) return;
+    this.getJSON<{ usage?: UsageTotals }>(`/api/threads/${encodeURIComponent(id)}`).then((v) => {
+      if (v.usage && this.state.chat.thread?.id === id) this.setChat({ totals: v.usage });
+    }, () => {});
+  }
+
   input(i: ClientInput): boolean {
     return this.socket?.send(i) ?? false;
   }
@@ -404,6 +417,7 @@ export class Store implements SocketSink {
     this.fold.closeUnseen(this.openSeen);
     this.openSeen.clear();
     this.setChat({ ...this.fold.view, caughtUp: true });
+    this.loadTotals();
     const p = this.pendingOpen;
     const shown = this.state.chat.thread;
     if (p?.id && shown?.id !== p.id) {
@@ -435,7 +449,7 @@ export class Store implements SocketSink {
           // The route moved to another thread: show that thread's conversation only.
           this.fold.reset();
           this.log = [];
-          this.setChat({ ...this.fold.view, mode: undefined, usage: undefined, starting: undefined, turnSince: undefined, thread: ev.thread });
+          this.setChat({ ...this.fold.view, mode: undefined, usage: undefined, totals: undefined, starting: undefined, turnSince: undefined, thread: ev.thread });
         } else {
           this.setChat({ thread: ev.thread });
         }
@@ -448,6 +462,7 @@ export class Store implements SocketSink {
     }
     this.fold.apply(ev, replaying);
     this.folded();
+    if (ev.type === "prompt_done" && !replaying) this.loadTotals();
     if (ev.thread && ev.seq && this.state.chat.thread?.id === ev.thread) {
       this.bumpThread(ev.thread, ev.seq, ev.ts);
       if (document.visibilityState === "visible") this.markSeen(ev.thread, ev.seq);

@@ -386,7 +386,12 @@ func (s *Server) handleThread(w http.ResponseWriter, r *http.Request) {
 	if open == nil {
 		open = []chat.Card{}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"thread": th, "open_cards": open})
+	usage, err := s.store.Usage(r.Context(), th.ID)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"thread": th, "open_cards": open, "usage": usage})
 }
 
 func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"regexp"
 	"slices"
+	"math"
 	"strings"
 
 	sdk "github.com/coder/acp-go-sdk"
@@ -29,8 +30,11 @@ type mapper struct {
 	refused map[string]bool
 	// usage sums the turn's token counts an agent reports per model call in
 	// a message chunk's _meta.usage (Qwen Code), for a prompt answer without
-	// ACP's usage field, and keeps the last cost usage_update reported.
+	// ACP's usage field, and the context fill usage_update reported.
 	usage chat.Usage
+	// cost is the session's cumulative cost usage_update reported last;
+	// costSeen what of it earlier turns' usage events carried.
+	cost, costSeen float64
 }
 
 func newMapper() *mapper {
@@ -96,13 +100,18 @@ func (m *mapper) update(u sdk.SessionUpdate) []chat.Payload {
 		m.setOptions(u.ConfigOptionUpdate.ConfigOptions)
 		return []chat.Payload{m.mode()}
 	case u.UsageUpdate != nil:
-		// ACP's usage_update is context-window fill and cumulative cost; only
-		// the cost has a place in chat.Usage.
-		if c := u.UsageUpdate.Cost; c != nil && strings.EqualFold(c.Currency, "USD") {
-			m.usage.CostUSD = c.Amount // the turn's usage event carries it too
-			return []chat.Payload{chat.Usage{CostUSD: c.Amount}}
+		// ACP's usage_update is the context window's fill and the session's
+		// cumulative cost: the turn's usage event (takeUsage) carries the
+		// turn's part of the cost, so usage events sum to the thread's cost.
+		uu := u.UsageUpdate
+		m.usage.ContextTokens, m.usage.ContextWindow = int64(uu.Used), int64(uu.Size)
+		if c := uu.Cost; c != nil && strings.EqualFold(c.Currency, "USD") {
+			m.cost = c.Amount
 		}
-		return nil
+		if uu.Size == 0 && uu.Used == 0 {
+			return nil
+		}
+		return []chat.Payload{chat.Usage{ContextTokens: int64(uu.Used), ContextWindow: int64(uu.Size)}}
 	}
 	return nil
 }
@@ -120,9 +129,14 @@ func (m *mapper) addUsage(meta map[string]any) {
 	m.usage.OutputTokens += int64(out)
 }
 
-// takeUsage returns the turn's summed usage and starts the next turn's at zero.
+// takeUsage returns the turn's summed usage (its cost: the cumulative cost's
+// growth since the last turn) and starts the next turn's at zero.
 func (m *mapper) takeUsage() (chat.Usage, bool) {
 	u := m.usage
+	if m.cost > m.costSeen {
+		u.CostUSD = math.Round((m.cost-m.costSeen)*1e9) / 1e9
+	}
+	m.costSeen = m.cost
 	m.usage = chat.Usage{}
 	return u, u.InputTokens != 0 || u.OutputTokens != 0 || u.CostUSD != 0
 }

@@ -431,8 +431,11 @@ func (s *Session) run(t *turn, req sdk.PromptRequest) {
 		u, ok := usageOf(resp)
 		if !ok {
 			u, ok = summed, haveSum
-		} else if u.CostUSD == 0 {
-			u.CostUSD = summed.CostUSD
+		} else {
+			if u.CostUSD == 0 {
+				u.CostUSD = summed.CostUSD
+			}
+			u.ContextTokens, u.ContextWindow = summed.ContextTokens, summed.ContextWindow
 		}
 		if ok {
 			s.sink.Event(u)

@@ -17,6 +17,22 @@ type Message struct {
 	Role string `json:"role"`
 	// Content is a string (a person's or a local command's text) or blocks.
 	Content json.RawMessage `json:"content"`
+	// Usage is the model call's tokens (an assistant message's).
+	Usage *Usage `json:"usage,omitempty"`
+}
+
+// Usage is one model call's tokens: what it read (fresh, from the cache, into
+// the cache) and wrote; together, how much of the context the conversation fills.
+type Usage struct {
+	InputTokens         int64 `json:"input_tokens"`
+	CacheCreationTokens int64 `json:"cache_creation_input_tokens"`
+	CacheReadTokens     int64 `json:"cache_read_input_tokens"`
+	OutputTokens        int64 `json:"output_tokens"`
+}
+
+// Context is how many tokens the conversation fills after this call.
+func (u Usage) Context() int64 {
+	return u.InputTokens + u.CacheCreationTokens + u.CacheReadTokens + u.OutputTokens
 }
 
 // Block is one content block: text, thinking, tool_use or tool_result.

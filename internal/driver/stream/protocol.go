@@ -34,6 +34,9 @@ type line struct {
 	StopReason    *string  `json:"stop_reason"`
 	TotalCostUSD  float64  `json:"total_cost_usd"`
 	Usage         *usage   `json:"usage"`
+	ModelUsage    map[string]struct {
+		ContextWindow int64 `json:"contextWindow"`
+	} `json:"modelUsage"`
 	Result        string   `json:"result"`
 	Errors        []string `json:"errors"`
 	TerminalState string   `json:"terminal_reason"`

@@ -136,6 +136,7 @@ type session struct {
 	// wakes SetMode only once it is shown.
 	modeEv    sync.Mutex
 	lastCost  float64           // total_cost_usd is cumulative per process
+	context   int64             // tokens the conversation fills, after the last model call
 	curMsg    string            // the model message being streamed
 	textSeen  map[string]bool   // message ids whose text came as deltas
 	thinkSeen map[string]bool   // message ids whose thinking came as deltas
@@ -695,6 +696,9 @@ func (s *session) handleAssistant(l line) {
 	}
 	s.mu.Lock()
 	textSeen, thinkSeen := s.textSeen[l.Message.ID], s.thinkSeen[l.Message.ID]
+	if u := l.Message.Usage; u != nil && u.Context() > 0 {
+		s.context = u.Context()
+	}
 	s.mu.Unlock()
 	for _, b := range l.Message.Blocks() {
 		switch b.Type {
@@ -802,6 +806,14 @@ func (s *session) handleResult(l line) {
 		cost = 0
 	}
 	s.lastCost = l.TotalCostUSD
+	context, window := s.context, int64(0)
+	if mu, ok := l.ModelUsage[s.model]; ok {
+		window = mu.ContextWindow
+	} else if len(l.ModelUsage) == 1 {
+		for _, mu := range l.ModelUsage {
+			window = mu.ContextWindow
+		}
+	}
 	// The turn's cards are over with it.
 	withdrawn := s.takeCardsLocked()
 	clear(s.textSeen)
@@ -810,7 +822,7 @@ func (s *session) handleResult(l line) {
 	for _, id := range withdrawn {
 		s.sink.CardWithdrawn(id)
 	}
-	u := chat.Usage{CostUSD: cost}
+	u := chat.Usage{CostUSD: cost, ContextTokens: context, ContextWindow: window}
 	if l.Usage != nil {
 		u.InputTokens, u.OutputTokens = l.Usage.InputTokens, l.Usage.OutputTokens
 	}

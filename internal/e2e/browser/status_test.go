@@ -49,6 +49,12 @@ func TestStatusTellsTheTruth(t *testing.T) {
 		startThread(t, ctx, PromptEcho+" a title for the header")
 		until(t, ctx, "the header shows the thread's title", `document.querySelector("[data-thread-title]").textContent === `+js(PromptEcho+" a title for the header"))
 	})
+	t.Run("usage per turn and per thread", func(t *testing.T) {
+		// Claude Code's result carries the turn's tokens, cost and the model's
+		// context window: a line under the turn, the thread's totals in the header.
+		until(t, ctx, "the turn's usage line", `[...document.querySelectorAll(".notice.n-usage")].some(e => /\d+ in · \d+ out · \$0\.\d{4} · context \d+% \(\d+ of 1\.0M\)|\d+ in · \d+ out · \$0\.\d{4} · context \d+% \(\d+ of 1000k\)/.test(e.textContent))`)
+		until(t, ctx, "the thread's totals", `/^1 turn · \d+ tokens · \$0\.\d{4} · context/.test((document.querySelector("[data-usage]")||{}).textContent||"")`)
+	})
 	t.Run("stopping", func(t *testing.T) {
 		send(t, ctx, PromptSlow)
 		until(t, ctx, "the slow answer streams", pageHas("slowly slowly"))
@@ -72,8 +78,10 @@ func TestStatusTellsTheTruth(t *testing.T) {
 	})
 	phone := browser(t, 390, 844)
 	run(t, phone, "sign in on the phone", phoneViewport(), chromedp.Navigate(r.LoginURL()), chromedp.WaitVisible(chromedp.CSS(`.p-threads`)))
-	run(t, phone, "open a thread", chromedp.Click(chromedp.CSS(`[data-thread=t_gone]`)))
+	until(t, phone, "the thread with usage is listed", `[...document.querySelectorAll(".p-thread")].some(b => b.textContent.includes("a title for the header"))`)
+	run(t, phone, "open the thread with usage", chromedp.Evaluate[chromedp.Void](`[...document.querySelectorAll(".p-thread")].find(b => b.textContent.includes("a title for the header")).click()`))
 	until(t, phone, "the phone is online", `window.parley.state.conn === "online"`)
+	until(t, phone, "the thread's totals fit the phone", `(() => { const e = document.querySelector("[data-usage]"); return !!e && /turns? ·/.test(e.textContent) && e.getBoundingClientRect().right <= innerWidth; })()`)
 	run(t, phone, "back to the list", chromedp.Click(chromedp.CSS(`button.back`)), chromedp.WaitVisible(chromedp.CSS(`.p-threads`)))
 	t.Run("offline", func(t *testing.T) {
 		r.stop()

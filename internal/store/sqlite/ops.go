@@ -3,8 +3,10 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/parleyhq/parley/internal/chat"
@@ -226,6 +228,41 @@ func (s *Store) Events(ctx context.Context, thread chat.ThreadID, since int64, l
 		return nil, fmt.Errorf("sqlite: events %s since %d: %w", thread, since, err)
 	}
 	return evs, nil
+}
+
+// Usage sums a thread's usage events (a thread's own rows, in seq order: the
+// newest context fill wins).
+func (s *Store) Usage(ctx context.Context, thread chat.ThreadID) (chat.UsageTotals, error) {
+	var t chat.UsageTotals
+	rows, err := s.r.QueryContext(ctx, `SELECT payload FROM events WHERE thread = ? AND type = ? ORDER BY seq`, string(thread), chat.TypeUsage)
+	if err != nil {
+		return t, fmt.Errorf("sqlite: usage %s: %w", thread, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var b []byte
+		if err := rows.Scan(&b); err != nil {
+			return t, fmt.Errorf("sqlite: usage %s: %w", thread, err)
+		}
+		var u chat.Usage
+		if json.Unmarshal(b, &u) != nil {
+			continue
+		}
+		if u.InputTokens != 0 || u.OutputTokens != 0 || u.CostUSD != 0 {
+			t.Turns++
+		}
+		t.InputTokens += u.InputTokens
+		t.OutputTokens += u.OutputTokens
+		t.CostUSD += u.CostUSD
+		if u.ContextWindow > 0 || u.ContextTokens > 0 {
+			t.ContextTokens, t.ContextWindow = u.ContextTokens, u.ContextWindow
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return t, fmt.Errorf("sqlite: usage %s: %w", thread, err)
+	}
+	t.CostUSD = math.Round(t.CostUSD*1e9) / 1e9
+	return t, nil
 }
 
 // Tail returns the last n events of a thread in seq order; n <= 0 returns none.

@@ -47,6 +47,7 @@ func Run(t *testing.T, open Opener) {
 		{"Reopen", testReopen},
 		{"ConcurrentCommits", testConcurrentCommits},
 		{"PruneEvents", testPruneEvents},
+		{"Usage", testUsage},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open) })
 	}
@@ -953,4 +954,36 @@ func testPruneEvents(t *testing.T, open Opener) {
 		t.Fatal(err)
 	}
 	check(t, "the log after a new event", seqs(evs), span(11, 11))
+}
+
+// testUsage: a thread's usage events sum to its totals, another thread's do
+// not count, and the newest context fill is the thread's.
+func testUsage(t *testing.T, open Opener) {
+	s := fresh(t, open)
+	a, b := thread("a", at(1)), thread("b", at(1))
+	var evs []chat.Event
+	add := func(th chat.ThreadID, seq int64, u chat.Usage) chat.Event {
+		ev, err := chat.NewEvent(th, u, at(int(seq)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev.Seq = seq
+		return ev
+	}
+	evs = append(evs, add(a.ID, 1, chat.Usage{InputTokens: 10, OutputTokens: 5, CostUSD: 0.1, ContextTokens: 15, ContextWindow: 200000}))
+	evs = append(evs, event(a.ID, 2))
+	evs = append(evs, add(a.ID, 3, chat.Usage{ContextTokens: 40, ContextWindow: 200000}))
+	evs = append(evs, add(a.ID, 4, chat.Usage{InputTokens: 20, OutputTokens: 7, CostUSD: 0.2}))
+	a.LastSeq = 4
+	mustCommit(t, s, store.Batch{Thread: &a, Events: evs})
+	b.LastSeq = 1
+	mustCommit(t, s, store.Batch{Thread: &b, Events: []chat.Event{add(b.ID, 1, chat.Usage{InputTokens: 99, CostUSD: 9})}})
+	got, err := s.Usage(t.Context(), a.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(t, "usage of a", got, chat.UsageTotals{Turns: 2, InputTokens: 30, OutputTokens: 12, CostUSD: 0.3, ContextTokens: 40, ContextWindow: 200000})
+	if got, err := s.Usage(t.Context(), "none"); err != nil || got != (chat.UsageTotals{}) {
+		t.Errorf("usage of no thread: %+v, %v; want zero", got, err)
+	}
 }

@@ -359,6 +359,12 @@ export const ItemView = memo(({ it, store, receipt }: { it: Item; store: Store; 
       return <PermissionCard it={it} store={store} />;
     case "question":
       return <QuestionCard it={it} store={store} />;
+    case "usage":
+      return (
+        <div class="notice n-usage" role="status">
+          {it.text}
+        </div>
+      );
     case "notice":
       return (
         <div class={`notice n-${it.level}`} role={it.level === "error" ? "alert" : "status"}>

@@ -8,6 +8,7 @@ import { useComposer } from "../chat/composer";
 import { AttachButton, Attachments } from "../chat/attach";
 import { NewThread } from "../chat/newthread";
 import { Banner, OfflineNote } from "../chat/banner";
+import { threadUsage } from "../chat/usage";
 import { Plugins } from "../chat/plugins";
 import { ModeSelects, NotifyOptIn, SignOut } from "../chat/controls";
 import { Devices, Offline } from "../chat/devices";
@@ -89,6 +90,7 @@ function ChatPane({ store }: { store: Store }) {
         <div>
           <h1 data-thread-title="">{t ? threadLabel(t) : "New chat"}</h1>
           {t && <div class="hint">{t.agent} · {t.cwd}</div>}
+          {c.totals && threadUsage(c.totals) && <div class="hint usage" data-usage="">{threadUsage(c.totals)}</div>}
         </div>
         <div class="row">
           <ModeSelects store={store} />

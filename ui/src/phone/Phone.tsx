@@ -13,6 +13,7 @@ import { useComposer } from "../chat/composer";
 import { AttachButton, Attachments } from "../chat/attach";
 import { NewThread } from "../chat/newthread";
 import { Banner, OfflineNote } from "../chat/banner";
+import { threadUsage } from "../chat/usage";
 
 // useKeyboardInset follows the visual viewport, so the composer sits above the keyboard.
 function useKeyboardInset() {
@@ -99,6 +100,7 @@ function PhoneChat({ store }: { store: Store }) {
         <div class="p-title">
           <h1 data-thread-title="">{c.thread ? threadLabel(c.thread) : "Chat"}</h1>
           {c.thread && <div class="hint">{c.thread.agent} · {c.thread.cwd}</div>}
+          {c.totals && threadUsage(c.totals) && <div class="hint usage" data-usage="">{threadUsage(c.totals)}</div>}
         </div>
         {c.turnActive && (
           <button type="button" class="stop" onClick={() => store.stop()} disabled={c.stopping}>{c.stopping ? "Stopping…" : "Stop"}</button>
