@@ -12,7 +12,7 @@
 //     takes its place in the conversation when it is delivered.
 // Only type imports: Node runs this file as is (type stripping).
 
-import { turnUsage, type Usage } from "./chat/usage";
+import type { Usage } from "./chat/usage";
 import type { Answers, Command, ConfigOption, Diff, Location, ModeOption, PermissionOption, PlanEntry, QuestionItem, ServerEvent } from "./protocol";
 
 export type Receipt = { state: "sending" | "queued" | "delivering" | "submitted" | "failed" | "unknown"; detail?: string };
@@ -64,7 +64,7 @@ export type Item =
     }
   | { kind: "notice"; key: string; level: "error" | "info"; text: string; ts?: string }
   // A turn's tokens, cost and context fill, under the turn.
-  | { kind: "usage"; key: string; text: string; ts?: string };
+  | { kind: "usage"; key: string; usage: Usage; ts?: string };
 
 // The folded chat: everything a layout draws of the conversation.
 export type ChatView = {
@@ -256,7 +256,7 @@ export class Fold {
         const turn = !!(u.input_tokens || u.output_tokens || u.cost_usd);
         // A context-only report (ACP's usage_update, mid-turn) keeps the turn's numbers.
         this.view = { ...v, usage: turn ? u : { ...v.usage, context_tokens: u.context_tokens, context_window: u.context_window } };
-        if (turn) this.push({ kind: "usage", key: "u:" + (ev.seq ?? this.next()), text: turnUsage(u), ts: ev.ts });
+        if (turn) this.push({ kind: "usage", key: "u:" + (ev.seq ?? this.next()), usage: u, ts: ev.ts });
         break;
       }
       case "turn_status":

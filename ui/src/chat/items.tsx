@@ -1,6 +1,7 @@
 // The conversation's pieces (messages, tool cards, plan, permission and question
 // cards), written once and used by both layouts: one card, one set of rules.
 
+import { turnUsage } from "./usage";
 import { memo } from "./memo";
 import { useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
 import type { Item, Receipt, Store } from "../store";
@@ -362,7 +363,7 @@ export const ItemView = memo(({ it, store, receipt }: { it: Item; store: Store; 
     case "usage":
       return (
         <div class="notice n-usage" role="status">
-          {it.text}
+          {turnUsage(it.usage)}
         </div>
       );
     case "notice":
