@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/parleyhq/parley/internal/chat"
 )
 
 // Record is a node's directory entry, written by the node alone
@@ -12,6 +14,10 @@ type Record struct {
 	Node    string   `json:"node"`
 	Version string   `json:"version"`
 	Agents  []string `json:"agents"`
+	// AgentInfo is each agent as a new thread picks it (id, name, roots).
+	AgentInfo []chat.AgentInfo `json:"agent_info,omitempty"`
+	// Roots confine a new thread's directory on this node (checked there).
+	Roots []string `json:"roots,omitempty"`
 	// Every is the node's heartbeat interval; the hub counts a node offline
 	// after OfflineAfter of them without one.
 	Every time.Duration `json:"every"`
@@ -31,6 +37,9 @@ type NodeStatus struct {
 	Joined  time.Time `json:"joined"`
 	Version string    `json:"version,omitempty"`
 	Agents  []string  `json:"agents,omitempty"`
+	// AgentInfo and Roots are what a new thread on the node may pick.
+	AgentInfo []chat.AgentInfo `json:"agent_info,omitempty"`
+	Roots     []string         `json:"roots,omitempty"`
 	// Since is when it came online (node's clock) or, offline, when it was last seen.
 	Since time.Time `json:"since,omitzero"`
 	// LastSeen is the hub's time of its last heartbeat (the hub's clock: a
@@ -40,6 +49,7 @@ type NodeStatus struct {
 
 func (s *NodeStatus) fill(r Record, at, now time.Time) {
 	s.Version, s.Agents, s.LastSeen = r.Version, r.Agents, at
+	s.AgentInfo, s.Roots = r.AgentInfo, r.Roots
 	every := r.Every
 	if every <= 0 {
 		every = DefaultHeartbeat

@@ -14,6 +14,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/hub"
 )
 
 // Heartbeat defaults and range ([cluster] heartbeat).
@@ -35,6 +38,22 @@ type LinkOptions struct {
 	// Inputs applies the inputs the hub hands this node; nil takes none
 	// (they wait at the hub).
 	Inputs InputHandler
+	// Store and Events, when both set, make the node show its threads to
+	// the hub (node.go): its store answers source requests, Events' tap
+	// carries each committed event, its watcher the thread summaries.
+	Store  NodeStore
+	Events EventHub
+	// AgentInfo and Roots go into the directory record: what a new thread
+	// on this node may pick (agents, directories).
+	AgentInfo []chat.AgentInfo
+	Roots     []string
+}
+
+// EventHub is the node's local hub as the link uses it.
+type EventHub interface {
+	SetTap(func(hub.Item))
+	Watch() *hub.Watcher
+	Unwatch(*hub.Watcher)
 }
 
 // Link is a node's connection to the hub: it dials out (the node needs no
@@ -42,12 +61,14 @@ type LinkOptions struct {
 // the node's directory record fresh. The node's own daemon does not depend on
 // it: with the hub away, everything local works.
 type Link struct {
-	opt  LinkOptions
-	log  *slog.Logger
-	nc   *nats.Conn
-	js   jetstream.JetStream
-	up   prometheus.Gauge
-	kick chan struct{} // a (re)connect: write the record now
+	opt    LinkOptions
+	log    *slog.Logger
+	nc     *nats.Conn
+	js     jetstream.JetStream
+	up     prometheus.Gauge
+	kick   chan struct{} // a (re)connect: write the record now
+	upKick chan struct{} // a (re)connect: write every thread summary
+	watch  *hub.Watcher  // the threads changed (serveNode)
 	// applied holds the ids of the last inputs applied, so one the hub hands
 	// over again (its ack was lost) is answered, not applied twice.
 	applied *idSet
@@ -66,7 +87,8 @@ func Dial(opt LinkOptions) (*Link, error) {
 	if opt.Heartbeat <= 0 {
 		opt.Heartbeat = DefaultHeartbeat
 	}
-	l := &Link{opt: opt, log: opt.Logger, kick: make(chan struct{}, 1), done: make(chan struct{}), applied: newIDSet(4096)}
+	l := &Link{opt: opt, log: opt.Logger, kick: make(chan struct{}, 1),
+		upKick: make(chan struct{}, 1), done: make(chan struct{}), applied: newIDSet(4096)}
 	if l.log == nil {
 		l.log = slog.New(slog.DiscardHandler)
 	}
@@ -123,6 +145,12 @@ func Dial(opt LinkOptions) (*Link, error) {
 			return nil, err
 		}
 	}
+	if opt.Store != nil && opt.Events != nil {
+		if err := l.serveNode(); err != nil {
+			l.nc.Close()
+			return nil, err
+		}
+	}
 	l.wg.Add(1)
 	go l.heartbeat()
 	return l, nil
@@ -142,9 +170,11 @@ func (l *Link) connected() {
 	l.mu.Unlock()
 	l.up.Set(1)
 	l.log.Info("cluster: linked to the hub")
-	select {
-	case l.kick <- struct{}{}:
-	default:
+	for _, k := range []chan struct{}{l.kick, l.upKick} {
+		select {
+		case k <- struct{}{}:
+		default:
+		}
 	}
 }
 
@@ -180,7 +210,7 @@ func (l *Link) write(offline bool) error {
 	since := l.since
 	l.mu.Unlock()
 	b, err := json.Marshal(Record{Node: l.opt.Node, Version: l.opt.Version, Agents: l.opt.Agents,
-		Every: l.opt.Heartbeat, Since: since, Offline: offline})
+		AgentInfo: l.opt.AgentInfo, Roots: l.opt.Roots, Every: l.opt.Heartbeat, Since: since, Offline: offline})
 	if err != nil {
 		return err
 	}
@@ -194,6 +224,10 @@ func (l *Link) write(offline bool) error {
 func (l *Link) Close() { l.closeOnce.Do(l.close) }
 
 func (l *Link) close() {
+	if l.watch != nil {
+		l.opt.Events.SetTap(nil)
+		l.opt.Events.Unwatch(l.watch)
+	}
 	close(l.done)
 	l.wg.Wait()
 	if l.nc.IsConnected() {

@@ -119,6 +119,7 @@ type Hub struct {
 	byRoute  map[chat.RouteKey]map[*Sub]struct{}
 	watchers map[*Watcher]struct{}
 	onDrop   func(reason string)
+	tap      func(Item) // SetTap; called outside the lock
 }
 
 // New returns an empty hub. onDrop, when set, is called (outside no lock) for each
@@ -175,12 +176,25 @@ func (h *Hub) Publish(ev chat.Event) {
 	for w := range h.watchers {
 		w.mark(thread)
 	}
+	tap := h.tap
 	h.mu.Unlock()
+	if tap != nil {
+		tap(it)
+	}
 	for range dropped {
 		if h.onDrop != nil {
 			h.onDrop(ReasonSlow)
 		}
 	}
+}
+
+// SetTap makes Publish hand every event to f too, after the subscribers, in
+// each thread's publish order (a node's link carries them to its cluster's
+// hub). f must not block: it runs on the publishing lane. nil removes it.
+func (h *Hub) SetTap(f func(Item)) {
+	h.mu.Lock()
+	h.tap = f
+	h.mu.Unlock()
 }
 
 // Attach moves every subscriber of route to thread and tells each of them with a

@@ -1,0 +1,239 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/follow"
+	"github.com/parleyhq/parley/internal/hub"
+	"github.com/parleyhq/parley/internal/store"
+	"github.com/parleyhq/parley/internal/store/sqlite"
+)
+
+// machine is one parley's store and local hub, written the way a lane writes
+// them: commit, then publish.
+type machine struct {
+	t   *testing.T
+	st  *sqlite.Store
+	hub *hub.Hub
+	ths map[chat.ThreadID]*chat.Thread
+}
+
+func newMachine(t *testing.T) *machine {
+	t.Helper()
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "parley.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return &machine{t: t, st: st, hub: hub.New(nil), ths: map[chat.ThreadID]*chat.Thread{}}
+}
+
+// write commits n agent chunks to thread id (made when new) and publishes
+// them unless silent (an event the link never saw: lost while it was down).
+func (m *machine) write(id chat.ThreadID, n int, silent bool, cards ...chat.Card) {
+	m.t.Helper()
+	th := m.ths[id]
+	if th == nil {
+		th = &chat.Thread{ID: id, Agent: "claude", Cwd: "/w", Title: "fix the build", State: chat.ThreadIdle, CreatedAt: time.Now(), UpdatedAt: time.Now()}
+		m.ths[id] = th
+	}
+	var b store.Batch
+	for range n {
+		th.LastSeq++
+		ev, err := chat.NewEvent(id, chat.AgentChunk{Text: fmt.Sprintf("%s#%d ", id, th.LastSeq)}, time.Now())
+		if err != nil {
+			m.t.Fatal(err)
+		}
+		ev.Seq = th.LastSeq
+		b.Events = append(b.Events, ev)
+	}
+	cp := *th
+	b.Thread, b.Cards = &cp, cards
+	if err := m.st.Commit(context.Background(), b); err != nil {
+		m.t.Fatal(err)
+	}
+	if !silent {
+		for _, ev := range b.Events {
+			m.hub.Publish(ev)
+		}
+	}
+}
+
+// frames is thread id's log after since as the hub must show it: the same
+// events, named by their remote id.
+func (m *machine) frames(id chat.ThreadID, node string, since int64) []string {
+	m.t.Helper()
+	evs, err := m.st.Events(context.Background(), id, since, 10_000)
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	var out []string
+	for _, ev := range evs {
+		ev.Thread = RemoteID(node, id)
+		out = append(out, string(ev.Frame()))
+	}
+	return out
+}
+
+// hubRoute is the route table of the hub's test: one route showing a thread.
+type hubRoute struct {
+	h  *hub.Hub
+	id chat.ThreadID
+}
+
+func (r hubRoute) Subscribe(_ context.Context, route chat.RouteKey, buffer int) (*hub.Sub, *chat.Thread, error) {
+	return r.h.Subscribe(route, r.id, buffer), &chat.Thread{ID: r.id}, nil
+}
+
+type shown struct {
+	mu    sync.Mutex
+	items []follow.Item
+}
+
+func (s *shown) emit(it follow.Item) error {
+	s.mu.Lock()
+	s.items = append(s.items, it)
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *shown) events() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, it := range s.items {
+		if it.Kind == follow.KindEvent {
+			out = append(out, string(it.Frame))
+		}
+	}
+	return out
+}
+
+func (s *shown) kinds() []follow.Kind {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []follow.Kind
+	for _, it := range s.items {
+		out = append(out, it.Kind)
+	}
+	return out
+}
+
+func remoteThread(t *testing.T, h *Hub, id chat.ThreadID) (RemoteThread, bool) {
+	t.Helper()
+	ths, err := h.Threads(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, th := range ths {
+		if th.Thread.ID == id {
+			return th, true
+		}
+	}
+	return RemoteThread{}, false
+}
+
+// A node's thread followed at the hub through the one route follower, with
+// the remote Source and the relay into the hub's local hub: the replay after
+// since is the node's log, its open card is restated, its live events follow
+// in order with no gap (one the link lost is read back from the node), and
+// the hub lists it with its machine. Another node cannot speak for it.
+func TestANodesThreadIsFollowedAtTheHubLikeALocalOne(t *testing.T) {
+	h := startHub(t, t.TempDir(), "127.0.0.1:0")
+	dataB, dataC := join(t, h, "b"), join(t, h, "c")
+	b := newMachine(t)
+	const th = chat.ThreadID("t_one")
+	card := chat.Card{ThreadID: th, RequestID: "r1", Kind: chat.CardPermission, State: chat.CardOpen,
+		Request: json.RawMessage(`{"request_id":"r1","title":"run make"}`), CreatedAt: time.Now()}
+	b.write(th, 3, false, card) // before the link: the summary comes at link-up
+
+	l, err := Dial(LinkOptions{DataDir: dataB, Hub: h.Addr(), Node: "b", Heartbeat: 200 * time.Millisecond,
+		Store: b.st, Events: b.hub, AgentInfo: []chat.AgentInfo{{ID: "claude", Name: "Claude Code"}}, Roots: []string{"/w"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(l.Close)
+	remote := RemoteID("b", th)
+	waitFor(t, 10*time.Second, "b's thread listed at the hub", func() bool {
+		rt, ok := remoteThread(t, h, remote)
+		return ok && rt.Node == "b" && rt.Thread.LastSeq == 3 && rt.Thread.Title == "fix the build"
+	})
+
+	local := hub.New(nil)
+	stop, err := h.Relay(local.Publish)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	route := chat.RouteKey{Channel: "web", Chat: "phone"}
+	f, start, err := follow.Subscribe(t.Context(), follow.Deps{Source: h.Source(), Router: hubRoute{local, remote}, Hub: local}, route, follow.Options{Buffer: 256})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var s shown
+	if err := f.Start(t.Context(), start, 1, remote, s.emit); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := s.events(), b.frames(th, "b", 1); !equal(got, want) {
+		t.Fatalf("replay since 1 at the hub:\n%q\nwant the node's log:\n%q", got, want)
+	}
+	if k := s.kinds(); len(k) != 6 || k[0] != follow.KindThread || k[3] != follow.KindCard || k[5] != follow.KindCaughtUp {
+		t.Fatalf("shown %v: want thread, 2 events, the restated card, turn, caught up", k)
+	}
+
+	// Live: two events, then one the link never carried, then one more.
+	b.write(th, 2, false)
+	b.write(th, 1, true)
+	b.write(th, 1, false)
+	// Node c speaks for b's thread id under its own name: another thread.
+	nc, err := connectAs(t, dataC, h.Addr(), "c", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged, _ := chat.NewEvent(th, chat.AgentChunk{Text: "forged"}, time.Now())
+	forged.Seq = 8
+	l2 := &Link{opt: LinkOptions{Node: "c"}, nc: nc, log: l.log}
+	l2.publishEvent(hub.Item{Event: forged})
+	b.write(th, 1, false)
+	for len(s.events()) < 7 {
+		select {
+		case <-f.Sub().Ready():
+		case <-time.After(10 * time.Second):
+			t.Fatalf("the hub showed %d events, want 7", len(s.events()))
+		}
+		if _, err := f.Live(t.Context(), s.emit); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := s.events(), b.frames(th, "b", 1); !equal(got, want) {
+		t.Fatalf("the hub showed:\n%q\nwant the node's log after 1, no gap, nothing twice, nothing forged:\n%q", got, want)
+	}
+	waitFor(t, 10*time.Second, "the summary's last seq", func() bool {
+		rt, _ := remoteThread(t, h, remote)
+		return rt.Thread.LastSeq == 8
+	})
+	if n, _ := status(t, h, "b"); len(n.AgentInfo) != 1 || n.AgentInfo[0].Name != "Claude Code" || len(n.Roots) != 1 {
+		t.Fatalf("b's directory record: %+v, want its agents and roots", n)
+	}
+}
+
+func equal(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !bytes.Equal([]byte(a[i]), []byte(b[i])) {
+			return false
+		}
+	}
+	return true
+}

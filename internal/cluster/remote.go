@@ -1,0 +1,233 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/parleyhq/parley/internal/chat"
+)
+
+// The hub's side of nodes' threads. At the hub a node's thread is named
+// "<thread>@<node>": ids of threads made on different machines never meet,
+// a local id (t_…) never has an '@', and a node can only ever speak for ids
+// ending in its own name (it may publish only under parley.from.<node>).
+
+// RemoteID is the hub's name for node's thread.
+func RemoteID(node string, thread chat.ThreadID) chat.ThreadID {
+	return chat.ThreadID(string(thread) + "@" + node)
+}
+
+// SplitRemoteID returns the node and its own id of a remote thread; ok is
+// false for a local thread's id.
+func SplitRemoteID(id chat.ThreadID) (node string, thread chat.ThreadID, ok bool) {
+	t, n, ok := strings.Cut(string(id), "@")
+	if !ok || t == "" || CheckName(n) != nil || strings.ContainsAny(t, ".*> \t\r\n") {
+		return "", "", false
+	}
+	return n, chat.ThreadID(t), true
+}
+
+// sourceTimeout bounds one source request to a node.
+const sourceTimeout = 15 * time.Second
+
+// ErrNodeOffline says the node owning a thread does not answer.
+var ErrNodeOffline = errors.New("the machine is offline")
+
+// Source reads nodes' threads for the route follower at the hub: each call is
+// a request the owning node answers from its own store. Ids are remote ids.
+func (h *Hub) Source() *RemoteSource { return &RemoteSource{h: h} }
+
+// RemoteSource is a follow.Source over the nodes.
+type RemoteSource struct{ h *Hub }
+
+func (s *RemoteSource) ask(ctx context.Context, id chat.ThreadID, req srcRequest) (srcAnswer, string, error) {
+	node, th, ok := SplitRemoteID(id)
+	if !ok {
+		return srcAnswer{}, "", chat.ErrNotFound
+	}
+	req.Thread = th
+	b, _ := json.Marshal(req)
+	ctx, cancel := context.WithTimeout(ctx, sourceTimeout)
+	defer cancel()
+	m, err := s.h.nc.RequestWithContext(ctx, sourceSubject(node), b)
+	if errors.Is(err, nats.ErrNoResponders) {
+		return srcAnswer{}, node, fmt.Errorf("%w: %s", ErrNodeOffline, node)
+	}
+	if err != nil {
+		return srcAnswer{}, node, fmt.Errorf("cluster: ask machine %s: %w", node, err)
+	}
+	var ans srcAnswer
+	if err := json.Unmarshal(m.Data, &ans); err != nil {
+		return srcAnswer{}, node, fmt.Errorf("cluster: machine %s answered something that is not JSON", node)
+	}
+	switch {
+	case ans.NotFound:
+		return ans, node, chat.ErrNotFound
+	case ans.Error != "":
+		return ans, node, fmt.Errorf("machine %s: %s", node, ans.Error)
+	}
+	return ans, node, nil
+}
+
+// Thread returns the remote thread, named by its remote id.
+func (s *RemoteSource) Thread(ctx context.Context, id chat.ThreadID) (chat.Thread, error) {
+	ans, node, err := s.ask(ctx, id, srcRequest{Op: opThread})
+	if err != nil {
+		return chat.Thread{}, err
+	}
+	if ans.Thread == nil {
+		return chat.Thread{}, chat.ErrNotFound
+	}
+	th := ans.Thread.thread()
+	th.ID = RemoteID(node, th.ID)
+	return th, nil
+}
+
+// Events returns up to limit events after since, asking again while the node
+// cut its answer to fit a message.
+func (s *RemoteSource) Events(ctx context.Context, id chat.ThreadID, since int64, limit int) ([]chat.Event, error) {
+	var out []chat.Event
+	for len(out) < limit {
+		ans, _, err := s.ask(ctx, id, srcRequest{Op: opEvents, Since: since, Limit: limit - len(out)})
+		if err != nil {
+			return nil, err
+		}
+		out = appendEvents(out, id, ans.Events)
+		if !ans.More || len(ans.Events) == 0 {
+			break
+		}
+		since = ans.Events[len(ans.Events)-1].Seq
+	}
+	return out, nil
+}
+
+// Tail returns the thread's last n events (fewer when they did not fit one
+// answer: the follower replays the rest before them by Events).
+func (s *RemoteSource) Tail(ctx context.Context, id chat.ThreadID, n int) ([]chat.Event, error) {
+	ans, _, err := s.ask(ctx, id, srcRequest{Op: opTail, Limit: n})
+	if err != nil {
+		return nil, err
+	}
+	return appendEvents(nil, id, ans.Events), nil
+}
+
+// Cards returns the thread's cards in a state.
+func (s *RemoteSource) Cards(ctx context.Context, id chat.ThreadID, state string) ([]chat.Card, error) {
+	ans, _, err := s.ask(ctx, id, srcRequest{Op: opCards, State: state})
+	if err != nil {
+		return nil, err
+	}
+	for i := range ans.Cards {
+		ans.Cards[i].ThreadID = id
+	}
+	return ans.Cards, nil
+}
+
+func appendEvents(out []chat.Event, id chat.ThreadID, evs []wireEvent) []chat.Event {
+	for _, e := range evs {
+		out = append(out, chat.Event{Type: e.Type, Thread: id, Seq: e.Seq, TS: e.TS, Payload: e.Payload})
+	}
+	return out
+}
+
+// Relay carries the nodes' live events into publish (the hub's local hub),
+// each remote thread's in seq order with no gap: an event after a gap (one
+// lost while a link was down) is preceded by the missing ones, read from the
+// node; one already relayed is dropped. It runs until stop.
+func (h *Hub) Relay(publish func(chat.Event)) (stop func(), err error) {
+	r := &relay{h: h, publish: publish, last: map[chat.ThreadID]int64{}}
+	sub, err := h.nc.Subscribe("parley.from.*.t.*.ev", r.handle)
+	if err != nil {
+		return nil, err
+	}
+	return func() { _ = sub.Unsubscribe() }, h.nc.Flush()
+}
+
+type relay struct {
+	h       *Hub
+	publish func(chat.Event)
+	// last is each remote thread's newest seq relayed (one entry per remote
+	// thread seen since the hub started). Only the subscription's goroutine
+	// touches it: NATS calls handle in order.
+	last map[chat.ThreadID]int64
+}
+
+func (r *relay) handle(m *nats.Msg) {
+	node := strings.Split(m.Subject, ".")[2]
+	ev, err := EventFromMsg(m)
+	if err != nil {
+		r.h.log.Warn("cluster: a node's event is malformed", "node", node, "err", err)
+		return
+	}
+	id := RemoteID(node, ev.Thread)
+	ev.Thread = id
+	last, seen := r.last[id]
+	switch {
+	case seen && ev.Seq <= last:
+		return // relayed already (a backfill took it)
+	case seen && ev.Seq > last+1:
+		ctx, cancel := context.WithTimeout(context.Background(), sourceTimeout)
+		missing, err := r.h.Source().Events(ctx, id, last, int(ev.Seq-last-1))
+		cancel()
+		if err != nil {
+			// The follower's own replay from the node covers what a
+			// viewer missed; the relay says so and goes on.
+			r.h.log.Warn("cluster: backfill a remote thread's events", "thread", id, "after", last, "err", err)
+		}
+		for _, e := range missing {
+			if e.Seq < ev.Seq {
+				r.publish(e)
+			}
+		}
+	}
+	r.last[id] = ev.Seq
+	r.publish(ev)
+}
+
+// RemoteThread is a node's thread as the hub lists it.
+type RemoteThread struct {
+	Node   string
+	Thread chat.Thread // ID is the remote id
+}
+
+// Threads lists every node's thread summaries from the directory.
+func (h *Hub) Threads(ctx context.Context) ([]RemoteThread, error) {
+	kv, err := h.js.KeyValue(ctx, threadsBucket)
+	if err != nil {
+		return nil, err
+	}
+	keys, err := kv.ListKeys(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []RemoteThread
+	for key := range keys.Keys() {
+		node, th, ok := strings.Cut(key, ".")
+		if !ok {
+			continue
+		}
+		e, err := kv.Get(ctx, key)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		var w wireThread
+		if err := json.Unmarshal(e.Value(), &w); err != nil || string(w.ID) != th {
+			h.log.Warn("cluster: a node's thread summary is unreadable", "key", key)
+			continue
+		}
+		t := w.thread()
+		t.ID = RemoteID(node, t.ID)
+		out = append(out, RemoteThread{Node: node, Thread: t})
+	}
+	return out, nil
+}
