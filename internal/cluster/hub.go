@@ -65,6 +65,11 @@ type Hub struct {
 	mu  sync.Mutex
 	reg registry
 	fwd map[string]*forwarder // each joined node's input forwarder
+
+	// wmu guards waiters: senders waiting for their input's end (Request).
+	// A leaf: nothing else is locked under it.
+	wmu     sync.Mutex
+	waiters map[string]chan inputResult
 }
 
 // StartHub starts the server, makes the buckets, and answers joins and admin
@@ -73,7 +78,8 @@ func StartHub(ctx context.Context, opt HubOptions) (*Hub, error) {
 	if opt.InputWait <= 0 {
 		opt.InputWait = DefaultInputWait
 	}
-	h := &Hub{opt: opt, dir: Dir(opt.DataDir), log: opt.Logger, fwd: map[string]*forwarder{}}
+	h := &Hub{opt: opt, dir: Dir(opt.DataDir), log: opt.Logger, fwd: map[string]*forwarder{},
+		waiters: map[string]chan inputResult{}}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}

@@ -11,6 +11,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/parleyhq/parley/internal/chat"
 )
 
 // Inputs for a node wait in its stream PARLEY_IN_<node> at the hub. The node
@@ -28,15 +30,64 @@ import (
 
 // InputHandler applies one input on the node and returns once it is
 // committed (or was already: an input may come again when the hub did not
-// get the answer). A *Refusal means the input can never be applied; any
-// other error is retried.
-type InputHandler func(ctx context.Context, id string, data []byte) error
+// get the answer), with a result for the sender (may be nil). A *Refusal
+// means the input can never be applied; any other error is retried.
+type InputHandler func(ctx context.Context, id string, data []byte) ([]byte, error)
 
 // Refusal is a node's permanent no to an input, with the reason the sender
-// is told.
-type Refusal struct{ Reason string }
+// is told; Err, when set, is the chat error it is (chat.ErrCardClosed…),
+// which the sender at the hub gets back as such.
+type Refusal struct {
+	Reason string
+	Err    error
+}
 
 func (r *Refusal) Error() string { return r.Reason }
+func (r *Refusal) Unwrap() error { return r.Err }
+
+// Refuse makes err a refusal, keeping the chat error it wraps.
+func Refuse(err error) *Refusal {
+	r := &Refusal{Reason: err.Error()}
+	for _, e := range chatErrors {
+		if errors.Is(err, e) {
+			r.Err = e
+			break
+		}
+	}
+	return r
+}
+
+// chatErrors are the chat errors a refusal carries across by name.
+var chatErrors = []error{chat.ErrNotFound, chat.ErrBusy, chat.ErrCardClosed, chat.ErrNoTurn, chat.ErrBadInput,
+	chat.ErrOutsideRoot, chat.ErrUnknownAgent, chat.ErrClosed, chat.ErrDuplicate, chat.ErrTooLarge,
+	chat.ErrRateLimited, chat.ErrSessionLimit}
+
+func chatErrorCode(err error) int {
+	for i, e := range chatErrors {
+		if errors.Is(err, e) {
+			return i + 1
+		}
+	}
+	return 0
+}
+
+// remoteError is a node's refusal at the hub: its words, and the chat error
+// it is to errors.Is.
+type remoteError struct {
+	text string
+	err  error
+}
+
+func (e *remoteError) Error() string { return e.text }
+func (e *remoteError) Unwrap() error { return e.err }
+
+func refusalAt(reason string, code int) error {
+	e := &remoteError{text: reason}
+	if code > 0 && code <= len(chatErrors) {
+		e.err = chatErrors[code-1]
+	}
+	return e
+}
 
 // InputFailed is told of an input that will never be applied: the node
 // refused it, or it waited too long for the node.
@@ -60,8 +111,60 @@ func inputSubject(node string) string { return ToSubject(node) + ".in" }
 
 // inputAnswer is the node's answer to an input.
 type inputAnswer struct {
-	Error   string `json:"error,omitempty"`
-	Refused bool   `json:"refused,omitempty"`
+	Result  json.RawMessage `json:"result,omitempty"`
+	Error   string          `json:"error,omitempty"`
+	Refused bool            `json:"refused,omitempty"`
+	Code    int             `json:"code,omitempty"` // the chat error refused with (chatErrors, from 1)
+}
+
+// ErrWaiting says an input is queued for a node that has not taken it yet.
+var ErrWaiting = errors.New("waits for its machine")
+
+// inputResult is how an input handed over ended, for a sender waiting.
+type inputResult struct {
+	result []byte
+	err    error
+}
+
+// Request queues an input (as Queue) and waits up to wait for the node to
+// apply it: its result, or its refusal as an error that is the chat error
+// it names. After wait it returns ErrWaiting; the input stays queued.
+func (h *Hub) Request(ctx context.Context, node, thread, id string, data []byte, wait time.Duration) ([]byte, error) {
+	ch := make(chan inputResult, 1)
+	h.wmu.Lock()
+	h.waiters[id] = ch
+	h.wmu.Unlock()
+	defer func() {
+		h.wmu.Lock()
+		if h.waiters[id] == ch {
+			delete(h.waiters, id)
+		}
+		h.wmu.Unlock()
+	}()
+	if err := h.Queue(ctx, node, thread, id, data); err != nil {
+		return nil, err
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case r := <-ch:
+		return r.result, r.err
+	case <-t.C:
+		return nil, fmt.Errorf("%w (%s)", ErrWaiting, node)
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// settle tells a sender waiting for input id how it ended.
+func (h *Hub) settle(id string, r inputResult) {
+	h.wmu.Lock()
+	ch := h.waiters[id]
+	delete(h.waiters, id)
+	h.wmu.Unlock()
+	if ch != nil {
+		ch <- r
+	}
 }
 
 // Queue puts an input for node's thread into node's stream, under its id:
@@ -197,16 +300,17 @@ func (f *forwarder) deliver(m jetstream.Msg) {
 		meta = &jetstream.MsgMetadata{Timestamp: time.Now(), NumDelivered: 1}
 		log.Error("cluster: an input without metadata", "err", err)
 	}
-	fail := func(reason string) {
+	fail := func(reason string, code int) {
 		if err := m.TermWithReason(reason); err != nil {
 			log.Warn("cluster: end a failed input", "id", id, "err", err)
 		}
+		f.h.settle(id, inputResult{err: refusalAt(reason, code)})
 		if f.h.opt.InputFailed != nil {
 			f.h.opt.InputFailed(f.node, id, reason)
 		}
 	}
 	if id == "" {
-		fail("an input without a message id")
+		fail("an input without a message id", 0)
 		return
 	}
 	req := nats.NewMsg(inputSubject(f.node))
@@ -218,13 +322,13 @@ func (f *forwarder) deliver(m jetstream.Msg) {
 	if f.ctx.Err() != nil {
 		return // the hub is closing: the input stays, unacked, and comes again
 	}
+	var a inputAnswer
 	if err == nil {
-		var a inputAnswer
 		if jerr := json.Unmarshal(ans.Data, &a); jerr != nil {
 			err = fmt.Errorf("an answer that is not JSON: %w", jerr)
 		} else if a.Refused {
 			log.Info("cluster: the node refused an input", "id", id, "reason", a.Error)
-			fail(a.Error)
+			fail(a.Error, a.Code)
 			return
 		} else if a.Error != "" {
 			err = errors.New(a.Error)
@@ -237,10 +341,11 @@ func (f *forwarder) deliver(m jetstream.Msg) {
 			// Not acked: it comes again, and the node knows it by its id.
 			log.Warn("cluster: ack an applied input", "id", id, "err", err)
 		}
+		f.h.settle(id, inputResult{result: a.Result})
 		return
 	}
 	if waited := time.Since(meta.Timestamp); waited > f.h.opt.InputWait {
-		fail(fmt.Sprintf("machine %s did not take it within %v", f.node, f.h.opt.InputWait))
+		fail(fmt.Sprintf("machine %s did not take it within %v", f.node, f.h.opt.InputWait), 0)
 		return
 	}
 	if !errors.Is(err, nats.ErrNoResponders) {
@@ -266,10 +371,14 @@ func (l *Link) serveInputs(apply InputHandler) error {
 			return
 		}
 		id := m.Header.Get(jetstream.MsgIDHeader)
-		var a inputAnswer
-		if err := l.applyOnce(id, m.Data, apply); err != nil {
+		res, err := l.applyOnce(id, m.Data, apply)
+		a := inputAnswer{Result: res}
+		if err != nil {
 			var r *Refusal
 			a = inputAnswer{Error: err.Error(), Refused: errors.As(err, &r)}
+			if a.Refused {
+				a.Code = chatErrorCode(r.Err)
+			}
 		}
 		b, _ := json.Marshal(a)
 		if err := m.Respond(b); err != nil {
@@ -280,44 +389,46 @@ func (l *Link) serveInputs(apply InputHandler) error {
 }
 
 // applyOnce applies an input unless this link already applied its id (the
-// hub did not get the answer and handed it over again).
-func (l *Link) applyOnce(id string, data []byte, apply InputHandler) error {
+// hub did not get the answer and handed it over again): then its result
+// is answered again.
+func (l *Link) applyOnce(id string, data []byte, apply InputHandler) ([]byte, error) {
 	if id == "" {
-		return &Refusal{Reason: "an input without a message id"}
+		return nil, &Refusal{Reason: "an input without a message id"}
 	}
-	if l.applied.has(id) {
-		return nil
+	if res, ok := l.applied.get(id); ok {
+		return res, nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), inputTimeout)
 	defer cancel()
-	if err := apply(ctx, id, data); err != nil {
-		return err
+	res, err := apply(ctx, id, data)
+	if err != nil {
+		return nil, err
 	}
-	l.applied.add(id)
-	return nil
+	l.applied.add(id, res)
+	return res, nil
 }
 
-// idSet remembers the last n ids added.
+// idSet remembers the last n ids added, with their results.
 type idSet struct {
 	mu   sync.Mutex
 	n    int
-	ids  map[string]struct{}
+	ids  map[string][]byte
 	ring []string
 	next int
 }
 
 func newIDSet(n int) *idSet {
-	return &idSet{n: n, ids: make(map[string]struct{}, n), ring: make([]string, n)}
+	return &idSet{n: n, ids: make(map[string][]byte, n), ring: make([]string, n)}
 }
 
-func (s *idSet) has(id string) bool {
+func (s *idSet) get(id string) ([]byte, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	_, ok := s.ids[id]
-	return ok
+	res, ok := s.ids[id]
+	return res, ok
 }
 
-func (s *idSet) add(id string) {
+func (s *idSet) add(id string, res []byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.ids[id]; ok {
@@ -325,6 +436,6 @@ func (s *idSet) add(id string) {
 	}
 	delete(s.ids, s.ring[s.next])
 	s.ring[s.next] = id
-	s.ids[id] = struct{}{}
+	s.ids[id] = res
 	s.next = (s.next + 1) % s.n
 }

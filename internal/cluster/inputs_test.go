@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/parleyhq/parley/internal/chat"
 )
 
 // applied records what a node's input handler was given.
@@ -23,10 +25,10 @@ type applied struct {
 func newApplied() *applied { return &applied{got: make(chan string, 64)} }
 
 func (a *applied) handler(refuse func(id string) error) InputHandler {
-	return func(_ context.Context, id string, data []byte) error {
+	return func(_ context.Context, id string, data []byte) ([]byte, error) {
 		if refuse != nil {
 			if err := refuse(id); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		a.mu.Lock()
@@ -34,7 +36,7 @@ func (a *applied) handler(refuse func(id string) error) InputHandler {
 		a.data = append(a.data, string(data))
 		a.mu.Unlock()
 		a.got <- id
-		return nil
+		return []byte(`"` + id + `"`), nil
 	}
 }
 
@@ -256,7 +258,7 @@ func TestAnInputInFlightWhenTheHubStopsIsAppliedOnce(t *testing.T) {
 	entered, release := make(chan string, 4), make(chan struct{})
 	got := newApplied()
 	apply := got.handler(nil)
-	l := dialWith(t, data, addr, "n", func(ctx context.Context, id string, b []byte) error {
+	l := dialWith(t, data, addr, "n", func(ctx context.Context, id string, b []byte) ([]byte, error) {
 		entered <- id
 		<-release
 		return apply(ctx, id, b)
@@ -287,5 +289,38 @@ func TestAnInputInFlightWhenTheHubStopsIsAppliedOnce(t *testing.T) {
 	// without reaching the handler: only "second" entered since.
 	if n := len(entered); n != 1 {
 		t.Fatalf("%d inputs reached the handler after the first, want 1", n)
+	}
+}
+
+// A sender at the hub that waits for its input gets the node's result, or
+// its refusal as the chat error it is (a card answered elsewhere first is
+// chat.ErrCardClosed at the hub too), or, from a node that does not take it,
+// ErrWaiting while the input stays queued.
+func TestARequestGetsTheNodesResultOrItsChatError(t *testing.T) {
+	h := startHub(t, t.TempDir(), "127.0.0.1:0")
+	join(t, h, "away")
+	data := join(t, h, "n")
+	got := newApplied()
+	dialWith(t, data, h.Addr(), "n", got.handler(func(id string) error {
+		if id == "late-answer" {
+			return Refuse(fmt.Errorf("%w: r1 was answered", chat.ErrCardClosed))
+		}
+		return nil
+	}))
+	ctx := t.Context()
+	res, err := h.Request(ctx, "n", "t1", "hello", []byte("x"), 30*time.Second)
+	if err != nil || string(res) != `"hello"` {
+		t.Fatalf("request: %q %v", res, err)
+	}
+	_, err = h.Request(ctx, "n", "t1", "late-answer", []byte("x"), 30*time.Second)
+	if !errors.Is(err, chat.ErrCardClosed) || err.Error() != "card is no longer open: r1 was answered" {
+		t.Fatalf("refused request: %v, want chat.ErrCardClosed with the node's words", err)
+	}
+	_, err = h.Request(ctx, "away", "t1", "m1", []byte("x"), 300*time.Millisecond)
+	if !errors.Is(err, ErrWaiting) {
+		t.Fatalf("request to an absent node: %v, want %v", err, ErrWaiting)
+	}
+	if n, err := h.Waiting(ctx, "away"); err != nil || n != 1 {
+		t.Fatalf("waiting for away: %d %v, want the input kept", n, err)
 	}
 }
