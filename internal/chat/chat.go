@@ -43,6 +43,9 @@ type Thread struct {
 	UpdatedAt time.Time `json:"updated_at"`
 	// LastSeq is the seq of the newest event in the thread's log.
 	LastSeq int64 `json:"last_seq"`
+	// Node is the machine that owns the thread, on a cluster's hub ("" for
+	// this machine's own); never stored.
+	Node string `json:"node,omitempty"`
 	// TurnMessageID is the person's message whose turn is in flight, or "".
 	// A non-empty value found at start-up means the daemon died mid-turn.
 	TurnMessageID string `json:"-"`
@@ -183,6 +186,10 @@ var (
 	ErrUnknownAgent = errors.New("unknown agent")
 	ErrClosed       = errors.New("parley is shutting down")
 	ErrDuplicate    = errors.New("duplicate message id")
+	// ErrAway comes with a message's receipt (queued, "waits for machine
+	// …") when its thread's machine is away: accepted, not an error, but a
+	// receipt no log event carries yet, so the sender is given it.
+	ErrAway = errors.New("waits for its machine")
 	ErrTooLarge     = errors.New("message too large")
 	ErrRateLimited  = errors.New("too many requests")
 	ErrSessionLimit = errors.New("too many agents running")

@@ -54,7 +54,7 @@ func (d *Daemon) handle(web *web.Server) {
 }
 
 func (d *Daemon) acpDeps() acpagent.Deps {
-	return acpagent.Deps{Router: d.router, Store: d.store, Hub: d.hub}
+	return acpagent.Deps{Router: d.router, Store: d.readStore(), Hub: d.hub}
 }
 
 // handleACP serves one ACP client. Token as for every API call; a browser

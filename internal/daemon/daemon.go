@@ -30,6 +30,7 @@ import (
 	"github.com/parleyhq/parley/internal/hub"
 	"github.com/parleyhq/parley/internal/push"
 	"github.com/parleyhq/parley/internal/router"
+	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/store/sqlite"
 )
 
@@ -68,6 +69,10 @@ type Daemon struct {
 	pushWatch *hub.Watcher
 	// cert is the person's own certificate (tls_cert) when parley serves HTTPS.
 	cert *certSource
+	// view is the hub's readers' store (every machine's threads); stopRelay
+	// ends the relay of the nodes' live events into hub.
+	view      *cluster.View
+	stopRelay func()
 }
 
 // Start opens the store, recovers what a previous run left, and listens.
@@ -98,13 +103,25 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	h := hub.New(nil)
+	// A cluster's hub comes first: its router reaches the nodes' threads.
+	ch, err := startClusterHub(ctx, cfg, st, h, log, reg)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	var rem router.Remote
+	readStore := store.Store(st)
+	if ch != nil {
+		rem, readStore = &remote{hub: ch.hub, view: ch.view, node: cfg.Cluster.Node}, ch.view
+	}
 	rt := router.New(st, h, router.Options{
 		Agents: cfg.Agents, DefaultAgent: cfg.DefaultAgent, Roots: cfg.Roots,
 		Drivers: opt.Drivers, QueueDepth: cfg.Limits.QueueDepth, MaxMessageBytes: cfg.Limits.MaxMessageBytes,
 		MaxSessions: cfg.Limits.MaxSessions, ThreadsPerMinute: cfg.Limits.ThreadsPerMinute,
-		Logger: log, Metrics: router.NewMetrics(reg),
+		Logger: log, Metrics: router.NewMetrics(reg), Remote: rem,
 	})
 	if err := rt.Start(ctx); err != nil {
+		ch.close()
 		st.Close()
 		return nil, err
 	}
@@ -122,12 +139,13 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 		Logger: log})
 	if err != nil {
 		h.Unwatch(watch)
+		ch.close()
 		rt.Close(ctx)
 		st.Close()
 		return nil, err
 	}
 	var d *Daemon // set below, before anything is served
-	ws := web.New(rt, st, h, web.Options{
+	ws := web.New(rt, readStore, h, web.Options{
 		Token: token, Sessions: sessions, Limits: cfg.Limits, AllowedOrigins: cfg.AllowedOrigins, Roots: cfg.Roots,
 		Version: opt.Version, UI: opt.UI, Logger: log, Registry: reg, Push: pusher,
 		BaseURL: func() string { return d.publicBase() },
@@ -138,6 +156,7 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 		if cert, err = loadCert(cfg.TLSCert, cfg.TLSKey); err != nil {
 			pusher.Close()
 			h.Unwatch(watch)
+			ch.close()
 			rt.Close(ctx)
 			st.Close()
 			return nil, err
@@ -147,6 +166,7 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 	if err != nil {
 		pusher.Close()
 		h.Unwatch(watch)
+		ch.close()
 		rt.Close(ctx)
 		st.Close()
 		return nil, fmt.Errorf("listen %s: %w", cfg.Addr, err)
@@ -169,10 +189,14 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)},
 	}
 	d.version = opt.Version.Version
-	if err := d.startCluster(ctx, reg); err != nil {
+	if ch != nil {
+		d.clusterHub, d.view, d.stopRelay = ch.hub, ch.view, ch.stopRelay
+	}
+	if err := d.dialClusterHub(reg); err != nil {
 		ln.Close()
 		pusher.Close()
 		h.Unwatch(watch)
+		d.stopCluster()
 		rt.Close(ctx)
 		st.Close()
 		return nil, err
@@ -207,29 +231,70 @@ func agentNames(cfg config.Config) func(string) string {
 	return func(id string) string { return names[id] }
 }
 
-// startCluster runs the hub's NATS server or the node's link when [cluster]
-// says so; a single machine starts neither.
-func (d *Daemon) startCluster(ctx context.Context, reg prometheus.Registerer) error {
-	c := d.cfg.Cluster
-	var err error
-	switch {
-	case c.Listen != "":
-		d.clusterHub, err = cluster.StartHub(ctx, cluster.HubOptions{DataDir: d.cfg.DataDir, Listen: c.Listen,
-			Advertise: c.Advertise, Logger: d.log, Registerer: reg, InputWait: c.InputWait.Duration})
-	case c.Hub != "":
-		agents := make([]string, 0, len(d.cfg.Agents))
-		for _, a := range d.cfg.Agents {
-			agents = append(agents, a.ID)
-		}
-		d.link, err = cluster.Dial(cluster.LinkOptions{DataDir: d.cfg.DataDir, Hub: c.Hub, Node: c.Node,
-			Version: d.version, Agents: agents, Heartbeat: c.Heartbeat.Duration, Logger: d.log, Registerer: reg})
+// clusterHubParts are what a cluster's hub adds to a daemon.
+type clusterHubParts struct {
+	hub       *cluster.Hub
+	view      *cluster.View
+	stopRelay func()
+}
+
+// close stops what startClusterHub started (nil: nothing).
+func (c *clusterHubParts) close() {
+	if c == nil {
+		return
 	}
+	c.stopRelay()
+	c.hub.Close()
+}
+
+// startClusterHub runs the hub's NATS server when [cluster] listen says so,
+// with the view of every machine's threads and the relay of the nodes' live
+// events into h; nil when this machine is not a hub.
+func startClusterHub(ctx context.Context, cfg config.Config, st store.Store, h *hub.Hub, log *slog.Logger, reg prometheus.Registerer) (*clusterHubParts, error) {
+	c := cfg.Cluster
+	if c.Listen == "" {
+		return nil, nil
+	}
+	ch, err := cluster.StartHub(ctx, cluster.HubOptions{DataDir: cfg.DataDir, Listen: c.Listen,
+		Advertise: c.Advertise, Logger: log, Registerer: reg, InputWait: c.InputWait.Duration,
+		InputFailed: func(node, id, reason string) {
+			log.Warn("cluster: an input for a machine failed", "node", node, "input", id, "reason", reason)
+		}})
+	if err != nil {
+		return nil, err
+	}
+	stop, err := ch.Relay(h.Publish)
+	if err != nil {
+		ch.Close()
+		return nil, err
+	}
+	return &clusterHubParts{hub: ch, view: cluster.NewView(st, ch), stopRelay: stop}, nil
+}
+
+// dialClusterHub starts a node's link when [cluster] hub says so: it shows
+// this machine's threads to the hub and applies the hub's inputs.
+func (d *Daemon) dialClusterHub(reg prometheus.Registerer) error {
+	c := d.cfg.Cluster
+	if c.Hub == "" {
+		return nil
+	}
+	agents := make([]string, 0, len(d.cfg.Agents))
+	for _, a := range d.cfg.Agents {
+		agents = append(agents, a.ID)
+	}
+	var err error
+	d.link, err = cluster.Dial(cluster.LinkOptions{DataDir: d.cfg.DataDir, Hub: c.Hub, Node: c.Node,
+		Version: d.version, Agents: agents, Heartbeat: c.Heartbeat.Duration, Logger: d.log, Registerer: reg,
+		Inputs: d.applyInput, Store: d.store, Events: d.hub, AgentInfo: d.router.Agents(), Roots: d.cfg.Roots})
 	return err
 }
 
 func (d *Daemon) stopCluster() {
 	if d.link != nil {
 		d.link.Close()
+	}
+	if d.stopRelay != nil {
+		d.stopRelay()
 	}
 	if d.clusterHub != nil {
 		d.clusterHub.Close()

@@ -41,6 +41,9 @@ type Intent struct {
 type NewIntent struct {
 	Cwd   string `json:"cwd"`
 	Agent string `json:"agent,omitempty"`
+	// Node, on a cluster's hub, puts the thread on that machine (its agent,
+	// its directory, checked there against its roots).
+	Node string `json:"node,omitempty"`
 }
 
 // ResumeIntent names an agent's native session (a message's intent, or the

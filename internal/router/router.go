@@ -44,6 +44,8 @@ type Options struct {
 	Logger    *slog.Logger
 	Metrics   *Metrics
 	Now       func() time.Time
+	// Remote, on a cluster's hub, reaches other machines' threads (remote.go).
+	Remote Remote
 }
 
 // Router is parley's input side. Its methods are safe for concurrent use.
@@ -233,7 +235,7 @@ func (r *Router) Subscribe(ctx context.Context, route chat.RouteKey, buffer int)
 		if id == "" {
 			return nil
 		}
-		t, err := r.store.Thread(ctx, id)
+		t, err := r.threadAny(ctx, id)
 		if err != nil {
 			r.hub.Unsubscribe(sub)
 			return err
@@ -295,6 +297,15 @@ func (r *Router) route(ctx context.Context, req SendRequest, reply chan<- sendRe
 	if n := messageSize(m); n > r.opt.MaxMessageBytes {
 		fail(fmt.Errorf("%w: %d bytes is larger than the limit of %d bytes (limits.max_message_bytes)",
 			chat.ErrTooLarge, n, r.opt.MaxMessageBytes))
+		return
+	}
+	if thread, ok, err := r.remoteTarget(req); err != nil || ok {
+		// Not kept here: the owning machine stores it and knows its id again.
+		if err != nil {
+			fail(err)
+			return
+		}
+		r.sendRemote(ctx, req, thread, reply)
 		return
 	}
 	key := inputKey{req.From, m.MessageID}
@@ -454,8 +465,13 @@ func (r *Router) attach(ctx context.Context, from chat.RouteKey, id chat.ThreadI
 	if r.routes[from] == id {
 		return nil
 	}
-	if err := r.store.AttachRoute(ctx, from, id); err != nil {
-		return fmt.Errorf("router: attach route: %w", err)
+	// A route on another machine's thread is kept in memory only: the
+	// store holds this machine's threads (after a restart the route shows
+	// none until it picks one again).
+	if rm := r.opt.Remote; rm == nil || !rm.Owns(id) {
+		if err := r.store.AttachRoute(ctx, from, id); err != nil {
+			return fmt.Errorf("router: attach route: %w", err)
+		}
 	}
 	r.routes[from] = id
 	r.hub.Attach(from, id)
@@ -485,7 +501,7 @@ func (r *Router) OpenThread(ctx context.Context, from chat.RouteKey, id chat.Thr
 		return err
 	}
 	return r.call(ctx, func() error {
-		if _, err := r.store.Thread(ctx, id); err != nil {
+		if _, err := r.threadAny(ctx, id); err != nil {
 			return fmt.Errorf("thread %s: %w", id, err)
 		}
 		return r.attach(ctx, from, id)
@@ -533,6 +549,7 @@ func (r *Router) Control(ctx context.Context, c Control) error {
 		return err
 	}
 	var l *lane
+	var remote chat.ThreadID
 	err := r.call(ctx, func() error {
 		id := c.Thread
 		if id == "" {
@@ -541,12 +558,20 @@ func (r *Router) Control(ctx context.Context, c Control) error {
 		if id == "" {
 			return fmt.Errorf("%w: this chat has no thread yet", chat.ErrNoTurn)
 		}
+		if rm := r.opt.Remote; rm != nil && rm.Owns(id) {
+			remote = id
+			return nil
+		}
 		var err error
 		l, err = r.lane(ctx, id)
 		return err
 	})
 	if err != nil {
 		return err
+	}
+	if remote != "" {
+		c.Thread = remote
+		return r.opt.Remote.Control(ctx, c)
 	}
 	return l.control(ctx, c)
 }

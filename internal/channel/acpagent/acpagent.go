@@ -585,6 +585,8 @@ func (a *agent) Prompt(_ context.Context, p acp.PromptRequest) (acp.PromptRespon
 		}
 	}})
 	switch {
+	case errors.Is(err, chat.ErrAway):
+		// Queued for a machine that is away: its turn's end comes later.
 	case errors.Is(err, chat.ErrDuplicate):
 		if d.State == chat.DeliveryFailed {
 			return acp.PromptResponse{}, acp.NewInternalError(map[string]any{"error": "message failed: " + d.Detail})

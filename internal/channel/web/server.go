@@ -453,6 +453,9 @@ func (s *Server) handleSend(w http.ResponseWriter, r *http.Request) {
 	d, thread, err := s.router.Send(r.Context(), router.SendRequest{
 		From: restRoute, Thread: chat.ThreadID(r.PathValue("id")), Message: m, Notify: notify,
 	})
+	if errors.Is(err, chat.ErrAway) {
+		err = nil // queued for a machine that is away: its receipt says so
+	}
 	if errors.Is(err, chat.ErrDuplicate) {
 		writeJSON(w, http.StatusOK, map[string]any{"message_id": d.MessageID, "state": d.State, "detail": d.Detail, "thread": thread, "duplicate": true})
 		return

@@ -361,8 +361,8 @@ func (c *conn) handle(ctx context.Context, in wire.Input) {
 	case wire.TypeMessage:
 		var d chat.Delivery
 		d, _, err = c.s.router.Send(ctx, router.SendRequest{From: c.route, Message: *in.Message})
-		if errors.Is(err, chat.ErrDuplicate) {
-			c.reply(ctx, d) // the receipt it already has; never delivered twice
+		if errors.Is(err, chat.ErrDuplicate) || errors.Is(err, chat.ErrAway) {
+			c.reply(ctx, d) // the receipt it already has (never delivered twice), or one its machine's log will carry later
 			err = nil
 		}
 	case wire.TypeStop:

@@ -1,0 +1,109 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"slices"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/store"
+)
+
+// View is the hub's store as its readers see it (the web channel, the ACP
+// side, the route follower): its own threads from its store, and every
+// node's threads, each read from its node (RemoteSource) or listed from the
+// directory. Writes go to the local store only: a remote thread is never
+// written here.
+type View struct {
+	store.Store
+	hub *Hub
+	src *RemoteSource
+}
+
+// NewView wraps the hub's local store.
+func NewView(local store.Store, h *Hub) *View { return &View{Store: local, hub: h, src: h.Source()} }
+
+func remote(id chat.ThreadID) bool { _, _, ok := SplitRemoteID(id); return ok }
+
+// Thread reads a local or a remote thread.
+func (v *View) Thread(ctx context.Context, id chat.ThreadID) (chat.Thread, error) {
+	if remote(id) {
+		th, err := v.src.Thread(ctx, id)
+		if errors.Is(err, ErrNodeOffline) {
+			// Its summary from the directory: the thread as last heard of.
+			if rt, ok := v.summary(ctx, id); ok {
+				return rt.Thread, nil
+			}
+		}
+		return th, err
+	}
+	return v.Store.Thread(ctx, id)
+}
+
+func (v *View) summary(ctx context.Context, id chat.ThreadID) (RemoteThread, bool) {
+	ths, err := v.hub.Threads(ctx)
+	if err != nil {
+		return RemoteThread{}, false
+	}
+	for _, rt := range ths {
+		if rt.Thread.ID == id {
+			return rt, true
+		}
+	}
+	return RemoteThread{}, false
+}
+
+// Threads lists the local threads, then every node's, newest first as the
+// store lists its own.
+func (v *View) Threads(ctx context.Context) ([]chat.Thread, error) {
+	local, err := v.Store.Threads(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rts, err := v.hub.Threads(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, rt := range rts {
+		th := rt.Thread
+		th.Node = rt.Node
+		local = append(local, th)
+	}
+	slices.SortStableFunc(local, func(a, b chat.Thread) int { return b.UpdatedAt.Compare(a.UpdatedAt) })
+	return local, nil
+}
+
+// Events reads a local or a remote thread's log.
+func (v *View) Events(ctx context.Context, id chat.ThreadID, since int64, limit int) ([]chat.Event, error) {
+	if remote(id) {
+		return v.src.Events(ctx, id, since, limit)
+	}
+	return v.Store.Events(ctx, id, since, limit)
+}
+
+// Tail reads a local or a remote thread's last events.
+func (v *View) Tail(ctx context.Context, id chat.ThreadID, n int) ([]chat.Event, error) {
+	if remote(id) {
+		return v.src.Tail(ctx, id, n)
+	}
+	return v.Store.Tail(ctx, id, n)
+}
+
+// Cards reads a local or a remote thread's cards. An offline node's are
+// unknown, and unanswerable: none is listed for it.
+func (v *View) Cards(ctx context.Context, id chat.ThreadID, state string) ([]chat.Card, error) {
+	if remote(id) {
+		cs, err := v.src.Cards(ctx, id, state)
+		if errors.Is(err, ErrNodeOffline) {
+			return nil, nil
+		}
+		return cs, err
+	}
+	return v.Store.Cards(ctx, id, state)
+}
+
+// NodeOf names the machine of a remote thread id ("" for a local one).
+func NodeOf(id chat.ThreadID) string {
+	n, _, _ := SplitRemoteID(id)
+	return n
+}

@@ -1,0 +1,197 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/cluster"
+	"github.com/parleyhq/parley/internal/router"
+	"github.com/parleyhq/parley/internal/store"
+)
+
+// What the hub hands a node for one of its threads (cluster.Hub.Request):
+// a message, a new thread with its first message, or a control. Thread is
+// the node's own id. Written and read here only, by the same binary.
+type clusterInput struct {
+	Kind    string          `json:"kind"` // "send", "new", "control"
+	From    chat.RouteKey   `json:"from"` // the route at the hub
+	Thread  chat.ThreadID   `json:"thread,omitempty"`
+	Message *router.Message `json:"message,omitempty"`
+	Control *router.Control `json:"control,omitempty"`
+}
+
+// sendResult is a node's answer to a send or a new thread.
+type sendResult struct {
+	Thread   chat.ThreadID `json:"thread"`
+	Delivery chat.Delivery `json:"delivery"`
+}
+
+// hubChannel is the channel of routes at the hub as a node's router keeps
+// them: "hub", with the hub's route as the chat.
+const hubChannel = "hub"
+
+// applyInput applies one input from the hub on this node and returns once
+// its router has committed it. A duplicate (the hub asked again) answers
+// its current receipt; what can never be applied is refused with the chat
+// error it is, so the sender at the hub gets that error.
+func (d *Daemon) applyInput(ctx context.Context, _ string, data []byte) ([]byte, error) {
+	var in clusterInput
+	if err := json.Unmarshal(data, &in); err != nil {
+		return nil, cluster.Refuse(fmt.Errorf("%w: an input from the hub that is not one: %v", chat.ErrBadInput, err))
+	}
+	from := chat.RouteKey{Channel: hubChannel, Chat: in.From.String()}
+	switch {
+	case (in.Kind == "send" || in.Kind == "new") && in.Message != nil:
+		m := *in.Message
+		if in.Kind == "new" {
+			if m.Intent == nil || m.Intent.New == nil {
+				return nil, cluster.Refuse(fmt.Errorf("%w: a new thread without its intent", chat.ErrBadInput))
+			}
+			nw := *m.Intent.New
+			nw.Node = "" // here
+			m.Intent = &router.Intent{New: &nw}
+		}
+		dl, th, err := d.router.Send(ctx, router.SendRequest{From: from, Thread: in.Thread, Message: m})
+		if errors.Is(err, chat.ErrDuplicate) {
+			err = nil
+		}
+		if err != nil {
+			return nil, refusal(err)
+		}
+		return json.Marshal(sendResult{Thread: th, Delivery: dl})
+	case in.Kind == "control" && in.Control != nil:
+		c := *in.Control
+		c.From, c.Thread = from, in.Thread
+		return nil, refusal(d.router.Control(ctx, c))
+	}
+	return nil, cluster.Refuse(fmt.Errorf("%w: an input of kind %q", chat.ErrBadInput, in.Kind))
+}
+
+// refusal makes a router error the node's answer: shutting down (or out of
+// time) is tried again; anything else is the input's end.
+func refusal(err error) error {
+	if err == nil || errors.Is(err, chat.ErrClosed) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return err
+	}
+	return cluster.Refuse(err)
+}
+
+// remote is the hub's router.Remote: a node's thread is reached through the
+// cluster (cluster.View reads it, cluster.Hub.Request carries what is sent).
+type remote struct {
+	hub  *cluster.Hub
+	view *cluster.View
+	node string
+}
+
+// How long a sender at the hub waits for a node that is online to take its
+// input; after that the input stays queued and the receipt says so.
+const remoteWait = 10 * time.Second
+
+func (r *remote) Owns(id chat.ThreadID) bool { return cluster.NodeOf(id) != "" }
+func (r *remote) Local() string              { return r.node }
+
+func (r *remote) Thread(ctx context.Context, id chat.ThreadID) (chat.Thread, error) {
+	return r.view.Thread(ctx, id)
+}
+
+// online says whether node's heartbeat is current (an unknown node is not).
+func (r *remote) online(ctx context.Context, node string) (bool, error) {
+	nodes, err := r.hub.Nodes(ctx)
+	if err != nil {
+		return false, err
+	}
+	for _, n := range nodes {
+		if n.Name == node {
+			return n.Online, nil
+		}
+	}
+	return false, fmt.Errorf("%w: no machine %q has joined this hub", chat.ErrNotFound, node)
+}
+
+func waitsFor(node string) string { return "waits for machine " + node }
+
+// inputID is a message's id at its node's input stream: a message id is
+// its route's, so two routes' equal ids stay two inputs.
+func inputID(from chat.RouteKey, messageID string) string { return from.String() + "/" + messageID }
+
+func (r *remote) Send(ctx context.Context, from chat.RouteKey, id chat.ThreadID, m router.Message) (chat.Delivery, chat.ThreadID, error) {
+	in := clusterInput{Kind: "send", From: from, Message: &m}
+	node, thread, _ := cluster.SplitRemoteID(id)
+	if id == "" {
+		in.Kind, node = "new", m.Intent.New.Node
+		if err := cluster.CheckName(node); err != nil {
+			return chat.Delivery{}, "", fmt.Errorf("%w: %v", chat.ErrBadInput, err)
+		}
+	}
+	in.Thread = thread
+	data, err := json.Marshal(in)
+	if err != nil {
+		return chat.Delivery{}, "", err
+	}
+	online, err := r.online(ctx, node)
+	if err != nil {
+		return chat.Delivery{}, "", err
+	}
+	queued := chat.Delivery{MessageID: m.MessageID, State: chat.DeliveryQueued, Detail: waitsFor(node)}
+	subject := string(thread)
+	if in.Kind == "new" {
+		// A new thread is made on a machine that is there to check its
+		// agent and directory, not queued for one that is away.
+		if !online {
+			return chat.Delivery{}, "", fmt.Errorf("machine %s is offline: a new thread there waits until it is back", node)
+		}
+		subject = "new"
+	}
+	if !online {
+		if err := r.hub.Queue(ctx, node, subject, inputID(from, m.MessageID), data); err != nil {
+			return chat.Delivery{}, "", err
+		}
+		return queued, id, chat.ErrAway
+	}
+	res, err := r.hub.Request(ctx, node, subject, inputID(from, m.MessageID), data, remoteWait)
+	if errors.Is(err, cluster.ErrWaiting) {
+		return queued, id, chat.ErrAway
+	}
+	if err != nil {
+		return chat.Delivery{}, "", err
+	}
+	var sr sendResult
+	if err := json.Unmarshal(res, &sr); err != nil {
+		return chat.Delivery{}, "", fmt.Errorf("machine %s answered the message with something else: %w", node, err)
+	}
+	return sr.Delivery, cluster.RemoteID(node, sr.Thread), nil
+}
+
+// Control goes to a node that is online now: a stop or an answer kept for
+// later could land on another turn than the one it was meant for.
+func (r *remote) Control(ctx context.Context, c router.Control) error {
+	node, thread, _ := cluster.SplitRemoteID(c.Thread)
+	online, err := r.online(ctx, node)
+	if err != nil {
+		return err
+	}
+	if !online {
+		return fmt.Errorf("machine %s is offline", node)
+	}
+	in := clusterInput{Kind: "control", From: c.From, Thread: thread, Control: &c}
+	data, err := json.Marshal(in)
+	if err != nil {
+		return err
+	}
+	_, err = r.hub.Request(ctx, node, string(thread), chat.NewID("c"), data, remoteWait)
+	return err
+}
+
+// readStore is what the daemon's readers use: the hub's view of every
+// machine's threads, or this machine's store.
+func (d *Daemon) readStore() store.Store {
+	if d.view != nil {
+		return d.view
+	}
+	return d.store
+}

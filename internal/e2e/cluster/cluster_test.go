@@ -1,0 +1,337 @@
+// Package cluster_test runs a hub and a node as two real daemons with their
+// own data directories on loopback, linked by the real embedded NATS server
+// with TLS, the node running the real Claude Code (stream) against the
+// scripted Messages API; a person drives the node's thread from the hub's
+// chat socket.
+package cluster_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/client"
+	"github.com/parleyhq/parley/internal/cluster"
+	"github.com/parleyhq/parley/internal/config"
+	"github.com/parleyhq/parley/internal/daemon"
+	"github.com/parleyhq/parley/internal/driver"
+	"github.com/parleyhq/parley/internal/driver/stream"
+	"github.com/parleyhq/parley/internal/testkit"
+	"github.com/parleyhq/parley/internal/testkit/chatsock"
+	"github.com/parleyhq/parley/internal/testkit/claudeapi"
+)
+
+const wait = 30 * time.Second
+
+const answer = "Hello from the scripted model, in pieces."
+
+func scenario() claudeapi.Scenario {
+	return claudeapi.Scenario{Rules: []claudeapi.Rule{
+		{Match: claudeapi.Match{Exact: "hello"}, Reply: claudeapi.Text(answer, 5, 5*time.Millisecond)},
+		{Match: claudeapi.Match{Exact: "make the file"}, Reply: claudeapi.Bash("echo parley-$((6*7)) && touch made-by-bash", "Make a file")},
+		{Match: claudeapi.Match{ToolResult: "Bash"}, Reply: claudeapi.Text("The command ran.", 1, 0)},
+		{Match: claudeapi.Match{Exact: "slowly"}, Reply: claudeapi.Text(strings.Repeat("tick ", 400), 400, 50*time.Millisecond)},
+		{Match: claudeapi.Match{Prefix: "remember"}, Reply: claudeapi.Text("Noted.", 1, 0)},
+	}}
+}
+
+type machine struct {
+	t   *testing.T
+	cfg config.Config
+	d   *daemon.Daemon
+}
+
+func (m *machine) start() {
+	m.t.Helper()
+	d, err := daemon.Start(context.Background(), m.cfg, daemon.Options{
+		Drivers: map[string]driver.Driver{config.TransportStream: stream.New(nil)},
+	})
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	m.d = d
+}
+
+func (m *machine) stop() {
+	if m.d == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := m.d.Shutdown(ctx); err != nil {
+		m.t.Errorf("shutdown: %v", err)
+	}
+	m.d = nil
+}
+
+func (m *machine) dial(chatID string, since int64, thread chat.ThreadID) *chatsock.Conn {
+	m.t.Helper()
+	s := chatsock.Dial(m.t, "http://"+m.d.Addr(), m.d.Token(), client.Options{Chat: chatID, Since: since, Thread: thread})
+	s.WaitFor(0, wait, chatsock.Type(chat.TypeReplayDone), "replay_done")
+	return s
+}
+
+// get reads a REST answer of the machine.
+func (m *machine) get(path string, v any) {
+	m.t.Helper()
+	req, _ := http.NewRequest("GET", "http://"+m.d.Addr()+path, nil)
+	req.Header.Set("Authorization", "Bearer "+m.d.Token())
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		m.t.Fatalf("GET %s: %s", path, resp.Status)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		m.t.Fatal(err)
+	}
+}
+
+type rig struct {
+	hub, node *machine
+	api       *claudeapi.Server
+	work      string
+}
+
+// newRig starts a hub and node "b" joined to it, and waits for b online.
+func newRig(t *testing.T) *rig {
+	t.Helper()
+	testkit.NeedsRealAgent(t)
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	home, work := filepath.Join(root, "home"), filepath.Join(root, "work")
+	for _, d := range []string{home, work} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	api := claudeapi.Start(t, scenario())
+	env := map[string]string{}
+	for _, kv := range claudeapi.Env(t, api, home, work) {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	mk := func(name string, mutate func(*config.Cluster)) *machine {
+		cfg := config.Default(filepath.Join(root, name), work)
+		cfg.Addr = "127.0.0.1:0"
+		cfg.Agents = []config.Agent{{ID: "claude", Name: "Claude Code", Transport: config.TransportStream, Command: testkit.ClaudeBin(t), Env: env}}
+		cfg.Cluster.Node = name
+		cfg.Cluster.Heartbeat = config.Duration{Duration: 200 * time.Millisecond}
+		mutate(&cfg.Cluster)
+		if err := cfg.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		return &machine{t: t, cfg: cfg}
+	}
+	hub := mk("hub", func(c *config.Cluster) { c.Listen = "127.0.0.1:0" })
+	hub.start()
+	t.Cleanup(hub.stop)
+	addr := hub.d.ClusterHub().Addr()
+	tok, err := cluster.IssueToken(hub.cfg.DataDir, addr, "b", time.Now().Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := mk("b", func(c *config.Cluster) { c.Hub = addr })
+	if err := os.MkdirAll(node.cfg.DataDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cluster.Join(t.Context(), node.cfg.DataDir, tok, "b", "test"); err != nil {
+		t.Fatal(err)
+	}
+	node.start()
+	t.Cleanup(node.stop)
+	r := &rig{hub: hub, node: node, api: api, work: work}
+	r.waitOnline(true)
+	return r
+}
+
+func (r *rig) waitOnline(want bool) {
+	r.hub.t.Helper()
+	testkit.Eventually(r.hub.t, wait, func() bool {
+		nodes, err := r.hub.d.ClusterHub().Nodes(context.Background())
+		return err == nil && len(nodes) == 1 && nodes[0].Online == want
+	}, fmt.Sprintf("node b online=%v at the hub", want))
+}
+
+// shownThread is the id of the thread a "thread" frame shows.
+func shownThread(e client.Event) chat.ThreadID {
+	var te chat.ThreadEvent
+	if e.Type != chat.TypeThread || e.Decode(&te) != nil {
+		return ""
+	}
+	return te.Thread.ID
+}
+
+func newThreadMsg(id, text, cwd string) map[string]any {
+	return map[string]any{"type": "message", "message_id": id, "text": text,
+		"intent": map[string]any{"new": map[string]any{"cwd": cwd, "node": "b"}}}
+}
+
+// seqFrames are a socket's sequenced events with the thread field removed,
+// keyed by seq: what two machines' views of one log must agree on.
+func seqFrames(t *testing.T, evs []client.Event) map[int64]string {
+	t.Helper()
+	out := map[int64]string{}
+	for _, e := range evs {
+		if e.Seq == 0 {
+			continue
+		}
+		var m map[string]any
+		if err := json.Unmarshal(e.Raw, &m); err != nil {
+			t.Fatal(err)
+		}
+		delete(m, "thread")
+		b, _ := json.Marshal(m)
+		if prev, ok := out[e.Seq]; ok && prev != string(b) {
+			t.Fatalf("seq %d twice, different: %s / %s", e.Seq, prev, b)
+		}
+		out[e.Seq] = string(b)
+	}
+	return out
+}
+
+// From the hub's socket: a new thread on node b, a plain turn, a permission
+// card both machines' sockets answer at once (one wins, the other is told
+// card_closed), a stop that reaches the turn, and a replay through the hub
+// equal to b's own log.
+func TestANodesThreadDrivenFromTheHub(t *testing.T) {
+	r := newRig(t)
+	s := r.hub.dial("phone", -1, "")
+	s.Send(newThreadMsg("m1", "hello", r.work))
+	at := 0
+	for _, st := range []string{chat.DeliveryQueued, chat.DeliveryDelivering, chat.DeliverySubmitted} {
+		at = s.WaitFor(at, wait, chatsock.Delivery("m1", st), st)
+	}
+	end := s.WaitFor(at, wait, chatsock.PromptDone("m1", chat.StopEndTurn), "prompt_done end_turn")
+	if got := chatsock.Chunks(s.Snapshot()[at:end]); got != answer {
+		t.Fatalf("chunks add up to %q, want %q", got, answer)
+	}
+	ti := s.WaitFor(0, wait, func(e client.Event) bool { return shownThread(e) != "" }, "the route's thread")
+	remoteID := shownThread(s.Get(ti))
+	node, local, ok := cluster.SplitRemoteID(remoteID)
+	if !ok || node != "b" {
+		t.Fatalf("the hub's route shows %q, want a thread of node b", remoteID)
+	}
+	var list struct {
+		Threads []chat.Thread `json:"threads"`
+	}
+	r.hub.get("/api/threads", &list)
+	if len(list.Threads) != 1 || list.Threads[0].ID != remoteID || list.Threads[0].Node != "b" {
+		t.Fatalf("the hub lists %+v, want b's thread with its machine", list.Threads)
+	}
+
+	// The node's own socket on the same thread; both answer the card.
+	n := r.node.dial("terminal", -1, "")
+	n.Send(map[string]any{"type": "open_thread", "thread_id": string(local)})
+	n.WaitFor(0, wait, func(e client.Event) bool { return shownThread(e) == local }, "the node's terminal on the thread")
+	from, nfrom := s.Len(), n.Len()
+	s.Send(chatsock.Msg("m2", "make the file"))
+	card := s.WaitFor(from, wait, chatsock.Type(chat.TypePermissionRequest), "the card at the hub")
+	n.WaitFor(nfrom, wait, chatsock.Type(chat.TypePermissionRequest), "the card at the node")
+	rid := fmt.Sprint(chatsock.FieldOf(s.Get(card), "request_id"))
+	done := make(chan struct{})
+	go func() {
+		n.Send(map[string]any{"type": "permission_response", "request_id": rid, "option_id": chat.OptionAllowOnce})
+		close(done)
+	}()
+	s.Send(map[string]any{"type": "permission_response", "request_id": rid, "option_id": chat.OptionAllowOnce})
+	<-done
+	s.WaitFor(card, wait, chatsock.PromptDone("m2", chat.StopEndTurn), "the tool's turn done at the hub")
+	n.WaitFor(nfrom, wait, chatsock.Type(chat.TypePermissionResolved), "resolved at the node")
+	closed := func(c *chatsock.Conn, from int) int {
+		k := 0
+		for _, e := range c.Snapshot()[from:] {
+			if e.Type == chat.TypeError && chatsock.FieldOf(e, "code") == chat.CodeCardClosed {
+				k++
+			}
+		}
+		return k
+	}
+	testkit.Eventually(t, wait, func() bool { return closed(s, card)+closed(n, nfrom) == 1 }, "exactly one card_closed between the two machines")
+	if _, err := os.Stat(filepath.Join(r.work, "made-by-bash")); err != nil {
+		t.Fatalf("the tool did not run on the node: %v", err)
+	}
+
+	// Stop from the hub reaches the node's turn.
+	from = s.Len()
+	s.Send(chatsock.Msg("m3", "slowly"))
+	s.WaitFor(from, wait, chatsock.Type(chat.TypeAgentChunk), "streaming")
+	s.Send(map[string]any{"type": "stop"})
+	s.WaitFor(from, wait, chatsock.PromptDone("m3", chat.StopCancelled), "cancelled by the hub's stop")
+
+	// since: the hub's replay of the whole log equals b's own.
+	n.WaitFor(nfrom, wait, chatsock.PromptDone("m3", chat.StopCancelled), "the node saw the stop")
+	viaHub := r.hub.dial("phone", 0, remoteID)
+	own := r.node.dial("terminal", 0, local)
+	hubLog, nodeLog := seqFrames(t, viaHub.Snapshot()), seqFrames(t, own.Snapshot())
+	if len(nodeLog) < 10 || len(hubLog) != len(nodeLog) {
+		t.Fatalf("replay through the hub: %d events, b's own: %d", len(hubLog), len(nodeLog))
+	}
+	for seq, f := range nodeLog {
+		if hubLog[seq] != f {
+			t.Fatalf("seq %d through the hub %s, on b %s", seq, hubLog[seq], f)
+		}
+	}
+}
+
+// Messages sent from the hub while the node is away wait at the hub, say
+// so, and are each delivered once when it is back: the node's log has each
+// person's message once and no gap.
+func TestMessagesForAnOfflineNodeWaitAndAreDeliveredOnce(t *testing.T) {
+	r := newRig(t)
+	s := r.hub.dial("phone", -1, "")
+	s.Send(newThreadMsg("m1", "hello", r.work))
+	s.WaitFor(0, wait, chatsock.PromptDone("m1", chat.StopEndTurn), "the first turn")
+	r.node.stop()
+	r.waitOnline(false)
+	from := s.Len()
+	for i := 1; i <= 3; i++ {
+		id := fmt.Sprintf("w%d", i)
+		s.Send(chatsock.Msg(id, "remember "+id))
+		j := s.WaitFor(from, wait, chatsock.Delivery(id, chat.DeliveryQueued), id+" queued")
+		if d := fmt.Sprint(chatsock.FieldOf(s.Get(j), "detail")); d != "waits for machine b" {
+			t.Fatalf("%s: receipt detail %q", id, d)
+		}
+	}
+	r.node.start()
+	for i := 1; i <= 3; i++ {
+		s.WaitFor(from, 2*wait, chatsock.PromptDone(fmt.Sprintf("w%d", i), chat.StopEndTurn), "a waiting message's turn")
+	}
+	ti := s.WaitFor(0, wait, func(e client.Event) bool { return shownThread(e) != "" }, "the route's thread")
+	_, local, _ := cluster.SplitRemoteID(shownThread(s.Get(ti)))
+	var log struct {
+		Events []struct {
+			Type string `json:"type"`
+			Seq  int64  `json:"seq"`
+			Text string `json:"text"`
+		} `json:"events"`
+	}
+	r.node.get("/api/threads/"+string(local)+"/events?since=0", &log)
+	seen := map[string]int{}
+	var last int64
+	for _, e := range log.Events {
+		if e.Seq != last+1 {
+			t.Fatalf("b's log jumps from %d to %d", last, e.Seq)
+		}
+		last = e.Seq
+		if e.Type == chat.TypeUserMessage {
+			seen[e.Text]++
+		}
+	}
+	for i := 1; i <= 3; i++ {
+		if k := seen[fmt.Sprintf("remember w%d", i)]; k != 1 {
+			t.Fatalf("w%d in b's log %d times, want once (%v)", i, k, seen)
+		}
+	}
+}

@@ -1,0 +1,82 @@
+package router
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/parleyhq/parley/internal/chat"
+)
+
+// Remote reaches the threads other machines own, on a cluster's hub
+// (docs/multi-machine.md). Such a thread has no lane here: its owning
+// machine's lane is its only writer, and what is sent to it goes there.
+type Remote interface {
+	// Owns says whether id names a thread another machine owns.
+	Owns(id chat.ThreadID) bool
+	// Local is this machine's node name ("" when it has none).
+	Local() string
+	// Thread reads a remote thread (from its machine).
+	Thread(ctx context.Context, id chat.ThreadID) (chat.Thread, error)
+	// Send hands a message to the remote thread id, or, with id "", to a
+	// new thread on m.Intent.New.Node; it returns the thread's id. A
+	// message queued for a machine that is away returns its receipt with
+	// chat.ErrAway.
+	Send(ctx context.Context, from chat.RouteKey, id chat.ThreadID, m Message) (chat.Delivery, chat.ThreadID, error)
+	// Control hands a control to its remote thread (c.Thread).
+	Control(ctx context.Context, c Control) error
+}
+
+// remoteTarget says whether req goes to another machine: to which thread,
+// or (thread "") to a new thread on m.Intent.New.Node. A new thread on a
+// named node from a machine that is not a hub is refused, never made here.
+// Runs on the router goroutine.
+func (r *Router) remoteTarget(req SendRequest) (thread chat.ThreadID, ok bool, err error) {
+	rm, m := r.opt.Remote, req.Message
+	if m.Intent != nil && m.Intent.New != nil && m.Intent.New.Node != "" {
+		switch node := m.Intent.New.Node; {
+		case rm == nil:
+			return "", false, invalid("intent.new.node %q: this parley is not a cluster's hub", node)
+		case node == rm.Local():
+			return "", false, nil
+		}
+		return "", true, nil
+	}
+	if rm == nil || m.Intent != nil {
+		return "", false, nil
+	}
+	id := req.Thread
+	if id == "" {
+		id = r.routes[req.From]
+	}
+	if id != "" && rm.Owns(id) {
+		return id, true, nil
+	}
+	return "", false, nil
+}
+
+// sendRemote hands req to its machine off the router goroutine, then
+// attaches the route to a new remote thread on it.
+func (r *Router) sendRemote(ctx context.Context, req SendRequest, thread chat.ThreadID, reply chan<- sendReply) {
+	go func() {
+		d, id, err := r.opt.Remote.Send(ctx, req.From, thread, req.Message)
+		if (err == nil || errors.Is(err, chat.ErrAway)) && thread == "" && id != "" {
+			aerr := r.call(ctx, func() error { return r.attach(ctx, req.From, id) })
+			if aerr != nil {
+				err = fmt.Errorf("router: attach the route to %s: %w", id, aerr)
+			}
+		}
+		if req.Notify != nil && (err == nil || errors.Is(err, chat.ErrAway)) {
+			req.Notify(d)
+		}
+		reply <- sendReply{delivery: d, thread: id, err: err}
+	}()
+}
+
+// threadAny reads a thread wherever it lives.
+func (r *Router) threadAny(ctx context.Context, id chat.ThreadID) (chat.Thread, error) {
+	if rm := r.opt.Remote; rm != nil && rm.Owns(id) {
+		return rm.Thread(ctx, id)
+	}
+	return r.store.Thread(ctx, id)
+}
