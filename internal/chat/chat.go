@@ -189,7 +189,7 @@ var (
 	// ErrAway comes with a message's receipt (queued, "waits for machine
 	// …") when its thread's machine is away: accepted, not an error, but a
 	// receipt no log event carries yet, so the sender is given it.
-	ErrAway = errors.New("waits for its machine")
+	ErrAway         = errors.New("waits for its machine")
 	ErrTooLarge     = errors.New("message too large")
 	ErrRateLimited  = errors.New("too many requests")
 	ErrSessionLimit = errors.New("too many agents running")
