@@ -33,7 +33,7 @@ func (d *Daemon) startExtras(plugins []config.Plugin) *extras {
 	ctx, cancel := context.WithCancel(context.Background())
 	self, _ := os.Executable()
 	e := &extras{ctx: ctx, cancel: cancel,
-		plugins: plugin.New(d.router, d.store, d.hub, plugin.Options{Self: self, Version: d.version, Logger: d.log.With("channel", "plugin")})}
+		plugins: plugin.New(d.router, d.readStore(), d.hub, plugin.Options{Self: self, Version: d.version, Logger: d.log.With("channel", "plugin")})}
 	e.plugins.Start(plugins)
 	return e
 }
