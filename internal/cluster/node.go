@@ -29,10 +29,11 @@ import (
 // from what its lanes publish after their commit.
 
 // NodeStore is what a node reads to answer and summarize: the route
-// follower's Source and the thread list.
+// follower's Source, the thread list and a thread's usage.
 type NodeStore interface {
 	follow.Source
 	Threads(ctx context.Context) ([]chat.Thread, error)
+	Usage(ctx context.Context, thread chat.ThreadID) (chat.UsageTotals, error)
 }
 
 // Event headers on parley.from.<node>.t.<thread>.ev.
@@ -81,6 +82,7 @@ const (
 	opEvents = "events"
 	opTail   = "tail"
 	opCards  = "cards"
+	opUsage  = "usage"
 )
 
 type srcRequest struct {
@@ -92,12 +94,13 @@ type srcRequest struct {
 }
 
 type srcAnswer struct {
-	Thread   *wireThread `json:"thread,omitempty"`
-	Events   []wireEvent `json:"events,omitempty"`
-	Cards    []chat.Card `json:"cards,omitempty"`
-	More     bool        `json:"more,omitempty"` // events: the page was cut to fit; ask again after the last
-	NotFound bool        `json:"not_found,omitempty"`
-	Error    string      `json:"error,omitempty"`
+	Thread   *wireThread       `json:"thread,omitempty"`
+	Events   []wireEvent       `json:"events,omitempty"`
+	Cards    []chat.Card       `json:"cards,omitempty"`
+	Usage    *chat.UsageTotals `json:"usage,omitempty"`
+	More     bool              `json:"more,omitempty"` // events: the page was cut to fit; ask again after the last
+	NotFound bool              `json:"not_found,omitempty"`
+	Error    string            `json:"error,omitempty"`
 }
 
 // Bounds of a source answer: NATS carries at most MaxPayload (8 MiB) a
@@ -294,6 +297,11 @@ func (l *Link) source(ctx context.Context, req srcRequest) srcAnswer {
 		}
 	case opCards:
 		ans.Cards, err = st.Cards(ctx, req.Thread, req.State)
+	case opUsage:
+		var u chat.UsageTotals
+		if u, err = st.Usage(ctx, req.Thread); err == nil {
+			ans.Usage = &u
+		}
 	default:
 		err = errors.New("unknown source operation " + strconv.Quote(req.Op))
 	}

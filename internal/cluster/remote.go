@@ -130,6 +130,15 @@ func (s *RemoteSource) Cards(ctx context.Context, id chat.ThreadID, state string
 	return ans.Cards, nil
 }
 
+// Usage sums the thread's usage, on its node.
+func (s *RemoteSource) Usage(ctx context.Context, id chat.ThreadID) (chat.UsageTotals, error) {
+	ans, _, err := s.ask(ctx, id, srcRequest{Op: opUsage})
+	if err != nil || ans.Usage == nil {
+		return chat.UsageTotals{}, err
+	}
+	return *ans.Usage, nil
+}
+
 func appendEvents(out []chat.Event, id chat.ThreadID, evs []wireEvent) []chat.Event {
 	for _, e := range evs {
 		out = append(out, chat.Event{Type: e.Type, Thread: id, Seq: e.Seq, TS: e.TS, Payload: e.Payload})

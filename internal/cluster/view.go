@@ -102,6 +102,14 @@ func (v *View) Cards(ctx context.Context, id chat.ThreadID, state string) ([]cha
 	return v.Store.Cards(ctx, id, state)
 }
 
+// Usage sums a local or a remote thread's usage.
+func (v *View) Usage(ctx context.Context, id chat.ThreadID) (chat.UsageTotals, error) {
+	if remote(id) {
+		return v.src.Usage(ctx, id)
+	}
+	return v.Store.Usage(ctx, id)
+}
+
 // NodeOf names the machine of a remote thread id ("" for a local one).
 func NodeOf(id chat.ThreadID) string {
 	n, _, _ := SplitRemoteID(id)

@@ -283,6 +283,16 @@ func TestANodesThreadDrivenFromTheHub(t *testing.T) {
 			t.Fatalf("seq %d through the hub %s, on b %s", seq, hubLog[seq], f)
 		}
 	}
+	// The thread's usage at the hub is b's.
+	var atHub, onB struct {
+		Thread chat.Thread      `json:"thread"`
+		Usage  chat.UsageTotals `json:"usage"`
+	}
+	r.hub.get("/api/threads/"+string(remoteID), &atHub)
+	r.node.get("/api/threads/"+string(local), &onB)
+	if atHub.Usage.Turns == 0 || atHub.Usage != onB.Usage || atHub.Thread.ID != remoteID {
+		t.Fatalf("usage at the hub %+v (thread %s), on b %+v", atHub.Usage, atHub.Thread.ID, onB.Usage)
+	}
 }
 
 // Messages sent from the hub while the node is away wait at the hub, say
