@@ -20,13 +20,13 @@ import (
 // machine is one parley's store and local hub, written the way a lane writes
 // them: commit, then publish.
 type machine struct {
-	t   *testing.T
+	t   testing.TB
 	st  *sqlite.Store
 	hub *hub.Hub
 	ths map[chat.ThreadID]*chat.Thread
 }
 
-func newMachine(t *testing.T) *machine {
+func newMachine(t testing.TB) *machine {
 	t.Helper()
 	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "parley.db"), nil)
 	if err != nil {
