@@ -21,7 +21,7 @@ import (
 
 var (
 	usageRe = regexp.MustCompile(`usage: \d+ in · \d+ out · \$0\.\d{4} · context \d+% \(\d+ of 1\.0M\)`)
-	costRe  = regexp.MustCompile(`│ \$0\.\d{4} ctx \d+% │ idle │`)
+	costRe  = regexp.MustCompile(`│ idle │ online │ \$0\.\d{4}`)
 )
 
 // claudeWait bounds one step with the real Claude Code behind the daemon.
@@ -38,6 +38,8 @@ func claudeScenario() claudeapi.Scenario {
 			"options": []map[string]string{{"label": "Red", "description": "warm"}, {"label": "Blue", "description": "cool"}},
 		}}})},
 		{Match: claudeapi.Match{ToolResult: "AskUserQuestion"}, Reply: claudeapi.Text("Thanks for the answer.", 1, 0)},
+		{Match: claudeapi.Match{Exact: "chain"}, Reply: claudeapi.Bash("cd /tmp && echo <done>", "Chain two")},
+		{Match: claudeapi.Match{Exact: "show tabs"}, Reply: claudeapi.Text("```go\nfunc f() int {\n\tif true {\n\t\treturn 1\n\t}\n}\n```", 1, 0)},
 		{Match: claudeapi.Match{Exact: "slowly"}, Reply: claudeapi.Text(strings.Repeat("tick ", 2000), 2000, 20*time.Millisecond)},
 	}}
 }
@@ -197,6 +199,29 @@ func TestChatWithClaudeCode(t *testing.T) {
 			_, err := os.Stat(filepath.Join(work, "made-elsewhere"))
 			return err == nil
 		}, "the tool allowed elsewhere did not run")
+	})
+	step(t, "a card's JSON reads && and <>, as written", func(t *testing.T) {
+		tm.t = t
+		tm.typeLine("chain")
+		s := tm.waitScreen("the permission card", has("Permission: cd /tmp && echo <done>"))
+		tm.keys("2") // Reject
+		tm.waitScreen("the card gone", func(s string) bool { return !strings.Contains(s, "Permission: cd /tmp") })
+		if strings.Contains(s, `\u0026`) || strings.Contains(s, `\u003c`) {
+			t.Errorf("the card shows HTML escapes:\n%s", s)
+		}
+		tm.keys("C-o")
+		s = tm.waitScreen("the tool's input", has(`"command":"cd /tmp && echo <done>"`))
+		tm.keys("C-o")
+		if strings.Contains(s, `\u0026`) {
+			t.Errorf("the tool's input shows HTML escapes:\n%s", s)
+		}
+	})
+	step(t, "code keeps its tabs", func(t *testing.T) {
+		tm.t = t
+		tm.typeLine("show tabs")
+		tm.waitScreen("the code, indented by its tabs", func(s string) bool {
+			return strings.Contains(s, "    func f() int {\n        if true {\n            return 1\n        }")
+		})
 	})
 	// Last: a mode other than default changes which tools ask.
 	step(t, "mode key", func(t *testing.T) {

@@ -133,9 +133,6 @@ func (m *Model) statusLine() string {
 	if mode != "" {
 		parts = append(parts, "mode "+mode)
 	}
-	if s := threadUsage(m.totals); s != "" {
-		parts = append(parts, s)
-	}
 	switch {
 	case m.stopping:
 		parts = append(parts, "stopping…")
@@ -161,6 +158,10 @@ func (m *Model) statusLine() string {
 				s += fmt.Sprintf(" (try %d)", m.attempt)
 			}
 		}
+		parts = append(parts, s)
+	}
+	// Last, so a narrow terminal cuts it before the state and connection.
+	if s := threadUsage(m.totals); s != "" {
 		parts = append(parts, s)
 	}
 	line := " " + strings.Join(parts, " │ ") + " "
@@ -364,7 +365,7 @@ func (m *Model) markdown(text string, w int) string {
 		}
 		m.md, m.mdWidth = r, w
 	}
-	out, err := m.md.Render(text)
+	out, err := m.md.Render(expandTabs(text))
 	if err != nil {
 		return lipgloss.NewStyle().Width(w).Render(text)
 	}
@@ -379,12 +380,75 @@ func compactJSON(raw json.RawMessage, limit int) string {
 	if err := json.Compact(&buf, raw); err != nil {
 		return string(raw)
 	}
-	s := buf.String()
+	s := unescapeHTML(buf.String())
 	if limit > 0 {
 		s = truncate(s, limit)
 	}
 	return s
 }
+
+// unescapeHTML undoes Go's HTML-safe escapes (\u0026, \u003c, \u003e,
+// \u2028, \u2029) inside compact JSON's strings: a command reads `a && b`,
+// as the agent wrote it. An escaped backslash before them is left alone.
+func unescapeHTML(s string) string {
+	if !strings.Contains(s, `\u`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '\\' || i+1 >= len(s) {
+			b.WriteByte(s[i])
+			continue
+		}
+		if s[i+1] == 'u' && i+6 <= len(s) {
+			switch s[i+2 : i+6] {
+			case "0026":
+				b.WriteByte('&')
+				i += 5
+				continue
+			case "003c":
+				b.WriteByte('<')
+				i += 5
+				continue
+			case "003e":
+				b.WriteByte('>')
+				i += 5
+				continue
+			}
+		}
+		b.WriteString(s[i : i+2]) // any other escape, \\ included, stays whole
+		i++
+	}
+	return b.String()
+}
+
+// expandTabs replaces each tab with the spaces to the next stop of width
+// tabWidth: glamour keeps tabs, and the terminal renderer does not show them,
+// so code lost its indentation.
+func expandTabs(s string) string {
+	if !strings.Contains(s, "\t") {
+		return s
+	}
+	var b strings.Builder
+	col := 0
+	for _, r := range s {
+		switch r {
+		case '\t':
+			n := tabWidth - col%tabWidth
+			b.WriteString(strings.Repeat(" ", n))
+			col += n
+		case '\n':
+			b.WriteRune(r)
+			col = 0
+		default:
+			b.WriteRune(r)
+			col++
+		}
+	}
+	return b.String()
+}
+
+const tabWidth = 4
 
 func truncate(s string, n int) string {
 	r := []rune(s)
