@@ -2,9 +2,9 @@ package acp
 
 import (
 	"encoding/json"
+	"math"
 	"regexp"
 	"slices"
-	"math"
 	"strings"
 
 	sdk "github.com/coder/acp-go-sdk"

@@ -30,11 +30,11 @@ type line struct {
 	ToolUseResult   json.RawMessage `json:"tool_use_result"`
 
 	// result
-	IsError       bool     `json:"is_error"`
-	StopReason    *string  `json:"stop_reason"`
-	TotalCostUSD  float64  `json:"total_cost_usd"`
-	Usage         *usage   `json:"usage"`
-	ModelUsage    map[string]struct {
+	IsError      bool    `json:"is_error"`
+	StopReason   *string `json:"stop_reason"`
+	TotalCostUSD float64 `json:"total_cost_usd"`
+	Usage        *usage  `json:"usage"`
+	ModelUsage   map[string]struct {
 		ContextWindow int64 `json:"contextWindow"`
 	} `json:"modelUsage"`
 	Result        string   `json:"result"`
