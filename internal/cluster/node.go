@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -153,10 +154,30 @@ func EventFromMsg(m *nats.Msg) (chat.Event, error) {
 		return chat.Event{}, errors.New("cluster: an event without a time")
 	}
 	typ := m.Header.Get(hdrType)
-	if typ == "" || !json.Valid(m.Data) {
-		return chat.Event{}, errors.New("cluster: an event without a type or a JSON payload")
+	if err := checkEvent(typ, m.Data); err != nil {
+		return chat.Event{}, err
 	}
 	return chat.Event{Type: typ, Thread: chat.ThreadID(parts[4]), Seq: seq, TS: ts, Payload: m.Data}, nil
+}
+
+// checkEvent refuses what a node could use to make the hub's frames lie: a
+// type that is not a plain name, a payload that is not a JSON object, or one
+// naming the frame's own fields (a browser reads the last "thread" of a
+// frame, and the payload's come after the hub's).
+func checkEvent(typ string, payload []byte) error {
+	if typ == "" || len(typ) > 32 || strings.Trim(typ, "abcdefghijklmnopqrstuvwxyz_") != "" {
+		return errors.New("cluster: an event whose type is not a name")
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(payload, &fields); err != nil {
+		return errors.New("cluster: an event whose payload is not a JSON object")
+	}
+	for _, k := range []string{"type", "thread", "seq", "ts", "restated"} {
+		if _, ok := fields[k]; ok {
+			return fmt.Errorf("cluster: an event whose payload names the frame's field %q", k)
+		}
+	}
+	return nil
 }
 
 // summaries writes each changed thread's summary, and every thread's at each

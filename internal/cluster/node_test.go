@@ -145,7 +145,8 @@ func remoteThread(t *testing.T, h *Hub, id chat.ThreadID) (RemoteThread, bool) {
 // the remote Source and the relay into the hub's local hub: the replay after
 // since is the node's log, its open card is restated, its live events follow
 // in order with no gap (one the link lost is read back from the node), and
-// the hub lists it with its machine. Another node cannot speak for it.
+// the hub lists it with its machine. Another node cannot speak for it, and
+// its own node cannot make a frame name another thread.
 func TestANodesThreadIsFollowedAtTheHubLikeALocalOne(t *testing.T) {
 	h := startHub(t, t.TempDir(), "127.0.0.1:0")
 	dataB, dataC := join(t, h, "b"), join(t, h, "c")
@@ -203,6 +204,11 @@ func TestANodesThreadIsFollowedAtTheHubLikeALocalOne(t *testing.T) {
 	forged.Seq = 8
 	l2 := &Link{opt: LinkOptions{Node: "c"}, nc: nc, log: l.log}
 	l2.publishEvent(hub.Item{Event: forged})
+	// b itself sends an event whose payload names the frame's thread: a
+	// browser would read it as another thread's. Refused.
+	lying := forged
+	lying.Payload = json.RawMessage(`{"text":"lie","thread":"t_elsewhere"}`)
+	l.publishEvent(hub.Item{Event: lying})
 	b.write(th, 1, false)
 	for len(s.events()) < 7 {
 		select {

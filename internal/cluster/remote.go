@@ -99,7 +99,9 @@ func (s *RemoteSource) Events(ctx context.Context, id chat.ThreadID, since int64
 		if err != nil {
 			return nil, err
 		}
-		out = appendEvents(out, id, ans.Events)
+		if out, err = appendEvents(out, id, ans.Events); err != nil {
+			return nil, err
+		}
 		if !ans.More || len(ans.Events) == 0 {
 			break
 		}
@@ -115,7 +117,7 @@ func (s *RemoteSource) Tail(ctx context.Context, id chat.ThreadID, n int) ([]cha
 	if err != nil {
 		return nil, err
 	}
-	return appendEvents(nil, id, ans.Events), nil
+	return appendEvents(nil, id, ans.Events)
 }
 
 // Cards returns the thread's cards in a state.
@@ -139,11 +141,14 @@ func (s *RemoteSource) Usage(ctx context.Context, id chat.ThreadID) (chat.UsageT
 	return *ans.Usage, nil
 }
 
-func appendEvents(out []chat.Event, id chat.ThreadID, evs []wireEvent) []chat.Event {
+func appendEvents(out []chat.Event, id chat.ThreadID, evs []wireEvent) ([]chat.Event, error) {
 	for _, e := range evs {
+		if err := checkEvent(e.Type, e.Payload); err != nil {
+			return nil, fmt.Errorf("machine %s: %w", NodeOf(id), err)
+		}
 		out = append(out, chat.Event{Type: e.Type, Thread: id, Seq: e.Seq, TS: e.TS, Payload: e.Payload})
 	}
-	return out
+	return out, nil
 }
 
 // Relay carries the nodes' live events into publish (the hub's local hub),
