@@ -4,19 +4,25 @@
 //
 // What lives here: the hub's certificate authority and TLS, the embedded
 // server and its authorization, one-time join tokens, the node's link
-// (dial out, heartbeat into the directory), and the admin requests behind
-// `parley nodes`. Threads stay on their node; nothing here moves a thread.
+// (dial out, heartbeat into the directory), the admin requests behind
+// `parley nodes`, the inputs the hub hands a node (inputs.go), the node's
+// side of its threads (node.go: live events, summaries, source answers) and
+// the hub's (remote.go, view.go: the remote follow.Source, the relay, the
+// readers' store). Threads stay on their node; nothing here moves a thread.
 //
 // Subjects (docs/multi-machine.md explains them; <node> is a node name):
 //
 //	parley.from.<node>.>                  the node publishes (live events: parley.from.<node>.t.<thread>.ev)
-//	parley.to.<node>.>                    the node subscribes (replay requests: parley.to.<node>.t.<thread>.replay)
-//	parley.in.<node>.<thread>             inputs for the node: stream PARLEY_IN_<node>, work queue, consumer "node"
+//	parley.to.<node>.>                    the node subscribes: parley.to.<node>.in (inputs, as the hub's requests),
+//	                                      parley.to.<node>.src (source requests: a thread, events, tail, cards, usage)
+//	parley.in.<node>.<thread>             inputs for the node: stream PARLEY_IN_<node>, work queue, read by the hub's consumer "node"
 //	$KV.parley_nodes.<node>               the node's directory record (heartbeat)
-//	$KV.parley_threads.<node>.<thread>    the node's thread summaries (reserved for the route follower)
+//	$KV.parley_threads.<node>.<thread>    the node's thread summaries
 //	parley.join                           a joining node's registration (the join user only)
 //	parley.admin.>                        the hub's own requests (nodes, revoke); the admin user only
 //
-// Lock order: Hub.mu alone (it guards the registry and the server's users;
-// no other lock is taken while it is held, except those inside nats-server).
+// Lock order: Hub.mu, then a forwarder's mu (stopping one under Hub.mu);
+// Hub.mu guards the registry, the server's users and the forwarders, and no
+// other lock is taken while it is held, except those inside nats-server.
+// Hub.wmu (the waiting senders), idSet.mu and Link.mu are leaves.
 package cluster

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -128,7 +129,8 @@ type inputResult struct {
 
 // Request queues an input (as Queue) and waits up to wait for the node to
 // apply it: its result, or its refusal as an error that is the chat error
-// it names. After wait it returns ErrWaiting; the input stays queued.
+// it names. After wait, or at once when the node is not connected, it
+// returns ErrWaiting; the input stays queued.
 func (h *Hub) Request(ctx context.Context, node, thread, id string, data []byte, wait time.Duration) ([]byte, error) {
 	ch := make(chan inputResult, 1)
 	h.wmu.Lock()
@@ -144,6 +146,9 @@ func (h *Hub) Request(ctx context.Context, node, thread, id string, data []byte,
 	if err := h.Queue(ctx, node, thread, id, data); err != nil {
 		return nil, err
 	}
+	if h.away(node) {
+		return nil, fmt.Errorf("%w (%s)", ErrWaiting, node)
+	}
 	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {
@@ -154,6 +159,15 @@ func (h *Hub) Request(ctx context.Context, node, thread, id string, data []byte,
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+}
+
+// away says whether node did not answer the last hand-over because it is
+// not connected (inputs for it wait behind that one).
+func (h *Hub) away(node string) bool {
+	h.mu.Lock()
+	f := h.fwd[node]
+	h.mu.Unlock()
+	return f != nil && f.away.Load()
 }
 
 // settle tells a sender waiting for input id how it ended.
@@ -204,6 +218,10 @@ type forwarder struct {
 
 	mu sync.Mutex // guards it
 	it jetstream.MessagesContext
+
+	// away is set while the node is not connected (its last hand-over had
+	// no responder), cleared by its next answer.
+	away atomic.Bool
 }
 
 // startForwarder starts node's forwarder. h.mu must be held.
@@ -324,6 +342,7 @@ func (f *forwarder) deliver(m jetstream.Msg) {
 	}
 	var a inputAnswer
 	if err == nil {
+		f.away.Store(false)
 		if jerr := json.Unmarshal(ans.Data, &a); jerr != nil {
 			err = fmt.Errorf("an answer that is not JSON: %w", jerr)
 		} else if a.Refused {
@@ -348,7 +367,12 @@ func (f *forwarder) deliver(m jetstream.Msg) {
 		fail(fmt.Sprintf("machine %s did not take it within %v", f.node, f.h.opt.InputWait), 0)
 		return
 	}
-	if !errors.Is(err, nats.ErrNoResponders) {
+	if errors.Is(err, nats.ErrNoResponders) {
+		// The node is not connected (stopped, killed, link down): a sender
+		// waiting learns at once that its input waits for it.
+		f.away.Store(true)
+		f.h.settle(id, inputResult{err: fmt.Errorf("%w (%s)", ErrWaiting, f.node)})
+	} else {
 		log.Warn("cluster: the node did not take an input; it waits", "id", id, "err", err)
 	}
 	if err := m.NakWithDelay(min(backoffStep(int(meta.NumDelivered)), inputBackoffMax)); err != nil {

@@ -316,11 +316,20 @@ func TestARequestGetsTheNodesResultOrItsChatError(t *testing.T) {
 	if !errors.Is(err, chat.ErrCardClosed) || err.Error() != "card is no longer open: r1 was answered" {
 		t.Fatalf("refused request: %v, want chat.ErrCardClosed with the node's words", err)
 	}
-	_, err = h.Request(ctx, "away", "t1", "m1", []byte("x"), 300*time.Millisecond)
+	// A node that is not connected: the sender learns at once (not after
+	// its wait) that the input waits.
+	short, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	_, err = h.Request(short, "away", "t1", "m1", []byte("x"), time.Hour)
 	if !errors.Is(err, ErrWaiting) {
 		t.Fatalf("request to an absent node: %v, want %v", err, ErrWaiting)
 	}
-	if n, err := h.Waiting(ctx, "away"); err != nil || n != 1 {
+	// The next one waits behind the first: its sender learns it at once too.
+	_, err = h.Request(short, "away", "t1", "m2", []byte("x"), time.Hour)
+	if !errors.Is(err, ErrWaiting) {
+		t.Fatalf("second request to an absent node: %v, want %v", err, ErrWaiting)
+	}
+	if n, err := h.Waiting(ctx, "away"); err != nil || n != 2 {
 		t.Fatalf("waiting for away: %d %v, want the input kept", n, err)
 	}
 }
