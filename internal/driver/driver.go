@@ -70,9 +70,12 @@ type Session interface {
 	// Cancel stops the turn in flight at once. The driver ends the turn with
 	// TurnEnded(chat.StopCancelled) and withdraws its open cards.
 	Cancel(ctx context.Context) error
-	// AnswerPermission answers an open permission_request card.
+	// AnswerPermission answers an open permission_request card. The card's
+	// state is the lane's: the driver translates the answer for its agent. An
+	// answer it refuses leaves the agent's request waiting, for the lane's
+	// dismissal (Cancelled) that follows.
 	AnswerPermission(ctx context.Context, requestID string, a PermissionAnswer) error
-	// AnswerQuestion answers an open question card.
+	// AnswerQuestion answers an open question card (likewise).
 	AnswerQuestion(ctx context.Context, requestID string, a QuestionAnswer) error
 	// SetMode changes the session mode; the driver reports the new mode as a chat.Mode event.
 	SetMode(ctx context.Context, modeID string) error
@@ -106,6 +109,10 @@ type PermissionAnswer struct {
 type QuestionAnswer struct {
 	Answers  chat.Answers
 	Response string // an optional free reply that answers no specific question
+	// Cancelled dismisses the question without an answer: the lane sends it
+	// when the driver refused an answer, so the agent does not wait for one
+	// the thread shows as given.
+	Cancelled bool
 }
 
 // Sink receives a session's updates. Its methods never block for long and are

@@ -5,8 +5,10 @@ package router
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/driver"
@@ -81,10 +83,14 @@ func (l *lane) card(id, kind string) (*chat.Card, error) {
 
 // answerCard resolves a card for every connection at once (so a second answer,
 // from another tab, is refused as no longer open, and the resolution precedes
-// the agent's reaction in the log), then tells the agent. The answer was checked
-// against the card first; should the agent still refuse it, an error event says
-// so in the thread.
-func (l *lane) answerCard(c *chat.Card, state string, resolved chat.Payload, tell func(context.Context, driver.Session) error, reply func(error)) {
+// the agent's reaction in the log), then tells the agent.
+//
+// The card's state is the lane's alone: a driver only translates the answer
+// for its agent. The answer was checked against the card first; should the
+// driver still refuse it (its agent takes less than the card shows), the card
+// stays closed and the lane dismisses it to the agent, so the agent does not
+// wait for an answer the thread says was given. An error event says so.
+func (l *lane) answerCard(c *chat.Card, state string, resolved chat.Payload, tell, dismiss func(context.Context, driver.Session) error, reply func(error)) {
 	if l.sess == nil {
 		reply(fmt.Errorf("%w: the agent is not running", chat.ErrCardClosed))
 		return
@@ -92,10 +98,18 @@ func (l *lane) answerCard(c *chat.Card, state string, resolved chat.Payload, tel
 	l.closeCard(c, state, resolved)
 	id := c.RequestID
 	l.tellSession(func(ctx context.Context, s driver.Session) error {
-		if err := tell(ctx, s); err != nil {
-			return fmt.Errorf("the agent did not take the answer to %s: %w", id, err)
+		err := tell(ctx, s)
+		if err == nil {
+			return nil
 		}
-		return nil
+		err = fmt.Errorf("the agent did not take the answer to %s: %w", id, err)
+		if errors.Is(err, driver.ErrUnknownCard) || dismiss == nil {
+			return err // the agent no longer waits for it
+		}
+		if derr := dismiss(ctx, s); derr != nil {
+			return fmt.Errorf("%w; dismissing it failed too: %v", err, derr)
+		}
+		return fmt.Errorf("%w; it was dismissed", err)
 	})
 	reply(nil)
 }
@@ -107,24 +121,33 @@ func (l *lane) answerPermission(ctl Control, reply func(error)) {
 		reply(err)
 		return
 	}
-	if !r.Cancelled {
+	optionID := r.OptionID
+	if r.Cancelled {
+		optionID = "" // dismissed: no option reaches the agent or the log
+	} else {
 		var req chat.PermissionRequest
 		_ = json.Unmarshal(c.Request, &req)
-		if !slices.ContainsFunc(req.Options, func(o chat.PermissionOption) bool { return o.ID == r.OptionID }) {
-			reply(fmt.Errorf("%w: %q is not one of this card's options", chat.ErrBadInput, r.OptionID))
+		if !slices.ContainsFunc(req.Options, func(o chat.PermissionOption) bool { return o.ID == optionID }) {
+			reply(fmt.Errorf("%w: %q is not one of this card's options", chat.ErrBadInput, optionID))
 			return
 		}
 	}
 	by := ctl.From
-	res := chat.PermissionResolved{RequestID: r.RequestID, OptionID: r.OptionID, Message: r.Message, Cancelled: r.Cancelled, By: &by}
+	res := chat.PermissionResolved{RequestID: r.RequestID, OptionID: optionID, Message: r.Message, Cancelled: r.Cancelled, By: &by}
 	state := chat.CardResolved
 	if r.Cancelled {
 		state = chat.CardCancelled
 	}
-	ans := driver.PermissionAnswer{OptionID: r.OptionID, Message: r.Message, Cancelled: r.Cancelled}
+	ans := driver.PermissionAnswer{OptionID: optionID, Message: r.Message, Cancelled: r.Cancelled}
+	var dismiss func(context.Context, driver.Session) error
+	if !r.Cancelled {
+		dismiss = func(ctx context.Context, s driver.Session) error {
+			return s.AnswerPermission(ctx, r.RequestID, driver.PermissionAnswer{Cancelled: true})
+		}
+	}
 	l.answerCard(c, state, res, func(ctx context.Context, s driver.Session) error {
 		return s.AnswerPermission(ctx, r.RequestID, ans)
-	}, reply)
+	}, dismiss, reply)
 }
 
 func (l *lane) answerQuestion(ctl Control, reply func(error)) {
@@ -136,18 +159,38 @@ func (l *lane) answerQuestion(ctl Control, reply func(error)) {
 	}
 	var req chat.Question
 	_ = json.Unmarshal(c.Request, &req)
-	for text := range q.Answers {
-		if !slices.ContainsFunc(req.Questions, func(it chat.QuestionItem) bool { return it.Question == text }) {
-			reply(fmt.Errorf("%w: %q is not a question of this card", chat.ErrBadInput, text))
-			return
-		}
+	if err := checkAnswers(req, q); err != nil {
+		reply(err)
+		return
 	}
 	by := ctl.From
 	res := chat.QuestionResolved{RequestID: q.RequestID, Answers: q.Answers, Response: q.Response, By: &by}
 	ans := driver.QuestionAnswer{Answers: q.Answers, Response: q.Response}
 	l.answerCard(c, chat.CardResolved, res, func(ctx context.Context, s driver.Session) error {
 		return s.AnswerQuestion(ctx, q.RequestID, ans)
+	}, func(ctx context.Context, s driver.Session) error {
+		return s.AnswerQuestion(ctx, q.RequestID, driver.QuestionAnswer{Cancelled: true})
 	}, reply)
+}
+
+// checkAnswers checks a question card's answer against the card: each answer
+// is to one of its questions, and the answer says something. What only an
+// agent can judge (a form's number, a picker's one choice) is its driver's
+// to refuse.
+func checkAnswers(req chat.Question, q *QuestionAnswer) error {
+	said := strings.TrimSpace(q.Response) != ""
+	for text, a := range q.Answers {
+		if !slices.ContainsFunc(req.Questions, func(it chat.QuestionItem) bool { return it.Question == text }) {
+			return fmt.Errorf("%w: %q is not a question of this card", chat.ErrBadInput, text)
+		}
+		for _, w := range a.Words() {
+			said = said || strings.TrimSpace(w) != ""
+		}
+	}
+	if !said {
+		return fmt.Errorf("%w: the answer is empty", chat.ErrBadInput)
+	}
+	return nil
 }
 
 func (l *lane) setMode(id string) error {

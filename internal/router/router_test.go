@@ -482,3 +482,63 @@ func TestModesReachTheAgentInTheOrderChosen(t *testing.T) {
 		}
 	})
 }
+
+// A card's state is the lane's: an answer the agent's driver refuses leaves
+// no second truth. The card is answered in the thread, so the driver's
+// refusal is followed by the lane's dismissal, and the agent goes on instead
+// of waiting for an answer the thread shows as given; a blank answer, which
+// no agent takes, is refused by the lane before the card closes.
+func TestARefusedAnswerLeavesOneTruth(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newRig(t, "", nil)
+		defer g.close()
+		ctx := context.Background()
+		_, th, err := g.send("m1", "question Colour?|red,blue")
+		if err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		open, _ := g.st.Cards(ctx, th, chat.CardOpen)
+		if len(open) != 1 {
+			t.Fatalf("open cards %v; want the question", open)
+		}
+		id := open[0].RequestID
+		answer := func(text string) error {
+			return g.r.Control(ctx, Control{From: g.from, Answer: &QuestionAnswer{RequestID: id,
+				Answers: chat.Answers{"Colour?": {Text: text}}}})
+		}
+		if err := answer("  "); !errors.Is(err, chat.ErrBadInput) {
+			t.Fatalf("a blank answer: %v; want bad input", err)
+		}
+		if open, _ := g.st.Cards(ctx, th, chat.CardOpen); len(open) != 1 {
+			t.Fatalf("after a blank answer the card is not open: %v", open)
+		}
+		if err := answer("unanswerable"); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if open, _ := g.st.Cards(ctx, th, chat.CardOpen); len(open) != 0 {
+			t.Fatalf("open cards %v after the answer; want none", open)
+		}
+		evs, _ := g.st.Events(ctx, th, 0, 100)
+		var said []string
+		for _, ev := range evs {
+			switch ev.Type {
+			case chat.TypeAgentChunk:
+				var c chat.AgentChunk
+				ev.Decode(&c)
+				said = append(said, c.Text)
+			case chat.TypeError:
+				var e chat.Error
+				ev.Decode(&e)
+				said = append(said, "error: "+e.Message)
+			}
+		}
+		if l := g.log(th); !has(l, "prompt_done:m1:end_turn") || !slices.Contains(said, "answer: dismissed") {
+			t.Fatalf("the agent still waits for a card the thread shows answered: %v\n%q", l, said)
+		}
+		if err := answer("red"); !errors.Is(err, chat.ErrCardClosed) {
+			t.Fatalf("a second answer: %v; want the card closed", err)
+		}
+	})
+}

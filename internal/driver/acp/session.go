@@ -549,7 +549,7 @@ func (s *Session) endCancelled(t *turn) {
 }
 
 // AnswerPermission answers an open permission request with the chosen option.
-// An empty OptionID answers it cancelled.
+// A dismissal (or an empty OptionID) answers it cancelled.
 func (s *Session) AnswerPermission(ctx context.Context, requestID string, a driver.PermissionAnswer) error {
 	s.mu.Lock()
 	c, ok := s.perms[requestID]
@@ -558,7 +558,7 @@ func (s *Session) AnswerPermission(ctx context.Context, requestID string, a driv
 		return fmt.Errorf("acp: %w", driver.ErrUnknownCard)
 	}
 	var out sdk.RequestPermissionResponse
-	if a.OptionID == "" {
+	if a.Cancelled || a.OptionID == "" {
 		out.Outcome.Cancelled = &sdk.RequestPermissionOutcomeCancelled{Outcome: "cancelled"}
 	} else {
 		kind, ok := c.options[a.OptionID]
@@ -586,6 +586,11 @@ func (s *Session) AnswerQuestion(ctx context.Context, requestID string, a driver
 	c, ok := s.questions[requestID]
 	if !ok {
 		return fmt.Errorf("acp: %w", driver.ErrUnknownCard)
+	}
+	if a.Cancelled {
+		delete(s.questions, requestID)
+		c.answer <- c.cancel
+		return nil
 	}
 	if c.qwen != nil {
 		out, err := c.qwen.answer(a.Answers, a.Response)

@@ -384,6 +384,14 @@ func (s *session) AnswerQuestion(ctx context.Context, requestID string, a driver
 	if err != nil {
 		return err
 	}
+	if a.Cancelled {
+		r := permissionResult{Behavior: "deny", Message: "The person dismissed the question without answering it."}
+		if err := s.respond(ctx, requestID, r); err != nil {
+			s.putCard(requestID, c)
+			return fmt.Errorf("stream: dismiss question: %w", err)
+		}
+		return nil
+	}
 	input, err := questionInput(c, a)
 	if err != nil {
 		s.putCard(requestID, c)

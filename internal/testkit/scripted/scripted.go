@@ -8,7 +8,8 @@
 //	stream <n> <interval> [size]  n chunks "c1 ", "c2 ", … at an interval (e.g. 10ms),
 //	                           padded with dots to about size bytes when given
 //	permission <tool>          a permission card; the answer is said back
-//	question <q>|<a>,<b>       a question card with options a, b
+//	question <q>|<a>,<b>       a question card with options a, b; the answer
+//	                           "unanswerable" is refused, and the question still waits
 //	crash                      the process "dies" mid-turn
 //	hang                       never ends the turn, ignoring stop
 //	end <reason>               ends the turn with that stop reason (default end_turn)
@@ -333,11 +334,19 @@ func (s *Session) AnswerPermission(_ context.Context, id string, a driver.Permis
 }
 
 func (s *Session) AnswerQuestion(_ context.Context, id string, a driver.QuestionAnswer) error {
+	if a.Cancelled {
+		return s.answer(id, "dismissed")
+	}
 	parts := []string{}
 	for q, v := range a.Answers {
 		var shown any = v.Text
 		if v.Labels != nil {
 			shown = v.Labels
+		}
+		if v.Text == "unanswerable" {
+			// An answer this agent cannot take: refused, and the agent still
+			// waits (as a driver whose translation fails).
+			return fmt.Errorf("the scripted agent cannot take %q: %w", v.Text, chat.ErrBadInput)
 		}
 		parts = append(parts, fmt.Sprintf("%s=%v", q, shown))
 	}
