@@ -68,7 +68,8 @@ type Session interface {
 	// delivery that has not happened yet.
 	Prompt(ctx context.Context, p Prompt) error
 	// Cancel stops the turn in flight at once. The driver ends the turn with
-	// TurnEnded(chat.StopCancelled) and withdraws its open cards.
+	// TurnEnded(chat.StopCancelled) and lets go of its open requests; their
+	// cards are the lane's, which closes them with the stop.
 	Cancel(ctx context.Context) error
 	// AnswerPermission answers an open permission_request card. The card's
 	// state is the lane's: the driver translates the answer for its agent. An
@@ -131,7 +132,10 @@ type Sink interface {
 	SessionID(id string)
 	// TurnEnded ends the turn in flight with a stop reason (chat.Stop*).
 	TurnEnded(stopReason string)
-	// CardWithdrawn says the agent no longer waits for the card with this id.
+	// CardWithdrawn says the agent itself no longer waits for the card with
+	// this id. A card is the lane's: it closes a turn's cards when the turn
+	// ends or stops and every card when the session exits, so a driver reports
+	// only a withdrawal the agent made.
 	CardWithdrawn(requestID string)
 	// Waiting says the message Prompt is delivering cannot go to the agent
 	// yet, and why, in words a person can act on ("the agent is working on a

@@ -511,7 +511,7 @@ func TestFakeAgentPermission(t *testing.T) {
 			act: func(s *Session, req chat.PermissionRequest) error {
 				return s.AnswerPermission(context.Background(), req.RequestID, driver.PermissionAnswer{OptionID: "yes"})
 			}},
-		{name: "stop", wantReason: chat.StopCancelled, withdrawn: 1, wantStatus: "failed",
+		{name: "stop", wantReason: chat.StopCancelled, withdrawn: 0, wantStatus: "failed", // the lane closes the card
 			act: func(s *Session, req chat.PermissionRequest) error { return s.Cancel(context.Background()) }},
 	}
 	for _, tt := range tests {

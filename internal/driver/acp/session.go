@@ -285,7 +285,7 @@ func (s *Session) watch() {
 		s.mu.Unlock()
 		return
 	}
-	t, closed, cards := s.beginClosingLocked()
+	t, closed := s.beginClosingLocked()
 	if t != nil && !t.received {
 		// The agent never showed it had the prompt: no turn of it to end;
 		// the exit says why the prompt did not get there.
@@ -301,9 +301,6 @@ func (s *Session) watch() {
 	if tail := s.stderr.String(); tail != "" {
 		msg += "; its last words on stderr: " + tail
 	}
-	for _, id := range cards {
-		s.sink.CardWithdrawn(id)
-	}
 	if t != nil {
 		for _, p := range closed {
 			s.sink.Event(p)
@@ -315,20 +312,16 @@ func (s *Session) watch() {
 	s.sink.Exited(fmt.Errorf("acp: %s", msg))
 }
 
-// takeCards removes every open card, answering each cancelled, and returns
-// their ids. Call with mu held.
-func (s *Session) takeCards() []string {
-	var ids []string
+// takeCards removes every open card, answering its request cancelled; the
+// cards themselves are the lane's to close. Call with mu held.
+func (s *Session) takeCards() {
 	for _, cards := range []map[string]*pendingCard{s.perms, s.questions} {
-		for id, c := range cards {
+		for _, c := range cards {
 			c.answer <- c.cancel
-			ids = append(ids, id)
 		}
 	}
 	clear(s.perms)
 	clear(s.questions)
-	slices.Sort(ids)
-	return ids
 }
 
 // Prompt sends session/prompt and returns once it is written to the agent's
@@ -513,14 +506,12 @@ func (s *Session) Cancel(ctx context.Context) error {
 		t.timer = time.AfterFunc(cancelGrace, func() { s.endCancelled(t) })
 	}
 	s.mu.Unlock()
-	// The notification first: the agent stops generating while cards close.
+	// The notification first: the agent stops generating while its requests
+	// are answered cancelled (the lane closed their cards with the stop).
 	err := s.conn.Cancel(ctx, sdk.CancelNotification{SessionId: id})
 	s.mu.Lock()
-	cards := s.takeCards()
+	s.takeCards()
 	s.mu.Unlock()
-	for _, cid := range cards {
-		s.sink.CardWithdrawn(cid)
-	}
 	if err != nil {
 		return fmt.Errorf("acp: session/cancel: %w", err)
 	}
@@ -689,7 +680,7 @@ func (s *Session) SetConfigOption(ctx context.Context, id, value string) error {
 }
 
 // Close ends the agent process. A turn in flight ends cancelled and open
-// cards are withdrawn. It is safe to call twice.
+// cards' requests are answered cancelled. It is safe to call twice.
 func (s *Session) Close(ctx context.Context) error {
 	s.mu.Lock()
 	if s.closing {
@@ -698,13 +689,10 @@ func (s *Session) Close(ctx context.Context) error {
 		s.wg.Wait()
 		return nil
 	}
-	t, closed, cards := s.beginClosingLocked()
+	t, closed := s.beginClosingLocked()
 	s.mu.Unlock()
 	s.shutdown()
 	s.wg.Wait()
-	for _, id := range cards {
-		s.sink.CardWithdrawn(id)
-	}
 	if t != nil {
 		for _, p := range closed {
 			s.sink.Event(p)
@@ -764,9 +752,10 @@ func newCardID(prefix string) string {
 }
 
 // beginClosingLocked marks the session closing and takes what a close must end:
-// the turn in flight (nil when none or already ended), its still-open tool calls
-// and the open cards. s.mu must be held.
-func (s *Session) beginClosingLocked() (*turn, []chat.Payload, []string) {
+// the turn in flight (nil when none or already ended) and its still-open tool
+// calls; the open cards' requests are answered cancelled (their cards are the
+// lane's, which closes them at the exit or with the session). s.mu must be held.
+func (s *Session) beginClosingLocked() (*turn, []chat.Payload) {
 	s.closing = true
 	t := s.turn
 	s.turn = nil
@@ -780,5 +769,6 @@ func (s *Session) beginClosingLocked() (*turn, []chat.Payload, []string) {
 	} else {
 		t = nil
 	}
-	return t, closed, s.takeCards()
+	s.takeCards()
+	return t, closed
 }

@@ -275,14 +275,13 @@ func (s *session) Cancel(ctx context.Context) error {
 	s.cancelled = true
 	s.cancelGen++
 	gen := s.cancelGen
-	withdrawn := s.takeCardsLocked()
+	// The turn's cards are the lane's: it closed them with the stop. The
+	// requests Claude Code still holds end with the interrupt.
+	s.dropCardsLocked()
 	// Should the result never come, the turn still ends.
 	s.stopGraceLocked()
 	s.graceT = time.AfterFunc(cancelGrace, func() { s.endCancelled(gen) })
 	s.mu.Unlock()
-	for _, id := range withdrawn {
-		s.sink.CardWithdrawn(id)
-	}
 	if _, err := s.control(ctx, "interrupt", nil); err != nil {
 		return fmt.Errorf("stream: cancel: %w", err)
 	}
@@ -309,15 +308,12 @@ func (s *session) stopGraceLocked() {
 	}
 }
 
-// takeCardsLocked removes every open card and returns their ids.
-func (s *session) takeCardsLocked() []string {
-	ids := make([]string, 0, len(s.cards))
-	for id := range s.cards {
-		ids = append(ids, id)
-	}
-	clear(s.cards)
-	return ids
-}
+// dropCardsLocked forgets every open card's request. What the person sees
+// of a card is the lane's (it closes a turn's cards when the turn ends or
+// stops, and every card when the agent exits); the driver keeps a request only
+// to translate its answer, and reports a withdrawal only when Claude Code
+// itself stops waiting (control_cancel_request).
+func (s *session) dropCardsLocked() { clear(s.cards) }
 
 func (s *session) takeCard(requestID, kind string) (*card, error) {
 	s.mu.Lock()
@@ -822,14 +818,11 @@ func (s *session) handleResult(l line) {
 			window = mu.ContextWindow
 		}
 	}
-	// The turn's cards are over with it.
-	withdrawn := s.takeCardsLocked()
+	// The turn's cards are over with it (the lane closes them as it ends).
+	s.dropCardsLocked()
 	clear(s.textSeen)
 	clear(s.thinkSeen)
 	s.mu.Unlock()
-	for _, id := range withdrawn {
-		s.sink.CardWithdrawn(id)
-	}
 	u := chat.Usage{CostUSD: cost, ContextTokens: context, ContextWindow: window}
 	if l.Usage != nil {
 		u.InputTokens, u.OutputTokens = l.Usage.InputTokens, l.Usage.OutputTokens
@@ -942,11 +935,8 @@ func (s *session) exited(err error, stderrTail string) {
 	s.proof = proof{}
 	s.stopGraceLocked()
 	quiet := s.closing || !s.ready
-	withdrawn := s.takeCardsLocked()
+	s.dropCardsLocked() // the lane closes every card at the exit
 	s.mu.Unlock()
-	for _, id := range withdrawn {
-		s.sink.CardWithdrawn(id)
-	}
 	if quiet {
 		return
 	}

@@ -361,8 +361,10 @@ func TestCancel(t *testing.T) {
 	}
 }
 
-// Stop while a permission card is open: the card is withdrawn once.
-func TestCancelWithdrawsCard(t *testing.T) {
+// Stop while a permission card is open: the driver lets go of the request
+// without reporting a withdrawal (the card is the lane's, closed with the
+// stop), and the tool never runs.
+func TestCancelLetsGoOfCard(t *testing.T) {
 	r := newRig(t, slowScenario())
 	s := r.start()
 	r.prompt(s, "make file")
@@ -376,8 +378,8 @@ func TestCancelWithdrawsCard(t *testing.T) {
 	r.sink.mu.Lock()
 	withdrawn := slices.Clone(r.sink.withdrawn)
 	r.sink.mu.Unlock()
-	if !slices.Equal(withdrawn, []string{card.RequestID}) {
-		t.Errorf("withdrawn: got %v want [%s]", withdrawn, card.RequestID)
+	if len(withdrawn) != 0 {
+		t.Errorf("withdrawn: got %v want none (the lane closes the card)", withdrawn)
 	}
 	if err := s.AnswerPermission(ctxT(t), card.RequestID, driver.PermissionAnswer{OptionID: chat.OptionAllowOnce}); !errors.Is(err, driver.ErrUnknownCard) {
 		t.Errorf("answer after stop: got %v want ErrUnknownCard", err)

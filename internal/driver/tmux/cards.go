@@ -48,14 +48,10 @@ func (s *session) run() {
 func (s *session) ended() {
 	s.mu.Lock()
 	closed := s.closed
-	card := s.card
-	s.card = nil
+	s.card = nil // the lane closes every card at the exit
 	s.mu.Unlock()
 	if closed {
 		return
-	}
-	if card != nil {
-		s.sink.CardWithdrawn(card.id)
 	}
 	// The pane closes when the agent exits: nothing tells a crash from a quit.
 	s.sink.Exited(nil)

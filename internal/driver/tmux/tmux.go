@@ -936,17 +936,14 @@ func (s *session) Cancel(ctx context.Context) error {
 		return s.goneErr(err)
 	}
 	s.mu.Lock()
-	card := s.card
-	s.card = nil
-	if card != nil {
+	// The card is the lane's, closed with the stop; Escape left its menu.
+	if card := s.card; card != nil {
 		s.answered[card.id] = true
 	}
+	s.card = nil
 	turn := s.turn
 	s.turn = false
 	s.mu.Unlock()
-	if card != nil {
-		s.sink.CardWithdrawn(card.id)
-	}
 	if turn {
 		s.sink.TurnEnded(chat.StopCancelled)
 	}
