@@ -35,7 +35,7 @@ func (l *lane) closeCard(c *chat.Card, state string, resolved chat.Payload) {
 		}
 	}
 	b, _ := json.Marshal(resolved)
-	c.State, c.Resolution, c.ResolvedAt = state, b, l.now()
+	c.State, c.Resolution, c.ResolvedAt = state, b, l.clock.Now()
 	l.saveCard(c)
 	l.emit(resolved)
 	delete(l.cards, c.RequestID)
@@ -47,7 +47,7 @@ func (l *lane) openCard(kind, id string, p chat.Payload) {
 		return
 	}
 	b, _ := json.Marshal(p)
-	c := &chat.Card{ThreadID: l.th.ID, RequestID: id, Kind: kind, State: chat.CardOpen, Request: b, CreatedAt: l.now()}
+	c := &chat.Card{ThreadID: l.th.ID, RequestID: id, Kind: kind, State: chat.CardOpen, Request: b, CreatedAt: l.clock.Now()}
 	if l.turn != nil {
 		c.TurnMessageID = l.turn.p.in.MessageID
 	}

@@ -21,7 +21,8 @@ import (
 // and report back through l.results, so a slow agent never holds the lane.
 //
 // The lane's code, by concept: this file (the loop, the log's commit, taking a
-// message), turn.go (a turn's phases and their transitions, stop), lifecycle.go
+// message), turn.go (a turn's phases and their transitions, stop), session.go
+// (the session's phases and their transitions, the clock), lifecycle.go
 // (the session: start, idle unload, close; recovery and shutdown), cards.go
 // (cards and the controls that answer them), sink.go (what the agent reports).
 type lane struct {
@@ -30,10 +31,11 @@ type lane struct {
 	ag  config.Agent
 	log *slog.Logger
 
-	// What the lane writes to and reads from, given to it explicitly.
+	// What the lane writes to, reads from and keeps time by, given to it
+	// explicitly.
 	store store.Store
 	hub   *hub.Hub
-	now   func() time.Time
+	clock clock
 
 	inbox   chan laneAccept // messages (bounded: full → busy)
 	ctrl    chan func()     // controls: never behind a message
@@ -41,15 +43,14 @@ type lane struct {
 	results chan func()     // completions of driver calls
 
 	queue []*pendingInput
-	// The session: live (sess), being started (starting), or neither; a
+	// The session's phase (session.go) and, while live, the session; a
 	// start's result for an older generation, or after closing, is closed.
-	sess     driver.Session
-	gen      int // session generation; updates of older sessions are ignored
-	starting bool
-	turn     *turn                 // the turn in flight (turn.go), or nil
-	cards    map[string]*chat.Card // open cards by request id
-	idle     *time.Timer
-	closing  bool // the router is closing: no turn starts, no session is kept
+	life  sessionPhase
+	sess  driver.Session
+	gen   int                   // session generation; updates of older sessions are ignored
+	turn  *turn                 // the turn in flight (turn.go), or nil
+	cards map[string]*chat.Card // open cards by request id
+	idle  *time.Timer
 	// closed is done once the sessions let go of so far have finished
 	// closing. A start waits for it: an agent's new process must not meet
 	// its old one, which holds the same names (a tmux session, a state
@@ -78,7 +79,7 @@ func (r *Router) newLane(th chat.Thread) *lane {
 	ag, _ := r.agent(th.Agent)
 	return &lane{
 		r: r, th: th, ag: ag,
-		store: r.store, hub: r.hub, now: r.opt.Now,
+		store: r.store, hub: r.hub, clock: clock{now: r.opt.Now},
 		log:     r.log.With("thread", th.ID, "agent", th.Agent),
 		inbox:   make(chan laneAccept, r.opt.QueueDepth),
 		ctrl:    make(chan func(), 64),
@@ -129,8 +130,7 @@ func (l *lane) control(ctx context.Context, c Control) error {
 }
 
 func (l *lane) run() {
-	l.idle = time.NewTimer(time.Hour)
-	l.idle.Stop()
+	l.idle = l.clock.NewTimer()
 	defer l.idle.Stop()
 	l.next()
 	l.flush()
@@ -166,7 +166,7 @@ func (l *lane) run() {
 
 // emit appends an event to the log (committed at the end of the lane step).
 func (l *lane) emit(p chat.Payload) {
-	ev, err := chat.NewEvent(l.th.ID, p, l.now())
+	ev, err := chat.NewEvent(l.th.ID, p, l.clock.Now())
 	if err != nil {
 		l.log.Error("encode event", "type", p.EventType(), "err", err)
 		return
@@ -186,7 +186,7 @@ func (l *lane) flush() error {
 	if l.batch.Empty() {
 		return nil
 	}
-	l.th.UpdatedAt = l.now()
+	l.th.UpdatedAt = l.clock.Now()
 	th := l.th
 	l.batch.Thread = &th
 	b := l.batch
@@ -247,7 +247,7 @@ const waitsForStart = "waits for the agent to start"
 // waitsFor says what a message queued now waits for, in words a person can
 // act on ("" when it goes at once).
 func (l *lane) waitsFor() string {
-	if l.starting {
+	if l.life == sessionStarting {
 		return waitsForStart
 	}
 	if l.turn == nil && len(l.queue) == 0 {

@@ -13,8 +13,8 @@ import (
 )
 
 func (l *lane) startSession() {
-	if l.starting || l.sess != nil {
-		return
+	if l.life != noSession {
+		return // starting or live already, or closing
 	}
 	drv, ag, err := l.r.Driver(l.th.Agent)
 	if err != nil {
@@ -22,7 +22,7 @@ func (l *lane) startSession() {
 		return
 	}
 	l.ag = ag
-	l.starting = true
+	l.moveSession(sessionStarting)
 	l.gen++
 	gen := l.gen
 	// Some agents take tens of seconds to start (OpenCode): the thread says
@@ -57,11 +57,17 @@ func (l *lane) startSession() {
 }
 
 func (l *lane) started(gen int, s driver.Session, err error, resumed bool) {
-	l.starting = false
 	if s == nil {
 		l.r.slots.release(l) // no process came of this start
 	}
-	if gen != l.gen || l.closing {
+	if l.life == laneClosing {
+		l.closeLater(s)
+		return
+	}
+	if err != nil || s == nil || gen != l.gen {
+		l.moveSession(noSession) // failed (said below), or stale
+	}
+	if gen != l.gen {
 		l.closeLater(s)
 		return
 	}
@@ -128,17 +134,6 @@ func (l *lane) onIdle() {
 	l.closeSession()
 	l.th.State = chat.ThreadUnloaded
 	l.emit(chat.SessionInfo{State: "unloaded", SessionID: l.th.SessionID})
-}
-
-// setSession changes the live session, keeping the live-sessions gauge.
-func (l *lane) setSession(s driver.Session) {
-	switch {
-	case l.sess == nil && s != nil:
-		l.r.opt.Metrics.LiveSessions.Inc()
-	case l.sess != nil && s == nil:
-		l.r.opt.Metrics.LiveSessions.Dec()
-	}
-	l.sess = s
 }
 
 // closeSession ends the live session without waiting for it.
@@ -258,7 +253,7 @@ func (l *lane) recover(ctx context.Context, pending []chat.Input, open []chat.Ca
 // shutdown ends the session; a turn in flight ends with an error, queued messages
 // stay queued for the next start.
 func (l *lane) shutdown() {
-	l.closing = true
+	l.moveSession(laneClosing)
 	if t := l.turn; t != nil {
 		if t.phase == delivered {
 			l.emit(chat.Error{Code: chat.CodeRestart, Message: "parley is shutting down; this turn was cut off", Ref: t.p.in.MessageID})

@@ -85,7 +85,7 @@ func (l *lane) receipt(p *pendingInput, state, detail string) {
 
 // next starts the oldest queued message's turn when none runs.
 func (l *lane) next() {
-	if l.turn != nil || len(l.queue) == 0 || l.closing {
+	if l.turn != nil || len(l.queue) == 0 || l.life == laneClosing {
 		return
 	}
 	p := l.queue[0]
@@ -293,7 +293,7 @@ func (l *lane) stop() error {
 			})
 		}
 	})
-	t.stopTimer = time.AfterFunc(l.r.opt.StopGrace, func() {
+	t.stopTimer = l.clock.AfterFunc(l.r.opt.StopGrace, func() {
 		l.result(func() {
 			if l.turn != t {
 				return
