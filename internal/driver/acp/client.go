@@ -34,9 +34,11 @@ func historyUpdate(u sdk.SessionUpdate) bool {
 }
 
 // SessionUpdate maps one update onto chat payloads. The SDK calls it in
-// order, one at a time.
+// order, one at a time; modeEv orders its mode events with SetMode's.
 func (c *client) SessionUpdate(ctx context.Context, n sdk.SessionNotification) error {
 	s := c.s
+	s.modeEv.Lock()
+	defer s.modeEv.Unlock()
 	s.mu.Lock()
 	if s.closed || (s.id != "" && n.SessionId != s.id) {
 		s.mu.Unlock()

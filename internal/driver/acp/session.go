@@ -25,7 +25,13 @@ import (
 
 // Session is one running ACP agent serving a thread.
 //
-// Lock order: mu only; the sink is never called with mu held.
+// Lock order (docs/architecture.md): modeEv, then mu. mu is a leaf: the sink
+// is never called with it held. modeEv is held from a change of the mode
+// state (mode, config options) until its event is sent, by the agent's
+// session/update handler and by SetMode and SetConfigOption after their
+// reply: the mode events go out in the order the state changed, so the last
+// one reported is the one in force. (The lane sends settings one at a time,
+// in the order chosen: the driver adds no ordering of its own.)
 type Session struct {
 	logger *slog.Logger
 	sink   driver.Sink
@@ -46,6 +52,7 @@ type Session struct {
 	caps      sdk.AgentCapabilities
 	wg        sync.WaitGroup // turn goroutines and the exit watcher
 
+	modeEv     sync.Mutex
 	mu         sync.Mutex
 	id         sdk.SessionId
 	m          *mapper
@@ -619,13 +626,21 @@ func (s *Session) SetMode(ctx context.Context, modeID string) error {
 	if _, err := s.conn.SetSessionMode(ctx, sdk.SetSessionModeRequest{SessionId: id, ModeId: sdk.SessionModeId(modeID)}); err != nil {
 		return fmt.Errorf("acp: set mode %q: %s: %w", modeID, errText(err), err)
 	}
+	s.modeChanged(func() []chat.Payload { return s.m.setMode(modeID) })
+	return nil
+}
+
+// modeChanged changes the mode state (f, under mu) and reports what it
+// returns, holding modeEv throughout (see the lock order).
+func (s *Session) modeChanged(f func() []chat.Payload) {
+	s.modeEv.Lock()
+	defer s.modeEv.Unlock()
 	s.mu.Lock()
-	ps := s.m.setMode(modeID)
+	ps := f()
 	s.mu.Unlock()
 	for _, p := range ps {
 		s.sink.Event(p)
 	}
-	return nil
 }
 
 // SetConfigOption sends session/set_config_option (or, for the model of an
@@ -648,11 +663,10 @@ func (s *Session) SetConfigOption(ctx context.Context, id, value string) error {
 		if _, err := s.conn.UnstableSetSessionModel(ctx, sdk.UnstableSetSessionModelRequest{SessionId: sid, ModelId: sdk.UnstableModelId(value)}); err != nil {
 			return fmt.Errorf("acp: set model %q: %w", value, err)
 		}
-		s.mu.Lock()
-		s.m.setCurrent(modelOption, value)
-		mode := s.m.mode()
-		s.mu.Unlock()
-		s.sink.Event(mode)
+		s.modeChanged(func() []chat.Payload {
+			s.m.setCurrent(modelOption, value)
+			return []chat.Payload{s.m.mode()}
+		})
 		return nil
 	}
 	var req sdk.SetSessionConfigOptionRequest
@@ -665,17 +679,16 @@ func (s *Session) SetConfigOption(ctx context.Context, id, value string) error {
 	if err != nil {
 		return fmt.Errorf("acp: set config option %q: %w", id, err)
 	}
-	s.mu.Lock()
-	if len(resp.ConfigOptions) > 0 {
-		s.m.setOptions(resp.ConfigOptions)
-	} else {
-		// The reply should carry the full set; an agent that sends none has
-		// not removed every option: keep them, with the value just set.
-		s.m.setCurrent(id, value)
-	}
-	mode := s.m.mode()
-	s.mu.Unlock()
-	s.sink.Event(mode)
+	s.modeChanged(func() []chat.Payload {
+		if len(resp.ConfigOptions) > 0 {
+			s.m.setOptions(resp.ConfigOptions)
+		} else {
+			// The reply should carry the full set; an agent that sends none has
+			// not removed every option: keep them, with the value just set.
+			s.m.setCurrent(id, value)
+		}
+		return []chat.Payload{s.m.mode()}
+	})
 	return nil
 }
 
