@@ -14,8 +14,8 @@ type ThreadID string
 
 // RouteKey is a place people talk from: a browser chat, a TUI, an IM chat.
 type RouteKey struct {
-	Channel string `json:"channel"`
-	Chat    string `json:"chat"`
+	Channel string `json:"channel"` // the channel: web, tui, rest, acp, telegram, irc, xmpp, …
+	Chat    string `json:"chat"`    // the channel's own chat (a tab, a terminal, an IM conversation)
 }
 
 // String is the key as "channel:chat", as logs and metrics show it.
@@ -32,15 +32,15 @@ const (
 
 // Thread is one persisted conversation. Its lane goroutine is its only writer.
 type Thread struct {
-	ID        ThreadID  `json:"id"`
-	Agent     string    `json:"agent"`
-	Cwd       string    `json:"cwd"`
-	SessionID string    `json:"session_id"` // the agent's native session id, for resume
-	Title     string    `json:"title"`
-	State     string    `json:"state"`
-	Mode      string    `json:"mode,omitempty"`
-	CreatedAt time.Time `json:"created_at"`
-	UpdatedAt time.Time `json:"updated_at"`
+	ID        ThreadID  `json:"id"`             // made by parley at creation; never changes
+	Agent     string    `json:"agent"`          // the configured agent's id
+	Cwd       string    `json:"cwd"`            // the agent's working directory, inside one of its roots
+	SessionID string    `json:"session_id"`     // the agent's native session id, for resume
+	Title     string    `json:"title"`          // the first line of the first message, cut near 80 characters
+	State     string    `json:"state"`          // ThreadIdle, ThreadWorking, ThreadUnloaded or ThreadCrashed
+	Mode      string    `json:"mode,omitempty"` // the session mode in force (or chosen for the next start)
+	CreatedAt time.Time `json:"created_at"`     // when the thread was made
+	UpdatedAt time.Time `json:"updated_at"`     // the time of its newest change
 	// LastSeq is the seq of the newest event in the thread's log.
 	LastSeq int64 `json:"last_seq"`
 	// Node is the machine that owns the thread, on a cluster's hub ("" for
@@ -53,9 +53,9 @@ type Thread struct {
 
 // Route is a route and the thread it is attached to now.
 type Route struct {
-	Key       RouteKey  `json:"key"`
-	ThreadID  ThreadID  `json:"thread"`
-	UpdatedAt time.Time `json:"updated_at"`
+	Key       RouteKey  `json:"key"`        // the place people talk from
+	ThreadID  ThreadID  `json:"thread"`     // the thread the route shows and sends to
+	UpdatedAt time.Time `json:"updated_at"` // when it was last attached
 }
 
 // Delivery states of an input, in the order they happen.
@@ -73,13 +73,13 @@ const (
 
 // Input is a message a person sent, kept from acceptance until it is delivered or failed.
 type Input struct {
-	MessageID  string    `json:"message_id"`
-	ThreadID   ThreadID  `json:"thread"`
-	From       RouteKey  `json:"from"`
-	Text       string    `json:"text"`
-	State      string    `json:"state"`
-	Detail     string    `json:"detail,omitempty"`
-	AcceptedAt time.Time `json:"accepted_at"`
+	MessageID  string    `json:"message_id"`       // chosen by the client; a retry reuses it
+	ThreadID   ThreadID  `json:"thread"`           // the thread it was sent to
+	From       RouteKey  `json:"from"`             // the route it was sent from
+	Text       string    `json:"text"`             // the message as the person wrote it
+	State      string    `json:"state"`            // one of the Delivery* states
+	Detail     string    `json:"detail,omitempty"` // why it waits, failed or is unknown, in words a person can act on
+	AcceptedAt time.Time `json:"accepted_at"`      // when parley stored it
 }
 
 // Pending reports whether the input still waits for delivery.
@@ -100,26 +100,26 @@ const (
 
 // Card is a permission request or a question, resolved exactly once.
 type Card struct {
-	ThreadID  ThreadID `json:"thread"`
-	RequestID string   `json:"request_id"`
-	Kind      string   `json:"kind"`
-	State     string   `json:"state"`
+	ThreadID  ThreadID `json:"thread"`     // the thread it was asked in
+	RequestID string   `json:"request_id"` // the agent's (or its driver's) id of the request, unique in the thread
+	Kind      string   `json:"kind"`       // CardPermission or CardQuestion
+	State     string   `json:"state"`      // CardOpen, CardResolved, CardCancelled or CardExpired
 	// Request is the wire payload of the permission_request or question event.
 	Request json.RawMessage `json:"request"`
 	// Resolution is the payload of the *_resolved event once the card is over.
 	Resolution    json.RawMessage `json:"resolution,omitempty"`
-	TurnMessageID string          `json:"turn_message_id,omitempty"`
-	CreatedAt     time.Time       `json:"created_at"`
-	ResolvedAt    time.Time       `json:"resolved_at,omitempty"`
+	TurnMessageID string          `json:"turn_message_id,omitempty"` // the message whose turn opened it ("" outside a turn)
+	CreatedAt     time.Time       `json:"created_at"`                // when it opened
+	ResolvedAt    time.Time       `json:"resolved_at,omitempty"`     // zero while open
 }
 
 // Event is one entry of a thread's log: a type, a gapless per-thread seq and a payload.
 // Connection-level events (config, replay_done, …) have no thread and no seq.
 type Event struct {
-	Type    string
-	Thread  ThreadID
-	Seq     int64
-	TS      time.Time
+	Type    string          // one of the Type* constants
+	Thread  ThreadID        // "" for a connection-level event
+	Seq     int64           // gapless within the thread, from 1; 0 for a connection-level event
+	TS      time.Time       // when parley logged it
 	Payload json.RawMessage // a JSON object of the type's own fields
 	// Restated marks an open card sent again after a replay (on the wire
 	// "restated": true): it restates what is open now and is no log entry,

@@ -53,76 +53,76 @@ const (
 // UserMessage is a message a person sent, as stored: its client-chosen id
 // (retries reuse it) and the route it came from.
 type UserMessage struct {
-	MessageID string   `json:"message_id"`
-	Text      string   `json:"text"`
-	From      RouteKey `json:"from"`
+	MessageID string   `json:"message_id"` // chosen by the client; a retry reuses it
+	Text      string   `json:"text"`       // as the person wrote it
+	From      RouteKey `json:"from"`       // the route it was sent from
 }
 
 // Delivery is a receipt for one message: queued, delivering, submitted,
 // failed or unknown (DeliveryQueued…), with words a person can act on in
 // Detail when it failed or is unknown.
 type Delivery struct {
-	MessageID string `json:"message_id"`
-	State     string `json:"state"`
-	Detail    string `json:"detail,omitempty"`
+	MessageID string `json:"message_id"`       // the message the receipt is for
+	State     string `json:"state"`            // one of the Delivery* states
+	Detail    string `json:"detail,omitempty"` // why it waits, failed or is unknown
 }
 
 // AgentChunk is a piece of the agent's answer text, streamed in order.
 type AgentChunk struct {
-	Text      string `json:"text"`
+	Text      string `json:"text"`                 // appended to what came before
 	MessageID string `json:"message_id,omitempty"` // the agent's message id
 }
 
 // ThoughtChunk is a piece of the agent's visible reasoning.
 type ThoughtChunk struct {
-	Text string `json:"text"`
+	Text string `json:"text"` // appended to what came before
 }
 
 // ToolCall is a tool the agent runs, shown as a card. Kinds follow ACP: read,
 // edit, delete, move, search, execute, think, fetch, other.
 type ToolCall struct {
-	ToolCallID string          `json:"tool_call_id"`
-	Title      string          `json:"title"`
-	Kind       string          `json:"kind"`
-	Status     string          `json:"status"` // pending, in_progress, completed, failed
-	Input      json.RawMessage `json:"input,omitempty"`
-	Locations  []Location      `json:"locations,omitempty"`
+	ToolCallID string          `json:"tool_call_id"`        // the agent's id, which ToolCallUpdate names
+	Title      string          `json:"title"`               // what the tool does, as the agent says it ("Run ls")
+	Kind       string          `json:"kind"`                // read, edit, delete, move, search, execute, think, fetch or other
+	Status     string          `json:"status"`              // pending, in_progress, completed, failed
+	Input      json.RawMessage `json:"input,omitempty"`     // the tool's raw input, as the agent sent it
+	Locations  []Location      `json:"locations,omitempty"` // the files it touches
 }
 
 // Location is a file (and line) a tool call touches.
 type Location struct {
-	Path string `json:"path"`
-	Line int    `json:"line,omitempty"`
+	Path string `json:"path"`           // absolute, as the agent gave it
+	Line int    `json:"line,omitempty"` // 0: the whole file
 }
 
 // ToolCallUpdate changes a tool call shown before (by ToolCallID): its
 // status, title, output, diffs or locations; empty fields keep what was there.
 type ToolCallUpdate struct {
-	ToolCallID string     `json:"tool_call_id"`
-	Status     string     `json:"status,omitempty"`
-	Title      string     `json:"title,omitempty"`
-	Output     string     `json:"output,omitempty"`
-	Diffs      []Diff     `json:"diffs,omitempty"`
-	Locations  []Location `json:"locations,omitempty"`
+	ToolCallID string     `json:"tool_call_id"`        // the ToolCall it changes
+	Status     string     `json:"status,omitempty"`    // pending, in_progress, completed or failed
+	Title      string     `json:"title,omitempty"`     // a better title, when the agent has one
+	Output     string     `json:"output,omitempty"`    // the tool's output as text
+	Diffs      []Diff     `json:"diffs,omitempty"`     // an edit's changes, file by file
+	Locations  []Location `json:"locations,omitempty"` // the files it touches, replacing those shown
 }
 
 // Diff is one file's change by an edit tool: OldText empty for a new file.
 type Diff struct {
-	Path    string `json:"path"`
-	OldText string `json:"old_text,omitempty"`
-	NewText string `json:"new_text"`
+	Path    string `json:"path"`               // the file changed
+	OldText string `json:"old_text,omitempty"` // the text replaced ("" for a new file)
+	NewText string `json:"new_text"`           // the text put in its place
 }
 
 // Plan is the agent's current task list, sent whole each time it changes.
 type Plan struct {
-	Entries []PlanEntry `json:"entries"`
+	Entries []PlanEntry `json:"entries"` // in the agent's order
 }
 
 // PlanEntry is one task of a Plan; Status is pending, in_progress or completed.
 type PlanEntry struct {
-	Content  string `json:"content"`
-	Priority string `json:"priority,omitempty"`
-	Status   string `json:"status"`
+	Content  string `json:"content"`            // the task, in the agent's words
+	Priority string `json:"priority,omitempty"` // high, medium or low, when the agent says
+	Status   string `json:"status"`             // pending, in_progress or completed
 }
 
 // Permission option kinds.
@@ -136,58 +136,58 @@ const (
 // PermissionRequest is a permission card: the agent asks to run a tool and
 // waits for one of Options (answered by RequestID).
 type PermissionRequest struct {
-	RequestID string             `json:"request_id"`
-	Tool      PermissionTool     `json:"tool"`
-	Options   []PermissionOption `json:"options"`
+	RequestID string             `json:"request_id"` // what a permission_response names
+	Tool      PermissionTool     `json:"tool"`       // the tool it asks to run
+	Options   []PermissionOption `json:"options"`    // in the order the agent offers them
 }
 
 // PermissionTool is the tool a PermissionRequest asks about.
 type PermissionTool struct {
-	Name       string          `json:"name"`
-	Title      string          `json:"title"`
-	Input      json.RawMessage `json:"input,omitempty"`
-	ToolCallID string          `json:"tool_call_id,omitempty"`
+	Name       string          `json:"name"`                   // the tool's name (Bash, Edit, …)
+	Title      string          `json:"title"`                  // what the call would do, for a person
+	Input      json.RawMessage `json:"input,omitempty"`        // the call's raw input
+	ToolCallID string          `json:"tool_call_id,omitempty"` // the ToolCall it is about, when shown as one
 }
 
 // PermissionOption is one answer to a permission card; Kind is one of the
 // Option* constants.
 type PermissionOption struct {
-	ID    string `json:"id"`
-	Label string `json:"label"`
-	Kind  string `json:"kind"`
+	ID    string `json:"id"`    // what a permission_response names
+	Label string `json:"label"` // for people, in the agent's words
+	Kind  string `json:"kind"`  // one of the Option* constants
 }
 
 // PermissionResolved closes a permission card: the option chosen (with the
 // person's words, if any), or Cancelled when the card went away unanswered
 // (a stop, the agent withdrew it); By is the route that answered.
 type PermissionResolved struct {
-	RequestID string    `json:"request_id"`
-	OptionID  string    `json:"option_id,omitempty"`
-	Message   string    `json:"message,omitempty"`
-	Cancelled bool      `json:"cancelled,omitempty"`
-	By        *RouteKey `json:"by,omitempty"`
+	RequestID string    `json:"request_id"`          // the card it closes
+	OptionID  string    `json:"option_id,omitempty"` // "" when cancelled
+	Message   string    `json:"message,omitempty"`   // the person's reason, with a reject
+	Cancelled bool      `json:"cancelled,omitempty"` // it went away unanswered, or was dismissed
+	By        *RouteKey `json:"by,omitempty"`        // nil when parley closed it (a stop, an exit)
 }
 
 // Question is a question card: the agent asks one or more questions and
 // waits for the answers (by RequestID).
 type Question struct {
-	RequestID string         `json:"request_id"`
-	Questions []QuestionItem `json:"questions"`
+	RequestID string         `json:"request_id"` // what a question_answer names
+	Questions []QuestionItem `json:"questions"`  // one or more, answered together
 }
 
 // QuestionItem is one question of a card, with its options; MultiSelect
 // allows several labels.
 type QuestionItem struct {
-	Question    string           `json:"question"`
-	Header      string           `json:"header,omitempty"`
-	MultiSelect bool             `json:"multi_select"`
-	Options     []QuestionOption `json:"options"`
+	Question    string           `json:"question"`         // the text, which Answers is keyed by
+	Header      string           `json:"header,omitempty"` // a short label for it, when the agent gives one
+	MultiSelect bool             `json:"multi_select"`     // several labels may be picked
+	Options     []QuestionOption `json:"options"`          // the labels offered; own words may answer too
 }
 
 // QuestionOption is one offered answer to a QuestionItem.
 type QuestionOption struct {
-	Label       string `json:"label"`
-	Description string `json:"description,omitempty"`
+	Label       string `json:"label"`                 // what an answer names
+	Description string `json:"description,omitempty"` // what picking it means, when the agent says
 }
 
 // Answers maps a question's text to its answer.
@@ -275,84 +275,84 @@ func clip(s string, n int) string {
 // Response), or Cancelled when it went away unanswered; By is the route
 // that answered.
 type QuestionResolved struct {
-	RequestID string    `json:"request_id"`
-	Answers   Answers   `json:"answers,omitempty"`
-	Response  string    `json:"response,omitempty"`
-	Cancelled bool      `json:"cancelled,omitempty"`
-	By        *RouteKey `json:"by,omitempty"`
+	RequestID string    `json:"request_id"`          // the card it closes
+	Answers   Answers   `json:"answers,omitempty"`   // by question text
+	Response  string    `json:"response,omitempty"`  // a free reply that answers no one question
+	Cancelled bool      `json:"cancelled,omitempty"` // it went away unanswered
+	By        *RouteKey `json:"by,omitempty"`        // nil when parley closed it (a stop, an exit)
 }
 
 // Mode is the session's permission mode and the modes and settings it can
 // switch to.
 type Mode struct {
-	Current   string       `json:"current"`
-	Available []ModeOption `json:"available,omitempty"`
+	Current   string       `json:"current"`             // the mode in force
+	Available []ModeOption `json:"available,omitempty"` // the modes it can switch to
 	// ConfigOptions are the session's other settings (model, effort, …).
 	ConfigOptions []ConfigOption `json:"config_options,omitempty"`
 }
 
 // ModeOption is one mode (or one value of a ConfigOption) a session offers.
 type ModeOption struct {
-	ID          string `json:"id"`
-	Name        string `json:"name"`
-	Description string `json:"description,omitempty"`
+	ID          string `json:"id"`                    // what set_mode (or set_config_option) names
+	Name        string `json:"name"`                  // for people
+	Description string `json:"description,omitempty"` // what the mode allows, when the agent says
 }
 
 // ConfigOption is one of a session's settings (model, effort, …) with its
 // current value and the values it takes.
 type ConfigOption struct {
-	ID      string       `json:"id"`
-	Name    string       `json:"name"`
-	Current string       `json:"current"`
-	Values  []ModeOption `json:"values,omitempty"`
+	ID      string       `json:"id"`               // what set_config_option names
+	Name    string       `json:"name"`             // for people
+	Current string       `json:"current"`          // the value in force (a Values ID)
+	Values  []ModeOption `json:"values,omitempty"` // empty for a free value
 }
 
 // Commands lists the agent's slash commands, for completion.
 type Commands struct {
-	Commands []Command `json:"commands"`
+	Commands []Command `json:"commands"` // the agent's whole list, replacing the one before
 }
 
 // Command is one of the agent's slash commands; Hint describes its argument.
 type Command struct {
-	Name        string `json:"name"`
-	Description string `json:"description,omitempty"`
-	Hint        string `json:"hint,omitempty"`
+	Name        string `json:"name"`                  // without the slash
+	Description string `json:"description,omitempty"` // what it does
+	Hint        string `json:"hint,omitempty"`        // its argument's description
 }
 
 // Usage is what a turn cost: tokens in and out, and money when the agent says.
 type Usage struct {
-	InputTokens  int64   `json:"input_tokens,omitempty"`
-	OutputTokens int64   `json:"output_tokens,omitempty"`
-	CostUSD      float64 `json:"cost_usd,omitempty"`
+	InputTokens  int64   `json:"input_tokens,omitempty"`  // tokens the model read
+	OutputTokens int64   `json:"output_tokens,omitempty"` // tokens the model wrote
+	CostUSD      float64 `json:"cost_usd,omitempty"`      // in US dollars, when the agent says
 	// ContextTokens is how much of the model's context the conversation fills
 	// now, of ContextWindow; either is 0 when the agent does not say.
 	ContextTokens int64 `json:"context_tokens,omitempty"`
-	ContextWindow int64 `json:"context_window,omitempty"`
+	ContextWindow int64 `json:"context_window,omitempty"` // the model's context, in tokens
 }
 
 // UsageTotals sums a thread's usage events (those still in its log).
 type UsageTotals struct {
-	Turns        int64   `json:"turns"`
-	InputTokens  int64   `json:"input_tokens"`
-	OutputTokens int64   `json:"output_tokens"`
-	CostUSD      float64 `json:"cost_usd"`
+	Turns        int64   `json:"turns"`         // usage events summed
+	InputTokens  int64   `json:"input_tokens"`  // tokens the model read, in all
+	OutputTokens int64   `json:"output_tokens"` // tokens the model wrote, in all
+	CostUSD      float64 `json:"cost_usd"`      // in US dollars, as far as the agent said
 	// The newest context fill the agent reported, and its window.
 	ContextTokens int64 `json:"context_tokens,omitempty"`
-	ContextWindow int64 `json:"context_window,omitempty"`
+	ContextWindow int64 `json:"context_window,omitempty"` // the model's context, in tokens
 }
 
 // TurnStatus says whether a turn is running, and for which message.
 type TurnStatus struct {
-	Active    bool   `json:"active"`
-	MessageID string `json:"message_id,omitempty"`
+	Active    bool   `json:"active"`               // a turn runs
+	MessageID string `json:"message_id,omitempty"` // the person's message the turn answers
 }
 
 // PromptDone ends a turn: StopReason is one of the Stop* constants,
 // MessageID the person's message the turn answered.
 type PromptDone struct {
-	StopReason string  `json:"stop_reason"`
+	StopReason string  `json:"stop_reason"`          // one of the Stop* constants
 	MessageID  string  `json:"message_id,omitempty"` // the person's
-	CostUSD    float64 `json:"cost_usd,omitempty"`
+	CostUSD    float64 `json:"cost_usd,omitempty"`   // the turn's cost, when the agent says
 }
 
 // Error codes of error events.
@@ -374,16 +374,16 @@ const (
 // session lost its history) or answering one input (Ref); Code is one of the
 // Code* constants.
 type Error struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
+	Code    string `json:"code"`          // one of the Code* constants
+	Message string `json:"message"`       // in words a person can act on
 	Ref     string `json:"ref,omitempty"` // the input it answers (a message id or request id)
 }
 
 // SessionInfo records that a thread's session started or ended.
 type SessionInfo struct {
-	State     string `json:"state"` // started, resumed, unloaded, exited
-	SessionID string `json:"session_id,omitempty"`
-	Detail    string `json:"detail,omitempty"`
+	State     string `json:"state"`                // started, resumed, unloaded, exited
+	SessionID string `json:"session_id,omitempty"` // the agent's native session id, once known
+	Detail    string `json:"detail,omitempty"`     // why it ended, for exited
 }
 
 // Connection-level payloads.
@@ -391,38 +391,38 @@ type SessionInfo struct {
 // Config is the first frame of a connection: its route, the agents it can
 // start threads with, and the daemon's version.
 type Config struct {
-	Chat         string      `json:"chat"`
-	Channel      string      `json:"channel"`
-	Agents       []AgentInfo `json:"agents"`
-	DefaultAgent string      `json:"default_agent"`
-	Version      string      `json:"version"`
+	Chat         string      `json:"chat"`          // the connection's route: its chat
+	Channel      string      `json:"channel"`       // the connection's route: its channel
+	Agents       []AgentInfo `json:"agents"`        // the agents it can start threads with
+	DefaultAgent string      `json:"default_agent"` // the agent a new thread gets when none is named
+	Version      string      `json:"version"`       // the daemon's version
 }
 
 // AgentInfo describes one configured agent: its transport, whether it can
 // run, and the folders its threads may use.
 type AgentInfo struct {
-	ID        string   `json:"id"`
-	Name      string   `json:"name"`
-	Transport string   `json:"transport"`
-	Status    string   `json:"status"`
-	Roots     []string `json:"roots,omitempty"`
+	ID        string   `json:"id"`              // what a new thread names
+	Name      string   `json:"name"`            // for people
+	Transport string   `json:"transport"`       // stream, acp or tmux
+	Status    string   `json:"status"`          // "ready", or "unavailable" when this build has no such transport
+	Roots     []string `json:"roots,omitempty"` // the folders its threads may work in
 }
 
 // ThreadEvent tells a connection which thread it shows (on connect and on
 // every switch); seq numbers after it belong to that thread.
 type ThreadEvent struct {
-	Thread Thread `json:"thread"`
+	Thread Thread `json:"thread"` // the thread as stored now
 }
 
 // ReplayDone ends a connection's replay: LastSeq is the newest event sent.
 type ReplayDone struct {
-	LastSeq int64 `json:"last_seq"`
+	LastSeq int64 `json:"last_seq"` // the newest event sent; live events follow it
 }
 
 // HistoryPruned says the thread's events up to ThroughSeq are no longer
 // stored: a replay after an older seq goes on from ThroughSeq+1.
 type HistoryPruned struct {
-	ThroughSeq int64 `json:"through_seq"`
+	ThroughSeq int64 `json:"through_seq"` // the last seq no longer stored
 }
 
 // Pong answers a ping.
