@@ -37,7 +37,7 @@ type Thread struct {
 	Cwd       string    `json:"cwd"`            // the agent's working directory, inside one of its roots
 	SessionID string    `json:"session_id"`     // the agent's native session id, for resume
 	Title     string    `json:"title"`          // the first line of the first message, cut near 80 characters
-	State     string    `json:"state"`          // ThreadIdle, ThreadWorking, ThreadUnloaded or ThreadCrashed
+	State     string    `json:"state"`          // one of the Thread* states
 	Mode      string    `json:"mode,omitempty"` // the session mode in force (or chosen for the next start)
 	CreatedAt time.Time `json:"created_at"`     // when the thread was made
 	UpdatedAt time.Time `json:"updated_at"`     // the time of its newest change
