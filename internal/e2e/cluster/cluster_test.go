@@ -81,8 +81,14 @@ func (m *machine) dial(chatID string, since int64, thread chat.ThreadID) *chatso
 // get reads a REST answer of the machine.
 func (m *machine) get(path string, v any) {
 	m.t.Helper()
-	req, _ := http.NewRequest("GET", "http://"+m.d.Addr()+path, nil)
-	req.Header.Set("Authorization", "Bearer "+m.d.Token())
+	m.getAt(m.d.Addr(), m.d.Token(), path, v)
+}
+
+// getAt reads a REST answer of the parley at addr.
+func (m *machine) getAt(addr, token, path string, v any) {
+	m.t.Helper()
+	req, _ := http.NewRequest("GET", "http://"+addr+path, nil)
+	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		m.t.Fatal(err)
