@@ -70,11 +70,14 @@ var (
 		"1 when the joined node's heartbeat is current, else 0.", []string{"node"}, nil)
 	nodeSeenDesc = prometheus.NewDesc("parley_cluster_node_last_seen_timestamp_seconds",
 		"When the hub last had the node's heartbeat (0: never).", []string{"node"}, nil)
+	nodeWaitingDesc = prometheus.NewDesc("parley_cluster_inputs_waiting",
+		"Inputs kept at the hub for the node, not yet taken by it.", []string{"node"}, nil)
 )
 
 func (c hubCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- nodeOnlineDesc
 	ch <- nodeSeenDesc
+	ch <- nodeWaitingDesc
 }
 
 func (c hubCollector) Collect(ch chan<- prometheus.Metric) {
@@ -96,5 +99,8 @@ func (c hubCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(nodeOnlineDesc, prometheus.GaugeValue, online, n.Name)
 		ch <- prometheus.MustNewConstMetric(nodeSeenDesc, prometheus.GaugeValue, seen, n.Name)
+		if waiting, err := c.h.Waiting(ctx, n.Name); err == nil {
+			ch <- prometheus.MustNewConstMetric(nodeWaitingDesc, prometheus.GaugeValue, float64(waiting), n.Name)
+		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/parleyhq/parley/internal/chat"
 )
@@ -297,7 +298,12 @@ func TestAnInputInFlightWhenTheHubStopsIsAppliedOnce(t *testing.T) {
 // chat.ErrCardClosed at the hub too), or, from a node that does not take it,
 // ErrWaiting while the input stays queued.
 func TestARequestGetsTheNodesResultOrItsChatError(t *testing.T) {
-	h := startHub(t, t.TempDir(), "127.0.0.1:0")
+	reg := prometheus.NewRegistry()
+	h, err := StartHub(t.Context(), HubOptions{DataDir: t.TempDir(), Listen: "127.0.0.1:0", Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.Close)
 	join(t, h, "away")
 	data := join(t, h, "n")
 	got := newApplied()
@@ -331,5 +337,22 @@ func TestARequestGetsTheNodesResultOrItsChatError(t *testing.T) {
 	}
 	if n, err := h.Waiting(ctx, "away"); err != nil || n != 2 {
 		t.Fatalf("waiting for away: %d %v, want the input kept", n, err)
+	}
+	// /metrics says how many wait for each node.
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gauge := map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() != "parley_cluster_inputs_waiting" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			gauge[m.GetLabel()[0].GetValue()] = m.GetGauge().GetValue()
+		}
+	}
+	if gauge["away"] != 2 || gauge["n"] != 0 || len(gauge) != 2 {
+		t.Fatalf("parley_cluster_inputs_waiting %v, want away 2, n 0", gauge)
 	}
 }
