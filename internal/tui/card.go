@@ -351,13 +351,50 @@ func (m *Model) pickerKey(k tea.KeyPressMsg) tea.Cmd {
 	case "enter":
 		return m.pickThread(p.cursor)
 	default:
+		// The keys are the numbers the list shows: 0 the new thread, 1-9 the
+		// threads in view (scrolled or not).
 		if len(k.Text) == 1 && k.Text[0] >= '0' && k.Text[0] <= '9' {
-			if i := int(k.Text[0] - '0'); i < n {
-				return m.pickThread(i)
+			d := int(k.Text[0] - '0')
+			if d == 0 {
+				return m.pickThread(0)
+			}
+			for _, r := range m.pickerRows() {
+				if r.key == d {
+					return m.pickThread(r.i)
+				}
 			}
 		}
 	}
 	return nil
+}
+
+// pickerRow is a row of the picker in view: its index (0 the new thread,
+// i the i-th thread) and the digit that opens it (-1 none).
+type pickerRow struct{ i, key int }
+
+// pickerRows are the rows in view, each with the digit that opens it: the
+// first nine threads in view get 1-9, the rest are reached with ↑↓.
+func (m *Model) pickerRows() []pickerRow {
+	p := m.picker
+	rows := max(m.height/2-3, 3)
+	start := 0
+	if p.cursor >= rows {
+		start = p.cursor - rows + 1
+	}
+	var out []pickerRow
+	next := 1
+	for i := start; i < len(p.threads)+1 && i < start+rows; i++ {
+		key := -1
+		switch {
+		case i == 0:
+			key = 0
+		case next <= 9:
+			key = next
+			next++
+		}
+		out = append(out, pickerRow{i: i, key: key})
+	}
+	return out
 }
 
 func (m *Model) pickThread(i int) tea.Cmd {
@@ -375,12 +412,8 @@ func (m *Model) pickerLines() []string {
 	p := m.picker
 	st := m.st
 	lines := []string{st.cardTitle.Render("Switch thread")}
-	rows := max(m.height/2-3, 3)
-	start := 0
-	if p.cursor >= rows {
-		start = p.cursor - rows + 1
-	}
-	for i := start; i < len(p.threads)+1 && i < start+rows; i++ {
+	for _, r := range m.pickerRows() {
+		i := r.i
 		mark := "  "
 		if i == p.cursor {
 			mark = st.accent.Render("› ")
@@ -388,6 +421,10 @@ func (m *Model) pickerLines() []string {
 		if i == 0 {
 			lines = append(lines, mark+"0. + new thread here")
 			continue
+		}
+		label := "  "
+		if r.key > 0 {
+			label = fmt.Sprintf("%d.", r.key)
 		}
 		th := p.threads[i-1]
 		cur := ""
@@ -398,7 +435,7 @@ func (m *Model) pickerLines() []string {
 		if title == "" {
 			title = th.Cwd
 		}
-		lines = append(lines, fmt.Sprintf("%s%d. %s · %s · %s%s", mark, i, th.Agent, title, th.State, cur))
+		lines = append(lines, fmt.Sprintf("%s%s %s · %s · %s%s", mark, label, th.Agent, title, th.State, cur))
 	}
 	lines = append(lines, st.dim.Render("0-9 or ↑↓ Enter open · Esc close"))
 	return lines

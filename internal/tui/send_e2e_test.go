@@ -2,6 +2,7 @@ package tui_test
 
 import (
 	"context"
+	"fmt"
 	"os/exec"
 	"strings"
 	"testing"
@@ -79,4 +80,43 @@ func TestSendLeavesChatWhereItIs(t *testing.T) {
 			t.Errorf("the chat shows %q, from the cron thread:\n%s", gone, s)
 		}
 	}
+}
+
+// TestPickerKeysMatchTheList: with more threads than the picker shows, the
+// digits on screen are the keys: scrolled down, "1." opens the thread
+// labelled 1 in view, not the first of the whole list.
+func TestPickerKeysMatchTheList(t *testing.T) {
+	testkit.NeedsTmux(t)
+	bin := parleyBin(t)
+	d, _ := startDaemon(t)
+	server := "http://" + d.Addr()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for i := 1; i <= 14; i++ {
+		out, err := exec.CommandContext(ctx, bin, "send", "--server", server, "--token", d.Token(), "--chat", "e2e-picker-seed",
+			"--new", fmt.Sprintf("say thread number %d", i)).CombinedOutput()
+		if err != nil {
+			t.Fatalf("seed %d: %v\n%s", i, err, out)
+		}
+	}
+	tm := startTerm(t, []string{"NO_COLOR=1"}, bin, "chat", "--server", server, "--token", d.Token(), "--chat", "e2e-picker")
+	t.Cleanup(func() { t.Logf("the screen at the end:\n%s", tm.screen()) })
+	tm.waitScreen("online", has("│ online"))
+	tm.keys("C-t")
+	tm.waitScreen("the picker with its threads", has("8. echo · "))
+	for i := 0; i < 12; i++ {
+		tm.keys("Down")
+	}
+	s := tm.waitScreen("the list scrolled", func(s string) bool { return !strings.Contains(s, "0. + new thread here") })
+	var title string
+	for _, l := range strings.Split(s, "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimLeft(l, " ›"), "1. echo · "); ok {
+			title, _, _ = strings.Cut(rest, " · ")
+		}
+	}
+	if title == "" || strings.Contains(s, "0. + new thread here") {
+		t.Fatalf("scrolled down 12, want the rows in view numbered from 1 and the first rows gone:\n%s", s)
+	}
+	tm.keys("1")
+	tm.waitScreen("the thread labelled 1 opened", has(" "+title+" "))
 }
