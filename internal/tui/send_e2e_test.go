@@ -107,7 +107,8 @@ func TestPickerKeysMatchTheList(t *testing.T) {
 	for i := 0; i < 12; i++ {
 		tm.keys("Down")
 	}
-	s := tm.waitScreen("the list scrolled", func(s string) bool { return !strings.Contains(s, "0. + new thread here") })
+	// Newest first: the 12th thread is the third one made.
+	s := tm.waitScreen("the cursor on the 12th thread", has("› 9. echo · say thread number 3 · "))
 	var title string
 	for _, l := range strings.Split(s, "\n") {
 		if rest, ok := strings.CutPrefix(strings.TrimLeft(l, " ›"), "1. echo · "); ok {
