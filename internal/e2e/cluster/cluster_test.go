@@ -108,26 +108,40 @@ type rig struct {
 	work      string
 }
 
-// newRig starts a hub and node "b" joined to it, and waits for b online.
-func newRig(t *testing.T) *rig {
+// agentSetup is what Claude Code on node b needs: the test's root, its
+// home and working directory, the scripted API and the agent's environment.
+type agentSetup struct {
+	root, home, work string
+	api              *claudeapi.Server
+	env              map[string]string
+}
+
+func newAgentSetup(t *testing.T) agentSetup {
 	t.Helper()
 	testkit.NeedsRealAgent(t)
 	root, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	home, work := filepath.Join(root, "home"), filepath.Join(root, "work")
-	for _, d := range []string{home, work} {
+	a := agentSetup{root: root, home: filepath.Join(root, "home"), work: filepath.Join(root, "work"), env: map[string]string{}}
+	for _, d := range []string{a.home, a.work} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
-	api := claudeapi.Start(t, scenario())
-	env := map[string]string{}
-	for _, kv := range claudeapi.Env(t, api, home, work) {
+	a.api = claudeapi.Start(t, scenario())
+	for _, kv := range claudeapi.Env(t, a.api, a.home, a.work) {
 		k, v, _ := strings.Cut(kv, "=")
-		env[k] = v
+		a.env[k] = v
 	}
+	return a
+}
+
+// newRig starts a hub and node "b" joined to it, and waits for b online.
+func newRig(t *testing.T) *rig {
+	t.Helper()
+	a := newAgentSetup(t)
+	root, work, api, env := a.root, a.work, a.api, a.env
 	mk := func(name string, mutate func(*config.Cluster)) *machine {
 		cfg := config.Default(filepath.Join(root, name), work)
 		cfg.Addr = "127.0.0.1:0"

@@ -21,7 +21,6 @@ import (
 	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/testkit"
 	"github.com/parleyhq/parley/internal/testkit/chatsock"
-	"github.com/parleyhq/parley/internal/testkit/claudeapi"
 )
 
 var (
@@ -98,22 +97,11 @@ func (p *nodeProc) start() {
 // for machine b; after b's restart each is in b's log once, the cut turn
 // ends with a reason, and the log has no gap.
 func TestAKilledNodeGetsItsWaitingMessagesOnce(t *testing.T) {
-	testkit.NeedsRealAgent(t)
+	a := newAgentSetup(t)
 	bin := buildParley(t)
-	root, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	home, work := filepath.Join(root, "home"), filepath.Join(root, "work")
-	for _, d := range []string{home, work} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	api := claudeapi.Start(t, scenario())
+	root, home, work := a.root, a.home, a.work
 	var envLines []string
-	for _, kv := range claudeapi.Env(t, api, home, work) {
-		k, v, _ := strings.Cut(kv, "=")
+	for k, v := range a.env {
 		envLines = append(envLines, strconv.Quote(k)+" = "+strconv.Quote(v))
 	}
 	hubCfg := config.Default(filepath.Join(root, "hub"), work)
