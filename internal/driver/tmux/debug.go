@@ -2,6 +2,7 @@ package tmux
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -23,6 +24,20 @@ func Debug(ctx context.Context, w io.Writer, socket, target string) error {
 		socket = DefaultSocket
 	}
 	return DebugSocket(ctx, w, socket, target, os.TempDir())
+}
+
+// DebugAny is Debug on the first of sockets (tmux servers, in order) that has
+// the target's session: the agents' own servers, from the config.
+func DebugAny(ctx context.Context, w io.Writer, sockets []string, target string) error {
+	var tried []string
+	for _, s := range sockets {
+		err := DebugSocket(ctx, w, s, target, os.TempDir())
+		if !errors.Is(err, ctl.ErrNoSession) {
+			return err
+		}
+		tried = append(tried, "-L "+s)
+	}
+	return fmt.Errorf("tmux: debug: no session %q on %s: %w", target, strings.Join(tried, ", "), ctl.ErrNoSession)
 }
 
 // DebugSocket is Debug on a given tmux server, saving the capture in saveDir.
