@@ -230,7 +230,7 @@ func (s *Service) check(r *http.Request, body []byte, sub *Sub, vapid []byte) (P
 func checkVAPID(h, origin string, want []byte) error {
 	rest, ok := strings.CutPrefix(h, "vapid ")
 	if !ok {
-		return fmt.Errorf("Authorization %q is not vapid", h)
+		return fmt.Errorf("the Authorization header %q is not vapid", h)
 	}
 	var tok, key string
 	for _, part := range strings.Split(rest, ",") {
