@@ -86,7 +86,7 @@ func (s *RemoteSource) Thread(ctx context.Context, id chat.ThreadID) (chat.Threa
 		return chat.Thread{}, chat.ErrNotFound
 	}
 	th := ans.Thread.thread()
-	th.ID = RemoteID(node, th.ID)
+	th.ID, th.Node = RemoteID(node, th.ID), node
 	return th, nil
 }
 
@@ -240,7 +240,7 @@ func (h *Hub) Threads(ctx context.Context) ([]RemoteThread, error) {
 			continue
 		}
 		t := w.thread()
-		t.ID = RemoteID(node, t.ID)
+		t.ID, t.Node = RemoteID(node, t.ID), node
 		out = append(out, RemoteThread{Node: node, Thread: t})
 	}
 	return out, nil

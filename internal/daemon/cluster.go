@@ -95,8 +95,10 @@ const remoteWait = 10 * time.Second
 func (r *remote) Owns(id chat.ThreadID) bool { return cluster.NodeOf(id) != "" }
 func (r *remote) Local() string              { return r.node }
 
+// Thread reads a remote thread from its machine: one that does not answer
+// fails (the list's summary would show a thread whose log cannot be read).
 func (r *remote) Thread(ctx context.Context, id chat.ThreadID) (chat.Thread, error) {
-	return r.view.Thread(ctx, id)
+	return r.hub.Source().Thread(ctx, id)
 }
 
 // online says whether node's heartbeat is current (an unknown node is not).

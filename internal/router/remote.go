@@ -16,7 +16,8 @@ type Remote interface {
 	Owns(id chat.ThreadID) bool
 	// Local is this machine's node name ("" when it has none).
 	Local() string
-	// Thread reads a remote thread (from its machine).
+	// Thread reads a remote thread from its machine; it fails when the
+	// machine does not answer.
 	Thread(ctx context.Context, id chat.ThreadID) (chat.Thread, error)
 	// Send hands a message to the remote thread id, or, with id "", to a
 	// new thread on m.Intent.New.Node; it returns the thread's id. A

@@ -237,6 +237,12 @@ func (r *Router) Subscribe(ctx context.Context, route chat.RouteKey, buffer int)
 		}
 		t, err := r.threadAny(ctx, id)
 		if err != nil {
+			if rm := r.opt.Remote; rm != nil && rm.Owns(id) {
+				// Its machine does not answer: the route shows no thread
+				// (rather than no connection) until it picks one.
+				r.log.Info("router: a route's thread is on a machine that does not answer", "route", route.String(), "thread", id, "err", err)
+				return nil
+			}
 			r.hub.Unsubscribe(sub)
 			return err
 		}

@@ -334,6 +334,10 @@ func TestMessagesForAnOfflineNodeWaitAndAreDeliveredOnce(t *testing.T) {
 			t.Fatalf("%s: receipt detail %q", id, d)
 		}
 	}
+	// A new connection of the route, whose thread's machine is away: it
+	// connects (showing no thread), rather than fail.
+	other := r.hub.dial("phone", -1, "")
+	other.Client().Close()
 	r.node.start()
 	for i := 1; i <= 3; i++ {
 		s.WaitFor(from, 2*wait, chatsock.PromptDone(fmt.Sprintf("w%d", i), chat.StopEndTurn), "a waiting message's turn")
