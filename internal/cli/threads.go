@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -22,7 +23,8 @@ func newThreadsCommand(Build) *cobra.Command {
 		Short: "List threads, newest first",
 		Long: `List the daemon's threads, newest first. --json prints a JSON array of thread
 objects (id, agent, cwd, session_id, title, state, mode, created_at,
-updated_at, last_seq), for scripts.`,
+updated_at, last_seq; node on a cluster's hub for another machine's thread),
+for scripts. On a cluster's hub a MACHINE column names each thread's machine.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			server, token, err := f.resolve()
@@ -43,8 +45,16 @@ updated_at, last_seq), for scripts.`,
 				return nil
 			}
 			tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
+			// On a cluster's hub, the machine each thread runs on.
+			machines := slices.ContainsFunc(ths, func(th chat.Thread) bool { return th.Node != "" })
+			if machines {
+				fmt.Fprint(tw, "MACHINE\t")
+			}
 			fmt.Fprintln(tw, "ID\tAGENT\tSTATE\tUPDATED\tCWD\tTITLE")
 			for _, th := range ths {
+				if machines {
+					fmt.Fprintf(tw, "%s\t", cmp.Or(th.Node, "(this one)"))
+				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", th.ID, th.Agent, th.State, ago(th.UpdatedAt), th.Cwd, th.Title)
 			}
 			return tw.Flush()

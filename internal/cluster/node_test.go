@@ -149,6 +149,9 @@ func remoteThread(t *testing.T, h *Hub, id chat.ThreadID) (RemoteThread, bool) {
 // its own node cannot make a frame name another thread.
 func TestANodesThreadIsFollowedAtTheHubLikeALocalOne(t *testing.T) {
 	h := startHub(t, t.TempDir(), "127.0.0.1:0")
+	if ths, err := h.Threads(t.Context()); err != nil || len(ths) != 0 {
+		t.Fatalf("a new hub's node threads: %v %v, want none", ths, err)
+	}
 	dataB, dataC := join(t, h, "b"), join(t, h, "c")
 	b := newMachine(t)
 	const th = chat.ThreadID("t_one")

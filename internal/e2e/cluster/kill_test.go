@@ -215,4 +215,11 @@ heartbeat = "200ms"
 	if !m2Ended {
 		t.Fatal("the turn cut by the kill has no end in b's log")
 	}
+	// `parley threads` against the hub names the machine.
+	cmd := exec.Command(bin, "threads", "--server", "http://"+hub.d.Addr(), "--token", hub.d.Token())
+	cmd.Env = append(os.Environ(), "PARLEY_CONFIG="+filepath.Join(root, "none.toml"))
+	out, err := cmd.CombinedOutput()
+	if err != nil || !regexp.MustCompile(`(?m)^MACHINE\s+ID\s.*\n^b\s+`+regexp.QuoteMeta(string(cluster.RemoteID("b", local)))+`\s+claude\s`).Match(out) {
+		t.Fatalf("parley threads at the hub: %v\n%s", err, out)
+	}
 }
