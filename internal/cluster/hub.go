@@ -37,7 +37,8 @@ type HubOptions struct {
 	// (0: DefaultInputWait).
 	InputWait time.Duration
 	// InputFailed, when set, is told of each input that will never be
-	// applied, with the reason (inputs.go).
+	// applied, with the reason (inputs.go). It runs on the node's forwarder:
+	// it must not block, nor call Revoke (which waits for that forwarder).
 	InputFailed InputFailed
 }
 
