@@ -83,22 +83,47 @@ export function useChatRoute(store: Store, route: Route) {
 }
 
 // useStickToBottom scrolls a log to its end when new content arrives, unless the
-// person has scrolled up to read.
-export function useStickToBottom<T extends HTMLElement>(dep: unknown) {
+// person has scrolled up to read: then nothing moves under them, and unseen
+// counts the items that arrived since (for "jump to latest"). follow() goes
+// back to the end and stays there (sending a message does).
+export function useStickToBottom<T extends HTMLElement>(items: unknown[]) {
   const ref = useRef<T>(null);
   const stick = useRef(true);
+  const seen = useRef(items.length);
+  const [unseen, setUnseen] = useState(0);
+  const count = useRef(items.length);
+  count.current = items.length;
   useEffect(() => {
     const el = ref.current;
     if (!el) return;
-    const f = () => (stick.current = el.scrollHeight - el.scrollTop - el.clientHeight < 80);
+    const f = () => {
+      stick.current = el.scrollHeight - el.scrollTop - el.clientHeight < 80;
+      if (stick.current) {
+        seen.current = count.current;
+        setUnseen(0);
+      }
+    };
     el.addEventListener("scroll", f, { passive: true });
     return () => el.removeEventListener("scroll", f);
   }, [ref.current]);
   useLayoutEffect(() => {
     const el = ref.current;
-    if (el && stick.current) el.scrollTop = el.scrollHeight;
-  }, [dep]);
-  return ref;
+    if (!el) return;
+    if (items.length < seen.current) seen.current = items.length; // another thread
+    if (stick.current) {
+      el.scrollTop = el.scrollHeight;
+      seen.current = items.length;
+      setUnseen(0);
+    } else setUnseen(items.length - seen.current);
+  }, [items]);
+  const follow = () => {
+    stick.current = true;
+    seen.current = count.current;
+    setUnseen(0);
+    const el = ref.current;
+    if (el) el.scrollTop = el.scrollHeight;
+  };
+  return { ref, unseen, follow };
 }
 
 // useEscToStop stops the running turn on Esc anywhere on the page.

@@ -164,7 +164,9 @@ export class Fold {
       case "user_message":
         this.sink.ack(ev.message_id);
         if (this.has("u:" + ev.message_id)) {
-          if (this.index.has("u:" + ev.message_id)) this.lastKind = "user";
+          // Sent from this page: the server's time is when it was said.
+          const it = this.item("u:" + ev.message_id);
+          if (it?.kind === "user" && !it.ts && ev.ts) this.replaceAny({ ...it, ts: ev.ts });
         } else {
           this.user({ kind: "user", key: "u:" + ev.message_id, message_id: ev.message_id, text: ev.text, from: ev.from?.channel, ts: ev.ts });
         }
@@ -330,6 +332,12 @@ export class Fold {
     const items = this.view.items.slice();
     items[i] = it;
     this.view = { ...this.view, items };
+  }
+
+  // replaceAny replaces an item shown in the conversation or among the queued.
+  private replaceAny(it: Item) {
+    if (this.index.has(it.key)) this.replace(it.key, it);
+    else this.view = { ...this.view, queued: this.view.queued.map((q) => (q.key === it.key ? it : q)) };
   }
 
   private upsert(key: string, make: () => Item, update?: (it: Item) => Item) {

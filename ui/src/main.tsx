@@ -8,6 +8,7 @@ import { Desktop } from "./desktop/Desktop";
 import { Phone } from "./phone/Phone";
 import { watchThreads } from "./changes";
 import { installServiceWorker, reportScreen, scrollToCard } from "./chat/devices";
+import { Help, useShortcuts } from "./chat/help";
 import "./style.css";
 
 const store = new Store(undefined, () => {
@@ -73,7 +74,13 @@ function App() {
     document.addEventListener("visibilitychange", f);
     return () => document.removeEventListener("visibilitychange", f);
   }, [route]);
-  return phone ? <Phone store={store} route={route} /> : <Desktop store={store} route={route} />;
+  const [help, setHelp] = useShortcuts(store);
+  return (
+    <>
+      {phone ? <Phone store={store} route={route} /> : <Desktop store={store} route={route} />}
+      {help && <Help onClose={() => setHelp(false)} />}
+    </>
+  );
 }
 
 render(<App />, document.getElementById("app")!);

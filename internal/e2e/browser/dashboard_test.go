@@ -576,6 +576,113 @@ func TestDashboard(t *testing.T) {
 		run(t, phone, "choose mode plan", chromedp.Evaluate[chromedp.Void](`(() => { const s = document.querySelector(".p-chat .p-modes .mode:not([data-config]) select"); s.value = "plan"; s.dispatchEvent(new Event("change", {bubbles: true})); })()`))
 		until(t, phone, "the agent reports mode plan", `window.parley.state.chat.mode.current === "plan" && document.querySelector(".p-chat .p-modes .mode:not([data-config]) select").value === "plan"`)
 	})
+
+	// Last, on the first thread, with the threads the ones above made in the list.
+	t.Run("16 a transcript you can use, drafts per thread, the keyboard, jump to latest, a queued message after the answer", func(t *testing.T) {
+		run(t, ctx, "back on the first thread", chromedp.Navigate(chatURL))
+		until(t, ctx, "caught up", `window.parley.state.chat.caughtUp && window.parley.state.threads.length >= 3`)
+		box := `document.querySelector("textarea[aria-label=Message]")`
+
+		// Timestamps and copy buttons; the Copy of a code block copies its code.
+		until(t, ctx, "messages and answers carry their time", `!!document.querySelector(".msg.user .meta time.ts") && !!document.querySelector(".msg.agent .meta time.ts")`)
+		run(t, ctx, "copy the Go code block", chromedp.Evaluate[chromedp.Void](`(() => { window.__copied = [];
+			Object.defineProperty(navigator, "clipboard", { configurable: true, value: { writeText: (t) => { window.__copied.push(t); return Promise.resolve(); } } });
+			document.querySelector(".md pre code.language-go").parentElement.querySelector("button.copy").click(); })()`))
+		until(t, ctx, "the code is copied", `window.__copied.length === 1`)
+		if got := eval[string](t, ctx, `window.__copied[0]`); got != markdownAnswerGo {
+			t.Errorf("copied %q, want the code block's code", got)
+		}
+		run(t, ctx, "copy the answer", chromedp.Evaluate[chromedp.Void](`[...document.querySelectorAll(".msg.agent")].find(e => e.querySelector("h2")).querySelector(".meta button.copy").click()`))
+		until(t, ctx, "the answer's Markdown is copied", fmt.Sprintf(`window.__copied.length === 2 && window.__copied[1].startsWith(%s)`, js("## "+MarkdownHeading)))
+
+		// The person's own Markdown is rendered; a long message is folded.
+		send(t, ctx, PromptEcho+" with **strong** words")
+		until(t, ctx, "the person's Markdown is rendered", `[...document.querySelectorAll(".msg.user .bubble strong")].some(e => e.textContent === "strong")`)
+		long := PromptEcho + " a long one\n\n" + strings.Repeat("- a line of a long list\n", 30)
+		run(t, ctx, "send a long message", chromedp.SetValue(chromedp.CSS(`textarea[aria-label=Message]`), long), chromedp.Click(chromedp.CSS(`.composer button[type=submit]`)))
+		until(t, ctx, "it is folded with Show more", `(() => { const u = [...document.querySelectorAll(".msg.user")].pop(); return !!u.querySelector(".folded") && u.querySelector("button.fold").textContent === "Show more"; })()`)
+		run(t, ctx, "unfold it", chromedp.Evaluate[chromedp.Void](`[...document.querySelectorAll(".msg.user")].pop().querySelector("button.fold").click()`))
+		until(t, ctx, "it is unfolded", `!([...document.querySelectorAll(".msg.user")].pop().querySelector(".folded"))`)
+		until(t, ctx, "its answer arrives", `window.parley.state.chat.turnActive === false && [...document.querySelectorAll(".msg.agent")].pop().innerText.includes("You said it.")`)
+
+		// ↑ in the empty box recalls earlier prompts, newest first; ↓ goes back.
+		run(t, ctx, "focus the empty box", chromedp.Focus(chromedp.CSS(`textarea[aria-label=Message]`)))
+		run(t, ctx, "↑", chromedp.KeyEvent(kb.ArrowUp))
+		until(t, ctx, "the last prompt is back", box+`.value === `+js(strings.TrimSpace(long)))
+		run(t, ctx, "↑ again", chromedp.KeyEvent(kb.ArrowUp))
+		until(t, ctx, "the one before", box+`.value === `+js(PromptEcho+" with **strong** words"))
+		run(t, ctx, "↓ twice", chromedp.KeyEvent(kb.ArrowDown), chromedp.KeyEvent(kb.ArrowDown))
+		until(t, ctx, "the box is empty again", box+`.value === ""`)
+
+		// A draft belongs to its thread: not in another's box, back with its thread and after a reload.
+		run(t, ctx, "type a draft", chromedp.SendKeys(chromedp.CSS(`textarea[aria-label=Message]`), "a draft for this thread"))
+		first := eval[string](t, ctx, `window.parley.state.chat.thread.id`)
+		run(t, ctx, "Alt+3: another thread", chromedp.Evaluate[chromedp.Void](`document.activeElement.blur()`), chromedp.KeyEvent("3", chromedp.KeyModifiers(chromedp.ModifierAlt)))
+		until(t, ctx, "another thread shows", `window.parley.state.chat.thread && window.parley.state.chat.thread.id !== `+js(first)+` && window.parley.state.chat.caughtUp`)
+		if got := eval[string](t, ctx, box+`.value`); got != "" {
+			t.Errorf("got %q in another thread's box, want the draft left in its own", got)
+		}
+		idx := eval[int](t, ctx, `window.parley.state.threads.findIndex(t => t.id === `+js(first)+`)`)
+		run(t, ctx, "Alt+N: the new-thread form", chromedp.KeyEvent("n", chromedp.KeyModifiers(chromedp.ModifierAlt)))
+		until(t, ctx, "the new-thread form shows", `!!document.querySelector("form.newthread")`)
+		run(t, ctx, "Alt+digit: back to the first thread", chromedp.KeyEvent(fmt.Sprint(idx+1), chromedp.KeyModifiers(chromedp.ModifierAlt)))
+		until(t, ctx, "the draft is back with its thread", `window.parley.state.chat.thread && window.parley.state.chat.thread.id === `+js(first)+` && `+box+`.value === "a draft for this thread"`)
+		run(t, ctx, "reload", chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`textarea[aria-label=Message]`)))
+		until(t, ctx, "the draft survives the reload", box+`.value === "a draft for this thread"`)
+		run(t, ctx, "clear the draft", chromedp.Evaluate[chromedp.Void](`(() => { const el = document.querySelector("textarea[aria-label=Message]"); el.focus(); el.select(); document.execCommand("delete"); })()`))
+		until(t, ctx, "the box is empty", box+`.value === ""`)
+
+		// The help overlay.
+		run(t, ctx, "?", chromedp.Evaluate[chromedp.Void](`document.activeElement.blur()`), chromedp.KeyEvent("?"))
+		until(t, ctx, "the shortcuts are listed", `!!document.querySelector("[role=dialog] .help") && document.querySelector(".help").innerText.includes("Alt+N")`)
+		shot(t, ctx, "desktop-help")
+		run(t, ctx, "Esc closes it", chromedp.KeyEvent(kb.Escape))
+		until(t, ctx, "the overlay is gone", `!document.querySelector(".help")`)
+
+		// Scrolled up, new output shows "jump to latest" and moves nothing; sending goes to the end.
+		until(t, ctx, "caught up", `window.parley.state.chat.caughtUp && !window.parley.state.chat.turnActive`)
+		sc := `document.querySelector(".scroll")`
+		run(t, ctx, "scroll to the top", chromedp.Evaluate[chromedp.Void](sc+`.scrollTop = 0; `+sc+`.dispatchEvent(new Event("scroll"))`))
+		until(t, ctx, "at the top, the log taller than the screen", sc+`.scrollTop === 0 && `+sc+`.scrollHeight > `+sc+`.clientHeight + 200`)
+		r.rest(t, "POST", "/api/threads/"+first+"/messages?wait=0s", map[string]string{"message_id": "m_while_reading", "text": PromptEcho + " while you read"}, nil)
+		until(t, ctx, "jump to latest counts what came", `(() => { const b = document.querySelector("button.jump"); return !!b && Number(b.dataset.unseen) >= 2; })()`)
+		until(t, ctx, "the answer is in", `!window.parley.state.chat.turnActive && `+pageHas(PromptEcho+" while you read"))
+		if top := eval[float64](t, ctx, sc+`.scrollTop`); top != 0 {
+			t.Errorf("the log moved to %v under the reader, want it still at the top", top)
+		}
+		run(t, ctx, "jump", chromedp.Click(chromedp.CSS(`button.jump`)))
+		atEnd := sc + `.scrollHeight - ` + sc + `.scrollTop - ` + sc + `.clientHeight < 80`
+		until(t, ctx, "at the end, the button gone", atEnd+` && !document.querySelector("button.jump")`)
+		run(t, ctx, "scroll up again", chromedp.Evaluate[chromedp.Void](sc+`.scrollTop = 0; `+sc+`.dispatchEvent(new Event("scroll"))`))
+		send(t, ctx, PromptEcho+" and see it")
+		until(t, ctx, "sending scrolled to the message", atEnd+` && `+pageHas(PromptEcho+" and see it"))
+
+		// A message sent during an answer waits after it (queued), with a working time in the conversation.
+		send(t, ctx, PromptSlow+" while queueing")
+		until(t, ctx, "the answer streams, with the time it has taken", pageHas("slowly")+` && Number((document.querySelector(".conv .working.in-conv")||{dataset:{}}).dataset.elapsed) >= 1`)
+		send(t, ctx, PromptEcho+" after the slow one")
+		until(t, ctx, "the second message is queued after the answer", `(() => { const q = document.querySelector(".conv .queued .msg.user"); return !!q && q.innerText.includes(`+js(PromptEcho+" after the slow one")+`) && !!q.querySelector("[data-receipt=queued]"); })()`)
+		if after := eval[bool](t, ctx, `(() => { const all = [...document.querySelectorAll(".conv .msg")]; const q = all.findIndex(e => e.closest(".queued")); const a = all.findLastIndex(e => e.classList.contains("agent") && e.innerText.includes("slowly")); return q > a; })()`); !after {
+			t.Error("the queued message is not after the streaming answer")
+		}
+		run(t, ctx, "stop the slow answer", chromedp.Click(chromedp.CSS(`button.stop`)))
+		until(t, ctx, "the queued message is delivered and answered, in its place", `!document.querySelector(".conv .queued") && `+receipt(PromptEcho+" after the slow one", "submitted")+` && [...document.querySelectorAll(".msg.agent")].pop().innerText.includes("You said it.")`)
+		until(t, ctx, "no working indicator once idle", `!window.parley.state.chat.turnActive && !document.querySelector(".conv .working.in-conv")`)
+		if n := eval[int](t, ctx, `[...document.querySelectorAll(".card.question[data-state=resolved] button")].filter(b => !b.disabled).length`); n != 0 {
+			t.Errorf("got %d enabled buttons on answered questions, want none", n)
+		}
+
+		// The phone shows the new pieces within its width.
+		phone := browser(t, 390, 844)
+		run(t, phone, "the thread on a phone", phoneViewport(), chromedp.Navigate(r.LoginURL()+"#/c/"+chatID))
+		until(t, phone, "the phone shows times and copy buttons", `!!document.querySelector(".msg.agent .meta button.copy") && !!document.querySelector(".msg.user .meta time.ts") && !!document.querySelector(".md pre button.copy")`)
+		run(t, phone, "scroll up, ? for help", chromedp.Evaluate[chromedp.Void](`(() => { const s = document.querySelector(".scroll"); s.scrollTop = 0; s.dispatchEvent(new Event("scroll")); })()`), chromedp.KeyEvent("?"))
+		until(t, phone, "the help shows", `!!document.querySelector(".help")`)
+		if w := eval[float64](t, phone, `Math.max(...[...document.querySelectorAll(".help, .msg .meta, .md pre button.copy")].map(e => e.getBoundingClientRect().right))`); w > 390 {
+			t.Errorf("the help, a message's time and copy or a code block's copy reach %v px on a 390 px phone", w)
+		}
+		shot(t, phone, "phone-help")
+	})
 }
 
 // transcript is the conversation as lines: each item's kind and text.

@@ -1,7 +1,7 @@
-// The composer's logic (draft, slash-command completion, send, Esc to stop),
-// shared by both layouts; each layout draws its own box.
+// The composer's logic (draft, slash-command completion, send, Esc to stop, ↑ to
+// recall earlier prompts), shared by both layouts; each layout draws its own box.
 
-import { useMemo, useState } from "preact/hooks";
+import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import type { Command, ImageData } from "../protocol";
 import type { Store } from "../store";
 
@@ -22,8 +22,49 @@ function readImage(f: File): Promise<Attached> {
   });
 }
 
-export function useComposer(store: Store, commands: Command[], turnActive: boolean, acceptsImages = false) {
-  const [text, setText] = useState("");
+// Drafts belong to their chat (each thread opens on its own chat in this
+// browser): kept in localStorage, so a draft survives a reload and text typed
+// in one thread is never in another's box.
+const DRAFTS = "parley.drafts";
+
+function drafts(): Record<string, string> {
+  try {
+    return JSON.parse(localStorage.getItem(DRAFTS) ?? "{}") ?? {};
+  } catch {
+    return {};
+  }
+}
+
+function saveDraft(chat: string, text: string) {
+  if (!chat) return;
+  const d = drafts();
+  if ((d[chat] ?? "") === text) return;
+  if (text) d[chat] = text;
+  else delete d[chat];
+  try {
+    localStorage.setItem(DRAFTS, JSON.stringify(d));
+  } catch {
+    /* storage full or disabled: the draft lives only in the box */
+  }
+}
+
+export function useComposer(store: Store, commands: Command[], turnActive: boolean, acceptsImages = false, onSent?: () => void) {
+  const chat = store.state.chat.chat;
+  const [text, setTextNow] = useState(() => drafts()[chat] ?? "");
+  const draftOf = useRef(chat);
+  useEffect(() => {
+    if (draftOf.current === chat) return;
+    draftOf.current = chat;
+    setTextNow(drafts()[chat] ?? "");
+    setRecall(-1);
+  }, [chat]);
+  const setText = (v: string) => {
+    setTextNow(v);
+    saveDraft(draftOf.current, v);
+  };
+  // ↑ on an empty box recalls this thread's earlier prompts, newest first; ↓ goes back.
+  const [recall, setRecall] = useState(-1);
+  const prompts = () => store.state.chat.items.flatMap((i) => (i.kind === "user" && i.text ? [i.text] : [])).reverse();
   const [images, setImages] = useState<Attached[]>([]);
   const [imageError, setImageError] = useState("");
   const [sel, setSel] = useState(0);
@@ -44,8 +85,10 @@ export function useComposer(store: Store, commands: Command[], turnActive: boole
     if (!t && !images.length) return;
     store.sendMessage(t, undefined, images.map(({ mime_type, data }) => ({ mime_type, data })));
     setText("");
+    setRecall(-1);
     setImages([]);
     setImageError("");
+    onSent?.();
   };
   const addFiles = (files: FileList | File[] | null | undefined): boolean => {
     const list = Array.from(files ?? []).filter((f) => f.type.startsWith("image/"));
@@ -93,6 +136,22 @@ export function useComposer(store: Store, commands: Command[], turnActive: boole
         return;
       }
     }
+    if ((e.key === "ArrowUp" || e.key === "ArrowDown") && !e.shiftKey && !e.altKey && !e.ctrlKey && !e.metaKey) {
+      const list = prompts();
+      const recalled = recall >= 0 && text === list[recall];
+      if (e.key === "ArrowUp" && (text === "" || recalled) && recall + 1 < list.length) {
+        e.preventDefault();
+        setRecall(recall + 1);
+        setText(list[recall + 1]);
+        return;
+      }
+      if (e.key === "ArrowDown" && recalled) {
+        e.preventDefault();
+        setRecall(recall - 1);
+        setText(recall > 0 ? list[recall - 1] : "");
+        return;
+      }
+    }
     if (e.key === "Escape" && turnActive) {
       e.preventDefault();
       store.stop();
@@ -105,6 +164,7 @@ export function useComposer(store: Store, commands: Command[], turnActive: boole
   };
   const onInput = (v: string) => {
     setText(v);
+    setRecall(-1);
     setDismissed(false);
     setSel(0);
   };

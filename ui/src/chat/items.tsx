@@ -9,7 +9,101 @@ import { highlight, render } from "../markdown";
 import { lineDiff, proposedDiffs } from "./diff";
 import type { Diff } from "../protocol";
 
-export const Markdown = memo(({ text }: { text: string }) => <div class="md" dangerouslySetInnerHTML={{ __html: render(text) }} />);
+// copyText puts text on the clipboard (the Clipboard API where the page may use
+// it, a selected textarea otherwise) and says so on the button for a moment.
+export function copyText(text: string, button: HTMLElement) {
+  const done = () => {
+    button.dataset.copied = "1";
+    button.textContent = "Copied";
+    setTimeout(() => {
+      delete button.dataset.copied;
+      button.textContent = "Copy";
+    }, 1500);
+  };
+  if (navigator.clipboard?.writeText) {
+    navigator.clipboard.writeText(text).then(done, () => {});
+    return;
+  }
+  const ta = document.createElement("textarea");
+  ta.value = text;
+  ta.style.position = "fixed";
+  ta.style.opacity = "0";
+  document.body.appendChild(ta);
+  ta.select();
+  try {
+    if (document.execCommand("copy")) done();
+  } finally {
+    ta.remove();
+  }
+}
+
+// Markdown renders sanitized Markdown; every code block gets a Copy button.
+export const Markdown = memo(({ text }: { text: string }) => {
+  const ref = useRef<HTMLDivElement>(null);
+  useLayoutEffect(() => {
+    ref.current?.querySelectorAll("pre").forEach((pre) => {
+      if (pre.querySelector(":scope > button.copy")) return;
+      const b = document.createElement("button");
+      b.type = "button";
+      b.className = "copy";
+      b.textContent = "Copy";
+      b.setAttribute("aria-label", "Copy the code");
+      b.onclick = () => copyText(pre.querySelector("code")?.textContent ?? "", b);
+      pre.appendChild(b);
+    });
+  }, [text]);
+  return <div class="md" ref={ref} dangerouslySetInnerHTML={{ __html: render(text).trim() }} />;
+});
+
+// Time is when something was said: the hour and minute, the whole date on hover.
+function Time({ ts }: { ts?: string }) {
+  if (!ts) return null;
+  const d = new Date(ts);
+  if (isNaN(d.getTime())) return null;
+  return (
+    <time class="ts" dateTime={ts} title={d.toLocaleString()}>
+      {d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" })}
+    </time>
+  );
+}
+
+// Working says the agent is on a turn, with the time it has taken so far.
+export function Working({ since, stopping }: { since?: string; stopping?: boolean }) {
+  const [start] = useState(() => (since && !isNaN(Date.parse(since)) ? Math.min(Date.parse(since), Date.now()) : Date.now()));
+  const [now, setNow] = useState(Date.now());
+  useEffect(() => {
+    const t = setInterval(() => setNow(Date.now()), 1000);
+    return () => clearInterval(t);
+  }, []);
+  const s = Math.max(0, Math.floor((now - start) / 1000));
+  const took = s < 60 ? `${s} s` : `${Math.floor(s / 60)} min ${s % 60} s`;
+  return (
+    <div class="working in-conv" role="status" data-elapsed={s}>
+      <span class="spinner" aria-hidden="true" /> {stopping ? "stopping…" : "working…"} {took}
+    </div>
+  );
+}
+
+// A person's own message: Markdown like the agent's; a long one folded.
+const FOLD_CHARS = 700;
+const FOLD_LINES = 12;
+
+function UserText({ text }: { text: string }) {
+  const long = text.length > FOLD_CHARS || text.split("\n").length > FOLD_LINES;
+  const [open, setOpen] = useState(false);
+  return (
+    <>
+      <div class={long && !open ? "folded" : undefined}>
+        <Markdown text={text} />
+      </div>
+      {long && (
+        <button type="button" class="link fold" onClick={() => setOpen(!open)} aria-expanded={open}>
+          {open ? "Show less" : "Show more"}
+        </button>
+      )}
+    </>
+  );
+}
 
 const receiptText: Record<Receipt["state"], string> = {
   sending: "sending…",
@@ -263,6 +357,7 @@ function QuestionCard({ it, store }: { it: Extract<Item, { kind: "question" }>; 
                     key={o.label}
                     class={`opt${on ? " chosen" : ""}`}
                     aria-pressed={on}
+                    disabled={!live}
                     title={o.description}
                     onClick={() => {
                       if (single) {
@@ -333,16 +428,25 @@ export const ItemView = memo(({ it, store, receipt }: { it: Item; store: Store; 
       return (
         <div class="msg user" data-message={it.message_id}>
           <div class="bubble">
-            {it.text}
+            <UserText text={it.text} />
             {it.images ? <span class="hint"> [{it.images} image{it.images > 1 ? "s" : ""}]</span> : null}
           </div>
-          <ReceiptView r={receipt} onRetry={() => store.retry(it.message_id)} />
+          <div class="meta">
+            <Time ts={it.ts} />
+            <ReceiptView r={receipt} onRetry={() => store.retry(it.message_id)} />
+          </div>
         </div>
       );
     case "agent":
       return (
         <div class="msg agent">
           <Markdown text={it.text} />
+          <div class="meta">
+            <Time ts={it.ts} />
+            <button type="button" class="copy link" aria-label="Copy the answer" onClick={(e) => copyText(it.text, e.currentTarget as HTMLElement)}>
+              Copy
+            </button>
+          </div>
         </div>
       );
     case "thought":
@@ -375,11 +479,22 @@ export const ItemView = memo(({ it, store, receipt }: { it: Item; store: Store; 
   }
 });
 
+// JumpToLatest shows, while the person reads further up, how much arrived below.
+export function JumpToLatest({ unseen, onJump }: { unseen: number; onJump: () => void }) {
+  if (unseen <= 0) return null;
+  return (
+    <button type="button" class="jump" onClick={onJump} data-unseen={unseen}>
+      ↓ Jump to latest ({unseen} new)
+    </button>
+  );
+}
+
 // PAGE is how many items are drawn at first; scrolling up (or the button) draws more.
 // Long threads then open at once, and the Markdown of old turns is parsed on demand.
 const PAGE = 150;
 
 export function Conversation({ store, items, receipts, queued = [] }: { store: Store; items: Item[]; receipts: Record<string, Receipt>; queued?: Item[] }) {
+  const chat = store.state.chat;
   const [loading, setLoading] = useState(false);
   const [limit, setLimit] = useState(PAGE);
   const ref = useRef<HTMLDivElement>(null);
@@ -424,6 +539,7 @@ export function Conversation({ store, items, receipts, queued = [] }: { store: S
       {shown.map((it) => (
         <ItemView key={it.key} it={it} store={store} receipt={it.kind === "user" ? receipts[it.message_id] : undefined} />
       ))}
+      {chat.turnActive && !chat.starting && <Working key={chat.turnSince ?? "turn"} since={chat.turnSince} stopping={chat.stopping} />}
       {queued.length > 0 && (
         <div class="queued" aria-label="Queued messages">
           {queued.map((it) => (

@@ -3,7 +3,7 @@
 import type { Store } from "../store";
 import { threadLabel } from "../store";
 import { acceptsImages, agentState, stateClass, threadState, ago, nav, useEscToStop, useStickToBottom, type Route } from "../app";
-import { Conversation, Starting, openCardKind } from "../chat/items";
+import { Conversation, JumpToLatest, Starting, openCardKind } from "../chat/items";
 import { useComposer } from "../chat/composer";
 import { AttachButton, Attachments } from "../chat/attach";
 import { NewThread } from "../chat/newthread";
@@ -82,8 +82,8 @@ export function Desktop({ store, route }: { store: Store; route: Route }) {
 function ChatPane({ store }: { store: Store }) {
   const c = store.state.chat;
   const t = c.thread;
-  const comp = useComposer(store, c.commands, c.turnActive, acceptsImages(store));
   const log = useStickToBottom<HTMLDivElement>(c.items);
+  const comp = useComposer(store, c.commands, c.turnActive, acceptsImages(store), log.follow);
   return (
     <section class="chat" aria-label="Chat">
       <header class="chat-head">
@@ -97,8 +97,11 @@ function ChatPane({ store }: { store: Store }) {
           {c.starting ? <Starting since={c.starting} /> : c.turnActive && <span class="working" role="status">working…</span>}
         </div>
       </header>
-      <div class="scroll" ref={log} tabIndex={0} aria-label="Messages">
-        <Conversation store={store} items={c.items} receipts={c.receipts} queued={c.queued} />
+      <div class="scroll-wrap">
+        <div class="scroll" ref={log.ref} tabIndex={0} aria-label="Messages">
+          <Conversation store={store} items={c.items} receipts={c.receipts} queued={c.queued} />
+        </div>
+        <JumpToLatest unseen={log.unseen} onJump={log.follow} />
       </div>
       <form class="composer" onSubmit={(e) => { e.preventDefault(); comp.send(); }} onDrop={comp.onDrop} onDragOver={comp.onDragOver}>
         <Attachments comp={comp} />

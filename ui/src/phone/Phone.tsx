@@ -8,7 +8,7 @@ import { threadLabel } from "../store";
 import { acceptsImages, agentState, stateClass, threadState, ago, nav, useEscToStop, useStickToBottom, type Route } from "../app";
 import { ModeSelects, NotifyOptIn, SignOut } from "../chat/controls";
 import { Devices, Offline } from "../chat/devices";
-import { Conversation, Starting, openCardKind } from "../chat/items";
+import { Conversation, JumpToLatest, Starting, openCardKind } from "../chat/items";
 import { useComposer } from "../chat/composer";
 import { AttachButton, Attachments } from "../chat/attach";
 import { NewThread } from "../chat/newthread";
@@ -90,8 +90,8 @@ export function Phone({ store, route }: { store: Store; route: Route }) {
 
 function PhoneChat({ store }: { store: Store }) {
   const c = store.state.chat;
-  const comp = useComposer(store, c.commands, c.turnActive, acceptsImages(store));
   const log = useStickToBottom<HTMLDivElement>(c.items);
+  const comp = useComposer(store, c.commands, c.turnActive, acceptsImages(store), log.follow);
   useEscToStop(store, c.turnActive);
   return (
     <div class="phone p-chat">
@@ -108,8 +108,11 @@ function PhoneChat({ store }: { store: Store }) {
       </header>
       <Banner store={store} />
       {c.starting && <div class="p-starting"><Starting since={c.starting} /></div>}
-      <div class="p-body scroll" ref={log}>
-        <Conversation store={store} items={c.items} receipts={c.receipts} queued={c.queued} />
+      <div class="scroll-wrap">
+        <div class="p-body scroll" ref={log.ref}>
+          <Conversation store={store} items={c.items} receipts={c.receipts} queued={c.queued} />
+        </div>
+        <JumpToLatest unseen={log.unseen} onJump={log.follow} />
       </div>
       {c.mode && <div class="p-modes"><ModeSelects store={store} /></div>}
       {comp.suggestions.length > 0 && (
