@@ -62,6 +62,8 @@ func (l *lane) doControl(c Control, reply func(error)) {
 	switch {
 	case c.Stop:
 		reply(l.stop())
+	case c.Withdraw != nil:
+		reply(l.withdraw(c.Withdraw.MessageID))
 	case c.Permission != nil:
 		l.answerPermission(c, reply)
 	case c.Answer != nil:

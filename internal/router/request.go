@@ -87,10 +87,16 @@ type Control struct {
 	Thread chat.ThreadID // optional: addresses the thread directly
 
 	Stop       bool
+	Withdraw   *Withdraw
 	Permission *PermissionAnswer
 	Answer     *QuestionAnswer
 	SetMode    *SetMode
 	SetOption  *SetOption
+}
+
+// Withdraw takes a queued message back before its turn begins.
+type Withdraw struct {
+	MessageID string `json:"message_id"`
 }
 
 // badInput refuses a request's content in words a client's developer can act
@@ -149,6 +155,10 @@ func (r *ResumeIntent) Validate() error {
 // lane's to say.
 func (c *Control) Validate() error {
 	switch {
+	case c.Withdraw != nil:
+		if err := validID("message_id", c.Withdraw.MessageID); err != nil {
+			return err
+		}
 	case c.Permission != nil:
 		p := c.Permission
 		if err := validID("request_id", p.RequestID); err != nil {

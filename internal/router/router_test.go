@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -279,6 +280,56 @@ func TestBusyQueueRefusesBeyondItsDepth(t *testing.T) {
 			t.Fatalf("prompts %v; want m1..m4 in order", got)
 		}
 		if l := g.log(th); !has(l, "prompt_done:m4:end_turn") {
+			t.Fatalf("log %v", l)
+		}
+	})
+}
+
+// A queued message withdrawn before its turn is never delivered, and says so;
+// one whose turn began cannot be withdrawn, nor one withdrawn already.
+func TestWithdrawTakesAQueuedMessageBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newRig(t, "", nil)
+		defer g.close()
+		_, th, err := g.send("m1", "hang")
+		if err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait() // m1's turn runs
+		for _, id := range []string{"m2", "m3"} {
+			if d, _, err := g.send(id, "say "+id); err != nil || d.State != chat.DeliveryQueued {
+				t.Fatalf("%s: %+v %v; want queued", id, d, err)
+			}
+		}
+		withdraw := func(id string) error {
+			return g.r.Control(context.Background(), Control{From: g.from, Withdraw: &Withdraw{MessageID: id}})
+		}
+		if err := withdraw("m2"); err != nil {
+			t.Fatalf("withdraw m2: %v", err)
+		}
+		if err := withdraw("m1"); !errors.Is(err, chat.ErrBadInput) || !strings.Contains(err.Error(), "already being delivered") {
+			t.Fatalf("withdraw m1 (its turn runs): %v; want it refused as being delivered", err)
+		}
+		if err := withdraw("m2"); !errors.Is(err, chat.ErrBadInput) {
+			t.Fatalf("withdraw m2 again: %v; want it refused", err)
+		}
+		if err := g.r.Control(context.Background(), Control{From: g.from, Stop: true}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(3 * time.Second)
+		synctest.Wait()
+		var got []string
+		for _, p := range g.drv.Prompts() {
+			got = append(got, p.MessageID)
+		}
+		if !slices.Equal(got, []string{"m1", "m3"}) {
+			t.Fatalf("prompts %v; want m1 then m3: the withdrawn m2 never reaches the agent", got)
+		}
+		in, err := g.st.Input(context.Background(), g.from, "m2")
+		if err != nil || in.State != chat.DeliveryFailed || in.Detail != WithdrawnDetail {
+			t.Fatalf("m2 stored as %+v, %v; want failed, withdrawn", in, err)
+		}
+		if l := g.log(th); !has(l, "delivery:m2:failed") || !has(l, "prompt_done:m3:end_turn") {
 			t.Fatalf("log %v", l)
 		}
 	})

@@ -262,6 +262,28 @@ func (l *lane) finishTurn(t *turn, reason string) {
 }
 
 // stop cancels the turn in flight at once.
+// WithdrawnDetail is a withdrawn message's receipt: failed, never delivered.
+const WithdrawnDetail = "withdrawn before its turn: never sent to the agent"
+
+// withdraw takes a queued message out of the queue: it is never delivered (its
+// receipt says failed, withdrawn; it may be sent again). A message whose turn
+// began cannot be withdrawn (stop is for that): the lane alone takes messages
+// from its queue, so the answer is the truth either way.
+func (l *lane) withdraw(id string) error {
+	for i, p := range l.queue {
+		if p.in.MessageID == id {
+			l.queue = slices.Delete(l.queue, i, i+1)
+			l.r.opt.Metrics.QueueDepth.Dec()
+			l.receipt(p, chat.DeliveryFailed, WithdrawnDetail)
+			return nil
+		}
+	}
+	if l.turn != nil && l.turn.p.in.MessageID == id {
+		return invalid("message %s is already being delivered: it cannot be withdrawn (stop the turn instead)", id)
+	}
+	return invalid("no message %s is waiting in this thread's queue: it was delivered, failed or withdrawn already", id)
+}
+
 func (l *lane) stop() error {
 	t := l.turn
 	if t == nil {

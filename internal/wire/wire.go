@@ -21,6 +21,7 @@ import (
 const (
 	TypeMessage            = "message"
 	TypeStop               = "stop"
+	TypeWithdraw           = "withdraw"
 	TypePermissionResponse = "permission_response"
 	TypeQuestionAnswer     = "question_answer"
 	TypeSetMode            = "set_mode"
@@ -37,6 +38,7 @@ type Input struct {
 	Type string `json:"type"`
 
 	Message    *router.Message          `json:"-"`
+	Withdraw   *router.Withdraw         `json:"-"`
 	Permission *router.PermissionAnswer `json:"-"`
 	Answer     *router.QuestionAnswer   `json:"-"`
 	SetMode    *router.SetMode          `json:"-"`
@@ -125,6 +127,9 @@ func Decode(data []byte) (Input, error) {
 	case TypeMessage:
 		in.Message = &router.Message{}
 		v = in.Message
+	case TypeWithdraw:
+		in.Withdraw = &router.Withdraw{}
+		v = in.Withdraw
 	case TypePermissionResponse:
 		in.Permission = &router.PermissionAnswer{}
 		v = in.Permission

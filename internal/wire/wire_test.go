@@ -36,6 +36,8 @@ func TestDecode(t *testing.T) {
 		{`{"type":"resume_session","agent":"claude","session_id":"s","cwd":"/x"}`, TypeResumeSession, ""},
 		{`{"type":"open_thread","thread_id":"t_1"}`, TypeOpenThread, ""},
 		{`{"type":"open_thread"}`, "", `"thread_id" is missing`},
+		{`{"type":"withdraw","message_id":"m_1"}`, TypeWithdraw, ""},
+		{`{"type":"withdraw"}`, "", `"message_id"`},
 		{`{"type":"message","message_id":"` + strings.Repeat("a", 200) + `","text":"x"}`, "", "longer than"},
 		{`{"type":"message","message_id":"a\u0001","text":"x"}`, "", "control character"},
 		{``, "", "empty input"},
@@ -69,7 +71,7 @@ func accept(data []byte) (Input, error) {
 	if err != nil {
 		return in, err
 	}
-	c := router.Control{Stop: in.Type == TypeStop, Permission: in.Permission, Answer: in.Answer, SetMode: in.SetMode, SetOption: in.SetOption}
+	c := router.Control{Stop: in.Type == TypeStop, Withdraw: in.Withdraw, Permission: in.Permission, Answer: in.Answer, SetMode: in.SetMode, SetOption: in.SetOption}
 	switch {
 	case in.Message != nil:
 		err = in.Message.Validate()
@@ -154,7 +156,7 @@ func FuzzDecode(f *testing.F) {
 			TypeMessage: in.Message != nil, TypePermissionResponse: in.Permission != nil,
 			TypeQuestionAnswer: in.Answer != nil, TypeSetMode: in.SetMode != nil,
 			TypeSetConfigOption: in.SetOption != nil, TypeResumeSession: in.Resume != nil, TypeOpenThread: in.Open != nil,
-			TypeStop: true, TypePing: true,
+			TypeStop: true, TypePing: true, TypeWithdraw: in.Withdraw != nil,
 		}
 		if !ok[in.Type] {
 			t.Fatalf("accepted %q without its payload: %+v", in.Type, in)

@@ -88,6 +88,7 @@ export type Intent =
 export type ClientInput =
   | { type: "message"; message_id: string; text: string; intent?: Intent; agent?: string; mode?: string; images?: ImageData[] }
   | { type: "stop" }
+  | { type: "withdraw"; message_id: string }
   | { type: "permission_response"; request_id: string; option_id?: string; cancelled?: boolean; message?: string }
   | { type: "question_answer"; request_id: string; answers: Answers; response?: string }
   | { type: "set_mode"; mode_id: string }

@@ -353,6 +353,12 @@ export class Store implements SocketSink {
     return this.socket?.send(i) ?? false;
   }
 
+  // withdraw asks the server to take a queued message back before its turn; its
+  // receipt then says failed, withdrawn (or an error says it is being delivered).
+  withdraw(messageID: string) {
+    this.input({ type: "withdraw", message_id: messageID });
+  }
+
   stop() {
     if (this.input({ type: "stop" }) && this.state.chat.turnActive) {
       this.fold.stopping();

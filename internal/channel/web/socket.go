@@ -367,6 +367,8 @@ func (c *conn) handle(ctx context.Context, in wire.Input) {
 		}
 	case wire.TypeStop:
 		err = c.s.router.Control(ctx, router.Control{From: c.route, Stop: true})
+	case wire.TypeWithdraw:
+		err = c.s.router.Control(ctx, router.Control{From: c.route, Withdraw: in.Withdraw})
 	case wire.TypePermissionResponse:
 		err = c.s.router.Control(ctx, router.Control{From: c.route, Permission: in.Permission})
 	case wire.TypeQuestionAnswer:

@@ -665,9 +665,23 @@ func TestDashboard(t *testing.T) {
 		if after := eval[bool](t, ctx, `(() => { const all = [...document.querySelectorAll(".conv .msg")]; const q = all.findIndex(e => e.closest(".queued")); const a = all.findLastIndex(e => e.classList.contains("agent") && e.innerText.includes("slowly")); return q > a; })()`); !after {
 			t.Error("the queued message is not after the streaming answer")
 		}
+		// A queued message can be withdrawn before its turn: it never reaches the agent.
+		send(t, ctx, PromptEcho+" to withdraw")
+		until(t, ctx, "it waits queued, with Withdraw", `[...document.querySelectorAll(".conv .queued .msg.user")].some(e => e.innerText.includes(`+js(PromptEcho+" to withdraw")+`) && !!e.querySelector("button.withdraw"))`)
+		run(t, ctx, "withdraw it", chromedp.Evaluate[chromedp.Void](`[...document.querySelectorAll(".conv .queued .msg.user")].find(e => e.innerText.includes(`+js(PromptEcho+" to withdraw")+`)).querySelector("button.withdraw").click()`))
+		until(t, ctx, "it says failed, withdrawn", receipt(PromptEcho+" to withdraw", "failed")+` && `+pageHas("withdrawn before its turn"))
 		run(t, ctx, "stop the slow answer", chromedp.Click(chromedp.CSS(`button.stop`)))
 		until(t, ctx, "the queued message is delivered and answered, in its place", `!document.querySelector(".conv .queued") && `+receipt(PromptEcho+" after the slow one", "submitted")+` && [...document.querySelectorAll(".msg.agent")].pop().innerText.includes("You said it.")`)
 		until(t, ctx, "no working indicator once idle", `!window.parley.state.chat.turnActive && !document.querySelector(".conv .working.in-conv")`)
+		for _, req := range r.api.Requests() {
+			for _, m := range req.Messages {
+				for _, c := range m.Content {
+					if strings.Contains(c.Text, PromptEcho+" to withdraw") {
+						t.Fatalf("the model got the withdrawn message: %q", c.Text)
+					}
+				}
+			}
+		}
 		if n := eval[int](t, ctx, `[...document.querySelectorAll(".card.question[data-state=resolved] button")].filter(b => !b.disabled).length`); n != 0 {
 			t.Errorf("got %d enabled buttons on answered questions, want none", n)
 		}

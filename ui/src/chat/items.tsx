@@ -422,7 +422,7 @@ export function openCardKind(items: Item[]): "permission" | "question" | "" {
   return "";
 }
 
-export const ItemView = memo(({ it, store, receipt }: { it: Item; store: Store; receipt?: Receipt }) => {
+export const ItemView = memo(({ it, store, receipt, withdrawable }: { it: Item; store: Store; receipt?: Receipt; withdrawable?: boolean }) => {
   switch (it.kind) {
     case "user":
       return (
@@ -434,6 +434,11 @@ export const ItemView = memo(({ it, store, receipt }: { it: Item; store: Store; 
           <div class="meta">
             <Time ts={it.ts} />
             <ReceiptView r={receipt} onRetry={() => store.retry(it.message_id)} />
+            {withdrawable && receipt?.state === "queued" && (
+              <button type="button" class="link withdraw" onClick={() => store.withdraw(it.message_id)} title="Take it back: it is not sent to the agent">
+                Withdraw
+              </button>
+            )}
           </div>
         </div>
       );
@@ -543,7 +548,7 @@ export function Conversation({ store, items, receipts, queued = [] }: { store: S
       {queued.length > 0 && (
         <div class="queued" aria-label="Queued messages">
           {queued.map((it) => (
-            <ItemView key={it.key} it={it} store={store} receipt={it.kind === "user" ? receipts[it.message_id] : undefined} />
+            <ItemView key={it.key} it={it} store={store} receipt={it.kind === "user" ? receipts[it.message_id] : undefined} withdrawable />
           ))}
         </div>
       )}
