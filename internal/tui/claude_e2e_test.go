@@ -162,9 +162,19 @@ func TestChatWithClaudeCode(t *testing.T) {
 		tm.typeLine("slowly")
 		tm.waitScreen("streaming", func(s string) bool { return strings.Contains(s, "tick tick") && strings.Contains(s, "● working") })
 		tm.keys("Escape")
-		tm.waitScreen("the turn cancelled", func(s string) bool {
-			return strings.Contains(s, "turn ended: cancelled") && strings.Contains(s, "│ idle │")
+		tm.waitScreen("the turn cancelled, said which", func(s string) bool {
+			return strings.Contains(s, "turn ended: cancelled") && strings.Contains(s, "│ idle │") &&
+				strings.Contains(s, "stopping the turn answering “slowly”")
 		})
+	})
+	step(t, "↑ in the empty box recalls earlier prompts", func(t *testing.T) {
+		tm.t = t
+		tm.keys("Up")
+		tm.waitScreen("the newest prompt", has("> slowly"))
+		tm.keys("Up")
+		tm.waitScreen("the one before", has("> edit the greeting"))
+		tm.keys("Down", "Down")
+		tm.waitScreen("the box empty again", func(s string) bool { return !strings.Contains(s, "> slowly") && !strings.Contains(s, "> edit the greeting") })
 	})
 	step(t, "card answered from a second client disappears", func(t *testing.T) {
 		tm.t = t

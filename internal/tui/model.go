@@ -12,6 +12,7 @@ import (
 	"charm.land/bubbles/v2/textarea"
 	tea "charm.land/bubbletea/v2"
 	"charm.land/glamour/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/client"
@@ -99,7 +100,9 @@ type Model struct {
 	lastSeq   int64
 	mode      chat.Mode
 	turn      bool
+	turnMsg   string // the message the running turn answers
 	stopping  bool
+	recall    int  // the earlier prompt ↑ put in the box (0: the newest), -1: none
 	chosen    bool // the initial thread choice is made
 	intent    *router.Intent
 	agentPick string // the agent the next message asks for
@@ -140,7 +143,7 @@ func New(opt Options, be Backend) *Model {
 	m := &Model{
 		opt: opt, be: be, st: newStyles(!opt.NoColor),
 		width: 80, height: 24,
-		users: map[string]*entry{}, tools: map[string]*entry{}, hidden: map[string]string{},
+		users: map[string]*entry{}, tools: map[string]*entry{}, hidden: map[string]string{}, recall: -1,
 		input: ta, dirty: true,
 	}
 	m.layout()
@@ -381,8 +384,10 @@ func (m *Model) onEvent(ev client.Event) tea.Cmd {
 		var p chat.TurnStatus
 		_ = ev.Decode(&p)
 		m.turn = p.Active
-		if !p.Active {
-			m.stopping = false
+		if p.Active {
+			m.turnMsg = p.MessageID
+		} else {
+			m.stopping, m.turnMsg = false, ""
 		}
 	case chat.TypeUsage:
 		var u chat.Usage
@@ -442,7 +447,7 @@ func (m *Model) switchTo(th chat.Thread) {
 		}
 	}
 	m.entries, m.users, m.tools, m.hidden, m.cards = keep, users, map[string]*entry{}, map[string]string{}, nil
-	m.mode, m.turn, m.stopping = chat.Mode{Current: th.Mode}, false, false
+	m.mode, m.turn, m.stopping, m.turnMsg, m.recall = chat.Mode{Current: th.Mode}, false, false, "", -1
 }
 
 func (m *Model) onReplayDone() tea.Cmd {
@@ -679,10 +684,45 @@ func (m *Model) onKey(k tea.KeyPressMsg) tea.Cmd {
 	case "ctrl+end":
 		m.scroll = 0
 		return nil
+	case "up", "down":
+		if m.recallPrompt(key == "up") {
+			return nil
+		}
 	}
+	m.recall = -1
 	var cmd tea.Cmd
 	m.input, cmd = m.input.Update(k)
 	return cmd
+}
+
+// recallPrompt puts an earlier prompt of this thread in the empty box (↑,
+// newest first; ↓ goes back): false when the key is the box's own (the box
+// holds text of the person's, or there is nothing to recall).
+func (m *Model) recallPrompt(older bool) bool {
+	var prompts []string
+	for i := len(m.entries) - 1; i >= 0; i-- {
+		if e := m.entries[i]; e.kind == entryUser && e.text != "" {
+			prompts = append(prompts, e.text)
+		}
+	}
+	v := m.input.Value()
+	recalled := m.recall >= 0 && m.recall < len(prompts) && v == prompts[m.recall]
+	switch {
+	case older && (v == "" || recalled) && m.recall+1 < len(prompts):
+		m.recall++
+		m.input.SetValue(prompts[m.recall])
+	case !older && recalled:
+		m.recall--
+		if m.recall >= 0 {
+			m.input.SetValue(prompts[m.recall])
+		} else {
+			m.input.Reset()
+		}
+	default:
+		return false
+	}
+	m.dirty = true
+	return true
 }
 
 func (m *Model) stop() tea.Cmd {
@@ -691,6 +731,11 @@ func (m *Model) stop() tea.Cmd {
 		return nil
 	}
 	m.stopping = true
+	// Say which turn: the one answering this message.
+	m.flash = "stopping the running turn"
+	if e := m.users[m.turnMsg]; e != nil {
+		m.flash = "stopping the turn answering “" + ansi.Truncate(strings.Join(strings.Fields(e.text), " "), 40, "…") + "”"
+	}
 	return m.sendCmd("stop", "", wire.Frame(wire.TypeStop, struct{}{}))
 }
 
@@ -700,6 +745,7 @@ func (m *Model) submit() tea.Cmd {
 		return nil
 	}
 	m.input.Reset()
+	m.recall = -1
 	id := chat.NewID("m")
 	out := router.Message{MessageID: id, Text: text, Intent: m.intent, Agent: m.agentPick}
 	m.intent, m.agentPick = nil, ""
