@@ -174,7 +174,9 @@ func TestChatWithClaudeCode(t *testing.T) {
 		tm.keys("Up")
 		tm.waitScreen("the one before", has("> edit the greeting"))
 		tm.keys("Down", "Down")
-		tm.waitScreen("the box empty again", func(s string) bool { return !strings.Contains(s, "> slowly") && !strings.Contains(s, "> edit the greeting") })
+		tm.waitScreen("the box empty again", func(s string) bool {
+			return !strings.Contains(s, "> slowly") && !strings.Contains(s, "> edit the greeting")
+		})
 	})
 	step(t, "card answered from a second client disappears", func(t *testing.T) {
 		tm.t = t
