@@ -173,6 +173,7 @@ func (s *session) newCard(m pane.Menu) *openCard {
 	if ok && ev.ToolUseID != "" && (f == nil || !f.Answered(ev.ToolUseID)) {
 		c.toolUseID = ev.ToolUseID
 		c.id = ev.ToolUseID
+		c.input = ev.ToolInput
 	} else {
 		// Without a tool-use id the pane is all there is: the menu's content
 		// and which appearance of it this is. The same command asked again is
@@ -203,7 +204,7 @@ func permissionRequest(c *openCard) chat.PermissionRequest {
 	m := c.menu
 	tool, _, _ := strings.Cut(m.Title, " ")
 	title := strings.Join(append([]string{m.Title}, m.Detail...), ": ")
-	pr := chat.PermissionRequest{RequestID: c.id, Tool: chat.PermissionTool{Name: tool, Title: title, ToolCallID: c.toolUseID}}
+	pr := chat.PermissionRequest{RequestID: c.id, Tool: chat.PermissionTool{Name: tool, Title: title, Input: c.input, ToolCallID: c.toolUseID}}
 	for _, o := range m.Options {
 		pr.Options = append(pr.Options, chat.PermissionOption{ID: strconv.Itoa(o.Number), Label: o.Label, Kind: optionKind(o.Label)})
 	}

@@ -24,6 +24,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -368,6 +369,7 @@ type openCard struct {
 	kind      string // chat.CardPermission or chat.CardQuestion
 	menu      pane.Menu
 	toolUseID string
+	input     json.RawMessage // the tool's input from the PreToolUse hook: a card shows what it will do (an edit's diff)
 	question  chat.Question
 }
 

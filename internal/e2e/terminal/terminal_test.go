@@ -8,6 +8,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -169,6 +170,21 @@ func TestClaudeInTmuxThroughTheSocket(t *testing.T) {
 		{Match: claudeapi.Match{ToolResult: "Bash"}, Reply: claudeapi.Text("The command ran.", 1, 0)},
 	})
 	d, api, work := td.d, td.api, td.work
+	greet := filepath.Join(work, "greet.go")
+	if err := os.WriteFile(greet, []byte("package main\n\nfunc greet() string {\n\treturn \"hello\"\n}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The Edit needs the file's path, known once the daemon made the folder;
+	// Claude Code edits only a file it has read.
+	api.SetScenario(claudeapi.Scenario{Rules: []claudeapi.Rule{
+		{Match: claudeapi.Match{Exact: "hello"}, Reply: claudeapi.Text(answer, 3, 5*time.Millisecond)},
+		{Match: claudeapi.Match{Exact: "make the file"}, Reply: claudeapi.Bash("touch made-in-tmux", "Make a file")},
+		{Match: claudeapi.Match{ToolResult: "Bash"}, Reply: claudeapi.Text("The command ran.", 1, 0)},
+		{Match: claudeapi.Match{Exact: "edit the greeting"}, Reply: claudeapi.ToolUse("Read", map[string]any{"file_path": greet})},
+		{Match: claudeapi.Match{ToolResult: "Read"}, Reply: claudeapi.ToolUse("Edit", map[string]any{
+			"file_path": greet, "old_string": "\treturn \"hello\"", "new_string": "\treturn \"hello, world\""})},
+		{Match: claudeapi.Match{ToolResult: "Edit"}, Reply: claudeapi.Text("Edited.", 1, 0)},
+	}})
 
 	s := chatsock.Dial(t, "http://"+d.Addr(), d.Token(), client.Options{Chat: "tmux", Since: -1})
 	s.WaitFor(0, wait, chatsock.Type(chat.TypeReplayDone), "ready")
@@ -206,4 +222,27 @@ func TestClaudeInTmuxThroughTheSocket(t *testing.T) {
 	if res, ok := api.ToolResultFor("Bash"); !ok || res.IsError {
 		t.Fatalf("the model got %+v (found %v), want the tool's success", res, ok)
 	}
+
+	// 3. an Edit's card carries the tool's input from the hook: what will change,
+	// shown before it is answered (the dashboard draws the diff from it).
+	end = s.Len()
+	s.Send(chatsock.Msg("m3", "edit the greeting"))
+	i = s.WaitFor(end, wait, chatsock.Type(chat.TypePermissionRequest), "the Edit's permission card")
+	card = chat.PermissionRequest{}
+	s.Get(i).Decode(&card)
+	var in struct {
+		FilePath  string `json:"file_path"`
+		OldString string `json:"old_string"`
+		NewString string `json:"new_string"`
+	}
+	json.Unmarshal(card.Tool.Input, &in)
+	if card.Tool.Name != "Edit" || in.FilePath != greet || in.OldString != "\treturn \"hello\"" || in.NewString != "\treturn \"hello, world\"" {
+		t.Fatalf("the Edit's card: %s; want its name and the edit's old and new text", s.Get(i).Raw)
+	}
+	for _, o := range card.Options {
+		if o.Kind == chat.OptionAllowOnce {
+			s.Send(map[string]any{"type": "permission_response", "request_id": card.RequestID, "option_id": o.ID})
+		}
+	}
+	s.WaitFor(i, wait, chatsock.PromptDone("m3", chat.StopEndTurn), "the edit's turn end")
 }
