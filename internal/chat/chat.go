@@ -51,6 +51,19 @@ type Thread struct {
 	TurnMessageID string `json:"-"`
 }
 
+// LiveSession is an agent process parley runs for a thread, as the
+// dashboard's live agents list shows it.
+type LiveSession struct {
+	Thread ThreadID  `json:"thread"`
+	Agent  string    `json:"agent"`
+	Cwd    string    `json:"cwd"`
+	PID    int       `json:"pid,omitempty"` // 0: the driver runs none of its own (tmux adopt) or does not say
+	Busy   bool      `json:"busy"`          // a turn runs, or it is starting
+	Since  time.Time `json:"since"`
+	// RSSBytes is the memory of its process and their children (/proc), 0 when unknown.
+	RSSBytes int64 `json:"rss_bytes,omitempty"`
+}
+
 // Route is a route and the thread it is attached to now.
 type Route struct {
 	Key       RouteKey  `json:"key"`        // the place people talk from

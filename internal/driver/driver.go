@@ -86,6 +86,12 @@ type Session interface {
 	Close(ctx context.Context) error
 }
 
+// Processor is a Session that runs a process of its own: its pid, for the
+// live agents list (memory from /proc).
+type Processor interface {
+	PID() int
+}
+
 // Prompt is one message for the agent.
 type Prompt struct {
 	MessageID string

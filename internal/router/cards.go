@@ -72,6 +72,8 @@ func (l *lane) doControl(c Control, reply func(error)) {
 		reply(l.setMode(c.SetMode.ModeID))
 	case c.SetOption != nil:
 		reply(l.setOption(c.SetOption.ConfigID, c.SetOption.Value))
+	case c.Unload:
+		reply(l.unload())
 	}
 }
 

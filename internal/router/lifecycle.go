@@ -5,6 +5,7 @@ package router
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -38,6 +39,7 @@ func (l *lane) startSession() {
 		Options: ag.Options, Logger: l.log,
 	}
 	sink := &laneSink{l: l, gen: gen}
+	live := chat.LiveSession{Thread: l.th.ID, Agent: ag.ID, Cwd: l.th.Cwd}
 	resumed := l.th.SessionID != ""
 	closed := l.closed
 	l.spawn(func() {
@@ -48,7 +50,7 @@ func (l *lane) startSession() {
 			}
 		}
 		var s driver.Session
-		err := l.r.slots.acquire(l.r.ctx, l)
+		err := l.r.slots.acquire(l.r.ctx, l, live)
 		if err == nil {
 			s, err = drv.Start(l.r.ctx, spec, sink)
 		}
@@ -83,6 +85,9 @@ func (l *lane) started(gen int, s driver.Session, err error, resumed bool) {
 	if err != nil {
 		l.sessionFailed(err)
 		return
+	}
+	if p, ok := s.(driver.Processor); ok {
+		l.r.slots.started(l, p.PID())
 	}
 	l.setSession(s)
 	state := "started"
@@ -279,4 +284,18 @@ func (l *lane) shutdown() {
 	}
 	l.th.State = chat.ThreadUnloaded
 	l.flush()
+}
+
+// unload ends the live session now, as the idle timer would: the person asked
+// (the dashboard's live agents). Refused while the session works.
+func (l *lane) unload() error {
+	switch {
+	case l.sess == nil:
+		return fmt.Errorf("%w: the agent of this thread is not running", chat.ErrBadInput)
+	case l.turn != nil || len(l.queue) > 0:
+		return fmt.Errorf("%w: a turn is running: stop it first", chat.ErrBadInput)
+	}
+	l.log.Info("unloading the session, as asked")
+	l.onIdle()
+	return nil
 }

@@ -92,6 +92,9 @@ type Control struct {
 	Answer     *QuestionAnswer
 	SetMode    *SetMode
 	SetOption  *SetOption
+	// Unload ends the thread's agent process now, as an idle unload would
+	// (its next message resumes it); refused while a turn runs.
+	Unload bool
 }
 
 // Withdraw takes a queued message back before its turn begins.
@@ -183,7 +186,7 @@ func (c *Control) Validate() error {
 		if c.SetOption.ConfigID == "" {
 			return invalid("set_config_option needs \"config_id\"")
 		}
-	case !c.Stop:
+	case !c.Stop && !c.Unload:
 		return invalid("empty control: say what to do")
 	}
 	return nil

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -599,6 +600,14 @@ func (r *Router) Agents() []chat.AgentInfo {
 		}
 		out = append(out, chat.AgentInfo{ID: a.ID, Name: a.Name, Transport: a.Transport, Status: status, Roots: a.Roots})
 	}
+	return out
+}
+
+// LiveSessions lists the agent sessions that hold a slot (starting, live or
+// exiting), oldest first.
+func (r *Router) LiveSessions() []chat.LiveSession {
+	out := r.slots.list()
+	slices.SortFunc(out, func(a, b chat.LiveSession) int { return a.Since.Compare(b.Since) })
 	return out
 }
 

@@ -593,3 +593,45 @@ func TestARefusedAnswerLeavesOneTruth(t *testing.T) {
 		}
 	})
 }
+
+// A person unloads a live, idle agent session: it is listed while live, the
+// unload ends it as the idle timer would (the next message resumes it), and
+// an unload while a turn runs, or of a thread not loaded, is refused.
+func TestUnloadAsked(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newRig(t, "", nil)
+		defer g.close()
+		_, th, err := g.send("m1", "say hi")
+		if err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if live := g.r.LiveSessions(); len(live) != 1 || live[0].Thread != th || live[0].Busy {
+			t.Fatalf("live once idle: %+v; want the thread, idle", live)
+		}
+		if err := g.r.Control(context.Background(), Control{From: g.from, Unload: true}); err != nil {
+			t.Fatalf("unload: %v", err)
+		}
+		synctest.Wait()
+		if g.drv.Closed() != 1 || !has(g.log(th), "session:unloaded") || g.thread(th).State != chat.ThreadUnloaded || len(g.r.LiveSessions()) != 0 {
+			t.Fatalf("after the unload: closed %d, %v, thread %q, live %+v", g.drv.Closed(), g.log(th), g.thread(th).State, g.r.LiveSessions())
+		}
+		if err := g.r.Control(context.Background(), Control{From: g.from, Unload: true}); !errors.Is(err, chat.ErrBadInput) {
+			t.Fatalf("unload of an unloaded thread: %v; want refused", err)
+		}
+		if _, _, err := g.send("m2", "hang"); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if live := g.r.LiveSessions(); len(live) != 1 || !live[0].Busy || len(g.drv.Resumes()) != 1 {
+			t.Fatalf("live while a turn runs: %+v (resumes %v); want the thread, busy, resumed", live, g.drv.Resumes())
+		}
+		if err := g.r.Control(context.Background(), Control{From: g.from, Unload: true}); !errors.Is(err, chat.ErrBadInput) {
+			t.Fatalf("unload during a turn: %v; want refused", err)
+		}
+		if err := g.r.Control(context.Background(), Control{From: g.from, Stop: true}); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+	})
+}

@@ -25,9 +25,10 @@ type slots struct {
 }
 
 type slot struct {
-	busy      bool      // a turn runs (or the session is starting)
-	idleSince time.Time // when the session last went idle
-	evicting  bool      // asked to unload; waiting for its answer
+	live      chat.LiveSession // what the dashboard shows of it (pid once started)
+	busy      bool             // a turn runs (or the session is starting)
+	idleSince time.Time        // when the session last went idle
+	evicting  bool             // asked to unload; waiting for its answer
 }
 
 func newSlots(max int, now func() time.Time) *slots {
@@ -42,11 +43,12 @@ func (s *slots) signalLocked() {
 
 // acquire takes a slot for l, unloading the least recently used idle session
 // when all are taken. It returns chat.ErrSessionLimit when every session is busy.
-func (s *slots) acquire(ctx context.Context, l *lane) error {
+func (s *slots) acquire(ctx context.Context, l *lane, live chat.LiveSession) error {
 	for {
 		s.mu.Lock()
 		if _, ok := s.held[l]; ok || len(s.held) < s.max {
-			s.held[l] = &slot{busy: true}
+			live.Since = s.now()
+			s.held[l] = &slot{busy: true, live: live}
 			s.mu.Unlock()
 			return nil
 		}
@@ -80,6 +82,29 @@ func (s *slots) acquire(ctx context.Context, l *lane) error {
 			return ctx.Err()
 		}
 	}
+}
+
+// started records the process of l's session (0 when its driver runs none of
+// its own, or does not say).
+func (s *slots) started(l *lane, pid int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st, ok := s.held[l]; ok {
+		st.live.PID = pid
+	}
+}
+
+// list is every session holding a slot: starting, live, or still exiting.
+func (s *slots) list() []chat.LiveSession {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]chat.LiveSession, 0, len(s.held))
+	for _, st := range s.held {
+		ls := st.live
+		ls.Busy = st.busy
+		out = append(out, ls)
+	}
+	return out
 }
 
 // release gives l's slot back (a no-op when it holds none).

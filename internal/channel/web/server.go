@@ -30,6 +30,7 @@ import (
 	"github.com/parleyhq/parley/internal/driver"
 	"github.com/parleyhq/parley/internal/follow"
 	"github.com/parleyhq/parley/internal/hub"
+	"github.com/parleyhq/parley/internal/procgroup"
 	"github.com/parleyhq/parley/internal/router"
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/wire"
@@ -150,6 +151,8 @@ func (s *Server) routes() {
 	api("POST /api/threads/{id}/cards/{request_id}", s.handleCard)
 	api("GET /api/fs/complete", s.handleComplete)
 	api("GET /api/route", s.handleRoute)
+	api("GET /api/sessions", s.handleSessions)
+	api("POST /api/threads/{id}/unload", s.handleUnload)
 	if s.opt.Registry != nil {
 		s.mux.Handle("GET /metrics", s.authed(promhttp.HandlerFor(s.opt.Registry, promhttp.HandlerOpts{}).ServeHTTP))
 	}
@@ -370,6 +373,26 @@ func (s *Server) handleRoute(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"channel": key.Channel, "chat": key.Chat, "thread": id})
+}
+
+// handleSessions lists the agent processes running for threads, with their
+// memory (their process group's, from /proc).
+func (s *Server) handleSessions(w http.ResponseWriter, _ *http.Request) {
+	live := s.router.LiveSessions()
+	for i := range live {
+		live[i].RSSBytes = procgroup.RSS(live[i].PID)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"sessions": live})
+}
+
+// handleUnload ends a thread's agent process now, as an idle unload would.
+func (s *Server) handleUnload(w http.ResponseWriter, r *http.Request) {
+	err := s.router.Control(r.Context(), router.Control{From: restRoute, Thread: chat.ThreadID(r.PathValue("id")), Unload: true})
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"unloaded": true})
 }
 
 func (s *Server) handleThread(w http.ResponseWriter, r *http.Request) {

@@ -289,3 +289,6 @@ func (t *tail) String() string {
 	defer t.mu.Unlock()
 	return strings.TrimSpace(string(t.buf))
 }
+
+// PID is the agent's process (its group's leader), for driver.Processor.
+func (s *Session) PID() int { return s.pgid }

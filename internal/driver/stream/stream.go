@@ -278,6 +278,9 @@ func (p *proc) Close(ctx context.Context) error {
 // Pid is the process id of Claude Code, for tests and diagnostics.
 func (p *proc) Pid() int { return p.cmd.Process.Pid }
 
+// PID is Pid for driver.Processor (the live agents list).
+func (p *proc) PID() int { return p.Pid() }
+
 // tailBuffer keeps the last max bytes written to it.
 type tailBuffer struct {
 	mu  sync.Mutex

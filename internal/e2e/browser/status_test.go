@@ -2,6 +2,7 @@ package browser
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
@@ -83,6 +84,25 @@ func TestStatusTellsTheTruth(t *testing.T) {
 	until(t, phone, "the phone is online", `window.parley.state.conn === "online"`)
 	until(t, phone, "the thread's totals fit the phone", `(() => { const e = document.querySelector("[data-usage]"); return !!e && /turns? ·/.test(e.textContent) && e.getBoundingClientRect().right <= innerWidth; })()`)
 	run(t, phone, "back to the list", chromedp.Click(chromedp.CSS(`button.back`)), chromedp.WaitVisible(chromedp.CSS(`.p-threads`)))
+	t.Run("live agents", func(t *testing.T) {
+		// The claude thread's Claude Code is loaded (idle): it is listed with
+		// its memory, on the phone too; Unload ends it and the list empties.
+		for _, c := range []context.Context{ctx, phone} {
+			until(t, c, "the live agent with its memory", `(() => { const li = document.querySelector("[data-live]"); if (!li) return false;
+				const m = /(\d+) MB/.exec(li.querySelector("[data-rss]").textContent); const r = li.getBoundingClientRect();
+				return !!m && +m[1] > 10 && li.textContent.includes("claude") && r.right <= innerWidth + 1; })()`)
+		}
+		run(t, ctx, "unload it", chromedp.Click(chromedp.CSS(`[data-live] button.unload`)))
+		until(t, ctx, "no live agent left, the thread unloaded", `!document.querySelector("[data-live]") &&
+			[...document.querySelectorAll(".thread")].some(b => b.textContent.includes("a title for the header") && b.textContent.includes("unloaded"))`)
+		var live struct {
+			Sessions []json.RawMessage `json:"sessions"`
+		}
+		r.rest(t, "GET", "/api/sessions", nil, &live)
+		if len(live.Sessions) != 0 {
+			t.Errorf("GET /api/sessions after the unload: %s, want none", live.Sessions)
+		}
+	})
 	t.Run("offline", func(t *testing.T) {
 		r.stop()
 		for _, c := range []context.Context{ctx, phone} {

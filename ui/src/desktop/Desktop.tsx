@@ -10,6 +10,7 @@ import { NewThread } from "../chat/newthread";
 import { Banner, OfflineNote } from "../chat/banner";
 import { threadUsage } from "../chat/usage";
 import { Plugins } from "../chat/plugins";
+import { LiveAgents } from "../chat/live";
 import { ModeSelects, NotifyOptIn, SignOut } from "../chat/controls";
 import { Devices, Offline } from "../chat/devices";
 
@@ -41,6 +42,7 @@ export function Desktop({ store, route }: { store: Store; route: Route }) {
           ))}
         </ul>
         <Plugins store={store} />
+        <LiveAgents store={store} />
         <h3>Threads</h3>
         <ul class="threads">
           {s.threads.map((t) => {

@@ -3,6 +3,7 @@
 
 import { useEffect } from "preact/hooks";
 import { Plugins } from "../chat/plugins";
+import { LiveAgents } from "../chat/live";
 import type { Store } from "../store";
 import { threadLabel } from "../store";
 import { acceptsImages, agentState, stateClass, threadState, ago, nav, useEscToStop, useStickToBottom, type Route } from "../app";
@@ -64,6 +65,7 @@ export function Phone({ store, route }: { store: Store; route: Route }) {
           ))}
         </ul>
         <Plugins store={store} />
+        <LiveAgents store={store} />
         <ul class="p-threads" aria-label="Threads">
           {s.threads.map((t) => {
             const unread = (t.last_seq ?? 0) > (s.seen[t.id] ?? 0);
