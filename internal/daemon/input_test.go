@@ -146,10 +146,11 @@ func TestInputFloodIsRateLimited(t *testing.T) {
 
 func TestSlowReaderIsDroppedFastReaderKeepsUp(t *testing.T) {
 	t.Parallel()
-	// A backlog of 256: the slow reader falls that far behind after a few
-	// hundred chunks (either that or the write watchdog drops it, both
-	// counted as slow).
-	e := startDaemon(t, func(c *config.Config) { c.Limits.ConnBuffer = 256 })
+	// A backlog of 1024: the slow reader falls that far behind after some
+	// hundreds of chunks (either that or the write watchdog drops it, both
+	// counted as slow), while the fast one, read by this same loaded process,
+	// has room for a pause (at 256 it was dropped too at load 20).
+	e := startDaemon(t, func(c *config.Config) { c.Limits.ConnBuffer = 1024 })
 	fast := e.dial("slow", -1)
 	fast.WaitFor(0, 10*time.Second, chatsock.Type(chat.TypeReplayDone), "fast ready")
 	// The thread exists first, so the slow reader's connect replays it from seq 1.
@@ -166,7 +167,7 @@ func TestSlowReaderIsDroppedFastReaderKeepsUp(t *testing.T) {
 	// 8 KB chunks at a pace a reader keeps up with even on a loaded machine:
 	// the slow reader's receive buffer is small (smallBuffers), parley's send
 	// buffer holds at most 4 MB (tcp_wmem's default maximum), 512 chunks,
-	// then its backlog fills: dropped after at most about 800 of 3000.
+	// then its backlog fills: dropped after at most about 1,600 of 3000.
 	const chunks = 3000
 	fast.Send(chatsock.Msg("m1", fmt.Sprintf("stream %d 20us 8192", chunks)))
 	i := fast.WaitFor(0, 60*time.Second, chatsock.PromptDone("m1", chat.StopEndTurn), "fast reader got the whole turn")

@@ -182,13 +182,18 @@ func TestStopDuringSlowAnswer(t *testing.T) {
 	s := r.dial("stop", -1)
 	s.Send(chatsock.Msg("m1", "slowly"))
 	i := s.WaitFor(0, wait, chatsock.Type(chat.TypeAgentChunk), "streaming")
-	start := time.Now()
 	s.Send(map[string]any{"type": "stop"})
 	s.WaitFor(i, wait, chatsock.PromptDone("m1", chat.StopCancelled), "cancelled")
-	took := time.Since(start)
-	t.Logf("stop → prompt_done cancelled: %v", took)
-	if took > 2*time.Second {
-		t.Errorf("stop took %v", took)
+	// The answer is 400 ticks over 20 s: the stop cut it short (how fast is
+	// the benchmarks' to say, not a time limit here).
+	ticks := 0
+	for _, ev := range s.Snapshot() {
+		if ev.Type == chat.TypeAgentChunk {
+			ticks += strings.Count(fmt.Sprint(chatsock.FieldOf(ev, "text")), "tick")
+		}
+	}
+	if ticks >= 400 {
+		t.Errorf("%d ticks shown before the turn ended: the stop did not cut the answer short", ticks)
 	}
 	pids := r.agentPIDs()
 	s.Send(chatsock.Msg("m2", "hello"))
