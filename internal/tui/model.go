@@ -789,18 +789,44 @@ func (m *Model) sendCmd(kind, ref string, frame json.RawMessage) tea.Cmd {
 
 // --- transcript ----------------------------------------------------------------
 
-func (m *Model) add(e *entry) { m.entries = append(m.entries, e); m.dirty = true }
+// add puts an entry in the transcript. Messages waiting for their turn stay
+// last, after the running answer (the dashboard's rule, ui/src/fold.ts): what
+// the running turn shows next goes before them; a message goes at the end.
+func (m *Model) add(e *entry) {
+	m.dirty = true
+	at := len(m.entries)
+	if e.kind != entryUser {
+		at = m.pendingFrom()
+	}
+	m.entries = slices.Insert(m.entries, at, e)
+}
+
+// pendingFrom is where the trailing run of messages not yet delivering begins,
+// while a turn runs (the end of the transcript otherwise).
+func (m *Model) pendingFrom() int {
+	i := len(m.entries)
+	for m.turn && i > 0 {
+		e := m.entries[i-1]
+		if e.kind != entryUser || (e.state != "" && e.state != "sending" && e.state != chat.DeliveryQueued) {
+			break
+		}
+		i--
+	}
+	return i
+}
 
 // scrollBy scrolls the transcript up by n rows (down when n < 0), within it.
 func (m *Model) scrollBy(n int) {
 	m.scroll = min(max(m.scroll+n, 0), max(len(m.lines)-m.tHeight, 0))
 }
 
+// last is the newest entry of what runs: messages waiting behind it are not.
 func (m *Model) last() *entry {
-	if len(m.entries) == 0 {
+	i := m.pendingFrom()
+	if i == 0 {
 		return nil
 	}
-	return m.entries[len(m.entries)-1]
+	return m.entries[i-1]
 }
 
 // rank orders receipt states so a late, older receipt never moves one back.

@@ -749,3 +749,24 @@ func TestFoldAgreesWithDashboard(t *testing.T) {
 		}
 	})
 }
+
+// A message sent while an answer streams waits after it: the answer is not
+// cut in two around it (the dashboard's rule too; recorded from the real
+// Claude Code: m_next sent during m_slow's answer).
+func TestQueuedMessageStaysAfterTheAnswer(t *testing.T) {
+	h := newHarness(t, Options{NoColor: true})
+	connected(h, sharedFrames(t, "claude-stream.jsonl"))
+	var order []string
+	for _, e := range h.m.entries {
+		switch e.kind {
+		case entryUser:
+			order = append(order, "user "+e.id)
+		case entryAgent:
+			order = append(order, "agent "+e.text)
+		}
+	}
+	want := []string{"user m_slow", "agent one two three four five six seven eight", "user m_next", "agent Noted."}
+	if len(order) < 4 || !slices.Equal(order[len(order)-4:], want) {
+		t.Errorf("got the end of the transcript %q, want %q", order, want)
+	}
+}
