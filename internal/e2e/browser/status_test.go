@@ -56,6 +56,16 @@ func TestStatusTellsTheTruth(t *testing.T) {
 		until(t, ctx, "the turn's usage line", `[...document.querySelectorAll(".notice.n-usage")].some(e => /\d+ in · \d+ out · \$0\.\d{4} · context \d+% \(\d+ of 1\.0M\)|\d+ in · \d+ out · \$0\.\d{4} · context \d+% \(\d+ of 1000k\)/.test(e.textContent))`)
 		until(t, ctx, "the thread's totals", `/^1 turn · \d+ tokens · \$0\.\d{4} · context/.test((document.querySelector("[data-usage]")||{}).textContent||"")`)
 	})
+	t.Run("a refused file says why", func(t *testing.T) {
+		// A text file dropped on the composer is not sent (only images are),
+		// and the composer says so and names it, instead of dropping it silently.
+		run(t, ctx, "drop a text file", chromedp.Evaluate[chromedp.Void](`(() => {
+			const dt = new DataTransfer(); dt.items.add(new File(["some notes"], "notes.txt", { type: "text/plain" }));
+			document.querySelector("form.composer").dispatchEvent(new DragEvent("drop", { dataTransfer: dt, bubbles: true, cancelable: true }));
+		})()`))
+		until(t, ctx, "the refusal names the file and why", `(() => { const e = document.querySelector(".attached [role=alert]");
+			return !!e && e.textContent.includes("notes.txt") && e.textContent.includes("Only images"); })()`)
+	})
 	t.Run("stopping", func(t *testing.T) {
 		send(t, ctx, PromptSlow)
 		until(t, ctx, "the slow answer streams", pageHas("slowly slowly"))
@@ -83,6 +93,12 @@ func TestStatusTellsTheTruth(t *testing.T) {
 	run(t, phone, "open the thread with usage", chromedp.Evaluate[chromedp.Void](`[...document.querySelectorAll(".p-thread")].find(b => b.textContent.includes("a title for the header")).click()`))
 	until(t, phone, "the phone is online", `window.parley.state.conn === "online"`)
 	until(t, phone, "the thread's totals fit the phone", `(() => { const e = document.querySelector("[data-usage]"); return !!e && /turns? ·/.test(e.textContent) && e.getBoundingClientRect().right <= innerWidth; })()`)
+	run(t, phone, "drop a text file on the phone", chromedp.Evaluate[chromedp.Void](`(() => {
+		const dt = new DataTransfer(); dt.items.add(new File(["some notes"], "notes.txt", { type: "text/plain" }));
+		document.querySelector("form.p-composer").dispatchEvent(new DragEvent("drop", { dataTransfer: dt, bubbles: true, cancelable: true }));
+	})()`))
+	until(t, phone, "the refusal fits the phone", `(() => { const e = document.querySelector(".attached [role=alert]");
+		return !!e && e.textContent.includes("notes.txt") && e.getBoundingClientRect().right <= innerWidth + 1; })()`)
 	run(t, phone, "back to the list", chromedp.Click(chromedp.CSS(`button.back`)), chromedp.WaitVisible(chromedp.CSS(`.p-threads`)))
 	t.Run("live agents", func(t *testing.T) {
 		// The claude thread's Claude Code is loaded (idle): it is listed with

@@ -91,20 +91,26 @@ export function useComposer(store: Store, commands: Command[], turnActive: boole
     onSent?.();
   };
   const addFiles = (files: FileList | File[] | null | undefined): boolean => {
-    const list = Array.from(files ?? []).filter((f) => f.type.startsWith("image/"));
+    const all = Array.from(files ?? []);
+    const list = all.filter((f) => f.type.startsWith("image/"));
+    // A file that is not an image is not sent: say so, never drop it silently.
+    const others = all.filter((f) => !f.type.startsWith("image/")).map((f) => f.name || "a file");
+    if (others.length) {
+      setImageError(`Not attached: ${others.join(", ")}. Only images go to the agent from here; put the file in the thread's working directory and name its path in your message.`);
+      if (!list.length) return true;
+    }
     if (!list.length) return false;
     if (!acceptsImages) {
       setImageError("This agent does not take images.");
       return true;
     }
     Promise.all(list.map(readImage)).then((got) => {
-      const all = images.concat(got);
-      if (all.reduce((n, i) => n + i.data.length, 0) > maxImageBytes) {
+      if (images.concat(got).reduce((n, i) => n + i.data.length, 0) > maxImageBytes) {
         setImageError("Images too large: at most about 500 KB in one message.");
         return;
       }
-      setImageError("");
-      setImages(all);
+      if (!others.length) setImageError("");
+      setImages(images.concat(got));
     }, () => setImageError("Could not read the image."));
     return true;
   };
