@@ -12,6 +12,7 @@ import (
 	qrcode "github.com/skip2/go-qrcode"
 	"github.com/spf13/cobra"
 
+	"github.com/parleyhq/parley/internal/auth"
 	"github.com/parleyhq/parley/internal/client"
 	"github.com/parleyhq/parley/internal/config"
 )
@@ -78,13 +79,10 @@ within a few minutes. A program pairs with POST /api/pair {"code","name"}.`,
 	return cmd
 }
 
+// deviceRow is a device as GET /api/devices lists it.
 type deviceRow struct {
-	ID       string    `json:"id"`
-	Name     string    `json:"name"`
-	Kind     string    `json:"kind"`
-	PairedAt time.Time `json:"paired_at"`
-	LastSeen time.Time `json:"last_seen"`
-	Push     bool      `json:"push"`
+	auth.Device
+	Push bool `json:"push"`
 }
 
 func newDevicesCommand() *cobra.Command {

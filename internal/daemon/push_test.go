@@ -53,18 +53,6 @@ func (e *testEnv) subscribe(svc *webpushsvc.Service, token string) *webpushsvc.S
 	return sub
 }
 
-func pushesOf(ps []webpushsvc.Push, sub *webpushsvc.Sub) []push.Message {
-	var out []push.Message
-	for _, p := range ps {
-		if p.Sub == sub.ID {
-			var m push.Message
-			_ = json.Unmarshal(p.Plaintext, &m)
-			out = append(out, m)
-		}
-	}
-	return out
-}
-
 // A permission card sends one push to each subscribed device, decrypted by the
 // stand-in as a phone would: who asks, on which machine, what, tagged with the
 // card and urgent; none to the device that has the thread on screen; an
@@ -98,8 +86,8 @@ func TestPushOnCardOncePerDeviceAndClosingPush(t *testing.T) {
 	rid := chatsock.FieldOf(c.Snapshot()[i], "request_id").(string)
 	tag := push.Tag(thread, rid)
 
-	ps := svc.WaitFor(t, 10*time.Second, "the phone's push", func(ps []webpushsvc.Push) bool { return len(pushesOf(ps, phone)) == 1 })
-	m := pushesOf(ps, phone)[0]
+	ps := svc.WaitFor(t, 10*time.Second, "the phone's push", func(ps []webpushsvc.Push) bool { return len(webpushsvc.Messages[push.Message](ps, phone)) == 1 })
+	m := webpushsvc.Messages[push.Message](ps, phone)[0]
 	if m.Kind != "open" || m.Tag != tag || !strings.HasPrefix(m.Title, "echo on ") || m.Body != "asks for permission: Run Bash" ||
 		!strings.Contains(m.URL, string(thread)) || ps[0].Urgency != "high" {
 		t.Fatalf("the phone would show %+v (urgency %q)", m, ps[0].Urgency)
@@ -122,8 +110,8 @@ func TestPushOnCardOncePerDeviceAndClosingPush(t *testing.T) {
 
 	// Answered on the laptop: the phone's notification is replaced by a closing one.
 	c.Send(map[string]any{"type": "permission_response", "request_id": rid, "option_id": "allow"})
-	ps = svc.WaitFor(t, 10*time.Second, "the closing push", func(ps []webpushsvc.Push) bool { return len(pushesOf(ps, phone)) == 2 })
-	if m := pushesOf(ps, phone)[1]; m.Kind != "close" || m.Tag != tag {
+	ps = svc.WaitFor(t, 10*time.Second, "the closing push", func(ps []webpushsvc.Push) bool { return len(webpushsvc.Messages[push.Message](ps, phone)) == 2 })
+	if m := webpushsvc.Messages[push.Message](ps, phone)[1]; m.Kind != "close" || m.Tag != tag {
 		t.Fatalf("closing push: %+v", m)
 	}
 	// A second card, with the laptop's page hidden: now the laptop gets it too.
@@ -131,13 +119,13 @@ func TestPushOnCardOncePerDeviceAndClosingPush(t *testing.T) {
 	c.WaitFor(0, 5*time.Second, chatsock.PromptDone("m1", chat.StopEndTurn), "turn over")
 	c.Send(chatsock.Msg("m2", "permission Edit"))
 	svc.WaitFor(t, 10*time.Second, "the second card's pushes", func(ps []webpushsvc.Push) bool {
-		return len(pushesOf(ps, phone)) == 3 && len(pushesOf(ps, laptop)) == 1
+		return len(webpushsvc.Messages[push.Message](ps, phone)) == 3 && len(webpushsvc.Messages[push.Message](ps, laptop)) == 1
 	})
 	ps = svc.Pushes()
-	if n := len(pushesOf(ps, laptop)); n != 1 || pushesOf(ps, laptop)[0].Body != "asks for permission: Run Edit" {
+	if n := len(webpushsvc.Messages[push.Message](ps, laptop)); n != 1 || webpushsvc.Messages[push.Message](ps, laptop)[0].Body != "asks for permission: Run Edit" {
 		t.Fatalf("the laptop, which had the thread on screen, got %d pushes: %s", n, webpushsvc.Summary(ps))
 	}
-	if len(pushesOf(ps, gone)) != 0 || len(svc.Rejected()) != 0 {
+	if len(webpushsvc.Messages[push.Message](ps, gone)) != 0 || len(svc.Rejected()) != 0 {
 		t.Fatalf("gone endpoint got pushes, or pushes were refused: %v", svc.Rejected())
 	}
 }

@@ -363,7 +363,7 @@ func (s *Service) openPayload(th chat.Thread, c chat.Card) []byte {
 	if c.Kind == chat.CardPermission {
 		body = "asks for permission"
 	}
-	if what := cardSummary(c); what != "" {
+	if what := c.Title(); what != "" {
 		body += ": " + what
 	}
 	b, _ := json.Marshal(Message{Kind: store.PushOpen, Title: title, Body: clip(body, maxBody), Tag: Tag(th.ID, c.RequestID),
@@ -375,31 +375,6 @@ func closePayload(thread chat.ThreadID, requestID string) []byte {
 	b, _ := json.Marshal(Message{Kind: store.PushClose, Body: "answered", Tag: Tag(thread, requestID),
 		URL: "/#/t/" + url.PathEscape(string(thread)), Thread: string(thread), RequestID: requestID})
 	return b
-}
-
-// cardSummary is a card's one line: the tool's title or name, or the first question.
-func cardSummary(c chat.Card) string {
-	var req struct {
-		Tool struct {
-			Name  string `json:"name"`
-			Title string `json:"title"`
-		} `json:"tool"`
-		Questions []struct {
-			Question string `json:"question"`
-		} `json:"questions"`
-	}
-	if json.Unmarshal(c.Request, &req) != nil {
-		return ""
-	}
-	switch {
-	case req.Tool.Title != "":
-		return req.Tool.Title
-	case req.Tool.Name != "":
-		return req.Tool.Name
-	case len(req.Questions) > 0:
-		return req.Questions[0].Question
-	}
-	return ""
 }
 
 func clip(s string, n int) string {

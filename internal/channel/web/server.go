@@ -308,7 +308,7 @@ func (s *Server) handleThreads(w http.ResponseWriter, r *http.Request) {
 		if len(open) > 0 {
 			c := open[len(open)-1]
 			v.Waiting = c.Kind
-			v.Card = &openCard{RequestID: c.RequestID, Kind: c.Kind, Title: cardTitle(c)}
+			v.Card = &openCard{RequestID: c.RequestID, Kind: c.Kind, Title: c.Title()}
 		}
 		out = append(out, v)
 	}
@@ -330,31 +330,6 @@ type openCard struct {
 	RequestID string `json:"request_id"`
 	Kind      string `json:"kind"`
 	Title     string `json:"title,omitempty"`
-}
-
-// cardTitle is a card's one-line summary: the tool's title, or the first question.
-func cardTitle(c chat.Card) string {
-	var req struct {
-		Tool struct {
-			Name  string `json:"name"`
-			Title string `json:"title"`
-		} `json:"tool"`
-		Questions []struct {
-			Question string `json:"question"`
-		} `json:"questions"`
-	}
-	if json.Unmarshal(c.Request, &req) != nil {
-		return ""
-	}
-	switch {
-	case req.Tool.Title != "":
-		return req.Tool.Title
-	case req.Tool.Name != "":
-		return req.Tool.Name
-	case len(req.Questions) > 0:
-		return req.Questions[0].Question
-	}
-	return ""
 }
 
 // handleRoute says which thread a route shows, without attaching anything:

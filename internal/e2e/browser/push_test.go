@@ -48,6 +48,18 @@ func (r *rig) call(t testing.TB, method, path, bearer string, in, out any) int {
 	return resp.StatusCode
 }
 
+// pushService starts the Web Push stand-in, told the daemon's VAPID key.
+func (r *rig) pushService(t testing.TB) *webpushsvc.Service {
+	t.Helper()
+	svc := webpushsvc.Start(t)
+	var key struct {
+		PublicKey string `json:"public_key"`
+	}
+	r.rest(t, "GET", "/api/push/key", nil, &key)
+	svc.ExpectKey(t, key.PublicKey)
+	return svc
+}
+
 // pairDevice pairs a program device and subscribes it at svc.
 func (r *rig) pairDevice(t testing.TB, svc *webpushsvc.Service, name string) (id, token string, sub *webpushsvc.Sub) {
 	t.Helper()
@@ -65,18 +77,6 @@ func (r *rig) pairDevice(t testing.TB, svc *webpushsvc.Service, name string) (id
 		t.Fatalf("subscribe: %d", st)
 	}
 	return out.DeviceID, out.Token, sub
-}
-
-func messagesOf(ps []webpushsvc.Push, sub *webpushsvc.Sub) []push.Message {
-	var out []push.Message
-	for _, p := range ps {
-		if p.Sub == sub.ID {
-			var m push.Message
-			_ = json.Unmarshal(p.Plaintext, &m)
-			out = append(out, m)
-		}
-	}
-	return out
 }
 
 // count counts a device's pushes of a kind for a tag.
@@ -99,12 +99,7 @@ func count(ms []push.Message, kind, tag string) int {
 // per device.
 func TestPushExactlyOnceAcrossKill9(t *testing.T) {
 	r := newRig(t)
-	svc := webpushsvc.Start(t)
-	var key struct {
-		PublicKey string `json:"public_key"`
-	}
-	r.rest(t, "GET", "/api/push/key", nil, &key)
-	svc.ExpectKey(t, key.PublicKey)
+	svc := r.pushService(t)
 	_, _, phone := r.pairDevice(t, svc, "phone")
 	_, laptopTok, laptop := r.pairDevice(t, svc, "laptop")
 	goneID, _, gone := r.pairDevice(t, svc, "old phone")
@@ -120,9 +115,9 @@ func TestPushExactlyOnceAcrossKill9(t *testing.T) {
 	tag := push.Tag(thread, rid)
 
 	ps := svc.WaitFor(t, wait, "one push per device", func(ps []webpushsvc.Push) bool {
-		return len(messagesOf(ps, phone)) == 1 && len(messagesOf(ps, laptop)) == 1 && svc.Attempts(gone) == 1
+		return len(webpushsvc.Messages[push.Message](ps, phone)) == 1 && len(webpushsvc.Messages[push.Message](ps, laptop)) == 1 && svc.Attempts(gone) == 1
 	})
-	m := messagesOf(ps, phone)[0]
+	m := webpushsvc.Messages[push.Message](ps, phone)[0]
 	if m.Kind != "open" || m.Tag != tag || !strings.HasPrefix(m.Title, "Claude Code on ") || !strings.HasPrefix(m.Body, "asks for permission") ||
 		m.URL != "/#/t/"+string(thread)+"?card="+rid {
 		t.Fatalf("the phone would show %+v", m)
@@ -137,7 +132,7 @@ func TestPushExactlyOnceAcrossKill9(t *testing.T) {
 	svc.SetStatus(phone, http.StatusInternalServerError)
 	c.Send(map[string]any{"type": "permission_response", "request_id": rid, "option_id": chat.OptionAllowOnce})
 	svc.WaitFor(t, wait, "the laptop's closing push, and a failed try for the phone", func(ps []webpushsvc.Push) bool {
-		return count(messagesOf(ps, laptop), "close", tag) == 1 && svc.Attempts(phone) >= 2
+		return count(webpushsvc.Messages[push.Message](ps, laptop), "close", tag) == 1 && svc.Attempts(phone) >= 2
 	})
 	c.WaitFor(0, wait, chatsock.PromptDone("m1", chat.StopEndTurn), "turn over")
 
@@ -145,7 +140,7 @@ func TestPushExactlyOnceAcrossKill9(t *testing.T) {
 	svc.SetStatus(phone, http.StatusCreated)
 	r.start()
 	svc.WaitFor(t, wait, "the phone's closing push, after the restart", func(ps []webpushsvc.Push) bool {
-		return count(messagesOf(ps, phone), "close", tag) == 1
+		return count(webpushsvc.Messages[push.Message](ps, phone), "close", tag) == 1
 	})
 
 	// Reconnect where the laptop left off; the next message resumes Claude
@@ -156,18 +151,18 @@ func TestPushExactlyOnceAcrossKill9(t *testing.T) {
 	j := c2.WaitFor(0, wait, chatsock.Type(chat.TypeQuestion), "question card")
 	tag2 := push.Tag(thread, chatsock.FieldOf(c2.Snapshot()[j], "request_id").(string))
 	ps = svc.WaitFor(t, wait, "the question's pushes", func(ps []webpushsvc.Push) bool {
-		return count(messagesOf(ps, phone), "open", tag2) == 1 && count(messagesOf(ps, laptop), "open", tag2) == 1
+		return count(webpushsvc.Messages[push.Message](ps, phone), "open", tag2) == 1 && count(webpushsvc.Messages[push.Message](ps, laptop), "open", tag2) == 1
 	})
 	for _, sub := range []*webpushsvc.Sub{phone, laptop} {
-		ms := messagesOf(ps, sub)
+		ms := webpushsvc.Messages[push.Message](ps, sub)
 		if count(ms, "open", tag) != 1 || count(ms, "close", tag) != 1 || len(ms) != 3 {
 			t.Fatalf("device %s: want one open and one closing push for the first card and one for the question, got %s", sub.ID, webpushsvc.Summary(ps))
 		}
 	}
-	if q := messagesOf(ps, phone)[2]; q.Body != "asks a question: "+QuestionColor {
+	if q := webpushsvc.Messages[push.Message](ps, phone)[2]; q.Body != "asks a question: "+QuestionColor {
 		t.Fatalf("the question's push would show %+v", q)
 	}
-	if len(messagesOf(ps, gone)) != 0 || svc.Attempts(gone) != 1 || len(svc.Rejected()) != 0 {
+	if len(webpushsvc.Messages[push.Message](ps, gone)) != 0 || svc.Attempts(gone) != 1 || len(svc.Rejected()) != 0 {
 		t.Fatalf("the 410 endpoint was tried %d times (want once); refused: %v", svc.Attempts(gone), svc.Rejected())
 	}
 	var list struct {

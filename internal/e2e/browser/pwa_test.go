@@ -85,12 +85,7 @@ const notificationsJS = `navigator.serviceWorker.ready.then(r => r.getNotificati
 // gone, the app still opens, and says it is offline.
 func TestInstallableAppPushAndOffline(t *testing.T) {
 	r := newRig(t)
-	svc := webpushsvc.Start(t)
-	var key struct {
-		PublicKey string `json:"public_key"`
-	}
-	r.rest(t, "GET", "/api/push/key", nil, &key)
-	svc.ExpectKey(t, key.PublicKey)
+	svc := r.pushService(t)
 	_, _, sub := r.pairDevice(t, svc, "phone")
 
 	ctx := browser(t, 390, 844)

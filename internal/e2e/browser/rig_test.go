@@ -78,6 +78,7 @@ type rig struct {
 	Token   string
 	Printed string     // the one-time sign-in link parley serve printed
 	env     []string   // set for parley serve after the test's own environment
+	args    []string   // more arguments for parley serve
 	outMu   sync.Mutex // guards what out holds (out is written as serve prints)
 
 	mu   sync.Mutex
@@ -164,15 +165,15 @@ roots = [%q]
 	return r
 }
 
-var urlRE = regexp.MustCompile(`http://(127\.0\.0\.1:\d+)/login\?code=([0-9a-f]+)`)
+var urlRE = regexp.MustCompile(`(https?)://(127\.0\.0\.1:\d+)/login\?code=([0-9a-f]+)`)
 
 // start runs parley serve and waits for the URL it prints.
 func (r *rig) start() {
 	r.t.Helper()
 	bin := parleyBin(r.t)
 	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, bin, "serve", "--config", filepath.Join(r.dir, "config.toml"),
-		"--data", filepath.Join(r.dir, "data"), "--addr", r.addr, "--log-level", "debug")
+	cmd := exec.CommandContext(ctx, bin, append([]string{"serve", "--config", filepath.Join(r.dir, "config.toml"),
+		"--data", filepath.Join(r.dir, "data"), "--addr", r.addr, "--log-level", "debug"}, r.args...)...)
 	cmd.Dir = r.work
 	cmd.Env = append(append(os.Environ(), "HOME="+filepath.Join(r.dir, "home")), r.env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -216,7 +217,7 @@ func (r *rig) start() {
 		if err != nil {
 			r.t.Fatal(err)
 		}
-		r.addr, r.Base, r.Printed, r.Token = m[1], "http://"+m[1], m[0], strings.TrimSpace(string(tok))
+		r.addr, r.Base, r.Printed, r.Token = m[2], m[1]+"://"+m[2], m[0], strings.TrimSpace(string(tok))
 	case <-done:
 		outMu.Lock()
 		defer outMu.Unlock()
@@ -296,9 +297,23 @@ func startBrowser(t testing.TB, width, height int) (context.Context, func()) {
 	}
 }
 
+// startBrowserWith is startBrowser with more Chromium options.
+func startBrowserWith(t testing.TB, width, height int, extra ...chromedp.ExecAllocatorOption) (context.Context, func()) {
+	t.Helper()
+	profile, err := os.MkdirTemp("", "parley-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, closeIt := startBrowserIn(t, profile, width, height, extra...)
+	return ctx, func() {
+		closeIt()
+		os.RemoveAll(profile)
+	}
+}
+
 // startBrowserIn starts Chromium on the profile folder given; closing it leaves
 // the folder (its History database, cookies…) for the caller to read.
-func startBrowserIn(t testing.TB, profile string, width, height int) (context.Context, func()) {
+func startBrowserIn(t testing.TB, profile string, width, height int, extra ...chromedp.ExecAllocatorOption) (context.Context, func()) {
 	t.Helper()
 	testkit.NeedsBrowser(t)
 	if _, err := os.Stat(chromium); err != nil {
@@ -318,6 +333,7 @@ func startBrowserIn(t testing.TB, profile string, width, height int) (context.Co
 		chromedp.UserDataDir(profile),
 		chromedp.WindowSize(width, height),
 	}
+	opts = append(opts, extra...)
 	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelB := chromedp.NewContext(actx)
 	closeIt := func() {

@@ -350,3 +350,16 @@ func decrypt(body []byte, priv *ecdh.PrivateKey, auth []byte) ([]byte, error) {
 	}
 	return plain[:len(plain)-1], nil
 }
+
+// Messages decodes, in order, the payloads a subscription got.
+func Messages[T any](ps []Push, sub *Sub) []T {
+	var out []T
+	for _, p := range ps {
+		if p.Sub == sub.ID {
+			var m T
+			_ = json.Unmarshal(p.Plaintext, &m)
+			out = append(out, m)
+		}
+	}
+	return out
+}
