@@ -65,6 +65,11 @@ func TestPushOnCardOncePerDeviceAndClosingPush(t *testing.T) {
 		t.Fatalf("the shared token subscribed: %d", st)
 	}
 	_, phoneTok := e.pair("phone")
+	for _, bad := range []string{`{"endpoint":"ftp://x/y","keys":{"p256dh":"AA","auth":"AA"}}`, `{"endpoint":"https://push.example/1","keys":{"p256dh":"AA","auth":"AA"}}`, `[]`} {
+		if st := e.call("POST", "/api/push/subscriptions", phoneTok, json.RawMessage(bad), nil); st != 400 {
+			t.Fatalf("a bad subscription %s got %d", bad, st)
+		}
+	}
 	_, laptopTok := e.pair("laptop")
 	goneID, goneTok := e.pair("old phone")
 	phone := e.subscribe(svc, phoneTok)

@@ -228,7 +228,7 @@ func (s *Service) untilNext(ctx context.Context) time.Duration {
 	if err != nil || next.IsZero() {
 		return time.Hour
 	}
-	return max(next.Sub(s.opt.Now()), 10*time.Millisecond)
+	return max(next.Sub(s.opt.Now()), 50*time.Millisecond)
 }
 
 func (s *Service) reconcileAll(ctx context.Context) {
@@ -394,20 +394,19 @@ func topic(thread chat.ThreadID, requestID string) string {
 	return base64.RawURLEncoding.EncodeToString(h[:24])
 }
 
-// sendDue sends what is due, one at a time, marking each.
+// sendDue sends a batch of what is due, one at a time, marking each; run's
+// timer comes back at once for the rest (a mark that fails cannot spin).
 func (s *Service) sendDue(ctx context.Context) {
-	for ctx.Err() == nil {
-		due, err := s.opt.Store.PushDue(ctx, s.opt.Now(), 32)
-		if err != nil {
-			s.log.Error("push: outbox", "err", err)
+	due, err := s.opt.Store.PushDue(ctx, s.opt.Now(), 32)
+	if err != nil {
+		s.log.Error("push: outbox", "err", err)
+		return
+	}
+	for _, it := range due {
+		if ctx.Err() != nil {
 			return
 		}
-		if len(due) == 0 {
-			return
-		}
-		for _, it := range due {
-			s.send(ctx, it)
-		}
+		s.send(ctx, it)
 	}
 }
 
