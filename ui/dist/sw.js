@@ -97,7 +97,10 @@ self.addEventListener("push", (e) => {
         icon: "/icon-192.png",
         data,
       });
-    })(),
+    })().catch(async (err) => {
+      // Said to the open pages (their console), not swallowed.
+      for (const w of await self.clients.matchAll({ type: "window", includeUncontrolled: true })) w.postMessage({ type: "push-error", message: String(err) });
+    }),
   );
 });
 

@@ -149,8 +149,13 @@ export function installServiceWorker() {
   if (!("serviceWorker" in navigator)) return;
   navigator.serviceWorker.register("/sw.js", { scope: "/" }).catch(() => undefined);
   navigator.serviceWorker.addEventListener("message", (e) => {
-    const m = e.data as { type?: string; url?: string };
+    const m = e.data as { type?: string; url?: string; message?: string };
     if (m?.type === "open" && typeof m.url === "string" && m.url.startsWith("/#/")) location.hash = m.url.slice(1);
+    if (m?.type === "push-error") {
+      console.warn("parley: a push could not be shown:", m.message);
+      const w = window as unknown as { parleyPushErrors?: string[] };
+      (w.parleyPushErrors ??= []).push(String(m.message)); // for tests and the curious
+    }
   });
 }
 
