@@ -82,6 +82,8 @@ type Config struct {
 	Plugins []Plugin `toml:"plugin"`
 	// Cluster links machines (cluster.go); off unless listen or hub is set.
 	Cluster Cluster `toml:"cluster"`
+	// Tailscale serves the dashboard on the person's tailnet (tailscale.go).
+	Tailscale Tailscale `toml:"tailscale"`
 
 	// File is the path the config was read from, or "".
 	File string `toml:"-"`
@@ -403,6 +405,7 @@ func (c *Config) Validate() error {
 		errs = append(errs, err)
 	}
 	errs = append(errs, c.Cluster.check()...)
+	errs = append(errs, c.Tailscale.check(c.DataDir)...)
 	if c.DefaultAgent == "" && len(c.Agents) > 0 {
 		c.DefaultAgent = c.Agents[0].ID
 	}
