@@ -28,6 +28,7 @@ type serveFlags struct {
 	clusterListen, node                     string
 	tlsCert, tlsKey                         string
 	roots                                   []string
+	tailscale                               bool
 }
 
 func newServeCommand(b Build) *cobra.Command {
@@ -57,6 +58,7 @@ loopback only, a token made at first start. Agent programs found on PATH
 	fl.StringArrayVar(&f.roots, "root", nil, "a directory new threads may work in, repeatable (config roots; default: your home directory)")
 	fl.StringVar(&f.tlsCert, "tls-cert", "", "serve HTTPS with this certificate (PEM; config tls_cert; with --tls-key)")
 	fl.StringVar(&f.tlsKey, "tls-key", "", "the certificate's private key (PEM; config tls_key)")
+	fl.BoolVar(&f.tailscale, "tailscale", false, "also serve the dashboard over HTTPS on your tailnet, as its own machine (config [tailscale]; README: reach parley from a phone)")
 	fl.StringVar(&f.node, "node", "", "this machine's node name in a cluster (config [cluster] node; default: the host name)")
 	return cmd
 }
@@ -102,6 +104,9 @@ func loadConfig(f serveFlags) (config.Config, error) {
 	if f.tlsCert != "" || f.tlsKey != "" {
 		cfg.TLSCert, cfg.TLSKey = f.tlsCert, f.tlsKey
 	}
+	if f.tailscale {
+		cfg.Tailscale.Enabled = true
+	}
 	if cfg.DataDir, err = filepath.Abs(cfg.DataDir); err != nil {
 		return config.Config{}, err
 	}
@@ -140,7 +145,9 @@ func serve(cmd *cobra.Command, b Build, cfg config.Config) error {
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	ui, uiHash := dashboard()
+	out := cmd.OutOrStdout()
 	d, err := daemon.Start(ctx, cfg, daemon.Options{
+		Say:     func(line string) { fmt.Fprintln(out, line) },
 		Drivers: realDrivers(log, cfg),
 		Version: web.Version{Version: b.Version, Commit: b.Commit, Built: b.Built, UIHash: uiHash},
 		UI:      ui,
@@ -176,7 +183,6 @@ func serve(cmd *cobra.Command, b Build, cfg config.Config) error {
 	if err != nil {
 		return err
 	}
-	out := cmd.OutOrStdout()
 	fmt.Fprintf(out, "parley %s is running. Open the dashboard (the link signs in once, within %v; `parley login-link` prints a new one):\n    %s\n",
 		b.Version, auth.CodeTTL, link)
 	if h := d.ClusterHub(); h != nil {
@@ -184,6 +190,9 @@ func serve(cmd *cobra.Command, b Build, cfg config.Config) error {
 	}
 	if d.Link() != nil {
 		fmt.Fprintf(out, "This machine is node %q of the hub at %s (it dials out; the hub may come and go).\n", cfg.Cluster.Node, cfg.Cluster.Hub)
+	}
+	if cfg.Tailscale.Enabled {
+		fmt.Fprintf(out, "Joining your tailnet as %q (state in %s); its https:// address follows once it is on.\n", cfg.Tailscale.Hostname, cfg.Tailscale.StateDir)
 	}
 	for _, w := range d.Warnings() {
 		fmt.Fprintf(out, "warning: %s\n", w)

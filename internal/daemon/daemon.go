@@ -32,6 +32,7 @@ import (
 	"github.com/parleyhq/parley/internal/router"
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/store/sqlite"
+	"github.com/parleyhq/parley/internal/tailnet"
 )
 
 // Options are what the composition root decides.
@@ -40,6 +41,9 @@ type Options struct {
 	Version web.Version
 	UI      fs.FS
 	Logger  *slog.Logger
+	// Say prints a line for the person at the terminal after start-up (the
+	// tailnet's login URL and address); nil says nothing.
+	Say func(line string)
 }
 
 // Daemon is a running parley.
@@ -73,6 +77,8 @@ type Daemon struct {
 	// ends the relay of the nodes' live events into hub.
 	view      *cluster.View
 	stopRelay func()
+	// tailnet is set when [tailscale] puts the dashboard on the tailnet.
+	tailnet *tailnet.Node
 }
 
 // Start opens the store, recovers what a previous run left, and listens.
@@ -201,6 +207,15 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 		st.Close()
 		return nil, err
 	}
+	if err := d.startTailnet(opt.Say); err != nil {
+		d.stopCluster()
+		ln.Close()
+		pusher.Close()
+		h.Unwatch(watch)
+		rt.Close(ctx)
+		st.Close()
+		return nil, err
+	}
 	d.warnings = warnings(cfg, ln.Addr(), cert != nil)
 	for _, w := range d.warnings {
 		log.Warn(w)
@@ -301,6 +316,34 @@ func (d *Daemon) stopCluster() {
 	}
 }
 
+// startTailnet joins the tailnet when [tailscale] says so; the node serves
+// d.http there once it runs.
+func (d *Daemon) startTailnet(say func(string)) error {
+	t := d.cfg.Tailscale
+	if !t.Enabled {
+		return nil
+	}
+	if say == nil {
+		say = func(string) {}
+	}
+	// The address comes with a sign-in link for it, as the local one does.
+	serving := func(url string) {
+		code, _, err := d.sessions.NewCode()
+		if err != nil {
+			say("On your tailnet: " + url)
+			return
+		}
+		say(fmt.Sprintf("On your tailnet: %s (this link signs in once, within %v: %s%s)", url, auth.CodeTTL, url, web.LoginPath(code)))
+	}
+	var err error
+	d.tailnet, err = tailnet.Start(tailnet.Options{Hostname: t.Hostname, StateDir: t.StateDir,
+		AuthKeyFile: t.AuthKeyFile, ControlURL: t.ControlURL, Server: d.http, Say: say, Serving: serving, Logger: d.log})
+	return err
+}
+
+// Tailnet is the daemon's node on the tailnet, or nil.
+func (d *Daemon) Tailnet() *tailnet.Node { return d.tailnet }
+
 // ClusterHub is the hub this daemon runs, or nil.
 func (d *Daemon) ClusterHub() *cluster.Hub { return d.clusterHub }
 
@@ -360,6 +403,9 @@ func (d *Daemon) Shutdown(ctx context.Context) error {
 	d.web.Shutdown()
 	d.extra.close()
 	herr := d.http.Shutdown(ctx)
+	if d.tailnet != nil {
+		herr = errors.Join(herr, d.tailnet.Close())
+	}
 	d.stopCluster()
 	rerr := d.router.Close(ctx)
 	d.push.Close() // after the router: the cards' last changes are derived; what is unsent stays pending

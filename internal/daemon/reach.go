@@ -86,13 +86,17 @@ func (c *certSource) tlsConfig() *tls.Config {
 }
 
 // publicBase is the address other devices reach this parley at: public_url,
-// else with a certificate its first DNS name (the port as listened), else ""
-// (pairing links then name the address their request came to).
+// else with a certificate its first DNS name (the port as listened), else the
+// tailnet's https:// address once parley serves there, else "" (pairing links
+// then name the address their request came to).
 func (d *Daemon) publicBase() string {
 	if d.cfg.PublicURL != "" {
 		return strings.TrimRight(d.cfg.PublicURL, "/")
 	}
 	if d.cert == nil {
+		if d.tailnet != nil {
+			return d.tailnet.URL()
+		}
 		return ""
 	}
 	for _, name := range d.cert.leaf().DNSNames {
