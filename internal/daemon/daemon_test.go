@@ -155,12 +155,18 @@ func TestStopIsImmediateAndQueuedMessagesThenRun(t *testing.T) {
 	c.Send(chatsock.Msg("q2", "say second queued"))
 	c.WaitFor(0, 5*time.Second, chatsock.Delivery("q2", chat.DeliveryQueued), "q2 queued")
 	// The turn would stream for 1,000 s: cancelled within the wait means the
-	// stop reached it at once, not after it. (How fast is a benchmark's to
-	// say; a time limit here failed a loaded machine at 527 ms.)
+	// stop reached it, and one session started (checked below) that the
+	// agent ended the turn, not the lane after its stop grace. (How fast is a
+	// benchmark's to say; a time limit here failed a loaded machine at 527 ms.)
 	c.Send(map[string]any{"type": "stop"})
 	c.WaitFor(0, 5*time.Second, chatsock.PromptDone("long", chat.StopCancelled), "cancelled")
 	c.WaitFor(0, 5*time.Second, chatsock.Field(chat.TypeAgentChunk, "text", "first queued"), "q1 ran")
 	c.WaitFor(0, 5*time.Second, chatsock.PromptDone("q2", chat.StopEndTurn), "q2 ran")
+	// A turn the lane had to end itself (the stop grace) would have closed
+	// the session, and q1 would have started another.
+	if n := e.drv.Starts(); n != 1 {
+		t.Errorf("%d sessions started; want 1: the stop was not honoured by the agent and the lane forced it", n)
+	}
 }
 
 func TestRacingNewIntentsApplyInOneOrder(t *testing.T) {
