@@ -151,6 +151,13 @@ func Dial(opt LinkOptions) (*Link, error) {
 			return nil, err
 		}
 	}
+	// The hub holds the subscriptions before Dial returns: an input handed
+	// over at once finds its node there, not "no responders" (which says the
+	// node is away and makes the sender's input wait).
+	if err := l.nc.FlushTimeout(10 * time.Second); err != nil {
+		l.nc.Close()
+		return nil, fmt.Errorf("cluster: the hub did not confirm the link: %w", err)
+	}
 	l.wg.Add(1)
 	go l.heartbeat()
 	return l, nil
