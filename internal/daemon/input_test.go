@@ -49,12 +49,12 @@ func TestBadInputGetsAnErrorAndTheConnectionGoesOn(t *testing.T) {
 		{"stop with no thread", `{"type":"stop"}`, chat.CodeBadInput, "no turn"},
 	}
 	c := e.dial("bad", -1)
-	c.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeReplayDone), "ready")
+	c.WaitFor(0, 30*time.Second, chatsock.Type(chat.TypeReplayDone), "ready")
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			from := len(c.Snapshot())
 			c.Send([]byte(tc.input))
-			i := c.WaitFor(from, 5*time.Second, chatsock.Type(chat.TypeError), "an error")
+			i := c.WaitFor(from, 30*time.Second, chatsock.Type(chat.TypeError), "an error")
 			ev := c.Snapshot()[i]
 			if got := chatsock.FieldOf(ev, "code"); got != tc.code {
 				t.Errorf("code: got %v, want %s (%s)", got, tc.code, ev.Raw)
@@ -64,7 +64,7 @@ func TestBadInputGetsAnErrorAndTheConnectionGoesOn(t *testing.T) {
 			}
 			// The connection goes on.
 			c.Send(map[string]any{"type": "ping"})
-			c.WaitFor(i, 5*time.Second, chatsock.Type(chat.TypePong), "pong after the error")
+			c.WaitFor(i, 30*time.Second, chatsock.Type(chat.TypePong), "pong after the error")
 		})
 	}
 	// Nothing was stored for the refused inputs: no thread, no input.
@@ -75,7 +75,7 @@ func TestBadInputGetsAnErrorAndTheConnectionGoesOn(t *testing.T) {
 	}
 	// And the connection goes on: a good message still works.
 	c.Send(chatsock.Msg("good", "say fine"))
-	c.WaitFor(0, 5*time.Second, chatsock.PromptDone("good", chat.StopEndTurn), "good message after the bad ones")
+	c.WaitFor(0, 30*time.Second, chatsock.PromptDone("good", chat.StopEndTurn), "good message after the bad ones")
 	// Controls that name nothing live are refused too, and the thread goes on.
 	for _, tc := range []struct{ input, code, says string }{
 		{`{"type":"stop"}`, chat.CodeBadInput, "no turn is running"},
@@ -84,14 +84,14 @@ func TestBadInputGetsAnErrorAndTheConnectionGoesOn(t *testing.T) {
 	} {
 		from := len(c.Snapshot())
 		c.Send([]byte(tc.input))
-		i := c.WaitFor(from, 5*time.Second, chatsock.Type(chat.TypeError), "an error")
+		i := c.WaitFor(from, 30*time.Second, chatsock.Type(chat.TypeError), "an error")
 		ev := c.Snapshot()[i]
 		if chatsock.FieldOf(ev, "code") != tc.code || !strings.Contains(fmt.Sprint(chatsock.FieldOf(ev, "message")), tc.says) {
 			t.Errorf("%s: got %s, want %s saying %q", tc.input, ev.Raw, tc.code, tc.says)
 		}
 	}
 	c.Send(chatsock.Msg("good2", "say still fine"))
-	c.WaitFor(0, 5*time.Second, chatsock.PromptDone("good2", chat.StopEndTurn), "thread goes on")
+	c.WaitFor(0, 30*time.Second, chatsock.PromptDone("good2", chat.StopEndTurn), "thread goes on")
 }
 
 func TestInputFloodIsRateLimited(t *testing.T) {
