@@ -63,7 +63,7 @@ func (l *lane) doControl(c Control, reply func(error)) {
 	case c.Stop:
 		reply(l.stop())
 	case c.Withdraw != nil:
-		reply(l.withdraw(c.Withdraw.MessageID))
+		reply(l.withdraw(c.From, c.Withdraw.MessageID))
 	case c.Permission != nil:
 		l.answerPermission(c, reply)
 	case c.Answer != nil:

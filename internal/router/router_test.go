@@ -335,6 +335,56 @@ func TestWithdrawTakesAQueuedMessageBack(t *testing.T) {
 	})
 }
 
+// A message id is chosen per route: when two devices on one thread each queue
+// an "m2", the device that withdraws takes back its own message only, and the
+// other's is delivered.
+func TestWithdrawTakesBackOnlyTheRoutesOwnMessage(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newRig(t, "", nil)
+		defer g.close()
+		ctx := context.Background()
+		_, th, err := g.send("m1", "hang")
+		if err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait() // m1's turn runs
+		other := chat.RouteKey{Channel: "web", Chat: "other-device"}
+		if err := g.r.OpenThread(ctx, other, th); err != nil {
+			t.Fatal(err)
+		}
+		if d, _, err := g.send("m2", "A's message"); err != nil || d.State != chat.DeliveryQueued {
+			t.Fatalf("A's m2: %+v %v; want queued", d, err)
+		}
+		if d, _, err := g.r.Send(ctx, SendRequest{From: other, Message: Message{MessageID: "m2", Text: "B's message"}}); err != nil || d.State != chat.DeliveryQueued {
+			t.Fatalf("B's m2: %+v %v; want queued", d, err)
+		}
+		if err := g.r.Control(ctx, Control{From: other, Withdraw: &Withdraw{MessageID: "m2"}}); err != nil {
+			t.Fatalf("B withdraws its m2: %v", err)
+		}
+		if err := g.r.Control(ctx, Control{From: other, Withdraw: &Withdraw{MessageID: "m1"}}); !errors.Is(err, chat.ErrBadInput) || strings.Contains(err.Error(), "already being delivered") {
+			t.Fatalf("B withdraws m1 (A's, in its turn): %v; want refused as not B's queued message", err)
+		}
+		if err := g.r.Control(ctx, Control{From: g.from, Stop: true}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(3 * time.Second)
+		synctest.Wait()
+		var got []string
+		for _, p := range g.drv.Prompts() {
+			got = append(got, p.MessageID+"="+p.Text)
+		}
+		if !slices.Equal(got, []string{"m1=hang", "m2=A's message"}) {
+			t.Fatalf("prompts %v; want m1 then A's m2: B's withdraw takes back B's m2 only", got)
+		}
+		if in, err := g.st.Input(ctx, other, "m2"); err != nil || in.State != chat.DeliveryFailed || in.Detail != WithdrawnDetail {
+			t.Fatalf("B's m2 stored as %+v, %v; want failed, withdrawn", in, err)
+		}
+		if in, err := g.st.Input(ctx, g.from, "m2"); err != nil || in.State != chat.DeliverySubmitted {
+			t.Fatalf("A's m2 stored as %+v, %v; want submitted", in, err)
+		}
+	})
+}
+
 // What a crash leaves in the store (a turn in flight, a message being
 // delivered, one queued, an open card) is settled by the next start: the
 // cut-off message fails with the reason, the card expires, the queued

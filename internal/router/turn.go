@@ -268,17 +268,19 @@ const WithdrawnDetail = "withdrawn before its turn: never sent to the agent"
 // withdraw takes a queued message out of the queue: it is never delivered (its
 // receipt says failed, withdrawn; it may be sent again). A message whose turn
 // began cannot be withdrawn (stop is for that): the lane alone takes messages
-// from its queue, so the answer is the truth either way.
-func (l *lane) withdraw(id string) error {
+// from its queue, so the answer is the truth either way. A message id is the
+// client's choice, unique only per route: a route withdraws its own message,
+// never another device's that happens to share the id.
+func (l *lane) withdraw(from chat.RouteKey, id string) error {
 	for i, p := range l.queue {
-		if p.in.MessageID == id {
+		if p.in.MessageID == id && p.in.From == from {
 			l.queue = slices.Delete(l.queue, i, i+1)
 			l.r.opt.Metrics.QueueDepth.Dec()
 			l.receipt(p, chat.DeliveryFailed, WithdrawnDetail)
 			return nil
 		}
 	}
-	if l.turn != nil && l.turn.p.in.MessageID == id {
+	if l.turn != nil && l.turn.p.in.MessageID == id && l.turn.p.in.From == from {
 		return invalid("message %s is already being delivered: it cannot be withdrawn (stop the turn instead)", id)
 	}
 	return invalid("no message %s is waiting in this thread's queue: it was delivered, failed or withdrawn already", id)
