@@ -3,8 +3,9 @@ package chat
 import "encoding/json"
 
 // Title is a card's one-line summary: the tool's title (or name), or the first
-// question. The thread list and push notifications show it; it never holds
-// the tool's input.
+// question. The dashboard's thread list shows it. An agent's title may hold
+// the tool's input (Claude Code's Bash title is the command), so pushes,
+// which leave the machine, don't use it for permission cards.
 func (c Card) Title() string {
 	var req struct {
 		Tool struct {

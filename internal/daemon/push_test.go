@@ -93,7 +93,7 @@ func TestPushOnCardOncePerDeviceAndClosingPush(t *testing.T) {
 
 	ps := svc.WaitFor(t, 10*time.Second, "the phone's push", func(ps []webpushsvc.Push) bool { return len(webpushsvc.Messages[push.Message](ps, phone)) == 1 })
 	m := webpushsvc.Messages[push.Message](ps, phone)[0]
-	if m.Kind != "open" || m.Tag != tag || !strings.HasPrefix(m.Title, "echo on ") || m.Body != "asks for permission: Run Bash" ||
+	if m.Kind != "open" || m.Tag != tag || !strings.HasPrefix(m.Title, "echo on ") || m.Body != "asks for permission: Bash" ||
 		!strings.Contains(m.URL, string(thread)) || ps[0].Urgency != "high" {
 		t.Fatalf("the phone would show %+v (urgency %q)", m, ps[0].Urgency)
 	}
@@ -127,10 +127,34 @@ func TestPushOnCardOncePerDeviceAndClosingPush(t *testing.T) {
 		return len(webpushsvc.Messages[push.Message](ps, phone)) == 3 && len(webpushsvc.Messages[push.Message](ps, laptop)) == 1
 	})
 	ps = svc.Pushes()
-	if n := len(webpushsvc.Messages[push.Message](ps, laptop)); n != 1 || webpushsvc.Messages[push.Message](ps, laptop)[0].Body != "asks for permission: Run Edit" {
+	if n := len(webpushsvc.Messages[push.Message](ps, laptop)); n != 1 || webpushsvc.Messages[push.Message](ps, laptop)[0].Body != "asks for permission: Edit" {
 		t.Fatalf("the laptop, which had the thread on screen, got %d pushes: %s", n, webpushsvc.Summary(ps))
 	}
 	if len(webpushsvc.Messages[push.Message](ps, gone)) != 0 || len(svc.Rejected()) != 0 {
 		t.Fatalf("gone endpoint got pushes, or pushes were refused: %v", svc.Rejected())
+	}
+}
+
+// A push never carries a tool's input: a command holding a secret opens a
+// card, and the phone is told only the tool's name.
+func TestPushNeverCarriesTheToolsInput(t *testing.T) {
+	e := startDaemon(t, nil)
+	svc := e.pushService()
+	_, phoneTok := e.pair("phone")
+	phone := e.subscribe(svc, phoneTok)
+	c := chatsock.Dial(t, e.url(), e.d.Token(), client.Options{Chat: "secret", Since: -1})
+	c.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeReplayDone), "ready")
+	const secret = "ghp_S3CRETtoken0123456789"
+	c.Send(chatsock.Msg("m1", "permission Bash curl -H 'Authorization: Bearer "+secret+"' https://api.github.com/user"))
+	c.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypePermissionRequest), "card")
+	ps := svc.WaitFor(t, 10*time.Second, "the phone's push", func(ps []webpushsvc.Push) bool { return len(webpushsvc.Messages[push.Message](ps, phone)) == 1 })
+	m := webpushsvc.Messages[push.Message](ps, phone)[0]
+	if m.Body != "asks for permission: Bash" {
+		t.Errorf("body %q, want %q", m.Body, "asks for permission: Bash")
+	}
+	for _, p := range ps {
+		if strings.Contains(string(p.Plaintext), secret) || strings.Contains(string(p.Plaintext), "Authorization") {
+			t.Fatalf("a push carries the command: %s", p.Plaintext)
+		}
 	}
 }

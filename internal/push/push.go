@@ -11,6 +11,7 @@
 package push
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
@@ -21,6 +22,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -360,15 +362,47 @@ func (s *Service) openPayload(th chat.Thread, c chat.Card) []byte {
 		title += " on " + s.opt.Machine
 	}
 	body := "asks a question"
+	what := c.Title()
 	if c.Kind == chat.CardPermission {
 		body = "asks for permission"
+		what = toolName(c.Request)
 	}
-	if what := c.Title(); what != "" {
+	if what != "" {
 		body += ": " + what
 	}
 	b, _ := json.Marshal(Message{Kind: store.PushOpen, Title: title, Body: clip(body, maxBody), Tag: Tag(th.ID, c.RequestID),
 		URL: threadURL(th.ID, c.RequestID), Thread: string(th.ID), RequestID: c.RequestID})
 	return b
+}
+
+// toolName is what a push says a permission card asks for: the tool's name and,
+// for a file tool, the file's base name. Never its title: an agent's title is
+// often the input itself (Claude Code's Bash title is the command).
+func toolName(request json.RawMessage) string {
+	var req struct {
+		Tool struct {
+			Name  string `json:"name"`
+			Input struct {
+				FilePath     string `json:"file_path"`
+				NotebookPath string `json:"notebook_path"`
+			} `json:"input"`
+		} `json:"tool"`
+	}
+	if json.Unmarshal(request, &req) != nil {
+		// An input of another shape (a string, a list) still leaves the name.
+		var named struct {
+			Tool struct {
+				Name string `json:"name"`
+			} `json:"tool"`
+		}
+		json.Unmarshal(request, &named)
+		return named.Tool.Name
+	}
+	name := req.Tool.Name
+	if f := cmp.Or(req.Tool.Input.FilePath, req.Tool.Input.NotebookPath); f != "" && name != "" {
+		name += " " + filepath.Base(f)
+	}
+	return name
 }
 
 func closePayload(thread chat.ThreadID, requestID string) []byte {

@@ -7,7 +7,8 @@
 //	say <text>                 one agent_chunk
 //	stream <n> <interval> [size]  n chunks "c1 ", "c2 ", … at an interval (e.g. 10ms),
 //	                           padded with dots to about size bytes when given
-//	permission <tool>          a permission card; the answer is said back
+//	permission <tool> [<cmd>]  a permission card; the answer is said back. With cmd,
+//	                           the card carries it as title and input, as Claude Code's Bash does
 //	question <q>|<a>,<b>       a question card with options a, b; the answer
 //	                           "unanswerable" is refused, and the question still waits
 //	crash                      the process "dies" mid-turn
@@ -21,6 +22,7 @@ package scripted
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -229,7 +231,12 @@ func (s *Session) run(ctx context.Context, text string) {
 			scripted = true
 			id := chat.NewID("p")
 			ch := s.wait(id)
-			s.sink.Event(chat.PermissionRequest{RequestID: id, Tool: chat.PermissionTool{Name: arg, Title: "Run " + arg},
+			tool := chat.PermissionTool{Name: arg, Title: "Run " + arg}
+			if name, command, ok := strings.Cut(arg, " "); ok {
+				in, _ := json.Marshal(map[string]string{"command": command})
+				tool = chat.PermissionTool{Name: name, Title: command, Input: in}
+			}
+			s.sink.Event(chat.PermissionRequest{RequestID: id, Tool: tool,
 				Options: []chat.PermissionOption{
 					{ID: "allow", Label: "Allow", Kind: chat.OptionAllowOnce},
 					{ID: "reject", Label: "Reject", Kind: chat.OptionRejectOnce},
