@@ -18,7 +18,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -83,7 +82,7 @@ type Server struct {
 
 	ctx     context.Context // connections' lifetime
 	cancel  context.CancelFunc
-	sockets sync.WaitGroup
+	sockets socketCount // open chat sockets (sockcount.go)
 
 	live        live          // each device's requests in flight, ended at revocation (devices.go)
 	gate        connGate      // the cap on connections without the token (conns.go)
@@ -111,10 +110,8 @@ func New(r *router.Router, st store.Store, h *hub.Hub, opt Options) *Server {
 // then ends what is left.
 func (s *Server) Shutdown() {
 	s.hub.CloseAll(hub.ReasonShutdown)
-	done := make(chan struct{})
-	go func() { s.sockets.Wait(); close(done) }()
 	select {
-	case <-done:
+	case <-s.sockets.drained():
 	case <-time.After(2 * time.Second):
 	}
 	s.cancel()

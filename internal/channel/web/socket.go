@@ -106,8 +106,11 @@ func (s *Server) handleSocket(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return
 	}
-	s.sockets.Add(1)
-	defer s.sockets.Done()
+	if !s.sockets.add() {
+		ws.Close(websocket.StatusGoingAway, hub.ReasonShutdown)
+		return
+	}
+	defer s.sockets.done()
 	defer ws.CloseNow()
 	ws.SetReadLimit(-1) // the reader enforces the limit itself, keeping the socket open
 	route := chat.RouteKey{Channel: channel, Chat: chatID}
