@@ -166,6 +166,7 @@ type PermissionResolved struct {
 	Message   string    `json:"message,omitempty"`   // the person's reason, with a reject
 	Cancelled bool      `json:"cancelled,omitempty"` // it went away unanswered, or was dismissed
 	By        *RouteKey `json:"by,omitempty"`        // nil when parley closed it (a stop, an exit)
+	Reason    string    `json:"reason,omitempty"`    // why parley cancelled it, e.g. the agent did not take the answer
 }
 
 // Question is a question card: the agent asks one or more questions and
@@ -280,6 +281,7 @@ type QuestionResolved struct {
 	Response  string    `json:"response,omitempty"`  // a free reply that answers no one question
 	Cancelled bool      `json:"cancelled,omitempty"` // it went away unanswered
 	By        *RouteKey `json:"by,omitempty"`        // nil when parley closed it (a stop, an exit)
+	Reason    string    `json:"reason,omitempty"`    // why parley cancelled it, e.g. the agent did not take the answer
 }
 
 // Mode is the session's permission mode and the modes and settings it can

@@ -93,7 +93,9 @@ func (l *lane) card(id, kind string) (*chat.Card, error) {
 // for its agent. The answer was checked against the card first; should the
 // driver still refuse it (its agent takes less than the card shows), the card
 // stays closed and the lane dismisses it to the agent, so the agent does not
-// wait for an answer the thread says was given. An error event says so.
+// wait for an answer the thread says was given. The card's resolution is then
+// corrected to cancelled, with the reason (an error event says it too), so the
+// thread never keeps showing an answer the agent did not get.
 func (l *lane) answerCard(c *chat.Card, state string, resolved chat.Payload, tell, dismiss func(context.Context, driver.Session) error, reply func(error)) {
 	if l.sess == nil {
 		reply(fmt.Errorf("%w: the agent is not running", chat.ErrCardClosed))
@@ -107,15 +109,33 @@ func (l *lane) answerCard(c *chat.Card, state string, resolved chat.Payload, tel
 			return nil
 		}
 		err = fmt.Errorf("the agent did not take the answer to %s: %w", id, err)
-		if errors.Is(err, driver.ErrUnknownCard) || dismiss == nil {
-			return err // the agent no longer waits for it
+		if !errors.Is(err, driver.ErrUnknownCard) && dismiss != nil { // else the agent no longer waits for it
+			if derr := dismiss(ctx, s); derr != nil {
+				err = fmt.Errorf("%w; dismissing it failed too: %v", err, derr)
+			} else {
+				err = fmt.Errorf("%w; it was dismissed", err)
+			}
 		}
-		if derr := dismiss(ctx, s); derr != nil {
-			return fmt.Errorf("%w; dismissing it failed too: %v", err, derr)
-		}
-		return fmt.Errorf("%w; it was dismissed", err)
+		reason := err.Error()
+		l.result(func() { l.answerNotTaken(c, reason) })
+		return err
 	})
 	reply(nil)
+}
+
+// answerNotTaken corrects a card closed with an answer the agent did not take:
+// it ends cancelled, with the reason, in the store and in the log.
+func (l *lane) answerNotTaken(c *chat.Card, reason string) {
+	var p chat.Payload
+	if c.Kind == chat.CardQuestion {
+		p = chat.QuestionResolved{RequestID: c.RequestID, Cancelled: true, Reason: reason}
+	} else {
+		p = chat.PermissionResolved{RequestID: c.RequestID, Cancelled: true, Reason: reason}
+	}
+	b, _ := json.Marshal(p)
+	c.State, c.Resolution, c.ResolvedAt = chat.CardCancelled, b, l.clock.Now()
+	l.saveCard(c)
+	l.emit(p)
 }
 
 func (l *lane) answerPermission(ctl Control, reply func(error)) {

@@ -2,6 +2,7 @@ package router
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"path/filepath"
@@ -637,6 +638,26 @@ func TestARefusedAnswerLeavesOneTruth(t *testing.T) {
 		}
 		if l := g.log(th); !has(l, "prompt_done:m1:end_turn") || !slices.Contains(said, "answer: dismissed") {
 			t.Fatalf("the agent still waits for a card the thread shows answered: %v\n%q", l, said)
+		}
+		// The thread shows what the agent got: the card ends cancelled, with
+		// the reason, in the store and as the last word on it in the log.
+		cancelled, _ := g.st.Cards(ctx, th, chat.CardCancelled)
+		if len(cancelled) != 1 || cancelled[0].RequestID != id {
+			t.Fatalf("cancelled cards %+v; want the refused question", cancelled)
+		}
+		var stored chat.QuestionResolved
+		if err := json.Unmarshal(cancelled[0].Resolution, &stored); err != nil || !stored.Cancelled || stored.Answers != nil || !strings.Contains(stored.Reason, "did not take the answer") {
+			t.Fatalf("stored resolution %s (%v); want cancelled with the reason, no answer", cancelled[0].Resolution, err)
+		}
+		var last *chat.QuestionResolved
+		for _, ev := range evs {
+			if ev.Type == chat.TypeQuestionResolved {
+				last = new(chat.QuestionResolved)
+				ev.Decode(last)
+			}
+		}
+		if last == nil || !last.Cancelled || last.Reason == "" {
+			t.Fatalf("last question_resolved %+v; want cancelled with the reason", last)
 		}
 		if err := answer("red"); !errors.Is(err, chat.ErrCardClosed) {
 			t.Fatalf("a second answer: %v; want the card closed", err)
