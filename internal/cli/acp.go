@@ -15,6 +15,8 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/spf13/cobra"
+
+	"github.com/parleyhq/parley/internal/client"
 )
 
 func init() { extraCommands = append(extraCommands, newACPCommand) }
@@ -54,27 +56,20 @@ func runACP(ctx context.Context, f acpFlags, in io.Reader, out io.Writer) error 
 	if err != nil {
 		return err
 	}
-	u, err := url.Parse(strings.TrimRight(server, "/") + "/ws/acp")
-	if err != nil {
-		return fmt.Errorf("acp: server URL: %w", err)
-	}
-	switch u.Scheme {
-	case "http":
-		u.Scheme = "ws"
-	case "https":
-		u.Scheme = "wss"
-	}
-	q := u.Query()
+	q := url.Values{}
 	if f.agent != "" {
 		q.Set("agent", f.agent)
 	}
 	if f.thread != "" {
 		q.Set("thread", f.thread)
 	}
-	u.RawQuery = q.Encode()
+	u, err := client.SocketURL(server, "/ws/acp", q)
+	if err != nil {
+		return fmt.Errorf("acp: %w", err)
+	}
 	h := http.Header{}
 	h.Set("Authorization", "Bearer "+token)
-	ws, _, err := websocket.Dial(ctx, u.String(), &websocket.DialOptions{HTTPHeader: h})
+	ws, _, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPHeader: h})
 	if err != nil {
 		return fmt.Errorf("acp: connect to %s: %w", server, err)
 	}

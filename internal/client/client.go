@@ -54,11 +54,12 @@ type Conn struct {
 	ws *websocket.Conn
 }
 
-// Dial opens the socket at server (http://host:port) with the token.
-func Dial(ctx context.Context, server, token string, opt Options) (*Conn, *http.Response, error) {
-	u, err := url.Parse(strings.TrimRight(server, "/") + "/ws/chat")
+// SocketURL is the socket at path on server: ws:// for an http:// server,
+// wss:// for https://, with query q. Every socket client dials through it.
+func SocketURL(server, path string, q url.Values) (string, error) {
+	u, err := url.Parse(strings.TrimRight(server, "/") + path)
 	if err != nil {
-		return nil, nil, fmt.Errorf("client: server URL: %w", err)
+		return "", fmt.Errorf("client: server URL: %w", err)
 	}
 	switch u.Scheme {
 	case "http":
@@ -66,7 +67,13 @@ func Dial(ctx context.Context, server, token string, opt Options) (*Conn, *http.
 	case "https":
 		u.Scheme = "wss"
 	}
-	q := u.Query()
+	u.RawQuery = q.Encode()
+	return u.String(), nil
+}
+
+// Dial opens the socket at server (http://host:port) with the token.
+func Dial(ctx context.Context, server, token string, opt Options) (*Conn, *http.Response, error) {
+	q := url.Values{}
 	if opt.Chat != "" {
 		q.Set("chat", opt.Chat)
 	}
@@ -79,7 +86,10 @@ func Dial(ctx context.Context, server, token string, opt Options) (*Conn, *http.
 	if opt.Thread != "" {
 		q.Set("thread", string(opt.Thread))
 	}
-	u.RawQuery = q.Encode()
+	u, err := SocketURL(server, "/ws/chat", q)
+	if err != nil {
+		return nil, nil, err
+	}
 	h := http.Header{}
 	for k, v := range opt.Header {
 		h[k] = v
@@ -87,7 +97,7 @@ func Dial(ctx context.Context, server, token string, opt Options) (*Conn, *http.
 	if token != "" {
 		h.Set("Authorization", "Bearer "+token)
 	}
-	ws, resp, err := websocket.Dial(ctx, u.String(), &websocket.DialOptions{HTTPHeader: h, HTTPClient: opt.HTTPClient})
+	ws, resp, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPHeader: h, HTTPClient: opt.HTTPClient})
 	if err != nil {
 		return nil, resp, fmt.Errorf("client: dial: %w", err)
 	}
