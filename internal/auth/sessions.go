@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -64,7 +65,16 @@ type stored struct {
 type pending struct {
 	expires time.Time
 	name    string
+	by      string // the device that minted it, "" for the shared token
 }
+
+// MaxCodesPerDevice bounds a device's unspent codes: a stolen device token
+// cannot stock codes to sign in after the device is revoked (revoking deletes
+// them too), nor fill memory.
+const MaxCodesPerDevice = 10
+
+// ErrTooManyCodes refuses a code while its device holds MaxCodesPerDevice unspent.
+var ErrTooManyCodes = errors.New("auth: this device holds " + strconv.Itoa(MaxCodesPerDevice) + " unused codes: use one or wait until they expire")
 
 // Sessions are the devices' sign-ins: one-time login and pairing codes,
 // exchanged for a device whose session secret lives in an HttpOnly cookie (a
@@ -154,22 +164,23 @@ func CleanName(name string) string {
 	return name
 }
 
-// NewCode makes a login code good for one use within CodeTTL.
-func (s *Sessions) NewCode() (code string, expires time.Time, err error) {
-	return s.newCode("")
+// NewCode makes a login code good for one use within CodeTTL, minted by
+// device by ("" for the shared token).
+func (s *Sessions) NewCode(by string) (code string, expires time.Time, err error) {
+	return s.newCode(by, "")
 }
 
 // NewPairCode makes a pairing code good for one use within CodeTTL: it signs
-// in a device called name.
-func (s *Sessions) NewPairCode(name string) (code string, expires time.Time, err error) {
+// in a device called name. by is the minting device, as for NewCode.
+func (s *Sessions) NewPairCode(by, name string) (code string, expires time.Time, err error) {
 	name = CleanName(name)
 	if name == "" {
 		name = "phone"
 	}
-	return s.newCode(name)
+	return s.newCode(by, name)
 }
 
-func (s *Sessions) newCode(name string) (code string, expires time.Time, err error) {
+func (s *Sessions) newCode(by, name string) (code string, expires time.Time, err error) {
 	code, err = random(16)
 	if err != nil {
 		return "", time.Time{}, err
@@ -177,13 +188,24 @@ func (s *Sessions) newCode(name string) (code string, expires time.Time, err err
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
+	held := 0
 	for h, p := range s.codes {
 		if !p.expires.After(now) {
 			delete(s.codes, h)
+		} else if by != "" && p.by == by {
+			held++
+		}
+	}
+	if held >= MaxCodesPerDevice {
+		return "", time.Time{}, ErrTooManyCodes
+	}
+	if by != "" {
+		if _, ok := s.devices[by]; !ok { // revoked while the request ran
+			return "", time.Time{}, fmt.Errorf("auth: no device %s", by)
 		}
 	}
 	expires = now.Add(CodeTTL)
-	s.codes[hash(code)] = pending{expires: expires, name: name}
+	s.codes[hash(code)] = pending{expires: expires, name: name, by: by}
 	return code, expires, nil
 }
 
@@ -300,9 +322,15 @@ func (s *Sessions) Devices() []Device {
 	return out
 }
 
+// removeLocked ends d and deletes the codes it minted: they sign nobody in.
 func (s *Sessions) removeLocked(d *Device) {
 	delete(s.devices, d.ID)
 	delete(s.byHash, d.hash)
+	for h, p := range s.codes {
+		if p.by == d.ID {
+			delete(s.codes, h)
+		}
+	}
 }
 
 // saveLocked writes the sessions file whole (write, then rename), mode 0600.

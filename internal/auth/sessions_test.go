@@ -18,19 +18,19 @@ func TestLoginCodeOnceAndExpires(t *testing.T) {
 	}
 	now := time.Now()
 	s.now = func() time.Time { return now }
-	code, exp, err := s.NewCode()
+	code, exp, err := s.NewCode("")
 	if err != nil || !exp.Equal(now.Add(CodeTTL)) {
 		t.Fatalf("NewCode: %v, expires %v", err, exp)
 	}
 	if !used(s, code) || used(s, code) {
 		t.Fatal("a code must work exactly once")
 	}
-	late, _, _ := s.NewCode()
+	late, _, _ := s.NewCode("")
 	now = now.Add(CodeTTL + time.Second)
 	if used(s, late) {
 		t.Fatal("a code worked after CodeTTL")
 	}
-	unused, _, _ := s.NewCode()
+	unused, _, _ := s.NewCode("")
 	restarted, err := OpenSessions(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -102,7 +102,7 @@ func used(s *Sessions, code string) bool {
 func TestPairCodeDeviceAndRevoke(t *testing.T) {
 	dir := t.TempDir()
 	s, _ := OpenSessions(dir)
-	code, _, err := s.NewPairCode("  Ann's\x1b[31m phone\n" + strings.Repeat("x", 100))
+	code, _, err := s.NewPairCode("", "  Ann's\x1b[31m phone\n"+strings.Repeat("x", 100))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -328,7 +328,7 @@ func (d *Daemon) startTailnet(say func(string)) error {
 	}
 	// The address comes with a sign-in link for it, as the local one does.
 	serving := func(url string) {
-		code, _, err := d.sessions.NewCode()
+		code, _, err := d.sessions.NewCode("")
 		if err != nil {
 			say("On your tailnet: " + url)
 			return
@@ -370,7 +370,7 @@ func LinkAddr(a net.Addr) string {
 // LoginURL makes a one-time sign-in link for the dashboard (good for
 // auth.CodeTTL), as printed at start-up.
 func (d *Daemon) LoginURL() (string, error) {
-	code, _, err := d.sessions.NewCode()
+	code, _, err := d.sessions.NewCode("")
 	if err != nil {
 		return "", err
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/parleyhq/parley/internal/auth"
 	"github.com/parleyhq/parley/internal/channel/web"
 	"github.com/parleyhq/parley/internal/client"
 )
@@ -133,5 +134,39 @@ func TestPairDeviceThenRevokeClosesItsSocket(t *testing.T) {
 	}
 	if st := e.call("GET", "/api/threads", tok, nil, nil); st != 200 {
 		t.Fatalf("the shared token stopped working: %d", st)
+	}
+}
+
+// A device's codes die with it: a stolen device token that stocked pairing
+// codes signs nobody in once the device is revoked, and it can hold at most
+// auth.MaxCodesPerDevice unused codes at a time.
+func TestARevokedDevicesCodesSignNobodyIn(t *testing.T) {
+	e := startDaemon(t, nil)
+	id, tok := e.pair("stolen laptop")
+	var codes []string
+	for i := range auth.MaxCodesPerDevice {
+		var pc pairCode
+		path := "/api/pair-codes"
+		if i%2 == 1 {
+			path = "/api/login-codes"
+		}
+		if st := e.call("POST", path, tok, map[string]string{"name": "spare"}, &pc); st != 200 {
+			t.Fatalf("code %d: %d", i, st)
+		}
+		codes = append(codes, pc.Code)
+	}
+	if st := e.call("POST", "/api/pair-codes", tok, nil, nil); st != http.StatusTooManyRequests {
+		t.Fatalf("code %d: %d, want 429", auth.MaxCodesPerDevice+1, st)
+	}
+	if st := e.call("DELETE", "/api/devices/"+id, e.d.Token(), nil, nil); st != 200 {
+		t.Fatalf("revoke: %d", st)
+	}
+	for i, c := range codes {
+		if st := e.call("POST", "/api/pair", "", map[string]string{"code": c}, nil); st == 200 {
+			t.Fatalf("code %d of the revoked device paired a new device", i)
+		}
+	}
+	if _, tok := e.pair("new phone"); tok == "" { // the shared token's codes still pair
+		t.Fatal("no token")
 	}
 }

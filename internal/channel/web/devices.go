@@ -148,7 +148,8 @@ func (s *Server) handlePairCode(w http.ResponseWriter, r *http.Request) {
 	if r.ContentLength != 0 && !s.readBody(w, r, &body) {
 		return
 	}
-	code, exp, err := s.opt.Sessions.NewPairCode(body.Name)
+	me, _ := callerDevice(r.Context())
+	code, exp, err := s.opt.Sessions.NewPairCode(me.ID, body.Name)
 	if err != nil {
 		writeErr(w, err)
 		return

@@ -184,8 +184,9 @@ func (s *Server) handleLogout(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleLoginCode makes a one-time sign-in link (`parley login-link`).
-func (s *Server) handleLoginCode(w http.ResponseWriter, _ *http.Request) {
-	code, exp, err := s.opt.Sessions.NewCode()
+func (s *Server) handleLoginCode(w http.ResponseWriter, r *http.Request) {
+	me, _ := callerDevice(r.Context())
+	code, exp, err := s.opt.Sessions.NewCode(me.ID)
 	if err != nil {
 		writeErr(w, err)
 		return

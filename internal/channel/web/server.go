@@ -588,6 +588,8 @@ func errorCode(err error) (string, int) {
 		return chat.CodeBusy, http.StatusTooManyRequests
 	case errors.Is(err, chat.ErrTooLarge):
 		return chat.CodeTooLarge, http.StatusRequestEntityTooLarge
+	case errors.Is(err, auth.ErrTooManyCodes):
+		return chat.CodeRateLimit, http.StatusTooManyRequests
 	case errors.Is(err, chat.ErrRateLimited):
 		return chat.CodeRateLimit, http.StatusTooManyRequests
 	case errors.Is(err, chat.ErrSessionLimit):
