@@ -161,6 +161,52 @@ func (h *Hub) Request(ctx context.Context, node, thread, id string, data []byte,
 	}
 }
 
+// Ask hands an input to node now, past its stream, and waits up to wait for
+// the node's answer: for what is right only now (a stop, a card's answer, a
+// mode), which a queue could apply hours later on another turn. Nothing is
+// kept: a node that is not connected, or does not answer in time, gets no
+// copy for later, and the error says so. The node is given wait too, and
+// applies nothing after it.
+func (h *Hub) Ask(ctx context.Context, node, id string, data []byte, wait time.Duration) ([]byte, error) {
+	if err := CheckName(node); err != nil {
+		return nil, err
+	}
+	if id == "" {
+		return nil, errors.New("cluster: an input needs an id")
+	}
+	req := nats.NewMsg(inputSubject(node))
+	req.Header.Set(jetstream.MsgIDHeader, id)
+	req.Header.Set(withinHeader, wait.String())
+	req.Data = data
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	ans, err := h.nc.RequestMsgWithContext(ctx, req)
+	switch {
+	case errors.Is(err, nats.ErrNoResponders):
+		return nil, fmt.Errorf("machine %s is not connected: nothing was sent, nothing is kept for later", node)
+	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil:
+		return nil, fmt.Errorf("machine %s did not answer within %v: nothing is kept for later", node, wait)
+	case err != nil:
+		return nil, err
+	}
+	var a inputAnswer
+	if err := json.Unmarshal(ans.Data, &a); err != nil {
+		return nil, fmt.Errorf("machine %s answered with something else: %w", node, err)
+	}
+	if a.Refused {
+		return nil, refusalAt(a.Error, a.Code)
+	}
+	if a.Error != "" {
+		return nil, fmt.Errorf("machine %s: %s", node, a.Error)
+	}
+	return a.Result, nil
+}
+
+// withinHeader carries an asked input's time budget (a Go duration): the
+// node applies nothing after it. A duration, not a deadline: the machines'
+// clocks may differ.
+const withinHeader = "Parley-Within"
+
 // away says whether node did not answer the last hand-over because it is
 // not connected (inputs for it wait behind that one).
 func (h *Hub) away(node string) bool {
@@ -395,7 +441,11 @@ func (l *Link) serveInputs(apply InputHandler) error {
 			return
 		}
 		id := m.Header.Get(jetstream.MsgIDHeader)
-		res, err := l.applyOnce(id, m.Data, apply)
+		within := inputTimeout
+		if d, err := time.ParseDuration(m.Header.Get(withinHeader)); err == nil && d > 0 && d < within {
+			within = d
+		}
+		res, err := l.applyOnce(id, m.Data, within, apply)
 		a := inputAnswer{Result: res}
 		if err != nil {
 			var r *Refusal
@@ -415,14 +465,14 @@ func (l *Link) serveInputs(apply InputHandler) error {
 // applyOnce applies an input unless this link already applied its id (the
 // hub did not get the answer and handed it over again): then its result
 // is answered again.
-func (l *Link) applyOnce(id string, data []byte, apply InputHandler) ([]byte, error) {
+func (l *Link) applyOnce(id string, data []byte, within time.Duration, apply InputHandler) ([]byte, error) {
 	if id == "" {
 		return nil, &Refusal{Reason: "an input without a message id"}
 	}
 	if res, ok := l.applied.get(id); ok {
 		return res, nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), inputTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), within)
 	defer cancel()
 	res, err := apply(ctx, id, data)
 	if err != nil {

@@ -356,3 +356,37 @@ func TestARequestGetsTheNodesResultOrItsChatError(t *testing.T) {
 		t.Fatalf("parley_cluster_inputs_waiting %v, want away 2, n 0", gauge)
 	}
 }
+
+// A control (a stop, a card's answer) is right only now: asked of a node that
+// is away, it fails at once and is not kept, so the node, back later, applies
+// the messages queued for it and never that stop (sent through the queue, as
+// before, it was applied on the node's return, on whatever turn ran then).
+func TestAnAskedInputIsNeverAppliedLate(t *testing.T) {
+	h, err := StartHub(t.Context(), HubOptions{DataDir: t.TempDir(), Listen: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.Close)
+	data := join(t, h, "b")
+	ctx := t.Context()
+	if _, err := h.Ask(ctx, "b", "stop-1", []byte("stop"), 10*time.Second); err == nil || !strings.Contains(err.Error(), "not connected") {
+		t.Fatalf("a stop asked of an away node: %v; want it refused as not connected", err)
+	}
+	if err := h.Queue(ctx, "b", "t1", "m1", []byte("message")); err != nil {
+		t.Fatal(err)
+	}
+	got := newApplied()
+	dialWith(t, data, h.Addr(), "b", got.handler(nil))
+	if id := got.next(t); id != "m1" {
+		t.Fatalf("first input on return: %s; want the queued message m1", id)
+	}
+	waitDrained(t, h, "b")
+	// Asked while connected, it is applied and answered.
+	res, err := h.Ask(ctx, "b", "stop-2", []byte("stop"), 10*time.Second)
+	if err != nil || string(res) != `"stop-2"` {
+		t.Fatalf("a stop asked of a connected node: %q %v", res, err)
+	}
+	if all := got.all(); strings.Join(all, ",") != "m1,stop-2" {
+		t.Fatalf("the node applied %v; want m1 and stop-2 only: stop-1 was refused, never kept", all)
+	}
+}

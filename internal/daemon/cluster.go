@@ -66,14 +66,26 @@ func (d *Daemon) applyInput(ctx context.Context, _ string, data []byte) ([]byte,
 	case in.Kind == "control" && in.Control != nil:
 		c := *in.Control
 		c.From, c.Thread = from, in.Thread
-		return nil, refusal(d.router.Control(ctx, c))
+		return nil, controlRefusal(d.router.Control(ctx, c))
 	}
 	return nil, cluster.Refuse(fmt.Errorf("%w: an input of kind %q", chat.ErrBadInput, in.Kind))
 }
 
-// refusal makes a router error the node's answer: shutting down (or out of
-// time) is tried again; anything else is the input's end.
+// refusal makes a router error the node's answer to a message: a limit that
+// passes (the thread's queue full, the new-thread rate, the agent sessions
+// cap) is tried again by the hub, the message kept in its queue, as are
+// shutting down and running out of time; anything else is the input's end.
 func refusal(err error) error {
+	if errors.Is(err, chat.ErrBusy) || errors.Is(err, chat.ErrRateLimited) || errors.Is(err, chat.ErrSessionLimit) {
+		return err
+	}
+	return controlRefusal(err)
+}
+
+// controlRefusal makes a router error the node's answer to a control: asked
+// now and never kept (cluster.Hub.Ask), so only shutting down and running out
+// of time are not its end.
+func controlRefusal(err error) error {
 	if err == nil || errors.Is(err, chat.ErrClosed) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		return err
 	}
@@ -169,8 +181,9 @@ func (r *remote) Send(ctx context.Context, from chat.RouteKey, id chat.ThreadID,
 	return sr.Delivery, cluster.RemoteID(node, sr.Thread), nil
 }
 
-// Control goes to a node that is online now: a stop or an answer kept for
-// later could land on another turn than the one it was meant for.
+// Control goes to a node that is online now, never through its queue: a
+// stop or an answer kept for later could land on another turn than the one
+// it was meant for (cluster.Hub.Ask keeps nothing).
 func (r *remote) Control(ctx context.Context, c router.Control) error {
 	node, thread, _ := cluster.SplitRemoteID(c.Thread)
 	online, err := r.online(ctx, node)
@@ -185,7 +198,7 @@ func (r *remote) Control(ctx context.Context, c router.Control) error {
 	if err != nil {
 		return err
 	}
-	_, err = r.hub.Request(ctx, node, string(thread), chat.NewID("c"), data, remoteWait)
+	_, err = r.hub.Ask(ctx, node, chat.NewID("c"), data, remoteWait)
 	return err
 }
 
