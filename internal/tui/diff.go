@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"unicode"
 
 	"github.com/charmbracelet/x/ansi"
 
@@ -122,9 +123,9 @@ func (m *Model) diffLines(diffs []chat.Diff, w, limit int) []string {
 		if old == "" {
 			head += " (new file)"
 		}
-		out = append(out, st.dim.Render(ansi.Truncate(head, w, "…")))
+		out = append(out, st.dim.Render(ansi.Truncate(printable(head), w, "…")))
 		for _, l := range lineDiff(old, d.NewText) {
-			line := ansi.Truncate(string(l.op)+" "+strings.ReplaceAll(l.text, "\t", "    "), w, "…")
+			line := ansi.Truncate(string(l.op)+" "+printable(l.text), w, "…")
 			switch l.op {
 			case '-':
 				line = st.del.Render(line)
@@ -139,4 +140,18 @@ func (m *Model) diffLines(diffs []chat.Diff, w, limit int) []string {
 		out = append(out[:limit-1], st.dim.Render(fmt.Sprintf("… %d more lines (Ctrl+O shows all)", more)))
 	}
 	return out
+}
+
+// printable makes a line of a proposed file safe for the terminal: its escape
+// sequences (cursor moves, erasing, colours) and other control characters are
+// the agent's content, not the TUI's, and could hide or fake lines of the very
+// change a person is asked to allow. Tabs become four spaces.
+func printable(s string) string {
+	s = ansi.Strip(strings.ReplaceAll(s, "\t", "    "))
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return -1
+		}
+		return r
+	}, s)
 }
