@@ -302,6 +302,14 @@ func (s *Sessions) RevokeDevice(id string) (found bool, err error) {
 	return true, s.saveLocked()
 }
 
+// Live reports whether device id is signed in: not revoked, signed out or expired.
+func (s *Sessions) Live(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d, ok := s.devices[id]
+	return ok && d.expires.After(s.now())
+}
+
 // Devices lists the live devices, the oldest pairing first.
 func (s *Sessions) Devices() []Device {
 	s.mu.Lock()

@@ -142,7 +142,7 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 			w := wsp.Load()
 			return w != nil && w.OnScreen(dev, th)
 		},
-		Logger: log})
+		Live: sessions.Live, Logger: log})
 	if err != nil {
 		h.Unwatch(watch)
 		ch.close()

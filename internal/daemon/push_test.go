@@ -2,10 +2,12 @@ package daemon_test
 
 import (
 	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/parleyhq/parley/internal/channel/web"
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/client"
 	"github.com/parleyhq/parley/internal/push"
@@ -156,5 +158,39 @@ func TestPushNeverCarriesTheToolsInput(t *testing.T) {
 		if strings.Contains(string(p.Plaintext), secret) || strings.Contains(string(p.Plaintext), "Authorization") {
 			t.Fatalf("a push carries the command: %s", p.Plaintext)
 		}
+	}
+}
+
+// A device that signed out gets no more pushes: its subscription is dropped
+// with its session, while a device still signed in gets the card's push.
+func TestPushGoesOnlyToSignedInDevices(t *testing.T) {
+	e := startDaemon(t, nil)
+	svc := e.pushService()
+	_, phoneTok := e.pair("phone")
+	_, laptopTok := e.pair("laptop")
+	phone := e.subscribe(svc, phoneTok)
+	laptop := e.subscribe(svc, laptopTok)
+	req, _ := http.NewRequest("POST", e.url()+"/logout", nil)
+	req.AddCookie(&http.Cookie{Name: web.CookieName, Value: phoneTok})
+	resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if st := e.call("GET", "/api/devices", phoneTok, nil, nil); st != 401 {
+		t.Fatalf("the signed-out phone still reaches the API: %d", st)
+	}
+	c := chatsock.Dial(t, e.url(), e.d.Token(), client.Options{Chat: "out", Since: -1})
+	c.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeReplayDone), "ready")
+	c.Send(chatsock.Msg("m1", "permission Bash"))
+	i := c.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypePermissionRequest), "card")
+	rid := chatsock.FieldOf(c.Snapshot()[i], "request_id").(string)
+	svc.WaitFor(t, 10*time.Second, "the laptop's push", func(ps []webpushsvc.Push) bool { return len(webpushsvc.Messages[push.Message](ps, laptop)) == 1 })
+	c.Send(map[string]any{"type": "permission_response", "request_id": rid, "option_id": "allow"})
+	// The laptop's closing push was queued after every open push, and the
+	// sender goes in order: once it arrived, the phone's would have too.
+	ps := svc.WaitFor(t, 10*time.Second, "the laptop's pushes", func(ps []webpushsvc.Push) bool { return len(webpushsvc.Messages[push.Message](ps, laptop)) == 2 })
+	if n := len(webpushsvc.Messages[push.Message](ps, phone)); n != 0 {
+		t.Fatalf("the signed-out phone got %d pushes: %s", n, webpushsvc.Summary(ps))
 	}
 }

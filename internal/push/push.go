@@ -58,6 +58,10 @@ type Options struct {
 	AgentName func(id string) string
 	// OnScreen reports whether a device shows a thread right now: it gets no push.
 	OnScreen func(device string, thread chat.ThreadID) bool
+	// Live reports whether a device is still signed in; nil: all are. A
+	// device revoked, signed out or expired gets no push, and its
+	// subscriptions are dropped.
+	Live func(device string) bool
 	// Subscriber is the VAPID contact: an https: URL or an e-mail address.
 	Subscriber string
 	HTTP       *http.Client
@@ -285,10 +289,20 @@ func (s *Service) reconcile(ctx context.Context, id chat.ThreadID) {
 			s.log.Error("push: subscriptions", "err", err)
 			return
 		}
+		gone := map[string]bool{}
+		for _, sub := range subs {
+			if s.opt.Live != nil && !gone[sub.Device] && !s.opt.Live(sub.Device) {
+				gone[sub.Device] = true
+				s.DeviceGone(sub.Device)
+			}
+		}
 		for _, c := range open {
 			isOpen[c.RequestID] = true
 			payload := s.openPayload(th, c)
 			for _, sub := range subs {
+				if gone[sub.Device] {
+					continue
+				}
 				state := store.PushPending
 				if s.opt.OnScreen != nil && s.opt.OnScreen(sub.Device, id) {
 					state = store.PushSkipped

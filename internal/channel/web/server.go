@@ -205,6 +205,13 @@ func (s *Server) authed(h http.HandlerFunc) http.Handler {
 		if isDev {
 			ctx, done := s.live.track(context.WithValue(r.Context(), deviceKey{}, dev), dev.ID)
 			defer done()
+			// Revoked between the lookup and track: live.end ran before this
+			// request was there to cancel.
+			if !s.opt.Sessions.Live(dev.ID) {
+				s.refuse(w)
+				httpError(w, http.StatusUnauthorized, "missing or wrong token")
+				return
+			}
 			r = r.WithContext(ctx)
 		}
 		h(w, r)
