@@ -92,9 +92,13 @@ func (s *Store) PushEnqueue(ctx context.Context, items []store.PushItem) (int, e
 	n := 0
 	now := s.now().UnixNano()
 	for _, it := range items {
+		// A pending push for an endpoint without a subscription (its device
+		// went after the open push) can never leave: it is queued as dropped.
 		res, err := tx.ExecContext(ctx, `INSERT INTO push_outbox (endpoint, thread, request_id, kind, payload, state, attempts, next_at, created_at)
-			VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?) ON CONFLICT DO NOTHING`,
-			it.Endpoint, string(it.Thread), it.RequestID, it.Kind, it.Payload, it.State, it.NextAt.UnixNano(), now)
+			VALUES (?, ?, ?, ?, ?, CASE WHEN ? = ? AND NOT EXISTS (SELECT 1 FROM push_subscriptions WHERE endpoint = ?) THEN ? ELSE ? END, 0, ?, ?)
+			ON CONFLICT DO NOTHING`,
+			it.Endpoint, string(it.Thread), it.RequestID, it.Kind, it.Payload,
+			it.State, store.PushPending, it.Endpoint, store.PushDropped, it.State, it.NextAt.UnixNano(), now)
 		if err != nil {
 			return 0, fmt.Errorf("sqlite: push enqueue: %w", err)
 		}
@@ -181,7 +185,9 @@ func (s *Store) PushDue(ctx context.Context, now time.Time, limit int) ([]store.
 // PushNextDue is when the next pending push is due (zero when none is).
 func (s *Store) PushNextDue(ctx context.Context) (time.Time, error) {
 	var next sql.NullInt64
-	err := s.r.QueryRowContext(ctx, `SELECT MIN(next_at) FROM push_outbox WHERE state = ?`, store.PushPending).Scan(&next)
+	// Joined like PushDue: a push it would never return must not wake the sender.
+	err := s.r.QueryRowContext(ctx, `SELECT MIN(o.next_at) FROM push_outbox o
+		JOIN push_subscriptions s ON s.endpoint = o.endpoint WHERE o.state = ?`, store.PushPending).Scan(&next)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return time.Time{}, fmt.Errorf("sqlite: push next: %w", err)
 	}
