@@ -121,6 +121,9 @@ func OpenSessions(dataDir string) (*Sessions, error) {
 	}
 	now := s.now()
 	for h, exp := range f.Sessions {
+		if len(h) < 12 { // not a hash this version wrote: nobody's secret matches it
+			continue
+		}
 		f.Devices = append(f.Devices, stored{Device: Device{ID: "d-" + h[:12], Name: "browser", Kind: KindBrowser}, Hash: h, Expires: exp})
 	}
 	for _, st := range f.Devices {

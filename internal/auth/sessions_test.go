@@ -156,3 +156,20 @@ func TestSessionsFileBeforeDevices(t *testing.T) {
 		t.Fatalf("old session lost: %+v %v", d, ok)
 	}
 }
+
+// A sessions file of an earlier version holding a short hash (hand-edited,
+// truncated) opens without that entry instead of panicking.
+func TestOldSessionsFileWithAShortHashOpens(t *testing.T) {
+	dir := t.TempDir()
+	exp := time.Now().Add(time.Hour).UTC().Format(time.RFC3339Nano)
+	if err := os.WriteFile(filepath.Join(dir, SessionsFile), []byte(`{"sessions":{"abc":"`+exp+`"}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err := OpenSessions(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(s.Devices()); n != 0 {
+		t.Fatalf("%d devices from a short hash", n)
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -168,5 +170,28 @@ func TestARevokedDevicesCodesSignNobodyIn(t *testing.T) {
 	}
 	if _, tok := e.pair("new phone"); tok == "" { // the shared token's codes still pair
 		t.Fatal("no token")
+	}
+}
+
+// A revocation that could not be saved says so (500): the device is cut off
+// now, but would be signed in again after a restart.
+func TestRevokeThatCannotBeSavedAnswers500(t *testing.T) {
+	e := startDaemon(t, nil)
+	id, tok := e.pair("phone")
+	f := filepath.Join(e.cfg.DataDir, auth.SessionsFile)
+	if err := os.Remove(f); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(f, 0o700); err != nil { // the rename over it fails, even as root
+		t.Fatal(err)
+	}
+	var out struct {
+		Error struct{ Message string }
+	}
+	if st := e.call("DELETE", "/api/devices/"+id, e.d.Token(), nil, &out); st != 500 || !strings.Contains(out.Error.Message, "could not be saved") {
+		t.Fatalf("revoke with an unwritable sessions file: %d %q", st, out.Error.Message)
+	}
+	if st := e.call("GET", "/api/devices", tok, nil, nil); st != 401 {
+		t.Fatalf("the device still reaches the API: %d", st)
 	}
 }

@@ -124,16 +124,20 @@ func (s *Server) handleDevices(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handleRevokeDevice(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	found, err := s.opt.Sessions.RevokeDevice(id)
-	if err != nil {
-		s.log.Error("could not save a revocation", "err", err)
-	}
 	if !found {
 		httpError(w, http.StatusNotFound, "no device "+id)
 		return
 	}
+	// Ended in memory even when the file could not be written: it is cut off
+	// now, and the person is told it would come back after a restart.
 	s.live.end(id)
 	if s.opt.Push != nil {
 		s.opt.Push.DeviceGone(id)
+	}
+	if err != nil {
+		s.log.Error("could not save a revocation", "device", id, "err", err)
+		httpError(w, http.StatusInternalServerError, "device "+id+" is cut off until parley restarts, but the revocation could not be saved (it would be signed in again after a restart): "+err.Error())
+		return
 	}
 	s.log.Info("device revoked", "device", id)
 	writeJSON(w, http.StatusOK, map[string]any{"revoked": true})
