@@ -147,7 +147,10 @@ func newRig(t *testing.T) *rig {
 		cfg.Addr = "127.0.0.1:0"
 		cfg.Agents = []config.Agent{{ID: "claude", Name: "Claude Code", Transport: config.TransportStream, Command: testkit.ClaudeBin(t), Env: env}}
 		cfg.Cluster.Node = name
-		cfg.Cluster.Heartbeat = config.Duration{Duration: 200 * time.Millisecond}
+		// Heartbeats a loaded machine keeps: the hub counts b offline after
+		// three missed ones, and an offline b turns a new thread or a stop
+		// into "machine b is offline".
+		cfg.Cluster.Heartbeat = config.Duration{Duration: 2 * time.Second}
 		mutate(&cfg.Cluster)
 		if err := cfg.Validate(); err != nil {
 			t.Fatal(err)
@@ -290,11 +293,31 @@ func TestANodesThreadDrivenFromTheHub(t *testing.T) {
 	s.Send(map[string]any{"type": "stop"})
 	s.WaitFor(from, wait, chatsock.PromptDone("m3", chat.StopCancelled), "cancelled by the hub's stop")
 
-	// since: the hub's replay of the whole log equals b's own.
-	n.WaitFor(nfrom, wait, chatsock.PromptDone("m3", chat.StopCancelled), "the node saw the stop")
+	// since: the hub's replay of the whole log equals b's own, up to the
+	// stop's prompt_done (b's last event the test knows of). Both sockets
+	// stay live: each is read once it has reached that seq, since the hub
+	// hears b's log a moment after b writes it.
+	last := n.Get(n.WaitFor(nfrom, wait, chatsock.PromptDone("m3", chat.StopCancelled), "the node saw the stop")).Seq
+	if last == 0 {
+		t.Fatal("the stop's prompt_done at the node has no seq")
+	}
 	viaHub := r.hub.dial("phone", 0, remoteID)
 	own := r.node.dial("terminal", 0, local)
-	hubLog, nodeLog := seqFrames(t, viaHub.Snapshot()), seqFrames(t, own.Snapshot())
+	upTo := func(c *chatsock.Conn) map[int64]string {
+		var log map[int64]string
+		testkit.Eventually(t, wait, func() bool {
+			log = seqFrames(t, c.Snapshot())
+			_, ok := log[last]
+			return ok
+		}, fmt.Sprintf("the replay reaches seq %d", last))
+		for seq := range log {
+			if seq > last {
+				delete(log, seq)
+			}
+		}
+		return log
+	}
+	hubLog, nodeLog := upTo(viaHub), upTo(own)
 	if len(nodeLog) < 10 || len(hubLog) != len(nodeLog) {
 		t.Fatalf("replay through the hub: %d events, b's own: %d", len(hubLog), len(nodeLog))
 	}

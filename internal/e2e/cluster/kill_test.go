@@ -138,7 +138,7 @@ env = { %s }
 [cluster]
 hub = %q
 node = "b"
-heartbeat = "200ms"
+heartbeat = "2s"
 `, work, testkit.ClaudeBin(t), strings.Join(envLines, ", "), addr)
 	if err := os.WriteFile(cfgFile, []byte(cfgText), 0o600); err != nil {
 		t.Fatal(err)
