@@ -301,14 +301,9 @@ func TestANodeCannotTouchAnotherNodesSubjectsOrKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	jsA, _ := jetstream.New(a)
-	jsB, _ := jetstream.New(b)
 	ctx := t.Context()
-	if _, err := jsB.Publish(ctx, DirectoryKey("b"), []byte(`{"node":"b"}`)); err != nil {
-		t.Fatalf("b writes its own record: %v", err)
-	}
-	if _, err := jsA.Publish(ctx, DirectoryKey("a"), []byte(`{"node":"a"}`)); err != nil {
-		t.Fatalf("a writes its own record: %v", err)
-	}
+	record(t, b, dirSubject("b"), `{"node":"b"}`)
+	record(t, a, dirSubject("a"), `{"node":"a"}`)
 	// The hub listens where b publishes, and where it sends b requests.
 	watch, err := h.nc.SubscribeSync(FromSubject("b") + ".>")
 	if err != nil {
@@ -358,8 +353,10 @@ func TestANodeCannotTouchAnotherNodesSubjectsOrKeys(t *testing.T) {
 	if err != nil || string(e.Value()) != `{"node":"b"}` {
 		t.Fatalf("b's record is %q %v, want b's own", e.Value(), err)
 	}
-	// b's thread summaries, b's inputs, the admin requests.
-	for _, subj := range []string{"$KV." + threadsBucket + ".b.t1", InputSubject("b") + ".t1", adminRevoke, joinSubject} {
+	// b's thread summaries, b's inputs, the admin requests, and every $KV
+	// key, a's own too (the hub writes them, records.go).
+	for _, subj := range []string{"$KV." + threadsBucket + ".b.t1", InputSubject("b") + ".t1", adminRevoke, joinSubject,
+		DirectoryKey("a"), "$KV." + threadsBucket + ".a.t1"} {
 		if err := a.Publish(subj, []byte(`{"node":"b"}`)); err != nil {
 			t.Fatal(err)
 		}
@@ -388,9 +385,17 @@ func TestANodeCannotTouchAnotherNodesSubjectsOrKeys(t *testing.T) {
 	if m, err := h.nc.Request(ToSubject("a")+".t.x.replay", []byte("3"), 10*time.Second); err != nil || string(m.Data) != "events after 3" {
 		t.Fatalf("a answering its own replay request: %v %v", m, err)
 	}
-	// …writes its own thread summary…
-	if _, err := jsA.Publish(ctx, "$KV."+threadsBucket+".a.t1", []byte(`{"title":"x"}`)); err != nil {
-		t.Fatalf("a writes its own thread summary: %v", err)
+	// …and has the hub write its own thread summary.
+	record(t, a, sumSubject("a", "t1"), `{"id":"t1","title":"x"}`)
+}
+
+// record sends a node's record or summary as the node does (Link.publishRecord)
+// and fails unless the hub wrote it.
+func record(t *testing.T, nc *nats.Conn, subject, value string) {
+	t.Helper()
+	m, err := nc.Request(subject, []byte(value), 10*time.Second)
+	if err != nil || len(m.Data) != 0 {
+		t.Fatalf("%s: the hub answered %v %v, want it written", subject, m, err)
 	}
 }
 
@@ -492,11 +497,8 @@ func TestTheHubAnswersAJoinRequestOnlyToAJoinersInbox(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	jsB, _ := jetstream.New(b)
 	ctx := t.Context()
-	if _, err := jsB.Publish(ctx, DirectoryKey("b"), []byte(`{"node":"b","version":"real"}`)); err != nil {
-		t.Fatal(err)
-	}
+	record(t, b, dirSubject("b"), `{"node":"b","version":"real"}`)
 	used := token(t, h, "", time.Minute)
 	if _, err := Join(ctx, t.TempDir(), used, "first", "test"); err != nil {
 		t.Fatal(err)
@@ -529,13 +531,19 @@ func TestTheHubAnswersAJoinRequestOnlyToAJoinersInbox(t *testing.T) {
 		t.Fatalf("b's input stream: %v, %+v: the hub answered into it", err, info)
 	}
 
-	// b writes garbage as its own record: the list still shows every node.
-	if _, err := jsB.Publish(ctx, DirectoryKey("b"), []byte(`not json`)); err != nil {
-		t.Fatal(err)
+	// b sends garbage as its record, or a record of another node: the hub
+	// refuses both and keeps b's; the list still shows every node.
+	for _, bad := range []string{`not json`, `{"node":"first"}`} {
+		if m, err := b.Request(dirSubject("b"), []byte(bad), 10*time.Second); err != nil || len(m.Data) == 0 {
+			t.Fatalf("b's record %s: answered %v %v, want refused", bad, m, err)
+		}
+	}
+	if e, err := h.nodes.Get(ctx, "b"); err != nil || string(e.Value()) != `{"node":"b","version":"real"}` {
+		t.Fatalf("b's record is %q (%v) after garbage", e.Value(), err)
 	}
 	nodes, err := h.Nodes(ctx)
 	if err != nil || len(nodes) != 3 {
-		t.Fatalf("nodes with one unreadable record: %v, %v; want all three listed", nodes, err)
+		t.Fatalf("nodes: %v, %v; want all three listed", nodes, err)
 	}
 }
 

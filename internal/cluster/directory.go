@@ -8,8 +8,8 @@ import (
 	"github.com/parleyhq/parley/internal/chat"
 )
 
-// Record is a node's directory entry, written by the node alone
-// ($KV.parley_nodes.<node>) at every heartbeat.
+// Record is a node's directory entry: the node sends it at every heartbeat
+// (parley.from.<node>.dir), the hub checks it and writes $KV.parley_nodes.<node>.
 type Record struct {
 	Node    string   `json:"node"`
 	Version string   `json:"version"`

@@ -16,8 +16,10 @@
 //	parley.to.<node>.>                    the node subscribes: parley.to.<node>.in (inputs, as the hub's requests),
 //	                                      parley.to.<node>.src (source requests: a thread, events, tail, cards, usage)
 //	parley.in.<node>.<thread>             inputs for the node: stream PARLEY_IN_<node>, work queue, read by the hub's consumer "node"
-//	$KV.parley_nodes.<node>               the node's directory record (heartbeat)
-//	$KV.parley_threads.<node>.<thread>    the node's thread summaries
+//	parley.from.<node>.dir                the node's directory record (heartbeat), a request to the hub
+//	parley.from.<node>.sum.<thread>       one of the node's thread summaries, a request to the hub
+//	$KV.parley_nodes.<node>               the directory record, written by the hub only (records.go)
+//	$KV.parley_threads.<node>.<thread>    the thread summaries, written by the hub only
 //	parley.join                           a joining node's registration (the join user only)
 //	parley.admin.>                        the hub's own requests (nodes, revoke); the admin user only
 //

@@ -192,16 +192,20 @@ func (h *Hub) connect(ctx context.Context) error {
 	}
 	if h.nodes, err = h.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket: nodesBucket, Description: "parley nodes: each node's heartbeat record", History: 1, Storage: jetstream.FileStorage,
-		MaxValueSize: 64 << 10,
+		MaxValueSize: maxRecord,
 	}); err != nil {
 		return fmt.Errorf("cluster: bucket %s: %w", nodesBucket, err)
 	}
-	if _, err = h.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	threads, err := h.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket: threadsBucket, Description: "parley thread summaries, each node's under <node>.", History: 1, Storage: jetstream.FileStorage,
 		// Bounded: nodes write here, and the hub's disk is its store's too.
-		MaxValueSize: 64 << 10, MaxBytes: 256 << 20,
-	}); err != nil {
+		MaxValueSize: maxRecord, MaxBytes: 256 << 20,
+	})
+	if err != nil {
 		return fmt.Errorf("cluster: bucket %s: %w", threadsBucket, err)
+	}
+	if err := h.serveRecords(threads); err != nil {
+		return err
 	}
 	if h.used, err = h.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket: usedBucket, Description: "ids of used join tokens", History: 1, Storage: jetstream.FileStorage,
@@ -433,8 +437,8 @@ func (h *Hub) Nodes(ctx context.Context) ([]NodeStatus, error) {
 		default:
 			var r Record
 			if err := json.Unmarshal(e.Value(), &r); err != nil {
-				// A node writes its own record: one that is not a record
-				// says nothing of that node and must not hide the others.
+				// The hub checks each record before writing it; one unreadable (an
+				// older hub's) says nothing of that node and must not hide the others.
 				h.log.Warn("cluster: a node's directory record is unreadable", "node", m.Name, "err", err)
 				break
 			}

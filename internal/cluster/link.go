@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/parleyhq/parley/internal/chat"
@@ -64,7 +63,6 @@ type Link struct {
 	opt    LinkOptions
 	log    *slog.Logger
 	nc     *nats.Conn
-	js     jetstream.JetStream
 	up     prometheus.Gauge
 	kick   chan struct{} // a (re)connect: write the record now
 	upKick chan struct{} // a (re)connect: write every thread summary
@@ -134,10 +132,6 @@ func Dial(opt LinkOptions) (*Link, error) {
 	)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: dial the hub: %w", err)
-	}
-	if l.js, err = jetstream.New(l.nc); err != nil {
-		l.nc.Close()
-		return nil, err
 	}
 	if opt.Inputs != nil {
 		if err := l.serveInputs(opt.Inputs); err != nil {
@@ -223,8 +217,7 @@ func (l *Link) write(offline bool) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), max(5*time.Second, l.opt.Heartbeat))
 	defer cancel()
-	_, err = l.js.Publish(ctx, DirectoryKey(l.opt.Node), b)
-	return err
+	return l.publishRecord(ctx, dirSubject(l.opt.Node), b)
 }
 
 // Close says the node is going offline (when the hub can hear it) and closes.

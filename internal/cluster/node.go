@@ -247,8 +247,7 @@ func (l *Link) putSummary(ctx context.Context, th chat.Thread) error {
 	if err != nil {
 		return err
 	}
-	_, err = l.js.Publish(ctx, "$KV."+threadsBucket+"."+ThreadKey(l.opt.Node, th.ID), b)
-	return err
+	return l.publishRecord(ctx, sumSubject(l.opt.Node, string(th.ID)), b)
 }
 
 // answerSource answers one source request from the node's store.

@@ -45,14 +45,15 @@ const (
 func inboxPrefix(node string) string { return "_INBOX." + node }
 
 // nodePermissions are all a node's user may do. Everything else, NATS refuses:
-// another node's subjects and keys, the whole JetStream API (its inputs come
-// as the hub's requests, inputs.go), the admin requests.
+// another node's subjects, every $KV key and stream subject (its record and
+// summaries go to the hub as plain messages, records.go; its inputs come as
+// the hub's requests, inputs.go), the whole JetStream API, the admin requests.
+// No stream may capture parley.from.>: a JetStream publish acks to a reply
+// subject the node picks.
 func nodePermissions(node string) *server.Permissions {
 	return &server.Permissions{
 		Publish: &server.SubjectPermission{Allow: []string{
 			FromSubject(node) + ".>",
-			DirectoryKey(node),
-			"$KV." + threadsBucket + "." + node + ".>",
 		}},
 		Subscribe: &server.SubjectPermission{Allow: []string{
 			ToSubject(node) + ".>",
