@@ -3,7 +3,9 @@ package daemon_test
 import (
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -192,5 +194,62 @@ func TestPushGoesOnlyToSignedInDevices(t *testing.T) {
 	ps := svc.WaitFor(t, 10*time.Second, "the laptop's pushes", func(ps []webpushsvc.Push) bool { return len(webpushsvc.Messages[push.Message](ps, laptop)) == 2 })
 	if n := len(webpushsvc.Messages[push.Message](ps, phone)); n != 0 {
 		t.Fatalf("the signed-out phone got %d pushes: %s", n, webpushsvc.Summary(ps))
+	}
+}
+
+// A device keeps at most push.MaxPerDevice subscriptions (a new one replaces
+// its oldest), and an endpoint that redirects is not followed: the push
+// service stand-in behind the redirect gets nothing.
+func TestPushSubscriptionsCappedAndRedirectsNotFollowed(t *testing.T) {
+	e := startDaemon(t, nil)
+	svc := e.pushService()
+	_, phoneTok := e.pair("phone")
+	var subs []*webpushsvc.Sub
+	for range push.MaxPerDevice + 1 {
+		subs = append(subs, e.subscribe(svc, phoneTok))
+	}
+	// A laptop's subscription points at a server that redirects to a real endpoint.
+	_, laptopTok := e.pair("laptop")
+	target, js := svc.Subscribe(t)
+	var sub map[string]any
+	json.Unmarshal(js, &sub)
+	to := sub["endpoint"].(string)
+	var redirected atomic.Int64
+	redir := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		redirected.Add(1)
+		http.Redirect(w, r, to, http.StatusTemporaryRedirect)
+	}))
+	t.Cleanup(redir.Close)
+	sub["endpoint"] = redir.URL + "/push"
+	if st := e.call("POST", "/api/push/subscriptions", laptopTok, sub, nil); st != 200 {
+		t.Fatalf("subscribe: %d", st)
+	}
+
+	c := chatsock.Dial(t, e.url(), e.d.Token(), client.Options{Chat: "cap", Since: -1})
+	c.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeReplayDone), "ready")
+	c.Send(chatsock.Msg("m1", "permission Bash"))
+	i := c.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypePermissionRequest), "card")
+	got := func(n int) func([]webpushsvc.Push) bool {
+		return func(ps []webpushsvc.Push) bool {
+			for _, s := range subs[1:] {
+				if len(webpushsvc.Messages[push.Message](ps, s)) != n {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	svc.WaitFor(t, 10*time.Second, "the newest subscriptions' pushes", got(1))
+	testkit.Eventually(t, 10*time.Second, func() bool { return redirected.Load() > 0 }, "the redirecting endpoint is tried")
+	// The sender goes one push at a time: once the closing pushes queued
+	// after it arrived, the redirected attempt (and any request it led to) is over.
+	c.Send(map[string]any{"type": "permission_response", "request_id": chatsock.FieldOf(c.Snapshot()[i], "request_id").(string), "option_id": "allow"})
+	svc.WaitFor(t, 10*time.Second, "the closing pushes", got(2))
+	ps := svc.Pushes()
+	if n := len(webpushsvc.Messages[push.Message](ps, subs[0])); n != 0 {
+		t.Errorf("the replaced (oldest) subscription got %d pushes", n)
+	}
+	if svc.Attempts(target) != 0 {
+		t.Errorf("the redirect was followed: the endpoint behind it got %d requests", svc.Attempts(target))
 	}
 }

@@ -110,6 +110,13 @@ func Start(opt Options) (*Service, error) {
 	if opt.HTTP == nil {
 		opt.HTTP = &http.Client{Timeout: sendTimeout}
 	}
+	if opt.HTTP.CheckRedirect == nil {
+		// An endpoint is where a browser's push service takes pushes: one
+		// that redirects could send parley's requests anywhere.
+		c := *opt.HTTP
+		c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+		opt.HTTP = &c
+	}
 	if opt.Subscriber == "" {
 		opt.Subscriber = "https://github.com/parleyhq/parley"
 	}
@@ -136,6 +143,9 @@ func (s *Service) Close() {
 
 // PublicKey is the VAPID public key (applicationServerKey), URL-safe base64.
 func (s *Service) PublicKey() string { return s.keys.Public }
+
+// MaxPerDevice bounds a device's subscriptions: a new one replaces its oldest.
+const MaxPerDevice = 5
 
 // ErrBadSubscription is a PushSubscription that cannot be used.
 var ErrBadSubscription = errors.New("not a usable push subscription")
@@ -164,6 +174,23 @@ func (s *Service) Subscribe(device string, raw json.RawMessage) error {
 	if err := s.opt.Store.PushSubscribe(context.Background(), store.PushSubscription{Endpoint: sub.Endpoint, Device: device,
 		P256dh: sub.Keys.P256dh, Auth: sub.Keys.Auth}); err != nil {
 		return err
+	}
+	// The newest MaxPerDevice stay: a browser that subscribes again gets a
+	// new endpoint and its old ones go stale, so refusing would lock it out.
+	all, err := s.opt.Store.PushSubscriptions(context.Background()) // oldest first
+	if err != nil {
+		return err
+	}
+	var mine []string
+	for _, x := range all {
+		if x.Device == device {
+			mine = append(mine, x.Endpoint)
+		}
+	}
+	for _, e := range mine[:max(0, len(mine)-MaxPerDevice)] {
+		if err := s.opt.Store.PushForget(context.Background(), device, e); err != nil {
+			return err
+		}
 	}
 	s.recount()
 	s.wake()
