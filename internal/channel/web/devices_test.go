@@ -67,3 +67,35 @@ func TestPairCodeExpiresAndWorksOnce(t *testing.T) {
 		t.Fatalf("devices: %+v", sess.Devices())
 	}
 }
+
+// A device's session that ends between the sign-in check and the request's
+// registration (a revocation racing the request; here the clock moves past
+// its expiry, the same path) is refused: live.end ran before the request was
+// there to cancel, so nothing else would stop it.
+func TestRequestOfADeviceEndedDuringItsCheckIsRefused(t *testing.T) {
+	sess, _ := auth.OpenSessions("")
+	secret, _, err := sess.Create("phone", auth.KindProgram)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	var calls atomic.Int64
+	sess.SetClock(func() time.Time {
+		if calls.Add(1) == 1 { // the lookup
+			return t0
+		}
+		return t0.Add(2 * auth.SessionTTL) // the re-check after registering
+	})
+	srv := httptest.NewServer(New(nil, nil, nil, Options{Token: testToken, Sessions: sess, Limits: config.Limits{MaxMessageBytes: 1 << 20}}))
+	t.Cleanup(srv.Close)
+	req, _ := http.NewRequest("GET", srv.URL+"/api/version", nil)
+	req.Header.Set("Authorization", "Bearer "+secret)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 401 {
+		t.Fatalf("a request of a device that ended during its check: %d, want 401", resp.StatusCode)
+	}
+}
