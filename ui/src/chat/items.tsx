@@ -88,9 +88,18 @@ export function Working({ since, stopping }: { since?: string; stopping?: boolea
 const FOLD_CHARS = 700;
 const FOLD_LINES = 12;
 
-function UserText({ text }: { text: string }) {
+// Messages the person unfolded, by key: a queued message moves to its place
+// when delivered and is drawn anew there; it stays as the person left it.
+const unfolded = new Set<string>();
+
+function UserText({ text, id }: { text: string; id: string }) {
   const long = text.length > FOLD_CHARS || text.split("\n").length > FOLD_LINES;
-  const [open, setOpen] = useState(false);
+  const [open, setOpenState] = useState(unfolded.has(id));
+  const setOpen = (o: boolean) => {
+    if (o) unfolded.add(id);
+    else unfolded.delete(id);
+    setOpenState(o);
+  };
   return (
     <>
       <div class={long && !open ? "folded" : undefined}>
@@ -428,7 +437,7 @@ export const ItemView = memo(({ it, store, receipt, withdrawable }: { it: Item; 
       return (
         <div class="msg user" data-message={it.message_id}>
           <div class="bubble">
-            <UserText text={it.text} />
+            <UserText text={it.text} id={it.key} />
             {it.images ? <span class="hint"> [{it.images} image{it.images > 1 ? "s" : ""}]</span> : null}
           </div>
           <div class="meta">
