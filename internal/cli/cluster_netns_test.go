@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/parleyhq/parley/internal/testkit"
 	"github.com/parleyhq/parley/internal/testkit/netns"
 )
 
@@ -16,7 +17,7 @@ import (
 // join, dial out, and show online at the hub.
 func TestNodesInTheirOwnNetworksReachOnlyTheHub(t *testing.T) {
 	star := netns.NewStar(t, "a", "b")
-	bin := buildParley(t)
+	bin := testkit.ParleyBinary(t)
 	hubEnv := machineEnv(t)
 	hubData := filepath.Join(t.TempDir(), "hub")
 	// Inside its own namespace the hub may take a fixed port.

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/parleyhq/parley/internal/testkit"
 )
 
 // daemonProc is a real `parley serve` process.
@@ -124,7 +126,7 @@ var (
 // makes a token, the node joins with it and serves, the hub lists it online,
 // and a revoke cuts it off.
 func TestJoinServeListAndRevokeWithRealDaemons(t *testing.T) {
-	bin := buildParley(t)
+	bin := testkit.ParleyBinary(t)
 	hubEnv, nodeEnv := machineEnv(t), machineEnv(t)
 	hubData, nodeData := filepath.Join(t.TempDir(), "hub"), filepath.Join(t.TempDir(), "node")
 

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/parleyhq/parley/internal/testkit"
 	"github.com/parleyhq/parley/internal/testkit/selfsigned"
 )
 
@@ -23,7 +24,7 @@ import (
 // (and a QR code); a program pairs with it; `parley devices` lists the device
 // and `parley devices revoke` ends it, whose token then gets 401.
 func TestPairAndDevicesCommandsOverTLS(t *testing.T) {
-	bin := buildParley(t)
+	bin := testkit.ParleyBinary(t)
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")
 	cert := selfsigned.Make(t, dir, "127.0.0.1")

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -13,7 +12,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -24,45 +22,8 @@ import (
 	"github.com/parleyhq/parley/ui"
 )
 
-var (
-	buildOnce sync.Once
-	builtBin  string
-	buildErr  error
-)
-
-// buildParley builds the real binary once per test run (linking it takes
-// seconds; TestMain removes it).
-func buildParley(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "parley-cli-bin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		builtBin = filepath.Join(dir, "parley")
-		cmd := exec.Command("go", "build", "-o", builtBin, "./cmd/parley")
-		cmd.Dir = testkit.RepoRoot(t)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return builtBin
-}
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if builtBin != "" {
-		os.RemoveAll(filepath.Dir(builtBin))
-	}
-	os.Exit(code)
-}
-
 func TestServePrintsTheLinkAnswersAndShutsDownOnSIGTERM(t *testing.T) {
-	bin := buildParley(t)
+	bin := testkit.ParleyBinary(t)
 	data := filepath.Join(t.TempDir(), "data")
 	work := t.TempDir()
 	cmd := exec.Command(bin, "serve", "--data", data)
@@ -204,7 +165,7 @@ func signIn(t *testing.T, link string) *http.Cookie {
 }
 
 func TestServeRefusesABadConfig(t *testing.T) {
-	bin := buildParley(t)
+	bin := testkit.ParleyBinary(t)
 	dir := t.TempDir()
 	file := filepath.Join(dir, "config.toml")
 	os.WriteFile(file, []byte("[[agent]]\nid = \"x\"\ntransport = \"scripted\"\ncommand = \"x\"\n"), 0o600)
@@ -221,7 +182,7 @@ func TestServeRefusesABadConfig(t *testing.T) {
 // Risky settings are warned about at start, in the log and under the link, and
 // the link names an address a browser can open, never 0.0.0.0 or [::].
 func TestServeWarnsAboutRiskySettings(t *testing.T) {
-	bin := buildParley(t)
+	bin := testkit.ParleyBinary(t)
 	dir := t.TempDir()
 	slash := filepath.Join(dir, "slash")
 	if err := os.Symlink("/", slash); err != nil {
@@ -293,7 +254,7 @@ func strconvQuote(s string) string { return strconv.Quote(s) }
 // empty PATH, and returns its address and token once it printed its link.
 func startServeIn(t *testing.T, dir, home string, args ...string) (addr, token string) {
 	t.Helper()
-	bin := buildParley(t)
+	bin := testkit.ParleyBinary(t)
 	data := filepath.Join(t.TempDir(), "data")
 	cmd := exec.Command(bin, append([]string{"serve", "--data", data, "--addr", "127.0.0.1:0"}, args...)...)
 	cmd.Dir = dir
@@ -374,3 +335,6 @@ func TestServeRootsAreHomeOrGiven(t *testing.T) {
 		t.Errorf("roots with --root twice: %q, want %s and %s", got, checkout, other)
 	}
 }
+
+// The real parley binary is built once for the package and removed after.
+func TestMain(m *testing.M) { testkit.RunAndRemoveBinary(m) }

@@ -50,7 +50,7 @@ func claudeScenario() claudeapi.Scenario {
 func TestChatWithClaudeCode(t *testing.T) {
 	testkit.NeedsTmux(t)
 	testkit.NeedsRealAgent(t)
-	bin := parleyBin(t)
+	bin := testkit.ParleyBinary(t)
 	claude := testkit.ClaudeBin(t)
 	root, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {

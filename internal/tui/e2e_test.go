@@ -11,7 +11,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -46,42 +45,8 @@ func startRestartable(t *testing.T) (current func() *daemon.Daemon, restart func
 	}, r.Work
 }
 
-var (
-	buildOnce sync.Once
-	buildBin  string
-	buildErr  error
-	buildDir  string
-)
-
-// parleyBin builds the parley binary once for the package's tests.
-func parleyBin(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		buildDir, buildErr = os.MkdirTemp("", "parley-tui-bin-")
-		if buildErr != nil {
-			return
-		}
-		buildBin = filepath.Join(buildDir, "parley")
-		cmd := exec.Command("go", "build", "-o", buildBin, "./cmd/parley")
-		cmd.Dir = testkit.RepoRoot(t)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return buildBin
-}
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if buildDir != "" {
-		os.RemoveAll(buildDir)
-	}
-	os.Exit(code)
-}
+// The real parley binary is built once for the package and removed after.
+func TestMain(m *testing.M) { testkit.RunAndRemoveBinary(m) }
 
 // term is a real terminal: a tmux server of the test's own.
 type term struct {
@@ -197,7 +162,7 @@ var statusRe = regexp.MustCompile(`parley │ echo │ .* │ (idle|● working|
 // TestChatInTmux runs `parley chat` in a real terminal against a real daemon.
 func TestChatInTmux(t *testing.T) {
 	testkit.NeedsTmux(t)
-	bin := parleyBin(t)
+	bin := testkit.ParleyBinary(t)
 	d, _ := startDaemon(t)
 	server := "http://" + d.Addr()
 	const chatID = "e2e-term"
@@ -349,7 +314,7 @@ func TestChatInTmux(t *testing.T) {
 // daemon is back catches up with since, sends it, and shows nothing twice.
 func TestChatReconnects(t *testing.T) {
 	testkit.NeedsTmux(t)
-	bin := parleyBin(t)
+	bin := testkit.ParleyBinary(t)
 	current, restart, _ := startRestartable(t)
 	d := current()
 	server, token := "http://"+d.Addr(), d.Token()

@@ -19,7 +19,7 @@ import (
 // chat shows its answer.
 func TestSendLeavesChatWhereItIs(t *testing.T) {
 	testkit.NeedsTmux(t)
-	bin := parleyBin(t)
+	bin := testkit.ParleyBinary(t)
 	d, _ := startDaemon(t)
 	server := "http://" + d.Addr()
 	const chatID = "e2e-send-chat"
@@ -87,7 +87,7 @@ func TestSendLeavesChatWhereItIs(t *testing.T) {
 // labelled 1 in view, not the first of the whole list.
 func TestPickerKeysMatchTheList(t *testing.T) {
 	testkit.NeedsTmux(t)
-	bin := parleyBin(t)
+	bin := testkit.ParleyBinary(t)
 	d, _ := startDaemon(t)
 	server := "http://" + d.Addr()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -33,39 +33,6 @@ const chromium = "/usr/bin/chromium"
 // wait bounds every step: Claude Code starts in a few seconds; nothing waits longer.
 const wait = 60 * time.Second
 
-var (
-	buildOnce sync.Once
-	buildBin  string
-	buildErr  error
-)
-
-// parleyBin builds the binary under test once per test process.
-func parleyBin(t testing.TB) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "parley-e2e-bin")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		buildBin = filepath.Join(dir, "parley")
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, "go", "build", "-o", buildBin, "./cmd/parley")
-		cmd.Dir = testkit.RepoRoot(t)
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-		cmd.WaitDelay = 10 * time.Second
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build ./cmd/parley: %w\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return buildBin
-}
-
 // rig is one parley serve with its data folder, the scripted model API and a
 // working directory inside the configured root.
 type rig struct {
@@ -170,7 +137,7 @@ var urlRE = regexp.MustCompile(`(https?)://(127\.0\.0\.1:\d+)/login\?code=([0-9a
 // start runs parley serve and waits for the URL it prints.
 func (r *rig) start() {
 	r.t.Helper()
-	bin := parleyBin(r.t)
+	bin := testkit.ParleyBinary(r.t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, bin, append([]string{"serve", "--config", filepath.Join(r.dir, "config.toml"),
 		"--data", filepath.Join(r.dir, "data"), "--addr", r.addr, "--log-level", "debug"}, r.args...)...)
@@ -505,10 +472,5 @@ func get(t testing.TB, url string, cookie *http.Cookie) *http.Response {
 	return resp
 }
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if buildBin != "" {
-		os.RemoveAll(filepath.Dir(buildBin))
-	}
-	os.Exit(code)
-}
+// The real parley binary is built once for the package and removed after.
+func TestMain(m *testing.M) { testkit.RunAndRemoveBinary(m) }

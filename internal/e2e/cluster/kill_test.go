@@ -9,7 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
+
 	"syscall"
 	"testing"
 	"time"
@@ -22,33 +22,6 @@ import (
 	"github.com/parleyhq/parley/internal/testkit"
 	"github.com/parleyhq/parley/internal/testkit/chatsock"
 )
-
-var (
-	buildOnce sync.Once
-	builtBin  string
-	buildErr  error
-)
-
-func buildParley(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "parley-e2e-cluster-bin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		builtBin = filepath.Join(dir, "parley")
-		cmd := exec.Command("go", "build", "-o", builtBin, "./cmd/parley")
-		cmd.Dir = testkit.RepoRoot(t)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return builtBin
-}
 
 var loginLink = regexp.MustCompile(`http://(127\.0\.0\.1:\d+)/login\?code=`)
 
@@ -98,7 +71,7 @@ func (p *nodeProc) start() {
 // ends with a reason, and the log has no gap.
 func TestAKilledNodeGetsItsWaitingMessagesOnce(t *testing.T) {
 	a := newAgentSetup(t)
-	bin := buildParley(t)
+	bin := testkit.ParleyBinary(t)
 	root, home, work := a.root, a.home, a.work
 	var envLines []string
 	for k, v := range a.env {
@@ -223,3 +196,6 @@ heartbeat = "2s"
 		t.Fatalf("parley threads at the hub: %v\n%s", err, out)
 	}
 }
+
+// The real parley binary is built once for the package and removed after.
+func TestMain(m *testing.M) { testkit.RunAndRemoveBinary(m) }
