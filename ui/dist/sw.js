@@ -72,6 +72,15 @@ self.addEventListener("fetch", (e) => {
   }
 });
 
+// tell says to the open pages what the worker did with a push (their console
+// for an error; "push-shown" once a notification is shown or taken away).
+// Tests wait for it: asking getNotifications() while showNotification() is
+// still under way can find the new notification not yet displayed, and
+// Chromium then deletes it from its notification store as stale.
+async function tell(msg) {
+  for (const w of await self.clients.matchAll({ type: "window", includeUncontrolled: true })) w.postMessage(msg);
+}
+
 self.addEventListener("push", (e) => {
   let m;
   try {
@@ -87,35 +96,36 @@ self.addEventListener("push", (e) => {
         // Replace, then take away: a browser may require each push to show something.
         await self.registration.showNotification("Answered", { body: m.body || "", tag: m.tag, silent: true, data });
         for (const n of await self.registration.getNotifications({ tag: m.tag })) n.close();
-        return;
+      } else {
+        await self.registration.showNotification(m.title || "parley", {
+          body: m.body || "",
+          tag: m.tag,
+          renotify: true,
+          requireInteraction: true,
+          icon: "/icon-192.png",
+          data,
+        });
       }
-      await self.registration.showNotification(m.title || "parley", {
-        body: m.body || "",
-        tag: m.tag,
-        renotify: true,
-        requireInteraction: true,
-        icon: "/icon-192.png",
-        data,
-      });
-    })().catch(async (err) => {
-      // Said to the open pages (their console), not swallowed.
-      for (const w of await self.clients.matchAll({ type: "window", includeUncontrolled: true })) w.postMessage({ type: "push-error", message: String(err) });
-    }),
+      await tell({ type: "push-shown", kind: m.kind === "close" ? "close" : "open", tag: m.tag });
+    })().catch((err) => tell({ type: "push-error", message: String(err) })),
   );
 });
 
+// openFromNotification is what a tap on a notification does: it goes, and an
+// open window of parley's is brought to the thread at its card (or one opens).
+// A focus the browser refuses (no tap behind it) still leaves the window moved.
+async function openFromNotification(n) {
+  n.close();
+  const url = (n.data && n.data.url) || "/";
+  const wins = await self.clients.matchAll({ type: "window", includeUncontrolled: true });
+  for (const w of wins) {
+    if (new URL(w.url).origin !== location.origin) continue;
+    w.postMessage({ type: "open", url });
+    return w.focus().catch(() => w);
+  }
+  return self.clients.openWindow(url);
+}
+
 self.addEventListener("notificationclick", (e) => {
-  e.notification.close();
-  const url = (e.notification.data && e.notification.data.url) || "/";
-  e.waitUntil(
-    (async () => {
-      const wins = await self.clients.matchAll({ type: "window", includeUncontrolled: true });
-      for (const w of wins) {
-        if (new URL(w.url).origin !== location.origin) continue;
-        w.postMessage({ type: "open", url });
-        return w.focus();
-      }
-      return self.clients.openWindow(url);
-    })(),
-  );
+  e.waitUntil(openFromNotification(e.notification));
 });

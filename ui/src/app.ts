@@ -68,9 +68,12 @@ export function useChatRoute(store: Store, route: Route) {
     if (route.view === "thread") {
       const t = store.state.threads.find((x) => x.id === route.thread);
       const fetchIt = t ? Promise.resolve(t) : store.getJSON<Thread | { thread: Thread }>(`/api/threads/${encodeURIComponent(route.thread)}`).then((v) => ("thread" in v && typeof v.thread === "object" ? v.thread : (v as Thread)));
+      // The query stays: ?card=<request id> (a tapped notification) still
+      // names the card to bring into view once the chat shows it.
+      const query = /\?[^#]*$/.exec(location.hash)?.[0] ?? "";
       fetchIt.then((th) => {
         wanted = th;
-        go("#/c/" + encodeURIComponent(store.chatFor(th.id) ?? newID("c_")), true);
+        go("#/c/" + encodeURIComponent(store.chatFor(th.id) ?? newID("c_")) + query, true);
       }, () => go("#/", true));
       return;
     }
