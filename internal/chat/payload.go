@@ -406,8 +406,11 @@ type AgentInfo struct {
 	ID        string   `json:"id"`              // what a new thread names
 	Name      string   `json:"name"`            // for people
 	Transport string   `json:"transport"`       // stream, acp or tmux
-	Status    string   `json:"status"`          // "ready", or "unavailable" when this build has no such transport
+	Status    string   `json:"status"`          // "ready"; "unavailable" when its build has no such transport; "offline" when its machine is
 	Roots     []string `json:"roots,omitempty"` // the folders its threads may work in
+	// Node is the machine it runs on, at a cluster's hub (which lists every
+	// machine's agents); "" elsewhere. A new thread names it (intent.new.node).
+	Node string `json:"node,omitempty"`
 }
 
 // ThreadEvent tells a connection which thread it shows (on connect and on

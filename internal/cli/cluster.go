@@ -180,7 +180,7 @@ func newNodesCommand(Build) *cobra.Command {
 		Use:   "nodes",
 		Short: "On the hub: list the joined machines",
 		Long: `List the machines joined to this hub: name, online (since when) or offline
-(last seen), agents and version. The hub must be running.`,
+(last seen), agents, threads and version. The hub must be running.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			adm, err := dialAdmin(f)
@@ -201,7 +201,7 @@ func newNodesCommand(Build) *cobra.Command {
 				return nil
 			}
 			tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tSTATE\tLAST SEEN\tAGENTS\tVERSION")
+			fmt.Fprintln(tw, "NAME\tSTATE\tLAST SEEN\tAGENTS\tTHREADS\tVERSION")
 			for _, n := range nodes {
 				state := "offline"
 				if n.Online {
@@ -212,7 +212,7 @@ func newNodesCommand(Build) *cobra.Command {
 				} else if !n.Online {
 					state = "never connected"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", n.Name, state, ago(n.LastSeen), strings.Join(n.Agents, ","), dash(n.Version))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", n.Name, state, ago(n.LastSeen), strings.Join(n.Agents, ","), n.Threads, dash(n.Version))
 			}
 			return tw.Flush()
 		},

@@ -40,6 +40,8 @@ type NodeStatus struct {
 	// AgentInfo and Roots are what a new thread on the node may pick.
 	AgentInfo []chat.AgentInfo `json:"agent_info,omitempty"`
 	Roots     []string         `json:"roots,omitempty"`
+	// Threads counts the node's threads in the directory (Machines; 0 from Nodes).
+	Threads int `json:"threads"`
 	// Since is when it came online (node's clock) or, offline, when it was last seen.
 	Since time.Time `json:"since,omitzero"`
 	// LastSeen is the hub's time of its last heartbeat (the hub's clock: a

@@ -417,7 +417,7 @@ func (h *Hub) Revoke(ctx context.Context, node string) error {
 	return nil
 }
 
-func (h *Hub) handleNodes(ctx context.Context, _ []byte) (any, error) { return h.Nodes(ctx) }
+func (h *Hub) handleNodes(ctx context.Context, _ []byte) (any, error) { return h.Machines(ctx) }
 
 // Nodes lists the joined nodes with what their directory records say.
 func (h *Hub) Nodes(ctx context.Context) ([]NodeStatus, error) {

@@ -210,3 +210,18 @@ func (d *Daemon) readStore() store.Store {
 	}
 	return d.store
 }
+
+// hubMachines is the hub's machines as the web channel shows them, its own
+// agents under its own node name.
+type hubMachines struct {
+	hub  *cluster.Hub
+	node string
+}
+
+func (m hubMachines) Agents(ctx context.Context, own []chat.AgentInfo) ([]chat.AgentInfo, error) {
+	return m.hub.Agents(ctx, m.node, own)
+}
+
+func (m hubMachines) Machines(ctx context.Context) ([]cluster.NodeStatus, error) {
+	return m.hub.Machines(ctx)
+}

@@ -151,10 +151,14 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 		return nil, err
 	}
 	var d *Daemon // set below, before anything is served
+	var machines web.Cluster
+	if ch != nil {
+		machines = hubMachines{hub: ch.hub, node: cfg.Cluster.Node}
+	}
 	ws := web.New(rt, readStore, h, web.Options{
 		Token: token, Sessions: sessions, Limits: cfg.Limits, AllowedOrigins: cfg.AllowedOrigins, Roots: cfg.Roots,
 		Version: opt.Version, UI: opt.UI, Logger: log, Registry: reg, Push: pusher,
-		BaseURL: func() string { return d.publicBase() },
+		BaseURL: func() string { return d.publicBase() }, Cluster: machines,
 	})
 	wsp.Store(ws)
 	var cert *certSource

@@ -25,6 +25,7 @@ import (
 
 	"github.com/parleyhq/parley/internal/auth"
 	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/cluster"
 	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/driver"
 	"github.com/parleyhq/parley/internal/follow"
@@ -68,6 +69,19 @@ type Options struct {
 	BaseURL func() string
 	// Push keeps the devices' Web Push subscriptions; nil serves no push.
 	Push Push
+	// Cluster, on a cluster's hub, lists every machine's agents and the
+	// joined machines; nil on a machine that is not a hub.
+	Cluster Cluster
+}
+
+// Cluster is a cluster's hub as the dashboard shows it (cluster.Hub, with
+// the hub's own machine name).
+type Cluster interface {
+	// Agents lists own (this machine's agents) and every node's, each with
+	// its node; on an error what it could list.
+	Agents(ctx context.Context, own []chat.AgentInfo) ([]chat.AgentInfo, error)
+	// Machines lists the joined machines, as `parley nodes` prints them.
+	Machines(ctx context.Context) ([]cluster.NodeStatus, error)
 }
 
 // Server is the web channel's HTTP handler.
@@ -139,6 +153,7 @@ func (s *Server) routes() {
 	api("GET /api/version", s.handleVersion)
 	api("GET /api/agents", s.handleAgents)
 	api("GET /api/agents/{id}/sessions", s.handleNativeSessions)
+	api("GET /api/nodes", s.handleNodes)
 	api("GET /api/threads", s.handleThreads)
 	api("GET /api/threads/changes", s.handleChanges)
 	api("GET /api/threads/{id}", s.handleThread)
@@ -252,8 +267,36 @@ func (s *Server) handleVersion(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, s.opt.Version)
 }
 
-func (s *Server) handleAgents(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"agents": s.router.Agents(), "default_agent": s.router.DefaultAgent()})
+func (s *Server) handleAgents(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"agents": s.agents(r.Context()), "default_agent": s.router.DefaultAgent()})
+}
+
+// agents lists the agents a new thread may pick: this machine's, and on a
+// cluster's hub every machine's, each with its node.
+func (s *Server) agents(ctx context.Context) []chat.AgentInfo {
+	own := s.router.Agents()
+	if s.opt.Cluster == nil {
+		return own
+	}
+	all, err := s.opt.Cluster.Agents(ctx, own)
+	if err != nil {
+		s.log.Warn("web: list the machines' agents", "err", err)
+	}
+	return all
+}
+
+// handleNodes answers what `parley nodes` prints: the joined machines.
+func (s *Server) handleNodes(w http.ResponseWriter, r *http.Request) {
+	if s.opt.Cluster == nil {
+		httpError(w, http.StatusNotFound, "this parley is not a cluster's hub: it has no machines to list")
+		return
+	}
+	nodes, err := s.opt.Cluster.Machines(r.Context())
+	if err != nil {
+		httpError(w, http.StatusServiceUnavailable, "could not list the machines: "+err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"nodes": nodes})
 }
 
 func (s *Server) handleNativeSessions(w http.ResponseWriter, r *http.Request) {

@@ -269,7 +269,7 @@ func (c *conn) writeEvent(ctx context.Context, p chat.Payload) error {
 // connectSequence sends config, then the follower's sequence: thread, replay,
 // open cards restated, turn_status and replay_done.
 func (c *conn) connectSequence(th *chat.Thread, since int64, sinceThread chat.ThreadID) error {
-	cfg := chat.Config{Chat: c.route.Chat, Channel: c.route.Channel, Agents: c.s.router.Agents(),
+	cfg := chat.Config{Chat: c.route.Chat, Channel: c.route.Channel, Agents: c.s.agents(c.ctx),
 		DefaultAgent: c.s.router.DefaultAgent(), Version: c.s.opt.Version.Version}
 	if err := c.writeEvent(c.ctx, cfg); err != nil {
 		return err

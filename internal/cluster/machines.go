@@ -1,0 +1,92 @@
+package cluster
+
+import (
+	"context"
+	"strings"
+
+	"github.com/parleyhq/parley/internal/chat"
+)
+
+// What the hub shows people of its machines: `parley nodes`, the
+// dashboard's Machines view (GET /api/nodes) and every machine's agents as a
+// new thread picks them (GET /api/agents, the socket's config event).
+
+// AgentOffline is an agent's status while its machine is offline: listed,
+// not gone (its threads wait for it), but no new thread starts there.
+const AgentOffline = "offline"
+
+// Machines lists the joined nodes as Nodes does, each with the number of its
+// threads in the directory.
+func (h *Hub) Machines(ctx context.Context) ([]NodeStatus, error) {
+	nodes, err := h.Nodes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	count, err := h.threadCounts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for i := range nodes {
+		nodes[i].Threads = count[nodes[i].Name]
+	}
+	return nodes, nil
+}
+
+// threadCounts counts the thread summaries in the directory by node.
+func (h *Hub) threadCounts(ctx context.Context) (map[string]int, error) {
+	kv, err := h.js.KeyValue(ctx, threadsBucket)
+	if err != nil {
+		return nil, err
+	}
+	keys, err := kv.ListKeys(ctx)
+	if err != nil {
+		return nil, err
+	}
+	count := map[string]int{}
+	for key := range keys.Keys() {
+		if node, _, ok := strings.Cut(key, "."); ok {
+			count[node]++
+		}
+	}
+	return count, nil
+}
+
+// Agents lists every machine's agents, each with its node: own (the hub's
+// own agents) under the hub's name local, then each joined node's from its
+// directory record, an offline node's with status AgentOffline. A node never
+// heard from has none listed. On an error own is still returned, named.
+func (h *Hub) Agents(ctx context.Context, local string, own []chat.AgentInfo) ([]chat.AgentInfo, error) {
+	out := make([]chat.AgentInfo, 0, len(own))
+	for _, a := range own {
+		a.Node = local
+		out = append(out, a)
+	}
+	nodes, err := h.Nodes(ctx)
+	if err != nil {
+		return out, err
+	}
+	for _, n := range nodes {
+		out = append(out, n.agents()...)
+	}
+	return out, nil
+}
+
+// agents are the node's agents as its last record gave them.
+func (s NodeStatus) agents() []chat.AgentInfo {
+	info := s.AgentInfo
+	if len(info) == 0 {
+		// A record with ids only: the agents are there, their details not.
+		for _, id := range s.Agents {
+			info = append(info, chat.AgentInfo{ID: id, Status: "ready"})
+		}
+	}
+	out := make([]chat.AgentInfo, 0, len(info))
+	for _, a := range info {
+		a.Node = s.Name
+		if !s.Online {
+			a.Status = AgentOffline
+		}
+		out = append(out, a)
+	}
+	return out
+}

@@ -1,0 +1,107 @@
+package cluster_test
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/client"
+	"github.com/parleyhq/parley/internal/cluster"
+	"github.com/parleyhq/parley/internal/testkit"
+	"github.com/parleyhq/parley/internal/testkit/chatsock"
+)
+
+// agentsAt reads GET /api/agents of m.
+func agentsAt(m *machine) []chat.AgentInfo {
+	m.t.Helper()
+	var body struct {
+		Agents []chat.AgentInfo `json:"agents"`
+	}
+	m.get("/api/agents", &body)
+	return body.Agents
+}
+
+// agentOn finds the agent id of machine node in list.
+func agentOn(list []chat.AgentInfo, node, id string) (chat.AgentInfo, bool) {
+	for _, a := range list {
+		if a.Node == node && a.ID == id {
+			return a, true
+		}
+	}
+	return chat.AgentInfo{}, false
+}
+
+// nodesAt reads GET /api/nodes of m.
+func nodesAt(m *machine) []cluster.NodeStatus {
+	m.t.Helper()
+	var body struct {
+		Nodes []cluster.NodeStatus `json:"nodes"`
+	}
+	m.get("/api/nodes", &body)
+	return body.Nodes
+}
+
+// The hub lists each machine's agents with its machine (REST and the
+// socket's config event) and its machines as `parley nodes` does; a
+// machine that stops stays listed, offline, its agents with it.
+func TestTheHubListsEveryMachinesAgentsAndItsMachines(t *testing.T) {
+	r := newRig(t)
+
+	list := agentsAt(r.hub)
+	own, okOwn := agentOn(list, "hub", "claude")
+	onB, okB := agentOn(list, "b", "claude")
+	if len(list) != 2 || !okOwn || !okB || own.Status != "ready" || onB.Status != "ready" || onB.Transport != "stream" {
+		t.Fatalf("the hub's /api/agents: %+v, want claude on hub and claude on b, both ready", list)
+	}
+	s := r.hub.dial("phone", -1, "")
+	var cfg chat.Config
+	if err := s.Get(s.WaitFor(0, wait, chatsock.Type(chat.TypeConfig), "config")).Decode(&cfg); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := agentOn(cfg.Agents, "b", "claude"); !ok || len(cfg.Agents) != 2 {
+		t.Fatalf("the hub's config event lists %+v, want b's agent with its machine", cfg.Agents)
+	}
+	// A node's own dashboard lists its own agents, with no machine, and
+	// has no machines to list.
+	if l := agentsAt(r.node); len(l) != 1 || l[0].Node != "" {
+		t.Fatalf("b's own /api/agents: %+v", l)
+	}
+	req, _ := http.NewRequest("GET", "http://"+r.node.d.Addr()+"/api/nodes", nil)
+	req.Header.Set("Authorization", "Bearer "+r.node.d.Token())
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("b's /api/nodes: %s, want 404", resp.Status)
+	}
+
+	// A thread on b counts among b's.
+	s.Send(newThreadMsg("m1", "hello", r.work))
+	s.WaitFor(0, wait, chatsock.PromptDone("m1", chat.StopEndTurn), "the first turn on b")
+	s.WaitFor(0, wait, func(e client.Event) bool { return shownThread(e) != "" }, "the route's thread")
+	var nodes []cluster.NodeStatus
+	testkit.Eventually(t, wait, func() bool {
+		nodes = nodesAt(r.hub)
+		return len(nodes) == 1 && nodes[0].Name == "b" && nodes[0].Online && nodes[0].Threads == 1
+	}, "b listed online with its one thread")
+	if n := nodes[0]; len(n.Agents) != 1 || n.LastSeen.IsZero() || n.Since.IsZero() {
+		t.Fatalf("b at the hub: %+v", n)
+	}
+
+	// b stops: offline, its agents listed offline, its thread still counted.
+	r.node.stop()
+	r.waitOnline(false)
+	nodes = nodesAt(r.hub)
+	if len(nodes) != 1 || nodes[0].Online || nodes[0].Threads != 1 || nodes[0].Since.IsZero() {
+		t.Fatalf("b stopped, at the hub: %+v", nodes)
+	}
+	list = agentsAt(r.hub)
+	if a, ok := agentOn(list, "b", "claude"); !ok || a.Status != cluster.AgentOffline {
+		t.Fatalf("b stopped, the hub's /api/agents: %+v, want b's claude offline", list)
+	}
+	if a, _ := agentOn(list, "hub", "claude"); a.Status != "ready" {
+		t.Fatalf("the hub's own agent with b stopped: %+v", a)
+	}
+}
