@@ -222,6 +222,8 @@ func (m hubMachines) Agents(ctx context.Context, own []chat.AgentInfo) ([]chat.A
 	return m.hub.Agents(ctx, m.node, own)
 }
 
+func (m hubMachines) Node() string { return m.node }
+
 func (m hubMachines) Machines(ctx context.Context) ([]cluster.NodeStatus, error) {
 	return m.hub.Machines(ctx)
 }

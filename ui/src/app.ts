@@ -2,7 +2,7 @@
 // the right chat, auto-scroll, notifications and the page-wide Esc-to-stop.
 
 import { useEffect, useLayoutEffect, useReducer, useRef, useState } from "preact/hooks";
-import { newID, type Thread } from "./protocol";
+import { newID, type AgentInfo, type Thread } from "./protocol";
 import type { Store } from "./store";
 
 export type Route = { view: "home" } | { view: "new" } | { view: "chat"; chat: string } | { view: "thread"; thread: string };
@@ -47,12 +47,12 @@ export const nav = {
     wanted = t;
     go("#/c/" + encodeURIComponent(store.chatFor(t.id) ?? newID("c_")));
   },
-  start(store: Store, agent: string, cwd: string, text: string) {
+  start(store: Store, agent: string, cwd: string, text: string, node?: string) {
     const chat = newID("c_");
     go("#/c/" + chat);
     store.open(chat);
     opened = chat;
-    store.sendMessage(text, { new: { cwd, agent } });
+    store.sendMessage(text, { new: { cwd, agent, ...(node ? { node } : {}) } });
   },
   resume(store: Store, agent: string, sessionID: string, cwd: string) {
     wanted = { id: "", agent, session_id: sessionID, cwd, title: "", state: "" };
@@ -169,7 +169,12 @@ export const statusText: Record<string, string> = {
   unloaded: "unloaded",
   crashed: "crashed",
   no_agent: "agent not configured",
+  offline: "machine offline",
 };
+
+// machineOf names the machine of a thread at a cluster's hub: a node's thread
+// says its node; the hub's own says nothing (nothing changes on one machine).
+export const machineOf = (t: { node?: string }) => (t.node ? t.node + " · " : "");
 
 export function ago(ts?: string): string {
   if (!ts) return "";
@@ -200,8 +205,10 @@ export function threadState(store: Store, t: Thread, openKind: string): string {
 // agentState is the agent program's status as the server reports it, or what
 // its threads wait for or do now. A thread that crashed is that thread's state,
 // not the program's: the next message starts the agent again.
-export function agentState(store: Store, agentID: string, server: string, openKind: string): string {
-  const mine = store.state.threads.filter((t) => t.agent === agentID);
+export function agentState(store: Store, a: AgentInfo, openKind: string): string {
+  const server = a.status;
+  const here = store.state.node;
+  const mine = store.state.threads.filter((t) => t.agent === a.id && (t.node || here) === (a.node || here));
   const states = mine.map((t) => threadState(store, t, openKind));
   for (const s of ["waiting for permission", "waiting for an answer", "working"]) if (states.includes(s)) return s;
   return statusText[server] ?? server;

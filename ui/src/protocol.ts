@@ -12,6 +12,20 @@ export type AgentInfo = {
   transport: string;
   status: string;
   roots?: string[];
+  // The machine it runs on, at a cluster's hub (absent on a single machine).
+  node?: string;
+};
+
+// NodeStatus is one joined machine as GET /api/nodes (and `parley nodes`) lists it.
+export type NodeStatus = {
+  name: string;
+  online: boolean;
+  joined: string;
+  version?: string;
+  agents?: string[];
+  threads: number;
+  since?: string;
+  last_seen?: string;
 };
 
 export type Thread = {
@@ -22,6 +36,8 @@ export type Thread = {
   title: string;
   state: string;
   mode?: string;
+  // The machine that owns it, at a cluster's hub (absent for the hub's own).
+  node?: string;
   created_at?: string;
   updated_at?: string;
   last_seq?: number;
@@ -82,7 +98,7 @@ export type DeliveryState = "queued" | "delivering" | "submitted" | "failed" | "
 export type ImageData = { mime_type: string; data: string };
 
 export type Intent =
-  | { new: { cwd: string; agent: string } }
+  | { new: { cwd: string; agent: string; node?: string } }
   | { resume: { agent: string; session_id: string; cwd: string } };
 
 export type ClientInput =

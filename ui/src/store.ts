@@ -29,6 +29,8 @@ export type State = {
   // IM plugins and their state (none when no [[plugin]] is configured).
   plugins: PluginStatus[];
   defaultAgent: string;
+  // This machine's name when it is a cluster's hub ("" otherwise).
+  node: string;
   version: string;
   threads: Thread[];
   // Last seq seen per thread, for unread markers.
@@ -104,6 +106,7 @@ export class Store implements SocketSink {
       agentsLoaded: false,
       plugins: [],
       defaultAgent: "",
+      node: "",
       version: "",
       threads: [],
       seen: load(SEEN, {}),
@@ -236,9 +239,10 @@ export class Store implements SocketSink {
       const [a, t] = await Promise.all([this.getJSON<AgentInfo[] | { agents: AgentInfo[] }>("/api/agents"), this.getJSON<Thread[] | { threads: Thread[] }>("/api/threads")]);
       const agents = Array.isArray(a) ? a : a.agents ?? [];
       const def = Array.isArray(a) ? "" : (a as { default_agent?: string }).default_agent ?? "";
+      const node = Array.isArray(a) ? "" : (a as { node?: string }).node ?? "";
       const threads = (Array.isArray(t) ? t : t.threads ?? []).slice();
       threads.sort((x, y) => (y.updated_at ?? "").localeCompare(x.updated_at ?? ""));
-      this.set({ agents, agentsLoaded: true, threads, defaultAgent: this.state.defaultAgent || def });
+      this.set({ agents, agentsLoaded: true, threads, node, defaultAgent: this.state.defaultAgent || def });
       // The thread on screen takes its title from the list: a new thread's
       // title comes with its first message, after the socket named the thread.
       const shown = this.state.chat.thread;
@@ -498,7 +502,7 @@ export class Store implements SocketSink {
 class Unauthorized extends Error {}
 
 function mergeAgents(old: AgentInfo[], fresh: AgentInfo[]): AgentInfo[] {
-  return fresh.map((a) => ({ ...old.find((o) => o.id === a.id), ...a }));
+  return fresh.map((a) => ({ ...old.find((o) => o.id === a.id && o.node === a.node), ...a }));
 }
 
 export const threadLabel = (t: Thread) => t.title || t.cwd.split("/").filter(Boolean).pop() || t.id;

@@ -80,6 +80,8 @@ type Cluster interface {
 	// Agents lists own (this machine's agents) and every node's, each with
 	// its node; on an error what it could list.
 	Agents(ctx context.Context, own []chat.AgentInfo) ([]chat.AgentInfo, error)
+	// Node is this machine's name in the cluster.
+	Node() string
 	// Machines lists the joined machines, as `parley nodes` prints them.
 	Machines(ctx context.Context) ([]cluster.NodeStatus, error)
 }
@@ -268,7 +270,11 @@ func (s *Server) handleVersion(w http.ResponseWriter, _ *http.Request) {
 }
 
 func (s *Server) handleAgents(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"agents": s.agents(r.Context()), "default_agent": s.router.DefaultAgent()})
+	body := map[string]any{"agents": s.agents(r.Context()), "default_agent": s.router.DefaultAgent()}
+	if s.opt.Cluster != nil {
+		body["node"] = s.opt.Cluster.Node() // this machine: a new thread naming it stays here
+	}
+	writeJSON(w, http.StatusOK, body)
 }
 
 // agents lists the agents a new thread may pick: this machine's, and on a

@@ -16,8 +16,12 @@ func agentsAt(m *machine) []chat.AgentInfo {
 	m.t.Helper()
 	var body struct {
 		Agents []chat.AgentInfo `json:"agents"`
+		Node   string           `json:"node"`
 	}
 	m.get("/api/agents", &body)
+	if want := map[bool]string{true: m.cfg.Cluster.Node}[m.cfg.Cluster.Listen != ""]; body.Node != want {
+		m.t.Fatalf("/api/agents names this machine %q, want %q", body.Node, want)
+	}
 	return body.Agents
 }
 

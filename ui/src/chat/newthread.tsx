@@ -1,5 +1,6 @@
-// Starting a thread: an agent, a working directory inside the agent's roots (with
-// completion from the server), a first message; or resuming a native session.
+// Starting a thread: at a cluster's hub a machine first, then an agent, a working
+// directory inside the agent's roots (with completion from the server for this
+// machine's own folders), a first message; or resuming a native session.
 
 import { useEffect, useState } from "preact/hooks";
 import type { AgentInfo } from "../protocol";
@@ -20,11 +21,19 @@ export function NewThread({ store, agents, defaultAgent, onStart, onResume }: {
   store: Store;
   agents: AgentInfo[];
   defaultAgent: string;
-  onStart: (agent: string, cwd: string, text: string) => void;
+  onStart: (agent: string, cwd: string, text: string, node?: string) => void;
   onResume: (agent: string, sessionID: string, cwd: string) => void;
 }) {
+  const here = store.state.node;
+  // The machines, this one first; none on a single machine (agents name no node).
+  const machines = [...new Set([here, ...agents.map((x) => x.node ?? "")].filter(Boolean))];
+  const [machine, setMachine] = useState(here || machines[0] || "");
+  const onMachine = agents.filter((x) => (x.node ?? "") === (machines.length ? machine : ""));
+  const offline = onMachine.length > 0 && onMachine.every((x) => x.status === "offline");
+  // Another machine's folders are not this one's: no completion, no resume.
+  const remote = machines.length > 0 && machine !== here;
   const [agent, setAgent] = useState(defaultAgent || agents[0]?.id || "");
-  const a = agents.find((x) => x.id === agent);
+  const a = onMachine.find((x) => x.id === agent);
   const [cwd, setCwd] = useState(a?.roots?.[0] ?? "");
   const [text, setText] = useState("");
   const [dirs, setDirs] = useState<string[]>([]);
@@ -34,13 +43,25 @@ export function NewThread({ store, agents, defaultAgent, onStart, onResume }: {
   // the render, so a choice made in between must not be overwritten.
   useEffect(() => {
     if (defaultAgent || agents[0]) setAgent((cur) => cur || defaultAgent || agents[0].id);
-  }, [agents, defaultAgent]);
+    if (machines.length) setMachine((cur) => cur || here || machines[0]);
+  }, [agents, defaultAgent, here]);
+  const pickMachine = (m: string) => {
+    setMachine(m);
+    setSessions(null);
+    const there = agents.filter((x) => x.node === m);
+    const next = there.find((x) => x.id === agent) ?? there.find((x) => x.id === defaultAgent) ?? there[0];
+    setAgent(next?.id ?? "");
+    setCwd(next?.roots?.[0] ?? "");
+  };
   useEffect(() => {
     const root = a?.roots?.[0];
     if (root) setCwd((cur) => cur || root);
   }, [a]);
   useEffect(() => {
-    if (!cwd) return;
+    if (!cwd || remote) {
+      setDirs([]);
+      return;
+    }
     let live = true;
     const t = setTimeout(() => {
       store.getJSON<unknown>(`/api/fs/complete?path=${encodeURIComponent(cwd)}`).then(
@@ -52,7 +73,7 @@ export function NewThread({ store, agents, defaultAgent, onStart, onResume }: {
       live = false;
       clearTimeout(t);
     };
-  }, [cwd]);
+  }, [cwd, remote]);
 
   const loadSessions = () => {
     store.getJSON<unknown>(`/api/agents/${encodeURIComponent(agent)}/sessions?cwd=${encodeURIComponent(cwd)}`).then((v) => setSessions(asSessions(v)), () => setSessions([]));
@@ -64,15 +85,29 @@ export function NewThread({ store, agents, defaultAgent, onStart, onResume }: {
       aria-label="New thread"
       onSubmit={(e) => {
         e.preventDefault();
-        if (agent && cwd && text.trim()) onStart(agent, cwd, text.trim());
+        if (a && cwd && text.trim() && !offline) onStart(agent, cwd, text.trim(), remote ? machine : undefined);
       }}
     >
       <h2>New thread</h2>
       {store.state.agentsLoaded && agents.length === 0 && <NoAgents />}
+      {machines.length > 0 && (
+        <label>
+          Machine
+          <select name="machine" value={machine} onChange={(e) => pickMachine((e.target as HTMLSelectElement).value)}>
+            {machines.map((m) => (
+              <option key={m} value={m}>
+                {m}
+                {m === here ? " (this machine)" : agents.some((x) => x.node === m && x.status !== "offline") ? "" : " (offline)"}
+              </option>
+            ))}
+          </select>
+        </label>
+      )}
+      {offline && <div class="hint" role="status">Machine {machine} is offline: a new thread there waits until it is back.</div>}
       <label>
         Agent
-        <select value={agent} onChange={(e) => { setAgent((e.target as HTMLSelectElement).value); setSessions(null); }}>
-          {agents.map((x) => (
+        <select name="agent" value={agent} onChange={(e) => { setAgent((e.target as HTMLSelectElement).value); setSessions(null); }}>
+          {onMachine.map((x) => (
             <option key={x.id} value={x.id}>
               {x.name || x.id} ({x.transport})
             </option>
@@ -94,12 +129,14 @@ export function NewThread({ store, agents, defaultAgent, onStart, onResume }: {
         <textarea rows={3} value={text} onInput={(e) => setText((e.target as HTMLTextAreaElement).value)} />
       </label>
       <div class="row">
-        <button type="submit" class="primary" disabled={!agent || !cwd || !text.trim()} title={startBlocked(agents.length, agent, cwd, text)}>
+        <button type="submit" class="primary" disabled={!a || !cwd || !text.trim() || offline} title={offline ? `Machine ${machine} is offline` : startBlocked(agents.length, a ? agent : "", cwd, text)}>
           Start
         </button>
-        <button type="button" onClick={loadSessions} disabled={!agent || !cwd}>
-          Resume a session…
-        </button>
+        {!remote && (
+          <button type="button" onClick={loadSessions} disabled={!agent || !cwd}>
+            Resume a session…
+          </button>
+        )}
       </div>
       {sessions && (
         <ul class="sessions" aria-label="Native sessions">

@@ -2,7 +2,7 @@
 
 import type { Store } from "../store";
 import { threadLabel } from "../store";
-import { acceptsImages, agentState, stateClass, threadState, ago, nav, useEscToStop, useStickToBottom, type Route } from "../app";
+import { acceptsImages, agentState, machineOf, stateClass, threadState, ago, nav, useEscToStop, useStickToBottom, type Route } from "../app";
 import { Conversation, JumpToLatest, Starting, openCardKind } from "../chat/items";
 import { useComposer } from "../chat/composer";
 import { AttachButton, Attachments } from "../chat/attach";
@@ -13,6 +13,7 @@ import { Plugins } from "../chat/plugins";
 import { LiveAgents } from "../chat/live";
 import { ModeSelects, NotifyOptIn, SignOut } from "../chat/controls";
 import { Devices, Offline } from "../chat/devices";
+import { Machines } from "../chat/machines";
 
 export function Desktop({ store, route }: { store: Store; route: Route }) {
   const s = store.state;
@@ -34,10 +35,10 @@ export function Desktop({ store, route }: { store: Store; route: Route }) {
         <h3>Agents</h3>
         <ul class="agents">
           {s.agents.map((a) => (
-            <li key={a.id} data-agent={a.id}>
-              <span class={`dot ${stateClass(agentState(store, a.id, a.status, openKind))}`} aria-hidden="true" />
-              <span class="name">{a.name || a.id}</span>
-              <span class="hint">{agentState(store, a.id, a.status, openKind)}</span>
+            <li key={(a.node ?? "") + "/" + a.id} data-agent={a.id} data-machine={a.node}>
+              <span class={`dot ${stateClass(agentState(store, a, openKind))}`} aria-hidden="true" />
+              <span class="name">{a.name || a.id}{a.node && a.node !== s.node && <span class="hint"> on {a.node}</span>}</span>
+              <span class="hint">{agentState(store, a, openKind)}</span>
             </li>
           ))}
         </ul>
@@ -50,14 +51,14 @@ export function Desktop({ store, route }: { store: Store; route: Route }) {
             const cur = inChat && t.id === c.thread?.id;
             return (
               <li key={t.id}>
-                <button type="button" class={`thread${cur ? " current" : ""}`} aria-current={cur ? "page" : undefined} data-thread={t.id} onClick={() => nav.thread(store, t)}>
+                <button type="button" class={`thread${cur ? " current" : ""}`} aria-current={cur ? "page" : undefined} data-thread={t.id} data-machine={t.node} onClick={() => nav.thread(store, t)}>
                   <span class="t-title">
                     {unread && <span class="unread" aria-label="unread" />}
                     {threadLabel(t)}
                   </span>
                   <span class="t-meta">
                     <span class="t-cwd">{t.cwd}</span>
-                    <span>{t.agent} · {threadState(store, t, openKind)} · {ago(t.updated_at)}</span>
+                    <span>{machineOf(t)}{t.agent} · {threadState(store, t, openKind)} · {ago(t.updated_at)}</span>
                   </span>
                 </button>
               </li>
@@ -65,6 +66,7 @@ export function Desktop({ store, route }: { store: Store; route: Route }) {
           })}
         </ul>
         <NotifyOptIn />
+        <Machines store={store} />
         <Devices />
         <SignOut />
       </aside>
@@ -73,7 +75,7 @@ export function Desktop({ store, route }: { store: Store; route: Route }) {
         <Banner store={store} />
         {inChat ? <ChatPane store={store} /> : (
           <div class="pad">
-            <NewThread store={store} agents={s.agents} defaultAgent={s.defaultAgent} onStart={(a, cwd, text) => nav.start(store, a, cwd, text)} onResume={(a, id, cwd) => nav.resume(store, a, id, cwd)} />
+            <NewThread store={store} agents={s.agents} defaultAgent={s.defaultAgent} onStart={(a, cwd, text, node) => nav.start(store, a, cwd, text, node)} onResume={(a, id, cwd) => nav.resume(store, a, id, cwd)} />
           </div>
         )}
       </main>
@@ -91,7 +93,7 @@ function ChatPane({ store }: { store: Store }) {
       <header class="chat-head">
         <div>
           <h1 data-thread-title="">{t ? threadLabel(t) : "New chat"}</h1>
-          {t && <div class="hint">{t.agent} · {t.cwd}</div>}
+          {t && <div class="hint" data-thread-where="">{machineOf(t)}{t.agent} · {t.cwd}</div>}
           {c.totals && threadUsage(c.totals) && <div class="hint usage" data-usage="">{threadUsage(c.totals)}</div>}
         </div>
         <div class="row">

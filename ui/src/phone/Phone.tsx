@@ -6,9 +6,10 @@ import { Plugins } from "../chat/plugins";
 import { LiveAgents } from "../chat/live";
 import type { Store } from "../store";
 import { threadLabel } from "../store";
-import { acceptsImages, agentState, stateClass, threadState, ago, nav, useEscToStop, useStickToBottom, type Route } from "../app";
+import { acceptsImages, agentState, machineOf, stateClass, threadState, ago, nav, useEscToStop, useStickToBottom, type Route } from "../app";
 import { ModeSelects, NotifyOptIn, SignOut } from "../chat/controls";
 import { Devices, Offline } from "../chat/devices";
+import { Machines } from "../chat/machines";
 import { Conversation, JumpToLatest, Starting, openCardKind } from "../chat/items";
 import { useComposer } from "../chat/composer";
 import { AttachButton, Attachments } from "../chat/attach";
@@ -42,7 +43,7 @@ export function Phone({ store, route }: { store: Store; route: Route }) {
         </header>
         <Banner store={store} />
         <div class="p-body pad">
-          <NewThread store={store} agents={s.agents} defaultAgent={s.defaultAgent} onStart={(a, cwd, text) => nav.start(store, a, cwd, text)} onResume={(a, id, cwd) => nav.resume(store, a, id, cwd)} />
+          <NewThread store={store} agents={s.agents} defaultAgent={s.defaultAgent} onStart={(a, cwd, text, node) => nav.start(store, a, cwd, text, node)} onResume={(a, id, cwd) => nav.resume(store, a, id, cwd)} />
         </div>
       </div>
     );
@@ -58,9 +59,9 @@ export function Phone({ store, route }: { store: Store; route: Route }) {
         <OfflineNote store={store} />
         <ul class="p-agents" aria-label="Agents">
           {s.agents.map((a) => (
-            <li key={a.id}>
-              <span class={`dot ${stateClass(agentState(store, a.id, a.status, openKind))}`} aria-hidden="true" />
-              {a.name || a.id} <span class="hint">{agentState(store, a.id, a.status, openKind)}</span>
+            <li key={(a.node ?? "") + "/" + a.id} data-agent={a.id} data-machine={a.node}>
+              <span class={`dot ${stateClass(agentState(store, a, openKind))}`} aria-hidden="true" />
+              {a.name || a.id}{a.node && a.node !== s.node && <span class="hint"> on {a.node}</span>} <span class="hint">{agentState(store, a, openKind)}</span>
             </li>
           ))}
         </ul>
@@ -71,12 +72,12 @@ export function Phone({ store, route }: { store: Store; route: Route }) {
             const unread = (t.last_seq ?? 0) > (s.seen[t.id] ?? 0);
             return (
               <li key={t.id}>
-                <button type="button" class="p-thread" data-thread={t.id} onClick={() => nav.thread(store, t)}>
+                <button type="button" class="p-thread" data-thread={t.id} data-machine={t.node} onClick={() => nav.thread(store, t)}>
                   <span class="t-title">
                     {unread && <span class="unread" aria-label="unread" />}
                     {threadLabel(t)}
                   </span>
-                  <span class="t-meta">{t.agent} · {threadState(store, t, openKind)} · {ago(t.updated_at)}</span>
+                  <span class="t-meta">{machineOf(t)}{t.agent} · {threadState(store, t, openKind)} · {ago(t.updated_at)}</span>
                   <span class="t-cwd">{t.cwd}</span>
                 </button>
               </li>
@@ -84,7 +85,7 @@ export function Phone({ store, route }: { store: Store; route: Route }) {
           })}
           {s.threads.length === 0 && <li class="hint pad">No threads yet. Start one with New.</li>}
         </ul>
-        <div class="pad"><NotifyOptIn /><Devices /><SignOut /></div>
+        <div class="pad"><NotifyOptIn /><Machines store={store} /><Devices /><SignOut /></div>
       </div>
     </div>
   );
@@ -101,7 +102,7 @@ function PhoneChat({ store }: { store: Store }) {
         <button type="button" class="back" onClick={nav.home} aria-label="Back to threads">‹</button>
         <div class="p-title">
           <h1 data-thread-title="">{c.thread ? threadLabel(c.thread) : "Chat"}</h1>
-          {c.thread && <div class="hint">{c.thread.agent} · {c.thread.cwd}</div>}
+          {c.thread && <div class="hint" data-thread-where="">{machineOf(c.thread)}{c.thread.agent} · {c.thread.cwd}</div>}
           {c.totals && threadUsage(c.totals) && <div class="hint usage" data-usage="">{threadUsage(c.totals)}</div>}
         </div>
         {c.turnActive && (

@@ -1,0 +1,116 @@
+package browser
+
+import (
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/parleyhq/parley/internal/testkit"
+)
+
+// parleyCmd runs the parley under test with r's config and data folder.
+func (r *rig) parleyCmd(t testing.TB, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(parleyBin(t), append(args, "--config", filepath.Join(r.dir, "config.toml"), "--data", filepath.Join(r.dir, "data"))...)
+	cmd.Dir = r.work
+	out, err := cmd.Output()
+	if err != nil {
+		stderr := ""
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = string(ee.Stderr)
+		}
+		t.Fatalf("parley %s: %v\n%s%s", strings.Join(args, " "), err, out, stderr)
+	}
+	return string(out)
+}
+
+// hubAndNode starts a hub ("hub", a cluster listener on loopback) and a
+// machine "b" joined to it, each a real `parley serve` with its own data
+// folder, config and Claude Code, and waits until the hub has b online.
+func hubAndNode(t *testing.T) (hub, b *rig) {
+	t.Helper()
+	hub = newRigWith(t, nil, "\n[cluster]\nlisten = \"127.0.0.1:0\"\nnode = \"hub\"\n")
+	line := strings.TrimSpace(hub.parleyCmd(t, "join-token", "--name", "b"))
+	tok, ok := strings.CutPrefix(line, "parley join ")
+	if !ok {
+		t.Fatalf("parley join-token printed %q", line)
+	}
+	b = newRigWith(t, func(dataDir, _ string) {
+		r := &rig{dir: filepath.Dir(dataDir), work: filepath.Join(filepath.Dir(dataDir), "work")}
+		r.parleyCmd(t, "join", tok, "--node", "b")
+	}, "")
+	var nodes struct {
+		Nodes []struct {
+			Name   string `json:"name"`
+			Online bool   `json:"online"`
+		} `json:"nodes"`
+	}
+	testkit.Eventually(t, wait, func() bool {
+		hub.rest(t, "GET", "/api/nodes", nil, &nodes)
+		return len(nodes.Nodes) == 1 && nodes.Nodes[0].Name == "b" && nodes.Nodes[0].Online
+	}, "b online at the hub")
+	return hub, b
+}
+
+// At the hub's dashboard a person picks machine b, then its agent and its
+// folder, starts a thread that runs on b, and sees b named in the thread
+// list and the chat's header; the Machines view shows b online, then
+// offline once b stops. The phone layout holds each of these.
+func TestTheHubsDashboardStartsAThreadOnAnotherMachine(t *testing.T) {
+	hub, b := hubAndNode(t)
+	ctx := browser(t, 1280, 900)
+	run(t, ctx, "log in at the hub", chromedp.Navigate(hub.LoginURL()+"#/new"), chromedp.WaitVisible(chromedp.CSS(`form.newthread select[name=machine]`)))
+	until(t, ctx, "both machines offered", `[...document.querySelectorAll("form.newthread select[name=machine] option")].map(o => o.value).join(",") === "hub,b"`)
+	until(t, ctx, "the hub's own machine is picked first, with its folder", `document.querySelector("form.newthread select[name=machine]").value === "hub" && document.querySelector("form.newthread input[type=text]").value === `+js(hub.work))
+	run(t, ctx, "pick machine b", chromedp.SetValue(chromedp.CSS(`form.newthread select[name=machine]`), "b"))
+	until(t, ctx, "b's agent and b's folder", `document.querySelector("form.newthread select[name=agent]").value === "claude" && document.querySelector("form.newthread input[type=text]").value === `+js(b.work))
+	text := PromptEcho + " from the hub's dashboard"
+	run(t, ctx, "start the thread on b",
+		chromedp.SendKeys(chromedp.CSS(`form.newthread textarea`), text),
+		chromedp.Click(chromedp.CSS(`form.newthread button[type=submit]`)))
+	until(t, ctx, "the reply from b's agent", pageHas("You said it."))
+
+	// The thread is b's: in b's own store, in b's folder.
+	var onB struct {
+		Threads []struct {
+			ID  string `json:"id"`
+			Cwd string `json:"cwd"`
+		} `json:"threads"`
+	}
+	b.rest(t, "GET", "/api/threads", nil, &onB)
+	if len(onB.Threads) != 1 || onB.Threads[0].Cwd != b.work {
+		t.Fatalf("b's own threads: %+v, want the one started at the hub, in %s", onB.Threads, b.work)
+	}
+	remoteID := onB.Threads[0].ID + "@b"
+	until(t, ctx, "the thread list names machine b", `(() => { const e = [...document.querySelectorAll(".side button.thread")].find(e => e.dataset.thread === `+js(remoteID)+`);
+		return !!e && e.dataset.machine === "b" && e.querySelector(".t-meta").innerText.includes("b · claude"); })()`)
+	until(t, ctx, "the chat's header names machine b", `(document.querySelector(".chat-head [data-thread-where]")||{innerText:""}).innerText.startsWith("b · claude")`)
+
+	// The machines view: b online, with its agent and its thread.
+	run(t, ctx, "open Machines", chromedp.Click(chromedp.CSS(`details.machines summary`)))
+	until(t, ctx, "b online with its agent and thread", `(() => { const e = document.querySelector("details.machines li[data-node=b]");
+		return !!e && e.dataset.online === "true" && e.innerText.includes("online since") && e.innerText.includes("claude") && e.innerText.includes("1 thread"); })()`)
+
+	// The phone at the hub: the picker, the list entry, the header and the
+	// machines view each fit a 390 px screen.
+	phone := newTab(t, ctx)
+	fits := `document.documentElement.scrollWidth <= window.innerWidth`
+	run(t, phone, "phone: the new-thread form", phoneViewport(), chromedp.Navigate(hub.Base+"/#/new"), chromedp.WaitVisible(chromedp.CSS(`form.newthread select[name=machine]`)))
+	until(t, phone, "phone: the machine picker fits", fits+` && document.querySelector("form.newthread select[name=machine]").getBoundingClientRect().right <= window.innerWidth`)
+	run(t, phone, "phone: the thread list", chromedp.Navigate(hub.Base+"/#/"), chromedp.WaitVisible(chromedp.CSS(`.p-thread[data-machine=b]`)))
+	until(t, phone, "phone: the list entry names b and fits", fits+` && document.querySelector(".p-thread[data-machine=b] .t-meta").innerText.includes("b · claude")`)
+	run(t, phone, "phone: open Machines", chromedp.Click(chromedp.CSS(`details.machines summary`)))
+	until(t, phone, "phone: the machines view fits", fits+` && !!document.querySelector("details.machines li[data-node=b]") && document.querySelector("details.machines li[data-node=b]").getBoundingClientRect().right <= window.innerWidth`)
+	run(t, phone, "phone: the thread", chromedp.Click(chromedp.CSS(`.p-thread[data-machine=b]`)))
+	until(t, phone, "phone: the header names b and fits", fits+` && (document.querySelector(".p-bar [data-thread-where]")||{innerText:""}).innerText.startsWith("b · claude")`)
+
+	// b stops: the open machines view says so, without a reload.
+	b.stop()
+	until(t, ctx, "b offline in the machines view", `(() => { const e = document.querySelector("details.machines li[data-node=b]");
+		return !!e && e.dataset.online === "false" && e.innerText.includes("offline since"); })()`)
+	run(t, ctx, "the new-thread form", chromedp.Navigate(hub.Base+"/#/new"), chromedp.WaitVisible(chromedp.CSS(`form.newthread select[name=machine]`)))
+	until(t, ctx, "b offered as offline", `[...document.querySelectorAll("form.newthread select[name=machine] option")].some(o => o.value === "b" && o.textContent.includes("offline"))`)
+}

@@ -1,0 +1,68 @@
+// The machines of a cluster's hub (GET /api/nodes: what `parley nodes` prints),
+// shown on the hub only and read again every few seconds while open, so a
+// machine going away shows as offline without a reload.
+
+import { useEffect, useState } from "preact/hooks";
+import { ago } from "../app";
+import type { NodeStatus } from "../protocol";
+import type { Store } from "../store";
+
+const every = 3000;
+
+function when(ts?: string): string {
+  const d = new Date(ts ?? "");
+  return isFinite(d.getTime()) ? d.toLocaleString() : "";
+}
+
+// nodeState is "online since …", "offline since …" or "never connected".
+export function nodeState(n: NodeStatus): string {
+  if (!n.since) return n.online ? "online" : "never connected";
+  return `${n.online ? "online" : "offline"} since ${when(n.since)}`;
+}
+
+export function Machines({ store }: { store: Store }) {
+  const [open, setOpen] = useState(false);
+  const [nodes, setNodes] = useState<NodeStatus[] | null>(null);
+  const [err, setErr] = useState("");
+  useEffect(() => {
+    if (!open) return;
+    let live = true;
+    const load = () =>
+      store.getJSON<{ nodes: NodeStatus[] }>("/api/nodes").then(
+        (j) => {
+          if (!live) return;
+          setNodes(j.nodes ?? []);
+          setErr("");
+        },
+        (e) => live && setErr(String((e as Error).message ?? e)),
+      );
+    void load();
+    const t = setInterval(load, every);
+    return () => {
+      live = false;
+      clearInterval(t);
+    };
+  }, [open]);
+  if (!store.state.node) return null; // not a cluster's hub
+  return (
+    <details class="devices machines" onToggle={(e) => setOpen((e.target as HTMLDetailsElement).open)}>
+      <summary>Machines</summary>
+      <p class="hint">This machine: {store.state.node} (the hub)</p>
+      {err && <p role="alert" class="hint">{err}</p>}
+      {nodes && nodes.length === 0 && <p class="hint">No other machine has joined. On this one, `parley join-token` prints the command that joins one.</p>}
+      <ul class="device-list machine-list" aria-label="Machines">
+        {(nodes ?? []).map((n) => (
+          <li key={n.name} data-node={n.name} data-online={String(n.online)}>
+            <span class="name">
+              <span class={`dot ${n.online ? "st-ready" : "st-crashed"}`} aria-hidden="true" /> {n.name}
+            </span>
+            <span class="hint node-state">{nodeState(n)}</span>
+            <span class="hint">
+              last seen {n.last_seen ? ago(n.last_seen) : "never"} · {n.agents?.length ? n.agents.join(", ") : "no agents"} · {n.threads} thread{n.threads === 1 ? "" : "s"} · {n.version ? "version " + n.version : "version unknown"}
+            </span>
+          </li>
+        ))}
+      </ul>
+    </details>
+  );
+}
