@@ -14,7 +14,7 @@ import (
 // parleyCmd runs the parley under test with r's config and data folder.
 func (r *rig) parleyCmd(t testing.TB, args ...string) string {
 	t.Helper()
-	cmd := exec.Command(parleyBin(t), append(args, "--config", filepath.Join(r.dir, "config.toml"), "--data", filepath.Join(r.dir, "data"))...)
+	cmd := exec.Command(testkit.ParleyBinary(t), append(args, "--config", filepath.Join(r.dir, "config.toml"), "--data", filepath.Join(r.dir, "data"))...)
 	cmd.Dir = r.work
 	out, err := cmd.Output()
 	if err != nil {
