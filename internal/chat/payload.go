@@ -56,6 +56,18 @@ type UserMessage struct {
 	MessageID string   `json:"message_id"` // chosen by the client; a retry reuses it
 	Text      string   `json:"text"`       // as the person wrote it
 	From      RouteKey `json:"from"`       // the route it was sent from
+	// Files are the files attached to it, saved in the thread's working
+	// directory; Text names their paths too (what the agent got).
+	Files []FileRef `json:"files,omitempty"`
+}
+
+// FileRef is a file attached to a message, as saved in the thread's working
+// directory.
+type FileRef struct {
+	Name     string `json:"name"`                // the saved file's name
+	Path     string `json:"path"`                // relative to the thread's working directory, with "/"
+	MIMEType string `json:"mime_type,omitempty"` // as the client said
+	Size     int64  `json:"size"`
 }
 
 // Delivery is a receipt for one message: queued, delivering, submitted,

@@ -97,6 +97,11 @@ type Prompt struct {
 	MessageID string
 	Text      string
 	Images    []Image
+	// FileImages are attached image files, already saved in the working
+	// directory and named by path in Text: a driver whose agent takes
+	// images passes them as images too; one that does not leaves them out
+	// (the agent reads the files).
+	FileImages []Image
 }
 
 // Image is an attachment in a prompt.

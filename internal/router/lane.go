@@ -13,6 +13,7 @@ import (
 	"github.com/parleyhq/parley/internal/driver"
 	"github.com/parleyhq/parley/internal/hub"
 	"github.com/parleyhq/parley/internal/store"
+	"github.com/parleyhq/parley/internal/uploads"
 )
 
 // lane owns one thread: its row, its queue of inputs, its cards, its session and
@@ -66,6 +67,7 @@ type lane struct {
 type pendingInput struct {
 	in     chat.Input
 	images []Image
+	files  []uploads.File // saved when accepted (not again on a retry)
 	notify func(chat.Delivery)
 	retry  bool // a failed message sent again: its user_message is already in the log
 }
@@ -216,10 +218,24 @@ func (l *lane) onAccept(a laneAccept) {
 		a.done(chat.Delivery{}, chat.ErrBusy)
 		return
 	}
+	var refs []chat.FileRef
+	if len(p.files) > 0 && !p.retry {
+		// Saved before anything is logged: a file that cannot be saved
+		// refuses the message, which the client keeps.
+		var err error
+		if refs, err = uploads.Save(l.th.Cwd, l.ag.Roots, p.files); err != nil {
+			a.done(chat.Delivery{}, invalid("the attached files could not be saved in the thread's working directory: %v", err))
+			return
+		}
+		if l.th.Title == "" {
+			l.th.Title = titleOf(firstNonEmpty(p.in.Text, refs[0].Name))
+		}
+		p.in.Text = strings.TrimSpace(p.in.Text + "\n\n" + uploads.Mention(refs))
+	}
 	p.in.Detail = l.waitsFor()
 	l.saveInput(p)
 	if !p.retry {
-		l.emit(chat.UserMessage{MessageID: p.in.MessageID, Text: p.in.Text, From: p.in.From})
+		l.emit(chat.UserMessage{MessageID: p.in.MessageID, Text: p.in.Text, From: p.in.From, Files: refs})
 	}
 	if l.th.Title == "" {
 		l.th.Title = titleOf(p.in.Text)

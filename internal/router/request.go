@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/uploads"
 )
 
 // The router's requests. Every channel builds these (the socket's decoder
@@ -25,6 +26,10 @@ type Message struct {
 	Agent  string  `json:"agent,omitempty"`
 	Mode   string  `json:"mode,omitempty"`
 	Images []Image `json:"images,omitempty"`
+	// Files are saved in the thread's working directory (uploads.Dir) by
+	// the machine that owns the thread, and named by path in the text; an
+	// image among them also goes as an image to an agent that takes them.
+	Files []uploads.File `json:"files,omitempty"`
 }
 
 type Image struct {
@@ -116,7 +121,7 @@ func (m *Message) Validate() error {
 	if err := validID("message_id", m.MessageID); err != nil {
 		return err
 	}
-	if m.Text == "" && len(m.Images) == 0 {
+	if m.Text == "" && len(m.Images) == 0 && len(m.Files) == 0 {
 		return invalid("message needs \"text\"")
 	}
 	if m.Intent != nil {
@@ -132,6 +137,14 @@ func (m *Message) Validate() error {
 			return r.Validate()
 		default:
 			return invalid("intent must be {\"new\": …} or {\"resume\": …}")
+		}
+	}
+	if len(m.Files) > uploads.MaxFiles {
+		return invalid("%d files attached: at most %d in one message", len(m.Files), uploads.MaxFiles)
+	}
+	for i, f := range m.Files {
+		if f.Name == "" {
+			return invalid("file %d needs \"name\"", i)
 		}
 	}
 	for i, img := range m.Images {

@@ -363,7 +363,7 @@ func (r *Router) route(ctx context.Context, req SendRequest, reply chan<- sendRe
 		MessageID: m.MessageID, ThreadID: id, From: req.From, Text: m.Text,
 		State: chat.DeliveryQueued, AcceptedAt: r.opt.Now(),
 	}
-	l.accept(&pendingInput{in: in, images: m.Images, notify: req.Notify}, func(d chat.Delivery, err error) {
+	l.accept(&pendingInput{in: in, images: m.Images, files: m.Files, notify: req.Notify}, func(d chat.Delivery, err error) {
 		if err == nil || errors.Is(err, chat.ErrDuplicate) {
 			reply <- sendReply{delivery: d, thread: id, err: err}
 			return
@@ -384,7 +384,7 @@ func (r *Router) retry(ctx context.Context, in chat.Input, req SendRequest, repl
 		return
 	}
 	in.State, in.Detail, in.AcceptedAt = chat.DeliveryQueued, "", r.opt.Now()
-	l.accept(&pendingInput{in: in, images: req.Message.Images, notify: req.Notify, retry: true}, func(d chat.Delivery, err error) {
+	l.accept(&pendingInput{in: in, images: req.Message.Images, files: req.Message.Files, notify: req.Notify, retry: true}, func(d chat.Delivery, err error) {
 		reply <- sendReply{delivery: d, thread: in.ThreadID, err: err}
 	})
 }
@@ -623,11 +623,15 @@ func (r *Router) Driver(agentID string) (driver.Driver, config.Agent, error) {
 	return r.opt.Drivers[a.Transport], a, nil
 }
 
-// messageSize is what limits.max_message_bytes counts: the text and the images.
+// messageSize is what limits.max_message_bytes counts: the text, the images
+// and the files.
 func messageSize(m Message) int {
 	n := len(m.Text)
 	for _, im := range m.Images {
 		n += len(im.Data)
+	}
+	for _, f := range m.Files {
+		n += len(f.Data)
 	}
 	return n
 }

@@ -121,6 +121,11 @@ func (l *lane) prompt(t *turn) {
 	for _, im := range t.p.images {
 		p.Images = append(p.Images, driver.Image{MIMEType: im.MIMEType, Data: im.Data})
 	}
+	for _, f := range t.p.files {
+		if f.IsImage() {
+			p.FileImages = append(p.FileImages, driver.Image{MIMEType: f.MIMEType, Data: f.Data})
+		}
+	}
 	l.spawn(func() {
 		err := s.Prompt(ctx, p)
 		cancel()

@@ -33,6 +33,7 @@ import (
 	"github.com/parleyhq/parley/internal/procgroup"
 	"github.com/parleyhq/parley/internal/router"
 	"github.com/parleyhq/parley/internal/store"
+	"github.com/parleyhq/parley/internal/uploads"
 	"github.com/parleyhq/parley/internal/wire"
 )
 
@@ -160,6 +161,7 @@ func (s *Server) routes() {
 	api("GET /api/threads/changes", s.handleChanges)
 	api("GET /api/threads/{id}", s.handleThread)
 	api("GET /api/threads/{id}/events", s.handleEvents)
+	api("GET /api/threads/{id}/uploads/{name}", s.handleUpload)
 	api("POST /api/threads/{id}/messages", s.handleSend)
 	api("POST /api/threads/{id}/stop", s.handleStop)
 	api("POST /api/threads/{id}/cards/{request_id}", s.handleCard)
@@ -443,6 +445,27 @@ func (s *Server) handleThread(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"thread": th, "open_cards": open, "usage": usage})
+}
+
+// handleUpload shows an image attached to a message of a thread of this
+// machine (a thumbnail in the transcript); a remote thread's files stay on
+// its machine (404).
+func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request) {
+	th, err := s.store.Thread(r.Context(), chat.ThreadID(r.PathValue("id")))
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	data, mime, err := uploads.OpenImage(th.Cwd, r.PathValue("name"))
+	if err != nil {
+		httpError(w, http.StatusNotFound, "no such uploaded image in this thread")
+		return
+	}
+	w.Header().Set("Content-Type", mime)
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Content-Security-Policy", "default-src 'none'; sandbox")
+	w.Header().Set("Cache-Control", "private, max-age=3600")
+	w.Write(data)
 }
 
 func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {

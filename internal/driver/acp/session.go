@@ -344,6 +344,11 @@ func (s *Session) Prompt(ctx context.Context, p driver.Prompt) error {
 		}
 		blocks = append(blocks, sdk.ImageBlock(base64.StdEncoding.EncodeToString(img.Data), img.MIMEType))
 	}
+	if s.caps.PromptCapabilities.Image {
+		for _, img := range p.FileImages {
+			blocks = append(blocks, sdk.ImageBlock(base64.StdEncoding.EncodeToString(img.Data), img.MIMEType))
+		}
+	}
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()

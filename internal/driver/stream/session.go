@@ -232,9 +232,9 @@ func (s *session) control(ctx context.Context, subtype string, fields map[string
 // evidence that it took it is reported later as Sink.Received (see proof).
 func (s *session) Prompt(ctx context.Context, p driver.Prompt) error {
 	var content any = p.Text
-	if len(p.Images) > 0 {
-		blocks := make([]map[string]any, 0, len(p.Images)+1)
-		for _, img := range p.Images {
+	if imgs := slices.Concat(p.Images, p.FileImages); len(imgs) > 0 {
+		blocks := make([]map[string]any, 0, len(imgs)+1)
+		for _, img := range imgs {
 			blocks = append(blocks, map[string]any{"type": "image", "source": map[string]string{
 				"type": "base64", "media_type": img.MIMEType, "data": base64.StdEncoding.EncodeToString(img.Data),
 			}})
