@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -15,7 +17,9 @@ import (
 
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/client"
+	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/router"
+	"github.com/parleyhq/parley/internal/uploads"
 	"github.com/parleyhq/parley/internal/wire"
 )
 
@@ -33,6 +37,7 @@ const (
 type sendFlags struct {
 	remoteFlags
 	agent, thread, cwd string
+	files              []string
 	newThread, verbose bool
 	timeout            time.Duration
 }
@@ -48,7 +53,9 @@ exit with a status that says how the turn ended. For scripts and cron.
 The message goes to the thread parley chat shows in this terminal, unless
 --thread, --new or --agent say otherwise; whichever, an open parley chat stays
 on its thread (send follows its turn from a route of its own). TEXT "-" reads
-stdin.
+stdin. --file PATH (repeatable, at most 10) attaches a file: it is saved in
+the thread's working directory (.parley-uploads/) and the message names its
+path, so any agent can read it.
 Cards (permissions, questions) are not answered here: they wait for an answer
 from parley chat or the dashboard, and say so on stderr.
 
@@ -76,6 +83,10 @@ Exit status:
 			if strings.TrimSpace(text) == "" {
 				return errors.New("nothing to send")
 			}
+			files, err := readFiles(f.files)
+			if err != nil {
+				return err
+			}
 			server, token, err := f.resolve()
 			if err != nil {
 				return err
@@ -87,7 +98,8 @@ Exit status:
 				ctx, cancel = context.WithTimeout(ctx, f.timeout)
 				defer cancel()
 			}
-			code := sendOne(ctx, server, token, f, text, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			code := sendOne(ctx, server, token, f, router.Message{MessageID: chat.NewID("m"), Text: text, Agent: f.agent, Files: files},
+				cmd.OutOrStdout(), cmd.ErrOrStderr())
 			if code != 0 {
 				return exitCode(code)
 			}
@@ -100,9 +112,34 @@ Exit status:
 	fl.StringVar(&f.thread, "thread", "", "send to this thread (parley threads lists them)")
 	fl.BoolVar(&f.newThread, "new", false, "start a new thread with this message")
 	fl.StringVar(&f.cwd, "cwd", "", "working directory of the --new thread (inside a configured root)")
+	fl.StringArrayVar(&f.files, "file", nil, "attach this file (repeatable): saved in the thread's working directory, its path named in the message")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "report tool calls and receipts on stderr")
 	fl.DurationVar(&f.timeout, "timeout", 0, "give up after this long (exit 7); 0 waits for the turn to end")
 	return cmd
+}
+
+// readFiles reads --file's files for a message; the daemon judges their
+// size (limits.max_message_bytes) and saves them.
+func readFiles(paths []string) ([]uploads.File, error) {
+	if len(paths) > uploads.MaxFiles {
+		return nil, fmt.Errorf("--file: %d files: at most %d in one message", len(paths), uploads.MaxFiles)
+	}
+	var out []uploads.File
+	for _, p := range paths {
+		if st, err := os.Stat(p); err == nil && st.Size() > int64(config.MaxMessageRange.Max) {
+			return nil, fmt.Errorf("--file %s: %d bytes is more than any message may hold (%d)", p, st.Size(), config.MaxMessageRange.Max)
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return nil, fmt.Errorf("--file: %w", err)
+		}
+		mime := http.DetectContentType(data)
+		if !uploads.IsImageType(mime) {
+			mime = ""
+		}
+		out = append(out, uploads.File{Name: filepath.Base(p), MIMEType: mime, Data: data})
+	}
+	return out, nil
 }
 
 // SendRouteSuffix makes parley send's own route from the terminal's: a
@@ -116,7 +153,7 @@ const reconnectFor = time.Minute
 // client.Follow keeps the socket: a dropped one is dialled again with since, so
 // the answer is printed whole and nothing twice; the message keeps its id, so it
 // is never delivered twice. What is left here is the turn and its printing.
-func sendOne(ctx context.Context, server, token string, f sendFlags, text string, stdout, stderr io.Writer) int {
+func sendOne(ctx context.Context, server, token string, f sendFlags, msg router.Message, stdout, stderr io.Writer) int {
 	api := client.API{Server: server, Token: token}
 	// The terminal's route is parley chat's: send reads which thread it shows
 	// and sends from a route of its own, so an open parley chat is never moved
@@ -141,7 +178,7 @@ func sendOne(ctx context.Context, server, token string, f sendFlags, text string
 	fl := client.NewFollow(server, token, client.Options{Chat: route, Channel: "tui", Since: -1})
 	fl.FailFast, fl.GiveUp, fl.MaxBackoff = true, reconnectFor, 2*time.Second
 	t := &sendTurn{f: f, api: api, fl: fl, stdout: stdout, stderr: stderr, endsNL: true, shown: shown, target: target,
-		msg: router.Message{MessageID: chat.NewID("m"), Text: text, Agent: f.agent}}
+		msg: msg}
 	err = fl.Run(ctx, func(u client.Update) error { return t.handle(ctx, u) })
 	var code sendExit
 	switch {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -222,5 +224,32 @@ func TestSendSurvivesADaemonRestart(t *testing.T) {
 		if want := "c" + strconv.Itoa(i+1); w != want {
 			t.Fatalf("stdout word %d is %q, want %q (each chunk once, in order): %q", i, w, want, r.out)
 		}
+	}
+}
+
+// TestSendFile: --file saves the file in the thread's working directory and
+// the message the agent gets names its path.
+func TestSendFile(t *testing.T) {
+	d := startDaemon(t)
+	file := filepath.Join(t.TempDir(), "notes.txt")
+	if err := os.WriteFile(file, []byte("remember the milk"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := parley(append(append([]string{"send"}, remote(d, "files")...), "--file", file, "say read it")...)
+	if code != 0 {
+		t.Fatalf("send --file: %d %s", code, errs)
+	}
+	code, out, errs := parley(append([]string{"threads", "--json"}, remote(d, "files")[:4]...)...)
+	var ths []chat.Thread
+	if err := json.Unmarshal([]byte(out), &ths); code != 0 || err != nil || len(ths) != 1 {
+		t.Fatalf("threads --json: %d %q %s (%v); want one thread", code, out, errs, err)
+	}
+	got, err := os.ReadFile(filepath.Join(ths[0].Cwd, ".parley-uploads", "notes.txt"))
+	if err != nil || string(got) != "remember the milk" {
+		t.Errorf("the thread's directory holds %q (%v), want the attached file", got, err)
+	}
+	code, _, errs = parley(append(append([]string{"send"}, remote(d, "files")...), "--file", filepath.Join(t.TempDir(), "missing"), "say x")...)
+	if code != cli.ExitFailure || !strings.Contains(errs, "--file") {
+		t.Errorf("a missing file: got %d %q, want exit 1 naming --file", code, errs)
 	}
 }

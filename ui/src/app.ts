@@ -215,11 +215,3 @@ export function agentState(store: Store, a: AgentInfo, openKind: string): string
 }
 
 export const stateClass = (s: string) => "st-" + s.replace(/^waiting for (an |)/, "waiting_").replace(/ /g, "_");
-
-// acceptsImages: the structured transports carry images; a terminal cannot.
-export function acceptsImages(store: Store): boolean {
-  const t = store.state.chat.thread;
-  const id = t?.agent ?? store.state.defaultAgent;
-  const a = store.state.agents.find((x) => x.id === id);
-  return !!a && (a.transport === "stream" || a.transport === "acp");
-}

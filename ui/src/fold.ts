@@ -19,8 +19,12 @@ export type Receipt = { state: "sending" | "queued" | "delivering" | "submitted"
 
 export type CardState = "open" | "answering" | "resolved" | "cancelled" | "closed";
 
+// A file attached to a message as the transcript shows it: url is this page's
+// own copy of an image it sent (the server's copy is asked by path).
+export type Shown = { name: string; path?: string; mime_type?: string; size?: number; url?: string };
+
 export type Item =
-  | { kind: "user"; key: string; message_id: string; text: string; from?: string; ts?: string; images?: number }
+  | { kind: "user"; key: string; message_id: string; text: string; from?: string; ts?: string; files?: Shown[] }
   | { kind: "agent"; key: string; text: string; ts?: string }
   | { kind: "thought"; key: string; text: string }
   | {
@@ -164,11 +168,15 @@ export class Fold {
       case "user_message":
         this.sink.ack(ev.message_id);
         if (this.has("u:" + ev.message_id)) {
-          // Sent from this page: the server's time is when it was said.
+          // Sent from this page: the server's time is when it was said, its
+          // text what the agent got (the saved files' paths added).
           const it = this.item("u:" + ev.message_id);
-          if (it?.kind === "user" && !it.ts && ev.ts) this.replaceAny({ ...it, ts: ev.ts });
+          if (it?.kind === "user" && ((!it.ts && ev.ts) || it.text !== ev.text || ev.files)) {
+            const files = ev.files ? ev.files.map((f, i) => ({ ...f, url: it.files?.[i]?.url })) : it.files;
+            this.replaceAny({ ...it, ts: it.ts ?? ev.ts, text: ev.text, files });
+          }
         } else {
-          this.user({ kind: "user", key: "u:" + ev.message_id, message_id: ev.message_id, text: ev.text, from: ev.from?.channel, ts: ev.ts });
+          this.user({ kind: "user", key: "u:" + ev.message_id, message_id: ev.message_id, text: ev.text, from: ev.from?.channel, ts: ev.ts, ...(ev.files ? { files: ev.files } : {}) });
         }
         if (!v.receipts[ev.message_id]) this.receipt(ev.message_id, { state: "queued" });
         if (this.index.has("u:" + ev.message_id)) this.lastKind = "user";

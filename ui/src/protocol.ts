@@ -72,7 +72,7 @@ export type ServerEvent = Logged &
     | { type: "replay_done"; last_seq: number }
     | { type: "history_pruned"; through_seq: number }
     | { type: "pong" }
-    | { type: "user_message"; message_id: string; text: string; from: RouteKey }
+    | { type: "user_message"; message_id: string; text: string; from: RouteKey; files?: FileRef[] }
     | { type: "delivery"; message_id: string; state: DeliveryState; detail?: string }
     | { type: "agent_chunk"; text: string; message_id?: string }
     | { type: "thought_chunk"; text: string }
@@ -97,12 +97,19 @@ export type DeliveryState = "queued" | "delivering" | "submitted" | "failed" | "
 // An image attached to a message: data is base64.
 export type ImageData = { mime_type: string; data: string };
 
+// A file attached to a message (data is base64): saved in the thread's
+// working directory and named by path in the message.
+export type FileData = { name: string; mime_type?: string; data: string };
+
+// A file as saved, in a user_message.
+export type FileRef = { name: string; path: string; mime_type?: string; size: number };
+
 export type Intent =
   | { new: { cwd: string; agent: string; node?: string } }
   | { resume: { agent: string; session_id: string; cwd: string } };
 
 export type ClientInput =
-  | { type: "message"; message_id: string; text: string; intent?: Intent; agent?: string; mode?: string; images?: ImageData[] }
+  | { type: "message"; message_id: string; text: string; intent?: Intent; agent?: string; mode?: string; images?: ImageData[]; files?: FileData[] }
   | { type: "stop" }
   | { type: "withdraw"; message_id: string }
   | { type: "permission_response"; request_id: string; option_id?: string; cancelled?: boolean; message?: string }

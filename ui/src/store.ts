@@ -2,7 +2,7 @@
 // its events into a conversation, cards with their server state, and receipts.
 // Card state comes from the server alone: a card is open only while the server says so.
 
-import { AgentInfo, PluginStatus, Answers, ChatSocket, ClientInput, ConnState, ImageData, Intent, ServerEvent, SocketSink, Thread, newID } from "./protocol";
+import { AgentInfo, PluginStatus, Answers, ChatSocket, ClientInput, ConnState, FileData, Intent, ServerEvent, SocketSink, Thread, newID } from "./protocol";
 
 import { Fold, type ChatView } from "./fold";
 import type { UsageTotals } from "./chat/usage";
@@ -39,7 +39,7 @@ export type State = {
   authFailed: boolean;
 };
 
-type Outgoing = { message_id: string; text: string; intent?: Intent; chat: string; images?: ImageData[] };
+type Outgoing = { message_id: string; text: string; intent?: Intent; chat: string; files?: FileData[] };
 
 const OUTBOX = "parley.outbox";
 const SEEN = "parley.seen";
@@ -81,8 +81,9 @@ export class Store implements SocketSink {
   private seenTimer: ReturnType<typeof setTimeout> | undefined;
   private holding = false;
   private lastProbe = 0;
-  // Images of messages sent from this page, for a retry (the log keeps only the text).
-  private sentImages = new Map<string, ImageData[]>();
+  // Files of messages sent from this page, for a retry of one the server
+  // never got (one it got keeps them saved, named in its text).
+  private sentFiles = new Map<string, FileData[]>();
   // The thread the route should show once connected: one of parley's threads (by id)
   // or an agent's native session (by session id).
   private pendingOpen: Thread | null = null;
@@ -303,9 +304,9 @@ export class Store implements SocketSink {
 
   // sendMessage shows the message at once as "sending" and keeps it in an outbox
   // (in localStorage) until the server acknowledges it, so nothing typed is lost.
-  sendMessage(text: string, intent?: Intent, images?: ImageData[]): string {
+  sendMessage(text: string, intent?: Intent, files?: FileData[]): string {
     const id = newID("m_");
-    this.enqueue({ message_id: id, text, intent, chat: this.chatID, ...(images?.length ? { images } : {}) });
+    this.enqueue({ message_id: id, text, intent, chat: this.chatID, ...(files?.length ? { files } : {}) });
     return id;
   }
 
@@ -313,17 +314,18 @@ export class Store implements SocketSink {
   retry(messageID: string) {
     const it = this.fold.item("u:" + messageID);
     if (!it || it.kind !== "user") return;
-    const kept = this.sentImages.get(messageID);
+    const kept = this.sentFiles.get(messageID);
     const intent = this.sentIntents.get(messageID);
-    this.enqueue({ message_id: messageID, text: it.text, chat: this.chatID, ...(intent ? { intent } : {}), ...(kept ? { images: kept } : {}) });
+    this.enqueue({ message_id: messageID, text: it.text, chat: this.chatID, ...(intent ? { intent } : {}), ...(kept ? { files: kept } : {}) });
   }
 
   private enqueue(o: Outgoing) {
-    if (o.images) this.sentImages.set(o.message_id, o.images);
+    if (o.files) this.sentFiles.set(o.message_id, o.files);
     if (o.intent) this.sentIntents.set(o.message_id, o.intent);
     this.outbox = this.outbox.filter((x) => x.message_id !== o.message_id).concat(o);
     save(OUTBOX, this.outbox);
-    this.fold.user({ kind: "user", key: "u:" + o.message_id, message_id: o.message_id, text: o.text, images: o.images?.length });
+    const shown = o.files?.map((f) => ({ name: f.name, mime_type: f.mime_type, url: f.mime_type?.startsWith("image/") ? `data:${f.mime_type};base64,${f.data}` : undefined }));
+    this.fold.user({ kind: "user", key: "u:" + o.message_id, message_id: o.message_id, text: o.text, ...(shown ? { files: shown } : {}) });
     this.fold.receipt(o.message_id, { state: "sending" });
     this.folded();
     this.flush();
@@ -334,7 +336,7 @@ export class Store implements SocketSink {
     if (!this.socket?.isOpen) return;
     for (const o of this.outbox) {
       if (o.chat && o.chat !== this.chatID) continue;
-      this.socket.send({ type: "message", message_id: o.message_id, text: o.text, ...(o.intent ? { intent: o.intent } : {}), ...(o.images ? { images: o.images } : {}) });
+      this.socket.send({ type: "message", message_id: o.message_id, text: o.text, ...(o.intent ? { intent: o.intent } : {}), ...(o.files ? { files: o.files } : {}) });
     }
   }
 

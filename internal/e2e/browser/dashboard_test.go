@@ -359,7 +359,7 @@ func TestDashboard(t *testing.T) {
 		run(t, ctx, "light theme", theme("light"))
 	})
 
-	t.Run("10 an image attached to a message reaches the agent", func(t *testing.T) {
+	t.Run("10 files attached: saved in the thread's directory, named by path, the image shown and sent as one", func(t *testing.T) {
 		img := image.NewRGBA(image.Rect(0, 0, 16, 16))
 		for i := range img.Pix {
 			img.Pix[i] = byte(i)
@@ -368,32 +368,77 @@ func TestDashboard(t *testing.T) {
 		if err := png.Encode(&buf, img); err != nil {
 			t.Fatal(err)
 		}
-		file := filepath.Join(t.TempDir(), "dot.png")
-		if err := os.WriteFile(file, buf.Bytes(), 0o600); err != nil {
+		dir := t.TempDir()
+		pngFile, txtFile := filepath.Join(dir, "dot.png"), filepath.Join(dir, "notes.txt")
+		const notes = "remember the milk\n"
+		if err := os.WriteFile(pngFile, buf.Bytes(), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		run(t, ctx, "attach the image", chromedp.SetUploadFiles(chromedp.CSS(`.attach input[type=file]`), []string{file}),
+		if err := os.WriteFile(txtFile, []byte(notes), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		run(t, ctx, "attach a text file and an image", chromedp.SetUploadFiles(chromedp.CSS(`.attach input[type=file]`), []string{txtFile, pngFile}),
 			chromedp.WaitVisible(chromedp.CSS(`.attached .thumb img`)))
-		send(t, ctx, PromptEcho+" with an image")
-		until(t, ctx, "the message with the image is submitted", receipt(PromptEcho+" with an image [1 image]", "submitted"))
+		until(t, ctx, "the text file waits in the composer", `[...document.querySelectorAll(".attached .thumb.file")].some(e => e.textContent.includes("notes.txt"))`)
+		send(t, ctx, PromptEcho+" with files")
+		last := `[...document.querySelectorAll(".msg.user")].pop()`
+		until(t, ctx, "the message names both saved files and is submitted", `(() => { const m = `+last+`;
+			return !!m && !!m.querySelector("[data-receipt=submitted]") && m.innerText.includes(".parley-uploads/notes.txt") && m.innerText.includes(".parley-uploads/dot.png"); })()`)
+		until(t, ctx, "the image shows as a thumbnail in the transcript", `(() => { const i = `+last+`.querySelector(".files img.upload"); return !!i && i.complete && i.naturalWidth === 16; })()`)
+
+		cwd := eval[string](t, ctx, `window.parley.state.chat.thread.cwd`)
+		if got, err := os.ReadFile(filepath.Join(cwd, ".parley-uploads", "notes.txt")); err != nil || string(got) != notes {
+			t.Errorf("the thread's directory holds notes.txt = %q (%v), want %q", got, err, notes)
+		}
+		if got, err := os.ReadFile(filepath.Join(cwd, ".parley-uploads", "dot.png")); err != nil || !bytes.Equal(got, buf.Bytes()) {
+			t.Errorf("the thread's directory holds dot.png of %d bytes (%v), want the %d bytes attached", len(got), err, buf.Len())
+		}
 		// Submitted means Claude Code has the message; its request to the
-		// model follows.
-		hasImage := func() bool {
+		// model follows, with the paths in the text and the image as an image.
+		gotIt := func() bool {
 			for _, req := range r.api.Requests() {
 				for _, m := range req.Messages {
-					if m.Role != "user" {
-						continue
-					}
+					var path, image bool
 					for _, c := range m.Content {
-						if c.Type == "image" {
-							return true
-						}
+						path = path || c.Type == "text" && strings.Contains(c.Text, ".parley-uploads/notes.txt")
+						image = image || c.Type == "image"
+					}
+					if m.Role == "user" && path && image {
+						return true
 					}
 				}
 			}
 			return false
 		}
-		testkit.Eventually(t, wait, hasImage, "got no image block in any request to the model, want the attached image")
+		testkit.Eventually(t, wait, gotIt, "got no request to the model with the file's path and the image, want both in one user message")
+
+		other := browser(t, 1024, 768)
+		hash := eval[string](t, ctx, `location.hash`)
+		run(t, other, "open the chat in another tab", chromedp.Navigate(r.LoginURL()+hash), chromedp.WaitVisible(chromedp.CSS(`.side`)))
+		until(t, other, "the other tab shows the thumbnail from the server", `[...document.querySelectorAll(".msg.user .files img.upload")].some(i => i.complete && i.naturalWidth === 16)`)
+	})
+
+	t.Run("10b a file refused in the composer says why", func(t *testing.T) {
+		dir := t.TempDir()
+		var many []string
+		for i := range 11 {
+			f := filepath.Join(dir, fmt.Sprintf("f%d.txt", i))
+			if err := os.WriteFile(f, []byte("x"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			many = append(many, f)
+		}
+		run(t, ctx, "attach 11 files", chromedp.SetUploadFiles(chromedp.CSS(`.attach input[type=file]`), many))
+		until(t, ctx, "the composer says why", `(() => { const a = document.querySelector(".attached [role=alert]"); return !!a && a.textContent.includes("at most 10 files"); })()`)
+		big := filepath.Join(dir, "big.log")
+		if err := os.WriteFile(big, bytes.Repeat([]byte("x"), 2<<20), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		run(t, ctx, "attach a 2 MB file", chromedp.SetUploadFiles(chromedp.CSS(`.attach input[type=file]`), []string{big}))
+		until(t, ctx, "the composer names the file and the limit", `(() => { const a = document.querySelector(".attached [role=alert]"); return !!a && a.textContent.includes("big.log") && a.textContent.includes("900 KB"); })()`)
+		if n := eval[int](t, ctx, `document.querySelectorAll(".attached .thumb").length`); n != 0 {
+			t.Errorf("got %d files waiting after the refusals, want none", n)
+		}
 	})
 
 	t.Run("11 resume a native session from the new-thread form", func(t *testing.T) {

@@ -1,30 +1,31 @@
-// The images waiting in the composer, and the button that adds some; both layouts use it.
+// The files waiting in the composer, and the button that adds some; both layouts use it.
 
 import type { useComposer } from "./composer";
 
 type Comp = ReturnType<typeof useComposer>;
 
 export function Attachments({ comp }: { comp: Comp }) {
-  if (!comp.images.length && !comp.imageError) return null;
+  if (!comp.files.length && !comp.fileError) return null;
   return (
-    <div class="attached" aria-label="Attached images">
-      {comp.images.map((im, i) => (
-        <span class="thumb" key={i}>
-          <img src={im.url} alt={im.name} />
-          <button type="button" class="link" aria-label={`Remove ${im.name}`} onClick={() => comp.removeImage(i)}>×</button>
+    <div class="attached" aria-label="Attached files">
+      {comp.files.map((f, i) => (
+        <span class={f.url ? "thumb" : "thumb file"} key={i}>
+          {f.url ? <img src={f.url} alt={f.name} /> : <span class="fname">{f.name}</span>}
+          <button type="button" class="link" aria-label={`Remove ${f.name}`} onClick={() => comp.removeFile(i)}>×</button>
         </span>
       ))}
-      {comp.imageError && <span class="hint err" role="alert">{comp.imageError}</span>}
+      {comp.fileError && <span class="hint err" role="alert">{comp.fileError}</span>}
     </div>
   );
 }
 
+// Any file goes: it is saved in the thread's working directory and named by
+// path in the message; an image also goes as an image to an agent that takes them.
 export function AttachButton({ comp }: { comp: Comp }) {
-  if (!comp.acceptsImages) return null;
   return (
-    <label class="attach" title="Attach images">
+    <label class="attach" title="Attach files">
       <span aria-hidden="true">+</span>
-      <input type="file" accept="image/*" multiple class="sr-only" aria-label="Attach images"
+      <input type="file" multiple class="sr-only" aria-label="Attach files"
         onChange={(e) => { const el = e.target as HTMLInputElement; comp.addFiles(el.files); el.value = ""; }} />
     </label>
   );

@@ -2,25 +2,32 @@
 // recall earlier prompts), shared by both layouts; each layout draws its own box.
 
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
-import type { Command, ImageData } from "../protocol";
+import type { Command, FileData } from "../protocol";
 import type { Store } from "../store";
 
-// Images above this many bytes (all together) would pass the server's message limit.
-const maxImageBytes = 700 * 1024;
+// The files of one message: at most this many (the server's uploads.MaxFiles)
+// and this many bytes together, under the server's default message limit
+// (limits.max_message_bytes, 1 MiB) with room for the text.
+export const maxFiles = 10;
+const maxFileBytes = 900 * 1024;
 
-export type Attached = ImageData & { name: string; url: string };
+// A file waiting in the composer: url shows an image's thumbnail.
+export type Attached = FileData & { size: number; url?: string };
 
-function readImage(f: File): Promise<Attached> {
+function readFile(f: File): Promise<Attached> {
   return new Promise((done, fail) => {
     const r = new FileReader();
     r.onload = () => {
       const url = String(r.result);
-      done({ mime_type: f.type, data: url.slice(url.indexOf(",") + 1), name: f.name || "image", url });
+      const image = f.type.startsWith("image/");
+      done({ name: f.name || "file", mime_type: f.type || undefined, data: url.slice(url.indexOf(",") + 1), size: f.size, ...(image ? { url } : {}) });
     };
     r.onerror = () => fail(r.error);
     r.readAsDataURL(f);
   });
 }
+
+const kb = (n: number) => (n < 1024 ? `${n} B` : `${Math.round(n / 1024)} KB`);
 
 // Drafts belong to their chat (each thread opens on its own chat in this
 // browser): kept in localStorage, so a draft survives a reload and text typed
@@ -48,7 +55,7 @@ function saveDraft(chat: string, text: string) {
   }
 }
 
-export function useComposer(store: Store, commands: Command[], turnActive: boolean, acceptsImages = false, onSent?: () => void) {
+export function useComposer(store: Store, commands: Command[], turnActive: boolean, onSent?: () => void) {
   const chat = store.state.chat.chat;
   const [text, setTextNow] = useState(() => drafts()[chat] ?? "");
   const draftOf = useRef(chat);
@@ -65,8 +72,8 @@ export function useComposer(store: Store, commands: Command[], turnActive: boole
   // ↑ on an empty box recalls this thread's earlier prompts, newest first; ↓ goes back.
   const [recall, setRecall] = useState(-1);
   const prompts = () => store.state.chat.items.flatMap((i) => (i.kind === "user" && i.text ? [i.text] : [])).reverse();
-  const [images, setImages] = useState<Attached[]>([]);
-  const [imageError, setImageError] = useState("");
+  const [files, setFiles] = useState<Attached[]>([]);
+  const [fileError, setFileError] = useState("");
   const [sel, setSel] = useState(0);
   const [dismissed, setDismissed] = useState(false);
   const suggestions = useMemo(() => {
@@ -82,39 +89,35 @@ export function useComposer(store: Store, commands: Command[], turnActive: boole
   };
   const send = () => {
     const t = text.trim();
-    if (!t && !images.length) return;
-    store.sendMessage(t, undefined, images.map(({ mime_type, data }) => ({ mime_type, data })));
+    if (!t && !files.length) return;
+    store.sendMessage(t, undefined, files.map(({ name, mime_type, data }) => ({ name, data, ...(mime_type ? { mime_type } : {}) })));
     setText("");
     setRecall(-1);
-    setImages([]);
-    setImageError("");
+    setFiles([]);
+    setFileError("");
     onSent?.();
   };
-  const addFiles = (files: FileList | File[] | null | undefined): boolean => {
-    const all = Array.from(files ?? []);
-    const list = all.filter((f) => f.type.startsWith("image/"));
-    // A file that is not an image is not sent: say so, never drop it silently.
-    const others = all.filter((f) => !f.type.startsWith("image/")).map((f) => f.name || "a file");
-    if (others.length) {
-      setImageError(`Not attached: ${others.join(", ")}. Only images go to the agent from here; put the file in the thread's working directory and name its path in your message.`);
-      if (!list.length) return true;
-    }
-    if (!list.length) return false;
-    if (!acceptsImages) {
-      setImageError("This agent does not take images.");
+  // addFiles attaches any files; one refused says why, never silently.
+  const addFiles = (list: FileList | File[] | null | undefined): boolean => {
+    const all = Array.from(list ?? []);
+    if (!all.length) return false;
+    if (files.length + all.length > maxFiles) {
+      setFileError(`Not attached: at most ${maxFiles} files in one message.`);
       return true;
     }
-    Promise.all(list.map(readImage)).then((got) => {
-      if (images.concat(got).reduce((n, i) => n + i.data.length, 0) > maxImageBytes) {
-        setImageError("Images too large: at most about 500 KB in one message.");
-        return;
-      }
-      if (!others.length) setImageError("");
-      setImages(images.concat(got));
-    }, () => setImageError("Could not read the image."));
+    const total = files.reduce((n, f) => n + f.size, 0) + all.reduce((n, f) => n + f.size, 0);
+    if (total > maxFileBytes) {
+      const names = all.map((f) => `${f.name || "a file"} (${kb(f.size)})`).join(", ");
+      setFileError(`Not attached: ${names}. Files may weigh at most ${kb(maxFileBytes)} together in one message.`);
+      return true;
+    }
+    Promise.all(all.map(readFile)).then((got) => {
+      setFileError("");
+      setFiles((cur) => cur.concat(got));
+    }, () => setFileError("Not attached: the browser could not read the file."));
     return true;
   };
-  const removeImage = (i: number) => setImages(images.filter((_, j) => j !== i));
+  const removeFile = (i: number) => setFiles(files.filter((_, j) => j !== i));
   const onPaste = (e: ClipboardEvent) => {
     if (addFiles(e.clipboardData?.files)) e.preventDefault();
   };
@@ -174,6 +177,6 @@ export function useComposer(store: Store, commands: Command[], turnActive: boole
     setDismissed(false);
     setSel(0);
   };
-  const canSend = !!text.trim() || images.length > 0;
-  return { text, onInput, suggestions, sel, complete, send, onKeyDown, images, imageError, addFiles, removeImage, onPaste, onDrop, onDragOver, canSend, acceptsImages };
+  const canSend = !!text.trim() || files.length > 0;
+  return { text, onInput, suggestions, sel, complete, send, onKeyDown, files, fileError, addFiles, removeFile, onPaste, onDrop, onDragOver, canSend };
 }

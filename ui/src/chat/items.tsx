@@ -5,6 +5,7 @@ import { turnUsage } from "./usage";
 import { memo } from "./memo";
 import { useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
 import type { Item, Receipt, Store } from "../store";
+import type { Shown } from "../fold";
 import { highlight, render } from "../markdown";
 import { lineDiff, proposedDiffs } from "./diff";
 import type { Diff } from "../protocol";
@@ -91,6 +92,21 @@ const FOLD_LINES = 12;
 // Messages the person unfolded, by key: a queued message moves to its place
 // when delivered and is drawn anew there; it stays as the person left it.
 const unfolded = new Set<string>();
+
+// FilesView shows a message's files: an image as a thumbnail (this page's
+// own copy, else the server's from the thread's uploads folder), any other
+// file by name until the message's text names its path.
+function FilesView({ files, thread }: { files: Shown[]; thread?: string }) {
+  return (
+    <div class="files">
+      {files.map((f, i) => {
+        const src = f.url ?? (f.path && thread && f.mime_type?.startsWith("image/") ? `/api/threads/${encodeURIComponent(thread)}/uploads/${encodeURIComponent(f.name)}` : "");
+        if (src) return <img key={i} class="upload" src={src} alt={f.path ?? f.name} title={f.path ?? f.name} loading="lazy" />;
+        return f.path ? null : <span key={i} class="hint file">{f.name}</span>;
+      })}
+    </div>
+  );
+}
 
 function UserText({ text, id }: { text: string; id: string }) {
   const long = text.length > FOLD_CHARS || text.split("\n").length > FOLD_LINES;
@@ -438,7 +454,7 @@ export const ItemView = memo(({ it, store, receipt, withdrawable }: { it: Item; 
         <div class="msg user" data-message={it.message_id}>
           <div class="bubble">
             <UserText text={it.text} id={it.key} />
-            {it.images ? <span class="hint"> [{it.images} image{it.images > 1 ? "s" : ""}]</span> : null}
+            {it.files?.length ? <FilesView files={it.files} thread={store.state.chat.thread?.id} /> : null}
           </div>
           <div class="meta">
             <Time ts={it.ts} />

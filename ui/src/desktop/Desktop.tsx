@@ -2,7 +2,7 @@
 
 import type { Store } from "../store";
 import { threadLabel } from "../store";
-import { acceptsImages, agentState, machineOf, stateClass, threadState, ago, nav, useEscToStop, useStickToBottom, type Route } from "../app";
+import { agentState, machineOf, stateClass, threadState, ago, nav, useEscToStop, useStickToBottom, type Route } from "../app";
 import { Conversation, JumpToLatest, Starting, openCardKind } from "../chat/items";
 import { useComposer } from "../chat/composer";
 import { AttachButton, Attachments } from "../chat/attach";
@@ -87,7 +87,7 @@ function ChatPane({ store }: { store: Store }) {
   const c = store.state.chat;
   const t = c.thread;
   const log = useStickToBottom<HTMLDivElement>(c.items);
-  const comp = useComposer(store, c.commands, c.turnActive, acceptsImages(store), log.follow);
+  const comp = useComposer(store, c.commands, c.turnActive, log.follow);
   return (
     <section class="chat" aria-label="Chat">
       <header class="chat-head">

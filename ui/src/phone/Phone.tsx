@@ -6,7 +6,7 @@ import { Plugins } from "../chat/plugins";
 import { LiveAgents } from "../chat/live";
 import type { Store } from "../store";
 import { threadLabel } from "../store";
-import { acceptsImages, agentState, machineOf, stateClass, threadState, ago, nav, useEscToStop, useStickToBottom, type Route } from "../app";
+import { agentState, machineOf, stateClass, threadState, ago, nav, useEscToStop, useStickToBottom, type Route } from "../app";
 import { ModeSelects, NotifyOptIn, SignOut } from "../chat/controls";
 import { Devices, Offline } from "../chat/devices";
 import { Machines } from "../chat/machines";
@@ -94,7 +94,7 @@ export function Phone({ store, route }: { store: Store; route: Route }) {
 function PhoneChat({ store }: { store: Store }) {
   const c = store.state.chat;
   const log = useStickToBottom<HTMLDivElement>(c.items);
-  const comp = useComposer(store, c.commands, c.turnActive, acceptsImages(store), log.follow);
+  const comp = useComposer(store, c.commands, c.turnActive, log.follow);
   useEscToStop(store, c.turnActive);
   return (
     <div class="phone p-chat">
