@@ -151,6 +151,10 @@ type PermissionRequest struct {
 	RequestID string             `json:"request_id"` // what a permission_response names
 	Tool      PermissionTool     `json:"tool"`       // the tool it asks to run
 	Options   []PermissionOption `json:"options"`    // in the order the agent offers them
+	// Diffs is what the call will change, when parley could read it as the
+	// card opened: a Write over an existing file, from its current content
+	// to the new (absent for a new file, whose content the input holds).
+	Diffs []Diff `json:"diffs,omitempty"`
 }
 
 // PermissionTool is the tool a PermissionRequest asks about.

@@ -92,6 +92,9 @@ func (l *lane) onUpdate(u update) {
 func (l *lane) onEvent(p chat.Payload) {
 	switch p := p.(type) {
 	case chat.PermissionRequest:
+		if len(p.Diffs) == 0 {
+			p.Diffs = writeDiffs(p.Tool, l.ag.Roots)
+		}
 		l.openCard(chat.CardPermission, p.RequestID, p)
 		return
 	case chat.Question:

@@ -255,6 +255,9 @@ func (m *Model) cardLines(c *card) []string {
 			diffs = e.diffs
 		}
 		if len(diffs) == 0 {
+			diffs = c.perm.Diffs
+		}
+		if len(diffs) == 0 {
 			diffs = proposedDiffs(c.perm.Tool.Name, c.perm.Tool.Input)
 		}
 		if len(diffs) > 0 {

@@ -229,7 +229,8 @@ export class Fold {
         const call = ev.tool?.tool_call_id;
         const tool = call ? this.item("t:" + call) : undefined;
         if (call) this.asking.set(call, "c:" + ev.request_id);
-        const diffs = tool?.kind === "tool" && tool.diffs?.length ? tool.diffs : undefined;
+        // The agent's diffs of the call, else parley's (a Write over an existing file).
+        const diffs = tool?.kind === "tool" && tool.diffs?.length ? tool.diffs : ev.diffs?.length ? ev.diffs : undefined;
         this.upsert("c:" + ev.request_id, () => ({ kind: "permission", key: "c:" + ev.request_id, request_id: ev.request_id, title, name: ev.tool?.name ?? "", input: ev.tool?.input, tool_call_id: call, diffs, options: ev.options ?? [], state: "open" }),
           (it) => (it.kind === "permission" && ev.restated && (it.state === "answering" || it.state === "closed") ? { ...it, state: "open" } : it));
         if (ev.restated) this.closedCards.delete(ev.request_id);

@@ -217,6 +217,27 @@ func TestDashboard(t *testing.T) {
 		}
 	})
 
+	t.Run("3c2 a Write over an existing file shows the diff from its content before it is allowed", func(t *testing.T) {
+		send(t, ctx, PromptRewrite)
+		card := `.card.perm[data-state=open]`
+		until(t, ctx, "the Write card is open", `!!document.querySelector("`+card+` button.k-allow_once:enabled")`)
+		lines := func(op string) string {
+			return eval[string](t, ctx, `[...document.querySelectorAll("`+card+` .diff .d-`+op+`")].map(e => e.textContent).join("|")`)
+		}
+		if head := eval[string](t, ctx, `document.querySelector("`+card+` .diff-count").textContent`); head != "+1 −1" {
+			t.Errorf("got the card's head %q, want +1 −1 (the file exists: not a new file)", head)
+		}
+		if del, add := lines("del"), lines("add"); del != "- second line" || add != "+ third line" {
+			t.Errorf("got the card's diff -%q +%q, want the current line removed and the new one added", del, add)
+		}
+		run(t, ctx, "allow once", chromedp.Click(chromedp.CSS(card+` button.k-allow_once`)))
+		until(t, ctx, "the card is answered", `!document.querySelector("`+card+`")`)
+		testkit.Eventually(t, wait, func() bool {
+			b, _ := os.ReadFile(filepath.Join(r.work, WrittenFile))
+			return string(b) == "first line\nthird line\n"
+		}, "the file was not rewritten")
+	})
+
 	t.Run("3d an Edit card shows its diff, highlighted, before it is allowed, on the phone too; Allow always says it switches the mode, and the switch is said", func(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(r.work, GreetFile), []byte("package main\n\nfunc greet() string {\n\treturn \"hello\"\n}\n"), 0o644); err != nil {
 			t.Fatal(err)

@@ -21,6 +21,7 @@ const (
 	PromptXSS        = "show me html"
 	PromptEcho       = "echo"
 	PromptWrite      = "write the notes"
+	PromptRewrite    = "rewrite the notes"
 	PromptEdit       = "edit the greeting"
 	GreetFile        = "greet.go"
 	WrittenFile      = "notes.txt"
@@ -66,6 +67,8 @@ func Scenario(work string) claudeapi.Scenario {
 		{Match: claudeapi.Match{Exact: PromptXSS}, Reply: claudeapi.Text(xss, 1, 0)},
 		{Match: claudeapi.Match{Exact: PromptWrite}, Reply: claudeapi.ToolUse("Write", map[string]any{
 			"file_path": filepath.Join(work, WrittenFile), "content": "first line\nsecond line\n"})},
+		{Match: claudeapi.Match{Exact: PromptRewrite}, Reply: claudeapi.ToolUse("Write", map[string]any{
+			"file_path": filepath.Join(work, WrittenFile), "content": "first line\nthird line\n"})},
 		{Match: claudeapi.Match{ToolResult: "Write"}, Reply: claudeapi.Text("Written.", 1, 0)},
 		// Claude Code edits only a file it has read.
 		{Match: claudeapi.Match{Exact: PromptEdit}, Reply: claudeapi.ToolUse("Read", map[string]any{"file_path": filepath.Join(work, GreetFile)})},
