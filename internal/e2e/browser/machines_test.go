@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -107,10 +108,18 @@ func TestTheHubsDashboardStartsAThreadOnAnotherMachine(t *testing.T) {
 	run(t, phone, "phone: the thread", chromedp.Click(chromedp.CSS(`.p-thread[data-machine=b]`)))
 	until(t, phone, "phone: the header names b and fits", fits+` && (document.querySelector(".p-bar [data-thread-where]")||{innerText:""}).innerText.startsWith("b · claude")`)
 
-	// b stops: the open machines view says so, without a reload.
+	// b stops: the open machines view says so, without a reload, and so do
+	// b's agent in the side list and the new-thread form (on the phone, which
+	// has no machines view open: the form reads the agents as it opens).
+	// Both within 10 s: a later refresh for some other reason must not be
+	// what makes them true.
 	b.stop()
 	until(t, ctx, "b offline in the machines view", `(() => { const e = document.querySelector("details.machines li[data-node=b]");
 		return !!e && e.dataset.online === "false" && e.innerText.includes("offline since"); })()`)
-	run(t, ctx, "the new-thread form", chromedp.Navigate(hub.Base+"/#/new"), chromedp.WaitVisible(chromedp.CSS(`form.newthread select[name=machine]`)))
-	until(t, ctx, "b offered as offline", `[...document.querySelectorAll("form.newthread select[name=machine] option")].some(o => o.value === "b" && o.textContent.includes("offline"))`)
+	untilWithin(t, ctx, 10*time.Second, "b's agent says its machine is offline", `[...document.querySelectorAll(".side .agents li")].some(e => e.dataset.machine === "b" && e.innerText.includes("machine offline"))`)
+	run(t, phone, "phone: the new-thread form", chromedp.Navigate(hub.Base+"/#/new"), chromedp.WaitVisible(chromedp.CSS(`form.newthread select[name=machine]`)))
+	untilWithin(t, phone, 10*time.Second, "b offered as offline", `[...document.querySelectorAll("form.newthread select[name=machine] option")].some(o => o.value === "b" && o.textContent.includes("offline"))`)
+	run(t, phone, "phone: pick b", chromedp.SetValue(chromedp.CSS(`form.newthread select[name=machine]`), "b"),
+		chromedp.SendKeys(chromedp.CSS(`form.newthread textarea`), "anything"))
+	until(t, phone, "Start refused while b is offline", `document.querySelector("form.newthread button[type=submit]").disabled && document.querySelector("form.newthread [role=status]").innerText.includes("offline")`)
 }

@@ -2,7 +2,7 @@
 // shown on the hub only and read again every few seconds while open, so a
 // machine going away shows as offline without a reload.
 
-import { useEffect, useState } from "preact/hooks";
+import { useEffect, useRef, useState } from "preact/hooks";
 import { ago } from "../app";
 import type { NodeStatus } from "../protocol";
 import type { Store } from "../store";
@@ -24,6 +24,9 @@ export function Machines({ store }: { store: Store }) {
   const [open, setOpen] = useState(false);
   const [nodes, setNodes] = useState<NodeStatus[] | null>(null);
   const [err, setErr] = useState("");
+  // Which machines were online at the last read: a change reloads the agents
+  // too, so their status (and the new-thread form's) says it as well.
+  const seen = useRef("");
   useEffect(() => {
     if (!open) return;
     let live = true;
@@ -33,6 +36,11 @@ export function Machines({ store }: { store: Store }) {
           if (!live) return;
           setNodes(j.nodes ?? []);
           setErr("");
+          const now = (j.nodes ?? []).map((n) => `${n.name}:${n.online}`).join(",");
+          if (now !== seen.current) {
+            seen.current = now;
+            void store.refresh();
+          }
         },
         (e) => live && setErr(String((e as Error).message ?? e)),
       );

@@ -39,6 +39,11 @@ export function NewThread({ store, agents, defaultAgent, onStart, onResume }: {
   const [dirs, setDirs] = useState<string[]>([]);
   const [sessions, setSessions] = useState<Session[] | null>(null);
 
+  // The agents as they are now: at a hub a machine may have gone away since
+  // the list was read (its agents then say offline).
+  useEffect(() => {
+    void store.refresh();
+  }, []);
   // Defaults fill only what is still empty when they arrive: an effect runs after
   // the render, so a choice made in between must not be overwritten.
   useEffect(() => {
