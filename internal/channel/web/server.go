@@ -451,7 +451,14 @@ func (s *Server) handleThread(w http.ResponseWriter, r *http.Request) {
 // machine (a thumbnail in the transcript); a remote thread's files stay on
 // its machine (404).
 func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request) {
-	th, err := s.store.Thread(r.Context(), chat.ThreadID(r.PathValue("id")))
+	id := chat.ThreadID(r.PathValue("id"))
+	if cluster.NodeOf(id) != "" {
+		// A node's thread's files are on that node's disk; the path its
+		// summary names may hold another file here (or nothing).
+		httpError(w, http.StatusNotFound, "a machine's thread's files stay on that machine")
+		return
+	}
+	th, err := s.store.Thread(r.Context(), id)
 	if err != nil {
 		writeErr(w, err)
 		return
