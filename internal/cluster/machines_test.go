@@ -1,0 +1,67 @@
+package cluster
+
+import (
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley/internal/chat"
+)
+
+// The hub lists every machine's agents with its node (its own under its own
+// name; a node's from its record, offline when it is; a node never heard from
+// none) and its machines with their thread counts.
+func TestTheHubListsEveryMachinesAgentsAndThreads(t *testing.T) {
+	h := startHub(t, t.TempDir(), "127.0.0.1:0")
+	dataB := join(t, h, "b")
+	join(t, h, "c") // joined, never connected
+	b := newMachine(t)
+	b.write(chat.ThreadID("t_one"), 1, false)
+	l, err := Dial(LinkOptions{DataDir: dataB, Hub: h.Addr(), Node: "b", Heartbeat: 200 * time.Millisecond,
+		Store: b.st, Events: b.hub, AgentInfo: []chat.AgentInfo{{ID: "claude", Name: "Claude Code", Transport: "stream", Status: "ready", Roots: []string{"/w"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := []chat.AgentInfo{{ID: "claude", Name: "Claude Code", Transport: "stream", Status: "ready"}}
+	threads := func() map[string]int {
+		ms, err := h.Machines(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]int{}
+		for _, m := range ms {
+			out[m.Name] = m.Threads
+		}
+		return out
+	}
+	waitFor(t, 10*time.Second, "b online with its thread", func() bool {
+		n, _ := status(t, h, "b")
+		return n.Online && threads()["b"] == 1
+	})
+	if c := threads(); len(c) != 2 || c["c"] != 0 {
+		t.Fatalf("thread counts %v, want b 1 and c 0", c)
+	}
+	agents, err := h.Agents(t.Context(), "hub", own)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(agents) != 2 || agents[0].Node != "hub" || agents[0].Status != "ready" ||
+		agents[1].Node != "b" || agents[1].ID != "claude" || agents[1].Status != "ready" || len(agents[1].Roots) != 1 {
+		t.Fatalf("agents %+v, want the hub's claude then b's, both ready", agents)
+	}
+	if own[0].Node != "" {
+		t.Fatal("Agents wrote into the caller's list")
+	}
+
+	l.Close() // a clean stop: offline at once
+	waitFor(t, 10*time.Second, "b offline", func() bool {
+		n, _ := status(t, h, "b")
+		return !n.Online
+	})
+	agents, err = h.Agents(t.Context(), "hub", own)
+	if err != nil || len(agents) != 2 || agents[1].Status != AgentOffline || agents[0].Status != "ready" {
+		t.Fatalf("agents with b offline: %+v %v, want b's listed offline", agents, err)
+	}
+	if c := threads(); c["b"] != 1 {
+		t.Fatalf("b offline, thread counts %v: its thread stays counted", c)
+	}
+}
