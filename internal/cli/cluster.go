@@ -48,6 +48,9 @@ needs only this machine's data directory; the hub must run when it is used.`,
 			if err != nil {
 				return err
 			}
+			if name != "" && name == cfg.Cluster.Node {
+				return fmt.Errorf("--name %s is this hub's own machine name; pick another for the joining machine", name)
+			}
 			if hub == "" {
 				if hub, err = hubAddress(cfg); err != nil {
 					return err

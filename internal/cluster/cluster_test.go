@@ -232,6 +232,24 @@ func TestAUsedExpiredOrAlteredJoinTokenIsRefused(t *testing.T) {
 	}
 }
 
+// A machine joining under the hub's own name would show as one machine with
+// both machines' agents, and a thread started "there" would run on the hub.
+func TestANodeCannotJoinUnderTheHubsOwnName(t *testing.T) {
+	h, err := StartHub(t.Context(), HubOptions{DataDir: t.TempDir(), Listen: "127.0.0.1:0", Self: "studio"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.Close)
+	_, err = Join(t.Context(), t.TempDir(), token(t, h, "", time.Minute), "studio", "test")
+	if err == nil || !strings.Contains(err.Error(), "the hub's own machine name") {
+		t.Fatalf("join as the hub's own name: %v, want it refused", err)
+	}
+	if _, ok := status(t, h, "studio"); ok {
+		t.Error("the hub registered a node under its own name")
+	}
+	join(t, h, "laptop") // another name joins
+}
+
 func TestARevokedNodeIsCutOffAtOnce(t *testing.T) {
 	hubData := t.TempDir()
 	h := startHub(t, hubData, "127.0.0.1:0")

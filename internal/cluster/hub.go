@@ -40,6 +40,9 @@ type HubOptions struct {
 	// applied, with the reason (inputs.go). It runs on the node's forwarder:
 	// it must not block, nor call Revoke (which waits for that forwarder).
 	InputFailed InputFailed
+	// Self is the hub machine's own node name ([cluster] node): no node may
+	// join under it, or the one view would show two machines as one.
+	Self string
 }
 
 // Hub is the embedded NATS server with JetStream, its users made from the
@@ -327,6 +330,9 @@ func (h *Hub) handleJoin(ctx context.Context, data []byte) (any, error) {
 	}
 	if err := CheckName(req.Node); err != nil {
 		return nil, err
+	}
+	if h.opt.Self != "" && req.Node == h.opt.Self {
+		return nil, fmt.Errorf("%q is the hub's own machine name; join under another with `parley join --node NAME`", req.Node)
 	}
 	if !nkeys.IsValidPublicUserKey(req.Key) {
 		return nil, errors.New("the node's key is not an nkey user public key")

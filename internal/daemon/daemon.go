@@ -275,7 +275,7 @@ func startClusterHub(ctx context.Context, cfg config.Config, st store.Store, h *
 		return nil, nil
 	}
 	ch, err := cluster.StartHub(ctx, cluster.HubOptions{DataDir: cfg.DataDir, Listen: c.Listen,
-		Advertise: c.Advertise, Logger: log, Registerer: reg, InputWait: c.InputWait.Duration,
+		Advertise: c.Advertise, Self: c.Node, Logger: log, Registerer: reg, InputWait: c.InputWait.Duration,
 		InputFailed: func(node, id, reason string) {
 			log.Warn("cluster: an input for a machine failed", "node", node, "input", id, "reason", reason)
 		}})
