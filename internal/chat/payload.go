@@ -39,6 +39,9 @@ const (
 	// removed (docs/protocol.md, "Retention").
 	TypeHistoryPruned = "history_pruned"
 	TypePong          = "pong" // answers a ping (Pong)
+	// TypeAgentDraft is provisional answer text (AgentDraft): live only,
+	// never in any log, replaced by the agent's final words.
+	TypeAgentDraft = "agent_draft"
 )
 
 // Stop reasons of prompt_done.
@@ -83,6 +86,18 @@ type Delivery struct {
 type AgentChunk struct {
 	Text      string `json:"text"`                 // appended to what came before
 	MessageID string `json:"message_id,omitempty"` // the agent's message id
+}
+
+// AgentDraft is provisional answer text: what a terminal agent has drawn so
+// far of the answer whose final words (agent_chunk, from its transcript) have
+// not come yet. It is never stored and has no seq. Each one replaces the last
+// one whole; an agent_chunk, tool_call or prompt_done after it ends it, and a
+// client that has seen a later event than AfterSeq ignores it.
+type AgentDraft struct {
+	Text string `json:"text"` // the whole provisional text now, not a delta; "" clears it
+	// AfterSeq is the seq of the thread's last event when it was drawn: it
+	// belongs right after that event and nowhere else.
+	AfterSeq int64 `json:"after_seq"`
 }
 
 // ThoughtChunk is a piece of the agent's visible reasoning.
@@ -474,3 +489,4 @@ func (ThreadEvent) EventType() string        { return TypeThread }
 func (ReplayDone) EventType() string         { return TypeReplayDone }
 func (Pong) EventType() string               { return TypePong }
 func (HistoryPruned) EventType() string      { return TypeHistoryPruned }
+func (AgentDraft) EventType() string         { return TypeAgentDraft }

@@ -231,6 +231,11 @@ func (f *Follow) advance(ev Event, replaying *bool) (bool, error) {
 		}
 	case ev.Type == chat.TypeReplayDone:
 		*replaying = false
+	case ev.Type == chat.TypeAgentDraft:
+		// Provisional text belongs right after its event: after a later one
+		// it may stand for final words already shown.
+		var p chat.AgentDraft
+		return ev.Decode(&p) == nil && ev.Thread == f.thread && p.AfterSeq == f.lastSeq, nil
 	case ev.Seq > 0:
 		if ev.Thread != f.thread || ev.Seq <= f.lastSeq {
 			return false, nil

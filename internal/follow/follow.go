@@ -75,6 +75,7 @@ const (
 	KindCard                     // an open card restated (Event.Restated): no log entry
 	KindTurn                     // turn_status: whether a turn runs now
 	KindCaughtUp                 // replay_done: live events follow
+	KindDraft                    // agent_draft: provisional text, live only, no log entry
 )
 
 // Item is one thing to show. Event is typed and Frame is its wire frame, both
@@ -261,6 +262,17 @@ func (f *Follower) Live(ctx context.Context, emit Emit) (int, error) {
 		if it.Switch {
 			if err := f.Show(ctx, it.Thread, -1, emit); err != nil {
 				return len(items), err
+			}
+			continue
+		}
+		if it.Draft {
+			// Provisional text belongs right after its event: a client that
+			// has been handed a later one (a replay went past it) may already
+			// have the final words it stood for.
+			if it.Thread == f.thread && it.After == f.lastSeq {
+				if err := emit(Item{Kind: KindDraft, Event: it.Event, Frame: it.Frame}); err != nil {
+					return len(items), err
+				}
 			}
 			continue
 		}

@@ -20,6 +20,10 @@ type Item struct {
 	Event  chat.Event // the event as stored (Payload is its own fields)
 	Frame  []byte     // Event.Frame(), as it goes on the wire
 	Switch bool
+	// Draft marks provisional text (chat.AgentDraft, PublishDraft): no seq,
+	// valid only right after the event After.
+	Draft bool
+	After int64
 }
 
 // Close reasons.
@@ -185,6 +189,20 @@ func (h *Hub) Publish(ev chat.Event) {
 		if h.onDrop != nil {
 			h.onDrop(ReasonSlow)
 		}
+	}
+}
+
+// PublishDraft sends provisional text (a chat.AgentDraft event, no seq) that
+// belongs right after the thread's event after. It is no log entry: a
+// subscriber whose backlog is full just misses it (a later draft, or the final
+// words, follow), nothing watches it, and it does not leave this machine (no
+// tap).
+func (h *Hub) PublishDraft(ev chat.Event, after int64) {
+	it := Item{Thread: ev.Thread, Event: ev, Frame: ev.Frame(), Draft: true, After: after}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for s := range h.byThread[ev.Thread] {
+		s.push(it)
 	}
 }
 

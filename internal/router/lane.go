@@ -62,6 +62,10 @@ type lane struct {
 	settled chan struct{}
 
 	batch store.Batch // changes not yet committed
+	// draft is the newest provisional text of the turn not yet published
+	// (published after the batch, never stored); an event of the log that
+	// supersedes it drops it (emit).
+	draft *chat.AgentDraft
 }
 
 type pendingInput struct {
@@ -176,6 +180,19 @@ func (l *lane) emit(p chat.Payload) {
 	l.th.LastSeq++
 	ev.Seq = l.th.LastSeq
 	l.batch.Events = append(l.batch.Events, ev)
+	if supersedesDraft(p) {
+		l.draft = nil
+	}
+}
+
+// supersedesDraft reports whether an event ends the provisional text shown
+// before it: the final words, a tool the agent moved on to, the turn's end.
+func supersedesDraft(p chat.Payload) bool {
+	switch p.(type) {
+	case chat.AgentChunk, chat.ThoughtChunk, chat.ToolCall, chat.PermissionRequest, chat.Question, chat.PromptDone, chat.TurnStatus:
+		return true
+	}
+	return false
 }
 
 func (l *lane) saveInput(p *pendingInput) { l.batch.Inputs = append(l.batch.Inputs, p.in) }
@@ -185,6 +202,22 @@ func (l *lane) saveCard(c *chat.Card) { l.batch.Cards = append(l.batch.Cards, *c
 // flush commits the step's changes in one transaction, then fans the events out.
 // Nothing is shown that is not stored.
 func (l *lane) flush() error {
+	if err := l.commit(); err != nil {
+		l.draft = nil // it would follow events nobody was shown
+		return err
+	}
+	if d := l.draft; d != nil {
+		l.draft = nil
+		d.AfterSeq = l.th.LastSeq
+		if ev, err := chat.NewEvent(l.th.ID, *d, l.clock.Now()); err == nil {
+			l.hub.PublishDraft(ev, d.AfterSeq)
+		}
+	}
+	return nil
+}
+
+// commit commits the step's batch and fans its events out.
+func (l *lane) commit() error {
 	if l.batch.Empty() {
 		return nil
 	}

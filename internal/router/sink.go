@@ -102,6 +102,13 @@ func (l *lane) onEvent(p chat.Payload) {
 		return
 	case chat.Mode:
 		l.th.Mode = p.Current
+	case chat.AgentDraft:
+		// Provisional text lives only while its turn runs, and only on the
+		// wire (flush publishes the newest of a step): never in the log.
+		if l.turn != nil {
+			l.draft = &p
+		}
+		return
 	case chat.Delivery:
 		// Receipts are the lane's alone (Sink.Waiting is how a driver says
 		// a text waits): one a driver sends is not shown.

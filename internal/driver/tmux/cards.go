@@ -29,12 +29,19 @@ func (s *session) run() {
 	if s.hooks != nil {
 		pokes = s.hooks.Pokes()
 	}
+	redraft := time.NewTimer(time.Hour)
+	redraft.Stop()
+	defer redraft.Stop()
 	for {
 		changed := s.ctl.Changed()
 		s.scan()
+		if d := s.draftWait(); d > 0 {
+			redraft.Reset(d) // a change came too soon after the last draft: look again then
+		}
 		select {
 		case <-s.stop:
 			return
+		case <-redraft.C:
 		case <-changed:
 		case <-pokes:
 			s.readSpool()
@@ -115,6 +122,7 @@ func (s *session) scan() {
 		return
 	}
 	m, live, _ := scr.Menu()
+	s.draft(ctx, scr, live)
 	if live && m.Kind == pane.MenuReview {
 		return // the last page of a question being answered
 	}
@@ -256,6 +264,7 @@ func (s *session) hookEvent(e hook.Event) {
 			s.follow(e.TranscriptPath, skip, time.Time{})
 		}
 	case "UserPromptSubmit":
+		s.newTurnDrafts()
 		s.mu.Lock()
 		s.turn, s.stopSeen, s.endSeen = true, false, false
 		s.turnPrompt, s.turnAt = e.Prompt, -1
@@ -340,6 +349,8 @@ func (s *session) endTurnFromStop() {
 
 // maybeEndTurn ends the turn once the Stop hook and the transcript agree.
 func (s *session) maybeEndTurn() {
+	s.draftMu.Lock() // no draft of the turn after its end
+	defer s.draftMu.Unlock()
 	s.mu.Lock()
 	end := s.turn && s.stopSeen && s.endSeen
 	report := end && s.ownsTurn()
@@ -409,7 +420,7 @@ func (s *session) follow(path string, skip int64, since time.Time) {
 // only without hooks: with them, the Stop hook ends the turn.
 func (s *session) transcriptEvent(p chat.Payload) {
 	if _, ok := p.(transcript.TurnEnd); !ok {
-		s.sink.Event(p)
+		s.final(p)
 		return
 	}
 	if s.useHooks {
@@ -419,6 +430,8 @@ func (s *session) transcriptEvent(p chat.Payload) {
 		s.maybeEndTurn()
 		return
 	}
+	s.draftMu.Lock()
+	defer s.draftMu.Unlock()
 	s.mu.Lock()
 	turn := s.turn
 	s.turn = false

@@ -311,11 +311,18 @@ type session struct {
 
 	// kbd serializes everything that types: sends and card answers.
 	//
-	// Lock order (docs/architecture.md): kbd, then mu. mu is taken briefly
-	// under kbd (a send or an answer reading the card), never kbd under mu:
-	// typing waits on tmux, and mu guards state the scanner and the hook
-	// reader update while a send types.
+	// Lock order (docs/architecture.md): kbd, then draftMu, then mu. mu is
+	// taken briefly under kbd (a send or an answer reading the card), never
+	// kbd under mu: typing waits on tmux, and mu guards state the scanner
+	// and the hook reader update while a send types.
 	kbd sync.Mutex
+
+	// draftMu orders the provisional text read from the pane (draft.go)
+	// against the transcript's final words and the turn's end: it is held
+	// while either is worked out and handed to the sink, so a draft read
+	// before the final words (or the end) never reaches the sink after them.
+	draftMu sync.Mutex
+	drafts  drafts
 
 	mu         sync.Mutex
 	card       *openCard
@@ -947,7 +954,9 @@ func (s *session) Cancel(ctx context.Context) error {
 	s.turn = false
 	s.mu.Unlock()
 	if turn {
+		s.draftMu.Lock()
 		s.sink.TurnEnded(chat.StopCancelled)
+		s.draftMu.Unlock()
 	}
 	return nil
 }

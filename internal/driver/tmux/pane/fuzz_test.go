@@ -3,6 +3,7 @@ package pane
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -31,6 +32,15 @@ func FuzzMenu(f *testing.F) {
 		_ = s.Staged()
 		_ = s.Prompts()
 		_ = s.LastSpeaker()
+		if blocks, ok := s.Answer(""); !ok && len(blocks) > 0 {
+			t.Fatal("an answer without its prompt")
+		} else {
+			for _, b := range blocks {
+				if b == "" || strings.HasPrefix(b, "● ") {
+					t.Fatalf("answer block %q", b)
+				}
+			}
+		}
 		m, live, why := s.Menu()
 		if !live {
 			if why == "" {

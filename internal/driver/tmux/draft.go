@@ -1,0 +1,122 @@
+package tmux
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/driver/tmux/ctl"
+	"github.com/parleyhq/parley/internal/driver/tmux/pane"
+)
+
+// Provisional text. Claude Code writes an answer's words to its transcript
+// only once a whole block of them is done (seconds, for a long one), but
+// draws them in the pane as they stream. While a turn runs, the words the pane
+// shows below the turn's prompt that the transcript has not given yet go out
+// as chat.AgentDraft: never stored, each one replacing the last, ended by the
+// final words (agent_chunk) the transcript gives. See docs/protocol.md,
+// "Provisional text".
+
+// draftEvery bounds how often provisional text is read and sent (≤ 10/s).
+const draftEvery = 100 * time.Millisecond
+
+// draftHistory is how far above the visible screen a long answer's prompt is
+// looked for once it has scrolled off.
+const draftHistory = 2000
+
+// drafts is the provisional text's state, guarded by session.draftMu.
+type drafts struct {
+	finals []string  // pane.Words of each of the turn's final texts, in order
+	last   string    // the draft last sent ("" none, or superseded)
+	at     time.Time // when the pane was last read for it
+	due    bool      // a change came sooner than draftEvery after that
+}
+
+// newTurnDrafts starts a turn's provisional text afresh (its prompt was submitted).
+func (s *session) newTurnDrafts() {
+	s.draftMu.Lock()
+	s.drafts = drafts{}
+	s.draftMu.Unlock()
+}
+
+// final hands on one of the transcript's updates; its final words are
+// remembered, so the pane's drawing of them is never sent as a draft again.
+func (s *session) final(p chat.Payload) {
+	s.draftMu.Lock()
+	defer s.draftMu.Unlock()
+	switch p := p.(type) {
+	case chat.AgentChunk:
+		s.drafts.finals = append(s.drafts.finals, pane.Words(p.Text))
+		s.drafts.last = "" // the lane and every client drop the draft at the final words
+	case chat.ThoughtChunk, chat.ToolCall:
+		s.drafts.last = ""
+	}
+	s.sink.Event(p)
+}
+
+// draftWait says how long until a change that came too soon may be read.
+func (s *session) draftWait() time.Duration {
+	s.draftMu.Lock()
+	defer s.draftMu.Unlock()
+	if !s.drafts.due {
+		return 0
+	}
+	return max(time.Millisecond, draftEvery-time.Since(s.drafts.at))
+}
+
+// draft sends the provisional text the pane shows now, if it changed. Only
+// while a turn of a session with hooks runs (the hook gives the turn's
+// prompt, the anchor of its answer) and no menu is up.
+func (s *session) draft(ctx context.Context, scr *pane.Screen, menu bool) {
+	s.draftMu.Lock()
+	defer s.draftMu.Unlock()
+	s.mu.Lock()
+	on := s.useHooks && s.turn && !s.closed && !s.replaying
+	prompt := s.turnPrompt
+	s.mu.Unlock()
+	if !on || menu {
+		s.drafts.due = false
+		return
+	}
+	if time.Since(s.drafts.at) < draftEvery {
+		s.drafts.due = true
+		return
+	}
+	s.drafts.at, s.drafts.due = time.Now(), false
+	blocks, ok := scr.Answer(prompt)
+	if !ok {
+		// A long answer pushed its prompt off the screen: read further up.
+		out, err := s.query(ctx, ctl.CaptureArgs(s.pane, -draftHistory)...)
+		if err != nil {
+			return
+		}
+		if blocks, ok = pane.Read(out).Answer(prompt); !ok {
+			return // the answer cannot be placed: show nothing rather than guess
+		}
+	}
+	text := s.drafts.text(blocks)
+	if text == s.drafts.last {
+		return
+	}
+	s.drafts.last = text
+	s.sink.Event(chat.AgentDraft{Text: text})
+}
+
+// text is what of the drawn blocks is not final yet: the blocks after as many
+// as the transcript has given, less any whose words are in the final ones (a
+// block the pane drew twice, a tool line taken for words).
+func (d *drafts) text(blocks []string) string {
+	if len(d.finals) >= len(blocks) {
+		return ""
+	}
+	said := strings.Join(d.finals, "")
+	var out []string
+	for _, b := range blocks[len(d.finals):] {
+		if w := pane.Words(b); w == "" || strings.Contains(said, w) {
+			continue
+		}
+		out = append(out, b)
+	}
+	return strings.Join(out, "\n\n")
+}

@@ -1,0 +1,129 @@
+package terminal_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/client"
+	"github.com/parleyhq/parley/internal/driver/tmux/pane"
+	"github.com/parleyhq/parley/internal/testkit/chatsock"
+	"github.com/parleyhq/parley/internal/testkit/claudeapi"
+)
+
+// slowAnswer is streamed by the scripted model in slowChunks pieces, one every
+// slowDelay: Claude Code draws it line by line, and writes it to its
+// transcript only once it is whole.
+const (
+	slowAnswer = "The first line of a slow answer, streamed in pieces.\n\n" +
+		"A second paragraph follows, with **bold** and `code`, long enough to wrap around the width of the pane at least once.\n\n" +
+		"- item one\n- item two\n\nThe end."
+	slowChunks = 24
+	slowDelay  = 150 * time.Millisecond
+)
+
+func slowRule(prompt string) claudeapi.Rule {
+	return claudeapi.Rule{Match: claudeapi.Match{Exact: prompt}, Reply: claudeapi.Text(slowAnswer, slowChunks, slowDelay)}
+}
+
+// TestProvisionalTextBeforeTheTranscript: while Claude Code draws a slow
+// answer, the socket shows it as agent_draft (provisional) before the
+// transcript's words arrive as agent_chunk; every draft is words of the
+// answer (nothing shown is wrong), none comes after the final words, the final
+// words are the model's, and a replay shows only them.
+func TestProvisionalTextBeforeTheTranscript(t *testing.T) {
+	td := startTmuxDaemon(t, []claudeapi.Rule{slowRule("tell me slowly")})
+	s := chatsock.Dial(t, "http://"+td.d.Addr(), td.d.Token(), client.Options{Chat: "drafts", Since: -1})
+	s.WaitFor(0, wait, chatsock.Type(chat.TypeReplayDone), "ready")
+
+	s.Send(chatsock.Msg("m1", "tell me slowly"))
+	at := s.WaitFor(0, wait, chatsock.Delivery("m1", chat.DeliverySubmitted), "submitted")
+	end := s.WaitFor(at, wait, chatsock.PromptDone("m1", chat.StopEndTurn), "the turn's end")
+	evs := s.Snapshot()[:end+1]
+
+	want := pane.Words(slowAnswer)
+	firstChunk, drafts, lastSeq := -1, 0, int64(0)
+	for i, ev := range evs {
+		if ev.Seq > 0 {
+			lastSeq = ev.Seq
+		}
+		switch ev.Type {
+		case chat.TypeAgentChunk:
+			if firstChunk < 0 {
+				firstChunk = i
+			}
+		case chat.TypeAgentDraft:
+			var d chat.AgentDraft
+			if err := ev.Decode(&d); err != nil {
+				t.Fatal(err)
+			}
+			if ev.Seq != 0 {
+				t.Fatalf("a draft with a seq (a log entry): %s", ev.Raw)
+			}
+			if d.AfterSeq != lastSeq {
+				t.Fatalf("draft after seq %d, but the socket's last event was %d: %s", d.AfterSeq, lastSeq, ev.Raw)
+			}
+			if d.Text == "" {
+				continue
+			}
+			if firstChunk >= 0 {
+				t.Fatalf("provisional text after the final words:\n%s", chatsock.Summary(evs[at:]))
+			}
+			// What the pane drew so far is the start of the model's words.
+			if w := pane.Words(d.Text); !strings.HasPrefix(want, w) {
+				t.Fatalf("draft %q is not the start of the answer %q", d.Text, slowAnswer)
+			}
+			drafts++
+		}
+	}
+	if drafts == 0 || firstChunk < 0 {
+		t.Fatalf("%d provisional updates before the final words (first chunk at %d); want at least one:\n%s", drafts, firstChunk, chatsock.Summary(evs[at:]))
+	}
+	if got := chatsock.Chunks(evs[at:]); got != slowAnswer {
+		t.Fatalf("final words %q, want the model's %q", got, slowAnswer)
+	}
+	t.Logf("%d provisional updates before the transcript's words", drafts)
+
+	// A replay after the turn: the final words only, no provisional text.
+	r := chatsock.Dial(t, "http://"+td.d.Addr(), td.d.Token(), client.Options{Chat: "drafts", Since: 0})
+	done := r.WaitFor(0, wait, chatsock.Type(chat.TypeReplayDone), "the replay")
+	replay := r.Snapshot()[:done]
+	for _, ev := range replay {
+		if ev.Type == chat.TypeAgentDraft {
+			t.Fatalf("provisional text in the replay: %s", ev.Raw)
+		}
+	}
+	if got := chatsock.Chunks(replay); got != slowAnswer {
+		t.Fatalf("replayed words %q, want %q", got, slowAnswer)
+	}
+}
+
+// BenchmarkFirstVisibleText measures, for a slowly streamed answer (24
+// pieces, 150 ms apart), how long after the message is sent the socket shows the
+// first words: provisional (agent_draft, this driver's pane reading) and
+// final (agent_chunk, the transcript: all that was shown before).
+// Run: go test -run '^$' -bench FirstVisibleText -benchtime 5x ./internal/e2e/terminal/
+func BenchmarkFirstVisibleText(b *testing.B) {
+	td := startTmuxDaemon(b, []claudeapi.Rule{{Match: claudeapi.Match{Prefix: "slow"}, Reply: claudeapi.Text(slowAnswer, slowChunks, slowDelay)}})
+	s := chatsock.Dial(b, "http://"+td.d.Addr(), td.d.Token(), client.Options{Chat: "bench", Since: -1})
+	s.WaitFor(0, wait, chatsock.Type(chat.TypeReplayDone), "ready")
+	var draft, final time.Duration
+	for i := 0; i < b.N; i++ {
+		id := fmt.Sprintf("m%d", i)
+		from := s.Len()
+		t0 := time.Now()
+		s.Send(chatsock.Msg(id, fmt.Sprintf("slow %d", i)))
+		at := s.WaitFor(from, wait, chatsock.Delivery(id, chat.DeliverySubmitted), "submitted")
+		d := s.WaitFor(at, wait, func(ev client.Event) bool {
+			return ev.Type == chat.TypeAgentDraft && chatsock.FieldOf(ev, "text") != "" || ev.Type == chat.TypeAgentChunk
+		}, "the first words")
+		draft += time.Since(t0)
+		s.WaitFor(d, wait, chatsock.Type(chat.TypeAgentChunk), "the final words")
+		final += time.Since(t0)
+		s.WaitFor(at, wait, chatsock.PromptDone(id, chat.StopEndTurn), "the turn's end")
+	}
+	b.ReportMetric(float64(draft.Milliseconds())/float64(b.N), "ms-first-provisional")
+	b.ReportMetric(float64(final.Milliseconds())/float64(b.N), "ms-first-final")
+}
