@@ -394,3 +394,49 @@ func TestPrunedThrough(t *testing.T) {
 		}
 	}
 }
+
+// Provisional text is handed on only right after the event it follows: a
+// draft queued before events the replay already showed (its final words,
+// maybe) is dropped, a draft published after the follower caught up is shown.
+func TestDraftOnlyRightAfterItsEvent(t *testing.T) {
+	e := newEnv(t)
+	e.write("t1", 3)
+	e.attach(route, "t1")
+	ctx := context.Background()
+	f, th, err := follow.Subscribe(ctx, e.deps(), route, follow.Options{Buffer: 100, Tail: 500})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	draft := func(text string, after int64) {
+		ev, err := chat.NewEvent("t1", chat.AgentDraft{Text: text, AfterSeq: after}, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.hub.PublishDraft(ev, after)
+	}
+	draft("stale", 3) // queued; then 4 (its final words) is stored before the replay reads
+	e.write("t1", 1)
+	var s seen
+	if err := f.Start(ctx, th, 0, "t1", s.emit); err != nil {
+		t.Fatal(err)
+	}
+	draft("fresh", 4)
+	if _, err := f.Live(ctx, s.emit); err != nil {
+		t.Fatal(err)
+	}
+	var drafts []string
+	for _, it := range s.items {
+		if it.Kind == follow.KindDraft {
+			var d chat.AgentDraft
+			it.Event.Decode(&d)
+			drafts = append(drafts, d.Text)
+		}
+	}
+	if !slices.Equal(drafts, []string{"fresh"}) {
+		t.Fatalf("drafts handed on %q; want only the one after the last event shown", drafts)
+	}
+	if got := s.seqs("t1"); !slices.Equal(got, span(1, 4)) {
+		t.Fatalf("seqs %v", got)
+	}
+}

@@ -33,6 +33,7 @@ type rig struct {
 	r    *Router
 	st   store.Store
 	drv  *scripted.Driver
+	hub  *hub.Hub
 	from chat.RouteKey
 	dir  string
 }
@@ -61,11 +62,12 @@ func newRig(t *testing.T, dir string, mutate func(*Options)) *rig {
 	if mutate != nil {
 		mutate(&opt)
 	}
-	r := New(st, hub.New(nil), opt)
+	h := hub.New(nil)
+	r := New(st, h, opt)
 	if err := r.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	return &rig{t: t, r: r, st: st, drv: drv, from: chat.RouteKey{Channel: "test", Chat: "c1"}, dir: dir}
+	return &rig{t: t, r: r, st: st, drv: drv, hub: h, from: chat.RouteKey{Channel: "test", Chat: "c1"}, dir: dir}
 }
 
 // close shuts the router and the store down; every goroutine of the bubble
@@ -704,5 +706,56 @@ func TestUnloadAsked(t *testing.T) {
 			t.Fatal(err)
 		}
 		synctest.Wait()
+	})
+}
+
+// Provisional text (agent_draft) is published to the thread's subscribers
+// right after the event it follows, never stored; final words in the same
+// step supersede it before anyone sees it.
+func TestDraftsAreShownNeverStored(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newRig(t, "", nil)
+		defer g.close()
+		sub, _, err := g.r.Subscribe(context.Background(), g.from, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer g.hub.Unsubscribe(sub)
+		// A draft, a second of nothing, the final words; then a draft the
+		// final words of the same step overtake.
+		_, th, err := g.send("m1", "draft early words\npause 1s\ndraft gone\nsay final words")
+		if err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		var shown []string
+		var last int64
+		for _, it := range sub.Take() {
+			if it.Switch {
+				continue
+			}
+			if !it.Draft {
+				last = it.Seq
+				continue
+			}
+			var d chat.AgentDraft
+			if err := it.Event.Decode(&d); err != nil {
+				t.Fatal(err)
+			}
+			if it.Seq != 0 || it.After != last || d.AfterSeq != last {
+				t.Fatalf("draft %q: seq %d, after %d/%d; want no seq, after the last event %d", d.Text, it.Seq, it.After, d.AfterSeq, last)
+			}
+			shown = append(shown, d.Text)
+		}
+		if !slices.Equal(shown, []string{"early words"}) {
+			t.Fatalf("drafts shown %q; want only the one nothing overtook", shown)
+		}
+		for _, e := range g.log(th) {
+			if e == chat.TypeAgentDraft {
+				t.Fatalf("a draft in the log: %v", g.log(th))
+			}
+		}
 	})
 }

@@ -5,6 +5,8 @@
 // Script lines (anything else is echoed back as "echo: <text>"):
 //
 //	say <text>                 one agent_chunk
+//	draft <text>               provisional text (agent_draft), as a terminal agent's pane shows it
+//	pause <duration>           nothing for that long (e.g. 1s)
 //	stream <n> <interval> [size]  n chunks "c1 ", "c2 ", … at an interval (e.g. 10ms),
 //	                           padded with dots to about size bytes when given
 //	permission <tool> [<cmd>]  a permission card; the answer is said back. With cmd,
@@ -205,6 +207,18 @@ func (s *Session) run(ctx context.Context, text string) {
 		case "say":
 			scripted = true
 			s.sink.Event(chat.AgentChunk{Text: arg})
+		case "draft":
+			scripted = true
+			s.sink.Event(chat.AgentDraft{Text: arg})
+		case "pause":
+			scripted = true
+			d, _ := time.ParseDuration(arg)
+			select {
+			case <-ctx.Done():
+				s.sink.TurnEnded(chat.StopCancelled)
+				return
+			case <-time.After(d):
+			}
 		case "stream":
 			scripted = true
 			f := strings.Fields(arg)
