@@ -93,11 +93,14 @@ type Model struct {
 	attempt    int
 	fatal      error
 
-	modeWant  string           // the mode asked for and not yet confirmed
-	totals    chat.UsageTotals // the shown thread's usage, as of its last turn
-	cfg       chat.Config
-	thread    chat.Thread
-	lastSeq   int64
+	modeWant string           // the mode asked for and not yet confirmed
+	totals   chat.UsageTotals // the shown thread's usage, as of its last turn
+	cfg      chat.Config
+	thread   chat.Thread
+	lastSeq  int64
+	// draft is the agent's provisional text (agent_draft): drawn after the
+	// transcript, apart, until its final words or the turn's end replace it.
+	draft     string
 	mode      chat.Mode
 	turn      bool
 	turnMsg   string // the message the running turn answers
@@ -228,9 +231,19 @@ func (m *Model) onEvent(ev client.Event) tea.Cmd {
 			return nil
 		}
 		m.lastSeq = ev.Seq
+		if draftEnds(ev.Type) {
+			m.draft = ""
+		}
 	}
 	m.dirty = true
 	switch ev.Type {
+	case chat.TypeAgentDraft:
+		var p chat.AgentDraft
+		// It belongs right after its event: after a later one it may stand
+		// for final words already shown.
+		if ev.Decode(&p) == nil && ev.Thread == m.thread.ID && p.AfterSeq == m.lastSeq {
+			m.draft = p.Text
+		}
 	case chat.TypeConfig:
 		_ = ev.Decode(&m.cfg)
 	case chat.TypeThread:
@@ -436,8 +449,19 @@ func modeName(md chat.Mode) string {
 
 // switchTo shows another thread: the transcript starts again from its replay.
 // Messages typed and not yet sent stay.
+// draftEnds reports whether an event of the log ends the provisional text
+// shown before it (docs/protocol.md, "Provisional text").
+func draftEnds(typ string) bool {
+	switch typ {
+	case chat.TypeAgentChunk, chat.TypeThoughtChunk, chat.TypeToolCall, chat.TypePermissionRequest,
+		chat.TypeQuestion, chat.TypePromptDone, chat.TypeTurnStatus:
+		return true
+	}
+	return false
+}
+
 func (m *Model) switchTo(th chat.Thread) {
-	m.thread, m.lastSeq, m.totals = th, 0, chat.UsageTotals{}
+	m.thread, m.lastSeq, m.totals, m.draft = th, 0, chat.UsageTotals{}, ""
 	keep := []*entry{}
 	users := map[string]*entry{}
 	for _, e := range m.entries {

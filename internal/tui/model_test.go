@@ -770,3 +770,28 @@ func TestQueuedMessageStaysAfterTheAnswer(t *testing.T) {
 		t.Errorf("got the end of the transcript %q, want %q", order, want)
 	}
 }
+
+// A terminal agent's provisional text (agent_draft) is shown apart from the
+// answer, dim and italic, each draft replacing the last; the final words
+// replace it, and a draft that a later event overtook is never shown.
+func TestProvisionalTextIsApartAndReplaced(t *testing.T) {
+	h := newHarness(t, Options{})
+	connected(h, thread1)
+	h.frames(`{"type":"turn_status","thread":"t_1","seq":1,"active":true,"message_id":"m1"}`,
+		`{"type":"agent_draft","thread":"t_1","text":"The first","after_seq":1}`)
+	h.wantScreen("agent · drawing (provisional)", "The first")
+	if !strings.Contains(h.m.View().Content, "\x1b[3;90mThe first") {
+		t.Errorf("the provisional text is not italic and dim:\n%q", h.m.View().Content)
+	}
+	h.frames(`{"type":"agent_draft","thread":"t_1","text":"The first line, drawn further","after_seq":1}`)
+	h.wantScreen("The first line, drawn further")
+	h.frames(`{"type":"agent_chunk","thread":"t_1","seq":2,"text":"The first line, written whole."}`)
+	h.wantScreen("The first line, written whole.")
+	h.wantNotScreen("provisional", "drawn further")
+	// Overtaken: it was drawn after seq 1, and seq 2 is shown.
+	h.frames(`{"type":"agent_draft","thread":"t_1","text":"stale words","after_seq":1}`)
+	h.wantNotScreen("stale words")
+	h.frames(`{"type":"agent_draft","thread":"t_1","text":"Second block","after_seq":2}`,
+		`{"type":"prompt_done","thread":"t_1","seq":3,"stop_reason":"end_turn","message_id":"m1"}`)
+	h.wantNotScreen("Second block", "provisional")
+}

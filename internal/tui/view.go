@@ -20,6 +20,7 @@ import (
 type styles struct {
 	color                                       bool
 	user, agentHead, dim, accent, err, note     lipgloss.Style
+	draft                                       lipgloss.Style // provisional text: italic, dim
 	status, statusOff, cardTitle, receiptFailed lipgloss.Style
 	add, del                                    lipgloss.Style // diff lines
 }
@@ -30,6 +31,7 @@ func newStyles(color bool) styles {
 	s.user, s.agentHead, s.dim, s.accent, s.err, s.note = plain.Bold(true), plain.Bold(true), plain, plain.Bold(true), plain.Bold(true), plain
 	s.status, s.statusOff, s.cardTitle, s.receiptFailed = plain.Reverse(true), plain.Reverse(true), plain.Bold(true), plain.Bold(true)
 	s.add, s.del = plain, plain
+	s.draft = plain.Italic(true)
 	if !color {
 		return s
 	}
@@ -39,6 +41,7 @@ func newStyles(color bool) styles {
 	s.accent = s.accent.Foreground(lipgloss.Color("14"))
 	s.err = s.err.Foreground(lipgloss.Color("9"))
 	s.note = s.note.Foreground(lipgloss.Color("8")).Italic(true)
+	s.draft = s.draft.Foreground(lipgloss.Color("8"))
 	s.status = plain.Background(lipgloss.Color("4")).Foreground(lipgloss.Color("15"))
 	s.statusOff = plain.Background(lipgloss.Color("1")).Foreground(lipgloss.Color("15"))
 	s.cardTitle = s.cardTitle.Foreground(lipgloss.Color("11"))
@@ -205,7 +208,15 @@ func (m *Model) renderTranscript() {
 		}
 		m.lines = append(m.lines, m.renderEntry(e, w)...)
 	}
-	if len(m.entries) == 0 {
+	if m.draft != "" {
+		// As the agent's screen shows it, not its final words: apart, dim
+		// and italic, replaced when they come.
+		m.lines = append(m.lines, m.st.dim.Render("agent · drawing (provisional)"))
+		for _, l := range strings.Split(lipgloss.NewStyle().Width(w).Render(m.draft), "\n") {
+			m.lines = append(m.lines, m.st.draft.Render(l))
+		}
+	}
+	if len(m.entries) == 0 && m.draft == "" {
 		m.lines = append(m.lines, m.st.dim.Render("No messages yet. Type below and press Enter."))
 	}
 	if m.scroll > 0 {

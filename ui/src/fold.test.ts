@@ -105,3 +105,20 @@ test("a plan is one item per turn, updated in place within it (Claude through it
   assert.equal(plans[0].entries[0].status, "in_progress", "the first turn's plan is its second update");
   assert.deepEqual(plans[1].entries.map((e) => e.status), ["completed", "in_progress"]);
 });
+
+test("provisional text is shown apart, replaced by each draft and ended by the final words or the turn's end", () => {
+  const f = new Fold();
+  const t = "t_1";
+  f.apply({ type: "turn_status", thread: t, seq: 1, active: true, message_id: "m1" } as never, false);
+  f.apply({ type: "agent_draft", thread: t, text: "The first", after_seq: 1 } as never, false);
+  assert.equal(f.view.draft, "The first");
+  assert.equal(of(f.view.items, "agent").length, 0, "a draft is no answer item");
+  f.apply({ type: "agent_draft", thread: t, text: "The first line", after_seq: 1 } as never, false);
+  assert.equal(f.view.draft, "The first line");
+  f.apply({ type: "agent_chunk", thread: t, seq: 2, text: "The first line, whole." } as never, false);
+  assert.equal(f.view.draft, undefined);
+  assert.deepEqual(of(f.view.items, "agent").map((a) => a.text), ["The first line, whole."]);
+  f.apply({ type: "agent_draft", thread: t, text: "More", after_seq: 2 } as never, false);
+  f.apply({ type: "prompt_done", thread: t, seq: 3, stop_reason: "end_turn", message_id: "m1" } as never, false);
+  assert.equal(f.view.draft, undefined);
+});

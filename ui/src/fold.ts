@@ -86,7 +86,13 @@ export type ChatView = {
   usage?: Usage;
   // When the agent's process began to start, while it has not started yet.
   starting?: string;
+  // Provisional text (agent_draft): what a terminal agent's screen shows of
+  // the answer before its final words come, drawn apart after the items.
+  draft?: string;
 };
+
+// Events of the log that end the provisional text shown before them.
+const draftEnds = new Set(["agent_chunk", "thought_chunk", "tool_call", "permission_request", "question", "prompt_done", "turn_status"]);
 
 // What the fold asks of its owner: things outside the conversation.
 export interface FoldSink {
@@ -163,8 +169,12 @@ export class Fold {
 
   // apply folds one event into the conversation.
   apply(ev: ServerEvent, replaying: boolean) {
+    if (ev.seq && this.view.draft !== undefined && draftEnds.has(ev.type)) this.view = { ...this.view, draft: undefined };
     const v = this.view;
     switch (ev.type) {
+      case "agent_draft":
+        this.view = { ...v, draft: ev.text || undefined };
+        break;
       case "user_message":
         this.sink.ack(ev.message_id);
         if (this.has("u:" + ev.message_id)) {

@@ -75,6 +75,9 @@ export type ServerEvent = Logged &
     | { type: "user_message"; message_id: string; text: string; from: RouteKey; files?: FileRef[] }
     | { type: "delivery"; message_id: string; state: DeliveryState; detail?: string }
     | { type: "agent_chunk"; text: string; message_id?: string }
+    // Provisional text (a terminal agent's screen): no seq, never in the log;
+    // it belongs right after the event after_seq and replaces the last one.
+    | { type: "agent_draft"; text: string; after_seq: number }
     | { type: "thought_chunk"; text: string }
     | { type: "tool_call"; tool_call_id: string; title: string; kind: string; status: string; input?: unknown; locations?: Location[] }
     | { type: "tool_call_update"; tool_call_id: string; status?: string; title?: string; output?: string; diffs?: Diff[]; locations?: Location[] }
@@ -302,6 +305,9 @@ export class ChatSocket {
       case "question":
         this.sink.cardSeen(ev.request_id);
         break;
+    }
+    if (ev.type === "agent_draft" && (!ev.thread || ev.after_seq !== (this.held.get(ev.thread) ?? 0))) {
+      return; // overtaken: a later event (its final words, maybe) is shown
     }
     if (ev.seq && ev.thread) {
       const have = this.held.get(ev.thread) ?? 0;

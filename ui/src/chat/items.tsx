@@ -569,6 +569,12 @@ export function Conversation({ store, items, receipts, queued = [] }: { store: S
       {shown.map((it) => (
         <ItemView key={it.key} it={it} store={store} receipt={it.kind === "user" ? receipts[it.message_id] : undefined} />
       ))}
+      {chat.draft && (
+        <div class="msg agent draft" aria-label="Provisional text: as the agent's screen shows it, replaced by its final words">
+          <div class="draft-text">{chat.draft}</div>
+          <div class="meta">drawing… (provisional)</div>
+        </div>
+      )}
       {chat.turnActive && !chat.starting && <Working key={chat.turnSince ?? "turn"} since={chat.turnSince} stopping={chat.stopping} />}
       {queued.length > 0 && (
         <div class="queued" aria-label="Queued messages">
