@@ -117,12 +117,13 @@ func (s *session) menuLeft(ctx context.Context, answered pane.Menu) {
 func (s *session) scan() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	captured := time.Now()
 	scr, err := s.captureVisible(ctx)
 	if err != nil {
 		return
 	}
 	m, live, _ := scr.Menu()
-	s.draft(ctx, scr, live)
+	s.draft(ctx, scr, captured, live)
 	if live && m.Kind == pane.MenuReview {
 		return // the last page of a question being answered
 	}

@@ -25,18 +25,26 @@ const draftEvery = 100 * time.Millisecond
 // looked for once it has scrolled off.
 const draftHistory = 2000
 
+// promptDrawn is how long after its hook a prompt surely shows in the pane:
+// one found in none of the history's lines after that never will be.
+const promptDrawn = 5 * time.Second
+
 // drafts is the provisional text's state, guarded by session.draftMu.
 type drafts struct {
 	finals []string  // pane.Words of each of the turn's final texts, in order
 	last   string    // the draft last sent ("" none, or superseded)
 	at     time.Time // when the pane was last read for it
 	due    bool      // a change came sooner than draftEvery after that
+	since  time.Time // when the turn's prompt was submitted (its hook read)
+	// lost: the turn's prompt was in none of the history's lines (a long
+	// paste Claude Code folds, say): the history is not read for it again.
+	lost bool
 }
 
 // newTurnDrafts starts a turn's provisional text afresh (its prompt was submitted).
 func (s *session) newTurnDrafts() {
 	s.draftMu.Lock()
-	s.drafts = drafts{}
+	s.drafts = drafts{since: time.Now()}
 	s.draftMu.Unlock()
 }
 
@@ -65,35 +73,58 @@ func (s *session) draftWait() time.Duration {
 	return max(time.Millisecond, draftEvery-time.Since(s.drafts.at))
 }
 
-// draft sends the provisional text the pane shows now, if it changed. Only
-// while a turn of a session with hooks runs (the hook gives the turn's
-// prompt, the anchor of its answer) and no menu is up.
-func (s *session) draft(ctx context.Context, scr *pane.Screen, menu bool) {
-	s.draftMu.Lock()
-	defer s.draftMu.Unlock()
+// draft sends the provisional text the pane showed at captured (scr), if it
+// changed. Only while a turn of a session with hooks runs (the hook gives the
+// turn's prompt, the anchor of its answer) and no menu is up. The pane is
+// read with no lock held; what of it is sent is decided under draftMu with
+// the final words known then: a screen older than them shows no more than
+// they cover, so nothing final is sent again.
+func (s *session) draft(ctx context.Context, scr *pane.Screen, captured time.Time, menu bool) {
 	s.mu.Lock()
-	on := s.useHooks && s.turn && !s.closed && !s.replaying
+	on := s.useHooks && s.turn && !s.closed && !s.replaying && !menu
 	prompt := s.turnPrompt
 	s.mu.Unlock()
-	if !on || menu {
+	s.draftMu.Lock()
+	switch {
+	case !on:
 		s.drafts.due = false
+		s.draftMu.Unlock()
 		return
-	}
-	if time.Since(s.drafts.at) < draftEvery {
+	case time.Since(s.drafts.at) < draftEvery:
 		s.drafts.due = true
+		s.draftMu.Unlock()
 		return
 	}
 	s.drafts.at, s.drafts.due = time.Now(), false
-	blocks, ok := scr.Answer(prompt)
-	if !ok {
+	lost := s.drafts.lost
+	s.draftMu.Unlock()
+
+	blocks, finished, ok := scr.Answer(prompt)
+	if !ok && !lost {
 		// A long answer pushed its prompt off the screen: read further up.
 		out, err := s.query(ctx, ctl.CaptureArgs(s.pane, -draftHistory)...)
 		if err != nil {
 			return
 		}
-		if blocks, ok = pane.Read(out).Answer(prompt); !ok {
-			return // the answer cannot be placed: show nothing rather than guess
+		if blocks, finished, ok = pane.Read(out).Answer(prompt); !ok && captured.Sub(s.turnSince()) > promptDrawn {
+			s.draftMu.Lock()
+			s.drafts.lost = true
+			s.draftMu.Unlock()
 		}
+	}
+	if !ok || finished {
+		// Not placeable (show nothing rather than guess), or a turn that is
+		// over: its final words come from the transcript.
+		return
+	}
+
+	s.draftMu.Lock()
+	defer s.draftMu.Unlock()
+	s.mu.Lock()
+	still := s.turn && !s.closed && s.turnPrompt == prompt
+	s.mu.Unlock()
+	if !still || captured.Before(s.drafts.since) {
+		return // the turn ended, or the screen is older than it
 	}
 	text := s.drafts.text(blocks)
 	if text == s.drafts.last {
@@ -101,6 +132,13 @@ func (s *session) draft(ctx context.Context, scr *pane.Screen, menu bool) {
 	}
 	s.drafts.last = text
 	s.sink.Event(chat.AgentDraft{Text: text})
+}
+
+// turnSince is when the running turn's prompt was submitted.
+func (s *session) turnSince() time.Time {
+	s.draftMu.Lock()
+	defer s.draftMu.Unlock()
+	return s.drafts.since
 }
 
 // text is what of the drawn blocks is not final yet: the blocks after as many

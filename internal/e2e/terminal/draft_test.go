@@ -24,6 +24,16 @@ const (
 	slowDelay  = 150 * time.Millisecond
 )
 
+// longAnswer is taller than the pane: its prompt scrolls off the screen
+// while it is drawn.
+var longAnswer = func() string {
+	var b strings.Builder
+	for i := 1; i <= 50; i++ {
+		fmt.Fprintf(&b, "Line %d of a long answer.\n", i)
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}()
+
 func slowRule(prompt string) claudeapi.Rule {
 	return claudeapi.Rule{Match: claudeapi.Match{Exact: prompt}, Reply: claudeapi.Text(slowAnswer, slowChunks, slowDelay)}
 }
@@ -34,7 +44,8 @@ func slowRule(prompt string) claudeapi.Rule {
 // answer (nothing shown is wrong), none comes after the final words, the final
 // words are the model's, and a replay shows only them.
 func TestProvisionalTextBeforeTheTranscript(t *testing.T) {
-	td := startTmuxDaemon(t, []claudeapi.Rule{slowRule("tell me slowly")})
+	td := startTmuxDaemon(t, []claudeapi.Rule{slowRule("tell me slowly"),
+		{Match: claudeapi.Match{Exact: "tell me at length"}, Reply: claudeapi.Text(longAnswer, 25, 120*time.Millisecond)}})
 	s := chatsock.Dial(t, "http://"+td.d.Addr(), td.d.Token(), client.Options{Chat: "drafts", Since: -1})
 	s.WaitFor(0, wait, chatsock.Type(chat.TypeReplayDone), "ready")
 
@@ -86,7 +97,35 @@ func TestProvisionalTextBeforeTheTranscript(t *testing.T) {
 	}
 	t.Logf("%d provisional updates before the transcript's words", drafts)
 
-	// A replay after the turn: the final words only, no provisional text.
+	// An answer taller than the pane: its prompt scrolls off the screen, and
+	// the drafts go on from the pane's history.
+	s.Send(chatsock.Msg("m2", "tell me at length"))
+	at = s.WaitFor(end, wait, chatsock.Delivery("m2", chat.DeliverySubmitted), "submitted")
+	end = s.WaitFor(at, wait, chatsock.PromptDone("m2", chat.StopEndTurn), "the long turn's end")
+	longest := ""
+	for _, ev := range s.Snapshot()[at:end] {
+		if ev.Type == chat.TypeAgentChunk {
+			break
+		}
+		if ev.Type == chat.TypeAgentDraft {
+			var d chat.AgentDraft
+			ev.Decode(&d)
+			if !strings.HasPrefix(longAnswer, d.Text) {
+				t.Fatalf("draft %q is not the start of the long answer", d.Text)
+			}
+			if len(d.Text) > len(longest) {
+				longest = d.Text
+			}
+		}
+	}
+	if !strings.Contains(longest, "Line 45 of") {
+		t.Fatalf("the longest draft before the final words ends %q; want it past line 45 (the prompt scrolled off at about line 30):\n%s", longest[max(0, len(longest)-80):], chatsock.Summary(s.Snapshot()[at:end]))
+	}
+	if got := chatsock.Chunks(s.Snapshot()[at:end]); got != longAnswer {
+		t.Fatalf("final words %q, want the model's", got)
+	}
+
+	// A replay after the turns: the final words only, no provisional text.
 	r := chatsock.Dial(t, "http://"+td.d.Addr(), td.d.Token(), client.Options{Chat: "drafts", Since: 0})
 	done := r.WaitFor(0, wait, chatsock.Type(chat.TypeReplayDone), "the replay")
 	replay := r.Snapshot()[:done]
@@ -95,8 +134,8 @@ func TestProvisionalTextBeforeTheTranscript(t *testing.T) {
 			t.Fatalf("provisional text in the replay: %s", ev.Raw)
 		}
 	}
-	if got := chatsock.Chunks(replay); got != slowAnswer {
-		t.Fatalf("replayed words %q, want %q", got, slowAnswer)
+	if got := chatsock.Chunks(replay); got != slowAnswer+longAnswer {
+		t.Fatalf("replayed words %q, want %q", got, slowAnswer+longAnswer)
 	}
 }
 

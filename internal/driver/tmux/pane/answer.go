@@ -14,10 +14,13 @@ var toolLineRE = regexp.MustCompile(`^[A-Za-z][\w.:-]*(?: [\w.:-]+)*(?: \(MCP\))
 // it: each block of words below the newest submitted prompt that shows
 // prompt (a "● " line and its indented lines), oldest first. Tool calls and
 // their results (a line with "⎿" under it), thinking, spinners, tips and the
-// status line are not words and are left out. ok is false when no such prompt
-// is on the capture (the answer scrolled it off): then nothing drawn can be
-// placed in the turn. An empty prompt takes the newest prompt of any text.
-func (s *Screen) Answer(prompt string) (blocks []string, ok bool) {
+// status line are not words and are left out. finished says the answer has
+// its closing status line ("✻ Churned for 6s"): a turn that is over, maybe
+// an earlier one with the same prompt whose new copy is not drawn yet. ok is
+// false when no such prompt is on the capture (the answer scrolled it off):
+// then nothing drawn can be placed in the turn. An empty prompt takes the
+// newest prompt of any text.
+func (s *Screen) Answer(prompt string) (blocks []string, finished, ok bool) {
 	above := s.Above()
 	start := -1
 	for i := len(above) - 1; i >= 0 && start < 0; i-- {
@@ -35,7 +38,7 @@ func (s *Screen) Answer(prompt string) (blocks []string, ok bool) {
 		}
 	}
 	if start < 0 {
-		return nil, false
+		return nil, false, false
 	}
 	// toolAt: a line with a tool's result ("  ⎿  …") right under it is a
 	// tool's line, its bullet there or not (it blinks while the tool runs).
@@ -44,6 +47,9 @@ func (s *Screen) Answer(prompt string) (blocks []string, ok bool) {
 	}
 	for i := start; i < len(above); i++ {
 		l := above[i]
+		if strings.HasPrefix(l, "✻ ") && !strings.Contains(l, "…") || strings.HasPrefix(strings.TrimLeft(l, " "), "⎿  Interrupted") {
+			finished = true // the turn's closing line (a spinner's has "…"), or its stop
+		}
 		if !strings.HasPrefix(l, "● ") || toolAt(i) || toolLineRE.MatchString(strings.TrimPrefix(l, "● ")) {
 			continue
 		}
@@ -72,7 +78,7 @@ func (s *Screen) Answer(prompt string) (blocks []string, ok bool) {
 		}
 		i = j - 1
 	}
-	return blocks, true
+	return blocks, finished, true
 }
 
 // Words reduces text to its letters and digits, lower-cased: what a pane's

@@ -17,45 +17,45 @@ func TestAnswerGoldens(t *testing.T) {
 	tests := []struct {
 		name, prompt string
 		want         []string
-		ok           bool
+		finished, ok bool
 	}{
 		// The bullet with nothing after it, the spinner and the tip under
 		// it are not words.
 		{name: "stream-thinking", prompt: "slow", want: nil, ok: true},
 		{name: "stream-first-line", prompt: "slow", want: []string{first}, ok: true},
 		{name: "stream-middle", prompt: "slow", want: []string{first + "\n\nA second paragraph follows here, with bold and code, and it keeps going for a while so that it wraps around the width"}, ok: true},
-		{name: "stream-done", prompt: "slow", want: []string{first + "\n\nA second paragraph follows here, with bold and code, and it keeps going for a while so that it wraps around the width\nof the pane at least once or twice.\n\n- item one\n- item two\n\nThe end."}, ok: true},
+		{name: "stream-done", prompt: "slow", want: []string{first + "\n\nA second paragraph follows here, with bold and code, and it keeps going for a while so that it wraps around the width\nof the pane at least once or twice.\n\n- item one\n- item two\n\nThe end."}, finished: true, ok: true},
 		// The running tool's line (its bullet blinking off) and its
 		// "⎿ Running…" are not the words before it.
 		{name: "stream-tool-running", prompt: "tool", want: []string{before}, ok: true},
 		{name: "stream-after-tool", prompt: "tool", want: []string{before}, ok: true},
-		{name: "stream-after-tool-text", prompt: "tool", want: []string{before, after}, ok: true},
+		{name: "stream-after-tool-text", prompt: "tool", want: []string{before, after}, finished: true, ok: true},
 		// Only the answer to the prompt asked: the earlier turns are above it.
-		{name: "stream-after-tool-text", prompt: "", want: []string{before, after}, ok: true},
+		{name: "stream-after-tool-text", prompt: "", want: []string{before, after}, finished: true, ok: true},
 		// "Thought for 1s" is thinking, not words.
 		{name: "stream-thought", prompt: "think", want: nil, ok: true},
-		{name: "stream-thought-done", prompt: "think", want: []string{"Thought through, the answer is 42."}, ok: true},
+		{name: "stream-thought-done", prompt: "think", want: []string{"Thought through, the answer is 42."}, finished: true, ok: true},
 		// A long answer pushed its prompt off the visible screen: nothing
 		// on it can be placed in the turn.
 		{name: "stream-scrolled", prompt: "long", want: nil, ok: false},
 		// A prompt not on the screen at all.
 		{name: "stream-done", prompt: "never asked", want: nil, ok: false},
 		{name: "idle", prompt: "", want: nil, ok: false},
-		{name: "reply", prompt: "hello", want: []string{"Hello from the stand-in."}, ok: true},
+		{name: "reply", prompt: "hello", want: []string{"Hello from the stand-in."}, finished: true, ok: true},
 		// A permission menu's "❯ 1. Yes" is no prompt, and the tool it asks
 		// for is no words.
 		{name: "perm-bash", prompt: "", want: []string{"Listing."}, ok: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name+"/"+tt.prompt, func(t *testing.T) {
-			got, ok := Read(golden(t, tt.name)).Answer(tt.prompt)
-			if ok != tt.ok || !slices.Equal(got, tt.want) {
-				t.Fatalf("Answer(%q) = %q, %v; want %q, %v", tt.prompt, got, ok, tt.want, tt.ok)
+			got, finished, ok := Read(golden(t, tt.name)).Answer(tt.prompt)
+			if ok != tt.ok || finished != tt.finished || !slices.Equal(got, tt.want) {
+				t.Fatalf("Answer(%q) = %q, finished %v, %v; want %q, %v, %v", tt.prompt, got, finished, ok, tt.want, tt.finished, tt.ok)
 			}
 		})
 	}
 	// The whole history holds the scrolled answer's prompt and all 60 lines.
-	got, ok := Read(golden(t, "stream-scrolled-history")).Answer("long")
+	got, _, ok := Read(golden(t, "stream-scrolled-history")).Answer("long")
 	if !ok || len(got) != 1 || got[0][:46] != "Line 1 of a long answer that scrolls the pane." {
 		t.Fatalf("the long answer from the history: %v %q", ok, got)
 	}

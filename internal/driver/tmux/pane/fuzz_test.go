@@ -32,7 +32,7 @@ func FuzzMenu(f *testing.F) {
 		_ = s.Staged()
 		_ = s.Prompts()
 		_ = s.LastSpeaker()
-		if blocks, ok := s.Answer(""); !ok && len(blocks) > 0 {
+		if blocks, _, ok := s.Answer(""); !ok && len(blocks) > 0 {
 			t.Fatal("an answer without its prompt")
 		} else {
 			for _, b := range blocks {
