@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -109,16 +111,25 @@ roots = [%q]
 %s
 `, r.work, testkit.ClaudeBin(t), r.work, agentEnv.String())
 	for _, id := range moreAgents {
+		transport, options := "stream", ""
+		if name, ok := strings.CutSuffix(id, ":tmux"); ok {
+			// Claude Code's terminal UI, on a tmux server of its own.
+			b := make([]byte, 4)
+			rand.Read(b)
+			socket := "parley-e2e-" + hex.EncodeToString(b)
+			t.Cleanup(func() { exec.Command("tmux", "-L", socket, "kill-server").Run() })
+			id, transport, options = name, "tmux", fmt.Sprintf("\n[agent.options]\nsocket = %q\n", socket)
+		}
 		cfg += fmt.Sprintf(`
 [[agent]]
 id = %q
-transport = "stream"
+transport = %q
 command = %q
 roots = [%q]
-
+%s
 [agent.env]
 %s
-`, id, testkit.ClaudeBin(t), r.work, agentEnv.String())
+`, id, transport, testkit.ClaudeBin(t), r.work, options, agentEnv.String())
 	}
 	cfg += extraConfig
 	if err := os.WriteFile(filepath.Join(r.dir, "config.toml"), []byte(cfg), 0o600); err != nil {

@@ -18,6 +18,7 @@ const (
 	PromptAsk        = "ask me"
 	PromptAskMany    = "ask me many"
 	PromptSlow       = "slow answer"
+	PromptDraft      = "draw it slowly"
 	PromptXSS        = "show me html"
 	PromptEcho       = "echo"
 	PromptWrite      = "write the notes"
@@ -31,6 +32,8 @@ const (
 	QuestionFruit    = "Which fruits do you like?"
 	QuestionThanks   = "Thanks for answering."
 	XSSMarker        = "window.__pwned"
+	// DraftAnswer is drawn by Claude Code's terminal UI line by line, 6 s long.
+	DraftAnswer = "The first line of the drawn answer.\n\nA second line, drawn a moment later.\n\nA third line.\n\nThe last line, written whole at the end."
 	markdownAnswerGo = "func fib(n int) int {\n\tif n < 2 {\n\t\treturn n\n\t}\n\treturn fib(n-1) + fib(n-2)\n}"
 )
 
@@ -63,6 +66,7 @@ func Scenario(work string) claudeapi.Scenario {
 			},
 		})},
 		{Match: claudeapi.Match{ToolResult: "AskUserQuestion"}, Reply: claudeapi.Text(QuestionThanks, 1, 0)},
+		{Match: claudeapi.Match{Exact: PromptDraft}, Reply: claudeapi.Text(DraftAnswer, 30, 200*time.Millisecond)},
 		{Match: claudeapi.Match{Prefix: PromptSlow}, Reply: claudeapi.Text(strings.Repeat("slowly ", 100), 100, 300*time.Millisecond)},
 		{Match: claudeapi.Match{Exact: PromptXSS}, Reply: claudeapi.Text(xss, 1, 0)},
 		{Match: claudeapi.Match{Exact: PromptWrite}, Reply: claudeapi.ToolUse("Write", map[string]any{
