@@ -32,10 +32,11 @@ const (
 	QuestionFruit    = "Which fruits do you like?"
 	QuestionThanks   = "Thanks for answering."
 	XSSMarker        = "window.__pwned"
-	// DraftAnswer is drawn by Claude Code's terminal UI line by line, 6 s long.
-	DraftAnswer = "The first line of the drawn answer.\n\nA second line, drawn a moment later.\n\nA third line.\n\nThe last line, written whole at the end."
 	markdownAnswerGo = "func fib(n int) int {\n\tif n < 2 {\n\t\treturn n\n\t}\n\treturn fib(n-1) + fib(n-2)\n}"
 )
+
+// DraftAnswer is drawn by Claude Code's terminal UI line by line, 6 s long.
+const DraftAnswer = "The first line of the drawn answer.\n\nA second line, drawn a moment later.\n\nA third line.\n\nThe last line, written whole at the end."
 
 // Scenario is the scripted model for every browser test. Claude Code 2.1.197
 // rejects an AskUserQuestion option without a description (InputValidationError).
