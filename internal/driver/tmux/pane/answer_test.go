@@ -1,7 +1,10 @@
 package pane
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -69,4 +72,41 @@ func TestWords(t *testing.T) {
 	if Words("Ünïcode 42!") != "ünïcode42" {
 		t.Fatalf("Words = %q", Words("Ünïcode 42!"))
 	}
+}
+
+// FuzzAnswer feeds captures and prompts to Answer: it never panics, and what
+// it returns is words drawn above the input box, never the box, its status
+// line or a block's bullet.
+func FuzzAnswer(f *testing.F) {
+	files, err := filepath.Glob(filepath.Join("testdata", "claude-2.1.197", "*.ansi"))
+	if err != nil || len(files) == 0 {
+		f.Fatalf("no golden captures: %v", err)
+	}
+	for _, p := range files {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		for _, prompt := range []string{"", "slow", "tool", "long", "hello"} {
+			f.Add(string(b), prompt)
+		}
+	}
+	f.Fuzz(func(t *testing.T, capture, prompt string) {
+		s := Read(capture)
+		blocks, finished, ok := s.Answer(prompt)
+		if !ok && (len(blocks) > 0 || finished) {
+			t.Fatalf("no prompt found, yet blocks %q (finished %v)", blocks, finished)
+		}
+		above := strings.Join(s.Above(), "\n")
+		for _, b := range blocks {
+			if strings.TrimSpace(b) == "" || strings.HasPrefix(b, "● ") {
+				t.Fatalf("answer block %q", b)
+			}
+			for _, l := range strings.Split(b, "\n") {
+				if l != "" && !strings.Contains(above, l) {
+					t.Fatalf("answer line %q is not above the input box", l)
+				}
+			}
+		}
+	})
 }
