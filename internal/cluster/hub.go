@@ -64,6 +64,8 @@ type Hub struct {
 	js    jetstream.JetStream
 	nodes jetstream.KeyValue
 	used  jetstream.KeyValue
+	// threads is the directory's thread summaries, <node>.<thread>.
+	threads jetstream.KeyValue
 
 	// mu guards reg, every change of the server's users (reload), and fwd.
 	mu  sync.Mutex
@@ -199,15 +201,14 @@ func (h *Hub) connect(ctx context.Context) error {
 	}); err != nil {
 		return fmt.Errorf("cluster: bucket %s: %w", nodesBucket, err)
 	}
-	threads, err := h.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	if h.threads, err = h.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket: threadsBucket, Description: "parley thread summaries, each node's under <node>.", History: 1, Storage: jetstream.FileStorage,
 		// Bounded: nodes write here, and the hub's disk is its store's too.
 		MaxValueSize: maxRecord, MaxBytes: 256 << 20,
-	})
-	if err != nil {
+	}); err != nil {
 		return fmt.Errorf("cluster: bucket %s: %w", threadsBucket, err)
 	}
-	if err := h.serveRecords(threads); err != nil {
+	if err := h.serveRecords(h.threads); err != nil {
 		return err
 	}
 	if h.used, err = h.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
@@ -402,7 +403,7 @@ func (h *Hub) handleRevoke(ctx context.Context, data []byte) (any, error) {
 var ErrNoNode = errors.New("no such node")
 
 // Revoke removes a node's user (its live connections are closed by the
-// reload), its directory record and its input stream.
+// reload), its directory record, its thread summaries and its input stream.
 func (h *Hub) Revoke(ctx context.Context, node string) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -415,6 +416,9 @@ func (h *Hub) Revoke(ctx context.Context, node string) error {
 	h.stopForwarder(node)
 	if err := h.nodes.Purge(ctx, node); err != nil {
 		h.log.Warn("cluster: purge the revoked node's record", "node", node, "err", err)
+	}
+	if err := h.purgeThreads(ctx, node); err != nil {
+		h.log.Warn("cluster: purge the revoked node's thread summaries", "node", node, "err", err)
 	}
 	if err := h.js.DeleteStream(ctx, InputStream(node)); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
 		h.log.Warn("cluster: delete the revoked node's inputs", "node", node, "err", err)

@@ -65,3 +65,41 @@ func TestTheHubListsEveryMachinesAgentsAndThreads(t *testing.T) {
 		t.Fatalf("b offline, thread counts %v: its thread stays counted", c)
 	}
 }
+
+// A revoked machine's threads leave the hub's list at once, and a machine
+// joining again under its name starts with none of them.
+func TestARevokedNodesThreadsLeaveTheDirectory(t *testing.T) {
+	h := startHub(t, t.TempDir(), "127.0.0.1:0")
+	dataB := join(t, h, "b")
+	b := newMachine(t)
+	b.write(chat.ThreadID("t_one"), 1, false)
+	b.write(chat.ThreadID("t_two"), 1, false)
+	l, err := Dial(LinkOptions{DataDir: dataB, Hub: h.Addr(), Node: "b", Heartbeat: 200 * time.Millisecond,
+		Store: b.st, Events: b.hub})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	listed := func() int {
+		ths, err := h.Threads(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(ths)
+	}
+	waitFor(t, 10*time.Second, "b's two threads listed", func() bool { return listed() == 2 })
+	if err := h.Revoke(t.Context(), "b"); err != nil {
+		t.Fatal(err)
+	}
+	if n := listed(); n != 0 {
+		t.Fatalf("b revoked, the hub still lists %d of its threads", n)
+	}
+	join(t, h, "b")
+	ms, err := h.Machines(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ms) != 1 || ms[0].Name != "b" || ms[0].Threads != 0 {
+		t.Fatalf("b joined again: machines %+v, want b with no thread", ms)
+	}
+}

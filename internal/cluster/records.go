@@ -109,6 +109,23 @@ func (h *Hub) writeSummary(ctx context.Context, kv jetstream.KeyValue, node, thr
 	return err
 }
 
+// purgeThreads removes node's thread summaries from the directory (its
+// machine left: its threads are no longer anywhere the hub can reach). Each
+// key is purged on its own, so the purge reaches the bucket's watchers.
+func (h *Hub) purgeThreads(ctx context.Context, node string) error {
+	keys, err := h.threads.ListKeysFiltered(ctx, node+".>")
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for key := range keys.Keys() {
+		if err := h.threads.Purge(ctx, key); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // publishRecord sends one of the node's records to the hub and waits for it
 // to be written.
 func (l *Link) publishRecord(ctx context.Context, subject string, b []byte) error {

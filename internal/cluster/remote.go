@@ -211,8 +211,12 @@ type RemoteThread struct {
 	Thread chat.Thread // ID is the remote id
 }
 
-// Threads lists every node's thread summaries from the directory.
+// Threads lists every joined node's thread summaries from the directory (a
+// summary a revoked node wrote while it was being revoked is not listed).
 func (h *Hub) Threads(ctx context.Context) ([]RemoteThread, error) {
+	h.mu.Lock()
+	reg := h.reg
+	h.mu.Unlock()
 	kv, err := h.js.KeyValue(ctx, threadsBucket)
 	if err != nil {
 		return nil, err
@@ -224,7 +228,7 @@ func (h *Hub) Threads(ctx context.Context) ([]RemoteThread, error) {
 	var out []RemoteThread
 	for key := range keys.Keys() {
 		node, th, ok := strings.Cut(key, ".")
-		if !ok {
+		if _, joined := reg.find(node); !ok || !joined {
 			continue
 		}
 		e, err := kv.Get(ctx, key)
