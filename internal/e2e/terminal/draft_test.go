@@ -118,8 +118,8 @@ func TestProvisionalTextBeforeTheTranscript(t *testing.T) {
 			}
 		}
 	}
-	if !strings.Contains(longest, "Line 45 of") {
-		t.Fatalf("the longest draft before the final words ends %q; want it past line 45 (the prompt scrolled off at about line 30):\n%s", longest[max(0, len(longest)-80):], chatsock.Summary(s.Snapshot()[at:end]))
+	if !strings.Contains(longest, "Line 40 of") {
+		t.Fatalf("the longest draft before the final words ends %q; want it past line 40 (the prompt scrolled off at about line 32):\n%s", longest[max(0, len(longest)-80):], chatsock.Summary(s.Snapshot()[at:end]))
 	}
 	if got := chatsock.Chunks(s.Snapshot()[at:end]); got != longAnswer {
 		t.Fatalf("final words %q, want the model's", got)
