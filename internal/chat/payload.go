@@ -324,6 +324,29 @@ type Mode struct {
 	ConfigOptions []ConfigOption `json:"config_options,omitempty"`
 }
 
+// ModelOption is the ConfigOption id of a session's model.
+const ModelOption = "model"
+
+// ModelName is the session's model as every surface shows it (the
+// dashboard's header, parley chat's status line): the agent's name for the
+// value in force, else the value as the agent reports it; "" when the agent
+// says nothing of its model. The dashboard's model select
+// (ui/src/chat/controls.tsx) shows it by the same rule.
+func (m Mode) ModelName() string {
+	for _, o := range m.ConfigOptions {
+		if o.ID != ModelOption {
+			continue
+		}
+		for _, v := range o.Values {
+			if v.ID == o.Current && v.Name != "" {
+				return v.Name
+			}
+		}
+		return o.Current
+	}
+	return ""
+}
+
 // ModeOption is one mode (or one value of a ConfigOption) a session offers.
 type ModeOption struct {
 	ID          string `json:"id"`                    // what set_mode (or set_config_option) names

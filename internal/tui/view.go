@@ -167,6 +167,10 @@ func (m *Model) statusLine() string {
 	if s := threadUsage(m.totals); s != "" {
 		parts = append(parts, s)
 	}
+	// The model after the usage: the first a narrow terminal cuts.
+	if model := m.mode.ModelName(); model != "" {
+		parts = append(parts, "model "+truncate(model, 30))
+	}
 	line := " " + strings.Join(parts, " │ ") + " "
 	line = ansi.Truncate(line, m.width, "…")
 	if w := ansi.StringWidth(line); w < m.width {
