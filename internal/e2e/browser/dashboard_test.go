@@ -437,6 +437,14 @@ func TestDashboard(t *testing.T) {
 		hash := eval[string](t, ctx, `location.hash`)
 		run(t, other, "open the chat in another tab", chromedp.Navigate(r.LoginURL()+hash), chromedp.WaitVisible(chromedp.CSS(`.side`)))
 		until(t, other, "the other tab shows the thumbnail from the server", `[...document.querySelectorAll(".msg.user .files img.upload")].some(i => i.complete && i.naturalWidth === 16)`)
+
+		phone := browser(t, 390, 844)
+		run(t, phone, "open the chat on a phone", phoneViewport(), chromedp.Navigate(r.LoginURL()+hash))
+		until(t, phone, "the phone shows the thumbnail and the attach button", `[...document.querySelectorAll(".msg.user .files img.upload")].some(i => i.complete && i.naturalWidth === 16) && !!document.querySelector(".p-composer .attach input[type=file]")`)
+		if w := eval[float64](t, phone, `Math.max(...[...document.querySelectorAll(".msg.user .files img.upload, .msg.user .bubble, .p-composer .attach")].map(e => e.getBoundingClientRect().right))`); w > 390 {
+			t.Errorf("the message's thumbnail, bubble or the attach button reach %v px on a 390 px phone", w)
+		}
+		shot(t, phone, "phone-attachments")
 	})
 
 	t.Run("10b a file refused in the composer says why", func(t *testing.T) {
