@@ -53,7 +53,7 @@ func join(t *testing.T, h *Hub, name string) string {
 func dial(t *testing.T, data, hub, name string) *Link {
 	t.Helper()
 	l, err := Dial(LinkOptions{DataDir: data, Hub: hub, Node: name, Version: "v-test", Agents: []string{"claude"},
-		Heartbeat: 200 * time.Millisecond})
+		Heartbeat: testHeartbeat})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -586,3 +586,9 @@ func TestAJoinTokenLivesAtMostADay(t *testing.T) {
 		t.Fatalf("join with a signed token living past a day: %v, want it refused", err)
 	}
 }
+
+// testHeartbeat is the tests' node heartbeat. A node counts online while its
+// last heartbeat is younger than OfflineAfter of them: at 200 ms one late beat
+// on a loaded machine (GC, -race, load 20) turned a node offline mid-test.
+// Offline is tested by a clean stop, which says so at once.
+const testHeartbeat = 2 * time.Second

@@ -60,7 +60,7 @@ func (a *applied) all() []string {
 
 func dialWith(t *testing.T, data, hub, name string, in InputHandler) *Link {
 	t.Helper()
-	l, err := Dial(LinkOptions{DataDir: data, Hub: hub, Node: name, Version: "v-test", Heartbeat: 200 * time.Millisecond, Inputs: in})
+	l, err := Dial(LinkOptions{DataDir: data, Hub: hub, Node: name, Version: "v-test", Heartbeat: testHeartbeat, Inputs: in})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ func TestTheHubListsEveryMachinesAgentsAndThreads(t *testing.T) {
 	join(t, h, "c") // joined, never connected
 	b := newMachine(t)
 	b.write(chat.ThreadID("t_one"), 1, false)
-	l, err := Dial(LinkOptions{DataDir: dataB, Hub: h.Addr(), Node: "b", Heartbeat: 200 * time.Millisecond,
+	l, err := Dial(LinkOptions{DataDir: dataB, Hub: h.Addr(), Node: "b", Heartbeat: testHeartbeat,
 		Store: b.st, Events: b.hub, AgentInfo: []chat.AgentInfo{{ID: "claude", Name: "Claude Code", Transport: "stream", Status: "ready", Roots: []string{"/w"}}}})
 	if err != nil {
 		t.Fatal(err)
@@ -74,7 +74,7 @@ func TestARevokedNodesThreadsLeaveTheDirectory(t *testing.T) {
 	b := newMachine(t)
 	b.write(chat.ThreadID("t_one"), 1, false)
 	b.write(chat.ThreadID("t_two"), 1, false)
-	l, err := Dial(LinkOptions{DataDir: dataB, Hub: h.Addr(), Node: "b", Heartbeat: 200 * time.Millisecond,
+	l, err := Dial(LinkOptions{DataDir: dataB, Hub: h.Addr(), Node: "b", Heartbeat: testHeartbeat,
 		Store: b.st, Events: b.hub})
 	if err != nil {
 		t.Fatal(err)

@@ -159,7 +159,7 @@ func TestANodesThreadIsFollowedAtTheHubLikeALocalOne(t *testing.T) {
 		Request: json.RawMessage(`{"request_id":"r1","title":"run make"}`), CreatedAt: time.Now()}
 	b.write(th, 3, false, card) // before the link: the summary comes at link-up
 
-	l, err := Dial(LinkOptions{DataDir: dataB, Hub: h.Addr(), Node: "b", Heartbeat: 200 * time.Millisecond,
+	l, err := Dial(LinkOptions{DataDir: dataB, Hub: h.Addr(), Node: "b", Heartbeat: testHeartbeat,
 		Store: b.st, Events: b.hub, AgentInfo: []chat.AgentInfo{{ID: "claude", Name: "Claude Code"}}, Roots: []string{"/w"}})
 	if err != nil {
 		t.Fatal(err)
