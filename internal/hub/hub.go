@@ -12,8 +12,9 @@ import (
 
 // Item is one thing for a subscriber: a sequenced event of its route's thread,
 // or (Switch) word that the route now shows another thread. The event and its
-// wire frame are built once by Publish and shared by every subscriber: nobody
-// decodes the frame again to learn what it is.
+// wire frame are built once by Publish and shared by every subscriber (one
+// *Item in every queue): nobody decodes the frame again to learn what it is,
+// and nobody may change it.
 type Item struct {
 	Thread chat.ThreadID
 	Seq    int64
@@ -40,7 +41,8 @@ type Sub struct {
 	done  chan struct{}
 
 	qmu    sync.Mutex // after Hub.mu, never before (Hub's lock order)
-	q      []Item
+	q      []*Item
+	spare  []*Item // the slice the last Take returned, reused by the next one
 	max    int
 	wake   func()       // called after each push, when set
 	onDrop func(string) // called (on its own goroutine) when the hub drops the subscription
@@ -54,12 +56,23 @@ type Sub struct {
 // Ready is signalled when items wait; Take them all.
 func (s *Sub) Ready() <-chan struct{} { return s.ready }
 
-// Take returns every queued item, in publish order.
-func (s *Sub) Take() []Item {
+// spareMax bounds the queue buffer a subscription keeps between bursts (2 KiB
+// of pointers): a busy connection reuses it instead of growing a new queue for
+// every burst, and an idle one holds little.
+const spareMax = 256
+
+// Take returns every queued item, in publish order. The slice is the caller's
+// until its next Take, which reuses it: one consumer takes at a time.
+func (s *Sub) Take() []*Item {
 	s.qmu.Lock()
 	defer s.qmu.Unlock()
 	q := s.q
-	s.q = nil
+	clear(s.spare) // what the caller was done with: let its events go
+	s.q = s.spare[:0]
+	s.spare = nil
+	if cap(q) <= spareMax {
+		s.spare = q
+	}
 	return q
 }
 
@@ -87,7 +100,7 @@ func (s *Sub) SetOnDrop(f func(reason string)) {
 }
 
 // push queues an item; false when the backlog is full.
-func (s *Sub) push(it Item) bool {
+func (s *Sub) push(it *Item) bool {
 	s.qmu.Lock()
 	if len(s.q) >= s.max {
 		s.qmu.Unlock()
@@ -167,7 +180,7 @@ func (h *Hub) Reason(s *Sub) string {
 // Publish sends one sequenced, stored event to every subscriber showing its
 // thread. Its frame is built here, once, outside the lock.
 func (h *Hub) Publish(ev chat.Event) {
-	it := Item{Thread: ev.Thread, Seq: ev.Seq, Event: ev, Frame: ev.Frame()}
+	it := &Item{Thread: ev.Thread, Seq: ev.Seq, Event: ev, Frame: ev.Frame()}
 	thread := ev.Thread
 	var dropped int
 	h.mu.Lock()
@@ -183,7 +196,7 @@ func (h *Hub) Publish(ev chat.Event) {
 	tap := h.tap
 	h.mu.Unlock()
 	if tap != nil {
-		tap(it)
+		tap(*it)
 	}
 	for range dropped {
 		if h.onDrop != nil {
@@ -227,7 +240,7 @@ func (h *Hub) Attach(route chat.RouteKey, thread chat.ThreadID) {
 		remove(h.byThread, s.thread, s)
 		s.thread = thread
 		add(h.byThread, thread, s)
-		if !s.push(Item{Thread: thread, Switch: true}) {
+		if !s.push(&Item{Thread: thread, Switch: true}) {
 			h.removeLocked(s, ReasonSlow)
 			dropped++
 		}
