@@ -37,13 +37,8 @@ func (s *Store) Commit(ctx context.Context, b store.Batch) error {
 			return fmt.Errorf("sqlite: commit: thread %s: %w", t.ID, err)
 		}
 	}
-	if len(b.Events) > 0 {
-		st := tx.StmtContext(ctx, s.insEvent)
-		for _, e := range b.Events {
-			if _, err := st.ExecContext(ctx, string(e.Thread), e.Seq, e.Type, nanos(e.TS), blob(e.Payload)); err != nil {
-				return fmt.Errorf("sqlite: commit: event %s seq %d: %w", e.Thread, e.Seq, err)
-			}
-		}
+	if err := s.insertEvents(ctx, tx, b.Events); err != nil {
+		return err
 	}
 	if len(b.Cards) > 0 {
 		st := tx.StmtContext(ctx, s.upCard)
@@ -71,6 +66,47 @@ func (s *Store) Commit(ctx context.Context, b store.Batch) error {
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("sqlite: commit: %w", err)
+	}
+	return nil
+}
+
+// eventRows is how many events one INSERT writes (5 parameters each; SQLite
+// allows 32,766). A burst of streamed chunks is written in a few statements
+// instead of one per event: each statement costs database/sql's and the
+// driver's bookkeeping, more than the row itself.
+const eventRows = 64
+
+// insertEvents writes events in statements of eventRows rows, the rest one by
+// one. The statements run without ctx's deadline: the driver would start a
+// goroutine per statement to watch it, and inside the transaction, which holds
+// the write lock from BEGIN, a statement waits for nobody. ctx bounds BEGIN
+// (the lock) and the commit.
+func (s *Store) insertEvents(ctx context.Context, tx *sql.Tx, evs []chat.Event) error {
+	if len(evs) == 0 {
+		return nil
+	}
+	ctx = context.WithoutCancel(ctx)
+	if len(evs) >= eventRows {
+		st := tx.StmtContext(ctx, s.insEvents)
+		args := make([]any, 0, 5*eventRows)
+		for len(evs) >= eventRows {
+			args = args[:0]
+			for _, e := range evs[:eventRows] {
+				args = append(args, string(e.Thread), e.Seq, e.Type, nanos(e.TS), blob(e.Payload))
+			}
+			if _, err := st.ExecContext(ctx, args...); err != nil {
+				return fmt.Errorf("sqlite: commit: events %s seq %d–%d: %w", evs[0].Thread, evs[0].Seq, evs[eventRows-1].Seq, err)
+			}
+			evs = evs[eventRows:]
+		}
+	}
+	if len(evs) > 0 {
+		st := tx.StmtContext(ctx, s.insEvent)
+		for _, e := range evs {
+			if _, err := st.ExecContext(ctx, string(e.Thread), e.Seq, e.Type, nanos(e.TS), blob(e.Payload)); err != nil {
+				return fmt.Errorf("sqlite: commit: event %s seq %d: %w", e.Thread, e.Seq, err)
+			}
+		}
 	}
 	return nil
 }

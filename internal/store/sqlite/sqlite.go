@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 
@@ -38,7 +39,8 @@ type Store struct {
 	closeErr  error
 
 	// Prepared on the writer once; each Commit binds them to its transaction.
-	insEvent, upThread, upCard, upInput *sql.Stmt
+	// insEvents inserts eventRows events in one statement.
+	insEvent, insEvents, upThread, upCard, upInput *sql.Stmt
 }
 
 var _ store.Store = (*Store)(nil)
@@ -155,6 +157,8 @@ func (s *Store) prepare(ctx context.Context) error {
 		sql  string
 	}{
 		{&s.insEvent, `INSERT INTO events (thread, seq, type, ts, payload) VALUES (?, ?, ?, ?, ?)`},
+		{&s.insEvents, `INSERT INTO events (thread, seq, type, ts, payload) VALUES (?, ?, ?, ?, ?)` +
+			strings.Repeat(`, (?, ?, ?, ?, ?)`, eventRows-1)},
 		{&s.upThread, `INSERT INTO threads (id, agent, cwd, session_id, title, state, mode, created_at, updated_at, last_seq, turn_message_id)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (id) DO UPDATE SET agent = excluded.agent, cwd = excluded.cwd,
@@ -187,7 +191,7 @@ func (s *Store) prepare(ctx context.Context) error {
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		var errs []error
-		for _, st := range []*sql.Stmt{s.insEvent, s.upThread, s.upCard, s.upInput} {
+		for _, st := range []*sql.Stmt{s.insEvent, s.insEvents, s.upThread, s.upCard, s.upInput} {
 			if st != nil {
 				errs = append(errs, st.Close())
 			}
