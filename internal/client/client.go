@@ -4,6 +4,7 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -51,7 +52,8 @@ func (e Event) Decode(v any) error { return json.Unmarshal(e.Raw, v) }
 
 // Conn is one chat socket.
 type Conn struct {
-	ws *websocket.Conn
+	ws  *websocket.Conn
+	buf bytes.Buffer // the frame being read, reused: one reader at a time
 }
 
 // SocketURL is the socket at path on server: ws:// for an http:// server,
@@ -128,13 +130,30 @@ func (c *Conn) Send(ctx context.Context, v any) error {
 
 // NextRaw reads the next frame without decoding it.
 func (c *Conn) NextRaw(ctx context.Context) ([]byte, error) {
-	_, b, err := c.ws.Read(ctx)
-	return b, err
+	return c.read(ctx)
+}
+
+// read reads one frame into the reused buffer and returns a copy of exactly
+// its size (the library's Read allocates at least 512 bytes a frame and grows
+// from there, most of a fast reader's garbage).
+func (c *Conn) read(ctx context.Context) ([]byte, error) {
+	_, r, err := c.ws.Reader(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c.buf.Reset()
+	if _, err := c.buf.ReadFrom(r); err != nil {
+		return nil, err
+	}
+	if c.buf.Cap() > 1<<20 {
+		defer func() { c.buf = bytes.Buffer{} }() // one huge frame is not kept
+	}
+	return bytes.Clone(c.buf.Bytes()), nil
 }
 
 // Next reads the next frame.
 func (c *Conn) Next(ctx context.Context) (Event, error) {
-	_, b, err := c.ws.Read(ctx)
+	b, err := c.read(ctx)
 	if err != nil {
 		return Event{}, err
 	}
