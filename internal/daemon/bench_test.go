@@ -130,7 +130,8 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 func BenchmarkEventLatency(b *testing.B) {
 	for _, conns := range []int{1, 100, 1000} {
 		b.Run(fmt.Sprintf("conns=%d", conns), func(b *testing.B) {
-			d := benchDaemon(b, stampDriver{}, nil)
+			// 1000 sockets are above the default limits.max_sockets (512).
+			d := benchDaemon(b, stampDriver{}, func(c *config.Config) { c.Limits.MaxSockets = 2 * conns })
 			readers := make([]*client.Conn, conns)
 			for i := range readers {
 				readers[i] = dialReady(b, d, "lat")
