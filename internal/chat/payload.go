@@ -401,6 +401,10 @@ type UsageTotals struct {
 type TurnStatus struct {
 	Active    bool   `json:"active"`               // a turn runs
 	MessageID string `json:"message_id,omitempty"` // the person's message the turn answers
+	// Stopping: a stop was asked of the running turn (logged the moment parley
+	// takes it); the turn's end (prompt_done, cancelled) follows from the agent,
+	// or from parley after limits' stop grace.
+	Stopping bool `json:"stopping,omitempty"`
 }
 
 // PromptDone ends a turn: StopReason is one of the Stop* constants,

@@ -126,6 +126,9 @@ func (g *rig) log(id chat.ThreadID) []string {
 			if p.Active {
 				s += ":active"
 			}
+			if p.Stopping {
+				s += ":stopping"
+			}
 		}
 		out = append(out, s)
 	}
@@ -205,6 +208,62 @@ func TestStopGraceEndsATurnTheAgentWillNotStop(t *testing.T) {
 			t.Fatalf("after the forced stop, m2: %v (resumes %v)", l, g.drv.Resumes())
 		}
 	})
+}
+
+// A stop is logged as a stopping turn_status the moment the lane takes it,
+// before the agent has said anything: every screen shows "stopping" at once,
+// and the turn's end (cancelled) is still the agent's to say, after it.
+func TestStopIsShownAtOnceAndTheAgentStillEndsTheTurn(t *testing.T) {
+	for _, c := range []struct {
+		name, text string
+		grace      time.Duration // when the turn ends after the stop
+	}{
+		{"the agent honours it", "stream 1000 100ms", 0},
+		{"the agent ignores it", "hang", 3 * time.Second},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				g := newRig(t, "", nil)
+				defer g.close()
+				_, th, err := g.send("m1", c.text)
+				if err != nil {
+					t.Fatal(err)
+				}
+				synctest.Wait()
+				if !has(g.log(th), "delivery:m1:submitted") {
+					t.Fatalf("m1 not submitted: %v", g.log(th))
+				}
+				start := time.Now()
+				if err := g.r.Control(context.Background(), Control{From: g.from, Stop: true}); err != nil {
+					t.Fatal(err)
+				}
+				synctest.Wait()
+				l := g.log(th)
+				i := slices.Index(l, "turn_status:active:stopping")
+				if i < 0 || time.Since(start) != 0 {
+					t.Fatalf("no stopping turn_status logged at once (after %v): %v", time.Since(start), l)
+				}
+				if c.grace > 0 {
+					if has(l, "prompt_done:m1:cancelled") {
+						t.Fatalf("the turn ended before the agent or the stop grace said so: %v", l)
+					}
+					// Asked again while stopping: nothing new is said.
+					if err := g.r.Control(context.Background(), Control{From: g.from, Stop: true}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				time.Sleep(c.grace)
+				synctest.Wait()
+				l = g.log(th)
+				if j := slices.Index(l, "prompt_done:m1:cancelled"); j < i || l[len(l)-1] != "turn_status" {
+					t.Fatalf("want stopping, then prompt_done cancelled, then the turn over: %v", l)
+				}
+				if n := strings.Count(strings.Join(l, " "), ":stopping"); n != 1 {
+					t.Fatalf("%d stopping statuses, want 1: %v", n, l)
+				}
+			})
+		})
+	}
 }
 
 // An idle session is unloaded after the agent's idle timeout, not before;

@@ -307,6 +307,9 @@ func (l *lane) stop() error {
 		l.finishTurn(t, "")
 		return nil
 	}
+	// Everyone watching sees the stop taken now; the honest end of the turn
+	// (cancelled) is the agent's to say.
+	l.emit(chat.TurnStatus{Active: true, MessageID: t.p.in.MessageID, Stopping: true})
 	if t.phase == prompting {
 		t.cancelPrompt() // abandon a delivery still being verified
 	}

@@ -399,6 +399,9 @@ func (m *Model) onEvent(ev client.Event) tea.Cmd {
 		m.turn = p.Active
 		if p.Active {
 			m.turnMsg = p.MessageID
+			if p.Stopping {
+				m.stopping = true // asked from here or from any other screen
+			}
 		} else {
 			m.stopping, m.turnMsg = false, ""
 		}

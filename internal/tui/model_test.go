@@ -467,6 +467,23 @@ func TestEscStopsOnlyARunningTurn(t *testing.T) {
 	h.wantScreen("turn ended: cancelled", "│ idle │")
 }
 
+// A stop asked from another screen (the dashboard, another parley chat) shows
+// here too, from the logged stopping status, until the agent ends the turn.
+func TestAStopFromAnotherScreenShowsStopping(t *testing.T) {
+	h := newHarness(t, Options{NoColor: true})
+	connected(h, thread1)
+	h.frames(`{"type":"turn_status","thread":"t_1","seq":1,"active":true,"message_id":"m1"}`)
+	h.wantScreen("● working")
+	h.frames(`{"type":"turn_status","thread":"t_1","seq":2,"active":true,"message_id":"m1","stopping":true}`)
+	h.wantScreen("stopping…")
+	if got := h.be.sentOf("stop"); len(got) != 0 {
+		t.Fatalf("sent %v; the stop was another screen's", got)
+	}
+	h.frames(`{"type":"prompt_done","thread":"t_1","seq":3,"stop_reason":"cancelled","message_id":"m1"}`,
+		`{"type":"turn_status","thread":"t_1","seq":4,"active":false}`)
+	h.wantScreen("turn ended: cancelled", "│ idle │")
+}
+
 func TestCtrlCTwiceQuits(t *testing.T) {
 	h := newHarness(t, Options{NoColor: true})
 	h.key("ctrl+c")

@@ -122,3 +122,26 @@ test("provisional text is shown apart, replaced by each draft and ended by the f
   f.apply({ type: "prompt_done", thread: t, seq: 3, stop_reason: "end_turn", message_id: "m1" } as never, false);
   assert.equal(f.view.draft, undefined);
 });
+
+test("a stop taken on any screen shows stopping until the agent's cancelled end", () => {
+  const th = { thread: "t1", ts: "2026-12-04T20:00:00.000Z" };
+  const { f } = fold([
+    { type: "turn_status", ...th, seq: 1, active: true, message_id: "m1" },
+    { type: "agent_chunk", ...th, seq: 2, text: "working on it" },
+  ]);
+  assert.equal(f.view.stopping, false, "no stop asked yet");
+  f.apply({ type: "turn_status", ...th, seq: 3, active: true, message_id: "m1", stopping: true } as never, false);
+  assert.equal(f.view.stopping, true, "the logged stopping status");
+  assert.equal(f.view.turnActive, true, "the turn runs until the agent ends it");
+  // On a reconnect the restated status (no seq) keeps what the log said.
+  f.apply({ type: "turn_status", active: true, message_id: "m1" } as never, false);
+  assert.equal(f.view.stopping, true, "restated on connect");
+  f.apply({ type: "prompt_done", ...th, seq: 4, stop_reason: "cancelled", message_id: "m1" } as never, false);
+  f.apply({ type: "turn_status", ...th, seq: 5, active: false } as never, false);
+  assert.equal(f.view.stopping, false);
+  assert.equal(f.view.turnActive, false);
+  assert.ok(of(f.view.items, "notice").some((n) => n.text === "Stopped."), "Stopped. follows");
+  // The next turn starts without it.
+  f.apply({ type: "turn_status", ...th, seq: 6, active: true, message_id: "m2" } as never, false);
+  assert.equal(f.view.stopping, false, "a new turn is not stopping");
+});

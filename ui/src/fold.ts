@@ -281,7 +281,12 @@ export class Fold {
         break;
       }
       case "turn_status":
-        this.view = ev.active ? { ...v, turnActive: true, turnSince: v.turnSince ?? ev.ts } : { ...v, turnActive: false, turnSince: undefined, stopping: false };
+        // stopping: a stop was taken (from this screen or any other); a
+        // logged status without it is a turn starting. The status restated
+        // on connect (no seq) keeps what the log said.
+        this.view = ev.active
+          ? { ...v, turnActive: true, turnSince: v.turnSince ?? ev.ts, stopping: ev.stopping ? true : ev.seq === undefined ? v.stopping : false }
+          : { ...v, turnActive: false, turnSince: undefined, stopping: false };
         break;
       case "prompt_done":
         this.view = { ...v, turnActive: false, turnSince: undefined, stopping: false };

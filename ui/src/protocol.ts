@@ -89,7 +89,7 @@ export type ServerEvent = Logged &
     | { type: "mode"; current: string; available?: ModeOption[]; config_options?: ConfigOption[] }
     | { type: "commands"; commands: Command[] }
     | { type: "usage"; input_tokens?: number; output_tokens?: number; cost_usd?: number; context_tokens?: number; context_window?: number }
-    | { type: "turn_status"; active: boolean; message_id?: string }
+    | { type: "turn_status"; active: boolean; message_id?: string; stopping?: boolean }
     | { type: "prompt_done"; stop_reason: string; message_id?: string; cost_usd?: number }
     | { type: "error"; code: string; message: string; ref?: string }
     | { type: "session"; state: string; session_id?: string; detail?: string }

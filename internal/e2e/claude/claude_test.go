@@ -183,7 +183,13 @@ func TestStopDuringSlowAnswer(t *testing.T) {
 	s.Send(chatsock.Msg("m1", "slowly"))
 	i := s.WaitFor(0, wait, chatsock.Type(chat.TypeAgentChunk), "streaming")
 	s.Send(map[string]any{"type": "stop"})
-	s.WaitFor(i, wait, chatsock.PromptDone("m1", chat.StopCancelled), "cancelled")
+	// Every screen hears the stop taken before Claude Code ends the turn.
+	st := s.WaitFor(i, wait, func(e client.Event) bool {
+		return e.Type == chat.TypeTurnStatus && e.Seq != 0 && chatsock.FieldOf(e, "stopping") == true
+	}, "stopping")
+	if d := s.WaitFor(i, wait, chatsock.PromptDone("m1", chat.StopCancelled), "cancelled"); d < st {
+		t.Fatalf("prompt_done cancelled (frame %d) came before the stopping status (frame %d)", d, st)
+	}
 	// The answer is 400 ticks over 20 s: the stop cut it short (how fast is
 	// the benchmarks' to say, not a time limit here).
 	ticks := 0
