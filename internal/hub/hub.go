@@ -99,14 +99,15 @@ func (s *Sub) SetOnDrop(f func(reason string)) {
 	s.qmu.Unlock()
 }
 
-// push queues an item; false when the backlog is full.
-func (s *Sub) push(it *Item) bool {
+// push queues items (all of them, or none and false when the backlog would
+// overflow) and signals the consumer once.
+func (s *Sub) push(its ...*Item) bool {
 	s.qmu.Lock()
-	if len(s.q) >= s.max {
+	if len(s.q)+len(its) > s.max {
 		s.qmu.Unlock()
 		return false
 	}
-	s.q = append(s.q, it)
+	s.q = append(s.q, its...)
 	wake := s.wake
 	s.qmu.Unlock()
 	select {
@@ -177,15 +178,23 @@ func (h *Hub) Reason(s *Sub) string {
 	return s.reason
 }
 
-// Publish sends one sequenced, stored event to every subscriber showing its
-// thread. Its frame is built here, once, outside the lock.
-func (h *Hub) Publish(ev chat.Event) {
-	it := &Item{Thread: ev.Thread, Seq: ev.Seq, Event: ev, Frame: ev.Frame()}
-	thread := ev.Thread
+// Publish sends sequenced, stored events (one lane step's, of one thread, in
+// seq order) to every subscriber showing their thread. Each frame is built
+// here, once, outside the lock; each subscriber takes the whole step at once
+// (one lock, one wake), and a watcher hears of the thread once.
+func (h *Hub) Publish(evs ...chat.Event) {
+	if len(evs) == 0 {
+		return
+	}
+	its := make([]*Item, len(evs))
+	for i, ev := range evs {
+		its[i] = &Item{Thread: ev.Thread, Seq: ev.Seq, Event: ev, Frame: ev.Frame()}
+	}
+	thread := evs[0].Thread
 	var dropped int
 	h.mu.Lock()
 	for s := range h.byThread[thread] {
-		if !s.push(it) {
+		if !s.push(its...) {
 			h.removeLocked(s, ReasonSlow)
 			dropped++
 		}
@@ -196,7 +205,9 @@ func (h *Hub) Publish(ev chat.Event) {
 	tap := h.tap
 	h.mu.Unlock()
 	if tap != nil {
-		tap(*it)
+		for _, it := range its {
+			tap(*it)
+		}
 	}
 	for range dropped {
 		if h.onDrop != nil {

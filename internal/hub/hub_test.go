@@ -101,3 +101,36 @@ func TestWatcherCoalescesChangedThreads(t *testing.T) {
 func ev(thread chat.ThreadID, seq int64) chat.Event {
 	return chat.Event{Type: chat.TypeAgentChunk, Thread: thread, Seq: seq, Payload: []byte(`{"text":"x"}`)}
 }
+
+// A lane step's events go out together: in seq order, one wake for the
+// subscriber, and a subscriber whose backlog cannot take the whole step is
+// dropped (it catches up from the log), never given part of it.
+func TestPublishOfAStepIsOneWakeAndAllOrNothing(t *testing.T) {
+	h := New(nil)
+	wakes := 0
+	s := h.Subscribe(chat.RouteKey{Channel: "web", Chat: "a"}, "t", 10)
+	s.SetWake(func() { wakes++ })
+	small := h.Subscribe(chat.RouteKey{Channel: "web", Chat: "b"}, "t", 2)
+	w := h.Watch()
+	h.Publish(ev("t", 1), ev("t", 2), ev("t", 3))
+	got := s.Take()
+	if len(got) != 3 || got[0].Seq != 1 || got[2].Seq != 3 || wakes != 1 {
+		t.Fatalf("got %d items (%+v) with %d wakes; want seq 1–3 and one wake", len(got), got, wakes)
+	}
+	if ids := w.Take(); !slices.Equal(ids, []chat.ThreadID{"t"}) {
+		t.Fatalf("watcher heard %v", ids)
+	}
+	select {
+	case <-small.Done():
+	default:
+		t.Fatal("a subscriber with room for 2 of 3 events was not dropped")
+	}
+	if q := small.Take(); len(q) != 0 {
+		t.Fatalf("the dropped subscriber was given part of the step: %+v", q)
+	}
+	// The buffer Take returned is reused by the next Take, cleared first.
+	h.Publish(ev("t", 4))
+	if got := s.Take(); len(got) != 1 || got[0].Seq != 4 {
+		t.Fatalf("second take: %+v", got)
+	}
+}

@@ -233,9 +233,7 @@ func (l *lane) commit() error {
 		l.th.LastSeq -= int64(len(b.Events))
 		return err
 	}
-	for _, ev := range b.Events {
-		l.hub.Publish(ev)
-	}
+	l.hub.Publish(b.Events...)
 	l.r.opt.Metrics.Events.Add(float64(len(b.Events)))
 	return nil
 }
