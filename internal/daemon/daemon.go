@@ -282,7 +282,7 @@ func startClusterHub(ctx context.Context, cfg config.Config, st store.Store, h *
 	if err != nil {
 		return nil, err
 	}
-	stop, err := ch.Relay(func(ev chat.Event) { h.Publish(ev) })
+	stop, err := ch.Relay(h.Publish)
 	if err != nil {
 		ch.Close()
 		return nil, err

@@ -178,11 +178,15 @@ func (h *Hub) Reason(s *Sub) string {
 	return s.reason
 }
 
-// Publish sends sequenced, stored events (one lane step's, of one thread, in
-// seq order) to every subscriber showing their thread. Each frame is built
+// Publish sends one sequenced, stored event to every subscriber showing its
+// thread (PublishStep with one event).
+func (h *Hub) Publish(ev chat.Event) { h.PublishStep([]chat.Event{ev}) }
+
+// PublishStep sends sequenced, stored events (one lane step's, of one thread,
+// in seq order) to every subscriber showing their thread. Each frame is built
 // here, once, outside the lock; each subscriber takes the whole step at once
 // (one lock, one wake), and a watcher hears of the thread once.
-func (h *Hub) Publish(evs ...chat.Event) {
+func (h *Hub) PublishStep(evs []chat.Event) {
 	if len(evs) == 0 {
 		return
 	}

@@ -112,7 +112,7 @@ func TestPublishOfAStepIsOneWakeAndAllOrNothing(t *testing.T) {
 	s.SetWake(func() { wakes++ })
 	small := h.Subscribe(chat.RouteKey{Channel: "web", Chat: "b"}, "t", 2)
 	w := h.Watch()
-	h.Publish(ev("t", 1), ev("t", 2), ev("t", 3))
+	h.PublishStep([]chat.Event{ev("t", 1), ev("t", 2), ev("t", 3)})
 	got := s.Take()
 	if len(got) != 3 || got[0].Seq != 1 || got[2].Seq != 3 || wakes != 1 {
 		t.Fatalf("got %d items (%+v) with %d wakes; want seq 1–3 and one wake", len(got), got, wakes)

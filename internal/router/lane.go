@@ -233,7 +233,7 @@ func (l *lane) commit() error {
 		l.th.LastSeq -= int64(len(b.Events))
 		return err
 	}
-	l.hub.Publish(b.Events...)
+	l.hub.PublishStep(b.Events)
 	l.r.opt.Metrics.Events.Add(float64(len(b.Events)))
 	return nil
 }
