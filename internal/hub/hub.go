@@ -226,7 +226,7 @@ func (h *Hub) PublishStep(evs []chat.Event) {
 // words, follow), nothing watches it, and it does not leave this machine (no
 // tap).
 func (h *Hub) PublishDraft(ev chat.Event, after int64) {
-	it := Item{Thread: ev.Thread, Event: ev, Frame: ev.Frame(), Draft: true, After: after}
+	it := &Item{Thread: ev.Thread, Event: ev, Frame: ev.Frame(), Draft: true, After: after}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for s := range h.byThread[ev.Thread] {
