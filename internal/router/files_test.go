@@ -47,6 +47,36 @@ func TestFilesAreSavedAndNamedByPath(t *testing.T) {
 	})
 }
 
+// An image goes to the agent with the type its bytes say, not the one the
+// client declared (a browser takes it from the name: a JPEG named shot.png
+// would be refused by the model's API and break the session's later turns);
+// a file named .png that is no image is saved and named, not sent as one.
+func TestImagesGoWithTheTypeTheirBytesSay(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newRig(t, "", nil)
+		defer g.close()
+		jpeg := []byte("\xff\xd8\xff\xe0\x00\x10JFIF\x00")
+		gif := []byte("GIF89a\x01\x00\x01\x00")
+		m := Message{MessageID: "m1", Text: "look",
+			Images: []Image{{MIMEType: "image/png", Data: gif}},
+			Files: []uploads.File{
+				{Name: "shot.png", MIMEType: "image/png", Data: jpeg},
+				{Name: "fake.png", MIMEType: "image/png", Data: []byte("plain words")},
+			}}
+		if _, _, err := g.r.Send(context.Background(), SendRequest{From: g.from, Message: m}); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		ps := g.drv.Prompts()
+		if len(ps) != 1 || strings.Join(ps[0].Images, ",") != "image/gif,image/jpeg" {
+			t.Fatalf("the agent got %+v, want the gif and the jpeg with their own types, the words file not as an image", ps)
+		}
+		if !strings.Contains(ps[0].Text, uploads.Dir+"/fake.png") {
+			t.Errorf("the non-image .png is not named by path: %q", ps[0].Text)
+		}
+	})
+}
+
 // Files that cannot be saved refuse the message, with the reason; nothing
 // of it is logged.
 func TestFilesThatCannotBeSavedRefuseTheMessage(t *testing.T) {

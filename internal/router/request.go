@@ -2,6 +2,7 @@ package router
 
 import (
 	"fmt"
+	"net/http"
 
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/uploads"
@@ -150,6 +151,9 @@ func (m *Message) Validate() error {
 	for i, img := range m.Images {
 		if img.MIMEType == "" || len(img.Data) == 0 {
 			return invalid("image %d needs \"mime_type\" and \"data\"", i)
+		}
+		if uploads.SniffImage(img.Data) == "" {
+			return invalid("image %d is not a PNG, JPEG, GIF or WebP image (its bytes are %s); attach it as a file", i, http.DetectContentType(img.Data))
 		}
 	}
 	return nil

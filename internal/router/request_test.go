@@ -29,6 +29,7 @@ func TestSendAndControlValidateEveryChannelsRequests(t *testing.T) {
 		{Message{MessageID: "m1", Text: "hi", Intent: &Intent{New: &NewIntent{}}}, `needs "cwd"`},
 		{Message{MessageID: "m1", Text: "hi", Intent: &Intent{Resume: &ResumeIntent{Agent: "a", Cwd: "/"}}}, `needs "session_id"`},
 		{Message{MessageID: "m1", Images: []Image{{MIMEType: "image/png"}}}, `image 0 needs`},
+		{Message{MessageID: "m1", Images: []Image{{MIMEType: "image/png", Data: []byte("words")}}}, `image 0 is not a PNG`},
 	}
 	for _, c := range sends {
 		_, _, err := r.Send(ctx, SendRequest{From: from, Message: c.m})

@@ -10,6 +10,7 @@ import (
 
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/driver"
+	"github.com/parleyhq/parley/internal/uploads"
 )
 
 // A turn is one message's way through the agent, from "delivering" to its end.
@@ -118,12 +119,14 @@ func (l *lane) prompt(t *turn) {
 	s, gen := l.sess, l.gen
 	_, t.prover = s.(driver.DeliveryProver)
 	p := driver.Prompt{MessageID: t.p.in.MessageID, Text: t.p.in.Text}
+	// Each image goes with the type its bytes say (Validate refused images
+	// that are none), never the type the client declared.
 	for _, im := range t.p.images {
-		p.Images = append(p.Images, driver.Image{MIMEType: im.MIMEType, Data: im.Data})
+		p.Images = append(p.Images, driver.Image{MIMEType: uploads.SniffImage(im.Data), Data: im.Data})
 	}
 	for _, f := range t.p.files {
-		if f.IsImage() {
-			p.FileImages = append(p.FileImages, driver.Image{MIMEType: f.MIMEType, Data: f.Data})
+		if mime := f.ImageType(); mime != "" {
+			p.FileImages = append(p.FileImages, driver.Image{MIMEType: mime, Data: f.Data})
 		}
 	}
 	l.spawn(func() {

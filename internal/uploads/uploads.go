@@ -42,8 +42,19 @@ type File struct {
 	Data     []byte `json:"data"` // base64 in JSON
 }
 
-// IsImage says whether an agent that takes images can be shown f as one.
-func (f File) IsImage() bool { return IsImageType(f.MIMEType) }
+// ImageType is the image type f's bytes say it is, when a model API takes
+// that type, else "". The declared MIMEType is not trusted: browsers derive it
+// from the name, and a JPEG named shot.png sent as image/png is refused by
+// the model's API, which then breaks every later turn of that session.
+func (f File) ImageType() string { return SniffImage(f.Data) }
+
+// SniffImage is the image type data's bytes say, if a model API takes it.
+func SniffImage(data []byte) string {
+	if mime := http.DetectContentType(data); IsImageType(mime) {
+		return mime
+	}
+	return ""
+}
 
 // IsImageType is true for the image types the model APIs take.
 func IsImageType(mime string) bool {

@@ -61,6 +61,8 @@ type Received struct {
 	Thread    chat.ThreadID
 	MessageID string
 	Text      string
+	// Images are the MIME types of the prompt's images, then its files'.
+	Images []string
 }
 
 var _ driver.Driver = (*Driver)(nil)
@@ -182,7 +184,11 @@ func (s *Session) Prompt(ctx context.Context, p driver.Prompt) error {
 		s.sink.Event(chat.Delivery{MessageID: p.MessageID, State: chat.DeliveryFailed, Detail: "forged"})
 	}
 	s.d.mu.Lock()
-	s.d.prompts = append(s.d.prompts, Received{Thread: s.spec.ThreadID, MessageID: p.MessageID, Text: p.Text})
+	var images []string
+	for _, im := range append(append([]driver.Image(nil), p.Images...), p.FileImages...) {
+		images = append(images, im.MIMEType)
+	}
+	s.d.prompts = append(s.d.prompts, Received{Thread: s.spec.ThreadID, MessageID: p.MessageID, Text: p.Text, Images: images})
 	s.d.mu.Unlock()
 	if s.d.LogFile != "" {
 		f, err := os.OpenFile(s.d.LogFile, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
