@@ -133,11 +133,16 @@ type ToolCallUpdate struct {
 	Locations  []Location `json:"locations,omitempty"` // the files it touches, replacing those shown
 }
 
-// Diff is one file's change by an edit tool: OldText empty for a new file.
+// Diff is one file's change by an edit tool: OldText empty for a new file,
+// unless Exists says the file is there (empty, or its content not shown).
 type Diff struct {
 	Path    string `json:"path"`               // the file changed
 	OldText string `json:"old_text,omitempty"` // the text replaced ("" for a new file)
 	NewText string `json:"new_text"`           // the text put in its place
+	// Exists says the file is there now and the change replaces it (a Write
+	// card); Unshown, why its current content is not in OldText.
+	Exists  bool   `json:"exists,omitempty"`
+	Unshown string `json:"unshown,omitempty"`
 }
 
 // Plan is the agent's current task list, sent whole each time it changes.

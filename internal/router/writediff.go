@@ -2,7 +2,10 @@ package router
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"unicode/utf8"
@@ -17,8 +20,9 @@ const maxCurrentBytes = 256 << 10
 // writeDiffs is the diff a Write permission card shows when the file exists:
 // its current content (read now, through an os.Root on the agent root that
 // holds it, so a link cannot lead outside the roots; text only, at most
-// maxCurrentBytes) to the new. Nil for other tools, a new file, or one that
-// cannot be read: the card then shows the input as it is.
+// maxCurrentBytes) to the new. An existing file whose content cannot be shown
+// still says it exists, and why it is not shown: a card must never call a
+// replaced file new. Nil for other tools and for a file that is not there.
 func writeDiffs(tool chat.PermissionTool, roots []string) []chat.Diff {
 	if tool.Name != "Write" {
 		return nil
@@ -30,15 +34,18 @@ func writeDiffs(tool chat.PermissionTool, roots []string) []chat.Diff {
 	if json.Unmarshal(tool.Input, &in) != nil || in.Content == nil || !filepath.IsAbs(in.FilePath) {
 		return nil
 	}
-	old, ok := readConfined(filepath.Clean(in.FilePath), roots)
-	if !ok {
+	path := filepath.Clean(in.FilePath)
+	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
-	return []chat.Diff{{Path: in.FilePath, OldText: old, NewText: *in.Content}}
+	d := chat.Diff{Path: in.FilePath, NewText: *in.Content, Exists: true}
+	d.OldText, d.Unshown = readConfined(path, roots)
+	return []chat.Diff{d}
 }
 
-// readConfined reads path if it lies in one of roots, as text.
-func readConfined(path string, roots []string) (string, bool) {
+// readConfined reads path if it lies in one of roots, as text; else it says
+// why not.
+func readConfined(path string, roots []string) (text, whyNot string) {
 	for _, r := range roots {
 		rel, err := filepath.Rel(r, path)
 		if err != nil || !filepath.IsLocal(rel) {
@@ -51,18 +58,28 @@ func readConfined(path string, roots []string) (string, bool) {
 		defer root.Close()
 		f, err := root.Open(rel)
 		if err != nil {
-			return "", false
+			return "", "it cannot be read inside the agent's folders"
 		}
 		defer f.Close()
 		st, err := f.Stat()
-		if err != nil || !st.Mode().IsRegular() || st.Size() > maxCurrentBytes {
-			return "", false
+		switch {
+		case err != nil:
+			return "", "it cannot be read"
+		case !st.Mode().IsRegular():
+			return "", "it is not a regular file"
+		case st.Size() > maxCurrentBytes:
+			return "", fmt.Sprintf("%d KiB, larger than %d KiB", st.Size()>>10, maxCurrentBytes>>10)
 		}
 		b, err := io.ReadAll(io.LimitReader(f, maxCurrentBytes+1))
-		if err != nil || len(b) > maxCurrentBytes || !utf8.Valid(b) {
-			return "", false
+		switch {
+		case err != nil:
+			return "", "it cannot be read"
+		case len(b) > maxCurrentBytes:
+			return "", fmt.Sprintf("larger than %d KiB", maxCurrentBytes>>10)
+		case !utf8.Valid(b):
+			return "", "it is not UTF-8 text"
 		}
-		return string(b), true
+		return string(b), ""
 	}
-	return "", false
+	return "", "it is outside the agent's folders"
 }

@@ -30,17 +30,30 @@ func TestWriteDiffsReadTheCurrentFileInsideTheRoots(t *testing.T) {
 	if got := writeDiffs(tool("Write", filepath.Join(root, "a.txt")), []string{root}); len(got) != 1 || got[0].OldText != "old\n" || got[0].NewText != "new\n" {
 		t.Errorf("an existing file: got %+v, want its content to the new", got)
 	}
+	write(filepath.Join(root, "empty.txt"), "")
+	if got := writeDiffs(tool("Write", filepath.Join(root, "empty.txt")), []string{root}); len(got) != 1 || !got[0].Exists || got[0].OldText != "" || got[0].Unshown != "" {
+		t.Errorf("an existing empty file: got %+v, want it said to exist, empty", got)
+	}
 	for what, tl := range map[string]chat.PermissionTool{
-		"a new file":                 tool("Write", filepath.Join(root, "new.txt")),
+		"a new file":      tool("Write", filepath.Join(root, "new.txt")),
+		"another tool":    tool("Edit", filepath.Join(root, "a.txt")),
+		"a relative path": tool("Write", "a.txt"),
+	} {
+		if got := writeDiffs(tl, []string{root}); got != nil {
+			t.Errorf("%s: got %+v, want no diff read", what, got)
+		}
+	}
+	// A file that is there but not shown is never called new: the card says
+	// it exists and why its content is not shown, and shows none of it.
+	for what, tl := range map[string]chat.PermissionTool{
 		"a file outside the roots":   tool("Write", filepath.Join(outside, "secret")),
 		"a link out of the roots":    tool("Write", filepath.Join(root, "link")),
 		"a path climbing out":        tool("Write", root+"/../"+filepath.Base(outside)+"/secret"),
 		"a file over the size limit": tool("Write", filepath.Join(root, "big.txt")),
-		"another tool":               tool("Edit", filepath.Join(root, "a.txt")),
-		"a relative path":            tool("Write", "a.txt"),
 	} {
-		if got := writeDiffs(tl, []string{root}); got != nil {
-			t.Errorf("%s: got %+v, want no diff read", what, got)
+		got := writeDiffs(tl, []string{root})
+		if len(got) != 1 || !got[0].Exists || got[0].OldText != "" || got[0].Unshown == "" {
+			t.Errorf("%s: got %+v, want it said to exist, its content not shown, with the reason", what, got)
 		}
 	}
 }

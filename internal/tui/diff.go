@@ -120,7 +120,10 @@ func (m *Model) diffLines(diffs []chat.Diff, w, limit int) []string {
 	var out []string
 	for _, d := range diffs {
 		old, head := d.OldText, "--- "+d.Path
-		if old == "" {
+		switch {
+		case d.Unshown != "":
+			head += " (replaces the file; its content is not shown: " + d.Unshown + ")"
+		case old == "" && !d.Exists:
 			head += " (new file)"
 		}
 		out = append(out, st.dim.Render(ansi.Truncate(printable(head), w, "…")))

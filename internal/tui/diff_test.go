@@ -25,3 +25,20 @@ func TestADiffShowsNoEscapeSequencesFromTheFile(t *testing.T) {
 		t.Errorf("the diff lost the file's text: %q", all)
 	}
 }
+
+// A Write over a file that is there is never called a new file: not when it
+// is empty, not when parley could not show its content (then it says why).
+func TestAReplacedFileIsNeverCalledNew(t *testing.T) {
+	m := New(Options{}, nil)
+	head := func(d chat.Diff) string { return m.diffLines([]chat.Diff{d}, 200, 0)[0] }
+	if h := head(chat.Diff{Path: "/w/new.go", NewText: "x\n"}); !strings.Contains(h, "(new file)") {
+		t.Errorf("a new file's head %q, want it called new", h)
+	}
+	if h := head(chat.Diff{Path: "/w/empty.go", NewText: "x\n", Exists: true}); strings.Contains(h, "new file") {
+		t.Errorf("an existing empty file's head %q calls it new", h)
+	}
+	h := head(chat.Diff{Path: "/w/big.go", NewText: "x\n", Exists: true, Unshown: "300 KiB, larger than 256 KiB"})
+	if strings.Contains(h, "new file") || !strings.Contains(h, "replaces the file") || !strings.Contains(h, "300 KiB") {
+		t.Errorf("an existing file not shown: head %q, want it said replaced and why not shown", h)
+	}
+}

@@ -54,7 +54,7 @@ export type QuestionItem = {
   multi_select: boolean;
   options: QuestionOption[];
 };
-export type Diff = { path: string; old_text?: string; new_text: string };
+export type Diff = { path: string; old_text?: string; new_text: string; exists?: boolean; unshown?: string };
 export type Location = { path: string; line?: number };
 export type PlanEntry = { content: string; priority?: string; status: string };
 export type ModeOption = { id: string; name: string; description?: string };

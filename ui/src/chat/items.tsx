@@ -213,7 +213,9 @@ function langOf(path: string): string {
 // DiffView shows a change as a unified diff: removed lines (-), added lines (+)
 // and the lines around them, each highlighted as its file's language. A file
 // written anew (no old text) is all additions.
-function DiffView({ path, old, now }: { path: string; old?: string; now: string }) {
+// A file that is there (exists) is never called new: empty, or with its
+// content not shown (unshown says why), the change replaces it.
+function DiffView({ path, old, now, exists, unshown }: { path: string; old?: string; now: string; exists?: boolean; unshown?: string }) {
   const lines = lineDiff(old ?? "", now);
   const lang = langOf(path);
   const added = lines.filter((l) => l.op === "add").length;
@@ -221,7 +223,11 @@ function DiffView({ path, old, now }: { path: string; old?: string; now: string 
   return (
     <div class="diff" data-path={path}>
       <div class="diff-path">
-        {path} <span class="diff-count">{old === undefined ? `new file, ${added} lines` : `+${added} −${removed}`}</span>
+        {path} <span class="diff-count">{unshown
+            ? `replaces the file (its content is not shown: ${unshown}), ${added} lines`
+            : old === undefined && !exists
+              ? `new file, ${added} lines`
+              : `+${added} −${removed}`}</span>
       </div>
       <pre class="hljs">
         {lines.map((l, i) => (
@@ -239,7 +245,7 @@ function Diffs({ diffs }: { diffs: Diff[] }) {
   return (
     <>
       {diffs.map((d, i) => (
-        <DiffView key={i} path={d.path} old={d.old_text} now={d.new_text} />
+        <DiffView key={i} path={d.path} old={d.old_text} now={d.new_text} exists={d.exists} unshown={d.unshown} />
       ))}
     </>
   );
