@@ -1,9 +1,11 @@
 package daemon_test
 
 import (
+	"database/sql"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -251,5 +253,143 @@ func TestPushSubscriptionsCappedAndRedirectsNotFollowed(t *testing.T) {
 	}
 	if svc.Attempts(target) != 0 {
 		t.Errorf("the redirect was followed: the endpoint behind it got %d requests", svc.Attempts(target))
+	}
+}
+
+// kinds lists a device's pushes' kinds in order.
+func kinds(ps []webpushsvc.Push, sub *webpushsvc.Sub) string {
+	var ks []string
+	for _, m := range webpushsvc.Messages[push.Message](ps, sub) {
+		ks = append(ks, m.Kind)
+	}
+	return strings.Join(ks, " ")
+}
+
+// A finished turn and an error push only to the devices that turned them on
+// (PATCH /api/devices/{id}; off by default), once each, and not to a device
+// with the thread on screen; turned off, they stop.
+func TestOptionalPushesPerDevice(t *testing.T) {
+	e := startDaemon(t, nil)
+	svc := e.pushService()
+	phoneID, phoneTok := e.pair("phone")
+	laptopID, laptopTok := e.pair("laptop")
+	_, tabletTok := e.pair("tablet")
+	phone := e.subscribe(svc, phoneTok)
+	laptop := e.subscribe(svc, laptopTok)
+	tablet := e.subscribe(svc, tabletTok)
+
+	type view struct {
+		ID         string
+		PushTurns  bool `json:"push_turns"`
+		PushErrors bool `json:"push_errors"`
+	}
+	var v view
+	if st := e.call("PATCH", "/api/devices/"+phoneID, phoneTok, map[string]bool{"push_turns": true, "push_errors": true}, &v); st != 200 || !v.PushTurns || !v.PushErrors {
+		t.Fatalf("turning the phone's pushes on: %d %+v", st, v)
+	}
+	if st := e.call("PATCH", "/api/devices/"+laptopID, e.d.Token(), map[string]bool{"push_turns": true}, &v); st != 200 || !v.PushTurns || v.PushErrors {
+		t.Fatalf("turning the laptop's turn pushes on: %d %+v", st, v)
+	}
+	if st := e.call("PATCH", "/api/devices/d-nosuch", e.d.Token(), map[string]bool{"push_turns": true}, nil); st != 404 {
+		t.Fatalf("an unknown device: %d", st)
+	}
+	var list struct{ Devices []view }
+	e.call("GET", "/api/devices", e.d.Token(), nil, &list)
+	for _, d := range list.Devices {
+		if d.ID != phoneID && d.ID != laptopID && (d.PushTurns || d.PushErrors) {
+			t.Fatalf("a device's optional pushes are on by default: %+v", d)
+		}
+	}
+
+	// The laptop shows the thread: its socket is open and its page said so.
+	c := chatsock.Dial(t, e.url(), laptopTok, client.Options{Chat: "opt", Since: -1})
+	c.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeReplayDone), "ready")
+	c.Send(chatsock.Msg("m1", "say hi"))
+	c.WaitFor(0, 5*time.Second, chatsock.PromptDone("m1", chat.StopEndTurn), "first turn")
+	thread := c.Snapshot()[c.WaitFor(0, time.Second, chatsock.Type(chat.TypeAgentChunk), "chunk")].Thread
+	ps := svc.WaitFor(t, 10*time.Second, "the phone's and laptop's turn pushes", func(ps []webpushsvc.Push) bool {
+		return kinds(ps, phone) == "turn" && kinds(ps, laptop) == "turn"
+	})
+	m := webpushsvc.Messages[push.Message](ps, phone)[0]
+	if m.Tag != push.ThreadTag(thread) || !strings.HasPrefix(m.Title, "echo on ") || m.Body != "finished its turn" || m.URL != "/#/t/"+string(thread) {
+		t.Fatalf("the phone would show %+v", m)
+	}
+	if st := e.call("POST", "/api/push/screen", laptopTok, map[string]string{"thread": string(thread)}, nil); st != 200 {
+		t.Fatalf("screen: %d", st)
+	}
+
+	// The agent dies mid-turn: the phone hears of the error (and the laptop,
+	// with the thread on screen and error pushes off, of nothing).
+	c.Send(chatsock.Msg("m2", "crash"))
+	ps = svc.WaitFor(t, 10*time.Second, "the phone's error push", func(ps []webpushsvc.Push) bool { return kinds(ps, phone) == "turn error" })
+	if m := webpushsvc.Messages[push.Message](ps, phone)[1]; m.Body != "the agent failed" || m.Tag != push.ThreadTag(thread) {
+		t.Fatalf("the phone would show %+v", m)
+	}
+
+	// The phone turns turn pushes off; the laptop, on screen, gets none; the
+	// next error is the phone's last push, after no turn push.
+	if st := e.call("PATCH", "/api/devices/"+phoneID, phoneTok, map[string]bool{"push_turns": false}, &v); st != 200 || v.PushTurns || !v.PushErrors {
+		t.Fatalf("turning the phone's turn pushes off: %d %+v", st, v)
+	}
+	c.Send(chatsock.Msg("m3", "say again"))
+	c.WaitFor(0, 5*time.Second, chatsock.PromptDone("m3", chat.StopEndTurn), "third turn")
+	c.Send(chatsock.Msg("m4", "crash"))
+	ps = svc.WaitFor(t, 10*time.Second, "the phone's second error push", func(ps []webpushsvc.Push) bool {
+		return strings.HasSuffix(kinds(ps, phone), "error error")
+	})
+	if k := kinds(ps, phone); k != "turn error error" {
+		t.Fatalf("the phone got %q", k)
+	}
+	if k := kinds(ps, laptop); k != "turn" {
+		t.Fatalf("the laptop, with the thread on screen from its second turn, got %q", k)
+	}
+	if k := kinds(ps, tablet); k != "" {
+		t.Fatalf("the tablet, which turned nothing on, got %q", k)
+	}
+}
+
+// A push queued for a device that then signs out is dropped, never sent: the
+// phone's push service fails, its card's push waits to be tried again, the
+// phone signs out; the push is not tried again, while the laptop's next push
+// still goes.
+func TestQueuedPushDroppedWhenDeviceSignsOut(t *testing.T) {
+	e := startDaemon(t, nil)
+	svc := e.pushService()
+	_, phoneTok := e.pair("phone")
+	_, laptopTok := e.pair("laptop")
+	phone := e.subscribe(svc, phoneTok)
+	laptop := e.subscribe(svc, laptopTok)
+	svc.SetStatus(phone, http.StatusInternalServerError)
+
+	c := chatsock.Dial(t, e.url(), e.d.Token(), client.Options{Chat: "out", Since: -1})
+	c.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeReplayDone), "ready")
+	c.Send(chatsock.Msg("m1", "permission Bash"))
+	c.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypePermissionRequest), "card")
+	svc.WaitFor(t, 10*time.Second, "the laptop's push and a failed try for the phone", func(ps []webpushsvc.Push) bool {
+		return len(webpushsvc.Messages[push.Message](ps, laptop)) == 1 && svc.Attempts(phone) == 1
+	})
+
+	req, _ := http.NewRequest("POST", e.url()+"/logout", nil)
+	req.AddCookie(&http.Cookie{Name: web.CookieName, Value: phoneTok})
+	resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	svc.SetStatus(phone, http.StatusCreated)
+	// Its retry was due a second after the failure: the outbox, read from
+	// the database file, says what the sender did with it then.
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(e.cfg.DataDir, "parley.db")+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var state string
+	testkit.Eventually(t, 10*time.Second, func() bool {
+		err := db.QueryRow(`SELECT state FROM push_outbox WHERE kind = 'open' AND endpoint LIKE ?`, "%/push/"+phone.ID).Scan(&state)
+		return err == nil && state != "pending"
+	}, "the phone's queued push handled")
+	if n := svc.Attempts(phone); state != "dropped" || n != 1 {
+		t.Fatalf("the signed-out phone's queued push is %s and was tried %d times in all (want dropped, after the one failure)", state, n)
 	}
 }

@@ -39,6 +39,7 @@ type Store interface {
 	Thread(ctx context.Context, id chat.ThreadID) (chat.Thread, error)
 	Threads(ctx context.Context) ([]chat.Thread, error)
 	Cards(ctx context.Context, thread chat.ThreadID, state string) ([]chat.Card, error)
+	Tail(ctx context.Context, thread chat.ThreadID, n int) ([]chat.Event, error)
 }
 
 // Watcher tells which threads changed (hub.Watcher).
@@ -289,6 +290,11 @@ func (s *Service) reconcileAll(ctx context.Context) {
 // per open card and subscription, a closing push per card that closed after
 // its open push left. A key already written is left as it is.
 func (s *Service) reconcile(ctx context.Context, id chat.ThreadID) {
+	s.reconcileCards(ctx, id)
+	s.reconcileOptional(ctx, id)
+}
+
+func (s *Service) reconcileCards(ctx context.Context, id chat.ThreadID) {
 	open, err := s.opt.Store.Cards(ctx, id, chat.CardOpen)
 	if err != nil {
 		s.log.Error("push: cards", "thread", id, "err", err)
@@ -370,13 +376,13 @@ func (s *Service) reconcile(ctx context.Context, id chat.ThreadID) {
 
 // Message is a push's payload as the service worker reads it.
 type Message struct {
-	Kind      string `json:"kind"` // "open" or "close"
+	Kind      string `json:"kind"` // "open" or "close"; "turn" or "error" (optional pushes)
 	Title     string `json:"title,omitempty"`
 	Body      string `json:"body,omitempty"`
 	Tag       string `json:"tag"`
 	URL       string `json:"url"`
 	Thread    string `json:"thread"`
-	RequestID string `json:"request_id"`
+	RequestID string `json:"request_id,omitempty"`
 }
 
 // Tag is the notification tag of a card: the closing push replaces the open one.
@@ -384,24 +390,19 @@ func Tag(thread chat.ThreadID, requestID string) string {
 	return "parley-card:" + string(thread) + ":" + requestID
 }
 
-// threadURL opens the thread at its open card.
+// threadURL opens the thread at its open card (at its end without one).
 func threadURL(thread chat.ThreadID, requestID string) string {
-	return "/#/t/" + url.PathEscape(string(thread)) + "?card=" + url.QueryEscape(requestID)
+	u := "/#/t/" + url.PathEscape(string(thread))
+	if requestID != "" {
+		u += "?card=" + url.QueryEscape(requestID)
+	}
+	return u
 }
 
 // openPayload says who asks and what, in a line: never the tool's input
 // (a command, a file's content), which may hold secrets; the card has it.
 func (s *Service) openPayload(th chat.Thread, c chat.Card) []byte {
-	agent := th.Agent
-	if s.opt.AgentName != nil {
-		if n := s.opt.AgentName(th.Agent); n != "" {
-			agent = n
-		}
-	}
-	title := agent
-	if s.opt.Machine != "" {
-		title += " on " + s.opt.Machine
-	}
+	title := s.title(th)
 	body := "asks a question"
 	what := c.Title()
 	if c.Kind == chat.CardPermission {
@@ -414,6 +415,20 @@ func (s *Service) openPayload(th chat.Thread, c chat.Card) []byte {
 	b, _ := json.Marshal(Message{Kind: store.PushOpen, Title: title, Body: clip(body, maxBody), Tag: Tag(th.ID, c.RequestID),
 		URL: threadURL(th.ID, c.RequestID), Thread: string(th.ID), RequestID: c.RequestID})
 	return b
+}
+
+// title names who a push is from: the agent and the machine.
+func (s *Service) title(th chat.Thread) string {
+	agent := th.Agent
+	if s.opt.AgentName != nil {
+		if n := s.opt.AgentName(th.Agent); n != "" {
+			agent = n
+		}
+	}
+	if s.opt.Machine != "" {
+		agent += " on " + s.opt.Machine
+	}
+	return agent
 }
 
 // toolName is what a push says a permission card asks for: the tool's name and,
@@ -486,8 +501,15 @@ func (s *Service) sendDue(ctx context.Context) {
 }
 
 func (s *Service) send(ctx context.Context, it store.PushItem) {
+	if s.opt.Live != nil && !s.opt.Live(it.Sub.Device) {
+		// Signed out, expired or revoked since it was queued: it and the
+		// device's other pending pushes are dropped, never sent.
+		s.log.Info("push: device signed out; its pending pushes dropped", "device", it.Sub.Device)
+		s.DeviceGone(it.Sub.Device)
+		return
+	}
 	urgency := webpush.UrgencyHigh
-	if it.Kind == store.PushClose {
+	if it.Kind != store.PushOpen {
 		urgency = webpush.UrgencyNormal
 	}
 	resp, err := webpush.SendNotificationWithContext(ctx, it.Payload,

@@ -13,12 +13,23 @@ type PushSubscription struct {
 	Device   string
 	P256dh   string // the browser's ECDH public key, URL-safe base64
 	Auth     string // its auth secret, URL-safe base64
+	Created  time.Time
+}
+
+// PushPrefs are a device's optional pushes: each is when it was turned on,
+// zero while off. Only what happens after it was turned on is pushed.
+type PushPrefs struct {
+	Device string
+	Turns  time.Time // a turn finished
+	Errors time.Time // the agent or parley failed in a thread
 }
 
 // Push outbox kinds and states.
 const (
 	PushOpen  = "open"  // a card opened
 	PushClose = "close" // the card was answered, or went
+	PushTurn  = "turn"  // a turn finished (optional, per device)
+	PushError = "error" // a thread's agent or parley failed (optional, per device)
 
 	PushPending = "pending"
 	PushSent    = "sent"
@@ -48,8 +59,9 @@ type PushItem struct {
 type PushStore interface {
 	PushSubscribe(ctx context.Context, sub PushSubscription) error
 	PushSubscriptions(ctx context.Context) ([]PushSubscription, error)
-	// PushForget drops a device's subscriptions (every one when endpoint is "")
-	// or one endpoint's, and marks their pending pushes dropped.
+	// PushForget drops a device's subscriptions and preferences (every one
+	// when endpoint is "") or one endpoint's, and marks their pending pushes
+	// dropped.
 	PushForget(ctx context.Context, device, endpoint string) error
 	// PushEnqueue inserts the items whose key is new; it returns how many.
 	PushEnqueue(ctx context.Context, items []PushItem) (int, error)
@@ -64,4 +76,9 @@ type PushStore interface {
 	PushNextDue(ctx context.Context) (time.Time, error)
 	// PushMark sets a push's state, attempts and next try.
 	PushMark(ctx context.Context, id int64, state string, attempts int, next time.Time) error
+	// PushPrefs lists the devices' optional pushes (devices with none on may
+	// be missing).
+	PushPrefs(ctx context.Context) ([]PushPrefs, error)
+	// PushSetPrefs keeps a device's optional pushes.
+	PushSetPrefs(ctx context.Context, p PushPrefs) error
 }

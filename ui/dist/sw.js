@@ -1,7 +1,8 @@
 // parley's service worker: the installed app's shell offline, and Web Push.
 // A push carries {kind, title, body, tag, url} (internal/push): "open" shows a
 // notification tagged with its card; "close" (the card was answered anywhere)
-// replaces it and takes it away.
+// replaces it and takes it away; "turn" and "error" (optional, per device) show
+// one tagged with the thread.
 const SHELL = "parley-shell-v1";
 
 self.addEventListener("install", (e) => {
@@ -101,7 +102,8 @@ self.addEventListener("push", (e) => {
           body: m.body || "",
           tag: m.tag,
           renotify: true,
-          requireInteraction: true,
+          // A card waits for an answer; a finished turn or an error is news.
+          requireInteraction: m.kind === "open",
           icon: "/icon-192.png",
           data,
         });

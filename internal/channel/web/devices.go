@@ -101,8 +101,21 @@ func revoked(ctx context.Context) bool { return errors.Is(context.Cause(ctx), er
 // deviceView is a device as GET /api/devices lists it.
 type deviceView struct {
 	auth.Device
-	Push    bool `json:"push"`
-	Current bool `json:"current,omitempty"`
+	Push bool `json:"push"`
+	// PushTurns and PushErrors are its optional pushes: a finished turn, an error.
+	PushTurns  bool `json:"push_turns"`
+	PushErrors bool `json:"push_errors"`
+	Current    bool `json:"current,omitempty"`
+}
+
+func (s *Server) viewDevice(d auth.Device, me string) deviceView {
+	v := deviceView{Device: d, Current: d.ID == me}
+	if s.opt.Push != nil {
+		v.Push = s.opt.Push.Subscribed(d.ID)
+		p := s.opt.Push.Prefs(d.ID)
+		v.PushTurns, v.PushErrors = p.Turns, p.Errors
+	}
+	return v
 }
 
 func (s *Server) handleDevices(w http.ResponseWriter, r *http.Request) {
@@ -110,11 +123,7 @@ func (s *Server) handleDevices(w http.ResponseWriter, r *http.Request) {
 	ds := s.opt.Sessions.Devices()
 	out := make([]deviceView, 0, len(ds))
 	for _, d := range ds {
-		v := deviceView{Device: d, Current: d.ID == me.ID}
-		if s.opt.Push != nil {
-			v.Push = s.opt.Push.Subscribed(d.ID)
-		}
-		out = append(out, v)
+		out = append(out, s.viewDevice(d, me.ID))
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"devices": out})
 }
@@ -141,6 +150,49 @@ func (s *Server) handleRevokeDevice(w http.ResponseWriter, r *http.Request) {
 	}
 	s.log.Info("device revoked", "device", id)
 	writeJSON(w, http.StatusOK, map[string]any{"revoked": true})
+}
+
+// handleDevicePrefs turns a device's optional pushes on or off: PATCH
+// /api/devices/{id} {"push_turns": bool, "push_errors": bool}, either left out
+// staying as it is. It answers the device as GET /api/devices lists it.
+func (s *Server) handleDevicePrefs(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	var dev auth.Device
+	found := false
+	for _, d := range s.opt.Sessions.Devices() {
+		if d.ID == id {
+			dev, found = d, true
+		}
+	}
+	switch {
+	case s.opt.Push == nil:
+		httpError(w, http.StatusNotFound, "push is off")
+		return
+	case !found:
+		httpError(w, http.StatusNotFound, "no device "+id)
+		return
+	}
+	var body struct {
+		Turns  *bool `json:"push_turns"`
+		Errors *bool `json:"push_errors"`
+	}
+	if !s.readBody(w, r, &body) {
+		return
+	}
+	p := s.opt.Push.Prefs(id)
+	if body.Turns != nil {
+		p.Turns = *body.Turns
+	}
+	if body.Errors != nil {
+		p.Errors = *body.Errors
+	}
+	if err := s.opt.Push.SetPrefs(id, p); err != nil {
+		s.log.Error("could not save a device's pushes", "device", id, "err", err)
+		httpError(w, http.StatusInternalServerError, "the device's pushes could not be saved: "+err.Error())
+		return
+	}
+	me, _ := callerDevice(r.Context())
+	writeJSON(w, http.StatusOK, s.viewDevice(dev, me.ID))
 }
 
 // handlePairCode makes a one-time pairing link for a new device (`parley pair`

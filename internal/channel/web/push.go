@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/push"
 )
 
 // Push is what the web channel needs of Web Push (internal/push): the VAPID
@@ -18,6 +19,9 @@ type Push interface {
 	Subscribed(device string) bool
 	// DeviceGone drops a revoked device's subscriptions.
 	DeviceGone(device string)
+	// Prefs and SetPrefs are a device's optional pushes (a finished turn, an error).
+	Prefs(device string) push.Prefs
+	SetPrefs(device string, p push.Prefs) error
 }
 
 func (s *Server) handlePushKey(w http.ResponseWriter, _ *http.Request) {

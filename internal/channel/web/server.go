@@ -148,6 +148,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("POST /api/pair", s.handlePair)
 	api("GET /api/devices", s.handleDevices)
 	api("DELETE /api/devices/{id}", s.handleRevokeDevice)
+	api("PATCH /api/devices/{id}", s.handleDevicePrefs)
 	api("GET /api/push/key", s.handlePushKey)
 	api("POST /api/push/subscriptions", s.handlePushSubscribe)
 	api("DELETE /api/push/subscriptions", s.handlePushUnsubscribe)

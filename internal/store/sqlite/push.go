@@ -27,7 +27,7 @@ func (s *Store) PushSubscribe(ctx context.Context, sub store.PushSubscription) e
 
 // PushSubscriptions lists every subscription.
 func (s *Store) PushSubscriptions(ctx context.Context) ([]store.PushSubscription, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT endpoint, device, p256dh, auth FROM push_subscriptions ORDER BY created_at, endpoint`)
+	rows, err := s.r.QueryContext(ctx, `SELECT endpoint, device, p256dh, auth, created_at FROM push_subscriptions ORDER BY created_at, endpoint`)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: push subscriptions: %w", err)
 	}
@@ -35,9 +35,11 @@ func (s *Store) PushSubscriptions(ctx context.Context) ([]store.PushSubscription
 	var out []store.PushSubscription
 	for rows.Next() {
 		var p store.PushSubscription
-		if err := rows.Scan(&p.Endpoint, &p.Device, &p.P256dh, &p.Auth); err != nil {
+		var created int64
+		if err := rows.Scan(&p.Endpoint, &p.Device, &p.P256dh, &p.Auth, &created); err != nil {
 			return nil, fmt.Errorf("sqlite: push subscriptions: %w", err)
 		}
+		p.Created = time.Unix(0, created)
 		out = append(out, p)
 	}
 	return out, rows.Err()
@@ -67,6 +69,9 @@ func (s *Store) PushForget(ctx context.Context, device, endpoint string) error {
 			eps = append(eps, e)
 		}
 		rows.Close()
+		if _, err := tx.ExecContext(ctx, `DELETE FROM push_prefs WHERE device = ?`, device); err != nil {
+			return fmt.Errorf("sqlite: push forget: %w", err)
+		}
 	}
 	for _, e := range eps {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM push_subscriptions WHERE endpoint = ?`, e); err != nil {
@@ -204,4 +209,42 @@ func (s *Store) PushMark(ctx context.Context, id int64, state string, attempts i
 		return fmt.Errorf("sqlite: push mark: %w", err)
 	}
 	return nil
+}
+
+// PushPrefs lists the devices' optional pushes.
+func (s *Store) PushPrefs(ctx context.Context) ([]store.PushPrefs, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT device, turns_since, errors_since FROM push_prefs ORDER BY device`)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: push prefs: %w", err)
+	}
+	defer rows.Close()
+	var out []store.PushPrefs
+	for rows.Next() {
+		var p store.PushPrefs
+		var turns, errs int64
+		if err := rows.Scan(&p.Device, &turns, &errs); err != nil {
+			return nil, fmt.Errorf("sqlite: push prefs: %w", err)
+		}
+		p.Turns, p.Errors = since(turns), since(errs)
+		out = append(out, p)
+	}
+	return out, rows.Err()
+}
+
+// PushSetPrefs keeps a device's optional pushes.
+func (s *Store) PushSetPrefs(ctx context.Context, p store.PushPrefs) error {
+	if _, err := s.w.ExecContext(ctx, `INSERT INTO push_prefs (device, turns_since, errors_since) VALUES (?, ?, ?)
+		ON CONFLICT (device) DO UPDATE SET turns_since = excluded.turns_since, errors_since = excluded.errors_since`,
+		p.Device, nanos(p.Turns).Int64, nanos(p.Errors).Int64); err != nil {
+		return fmt.Errorf("sqlite: push prefs: %w", err)
+	}
+	return nil
+}
+
+// since maps a preference's column to its time: 0 is the zero time (off).
+func since(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n)
 }

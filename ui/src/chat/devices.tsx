@@ -3,7 +3,17 @@
 
 import { useEffect, useState } from "preact/hooks";
 
-type Device = { id: string; name: string; kind: string; paired_at: string; last_seen: string; push: boolean; current?: boolean };
+type Device = {
+  id: string;
+  name: string;
+  kind: string;
+  paired_at: string;
+  last_seen: string;
+  push: boolean;
+  push_turns: boolean;
+  push_errors: boolean;
+  current?: boolean;
+};
 type PairCode = { url: string; expires_at: string; qr_png: string };
 
 async function api<T>(method: string, path: string, body?: unknown): Promise<T> {
@@ -50,6 +60,16 @@ export function Devices() {
     if (d.current) location.assign("/");
     else void load();
   };
+  // setPrefs turns a device's optional pushes (a finished turn, an error) on or off.
+  const setPrefs = async (d: Device, p: { push_turns?: boolean; push_errors?: boolean }) => {
+    setErr("");
+    try {
+      const v = await api<Device>("PATCH", "/api/devices/" + encodeURIComponent(d.id), p);
+      setDevices((ds) => ds.map((x) => (x.id === d.id ? { ...x, push_turns: v.push_turns, push_errors: v.push_errors } : x)));
+    } catch (e) {
+      setErr(String((e as Error).message));
+    }
+  };
   return (
     <details class="devices" onToggle={(e) => setOpen((e.target as HTMLDetailsElement).open)}>
       <summary>Devices</summary>
@@ -68,6 +88,12 @@ export function Devices() {
           <li key={d.id} data-device={d.id}>
             <span class="name">{d.name}{d.current && <span class="hint"> (this device)</span>}</span>
             <span class="hint">{d.kind} · paired {when(d.paired_at)} · seen {when(d.last_seen)} · push {d.push ? "on" : "off"}</span>
+            <label class="hint">
+              <input type="checkbox" class="push-turns" checked={d.push_turns} onChange={(e) => setPrefs(d, { push_turns: (e.target as HTMLInputElement).checked })} /> finished turns
+            </label>
+            <label class="hint">
+              <input type="checkbox" class="push-errors" checked={d.push_errors} onChange={(e) => setPrefs(d, { push_errors: (e.target as HTMLInputElement).checked })} /> errors
+            </label>
             <button type="button" class="link" onClick={() => revoke(d)}>Revoke</button>
           </li>
         ))}
