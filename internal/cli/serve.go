@@ -158,15 +158,12 @@ func serve(cmd *cobra.Command, b Build, cfg config.Config) error {
 	}
 	addrFile := filepath.Join(cfg.DataDir, AddrFile)
 	addr := d.LinkAddr()
-	if pem := d.CertPEM(); pem != nil {
+	if d.CertPEM() != nil {
 		// Local clients dial 127.0.0.1, which the certificate may not name:
-		// they pin this certificate instead (client.Local).
+		// they pin the certificate the daemon keeps in addr.pem instead
+		// (client.Local), rewritten with each renewal.
 		addr = d.LocalURL()
-		certFile := filepath.Join(cfg.DataDir, client.AddrCertFile)
-		if err := os.WriteFile(certFile, pem, 0o600); err != nil {
-			log.Warn("could not write the address file's certificate", "err", err)
-		}
-		defer os.Remove(certFile)
+		defer os.Remove(filepath.Join(cfg.DataDir, client.AddrCertFile))
 	}
 	if err := os.WriteFile(addrFile, []byte(addr+"\n"), 0o600); err != nil {
 		log.Warn("could not write the address file", "err", err)

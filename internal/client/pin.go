@@ -28,17 +28,9 @@ func pinLocal(server, certFile string) error {
 	if err != nil {
 		return fmt.Errorf("client: %s: %w", server, err)
 	}
-	b, err := os.ReadFile(certFile)
+	leaf, err := readPin(certFile)
 	if err != nil {
-		return fmt.Errorf("client: the local daemon serves HTTPS but its certificate is not in %s: %w", certFile, err)
-	}
-	blk, _ := pem.Decode(b)
-	if blk == nil {
-		return fmt.Errorf("client: %s holds no PEM certificate", certFile)
-	}
-	leaf := blk.Bytes
-	if _, err := x509.ParseCertificate(leaf); err != nil {
-		return fmt.Errorf("client: %s: %w", certFile, err)
+		return err
 	}
 	pinOnce.Lock()
 	defer pinOnce.Unlock()
@@ -54,10 +46,15 @@ func pinLocal(server, certFile string) error {
 	pinned.TLSClientConfig = &tls.Config{
 		InsecureSkipVerify: true, // replaced by the pin below, which is stricter
 		VerifyPeerCertificate: func(raw [][]byte, _ [][]*x509.Certificate) error {
-			if len(raw) == 0 || !bytes.Equal(raw[0], leaf) {
-				return errors.New("client: the local daemon presented another certificate than " + certFile)
+			if len(raw) > 0 && bytes.Equal(raw[0], leaf) {
+				return nil
 			}
-			return nil
+			// Renewed since this process read the pin: the daemon rewrites
+			// the file before it serves a new certificate.
+			if now, err := readPin(certFile); err == nil && len(raw) > 0 && bytes.Equal(raw[0], now) {
+				return nil
+			}
+			return errors.New("client: the local daemon presented another certificate than " + certFile)
 		},
 		NextProtos: []string{"http/1.1"},
 	}
@@ -78,4 +75,20 @@ func (p *pinnedHost) RoundTrip(r *http.Request) (*http.Response, error) {
 		return p.pinned.RoundTrip(r)
 	}
 	return p.base.RoundTrip(r)
+}
+
+// readPin reads the leaf certificate (DER) of a pin file.
+func readPin(certFile string) ([]byte, error) {
+	b, err := os.ReadFile(certFile)
+	if err != nil {
+		return nil, fmt.Errorf("client: the local daemon serves HTTPS but its certificate is not in %s: %w", certFile, err)
+	}
+	blk, _ := pem.Decode(b)
+	if blk == nil {
+		return nil, fmt.Errorf("client: %s holds no PEM certificate", certFile)
+	}
+	if _, err := x509.ParseCertificate(blk.Bytes); err != nil {
+		return nil, fmt.Errorf("client: %s: %w", certFile, err)
+	}
+	return blk.Bytes, nil
 }

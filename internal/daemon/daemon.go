@@ -24,6 +24,7 @@ import (
 	"github.com/parleyhq/parley/internal/auth"
 	"github.com/parleyhq/parley/internal/channel/web"
 	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/client"
 	"github.com/parleyhq/parley/internal/cluster"
 	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/driver"
@@ -72,7 +73,8 @@ type Daemon struct {
 	push      *push.Service
 	pushWatch *hub.Watcher
 	// cert is the person's own certificate (tls_cert) when parley serves HTTPS.
-	cert *certSource
+	cert     *certSource
+	stopCert func() // ends cert's watch
 	// view is the hub's readers' store (every machine's threads); stopRelay
 	// ends the relay of the nodes' live events into hub.
 	view      *cluster.View
@@ -163,7 +165,7 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 	wsp.Store(ws)
 	var cert *certSource
 	if cfg.TLSCert != "" {
-		if cert, err = loadCert(cfg.TLSCert, cfg.TLSKey); err != nil {
+		if cert, err = loadCert(cfg.TLSCert, cfg.TLSKey, filepath.Join(cfg.DataDir, client.AddrCertFile)); err != nil {
 			pusher.Close()
 			h.Unwatch(watch)
 			ch.close()
@@ -226,6 +228,9 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 	}
 	d.extra = d.startExtras(cfg.Plugins)
 	d.prune = startPruner(st, cfg.Limits.RetainEvents.Duration, time.Now, log)
+	if cert != nil {
+		d.stopCert = cert.watch(log)
+	}
 	d.handle(ws)
 	go func() { d.served <- d.http.Serve(ln) }()
 	return d, nil
@@ -415,6 +420,9 @@ func (d *Daemon) Shutdown(ctx context.Context) error {
 	d.push.Close() // after the router: the cards' last changes are derived; what is unsent stays pending
 	d.hub.Unwatch(d.pushWatch)
 	d.prune.stop()
+	if d.stopCert != nil {
+		d.stopCert()
+	}
 	serr := d.store.Close()
 	return errors.Join(herr, rerr, serr)
 }

@@ -3,9 +3,12 @@ package daemon
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/pem"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,22 +16,24 @@ import (
 )
 
 // certSource serves a person's own certificate (tls_cert, tls_key), read
-// again when its file changes, so a renewed certificate needs no restart.
-// Its mutex guards only the fields below it.
+// again when its file changes, so a renewed certificate needs no restart. Each
+// certificate it serves is first written to pinFile (<data>/addr.pem), which
+// local clients pin (client.Local): a renewal never locks the CLI out. One
+// goroutine (watch) reloads; its mutex guards only cur and mod.
 type certSource struct {
-	certFile, keyFile string
+	certFile, keyFile, pinFile string
 
-	mu      sync.Mutex
-	cur     *tls.Certificate
-	mod     time.Time // the cert file's time when cur was read
-	checked time.Time
+	mu  sync.Mutex
+	cur *tls.Certificate
+	mod time.Time // the cert file's time when cur was read
 }
 
-// certCheckEvery bounds how often a handshake looks at the files.
-const certCheckEvery = time.Minute
+// certCheckEvery is how often the certificate file is looked at (a stat) for
+// a renewal.
+const certCheckEvery = 5 * time.Second
 
-func loadCert(certFile, keyFile string) (*certSource, error) {
-	c := &certSource{certFile: certFile, keyFile: keyFile}
+func loadCert(certFile, keyFile, pinFile string) (*certSource, error) {
+	c := &certSource{certFile: certFile, keyFile: keyFile, pinFile: pinFile}
 	if err := c.reload(); err != nil {
 		return nil, err
 	}
@@ -49,29 +54,88 @@ func (c *certSource) reload() error {
 			return fmt.Errorf("tls_cert %s: %w", c.certFile, err)
 		}
 	}
+	// The pin first, then the certificate: a client reading the pin after
+	// this finds the one it will be shown.
+	if c.pinFile != "" {
+		if err := writeAtomic(c.pinFile, chainPEM(pair.Certificate)); err != nil {
+			return fmt.Errorf("tls_cert: the local clients' pin: %w", err)
+		}
+	}
 	c.mu.Lock()
-	c.cur, c.mod, c.checked = &pair, st.ModTime(), time.Now()
+	c.cur, c.mod = &pair, st.ModTime()
 	c.mu.Unlock()
 	return nil
 }
 
+// watch reloads the certificate when its file changes, until stop is called;
+// a renewal half-written (or unreadable) keeps the certificate that works.
+func (c *certSource) watch(log *slog.Logger) (stop func()) {
+	done, exited := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(exited)
+		t := time.NewTicker(certCheckEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+			c.mu.Lock()
+			mod := c.mod
+			c.mu.Unlock()
+			st, err := os.Stat(c.certFile)
+			if err != nil || st.ModTime().Equal(mod) {
+				continue
+			}
+			if err := c.reload(); err != nil {
+				log.Warn("the renewed certificate could not be loaded; the current one stays", "err", err)
+				continue
+			}
+			log.Info("certificate renewed", "file", c.certFile, "not_after", c.leaf().NotAfter)
+		}
+	}()
+	return func() {
+		close(done)
+		<-exited
+	}
+}
+
 func (c *certSource) get(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 	c.mu.Lock()
-	cur, due := c.cur, time.Since(c.checked) > certCheckEvery
-	if due {
-		c.checked = time.Now()
+	defer c.mu.Unlock()
+	return c.cur, nil
+}
+
+// chainPEM is a served chain as PEM, leaf first.
+func chainPEM(chain [][]byte) []byte {
+	var b []byte
+	for _, der := range chain {
+		b = append(b, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})...)
 	}
-	mod := c.mod
-	c.mu.Unlock()
-	if due {
-		if st, err := os.Stat(c.certFile); err == nil && !st.ModTime().Equal(mod) {
-			_ = c.reload() // a half-written renewal keeps the certificate that works
-			c.mu.Lock()
-			cur = c.cur
-			c.mu.Unlock()
-		}
+	return b
+}
+
+// writeAtomic replaces a file (mode 0600) at once: a reader sees the old
+// content or the new, never half.
+func writeAtomic(path string, b []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*")
+	if err != nil {
+		return err
 	}
-	return cur, nil
+	defer os.Remove(f.Name())
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Chmod(0o600); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
 }
 
 func (c *certSource) leaf() *x509.Certificate {
@@ -120,15 +184,13 @@ func (d *Daemon) LocalURL() string {
 	return scheme + "://" + d.LinkAddr()
 }
 
-// CertPEM is the served certificate (PEM), for local clients to pin; nil
-// without TLS.
+// CertPEM is the served certificate chain (PEM), what local clients pin
+// (the daemon keeps it in <data>/addr.pem); nil without TLS.
 func (d *Daemon) CertPEM() []byte {
 	if d.cert == nil {
 		return nil
 	}
-	b, err := os.ReadFile(d.cfg.TLSCert)
-	if err != nil {
-		return nil
-	}
-	return b
+	d.cert.mu.Lock()
+	defer d.cert.mu.Unlock()
+	return chainPEM(d.cert.cur.Certificate)
 }
