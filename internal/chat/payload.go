@@ -433,6 +433,7 @@ const (
 	CodeInternal   = "internal"     // parley failed (its log says more)
 	CodeRestart    = "restarted"    // parley restarted during the turn or delivery
 	CodeNoHistory  = "history_lost" // the session could not be restored: a new one
+	CodeRetrying   = "retrying"     // the agent retries a failed model call; the turn goes on
 )
 
 // Error is an error a person sees: in a thread's log (the agent failed, a

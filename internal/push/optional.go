@@ -163,7 +163,9 @@ func optionalPush(ev chat.Event) (kind, body string) {
 		}
 	case chat.TypeError:
 		var e chat.Error
-		if json.Unmarshal(ev.Payload, &e) != nil || e.Ref != "" {
+		// By code, not by ref: the errors that end a turn (the agent's
+		// process dying mid-turn, a restart) name the turn's message in ref.
+		if json.Unmarshal(ev.Payload, &e) != nil {
 			return "", ""
 		}
 		if w, ok := errorWords[e.Code]; ok {

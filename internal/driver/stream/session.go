@@ -780,7 +780,8 @@ func (s *session) handleSystem(l line, raw []byte) {
 			Error       string  `json:"error"`
 		}
 		_ = json.Unmarshal(raw, &r)
-		code := chat.CodeAgent
+		// Not a failure: the turn goes on (and a failure-push must not go).
+		code := chat.CodeRetrying
 		if r.ErrorStatus == 429 || r.ErrorStatus == 529 {
 			code = chat.CodeRateLimit
 		}
