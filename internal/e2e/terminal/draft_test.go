@@ -34,23 +34,52 @@ var longAnswer = func() string {
 	return strings.TrimSuffix(b.String(), "\n")
 }()
 
-func slowRule(prompt string) claudeapi.Rule {
-	return claudeapi.Rule{Match: claudeapi.Match{Exact: prompt}, Reply: claudeapi.Text(slowAnswer, slowChunks, slowDelay)}
+// draftWith matches an agent_draft whose text holds sub.
+func draftWith(sub string) func(client.Event) bool {
+	return func(ev client.Event) bool {
+		if ev.Type != chat.TypeAgentDraft {
+			return false
+		}
+		text, _ := chatsock.FieldOf(ev, "text").(string)
+		return text != "" && strings.Contains(text, sub)
+	}
+}
+
+// noChunk fails the test if evs hold final words: the model's answer is
+// held part way, so none can exist yet.
+func noChunk(t *testing.T, evs []client.Event) {
+	t.Helper()
+	for _, ev := range evs {
+		if ev.Type == chat.TypeAgentChunk {
+			t.Fatalf("final words while the model's answer is held:\n%s", chatsock.Summary(evs))
+		}
+	}
 }
 
 // TestProvisionalTextBeforeTheTranscript: while Claude Code draws a slow
 // answer, the socket shows it as agent_draft (provisional) before the
 // transcript's words arrive as agent_chunk; every draft is words of the
 // answer (nothing shown is wrong), none comes after the final words, the final
-// words are the model's, and a replay shows only them.
+// words are the model's, and a replay shows only them. The model stand-in
+// holds each answer part way (a claudeapi.Gate) until the drafts showed it,
+// so "before the final words" is an order, not a race between the pane and
+// the transcript.
 func TestProvisionalTextBeforeTheTranscript(t *testing.T) {
-	td := startTmuxDaemon(t, []claudeapi.Rule{slowRule("tell me slowly"),
-		{Match: claudeapi.Match{Exact: "tell me at length"}, Reply: claudeapi.Text(longAnswer, 25, 120*time.Millisecond)}})
+	slow, long := claudeapi.NewGate(slowChunks/2), claudeapi.NewGate(23) // 23 of 25 pieces: past line 45
+	t.Cleanup(slow.Open)
+	t.Cleanup(long.Open)
+	td := startTmuxDaemon(t, []claudeapi.Rule{
+		{Match: claudeapi.Match{Exact: "tell me slowly"}, Reply: claudeapi.Held(claudeapi.Text(slowAnswer, slowChunks, slowDelay), slow)},
+		{Match: claudeapi.Match{Exact: "tell me at length"}, Reply: claudeapi.Held(claudeapi.Text(longAnswer, 25, 120*time.Millisecond), long)}})
 	s := chatsock.Dial(t, "http://"+td.d.Addr(), td.d.Token(), client.Options{Chat: "drafts", Since: -1})
 	s.WaitFor(0, wait, chatsock.Type(chat.TypeReplayDone), "ready")
 
 	s.Send(chatsock.Msg("m1", "tell me slowly"))
 	at := s.WaitFor(0, wait, chatsock.Delivery("m1", chat.DeliverySubmitted), "submitted")
+	first := strings.SplitN(slowAnswer, "\n", 2)[0]
+	held := s.WaitFor(at, wait, draftWith(first[:len(first)/2]), "a draft of the held answer")
+	noChunk(t, s.Snapshot()[at:held+1])
+	slow.Open()
 	end := s.WaitFor(at, wait, chatsock.PromptDone("m1", chat.StopEndTurn), "the turn's end")
 	evs := s.Snapshot()[:end+1]
 
@@ -101,8 +130,10 @@ func TestProvisionalTextBeforeTheTranscript(t *testing.T) {
 	// the drafts go on from the pane's history.
 	s.Send(chatsock.Msg("m2", "tell me at length"))
 	at = s.WaitFor(end, wait, chatsock.Delivery("m2", chat.DeliverySubmitted), "submitted")
+	held = s.WaitFor(at, wait, draftWith("Line 40 of"), "a draft past line 40 (the prompt scrolled off at about line 32) while the answer is held")
+	noChunk(t, s.Snapshot()[at:held+1])
+	long.Open()
 	end = s.WaitFor(at, wait, chatsock.PromptDone("m2", chat.StopEndTurn), "the long turn's end")
-	longest := ""
 	for _, ev := range s.Snapshot()[at:end] {
 		if ev.Type == chat.TypeAgentChunk {
 			break
@@ -113,13 +144,7 @@ func TestProvisionalTextBeforeTheTranscript(t *testing.T) {
 			if !strings.HasPrefix(longAnswer, d.Text) {
 				t.Fatalf("draft %q is not the start of the long answer", d.Text)
 			}
-			if len(d.Text) > len(longest) {
-				longest = d.Text
-			}
 		}
-	}
-	if !strings.Contains(longest, "Line 40 of") {
-		t.Fatalf("the longest draft before the final words ends %q; want it past line 40 (the prompt scrolled off at about line 32):\n%s", longest[max(0, len(longest)-80):], chatsock.Summary(s.Snapshot()[at:end]))
 	}
 	if got := chatsock.Chunks(s.Snapshot()[at:end]); got != longAnswer {
 		t.Fatalf("final words %q, want the model's", got)

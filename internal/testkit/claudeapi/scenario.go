@@ -55,6 +55,9 @@ type Reply struct {
 	// Usage reported in message_start / message_delta (defaults: 10 in, 5 out).
 	InputTokens  int `json:"input_tokens,omitempty"`
 	OutputTokens int `json:"output_tokens,omitempty"`
+	// Hold pauses the reply part way until the test opens the gate (Go
+	// scenarios only; see Gate).
+	Hold *Gate `json:"-"`
 }
 
 // Block types.

@@ -357,6 +357,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !mb.Stream {
+		if reply.Hold != nil && !reply.Hold.wait(r, nil) {
+			return // the client went away
+		}
 		standin.WriteJSON(w, http.StatusOK, wholeMessage(mb.Model, reply))
 		return
 	}

@@ -103,6 +103,9 @@ func streamReply(w http.ResponseWriter, req *http.Request, model string, r Reply
 	}})
 	e := r.Error
 	delta := func(idx int, d map[string]any, pace Duration) {
+		if g := r.Hold; g != nil && s.deltas == g.after && !g.wait(req, func() { s.send("ping", map[string]string{"type": "ping"}) }) {
+			panic(http.ErrAbortHandler) // the client went away while held
+		}
 		s.wait(time.Duration(pace))
 		if e != nil && e.CutAfter > 0 && s.deltas >= e.CutAfter {
 			if e.InStream {
