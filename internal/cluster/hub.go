@@ -66,6 +66,10 @@ type Hub struct {
 	used  jetstream.KeyValue
 	// threads is the directory's thread summaries, <node>.<thread>.
 	threads jetstream.KeyValue
+	// records and summaries are the nodes and threads buckets in memory
+	// (mirror.go): the directory's readers read them.
+	records   *mirror[Record]
+	summaries *mirror[RemoteThread]
 
 	// mu guards reg, every change of the server's users (reload), and fwd.
 	mu  sync.Mutex
@@ -207,6 +211,12 @@ func (h *Hub) connect(ctx context.Context) error {
 		MaxValueSize: maxRecord, MaxBytes: 256 << 20,
 	}); err != nil {
 		return fmt.Errorf("cluster: bucket %s: %w", threadsBucket, err)
+	}
+	if h.records, err = startMirror(ctx, h.nodes, h.log, decodeRecord); err != nil {
+		return fmt.Errorf("cluster: load bucket %s: %w", nodesBucket, err)
+	}
+	if h.summaries, err = startMirror(ctx, h.threads, h.log, decodeSummary); err != nil {
+		return fmt.Errorf("cluster: load bucket %s: %w", threadsBucket, err)
 	}
 	if err := h.serveRecords(h.threads); err != nil {
 		return err
@@ -423,14 +433,19 @@ func (h *Hub) Revoke(ctx context.Context, node string) error {
 	if err := h.js.DeleteStream(ctx, InputStream(node)); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
 		h.log.Warn("cluster: delete the revoked node's inputs", "node", node, "err", err)
 	}
+	// Returned, the directory no longer lists it.
+	if err := errors.Join(h.records.sync(ctx), h.summaries.sync(ctx)); err != nil {
+		h.log.Warn("cluster: the directory's copy is behind", "node", node, "err", err)
+	}
 	h.log.Info("cluster: node revoked", "node", node)
 	return nil
 }
 
 func (h *Hub) handleNodes(ctx context.Context, _ []byte) (any, error) { return h.Machines(ctx) }
 
-// Nodes lists the joined nodes with what their directory records say.
-func (h *Hub) Nodes(ctx context.Context) ([]NodeStatus, error) {
+// Nodes lists the joined nodes with what their directory records say (from
+// the hub's copy in memory: no NATS call).
+func (h *Hub) Nodes(context.Context) ([]NodeStatus, error) {
 	h.mu.Lock()
 	members := h.reg.Nodes
 	h.mu.Unlock()
@@ -438,21 +453,8 @@ func (h *Hub) Nodes(ctx context.Context) ([]NodeStatus, error) {
 	out := make([]NodeStatus, 0, len(members))
 	for _, m := range members {
 		st := NodeStatus{Name: m.Name, Joined: m.Joined}
-		e, err := h.nodes.Get(ctx, m.Name)
-		switch {
-		case errors.Is(err, jetstream.ErrKeyNotFound):
-			// Joined, never heard from.
-		case err != nil:
-			return nil, err
-		default:
-			var r Record
-			if err := json.Unmarshal(e.Value(), &r); err != nil {
-				// The hub checks each record before writing it; one unreadable (an
-				// older hub's) says nothing of that node and must not hide the others.
-				h.log.Warn("cluster: a node's directory record is unreadable", "node", m.Name, "err", err)
-				break
-			}
-			st.fill(r, e.Created(), now)
+		if r, ok := h.records.get(m.Name); ok { // else joined, never heard from
+			st.fill(r.val, r.at, now)
 		}
 		out = append(out, st)
 	}
@@ -499,6 +501,12 @@ func (h *Hub) Close() {
 		h.stopForwarder(node)
 	}
 	h.mu.Unlock()
+	if h.records != nil {
+		h.records.close()
+	}
+	if h.summaries != nil {
+		h.summaries.close()
+	}
 	if h.nc != nil {
 		h.nc.Close()
 	}

@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"strings"
 
 	"github.com/parleyhq/parley/internal/chat"
 )
@@ -22,10 +21,7 @@ func (h *Hub) Machines(ctx context.Context) ([]NodeStatus, error) {
 	if err != nil {
 		return nil, err
 	}
-	count, err := h.threadCounts(ctx)
-	if err != nil {
-		return nil, err
-	}
+	count := h.threadCounts()
 	for i := range nodes {
 		nodes[i].Threads = count[nodes[i].Name]
 	}
@@ -33,22 +29,10 @@ func (h *Hub) Machines(ctx context.Context) ([]NodeStatus, error) {
 }
 
 // threadCounts counts the thread summaries in the directory by node.
-func (h *Hub) threadCounts(ctx context.Context) (map[string]int, error) {
-	kv, err := h.js.KeyValue(ctx, threadsBucket)
-	if err != nil {
-		return nil, err
-	}
-	keys, err := kv.ListKeys(ctx)
-	if err != nil {
-		return nil, err
-	}
+func (h *Hub) threadCounts() map[string]int {
 	count := map[string]int{}
-	for key := range keys.Keys() {
-		if node, _, ok := strings.Cut(key, "."); ok {
-			count[node]++
-		}
-	}
-	return count, nil
+	h.summaries.each(func(_ string, v held[RemoteThread]) { count[v.val.Node]++ })
+	return count
 }
 
 // Agents lists every machine's agents, each with its node: own (the hub's

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -101,5 +102,43 @@ func TestARevokedNodesThreadsLeaveTheDirectory(t *testing.T) {
 	}
 	if len(ms) != 1 || ms[0].Name != "b" || ms[0].Threads != 0 {
 		t.Fatalf("b joined again: machines %+v, want b with no thread", ms)
+	}
+}
+
+// The hub answers its machines, their agents and threads from its copy of the
+// directory: with JetStream gone (a hiccup), a dashboard connecting still
+// gets every machine's agents at once, not after a NATS read per node.
+func TestTheHubListsItsMachinesFromMemory(t *testing.T) {
+	h := startHub(t, t.TempDir(), "127.0.0.1:0")
+	dataB := join(t, h, "b")
+	b := newMachine(t)
+	b.write(chat.ThreadID("t_one"), 1, false)
+	l, err := Dial(LinkOptions{DataDir: dataB, Hub: h.Addr(), Node: "b", Heartbeat: 10 * time.Second,
+		Store: b.st, Events: b.hub, AgentInfo: []chat.AgentInfo{{ID: "claude", Status: "ready"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	waitFor(t, 10*time.Second, "b online with its thread", func() bool {
+		ths, _ := h.Threads(t.Context())
+		n, _ := status(t, h, "b")
+		return n.Online && len(ths) == 1
+	})
+	if err := h.srv.DisableJetStream(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+	defer cancel()
+	agents, err := h.Agents(ctx, "hub", nil)
+	if err != nil || len(agents) != 1 || agents[0].Node != "b" || agents[0].Status != "ready" {
+		t.Fatalf("JetStream down: agents %+v, %v; want b's claude, ready", agents, err)
+	}
+	ms, err := h.Machines(ctx)
+	if err != nil || len(ms) != 1 || ms[0].Threads != 1 {
+		t.Fatalf("JetStream down: machines %+v, %v; want b with its thread", ms, err)
+	}
+	ths, err := h.Threads(ctx)
+	if err != nil || len(ths) != 1 || ths[0].Thread.ID != RemoteID("b", "t_one") {
+		t.Fatalf("JetStream down: threads %+v, %v; want b's t_one", ths, err)
 	}
 }

@@ -93,8 +93,17 @@ func (h *Hub) writeRecord(ctx context.Context, node string, _ []string, b []byte
 	if r.Node != node {
 		return fmt.Errorf("a record of %q from machine %q", r.Node, node)
 	}
-	_, err := h.nodes.Put(ctx, node, b)
-	return err
+	rev, err := h.nodes.Put(ctx, node, b)
+	if err != nil {
+		return err
+	}
+	return h.records.await(ctx, rev) // answered, the hub lists it
+}
+
+func decodeRecord(_ string, b []byte) (Record, error) {
+	var r Record
+	err := json.Unmarshal(b, &r)
+	return r, err
 }
 
 func (h *Hub) writeSummary(ctx context.Context, kv jetstream.KeyValue, node, thread string, b []byte) error {
@@ -105,8 +114,26 @@ func (h *Hub) writeSummary(ctx context.Context, kv jetstream.KeyValue, node, thr
 	if string(w.ID) != thread || thread == "" {
 		return errors.New("a thread summary under another thread's name")
 	}
-	_, err := kv.Put(ctx, ThreadKey(node, w.ID), b)
-	return err
+	rev, err := kv.Put(ctx, ThreadKey(node, w.ID), b)
+	if err != nil {
+		return err
+	}
+	return h.summaries.await(ctx, rev) // answered, the hub lists it
+}
+
+// decodeSummary reads the summary under key <node>.<thread>.
+func decodeSummary(key string, b []byte) (RemoteThread, error) {
+	node, th, ok := strings.Cut(key, ".")
+	var w wireThread
+	if err := json.Unmarshal(b, &w); err != nil {
+		return RemoteThread{}, err
+	}
+	if !ok || string(w.ID) != th {
+		return RemoteThread{}, errors.New("a thread summary under another thread's key")
+	}
+	t := w.thread()
+	t.ID, t.Node = RemoteID(node, t.ID), node
+	return RemoteThread{Node: node, Thread: t}, nil
 }
 
 // purgeThreads removes node's thread summaries from the directory (its

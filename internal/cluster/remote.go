@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/parleyhq/parley/internal/chat"
 )
@@ -211,41 +211,19 @@ type RemoteThread struct {
 	Thread chat.Thread // ID is the remote id
 }
 
-// Threads lists every joined node's thread summaries from the directory (a
-// summary a revoked node wrote while it was being revoked is not listed).
-func (h *Hub) Threads(ctx context.Context) ([]RemoteThread, error) {
+// Threads lists every joined node's thread summaries from the directory (the
+// hub's copy in memory; a summary a revoked node wrote while it was being
+// revoked is not listed), by id.
+func (h *Hub) Threads(context.Context) ([]RemoteThread, error) {
 	h.mu.Lock()
 	reg := h.reg
 	h.mu.Unlock()
-	kv, err := h.js.KeyValue(ctx, threadsBucket)
-	if err != nil {
-		return nil, err
-	}
-	keys, err := kv.ListKeys(ctx)
-	if err != nil {
-		return nil, err
-	}
 	var out []RemoteThread
-	for key := range keys.Keys() {
-		node, th, ok := strings.Cut(key, ".")
-		if _, joined := reg.find(node); !ok || !joined {
-			continue
+	h.summaries.each(func(_ string, v held[RemoteThread]) {
+		if _, joined := reg.find(v.val.Node); joined {
+			out = append(out, v.val)
 		}
-		e, err := kv.Get(ctx, key)
-		if errors.Is(err, jetstream.ErrKeyNotFound) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		var w wireThread
-		if err := json.Unmarshal(e.Value(), &w); err != nil || string(w.ID) != th {
-			h.log.Warn("cluster: a node's thread summary is unreadable", "key", key)
-			continue
-		}
-		t := w.thread()
-		t.ID, t.Node = RemoteID(node, t.ID), node
-		out = append(out, RemoteThread{Node: node, Thread: t})
-	}
+	})
+	slices.SortFunc(out, func(a, b RemoteThread) int { return strings.Compare(string(a.Thread.ID), string(b.Thread.ID)) })
 	return out, nil
 }
