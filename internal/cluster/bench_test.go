@@ -1,9 +1,12 @@
 package cluster
 
 import (
+	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/parleyhq/parley/internal/chat"
 )
 
 // go test -run '^$' -bench . -benchtime 200x ./internal/cluster/ (docs/benchmarks.md)
@@ -79,6 +82,41 @@ func BenchmarkRevokeAmong100Nodes(b *testing.B) {
 		b.StartTimer()
 		if err := h.Revoke(b.Context(), "victim"); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkMachinesOf20Nodes is one Machines answer (what `parley nodes`,
+// /api/nodes and, without the counts, every socket connect and /api/agents
+// read) with 20 joined nodes, each with a record and 10 thread summaries.
+func BenchmarkMachinesOf20Nodes(b *testing.B) {
+	h, err := StartHub(b.Context(), HubOptions{DataDir: b.TempDir(), Listen: "127.0.0.1:0"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer h.Close()
+	for i := range 20 {
+		node := fmt.Sprintf("n%d", i)
+		tok, _ := IssueToken(h.opt.DataDir, h.Addr(), "", time.Now().Add(time.Minute))
+		if _, err := Join(b.Context(), b.TempDir(), tok, node, "bench"); err != nil {
+			b.Fatal(err)
+		}
+		rec, _ := json.Marshal(Record{Node: node, Agents: []string{"claude"}, Every: time.Hour, Since: time.Now()})
+		if err := h.writeRecord(b.Context(), node, nil, rec); err != nil {
+			b.Fatal(err)
+		}
+		for j := range 10 {
+			id := chat.ThreadID(fmt.Sprintf("t%d", j))
+			sum, _ := json.Marshal(toWire(chat.Thread{ID: id}))
+			if err := h.writeSummary(b.Context(), h.threads, node, string(id), sum); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	for b.Loop() {
+		ms, err := h.Machines(b.Context())
+		if err != nil || len(ms) != 20 || ms[0].Threads != 10 {
+			b.Fatalf("machines %+v, %v", ms, err)
 		}
 	}
 }
