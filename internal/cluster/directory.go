@@ -47,6 +47,8 @@ type NodeStatus struct {
 	// LastSeen is the hub's time of its last heartbeat (the hub's clock: a
 	// node's clock may be off).
 	LastSeen time.Time `json:"last_seen,omitzero"`
+	// until is when an online node goes offline without another heartbeat.
+	until time.Time
 }
 
 func (s *NodeStatus) fill(r Record, at, now time.Time) {
@@ -56,7 +58,8 @@ func (s *NodeStatus) fill(r Record, at, now time.Time) {
 	if every <= 0 {
 		every = DefaultHeartbeat
 	}
-	s.Online = !r.Offline && now.Sub(at) < OfflineAfter*every
+	s.until = at.Add(OfflineAfter * every)
+	s.Online = !r.Offline && now.Before(s.until)
 	if s.Online {
 		s.Since = r.Since
 	} else {

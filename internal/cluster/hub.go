@@ -70,6 +70,7 @@ type Hub struct {
 	// (mirror.go): the directory's readers read them.
 	records   *mirror[Record]
 	summaries *mirror[RemoteThread]
+	online    *onlineWatch
 
 	// mu guards reg, every change of the server's users (reload), and fwd.
 	mu  sync.Mutex
@@ -218,6 +219,7 @@ func (h *Hub) connect(ctx context.Context) error {
 	if h.summaries, err = startMirror(ctx, h.threads, h.log, decodeSummary); err != nil {
 		return fmt.Errorf("cluster: load bucket %s: %w", threadsBucket, err)
 	}
+	h.online = startOnlineWatch(h)
 	if err := h.serveRecords(h.threads); err != nil {
 		return err
 	}
@@ -501,6 +503,9 @@ func (h *Hub) Close() {
 		h.stopForwarder(node)
 	}
 	h.mu.Unlock()
+	if h.online != nil {
+		h.online.close()
+	}
 	if h.records != nil {
 		h.records.close()
 	}

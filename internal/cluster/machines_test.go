@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -140,5 +141,45 @@ func TestTheHubListsItsMachinesFromMemory(t *testing.T) {
 	ths, err := h.Threads(ctx)
 	if err != nil || len(ths) != 1 || ths[0].Thread.ID != RemoteID("b", "t_one") {
 		t.Fatalf("JetStream down: threads %+v, %v; want b's t_one", ths, err)
+	}
+}
+
+// The hub says when a machine comes online and when it goes offline, a
+// crashed one's included (its heartbeats stop: no record says so), so open
+// dashboards need not poll for it.
+func TestTheHubSaysWhenAMachineComesAndGoes(t *testing.T) {
+	h := startHub(t, t.TempDir(), "127.0.0.1:0")
+	data := join(t, h, "b")
+	nc, err := connectAs(t, data, h.Addr(), "b", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := h.MachinesChanged()
+	rec, _ := json.Marshal(Record{Node: "b", Agents: []string{"claude"}, Every: time.Second, Since: time.Now()})
+	if ans, err := nc.Request(dirSubject("b"), rec, 10*time.Second); err != nil || len(ans.Data) > 0 {
+		t.Fatalf("b's record: %v %s", err, ans.Data)
+	}
+	heard := func(what string) {
+		t.Helper()
+		select {
+		case <-changed:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("the hub did not say %s", what)
+		}
+		changed = h.MachinesChanged()
+	}
+	heard("b came online")
+	if n, _ := status(t, h, "b"); !n.Online {
+		t.Fatal("the hub said b changed, b is not online")
+	}
+	// b's heartbeats stop (a crash): three missed, it is offline, and said so.
+	heard("b went offline")
+	if n, _ := status(t, h, "b"); n.Online {
+		t.Fatal("the hub said b went offline, b is online")
+	}
+	select {
+	case <-changed:
+		t.Fatal("the hub said b changed again, nothing did")
+	case <-time.After(500 * time.Millisecond):
 	}
 }

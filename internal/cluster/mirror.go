@@ -199,3 +199,10 @@ func (m *mirror[T]) each(f func(key string, v held[T])) {
 		f(k, v)
 	}
 }
+
+// changes is closed at the copy's next change.
+func (m *mirror[T]) changes() <-chan struct{} {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.changed
+}

@@ -224,6 +224,8 @@ func (m hubMachines) Agents(ctx context.Context, own []chat.AgentInfo) ([]chat.A
 
 func (m hubMachines) Node() string { return m.node }
 
+func (m hubMachines) MachinesChanged() <-chan struct{} { return m.hub.MachinesChanged() }
+
 func (m hubMachines) Machines(ctx context.Context) ([]cluster.NodeStatus, error) {
 	return m.hub.Machines(ctx)
 }

@@ -24,7 +24,9 @@ const (
 // grew: `event: threads` with `data: ["id", …]`. A thread list (the dashboard's
 // side list) refetches /api/threads when it hears one, instead of polling. The
 // stream says which threads changed, never what: what a page shows still comes
-// from the store. The first event, `ready`, says the stream is live.
+// from the store. The first event, `ready`, says the stream is live. At a
+// cluster's hub, `event: machines` says a machine came online or went offline:
+// the page refetches /api/agents (its agents' status) instead of polling.
 func (s *Server) handleChanges(w http.ResponseWriter, r *http.Request) {
 	rc := http.NewResponseController(w)
 	if s.hub.Watchers() >= maxWatchers {
@@ -37,6 +39,10 @@ func (s *Server) handleChanges(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no")
+	var machines <-chan struct{} // nil (never ready) on one machine
+	if s.opt.Cluster != nil {
+		machines = s.opt.Cluster.MachinesChanged() // before ready: nothing after it is missed
+	}
 	w.WriteHeader(http.StatusOK)
 	write := func(text string) bool {
 		_ = rc.SetWriteDeadline(time.Now().Add(writeTimeout))
@@ -68,6 +74,11 @@ func (s *Server) handleChanges(w http.ResponseWriter, r *http.Request) {
 			case <-r.Context().Done():
 				return
 			case <-s.ctx.Done():
+				return
+			}
+		case <-machines:
+			machines = s.opt.Cluster.MachinesChanged()
+			if !send("machines", "{}") {
 				return
 			}
 		case <-keepAlive.C:

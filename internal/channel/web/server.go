@@ -85,6 +85,9 @@ type Cluster interface {
 	Node() string
 	// Machines lists the joined machines, as `parley nodes` prints them.
 	Machines(ctx context.Context) ([]cluster.NodeStatus, error)
+	// MachinesChanged is closed when a machine next comes online or goes
+	// offline (then ask again).
+	MachinesChanged() <-chan struct{}
 }
 
 // Server is the web channel's HTTP handler.

@@ -1,8 +1,11 @@
 package cluster_test
 
 import (
+	"bufio"
 	"net/http"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/client"
@@ -23,6 +26,32 @@ func agentsAt(m *machine) []chat.AgentInfo {
 		m.t.Fatalf("/api/agents names this machine %q, want %q", body.Node, want)
 	}
 	return body.Agents
+}
+
+// changesAt opens m's /api/threads/changes and yields its events' names.
+func changesAt(m *machine) <-chan string {
+	m.t.Helper()
+	req, _ := http.NewRequestWithContext(m.t.Context(), "GET", "http://"+m.d.Addr()+"/api/threads/changes", nil)
+	req.Header.Set("Authorization", "Bearer "+m.d.Token())
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	m.t.Cleanup(func() { resp.Body.Close() })
+	out := make(chan string, 16)
+	go func() {
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if name, ok := strings.CutPrefix(sc.Text(), "event: "); ok {
+				select {
+				case out <- name:
+				case <-m.t.Context().Done():
+					return
+				}
+			}
+		}
+	}()
+	return out
 }
 
 // agentOn finds the agent id of machine node in list.
@@ -94,8 +123,21 @@ func TestTheHubListsEveryMachinesAgentsAndItsMachines(t *testing.T) {
 		t.Fatalf("b at the hub: %+v", n)
 	}
 
-	// b stops: offline, its agents listed offline, its thread still counted.
+	// b stops: offline, its agents listed offline, its thread still counted;
+	// an open dashboard's change stream says so, without a poll.
+	events := changesAt(r.hub)
+	if ev := <-events; ev != "ready" {
+		t.Fatalf("the hub's change stream began with %q, want ready", ev)
+	}
 	r.node.stop()
+	for heard := false; !heard; {
+		select {
+		case ev := <-events: // "threads" may come too: b's thread's last events
+			heard = ev == "machines"
+		case <-time.After(wait):
+			t.Fatal("b stopped, the hub's change stream did not say a machine changed")
+		}
+	}
 	r.waitOnline(false)
 	nodes = nodesAt(r.hub)
 	if len(nodes) != 1 || nodes[0].Online || nodes[0].Threads != 1 || nodes[0].Since.IsZero() {
