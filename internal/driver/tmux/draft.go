@@ -21,6 +21,11 @@ import (
 // draftEvery bounds how often provisional text is read and sent (≤ 10/s).
 const draftEvery = 100 * time.Millisecond
 
+// draftEveryDeep bounds it (≤ 2/s) once the answer's prompt scrolled off the
+// screen: each read then captures and parses up to draftHistory lines, and
+// the draft (all of a long answer) is resent whole to every subscriber.
+const draftEveryDeep = 500 * time.Millisecond
+
 // draftHistory is how far above the visible screen a long answer's prompt is
 // looked for once it has scrolled off.
 const draftHistory = 2000
@@ -34,11 +39,20 @@ type drafts struct {
 	finals []string  // pane.Words of each of the turn's final texts, in order
 	last   string    // the draft last sent ("" none, or superseded)
 	at     time.Time // when the pane was last read for it
-	due    bool      // a change came sooner than draftEvery after that
+	due    bool      // a change came sooner than every() after that
+	deep   bool      // the last read needed the history (see draftEveryDeep)
 	since  time.Time // when the turn's prompt was submitted (its hook read)
 	// lost: the turn's prompt was in none of the history's lines (a long
 	// paste Claude Code folds, say): the history is not read for it again.
 	lost bool
+}
+
+// every is the least time between two reads of the turn's provisional text.
+func (d *drafts) every() time.Duration {
+	if d.deep {
+		return draftEveryDeep
+	}
+	return draftEvery
 }
 
 // newTurnDrafts starts a turn's provisional text afresh (its prompt was submitted).
@@ -70,7 +84,7 @@ func (s *session) draftWait() time.Duration {
 	if !s.drafts.due {
 		return 0
 	}
-	return max(time.Millisecond, draftEvery-time.Since(s.drafts.at))
+	return max(time.Millisecond, s.drafts.every()-time.Since(s.drafts.at))
 }
 
 // draft sends the provisional text the pane showed at captured (scr), if it
@@ -90,7 +104,7 @@ func (s *session) draft(ctx context.Context, scr *pane.Screen, captured time.Tim
 		s.drafts.due = false
 		s.draftMu.Unlock()
 		return
-	case time.Since(s.drafts.at) < draftEvery:
+	case time.Since(s.drafts.at) < s.drafts.every():
 		s.drafts.due = true
 		s.draftMu.Unlock()
 		return
@@ -100,7 +114,11 @@ func (s *session) draft(ctx context.Context, scr *pane.Screen, captured time.Tim
 	s.draftMu.Unlock()
 
 	blocks, finished, ok := scr.Answer(prompt)
-	if !ok && !lost {
+	deep := !ok && !lost
+	s.draftMu.Lock()
+	s.drafts.deep = deep
+	s.draftMu.Unlock()
+	if deep {
 		// A long answer pushed its prompt off the screen: read further up.
 		out, err := s.query(ctx, ctl.CaptureArgs(s.pane, -draftHistory)...)
 		if err != nil {
