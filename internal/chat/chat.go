@@ -36,13 +36,16 @@ type Thread struct {
 	Agent     string    `json:"agent"`          // the configured agent's id
 	Cwd       string    `json:"cwd"`            // the agent's working directory, inside one of its roots
 	SessionID string    `json:"session_id"`     // the agent's native session id, for resume
-	Title     string    `json:"title"`          // the first line of the first message, cut near 80 characters
+	Title     string    `json:"title"`          // the first line of the first message, cut near 80 characters, or the person's own (rename)
 	State     string    `json:"state"`          // one of the Thread* states
 	Mode      string    `json:"mode,omitempty"` // the session mode in force (or chosen for the next start)
 	CreatedAt time.Time `json:"created_at"`     // when the thread was made
 	UpdatedAt time.Time `json:"updated_at"`     // the time of its newest change
 	// LastSeq is the seq of the newest event in the thread's log.
 	LastSeq int64 `json:"last_seq"`
+	// Archived hides the thread from the default list; it stays readable,
+	// and a message sent to it un-archives it.
+	Archived bool `json:"archived,omitempty"`
 	// Node is the machine that owns the thread, on a cluster's hub ("" for
 	// this machine's own); never stored.
 	Node string `json:"node,omitempty"`

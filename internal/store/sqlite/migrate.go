@@ -28,6 +28,13 @@ type migration struct {
 	sql     string
 }
 
+// migrationSteps are the Go steps a migration needs after its SQL, in the
+// same transaction: work the store's own code does (building search rows
+// with the code Commit keeps them with).
+var migrationSteps = map[int]func(context.Context, *sql.Tx) error{
+	5: backfillSearch,
+}
+
 // migrations returns the embedded migrations in version order. A file is named
 // NNNN_what.sql; versions start at 1 and have no gaps.
 func migrations() ([]migration, error) {
@@ -122,6 +129,11 @@ func migrateStep(ctx context.Context, db *sql.DB, ms []migration, logger *slog.L
 	m := ms[cur]
 	if _, err := tx.ExecContext(ctx, m.sql); err != nil {
 		return false, fmt.Errorf("sqlite: migrate: %s: %w", m.name, err)
+	}
+	if step := migrationSteps[m.version]; step != nil {
+		if err := step(ctx, tx); err != nil {
+			return false, fmt.Errorf("sqlite: migrate: %s: %w", m.name, err)
+		}
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
 		m.version, m.name, time.Now().UnixNano()); err != nil {

@@ -31,14 +31,27 @@ func (s *Store) Commit(ctx context.Context, b store.Batch) error {
 	defer tx.Rollback()
 
 	if t := b.Thread; t != nil {
+		// Read before the write: the title's search row changes only when the title does.
+		var old sql.NullString
+		if err := tx.QueryRowContext(ctx, `SELECT title FROM threads WHERE id = ?`, string(t.ID)).Scan(&old); err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("sqlite: commit: thread %s: %w", t.ID, err)
+		}
 		if _, err := tx.StmtContext(ctx, s.upThread).ExecContext(ctx,
 			string(t.ID), t.Agent, t.Cwd, t.SessionID, t.Title, t.State, t.Mode,
-			nanos(t.CreatedAt), nanos(t.UpdatedAt), t.LastSeq, t.TurnMessageID); err != nil {
+			nanos(t.CreatedAt), nanos(t.UpdatedAt), t.LastSeq, t.TurnMessageID, boolInt(t.Archived)); err != nil {
 			return fmt.Errorf("sqlite: commit: thread %s: %w", t.ID, err)
+		}
+		if !old.Valid || old.String != t.Title {
+			if err := indexTitle(ctx, tx, t.ID, t.Title); err != nil {
+				return fmt.Errorf("sqlite: commit: thread %s: %w", t.ID, err)
+			}
 		}
 	}
 	if err := s.insertEvents(ctx, tx, b.Events); err != nil {
 		return err
+	}
+	if err := indexEvents(ctx, tx, b.Events); err != nil {
+		return fmt.Errorf("sqlite: commit: %w", err)
 	}
 	if len(b.Cards) > 0 {
 		st := tx.StmtContext(ctx, s.upCard)
@@ -135,15 +148,16 @@ func validate(b store.Batch) error {
 	return nil
 }
 
-const threadCols = `id, agent, cwd, session_id, title, state, mode, created_at, updated_at, last_seq, turn_message_id`
+const threadCols = `id, agent, cwd, session_id, title, state, mode, created_at, updated_at, last_seq, turn_message_id, archived`
 
 func scanThread(sc interface{ Scan(...any) error }) (chat.Thread, error) {
 	var t chat.Thread
 	var id string
 	var created, updated sql.NullInt64
+	var archived int64
 	err := sc.Scan(&id, &t.Agent, &t.Cwd, &t.SessionID, &t.Title, &t.State, &t.Mode,
-		&created, &updated, &t.LastSeq, &t.TurnMessageID)
-	t.ID = chat.ThreadID(id)
+		&created, &updated, &t.LastSeq, &t.TurnMessageID, &archived)
+	t.ID, t.Archived = chat.ThreadID(id), archived != 0
 	t.CreatedAt, t.UpdatedAt = fromNanos(created), fromNanos(updated)
 	return t, err
 }

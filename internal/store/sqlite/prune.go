@@ -60,6 +60,26 @@ func (s *Store) PruneEvents(ctx context.Context, before time.Time) (int64, error
 			n, _ := res.RowsAffected()
 			total += n
 		}
+		// A pruned message is no longer found by search (its thread is not
+		// working: no answer is being written).
+		if err := s.pruneSearch(ctx, chat.ThreadID(sp.id), sp.through); err != nil {
+			return total, fmt.Errorf("sqlite: prune %s: %w", sp.id, err)
+		}
 	}
 	return total, nil
+}
+
+func (s *Store) pruneSearch(ctx context.Context, thread chat.ThreadID, through int64) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if err := deleteSearchRows(ctx, tx, thread, ` AND seq BETWEEN 1 AND ?`, through); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM search_open WHERE thread = ?`, string(thread)); err != nil {
+		return err
+	}
+	return tx.Commit()
 }

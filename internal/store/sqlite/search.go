@@ -1,0 +1,362 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/store"
+)
+
+// Full-text search (schema 5): search_rows says what each row is, search_text
+// holds its text under the same rowid. Commit is the one path that writes
+// them, in the transaction that writes the thread and its events, so search
+// never shows what the store does not hold.
+
+const (
+	kindTitle = "title"
+	kindUser  = "user"
+	kindAgent = "agent"
+)
+
+// MaxSearchQuery caps a search's text, in bytes.
+const MaxSearchQuery = 256
+
+// maxSearchTerms caps the words of one search.
+const maxSearchTerms = 16
+
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+func insertSearchRow(ctx context.Context, tx execer, thread chat.ThreadID, seq int64, kind, text string) (int64, error) {
+	res, err := tx.ExecContext(ctx, `INSERT INTO search_rows (thread, seq, kind) VALUES (?, ?, ?)`, string(thread), seq, kind)
+	if err != nil {
+		return 0, err
+	}
+	row, err := res.LastInsertId()
+	if err != nil {
+		return 0, err
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO search_text (rowid, text) VALUES (?, ?)`, row, text)
+	return row, err
+}
+
+// deleteSearchRows deletes the rows of a thread the where clause (on
+// search_rows, after "thread = ?") picks.
+func deleteSearchRows(ctx context.Context, tx execer, thread chat.ThreadID, where string, args ...any) error {
+	a := append([]any{string(thread)}, args...)
+	if _, err := tx.ExecContext(ctx, `DELETE FROM search_text WHERE rowid IN (SELECT row FROM search_rows WHERE thread = ?`+where+`)`, a...); err != nil {
+		return fmt.Errorf("search rows: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM search_rows WHERE thread = ?`+where, a...); err != nil {
+		return fmt.Errorf("search rows: %w", err)
+	}
+	return nil
+}
+
+// indexTitle replaces a thread's title row.
+func indexTitle(ctx context.Context, tx execer, thread chat.ThreadID, title string) error {
+	if err := deleteSearchRows(ctx, tx, thread, ` AND seq = 0 AND kind = ?`, kindTitle); err != nil {
+		return err
+	}
+	if strings.TrimSpace(title) == "" {
+		return nil
+	}
+	_, err := insertSearchRow(ctx, tx, thread, 0, kindTitle, title)
+	return err
+}
+
+// endsAnswer says whether an event ends the answer being written: what the
+// agent says after it is another answer.
+func endsAnswer(typ string) bool {
+	switch typ {
+	case chat.TypeUserMessage, chat.TypeToolCall, chat.TypePromptDone, chat.TypePermissionRequest, chat.TypeQuestion:
+		return true
+	}
+	return false
+}
+
+// indexEvents adds a batch's messages to the search: a person's message is a
+// row; an agent's chunks are appended to the answer they continue (its row
+// kept in search_open across commits), written once per batch.
+func indexEvents(ctx context.Context, tx execer, evs []chat.Event) error {
+	type answer struct {
+		row  int64 // 0: not written yet
+		seq  int64
+		text strings.Builder
+	}
+	open := map[chat.ThreadID]*answer{}
+	write := func(th chat.ThreadID, a *answer, keep bool) error {
+		switch {
+		case a.text.Len() == 0:
+		case a.row == 0:
+			row, err := insertSearchRow(ctx, tx, th, a.seq, kindAgent, a.text.String())
+			if err != nil {
+				return err
+			}
+			a.row = row
+		default:
+			if _, err := tx.ExecContext(ctx, `UPDATE search_text SET text = text || ? WHERE rowid = ?`, a.text.String(), a.row); err != nil {
+				return err
+			}
+		}
+		var err error
+		if keep && a.row != 0 {
+			_, err = tx.ExecContext(ctx, `INSERT INTO search_open (thread, row) VALUES (?, ?)
+				ON CONFLICT (thread) DO UPDATE SET row = excluded.row`, string(th), a.row)
+		} else {
+			_, err = tx.ExecContext(ctx, `DELETE FROM search_open WHERE thread = ?`, string(th))
+		}
+		return err
+	}
+	for _, e := range evs {
+		switch {
+		case e.Type == chat.TypeAgentChunk:
+			var c chat.AgentChunk
+			if json.Unmarshal(e.Payload, &c) != nil || c.Text == "" {
+				continue
+			}
+			a := open[e.Thread]
+			if a == nil {
+				a = &answer{seq: e.Seq}
+				var row int64
+				err := tx.QueryRowContext(ctx, `SELECT row FROM search_open WHERE thread = ?`, string(e.Thread)).Scan(&row)
+				switch {
+				case err == nil:
+					a.row = row
+				case !errors.Is(err, sql.ErrNoRows):
+					return fmt.Errorf("search: %w", err)
+				}
+				open[e.Thread] = a
+			}
+			a.text.WriteString(c.Text)
+		case endsAnswer(e.Type):
+			if a := open[e.Thread]; a != nil {
+				delete(open, e.Thread)
+				if err := write(e.Thread, a, false); err != nil {
+					return fmt.Errorf("search: %w", err)
+				}
+			} else if _, err := tx.ExecContext(ctx, `DELETE FROM search_open WHERE thread = ?`, string(e.Thread)); err != nil {
+				return fmt.Errorf("search: %w", err)
+			}
+			if e.Type != chat.TypeUserMessage {
+				continue
+			}
+			var m chat.UserMessage
+			if json.Unmarshal(e.Payload, &m) != nil || strings.TrimSpace(m.Text) == "" {
+				continue
+			}
+			if _, err := insertSearchRow(ctx, tx, e.Thread, e.Seq, kindUser, m.Text); err != nil {
+				return fmt.Errorf("search: %w", err)
+			}
+		}
+	}
+	for th, a := range open {
+		if err := write(th, a, true); err != nil {
+			return fmt.Errorf("search: %w", err)
+		}
+	}
+	return nil
+}
+
+// backfillSearch builds the search rows of a store written before schema 4,
+// with the code Commit uses: every title, then each thread's messages in seq
+// order, a page at a time.
+func backfillSearch(ctx context.Context, tx *sql.Tx) error {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO search_rows (thread, seq, kind) SELECT id, 0, ? FROM threads WHERE TRIM(title) <> ''`, kindTitle); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO search_text (rowid, text)
+		SELECT r.row, t.title FROM search_rows r JOIN threads t ON t.id = r.thread WHERE r.kind = ?`, kindTitle); err != nil {
+		return err
+	}
+	var ids []string
+	rows, err := tx.QueryContext(ctx, `SELECT id FROM threads ORDER BY id`)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return err
+		}
+		ids = append(ids, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	const page = 1000
+	for _, id := range ids {
+		var since int64
+		for {
+			evs, err := func() ([]chat.Event, error) {
+				rows, err := tx.QueryContext(ctx, `SELECT seq, type, payload FROM events
+					WHERE thread = ? AND seq > ? AND type IN (?, ?, ?, ?, ?, ?) ORDER BY seq LIMIT ?`,
+					id, since, chat.TypeAgentChunk, chat.TypeUserMessage, chat.TypeToolCall, chat.TypePromptDone,
+					chat.TypePermissionRequest, chat.TypeQuestion, page)
+				if err != nil {
+					return nil, err
+				}
+				defer rows.Close()
+				var evs []chat.Event
+				for rows.Next() {
+					e := chat.Event{Thread: chat.ThreadID(id)}
+					if err := rows.Scan(&e.Seq, &e.Type, &e.Payload); err != nil {
+						return nil, err
+					}
+					evs = append(evs, e)
+				}
+				return evs, rows.Err()
+			}()
+			if err != nil {
+				return err
+			}
+			if len(evs) == 0 {
+				break
+			}
+			if err := indexEvents(ctx, tx, evs); err != nil {
+				return err
+			}
+			since = evs[len(evs)-1].Seq
+		}
+	}
+	return nil
+}
+
+// ftsQuery turns what a person typed into an FTS5 query that cannot be bad
+// syntax: every word is a quoted string matched as a prefix ("deplo" finds
+// "deploy"), words in double quotes are a phrase, and all of them must match.
+// Nothing else of FTS5's grammar (NEAR, OR, columns, ^) reaches it. A search
+// with no word in it is refused with chat.ErrBadInput.
+func ftsQuery(q string) (string, error) {
+	if len(q) > MaxSearchQuery {
+		return "", fmt.Errorf("%w: a search is at most %d bytes", chat.ErrBadInput, MaxSearchQuery)
+	}
+	if !utf8.ValidString(q) {
+		return "", fmt.Errorf("%w: a search must be UTF-8 text", chat.ErrBadInput)
+	}
+	// Control characters separate words: SQLite's parser ends a string at NUL.
+	q = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, q)
+	var terms []string
+	add := func(t string, phrase bool) {
+		if !strings.ContainsFunc(t, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) {
+			return // no word in it: FTS5's tokenizer would find nothing to match
+		}
+		s := `"` + t + `"`
+		if !phrase {
+			s += "*"
+		}
+		terms = append(terms, s)
+	}
+	for i, part := range strings.Split(q, `"`) {
+		if i%2 == 1 { // inside quotes (an unclosed quote runs to the end)
+			add(strings.Join(strings.Fields(part), " "), true)
+			continue
+		}
+		for _, w := range strings.Fields(part) {
+			add(w, false)
+		}
+	}
+	if len(terms) == 0 {
+		return "", fmt.Errorf("%w: type a word to search for", chat.ErrBadInput)
+	}
+	if len(terms) > maxSearchTerms {
+		return "", fmt.Errorf("%w: a search is at most %d words", chat.ErrBadInput, maxSearchTerms)
+	}
+	return strings.Join(terms, " "), nil
+}
+
+// Search finds threads by title and message text (store.Store), best match
+// first.
+func (s *Store) Search(ctx context.Context, q string, limit int) ([]store.SearchHit, error) {
+	fq, err := ftsQuery(q)
+	if err != nil {
+		return nil, err
+	}
+	if limit <= 0 || limit > store.MaxSearchResults {
+		limit = store.MaxSearchResults
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT r.thread, r.seq, r.kind, snippet(search_text, 0, '', '', '…', 16), t.title, t.archived
+		FROM search_text JOIN search_rows r ON r.row = search_text.rowid JOIN threads t ON t.id = r.thread
+		WHERE search_text MATCH ? ORDER BY rank LIMIT ?`, fq, limit)
+	if err != nil {
+		return nil, searchErr(err)
+	}
+	defer rows.Close()
+	hits := []store.SearchHit{}
+	for rows.Next() {
+		var h store.SearchHit
+		var thread string
+		var archived int64
+		if err := rows.Scan(&thread, &h.Seq, &h.Kind, &h.Snippet, &h.Title, &archived); err != nil {
+			return nil, searchErr(err)
+		}
+		h.Thread, h.Archived = chat.ThreadID(thread), archived != 0
+		hits = append(hits, h)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, searchErr(err)
+	}
+	return hits, nil
+}
+
+// searchErr says a query FTS5 refused is the person's to fix, not a fault.
+func searchErr(err error) error {
+	if strings.Contains(err.Error(), "fts5:") {
+		return fmt.Errorf("%w: the search could not be read: %v", chat.ErrBadInput, err)
+	}
+	return fmt.Errorf("sqlite: search: %w", err)
+}
+
+// DeleteThread deletes a thread and everything of it the store holds
+// (store.Store), in one transaction.
+func (s *Store) DeleteThread(ctx context.Context, id chat.ThreadID) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("sqlite: delete thread %s: begin: %w", id, err)
+	}
+	defer tx.Rollback()
+	var one int
+	err = tx.QueryRowContext(ctx, `SELECT 1 FROM threads WHERE id = ?`, string(id)).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("sqlite: delete thread %s: %w", id, chat.ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("sqlite: delete thread %s: %w", id, err)
+	}
+	if err := deleteSearchRows(ctx, tx, id, ""); err != nil {
+		return fmt.Errorf("sqlite: delete thread %s: %w", id, err)
+	}
+	for _, q := range []string{
+		`DELETE FROM search_open WHERE thread = ?`,
+		`DELETE FROM push_outbox WHERE thread = ?`,
+		`DELETE FROM routes WHERE thread = ?`,
+		`DELETE FROM inputs WHERE thread = ?`,
+		`DELETE FROM cards WHERE thread = ?`,
+		`DELETE FROM events WHERE thread = ?`,
+		`DELETE FROM threads WHERE id = ?`,
+	} {
+		if _, err := tx.ExecContext(ctx, q, string(id)); err != nil {
+			return fmt.Errorf("sqlite: delete thread %s: %w", id, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("sqlite: delete thread %s: %w", id, err)
+	}
+	return nil
+}

@@ -1,0 +1,199 @@
+package sqlite
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/store"
+)
+
+func ev(t testing.TB, thread chat.ThreadID, seq int64, p chat.Payload) chat.Event {
+	t.Helper()
+	e, err := chat.NewEvent(thread, p, time.Unix(1_700_000_000+seq, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Seq = seq
+	return e
+}
+
+// where lists the hits of a search as "thread/kind/seq".
+func where(t *testing.T, s *Store, q string) []string {
+	t.Helper()
+	hits, err := s.Search(t.Context(), q, 0)
+	if err != nil {
+		t.Fatalf("Search(%q): %v", q, err)
+	}
+	var out []string
+	for _, h := range hits {
+		out = append(out, string(h.Thread)+"/"+h.Kind+"/"+itoa(h.Seq))
+	}
+	return out
+}
+
+func itoa(n int64) string { b, _ := json.Marshal(n); return string(b) }
+
+func wantHits(t *testing.T, s *Store, q string, want ...string) {
+	t.Helper()
+	got := where(t, s, q)
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("Search(%q): got %v, want %v", q, got, want)
+	}
+}
+
+// TestSearchBuiltForAStoreWrittenBefore: opening a schema 3 store with
+// threads and messages builds their search rows: titles, a person's
+// messages, and an answer whose word was split across two chunks.
+func TestSearchBuiltForAStoreWrittenBefore(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "parley.db")
+	ms, err := migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := raw(t, path)
+	if _, err := db.ExecContext(ctx, `CREATE TABLE schema_migrations (version INTEGER NOT NULL PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ms[:3] {
+		if _, err := db.ExecContext(ctx, m.sql); err != nil {
+			t.Fatalf("%s: %v", m.name, err)
+		}
+		if _, err := db.ExecContext(ctx, `INSERT INTO schema_migrations VALUES (?, ?, 0)`, m.version, m.name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := db.ExecContext(ctx, `INSERT INTO threads VALUES ('t1', 'a', '/w', '', 'Fix the flaky harbour test', 'unloaded', '', 0, 0, 6, ''),
+		('t2', 'a', '/w', '', '', 'unloaded', '', 0, 0, 0, '')`); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range []chat.Event{
+		ev(t, "t1", 1, chat.UserMessage{MessageID: "m1", Text: "why does the lighthouse job fail?"}),
+		ev(t, "t1", 2, chat.AgentChunk{Text: "Because the depl"}),
+		ev(t, "t1", 3, chat.AgentChunk{Text: "oyment script"}),
+		ev(t, "t1", 4, chat.ToolCall{ToolCallID: "c1", Title: "read"}),
+		ev(t, "t1", 5, chat.AgentChunk{Text: "times out on marmalade."}),
+		ev(t, "t1", 6, chat.PromptDone{StopReason: chat.StopEndTurn}),
+	} {
+		if _, err := db.ExecContext(ctx, `INSERT INTO events VALUES (?, ?, ?, 0, ?)`, string(e.Thread), e.Seq, e.Type, e.Payload); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+
+	s := open(t, path)
+	wantHits(t, s, "harbour", "t1/title/0")
+	wantHits(t, s, "lighthouse", "t1/user/1")
+	wantHits(t, s, "deployment", "t1/agent/2")
+	wantHits(t, s, "marmalade", "t1/agent/5")
+	wantHits(t, s, `"because the deployment"`, "t1/agent/2")
+	wantHits(t, s, "nowhere")
+}
+
+// TestSearchKeptInStep: what Commit writes is found at once (an answer
+// streamed over several commits is one hit at its first chunk), a new title
+// replaces the old one, pruned messages and deleted threads are gone, and an
+// archived thread is still found, marked so.
+func TestSearchKeptInStep(t *testing.T) {
+	ctx := t.Context()
+	s := open(t, filepath.Join(t.TempDir(), "parley.db"))
+	th := chat.Thread{ID: "t1", Agent: "a", Cwd: "/w", State: chat.ThreadIdle, Title: "Quarterly otter census", LastSeq: 2}
+	commit := func(b store.Batch) {
+		t.Helper()
+		if err := s.Commit(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	commit(store.Batch{Thread: &th, Events: []chat.Event{
+		ev(t, "t1", 1, chat.UserMessage{MessageID: "m1", Text: "count the otters in the estuary"}),
+		ev(t, "t1", 2, chat.AgentChunk{Text: "I found twelve"}),
+	}})
+	wantHits(t, s, "otter", "t1/title/0", "t1/user/1")
+	wantHits(t, s, "twelve", "t1/agent/2")
+	// The answer goes on in the next commits: still one hit, at seq 2.
+	commit(store.Batch{Events: []chat.Event{ev(t, "t1", 3, chat.AgentChunk{Text: " sleepy "})}})
+	commit(store.Batch{Events: []chat.Event{ev(t, "t1", 4, chat.AgentChunk{Text: "badgers"}), ev(t, "t1", 5, chat.PromptDone{StopReason: chat.StopEndTurn})}})
+	wantHits(t, s, `"twelve sleepy badgers"`, "t1/agent/2")
+	// After the turn, another answer is its own hit.
+	commit(store.Batch{Events: []chat.Event{ev(t, "t1", 6, chat.UserMessage{MessageID: "m2", Text: "and badgers?"}), ev(t, "t1", 7, chat.AgentChunk{Text: "badgers: none"})}})
+	wantHits(t, s, "badgers", "t1/user/6", "t1/agent/7", "t1/agent/2")
+
+	th.Title, th.Archived, th.LastSeq = "Estuary survey", true, 7
+	commit(store.Batch{Thread: &th})
+	wantHits(t, s, "quarterly")
+	hits, err := s.Search(ctx, "estuary survey", 0)
+	if err != nil || len(hits) != 1 || hits[0].Kind != "title" || !hits[0].Archived || hits[0].Title != "Estuary survey" {
+		t.Errorf("Search(estuary survey) after the rename and archive: got %+v, %v; want the title, archived", hits, err)
+	}
+	if got, err := s.Thread(ctx, "t1"); err != nil || !got.Archived {
+		t.Errorf("Thread after archiving: got %+v, %v", got, err)
+	}
+
+	// Prune the first turn (events up to seq 5): its messages are no longer found.
+	if _, err := s.w.ExecContext(ctx, `UPDATE events SET ts = ? WHERE seq <= 5`, nanos(time.Unix(1, 0))); err != nil {
+		t.Fatal(err)
+	}
+	th.State = chat.ThreadUnloaded
+	commit(store.Batch{Thread: &th})
+	if n, err := s.PruneEvents(ctx, time.Unix(2, 0)); err != nil || n != 5 {
+		t.Fatalf("PruneEvents: %d, %v; want 5", n, err)
+	}
+	wantHits(t, s, "badgers", "t1/user/6", "t1/agent/7")
+	wantHits(t, s, "otters")
+
+	if err := s.DeleteThread(ctx, "t1"); err != nil {
+		t.Fatalf("DeleteThread: %v", err)
+	}
+	wantHits(t, s, "badgers")
+	wantHits(t, s, "estuary")
+	if _, err := s.Thread(ctx, "t1"); !errors.Is(err, chat.ErrNotFound) {
+		t.Errorf("Thread after delete: %v, want not found", err)
+	}
+	if evs, _ := s.Events(ctx, "t1", 0, 0); len(evs) != 0 {
+		t.Errorf("events after delete: %d left", len(evs))
+	}
+	if err := s.DeleteThread(ctx, "t1"); !errors.Is(err, chat.ErrNotFound) {
+		t.Errorf("DeleteThread twice: %v, want not found", err)
+	}
+	var left int
+	if err := s.r.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM search_rows) + (SELECT COUNT(*) FROM search_text) + (SELECT COUNT(*) FROM search_open)`).Scan(&left); err != nil || left != 0 {
+		t.Errorf("search rows after delete: %d, %v", left, err)
+	}
+}
+
+func TestSearchRefusesNoWords(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "parley.db"))
+	for _, q := range []string{"", "   ", `"`, `""`, "* ( ) :", strings.Repeat("a", MaxSearchQuery+1), strings.Repeat("a ", maxSearchTerms+1)} {
+		if _, err := s.Search(t.Context(), q, 0); !errors.Is(err, chat.ErrBadInput) {
+			t.Errorf("Search(%.40q): %v, want bad input", q, err)
+		}
+	}
+}
+
+// FuzzSearch: whatever a person types, the search runs or says what is
+// wrong with it (bad input); FTS5 never sees syntax it refuses.
+func FuzzSearch(f *testing.F) {
+	for _, q := range []string{"otter", `"a b"`, `a" OR b`, "NEAR(a b)", "a:b", "^a", "a*", "-a", "a AND", `"unclosed`, "é", "\x00", "col:*", "a'b", "(", ")", "{a}", "+"} {
+		f.Add(q)
+	}
+	s := open(f, filepath.Join(f.TempDir(), "parley.db"))
+	th := chat.Thread{ID: "t1", Agent: "a", Cwd: "/w", Title: "an otter", LastSeq: 1}
+	if err := s.Commit(context.Background(), store.Batch{Thread: &th, Events: []chat.Event{ev(f, "t1", 1, chat.UserMessage{MessageID: "m", Text: "otters and a b c"})}}); err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, q string) {
+		_, err := s.Search(context.Background(), q, 5)
+		if err != nil && !errors.Is(err, chat.ErrBadInput) {
+			t.Fatalf("Search(%q): %v", q, err)
+		}
+		if err != nil && strings.Contains(err.Error(), "could not be read") {
+			t.Fatalf("Search(%q) reached FTS5 with bad syntax: %v", q, err)
+		}
+	})
+}
