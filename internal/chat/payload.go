@@ -28,6 +28,7 @@ const (
 	TypePromptDone         = "prompt_done"         // a turn ended (PromptDone)
 	TypeError              = "error"               // an error a person sees (Error)
 	TypeSessionInfo        = "session"             // the agent process came or went (SessionInfo)
+	TypeThreadInfo         = "thread_info"         // the thread was renamed, archived or un-archived (ThreadInfo)
 )
 
 // Connection-level event types (not in any log).
@@ -452,6 +453,13 @@ type SessionInfo struct {
 	Detail    string `json:"detail,omitempty"`     // why it ended, for exited
 }
 
+// ThreadInfo says a person renamed the thread, archived or un-archived it:
+// what it is now.
+type ThreadInfo struct {
+	Title    string `json:"title"`
+	Archived bool   `json:"archived"`
+}
+
 // Connection-level payloads.
 
 // Config is the first frame of a connection: its route, the agents it can
@@ -517,6 +525,7 @@ func (TurnStatus) EventType() string         { return TypeTurnStatus }
 func (PromptDone) EventType() string         { return TypePromptDone }
 func (Error) EventType() string              { return TypeError }
 func (SessionInfo) EventType() string        { return TypeSessionInfo }
+func (ThreadInfo) EventType() string         { return TypeThreadInfo }
 func (Config) EventType() string             { return TypeConfig }
 func (ThreadEvent) EventType() string        { return TypeThread }
 func (ReplayDone) EventType() string         { return TypeReplayDone }

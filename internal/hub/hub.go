@@ -31,6 +31,7 @@ type Item struct {
 const (
 	ReasonSlow     = "too slow: the connection fell behind; reconnect with since"
 	ReasonShutdown = "parley is shutting down"
+	ReasonDeleted  = "the thread was deleted"
 )
 
 // Sub is one connection's subscription to its route. Its queue grows with the
@@ -276,6 +277,19 @@ func (h *Hub) CloseAll(reason string) {
 		for s := range subs {
 			h.removeLocked(s, reason)
 		}
+	}
+}
+
+// CloseThread drops every subscription showing thread with a reason (the
+// thread was deleted), and tells the watchers it changed.
+func (h *Hub) CloseThread(thread chat.ThreadID, reason string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for s := range h.byThread[thread] {
+		h.removeLocked(s, reason)
+	}
+	for w := range h.watchers {
+		w.mark(thread)
 	}
 }
 

@@ -74,6 +74,8 @@ func (l *lane) doControl(c Control, reply func(error)) {
 		reply(l.setOption(c.SetOption.ConfigID, c.SetOption.Value))
 	case c.Unload:
 		reply(l.unload())
+	case c.Edit != nil:
+		reply(l.edit(*c.Edit))
 	}
 }
 

@@ -66,6 +66,9 @@ type lane struct {
 	// (published after the batch, never stored); an event of the log that
 	// supersedes it drops it (emit).
 	draft *chat.AgentDraft
+
+	retiring bool          // its thread is being deleted: the lane ends after this step
+	gone     chan struct{} // closed when run has returned
 }
 
 type pendingInput struct {
@@ -92,6 +95,7 @@ func (r *Router) newLane(th chat.Thread) *lane {
 		updates: make(chan update, 1024),
 		results: make(chan func(), 16),
 		cards:   map[string]*chat.Card{},
+		gone:    make(chan struct{}),
 	}
 }
 
@@ -124,6 +128,8 @@ func (l *lane) control(ctx context.Context, c Control) error {
 		return ctx.Err()
 	case <-l.r.ctx.Done():
 		return chat.ErrClosed
+	case <-l.gone:
+		return fmt.Errorf("thread %s: %w: it was deleted", l.th.ID, chat.ErrNotFound)
 	}
 	select {
 	case err := <-errc:
@@ -132,10 +138,13 @@ func (l *lane) control(ctx context.Context, c Control) error {
 		return ctx.Err()
 	case <-l.r.ctx.Done():
 		return chat.ErrClosed
+	case <-l.gone:
+		return fmt.Errorf("thread %s: %w: it was deleted", l.th.ID, chat.ErrNotFound)
 	}
 }
 
 func (l *lane) run() {
+	defer close(l.gone)
 	l.idle = l.clock.NewTimer()
 	defer l.idle.Stop()
 	l.next()
@@ -163,10 +172,14 @@ func (l *lane) run() {
 		case <-l.idle.C:
 			l.onIdle()
 		case <-l.r.ctx.Done():
-			l.shutdown()
+			l.shutdown("parley is shutting down; this turn was cut off", "parley shut down before the message reached the agent")
 			return
 		}
 		l.flush()
+		if l.retiring {
+			l.end()
+			return
+		}
 	}
 }
 
@@ -271,6 +284,7 @@ func (l *lane) onAccept(a laneAccept) {
 	if l.th.Title == "" {
 		l.th.Title = titleOf(p.in.Text)
 	}
+	l.unarchive()
 	d := chat.Delivery{MessageID: p.in.MessageID, State: chat.DeliveryQueued, Detail: p.in.Detail}
 	l.emit(d)
 	if err := l.flush(); err != nil {
@@ -315,12 +329,17 @@ func (l *lane) waitsFor() string {
 	return "waits for the agent's current turn to end"
 }
 
-// result reports a driver call's completion to the lane (from any goroutine).
-func (l *lane) result(f func()) {
+// result reports a driver call's completion to the lane (from any goroutine);
+// false when the lane is gone (shut down, or its thread deleted) and f was
+// not run.
+func (l *lane) result(f func()) bool {
 	select {
 	case l.results <- f:
+		return true
 	case <-l.r.ctx.Done():
+	case <-l.gone:
 	}
+	return false
 }
 
 // titleOf makes a thread's title from its first message: the first line, cut

@@ -54,7 +54,16 @@ func (l *lane) startSession() {
 		if err == nil {
 			s, err = drv.Start(l.r.ctx, spec, sink)
 		}
-		l.result(func() { l.started(gen, s, err, resumed) })
+		if !l.result(func() { l.started(gen, s, err, resumed) }) {
+			// The lane is gone (shut down, or its thread deleted) while
+			// this started: nobody will use the session.
+			if s != nil {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				_ = s.Close(ctx)
+				cancel()
+			}
+			l.r.slots.release(l)
+		}
 	})
 }
 
@@ -255,16 +264,16 @@ func (l *lane) recover(ctx context.Context, pending []chat.Input, open []chat.Ca
 	return l.flush()
 }
 
-// shutdown ends the session; a turn in flight ends with an error, queued messages
-// stay queued for the next start.
-func (l *lane) shutdown() {
+// shutdown ends the session; a turn in flight ends with an error (cutOff or
+// notSent says why), queued messages stay queued for the next start.
+func (l *lane) shutdown(cutOff, notSent string) {
 	l.moveSession(laneClosing)
 	if t := l.turn; t != nil {
 		if t.phase == delivered {
-			l.emit(chat.Error{Code: chat.CodeRestart, Message: "parley is shutting down; this turn was cut off", Ref: t.p.in.MessageID})
+			l.emit(chat.Error{Code: chat.CodeRestart, Message: cutOff, Ref: t.p.in.MessageID})
 			l.finishTurn(t, chat.StopError)
 		} else {
-			l.receipt(t.p, chat.DeliveryFailed, "parley shut down before the message reached the agent")
+			l.receipt(t.p, chat.DeliveryFailed, notSent)
 			l.finishTurn(t, "")
 		}
 	}

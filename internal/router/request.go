@@ -3,6 +3,9 @@ package router
 import (
 	"fmt"
 	"net/http"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/uploads"
@@ -101,6 +104,44 @@ type Control struct {
 	// Unload ends the thread's agent process now, as an idle unload would
 	// (its next message resumes it); refused while a turn runs.
 	Unload bool
+	// Edit renames the thread, archives or un-archives it.
+	Edit *ThreadEdit `json:",omitempty"`
+}
+
+// MaxTitleLen caps a thread's title, in characters.
+const MaxTitleLen = 120
+
+// ThreadEdit changes what is set: a new title, archived or not.
+type ThreadEdit struct {
+	Title    *string `json:"title,omitempty"`
+	Archived *bool   `json:"archived,omitempty"`
+}
+
+// Validate checks a new title: one line of 1 to MaxTitleLen characters once
+// its outer spaces are trimmed (Validate trims it).
+func (e *ThreadEdit) Validate() error {
+	if e.Title == nil && e.Archived == nil {
+		return invalid("say what to change: \"title\" or \"archived\"")
+	}
+	if e.Title == nil {
+		return nil
+	}
+	t := strings.TrimSpace(*e.Title)
+	switch n := utf8.RuneCountInString(t); {
+	case !utf8.ValidString(t):
+		return invalid("the title is not UTF-8 text")
+	case n == 0:
+		return invalid("the title is empty: give the thread a name")
+	case n > MaxTitleLen:
+		return invalid("the title is %d characters long; at most %d", n, MaxTitleLen)
+	}
+	for _, r := range t {
+		if unicode.IsControl(r) {
+			return invalid("the title must be one line, without control characters")
+		}
+	}
+	*e.Title = t
+	return nil
 }
 
 // Withdraw takes a queued message back before its turn begins.
@@ -202,6 +243,10 @@ func (c *Control) Validate() error {
 	case c.SetOption != nil:
 		if c.SetOption.ConfigID == "" {
 			return invalid("set_config_option needs \"config_id\"")
+		}
+	case c.Edit != nil:
+		if err := c.Edit.Validate(); err != nil {
+			return err
 		}
 	case !c.Stop && !c.Unload:
 		return invalid("empty control: say what to do")

@@ -66,6 +66,9 @@ type Router struct {
 	// owned by the router goroutine
 	lanes   map[chat.ThreadID]*lane
 	routes  map[chat.RouteKey]chat.ThreadID
+	// deleting holds the threads being deleted (manage.go): nothing is
+	// sent to them and no lane is started for them meanwhile.
+	deleting map[chat.ThreadID]struct{}
 	recent  *recentIDs
 	threads *rate.Limiter // new threads a minute
 
@@ -103,7 +106,7 @@ func New(st store.Store, h *hub.Hub, opt Options) *Router {
 		opt: opt, store: st, hub: h, log: opt.Logger,
 		cmds: make(chan func(), 256), done: make(chan struct{}),
 		ctx: ctx, cancel: cancel,
-		lanes: map[chat.ThreadID]*lane{}, routes: map[chat.RouteKey]chat.ThreadID{},
+		lanes: map[chat.ThreadID]*lane{}, routes: map[chat.RouteKey]chat.ThreadID{}, deleting: map[chat.ThreadID]struct{}{},
 		recent:  newRecentIDs(4096),
 		threads: rate.NewLimiter(rate.Every(time.Minute/time.Duration(opt.ThreadsPerMinute)), opt.ThreadsPerMinute),
 		slots:   newSlots(opt.MaxSessions, opt.Now),
@@ -472,6 +475,9 @@ func (r *Router) attach(ctx context.Context, from chat.RouteKey, id chat.ThreadI
 	if r.routes[from] == id {
 		return nil
 	}
+	if _, ok := r.deleting[id]; ok {
+		return fmt.Errorf("thread %s: %w: it is being deleted", id, chat.ErrNotFound)
+	}
 	// A route on another machine's thread is kept in memory only: the
 	// store holds this machine's threads (after a restart the route shows
 	// none until it picks one again).
@@ -530,6 +536,9 @@ func (r *Router) NewThread(ctx context.Context, from chat.RouteKey, agent, cwd s
 func (r *Router) lane(ctx context.Context, id chat.ThreadID) (*lane, error) {
 	if l := r.lanes[id]; l != nil {
 		return l, nil
+	}
+	if _, ok := r.deleting[id]; ok {
+		return nil, fmt.Errorf("thread %s: %w: it is being deleted", id, chat.ErrNotFound)
 	}
 	th, err := r.store.Thread(ctx, id)
 	if err != nil {

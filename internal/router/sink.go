@@ -129,6 +129,7 @@ func (s *laneSink) send(u update) {
 	select {
 	case s.l.updates <- u:
 	case <-s.l.r.ctx.Done():
+	case <-s.l.gone:
 	}
 }
 

@@ -164,6 +164,9 @@ func (s *Server) routes() {
 	api("GET /api/threads", s.handleThreads)
 	api("GET /api/threads/changes", s.handleChanges)
 	api("GET /api/threads/{id}", s.handleThread)
+	api("PATCH /api/threads/{id}", s.handleEditThread)
+	api("DELETE /api/threads/{id}", s.handleDeleteThread)
+	api("GET /api/search", s.handleSearch)
 	api("GET /api/threads/{id}/events", s.handleEvents)
 	api("GET /api/threads/{id}/uploads/{name}", s.handleUpload)
 	api("POST /api/threads/{id}/messages", s.handleSend)
@@ -348,7 +351,10 @@ func envList(m map[string]string) []string {
 	return out
 }
 
+// handleThreads lists the threads that are not archived, or with
+// ?archived=1 the archived ones.
 func (s *Server) handleThreads(w http.ResponseWriter, r *http.Request) {
+	archived := r.URL.Query().Get("archived") == "1"
 	ths, err := s.store.Threads(r.Context())
 	if err != nil {
 		writeErr(w, err)
@@ -356,6 +362,9 @@ func (s *Server) handleThreads(w http.ResponseWriter, r *http.Request) {
 	}
 	out := make([]threadView, 0, len(ths))
 	for _, th := range ths {
+		if th.Archived != archived {
+			continue
+		}
 		v := threadView{Thread: th}
 		// One indexed look-up per thread: the side list shows every thread's
 		// "waiting for …", not only the one open in the chat.
@@ -427,6 +436,51 @@ func (s *Server) handleUnload(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"unloaded": true})
+}
+
+// handleEditThread renames a thread or (un)archives it: {"title": …,
+// "archived": …}, either or both.
+func (s *Server) handleEditThread(w http.ResponseWriter, r *http.Request) {
+	var e router.ThreadEdit
+	if !s.readBody(w, r, &e) {
+		return
+	}
+	id := chat.ThreadID(r.PathValue("id"))
+	if err := s.router.Control(r.Context(), router.Control{From: restRoute, Thread: id, Edit: &e}); err != nil {
+		writeErr(w, err)
+		return
+	}
+	th, err := s.store.Thread(r.Context(), id)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"thread": th})
+}
+
+// handleDeleteThread deletes a thread (router.DeleteThread); the answer says
+// what happened to the agent's own session.
+func (s *Server) handleDeleteThread(w http.ResponseWriter, r *http.Request) {
+	if err := s.router.DeleteThread(r.Context(), chat.ThreadID(r.PathValue("id"))); err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"deleted": true, "note": router.DeletedNote})
+}
+
+// handleSearch searches titles and messages: ?q=words[&limit=n].
+func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request) {
+	limit, err := queryInt(r, "limit", 0)
+	if err != nil {
+		httpError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	hits, err := s.store.Search(r.Context(), r.URL.Query().Get("q"), limit)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"hits": hits})
 }
 
 func (s *Server) handleThread(w http.ResponseWriter, r *http.Request) {

@@ -361,7 +361,7 @@ var knownTypes = func() map[string]string {
 		chat.TypeToolCall, chat.TypeToolCallUpdate, chat.TypePlan, chat.TypePermissionRequest,
 		chat.TypePermissionResolved, chat.TypeQuestion, chat.TypeQuestionResolved, chat.TypeMode,
 		chat.TypeCommands, chat.TypeUsage, chat.TypeTurnStatus, chat.TypePromptDone, chat.TypeError,
-		chat.TypeSessionInfo,
+		chat.TypeSessionInfo, chat.TypeThreadInfo,
 	} {
 		m[t] = t
 	}

@@ -63,6 +63,13 @@ func (r *Conn) read() {
 	}
 }
 
+// Err is why the socket ended (nil while it is open).
+func (r *Conn) Err() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.err
+}
+
 // Client is the underlying socket.
 func (r *Conn) Client() *client.Conn { return r.c }
 
