@@ -11,7 +11,9 @@ import (
 	"github.com/parleyhq/parley/internal/hub"
 )
 
-func edit(title *string, archived *bool) *ThreadEdit { return &ThreadEdit{Title: title, Archived: archived} }
+func edit(title *string, archived *bool) *ThreadEdit {
+	return &ThreadEdit{Title: title, Archived: archived}
+}
 
 func ptr[T any](v T) *T { return &v }
 

@@ -64,13 +64,13 @@ type Router struct {
 	cancel context.CancelFunc
 
 	// owned by the router goroutine
-	lanes   map[chat.ThreadID]*lane
-	routes  map[chat.RouteKey]chat.ThreadID
+	lanes  map[chat.ThreadID]*lane
+	routes map[chat.RouteKey]chat.ThreadID
 	// deleting holds the threads being deleted (manage.go): nothing is
 	// sent to them and no lane is started for them meanwhile.
 	deleting map[chat.ThreadID]struct{}
-	recent  *recentIDs
-	threads *rate.Limiter // new threads a minute
+	recent   *recentIDs
+	threads  *rate.Limiter // new threads a minute
 
 	slots *slots // agent sessions running at once (sessions.go)
 }
