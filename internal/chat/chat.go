@@ -210,3 +210,15 @@ var (
 	ErrRateLimited  = errors.New("too many requests")
 	ErrSessionLimit = errors.New("too many agents running")
 )
+
+// SearchHit is one place a search matched: a thread's title (Kind "title",
+// Seq 0), a person's message ("user", its seq) or an answer ("agent", the
+// seq of its first chunk).
+type SearchHit struct {
+	Thread   ThreadID `json:"thread"`
+	Seq      int64    `json:"seq"`
+	Kind     string   `json:"kind"`
+	Snippet  string   `json:"snippet"` // the matched text around the match, cut with "…"
+	Title    string   `json:"title"`   // the thread's title
+	Archived bool     `json:"archived,omitempty"`
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -17,31 +18,57 @@ import (
 
 func newThreadsCommand(Build) *cobra.Command {
 	var f remoteFlags
-	var asJSON bool
+	var asJSON, archived bool
+	var search string
 	cmd := &cobra.Command{
 		Use:   "threads",
-		Short: "List threads, newest first",
-		Long: `List the daemon's threads, newest first. --json prints a JSON array of thread
-objects (id, agent, cwd, session_id, title, state, mode, created_at,
-updated_at, last_seq; node on a cluster's hub for another machine's thread),
-for scripts. On a cluster's hub a MACHINE column names each thread's machine.`,
+		Short: "List, search and manage threads",
+		Long: `List the daemon's threads, newest first; archived threads are left out
+(--archived lists them instead). --search TEXT finds threads by title and
+message text instead: every word must match, as a prefix ("deplo" finds
+"deploy"); "words in quotes" match as a phrase. --json prints a JSON array of
+thread objects (id, agent, cwd, session_id, title, state, mode, created_at,
+updated_at, last_seq, archived; node on a cluster's hub for another machine's
+thread), or of search hits (thread, seq, kind, snippet, title, archived), for
+scripts. On a cluster's hub a MACHINE column names each thread's machine.
+
+The subcommands rename, archive, unarchive and delete manage one thread.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			server, token, err := f.resolve()
 			if err != nil {
 				return err
 			}
-			ths, err := client.API{Server: server, Token: token}.Threads(cmd.Context())
+			api := client.API{Server: server, Token: token}
+			out := cmd.OutOrStdout()
+			if cmd.Flags().Changed("search") {
+				hits, err := api.Search(cmd.Context(), search)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return writeJSONList(out, hits)
+				}
+				return printHits(out, hits)
+			}
+			list := api.Threads
+			if archived {
+				list = api.ArchivedThreads
+			}
+			ths, err := list(cmd.Context())
 			if err != nil {
 				return err
 			}
 			slices.SortFunc(ths, func(a, b chat.Thread) int { return b.UpdatedAt.Compare(a.UpdatedAt) })
-			out := cmd.OutOrStdout()
 			if asJSON {
 				return writeJSONList(out, ths)
 			}
 			if len(ths) == 0 {
-				fmt.Fprintln(out, "no threads yet")
+				if archived {
+					fmt.Fprintln(out, "no archived threads")
+				} else {
+					fmt.Fprintln(out, "no threads yet")
+				}
 				return nil
 			}
 			tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
@@ -63,7 +90,111 @@ for scripts. On a cluster's hub a MACHINE column names each thread's machine.`,
 	f.register(cmd)
 	cmd.Flags().Lookup("chat").Hidden = true
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().BoolVar(&archived, "archived", false, "list the archived threads")
+	cmd.Flags().StringVar(&search, "search", "", "find threads by title and message text")
+	cmd.MarkFlagsMutuallyExclusive("archived", "search")
+	for _, sub := range []*cobra.Command{
+		threadCommand("rename ID TITLE", "Give a thread a title of your own", 2, func(cmd *cobra.Command, api client.API, args []string) error {
+			th, err := api.EditThread(cmd.Context(), chat.ThreadID(args[0]), &args[1], nil)
+			if err == nil {
+				fmt.Fprintf(cmd.OutOrStdout(), "%s is now %q\n", th.ID, th.Title)
+			}
+			return err
+		}),
+		threadCommand("archive ID", "Hide a thread from the list (it stays readable; writing to it brings it back)", 1, func(cmd *cobra.Command, api client.API, args []string) error {
+			_, err := api.EditThread(cmd.Context(), chat.ThreadID(args[0]), nil, ptrTo(true))
+			if err == nil {
+				fmt.Fprintf(cmd.OutOrStdout(), "%s archived\n", args[0])
+			}
+			return err
+		}),
+		threadCommand("unarchive ID", "Bring an archived thread back to the list", 1, func(cmd *cobra.Command, api client.API, args []string) error {
+			_, err := api.EditThread(cmd.Context(), chat.ThreadID(args[0]), nil, ptrTo(false))
+			if err == nil {
+				fmt.Fprintf(cmd.OutOrStdout(), "%s is back in the list\n", args[0])
+			}
+			return err
+		}),
+		deleteThreadCommand(),
+	} {
+		cmd.AddCommand(sub)
+	}
 	return cmd
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+// threadCommand is a subcommand of threads acting on one thread.
+func threadCommand(use, short string, nargs int, run func(*cobra.Command, client.API, []string) error) *cobra.Command {
+	var sf remoteFlags
+	cmd := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Args:  cobra.ExactArgs(nargs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			server, token, err := sf.resolve()
+			if err != nil {
+				return err
+			}
+			return run(cmd, client.API{Server: server, Token: token}, args)
+		},
+	}
+	sf.register(cmd)
+	cmd.Flags().Lookup("chat").Hidden = true
+	return cmd
+}
+
+// deleteThreadNote is what parley threads delete says before it deletes
+// (the daemon's words after: router.DeletedNote).
+const deleteThreadNote = `Deleting a thread removes its messages, cards and search entries from parley.
+The agent's own session (for Claude Code, its session file under
+~/.claude/projects) is left on disk: parley never deletes the agent's files.
+A running turn is stopped first, and every screen showing the thread closes.`
+
+func deleteThreadCommand() *cobra.Command {
+	var yes bool
+	cmd := threadCommand("delete ID", "Delete a thread from parley (the agent's own session file stays)", 1, func(cmd *cobra.Command, api client.API, args []string) error {
+		out := cmd.OutOrStdout()
+		if !yes {
+			fmt.Fprintln(out, deleteThreadNote)
+			return fmt.Errorf("nothing deleted: run it again with --yes to delete %s", args[0])
+		}
+		if _, err := api.DeleteThread(cmd.Context(), chat.ThreadID(args[0])); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "%s deleted; the agent's own session file was left on disk\n", args[0])
+		return nil
+	})
+	cmd.Long = deleteThreadNote
+	cmd.Flags().BoolVar(&yes, "yes", false, "delete without asking")
+	return cmd
+}
+
+// printHits prints search hits: the thread, where in it, and the text.
+func printHits(out io.Writer, hits []chat.SearchHit) error {
+	if len(hits) == 0 {
+		fmt.Fprintln(out, "nothing found")
+		return nil
+	}
+	tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "THREAD\tWHERE\tTITLE\tTEXT")
+	for _, h := range hits {
+		where := h.Kind
+		if h.Seq > 0 {
+			where += fmt.Sprintf(" #%d", h.Seq)
+		}
+		title := h.Title
+		if h.Archived {
+			title += " (archived)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", h.Thread, where, oneLine(title), oneLine(h.Snippet))
+	}
+	return tw.Flush()
+}
+
+// oneLine keeps a text on its row: line breaks and tabs become spaces.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
 }
 
 func ago(t time.Time) string {

@@ -32,6 +32,55 @@ func (a API) Threads(ctx context.Context) ([]chat.Thread, error) {
 	return body.Threads, nil
 }
 
+// ArchivedThreads lists the archived threads (Threads lists the others).
+func (a API) ArchivedThreads(ctx context.Context) ([]chat.Thread, error) {
+	var body struct {
+		Threads []chat.Thread `json:"threads"`
+	}
+	if err := a.get(ctx, "/api/threads?archived=1", &body); err != nil {
+		return nil, err
+	}
+	return body.Threads, nil
+}
+
+// Search finds threads by title and message text, best match first.
+func (a API) Search(ctx context.Context, q string) ([]chat.SearchHit, error) {
+	var body struct {
+		Hits []chat.SearchHit `json:"hits"`
+	}
+	if err := a.get(ctx, "/api/search?q="+url.QueryEscape(q), &body); err != nil {
+		return nil, err
+	}
+	return body.Hits, nil
+}
+
+// EditThread renames a thread (title not nil) or (un)archives it (archived
+// not nil), and returns it as it is now.
+func (a API) EditThread(ctx context.Context, id chat.ThreadID, title *string, archived *bool) (chat.Thread, error) {
+	in := map[string]any{}
+	if title != nil {
+		in["title"] = *title
+	}
+	if archived != nil {
+		in["archived"] = *archived
+	}
+	var body struct {
+		Thread chat.Thread `json:"thread"`
+	}
+	err := a.Call(ctx, http.MethodPatch, "/api/threads/"+url.PathEscape(string(id)), in, &body)
+	return body.Thread, err
+}
+
+// DeleteThread deletes a thread; note says what became of the agent's own
+// session.
+func (a API) DeleteThread(ctx context.Context, id chat.ThreadID) (note string, err error) {
+	var body struct {
+		Note string `json:"note"`
+	}
+	err = a.Call(ctx, http.MethodDelete, "/api/threads/"+url.PathEscape(string(id)), nil, &body)
+	return body.Note, err
+}
+
 // Thread returns one thread.
 func (a API) Thread(ctx context.Context, id chat.ThreadID) (chat.Thread, error) {
 	var body struct {

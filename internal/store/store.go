@@ -60,7 +60,7 @@ type Store interface {
 	// Words match as prefixes, "quoted words" as a phrase, all of them must
 	// match; a search with no word is refused with chat.ErrBadInput. Commit
 	// keeps what it searches in step with the threads and their logs.
-	Search(ctx context.Context, query string, limit int) ([]SearchHit, error)
+	Search(ctx context.Context, query string, limit int) ([]chat.SearchHit, error)
 	// DeleteThread deletes a thread with its log, cards, inputs, routes and
 	// search rows, in one transaction; an unknown one is chat.ErrNotFound.
 	// The thread's lane must be gone first (it is the thread's writer).
@@ -71,18 +71,6 @@ type Store interface {
 
 // MaxSearchResults caps the hits of one search.
 const MaxSearchResults = 50
-
-// SearchHit is one place a search matched: a thread's title (Kind "title",
-// Seq 0), a person's message ("user", its seq) or an answer ("agent", the
-// seq of its first chunk).
-type SearchHit struct {
-	Thread   chat.ThreadID `json:"thread"`
-	Seq      int64         `json:"seq"`
-	Kind     string        `json:"kind"`
-	Snippet  string        `json:"snippet"` // the matched text around the match, cut with "…"
-	Title    string        `json:"title"`   // the thread's title
-	Archived bool          `json:"archived,omitempty"`
-}
 
 // Batch is what one lane step changes. Events carry the seq the lane assigned
 // (the lane is the thread's only writer); the store rejects a seq already used.

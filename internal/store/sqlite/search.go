@@ -283,7 +283,7 @@ func ftsQuery(q string) (string, error) {
 
 // Search finds threads by title and message text (store.Store), best match
 // first.
-func (s *Store) Search(ctx context.Context, q string, limit int) ([]store.SearchHit, error) {
+func (s *Store) Search(ctx context.Context, q string, limit int) ([]chat.SearchHit, error) {
 	fq, err := ftsQuery(q)
 	if err != nil {
 		return nil, err
@@ -298,9 +298,9 @@ func (s *Store) Search(ctx context.Context, q string, limit int) ([]store.Search
 		return nil, searchErr(err)
 	}
 	defer rows.Close()
-	hits := []store.SearchHit{}
+	hits := []chat.SearchHit{}
 	for rows.Next() {
-		var h store.SearchHit
+		var h chat.SearchHit
 		var thread string
 		var archived int64
 		if err := rows.Scan(&thread, &h.Seq, &h.Kind, &h.Snippet, &h.Title, &archived); err != nil {
