@@ -41,10 +41,16 @@ export type Thread = {
   created_at?: string;
   updated_at?: string;
   last_seq?: number;
+  // Hidden from the default list (still readable); a message brings it back.
+  archived?: boolean;
   // From the thread list (GET /api/threads): the newest open card, if any.
   waiting?: "permission" | "question";
   card?: { request_id: string; kind: "permission" | "question"; title?: string };
 };
+
+// SearchHit is one place GET /api/search matched: a title (seq 0), a person's
+// message (its seq) or an answer (the seq of its first chunk).
+export type SearchHit = { thread: string; seq: number; kind: "title" | "user" | "agent"; snippet: string; title: string; archived?: boolean };
 
 export type PermissionOption = { id: string; label: string; kind: string };
 export type QuestionOption = { label: string; description?: string };
@@ -93,6 +99,7 @@ export type ServerEvent = Logged &
     | { type: "prompt_done"; stop_reason: string; message_id?: string; cost_usd?: number }
     | { type: "error"; code: string; message: string; ref?: string }
     | { type: "session"; state: string; session_id?: string; detail?: string }
+    | { type: "thread_info"; title: string; archived: boolean }
   );
 
 export type DeliveryState = "queued" | "delivering" | "submitted" | "failed" | "unknown";

@@ -2,7 +2,7 @@
 // its events into a conversation, cards with their server state, and receipts.
 // Card state comes from the server alone: a card is open only while the server says so.
 
-import { AgentInfo, PluginStatus, Answers, ChatSocket, ClientInput, ConnState, FileData, Intent, ServerEvent, SocketSink, Thread, newID } from "./protocol";
+import { AgentInfo, PluginStatus, Answers, ChatSocket, ClientInput, ConnState, FileData, Intent, SearchHit, ServerEvent, SocketSink, Thread, newID } from "./protocol";
 
 import { Fold, type ChatView } from "./fold";
 import type { UsageTotals } from "./chat/usage";
@@ -16,7 +16,14 @@ export type Chat = ChatView & {
   // The thread's usage totals (GET /api/threads/{id}), fetched when it is shown
   // and after each turn.
   totals?: UsageTotals;
+  // The person's message a search hit opened the thread at (its message id).
+  focus?: string;
+  // Why the chat shows no thread any more (its thread was deleted).
+  gone?: string;
 };
+
+// Search is the thread search: what was typed, what it found, or why not.
+export type Search = { q: string; hits: SearchHit[]; error?: string; busy: boolean };
 
 export type State = {
   conn: ConnState;
@@ -33,6 +40,9 @@ export type State = {
   node: string;
   version: string;
   threads: Thread[];
+  // The archived threads, while the person looks at them (null: hidden).
+  archived: Thread[] | null;
+  search: Search;
   // Last seq seen per thread, for unread markers.
   seen: Record<string, number>;
   chat: Chat;
@@ -65,7 +75,7 @@ function emptyChat(chat: string): Chat {
   return { chat, items: [], queued: [], receipts: {}, turnActive: false, commands: [], caughtUp: false };
 }
 
-export type Fetcher = (path: string) => Promise<Response>;
+export type Fetcher = (path: string, init?: RequestInit) => Promise<Response>;
 
 export class Store implements SocketSink {
   state: State;
@@ -98,7 +108,12 @@ export class Store implements SocketSink {
   // Timings of the last open (ms since page start), for the benchmarks.
   timing = { open: 0, first: 0, caughtUp: 0 };
 
-  constructor(private readonly fetcher: Fetcher = (p) => fetch(p, { credentials: "same-origin" }), onUnauthorized?: () => void) {
+  // The search a hit opened a thread at: focused once its log is here.
+  private wantFocus: { thread: string; seq: number } | null = null;
+  private searchTimer: ReturnType<typeof setTimeout> | undefined;
+  private searchSeq = 0;
+
+  constructor(private readonly fetcher: Fetcher = (p, init) => fetch(p, { credentials: "same-origin", ...init }), onUnauthorized?: () => void) {
     this.onUnauthorized = onUnauthorized ?? (() => {});
     this.state = {
       conn: "connecting",
@@ -110,6 +125,8 @@ export class Store implements SocketSink {
       node: "",
       version: "",
       threads: [],
+      archived: null,
+      search: { q: "", hits: [], busy: false },
       seen: load(SEEN, {}),
       chat: emptyChat(""),
       authFailed: false,
@@ -250,6 +267,10 @@ export class Store implements SocketSink {
       const listed = shown && threads.find((t) => t.id === shown.id);
       if (shown && listed && listed.title !== shown.title) this.setChat({ thread: { ...shown, title: listed.title } });
       this.announceCards(threads);
+      if (this.state.archived) {
+        const v = await this.getJSON<{ threads: Thread[] }>("/api/threads?archived=1");
+        this.set({ archived: v.threads ?? [] });
+      }
       // Plugins come from another channel; a daemon without them answers 404.
       this.getJSON<{ plugins: PluginStatus[] }>("/api/plugins").then((p) => this.set({ plugins: p.plugins ?? [] }), () => {});
     } catch (e) {
@@ -287,6 +308,101 @@ export class Store implements SocketSink {
     }
     if (!r.ok) throw new Error(`${path}: ${r.status} ${await r.text()}`);
     return (await r.json()) as T;
+  }
+
+  // call makes a REST call that changes something; a refusal throws an Error
+  // with the server's words.
+  async call<T>(method: string, path: string, body?: unknown): Promise<T> {
+    const r = await this.fetcher(path, { method, ...(body !== undefined ? { body: JSON.stringify(body), headers: { "Content-Type": "application/json" } } : {}) });
+    if (r.status === 401) {
+      this.set({ authFailed: true });
+      this.onUnauthorized();
+      throw new Unauthorized();
+    }
+    const v = await r.json().catch(() => ({}));
+    if (!r.ok) throw new Error(v?.error?.message ?? `${r.status}`);
+    return v as T;
+  }
+
+  // ---- managing threads ----
+
+  async renameThread(id: string, title: string) {
+    const v = await this.call<{ thread: Thread }>("PATCH", `/api/threads/${encodeURIComponent(id)}`, { title });
+    this.threadChanged(v.thread);
+  }
+
+  async archiveThread(id: string, archived: boolean) {
+    const v = await this.call<{ thread: Thread }>("PATCH", `/api/threads/${encodeURIComponent(id)}`, { archived });
+    this.threadChanged(v.thread);
+  }
+
+  // deleteThread deletes a thread; the server closes every socket showing it,
+  // saying why (see conn).
+  async deleteThread(id: string) {
+    await this.call("DELETE", `/api/threads/${encodeURIComponent(id)}`);
+    this.set({ threads: this.state.threads.filter((t) => t.id !== id), archived: this.state.archived?.filter((t) => t.id !== id) ?? null });
+    if (this.state.chat.thread?.id === id) this.threadGone("This thread was deleted.");
+  }
+
+  private threadChanged(t: Thread) {
+    if (this.state.chat.thread?.id === t.id) this.setChat({ thread: { ...this.state.chat.thread, title: t.title, archived: t.archived } });
+    void this.refresh();
+  }
+
+  // threadGone empties the chat whose thread was deleted and says so.
+  private threadGone(why: string) {
+    this.fold.reset();
+    this.log = [];
+    this.setChat({ ...emptyChat(this.state.chat.chat), caughtUp: this.state.chat.caughtUp, gone: why });
+    void this.refresh();
+  }
+
+  showArchived(on: boolean) {
+    this.set({ archived: on ? [] : null });
+    if (on) void this.refresh();
+  }
+
+  // search asks the server once typing pauses; an answer to an older search is dropped.
+  search(q: string) {
+    clearTimeout(this.searchTimer);
+    if (!q.trim()) {
+      this.set({ search: { q, hits: [], busy: false } });
+      return;
+    }
+    this.set({ search: { ...this.state.search, q, busy: true } });
+    const n = ++this.searchSeq;
+    this.searchTimer = setTimeout(async () => {
+      let next: Search;
+      try {
+        const v = await this.call<{ hits: SearchHit[] }>("GET", `/api/search?q=${encodeURIComponent(q)}`);
+        next = { q, hits: v.hits ?? [], busy: false };
+      } catch (e) {
+        if (e instanceof Unauthorized) return;
+        next = { q, hits: [], busy: false, error: (e as Error).message };
+      }
+      if (n === this.searchSeq) this.set({ search: next });
+    }, 200);
+  }
+
+  // wantHit remembers the message a hit matched, for when its thread opens.
+  wantHit(hit: SearchHit) {
+    this.wantFocus = hit.seq > 0 ? { thread: hit.thread, seq: hit.seq } : null;
+  }
+
+  // focusHit, once the hit's thread is shown and its log is here, names the
+  // person's message to show: the one matched, or the one an answer answered.
+  private async focusHit() {
+    const w = this.wantFocus;
+    const t = this.state.chat.thread;
+    if (!w || !t || t.id !== w.thread) return;
+    this.wantFocus = null;
+    if ((this.log[0]?.seq ?? 1) > w.seq) await this.loadEarlier();
+    let id: string | undefined;
+    for (const ev of this.log) {
+      if ((ev.seq ?? 0) > w.seq) break;
+      if (ev.type === "user_message") id = ev.message_id;
+    }
+    if (id) this.setChat({ focus: id });
   }
 
   chatFor(thread: string): string | undefined {
@@ -405,6 +521,10 @@ export class Store implements SocketSink {
   // ---- SocketSink ----
 
   conn(s: ConnState, detail?: string) {
+    if (s === "offline" && detail === DELETED && this.state.chat.thread) {
+      // Deleted here or elsewhere: the server closed the socket saying so.
+      this.threadGone("This thread was deleted.");
+    }
     if (s === "offline") {
       this.setChat({ caughtUp: false });
       // A socket refused with 401 looks like any lost connection: ask the REST API,
@@ -440,6 +560,7 @@ export class Store implements SocketSink {
     this.pendingOpen = null;
     this.flush();
     void this.refresh();
+    void this.focusHit();
   }
 
   event(ev: ServerEvent, replaying: boolean) {
@@ -467,8 +588,15 @@ export class Store implements SocketSink {
         }
         this.rememberChat(ev.thread.id, this.chatID);
         this.upsertThread(ev.thread);
+        if (this.state.chat.gone) this.setChat({ gone: undefined });
+        void this.focusHit();
         return;
       }
+      case "thread_info":
+        // Renamed or (un)archived, here or elsewhere: every tab hears it.
+        if (c.thread && c.thread.id === ev.thread) this.setChat({ thread: { ...c.thread, title: ev.title, archived: ev.archived } });
+        if (!replaying) void this.refresh();
+        break;
       case "replay_done":
         return;
     }
@@ -502,6 +630,9 @@ export class Store implements SocketSink {
 }
 
 class Unauthorized extends Error {}
+
+// DELETED is the reason the server closes a socket whose thread was deleted (hub.ReasonDeleted).
+const DELETED = "the thread was deleted";
 
 function mergeAgents(old: AgentInfo[], fresh: AgentInfo[]): AgentInfo[] {
   return fresh.map((a) => ({ ...old.find((o) => o.id === a.id && o.node === a.node), ...a }));

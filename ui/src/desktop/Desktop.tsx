@@ -14,6 +14,7 @@ import { LiveAgents } from "../chat/live";
 import { ModeSelects, NotifyOptIn, SignOut } from "../chat/controls";
 import { Devices, Offline } from "../chat/devices";
 import { Machines } from "../chat/machines";
+import { ArchivedToggle, Gone, SearchBox, SearchHits, ThreadActions, useFocus } from "../chat/threads";
 
 export function Desktop({ store, route }: { store: Store; route: Route }) {
   const s = store.state;
@@ -45,7 +46,8 @@ export function Desktop({ store, route }: { store: Store; route: Route }) {
         <Plugins store={store} />
         <LiveAgents store={store} />
         <h3>Threads</h3>
-        <ul class="threads">
+        <SearchBox store={store} />
+        {s.search.q.trim() ? <SearchHits store={store} itemClass="thread" /> : <ul class="threads">
           {s.threads.map((t) => {
             const unread = (t.last_seq ?? 0) > (s.seen[t.id] ?? 0) && t.id !== c.thread?.id;
             const cur = inChat && t.id === c.thread?.id;
@@ -64,7 +66,8 @@ export function Desktop({ store, route }: { store: Store; route: Route }) {
               </li>
             );
           })}
-        </ul>
+        </ul>}
+        <ArchivedToggle store={store} itemClass="thread" />
         <NotifyOptIn />
         <Machines store={store} />
         <Devices />
@@ -88,6 +91,7 @@ function ChatPane({ store }: { store: Store }) {
   const t = c.thread;
   const log = useStickToBottom<HTMLDivElement>(c.items);
   const comp = useComposer(store, c.commands, c.turnActive, log.follow);
+  useFocus(store);
   return (
     <section class="chat" aria-label="Chat">
       <header class="chat-head">
@@ -95,12 +99,14 @@ function ChatPane({ store }: { store: Store }) {
           <h1 data-thread-title="">{t ? threadLabel(t) : "New chat"}</h1>
           {t && <div class="hint" data-thread-where="">{machineOf(t)}{t.agent} · {t.cwd}</div>}
           {c.totals && threadUsage(c.totals) && <div class="hint usage" data-usage="">{threadUsage(c.totals)}</div>}
+          {t && <ThreadActions store={store} thread={t} />}
         </div>
         <div class="row">
           <ModeSelects store={store} />
           {c.starting ? <Starting since={c.starting} /> : c.turnActive && <span class="working" role="status">working…</span>}
         </div>
       </header>
+      <Gone store={store} />
       <div class="scroll-wrap">
         <div class="scroll" ref={log.ref} tabIndex={0} aria-label="Messages">
           <Conversation store={store} items={c.items} receipts={c.receipts} queued={c.queued} />

@@ -16,6 +16,7 @@ import { AttachButton, Attachments } from "../chat/attach";
 import { NewThread } from "../chat/newthread";
 import { Banner, OfflineNote } from "../chat/banner";
 import { threadUsage } from "../chat/usage";
+import { ArchivedToggle, Gone, SearchBox, SearchHits, ThreadActions, useFocus } from "../chat/threads";
 
 // useKeyboardInset follows the visual viewport, so the composer sits above the keyboard.
 function useKeyboardInset() {
@@ -67,7 +68,8 @@ export function Phone({ store, route }: { store: Store; route: Route }) {
         </ul>
         <Plugins store={store} />
         <LiveAgents store={store} />
-        <ul class="p-threads" aria-label="Threads">
+        <div class="pad"><SearchBox store={store} /></div>
+        {s.search.q.trim() ? <SearchHits store={store} itemClass="p-thread" /> : <ul class="p-threads" aria-label="Threads">
           {s.threads.map((t) => {
             const unread = (t.last_seq ?? 0) > (s.seen[t.id] ?? 0);
             return (
@@ -84,7 +86,8 @@ export function Phone({ store, route }: { store: Store; route: Route }) {
             );
           })}
           {s.threads.length === 0 && <li class="hint pad">No threads yet. Start one with New.</li>}
-        </ul>
+        </ul>}
+        <div class="pad"><ArchivedToggle store={store} itemClass="p-thread" /></div>
         <div class="pad"><NotifyOptIn /><Machines store={store} /><Devices /><SignOut /></div>
       </div>
     </div>
@@ -96,6 +99,7 @@ function PhoneChat({ store }: { store: Store }) {
   const log = useStickToBottom<HTMLDivElement>(c.items);
   const comp = useComposer(store, c.commands, c.turnActive, log.follow);
   useEscToStop(store, c.turnActive);
+  useFocus(store);
   return (
     <div class="phone p-chat">
       <header class="p-bar">
@@ -109,7 +113,14 @@ function PhoneChat({ store }: { store: Store }) {
           <button type="button" class="stop" onClick={() => store.stop()} disabled={c.stopping}>{c.stopping ? "Stopping…" : "Stop"}</button>
         )}
       </header>
+      {c.thread && (
+        <details class="p-manage">
+          <summary>Manage thread</summary>
+          <ThreadActions store={store} thread={c.thread} />
+        </details>
+      )}
       <Banner store={store} />
+      <Gone store={store} />
       {c.starting && <div class="p-starting"><Starting since={c.starting} /></div>}
       <div class="scroll-wrap">
         <div class="p-body scroll" ref={log.ref}>

@@ -1,0 +1,150 @@
+// Finding and managing threads: the search box and its hits, the archived
+// list, and the chat's rename / archive / delete (both layouts).
+
+import { useEffect, useRef, useState } from "preact/hooks";
+import type { SearchHit, Thread } from "../protocol";
+import type { Store } from "../store";
+import { threadLabel } from "../store";
+import { nav } from "../app";
+
+// MAX_TITLE is the server's limit (router.MaxTitleLen).
+const MAX_TITLE = 120;
+
+// DELETE_NOTE says what a delete does, before it is done (router.DeletedNote).
+export const DELETE_NOTE =
+  "Deleting removes this thread's messages, cards and search entries from parley. The agent's own session " +
+  "(for Claude Code, its session file under ~/.claude/projects) is left on disk: parley never deletes the agent's files. " +
+  "A running turn is stopped first, and every screen showing the thread closes.";
+
+export function SearchBox({ store }: { store: Store }) {
+  return (
+    <input type="search" class="search" aria-label="Search threads" placeholder="Search threads and messages" value={store.state.search.q}
+      onInput={(e) => store.search((e.target as HTMLInputElement).value)} />
+  );
+}
+
+const kindLabel: Record<SearchHit["kind"], string> = { title: "title", user: "your message", agent: "answer" };
+
+// SearchHits shows what the search found instead of the thread list; a hit
+// opens its thread at the message.
+export function SearchHits({ store, itemClass }: { store: Store; itemClass: string }) {
+  const s = store.state.search;
+  if (s.error) return <p class="hint search-error" role="alert" data-search-error="">{s.error}</p>;
+  if (!s.busy && s.hits.length === 0) return <p class="hint pad" data-search-empty="">Nothing found for “{s.q.trim()}”.</p>;
+  const open = (h: SearchHit) => {
+    store.wantHit(h);
+    const t = store.state.threads.find((x) => x.id === h.thread) ?? store.state.archived?.find((x) => x.id === h.thread);
+    if (t) nav.thread(store, t);
+    else location.hash = "#/t/" + encodeURIComponent(h.thread);
+  };
+  return (
+    <ul class="hits" aria-label="Search results">
+      {s.hits.map((h) => (
+        <li key={h.thread + ":" + h.seq}>
+          <button type="button" class={itemClass + " hit"} data-hit-thread={h.thread} data-hit-seq={h.seq} onClick={() => open(h)}>
+            <span class="t-title">{h.title || h.thread}{h.archived && <span class="hint"> · archived</span>}</span>
+            <span class="t-meta">{kindLabel[h.kind] ?? h.kind}: {h.snippet}</span>
+          </button>
+        </li>
+      ))}
+    </ul>
+  );
+}
+
+// ArchivedToggle shows or hides the archived threads under the list.
+export function ArchivedToggle({ store, itemClass }: { store: Store; itemClass: string }) {
+  const a = store.state.archived;
+  return (
+    <div class="archived">
+      <button type="button" class="linkish" aria-expanded={a !== null} data-show-archived="" onClick={() => store.showArchived(a === null)}>
+        {a === null ? "Show archived threads" : "Hide archived threads"}
+      </button>
+      {a !== null && (
+        <ul class="threads" aria-label="Archived threads">
+          {a.map((t) => (
+            <li key={t.id}>
+              <button type="button" class={itemClass} data-archived-thread={t.id} onClick={() => nav.thread(store, t)}>
+                <span class="t-title">{threadLabel(t)}</span>
+                <span class="t-meta">{t.agent} · {t.cwd}</span>
+              </button>
+            </li>
+          ))}
+          {a.length === 0 && <li class="hint">No archived threads.</li>}
+        </ul>
+      )}
+    </div>
+  );
+}
+
+// ThreadActions renames, archives or deletes the chat's thread; a delete is
+// confirmed in place, saying what happens to the agent's own session.
+export function ThreadActions({ store, thread }: { store: Store; thread: Thread }) {
+  const [mode, setMode] = useState<"" | "rename" | "delete">("");
+  const [title, setTitle] = useState("");
+  const [err, setErr] = useState("");
+  const [busy, setBusy] = useState(false);
+  useEffect(() => { setMode(""); setErr(""); }, [thread.id]);
+  const act = async (f: () => Promise<void>) => {
+    setBusy(true);
+    setErr("");
+    try {
+      await f();
+      setMode("");
+    } catch (e) {
+      setErr((e as Error).message);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <div class="thread-actions">
+      <div class="row">
+        <button type="button" class="small" data-action="rename" onClick={() => { setTitle(thread.title); setErr(""); setMode(mode === "rename" ? "" : "rename"); }}>Rename</button>
+        <button type="button" class="small" data-action="archive" disabled={busy} onClick={() => act(() => store.archiveThread(thread.id, !thread.archived))}>
+          {thread.archived ? "Unarchive" : "Archive"}
+        </button>
+        <button type="button" class="small danger" data-action="delete" onClick={() => { setErr(""); setMode(mode === "delete" ? "" : "delete"); }}>Delete</button>
+      </div>
+      {thread.archived && <div class="hint" data-archived-note="">Archived: hidden from the list. Sending a message brings it back.</div>}
+      {mode === "rename" && (
+        <form class="rename" onSubmit={(e) => { e.preventDefault(); void act(() => store.renameThread(thread.id, title)); }}>
+          <input type="text" aria-label="Thread title" maxLength={MAX_TITLE} value={title} onInput={(e) => setTitle((e.target as HTMLInputElement).value)} />
+          <button type="submit" class="primary small" disabled={busy}>Save</button>
+          <button type="button" class="small" onClick={() => setMode("")}>Cancel</button>
+        </form>
+      )}
+      {mode === "delete" && (
+        <div class="confirm" role="alertdialog" aria-label="Delete this thread?" data-confirm-delete="">
+          <p>{DELETE_NOTE}</p>
+          <div class="row">
+            <button type="button" class="danger" data-confirm="delete" disabled={busy} onClick={() => act(async () => { await store.deleteThread(thread.id); nav.home(); })}>Delete thread</button>
+            <button type="button" onClick={() => setMode("")}>Cancel</button>
+          </div>
+        </div>
+      )}
+      {err && <div class="hint error" role="alert" data-action-error="">{err}</div>}
+    </div>
+  );
+}
+
+// Gone says why the chat shows no thread any more.
+export function Gone({ store }: { store: Store }) {
+  const g = store.state.chat.gone;
+  if (!g) return null;
+  return <div class="banner" role="status" data-gone="">{g}</div>;
+}
+
+// useFocus shows the message a search hit opened the thread at.
+// Once per hit: later messages do not pull the view back to it.
+export function useFocus(store: Store) {
+  const id = store.state.chat.focus;
+  const done = useRef("");
+  useEffect(() => {
+    if (!id || done.current === id) return;
+    const el = document.querySelector(`[data-message="${CSS.escape(id)}"]`);
+    if (!el) return;
+    done.current = id;
+    el.scrollIntoView({ block: "center" });
+    el.classList.add("found");
+  }, [id, store.state.chat.items.length]);
+}
