@@ -29,8 +29,8 @@ func TestManageThreads(t *testing.T) {
 		until(t, ctx, "the search says why", `(document.querySelector("[data-search-error]")||{textContent:""}).textContent.includes("word")`)
 		run(t, ctx, "search a phrase", chromedp.SetValue(box, `"question number 7"`))
 		// seedThread's turn i starts at seq 6i+1: question 7 is seq 43, far above the end of 300 events.
-		until(t, ctx, "the message is found", `!!document.querySelector(".hits [data-hit-thread=t_seed_c_seed_a][data-hit-seq="43"]")`)
-		run(t, ctx, "open the hit", chromedp.Click(chromedp.CSS(`.hits [data-hit-seq="43"]`)))
+		until(t, ctx, "the message is found", `!!document.querySelector(".hits [data-hit-thread=t_seed_c_seed_a][data-hit-seq='43']")`)
+		run(t, ctx, "open the hit", chromedp.Click(chromedp.CSS(`.hits [data-hit-seq='43']`)))
 		until(t, ctx, "the thread opens at the message", `(() => {
 			const m = document.querySelector(".msg.user.found[data-message=m_seed_7]");
 			if (!m || document.querySelector("[data-thread-title]").textContent !== "seeded c_seed_a") return false;

@@ -84,34 +84,38 @@ func endsAnswer(typ string) bool {
 	return false
 }
 
+// maxCarry bounds the word held back between commits: a longer run of
+// letters (base64, a hash) is indexed as it was cut.
+const maxCarry = 64
+
 // indexEvents adds a batch's messages to the search: a person's message is a
-// row; an agent's chunks are appended to the answer they continue (its row
-// kept in search_open across commits), written once per batch.
+// row; an agent's chunks in this batch are one row of the answer they belong
+// to (search_open carries the answer's seq across commits), so indexing costs
+// what the new text costs, however long the answer grows. A word the batch
+// ends inside is held back for the next one.
 func indexEvents(ctx context.Context, tx execer, evs []chat.Event) error {
 	type answer struct {
-		row  int64 // 0: not written yet
 		seq  int64
 		text strings.Builder
 	}
 	open := map[chat.ThreadID]*answer{}
-	write := func(th chat.ThreadID, a *answer, keep bool) error {
-		switch {
-		case a.text.Len() == 0:
-		case a.row == 0:
-			row, err := insertSearchRow(ctx, tx, th, a.seq, kindAgent, a.text.String())
-			if err != nil {
-				return err
+	write := func(th chat.ThreadID, a *answer, goesOn bool) error {
+		text, carry := a.text.String(), ""
+		if goesOn {
+			i := strings.LastIndexFunc(text, func(r rune) bool { return !isWordRune(r) }) + 1
+			if len(text)-i <= maxCarry {
+				text, carry = text[:i], text[i:]
 			}
-			a.row = row
-		default:
-			if _, err := tx.ExecContext(ctx, `UPDATE search_text SET text = text || ? WHERE rowid = ?`, a.text.String(), a.row); err != nil {
+		}
+		if strings.TrimSpace(text) != "" {
+			if _, err := insertSearchRow(ctx, tx, th, a.seq, kindAgent, text); err != nil {
 				return err
 			}
 		}
 		var err error
-		if keep && a.row != 0 {
-			_, err = tx.ExecContext(ctx, `INSERT INTO search_open (thread, row) VALUES (?, ?)
-				ON CONFLICT (thread) DO UPDATE SET row = excluded.row`, string(th), a.row)
+		if goesOn {
+			_, err = tx.ExecContext(ctx, `INSERT INTO search_open (thread, seq, pending) VALUES (?, ?, ?)
+				ON CONFLICT (thread) DO UPDATE SET seq = excluded.seq, pending = excluded.pending`, string(th), a.seq, carry)
 		} else {
 			_, err = tx.ExecContext(ctx, `DELETE FROM search_open WHERE thread = ?`, string(th))
 		}
@@ -127,11 +131,13 @@ func indexEvents(ctx context.Context, tx execer, evs []chat.Event) error {
 			a := open[e.Thread]
 			if a == nil {
 				a = &answer{seq: e.Seq}
-				var row int64
-				err := tx.QueryRowContext(ctx, `SELECT row FROM search_open WHERE thread = ?`, string(e.Thread)).Scan(&row)
+				var seq int64
+				var pending string
+				err := tx.QueryRowContext(ctx, `SELECT seq, pending FROM search_open WHERE thread = ?`, string(e.Thread)).Scan(&seq, &pending)
 				switch {
 				case err == nil:
-					a.row = row
+					a.seq = seq
+					a.text.WriteString(pending)
 				case !errors.Is(err, sql.ErrNoRows):
 					return fmt.Errorf("search: %w", err)
 				}
@@ -139,13 +145,25 @@ func indexEvents(ctx context.Context, tx execer, evs []chat.Event) error {
 			}
 			a.text.WriteString(c.Text)
 		case endsAnswer(e.Type):
-			if a := open[e.Thread]; a != nil {
+			a := open[e.Thread]
+			if a == nil {
+				// An answer an earlier commit began: its held-back word ends here.
+				var seq int64
+				var pending string
+				err := tx.QueryRowContext(ctx, `SELECT seq, pending FROM search_open WHERE thread = ?`, string(e.Thread)).Scan(&seq, &pending)
+				switch {
+				case err == nil:
+					a = &answer{seq: seq}
+					a.text.WriteString(pending)
+				case !errors.Is(err, sql.ErrNoRows):
+					return fmt.Errorf("search: %w", err)
+				}
+			}
+			if a != nil {
 				delete(open, e.Thread)
 				if err := write(e.Thread, a, false); err != nil {
 					return fmt.Errorf("search: %w", err)
 				}
-			} else if _, err := tx.ExecContext(ctx, `DELETE FROM search_open WHERE thread = ?`, string(e.Thread)); err != nil {
-				return fmt.Errorf("search: %w", err)
 			}
 			if e.Type != chat.TypeUserMessage {
 				continue
@@ -165,6 +183,10 @@ func indexEvents(ctx context.Context, tx execer, evs []chat.Event) error {
 		}
 	}
 	return nil
+}
+
+func isWordRune(r rune) bool {
+	return unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.Is(unicode.Mn, r)
 }
 
 // backfillSearch builds the search rows of a store written before schema 4,
@@ -291,15 +313,22 @@ func (s *Store) Search(ctx context.Context, q string, limit int) ([]chat.SearchH
 	if limit <= 0 || limit > store.MaxSearchResults {
 		limit = store.MaxSearchResults
 	}
+	// An answer is several rows (one per commit): its best row stands for it.
 	rows, err := s.r.QueryContext(ctx, `SELECT r.thread, r.seq, r.kind, snippet(search_text, 0, '', '', '…', 16), t.title, t.archived
 		FROM search_text JOIN search_rows r ON r.row = search_text.rowid JOIN threads t ON t.id = r.thread
-		WHERE search_text MATCH ? ORDER BY rank LIMIT ?`, fq, limit)
+		WHERE search_text MATCH ? ORDER BY rank LIMIT ?`, fq, limit*4)
 	if err != nil {
 		return nil, searchErr(err)
 	}
 	defer rows.Close()
 	hits := []chat.SearchHit{}
-	for rows.Next() {
+	type place struct {
+		thread string
+		seq    int64
+		kind   string
+	}
+	seen := map[place]bool{}
+	for rows.Next() && len(hits) < limit {
 		var h chat.SearchHit
 		var thread string
 		var archived int64
@@ -307,7 +336,10 @@ func (s *Store) Search(ctx context.Context, q string, limit int) ([]chat.SearchH
 			return nil, searchErr(err)
 		}
 		h.Thread, h.Archived = chat.ThreadID(thread), archived != 0
-		hits = append(hits, h)
+		if p := (place{thread, h.Seq, h.Kind}); !seen[p] {
+			seen[p] = true
+			hits = append(hits, h)
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, searchErr(err)
