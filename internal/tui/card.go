@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -326,17 +327,98 @@ func (m *Model) cardLines(c *card) []string {
 	return lines
 }
 
-// picker lists threads to switch to; entry 0 is "a new thread".
+// picker lists threads to switch to; entry 0 is "a new thread". "/" searches
+// titles and messages instead: the list is then the threads found.
 type picker struct {
 	threads []chat.Thread
 	cursor  int
+	typing  bool   // the search line takes the keys
+	query   string // the search typed
+	note    string // what the last search found, or why it failed
+}
+
+// searchMsg carries a search's hits to the picker.
+type searchMsg struct {
+	query string
+	hits  []chat.SearchHit
+	err   error
+}
+
+func (m *Model) searchThreads(q string) tea.Cmd {
+	be := m.be
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(context.Background(), sendTimeout)
+		defer cancel()
+		hits, err := be.Search(ctx, q)
+		return searchMsg{query: q, hits: hits, err: err}
+	}
+}
+
+// onSearch lists the threads a search found, best first, once each.
+func (m *Model) onSearch(msg searchMsg) {
+	p := m.picker
+	if p == nil || msg.query != p.query {
+		return
+	}
+	m.dirty = true
+	if msg.err != nil {
+		p.note = "search: " + shortErr(msg.err)
+		return
+	}
+	p.threads, p.cursor = nil, 0
+	seen := map[chat.ThreadID]bool{}
+	for _, h := range msg.hits {
+		if seen[h.Thread] {
+			continue
+		}
+		seen[h.Thread] = true
+		p.threads = append(p.threads, chat.Thread{ID: h.Thread, Title: h.Title, Archived: h.Archived, Agent: h.Kind + ": " + oneLine(h.Snippet, 40)})
+	}
+	if len(p.threads) > 0 {
+		p.cursor = 1
+	}
+	p.note = fmt.Sprintf("%d threads found for %q", len(p.threads), msg.query)
+}
+
+func oneLine(s string, n int) string {
+	r := []rune(strings.Join(strings.Fields(s), " "))
+	if len(r) > n {
+		return string(r[:n]) + "…"
+	}
+	return string(r)
 }
 
 func (m *Model) pickerKey(k tea.KeyPressMsg) tea.Cmd {
 	p := m.picker
 	m.dirty = true
 	n := len(p.threads) + 1
+	if p.typing {
+		switch k.String() {
+		case "esc":
+			p.typing = false
+		case "enter":
+			p.typing = false
+			if strings.TrimSpace(p.query) == "" {
+				return nil
+			}
+			p.note = "searching…"
+			return m.searchThreads(p.query)
+		case "backspace":
+			if r := []rune(p.query); len(r) > 0 {
+				p.query = string(r[:len(r)-1])
+			}
+		default:
+			if k.Text != "" {
+				p.query += k.Text
+			}
+		}
+		return nil
+	}
 	switch key := k.String(); key {
+	case "/":
+		p.typing, p.query, p.note = true, "", ""
+		m.layout()
+		return nil
 	case "esc", "ctrl+t":
 		m.picker = nil
 		m.layout()
@@ -434,12 +516,28 @@ func (m *Model) pickerLines() []string {
 		if th.ID == m.thread.ID {
 			cur = " (this one)"
 		}
+		if th.Archived {
+			cur += " (archived)"
+		}
 		title := th.Title
 		if title == "" {
 			title = th.Cwd
 		}
+		if th.State == "" { // a search hit: where it matched
+			lines = append(lines, fmt.Sprintf("%s%s %s · %s%s", mark, label, title, th.Agent, cur))
+			continue
+		}
 		lines = append(lines, fmt.Sprintf("%s%s %s · %s · %s%s", mark, label, th.Agent, title, th.State, cur))
 	}
-	lines = append(lines, st.dim.Render("0-9 or ↑↓ Enter open · Esc close"))
+	if p.typing {
+		lines = append(lines, "Search: "+p.query+"▏")
+	} else if p.note != "" {
+		lines = append(lines, st.dim.Render(p.note))
+	}
+	if p.typing {
+		lines = append(lines, st.dim.Render("type words · Enter search · Esc back"))
+		return lines
+	}
+	lines = append(lines, st.dim.Render("0-9 or ↑↓ Enter open · / search · Esc close"))
 	return lines
 }

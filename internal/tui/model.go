@@ -193,6 +193,9 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, m.onSent(msg)
 	case threadsMsg:
 		return m, m.onThreads(msg)
+	case searchMsg:
+		m.onSearch(msg)
+		return m, nil
 	case usageMsg:
 		if msg.thread == m.thread.ID {
 			m.totals, m.dirty = msg.totals, true
@@ -432,6 +435,13 @@ func (m *Model) onEvent(ev client.Event) tea.Cmd {
 			m.add(&entry{kind: entryNote, text: "agent session exited" + suffix(p.Detail)})
 		case "restarted":
 			m.add(&entry{kind: entryNote, text: "agent restarted" + suffix(p.Detail)})
+		}
+	case chat.TypeThreadInfo:
+		// Renamed or (un)archived, here or elsewhere: the header follows.
+		var p chat.ThreadInfo
+		_ = ev.Decode(&p)
+		if ev.Thread == m.thread.ID {
+			m.thread.Title, m.thread.Archived = p.Title, p.Archived
 		}
 	}
 	return nil

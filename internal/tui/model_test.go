@@ -23,10 +23,19 @@ import (
 
 // fakeBackend records what the model sends.
 type fakeBackend struct {
-	mu      sync.Mutex
-	sent    []map[string]any
-	threads []chat.Thread
-	offline bool
+	mu       sync.Mutex
+	sent     []map[string]any
+	threads  []chat.Thread
+	hits     []chat.SearchHit
+	searched []string
+	offline  bool
+}
+
+func (f *fakeBackend) Search(_ context.Context, q string) ([]chat.SearchHit, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.searched = append(f.searched, q)
+	return f.hits, nil
 }
 
 func (f *fakeBackend) Send(_ context.Context, v any) error {
@@ -565,6 +574,39 @@ func TestThreadPickerSwitches(t *testing.T) {
 	if len(msgs) != 1 || fmt.Sprint(msgs[0]["intent"]) != "map[new:map[agent:echo cwd:/w2]]" {
 		t.Fatalf("sent %v; want a message with a new-thread intent", msgs)
 	}
+}
+
+// In the thread picker, / searches titles and messages: the list becomes the
+// threads found (a thread once, with where it matched), and a number opens one.
+func TestThreadPickerSearches(t *testing.T) {
+	h := newHarness(t, Options{NoColor: true})
+	h.be.threads = []chat.Thread{{ID: "t_1", Agent: "echo", Cwd: "/w", State: "idle", UpdatedAt: time.Now()}}
+	h.be.hits = []chat.SearchHit{
+		{Thread: "t_9", Seq: 12, Kind: "agent", Snippet: "the heron waits by the weir", Title: "Birds"},
+		{Thread: "t_9", Seq: 3, Kind: "user", Snippet: "heron?", Title: "Birds"},
+		{Thread: "t_8", Seq: 0, Kind: "title", Snippet: "Heron survey", Title: "Heron survey", Archived: true},
+	}
+	connected(h, thread1)
+	h.key("ctrl+t")
+	h.wantScreen("/ search")
+	h.key("/")
+	h.typeText("heron")
+	h.wantScreen("Search: heron")
+	h.key("enter")
+	if h.be.searched == nil || h.be.searched[0] != "heron" {
+		t.Fatalf("searched %v; want heron", h.be.searched)
+	}
+	h.wantScreen("2 threads found for \"heron\"", "1. Birds · agent: the heron waits by the weir", "2. Heron survey · title: Heron survey (archived)")
+	h.key("2")
+	got := h.be.sentOf("open_thread")
+	if len(got) != 1 || got[0]["thread_id"] != "t_8" {
+		t.Fatalf("sent %v; want open_thread of t_8", got)
+	}
+	// A rename elsewhere reaches the header.
+	h.frames(`{"type":"thread","thread":{"id":"t_8","agent":"echo","cwd":"/w","title":"Heron survey","state":"unloaded","archived":true}}`,
+		`{"type":"replay_done","last_seq":0}`,
+		`{"type":"thread_info","thread":"t_8","seq":1,"title":"Kingfisher notes","archived":true}`)
+	h.wantScreen("Kingfisher notes")
 }
 
 func TestInitialChoice(t *testing.T) {

@@ -35,6 +35,8 @@ type Options struct {
 type Backend interface {
 	Send(ctx context.Context, v any) error
 	Threads(ctx context.Context) ([]chat.Thread, error)
+	// Search finds threads by title and message text (GET /api/search).
+	Search(ctx context.Context, q string) ([]chat.SearchHit, error)
 	// Usage is a thread's usage totals (GET /api/threads/{id}).
 	Usage(ctx context.Context, id chat.ThreadID) (chat.UsageTotals, error)
 }
