@@ -126,7 +126,11 @@ export function useStickToBottom<T extends HTMLElement>(items: unknown[]) {
     const el = ref.current;
     if (el) el.scrollTop = el.scrollHeight;
   };
-  return { ref, unseen, follow };
+  // hold stops following the end: the person is shown something above it (a search hit).
+  const hold = () => {
+    stick.current = false;
+  };
+  return { ref, unseen, follow, hold };
 }
 
 // useEscToStop stops the running turn on Esc anywhere on the page.

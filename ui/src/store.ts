@@ -389,7 +389,8 @@ export class Store implements SocketSink {
     this.wantFocus = hit.seq > 0 ? { thread: hit.thread, seq: hit.seq } : null;
   }
 
-  // focusHit, once the hit's thread is shown and its log is here, names the
+  // focusHit, once the hit's thread is shown and its log is here (at the
+  // replay's end, which a switch to it has too), names the
   // person's message to show: the one matched, or the one an answer answered.
   private async focusHit() {
     const w = this.wantFocus;
@@ -589,7 +590,6 @@ export class Store implements SocketSink {
         this.rememberChat(ev.thread.id, this.chatID);
         this.upsertThread(ev.thread);
         if (this.state.chat.gone) this.setChat({ gone: undefined });
-        void this.focusHit();
         return;
       }
       case "thread_info":

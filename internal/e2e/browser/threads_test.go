@@ -46,9 +46,9 @@ func TestManageThreads(t *testing.T) {
 
 	t.Run("rename, live in the other tab; a blank title is refused", func(t *testing.T) {
 		run(t, ctx, "rename to blank", chromedp.Click(chromedp.CSS(`[data-action=rename]`)), chromedp.SetValue(chromedp.CSS(`input[aria-label="Thread title"]`), "   "),
-			chromedp.Submit(chromedp.CSS(`form.rename`)))
+			chromedp.Click(chromedp.CSS(`form.rename button[type=submit]`)))
 		until(t, ctx, "the refusal says why", `(document.querySelector("[data-action-error]")||{textContent:""}).textContent.includes("empty")`)
-		run(t, ctx, "rename", chromedp.SetValue(chromedp.CSS(`input[aria-label="Thread title"]`), "Heron survey"), chromedp.Submit(chromedp.CSS(`form.rename`)))
+		run(t, ctx, "rename", chromedp.SetValue(chromedp.CSS(`input[aria-label="Thread title"]`), "Heron survey"), chromedp.Click(chromedp.CSS(`form.rename button[type=submit]`)))
 		until(t, ctx, "the header has the new title", `document.querySelector("[data-thread-title]").textContent === "Heron survey"`)
 		until(t, ctx, "the list has it", `document.querySelector("[data-thread=t_seed_c_seed_a] .t-title").textContent.includes("Heron survey")`)
 		until(t, other, "the other tab has it, live", `document.querySelector("[data-thread-title]").textContent === "Heron survey"`)
@@ -87,7 +87,7 @@ func TestManageThreads(t *testing.T) {
 		run(t, ph, "open it", chromedp.Click(chromedp.CSS(`.hits [data-hit-thread=t_seed_c_seed_b]`)))
 		until(t, ph, "the chat opens", `(document.querySelector("[data-thread-title]")||{}).textContent === "seeded c_seed_b"`)
 		run(t, ph, "rename", chromedp.Click(chromedp.CSS(`.p-manage summary`)), chromedp.Click(chromedp.CSS(`[data-action=rename]`)),
-			chromedp.SetValue(chromedp.CSS(`input[aria-label="Thread title"]`), "Kingfisher notes"), chromedp.Submit(chromedp.CSS(`form.rename`)))
+			chromedp.SetValue(chromedp.CSS(`input[aria-label="Thread title"]`), "Kingfisher notes"), chromedp.Click(chromedp.CSS(`form.rename button[type=submit]`)))
 		until(t, ph, "the header has the new title", `document.querySelector("[data-thread-title]").textContent === "Kingfisher notes"`)
 		run(t, ph, "ask to delete", chromedp.Click(chromedp.CSS(`[data-action=delete]`)))
 		until(t, ph, "the confirmation fits and says the session file stays", fmt.Sprintf(`(document.querySelector("[data-confirm-delete]")||{textContent:""}).textContent.includes("left on disk") && %s`, noOverflow))

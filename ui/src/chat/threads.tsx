@@ -136,7 +136,7 @@ export function Gone({ store }: { store: Store }) {
 
 // useFocus shows the message a search hit opened the thread at.
 // Once per hit: later messages do not pull the view back to it.
-export function useFocus(store: Store) {
+export function useFocus(store: Store, hold: () => void) {
   const id = store.state.chat.focus;
   const done = useRef("");
   useEffect(() => {
@@ -144,6 +144,7 @@ export function useFocus(store: Store) {
     const el = document.querySelector(`[data-message="${CSS.escape(id)}"]`);
     if (!el) return;
     done.current = id;
+    hold();
     el.scrollIntoView({ block: "center" });
     el.classList.add("found");
   }, [id, store.state.chat.items.length]);

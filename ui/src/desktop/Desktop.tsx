@@ -91,7 +91,7 @@ function ChatPane({ store }: { store: Store }) {
   const t = c.thread;
   const log = useStickToBottom<HTMLDivElement>(c.items);
   const comp = useComposer(store, c.commands, c.turnActive, log.follow);
-  useFocus(store);
+  useFocus(store, log.hold);
   return (
     <section class="chat" aria-label="Chat">
       <header class="chat-head">

@@ -99,7 +99,7 @@ function PhoneChat({ store }: { store: Store }) {
   const log = useStickToBottom<HTMLDivElement>(c.items);
   const comp = useComposer(store, c.commands, c.turnActive, log.follow);
   useEscToStop(store, c.turnActive);
-  useFocus(store);
+  useFocus(store, log.hold);
   return (
     <div class="phone p-chat">
       <header class="p-bar">
