@@ -88,6 +88,27 @@ func endsAnswer(typ string) bool {
 // letters (base64, a hash) is indexed as it was cut.
 const maxCarry = 64
 
+// maxIndexed is how much of one message or answer is searchable: its first
+// 64 KiB. Indexing costs what the text costs, and a streamed answer of
+// megabytes (a log dump) would make every commit of it pay.
+const maxIndexed = 64 << 10
+
+// clipIndexed cuts text to what is left of the budget, at a rune boundary.
+func clipIndexed(text string, used int64) string {
+	left := maxIndexed - used
+	if left <= 0 {
+		return ""
+	}
+	if int64(len(text)) <= left {
+		return text
+	}
+	cut := int(left)
+	for cut > 0 && !utf8.RuneStart(text[cut]) {
+		cut--
+	}
+	return text[:cut]
+}
+
 // indexEvents adds a batch's messages to the search: a person's message is a
 // row; an agent's chunks in this batch are one row of the answer they belong
 // to (search_open carries the answer's seq across commits), so indexing costs
@@ -95,8 +116,9 @@ const maxCarry = 64
 // ends inside is held back for the next one.
 func indexEvents(ctx context.Context, tx execer, evs []chat.Event) error {
 	type answer struct {
-		seq  int64
-		text strings.Builder
+		seq     int64
+		indexed int64 // bytes of it indexed by earlier commits
+		text    strings.Builder
 	}
 	open := map[chat.ThreadID]*answer{}
 	write := func(th chat.ThreadID, a *answer, goesOn bool) error {
@@ -107,15 +129,20 @@ func indexEvents(ctx context.Context, tx execer, evs []chat.Event) error {
 				text, carry = text[:i], text[i:]
 			}
 		}
+		text = clipIndexed(text, a.indexed)
+		if a.indexed+int64(len(text)) >= maxIndexed {
+			carry = ""
+		}
 		if strings.TrimSpace(text) != "" {
 			if _, err := insertSearchRow(ctx, tx, th, a.seq, kindAgent, text); err != nil {
 				return err
 			}
 		}
+		a.indexed += int64(len(text))
 		var err error
 		if goesOn {
-			_, err = tx.ExecContext(ctx, `INSERT INTO search_open (thread, seq, pending) VALUES (?, ?, ?)
-				ON CONFLICT (thread) DO UPDATE SET seq = excluded.seq, pending = excluded.pending`, string(th), a.seq, carry)
+			_, err = tx.ExecContext(ctx, `INSERT INTO search_open (thread, seq, pending, indexed) VALUES (?, ?, ?, ?)
+				ON CONFLICT (thread) DO UPDATE SET seq = excluded.seq, pending = excluded.pending, indexed = excluded.indexed`, string(th), a.seq, carry, a.indexed)
 		} else {
 			_, err = tx.ExecContext(ctx, `DELETE FROM search_open WHERE thread = ?`, string(th))
 		}
@@ -131,29 +158,31 @@ func indexEvents(ctx context.Context, tx execer, evs []chat.Event) error {
 			a := open[e.Thread]
 			if a == nil {
 				a = &answer{seq: e.Seq}
-				var seq int64
+				var seq, indexed int64
 				var pending string
-				err := tx.QueryRowContext(ctx, `SELECT seq, pending FROM search_open WHERE thread = ?`, string(e.Thread)).Scan(&seq, &pending)
+				err := tx.QueryRowContext(ctx, `SELECT seq, pending, indexed FROM search_open WHERE thread = ?`, string(e.Thread)).Scan(&seq, &pending, &indexed)
 				switch {
 				case err == nil:
-					a.seq = seq
+					a.seq, a.indexed = seq, indexed
 					a.text.WriteString(pending)
 				case !errors.Is(err, sql.ErrNoRows):
 					return fmt.Errorf("search: %w", err)
 				}
 				open[e.Thread] = a
 			}
-			a.text.WriteString(c.Text)
+			if a.indexed+int64(a.text.Len()) < maxIndexed {
+				a.text.WriteString(c.Text) // beyond the budget, nothing is kept
+			}
 		case endsAnswer(e.Type):
 			a := open[e.Thread]
 			if a == nil {
 				// An answer an earlier commit began: its held-back word ends here.
-				var seq int64
+				var seq, indexed int64
 				var pending string
-				err := tx.QueryRowContext(ctx, `SELECT seq, pending FROM search_open WHERE thread = ?`, string(e.Thread)).Scan(&seq, &pending)
+				err := tx.QueryRowContext(ctx, `SELECT seq, pending, indexed FROM search_open WHERE thread = ?`, string(e.Thread)).Scan(&seq, &pending, &indexed)
 				switch {
 				case err == nil:
-					a = &answer{seq: seq}
+					a = &answer{seq: seq, indexed: indexed}
 					a.text.WriteString(pending)
 				case !errors.Is(err, sql.ErrNoRows):
 					return fmt.Errorf("search: %w", err)
@@ -172,7 +201,7 @@ func indexEvents(ctx context.Context, tx execer, evs []chat.Event) error {
 			if json.Unmarshal(e.Payload, &m) != nil || strings.TrimSpace(m.Text) == "" {
 				continue
 			}
-			if _, err := insertSearchRow(ctx, tx, e.Thread, e.Seq, kindUser, m.Text); err != nil {
+			if _, err := insertSearchRow(ctx, tx, e.Thread, e.Seq, kindUser, clipIndexed(m.Text, 0)); err != nil {
 				return fmt.Errorf("search: %w", err)
 			}
 		}

@@ -180,6 +180,32 @@ func TestSearchKeptInStep(t *testing.T) {
 	}
 }
 
+// TestSearchIndexesAnAnswersFirst64KiB: a streamed answer of megabytes costs
+// its first 64 KiB of indexing, however many commits it takes.
+func TestSearchIndexesAnAnswersFirst64KiB(t *testing.T) {
+	ctx := t.Context()
+	s := open(t, filepath.Join(t.TempDir(), "parley.db"))
+	th := chat.Thread{ID: "t1", Agent: "a", Cwd: "/w", LastSeq: 1}
+	if err := s.Commit(ctx, store.Batch{Thread: &th, Events: []chat.Event{ev(t, "t1", 1, chat.AgentChunk{Text: "aardvark é"})}}); err != nil {
+		t.Fatal(err)
+	}
+	filler := strings.Repeat("ééééé ", 1000) // 11 KB
+	for seq := int64(2); seq <= 12; seq++ {
+		if err := s.Commit(ctx, store.Batch{Events: []chat.Event{ev(t, "t1", seq, chat.AgentChunk{Text: filler})}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Commit(ctx, store.Batch{Events: []chat.Event{ev(t, "t1", 13, chat.AgentChunk{Text: " zebra"}), ev(t, "t1", 14, chat.PromptDone{})}}); err != nil {
+		t.Fatal(err)
+	}
+	wantHits(t, s, "aardvark", "t1/agent/1")
+	wantHits(t, s, "zebra")
+	var n int64
+	if err := s.r.QueryRowContext(ctx, `SELECT SUM(LENGTH(CAST(text AS BLOB))) FROM search_text`).Scan(&n); err != nil || n > maxIndexed {
+		t.Errorf("indexed %d bytes (%v); want at most %d", n, err, maxIndexed)
+	}
+}
+
 func TestSearchRefusesNoWords(t *testing.T) {
 	s := open(t, filepath.Join(t.TempDir(), "parley.db"))
 	for _, q := range []string{"", "   ", `"`, `""`, "* ( ) :", strings.Repeat("a", MaxSearchQuery+1), strings.Repeat("a ", maxSearchTerms+1)} {

@@ -23,10 +23,12 @@ CREATE INDEX search_rows_by_thread ON search_rows (thread, seq);
 
 CREATE VIRTUAL TABLE search_text USING fts5(text, tokenize = 'unicode61 remove_diacritics 2');
 
--- The answer a thread is in the middle of: the seq its rows carry, and the
--- word its last commit ended inside (held back, so no word is cut in two).
+-- The answer a thread is in the middle of: the seq its rows carry, the word
+-- its last commit ended inside (held back, so no word is cut in two) and how
+-- many bytes of it are indexed (an answer's first 64 KiB are).
 CREATE TABLE search_open (
     thread  TEXT   NOT NULL PRIMARY KEY,
     seq     BIGINT NOT NULL,
-    pending TEXT   NOT NULL
+    pending TEXT   NOT NULL,
+    indexed BIGINT NOT NULL
 );
