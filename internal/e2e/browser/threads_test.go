@@ -36,7 +36,7 @@ func TestManageThreads(t *testing.T) {
 			if (!m || document.querySelector("[data-thread-title]").textContent !== "seeded c_seed_a") return false;
 			const b = m.getBoundingClientRect(), s = document.querySelector(".scroll").getBoundingClientRect();
 			return b.bottom > s.top && b.top < s.bottom; })()`)
-		run(t, ctx, "clear the search", chromedp.SetValue(box, ""))
+		run(t, ctx, "clear the search", chromedp.Evaluate[chromedp.Void](`(() => { const el = document.querySelector('input[aria-label="Search threads"]'); el.value = ""; el.dispatchEvent(new Event("input", { bubbles: true })); })()`))
 		until(t, ctx, "the list is back", `!document.querySelector(".hits") && !!document.querySelector("[data-thread=t_seed_c_seed_b]")`)
 	})
 
