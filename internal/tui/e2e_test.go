@@ -280,6 +280,20 @@ func TestChatInTmux(t *testing.T) {
 			return strings.Contains(s, "Allow (by web)") && !strings.Contains(s, "in the new thread")
 		})
 	})
+	step(t, "search in the thread picker", func(t *testing.T) {
+		tm.t = t
+		tm.keys("C-t")
+		tm.waitScreen("the picker offers search", has("/ search"))
+		tm.keys("/")
+		tm.tmux("send-keys", "-t", "t", "-l", "new thread")
+		tm.waitScreen("the search line", has("Search: new thread"))
+		tm.keys("Enter")
+		tm.waitScreen("the thread found", has("1 threads found for \"new thread\"", "1. say in the new thread"))
+		tm.keys("1")
+		tm.waitScreen("the found thread", func(s string) bool {
+			return strings.Contains(s, "  in the new thread") && !strings.Contains(s, "Allow (by web)")
+		})
+	})
 	step(t, "resize", func(t *testing.T) {
 		tm.t = t
 		for _, size := range [][2]int{{60, 18}, {80, 24}} {
