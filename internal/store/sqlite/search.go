@@ -119,6 +119,7 @@ func indexEvents(ctx context.Context, tx execer, evs []chat.Event) error {
 		seq     int64
 		indexed int64 // bytes of it indexed by earlier commits
 		text    strings.Builder
+		stored  bool // search_open holds it as loaded: an answer past its budget writes nothing
 	}
 	open := map[chat.ThreadID]*answer{}
 	write := func(th chat.ThreadID, a *answer, goesOn bool) error {
@@ -138,6 +139,9 @@ func indexEvents(ctx context.Context, tx execer, evs []chat.Event) error {
 				return err
 			}
 		}
+		if goesOn && a.stored && text == "" && carry == "" && a.indexed >= maxIndexed {
+			return nil // past its budget: nothing to index, nothing to remember anew
+		}
 		a.indexed += int64(len(text))
 		var err error
 		if goesOn {
@@ -151,10 +155,6 @@ func indexEvents(ctx context.Context, tx execer, evs []chat.Event) error {
 	for _, e := range evs {
 		switch {
 		case e.Type == chat.TypeAgentChunk:
-			var c chat.AgentChunk
-			if json.Unmarshal(e.Payload, &c) != nil || c.Text == "" {
-				continue
-			}
 			a := open[e.Thread]
 			if a == nil {
 				a = &answer{seq: e.Seq}
@@ -163,16 +163,21 @@ func indexEvents(ctx context.Context, tx execer, evs []chat.Event) error {
 				err := tx.QueryRowContext(ctx, `SELECT seq, pending, indexed FROM search_open WHERE thread = ?`, string(e.Thread)).Scan(&seq, &pending, &indexed)
 				switch {
 				case err == nil:
-					a.seq, a.indexed = seq, indexed
+					a.seq, a.indexed, a.stored = seq, indexed, pending == ""
 					a.text.WriteString(pending)
 				case !errors.Is(err, sql.ErrNoRows):
 					return fmt.Errorf("search: %w", err)
 				}
 				open[e.Thread] = a
 			}
-			if a.indexed+int64(a.text.Len()) < maxIndexed {
-				a.text.WriteString(c.Text) // beyond the budget, nothing is kept
+			if a.indexed+int64(a.text.Len()) >= maxIndexed {
+				continue // beyond the budget: not even decoded
 			}
+			var c chat.AgentChunk
+			if json.Unmarshal(e.Payload, &c) != nil {
+				continue
+			}
+			a.text.WriteString(c.Text)
 		case endsAnswer(e.Type):
 			a := open[e.Thread]
 			if a == nil {
