@@ -223,7 +223,7 @@ func isWordRune(r rune) bool {
 	return unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.Is(unicode.Mn, r)
 }
 
-// backfillSearch builds the search rows of a store written before schema 4,
+// backfillSearch builds the search rows of a store written before schema 5,
 // with the code Commit uses: every title, then each thread's messages in seq
 // order, a page at a time.
 func backfillSearch(ctx context.Context, tx *sql.Tx) error {

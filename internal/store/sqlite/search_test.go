@@ -52,7 +52,7 @@ func wantHits(t *testing.T, s *Store, q string, want ...string) {
 	}
 }
 
-// TestSearchBuiltForAStoreWrittenBefore: opening a schema 3 store with
+// TestSearchBuiltForAStoreWrittenBefore: opening a schema 4 store with
 // threads and messages builds their search rows: titles, a person's
 // messages, and an answer whose word was split across two chunks.
 func TestSearchBuiltForAStoreWrittenBefore(t *testing.T) {
@@ -66,7 +66,7 @@ func TestSearchBuiltForAStoreWrittenBefore(t *testing.T) {
 	if _, err := db.ExecContext(ctx, `CREATE TABLE schema_migrations (version INTEGER NOT NULL PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)`); err != nil {
 		t.Fatal(err)
 	}
-	for _, m := range ms[:3] {
+	for _, m := range ms[:len(ms)-1] { // every schema before search
 		if _, err := db.ExecContext(ctx, m.sql); err != nil {
 			t.Fatalf("%s: %v", m.name, err)
 		}
