@@ -37,8 +37,9 @@ type HubOptions struct {
 	// (0: DefaultInputWait).
 	InputWait time.Duration
 	// InputFailed, when set, is told of each input that will never be
-	// applied, with the reason (inputs.go). It runs on the node's forwarder:
-	// it must not block, nor call Revoke (which waits for that forwarder).
+	// applied, with the reason (inputs.go). It runs on the node's forwarder,
+	// whose next inputs wait for it: it must be quick, and must not call
+	// Revoke or Close (which wait for that forwarder).
 	InputFailed InputFailed
 	// Self is the hub machine's own node name ([cluster] node): no node may
 	// join under it, or the one view would show two machines as one.
@@ -72,10 +73,19 @@ type Hub struct {
 	summaries *mirror[RemoteThread]
 	online    *onlineWatch
 
-	// mu guards reg, every change of the server's users (reload), and fwd.
-	mu  sync.Mutex
-	reg registry
-	fwd map[string]*forwarder // each joined node's input forwarder
+	// Lock order: members, then mu; wmu is a leaf. Only members is held
+	// across a wait (a forwarder's end): mu is taken by every sender
+	// (Nodes, away), which must never wait for a node's hand-over.
+	//
+	// members serializes the changes of membership (join, revoke, close)
+	// from first check to last effect, waits for forwarders included.
+	members sync.Mutex
+	// mu guards reg, every change of the server's users (reload), fwd and
+	// closed.
+	mu     sync.Mutex
+	reg    registry
+	fwd    map[string]*forwarder // each joined node's input forwarder
+	closed bool                  // Close began: no forwarder starts
 
 	// wmu guards waiters: senders waiting for their input's end (Request).
 	// A leaf: nothing else is locked under it.
@@ -350,6 +360,8 @@ func (h *Hub) handleJoin(ctx context.Context, data []byte) (any, error) {
 	if !nkeys.IsValidPublicUserKey(req.Key) {
 		return nil, errors.New("the node's key is not an nkey user public key")
 	}
+	h.members.Lock()
+	defer h.members.Unlock()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if _, ok := h.reg.find(req.Node); ok {
@@ -417,15 +429,21 @@ var ErrNoNode = errors.New("no such node")
 // Revoke removes a node's user (its live connections are closed by the
 // reload), its directory record, its thread summaries and its input stream.
 func (h *Hub) Revoke(ctx context.Context, node string) error {
+	h.members.Lock()
+	defer h.members.Unlock()
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	if _, ok := h.reg.find(node); !ok {
+		h.mu.Unlock()
 		return fmt.Errorf("%w: %q", ErrNoNode, node)
 	}
 	if err := h.apply(h.reg.without(node)); err != nil {
+		h.mu.Unlock()
 		return err
 	}
-	h.stopForwarder(node)
+	f := h.takeForwarder(node)
+	h.mu.Unlock()
+	// Waited for outside mu: senders read the nodes meanwhile.
+	f.close()
 	if err := h.nodes.Purge(ctx, node); err != nil {
 		h.log.Warn("cluster: purge the revoked node's record", "node", node, "err", err)
 	}
@@ -498,11 +516,18 @@ func (h *Hub) AdvertiseAddr() string {
 // Close stops the forwarders, the hub's connection and the server. Inputs
 // being handed over stay in their streams and come again after a restart.
 func (h *Hub) Close() {
+	h.members.Lock()
 	h.mu.Lock()
+	h.closed = true
+	var fs []*forwarder
 	for node := range h.fwd {
-		h.stopForwarder(node)
+		fs = append(fs, h.takeForwarder(node))
 	}
 	h.mu.Unlock()
+	for _, f := range fs {
+		f.close()
+	}
+	h.members.Unlock()
 	if h.online != nil {
 		h.online.close()
 	}

@@ -92,7 +92,18 @@ func refusalAt(reason string, code int) error {
 
 // InputFailed is told of an input that will never be applied: the node
 // refused it, or it waited too long for the node.
-type InputFailed func(node, id, reason string)
+type InputFailed func(FailedInput)
+
+// FailedInput is an input that will never be applied, and why.
+type FailedInput struct {
+	Node, ID, Reason string
+	// Data is the input as it was queued.
+	Data []byte
+	// Told says a sender waiting for it (Request) got the failure: the
+	// person saw it; otherwise the one who sent it has only heard that it
+	// waits, and must be told another way.
+	Told bool
+}
 
 // Limits of the input path.
 const (
@@ -136,28 +147,43 @@ func (h *Hub) Request(ctx context.Context, node, thread, id string, data []byte,
 	h.wmu.Lock()
 	h.waiters[id] = ch
 	h.wmu.Unlock()
-	defer func() {
-		h.wmu.Lock()
-		if h.waiters[id] == ch {
-			delete(h.waiters, id)
-		}
-		h.wmu.Unlock()
-	}()
 	if err := h.Queue(ctx, node, thread, id, data); err != nil {
+		h.leave(id, ch)
 		return nil, err
 	}
-	if h.away(node) {
-		return nil, fmt.Errorf("%w (%s)", ErrWaiting, node)
+	if !h.away(node) {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		select {
+		case r := <-ch:
+			return r.result, r.err
+		case <-t.C:
+		case <-ctx.Done():
+		}
 	}
-	t := time.NewTimer(wait)
-	defer t.Stop()
+	if r, ok := h.leave(id, ch); ok {
+		return r.result, r.err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return nil, fmt.Errorf("%w (%s)", ErrWaiting, node)
+}
+
+// leave stops a sender's wait for input id, exactly: an end settled before
+// it is returned (the sender has it), one after it is not the sender's
+// (settle sends under wmu; FailedInput.Told).
+func (h *Hub) leave(id string, ch chan inputResult) (inputResult, bool) {
+	h.wmu.Lock()
+	defer h.wmu.Unlock()
+	if h.waiters[id] == ch {
+		delete(h.waiters, id)
+	}
 	select {
 	case r := <-ch:
-		return r.result, r.err
-	case <-t.C:
-		return nil, fmt.Errorf("%w (%s)", ErrWaiting, node)
-	case <-ctx.Done():
-		return nil, ctx.Err()
+		return r, true
+	default:
+		return inputResult{}, false
 	}
 }
 
@@ -216,15 +242,18 @@ func (h *Hub) away(node string) bool {
 	return f != nil && f.away.Load()
 }
 
-// settle tells a sender waiting for input id how it ended.
-func (h *Hub) settle(id string, r inputResult) {
+// settle tells a sender waiting for input id how it ended, and says
+// whether one was waiting. The send is under wmu (the channel has room for
+// it): a sender that stops waiting either has it or was never told.
+func (h *Hub) settle(id string, r inputResult) bool {
 	h.wmu.Lock()
+	defer h.wmu.Unlock()
 	ch := h.waiters[id]
 	delete(h.waiters, id)
-	h.wmu.Unlock()
 	if ch != nil {
 		ch <- r
 	}
+	return ch != nil
 }
 
 // Queue puts an input for node's thread into node's stream, under its id:
@@ -270,9 +299,10 @@ type forwarder struct {
 	away atomic.Bool
 }
 
-// startForwarder starts node's forwarder. h.mu must be held.
+// startForwarder starts node's forwarder (none once Close began). h.mu
+// must be held.
 func (h *Hub) startForwarder(node string) {
-	if _, ok := h.fwd[node]; ok {
+	if _, ok := h.fwd[node]; ok || h.closed {
 		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -281,15 +311,20 @@ func (h *Hub) startForwarder(node string) {
 	go f.run()
 }
 
-// stopForwarder stops node's forwarder and waits for it. h.mu must be held.
-func (h *Hub) stopForwarder(node string) {
-	if f, ok := h.fwd[node]; ok {
-		delete(h.fwd, node)
-		f.close()
-	}
+// takeForwarder removes node's forwarder from the hub and returns it (nil
+// when it has none) for the caller to close once h.mu is released: its
+// end may wait for a hand-over, and senders take h.mu. h.mu must be held.
+func (h *Hub) takeForwarder(node string) *forwarder {
+	f := h.fwd[node]
+	delete(h.fwd, node)
+	return f
 }
 
+// close stops the forwarder and waits for it; nil is none. Never under h.mu.
 func (f *forwarder) close() {
+	if f == nil {
+		return
+	}
 	f.cancel()
 	f.mu.Lock()
 	if f.it != nil {
@@ -368,9 +403,9 @@ func (f *forwarder) deliver(m jetstream.Msg) {
 		if err := m.TermWithReason(reason); err != nil {
 			log.Warn("cluster: end a failed input", "id", id, "err", err)
 		}
-		f.h.settle(id, inputResult{err: refusalAt(reason, code)})
+		told := f.h.settle(id, inputResult{err: refusalAt(reason, code)})
 		if f.h.opt.InputFailed != nil {
-			f.h.opt.InputFailed(f.node, id, reason)
+			f.h.opt.InputFailed(FailedInput{Node: f.node, ID: id, Reason: reason, Data: m.Data(), Told: told})
 		}
 	}
 	if id == "" {

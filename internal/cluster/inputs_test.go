@@ -178,7 +178,7 @@ func TestAnInputFailsWithAReasonOrIsAppliedOnce(t *testing.T) {
 	type failure struct{ node, id, reason string }
 	failed := make(chan failure, 16)
 	h, err := StartHub(t.Context(), HubOptions{DataDir: t.TempDir(), Listen: "127.0.0.1:0", InputWait: time.Second,
-		InputFailed: func(node, id, reason string) { failed <- failure{node, id, reason} }})
+		InputFailed: func(f FailedInput) { failed <- failure{f.Node, f.ID, f.Reason} }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,6 +242,60 @@ func TestAnInputFailsWithAReasonOrIsAppliedOnce(t *testing.T) {
 	case f := <-failed:
 		t.Fatalf("a second failure: %+v", f)
 	default:
+	}
+}
+
+// A revoke waits for the node's forwarder, which may be busy for a moment
+// (here: telling of a failed input); meanwhile the hub's senders, who read
+// the nodes for every message, must not wait with it.
+func TestARevokeWaitingForItsForwarderHoldsUpNoSender(t *testing.T) {
+	entered, release := make(chan struct{}), make(chan struct{})
+	h, err := StartHub(t.Context(), HubOptions{DataDir: t.TempDir(), Listen: "127.0.0.1:0",
+		InputFailed: func(FailedInput) { close(entered); <-release }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.Close)
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(free) // before Close, which waits for the forwarder
+	data := join(t, h, "picky")
+	join(t, h, "other")
+	dialWith(t, data, h.Addr(), "picky", newApplied().handler(func(string) error { return &Refusal{Reason: "no"} }))
+	if err := h.Queue(t.Context(), "picky", "t1", "bad", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-entered:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the refused input was not told of")
+	}
+	revoked := make(chan error, 1)
+	go func() { revoked <- h.Revoke(context.Background(), "picky") }()
+	// The revoke took effect and now waits for the forwarder: the hub's
+	// lock must be free meanwhile.
+	waitFor(t, 30*time.Second, "the revoke applied, the hub's lock free", func() bool {
+		if !h.mu.TryLock() {
+			return false
+		}
+		defer h.mu.Unlock()
+		_, ok := h.reg.find("picky")
+		return !ok
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	nodes, err := h.Nodes(ctx)
+	if err != nil || len(nodes) != 1 || nodes[0].Name != "other" {
+		t.Fatalf("nodes during the revoke: %+v %v", nodes, err)
+	}
+	select {
+	case err := <-revoked:
+		t.Fatalf("the revoke returned before its forwarder ended: %v", err)
+	default:
+	}
+	free()
+	if err := <-revoked; err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -57,9 +57,16 @@ func (r *Router) remoteTarget(req SendRequest) (thread chat.ThreadID, ok bool, e
 }
 
 // sendRemote hands req to its machine off the router goroutine, then
-// attaches the route to a new remote thread on it.
+// attaches the route to a new remote thread on it. The goroutine is the
+// router's (Close waits for it, and its wait for the machine ends with the
+// router). Runs on the router goroutine, itself counted in r.wg.
 func (r *Router) sendRemote(ctx context.Context, req SendRequest, thread chat.ThreadID, reply chan<- sendReply) {
+	r.wg.Add(1)
 	go func() {
+		defer r.wg.Done()
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		defer context.AfterFunc(r.ctx, cancel)()
 		d, id, err := r.opt.Remote.Send(ctx, req.From, thread, req.Message)
 		if (err == nil || errors.Is(err, chat.ErrAway)) && thread == "" && id != "" {
 			aerr := r.call(ctx, func() error { return r.attach(ctx, req.From, id) })

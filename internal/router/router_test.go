@@ -818,3 +818,48 @@ func TestDraftsAreShownNeverStored(t *testing.T) {
 		}
 	})
 }
+
+// waitingRemote is a machine that takes its time: Send waits until its
+// caller gives up.
+type waitingRemote struct {
+	entered  chan struct{}
+	returned chan struct{}
+}
+
+func (w *waitingRemote) Owns(id chat.ThreadID) bool { return strings.Contains(string(id), "@") }
+func (w *waitingRemote) Local() string              { return "hub" }
+func (w *waitingRemote) Thread(context.Context, chat.ThreadID) (chat.Thread, error) {
+	return chat.Thread{}, chat.ErrNotFound
+}
+func (w *waitingRemote) Send(ctx context.Context, _ chat.RouteKey, _ chat.ThreadID, _ Message) (chat.Delivery, chat.ThreadID, error) {
+	close(w.entered)
+	<-ctx.Done()
+	close(w.returned)
+	return chat.Delivery{}, "", ctx.Err()
+}
+func (w *waitingRemote) Control(context.Context, Control) error { return nil }
+
+// A message on its way to another machine when the router closes: Close
+// ends its wait and waits for it, so nothing of the router runs after it.
+func TestCloseWaitsForAMessageOnItsWayToAnotherMachine(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := &waitingRemote{entered: make(chan struct{}), returned: make(chan struct{})}
+		g := newRig(t, "", func(o *Options) { o.Remote = w })
+		sent := make(chan error, 1)
+		go func() {
+			_, _, err := g.r.Send(t.Context(), SendRequest{From: g.from, Message: Message{MessageID: "m1", Text: "hi",
+				Intent: &Intent{New: &NewIntent{Cwd: g.dir, Node: "b"}}}})
+			sent <- err
+		}()
+		<-w.entered
+		g.close()
+		select {
+		case <-w.returned:
+		default:
+			t.Fatal("Close returned while the message's send to its machine still ran")
+		}
+		if err := <-sent; err == nil {
+			t.Fatal("a send cut by Close reported no error")
+		}
+	})
+}
