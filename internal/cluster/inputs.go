@@ -92,7 +92,7 @@ func refusalAt(reason string, code int) error {
 
 // InputFailed is told of an input that will never be applied: the node
 // refused it, or it waited too long for the node.
-type InputFailed func(FailedInput)
+type InputFailed func(*Hub, FailedInput)
 
 // FailedInput is an input that will never be applied, and why.
 type FailedInput struct {
@@ -405,7 +405,7 @@ func (f *forwarder) deliver(m jetstream.Msg) {
 		}
 		told := f.h.settle(id, inputResult{err: refusalAt(reason, code)})
 		if f.h.opt.InputFailed != nil {
-			f.h.opt.InputFailed(FailedInput{Node: f.node, ID: id, Reason: reason, Data: m.Data(), Told: told})
+			f.h.opt.InputFailed(f.h, FailedInput{Node: f.node, ID: id, Reason: reason, Data: m.Data(), Told: told})
 		}
 	}
 	if id == "" {

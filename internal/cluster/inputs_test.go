@@ -178,7 +178,7 @@ func TestAnInputFailsWithAReasonOrIsAppliedOnce(t *testing.T) {
 	type failure struct{ node, id, reason string }
 	failed := make(chan failure, 16)
 	h, err := StartHub(t.Context(), HubOptions{DataDir: t.TempDir(), Listen: "127.0.0.1:0", InputWait: time.Second,
-		InputFailed: func(f FailedInput) { failed <- failure{f.Node, f.ID, f.Reason} }})
+		InputFailed: func(_ *Hub, f FailedInput) { failed <- failure{f.Node, f.ID, f.Reason} }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +251,7 @@ func TestAnInputFailsWithAReasonOrIsAppliedOnce(t *testing.T) {
 func TestARevokeWaitingForItsForwarderHoldsUpNoSender(t *testing.T) {
 	entered, release := make(chan struct{}), make(chan struct{})
 	h, err := StartHub(t.Context(), HubOptions{DataDir: t.TempDir(), Listen: "127.0.0.1:0",
-		InputFailed: func(FailedInput) { close(entered); <-release }})
+		InputFailed: func(*Hub, FailedInput) { close(entered); <-release }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/parleyhq/parley/internal/chat"
@@ -17,11 +19,13 @@ import (
 // a message, a new thread with its first message, or a control. Thread is
 // the node's own id. Written and read here only, by the same binary.
 type clusterInput struct {
-	Kind    string          `json:"kind"` // "send", "new", "control"
+	Kind    string          `json:"kind"` // "send", "new", "control", "failed"
 	From    chat.RouteKey   `json:"from"` // the route at the hub
 	Thread  chat.ThreadID   `json:"thread,omitempty"`
 	Message *router.Message `json:"message,omitempty"`
 	Control *router.Control `json:"control,omitempty"`
+	// Reason is why a "failed" message never reached this node in time.
+	Reason string `json:"reason,omitempty"`
 }
 
 // sendResult is a node's answer to a send or a new thread.
@@ -63,6 +67,12 @@ func (d *Daemon) applyInput(ctx context.Context, _ string, data []byte) ([]byte,
 			return nil, refusal(err)
 		}
 		return json.Marshal(sendResult{Thread: th, Delivery: dl})
+	case in.Kind == "failed" && in.Message != nil:
+		_, _, err := d.router.Send(ctx, router.SendRequest{From: from, Thread: in.Thread, Message: *in.Message, Failed: in.Reason})
+		if errors.Is(err, chat.ErrDuplicate) {
+			err = nil // it reached this node after all, or was recorded already
+		}
+		return nil, controlRefusal(err)
 	case in.Kind == "control" && in.Control != nil:
 		c := *in.Control
 		c.From, c.Thread = from, in.Thread
@@ -90,6 +100,42 @@ func controlRefusal(err error) error {
 		return err
 	}
 	return cluster.Refuse(err)
+}
+
+// failedPrefix marks the input that records a failed message in its
+// thread's log (recordFailure).
+const failedPrefix = "failed/"
+
+// recordFailure tells the one who sent a message that failed at the hub
+// (its machine refused it, or did not take it within input_wait) where they
+// will see it: in the thread's log on its machine, the message with a failed
+// receipt and the reason, handed to the machine as an input of its own (it
+// waits for the machine as any input does, and reaches every open view of
+// the thread when applied). A sender still waiting was told (its socket had
+// the error). A new thread's first message has no log to go to, nor has a
+// record that failed itself: those are only logged. Runs on the node's
+// forwarder (cluster.HubOptions.InputFailed): one publish to the hub's own
+// JetStream.
+func recordFailure(h *cluster.Hub, log *slog.Logger, f cluster.FailedInput) {
+	log = log.With("node", f.Node, "input", f.ID, "reason", f.Reason)
+	var in clusterInput
+	if err := json.Unmarshal(f.Data, &in); err != nil || f.Told || in.Kind != "send" || in.Message == nil ||
+		strings.HasPrefix(f.ID, failedPrefix) {
+		log.Warn("cluster: an input for a machine failed")
+		return
+	}
+	rec := clusterInput{Kind: "failed", From: in.From, Thread: in.Thread, Message: in.Message, Reason: f.Reason}
+	data, err := json.Marshal(rec)
+	if err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		err = h.Queue(ctx, f.Node, string(in.Thread), failedPrefix+f.ID, data)
+	}
+	if err != nil {
+		log.Error("cluster: a failed message could not be recorded in its thread", "err", err)
+		return
+	}
+	log.Info("cluster: a failed message goes to its thread's log on its machine")
 }
 
 // remote is the hub's router.Remote: a node's thread is reached through the

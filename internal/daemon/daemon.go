@@ -281,9 +281,7 @@ func startClusterHub(ctx context.Context, cfg config.Config, st store.Store, h *
 	}
 	ch, err := cluster.StartHub(ctx, cluster.HubOptions{DataDir: cfg.DataDir, Listen: c.Listen,
 		Advertise: c.Advertise, Self: c.Node, Logger: log, Registerer: reg, InputWait: c.InputWait.Duration,
-		InputFailed: func(f cluster.FailedInput) {
-			log.Warn("cluster: an input for a machine failed", "node", f.Node, "input", f.ID, "reason", f.Reason)
-		}})
+		InputFailed: func(h *cluster.Hub, f cluster.FailedInput) { recordFailure(h, log, f) }})
 	if err != nil {
 		return nil, err
 	}

@@ -77,6 +77,7 @@ type pendingInput struct {
 	files  []uploads.File // saved when accepted (not again on a retry)
 	notify func(chat.Delivery)
 	retry  bool // a failed message sent again: its user_message is already in the log
+	failed string // recorded as failed with this reason, never queued (SendRequest.Failed)
 }
 
 type laneAccept struct {
@@ -258,6 +259,10 @@ func (l *lane) onAccept(a laneAccept) {
 		a.done(chat.Delivery{MessageID: p.in.MessageID, State: chat.DeliveryQueued}, chat.ErrDuplicate)
 		return
 	}
+	if p.failed != "" {
+		l.recordFailed(a)
+		return
+	}
 	if len(l.queue) >= l.r.opt.QueueDepth {
 		a.done(chat.Delivery{}, chat.ErrBusy)
 		return
@@ -299,6 +304,26 @@ func (l *lane) onAccept(a laneAccept) {
 	}
 	a.done(d, nil)
 	l.next()
+}
+
+// recordFailed keeps a message that failed before it reached this machine:
+// in the log with its failed receipt, as a message the lane failed is.
+func (l *lane) recordFailed(a laneAccept) {
+	p := a.p
+	p.in.State, p.in.Detail = chat.DeliveryFailed, p.failed
+	l.saveInput(p)
+	l.emit(chat.UserMessage{MessageID: p.in.MessageID, Text: p.in.Text, From: p.in.From})
+	if l.th.Title == "" {
+		l.th.Title = titleOf(p.in.Text)
+	}
+	d := chat.Delivery{MessageID: p.in.MessageID, State: chat.DeliveryFailed, Detail: p.failed}
+	l.emit(d)
+	if err := l.flush(); err != nil {
+		a.done(chat.Delivery{}, fmt.Errorf("could not store the message: %w", err))
+		return
+	}
+	l.r.opt.Metrics.Receipts.WithLabelValues(chat.DeliveryFailed).Inc()
+	a.done(d, nil)
 }
 
 // waitsForStart is the reason on a message that waits for the agent's process

@@ -268,6 +268,12 @@ type SendRequest struct {
 	// Notify, when set, receives each receipt of this message as it happens.
 	// It must not block.
 	Notify func(chat.Delivery)
+	// Failed, when set, records the message in Thread as failed with this
+	// reason, never handed to the agent: a message another machine could not
+	// bring here (a cluster's hub, docs/multi-machine.md), kept in the log
+	// where the person sees it and can send it again. A message the route
+	// already sent stays as it is.
+	Failed string
 }
 
 // Send is the one send path. It applies the message's intent, then hands the
@@ -320,8 +326,12 @@ func (r *Router) route(ctx context.Context, req SendRequest, reply chan<- sendRe
 	}
 	key := inputKey{req.From, m.MessageID}
 	in, err := r.store.Input(ctx, req.From, m.MessageID)
+	if req.Failed != "" && (req.Thread == "" || m.Intent != nil) {
+		fail(invalid("a failed message is recorded in its thread, with no intent"))
+		return
+	}
 	switch {
-	case err == nil && in.State == chat.DeliveryFailed:
+	case err == nil && in.State == chat.DeliveryFailed && req.Failed == "":
 		// A retry: the same message, delivered again in its own thread. Its
 		// text is the one first sent, so a retry cannot rewrite history.
 		r.retry(ctx, in, req, reply)
@@ -366,7 +376,7 @@ func (r *Router) route(ctx context.Context, req SendRequest, reply chan<- sendRe
 		MessageID: m.MessageID, ThreadID: id, From: req.From, Text: m.Text,
 		State: chat.DeliveryQueued, AcceptedAt: r.opt.Now(),
 	}
-	l.accept(&pendingInput{in: in, images: m.Images, files: m.Files, notify: req.Notify}, func(d chat.Delivery, err error) {
+	l.accept(&pendingInput{in: in, images: m.Images, files: m.Files, notify: req.Notify, failed: req.Failed}, func(d chat.Delivery, err error) {
 		if err == nil || errors.Is(err, chat.ErrDuplicate) {
 			reply <- sendReply{delivery: d, thread: id, err: err}
 			return

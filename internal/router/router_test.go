@@ -863,3 +863,37 @@ func TestCloseWaitsForAMessageOnItsWayToAnotherMachine(t *testing.T) {
 		}
 	})
 }
+
+// A message another machine could not bring here is recorded in its thread
+// as failed, with the reason, never handed to the agent; the same message
+// sent again is a retry that is delivered, and a second record of the
+// failure changes nothing.
+func TestAFailedMessageIsRecordedAndCanBeSentAgain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newRig(t, "", nil)
+		defer g.close()
+		_, th, err := g.send("m1", "say m1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		rec := SendRequest{From: g.from, Thread: th, Message: Message{MessageID: "w1", Text: "remember w1"}, Failed: "machine b did not take it within 24h0m0s"}
+		d, _, err := g.r.Send(context.Background(), rec)
+		if err != nil || d.State != chat.DeliveryFailed || d.Detail != rec.Failed {
+			t.Fatalf("record: %+v %v", d, err)
+		}
+		synctest.Wait()
+		if _, _, err := g.r.Send(context.Background(), rec); !errors.Is(err, chat.ErrDuplicate) {
+			t.Fatalf("a second record: %v, want a duplicate", err)
+		}
+		if _, _, err := g.send("w1", "remember w1"); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		got := strings.Join(g.log(th), " ")
+		if !strings.Contains(got, "user_message delivery:w1:failed delivery:w1:queued") ||
+			!strings.Contains(got, "prompt_done:w1:end_turn") || strings.Count(got, "delivery:w1:failed") != 1 {
+			t.Fatalf("log: %s", got)
+		}
+	})
+}

@@ -138,7 +138,11 @@ func newAgentSetup(t *testing.T) agentSetup {
 }
 
 // newRig starts a hub and node "b" joined to it, and waits for b online.
-func newRig(t *testing.T) *rig {
+func newRig(t *testing.T) *rig { return newRigWith(t, nil) }
+
+// newRigWith is newRig with the hub's checked config changed first (for
+// what the config's ranges do not allow a test to wait for).
+func newRigWith(t *testing.T, hubCfg func(*config.Config)) *rig {
 	t.Helper()
 	a := newAgentSetup(t)
 	root, work, api, env := a.root, a.work, a.api, a.env
@@ -158,6 +162,9 @@ func newRig(t *testing.T) *rig {
 		return &machine{t: t, cfg: cfg}
 	}
 	hub := mk("hub", func(c *config.Cluster) { c.Listen = "127.0.0.1:0" })
+	if hubCfg != nil {
+		hubCfg(&hub.cfg)
+	}
 	hub.start()
 	t.Cleanup(hub.stop)
 	addr := hub.d.ClusterHub().Addr()
@@ -390,5 +397,66 @@ func TestMessagesForAnOfflineNodeWaitAndAreDeliveredOnce(t *testing.T) {
 		if k := seen[fmt.Sprintf("remember w%d", i)]; k != 1 {
 			t.Fatalf("w%d in b's log %d times, want once (%v)", i, k, seen)
 		}
+	}
+}
+
+// A message that waited at the hub longer than input_wait for its machine
+// fails, and the person who sent it sees that: when the machine is back the
+// thread's log holds the message with a failed receipt and the reason, on
+// the hub's socket that sent it and in b's own log. Nothing vanishes.
+func TestAMessageThatWaitedTooLongFailsInItsThreadWithTheReason(t *testing.T) {
+	const inputWait = 2 * time.Second
+	r := newRigWith(t, func(c *config.Config) { c.Cluster.InputWait = config.Duration{Duration: inputWait} })
+	s := r.hub.dial("phone", -1, "")
+	s.Send(newThreadMsg("m1", "hello", r.work))
+	s.WaitFor(0, wait, chatsock.PromptDone("m1", chat.StopEndTurn), "the first turn")
+	r.node.stop()
+	r.waitOnline(false)
+	from := s.Len()
+	s.Send(chatsock.Msg("w1", "remember w1"))
+	s.WaitFor(from, wait, chatsock.Delivery("w1", chat.DeliveryQueued), "w1 queued")
+	// The hub gave up on w1 (after input_wait) once its record of the
+	// failure, not w1, waits for b.
+	js := r.hub.d.ClusterHub().JetStream()
+	testkit.Eventually(t, wait, func() bool {
+		st, err := js.Stream(t.Context(), cluster.InputStream("b"))
+		if err != nil || st.CachedInfo().State.Msgs != 1 {
+			return false
+		}
+		m, err := st.GetMsg(t.Context(), st.CachedInfo().State.FirstSeq)
+		return err == nil && strings.HasPrefix(m.Header.Get("Nats-Msg-Id"), "failed/")
+	}, "w1 failed at the hub")
+	r.node.start()
+	want := "machine b did not take it within " + inputWait.String()
+	j := s.WaitFor(from, 2*wait, chatsock.Delivery("w1", chat.DeliveryFailed), "w1 failed, on the socket that sent it")
+	if d := fmt.Sprint(chatsock.FieldOf(s.Get(j), "detail")); d != want {
+		t.Fatalf("w1's failed receipt says %q, want %q", d, want)
+	}
+	ti := s.WaitFor(0, wait, func(e client.Event) bool { return shownThread(e) != "" }, "the route's thread")
+	_, local, _ := cluster.SplitRemoteID(shownThread(s.Get(ti)))
+	var log struct {
+		Events []struct {
+			Type   string `json:"type"`
+			Text   string `json:"text"`
+			State  string `json:"state"`
+			Detail string `json:"detail"`
+			ID     string `json:"message_id"`
+		} `json:"events"`
+	}
+	r.node.get("/api/threads/"+string(local)+"/events?since=0", &log)
+	texts, failed := 0, 0
+	for _, e := range log.Events {
+		if e.Type == chat.TypeUserMessage && e.Text == "remember w1" {
+			texts++
+		}
+		if e.Type == chat.TypeDelivery && e.ID == "w1" {
+			if e.State != chat.DeliveryFailed || e.Detail != want {
+				t.Fatalf("w1 in b's log: %+v, want only its failure", e)
+			}
+			failed++
+		}
+	}
+	if texts != 1 || failed != 1 {
+		t.Fatalf("b's log has w1's text %d times and its failure %d times, want each once", texts, failed)
 	}
 }
