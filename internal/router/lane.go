@@ -76,7 +76,7 @@ type pendingInput struct {
 	images []Image
 	files  []uploads.File // saved when accepted (not again on a retry)
 	notify func(chat.Delivery)
-	retry  bool // a failed message sent again: its user_message is already in the log
+	retry  bool   // a failed message sent again: its user_message is already in the log
 	failed string // recorded as failed with this reason, never queued (SendRequest.Failed)
 }
 
