@@ -145,7 +145,7 @@ func heap() uint64 {
 // hub each show one of the first node's threads. Measured once, whatever
 // the benchtime.
 func BenchmarkHubMemory(b *testing.B) {
-	const nodes, threads = 50, 200
+	const nodes, threads = 20, 200
 	for i := 0; b.Loop(); i++ {
 		if i > 0 {
 			continue
