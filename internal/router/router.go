@@ -488,13 +488,14 @@ func (r *Router) attach(ctx context.Context, from chat.RouteKey, id chat.ThreadI
 	if _, ok := r.deleting[id]; ok {
 		return fmt.Errorf("thread %s: %w: it is being deleted", id, chat.ErrNotFound)
 	}
-	// A route on another machine's thread is kept in memory only: the
-	// store holds this machine's threads (after a restart the route shows
-	// none until it picks one again).
-	if rm := r.opt.Remote; rm == nil || !rm.Owns(id) {
-		if err := r.store.AttachRoute(ctx, from, id); err != nil {
-			return fmt.Errorf("router: attach route: %w", err)
-		}
+	// A route on another machine's thread is kept apart: no thread of this
+	// store is it.
+	attach := r.store.AttachRoute
+	if rm := r.opt.Remote; rm != nil && rm.Owns(id) {
+		attach = r.store.AttachRemoteRoute
+	}
+	if err := attach(ctx, from, id); err != nil {
+		return fmt.Errorf("router: attach route: %w", err)
 	}
 	r.routes[from] = id
 	r.hub.Attach(from, id)

@@ -25,6 +25,10 @@ type Store interface {
 	Route(ctx context.Context, key chat.RouteKey) (chat.Route, error)
 	// AttachRoute attaches a route to a thread (creating the route if new).
 	AttachRoute(ctx context.Context, key chat.RouteKey, thread chat.ThreadID) error
+	// AttachRemoteRoute attaches a route to a thread another machine owns (a
+	// cluster's hub): no such thread is in this store, so none is checked.
+	// Route and Routes return it as any route.
+	AttachRemoteRoute(ctx context.Context, key chat.RouteKey, thread chat.ThreadID) error
 	// Routes returns every route.
 	Routes(ctx context.Context) ([]chat.Route, error)
 

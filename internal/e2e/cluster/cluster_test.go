@@ -460,3 +460,28 @@ func TestAMessageThatWaitedTooLongFailsInItsThreadWithTheReason(t *testing.T) {
 		t.Fatalf("b's log has w1's text %d times and its failure %d times, want each once", texts, failed)
 	}
 }
+
+// A route showing a node's thread is kept like a route showing a local
+// thread: after the hub restarts, the person's chat shows the same thread.
+func TestAHubRestartKeepsARouteOnANodesThread(t *testing.T) {
+	r := newRig(t)
+	s := r.hub.dial("phone", -1, "")
+	s.Send(newThreadMsg("m1", "hello", r.work))
+	s.WaitFor(0, wait, chatsock.PromptDone("m1", chat.StopEndTurn), "the first turn")
+	remoteID := shownThread(s.Get(s.WaitFor(0, wait, func(e client.Event) bool { return shownThread(e) != "" }, "the route's thread")))
+	s.Client().Close()
+	// The same listener, so b's link finds the hub again.
+	r.hub.cfg.Cluster.Listen = r.hub.d.ClusterHub().Addr()
+	r.hub.stop()
+	r.hub.start()
+	// b's link is back (b's record from before the restart still looks
+	// current for a moment): the hub reads the thread from b.
+	testkit.Eventually(t, wait, func() bool {
+		_, err := r.hub.d.ClusterHub().Source().Thread(t.Context(), remoteID)
+		return err == nil
+	}, "b answers the hub again")
+	again := r.hub.dial("phone", -1, "")
+	if i := again.WaitFor(0, wait, func(e client.Event) bool { return e.Type == chat.TypeThread }, "the route's thread after the restart"); shownThread(again.Get(i)) != remoteID {
+		t.Fatalf("after the hub's restart the route shows %q, want %q", shownThread(again.Get(i)), remoteID)
+	}
+}

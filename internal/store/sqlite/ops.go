@@ -200,8 +200,9 @@ func (s *Store) Threads(ctx context.Context) ([]chat.Thread, error) {
 func (s *Store) Route(ctx context.Context, key chat.RouteKey) (chat.Route, error) {
 	var thread string
 	var updated sql.NullInt64
-	err := s.r.QueryRowContext(ctx, `SELECT thread, updated_at FROM routes WHERE channel = ? AND chat = ?`,
-		key.Channel, key.Chat).Scan(&thread, &updated)
+	err := s.r.QueryRowContext(ctx, `SELECT thread, updated_at FROM routes WHERE channel = ? AND chat = ?
+		UNION ALL SELECT thread, updated_at FROM remote_routes WHERE channel = ? AND chat = ?`,
+		key.Channel, key.Chat, key.Channel, key.Chat).Scan(&thread, &updated)
 	if errors.Is(err, sql.ErrNoRows) {
 		return chat.Route{}, fmt.Errorf("sqlite: route %s: %w", key, chat.ErrNotFound)
 	}
@@ -214,20 +215,36 @@ func (s *Store) Route(ctx context.Context, key chat.RouteKey) (chat.Route, error
 // AttachRoute attaches a route to a thread, creating the route when new. The thread
 // must exist: attaching to an unknown one returns an error wrapping chat.ErrNotFound.
 func (s *Store) AttachRoute(ctx context.Context, key chat.RouteKey, thread chat.ThreadID) error {
+	return s.attachRoute(ctx, key, thread, "routes", "remote_routes", true)
+}
+
+// AttachRemoteRoute attaches a route to a thread another machine owns.
+func (s *Store) AttachRemoteRoute(ctx context.Context, key chat.RouteKey, thread chat.ThreadID) error {
+	return s.attachRoute(ctx, key, thread, "remote_routes", "routes", false)
+}
+
+// attachRoute writes key's route into table and takes it out of other (a
+// route is in one of the two), in one transaction; local checks the thread.
+func (s *Store) attachRoute(ctx context.Context, key chat.RouteKey, thread chat.ThreadID, table, other string, local bool) error {
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("sqlite: attach route %s: begin: %w", key, err)
 	}
 	defer tx.Rollback()
-	var one int
-	err = tx.QueryRowContext(ctx, `SELECT 1 FROM threads WHERE id = ?`, string(thread)).Scan(&one)
-	if errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("sqlite: attach route %s: thread %s: %w", key, thread, chat.ErrNotFound)
+	if local {
+		var one int
+		err = tx.QueryRowContext(ctx, `SELECT 1 FROM threads WHERE id = ?`, string(thread)).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("sqlite: attach route %s: thread %s: %w", key, thread, chat.ErrNotFound)
+		}
+		if err != nil {
+			return fmt.Errorf("sqlite: attach route %s: %w", key, err)
+		}
 	}
-	if err != nil {
+	if _, err := tx.ExecContext(ctx, `DELETE FROM `+other+` WHERE channel = ? AND chat = ?`, key.Channel, key.Chat); err != nil {
 		return fmt.Errorf("sqlite: attach route %s: %w", key, err)
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO routes (channel, chat, thread, updated_at) VALUES (?, ?, ?, ?)
+	if _, err := tx.ExecContext(ctx, `INSERT INTO `+table+` (channel, chat, thread, updated_at) VALUES (?, ?, ?, ?)
 		ON CONFLICT (channel, chat) DO UPDATE SET thread = excluded.thread, updated_at = excluded.updated_at`,
 		key.Channel, key.Chat, string(thread), nanos(s.now())); err != nil {
 		return fmt.Errorf("sqlite: attach route %s: %w", key, err)
@@ -238,9 +255,10 @@ func (s *Store) AttachRoute(ctx context.Context, key chat.RouteKey, thread chat.
 	return nil
 }
 
-// Routes returns every route, ordered by channel and chat.
+// Routes returns every route, local and remote, ordered by channel and chat.
 func (s *Store) Routes(ctx context.Context) ([]chat.Route, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT channel, chat, thread, updated_at FROM routes ORDER BY channel, chat`)
+	rows, err := s.r.QueryContext(ctx, `SELECT channel, chat, thread, updated_at FROM routes
+		UNION ALL SELECT channel, chat, thread, updated_at FROM remote_routes ORDER BY 1, 2`)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: routes: %w", err)
 	}

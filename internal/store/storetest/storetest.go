@@ -44,6 +44,7 @@ func Run(t *testing.T, open Opener) {
 		{"Cards", testCards},
 		{"Inputs", testInputs},
 		{"Routes", testRoutes},
+		{"RemoteRoutes", testRemoteRoutes},
 		{"Reopen", testReopen},
 		{"ConcurrentCommits", testConcurrentCommits},
 		{"PruneEvents", testPruneEvents},
@@ -718,6 +719,57 @@ func testRoutes(t *testing.T, open Opener) {
 	slices.Sort(got)
 	if want := []string{"tui:c1→t1", "web:c1→t2"}; !slices.Equal(got, want) {
 		t.Errorf("Routes: got %v, want %v", got, want)
+	}
+}
+
+// A route on another machine's thread is kept like any route (it survives a
+// restart), and a route is on one thread only, local or remote.
+func testRemoteRoutes(t *testing.T, open Opener) {
+	name := dbName(t)
+	s := openNamed(t, open, name)
+	ctx := t.Context()
+	seedThread(t, s, "t1", 1)
+	web := chat.RouteKey{Channel: "web", Chat: "c1"}
+	tui := chat.RouteKey{Channel: "tui", Chat: "c1"}
+	if err := s.AttachRoute(ctx, web, "t1"); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range []struct {
+		key    chat.RouteKey
+		thread chat.ThreadID
+	}{{web, "x@b"}, {tui, "y@b"}} {
+		if err := s.AttachRemoteRoute(ctx, a.key, a.thread); err != nil {
+			t.Fatalf("AttachRemoteRoute(%s, %s): %v", a.key, a.thread, err)
+		}
+	}
+	routes := func() []string {
+		t.Helper()
+		rs, err := s.Routes(ctx)
+		if err != nil {
+			t.Fatalf("Routes: %v", err)
+		}
+		var got []string
+		for _, r := range rs {
+			one, err := s.Route(ctx, r.Key)
+			if err != nil || one.ThreadID != r.ThreadID {
+				t.Fatalf("Route(%s): %+v %v, Routes says %s", r.Key, one, err, r.ThreadID)
+			}
+			got = append(got, r.Key.String()+"→"+string(r.ThreadID))
+		}
+		return got
+	}
+	if got, want := routes(), []string{"tui:c1→y@b", "web:c1→x@b"}; !slices.Equal(got, want) {
+		t.Fatalf("Routes: got %v, want %v", got, want)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openNamed(t, open, name)
+	if err := s.AttachRoute(ctx, tui, "t1"); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := routes(), []string{"tui:c1→t1", "web:c1→x@b"}; !slices.Equal(got, want) {
+		t.Fatalf("Routes after a reopen and a local attach: got %v, want %v", got, want)
 	}
 }
 
