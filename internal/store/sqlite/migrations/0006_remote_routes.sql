@@ -1,4 +1,4 @@
--- parley schema 5: routes showing a thread another machine owns (on a
+-- parley schema 6: routes showing a thread another machine owns (on a
 -- cluster's hub, a node's `<thread>@<node>`). No row of threads holds such a
 -- thread, so they have their own table, with no reference; a route is in
 -- routes or here, never in both.
