@@ -263,23 +263,15 @@ func (l *lane) onAccept(a laneAccept) {
 		l.recordFailed(a)
 		return
 	}
+
 	if len(l.queue) >= l.r.opt.QueueDepth {
 		a.done(chat.Delivery{}, chat.ErrBusy)
 		return
 	}
-	var refs []chat.FileRef
-	if len(p.files) > 0 && !p.retry {
-		// Saved before anything is logged: a file that cannot be saved
-		// refuses the message, which the client keeps.
-		var err error
-		if refs, err = uploads.Save(l.th.Cwd, l.ag.Roots, p.files); err != nil {
-			a.done(chat.Delivery{}, invalid("the attached files could not be saved in the thread's working directory: %v", err))
-			return
-		}
-		if l.th.Title == "" {
-			l.th.Title = titleOf(firstNonEmpty(p.in.Text, refs[0].Name))
-		}
-		p.in.Text = strings.TrimSpace(p.in.Text + "\n\n" + uploads.Mention(refs))
+	refs, err := l.saveFiles(p)
+	if err != nil {
+		a.done(chat.Delivery{}, err)
+		return
 	}
 	p.in.Detail = l.waitsFor()
 	l.saveInput(p)
@@ -306,13 +298,37 @@ func (l *lane) onAccept(a laneAccept) {
 	l.next()
 }
 
+// saveFiles saves a new message's files in the thread's working directory
+// and names them in its text. Saved before anything is logged: a file that
+// cannot be saved refuses the message, which the client keeps.
+func (l *lane) saveFiles(p *pendingInput) ([]chat.FileRef, error) {
+	if len(p.files) == 0 || p.retry {
+		return nil, nil
+	}
+	refs, err := uploads.Save(l.th.Cwd, l.ag.Roots, p.files)
+	if err != nil {
+		return nil, invalid("the attached files could not be saved in the thread's working directory: %v", err)
+	}
+	if l.th.Title == "" {
+		l.th.Title = titleOf(firstNonEmpty(p.in.Text, refs[0].Name))
+	}
+	p.in.Text = strings.TrimSpace(p.in.Text + "\n\n" + uploads.Mention(refs))
+	return refs, nil
+}
+
 // recordFailed keeps a message that failed before it reached this machine:
-// in the log with its failed receipt, as a message the lane failed is.
+// in the log with its failed receipt, as a message the lane failed is, its
+// files saved (a retry sends it as it is kept).
 func (l *lane) recordFailed(a laneAccept) {
 	p := a.p
+	refs, err := l.saveFiles(p)
+	if err != nil {
+		a.done(chat.Delivery{}, err)
+		return
+	}
 	p.in.State, p.in.Detail = chat.DeliveryFailed, p.failed
 	l.saveInput(p)
-	l.emit(chat.UserMessage{MessageID: p.in.MessageID, Text: p.in.Text, From: p.in.From})
+	l.emit(chat.UserMessage{MessageID: p.in.MessageID, Text: p.in.Text, From: p.in.From, Files: refs})
 	if l.th.Title == "" {
 		l.th.Title = titleOf(p.in.Text)
 	}
