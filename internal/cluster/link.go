@@ -72,6 +72,11 @@ type Link struct {
 	applied *idSet
 	done    chan struct{}
 	wg      sync.WaitGroup
+	// life ends when Close begins: what the link's goroutines ask of the
+	// hub ends with it, so Close (which waits for them) never waits out a
+	// request to a hub that is away.
+	life    context.Context
+	endLife context.CancelFunc
 
 	mu    sync.Mutex // guards since
 	since time.Time
@@ -87,6 +92,7 @@ func Dial(opt LinkOptions) (*Link, error) {
 	}
 	l := &Link{opt: opt, log: opt.Logger, kick: make(chan struct{}, 1),
 		upKick: make(chan struct{}, 1), done: make(chan struct{}), applied: newIDSet(4096)}
+	l.life, l.endLife = context.WithCancel(context.Background())
 	if l.log == nil {
 		l.log = slog.New(slog.DiscardHandler)
 	}
@@ -215,7 +221,13 @@ func (l *Link) write(offline bool) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), max(5*time.Second, l.opt.Heartbeat))
+	// The goodbye is said after the link's life (Close); a heartbeat ends
+	// with it.
+	parent := l.life
+	if offline {
+		parent = context.Background()
+	}
+	ctx, cancel := context.WithTimeout(parent, max(5*time.Second, l.opt.Heartbeat))
 	defer cancel()
 	return l.publishRecord(ctx, dirSubject(l.opt.Node), b)
 }
@@ -229,6 +241,7 @@ func (l *Link) close() {
 		l.opt.Events.Unwatch(l.watch)
 	}
 	close(l.done)
+	l.endLife()
 	l.wg.Wait()
 	if l.nc.IsConnected() {
 		if err := l.write(true); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {

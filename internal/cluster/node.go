@@ -210,7 +210,7 @@ func (l *Link) summaries() {
 
 func (l *Link) writeAllSummaries() error {
 	l.watch.Take() // every thread is written below
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(l.life, time.Minute)
 	defer cancel()
 	ths, err := l.opt.Store.Threads(ctx)
 	if err != nil {
@@ -225,7 +225,7 @@ func (l *Link) writeAllSummaries() error {
 }
 
 func (l *Link) writeSummaries(ids []chat.ThreadID) error {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(l.life, time.Minute)
 	defer cancel()
 	for _, id := range ids {
 		th, err := l.opt.Store.Thread(ctx, id)
@@ -247,8 +247,16 @@ func (l *Link) putSummary(ctx context.Context, th chat.Thread) error {
 	if err != nil {
 		return err
 	}
+	// One record's answer is waited for briefly: a hub killed after the
+	// request left never answers it, and the summaries after it (all of
+	// them, at the link-up that follows) must not wait for that.
+	ctx, cancel := context.WithTimeout(ctx, summaryTimeout)
+	defer cancel()
 	return l.publishRecord(ctx, sumSubject(l.opt.Node, string(th.ID)), b)
 }
+
+// summaryTimeout bounds the wait for the hub's answer to one summary.
+const summaryTimeout = 10 * time.Second
 
 // answerSource answers one source request from the node's store.
 func (l *Link) answerSource(m *nats.Msg) {
