@@ -25,9 +25,10 @@ import (
 
 var loginLink = regexp.MustCompile(`http://(127\.0\.0\.1:\d+)/login\?code=`)
 
-// nodeProc is node b as a real `parley serve` process.
+// nodeProc is a machine as a real `parley serve` process.
 type nodeProc struct {
 	t    *testing.T
+	name string // in the log ("node b" when "")
 	args []string
 	cmd  *exec.Cmd
 	addr string
@@ -43,12 +44,15 @@ func (p *nodeProc) start() {
 	if err := p.cmd.Start(); err != nil {
 		p.t.Fatal(err)
 	}
-	cmd := p.cmd
+	cmd, name := p.cmd, p.name
+	if name == "" {
+		name = "node b"
+	}
 	p.t.Cleanup(func() {
 		cmd.Process.Signal(os.Interrupt)
 		cmd.Wait()
 		if p.t.Failed() {
-			p.t.Logf("node b's stderr:\n%s", stderr.String())
+			p.t.Logf("%s's stderr:\n%s", name, stderr.String())
 		}
 	})
 	sc := bufio.NewScanner(stdout)
@@ -62,7 +66,7 @@ func (p *nodeProc) start() {
 			return
 		}
 	}
-	p.t.Fatalf("node b printed no link; stderr:\n%s", stderr.String())
+	p.t.Fatalf("%s printed no link; stderr:\n%s", name, stderr.String())
 }
 
 // Node b, a real process, is killed with kill -9 in the middle of a turn;
