@@ -149,6 +149,7 @@ func threadCommand(use, short string, nargs int, run func(*cobra.Command, client
 const deleteThreadNote = `Deleting a thread removes its messages, cards and search entries from parley.
 The agent's own session (for Claude Code, its session file under
 ~/.claude/projects) is left on disk: parley never deletes the agent's files.
+Files attached to its messages stay in the working folder's .parley-uploads.
 A running turn is stopped first, and every screen showing the thread closes.`
 
 func deleteThreadCommand() *cobra.Command {

@@ -46,7 +46,8 @@ func (l *lane) unarchive() {
 // conversation, in the words every surface shows before it asks.
 const DeletedNote = "The thread's messages, cards and search entries are deleted from parley. " +
 	"The agent's own session (for Claude Code, its session file under ~/.claude/projects) is left on disk: " +
-	"parley never deletes the agent's files. A running turn is stopped first."
+	"parley never deletes the agent's files. Files attached to its messages stay in the working folder's .parley-uploads. " +
+	"A running turn is stopped first."
 
 // DeleteThread deletes a thread: a turn in flight is stopped and the agent's
 // process ended (its lane retires), then the store deletes what it holds of

@@ -14,6 +14,7 @@ const MAX_TITLE = 120;
 export const DELETE_NOTE =
   "Deleting removes this thread's messages, cards and search entries from parley. The agent's own session " +
   "(for Claude Code, its session file under ~/.claude/projects) is left on disk: parley never deletes the agent's files. " +
+  "Files attached to its messages stay in the working folder's .parley-uploads. " +
   "A running turn is stopped first, and every screen showing the thread closes.";
 
 export function SearchBox({ store }: { store: Store }) {
