@@ -57,14 +57,18 @@ func TestStatusTellsTheTruth(t *testing.T) {
 		until(t, ctx, "the thread's totals", `/^1 turn · \d+ tokens · \$0\.\d{4} · context/.test((document.querySelector("[data-usage]")||{}).textContent||"")`)
 	})
 	t.Run("a refused file says why", func(t *testing.T) {
-		// A text file dropped on the composer is not sent (only images are),
-		// and the composer says so and names it, instead of dropping it silently.
-		run(t, ctx, "drop a text file", chromedp.Evaluate[chromedp.Void](`(() => {
-			const dt = new DataTransfer(); dt.items.add(new File(["some notes"], "notes.txt", { type: "text/plain" }));
+		// Any file is attached now (saved in the thread's folder), but not past
+		// the message's limit: a file too large is not attached, and the
+		// composer names it and says why, instead of dropping it silently.
+		run(t, ctx, "drop a file too large", chromedp.Evaluate[chromedp.Void](`(() => {
+			const dt = new DataTransfer(); dt.items.add(new File([new Uint8Array(2 * 1024 * 1024)], "notes.txt", { type: "text/plain" }));
 			document.querySelector("form.composer").dispatchEvent(new DragEvent("drop", { dataTransfer: dt, bubbles: true, cancelable: true }));
 		})()`))
 		until(t, ctx, "the refusal names the file and why", `(() => { const e = document.querySelector(".attached [role=alert]");
-			return !!e && e.textContent.includes("notes.txt") && e.textContent.includes("Only images"); })()`)
+			return !!e && e.textContent.includes("notes.txt") && e.textContent.includes("at most"); })()`)
+		if eval[bool](t, ctx, `!!document.querySelector(".attached .thumb")`) {
+			t.Error("the refused file is attached all the same")
+		}
 	})
 	t.Run("stopping", func(t *testing.T) {
 		send(t, ctx, PromptSlow)
@@ -93,8 +97,8 @@ func TestStatusTellsTheTruth(t *testing.T) {
 	run(t, phone, "open the thread with usage", chromedp.Evaluate[chromedp.Void](`[...document.querySelectorAll(".p-thread")].find(b => b.textContent.includes("a title for the header")).click()`))
 	until(t, phone, "the phone is online", `window.parley.state.conn === "online"`)
 	until(t, phone, "the thread's totals fit the phone", `(() => { const e = document.querySelector("[data-usage]"); return !!e && /turns? ·/.test(e.textContent) && e.getBoundingClientRect().right <= innerWidth; })()`)
-	run(t, phone, "drop a text file on the phone", chromedp.Evaluate[chromedp.Void](`(() => {
-		const dt = new DataTransfer(); dt.items.add(new File(["some notes"], "notes.txt", { type: "text/plain" }));
+	run(t, phone, "drop a file too large on the phone", chromedp.Evaluate[chromedp.Void](`(() => {
+		const dt = new DataTransfer(); dt.items.add(new File([new Uint8Array(2 * 1024 * 1024)], "notes.txt", { type: "text/plain" }));
 		document.querySelector("form.p-composer").dispatchEvent(new DragEvent("drop", { dataTransfer: dt, bubbles: true, cancelable: true }));
 	})()`))
 	until(t, phone, "the refusal fits the phone", `(() => { const e = document.querySelector(".attached [role=alert]");
