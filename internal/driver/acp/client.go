@@ -126,13 +126,17 @@ func cancelledPermission() sdk.RequestPermissionResponse {
 }
 
 // dropCard removes a card the agent stopped waiting for; it reports whether
-// it was still open.
+// it was still open and the agent withdrew it of its own accord. A card of a
+// turn the person stopped is not: the agent may drop its request on the
+// stop's notification before Cancel takes the cards, and the lane closes
+// such a card with the stop itself (and a turn's end, with the end).
 func (s *Session) dropCard(cards map[string]*pendingCard, id string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	_, ok := cards[id]
 	delete(cards, id)
-	return ok
+	t := s.turn // a turn that ended closed its cards in the lane too
+	return ok && t != nil && !t.cancelled && !t.ended
 }
 
 // UnstableCreateElicitation shows a form elicitation as a question card.
