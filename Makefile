@@ -1,5 +1,5 @@
 # parley's everyday targets. `make test` is what CI runs.
-.PHONY: build test unit e2e fuzz ui lint check run fault-stream soak-tmux
+.PHONY: build test unit e2e fuzz ui lint check run fault-stream soak-tmux kill-cycles
 
 # The build's own time (UTC, RFC 3339) for `parley version` and /api/version; without it
 # they would show the commit's time. Override for a reproducible build: make build BUILT=…
@@ -26,6 +26,13 @@ unit:
 # docs/benchmarks.md). PARLEY_FAULT_SENDS (default 60), PARLEY_FAULT_SEED.
 fault-stream:
 	PARLEY_FAULT_LOOP=1 go test -count=1 -timeout 60m -run TestStreamFaultLoop -v ./internal/e2e/claude/ | grep -E 'RESULT|FAIL|ok|---|submitted,|failed,|failed:|asked'
+
+# parley killed with SIGKILL mid-turn with three messages queued, restarted on
+# its data, CYCLES times (default 100): each message reaches the agent once and
+# the log has no gap (docs/reliability.md). Not run by `make test` (once there).
+CYCLES ?= 100
+kill-cycles:
+	go test -count=$(CYCLES) -run '^TestKill9WithQueuedMessages$$' ./internal/daemon/
 
 # Every fuzz target in the repository, FUZZTIME each (default 15s).
 fuzz:

@@ -59,6 +59,11 @@ echo "| event latency, 1 connection, p50 ms | $(median BenchmarkEventLatency/con
 echo "| event latency, 1 connection, p99 ms | $(median BenchmarkEventLatency/conns=1 p99-ms) | |"
 echo "| event latency, 100 connections, p50 ms | $(median BenchmarkEventLatency/conns=100 p50-ms) | |"
 echo "| event latency, 100 connections, p99 ms | $(median BenchmarkEventLatency/conns=100 p99-ms) | 2 |"
+echo "| 100 connections: the server's share (chunk → frame in the reader's socket), p99 ms | $(median BenchmarkEventLatency/conns=100 srv-p99-ms) | |"
+echo "| 100 connections: of it, chunk → first connection's frame (lane, commit, hub), p99 ms | $(median BenchmarkEventLatency/conns=100 first-p99-ms) | |"
+echo "| 100 connections: of it, first → last connection's frame (the fan-out's writes), p99 ms | $(median BenchmarkEventLatency/conns=100 fan-p99-ms) | |"
+echo "| 100 connections: the reader's share (frame arrived → decoded), p99 ms | $(median BenchmarkEventLatency/conns=100 rd-p99-ms) | |"
+echo "| 100 connections: CPU per chunk (server and 100 readers), µs | $(median BenchmarkEventLatency/conns=100 cpu-µs/chunk) | |"
 echo "| event latency, 1000 connections (20 ms apart), p50 ms | $(median BenchmarkEventLatency/conns=1000 p50-ms) | |"
 echo "| event latency, 1000 connections (20 ms apart), p99 ms | $(median BenchmarkEventLatency/conns=1000 p99-ms) | |"
 echo

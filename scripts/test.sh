@@ -27,6 +27,8 @@ command -v tmux >/dev/null || need+=(tmux)
 command -v chromium >/dev/null || need+=(chromium)
 [ -x /usr/sbin/ngircd ] || command -v ngircd >/dev/null || need+=(ngircd)
 command -v prosody >/dev/null || need+=(prosody lua-unbound)
+# The notification tap test runs its own session bus (no system service comes with it).
+command -v dbus-daemon >/dev/null || need+=(dbus-daemon)
 if [ ${#need[@]} -gt 0 ]; then
 	log "installing Debian packages: ${need[*]}"
 	# The IRC and XMPP servers are only programs the tests start on loopback:

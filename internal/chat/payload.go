@@ -40,6 +40,7 @@ const (
 	// removed (docs/protocol.md, "Retention").
 	TypeHistoryPruned = "history_pruned"
 	TypePong          = "pong" // answers a ping (Pong)
+	TypeDone          = "done" // a thread's edit took effect (Done)
 	// TypeAgentDraft is provisional answer text (AgentDraft): live only,
 	// never in any log, replaced by the agent's final words.
 	TypeAgentDraft = "agent_draft"
@@ -92,13 +93,36 @@ type AgentChunk struct {
 // AgentDraft is provisional answer text: what a terminal agent has drawn so
 // far of the answer whose final words (agent_chunk, from its transcript) have
 // not come yet. It is never stored and has no seq. Each one replaces the last
-// one whole; an agent_chunk, tool_call or prompt_done after it ends it, and a
-// client that has seen a later event than AfterSeq ignores it.
+// one whole, or, on a connection that asked for appends, adds to it (Extends);
+// an agent_chunk, tool_call or prompt_done after it ends it, and a client that
+// has seen a later event than AfterSeq ignores it.
 type AgentDraft struct {
-	Text string `json:"text"` // the whole provisional text now, not a delta; "" clears it
+	// Text is the whole provisional text now ("" clears it), or, with
+	// Extends, what follows the text of the draft Extends.
+	Text string `json:"text"`
 	// AfterSeq is the seq of the thread's last event when it was drawn: it
 	// belongs right after that event and nowhere else.
 	AfterSeq int64 `json:"after_seq"`
+	// ID names the draft (parley's; a driver leaves it 0), so that the next
+	// one may extend it.
+	ID int64 `json:"id,omitempty"`
+	// Extends is the ID of the draft this one only adds Text to (sent only
+	// to connections that asked for appends: drafts=append).
+	Extends int64 `json:"extends,omitempty"`
+}
+
+// Onto is the draft a client shows after this one (its ID and text), given
+// the one it shows: this one, or, for an append, the text shown with this
+// one's added. An append to a draft the client does not show (it missed one)
+// gives none (0, ""): nothing rather than a guess, until the next whole one.
+func (d AgentDraft) Onto(shownID int64, shown string) (int64, string) {
+	switch {
+	case d.Extends == 0:
+		return d.ID, d.Text
+	case d.Extends == shownID && shownID != 0:
+		return d.ID, shown + d.Text
+	}
+	return 0, ""
 }
 
 // ThoughtChunk is a piece of the agent's visible reasoning.
@@ -458,6 +482,12 @@ type SessionInfo struct {
 type ThreadInfo struct {
 	Title    string `json:"title"`
 	Archived bool   `json:"archived"`
+	// Agent is the thread's agent now; MovedFrom, on a move, the agent it
+	// had (gone from the config), and ContextMessages how many of the
+	// thread's last messages go to the new agent with the next message.
+	Agent           string `json:"agent,omitempty"`
+	MovedFrom       string `json:"moved_from,omitempty"`
+	ContextMessages int    `json:"context_messages,omitempty"`
 }
 
 // Connection-level payloads.
@@ -470,6 +500,15 @@ type Config struct {
 	Agents       []AgentInfo `json:"agents"`        // the agents it can start threads with
 	DefaultAgent string      `json:"default_agent"` // the agent a new thread gets when none is named
 	Version      string      `json:"version"`       // the daemon's version
+	// Limits are the daemon's limits a client checks before it sends.
+	Limits *ConfigLimits `json:"limits,omitempty"`
+}
+
+// ConfigLimits are the limits in the config event (docs/protocol.md).
+type ConfigLimits struct {
+	// MaxMessageBytes is limits.max_message_bytes: a message's text, images
+	// and files together, decoded.
+	MaxMessageBytes int `json:"max_message_bytes"`
 }
 
 // AgentInfo describes one configured agent: its transport, whether it can
@@ -505,6 +544,13 @@ type HistoryPruned struct {
 // Pong answers a ping.
 type Pong struct{}
 
+// Done answers an edit_thread or delete_thread input that took effect, to
+// the connection that sent it; Ref is the input's.
+type Done struct {
+	Ref  string `json:"ref,omitempty"`
+	Note string `json:"note,omitempty"` // what a delete did, in words a person reads
+}
+
 // EventType names each payload's event type (Payload), one of the Type*
 // constants.
 func (UserMessage) EventType() string        { return TypeUserMessage }
@@ -530,5 +576,6 @@ func (Config) EventType() string             { return TypeConfig }
 func (ThreadEvent) EventType() string        { return TypeThread }
 func (ReplayDone) EventType() string         { return TypeReplayDone }
 func (Pong) EventType() string               { return TypePong }
+func (Done) EventType() string               { return TypeDone }
 func (HistoryPruned) EventType() string      { return TypeHistoryPruned }
 func (AgentDraft) EventType() string         { return TypeAgentDraft }

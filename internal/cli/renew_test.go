@@ -1,15 +1,10 @@
 package cli_test
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/tls"
-	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"regexp"
-	"syscall"
 	"testing"
 	"time"
 
@@ -21,33 +16,8 @@ import (
 // certificate without a restart and rewrites the pin local commands use
 // (<data>/addr.pem), so `parley devices` keeps working after the renewal.
 func TestRenewedCertificateKeepsLocalCommandsWorking(t *testing.T) {
-	bin := testkit.ParleyBinary(t)
-	dir := t.TempDir()
-	data := filepath.Join(dir, "data")
-	cert := selfsigned.Make(t, dir, "127.0.0.1")
-	cmd := exec.Command(bin, "serve", "--data", data, "--addr", "127.0.0.1:0", "--tls-cert", cert.CertFile, "--tls-key", cert.KeyFile)
-	cmd.Dir = dir
-	cmd.Env = []string{"HOME=" + dir, "PATH=", "XDG_CONFIG_HOME=" + t.TempDir()}
-	stdout, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		cmd.Wait()
-	})
-	sc := bufio.NewScanner(stdout)
-	link := regexp.MustCompile(`https://(127\.0\.0\.1:\d+)/login\?code=[0-9a-f]+`)
-	var addr string
-	for addr == "" && sc.Scan() {
-		if m := link.FindStringSubmatch(sc.Text()); m != nil {
-			addr = m[1]
-		}
-	}
-	if addr == "" {
-		t.Fatal("no https link printed")
-	}
-	go io.Copy(io.Discard, stdout)
+	srv := serveTLS(t)
+	bin, data, cert, addr := srv.bin, srv.data, srv.cert, srv.addr
 	devices := func() error {
 		out, err := exec.Command(bin, "devices", "--data", data).CombinedOutput()
 		if err != nil {

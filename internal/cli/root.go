@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/parleyhq/parley/internal/push"
 )
 
 // Build says what this binary is; main fills Version from -ldflags when set.
@@ -51,7 +53,19 @@ func ReadBuild(b Build) Build {
 }
 
 // Root returns the parley command with every subcommand.
-func Root(b Build) *cobra.Command {
+func Root(b Build) *cobra.Command { return RootWith(b, TestHooks{}) }
+
+// TestHooks are what Go test code may give a `parley serve` it runs in its own
+// process (RootWith). The parley binary never sets them: no flag, config key
+// or environment variable reaches them.
+type TestHooks struct {
+	// PushNet is how pushes reach push services (daemon.Options.PushNet): a
+	// test's push service stand-in on loopback, with its own CA.
+	PushNet push.Net
+}
+
+// RootWith is Root with test hooks.
+func RootWith(b Build, h TestHooks) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "parley",
 		Short:         "Host AI coding agents and talk to them from anywhere",
@@ -59,7 +73,7 @@ func Root(b Build) *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(
-		newServeCommand(b),
+		newServeCommand(b, h),
 		newTokenCommand(),
 		newLoginLinkCommand(),
 		newVersionCommand(b),
@@ -76,7 +90,12 @@ var extraCommands []func(Build) *cobra.Command
 
 // Main runs the CLI and returns the process exit code.
 func Main(b Build, args []string, stdout, stderr io.Writer) int {
-	root := Root(b)
+	return MainWith(b, TestHooks{}, args, stdout, stderr)
+}
+
+// MainWith is Main with test hooks: a test binary that plays parley.
+func MainWith(b Build, h TestHooks, args []string, stdout, stderr io.Writer) int {
+	root := RootWith(b, h)
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)

@@ -18,6 +18,39 @@ import (
 	"github.com/parleyhq/parley/internal/testkit/scriptd"
 )
 
+// sendResult is how a `parley send` run ended.
+type sendResult struct {
+	code     int
+	out, err string
+}
+
+// sendUntilChunk runs `parley send flags… "stream 100000 10ms"` to chatID in
+// the background and watches the chat, as a second client on the same route,
+// until the agent streams its first chunk. It returns the watcher and the
+// channel the send's result comes on.
+func sendUntilChunk(t *testing.T, ctx context.Context, d *daemon.Daemon, chatID string, flags ...string) (*client.Conn, <-chan sendResult) {
+	t.Helper()
+	c, _, err := client.Dial(ctx, "http://"+d.Addr(), d.Token(), client.Options{Chat: chatID, Channel: "tui", Since: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.CloseNow() })
+	done := make(chan sendResult, 1)
+	go func() {
+		code, out, errs := parley(append(append(append([]string{"send"}, flags...), remote(d, chatID)...), "stream 100000 10ms")...)
+		done <- sendResult{code, out, errs}
+	}()
+	for {
+		ev, err := c.Next(ctx)
+		if err != nil {
+			t.Fatalf("watcher: %v", err)
+		}
+		if ev.Type == chat.TypeAgentChunk && ev.Seq > 0 {
+			return c, done
+		}
+	}
+}
+
 // startDaemon runs a real daemon over the scripted agent ("echo").
 func startDaemon(t *testing.T) *daemon.Daemon {
 	t.Helper()
@@ -83,31 +116,9 @@ func TestSendCancelled(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	// A second client on the same route watches for the turn and stops it.
-	c, _, err := client.Dial(ctx, "http://"+d.Addr(), d.Token(), client.Options{Chat: chatID, Channel: "tui", Since: -1})
-	if err != nil {
+	c, done := sendUntilChunk(t, ctx, d, chatID)
+	if err := c.Send(ctx, map[string]string{"type": "stop"}); err != nil {
 		t.Fatal(err)
-	}
-	defer c.CloseNow()
-	type result struct {
-		code     int
-		out, err string
-	}
-	done := make(chan result, 1)
-	go func() {
-		code, out, errs := parley(append(append([]string{"send"}, remote(d, chatID)...), "stream 100000 10ms")...)
-		done <- result{code, out, errs}
-	}()
-	for stopped := false; !stopped; {
-		ev, err := c.Next(ctx)
-		if err != nil {
-			t.Fatalf("watcher: %v", err)
-		}
-		if ev.Type == chat.TypeAgentChunk && ev.Seq > 0 {
-			if err := c.Send(ctx, map[string]string{"type": "stop"}); err != nil {
-				t.Fatal(err)
-			}
-			stopped = true
-		}
 	}
 	select {
 	case r := <-done:
@@ -180,32 +191,10 @@ func TestSendSurvivesADaemonRestart(t *testing.T) {
 	const chatID = "send-restart"
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, _, err := client.Dial(ctx, "http://"+d.Addr(), d.Token(), client.Options{Chat: chatID, Channel: "tui", Since: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.CloseNow()
-	type result struct {
-		code     int
-		out, err string
-	}
-	done := make(chan result, 1)
-	go func() {
-		code, out, errs := parley(append(append([]string{"send", "-v"}, remote(d, chatID)...), "stream 100000 10ms")...)
-		done <- result{code, out, errs}
-	}()
-	for {
-		ev, err := c.Next(ctx)
-		if err != nil {
-			t.Fatalf("watcher: %v", err)
-		}
-		if ev.Type == chat.TypeAgentChunk && ev.Seq > 0 {
-			break
-		}
-	}
+	c, done := sendUntilChunk(t, ctx, d, chatID, "-v")
 	c.CloseNow()
 	restart()
-	var r result
+	var r sendResult
 	select {
 	case r = <-done:
 	case <-ctx.Done():

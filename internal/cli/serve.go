@@ -31,7 +31,7 @@ type serveFlags struct {
 	tailscale                               bool
 }
 
-func newServeCommand(b Build) *cobra.Command {
+func newServeCommand(b Build, h TestHooks) *cobra.Command {
 	var f serveFlags
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -45,7 +45,7 @@ loopback only, a token made at first start. Agent programs found on PATH
 			if err != nil {
 				return err
 			}
-			return serve(cmd, b, cfg)
+			return serve(cmd, b, cfg, h)
 		},
 	}
 	fl := cmd.Flags()
@@ -140,7 +140,7 @@ func noAgents(cfg config.Config) string {
 		"with transport = \"acp\" and its command (README, \"Configuration\")", strings.Join(config.DetectedPrograms(), ", "), file)
 }
 
-func serve(cmd *cobra.Command, b Build, cfg config.Config) error {
+func serve(cmd *cobra.Command, b Build, cfg config.Config, h TestHooks) error {
 	log := newLogger(cmd.ErrOrStderr(), cfg.LogFormat, cfg.LogLevel)
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -152,6 +152,7 @@ func serve(cmd *cobra.Command, b Build, cfg config.Config) error {
 		Version: web.Version{Version: b.Version, Commit: b.Commit, Built: b.Built, UIHash: uiHash},
 		UI:      ui,
 		Logger:  log,
+		PushNet: h.PushNet,
 	})
 	if err != nil {
 		return err

@@ -254,8 +254,20 @@ func strconvQuote(s string) string { return strconv.Quote(s) }
 // empty PATH, and returns its address and token once it printed its link.
 func startServeIn(t *testing.T, dir, home string, args ...string) (addr, token string) {
 	t.Helper()
-	bin := testkit.ParleyBinary(t)
 	data := filepath.Join(t.TempDir(), "data")
+	m := serveProc(t, testkit.ParleyBinary(t), dir, home, data, loginLink, args...)
+	tok, err := os.ReadFile(filepath.Join(data, "token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m[1], strings.TrimSpace(string(tok))
+}
+
+// serveProc runs `bin serve --data data --addr 127.0.0.1:0 args…` in dir, its
+// HOME home and an empty PATH, stopped at the test's end, and returns the
+// first match of link in what it prints.
+func serveProc(t *testing.T, bin, dir, home, data string, link *regexp.Regexp, args ...string) []string {
+	t.Helper()
 	cmd := exec.Command(bin, append([]string{"serve", "--data", data, "--addr", "127.0.0.1:0"}, args...)...)
 	cmd.Dir = dir
 	cmd.Env = []string{"HOME=" + home, "PATH=", "XDG_CONFIG_HOME=" + t.TempDir()}
@@ -270,17 +282,13 @@ func startServeIn(t *testing.T, dir, home string, args ...string) (addr, token s
 	sc := bufio.NewScanner(stdout)
 	var m []string
 	for m == nil && sc.Scan() {
-		m = loginLink.FindStringSubmatch(sc.Text())
+		m = link.FindStringSubmatch(sc.Text())
 	}
 	if m == nil {
-		t.Fatal("no dashboard link printed")
+		t.Fatalf("no link like %s printed", link)
 	}
 	go io.Copy(io.Discard, stdout)
-	tok, err := os.ReadFile(filepath.Join(data, "token"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m[1], strings.TrimSpace(string(tok))
+	return m
 }
 
 // TestServeRootsAreHomeOrGiven: run from a source checkout (as the README's

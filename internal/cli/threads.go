@@ -42,9 +42,12 @@ The subcommands rename, archive, unarchive and delete manage one thread.`,
 			api := client.API{Server: server, Token: token}
 			out := cmd.OutOrStdout()
 			if cmd.Flags().Changed("search") {
-				hits, err := api.Search(cmd.Context(), search)
+				hits, unsearched, err := api.SearchAll(cmd.Context(), search)
 				if err != nil {
 					return err
+				}
+				for _, u := range unsearched { // a hub's search that did not cover a machine says so
+					fmt.Fprintf(cmd.ErrOrStderr(), "machine %s not searched: %s\n", u.Node, u.Reason)
 				}
 				if asJSON {
 					return writeJSONList(out, hits)

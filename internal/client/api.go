@@ -43,15 +43,24 @@ func (a API) ArchivedThreads(ctx context.Context) ([]chat.Thread, error) {
 	return body.Threads, nil
 }
 
-// Search finds threads by title and message text, best match first.
-func (a API) Search(ctx context.Context, q string) ([]chat.SearchHit, error) {
+// Unsearched is a machine a search at a cluster's hub did not cover, and why.
+type Unsearched struct {
+	Node   string `json:"node"`
+	Reason string `json:"reason"`
+}
+
+// SearchAll finds threads by title and message text, best match first, and
+// says, at a cluster's hub, which machines it did not cover (offline, no
+// answer in time).
+func (a API) SearchAll(ctx context.Context, q string) ([]chat.SearchHit, []Unsearched, error) {
 	var body struct {
-		Hits []chat.SearchHit `json:"hits"`
+		Hits       []chat.SearchHit `json:"hits"`
+		Unsearched []Unsearched     `json:"unsearched"`
 	}
 	if err := a.get(ctx, "/api/search?q="+url.QueryEscape(q), &body); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return body.Hits, nil
+	return body.Hits, body.Unsearched, nil
 }
 
 // EditThread renames a thread (title not nil) or (un)archives it (archived

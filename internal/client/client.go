@@ -27,6 +27,9 @@ type Options struct {
 	Channel string // web (default) or tui
 	Since   int64  // < 0: no since (the server replays the tail)
 	Thread  chat.ThreadID
+	// DraftAppends asks for a draft that only grew as what it adds
+	// (chat.AgentDraft.Extends; the client applies it with Onto).
+	DraftAppends bool
 	// Header is added to the upgrade request (e.g. Origin in tests).
 	Header http.Header
 	// ReadLimit bounds one incoming frame (default 16 MiB).
@@ -87,6 +90,9 @@ func Dial(ctx context.Context, server, token string, opt Options) (*Conn, *http.
 	}
 	if opt.Thread != "" {
 		q.Set("thread", string(opt.Thread))
+	}
+	if opt.DraftAppends {
+		q.Set("drafts", "append")
 	}
 	u, err := SocketURL(server, "/ws/chat", q)
 	if err != nil {

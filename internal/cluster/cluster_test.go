@@ -5,17 +5,20 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Every test here runs a real embedded NATS server with JetStream and real
@@ -417,6 +420,50 @@ func record(t *testing.T, nc *nats.Conn, subject, value string) {
 	}
 }
 
+// A node on another parley version than the hub may say things the hub does
+// not hear (its threads' subjects moved): the hub's log names it, once while
+// it stays on that version, and not a node on the hub's own.
+func TestTheHubLogsANodeOnAnotherVersion(t *testing.T) {
+	var log lockedBuffer
+	h, err := StartHub(t.Context(), HubOptions{DataDir: t.TempDir(), Listen: "127.0.0.1:0", Version: "v2",
+		Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.Close)
+	b, err := connectAs(t, join(t, h, "b"), h.Addr(), "b", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	record(t, b, dirSubject("b"), `{"node":"b","version":"v2"}`)
+	if strings.Contains(log.String(), "runs parley") {
+		t.Fatalf("a node on the hub's version was warned of:\n%s", log.String())
+	}
+	record(t, b, dirSubject("b"), `{"node":"b","version":"v1"}`)
+	record(t, b, dirSubject("b"), `{"node":"b","version":"v1"}`)
+	if n := strings.Count(log.String(), "node b runs parley v1 and this hub v2"); n != 1 {
+		t.Fatalf("the hub warned %d times of b on v1, want once:\n%s", n, log.String())
+	}
+}
+
+// lockedBuffer is a log's destination that the test reads while the hub writes.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
 func TestTheHubRestartKeepsItsNodesKeysAndUsedTokens(t *testing.T) {
 	hubData := t.TempDir()
 	h := startHub(t, hubData, "127.0.0.1:0")
@@ -592,3 +639,159 @@ func TestAJoinTokenLivesAtMostADay(t *testing.T) {
 // on a loaded machine (GC, -race, load 20) turned a node offline mid-test.
 // Offline is tested by a clean stop, which says so at once.
 const testHeartbeat = 2 * time.Second
+
+// JetStream reserves each node's input bound ([cluster] input_bytes) out of
+// the hub's store (the disk free at its start, or store_bytes): with room for
+// two, two machines join and the third is refused with words that say why
+// and what to change, and reserves nothing.
+func TestAHubWithNoRoomForAnotherMachineSaysSo(t *testing.T) {
+	const input = 16 << 20
+	// The thread summaries' 256 MiB, two machines' inputs, and half a third's.
+	h, err := StartHub(t.Context(), HubOptions{DataDir: t.TempDir(), Listen: "127.0.0.1:0",
+		InputBytes: input, StoreBytes: 256<<20 + 2*input + input/2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.Close)
+	join(t, h, "b")
+	join(t, h, "c")
+	s, err := h.js.Stream(t.Context(), InputStream("b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.CachedInfo().Config.MaxBytes; got != input {
+		t.Fatalf("b's inputs are bounded at %d bytes, want the hub's input_bytes %d", got, input)
+	}
+	_, err = Join(t.Context(), t.TempDir(), token(t, h, "", time.Minute), "d", "test")
+	if err == nil || !strings.Contains(err.Error(), "no room at the hub for another machine's inputs") ||
+		!strings.Contains(err.Error(), "lower input_bytes") {
+		t.Fatalf("a third machine joined a hub with room for two: %v", err)
+	}
+	if _, ok := status(t, h, "d"); ok {
+		t.Fatal("the refused machine is listed")
+	}
+	if _, err := h.js.Stream(t.Context(), InputStream("d")); !errors.Is(err, jetstream.ErrStreamNotFound) {
+		t.Fatalf("the refused machine's input stream: %v, want none", err)
+	}
+}
+
+// A hub restarted on a fuller disk (or with a smaller store_bytes) may find
+// its machines' bookings past its budget: it starts all the same, every
+// joined machine keeps its inputs (one waiting is delivered), and only a new
+// booking, a machine joining, is refused with the words that say why.
+func TestAHubWhoseBookingsNoLongerFitStartsAndKeepsItsMachines(t *testing.T) {
+	const input = 64 << 20
+	hubData := t.TempDir()
+	h, err := StartHub(t.Context(), HubOptions{DataDir: hubData, Listen: "127.0.0.1:0", InputBytes: input})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := h.Addr()
+	bData := join(t, h, "b")
+	join(t, h, "c")
+	if err := h.Queue(t.Context(), "b", "t1", "m1", []byte("waited")); err != nil {
+		t.Fatal(err)
+	}
+	h.Close()
+
+	// Booked: the summaries' 256 MiB and two machines' 64 MiB; the budget now
+	// less, and input_bytes raised, which would book more still.
+	const budget = 320 << 20
+	reg := prometheus.NewRegistry()
+	h2, err := StartHub(t.Context(), HubOptions{DataDir: hubData, Listen: addr, InputBytes: 2 * input, StoreBytes: budget,
+		Registerer: reg})
+	if err != nil {
+		t.Fatalf("the hub did not start with its bookings past its budget: %v", err)
+	}
+	t.Cleanup(h2.Close)
+	s, err := h2.js.Stream(t.Context(), InputStream("b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.CachedInfo().Config.MaxBytes; got != input {
+		t.Fatalf("b's inputs are bounded at %d bytes, want %d kept (input_bytes raised past the budget)", got, input)
+	}
+	// /metrics says what is booked and what may be.
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gauge := map[string]float64{}
+	for _, mf := range mfs {
+		if m := mf.GetMetric(); len(m) == 1 && m[0].GetGauge() != nil {
+			gauge[mf.GetName()] = m[0].GetGauge().GetValue()
+		}
+	}
+	if gauge["parley_cluster_store_booked_bytes"] != 256<<20+2*input || gauge["parley_cluster_store_budget_bytes"] != budget {
+		t.Fatalf("store gauges %v, want booked %d, budget %d", gauge, 256<<20+2*input, budget)
+	}
+	keepsBAndRefusesANewJoin(t, h2, bData, addr)
+
+	// What the refusal says to do: input_bytes lowered, the hub restarted.
+	h2.Close()
+	const lower = 16 << 20
+	h3, err := StartHub(t.Context(), HubOptions{DataDir: hubData, Listen: addr, InputBytes: lower, StoreBytes: budget})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h3.Close)
+	if booked, _ := h3.StoreUse(); booked != 256<<20+2*lower {
+		t.Fatalf("booked %d MiB after input_bytes was lowered, want %d", booked>>20, (256<<20+2*lower)>>20)
+	}
+	join(t, h3, "d")
+}
+
+// The same with the default store_bytes = 0, the budget 3/4 of the disk
+// free: a hub restarted on a fuller disk starts, and a machine's waiting
+// input is delivered (JetStream's own default budget could not be raised).
+func TestAHubOnAFullerDiskStartsWithTheDefaultBudget(t *testing.T) {
+	const input = 64 << 20
+	free := func(n int64) {
+		was := diskFree
+		diskFree = func(string) (int64, error) { return n, nil }
+		t.Cleanup(func() { diskFree = was })
+	}
+	free(1 << 30)
+	hubData := t.TempDir()
+	h, err := StartHub(t.Context(), HubOptions{DataDir: hubData, Listen: "127.0.0.1:0", InputBytes: input})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, budget := h.StoreUse(); budget != 768<<20 {
+		t.Fatalf("budget %d MiB with 1 GiB free, want 3/4 of it", budget>>20)
+	}
+	addr := h.Addr()
+	bData := join(t, h, "b")
+	join(t, h, "c")
+	if err := h.Queue(t.Context(), "b", "t1", "m1", []byte("waited")); err != nil {
+		t.Fatal(err)
+	}
+	h.Close()
+
+	free(64 << 20) // booked: 256 MiB of summaries and two machines' 64 MiB
+	h2, err := StartHub(t.Context(), HubOptions{DataDir: hubData, Listen: addr, InputBytes: input})
+	if err != nil {
+		t.Fatalf("the hub did not start on a fuller disk with store_bytes 0: %v", err)
+	}
+	t.Cleanup(h2.Close)
+	if booked, budget := h2.StoreUse(); booked != 256<<20+2*input || budget >= booked {
+		t.Fatalf("booked %d MiB of a budget of %d MiB, want 384 MiB past the budget", booked>>20, budget>>20)
+	}
+	keepsBAndRefusesANewJoin(t, h2, bData, addr)
+}
+
+// keepsBAndRefusesANewJoin checks a hub restarted past its disk budget: b,
+// joined before, gets the input m1 that waited for it, and a new machine's
+// join is refused for want of room.
+func keepsBAndRefusesANewJoin(t *testing.T, h *Hub, bData, addr string) {
+	t.Helper()
+	a := newApplied()
+	dialWith(t, bData, addr, "b", a.handler(nil))
+	if id := a.next(t); id != "m1" {
+		t.Fatalf("b got %q, want its waiting input m1", id)
+	}
+	_, err := Join(t.Context(), t.TempDir(), token(t, h, "", time.Minute), "d", "test")
+	if err == nil || !strings.Contains(err.Error(), "no room at the hub for another machine's inputs") {
+		t.Fatalf("a machine joined a hub already past its budget: %v", err)
+	}
+}

@@ -77,15 +77,25 @@ var (
 		"When the hub last had the node's heartbeat (0: never).", []string{"node"}, nil)
 	nodeWaitingDesc = prometheus.NewDesc("parley_cluster_inputs_waiting",
 		"Inputs kept at the hub for the node, not yet taken by it.", []string{"node"}, nil)
+	storeBookedDesc = prometheus.NewDesc("parley_cluster_store_booked_bytes",
+		"What the hub's JetStream has booked on its disk: the thread summaries' bound and each joined node's input_bytes.", nil, nil)
+	storeBudgetDesc = prometheus.NewDesc("parley_cluster_store_budget_bytes",
+		"What the hub's disk bookings may add up to: store_bytes, or 3/4 of the disk free at the hub's start. "+
+			"Booked past it (a fuller disk at a restart), the joined nodes keep theirs and a new node is refused.", nil, nil)
 )
 
 func (c hubCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- nodeOnlineDesc
 	ch <- nodeSeenDesc
 	ch <- nodeWaitingDesc
+	ch <- storeBookedDesc
+	ch <- storeBudgetDesc
 }
 
 func (c hubCollector) Collect(ch chan<- prometheus.Metric) {
+	booked, budget := c.h.StoreUse()
+	ch <- prometheus.MustNewConstMetric(storeBookedDesc, prometheus.GaugeValue, float64(booked))
+	ch <- prometheus.MustNewConstMetric(storeBudgetDesc, prometheus.GaugeValue, float64(budget))
 	ctx, cancel := contextWithTimeout(5 * time.Second)
 	defer cancel()
 	nodes, err := c.h.Nodes(ctx)

@@ -17,7 +17,8 @@
 //	                                      parley.to.<node>.src (source requests: a thread, events, tail, cards, usage)
 //	parley.in.<node>.<thread>             inputs for the node: stream PARLEY_IN_<node>, work queue, read by the hub's consumer "node"
 //	parley.from.<node>.dir                the node's directory record (heartbeat), a request to the hub
-//	parley.from.<node>.sum.<thread>       one of the node's thread summaries, a request to the hub
+//	parley.from.<node>.threads.>          what the node says of its threads, requests to the hub taken in order:
+//	                                      sum.<thread> (a summary), gone.<thread> (deleted), all (the ids it has)
 //	$KV.parley_nodes.<node>               the directory record, written by the hub only (records.go)
 //	$KV.parley_threads.<node>.<thread>    the thread summaries, written by the hub only
 //	parley.join                           a joining node's registration (the join user only)

@@ -20,6 +20,8 @@ import (
 	"github.com/nats-io/nkeys"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/crypto/bcrypt"
+
+	"github.com/parleyhq/parley/internal/chat"
 )
 
 // HubOptions configure the hub.
@@ -36,14 +38,30 @@ type HubOptions struct {
 	// InputWait is how long an input waits for its node before it fails
 	// (0: DefaultInputWait).
 	InputWait time.Duration
+	// InputBytes is the most a node's waiting inputs may weigh (0:
+	// DefaultInputBytes). JetStream reserves it on the hub's disk for each
+	// node, out of StoreBytes (store.go).
+	InputBytes int64
+	// StoreBytes is the most the hub's JetStream may reserve on its disk
+	// for new bookings (0: 3/4 of the disk free at the hub's start,
+	// JetStream's default); what is booked already is kept (store.go).
+	StoreBytes int64
 	// InputFailed, when set, is told of each input that will never be
 	// applied, with the reason (inputs.go). It runs on the node's forwarder,
 	// whose next inputs wait for it: it must be quick, and must not call
 	// Revoke or Close (which wait for that forwarder).
 	InputFailed InputFailed
+	// ThreadGone, when set, is told of each node's thread deleted on its
+	// node, once the hub no longer lists it (records.go), with its remote
+	// id: the hub's routes to it and views of it end. It runs on the
+	// records' subscription: it must be quick.
+	ThreadGone func(chat.ThreadID)
 	// Self is the hub machine's own node name ([cluster] node): no node may
 	// join under it, or the one view would show two machines as one.
 	Self string
+	// Version is the hub's parley version: a node on another one is named
+	// in the log, as the two may not understand each other (records.go).
+	Version string
 }
 
 // Hub is the embedded NATS server with JetStream, its users made from the
@@ -91,6 +109,21 @@ type Hub struct {
 	// A leaf: nothing else is locked under it.
 	wmu     sync.Mutex
 	waiters map[string]chan inputResult
+
+	// failed holds the ids of the last inputs that failed, so that a retry
+	// under the same id within the stream's duplicate window goes in
+	// (Queue). Its own lock is a leaf.
+	failed *idSet
+
+	// budget is what the hub's disk bookings may add up to (store.go), as
+	// made of store_bytes at this start; storeMax is the
+	// server's JetStreamMaxStore, raised past budget to keep what is
+	// booked already. Both are set in StartHub, then only read.
+	budget, storeMax int64
+
+	// otherVersion is each node's version last warned of, as it differs
+	// from the hub's; only the directory records' subscription touches it.
+	otherVersion map[string]string
 }
 
 // StartHub starts the server, makes the buckets, and answers joins and admin
@@ -99,8 +132,12 @@ func StartHub(ctx context.Context, opt HubOptions) (*Hub, error) {
 	if opt.InputWait <= 0 {
 		opt.InputWait = DefaultInputWait
 	}
+	if opt.InputBytes <= 0 {
+		opt.InputBytes = DefaultInputBytes
+	}
 	h := &Hub{opt: opt, dir: Dir(opt.DataDir), log: opt.Logger, fwd: map[string]*forwarder{},
-		waiters: map[string]chan inputResult{}}
+		waiters: map[string]chan inputResult{}, failed: newIDSet(4096),
+		otherVersion: map[string]string{}}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
@@ -123,6 +160,9 @@ func StartHub(ctx context.Context, opt HubOptions) (*Hub, error) {
 	if h.reg, err = loadRegistry(h.dir); err != nil {
 		return nil, err
 	}
+	if h.storeMax, err = startMaxStore(opt); err != nil {
+		return nil, err
+	}
 	opts, err := h.serverOptions(h.reg)
 	if err != nil {
 		return nil, err
@@ -143,6 +183,10 @@ func StartHub(ctx context.Context, opt HubOptions) (*Hub, error) {
 		h.srv.Shutdown()
 		return nil, fmt.Errorf("cluster: the NATS server did not start on %s%s", opt.Listen, logger.why())
 	}
+	if err := h.keepBookings(); err != nil {
+		h.Close()
+		return nil, err
+	}
 	if err := h.connect(ctx); err != nil {
 		h.Close()
 		return nil, err
@@ -159,7 +203,8 @@ func StartHub(ctx context.Context, opt HubOptions) (*Hub, error) {
 			return nil, err
 		}
 	}
-	h.log.Info("cluster hub is listening", "addr", h.srv.Addr().String(), "nodes", len(h.reg.Nodes))
+	h.log.Info("cluster hub is listening", "addr", h.srv.Addr().String(), "nodes", len(h.reg.Nodes),
+		"store_booked_bytes", h.booked(), "store_budget_bytes", h.budget)
 	return h, nil
 }
 
@@ -189,13 +234,17 @@ func (h *Hub) serverOptions(reg registry) (*server.Options, error) {
 		NoSigs:     true,
 		NoLog:      true,
 		JetStream:  true,
-		StoreDir:   filepath.Join(h.opt.DataDir, "nats"),
+		StoreDir:   storeDir(h.opt.DataDir),
 		TLSConfig:  h.auth.serverTLS(),
 		TLSTimeout: 5,
 		Nkeys:      users,
 		Users:      []*server.User{{Username: joinUser, Password: h.joinHash, Permissions: joinPermissions()}},
 		// A node's frames are parley's (a message is at most 16 MiB; events far less).
-		MaxPayload: 8 << 20,
+		MaxPayload: maxPayload,
+		// store_bytes (0: 3/4 of the disk free at start, never JetStream's
+		// own), or what the joined machines already book when that is more
+		// (store.go).
+		JetStreamMaxStore: h.storeMax,
 	}, nil
 }
 
@@ -287,15 +336,19 @@ func (h *Hub) connect(ctx context.Context) error {
 // over when it died is still unacked, and the new consumer starts at it at
 // once instead of after the old delivery's ack wait.
 func (h *Hub) ensureInputs(ctx context.Context, node string, fresh bool) error {
+	bound, err := h.inputBound(ctx, node)
+	if err != nil {
+		return fmt.Errorf("cluster: stream for node %s: %w", node, err)
+	}
 	s, err := h.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 		Name: InputStream(node), Description: "inputs waiting for node " + node,
 		Subjects: []string{InputSubject(node) + ".>"}, Retention: jetstream.WorkQueuePolicy,
 		Storage: jetstream.FileStorage, Duplicates: 10 * time.Minute,
 		// Bounded: a node away for long makes the hub refuse (never drop) more.
-		MaxMsgs: MaxWaitingInputs, MaxBytes: MaxWaitingBytes, Discard: jetstream.DiscardNew,
+		MaxMsgs: MaxWaitingInputs, MaxBytes: bound, Discard: jetstream.DiscardNew,
 	})
 	if err != nil {
-		return fmt.Errorf("cluster: stream for node %s: %w", node, err)
+		return fmt.Errorf("cluster: stream for node %s: %w", node, h.noRoom(err))
 	}
 	if fresh {
 		if err := s.DeleteConsumer(ctx, inputConsumer); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
@@ -312,10 +365,11 @@ func (h *Hub) ensureInputs(ctx context.Context, node string, fresh bool) error {
 }
 
 // The bounds of a node's input stream: past them a publish is refused, so
-// the sender can say the input was not taken.
+// the sender can say the input was not taken. Its bytes are
+// HubOptions.InputBytes.
 const (
-	MaxWaitingInputs = 10_000
-	MaxWaitingBytes  = 256 << 20
+	MaxWaitingInputs  = 10_000
+	DefaultInputBytes = 64 << 20
 )
 
 // Conn is the hub's own connection (for the route follower's seam).

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/driver"
 )
 
 // Inputs for a node wait in its stream PARLEY_IN_<node> at the hub. The node
@@ -58,10 +59,15 @@ func Refuse(err error) *Refusal {
 	return r
 }
 
-// chatErrors are the chat errors a refusal carries across by name.
+// chatErrors are the chat errors a refusal carries across by name: its code
+// is the place in this list, so a new one goes at the end (a hub and its
+// nodes run one version, but a queued refusal may outlive an upgrade).
 var chatErrors = []error{chat.ErrNotFound, chat.ErrBusy, chat.ErrCardClosed, chat.ErrNoTurn, chat.ErrBadInput,
 	chat.ErrOutsideRoot, chat.ErrUnknownAgent, chat.ErrClosed, chat.ErrDuplicate, chat.ErrTooLarge,
-	chat.ErrRateLimited, chat.ErrSessionLimit}
+	chat.ErrRateLimited, chat.ErrSessionLimit,
+	// A card answer refused because the card's agent is not running: the
+	// card stays open (agent_error), unlike ErrCardClosed.
+	driver.ErrNotRunning}
 
 func chatErrorCode(err error) int {
 	for i, e := range chatErrors {
@@ -200,6 +206,9 @@ func (h *Hub) Ask(ctx context.Context, node, id string, data []byte, wait time.D
 	if id == "" {
 		return nil, errors.New("cluster: an input needs an id")
 	}
+	if err := checkInput(node, data); err != nil {
+		return nil, err
+	}
 	req := nats.NewMsg(inputSubject(node))
 	req.Header.Set(jetstream.MsgIDHeader, id)
 	req.Header.Set(withinHeader, wait.String())
@@ -256,6 +265,25 @@ func (h *Hub) settle(id string, r inputResult) bool {
 	return ch != nil
 }
 
+// NATS carries at most maxPayload a message (the hub's server's limit).
+const maxPayload = 8 << 20
+
+// MaxInput is the most an input for a node may weigh as sent: a message's
+// JSON with its files as base64 (4/3 of their size), under NATS's
+// maxPayload with room for the headers. limits.max_message_bytes may allow
+// more (up to 16 MiB): such a message is refused here with ErrTooLarge and
+// a reason, not by NATS after the checks said fine.
+const MaxInput = maxPayload - 64<<10
+
+func checkInput(node string, data []byte) error {
+	if len(data) <= MaxInput {
+		return nil
+	}
+	return fmt.Errorf("%w: %d bytes as sent to machine %s, more than the %d bytes a message to another machine may be "+
+		"(files count 4/3 of their size: about %d bytes of files in all); send it from %s's own dashboard or terminal, or in smaller pieces",
+		chat.ErrTooLarge, len(data), node, MaxInput, MaxInput*3/4, node)
+}
+
 // Queue puts an input for node's thread into node's stream, under its id:
 // a second Queue of the same id within the stream's duplicate window is the
 // same input. It returns once the hub's store holds it.
@@ -266,7 +294,21 @@ func (h *Hub) Queue(ctx context.Context, node, thread, id string, data []byte) e
 	if id == "" || strings.ContainsAny(thread, ".*> \t\r\n") || thread == "" {
 		return errors.New("cluster: an input needs an id and a thread id that is one subject token")
 	}
-	_, err := h.js.Publish(ctx, InputSubject(node)+"."+thread, data, jetstream.WithMsgID(id))
+	if err := checkInput(node, data); err != nil {
+		return err
+	}
+	subject := InputSubject(node) + "." + thread
+	ack, err := h.js.Publish(ctx, subject, data, jetstream.WithMsgID(id))
+	if err == nil && ack.Duplicate && h.failed.has(id) {
+		// The same id failed already (refused, or waited too long): this is
+		// its retry, which the duplicate window would drop unseen. It goes
+		// in under an id of its own, still known by its first (a sender
+		// waits on that; the node checks its own duplicates by message id).
+		m := nats.NewMsg(subject)
+		m.Data = data
+		m.Header.Set(hdrInput, id)
+		_, err = h.js.PublishMsg(ctx, m, jetstream.WithMsgID(id+"~"+chat.NewID("retry")))
+	}
 	if err != nil {
 		return fmt.Errorf("cluster: queue the input for machine %s: %w", node, err)
 	}
@@ -390,10 +432,17 @@ func (f *forwarder) consume() error {
 	}
 }
 
+// hdrInput names a retried input by its first id (Queue).
+const hdrInput = "Parley-Input"
+
 // deliver hands one input to the node and acks, naks or fails it by the answer.
 func (f *forwarder) deliver(m jetstream.Msg) {
 	log := f.h.log.With("node", f.node)
-	id := m.Headers().Get(jetstream.MsgIDHeader)
+	id := m.Headers().Get(jetstream.MsgIDHeader) // the node's duplicate check
+	key := id                                    // the input as its sender knows it
+	if first := m.Headers().Get(hdrInput); first != "" {
+		key = first
+	}
 	meta, err := m.Metadata()
 	if err != nil {
 		meta = &jetstream.MsgMetadata{Timestamp: time.Now(), NumDelivered: 1}
@@ -403,9 +452,10 @@ func (f *forwarder) deliver(m jetstream.Msg) {
 		if err := m.TermWithReason(reason); err != nil {
 			log.Warn("cluster: end a failed input", "id", id, "err", err)
 		}
-		told := f.h.settle(id, inputResult{err: refusalAt(reason, code)})
+		f.h.failed.add(key, nil)
+		told := f.h.settle(key, inputResult{err: refusalAt(reason, code)})
 		if f.h.opt.InputFailed != nil {
-			f.h.opt.InputFailed(f.h, FailedInput{Node: f.node, ID: id, Reason: reason, Data: m.Data(), Told: told})
+			f.h.opt.InputFailed(f.h, FailedInput{Node: f.node, ID: key, Reason: reason, Data: m.Data(), Told: told})
 		}
 	}
 	if id == "" {
@@ -441,7 +491,7 @@ func (f *forwarder) deliver(m jetstream.Msg) {
 			// Not acked: it comes again, and the node knows it by its id.
 			log.Warn("cluster: ack an applied input", "id", id, "err", err)
 		}
-		f.h.settle(id, inputResult{result: a.Result})
+		f.h.settle(key, inputResult{result: a.Result})
 		return
 	}
 	if waited := time.Since(meta.Timestamp); waited > f.h.opt.InputWait {
@@ -452,7 +502,7 @@ func (f *forwarder) deliver(m jetstream.Msg) {
 		// The node is not connected (stopped, killed, link down): a sender
 		// waiting learns at once that its input waits for it.
 		f.away.Store(true)
-		f.h.settle(id, inputResult{err: fmt.Errorf("%w (%s)", ErrWaiting, f.node)})
+		f.h.settle(key, inputResult{err: fmt.Errorf("%w (%s)", ErrWaiting, f.node)})
 	} else {
 		log.Warn("cluster: the node did not take an input; it waits", "id", id, "err", err)
 	}
@@ -465,8 +515,24 @@ func (f *forwarder) deliver(m jetstream.Msg) {
 func backoffStep(tries int) time.Duration { return 100 * time.Millisecond << min(max(tries-1, 0), 10) }
 
 // serveInputs answers the hub's input requests on the node. The subscription
-// outlives reconnects.
+// outlives reconnects. Requests are answered one at a time, in order, by one
+// goroutine; each is stamped when it reaches this machine, so the time it
+// waits here behind others counts against its budget (the hub's wait began
+// before it): one the hub has given up on is not applied after it said so.
 func (l *Link) serveInputs(apply InputHandler) error {
+	queue := make(chan askedInput, inputQueue)
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		for {
+			select {
+			case a := <-queue:
+				l.answerInput(a, apply)
+			case <-l.done:
+				return
+			}
+		}
+	}()
 	_, err := l.nc.Subscribe(inputSubject(l.opt.Node), func(m *nats.Msg) {
 		// Only the hub's own requests: a reply subject is anyone's choice (a
 		// JetStream ack to another node's publish can land here), and the hub
@@ -475,26 +541,55 @@ func (l *Link) serveInputs(apply InputHandler) error {
 			l.log.Warn("cluster: ignored a message on the input subject that is not the hub's request", "reply", m.Reply)
 			return
 		}
-		id := m.Header.Get(jetstream.MsgIDHeader)
-		within := inputTimeout
-		if d, err := time.ParseDuration(m.Header.Get(withinHeader)); err == nil && d > 0 && d < within {
-			within = d
-		}
-		res, err := l.applyOnce(id, m.Data, within, apply)
-		a := inputAnswer{Result: res}
-		if err != nil {
-			var r *Refusal
-			a = inputAnswer{Error: err.Error(), Refused: errors.As(err, &r)}
-			if a.Refused {
-				a.Code = chatErrorCode(r.Err)
-			}
-		}
-		b, _ := json.Marshal(a)
-		if err := m.Respond(b); err != nil {
-			l.log.Warn("cluster: answer an input", "id", id, "err", err)
+		select {
+		case queue <- askedInput{m: m, at: time.Now()}:
+		default:
+			// Not applied, and said so: the hub hands a stream's input over
+			// again later; an asked one fails with the reason.
+			l.respondInput(m, inputAnswer{Error: "too many inputs waiting on this machine; not applied"})
 		}
 	})
 	return err
+}
+
+// inputQueue bounds the inputs waiting on a node to be applied.
+const inputQueue = 1024
+
+// answerMargin is kept back from an input's budget for the answer's way to
+// the hub (which stops waiting when the budget ends).
+const answerMargin = 500 * time.Millisecond
+
+// askedInput is an input request and when it reached this machine.
+type askedInput struct {
+	m  *nats.Msg
+	at time.Time
+}
+
+func (l *Link) answerInput(in askedInput, apply InputHandler) {
+	m := in.m
+	id := m.Header.Get(jetstream.MsgIDHeader)
+	within := inputTimeout
+	if d, err := time.ParseDuration(m.Header.Get(withinHeader)); err == nil && d > 0 && d < within {
+		within = d
+	}
+	within -= time.Since(in.at) + min(answerMargin, within/10)
+	res, err := l.applyOnce(id, m.Data, within, apply)
+	a := inputAnswer{Result: res}
+	if err != nil {
+		var r *Refusal
+		a = inputAnswer{Error: err.Error(), Refused: errors.As(err, &r)}
+		if a.Refused {
+			a.Code = chatErrorCode(r.Err)
+		}
+	}
+	l.respondInput(m, a)
+}
+
+func (l *Link) respondInput(m *nats.Msg, a inputAnswer) {
+	b, _ := json.Marshal(a)
+	if err := m.Respond(b); err != nil {
+		l.log.Warn("cluster: answer an input", "id", m.Header.Get(jetstream.MsgIDHeader), "err", err)
+	}
 }
 
 // applyOnce applies an input unless this link already applied its id (the
@@ -506,6 +601,11 @@ func (l *Link) applyOnce(id string, data []byte, within time.Duration, apply Inp
 	}
 	if res, ok := l.applied.get(id); ok {
 		return res, nil
+	}
+	if within <= 0 {
+		// It waited here until the hub stopped waiting for it (and told the
+		// sender so): not applied now. A stream's input comes again.
+		return nil, errors.New("it waited on this machine past its time; not applied")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), within)
 	defer cancel()
@@ -529,6 +629,8 @@ type idSet struct {
 func newIDSet(n int) *idSet {
 	return &idSet{n: n, ids: make(map[string][]byte, n), ring: make([]string, n)}
 }
+
+func (s *idSet) has(id string) bool { _, ok := s.get(id); return ok }
 
 func (s *idSet) get(id string) ([]byte, bool) {
 	s.mu.Lock()

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/driver"
 )
 
 // applied records what a node's input handler was given.
@@ -233,6 +235,21 @@ func TestAnInputFailsWithAReasonOrIsAppliedOnce(t *testing.T) {
 		t.Fatalf("applied %q, %q; want flaky then good", a, b)
 	}
 	waitDrained(t, h, "picky")
+	// Sent again under their ids within the duplicate window: the failed
+	// one is its retry and goes in (it was dropped unseen), the applied one
+	// stays the same input (applied once).
+	for _, id := range []string{"good", "bad"} {
+		if err := h.Queue(ctx, "picky", "t1", id, []byte(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if a := got.next(t); !strings.HasPrefix(a, "bad~") {
+		t.Fatalf("applied %q, want the retry of bad", a)
+	}
+	waitDrained(t, h, "picky")
+	if all := got.all(); len(all) != 3 {
+		t.Fatalf("applied %q, want flaky, good and bad's retry, each once", all)
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	if tries["flaky"] != 2 || tries["good"] != 1 || tries["bad"] != 1 {
@@ -242,6 +259,62 @@ func TestAnInputFailsWithAReasonOrIsAppliedOnce(t *testing.T) {
 	case f := <-failed:
 		t.Fatalf("a second failure: %+v", f)
 	default:
+	}
+}
+
+// A retry of a failed input under its id within the duplicate window goes in
+// after a hub restart too. The hub's list of failed ids is gone then, but so
+// is the stream's memory of the id: JetStream rebuilds its duplicate window at
+// a start from the messages still in the stream, and a failed input left it.
+func TestARetryOfAFailedInputGoesInAfterAHubRestart(t *testing.T) {
+	failed := make(chan string, 4)
+	opts := HubOptions{DataDir: t.TempDir(), Listen: "127.0.0.1:0",
+		InputFailed: func(_ *Hub, f FailedInput) { failed <- f.ID }}
+	h, err := StartHub(t.Context(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := join(t, h, "picky")
+	got := newApplied()
+	var tries sync.Map
+	refuseFirst := got.handler(func(id string) error {
+		if _, again := tries.LoadOrStore(id, true); !again {
+			return &Refusal{Reason: "not now"}
+		}
+		return nil
+	})
+	l := dialWith(t, data, h.Addr(), "picky", refuseFirst)
+	if err := h.Queue(t.Context(), "picky", "t1", "m1", []byte("m1")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case id := <-failed:
+		if id != "m1" {
+			t.Fatalf("%q failed, want m1", id)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the refused input did not fail")
+	}
+	waitDrained(t, h, "picky")
+	opts.Listen = h.Addr()
+	l.Close()
+	h.Close()
+
+	h2, err := StartHub(t.Context(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h2.Close)
+	if err := h2.Queue(t.Context(), "picky", "t1", "m1", []byte("m1")); err != nil {
+		t.Fatal(err)
+	}
+	dialWith(t, data, h2.Addr(), "picky", got.handler(nil))
+	if id := got.next(t); id != "m1" && !strings.HasPrefix(id, "m1~") {
+		t.Fatalf("applied %q, want m1's retry", id)
+	}
+	waitDrained(t, h2, "picky")
+	if all := got.all(); len(all) != 1 {
+		t.Fatalf("applied %q, want m1's retry once", all)
 	}
 }
 
@@ -416,11 +489,7 @@ func TestARequestGetsTheNodesResultOrItsChatError(t *testing.T) {
 // the messages queued for it and never that stop (sent through the queue, as
 // before, it was applied on the node's return, on whatever turn ran then).
 func TestAnAskedInputIsNeverAppliedLate(t *testing.T) {
-	h, err := StartHub(t.Context(), HubOptions{DataDir: t.TempDir(), Listen: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(h.Close)
+	h := startHub(t, t.TempDir(), "127.0.0.1:0")
 	data := join(t, h, "b")
 	ctx := t.Context()
 	if _, err := h.Ask(ctx, "b", "stop-1", []byte("stop"), 10*time.Second); err == nil || !strings.Contains(err.Error(), "not connected") {
@@ -442,5 +511,104 @@ func TestAnAskedInputIsNeverAppliedLate(t *testing.T) {
 	}
 	if all := got.all(); strings.Join(all, ",") != "m1,stop-2" {
 		t.Fatalf("the node applied %v; want m1 and stop-2 only: stop-1 was refused, never kept", all)
+	}
+}
+
+// An asked input that waits on the node behind a slow one until the hub has
+// stopped waiting (and told its sender "nothing is kept") is not applied
+// when its turn comes: its budget runs from when it reached the node, not
+// from when the node got to it (a new thread on b would otherwise start,
+// orphaned, with the message its sender was told had failed).
+func TestAnAskedInputWaitingBehindASlowOneIsNotAppliedAfterTheHubGaveUp(t *testing.T) {
+	h := startHub(t, t.TempDir(), "127.0.0.1:0")
+	data := join(t, h, "b")
+	inSlow, release := make(chan struct{}), make(chan struct{})
+	got := newApplied()
+	dialWith(t, data, h.Addr(), "b", got.handler(func(id string) error {
+		if id == "slow" {
+			close(inSlow)
+			<-release
+		}
+		return nil
+	}))
+	ctx := t.Context()
+	waitFor(t, 30*time.Second, "b answering", func() bool {
+		_, err := h.Ask(ctx, "b", "hello", []byte("x"), 10*time.Second)
+		return err == nil
+	})
+	slow := make(chan error, 1)
+	go func() {
+		_, err := h.Ask(ctx, "b", "slow", []byte("x"), 30*time.Second)
+		slow <- err
+	}()
+	<-inSlow
+	if _, err := h.Ask(ctx, "b", "late", []byte("x"), time.Second); err == nil || !strings.Contains(err.Error(), "did not answer") {
+		t.Fatalf("an input asked behind a slow one: %v, want the hub to give up on it", err)
+	}
+	close(release)
+	if err := <-slow; err != nil {
+		t.Fatalf("the slow input: %v", err)
+	}
+	// Answered in order: once "after" is applied, "late" has had its turn.
+	if _, err := h.Ask(ctx, "b", "after", []byte("x"), 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if all := strings.Join(got.all(), ","); all != "hello,slow,after" {
+		t.Fatalf("the node applied %s, want hello,slow,after: late was given up on by the hub", all)
+	}
+}
+
+// A message for a node larger than NATS carries (limits.max_message_bytes
+// may be up to 16 MiB, NATS's payload 8 MiB) is refused before it is sent,
+// as too large with the bound and what to do, not with NATS's own error;
+// nothing is kept for the node. One just under the bound goes.
+func TestAnInputLargerThanALinkCarriesIsRefusedAsTooLarge(t *testing.T) {
+	h := startHub(t, t.TempDir(), "127.0.0.1:0")
+	join(t, h, "away")
+	data := join(t, h, "n")
+	got := newApplied()
+	dialWith(t, data, h.Addr(), "n", got.handler(nil))
+	ctx := t.Context()
+	big := bytes.Repeat([]byte("x"), MaxInput+1)
+	for _, send := range []func() error{
+		func() error { _, err := h.Request(ctx, "n", "t1", "big", big, 30*time.Second); return err },
+		func() error { return h.Queue(ctx, "away", "t1", "big", big) },
+		func() error { _, err := h.Ask(ctx, "n", "big-ask", big, 30*time.Second); return err },
+	} {
+		err := send()
+		if !errors.Is(err, chat.ErrTooLarge) || !strings.Contains(err.Error(), "a message to another machine may be") {
+			t.Fatalf("a %d-byte input: %v, want chat.ErrTooLarge saying the bound", len(big), err)
+		}
+	}
+	if n, err := h.Waiting(ctx, "away"); err != nil || n != 0 {
+		t.Fatalf("waiting for away: %d %v, want nothing kept", n, err)
+	}
+	if _, err := h.Request(ctx, "n", "t1", "fits", big[:MaxInput], 30*time.Second); err != nil {
+		t.Fatalf("an input of %d bytes: %v", MaxInput, err)
+	}
+	if id := got.next(t); id != "fits" {
+		t.Fatalf("the node got %q, want fits", id)
+	}
+}
+
+// A node's refusal reaches the hub as the same chat error, so the hub's
+// screens say what the node's would: a card answer refused because its agent
+// is not running leaves the card open there too (agent_error), where a
+// card_closed would close it.
+func TestARefusalCrossesAsItsChatError(t *testing.T) {
+	for _, want := range chatErrors {
+		node := fmt.Errorf("at the node: %w", want)
+		got := refusalAt(node.Error(), chatErrorCode(node))
+		for _, other := range chatErrors {
+			if is := errors.Is(got, other); is != (other == want) {
+				t.Errorf("%q at the hub: errors.Is(%q) = %v", want, other, is)
+			}
+		}
+		if got.Error() != node.Error() {
+			t.Errorf("the hub's words %q, the node's %q", got.Error(), node.Error())
+		}
+	}
+	if !errors.Is(refusalAt("x", chatErrorCode(fmt.Errorf("%w; the card stays open", driver.ErrNotRunning))), driver.ErrNotRunning) {
+		t.Error("a card answer refused while the agent is not running lost its error at the hub")
 	}
 }

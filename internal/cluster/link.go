@@ -139,24 +139,34 @@ func Dial(opt LinkOptions) (*Link, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: dial the hub: %w", err)
 	}
+	// fail ends what Dial started so far: the goroutines it started wait on
+	// done (and life), and the tap on the events is taken off.
+	fail := func(err error) (*Link, error) {
+		if l.watch != nil {
+			l.opt.Events.SetTap(nil)
+			l.opt.Events.Unwatch(l.watch)
+		}
+		close(l.done)
+		l.endLife()
+		l.nc.Close()
+		l.wg.Wait()
+		return nil, err
+	}
 	if opt.Inputs != nil {
 		if err := l.serveInputs(opt.Inputs); err != nil {
-			l.nc.Close()
-			return nil, err
+			return fail(err)
 		}
 	}
 	if opt.Store != nil && opt.Events != nil {
 		if err := l.serveNode(); err != nil {
-			l.nc.Close()
-			return nil, err
+			return fail(err)
 		}
 	}
 	// The hub holds the subscriptions before Dial returns: an input handed
 	// over at once finds its node there, not "no responders" (which says the
 	// node is away and makes the sender's input wait).
 	if err := l.nc.FlushTimeout(10 * time.Second); err != nil {
-		l.nc.Close()
-		return nil, fmt.Errorf("cluster: the hub did not confirm the link: %w", err)
+		return fail(fmt.Errorf("cluster: the hub did not confirm the link: %w", err))
 	}
 	l.wg.Add(1)
 	go l.heartbeat()

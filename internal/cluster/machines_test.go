@@ -3,10 +3,16 @@ package cluster
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/hub"
 )
 
 // The hub lists every machine's agents with its node (its own under its own
@@ -181,5 +187,149 @@ func TestTheHubSaysWhenAMachineComesAndGoes(t *testing.T) {
 	case <-changed:
 		t.Fatal("the hub said b changed again, nothing did")
 	case <-time.After(500 * time.Millisecond):
+	}
+}
+
+// A thread deleted on its node leaves the hub's list, and the hub is told
+// (its routes and views end): at once while linked, and at the next link-up
+// for one deleted while the link was down. Another node cannot say b's
+// thread is gone: NATS refuses it.
+func TestAThreadDeletedOnItsNodeLeavesTheHub(t *testing.T) {
+	gone := make(chan chat.ThreadID, 8)
+	h, err := StartHub(t.Context(), HubOptions{DataDir: t.TempDir(), Listen: "127.0.0.1:0",
+		ThreadGone: func(id chat.ThreadID) { gone <- id }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.Close)
+	dataB, dataC := join(t, h, "b"), join(t, h, "c")
+	b := newMachine(t)
+	for _, id := range []chat.ThreadID{"t_one", "t_two", "t_three"} {
+		b.write(id, 1, false)
+	}
+	dialB := func() *Link {
+		l, err := Dial(LinkOptions{DataDir: dataB, Hub: h.Addr(), Node: "b", Heartbeat: testHeartbeat, Store: b.st, Events: b.hub})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	l := dialB()
+	listed := func() []chat.ThreadID {
+		ths, err := h.Threads(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []chat.ThreadID
+		for _, th := range ths {
+			ids = append(ids, th.Thread.ID)
+		}
+		return ids
+	}
+	waitFor(t, 10*time.Second, "b's three threads listed", func() bool { return len(listed()) == 3 })
+
+	// c, with its own real key, says b's thread is gone: refused by NATS.
+	errs := make(chan error, 8)
+	c, err := connectAs(t, dataC, h.Addr(), "c", errs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Publish(goneSubject("b", "t_one"), nil); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-errs:
+		if !errors.Is(err, nats.ErrPermissionViolation) {
+			t.Fatalf("c saying b's thread is gone: %v, want a permission violation", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("NATS did not refuse c's word on b's thread")
+	}
+
+	// Deleted on b while linked: gone from the hub's list, the hub told.
+	deleteOn := func(id chat.ThreadID) {
+		t.Helper()
+		if err := b.st.DeleteThread(t.Context(), id); err != nil {
+			t.Fatal(err)
+		}
+		b.hub.CloseThread(id, hub.ReasonDeleted) // as the router does
+	}
+	deleteOn("t_one")
+	select {
+	case id := <-gone:
+		if id != RemoteID("b", "t_one") {
+			t.Fatalf("the hub was told %s is gone, want %s", id, RemoteID("b", "t_one"))
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the hub was not told b's deleted thread is gone")
+	}
+	if ids := listed(); len(ids) != 2 || slices.Contains(ids, RemoteID("b", "t_one")) {
+		t.Fatalf("b deleted t_one, the hub lists %v", ids)
+	}
+
+	// Deleted while the link is down: gone at the next link-up.
+	l.Close()
+	deleteOn("t_two")
+	l = dialB()
+	defer l.Close()
+	select {
+	case id := <-gone:
+		if id != RemoteID("b", "t_two") {
+			t.Fatalf("the hub was told %s is gone, want %s", id, RemoteID("b", "t_two"))
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the hub was not told of the thread b deleted while away")
+	}
+	if ids := listed(); len(ids) != 1 || ids[0] != RemoteID("b", "t_three") {
+		t.Fatalf("after b's link-up the hub lists %v, want only t_three", ids)
+	}
+}
+
+// A node's summaries and its word that a thread is gone are written at the
+// hub in the order the node sent them: a summary still on its way behind a
+// busy hub (the node stopped waiting for its answer) is never written after
+// the thread's deletion, which would bring the deleted thread back. The node
+// sends, as its link does when a request times out, without waiting: many
+// summaries that keep the hub busy, then a thread's, then its deletion.
+func TestASummaryBehindABusyHubDoesNotBringADeletedThreadBack(t *testing.T) {
+	h := startHub(t, t.TempDir(), "127.0.0.1:0")
+	data := join(t, h, "b")
+	b, err := connectAs(t, data, h.Addr(), "b", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inbox := inboxPrefix("b") + ".t"
+	answers, err := b.SubscribeSync(inbox)
+	if err != nil {
+		t.Fatal(err)
+	}
+	send := func(subject, value string) {
+		t.Helper()
+		var data []byte
+		if value != "" {
+			data = []byte(value)
+		}
+		if err := b.PublishRequest(subject, inbox, data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const busy = 300
+	for i := range busy {
+		id := fmt.Sprintf("t_busy%d", i)
+		send(sumSubject("b", id), `{"id":"`+id+`","title":"busy"}`)
+	}
+	send(sumSubject("b", "t_gone"), `{"id":"t_gone","title":"deleted next"}`)
+	send(goneSubject("b", "t_gone"), "")
+	for i := range busy + 2 {
+		m, err := answers.NextMsg(30 * time.Second)
+		if err != nil || len(m.Data) != 0 {
+			t.Fatalf("answer %d: %v %v, want each written", i, m, err)
+		}
+	}
+	if _, ok := remoteThread(t, h, RemoteID("b", "t_gone")); ok {
+		t.Fatal("the deleted thread is listed at the hub again: its summary was written after its deletion")
+	}
+	if _, ok := remoteThread(t, h, RemoteID("b", chat.ThreadID(fmt.Sprintf("t_busy%d", busy-1)))); !ok {
+		t.Fatal("the summaries before it are not listed")
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/follow"
 	"github.com/parleyhq/parley/internal/hub"
+	"github.com/parleyhq/parley/internal/store"
 )
 
 // What a node tells its hub of its threads (docs/multi-machine.md):
@@ -21,8 +22,14 @@ import (
 //   - each committed event, live, on parley.from.<node>.t.<thread>.ev: the
 //     payload as stored, its type, seq and time in headers (the hub builds
 //     the frame once, as a local thread's is built);
-//   - each thread's summary in KV parley_threads under <node>.<thread>,
-//     written when it changes and all of them at every link-up;
+//   - each thread's summary (parley.from.<node>.threads.sum.<thread>, which
+//     the hub writes into KV parley_threads under <node>.<thread>), sent
+//     when it changes and all of them at every link-up; a thread deleted on
+//     the node is said gone (parley.from.<node>.threads.gone.<thread>), and
+//     after the summaries of a link-up the node names every thread it has
+//     (parley.from.<node>.threads.all), so one deleted while the hub was
+//     away leaves the hub's list too; all from one goroutine, and taken at
+//     the hub in that order (records.go);
 //   - the answers to source requests on parley.to.<node>.src: a thread, its
 //     events after a seq, its tail, its cards, read from the node's store.
 //
@@ -35,6 +42,7 @@ type NodeStore interface {
 	follow.Source
 	Threads(ctx context.Context) ([]chat.Thread, error)
 	Usage(ctx context.Context, thread chat.ThreadID) (chat.UsageTotals, error)
+	Search(ctx context.Context, query string, limit int) ([]chat.SearchHit, error)
 }
 
 // Event headers on parley.from.<node>.t.<thread>.ev.
@@ -55,10 +63,48 @@ func sourceSubject(node string) string { return ToSubject(node) + ".src" }
 func ThreadKey(node string, thread chat.ThreadID) string { return node + "." + string(thread) }
 
 // wireThread is a thread as it crosses the link: with its turn, which the
-// store's JSON leaves out.
+// store's JSON leaves out, and in a summary its open cards (the hub pushes
+// them to its phones).
 type wireThread struct {
 	chat.Thread
-	Turn string `json:"turn_message_id,omitempty"`
+	Turn  string     `json:"turn_message_id,omitempty"`
+	Cards []OpenCard `json:"open_cards,omitempty"`
+}
+
+// OpenCard is an open card as a thread summary tells the hub: its id and
+// what it asks in a line (chat.Card.Asks), never its input.
+type OpenCard struct {
+	RequestID string `json:"request_id"`
+	Kind      string `json:"kind"`
+	Asks      string `json:"asks"`
+}
+
+// Bounds of a summary's open cards: it must fit a directory value (64 KiB)
+// whatever the agent asks. Cards past maxSummaryCards, or with a longer
+// request id, are not told (the hub pushes none for them).
+const (
+	maxSummaryCards = 16
+	maxCardID       = 256
+	maxCardAsks     = 160
+)
+
+// openCards is what a summary tells of a thread's open cards.
+func openCards(cs []chat.Card) []OpenCard {
+	var out []OpenCard
+	for _, c := range cs {
+		if len(out) == maxSummaryCards {
+			break
+		}
+		if c.RequestID == "" || len(c.RequestID) > maxCardID {
+			continue
+		}
+		asks := c.Asks()
+		if len(asks) > maxCardAsks {
+			asks = strings.ToValidUTF8(asks[:maxCardAsks], "") + "…"
+		}
+		out = append(out, OpenCard{RequestID: c.RequestID, Kind: c.Kind, Asks: asks})
+	}
+	return out
 }
 
 func toWire(th chat.Thread) wireThread { return wireThread{Thread: th, Turn: th.TurnMessageID} }
@@ -84,6 +130,7 @@ const (
 	opTail   = "tail"
 	opCards  = "cards"
 	opUsage  = "usage"
+	opSearch = "search"
 )
 
 type srcRequest struct {
@@ -92,6 +139,7 @@ type srcRequest struct {
 	Since  int64         `json:"since,omitempty"`
 	Limit  int           `json:"limit,omitempty"` // events; tail's n
 	State  string        `json:"state,omitempty"` // cards
+	Query  string        `json:"query,omitempty"` // search
 }
 
 type srcAnswer struct {
@@ -99,6 +147,7 @@ type srcAnswer struct {
 	Events   []wireEvent       `json:"events,omitempty"`
 	Cards    []chat.Card       `json:"cards,omitempty"`
 	Usage    *chat.UsageTotals `json:"usage,omitempty"`
+	Hits     []chat.SearchHit  `json:"hits,omitempty"`
 	More     bool              `json:"more,omitempty"` // events: the page was cut to fit; ask again after the last
 	NotFound bool              `json:"not_found,omitempty"`
 	Error    string            `json:"error,omitempty"`
@@ -216,12 +265,27 @@ func (l *Link) writeAllSummaries() error {
 	if err != nil {
 		return err
 	}
+	ids := make([]chat.ThreadID, 0, len(ths))
 	for _, th := range ths {
 		if err := l.putSummary(ctx, th); err != nil {
 			return err
 		}
+		ids = append(ids, th.ID)
 	}
-	return nil
+	// The hub purges this node's summaries of threads not named: deleted
+	// while it was away. A thread made meanwhile is written after this (the
+	// watcher marked it), so it is never purged.
+	b, err := json.Marshal(ids)
+	if err != nil {
+		return err
+	}
+	if len(b) > maxThreadList {
+		l.log.Warn("cluster: too many threads to name at link-up; the hub may still list some deleted while it was away", "threads", len(ids))
+		return nil
+	}
+	sctx, scancel := context.WithTimeout(ctx, summaryTimeout)
+	defer scancel()
+	return l.publishRecord(sctx, threadListSubject(l.opt.Node), b)
 }
 
 func (l *Link) writeSummaries(ids []chat.ThreadID) error {
@@ -230,6 +294,13 @@ func (l *Link) writeSummaries(ids []chat.ThreadID) error {
 	for _, id := range ids {
 		th, err := l.opt.Store.Thread(ctx, id)
 		if errors.Is(err, chat.ErrNotFound) {
+			// Deleted here: the hub drops its summary and ends its views.
+			gctx, cancel := context.WithTimeout(ctx, summaryTimeout)
+			err = l.publishRecord(gctx, goneSubject(l.opt.Node, string(id)), nil)
+			cancel()
+			if err != nil {
+				return err
+			}
 			continue
 		}
 		if err != nil {
@@ -243,7 +314,13 @@ func (l *Link) writeSummaries(ids []chat.ThreadID) error {
 }
 
 func (l *Link) putSummary(ctx context.Context, th chat.Thread) error {
-	b, err := json.Marshal(toWire(th))
+	w := toWire(th)
+	cards, err := l.opt.Store.Cards(ctx, th.ID, chat.CardOpen)
+	if err != nil {
+		return err
+	}
+	w.Cards = openCards(cards)
+	b, err := json.Marshal(w)
 	if err != nil {
 		return err
 	}
@@ -325,6 +402,8 @@ func (l *Link) source(ctx context.Context, req srcRequest) srcAnswer {
 		}
 	case opCards:
 		ans.Cards, err = st.Cards(ctx, req.Thread, req.State)
+	case opSearch:
+		ans.Hits, err = st.Search(ctx, req.Query, min(max(req.Limit, 1), store.MaxSearchResults))
 	case opUsage:
 		var u chat.UsageTotals
 		if u, err = st.Usage(ctx, req.Thread); err == nil {

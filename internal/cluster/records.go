@@ -10,43 +10,84 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/parleyhq/parley/internal/chat"
 )
 
 // A node's directory record and thread summaries reach the hub as plain
-// requests on its own parley.from.<node>.dir and parley.from.<node>.sum.<thread>;
+// requests on its own parley.from.<node>.dir and parley.from.<node>.threads.>;
 // the hub checks them and writes the KV entries itself, keyed by the node
 // named in the SUBJECT (which NATS lets only that node publish). A node may
 // publish to no $KV key nor any subject a stream captures: a KV write lets a
 // header (Nats-Rollup) wipe other nodes' keys, and any JetStream publish
 // sends its ack to a reply subject the publisher picks.
 const (
-	dirToken = "dir"
-	sumToken = "sum"
+	dirToken     = "dir"
+	threadsToken = "threads"
+	sumToken     = "sum"
+	goneToken    = "gone"
+	allToken     = "all"
 	// maxRecord is the most a record or summary may weigh (the buckets' MaxValueSize).
 	maxRecord = 64 << 10
+	// maxThreadList is the most a node's list of its threads may weigh
+	// (about 100,000 ids): the hub writes nothing of it, only purges.
+	maxThreadList = 4 << 20
 )
 
 func dirSubject(node string) string { return FromSubject(node) + "." + dirToken }
 
+// threadsSubject is the root of all a node says of its threads: one
+// subscription at the hub takes them all, in the order the node sent them.
+func threadsSubject(node string) string { return FromSubject(node) + "." + threadsToken }
+
 func sumSubject(node string, thread string) string {
-	return FromSubject(node) + "." + sumToken + "." + thread
+	return threadsSubject(node) + "." + sumToken + "." + thread
 }
 
+// goneSubject is where node says its thread was deleted.
+func goneSubject(node, thread string) string {
+	return threadsSubject(node) + "." + goneToken + "." + thread
+}
+
+// threadListSubject is where node names all its threads, after a link-up's summaries.
+func threadListSubject(node string) string { return threadsSubject(node) + "." + allToken }
+
 // serveRecords subscribes the hub to every node's records and summaries.
+// What a node says of its threads (a summary, a thread gone, the list of
+// them all) comes on one subscription, which NATS hands the hub in the
+// order the node published and the hub handles one at a time: a summary
+// still on its way behind a busy hub (its node stopped waiting for the
+// answer) is never written after the deletion the node sent after it,
+// which would bring the deleted thread back. Only one node's order matters,
+// yet every node's go through that one goroutine, each a KV write: one
+// node's link-up with thousands of threads delays the others' updates. A
+// queue per node would lift that, should it show at scale.
 func (h *Hub) serveRecords(threads jetstream.KeyValue) error {
 	for subj, write := range map[string]func(context.Context, string, []string, []byte) error{
-		"parley.from.*." + dirToken: h.writeRecord,
-		"parley.from.*." + sumToken + ".*": func(ctx context.Context, node string, rest []string, b []byte) error {
-			return h.writeSummary(ctx, threads, node, rest[0], b)
+		dirSubject("*"): h.writeRecord,
+		threadsSubject("*") + ".>": func(ctx context.Context, node string, rest []string, b []byte) error {
+			switch {
+			case len(rest) == 2 && rest[0] == sumToken:
+				return h.writeSummary(ctx, threads, node, rest[1], b)
+			case len(rest) == 2 && rest[0] == goneToken:
+				return h.forgetThreads(ctx, node, func(thread string) bool { return thread == rest[1] })
+			case len(rest) == 1 && rest[0] == allToken:
+				return h.keepThreads(ctx, node, b)
+			}
+			return errors.New("not a subject of a node's threads")
 		},
 	} {
 		if _, err := h.nc.Subscribe(subj, func(m *nats.Msg) {
 			tok := strings.Split(m.Subject, ".")
-			node := tok[2]
-			err := h.acceptRecord(node, m.Data)
+			node, rest := tok[2], tok[4:] // parley.from.<node>.<dir|threads>.<rest>
+			limit := maxRecord
+			if len(rest) == 1 && rest[0] == allToken {
+				limit = maxThreadList
+			}
+			err := h.acceptRecord(node, m.Data, limit)
 			if err == nil {
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				err = write(ctx, node, tok[4:], m.Data)
+				err = write(ctx, node, rest, m.Data)
 				cancel()
 			}
 			if err != nil {
@@ -72,15 +113,15 @@ func (h *Hub) serveRecords(threads jetstream.KeyValue) error {
 }
 
 // acceptRecord says whether node may write: a joined node, a bounded value.
-func (h *Hub) acceptRecord(node string, b []byte) error {
+func (h *Hub) acceptRecord(node string, b []byte, limit int) error {
 	h.mu.Lock()
 	_, ok := h.reg.find(node)
 	h.mu.Unlock()
 	if !ok {
 		return fmt.Errorf("no machine %q has joined this hub", node)
 	}
-	if len(b) > maxRecord {
-		return fmt.Errorf("%d bytes, more than %d", len(b), maxRecord)
+	if len(b) > limit {
+		return fmt.Errorf("%d bytes, more than %d", len(b), limit)
 	}
 	return nil
 }
@@ -93,11 +134,29 @@ func (h *Hub) writeRecord(ctx context.Context, node string, _ []string, b []byte
 	if r.Node != node {
 		return fmt.Errorf("a record of %q from machine %q", r.Node, node)
 	}
+	h.checkVersion(node, r.Version)
 	rev, err := h.nodes.Put(ctx, node, b)
 	if err != nil {
 		return err
 	}
 	return h.records.await(ctx, rev) // answered, the hub lists it
+}
+
+// checkVersion warns, once for each version a node comes with, of a node on
+// another parley version than the hub: the subjects between them change
+// between versions (a thread summary from an older node reaches no one).
+func (h *Hub) checkVersion(node, version string) {
+	if version == h.opt.Version || version == "" || h.opt.Version == "" {
+		delete(h.otherVersion, node)
+		return
+	}
+	if h.otherVersion[node] == version {
+		return
+	}
+	h.otherVersion[node] = version
+	h.log.Warn(fmt.Sprintf("cluster: node %s runs parley %s and this hub %s: a hub and its nodes must run the same version, "+
+		"or some of what the node says (its threads) may not reach the hub", node, version, h.opt.Version),
+		"node", node, "node_version", version, "hub_version", h.opt.Version)
 }
 
 func decodeRecord(_ string, b []byte) (Record, error) {
@@ -133,7 +192,57 @@ func decodeSummary(key string, b []byte) (RemoteThread, error) {
 	}
 	t := w.thread()
 	t.ID, t.Node = RemoteID(node, t.ID), node
-	return RemoteThread{Node: node, Thread: t}, nil
+	return RemoteThread{Node: node, Thread: t, Cards: w.Cards}, nil
+}
+
+// keepThreads purges node's summaries of the threads its list does not
+// name: deleted on the node while the hub was away.
+func (h *Hub) keepThreads(ctx context.Context, node string, b []byte) error {
+	var ids []chat.ThreadID
+	if err := json.Unmarshal(b, &ids); err != nil {
+		return fmt.Errorf("not a list of threads: %w", err)
+	}
+	keep := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		keep[string(id)] = true
+	}
+	return h.forgetThreads(ctx, node, func(thread string) bool { return !keep[thread] })
+}
+
+// forgetThreads purges node's thread summaries that gone says are gone (the
+// node deleted those threads), waits until the hub's copy no longer lists
+// them, then tells HubOptions.ThreadGone of each. The node is the subject's
+// (NATS lets a node publish only under its own name), so a node can only
+// ever make its own threads leave.
+func (h *Hub) forgetThreads(ctx context.Context, node string, gone func(thread string) bool) error {
+	var ids []chat.ThreadID
+	h.summaries.each(func(key string, v held[RemoteThread]) {
+		if n, th, _ := strings.Cut(key, "."); n == node && gone(th) {
+			ids = append(ids, v.val.Thread.ID)
+		}
+	})
+	var errs []error
+	var purged []chat.ThreadID
+	for _, id := range ids {
+		_, th, _ := SplitRemoteID(id)
+		if err := h.threads.Purge(ctx, ThreadKey(node, th)); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+			errs = append(errs, err)
+			continue
+		}
+		purged = append(purged, id)
+	}
+	if len(purged) > 0 {
+		errs = append(errs, h.summaries.sync(ctx))
+	}
+	if h.opt.ThreadGone != nil {
+		for _, id := range purged {
+			h.opt.ThreadGone(id)
+		}
+	}
+	for _, id := range purged {
+		h.log.Info("cluster: a node's thread was deleted there", "thread", id)
+	}
+	return errors.Join(errs...)
 }
 
 // purgeThreads removes node's thread summaries from the directory (its

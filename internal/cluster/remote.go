@@ -53,6 +53,11 @@ func (s *RemoteSource) ask(ctx context.Context, id chat.ThreadID, req srcRequest
 		return srcAnswer{}, "", chat.ErrNotFound
 	}
 	req.Thread = th
+	return s.askNode(ctx, node, req)
+}
+
+// askNode sends node a source request and reads its answer.
+func (s *RemoteSource) askNode(ctx context.Context, node string, req srcRequest) (srcAnswer, string, error) {
 	b, _ := json.Marshal(req)
 	ctx, cancel := context.WithTimeout(ctx, sourceTimeout)
 	defer cancel()
@@ -132,6 +137,24 @@ func (s *RemoteSource) Cards(ctx context.Context, id chat.ThreadID, state string
 	return ans.Cards, nil
 }
 
+// Search searches node's own store; its hits name the node's threads by
+// their remote ids.
+func (s *RemoteSource) Search(ctx context.Context, node, query string, limit int) ([]chat.SearchHit, error) {
+	ans, _, err := s.askNode(ctx, node, srcRequest{Op: opSearch, Query: query, Limit: limit})
+	if err != nil {
+		return nil, err
+	}
+	hits := ans.Hits[:0]
+	for _, h := range ans.Hits {
+		if h.Thread == "" || strings.ContainsAny(string(h.Thread), "@.*> \t\r\n") {
+			continue // no id of a thread of its own: a node speaks only for its own
+		}
+		h.Thread = RemoteID(node, h.Thread)
+		hits = append(hits, h)
+	}
+	return hits, nil
+}
+
 // Usage sums the thread's usage, on its node.
 func (s *RemoteSource) Usage(ctx context.Context, id chat.ThreadID) (chat.UsageTotals, error) {
 	ans, _, err := s.ask(ctx, id, srcRequest{Op: opUsage})
@@ -209,7 +232,13 @@ func (r *relay) handle(m *nats.Msg) {
 type RemoteThread struct {
 	Node   string
 	Thread chat.Thread // ID is the remote id
+	// Cards are its open cards as its node last told (its summary).
+	Cards []OpenCard
 }
+
+// ThreadsChanged is closed at the next change of the directory's thread
+// summaries (Threads).
+func (h *Hub) ThreadsChanged() <-chan struct{} { return h.summaries.changes() }
 
 // Threads lists every joined node's thread summaries from the directory (the
 // hub's copy in memory; a summary a revoked node wrote while it was being

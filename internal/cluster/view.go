@@ -3,7 +3,10 @@ package cluster
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
+	"sync"
+	"time"
 
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/store"
@@ -114,4 +117,85 @@ func (v *View) Usage(ctx context.Context, id chat.ThreadID) (chat.UsageTotals, e
 func NodeOf(id chat.ThreadID) string {
 	n, _, _ := SplitRemoteID(id)
 	return n
+}
+
+// searchWait bounds how long a search at the hub waits for the nodes: one
+// that has not answered by then is reported as not searched.
+const searchWait = 5 * time.Second
+
+// Unsearched is a machine a search at the hub did not cover, and why.
+type Unsearched struct {
+	Node   string `json:"node"`
+	Reason string `json:"reason"`
+}
+
+// SearchAll searches the hub's own store and every joined node's, each node
+// answering from its own store, all at once; a node that is offline, fails
+// or does not answer within searchWait is listed in unsearched instead.
+// The lists are merged taking each machine's next best in turn (FTS ranks of
+// different stores do not compare), the hub's first, at most limit hits.
+func (v *View) SearchAll(ctx context.Context, q string, limit int) (hits []chat.SearchHit, unsearched []Unsearched, err error) {
+	if limit <= 0 || limit > store.MaxSearchResults {
+		limit = store.MaxSearchResults
+	}
+	local, err := v.Store.Search(ctx, q, limit) // a query with no word fails here, before any node is asked
+	if err != nil {
+		return nil, nil, err
+	}
+	nodes, err := v.hub.Nodes(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	lists := make([][]chat.SearchHit, len(nodes))
+	errs := make([]error, len(nodes))
+	var wg sync.WaitGroup
+	sctx, cancel := context.WithTimeout(ctx, searchWait)
+	defer cancel()
+	for i, n := range nodes {
+		if !n.Online {
+			errs[i] = ErrNodeOffline
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			lists[i], errs[i] = v.src.Search(sctx, n.Name, q, limit)
+		}()
+	}
+	wg.Wait()
+	all := [][]chat.SearchHit{local}
+	for i, n := range nodes {
+		switch {
+		case errors.Is(errs[i], ErrNodeOffline):
+			unsearched = append(unsearched, Unsearched{Node: n.Name, Reason: "offline"})
+		case errors.Is(errs[i], context.DeadlineExceeded) && ctx.Err() == nil:
+			unsearched = append(unsearched, Unsearched{Node: n.Name, Reason: fmt.Sprintf("no answer within %v", searchWait)})
+		case errs[i] != nil:
+			unsearched = append(unsearched, Unsearched{Node: n.Name, Reason: errs[i].Error()})
+		default:
+			all = append(all, lists[i])
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	hits = []chat.SearchHit{}
+	for k := 0; len(hits) < limit; k++ {
+		more := false
+		for _, l := range all {
+			if k < len(l) && len(hits) < limit {
+				hits, more = append(hits, l[k]), true
+			}
+		}
+		if !more {
+			break
+		}
+	}
+	return hits, unsearched, nil
+}
+
+// Search is SearchAll's hits (store.Store's Search, for every reader).
+func (v *View) Search(ctx context.Context, q string, limit int) ([]chat.SearchHit, error) {
+	hits, _, err := v.SearchAll(ctx, q, limit)
+	return hits, err
 }

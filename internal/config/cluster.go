@@ -32,6 +32,15 @@ type Cluster struct {
 	// InputWait is how long the hub keeps an input for a node that does not
 	// take it (away, or its link down) before the input fails with a reason.
 	InputWait Duration `toml:"input_wait"`
+	// InputBytes is the most each node's waiting inputs may weigh at the
+	// hub. JetStream reserves it on the hub's disk per node (counted
+	// against the disk free at the hub's start), so it bounds how many
+	// nodes a hub can take.
+	InputBytes int64 `toml:"input_bytes"`
+	// StoreBytes is the most the hub's JetStream reserves on its disk (its
+	// streams' bounds: the thread summaries' 256 MiB and each node's
+	// input_bytes); 0 is JetStream's default, the disk free at the hub's start.
+	StoreBytes int64 `toml:"store_bytes"`
 }
 
 // DefaultClusterHeartbeat is [cluster] heartbeat's default.
@@ -46,6 +55,18 @@ const DefaultClusterInputWait = 24 * time.Hour
 // ClusterInputWaitRange is [cluster] input_wait's range (JetStream
 // de-duplicates an input's id for 10 minutes; inputs wait at least that).
 var ClusterInputWaitRange = DurationRange{Min: 10 * time.Minute, Max: 30 * 24 * time.Hour}
+
+// DefaultClusterInputBytes is [cluster] input_bytes' default.
+const DefaultClusterInputBytes = 64 << 20
+
+// ClusterInputBytesRange is [cluster] input_bytes' range: at least two of
+// the largest inputs NATS carries (8 MiB each), at most 4 GiB.
+var ClusterInputBytesRange = ByteRange{Min: 16 << 20, Max: 4 << 30}
+
+// ClusterStoreBytesRange is [cluster] store_bytes' range when set (0 is the
+// disk free at the hub's start): at least the summaries' 256 MiB and one
+// node's inputs.
+var ClusterStoreBytesRange = ByteRange{Min: 512 << 20, Max: 1 << 50}
 
 // NodeNamePattern is what a node name may be: one NATS subject token, usable
 // in a stream name.
@@ -116,6 +137,14 @@ func (c *Cluster) check() []error {
 	}
 	if err := ClusterInputWaitRange.check("cluster.input_wait", c.InputWait.Duration); err != nil {
 		errs = append(errs, err)
+	}
+	if err := ClusterInputBytesRange.check("cluster.input_bytes", c.InputBytes); err != nil {
+		errs = append(errs, err)
+	}
+	if c.StoreBytes != 0 {
+		if err := ClusterStoreBytesRange.check("cluster.store_bytes", c.StoreBytes); err != nil {
+			errs = append(errs, fmt.Errorf("%w (or 0: the disk free at the hub's start)", err))
+		}
 	}
 	return errs
 }

@@ -26,6 +26,8 @@ func TestClusterIsOffByDefaultAndItsKeysAreChecked(t *testing.T) {
 		{"[cluster]\nhub = \"hub:7431\"\nnode = \"My.Laptop\"", `node name "My.Laptop"`},
 		{"[cluster]\nhub = \"hub:7431\"\nheartbeat = \"10ms\"", `cluster.heartbeat = "10ms" is out of range: want 100ms to 5m0s`},
 		{"[cluster]\nlisten = \"0.0.0.0:7431\"\ninput_wait = \"1m\"", `cluster.input_wait = "1m0s" is out of range: want 10m0s to 720h0m0s`},
+		{"[cluster]\nlisten = \"0.0.0.0:7431\"\ninput_bytes = 1048576", `cluster.input_bytes = 1048576 is out of range: want 16777216 to 4294967296`},
+		{"[cluster]\nlisten = \"0.0.0.0:7431\"\nstore_bytes = 1048576", `cluster.store_bytes = 1048576 is out of range: want 536870912 to 1125899906842624 (or 0`},
 		{"[cluster]\nport = 1", "unknown keys: cluster.port"},
 	} {
 		cfg, err := Parse([]byte(tc.text), "test.toml", base)
@@ -43,8 +45,9 @@ func TestClusterIsOffByDefaultAndItsKeysAreChecked(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if !cfg.Cluster.Enabled() || CheckNodeName(cfg.Cluster.Node) != nil || cfg.Cluster.Heartbeat.Duration != DefaultClusterHeartbeat {
-		t.Fatalf("a node's [cluster]: %+v, want the host name as a valid node name and the default heartbeat", cfg.Cluster)
+	if !cfg.Cluster.Enabled() || CheckNodeName(cfg.Cluster.Node) != nil || cfg.Cluster.Heartbeat.Duration != DefaultClusterHeartbeat ||
+		cfg.Cluster.InputBytes != 64<<20 || cfg.Cluster.StoreBytes != 0 {
+		t.Fatalf("a node's [cluster]: %+v, want the host name as a valid node name, the default heartbeat, 64 MiB of inputs per node", cfg.Cluster)
 	}
 }
 

@@ -189,7 +189,8 @@ func Default(dataDir, cwd string) Config {
 				MaxSockets:         DefaultMaxSockets,
 			},
 		},
-		Cluster: Cluster{Heartbeat: Duration{DefaultClusterHeartbeat}, InputWait: Duration{DefaultClusterInputWait}},
+		Cluster: Cluster{Heartbeat: Duration{DefaultClusterHeartbeat}, InputWait: Duration{DefaultClusterInputWait},
+			InputBytes: DefaultClusterInputBytes},
 	}
 }
 

@@ -18,6 +18,10 @@ import (
 // IntRange is the closed range an integer setting may take.
 type IntRange struct{ Min, Max int }
 
+// ByteRange is the closed range a size in bytes may take (int64: its bounds
+// pass 2 GiB, more than an int holds on a 32-bit machine).
+type ByteRange struct{ Min, Max int64 }
+
 // FloatRange is the closed range a real setting may take (never NaN or ±Inf).
 type FloatRange struct{ Min, Max float64 }
 
@@ -51,6 +55,13 @@ var (
 var logLevels = []string{"debug", "info", "warn", "error"}
 
 func (r IntRange) check(key string, v int) error {
+	if v < r.Min || v > r.Max {
+		return fmt.Errorf("%s = %d is out of range: want %d to %d", key, v, r.Min, r.Max)
+	}
+	return nil
+}
+
+func (r ByteRange) check(key string, v int64) error {
 	if v < r.Min || v > r.Max {
 		return fmt.Errorf("%s = %d is out of range: want %d to %d", key, v, r.Min, r.Max)
 	}

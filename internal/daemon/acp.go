@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/coder/websocket"
 
@@ -12,7 +13,9 @@ import (
 	"github.com/parleyhq/parley/internal/channel/plugin"
 	"github.com/parleyhq/parley/internal/channel/web"
 	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/cluster"
 	"github.com/parleyhq/parley/internal/config"
+	"github.com/parleyhq/parley/internal/router"
 )
 
 // ACPPath is where the daemon speaks ACP as the agent: a WebSocket whose text
@@ -33,7 +36,7 @@ func (d *Daemon) startExtras(plugins []config.Plugin) *extras {
 	ctx, cancel := context.WithCancel(context.Background())
 	self, _ := os.Executable()
 	e := &extras{ctx: ctx, cancel: cancel,
-		plugins: plugin.New(d.router, d.readStore(), d.hub, plugin.Options{Self: self, Version: d.version, Logger: d.log.With("channel", "plugin")})}
+		plugins: plugin.New(d.channelRouter(), d.readStore(), d.hub, plugin.Options{Self: self, Version: d.version, Logger: d.log.With("channel", "plugin")})}
 	e.plugins.Start(plugins)
 	return e
 }
@@ -54,7 +57,33 @@ func (d *Daemon) handle(web *web.Server) {
 }
 
 func (d *Daemon) acpDeps() acpagent.Deps {
-	return acpagent.Deps{Router: d.router, Store: d.readStore(), Hub: d.hub}
+	return acpagent.Deps{Router: d.channelRouter(), Store: d.readStore(), Hub: d.hub}
+}
+
+// channelRouter is the router as the ACP side and the plugin host use it: on
+// a cluster's hub its agents are every machine's, each with its node (as
+// /api/agents lists them), and "agent@node" starts a thread there.
+func (d *Daemon) channelRouter() plugin.Router {
+	if d.clusterHub == nil {
+		return d.router
+	}
+	return everyMachine{Router: d.router, hub: d.clusterHub, node: d.cfg.Cluster.Node}
+}
+
+// everyMachine is the hub's router with every machine's agents.
+type everyMachine struct {
+	*router.Router
+	hub  *cluster.Hub
+	node string
+}
+
+// Agents lists the hub's own agents under its node name, then each node's
+// from its directory record (an offline node's "offline").
+func (m everyMachine) Agents() []chat.AgentInfo {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	all, _ := m.hub.Agents(ctx, m.node, m.Router.Agents()) // on an error its own are still listed
+	return all
 }
 
 // handleACP serves one ACP client. Token as for every API call; a browser

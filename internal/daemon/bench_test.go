@@ -8,6 +8,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -98,9 +99,15 @@ func benchDaemon(b *testing.B, drv driver.Driver, mutate func(*config.Config)) *
 }
 
 func dialReady(b *testing.B, d *daemon.Daemon, chatID string) *client.Conn {
+	return dialReadyWith(b, d, chatID, nil)
+}
+
+// dialReadyWith dials through hc (nil: the default client) and reads the
+// connect sequence.
+func dialReadyWith(b *testing.B, d *daemon.Daemon, chatID string, hc *http.Client) *client.Conn {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, _, err := client.Dial(ctx, "http://"+d.Addr(), d.Token(), client.Options{Chat: chatID, Since: -1})
+	c, _, err := client.Dial(ctx, "http://"+d.Addr(), d.Token(), client.Options{Chat: chatID, Since: -1, HTTPClient: hc})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -128,14 +135,27 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 // Chunks are spaced so the number is latency, not queueing: 2 ms apart, and 20 ms
 // with 1000 readers (50,000 frames a second to write and, in this same process,
 // to read and decode on two cores).
+//
+// Each reader does what a client does with a frame: reads it and decodes it
+// once. Beside the end-to-end p50/p99 it reports the server's share (srv-*:
+// the chunk to its frame arriving in the reader's socket, from the kernel's
+// receive stamp), the reader's (rd-*: arrival to decoded), and how long
+// goroutines waited, runnable, for a core (sched-*: the runtime's histogram,
+// every goroutine of the process). The server's share splits again by chunk:
+// first-* is the chunk to its first frame arriving on any connection (the
+// lane, its commit, the hub), fan-* the first to the last connection's (the
+// writes of the fan-out). cpu-µs/chunk is the process's CPU time (server and
+// readers) per chunk sent: unlike the wall times it hardly moves with the
+// machine's load, so an A/B run under load still compares the work done.
 func BenchmarkEventLatency(b *testing.B) {
 	for _, conns := range []int{1, 100, 1000} {
 		b.Run(fmt.Sprintf("conns=%d", conns), func(b *testing.B) {
 			// 1000 sockets are above the default limits.max_sockets (512).
 			d := benchDaemon(b, stampDriver{}, func(c *config.Config) { c.Limits.MaxSockets = 2 * conns })
 			readers := make([]*client.Conn, conns)
+			arrivals := make([]*arrivalConn, conns)
 			for i := range readers {
-				readers[i] = dialReady(b, d, "lat")
+				readers[i] = dialReadyWith(b, d, "lat", arrivalClient(func(c *arrivalConn) { arrivals[i] = c }))
 			}
 			// The first message makes the thread and attaches the route.
 			sendAndWait(b, readers[0], "warm", "1 0s")
@@ -144,31 +164,57 @@ func BenchmarkEventLatency(b *testing.B) {
 			}
 			const chunks = 200
 			var mu sync.Mutex
-			var lat []time.Duration
+			var lat, srv, rd []time.Duration
+			arrived := map[int64][2]int64{} // chunk stamp → its first and last arrival
+			sched0 := schedLatency()
+			cpu0 := cpuTime()
 			b.ResetTimer()
 			for n := 0; n < b.N; n++ {
 				var wg sync.WaitGroup
-				for _, r := range readers {
+				for i, r := range readers {
 					wg.Add(1)
 					go func() {
 						defer wg.Done()
 						mine := make([]time.Duration, 0, chunks)
+						mySrv := make([]time.Duration, 0, chunks)
+						myRd := make([]time.Duration, 0, chunks)
+						myAt := make([][2]int64, 0, chunks) // stamp, arrival
 						for len(mine) < chunks {
-							ev, err := r.Next(context.Background())
+							raw, err := r.NextRaw(context.Background())
 							if err != nil {
 								b.Error(err)
 								return
 							}
-							if ev.Type != chat.TypeAgentChunk {
+							if !bytes.HasPrefix(raw, chunkPrefix) {
 								continue
 							}
 							var c chat.AgentChunk
-							ev.Decode(&c)
+							if err := json.Unmarshal(raw, &c); err != nil {
+								b.Error(err)
+								return
+							}
+							now := time.Now()
 							ns, _ := strconv.ParseInt(c.Text, 10, 64)
-							mine = append(mine, time.Since(time.Unix(0, ns)))
+							mine = append(mine, now.Sub(time.Unix(0, ns)))
+							if a := arrivals[i]; a != nil && a.last != 0 {
+								at := a.last
+								mySrv = append(mySrv, time.Duration(at-ns))
+								myRd = append(myRd, now.Sub(time.Unix(0, at)))
+								myAt = append(myAt, [2]int64{ns, at})
+							}
 						}
 						mu.Lock()
 						lat = append(lat, mine...)
+						srv = append(srv, mySrv...)
+						rd = append(rd, myRd...)
+						for _, a := range myAt {
+							fl, ok := arrived[a[0]]
+							if !ok {
+								fl = [2]int64{a[1], a[1]}
+							}
+							fl[0], fl[1] = min(fl[0], a[1]), max(fl[1], a[1])
+							arrived[a[0]] = fl
+						}
 						mu.Unlock()
 					}()
 				}
@@ -182,9 +228,25 @@ func BenchmarkEventLatency(b *testing.B) {
 				wg.Wait()
 			}
 			b.StopTimer()
-			slices.Sort(lat)
-			b.ReportMetric(float64(percentile(lat, 0.50).Microseconds())/1000, "p50-ms")
-			b.ReportMetric(float64(percentile(lat, 0.99).Microseconds())/1000, "p99-ms")
+			cpu := cpuTime() - cpu0
+			sched1 := schedLatency()
+			report := func(d []time.Duration, prefix string) {
+				slices.Sort(d)
+				b.ReportMetric(float64(percentile(d, 0.50).Microseconds())/1000, prefix+"p50-ms")
+				b.ReportMetric(float64(percentile(d, 0.99).Microseconds())/1000, prefix+"p99-ms")
+			}
+			report(lat, "")
+			report(srv, "srv-")
+			report(rd, "rd-")
+			var first, fan []time.Duration
+			for ns, fl := range arrived {
+				first = append(first, time.Duration(fl[0]-ns))
+				fan = append(fan, time.Duration(fl[1]-fl[0]))
+			}
+			report(first, "first-")
+			report(fan, "fan-")
+			b.ReportMetric(float64(cpu.Microseconds())/float64(chunks*b.N), "cpu-µs/chunk")
+			b.ReportMetric(float64(schedPercentile(sched0, sched1, 0.99).Microseconds())/1000, "sched-p99-ms")
 			b.ReportMetric(0, "ns/op")
 		})
 	}

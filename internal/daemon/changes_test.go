@@ -97,8 +97,7 @@ func TestChangeStreamNamesThreadsThatChanged(t *testing.T) {
 			}
 		}
 	}
-	a := e.dial("a", -1)
-	a.WaitFor(0, 10*time.Second, chatsock.Type(chat.TypeReplayDone), "ready")
+	a := e.ready("a")
 	a.Send(chatsock.Msg("m1", "say hello"))
 	i := a.WaitFor(0, 10*time.Second, chatsock.PromptDone("m1", chat.StopEndTurn), "first turn")
 	first := a.Get(i).Thread
@@ -106,8 +105,7 @@ func TestChangeStreamNamesThreadsThatChanged(t *testing.T) {
 
 	// A second thread on another chat, then a turn on the first again: each
 	// is named when it changes.
-	b := e.dial("b", -1)
-	b.WaitFor(0, 10*time.Second, chatsock.Type(chat.TypeReplayDone), "ready")
+	b := e.ready("b")
 	b.Send(chatsock.Msg("m2", "say hi"))
 	j := b.WaitFor(0, 10*time.Second, chatsock.PromptDone("m2", chat.StopEndTurn), "second thread's turn")
 	second := b.Get(j).Thread

@@ -11,6 +11,7 @@ import (
 
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/cluster"
+	"github.com/parleyhq/parley/internal/push"
 	"github.com/parleyhq/parley/internal/router"
 	"github.com/parleyhq/parley/internal/store"
 )
@@ -112,8 +113,8 @@ const failedPrefix = "failed/"
 // receipt and the reason, handed to the machine as an input of its own (it
 // waits for the machine as any input does, and reaches every open view of
 // the thread when applied). A sender still waiting was told (its socket had
-// the error). A new thread's first message has no log to go to, nor has a
-// record that failed itself: those are only logged. Runs on the node's
+// the error). A record that failed itself has no one to tell: it is only
+// logged. (A new thread's first message is never queued: remote.newThread.) Runs on the node's
 // forwarder (cluster.HubOptions.InputFailed): one publish to the hub's own
 // JetStream.
 func recordFailure(h *cluster.Hub, log *slog.Logger, f cluster.FailedInput) {
@@ -136,6 +137,23 @@ func recordFailure(h *cluster.Hub, log *slog.Logger, f cluster.FailedInput) {
 		return
 	}
 	log.Info("cluster: a failed message goes to its thread's log on its machine")
+}
+
+// threadGone ends the hub's routes to a node's thread deleted on its node,
+// and its views (cluster.HubOptions.ThreadGone). Before the router runs,
+// only the kept routes are there to remove (the router loads them after).
+func threadGone(rt *router.Router, st store.Store, log *slog.Logger, id chat.ThreadID) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var err error
+	if rt != nil {
+		err = rt.RemoteThreadGone(ctx, id)
+	} else {
+		err = st.DetachRemoteRoutes(ctx, id)
+	}
+	if err != nil {
+		log.Warn("cluster: end the routes of a thread deleted on its machine", "thread", id, "err", err)
+	}
 }
 
 // remote is the hub's router.Remote: a node's thread is reached through the
@@ -197,16 +215,11 @@ func (r *remote) Send(ctx context.Context, from chat.RouteKey, id chat.ThreadID,
 	if err != nil {
 		return chat.Delivery{}, "", err
 	}
+	if in.Kind == "new" {
+		return r.newThread(ctx, node, online, inputID(from, m.MessageID), data)
+	}
 	queued := chat.Delivery{MessageID: m.MessageID, State: chat.DeliveryQueued, Detail: waitsFor(node)}
 	subject := string(thread)
-	if in.Kind == "new" {
-		// A new thread is made on a machine that is there to check its
-		// agent and directory, not queued for one that is away.
-		if !online {
-			return chat.Delivery{}, "", fmt.Errorf("machine %s is offline: a new thread there waits until it is back", node)
-		}
-		subject = "new"
-	}
 	if !online {
 		if err := r.hub.Queue(ctx, node, subject, inputID(from, m.MessageID), data); err != nil {
 			return chat.Delivery{}, "", err
@@ -219,6 +232,31 @@ func (r *remote) Send(ctx context.Context, from chat.RouteKey, id chat.ThreadID,
 	}
 	if err != nil {
 		return chat.Delivery{}, "", err
+	}
+	var sr sendResult
+	if err := json.Unmarshal(res, &sr); err != nil {
+		return chat.Delivery{}, "", fmt.Errorf("machine %s answered the message with something else: %w", node, err)
+	}
+	return sr.Delivery, cluster.RemoteID(node, sr.Thread), nil
+}
+
+// newThread starts a thread on node with its first message, now or not at
+// all: a new thread is made on a machine that is there to check its agent
+// and directory, never queued for later (a first message applied later
+// would make a thread no chat at the hub is attached to, its sender told
+// only "queued"). So it is asked, past the node's stream (cluster.Hub.Ask):
+// a machine offline, not connected (just died: its heartbeat still looks
+// current) or not answering in time fails the send at once with the
+// reason, the sender keeps the text, and nothing is kept for later. The
+// node remembers what it applied by id: a retry of a send whose answer was
+// lost gets the thread it made.
+func (r *remote) newThread(ctx context.Context, node string, online bool, id string, data []byte) (chat.Delivery, chat.ThreadID, error) {
+	if !online {
+		return chat.Delivery{}, "", fmt.Errorf("machine %s is offline: a new thread there waits until it is back", node)
+	}
+	res, err := r.hub.Ask(ctx, node, id, data, remoteWait)
+	if err != nil {
+		return chat.Delivery{}, "", fmt.Errorf("the new thread on machine %s was not started: %w", node, err)
 	}
 	var sr sendResult
 	if err := json.Unmarshal(res, &sr); err != nil {
@@ -274,4 +312,38 @@ func (m hubMachines) MachinesChanged() <-chan struct{} { return m.hub.MachinesCh
 
 func (m hubMachines) Machines(ctx context.Context) ([]cluster.NodeStatus, error) {
 	return m.hub.Machines(ctx)
+}
+
+// hubCards is the hub's push.Remote: the open cards of the nodes' threads
+// from their summaries in the directory (each node writes them from its own
+// store), so the hub's phones hear a node's cards as they hear the hub's.
+type hubCards struct{ hub *cluster.Hub }
+
+func (c hubCards) Owns(id chat.ThreadID) bool { return cluster.NodeOf(id) != "" }
+func (c hubCards) Changed() <-chan struct{}   { return c.hub.ThreadsChanged() }
+func (c hubCards) Threads() []push.RemoteThread {
+	ths, err := c.hub.Threads(context.Background()) // from memory
+	if err != nil {
+		return nil
+	}
+	var names map[string]string // node/agent → name, read once if a card is open
+	var out []push.RemoteThread
+	for _, rt := range ths {
+		if len(rt.Cards) == 0 {
+			continue
+		}
+		if names == nil {
+			names = map[string]string{}
+			agents, _ := c.hub.Agents(context.Background(), "", nil)
+			for _, a := range agents {
+				names[a.Node+"/"+a.ID] = a.Name
+			}
+		}
+		cards := make([]push.Card, 0, len(rt.Cards))
+		for _, oc := range rt.Cards {
+			cards = append(cards, push.Card{RequestID: oc.RequestID, Kind: oc.Kind, Asks: oc.Asks})
+		}
+		out = append(out, push.RemoteThread{Thread: rt.Thread, AgentName: names[rt.Node+"/"+rt.Thread.Agent], Cards: cards})
+	}
+	return out
 }

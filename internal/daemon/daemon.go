@@ -45,6 +45,11 @@ type Options struct {
 	// Say prints a line for the person at the terminal after start-up (the
 	// tailnet's login URL and address); nil says nothing.
 	Say func(line string)
+	// PushNet is how pushes reach push services; the zero one (parley serve's)
+	// dials public https endpoints only. Set only by Go test code, to reach
+	// the push service stand-in on loopback: no config key, flag or
+	// environment variable reaches it.
+	PushNet push.Net
 }
 
 // Daemon is a running parley.
@@ -112,7 +117,8 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	h := hub.New(nil)
 	// A cluster's hub comes first: its router reaches the nodes' threads.
-	ch, err := startClusterHub(ctx, cfg, st, h, log, reg)
+	var gone atomic.Pointer[router.Router] // set once the router runs
+	ch, err := startClusterHub(ctx, cfg, opt.Version.Version, st, h, log, reg, func(id chat.ThreadID) { threadGone(gone.Load(), st, log, id) })
 	if err != nil {
 		st.Close()
 		return nil, err
@@ -133,18 +139,23 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 		st.Close()
 		return nil, err
 	}
+	gone.Store(rt)
 	opt.Version.PID = os.Getpid()
 	opt.Version.Started = time.Now().UTC()
 	// push starts first (the web channel serves it) and asks the web channel
 	// what is on screen: the pointer is set once the channel exists.
 	var wsp atomic.Pointer[web.Server]
-	watch := h.Watch()
-	pusher, err := push.Start(push.Options{DataDir: cfg.DataDir, Store: st, Watch: watch, Machine: machineName(cfg),
+	watch := h.WatchTypes(push.Types...)
+	var remoteCards push.Remote
+	if ch != nil {
+		remoteCards = hubCards{hub: ch.hub}
+	}
+	pusher, err := push.Start(push.Options{DataDir: cfg.DataDir, Store: st, Watch: watch, Machine: machineName(cfg), Remote: remoteCards,
 		AgentName: agentNames(cfg), OnScreen: func(dev string, th chat.ThreadID) bool {
 			w := wsp.Load()
 			return w != nil && w.OnScreen(dev, th)
 		},
-		Live: sessions.Live, Logger: log})
+		Live: sessions.Live, Net: opt.PushNet, Logger: log})
 	if err != nil {
 		h.Unwatch(watch)
 		ch.close()
@@ -274,14 +285,16 @@ func (c *clusterHubParts) close() {
 // startClusterHub runs the hub's NATS server when [cluster] listen says so,
 // with the view of every machine's threads and the relay of the nodes' live
 // events into h; nil when this machine is not a hub.
-func startClusterHub(ctx context.Context, cfg config.Config, st store.Store, h *hub.Hub, log *slog.Logger, reg prometheus.Registerer) (*clusterHubParts, error) {
+func startClusterHub(ctx context.Context, cfg config.Config, version string, st store.Store, h *hub.Hub, log *slog.Logger, reg prometheus.Registerer,
+	gone func(chat.ThreadID)) (*clusterHubParts, error) {
 	c := cfg.Cluster
 	if c.Listen == "" {
 		return nil, nil
 	}
 	ch, err := cluster.StartHub(ctx, cluster.HubOptions{DataDir: cfg.DataDir, Listen: c.Listen,
-		Advertise: c.Advertise, Self: c.Node, Logger: log, Registerer: reg, InputWait: c.InputWait.Duration,
-		InputFailed: func(h *cluster.Hub, f cluster.FailedInput) { recordFailure(h, log, f) }})
+		Advertise: c.Advertise, Self: c.Node, Version: version, Logger: log, Registerer: reg, InputWait: c.InputWait.Duration, InputBytes: c.InputBytes,
+		StoreBytes:  c.StoreBytes,
+		InputFailed: func(h *cluster.Hub, f cluster.FailedInput) { recordFailure(h, log, f) }, ThreadGone: gone})
 	if err != nil {
 		return nil, err
 	}

@@ -147,8 +147,7 @@ func TestTwoConnectionsSameOrderAndSinceReplay(t *testing.T) {
 func TestStopIsImmediateAndQueuedMessagesThenRun(t *testing.T) {
 	t.Parallel()
 	e := startDaemon(t, nil)
-	c := e.dial("stop", -1)
-	c.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeReplayDone), "ready")
+	c := e.ready("stop")
 	c.Send(chatsock.Msg("long", "stream 100000 10ms"))
 	c.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeAgentChunk), "streaming")
 	c.Send(chatsock.Msg("q1", "say first queued"))
@@ -272,8 +271,7 @@ func TestCardAnsweredOnceForEveryConnection(t *testing.T) {
 func TestOpenCardSentAgainAfterReplay(t *testing.T) {
 	t.Parallel()
 	e := startDaemon(t, nil)
-	a := e.dial("open", -1)
-	a.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeReplayDone), "ready")
+	a := e.ready("open")
 	a.Send(chatsock.Msg("m1", "question Which?|red,blue"))
 	i := a.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeQuestion), "question")
 	seq := a.Snapshot()[i].Seq
@@ -289,14 +287,12 @@ func TestOpenCardSentAgainAfterReplay(t *testing.T) {
 func TestDuplicateMessageIDDeliveredOnce(t *testing.T) {
 	t.Parallel()
 	e := startDaemon(t, nil)
-	c := e.dial("dup", -1)
-	c.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeReplayDone), "ready")
+	c := e.ready("dup")
 	c.Send(chatsock.Msg("same", "say once"))
 	c.Send(chatsock.Msg("same", "say once"))
 	c.WaitFor(0, 5*time.Second, chatsock.PromptDone("same", chat.StopEndTurn), "done")
 	// A retry after a reconnect, too.
-	d := e.dial("dup", -1)
-	d.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeReplayDone), "ready")
+	d := e.ready("dup")
 	d.Send(chatsock.Msg("same", "say once"))
 	d.WaitFor(0, 5*time.Second, func(ev client.Event) bool {
 		return ev.Seq == 0 && chatsock.Delivery("same", chat.DeliverySubmitted)(ev)
@@ -350,8 +346,7 @@ func TestMessageIDIsTheRoutes(t *testing.T) {
 func TestIdleUnloadThenResume(t *testing.T) {
 	t.Parallel()
 	e := startDaemon(t, func(c *config.Config) { c.Agents[0].IdleTimeout = config.Duration{Duration: 50 * time.Millisecond} })
-	c := e.dial("idle", -1)
-	c.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeReplayDone), "ready")
+	c := e.ready("idle")
 	c.Send(chatsock.Msg("m1", "say hi"))
 	c.WaitFor(0, 5*time.Second, chatsock.Field(chat.TypeSessionInfo, "state", "unloaded"), "unloaded")
 	// The session is closed off the lane, after the unload is said.
@@ -367,8 +362,7 @@ func TestIdleUnloadThenResume(t *testing.T) {
 func TestAgentCrashEndsTurnWithErrorAndRecovers(t *testing.T) {
 	t.Parallel()
 	e := startDaemon(t, nil)
-	c := e.dial("crash", -1)
-	c.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeReplayDone), "ready")
+	c := e.ready("crash")
 	c.Send(chatsock.Msg("m1", "crash"))
 	c.WaitFor(0, 5*time.Second, chatsock.PromptDone("m1", chat.StopError), "error end")
 	if got := e.metric("parley_live_sessions"); got != 0 {
@@ -387,8 +381,7 @@ func TestAgentCrashEndsTurnWithErrorAndRecovers(t *testing.T) {
 func TestRESTSendIsTheSameSendPath(t *testing.T) {
 	t.Parallel()
 	e := startDaemon(t, nil)
-	c := e.dial("rest", -1)
-	c.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeReplayDone), "ready")
+	c := e.ready("rest")
 	c.Send(chatsock.Msg("m1", "say first"))
 	i := c.WaitFor(0, 5*time.Second, chatsock.PromptDone("m1", chat.StopEndTurn), "first")
 	thread := c.Snapshot()[i].Thread
@@ -411,8 +404,7 @@ func TestRESTSendIsTheSameSendPath(t *testing.T) {
 func TestRetryOfAFailedMessageReusesItsID(t *testing.T) {
 	t.Parallel()
 	e := startDaemon(t, nil)
-	c := e.dial("retry", -1)
-	c.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeReplayDone), "ready")
+	c := e.ready("retry")
 	c.Send(chatsock.Msg("m1", "flaky"))
 	i := c.WaitFor(0, 5*time.Second, chatsock.Delivery("m1", chat.DeliveryFailed), "first delivery failed")
 	if d := chatsock.FieldOf(c.Get(i), "detail"); !strings.Contains(fmt.Sprint(d), "refused this delivery once") {
@@ -445,8 +437,7 @@ func TestRetryOfAFailedMessageReusesItsID(t *testing.T) {
 func TestUnverifiedDeliveryIsUnknown(t *testing.T) {
 	t.Parallel()
 	e := startDaemon(t, nil)
-	c := e.dial("unverified", -1)
-	c.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeReplayDone), "ready")
+	c := e.ready("unverified")
 	c.Send(chatsock.Msg("m1", "unverified"))
 	i := c.WaitFor(0, 5*time.Second, chatsock.Delivery("m1", chat.DeliveryUnknown), "the unknown receipt")
 	if d := fmt.Sprint(chatsock.FieldOf(c.Get(i), "detail")); !strings.Contains(d, "could not tell whether it reached the agent") ||
@@ -470,13 +461,11 @@ func TestUnverifiedDeliveryIsUnknown(t *testing.T) {
 func TestOpenThreadAttachesAnotherRoute(t *testing.T) {
 	t.Parallel()
 	e := startDaemon(t, nil)
-	a := e.dial("desk", -1)
-	a.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeReplayDone), "ready")
+	a := e.ready("desk")
 	a.Send(chatsock.Msg("m1", "say from the desk"))
 	i := a.WaitFor(0, 5*time.Second, chatsock.PromptDone("m1", chat.StopEndTurn), "first")
 	thread := a.Get(i).Thread
-	phone := e.dial("phone", -1)
-	phone.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeReplayDone), "ready")
+	phone := e.ready("phone")
 	phone.Send(map[string]any{"type": "open_thread", "thread_id": string(thread)})
 	j := phone.WaitFor(0, 5*time.Second, func(ev client.Event) bool { return ev.Type == chat.TypeThread && ev.Thread == thread }, "the thread on the phone")
 	phone.WaitFor(j, 5*time.Second, chatsock.Field(chat.TypeAgentChunk, "text", "from the desk"), "its history replayed")
@@ -484,4 +473,13 @@ func TestOpenThreadAttachesAnotherRoute(t *testing.T) {
 	a.WaitFor(i, 5*time.Second, chatsock.Field(chat.TypeAgentChunk, "text", "from the phone"), "the desk sees the phone's turn")
 	phone.Send(map[string]any{"type": "open_thread", "thread_id": "t_nope"})
 	phone.WaitFor(j, 5*time.Second, chatsock.Field(chat.TypeError, "code", chat.CodeNotFound), "unknown thread refused")
+}
+
+// ready opens a recording socket on a new view of a chat (no events seen yet)
+// and waits for its replay to end.
+func (e *testEnv) ready(chatID string) *chatsock.Conn {
+	e.t.Helper()
+	c := e.dial(chatID, -1)
+	c.WaitFor(0, 10*time.Second, chatsock.Type(chat.TypeReplayDone), chatID+" ready")
+	return c
 }

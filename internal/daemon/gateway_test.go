@@ -38,8 +38,7 @@ func seqs(evs []client.Event) []int64 {
 func TestFullQueueAnswersBusyAndStoresNothing(t *testing.T) {
 	t.Parallel()
 	e := startDaemon(t, func(c *config.Config) { c.Limits.QueueDepth = 2 })
-	c := e.dial("busy", -1)
-	c.WaitFor(0, 10*time.Second, chatsock.Type(chat.TypeReplayDone), "ready")
+	c := e.ready("busy")
 	// A turn that never ends by itself holds the lane; two messages queue behind it.
 	c.Send(chatsock.Msg("h", "hang"))
 	c.WaitFor(0, 10*time.Second, chatsock.Delivery("h", chat.DeliverySubmitted), "the hanging turn runs")
@@ -109,8 +108,7 @@ func TestReplayTailWithoutSince(t *testing.T) {
 	t.Parallel()
 	const tail = 5
 	e := startDaemon(t, func(c *config.Config) { c.Limits.ReplayTail = tail })
-	a := e.dial("tail", -1)
-	a.WaitFor(0, 10*time.Second, chatsock.Type(chat.TypeReplayDone), "ready")
+	a := e.ready("tail")
 	a.Send(chatsock.Msg("m1", "say one\nsay two\nsay three\nsay four\nsay five\nsay six"))
 	i := a.WaitFor(0, 10*time.Second, chatsock.PromptDone("m1", chat.StopEndTurn), "first turn")
 	a.Send(chatsock.Msg("m2", "stream 8 1ms"))

@@ -15,6 +15,7 @@ import (
 	"github.com/parleyhq/parley/internal/driver"
 	"github.com/parleyhq/parley/internal/testkit/chatsock"
 	"github.com/parleyhq/parley/internal/testkit/scripted"
+	"github.com/parleyhq/parley/internal/testkit/webpushsvc"
 )
 
 // testEnv is a real daemon (real SQLite, real sockets) over the scripted agent.
@@ -55,7 +56,10 @@ func startWith(t testing.TB, drv driver.Driver, mutate func(*config.Config)) *te
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	d, err := daemon.Start(context.Background(), cfg, daemon.Options{Drivers: map[string]driver.Driver{config.TransportStream: drv}})
+	// Pushes reach the Web Push stand-in (loopback, its own CA) only through
+	// a Net set here, in Go: parley's own refuses loopback.
+	d, err := daemon.Start(context.Background(), cfg, daemon.Options{Drivers: map[string]driver.Driver{config.TransportStream: drv},
+		PushNet: webpushsvc.Net()})
 	if err != nil {
 		t.Fatal(err)
 	}

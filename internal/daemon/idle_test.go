@@ -71,8 +71,7 @@ func (e *testEnv) restThread(id chat.ThreadID) (chat.Thread, int) {
 func TestIdleNotDuringQueuedTurns(t *testing.T) {
 	t.Parallel()
 	e := startDaemon(t, idleAfter(100*time.Millisecond))
-	c := e.dial("busy", -1)
-	c.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeReplayDone), "ready")
+	c := e.ready("busy")
 	// Four turns of 6 chunks 50 ms apart: at least a second of work in all.
 	const turns = 4
 	for i := 1; i <= turns; i++ {
@@ -105,8 +104,7 @@ func TestIdleDeadlineBumpedByEachTurn(t *testing.T) {
 	t.Parallel()
 	const timeout = 2 * time.Second
 	e := startDaemon(t, idleAfter(timeout))
-	c := e.dial("talk", -1)
-	c.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeReplayDone), "ready")
+	c := e.ready("talk")
 	// Each turn is 5 chunks 100 ms apart (at least 400 ms); eight of them keep
 	// the thread talking for over 3 s, past the 2 s timeout. The gap between a
 	// prompt_done and the next message is the test's reaction time.
@@ -153,8 +151,7 @@ func TestClosingEveryTabKeepsTheThread(t *testing.T) {
 	}
 	testkit.Eventually(t, 10*time.Second, func() bool { return e.metric("parley_connections") == 0 }, "both tabs gone")
 	// A turn on another thread runs through the daemon after the tabs closed.
-	o := e.dial("other", -1)
-	o.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeReplayDone), "other ready")
+	o := e.ready("other")
 	o.Send(chatsock.Msg("o1", "say elsewhere"))
 	o.WaitFor(0, 5*time.Second, chatsock.PromptDone("o1", chat.StopEndTurn), "a turn elsewhere")
 
@@ -194,8 +191,7 @@ func TestClosingEveryTabKeepsTheThread(t *testing.T) {
 func TestIdleUnloadWithNoTabOpen(t *testing.T) {
 	t.Parallel()
 	e := startDaemon(t, idleAfter(300*time.Millisecond))
-	a := e.dial("gone", -1)
-	a.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeReplayDone), "ready")
+	a := e.ready("gone")
 	a.Send(chatsock.Msg("m1", "say first"))
 	a.WaitFor(0, 5*time.Second, chatsock.PromptDone("m1", chat.StopEndTurn), "first turn")
 	th, _ := e.restThread(threadOf(t, a).ID)

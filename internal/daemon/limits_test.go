@@ -21,8 +21,7 @@ func TestSessionCapUnloadsTheLeastRecentlyUsedIdleSession(t *testing.T) {
 	t.Parallel()
 	e := startDaemon(t, func(c *config.Config) { c.Limits.MaxSessions = 2 })
 	dial := func(chatID string) *chatsock.Conn {
-		c := e.dial(chatID, -1)
-		c.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeReplayDone), chatID+" ready")
+		c := e.ready(chatID)
 		return c
 	}
 	a, b, c := dial("cap-a"), dial("cap-b"), dial("cap-c")
@@ -73,13 +72,11 @@ func TestThreadsPerMinuteCap(t *testing.T) {
 	t.Parallel()
 	e := startDaemon(t, func(c *config.Config) { c.Limits.ThreadsPerMinute = 2 })
 	for _, id := range []string{"t1", "t2"} {
-		c := e.dial("rate-"+id, -1)
-		c.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeReplayDone), "ready")
+		c := e.ready("rate-" + id)
 		c.Send(chatsock.Msg(id, "say "+id))
 		c.WaitFor(0, 5*time.Second, chatsock.PromptDone(id, chat.StopEndTurn), id)
 	}
-	c := e.dial("rate-t3", -1)
-	c.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeReplayDone), "ready")
+	c := e.ready("rate-t3")
 	c.Send(chatsock.Msg("t3", "say t3"))
 	i := c.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeError), "the third thread refused")
 	ev := c.Get(i)
@@ -106,8 +103,7 @@ func TestDataDirectoryAndFilesAreOwnerOnly(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	c := e.dial("files", -1)
-	c.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeReplayDone), "ready")
+	c := e.ready("files")
 	c.Send(chatsock.Msg("m1", "say hi")) // a write: the -wal and -shm exist
 	c.WaitFor(0, 5*time.Second, chatsock.PromptDone("m1", chat.StopEndTurn), "m1")
 	want := map[string]os.FileMode{"": 0o700, "token": 0o600, "parley.db": 0o600, "parley.db-wal": 0o600, "parley.db-shm": 0o600}

@@ -74,8 +74,7 @@ func TestOnlyTheDriversEvidenceProvesDelivery(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			drv := &slowProof{proves: proves, release: make(chan struct{}), sink: make(chan driver.Sink, 1)}
 			e := startWith(t, drv, nil)
-			c := e.dial("chat1", -1)
-			c.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeReplayDone), "replay_done")
+			c := e.ready("chat1")
 			c.Send(chatsock.Msg("m1", "hello"))
 			card := c.WaitFor(0, 10*time.Second, chatsock.Type(chat.TypePermissionRequest), "the card")
 			delivering := c.WaitFor(0, 10*time.Second, chatsock.Delivery("m1", chat.DeliveryDelivering), "delivering")
@@ -102,8 +101,7 @@ func TestOnlyTheDriversEvidenceProvesDelivery(t *testing.T) {
 func TestQueuedSaysWhatItWaitsFor(t *testing.T) {
 	t.Parallel()
 	e := startDaemon(t, nil)
-	c := e.dial("waits", -1)
-	c.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeReplayDone), "ready")
+	c := e.ready("waits")
 	c.Send(chatsock.Msg("m1", "permission Bash"))
 	i := c.WaitFor(0, 10*time.Second, chatsock.Type(chat.TypePermissionRequest), "the card")
 	rid, _ := chatsock.FieldOf(c.Get(i), "request_id").(string)

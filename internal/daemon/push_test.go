@@ -3,8 +3,8 @@ package daemon_test
 import (
 	"database/sql"
 	"encoding/json"
+	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -74,6 +74,18 @@ func TestPushOnCardOncePerDeviceAndClosingPush(t *testing.T) {
 	for _, bad := range []string{`{"endpoint":"ftp://x/y","keys":{"p256dh":"AA","auth":"AA"}}`, `{"endpoint":"https://push.example/1","keys":{"p256dh":"AA","auth":"AA"}}`, `[]`} {
 		if st := e.call("POST", "/api/push/subscriptions", phoneTok, json.RawMessage(bad), nil); st != 400 {
 			t.Fatalf("a bad subscription %s got %d", bad, st)
+		}
+	}
+	// An endpoint that is not https, or whose address the sender may not dial
+	// (here the cloud metadata address), is refused with the reason.
+	_, js := svc.Subscribe(t)
+	for endpoint, why := range map[string]string{"http://push.example.com/1": "https", "https://169.254.169.254/latest": "169.254.169.254"} {
+		var sub map[string]any
+		json.Unmarshal(js, &sub)
+		sub["endpoint"] = endpoint
+		var refused struct{ Error struct{ Message string } }
+		if st := e.call("POST", "/api/push/subscriptions", phoneTok, sub, &refused); st != 400 || !strings.Contains(refused.Error.Message, why) {
+			t.Fatalf("subscribing %s: %d %q", endpoint, st, refused.Error.Message)
 		}
 	}
 	_, laptopTok := e.pair("laptop")
@@ -217,11 +229,10 @@ func TestPushSubscriptionsCappedAndRedirectsNotFollowed(t *testing.T) {
 	json.Unmarshal(js, &sub)
 	to := sub["endpoint"].(string)
 	var redirected atomic.Int64
-	redir := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	redir := webpushsvc.NewServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		redirected.Add(1)
 		http.Redirect(w, r, to, http.StatusTemporaryRedirect)
 	}))
-	t.Cleanup(redir.Close)
 	sub["endpoint"] = redir.URL + "/push"
 	if st := e.call("POST", "/api/push/subscriptions", laptopTok, sub, nil); st != 200 {
 		t.Fatalf("subscribe: %d", st)
@@ -391,5 +402,89 @@ func TestQueuedPushDroppedWhenDeviceSignsOut(t *testing.T) {
 	}, "the phone's queued push handled")
 	if n := svc.Attempts(phone); state != "dropped" || n != 1 {
 		t.Fatalf("the signed-out phone's queued push is %s and was tried %d times in all (want dropped, after the one failure)", state, n)
+	}
+}
+
+// Two screens turning on, at the same moment, one optional push each of the
+// same device (finished turns on one, errors on the other) both count: a
+// change names only its own push, and the store changes only that.
+func TestDevicePushPrefsConcurrentChangesBothKept(t *testing.T) {
+	e := startDaemon(t, nil)
+	phoneID, phoneTok := e.pair("phone")
+	patch := func(body string) error {
+		req, _ := http.NewRequest("PATCH", e.url()+"/api/devices/"+phoneID, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+phoneTok)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			return fmt.Errorf("PATCH %s: %d", body, resp.StatusCode)
+		}
+		return nil
+	}
+	type view struct {
+		ID         string
+		PushTurns  bool `json:"push_turns"`
+		PushErrors bool `json:"push_errors"`
+	}
+	for round := range 40 {
+		if err := patch(`{"push_turns":false,"push_errors":false}`); err != nil {
+			t.Fatal(err)
+		}
+		start := make(chan struct{})
+		errs := make(chan error, 2)
+		for _, body := range []string{`{"push_turns":true}`, `{"push_errors":true}`} {
+			go func() {
+				<-start
+				errs <- patch(body)
+			}()
+		}
+		close(start)
+		for range 2 {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
+		var list struct{ Devices []view }
+		e.call("GET", "/api/devices", e.d.Token(), nil, &list)
+		for _, d := range list.Devices {
+			if d.ID == phoneID && (!d.PushTurns || !d.PushErrors) {
+				t.Fatalf("round %d: after turning on turns and errors at once, the device has %+v: a change was lost", round, d)
+			}
+		}
+	}
+}
+
+// A thread deleted while its permission card waits, after the card's push went
+// out: the phone gets the closing push with the card's tag (the notification
+// comes off), though the thread, its cards and its log are gone. Review B4:
+// the delete took the push's outbox rows with it, so a closing push not sent
+// by then never was. The phone's push service is down while the thread is
+// deleted, so the closing push is still to send when the delete runs.
+func TestPushClosedWhenThreadDeletedWithOpenCard(t *testing.T) {
+	e := startDaemon(t, nil)
+	svc := e.pushService()
+	_, phoneTok := e.pair("phone")
+	phone := e.subscribe(svc, phoneTok)
+
+	c := chatsock.Dial(t, e.url(), e.d.Token(), client.Options{Chat: "del", Since: -1})
+	c.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeReplayDone), "ready")
+	c.Send(chatsock.Msg("m1", "permission Bash"))
+	i := c.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypePermissionRequest), "card")
+	thread := c.Snapshot()[i].Thread
+	tag := push.Tag(thread, chatsock.FieldOf(c.Snapshot()[i], "request_id").(string))
+	svc.WaitFor(t, 10*time.Second, "the card's push", func(ps []webpushsvc.Push) bool { return len(webpushsvc.Messages[push.Message](ps, phone)) == 1 })
+
+	svc.SetStatus(phone, http.StatusServiceUnavailable)
+	var del struct{ Deleted bool }
+	if st := e.api("DELETE", "/api/threads/"+string(thread), nil, &del); st != 200 || !del.Deleted {
+		t.Fatalf("delete: %d %+v", st, del)
+	}
+	svc.SetStatus(phone, http.StatusCreated)
+	ps := svc.WaitFor(t, 10*time.Second, "the closing push", func(ps []webpushsvc.Push) bool { return len(webpushsvc.Messages[push.Message](ps, phone)) == 2 })
+	if m := webpushsvc.Messages[push.Message](ps, phone)[1]; m.Kind != "close" || m.Tag != tag {
+		t.Fatalf("after the delete the phone got %+v, want the closing push tagged %s", m, tag)
 	}
 }

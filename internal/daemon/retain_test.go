@@ -19,8 +19,7 @@ import (
 func TestReplayAfterPrunedSeqsSaysSo(t *testing.T) {
 	t.Parallel()
 	e := startDaemon(t, nil)
-	c := e.dial("retain", -1)
-	c.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeReplayDone), "ready")
+	c := e.ready("retain")
 	for _, id := range []string{"m1", "m2"} {
 		c.Send(chatsock.Msg(id, "say "+id))
 		c.WaitFor(0, 5*time.Second, chatsock.PromptDone(id, chat.StopEndTurn), id)

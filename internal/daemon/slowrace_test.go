@@ -29,8 +29,7 @@ func TestInputsRacingASlowCloseAreAcceptedOrResent(t *testing.T) {
 		c.Limits.InputsPerSecond, c.Limits.InputBurst = 1000, 1000
 		c.Limits.QueueDepth = 1000
 	})
-	fast := e.dial("race", -1)
-	fast.WaitFor(0, 10*time.Second, chatsock.Type(chat.TypeReplayDone), "fast ready")
+	fast := e.ready("race")
 	fast.Send(chatsock.Msg("m0", "say before"))
 	i := fast.WaitFor(0, 10*time.Second, chatsock.PromptDone("m0", chat.StopEndTurn), "first turn")
 	thread := fast.Get(i).Thread
@@ -165,8 +164,7 @@ func logged(e *testEnv, thread chat.ThreadID) (messages map[string]int, ended ma
 func TestDroppedSlowClientWithRepliesWaitingEnds(t *testing.T) {
 	t.Parallel()
 	e := startDaemon(t, func(c *config.Config) { c.Limits.ConnBuffer = 256; c.Limits.MaxSockets = 2 })
-	fast := e.dial("stuck", -1)
-	fast.WaitFor(0, 10*time.Second, chatsock.Type(chat.TypeReplayDone), "fast ready")
+	fast := e.ready("stuck")
 	fast.Send(chatsock.Msg("m0", "say before"))
 	i := fast.WaitFor(0, 10*time.Second, chatsock.PromptDone("m0", chat.StopEndTurn), "first turn")
 	thread := fast.Get(i).Thread
@@ -212,8 +210,7 @@ func TestDroppedSlowClientWithRepliesWaitingEnds(t *testing.T) {
 func TestHungWriteIsCountedSlow(t *testing.T) {
 	t.Parallel()
 	e := startDaemon(t, func(c *config.Config) { c.Limits.ConnBuffer = 1 << 20 })
-	fast := e.dial("hung", -1)
-	fast.WaitFor(0, 10*time.Second, chatsock.Type(chat.TypeReplayDone), "fast ready")
+	fast := e.ready("hung")
 	slowBefore := e.metric(`parley_socket_closed_total{reason="slow"}`)
 	slow, _, err := client.Dial(context.Background(), e.url(), e.d.Token(), client.Options{Chat: "hung", Since: -1, HTTPClient: testkit.SmallBuffers()})
 	if err != nil {

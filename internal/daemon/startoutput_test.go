@@ -55,8 +55,7 @@ func TestOutputBeforePromptIsNoProof(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			drv := &speakingAtStart{proves: proves, seen: make(chan struct{})}
 			e := startWith(t, drv, nil)
-			c := e.dial("early", -1)
-			c.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeReplayDone), "replay_done")
+			c := e.ready("early")
 			c.Send(chatsock.Msg("m1", "hello"))
 			c.WaitFor(0, 10*time.Second, chatsock.Type(chat.TypeAgentChunk), "the output at start")
 			close(drv.seen)

@@ -114,11 +114,7 @@ func TestManageThreadsOverREST(t *testing.T) {
 		t.Fatalf("delete: %d %+v", code, del)
 	}
 	for name, c := range map[string]*chatsock.Conn{"a": a, "b": b} {
-		deadline := time.Now().Add(10 * time.Second)
-		for c.Err() == nil && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Millisecond)
-		}
-		if err := c.Err(); err == nil || !strings.Contains(err.Error(), "the thread was deleted") {
+		if err := c.WaitEnd(10 * time.Second); err == nil || !strings.Contains(err.Error(), "the thread was deleted") {
 			t.Errorf("socket %s after the delete: %v; want closed saying the thread was deleted", name, err)
 		}
 	}
@@ -127,5 +123,61 @@ func TestManageThreadsOverREST(t *testing.T) {
 	}
 	if e.api("GET", "/api/search?q=otters", nil, &hits); len(hits.Hits) != 0 {
 		t.Errorf("search after the delete: %+v", hits.Hits)
+	}
+}
+
+// The socket's edit_thread and delete_thread are the REST calls' twins (one
+// path for the dashboard and parley chat): the sender gets done (or an error)
+// naming its ref, every socket showing the thread hears thread_info, and a
+// delete closes the views showing it saying why.
+func TestManageThreadsOverTheSocket(t *testing.T) {
+	t.Parallel()
+	e := startDaemon(t, nil)
+	a := e.dial("a", -1)
+	a.WaitFor(0, 10*time.Second, chatsock.Type(chat.TypeReplayDone), "ready")
+	a.Send(chatsock.Msg("m1", "say the herons fish"))
+	i := a.WaitFor(0, 10*time.Second, chatsock.PromptDone("m1", chat.StopEndTurn), "first turn")
+	th := a.Get(i).Thread
+	b := e.dial("b", -1)
+	b.WaitFor(0, 10*time.Second, chatsock.Type(chat.TypeReplayDone), "ready")
+	b.Send(map[string]any{"type": "open_thread", "thread_id": th})
+	b.WaitFor(0, 10*time.Second, chatsock.PromptDone("m1", chat.StopEndTurn), "b shows the thread")
+
+	a.Send(map[string]any{"type": "edit_thread", "ref": "r1", "title": " Heron count "})
+	a.WaitFor(0, 10*time.Second, chatsock.Field(chat.TypeDone, "ref", "r1"), "done for the rename")
+	for _, c := range []*chatsock.Conn{a, b} {
+		c.WaitFor(0, 10*time.Second, chatsock.Field(chat.TypeThreadInfo, "title", "Heron count"), "the new title, live")
+	}
+	a.Send(map[string]any{"type": "edit_thread", "ref": "r2", "title": "  "})
+	n := a.WaitFor(0, 10*time.Second, chatsock.Field(chat.TypeError, "ref", "r2"), "the refusal names its ref")
+	if msg, _ := chatsock.FieldOf(a.Get(n), "message").(string); !strings.Contains(msg, "empty") {
+		t.Errorf("a blank title's refusal: %q; want why", msg)
+	}
+	b.Send(map[string]any{"type": "edit_thread", "ref": "r3", "thread_id": th, "archived": true})
+	b.WaitFor(0, 10*time.Second, chatsock.Field(chat.TypeDone, "ref", "r3"), "done for the archive")
+	a.WaitFor(0, 10*time.Second, chatsock.Field(chat.TypeThreadInfo, "archived", true), "archived, live")
+	var got struct {
+		Thread chat.Thread `json:"thread"`
+	}
+	if e.api("GET", "/api/threads/"+string(th), nil, &got); got.Thread.Title != "Heron count" || !got.Thread.Archived {
+		t.Errorf("the thread after the socket's edits: %+v", got.Thread)
+	}
+
+	c := e.dial("c", -1)
+	c.WaitFor(0, 10*time.Second, chatsock.Type(chat.TypeReplayDone), "ready")
+	c.Send(map[string]any{"type": "delete_thread", "ref": "r4", "thread_id": "t_nope"})
+	c.WaitFor(0, 10*time.Second, chatsock.Field(chat.TypeError, "ref", "r4"), "an unknown thread is refused")
+	c.Send(map[string]any{"type": "delete_thread", "ref": "r5", "thread_id": th})
+	n = c.WaitFor(0, 10*time.Second, chatsock.Field(chat.TypeDone, "ref", "r5"), "done for the delete")
+	if note, _ := chatsock.FieldOf(c.Get(n), "note").(string); !strings.Contains(note, "left on disk") {
+		t.Errorf("the delete's note: %q", note)
+	}
+	for name, s := range map[string]*chatsock.Conn{"a": a, "b": b} {
+		if err := s.WaitEnd(10 * time.Second); err == nil || !strings.Contains(err.Error(), "the thread was deleted") {
+			t.Errorf("socket %s after the delete: %v; want closed saying the thread was deleted", name, err)
+		}
+	}
+	if code := e.api("GET", "/api/threads/"+string(th), nil, nil); code != 404 {
+		t.Errorf("the deleted thread reads: %d, want 404", code)
 	}
 }

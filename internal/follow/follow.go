@@ -60,6 +60,9 @@ type Options struct {
 	// switch, or a connect that named none): a seq to replay from, or < 0 for
 	// the tail. The ACP side answers with where this route's client was.
 	Since func(th chat.Thread) int64
+	// DraftAppends: the client takes a draft that only adds to the one
+	// before it as that addition (chat.AgentDraft.Extends), not whole.
+	DraftAppends bool
 }
 
 // Kind says what an Item is.
@@ -104,6 +107,9 @@ type Follower struct {
 
 	thread  chat.ThreadID // the thread shown
 	lastSeq int64         // the newest seq of thread handed on
+	// lastDraft is the ID of the draft handed on last (0: none since the
+	// thread was shown): an append is handed on only onto it.
+	lastDraft int64
 }
 
 // Subscribe subscribes route and returns its follower and the thread the route
@@ -156,7 +162,7 @@ func (f *Follower) Show(ctx context.Context, id chat.ThreadID, since int64, emit
 	if err != nil {
 		return err
 	}
-	f.thread, f.lastSeq = id, 0
+	f.thread, f.lastSeq, f.lastDraft = id, 0, 0
 	tev := mustEvent(chat.ThreadEvent{Thread: th})
 	if err := emit(Item{Kind: KindThread, Thread: th, Event: tev, Frame: tev.Frame()}); err != nil {
 		return err
@@ -270,9 +276,15 @@ func (f *Follower) Live(ctx context.Context, emit Emit) (int, error) {
 			// has been handed a later one (a replay went past it) may already
 			// have the final words it stood for.
 			if it.Thread == f.thread && it.After == f.lastSeq {
-				if err := emit(Item{Kind: KindDraft, Event: it.Event, Frame: it.Frame}); err != nil {
+				// Only what it adds, when the client has the one it adds to.
+				d := it
+				if a := it.Append; f.opt.DraftAppends && a != nil && a.Extends == f.lastDraft {
+					d = a
+				}
+				if err := emit(Item{Kind: KindDraft, Event: d.Event, Frame: d.Frame}); err != nil {
 					return len(items), err
 				}
+				f.lastDraft = it.DraftID
 			}
 			continue
 		}
@@ -305,7 +317,7 @@ func (f *Follower) Renew(ctx context.Context, emit Emit) error {
 		}
 		return chat.ErrNotFound
 	}
-	f.sub = sub
+	f.sub, f.lastDraft = sub, 0 // drafts may have been missed: the next goes whole
 	if th.ID != f.thread {
 		return f.Show(ctx, th.ID, -1, emit)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -413,7 +414,7 @@ func TestDraftOnlyRightAfterItsEvent(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		e.hub.PublishDraft(ev, after)
+		e.hub.PublishDraft(hub.Draft{After: after, Whole: ev})
 	}
 	draft("stale", 3) // queued; then 4 (its final words) is stored before the replay reads
 	e.write("t1", 1)
@@ -438,5 +439,97 @@ func TestDraftOnlyRightAfterItsEvent(t *testing.T) {
 	}
 	if got := s.seqs("t1"); !slices.Equal(got, span(1, 4)) {
 		t.Fatalf("seqs %v", got)
+	}
+}
+
+// A follower that takes appends hands on a draft that only grew as what it
+// adds, and only onto the draft it handed on last: one whose draft before it
+// was dropped (or never published to it) gets it whole, and so does a client
+// that did not ask for appends. What the client shows (chat.AgentDraft.Onto)
+// is the whole text either way.
+func TestDraftAppendsOnlyOntoTheDraftHandedOn(t *testing.T) {
+	e := newEnv(t)
+	e.write("t1", 3)
+	e.attach(route, "t1")
+	ctx := context.Background()
+	start := func(appends bool) (*follow.Follower, *seen) {
+		f, th, err := follow.Subscribe(ctx, e.deps(), route, follow.Options{Buffer: 100, Tail: 500, DraftAppends: appends})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(f.Close)
+		s := &seen{}
+		if err := f.Start(ctx, th, 0, "t1", s.emit); err != nil {
+			t.Fatal(err)
+		}
+		s.items = nil
+		return f, s
+	}
+	fa, sa := start(true)
+	fw, sw := start(false)
+	var prev chat.AgentDraft
+	draft := func(text string, after int64) {
+		t.Helper()
+		d := chat.AgentDraft{Text: text, AfterSeq: after, ID: prev.ID + 1}
+		ev, err := chat.NewEvent("t1", d, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		pub := hub.Draft{ID: d.ID, After: after, Whole: ev}
+		if prev.ID != 0 && strings.HasPrefix(text, prev.Text) {
+			app, err := chat.NewEvent("t1", chat.AgentDraft{Text: text[len(prev.Text):], AfterSeq: after, ID: d.ID, Extends: prev.ID}, time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			pub.Append, pub.Extends = &app, prev.ID
+		}
+		e.hub.PublishDraft(pub)
+		prev = d
+		for _, f := range []struct {
+			*follow.Follower
+			*seen
+		}{{fa, sa}, {fw, sw}} {
+			if _, err := f.Live(ctx, f.emit); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	handed := func(s *seen) (frames []string, shown string) {
+		var id int64
+		for _, it := range s.items {
+			if it.Kind != follow.KindDraft {
+				continue
+			}
+			var d chat.AgentDraft
+			if err := it.Event.Decode(&d); err != nil {
+				t.Fatal(err)
+			}
+			frames = append(frames, fmt.Sprintf("%d+%q", d.Extends, d.Text))
+			id, shown = d.Onto(id, shown)
+		}
+		return frames, shown
+	}
+	draft("The", 3)
+	draft("The first", 3)
+	draft("The first line", 2) // behind what the followers showed: dropped
+	draft("The first line is", 3)
+	draft("The first line is long", 3)
+	frames, shown := handed(sa)
+	if want := []string{`0+"The"`, `1+" first"`, `0+"The first line is"`, `4+" long"`}; !slices.Equal(frames, want) {
+		t.Errorf("a follower taking appends handed on %q; want %q", frames, want)
+	}
+	if shown != "The first line is long" {
+		t.Errorf("its client shows %q", shown)
+	}
+	frames, shown = handed(sw)
+	if want := []string{`0+"The"`, `0+"The first"`, `0+"The first line is"`, `0+"The first line is long"`}; !slices.Equal(frames, want) {
+		t.Errorf("a follower not taking appends handed on %q; want %q", frames, want)
+	}
+	if shown != "The first line is long" {
+		t.Errorf("its client shows %q", shown)
+	}
+	// A client given an append onto a draft it does not show shows none.
+	if id, text := (chat.AgentDraft{Text: " long", ID: 5, Extends: 4}).Onto(3, "The first"); id != 0 || text != "" {
+		t.Errorf("an append onto another draft shows %d %q; want nothing", id, text)
 	}
 }

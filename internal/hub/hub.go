@@ -25,6 +25,13 @@ type Item struct {
 	// valid only right after the event After.
 	Draft bool
 	After int64
+	// DraftID is a draft's ID (chat.AgentDraft). Append, when the draft only
+	// adds to the one published before it, is the same draft as that
+	// addition (its Extends names the one before), for views that take
+	// appends and were given the one before (follow picks).
+	DraftID int64
+	Extends int64
+	Append  *Item
 }
 
 // Close reasons.
@@ -100,11 +107,16 @@ func (s *Sub) SetOnDrop(f func(reason string)) {
 	s.qmu.Unlock()
 }
 
-// push queues items (all of them, or none and false when the backlog would
-// overflow) and signals the consumer once.
+// push queues items (all of them, or none and false when the subscriber is
+// already max items behind) and signals the consumer once. A step is taken
+// whole while the backlog is under max, however long the step: a lane step
+// may be longer than a small buffer (limits.conn_buffer may be 16, a step
+// 256 events), and dropping a subscriber that is not behind at all would
+// only make it reconnect and replay, every such step. The queue so holds at
+// most max-1 items plus one step.
 func (s *Sub) push(its ...*Item) bool {
 	s.qmu.Lock()
-	if len(s.q)+len(its) > s.max {
+	if len(s.q) >= s.max {
 		s.qmu.Unlock()
 		return false
 	}
@@ -153,7 +165,8 @@ func New(onDrop func(reason string)) *Hub {
 }
 
 // Subscribe registers a connection on route, which currently shows thread ("" for
-// none yet). buffer bounds how far it may fall behind.
+// none yet). buffer bounds how far it may fall behind: a subscriber holding
+// buffer items is dropped at the next publish.
 func (h *Hub) Subscribe(route chat.RouteKey, thread chat.ThreadID, buffer int) *Sub {
 	s := &Sub{Route: route, ready: make(chan struct{}, 1), done: make(chan struct{}), max: buffer, thread: thread}
 	h.mu.Lock()
@@ -205,7 +218,9 @@ func (h *Hub) PublishStep(evs []chat.Event) {
 		}
 	}
 	for w := range h.watchers {
-		w.mark(thread)
+		if w.wants(evs) {
+			w.mark(thread)
+		}
 	}
 	tap := h.tap
 	h.mu.Unlock()
@@ -221,16 +236,29 @@ func (h *Hub) PublishStep(evs []chat.Event) {
 	}
 }
 
-// PublishDraft sends provisional text (a chat.AgentDraft event, no seq) that
-// belongs right after the thread's event after. It is no log entry: a
-// subscriber whose backlog is full just misses it (a later draft, or the final
-// words, follow), nothing watches it, and it does not leave this machine (no
-// tap).
-func (h *Hub) PublishDraft(ev chat.Event, after int64) {
-	it := &Item{Thread: ev.Thread, Event: ev, Frame: ev.Frame(), Draft: true, After: after}
+// Draft is provisional text to publish (chat.AgentDraft events, no seq).
+type Draft struct {
+	ID    int64
+	After int64      // the thread's event it belongs right after
+	Whole chat.Event // the whole text
+	// Append, when the text only adds to the draft Extends (the one
+	// published before), is what it adds; nil otherwise.
+	Append  *chat.Event
+	Extends int64
+}
+
+// PublishDraft sends provisional text. It is no log entry: a subscriber whose
+// backlog is full just misses it (a later draft, or the final words, follow;
+// its view's next draft is then whole), nothing watches it, and it does not
+// leave this machine (no tap).
+func (h *Hub) PublishDraft(d Draft) {
+	it := &Item{Thread: d.Whole.Thread, Event: d.Whole, Frame: d.Whole.Frame(), Draft: true, After: d.After, DraftID: d.ID}
+	if a := d.Append; a != nil {
+		it.Append = &Item{Thread: a.Thread, Event: *a, Frame: a.Frame(), Draft: true, After: d.After, DraftID: d.ID, Extends: d.Extends}
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for s := range h.byThread[ev.Thread] {
+	for s := range h.byThread[it.Thread] {
 		s.push(it)
 	}
 }

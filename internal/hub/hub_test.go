@@ -103,8 +103,8 @@ func ev(thread chat.ThreadID, seq int64) chat.Event {
 }
 
 // A lane step's events go out together: in seq order, one wake for the
-// subscriber, and a subscriber whose backlog cannot take the whole step is
-// dropped (it catches up from the log), never given part of it.
+// subscriber, and a subscriber already behind by its buffer is dropped (it
+// catches up from the log), never given part of a step.
 func TestPublishOfAStepIsOneWakeAndAllOrNothing(t *testing.T) {
 	h := New(nil)
 	wakes := 0
@@ -120,17 +120,82 @@ func TestPublishOfAStepIsOneWakeAndAllOrNothing(t *testing.T) {
 	if ids := w.Take(); !slices.Equal(ids, []chat.ThreadID{"t"}) {
 		t.Fatalf("watcher heard %v", ids)
 	}
+	// small holds the step of 3 (it was behind by nothing); one more step
+	// finds it 3 behind with a buffer of 2: dropped, and given none of it.
+	h.PublishStep([]chat.Event{ev("t", 4), ev("t", 5)})
 	select {
 	case <-small.Done():
 	default:
-		t.Fatal("a subscriber with room for 2 of 3 events was not dropped")
+		t.Fatal("a subscriber 3 events behind with a buffer of 2 was not dropped")
 	}
-	if q := small.Take(); len(q) != 0 {
-		t.Fatalf("the dropped subscriber was given part of the step: %+v", q)
+	if q := small.Take(); len(q) != 3 || q[2].Seq != 3 {
+		t.Fatalf("the dropped subscriber's queue: %+v; want seq 1–3, none of the step it could not take", q)
 	}
 	// The buffer Take returned is reused by the next Take, cleared first.
-	h.Publish(ev("t", 4))
-	if got := s.Take(); len(got) != 1 || got[0].Seq != 4 {
+	h.Publish(ev("t", 6))
+	if got := s.Take(); len(got) != 3 || got[0].Seq != 4 || got[2].Seq != 6 {
 		t.Fatalf("second take: %+v", got)
+	}
+}
+
+// A step longer than a subscriber's whole buffer (a lane recovering many
+// queued inputs, a burst of 256 chunks, limits.conn_buffer at its minimum of
+// 16) does not drop a subscriber that is not behind: dropping it would make
+// it reconnect and replay, every such step (review B9).
+func TestAStepLongerThanTheBufferReachesASubscriberThatKeepsUp(t *testing.T) {
+	var drops []string
+	h := New(func(r string) { drops = append(drops, r) })
+	s := h.Subscribe(chat.RouteKey{Channel: "web", Chat: "a"}, "t", 16)
+	seq := int64(0)
+	for range 3 {
+		step := make([]chat.Event, 256)
+		for i := range step {
+			seq++
+			step[i] = ev("t", seq)
+		}
+		h.PublishStep(step)
+		got := s.Take() // keeps up: takes each step before the next
+		if len(got) != 256 || got[0].Seq != seq-255 || got[255].Seq != seq {
+			t.Fatalf("took %d items; want the step's 256, seq %d–%d", len(got), seq-255, seq)
+		}
+	}
+	select {
+	case <-s.Done():
+		t.Fatalf("dropped (%s), with an empty queue before each step", h.Reason(s))
+	default:
+	}
+	if len(drops) != 0 {
+		t.Fatalf("drops: %v", drops)
+	}
+}
+
+// A watcher of some event types hears of a thread only when a step holds one
+// of them (push is not woken by every streamed chunk), and of a deletion
+// always.
+func TestWatcherOfTypesHearsOnlyThose(t *testing.T) {
+	h := New(nil)
+	w := h.WatchTypes(chat.TypePromptDone)
+	all := h.Watch()
+	for seq := range int64(100) {
+		h.Publish(ev("t1", seq+1))
+	}
+	if got := w.Take(); len(got) != 0 {
+		t.Fatalf("heard of %v after chunks only", got)
+	}
+	select {
+	case <-w.Ready():
+		t.Fatal("signalled for chunks only")
+	default:
+	}
+	if got := all.Take(); !slices.Equal(got, []chat.ThreadID{"t1"}) {
+		t.Fatalf("the watcher of everything heard %v", got)
+	}
+	h.PublishStep([]chat.Event{ev("t1", 101), {Type: chat.TypePromptDone, Thread: "t1", Seq: 102, Payload: []byte(`{}`)}})
+	if got := w.Take(); !slices.Equal(got, []chat.ThreadID{"t1"}) {
+		t.Fatalf("after a turn's end: %v, want [t1]", got)
+	}
+	h.CloseThread("t2", ReasonDeleted)
+	if got := w.Take(); !slices.Equal(got, []chat.ThreadID{"t2"}) {
+		t.Fatalf("after a deletion: %v, want [t2]", got)
 	}
 }

@@ -11,7 +11,8 @@ import (
 // changed: a thread list refetches the threads it names. Changes coalesce, so
 // a watcher that is slow to look costs one entry per thread, never a backlog.
 type Watcher struct {
-	ready chan struct{} // signalled (capacity 1) when threads changed
+	ready chan struct{}   // signalled (capacity 1) when threads changed
+	types map[string]bool // WatchTypes: the event types it hears of (nil: all); set once
 
 	mu      sync.Mutex // a leaf, after Hub.mu (Hub's lock order)
 	changed map[chat.ThreadID]struct{}
@@ -43,9 +44,34 @@ func (w *Watcher) mark(thread chat.ThreadID) {
 	}
 }
 
+// wants says whether a step of events is news to the watcher.
+func (w *Watcher) wants(evs []chat.Event) bool {
+	if w.types == nil {
+		return true
+	}
+	for _, e := range evs {
+		if w.types[e.Type] {
+			return true
+		}
+	}
+	return false
+}
+
 // Watch registers a watcher of every thread's changes; Unwatch it when done.
-func (h *Hub) Watch() *Watcher {
+func (h *Hub) Watch() *Watcher { return h.WatchTypes() }
+
+// WatchTypes registers a watcher that hears of a thread only when a step
+// holds an event of one of these types (none: every step), or the thread is
+// deleted. A consumer that cares about a few events (push: cards and turn
+// ends) is then not woken by every streamed chunk.
+func (h *Hub) WatchTypes(types ...string) *Watcher {
 	w := &Watcher{ready: make(chan struct{}, 1), changed: map[chat.ThreadID]struct{}{}}
+	if len(types) > 0 {
+		w.types = map[string]bool{}
+		for _, t := range types {
+			w.types[t] = true
+		}
+	}
 	h.mu.Lock()
 	h.watchers[w] = struct{}{}
 	h.mu.Unlock()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"strconv"
-	"time"
 
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/store"
@@ -46,31 +45,17 @@ func (s *Service) Prefs(device string) Prefs {
 	return Prefs{}
 }
 
-// SetPrefs sets a device's optional pushes. One turned on now pushes what
-// happens from now on, never what came before; one already on keeps its time.
-func (s *Service) SetPrefs(device string, p Prefs) error {
-	cur := store.PushPrefs{Device: device}
-	all, err := s.opt.Store.PushPrefs(context.Background())
-	if err != nil {
-		return err
+// SetPrefs turns a device's optional pushes on or off (nil: as it is) in one
+// store update, so a change made meanwhile elsewhere to the other one stays;
+// it answers the device's pushes as they are now. One turned on now pushes
+// what happens from now on, never what came before; one already on keeps its
+// time.
+func (s *Service) SetPrefs(device string, turns, errors *bool) (Prefs, error) {
+	if err := s.opt.Store.PushSetPrefs(context.Background(), store.PushPrefsChange{Device: device, Turns: turns, Errors: errors,
+		At: s.opt.Now()}); err != nil {
+		return Prefs{}, err
 	}
-	for _, x := range all {
-		if x.Device == device {
-			cur = x
-		}
-	}
-	now := s.opt.Now()
-	turnOn := func(on bool, t time.Time) time.Time {
-		switch {
-		case !on:
-			return time.Time{}
-		case t.IsZero():
-			return now
-		}
-		return t
-	}
-	cur.Turns, cur.Errors = turnOn(p.Turns, cur.Turns), turnOn(p.Errors, cur.Errors)
-	return s.opt.Store.PushSetPrefs(context.Background(), cur)
+	return s.Prefs(device), nil
 }
 
 // reconcileOptional writes to the outbox a push per finished turn and per

@@ -21,8 +21,8 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"net/url"
-	"path/filepath"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -42,11 +42,20 @@ type Store interface {
 	Tail(ctx context.Context, thread chat.ThreadID, n int) ([]chat.Event, error)
 }
 
-// Watcher tells which threads changed (hub.Watcher).
+// Watcher tells which threads changed (hub.Watcher): it need only hear of
+// steps holding one of Types.
 type Watcher interface {
 	Ready() <-chan struct{}
 	Take() []chat.ThreadID
 }
+
+// Types are the events that can change what the service pushes: a card
+// opened or closed (every card's change is logged as one of these), a turn's
+// end and an error (the optional pushes). A streamed chunk is not one of
+// them: waking the service for each cost several queries per chunk, which on
+// two cores ran beside the chunk's own way to the screen.
+var Types = []string{chat.TypePermissionRequest, chat.TypeQuestion, chat.TypePermissionResolved,
+	chat.TypeQuestionResolved, chat.TypePromptDone, chat.TypeError}
 
 // Options configure the service.
 type Options struct {
@@ -55,6 +64,9 @@ type Options struct {
 	Watch   Watcher
 	// Machine names this parley in a push's title ("Claude Code on <machine>").
 	Machine string
+	// Remote is, at a cluster's hub, other machines' threads' open cards; nil
+	// elsewhere.
+	Remote Remote
 	// AgentName names an agent by its id; nil shows the id.
 	AgentName func(id string) string
 	// OnScreen reports whether a device shows a thread right now: it gets no push.
@@ -65,9 +77,16 @@ type Options struct {
 	Live func(device string) bool
 	// Subscriber is the VAPID contact: an https: URL or an e-mail address.
 	Subscriber string
-	HTTP       *http.Client
-	Logger     *slog.Logger
-	Now        func() time.Time
+	// Net is how push services are reached (guard.go); the zero Net is
+	// parley's: public https endpoints only.
+	Net    Net
+	Logger *slog.Logger
+	Now    func() time.Time
+
+	// lookup replaces DNS where an endpoint's host is checked: when it is
+	// subscribed, and before a request through a proxy (tests of DNS
+	// rebinding: a name public then, loopback when dialled).
+	lookup func(ctx context.Context, host string) ([]netip.Addr, error)
 }
 
 const (
@@ -85,11 +104,16 @@ const (
 // Service is a running push sender.
 type Service struct {
 	opt  Options
+	http *http.Client
 	keys Keys
 	log  *slog.Logger
 	kick chan struct{}
 	done chan struct{}
 	stop context.CancelFunc
+
+	// remote is each remote thread's open cards as last reconciled
+	// (cardsKey), by id; only run's goroutine touches it.
+	remote map[chat.ThreadID]string
 
 	mu         sync.Mutex
 	subscribed map[string]int // device → subscriptions, for the device list
@@ -108,22 +132,13 @@ func Start(opt Options) (*Service, error) {
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
-	if opt.HTTP == nil {
-		opt.HTTP = &http.Client{Timeout: sendTimeout}
-	}
-	if opt.HTTP.CheckRedirect == nil {
-		// An endpoint is where a browser's push service takes pushes: one
-		// that redirects could send parley's requests anywhere.
-		c := *opt.HTTP
-		c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-		opt.HTTP = &c
-	}
 	if opt.Subscriber == "" {
 		opt.Subscriber = "https://github.com/parleyhq/parley"
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Service{opt: opt, keys: keys, log: opt.Logger.With("part", "push"), kick: make(chan struct{}, 1),
-		done: make(chan struct{}), stop: cancel, subscribed: map[string]int{}}
+		done: make(chan struct{}), stop: cancel, subscribed: map[string]int{}, remote: map[chat.ThreadID]string{}}
+	s.http = opt.Net.client(s.lookup())
 	subs, err := opt.Store.PushSubscriptions(ctx)
 	if err != nil {
 		cancel()
@@ -163,14 +178,17 @@ func (s *Service) Subscribe(device string, raw json.RawMessage) error {
 	if err := json.Unmarshal(raw, &sub); err != nil {
 		return fmt.Errorf("%w: %v", ErrBadSubscription, err)
 	}
-	u, err := url.Parse(sub.Endpoint)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || len(sub.Endpoint) > 2048 {
-		return fmt.Errorf("%w: the endpoint must be an http(s) URL", ErrBadSubscription)
+	u, err := checkEndpoint(sub.Endpoint)
+	if err != nil {
+		return err
 	}
 	p, err1 := decodeKey(sub.Keys.P256dh)
 	a, err2 := decodeKey(sub.Keys.Auth)
 	if err1 != nil || err2 != nil || len(p) != 65 || len(a) < 16 {
 		return fmt.Errorf("%w: keys.p256dh must be a P-256 point and keys.auth 16 bytes, URL-safe base64", ErrBadSubscription)
+	}
+	if err := s.checkHost(context.Background(), u.Hostname()); err != nil {
+		return err
 	}
 	if err := s.opt.Store.PushSubscribe(context.Background(), store.PushSubscription{Endpoint: sub.Endpoint, Device: device,
 		P256dh: sub.Keys.P256dh, Auth: sub.Keys.Auth}); err != nil {
@@ -238,6 +256,10 @@ func (s *Service) wake() {
 // then each thread that changes; after each, what is due.
 func (s *Service) run(ctx context.Context) {
 	defer close(s.done)
+	var remoteChanged <-chan struct{}
+	if s.opt.Remote != nil {
+		remoteChanged = s.opt.Remote.Changed() // before reading: no change is missed
+	}
 	s.reconcileAll(ctx)
 	timer := time.NewTimer(0)
 	defer timer.Stop()
@@ -249,6 +271,9 @@ func (s *Service) run(ctx context.Context) {
 			for _, th := range s.opt.Watch.Take() {
 				s.reconcile(ctx, th)
 			}
+		case <-remoteChanged:
+			remoteChanged = s.opt.Remote.Changed()
+			s.reconcileRemote(ctx, nil)
 		case <-s.kick:
 		case <-timer.C:
 		}
@@ -275,14 +300,23 @@ func (s *Service) reconcileAll(ctx context.Context) {
 	if err != nil {
 		s.log.Error("push: threads", "err", err)
 	}
+	var remote []chat.ThreadID
 	for _, th := range ths {
 		seen[th.ID] = true
 		s.reconcile(ctx, th.ID)
 	}
 	for _, id := range unclosed {
-		if !seen[id] {
-			s.reconcile(ctx, id)
+		if seen[id] {
+			continue
 		}
+		if s.opt.Remote != nil && s.opt.Remote.Owns(id) {
+			remote = append(remote, id)
+			continue
+		}
+		s.reconcile(ctx, id)
+	}
+	if s.opt.Remote != nil {
+		s.reconcileRemote(ctx, remote)
 	}
 }
 
@@ -290,6 +324,11 @@ func (s *Service) reconcileAll(ctx context.Context) {
 // per open card and subscription, a closing push per card that closed after
 // its open push left. A key already written is left as it is.
 func (s *Service) reconcile(ctx context.Context, id chat.ThreadID) {
+	if s.opt.Remote != nil && s.opt.Remote.Owns(id) {
+		// Another machine's: its cards come from Remote (reconcileRemote),
+		// never from this store, which does not hold them.
+		return
+	}
 	s.reconcileCards(ctx, id)
 	s.reconcileOptional(ctx, id)
 }
@@ -300,6 +339,24 @@ func (s *Service) reconcileCards(ctx context.Context, id chat.ThreadID) {
 		s.log.Error("push: cards", "thread", id, "err", err)
 		return
 	}
+	briefs := make([]Card, 0, len(open))
+	for _, c := range open {
+		briefs = append(briefs, Card{RequestID: c.RequestID, Kind: c.Kind, Asks: c.Asks()})
+	}
+	s.reconcileOpen(ctx, id, func() (chat.Thread, error) { return s.opt.Store.Thread(ctx, id) }, briefs)
+}
+
+// Card is an open card as a push tells it: its id and what it asks
+// (chat.Card.Asks), never its input.
+type Card struct {
+	RequestID string `json:"request_id"`
+	Kind      string `json:"kind"`
+	Asks      string `json:"asks"`
+}
+
+// reconcileOpen writes the outbox entries a thread's open cards call for
+// (thread is read only when one is open), against what its outbox holds.
+func (s *Service) reconcileOpen(ctx context.Context, id chat.ThreadID, thread func() (chat.Thread, error), open []Card) {
 	opened, err := s.opt.Store.PushOpened(ctx, id)
 	if err != nil {
 		s.log.Error("push: outbox", "thread", id, "err", err)
@@ -312,7 +369,7 @@ func (s *Service) reconcileCards(ctx context.Context, id chat.ThreadID) {
 	var items []store.PushItem
 	isOpen := map[string]bool{}
 	if len(open) > 0 {
-		th, err := s.opt.Store.Thread(ctx, id)
+		th, err := thread()
 		if err != nil {
 			s.log.Error("push: thread", "thread", id, "err", err)
 			return
@@ -399,20 +456,10 @@ func threadURL(thread chat.ThreadID, requestID string) string {
 	return u
 }
 
-// openPayload says who asks and what, in a line: never the tool's input
-// (a command, a file's content), which may hold secrets; the card has it.
-func (s *Service) openPayload(th chat.Thread, c chat.Card) []byte {
-	title := s.title(th)
-	body := "asks a question"
-	what := c.Title()
-	if c.Kind == chat.CardPermission {
-		body = "asks for permission"
-		what = toolName(c.Request)
-	}
-	if what != "" {
-		body += ": " + what
-	}
-	b, _ := json.Marshal(Message{Kind: store.PushOpen, Title: title, Body: clip(body, maxBody), Tag: Tag(th.ID, c.RequestID),
+// openPayload says who asks and what, in a line (Card.Asks): never the
+// tool's input (a command, a file's content), which may hold secrets.
+func (s *Service) openPayload(th chat.Thread, c Card) []byte {
+	b, _ := json.Marshal(Message{Kind: store.PushOpen, Title: s.title(th), Body: clip(c.Asks, maxBody), Tag: Tag(th.ID, c.RequestID),
 		URL: threadURL(th.ID, c.RequestID), Thread: string(th.ID), RequestID: c.RequestID})
 	return b
 }
@@ -420,45 +467,15 @@ func (s *Service) openPayload(th chat.Thread, c chat.Card) []byte {
 // title names who a push is from: the agent and the machine.
 func (s *Service) title(th chat.Thread) string {
 	agent := th.Agent
-	if s.opt.AgentName != nil {
+	if s.opt.AgentName != nil && th.Node == "" { // another machine's is named by it (RemoteThread)
 		if n := s.opt.AgentName(th.Agent); n != "" {
 			agent = n
 		}
 	}
-	if s.opt.Machine != "" {
-		agent += " on " + s.opt.Machine
+	if m := cmp.Or(th.Node, s.opt.Machine); m != "" {
+		agent += " on " + m
 	}
 	return agent
-}
-
-// toolName is what a push says a permission card asks for: the tool's name and,
-// for a file tool, the file's base name. Never its title: an agent's title is
-// often the input itself (Claude Code's Bash title is the command).
-func toolName(request json.RawMessage) string {
-	var req struct {
-		Tool struct {
-			Name  string `json:"name"`
-			Input struct {
-				FilePath     string `json:"file_path"`
-				NotebookPath string `json:"notebook_path"`
-			} `json:"input"`
-		} `json:"tool"`
-	}
-	if json.Unmarshal(request, &req) != nil {
-		// An input of another shape (a string, a list) still leaves the name.
-		var named struct {
-			Tool struct {
-				Name string `json:"name"`
-			} `json:"tool"`
-		}
-		json.Unmarshal(request, &named)
-		return named.Tool.Name
-	}
-	name := req.Tool.Name
-	if f := cmp.Or(req.Tool.Input.FilePath, req.Tool.Input.NotebookPath); f != "" && name != "" {
-		name += " " + filepath.Base(f)
-	}
-	return name
 }
 
 func closePayload(thread chat.ThreadID, requestID string) []byte {
@@ -508,13 +525,18 @@ func (s *Service) send(ctx context.Context, it store.PushItem) {
 		s.DeviceGone(it.Sub.Device)
 		return
 	}
+	if _, err := checkEndpoint(it.Endpoint); err != nil {
+		// Subscribed before endpoints were held to https.
+		s.forget(ctx, it, "push endpoint refused: subscription removed", err)
+		return
+	}
 	urgency := webpush.UrgencyHigh
 	if it.Kind != store.PushOpen {
 		urgency = webpush.UrgencyNormal
 	}
 	resp, err := webpush.SendNotificationWithContext(ctx, it.Payload,
 		&webpush.Subscription{Endpoint: it.Endpoint, Keys: webpush.Keys{P256dh: it.Sub.P256dh, Auth: it.Sub.Auth}},
-		&webpush.Options{HTTPClient: s.opt.HTTP, Subscriber: s.opt.Subscriber, Topic: topic(it.Thread, it.RequestID),
+		&webpush.Options{HTTPClient: s.http, Subscriber: s.opt.Subscriber, Topic: topic(it.Thread, it.RequestID),
 			TTL: ttl, Urgency: urgency, VAPIDPublicKey: s.keys.Public, VAPIDPrivateKey: s.keys.Private})
 	status := 0
 	if resp != nil {
@@ -531,12 +553,13 @@ func (s *Service) send(ctx context.Context, it store.PushItem) {
 		log.Debug("push sent")
 	case status == http.StatusNotFound || status == http.StatusGone:
 		// The subscription is gone for good (RFC 8030 section 7.3).
-		log.Info("push endpoint gone: subscription removed")
-		if err := s.opt.Store.PushForget(ctx, it.Sub.Device, it.Endpoint); err != nil {
-			log.Error("push: forget", "err", err)
-		}
-		s.recount()
+		s.forget(ctx, it, "push endpoint gone: subscription removed", nil)
 	default:
+		// A refused address at the dial (the host now resolves to one parley
+		// does not push to) fails this attempt only, like any failure: the
+		// answer may be a moment's (a captive portal, a VPN's DNS, a
+		// blocklist's 0.0.0.0), and nothing was sent. Only the service's own
+		// 404/410 ends a subscription.
 		if ctx.Err() != nil {
 			return // stopping: it stays pending
 		}
@@ -545,17 +568,42 @@ func (s *Service) send(ctx context.Context, it store.PushItem) {
 		if n >= maxAttempts {
 			state = store.PushFailed
 		}
-		log.Warn("push failed; retrying later", "attempt", n, "err", err, "next", next)
+		log.Warn("push failed; retrying later", "attempt", n, "err", redact(err), "next", next)
 		if err := s.opt.Store.PushMark(ctx, it.ID, state, n, next); err != nil {
 			log.Error("push: outbox", "err", err)
 		}
 	}
 }
 
+// forget drops an item's subscription, and with it the subscription's pushes.
+func (s *Service) forget(ctx context.Context, it store.PushItem, why string, err error) {
+	log := s.log.With("endpoint_host", hostOf(it.Endpoint), "thread", it.Thread, "kind", it.Kind)
+	if err != nil {
+		log.Warn(why, "err", redact(err))
+	} else {
+		log.Info(why)
+	}
+	if err := s.opt.Store.PushForget(ctx, it.Sub.Device, it.Endpoint); err != nil {
+		log.Error("push: forget", "err", err)
+	}
+	s.recount()
+}
+
 // backoff is the wait before attempt n+1: 1 s doubling, at most 10 minutes.
 func backoff(n int) time.Duration {
 	d := time.Second << min(n-1, 20)
 	return min(d, 10*time.Minute)
+}
+
+// redact keeps a push endpoint's path (the subscription's secret: whoever
+// has it can push to the phone) out of a logged error: net/http's errors
+// quote the whole URL. Its host stays.
+func redact(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return fmt.Errorf("%s %s: %w", ue.Op, hostOf(ue.URL), ue.Err)
+	}
+	return err
 }
 
 func hostOf(endpoint string) string {

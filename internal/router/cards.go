@@ -25,6 +25,16 @@ func (l *lane) cancelCards(turnID string, _ string) {
 	}
 }
 
+// copyCards is a copy of the open cards (closing one changes it in place).
+func (l *lane) copyCards() map[string]*chat.Card {
+	m := make(map[string]*chat.Card, len(l.cards))
+	for id, c := range l.cards {
+		cp := *c
+		m[id] = &cp
+	}
+	return m
+}
+
 // closeCard resolves or cancels a card and logs its *_resolved event.
 func (l *lane) closeCard(c *chat.Card, state string, resolved chat.Payload) {
 	if resolved == nil {
@@ -100,7 +110,9 @@ func (l *lane) card(id, kind string) (*chat.Card, error) {
 // thread never keeps showing an answer the agent did not get.
 func (l *lane) answerCard(c *chat.Card, state string, resolved chat.Payload, tell, dismiss func(context.Context, driver.Session) error, reply func(error)) {
 	if l.sess == nil {
-		reply(fmt.Errorf("%w: the agent is not running", chat.ErrCardClosed))
+		// The card stays open (a message starts the agent again): not
+		// card_closed, which clients take to mean it is over.
+		reply(fmt.Errorf("%w; the card stays open", driver.ErrNotRunning))
 		return
 	}
 	l.closeCard(c, state, resolved)

@@ -66,6 +66,16 @@ type lane struct {
 	// (published after the batch, never stored); an event of the log that
 	// supersedes it drops it (emit).
 	draft *chat.AgentDraft
+	// sentDraft is the draft published last, while no event ended it: the
+	// next may only add to it (publishDraft).
+	sentDraft chat.AgentDraft
+
+	// carryCheck: the next prompt looks in the log for a move whose context
+	// it must carry to the new agent (manage.go). Set for a thread without
+	// a session (moved, maybe, before a restart) and by a move; kept while
+	// the prompts it looked for carry the context (one may fail to reach the
+	// agent).
+	carryCheck bool
 
 	retiring bool          // its thread is being deleted: the lane ends after this step
 	gone     chan struct{} // closed when run has returned
@@ -97,6 +107,8 @@ func (r *Router) newLane(th chat.Thread) *lane {
 		results: make(chan func(), 16),
 		cards:   map[string]*chat.Card{},
 		gone:    make(chan struct{}),
+
+		carryCheck: th.SessionID == "",
 	}
 }
 
@@ -194,19 +206,9 @@ func (l *lane) emit(p chat.Payload) {
 	l.th.LastSeq++
 	ev.Seq = l.th.LastSeq
 	l.batch.Events = append(l.batch.Events, ev)
-	if supersedesDraft(p) {
-		l.draft = nil
+	if chat.EndsDraft(p.EventType()) {
+		l.draft, l.sentDraft = nil, chat.AgentDraft{}
 	}
-}
-
-// supersedesDraft reports whether an event ends the provisional text shown
-// before it: the final words, a tool the agent moved on to, the turn's end.
-func supersedesDraft(p chat.Payload) bool {
-	switch p.(type) {
-	case chat.AgentChunk, chat.ThoughtChunk, chat.ToolCall, chat.PermissionRequest, chat.Question, chat.PromptDone, chat.TurnStatus:
-		return true
-	}
-	return false
 }
 
 func (l *lane) saveInput(p *pendingInput) { l.batch.Inputs = append(l.batch.Inputs, p.in) }
@@ -223,11 +225,30 @@ func (l *lane) flush() error {
 	if d := l.draft; d != nil {
 		l.draft = nil
 		d.AfterSeq = l.th.LastSeq
-		if ev, err := chat.NewEvent(l.th.ID, *d, l.clock.Now()); err == nil {
-			l.hub.PublishDraft(ev, d.AfterSeq)
-		}
+		l.publishDraft(*d)
 	}
 	return nil
+}
+
+// publishDraft sends provisional text to every view of the thread: whole,
+// and, when it only adds to the draft sent before it (nothing ended that one
+// since), also as what it adds, which a view given that one gets instead (a
+// long answer is not sent whole again at every change).
+func (l *lane) publishDraft(d chat.AgentDraft) {
+	d.ID = l.r.draftIDs.Add(1)
+	whole, err := chat.NewEvent(l.th.ID, d, l.clock.Now())
+	if err != nil {
+		return
+	}
+	pub := hub.Draft{ID: d.ID, After: d.AfterSeq, Whole: whole}
+	if prev := l.sentDraft; prev.ID != 0 && len(d.Text) > len(prev.Text) && strings.HasPrefix(d.Text, prev.Text) {
+		app := chat.AgentDraft{Text: d.Text[len(prev.Text):], AfterSeq: d.AfterSeq, ID: d.ID, Extends: prev.ID}
+		if ev, err := chat.NewEvent(l.th.ID, app, l.clock.Now()); err == nil {
+			pub.Append, pub.Extends = &ev, prev.ID
+		}
+	}
+	l.sentDraft = d
+	l.hub.PublishDraft(pub)
 }
 
 // commit commits the step's batch and fans its events out.

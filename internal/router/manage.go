@@ -1,21 +1,35 @@
-// Threads a person manages: rename, archive, delete.
+// Threads a person manages: rename, archive, move to another agent, delete.
 
 package router
 
 import (
 	"context"
 	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
 
 	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/hub"
 )
 
-// edit renames the thread or (un)archives it; every surface showing the
-// thread hears it (a thread_info event), and thread lists through the hub's
-// watchers.
+// edit renames the thread, (un)archives it or moves it to another agent;
+// every surface showing the thread hears it (a thread_info event), and
+// thread lists through the hub's watchers.
 func (l *lane) edit(e ThreadEdit) error {
-	was := l.th
-	changed := false
+	// What the edit may change, put back when its commit fails: the lane
+	// holds what the store holds (a move's closed cards stay open in both).
+	was, wasAg, wasCarry, wasCards := l.th, l.ag, l.carryCheck, l.copyCards()
+	var moved *chat.ThreadInfo
+	if e.Agent != nil && *e.Agent != l.th.Agent {
+		m, err := l.moveTo(*e.Agent, e.ContextMessages)
+		if err != nil {
+			return err
+		}
+		moved = &m
+	}
+	changed := moved != nil
 	if e.Title != nil && *e.Title != l.th.Title {
 		l.th.Title, changed = *e.Title, true
 	}
@@ -25,13 +39,160 @@ func (l *lane) edit(e ThreadEdit) error {
 	if !changed {
 		return nil
 	}
-	l.emit(chat.ThreadInfo{Title: l.th.Title, Archived: l.th.Archived})
+	info := chat.ThreadInfo{Title: l.th.Title, Archived: l.th.Archived, Agent: l.th.Agent}
+	if moved != nil {
+		info.MovedFrom, info.ContextMessages = moved.MovedFrom, moved.ContextMessages
+	}
+	l.emit(info)
 	// Stored before the answer: a list read after it shows the change.
 	if err := l.flush(); err != nil {
-		l.th.Title, l.th.Archived = was.Title, was.Archived
+		l.th, l.ag, l.carryCheck, l.cards = was, wasAg, wasCarry, wasCards
 		return err
 	}
+	if moved != nil {
+		l.log = l.r.log.With("thread", l.th.ID, "agent", l.th.Agent)
+		l.log.Info("thread moved to another agent", "from", moved.MovedFrom, "context_messages", moved.ContextMessages)
+	}
 	return nil
+}
+
+// moveTo gives a thread whose agent is gone (no longer configured, or its
+// transport not in this build) to another agent, in the same directory. The
+// log stays; the new agent starts a fresh session at the next message,
+// without the old agent's memory: contextMessages of the thread's last
+// messages go with that message (moveContext) when the person asked for them.
+// Nothing is changed unless every check passes.
+func (l *lane) moveTo(agent string, contextMessages int) (chat.ThreadInfo, error) {
+	if _, err := l.r.agent(l.th.Agent); err == nil {
+		return chat.ThreadInfo{}, invalid("the thread's agent %q is still configured: a thread moves only when its agent is gone (start a new thread to use %q)", l.th.Agent, agent)
+	}
+	a, err := l.r.agent(agent)
+	if err != nil {
+		return chat.ThreadInfo{}, invalid("cannot move the thread to %q: %v", agent, err)
+	}
+	if _, err := config.Confine(l.th.Cwd, a.Roots); err != nil {
+		return chat.ThreadInfo{}, err // the directory is outside the new agent's roots: says how to allow it
+	}
+	if l.turn != nil || len(l.queue) > 0 || l.life != noSession {
+		return chat.ThreadInfo{}, invalid("the thread is busy (a turn runs, a message waits or its agent is starting): stop it first")
+	}
+	// Cards of the old agent can never be answered now: closed, saying so.
+	l.cancelCards("", "")
+	from := l.th.Agent
+	l.th.Agent, l.th.SessionID, l.th.Mode, l.th.State = a.ID, "", a.Mode, chat.ThreadUnloaded
+	l.ag = a
+	l.carryCheck = true
+	return chat.ThreadInfo{MovedFrom: from, ContextMessages: contextMessages}, nil
+}
+
+// Bounds of what a moved thread carries to its new agent.
+const (
+	moveScan       = 2000     // events read back from the move
+	moveMessageCap = 4 << 10  // bytes of one message
+	moveContextCap = 32 << 10 // bytes in all
+)
+
+// moveContext is what goes before the next message a moved thread's new
+// agent gets: the last messages before the move, when the person asked for
+// them, or "". It is read from the log, so a restart between the move and
+// the message keeps it. The context goes until a message reached the new
+// agent (submitted, or maybe: unknown): messages the person sent since the
+// move are in the log from when they were accepted, not from when they went,
+// so they say nothing (one sent while the new agent starts is logged before
+// the first is prompted), and a message that failed gave the agent nothing.
+func (l *lane) moveContext() string {
+	ctx, cancel := context.WithTimeout(l.r.ctx, 10*time.Second)
+	defer cancel()
+	evs, err := l.store.Tail(ctx, l.th.ID, moveScan)
+	if err != nil {
+		l.log.Warn("reading the thread's messages for the moved thread's context", "err", err)
+		return ""
+	}
+	// The step's own events count too: a turn's receipt and its end may be
+	// in the commit the next prompt goes with.
+	evs = append(evs, l.batch.Events...)
+	at := -1
+	var info chat.ThreadInfo
+	for i := len(evs) - 1; i >= 0 && at < 0; i-- {
+		switch evs[i].Type {
+		case chat.TypeDelivery:
+			var d chat.Delivery
+			if evs[i].Decode(&d) == nil && (d.State == chat.DeliverySubmitted || d.State == chat.DeliveryUnknown) {
+				return "" // a message reached the new agent already, with the context
+			}
+		case chat.TypeThreadInfo:
+			if evs[i].Decode(&info) == nil && info.MovedFrom != "" {
+				at = i
+			}
+		}
+	}
+	if at < 0 || info.ContextMessages == 0 {
+		return ""
+	}
+	msgs := lastMessages(evs[:at], info.MovedFrom, info.ContextMessages)
+	if len(msgs) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "[parley: this conversation was moved to you from the agent %q, which is no longer available. You do not have its memory of the conversation; here are its last %d messages, for context.]\n\n", info.MovedFrom, len(msgs))
+	for _, m := range msgs {
+		b.WriteString(m)
+		b.WriteString("\n\n")
+	}
+	b.WriteString("[parley: end of the earlier messages. The person's new message follows.]\n\n")
+	return b.String()
+}
+
+// lastMessages are the last n messages of a log (the person's, and the
+// agent's answers: its text up to a tool call, a message or the turn's end),
+// each cut to moveMessageCap, oldest first, fewer when they pass
+// moveContextCap together.
+func lastMessages(evs []chat.Event, agent string, n int) []string {
+	var msgs []string
+	var answer strings.Builder
+	endAnswer := func() {
+		if t := strings.TrimSpace(answer.String()); t != "" {
+			msgs = append(msgs, agent+": "+clipText(t))
+		}
+		answer.Reset()
+	}
+	for _, ev := range evs {
+		switch ev.Type {
+		case chat.TypeAgentChunk:
+			var c chat.AgentChunk
+			if ev.Decode(&c) == nil && answer.Len() <= moveMessageCap {
+				answer.WriteString(c.Text)
+			}
+		case chat.TypeUserMessage:
+			endAnswer()
+			var u chat.UserMessage
+			if ev.Decode(&u) == nil && strings.TrimSpace(u.Text) != "" {
+				msgs = append(msgs, "Person: "+clipText(strings.TrimSpace(u.Text)))
+			}
+		case chat.TypeToolCall, chat.TypePromptDone:
+			endAnswer()
+		}
+	}
+	endAnswer()
+	msgs = msgs[max(len(msgs)-n, 0):]
+	total := 0
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if total += len(msgs[i]); total > moveContextCap {
+			return msgs[i+1:]
+		}
+	}
+	return msgs
+}
+
+func clipText(s string) string {
+	if len(s) <= moveMessageCap {
+		return s
+	}
+	cut := s[:moveMessageCap]
+	for !utf8.ValidString(cut) {
+		cut = cut[:len(cut)-1]
+	}
+	return cut + " […]"
 }
 
 // unarchive brings an archived thread back to the list: a person wrote to it.
@@ -105,6 +266,21 @@ func (r *Router) DeleteThread(ctx context.Context, id chat.ThreadID) error {
 		r.log.Info("thread deleted", "thread", id)
 	}
 	return err
+}
+
+// RemoteThreadGone ends what this machine holds of a thread another machine
+// owns and deleted (a cluster's hub): the routes showing it (kept and in
+// memory) and every view of it, which is told the thread was deleted.
+func (r *Router) RemoteThreadGone(ctx context.Context, id chat.ThreadID) error {
+	return r.call(ctx, func() error {
+		for k, t := range r.routes {
+			if t == id {
+				delete(r.routes, k)
+			}
+		}
+		r.hub.CloseThread(id, hub.ReasonDeleted)
+		return r.store.DetachRemoteRoutes(ctx, id)
+	})
 }
 
 // retire ends the lane for good (its thread is being deleted) and waits

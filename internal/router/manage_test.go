@@ -2,10 +2,15 @@ package router
 
 import (
 	"context"
+	"database/sql"
 	"errors"
+	"log/slog"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/hub"
@@ -21,14 +26,9 @@ func ptr[T any](v T) *T { return &v }
 // log says so for every surface, and a message sent to an archived thread
 // brings it back. Bad titles are refused with the reason.
 func TestRenameAndArchive(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		g := newRig(t, "", nil)
-		defer g.close()
+	bubble(t, nil, func(t *testing.T, g *rig) {
 		ctx := context.Background()
-		_, th, err := g.send("m1", "say hi")
-		if err != nil {
-			t.Fatal(err)
-		}
+		th := g.sendOK("m1", "say hi")
 		synctest.Wait()
 		if err := g.r.Control(ctx, Control{Thread: th, Edit: edit(ptr("  Otter census  "), nil)}); err != nil {
 			t.Fatalf("rename: %v", err)
@@ -72,14 +72,9 @@ func TestRenameAndArchive(t *testing.T) {
 // with the reason, and leaves its route without a thread: the route's next
 // message starts a new one.
 func TestDeleteStopsTheTurnAndClosesViews(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		g := newRig(t, "", nil)
-		defer g.close()
+	bubble(t, nil, func(t *testing.T, g *rig) {
 		ctx := context.Background()
-		_, th, err := g.send("m1", "hang")
-		if err != nil {
-			t.Fatal(err)
-		}
+		th := g.sendOK("m1", "hang")
 		synctest.Wait()
 		sub, shown, err := g.r.Subscribe(ctx, g.from, 64)
 		if err != nil || shown == nil || shown.ID != th {
@@ -137,6 +132,290 @@ func TestDeleteOfARemoteThreadIsRefused(t *testing.T) {
 		err := g.r.DeleteThread(context.Background(), "x@b")
 		if !errors.Is(err, chat.ErrBadInput) || !strings.Contains(err.Error(), "another machine") {
 			t.Errorf("delete x@b: %v; want refused, saying it is on another machine", err)
+		}
+	})
+}
+
+// A thread whose agent is gone from the config moves to another agent: its log
+// stays, the new agent starts a fresh session in the same directory, and the
+// last messages the person chose go to it with the next message, also after a
+// restart between the move and the message. A thread whose agent is still
+// configured does not move; nor to an agent that is not configured.
+func TestMoveAThreadWhoseAgentIsGone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		ctx := context.Background()
+		g := newRig(t, dir, nil)
+		_, th, err := g.send("m1", "first question")
+		if err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if _, _, err := g.send("m2", "second question"); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if err := g.r.Control(ctx, Control{Thread: th, Edit: &ThreadEdit{Agent: ptr("echo2")}}); !errors.Is(err, chat.ErrBadInput) || !strings.Contains(err.Error(), "still configured") {
+			t.Errorf("moving a thread whose agent is there: %v; want refused, saying why", err)
+		}
+		g.close()
+
+		// The config lost "echo"; "other" takes its threads.
+		other := func(o *Options) {
+			o.Agents[0].ID = "other"
+			o.DefaultAgent = "other"
+		}
+		g = newRig(t, dir, other)
+		if err := g.r.Control(ctx, Control{Thread: th, Edit: &ThreadEdit{Agent: ptr("nobody")}}); !errors.Is(err, chat.ErrBadInput) {
+			t.Errorf("moving to an agent not configured: %v; want bad input", err)
+		}
+		if err := g.r.Control(ctx, Control{Thread: th, Edit: &ThreadEdit{Agent: ptr("other"), ContextMessages: 3}}); err != nil {
+			t.Fatalf("move: %v", err)
+		}
+		got := g.thread(th)
+		if got.Agent != "other" || got.SessionID != "" || got.Title != "first question" {
+			t.Errorf("after the move: %+v; want agent other, no session, the title kept", got)
+		}
+		evs, _ := g.st.Tail(ctx, th, 1)
+		var info chat.ThreadInfo
+		if len(evs) != 1 || evs[0].Type != chat.TypeThreadInfo || evs[0].Decode(&info) != nil ||
+			info.Agent != "other" || info.MovedFrom != "echo" || info.ContextMessages != 3 {
+			t.Errorf("the log's last event: %+v (%+v); want thread_info moved from echo with 3 messages", evs, info)
+		}
+		g.close()
+
+		// A restart between the move and the next message keeps the context.
+		g = newRig(t, dir, other)
+		defer g.close()
+		if _, _, err := g.send("m3", "third question"); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if _, _, err := g.send("m4", "fourth question"); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		ps := g.drv.Prompts()
+		if len(ps) != 2 {
+			t.Fatalf("prompts after the move: %+v", ps)
+		}
+		p := ps[0].Text
+		for _, want := range []string{`moved to you from the agent "echo"`, "Person: second question", "echo: echo: second question", "third question"} {
+			if !strings.Contains(p, want) {
+				t.Errorf("the first prompt to the new agent lacks %q:\n%s", want, p)
+			}
+		}
+		if strings.Contains(p, "Person: first question") {
+			t.Errorf("the first prompt carries more than 3 messages:\n%s", p)
+		}
+		if ps[1].Text != "fourth question" {
+			t.Errorf("the second prompt: %q; want the message alone", ps[1].Text)
+		}
+		if !has(g.log(th), "prompt_done:m3:end_turn") || !has(g.log(th), "prompt_done:m1:end_turn") {
+			t.Errorf("the log after the move: %v", g.log(th))
+		}
+	})
+}
+
+// goneAgent makes in dir a thread of two messages under the agent "echo",
+// then starts a router whose config lost "echo" and has "other" instead
+// (its options then changed by mutate, when not nil).
+func goneAgent(t *testing.T, dir string, mutate func(*Options)) (*rig, chat.ThreadID) {
+	t.Helper()
+	g := newRig(t, dir, nil)
+	th := g.sendOK("m1", "first question")
+	synctest.Wait()
+	g.sendOK("m2", "second question")
+	synctest.Wait()
+	g.close()
+	return newRig(t, dir, func(o *Options) {
+		lostEcho(o)
+		if mutate != nil {
+			mutate(o)
+		}
+	}), th
+}
+
+// lostEcho is a config whose agent "echo" is gone; "other" is there instead.
+func lostEcho(o *Options) {
+	o.Agents[0].ID = "other"
+	o.DefaultAgent = "other"
+}
+
+// movedWithContext is goneAgent's thread moved to "other" with the last n
+// messages as context.
+func movedWithContext(t *testing.T, dir string, n int) (*rig, chat.ThreadID) {
+	t.Helper()
+	g, th := goneAgent(t, dir, nil)
+	if err := g.r.Control(context.Background(), Control{Thread: th, Edit: &ThreadEdit{Agent: ptr("other"), ContextMessages: n}}); err != nil {
+		t.Fatalf("move: %v", err)
+	}
+	return g, th
+}
+
+// carriesContext fails the test unless text is the moved thread's context
+// (goneAgent's second question and its answer) before want.
+func carriesContext(t *testing.T, text, want string) {
+	t.Helper()
+	ctx, msg, ok := strings.Cut(text, "[parley: end of the earlier messages. The person's new message follows.]\n\n")
+	if !ok || msg != want || !strings.Contains(ctx, `moved to you from the agent "echo"`) ||
+		!strings.Contains(ctx, "Person: second question") || !strings.Contains(ctx, "echo: echo: second question") {
+		t.Errorf("the prompt %q; want the moved thread's earlier messages, then %q", text, want)
+	}
+}
+
+// firstAfterTheMove sends the first message ("m3") to a thread moved with 3
+// messages of context, to a new agent that takes 10 s to start.
+func firstAfterTheMove(t *testing.T) (*rig, chat.ThreadID) {
+	t.Helper()
+	g, th := movedWithContext(t, t.TempDir(), 3)
+	g.drv.StartDelay = 10 * time.Second
+	g.sendOK("m3", "third question")
+	return g, th
+}
+
+// The context the person chose goes with the first message to reach the new
+// agent, whatever arrives while it starts: a second message sent meanwhile
+// (already in the log when the first is prompted) does not take it away, and
+// goes alone. A first message that never reached the agent (stopped while it
+// started) gave it nothing: the next message takes the context.
+func TestMovedContextGoesWithTheFirstMessageToReachTheNewAgent(t *testing.T) {
+	t.Run("a second message while the agent starts", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			g, th := firstAfterTheMove(t)
+			defer g.close()
+			g.sendOK("m4", "fourth question")
+			time.Sleep(10 * time.Second)
+			synctest.Wait()
+			ps := g.drv.Prompts()
+			if len(ps) != 2 || ps[0].MessageID != "m3" || ps[1].MessageID != "m4" {
+				t.Fatalf("prompts after the move: %+v; want m3, then m4", ps)
+			}
+			carriesContext(t, ps[0].Text, "third question")
+			if ps[1].Text != "fourth question" {
+				t.Errorf("the second prompt: %q; want the message alone", ps[1].Text)
+			}
+			if l := g.log(th); !has(l, "prompt_done:m3:end_turn") || !has(l, "prompt_done:m4:end_turn") {
+				t.Errorf("the log after the move: %v", l)
+			}
+		})
+	})
+	t.Run("the first message stopped before it reached the agent", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			g, th := firstAfterTheMove(t)
+			defer g.close()
+			synctest.Wait()
+			if err := g.r.Control(context.Background(), Control{From: g.from, Stop: true}); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(10 * time.Second)
+			synctest.Wait()
+			if l := g.log(th); !has(l, "delivery:m3:failed") {
+				t.Fatalf("after the stop: %v; want m3 failed", l)
+			}
+			g.sendOK("m4", "fourth question")
+			synctest.Wait()
+			ps := g.drv.Prompts()
+			if len(ps) != 1 || ps[0].MessageID != "m4" {
+				t.Fatalf("prompts after the move: %+v; want m4 alone", ps)
+			}
+			carriesContext(t, ps[0].Text, "fourth question")
+			g.sendOK("m5", "fifth question")
+			synctest.Wait()
+			if ps := g.drv.Prompts(); len(ps) != 2 || ps[1].Text != "fifth question" {
+				t.Errorf("prompts: %+v; want m5 alone after m4 reached the agent", ps)
+			}
+		})
+	})
+}
+
+// A move whose commit fails changes nothing, on any screen: the thread keeps
+// its agent, the old agent's open card stays open (in the store, which every
+// screen restates open cards from, and in the lane), nothing is published;
+// tried again, the move and the card's closing are stored together, so no
+// screen shows a card open that the lane no longer holds. The commit fails in
+// real SQLite: a trigger refuses the thread's new agent.
+func TestAFailedMoveKeepsTheThreadsCardsAsStored(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		dir := t.TempDir()
+		g, th := goneAgent(t, dir, func(o *Options) { o.Logger = slog.New(failOnError{t: t, allow: "commit"}) })
+		defer g.close()
+
+		// The lane holds an open card of the old agent. None of today's
+		// ways leaves one with the agent gone (a restart expires a dead
+		// session's cards), so the test opens it on the lane itself.
+		var l *lane
+		if err := g.r.call(ctx, func() (err error) { l, err = g.r.lane(ctx, th); return err }); err != nil {
+			t.Fatal(err)
+		}
+		l.ctrl <- func() {
+			l.openCard(chat.CardPermission, "p1", chat.PermissionRequest{RequestID: "p1", Tool: chat.PermissionTool{Name: "Bash", Title: "ls"},
+				Options: []chat.PermissionOption{{ID: "allow", Label: "Allow", Kind: chat.OptionAllowOnce}}})
+		}
+		synctest.Wait()
+		openCards := func() []chat.Card {
+			cs, err := g.st.Cards(ctx, th, chat.CardOpen)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return cs
+		}
+		if cs := openCards(); len(cs) != 1 {
+			t.Fatalf("open cards %+v; want p1", cs)
+		}
+		sub, _, err := g.r.Subscribe(ctx, g.from, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer g.hub.Unsubscribe(sub)
+
+		db, err := sql.Open("sqlite", filepath.Join(dir, "parley.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		if _, err := db.Exec(`CREATE TRIGGER refuse_move BEFORE UPDATE ON threads WHEN NEW.agent IS NOT OLD.agent
+			BEGIN SELECT RAISE(ABORT, 'the disk refused the move'); END`); err != nil {
+			t.Fatal(err)
+		}
+		move := Control{Thread: th, Edit: &ThreadEdit{Agent: ptr("other"), ContextMessages: 2}}
+		if err := g.r.Control(ctx, move); err == nil || !strings.Contains(err.Error(), "the disk refused the move") {
+			t.Fatalf("the move whose commit fails: %v; want the store's refusal", err)
+		}
+		synctest.Wait()
+		if got := g.thread(th); got.Agent != "echo" {
+			t.Errorf("after the failed move the thread's agent is %q; want echo", got.Agent)
+		}
+		if cs := openCards(); len(cs) != 1 || cs[0].RequestID != "p1" {
+			t.Errorf("after the failed move the open cards are %+v; want p1 still open", cs)
+		}
+		if its := sub.Take(); len(its) != 0 {
+			t.Errorf("the failed move published %d events (first %s); want none", len(its), its[0].Event.Type)
+		}
+
+		if _, err := db.Exec(`DROP TRIGGER refuse_move`); err != nil {
+			t.Fatal(err)
+		}
+		if err := g.r.Control(ctx, move); err != nil {
+			t.Fatalf("the move again: %v", err)
+		}
+		synctest.Wait()
+		if got := g.thread(th); got.Agent != "other" {
+			t.Errorf("after the move the thread's agent is %q; want other", got.Agent)
+		}
+		if cs := openCards(); len(cs) != 0 {
+			t.Errorf("after the move %d cards are open (first %s); want none (the old agent can never answer them)", len(cs), cs[0].RequestID)
+		}
+		if cs, _ := g.st.Cards(ctx, th, chat.CardCancelled); len(cs) != 1 || cs[0].RequestID != "p1" {
+			t.Errorf("cancelled cards %+v; want p1", cs)
+		}
+		var shown []string
+		for _, it := range sub.Take() {
+			shown = append(shown, it.Event.Type)
+		}
+		if !slices.Equal(shown, []string{chat.TypePermissionResolved, chat.TypeThreadInfo}) {
+			t.Errorf("the move showed %v; want the card's closing and the move", shown)
 		}
 	})
 }

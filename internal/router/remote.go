@@ -60,7 +60,7 @@ func (r *Router) remoteTarget(req SendRequest) (thread chat.ThreadID, ok bool, e
 // attaches the route to a new remote thread on it. The goroutine is the
 // router's (Close waits for it, and its wait for the machine ends with the
 // router). Runs on the router goroutine, itself counted in r.wg.
-func (r *Router) sendRemote(ctx context.Context, req SendRequest, thread chat.ThreadID, reply chan<- sendReply) {
+func (r *Router) sendRemote(ctx context.Context, req SendRequest, thread chat.ThreadID, wish *startWish, reply chan<- sendReply) {
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
@@ -74,12 +74,34 @@ func (r *Router) sendRemote(ctx context.Context, req SendRequest, thread chat.Th
 				err = fmt.Errorf("router: attach the route to %s: %w", id, aerr)
 			}
 		}
+		if wish != nil {
+			// Attached (the wish is gone with it), or not started there: the
+			// route's next message starts it (it never goes to the thread
+			// the route showed before the ask).
+			_ = r.do(func() { wish.sending = false })
+		}
 		if req.Notify != nil && (err == nil || errors.Is(err, chat.ErrAway)) {
 			req.Notify(d)
 		}
 		reply <- sendReply{delivery: d, thread: id, err: err}
 	}()
 }
+
+// startWish is a new thread asked for on another machine (Router.startOn).
+type startWish struct {
+	intent  NewIntent
+	sending bool // a message carrying it is on its way there
+}
+
+// startingErr refuses a message sent while the route's new thread on
+// another machine is still being started by the one before: as chat.ErrBusy
+// (send it again in a moment), in words of its own.
+type startingErr string
+
+func (e startingErr) Error() string {
+	return fmt.Sprintf("the new thread on machine %s is still being started by the message before; send this one once it has", string(e))
+}
+func (e startingErr) Unwrap() error { return chat.ErrBusy }
 
 // threadAny reads a thread wherever it lives.
 func (r *Router) threadAny(ctx context.Context, id chat.ThreadID) (chat.Thread, error) {

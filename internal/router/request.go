@@ -111,17 +111,34 @@ type Control struct {
 // MaxTitleLen caps a thread's title, in characters.
 const MaxTitleLen = 120
 
-// ThreadEdit changes what is set: a new title, archived or not.
+// MaxMoveContext caps the messages a moved thread carries to its new agent.
+const MaxMoveContext = 20
+
+// ThreadEdit changes what is set: a new title, archived or not, another
+// agent (a thread whose agent is gone moves to it, in the same directory).
 type ThreadEdit struct {
 	Title    *string `json:"title,omitempty"`
 	Archived *bool   `json:"archived,omitempty"`
+	Agent    *string `json:"agent,omitempty"`
+	// ContextMessages, with Agent: how many of the thread's last messages
+	// (the person's and the answers) go to the new agent with the next
+	// message, so it knows what came before (0: none).
+	ContextMessages int `json:"context_messages,omitempty"`
 }
 
 // Validate checks a new title: one line of 1 to MaxTitleLen characters once
 // its outer spaces are trimmed (Validate trims it).
 func (e *ThreadEdit) Validate() error {
-	if e.Title == nil && e.Archived == nil {
-		return invalid("say what to change: \"title\" or \"archived\"")
+	if e.Title == nil && e.Archived == nil && e.Agent == nil {
+		return invalid("say what to change: \"title\", \"archived\" or \"agent\"")
+	}
+	switch {
+	case e.Agent == nil && e.ContextMessages != 0:
+		return invalid("\"context_messages\" goes with \"agent\" (a move)")
+	case e.Agent != nil && *e.Agent == "":
+		return invalid("\"agent\" is empty: name the agent to move the thread to")
+	case e.ContextMessages < 0 || e.ContextMessages > MaxMoveContext:
+		return invalid("\"context_messages\" is %d: from 0 to %d", e.ContextMessages, MaxMoveContext)
 	}
 	if e.Title == nil {
 		return nil

@@ -11,7 +11,9 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -63,14 +65,23 @@ type Router struct {
 	ctx    context.Context // lanes' lifetime; cancelled by Close
 	cancel context.CancelFunc
 
+	// draftIDs names provisional texts (lane.publishDraft), across lanes.
+	draftIDs atomic.Int64
+
 	// owned by the router goroutine
 	lanes  map[chat.ThreadID]*lane
 	routes map[chat.RouteKey]chat.ThreadID
 	// deleting holds the threads being deleted (manage.go): nothing is
 	// sent to them and no lane is started for them meanwhile.
 	deleting map[chat.ThreadID]struct{}
-	recent   *recentIDs
-	threads  *rate.Limiter // new threads a minute
+	// startOn holds, per route, a new thread asked for on another machine
+	// (NewThread with "agent@node"): it starts with the route's next message,
+	// and is kept until the route attaches to a thread (a send that failed
+	// leaves it for the next). Kept in the store too (route_asks), so a
+	// restart keeps it; attaching the route drops it there.
+	startOn map[chat.RouteKey]*startWish
+	recent  *recentIDs
+	threads *rate.Limiter // new threads a minute
 
 	slots *slots // agent sessions running at once (sessions.go)
 }
@@ -107,6 +118,7 @@ func New(st store.Store, h *hub.Hub, opt Options) *Router {
 		cmds: make(chan func(), 256), done: make(chan struct{}),
 		ctx: ctx, cancel: cancel,
 		lanes: map[chat.ThreadID]*lane{}, routes: map[chat.RouteKey]chat.ThreadID{}, deleting: map[chat.ThreadID]struct{}{},
+		startOn: map[chat.RouteKey]*startWish{},
 		recent:  newRecentIDs(4096),
 		threads: rate.NewLimiter(rate.Every(time.Minute/time.Duration(opt.ThreadsPerMinute)), opt.ThreadsPerMinute),
 		slots:   newSlots(opt.MaxSessions, opt.Now),
@@ -122,6 +134,15 @@ func (r *Router) Start(ctx context.Context) error {
 	}
 	for _, rt := range routes {
 		r.routes[rt.Key] = rt.ThreadID
+	}
+	if r.opt.Remote != nil { // only a hub's routes ask for threads elsewhere
+		asks, err := r.store.RouteAsks(ctx)
+		if err != nil {
+			return fmt.Errorf("router: load route asks: %w", err)
+		}
+		for _, a := range asks {
+			r.startOn[a.Key] = &startWish{intent: NewIntent{Agent: a.Agent, Cwd: a.Cwd, Node: a.Node}}
+		}
 	}
 	threads, err := r.store.Threads(ctx)
 	if err != nil {
@@ -315,13 +336,26 @@ func (r *Router) route(ctx context.Context, req SendRequest, reply chan<- sendRe
 			chat.ErrTooLarge, n, r.opt.MaxMessageBytes))
 		return
 	}
+	var wish *startWish
+	if w, ok := r.startOn[req.From]; ok && req.Thread == "" && m.Intent == nil && req.Failed == "" {
+		if w.sending {
+			// Two first messages would make two threads there.
+			fail(startingErr(w.intent.Node))
+			return
+		}
+		// The thread asked for on another machine (NewThread) starts now.
+		wish, w.sending = w, true
+		nw := w.intent
+		m.Intent = &Intent{New: &nw}
+		req.Message = m
+	}
 	if thread, ok, err := r.remoteTarget(req); err != nil || ok {
 		// Not kept here: the owning machine stores it and knows its id again.
 		if err != nil {
 			fail(err)
 			return
 		}
-		r.sendRemote(ctx, req, thread, reply)
+		r.sendRemote(ctx, req, thread, wish, reply)
 		return
 	}
 	key := inputKey{req.From, m.MessageID}
@@ -498,6 +532,7 @@ func (r *Router) attach(ctx context.Context, from chat.RouteKey, id chat.ThreadI
 		return fmt.Errorf("router: attach route: %w", err)
 	}
 	r.routes[from] = id
+	delete(r.startOn, from) // the route shows a thread now: an older wish is done
 	r.hub.Attach(from, id)
 	return nil
 }
@@ -528,19 +563,62 @@ func (r *Router) OpenThread(ctx context.Context, from chat.RouteKey, id chat.Thr
 		if _, err := r.threadAny(ctx, id); err != nil {
 			return fmt.Errorf("thread %s: %w", id, err)
 		}
+		if err := r.dropAsk(ctx, from); err != nil {
+			return err
+		}
 		return r.attach(ctx, from, id)
 	})
 }
 
 // NewThread makes a fresh thread for a route (the REST and TUI "new" without a message).
+//
+// On a cluster's hub, agent may name a machine, "agent@node" (as the IM
+// plugins' and `parley acp`'s agent lists show every machine's agents). A
+// thread on another machine is made there with its first message (what a
+// node takes is a message, checked against its own agents and roots): it
+// returns "" and the route's next message starts it, with agent and cwd.
 func (r *Router) NewThread(ctx context.Context, from chat.RouteKey, agent, cwd string) (chat.ThreadID, error) {
 	var id chat.ThreadID
 	err := r.call(ctx, func() error {
+		if err := r.dropAsk(ctx, from); err != nil {
+			return err
+		}
+		if a, node, ok := strings.Cut(agent, "@"); ok {
+			switch rm := r.opt.Remote; {
+			case rm == nil:
+				return invalid("agent %q: this parley is not a cluster's hub, it has no machine %q", agent, node)
+			case node != rm.Local():
+				return r.keepAsk(ctx, from, NewIntent{Agent: a, Cwd: cwd, Node: node})
+			}
+			agent = a
+		}
 		var err error
 		id, err = r.newThread(ctx, from, agent, cwd, "", "")
 		return err
 	})
 	return id, err
+}
+
+// keepAsk keeps from's ask for a new thread on another machine, in the
+// store first (a restart keeps it), then in startOn.
+func (r *Router) keepAsk(ctx context.Context, from chat.RouteKey, in NewIntent) error {
+	if err := r.store.SetRouteAsk(ctx, store.RouteAsk{Key: from, Agent: in.Agent, Cwd: in.Cwd, Node: in.Node}); err != nil {
+		return fmt.Errorf("router: %w", err)
+	}
+	r.startOn[from] = &startWish{intent: in}
+	return nil
+}
+
+// dropAsk drops from's ask, if it has one, from the store and startOn.
+func (r *Router) dropAsk(ctx context.Context, from chat.RouteKey) error {
+	if _, ok := r.startOn[from]; !ok {
+		return nil
+	}
+	if err := r.store.DropRouteAsk(ctx, from); err != nil {
+		return fmt.Errorf("router: %w", err)
+	}
+	delete(r.startOn, from)
+	return nil
 }
 
 // lane returns a thread's lane, starting it on first use.

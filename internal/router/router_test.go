@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -57,7 +58,7 @@ func newRig(t *testing.T, dir string, mutate func(*Options)) *rig {
 		StopGrace:    3 * time.Second,
 		// An error the router logs is a failed test: a turn moved outside its
 		// phases (turn.go), a commit that failed.
-		Logger: slog.New(failOnError{t}),
+		Logger: slog.New(failOnError{t: t}),
 	}
 	if mutate != nil {
 		mutate(&opt)
@@ -68,6 +69,17 @@ func newRig(t *testing.T, dir string, mutate func(*Options)) *rig {
 		t.Fatal(err)
 	}
 	return &rig{t: t, r: r, st: st, drv: drv, hub: h, from: chat.RouteKey{Channel: "test", Chat: "c1"}, dir: dir}
+}
+
+// bubble runs f in a synctest bubble with a fresh rig (its Options changed by
+// mutate when not nil), closed when f returns.
+func bubble(t *testing.T, mutate func(*Options), f func(t *testing.T, g *rig)) {
+	t.Helper()
+	synctest.Test(t, func(t *testing.T) {
+		g := newRig(t, "", mutate)
+		defer g.close()
+		f(t, g)
+	})
 }
 
 // close shuts the router and the store down; every goroutine of the bubble
@@ -85,6 +97,17 @@ func (g *rig) close() {
 func (g *rig) send(id, text string) (chat.Delivery, chat.ThreadID, error) {
 	g.t.Helper()
 	return g.r.Send(context.Background(), SendRequest{From: g.from, Message: Message{MessageID: id, Text: text}})
+}
+
+// sendOK sends text as message id from the rig's route and returns its
+// thread; a refusal fails the test.
+func (g *rig) sendOK(id, text string) chat.ThreadID {
+	g.t.Helper()
+	_, th, err := g.send(id, text)
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	return th
 }
 
 func (g *rig) thread(id chat.ThreadID) chat.Thread {
@@ -136,11 +159,16 @@ func (g *rig) log(id chat.ThreadID) []string {
 }
 
 // failOnError fails the test on any record at level Error.
-type failOnError struct{ t *testing.T }
+type failOnError struct {
+	t     *testing.T
+	allow string // the one error a test makes happen (e.g. "commit")
+}
 
 func (h failOnError) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelError }
 func (h failOnError) Handle(_ context.Context, r slog.Record) error {
-	h.t.Errorf("router logged an error: %s", r.Message)
+	if h.allow == "" || r.Message != h.allow {
+		h.t.Errorf("router logged an error: %s", r.Message)
+	}
 	return nil
 }
 func (h failOnError) WithAttrs([]slog.Attr) slog.Handler { return h }
@@ -170,13 +198,8 @@ func has(log []string, s string) bool { return slices.Contains(log, s) }
 // A stop the agent does not honour: the turn ends after limits' stop grace,
 // not before, and the session whose state can no longer be trusted is closed.
 func TestStopGraceEndsATurnTheAgentWillNotStop(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		g := newRig(t, "", nil)
-		defer g.close()
-		_, th, err := g.send("m1", "hang")
-		if err != nil {
-			t.Fatal(err)
-		}
+	bubble(t, nil, func(t *testing.T, g *rig) {
+		th := g.sendOK("m1", "hang")
 		synctest.Wait()
 		if !has(g.log(th), "delivery:m1:submitted") {
 			t.Fatalf("m1 not submitted: %v", g.log(th))
@@ -222,13 +245,8 @@ func TestStopIsShownAtOnceAndTheAgentStillEndsTheTurn(t *testing.T) {
 		{"the agent ignores it", "hang", 3 * time.Second},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				g := newRig(t, "", nil)
-				defer g.close()
-				_, th, err := g.send("m1", c.text)
-				if err != nil {
-					t.Fatal(err)
-				}
+			bubble(t, nil, func(t *testing.T, g *rig) {
+				th := g.sendOK("m1", c.text)
 				synctest.Wait()
 				if !has(g.log(th), "delivery:m1:submitted") {
 					t.Fatalf("m1 not submitted: %v", g.log(th))
@@ -269,13 +287,8 @@ func TestStopIsShownAtOnceAndTheAgentStillEndsTheTurn(t *testing.T) {
 // An idle session is unloaded after the agent's idle timeout, not before;
 // the thread says so and the next message resumes it.
 func TestIdleSessionIsUnloadedAfterItsTimeout(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		g := newRig(t, "", nil)
-		defer g.close()
-		_, th, err := g.send("m1", "say hi")
-		if err != nil {
-			t.Fatal(err)
-		}
+	bubble(t, nil, func(t *testing.T, g *rig) {
+		th := g.sendOK("m1", "say hi")
 		synctest.Wait()
 		if l := g.log(th); !has(l, "prompt_done:m1:end_turn") || g.thread(th).State != chat.ThreadIdle {
 			t.Fatalf("m1: %v, thread %q", l, g.thread(th).State)
@@ -304,13 +317,8 @@ func TestIdleSessionIsUnloadedAfterItsTimeout(t *testing.T) {
 // more is refused as busy and nothing of it is kept, so the client's retry is
 // a fresh attempt. The queue then drains in order.
 func TestBusyQueueRefusesBeyondItsDepth(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		g := newRig(t, "", func(o *Options) { o.QueueDepth = 2 })
-		defer g.close()
-		_, th, err := g.send("m1", "hang")
-		if err != nil {
-			t.Fatal(err)
-		}
+	bubble(t, func(o *Options) { o.QueueDepth = 2 }, func(t *testing.T, g *rig) {
+		th := g.sendOK("m1", "hang")
 		synctest.Wait() // m1 reached the agent (a stop before would fail it undelivered)
 		for _, id := range []string{"m2", "m3"} {
 			if d, _, err := g.send(id, "say "+id); err != nil || d.State != chat.DeliveryQueued {
@@ -350,13 +358,8 @@ func TestBusyQueueRefusesBeyondItsDepth(t *testing.T) {
 // A queued message withdrawn before its turn is never delivered, and says so;
 // one whose turn began cannot be withdrawn, nor one withdrawn already.
 func TestWithdrawTakesAQueuedMessageBack(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		g := newRig(t, "", nil)
-		defer g.close()
-		_, th, err := g.send("m1", "hang")
-		if err != nil {
-			t.Fatal(err)
-		}
+	bubble(t, nil, func(t *testing.T, g *rig) {
+		th := g.sendOK("m1", "hang")
 		synctest.Wait() // m1's turn runs
 		for _, id := range []string{"m2", "m3"} {
 			if d, _, err := g.send(id, "say "+id); err != nil || d.State != chat.DeliveryQueued {
@@ -401,14 +404,9 @@ func TestWithdrawTakesAQueuedMessageBack(t *testing.T) {
 // an "m2", the device that withdraws takes back its own message only, and the
 // other's is delivered.
 func TestWithdrawTakesBackOnlyTheRoutesOwnMessage(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		g := newRig(t, "", nil)
-		defer g.close()
+	bubble(t, nil, func(t *testing.T, g *rig) {
 		ctx := context.Background()
-		_, th, err := g.send("m1", "hang")
-		if err != nil {
-			t.Fatal(err)
-		}
+		th := g.sendOK("m1", "hang")
 		synctest.Wait() // m1's turn runs
 		other := chat.RouteKey{Channel: "web", Chat: "other-device"}
 		if err := g.r.OpenThread(ctx, other, th); err != nil {
@@ -500,14 +498,9 @@ func TestRecoveryAfterACrash(t *testing.T) {
 // message and one sent meanwhile wait queued, saying why, and are delivered
 // once it runs; nothing fails for the wait.
 func TestMessagesWaitQueuedForASlowStart(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		g := newRig(t, "", nil)
-		defer g.close()
+	bubble(t, nil, func(t *testing.T, g *rig) {
 		g.drv.StartDelay = 40 * time.Second
-		_, th, err := g.send("m1", "say one")
-		if err != nil {
-			t.Fatal(err)
-		}
+		th := g.sendOK("m1", "say one")
 		if _, _, err := g.send("m2", "say two"); err != nil {
 			t.Fatal(err)
 		}
@@ -583,13 +576,8 @@ func TestRecoveryOfAMessageThatWaitedForTheStart(t *testing.T) {
 // state stays delivering (a crash then must not send it again); a delivery
 // state a driver reports itself is not shown.
 func TestReceiptsAreTheLanes(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		g := newRig(t, "", nil)
-		defer g.close()
-		_, th, err := g.send("m1", "waiting the agent is working on a turn")
-		if err != nil {
-			t.Fatal(err)
-		}
+	bubble(t, nil, func(t *testing.T, g *rig) {
+		th := g.sendOK("m1", "waiting the agent is working on a turn")
 		synctest.Wait() // the agent waits (a second of fake time)
 		if in, _ := g.st.Input(context.Background(), g.from, "m1"); in.State != chat.DeliveryDelivering {
 			t.Fatalf("while the text waits the stored state is %q; want delivering (a crash must not send it again)", in.State)
@@ -624,14 +612,9 @@ func TestReceiptsAreTheLanes(t *testing.T) {
 // answers set_permission_mode at once and applies it a moment later; the
 // dashboard saw a quick plan, default end in plan).
 func TestModesReachTheAgentInTheOrderChosen(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		g := newRig(t, "", nil)
-		defer g.close()
+	bubble(t, nil, func(t *testing.T, g *rig) {
 		g.drv.ModeDelay = map[string]time.Duration{"plan": 2 * time.Second}
-		_, th, err := g.send("m1", "say hi")
-		if err != nil {
-			t.Fatal(err)
-		}
+		th := g.sendOK("m1", "say hi")
 		synctest.Wait() // the session is live, the turn done
 		for _, m := range []string{"plan", "default"} {
 			if err := g.r.Control(context.Background(), Control{From: g.from, SetMode: &SetMode{ModeID: m}}); err != nil {
@@ -652,14 +635,9 @@ func TestModesReachTheAgentInTheOrderChosen(t *testing.T) {
 // of waiting for an answer the thread shows as given; a blank answer, which
 // no agent takes, is refused by the lane before the card closes.
 func TestARefusedAnswerLeavesOneTruth(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		g := newRig(t, "", nil)
-		defer g.close()
+	bubble(t, nil, func(t *testing.T, g *rig) {
 		ctx := context.Background()
-		_, th, err := g.send("m1", "question Colour?|red,blue")
-		if err != nil {
-			t.Fatal(err)
-		}
+		th := g.sendOK("m1", "question Colour?|red,blue")
 		synctest.Wait()
 		open, _ := g.st.Cards(ctx, th, chat.CardOpen)
 		if len(open) != 1 {
@@ -730,13 +708,8 @@ func TestARefusedAnswerLeavesOneTruth(t *testing.T) {
 // unload ends it as the idle timer would (the next message resumes it), and
 // an unload while a turn runs, or of a thread not loaded, is refused.
 func TestUnloadAsked(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		g := newRig(t, "", nil)
-		defer g.close()
-		_, th, err := g.send("m1", "say hi")
-		if err != nil {
-			t.Fatal(err)
-		}
+	bubble(t, nil, func(t *testing.T, g *rig) {
+		th := g.sendOK("m1", "say hi")
 		synctest.Wait()
 		if live := g.r.LiveSessions(); len(live) != 1 || live[0].Thread != th || live[0].Busy {
 			t.Fatalf("live once idle: %+v; want the thread, idle", live)
@@ -772,9 +745,7 @@ func TestUnloadAsked(t *testing.T) {
 // right after the event it follows, never stored; final words in the same
 // step supersede it before anyone sees it.
 func TestDraftsAreShownNeverStored(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		g := newRig(t, "", nil)
-		defer g.close()
+	bubble(t, nil, func(t *testing.T, g *rig) {
 		sub, _, err := g.r.Subscribe(context.Background(), g.from, 1000)
 		if err != nil {
 			t.Fatal(err)
@@ -782,12 +753,20 @@ func TestDraftsAreShownNeverStored(t *testing.T) {
 		defer g.hub.Unsubscribe(sub)
 		// A draft, a second of nothing, the final words; then a draft the
 		// final words of the same step overtake.
-		_, th, err := g.send("m1", "draft early words\npause 1s\ndraft gone\nsay final words")
-		if err != nil {
+		th := g.sendOK("m1", "draft early words\npause 1s\ndraft gone\nsay final words")
+		synctest.Wait()
+		// The agent says the last two one after the other: the lane is held
+		// while it does, so both are in its next step, whatever the
+		// scheduler does between the two sends.
+		var l *lane
+		if err := g.r.call(context.Background(), func() (err error) { l, err = g.r.lane(context.Background(), th); return err }); err != nil {
 			t.Fatal(err)
 		}
-		synctest.Wait()
+		release := make(chan struct{})
+		l.ctrl <- func() { <-release }
 		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		close(release)
 		synctest.Wait()
 		var shown []string
 		var last int64
@@ -815,6 +794,48 @@ func TestDraftsAreShownNeverStored(t *testing.T) {
 			if e == chat.TypeAgentDraft {
 				t.Fatalf("a draft in the log: %v", g.log(th))
 			}
+		}
+	})
+}
+
+// A draft that only grew since the one published before it is published
+// with what it adds (for views that take appends), naming the one it adds to;
+// a draft that changed otherwise, or the first after final words, goes whole.
+func TestADraftThatGrewIsPublishedAsAnAppend(t *testing.T) {
+	bubble(t, nil, func(t *testing.T, g *rig) {
+		sub, _, err := g.r.Subscribe(context.Background(), g.from, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer g.hub.Unsubscribe(sub)
+		g.sendOK("m1", "draft The first\npause 1s\ndraft The first line\npause 1s\ndraft The second\npause 1s\n"+
+			"say final words\npause 1s\ndraft More\npause 1s\ndraft More words\npause 1s")
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		var got []string
+		var prev int64
+		for _, it := range sub.Take() {
+			if !it.Draft {
+				continue
+			}
+			var d chat.AgentDraft
+			if err := it.Event.Decode(&d); err != nil || d.ID != it.DraftID || d.ID <= prev || d.Extends != 0 {
+				t.Fatalf("draft %+v (item id %d, %v); want a whole draft named after the one before (%d)", d, it.DraftID, err, prev)
+			}
+			s := d.Text
+			if a := it.Append; a != nil {
+				var ad chat.AgentDraft
+				if err := a.Event.Decode(&ad); err != nil || ad.ID != d.ID || ad.Extends != prev || a.Extends != prev || ad.AfterSeq != d.AfterSeq {
+					t.Fatalf("the append of %q: %+v (%v); want draft %d extending %d", d.Text, ad, err, d.ID, prev)
+				}
+				s += " = +" + ad.Text
+			}
+			got = append(got, s)
+			prev = d.ID
+		}
+		want := []string{"The first", "The first line = + line", "The second", "More", "More words = + words"}
+		if !slices.Equal(got, want) {
+			t.Fatalf("drafts published %q; want %q", got, want)
 		}
 	})
 }
@@ -869,13 +890,8 @@ func TestCloseWaitsForAMessageOnItsWayToAnotherMachine(t *testing.T) {
 // sent again is a retry that is delivered, and a second record of the
 // failure changes nothing.
 func TestAFailedMessageIsRecordedAndCanBeSentAgain(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		g := newRig(t, "", nil)
-		defer g.close()
-		_, th, err := g.send("m1", "say m1")
-		if err != nil {
-			t.Fatal(err)
-		}
+	bubble(t, nil, func(t *testing.T, g *rig) {
+		th := g.sendOK("m1", "say m1")
 		synctest.Wait()
 		rec := SendRequest{From: g.from, Thread: th, Message: Message{MessageID: "w1", Text: "remember w1"}, Failed: "machine b did not take it within 24h0m0s"}
 		d, _, err := g.r.Send(context.Background(), rec)
@@ -894,6 +910,185 @@ func TestAFailedMessageIsRecordedAndCanBeSentAgain(t *testing.T) {
 		if !strings.Contains(got, "user_message delivery:w1:failed delivery:w1:queued") ||
 			!strings.Contains(got, "prompt_done:w1:end_turn") || strings.Count(got, "delivery:w1:failed") != 1 {
 			t.Fatalf("log: %s", got)
+		}
+	})
+}
+
+// recordingRemote is a machine b that takes every message at once, or
+// refuses each with refuse, or holds each until hold is closed.
+type recordingRemote struct {
+	mu     sync.Mutex
+	sent   []Message
+	refuse error
+	hold   chan struct{}
+}
+
+func (w *recordingRemote) Owns(id chat.ThreadID) bool { return strings.HasSuffix(string(id), "@b") }
+func (w *recordingRemote) Local() string              { return "hub" }
+func (w *recordingRemote) Thread(_ context.Context, id chat.ThreadID) (chat.Thread, error) {
+	return chat.Thread{ID: id, Node: "b"}, nil
+}
+func (w *recordingRemote) Send(_ context.Context, _ chat.RouteKey, id chat.ThreadID, m Message) (chat.Delivery, chat.ThreadID, error) {
+	w.mu.Lock()
+	w.sent = append(w.sent, m)
+	refuse, hold := w.refuse, w.hold
+	w.mu.Unlock()
+	if refuse != nil {
+		return chat.Delivery{}, "", refuse
+	}
+	if hold != nil {
+		<-hold
+	}
+	if id == "" {
+		id = "t_new@b"
+	}
+	return chat.Delivery{MessageID: m.MessageID, State: chat.DeliveryQueued}, id, nil
+}
+func (w *recordingRemote) Control(context.Context, Control) error { return nil }
+
+// A first message that is not started there (machine b offline, or not
+// answering) leaves the ask for the next: the message sent again starts the
+// thread there and never goes to the thread the route showed before the ask.
+// One sent while the first is on its way is refused as busy: two first
+// messages would make two threads.
+func TestANewThreadOnAnotherMachineOutlivesAFailedFirstSend(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := &recordingRemote{refuse: errors.New("machine b is offline: a new thread there waits until it is back")}
+		g := newRig(t, "", func(o *Options) { o.Remote = w })
+		defer g.close()
+		ctx := context.Background()
+		before := g.sendOK("m0", "say here")
+		synctest.Wait()
+		if _, err := g.r.NewThread(ctx, g.from, "claude@b", "/b/work"); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := g.send("m1", "hello b"); err == nil {
+			t.Fatal("the first message to an offline b: accepted, want refused")
+		}
+		w.mu.Lock()
+		w.refuse, w.hold = nil, make(chan struct{})
+		hold := w.hold
+		w.mu.Unlock()
+		type result struct {
+			th  chat.ThreadID
+			err error
+		}
+		again := make(chan result, 1)
+		go func() {
+			_, th, err := g.send("m2", "hello b again")
+			again <- result{th, err}
+		}()
+		synctest.Wait() // m2 is on its way to b
+		if _, _, err := g.send("m3", "too soon"); !errors.Is(err, chat.ErrBusy) {
+			t.Fatalf("a message while the first is on its way: %v, want busy", err)
+		}
+		close(hold)
+		if r := <-again; r.err != nil || r.th != "t_new@b" {
+			t.Fatalf("the message sent again: %q %v, want b's new thread", r.th, r.err)
+		}
+		w.mu.Lock()
+		sent := w.sent
+		w.mu.Unlock()
+		want := NewIntent{Agent: "claude", Cwd: "/b/work", Node: "b"}
+		if len(sent) != 2 || sent[0].MessageID != "m1" || sent[1].MessageID != "m2" ||
+			sent[1].Intent == nil || sent[1].Intent.New == nil || *sent[1].Intent.New != want {
+			t.Fatalf("sent to b: %+v", sent)
+		}
+		synctest.Wait()
+		if got := strings.Join(g.log(before), " "); strings.Contains(got, ":m1") || strings.Contains(got, ":m2") || strings.Contains(got, ":m3") {
+			t.Fatalf("the thread shown before the ask got a message meant for b: %s", got)
+		}
+		if _, th, err := g.send("m4", "next"); err != nil || th != "t_new@b" {
+			t.Fatalf("the one after: %q %v, want b's thread", th, err)
+		}
+	})
+}
+
+// A hub restarted between an ask for a thread on another machine and the
+// route's next message keeps the ask: that message starts the thread there,
+// never in the thread the route showed before. Once started, the ask is
+// done, and a second restart does not start another.
+func TestANewThreadAskedOnAnotherMachineOutlivesARestart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := &recordingRemote{}
+		remote := func(o *Options) { o.Remote = w }
+		g := newRig(t, "", remote)
+		ctx := context.Background()
+		before := g.sendOK("m0", "say here")
+		synctest.Wait()
+		if _, err := g.r.NewThread(ctx, g.from, "claude@b", "/b/work"); err != nil {
+			t.Fatal(err)
+		}
+		g.close()
+
+		g = newRig(t, g.dir, remote)
+		if _, th, err := g.send("m1", "hello b"); err != nil || th != "t_new@b" {
+			t.Fatalf("the first message after the restart: %q %v, want b's new thread", th, err)
+		}
+		g.close()
+
+		g = newRig(t, g.dir, remote)
+		defer g.close()
+		if _, th, err := g.send("m2", "again"); err != nil || th != "t_new@b" {
+			t.Fatalf("after a second restart: %q %v, want b's thread", th, err)
+		}
+		w.mu.Lock()
+		sent := w.sent
+		w.mu.Unlock()
+		if len(sent) != 2 || sent[0].Intent == nil || sent[0].Intent.New == nil ||
+			*sent[0].Intent.New != (NewIntent{Agent: "claude", Cwd: "/b/work", Node: "b"}) || sent[1].Intent != nil {
+			t.Fatalf("sent to b: %+v", sent)
+		}
+		synctest.Wait()
+		if got := strings.Join(g.log(before), " "); strings.Contains(got, ":m1") || strings.Contains(got, ":m2") {
+			t.Fatalf("the thread shown before the ask got a message meant for b: %s", got)
+		}
+	})
+}
+
+// At a hub, a new thread asked for with "agent@node" on another machine
+// (an IM chat's /agent claude@b) is made there by the route's next message,
+// which carries the intent; the one after goes to that thread. A route that
+// switches to another thread first drops the ask; "agent@hub" is this
+// machine's; a machine that is no hub refuses "agent@node".
+func TestANewThreadOnAnotherMachineStartsWithTheNextMessage(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := &recordingRemote{}
+		g := newRig(t, "", func(o *Options) { o.Remote = w })
+		defer g.close()
+		ctx := context.Background()
+		if id, err := g.r.NewThread(ctx, g.from, "claude@b", "/b/work"); err != nil || id != "" {
+			t.Fatalf("NewThread claude@b: %q %v, want no thread yet", id, err)
+		}
+		if _, th, err := g.send("m1", "hello b"); err != nil || th != "t_new@b" {
+			t.Fatalf("the next message: %q %v", th, err)
+		}
+		if _, th, err := g.send("m2", "again"); err != nil || th != "t_new@b" {
+			t.Fatalf("the one after: %q %v", th, err)
+		}
+		w.mu.Lock()
+		sent := w.sent
+		w.mu.Unlock()
+		if len(sent) != 2 || sent[0].Intent == nil || sent[0].Intent.New == nil ||
+			*sent[0].Intent.New != (NewIntent{Agent: "claude", Cwd: "/b/work", Node: "b"}) || sent[1].Intent != nil {
+			t.Fatalf("sent to b: %+v", sent)
+		}
+		// Asked, then the route switches: the ask is dropped.
+		if _, err := g.r.NewThread(ctx, g.from, "claude@b", ""); err != nil {
+			t.Fatal(err)
+		}
+		id, err := g.r.NewThread(ctx, g.from, "echo@hub", g.dir)
+		if err != nil || id == "" || strings.Contains(string(id), "@") {
+			t.Fatalf("echo@hub: %q %v, want a thread here", id, err)
+		}
+		if _, th, err := g.send("m3", "say here"); err != nil || th != id {
+			t.Fatalf("after the switch: %q %v, want %q", th, err, id)
+		}
+		synctest.Wait()
+		g2 := newRig(t, "", nil)
+		defer g2.close()
+		if _, err := g2.r.NewThread(ctx, g2.from, "echo@b", ""); !errors.Is(err, chat.ErrBadInput) {
+			t.Fatalf("echo@b on a machine that is no hub: %v", err)
 		}
 	})
 }

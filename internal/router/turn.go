@@ -119,6 +119,14 @@ func (l *lane) prompt(t *turn) {
 	s, gen := l.sess, l.gen
 	_, t.prover = s.(driver.DeliveryProver)
 	p := driver.Prompt{MessageID: t.p.in.MessageID, Text: t.p.in.Text}
+	if l.carryCheck {
+		// A moved thread's first message takes the earlier messages the
+		// person chose to give the new agent (the log shows the move). The
+		// next prompt looks again while this one may still fail.
+		carry := l.moveContext()
+		l.carryCheck = carry != ""
+		p.Text = carry + p.Text
+	}
 	// Each image goes with the type its bytes say (Validate refused images
 	// that are none), never the type the client declared.
 	for _, im := range t.p.images {

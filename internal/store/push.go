@@ -24,6 +24,14 @@ type PushPrefs struct {
 	Errors time.Time // the agent or parley failed in a thread
 }
 
+// PushPrefsChange turns a device's optional pushes on or off; a nil one stays
+// as it is. One turned on gets At as its time, unless it was on already.
+type PushPrefsChange struct {
+	Device        string
+	Turns, Errors *bool
+	At            time.Time
+}
+
 // Push outbox kinds and states.
 const (
 	PushOpen  = "open"  // a card opened
@@ -79,6 +87,8 @@ type PushStore interface {
 	// PushPrefs lists the devices' optional pushes (devices with none on may
 	// be missing).
 	PushPrefs(ctx context.Context) ([]PushPrefs, error)
-	// PushSetPrefs keeps a device's optional pushes.
-	PushSetPrefs(ctx context.Context, p PushPrefs) error
+	// PushSetPrefs turns a device's optional pushes on or off in one update:
+	// the ones it leaves nil stay as they are, whatever another change did
+	// meanwhile.
+	PushSetPrefs(ctx context.Context, c PushPrefsChange) error
 }

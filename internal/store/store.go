@@ -10,6 +10,14 @@ import (
 	"github.com/parleyhq/parley/internal/chat"
 )
 
+// RouteAsk is a route's ask for a new thread on another machine (on a
+// cluster's hub, "agent@node"): the route's next message starts it there,
+// with that agent and directory.
+type RouteAsk struct {
+	Key              chat.RouteKey
+	Agent, Cwd, Node string
+}
+
 // Store is safe for concurrent use. Each thread's lane is the only writer of that
 // thread's rows, so Commit never races with itself for one thread.
 type Store interface {
@@ -29,8 +37,20 @@ type Store interface {
 	// cluster's hub): no such thread is in this store, so none is checked.
 	// Route and Routes return it as any route.
 	AttachRemoteRoute(ctx context.Context, key chat.RouteKey, thread chat.ThreadID) error
+	// DetachRemoteRoutes removes every route attached to a thread another
+	// machine owns (it was deleted there).
+	DetachRemoteRoutes(ctx context.Context, thread chat.ThreadID) error
 	// Routes returns every route.
 	Routes(ctx context.Context) ([]chat.Route, error)
+
+	// SetRouteAsk keeps a route's ask for a new thread on another machine
+	// (a cluster's hub), replacing one it had. Attaching the route to a
+	// thread (AttachRoute, AttachRemoteRoute) drops it in the same
+	// transaction; DropRouteAsk drops it (none is no error).
+	SetRouteAsk(ctx context.Context, ask RouteAsk) error
+	DropRouteAsk(ctx context.Context, key chat.RouteKey) error
+	// RouteAsks returns every route's ask.
+	RouteAsks(ctx context.Context) ([]RouteAsk, error)
 
 	// Events returns up to limit events of a thread with seq > since, in seq order.
 	// limit <= 0 means no limit.
@@ -62,11 +82,15 @@ type Store interface {
 	// Search finds threads by title and message text, best match first, at
 	// most limit hits (<= 0 or above MaxSearchResults: MaxSearchResults).
 	// Words match as prefixes, "quoted words" as a phrase, all of them must
-	// match; a search with no word is refused with chat.ErrBadInput. Commit
-	// keeps what it searches in step with the threads and their logs.
+	// match; a search with no word is refused with chat.ErrBadInput. The
+	// index trails the log (an indexer works after each commit); a search
+	// first waits until what was committed before it is indexed.
 	Search(ctx context.Context, query string, limit int) ([]chat.SearchHit, error)
-	// DeleteThread deletes a thread with its log, cards, inputs, routes and
-	// search rows, in one transaction; an unknown one is chat.ErrNotFound.
+	// DeleteThread deletes a thread with its log, cards, inputs, routes,
+	// search rows and finished pushes, in one transaction; an unknown one is
+	// chat.ErrNotFound. A card's push that was sent keeps its outbox row (and
+	// a pending closing push stays): the push service still sends the closing
+	// push that takes the notification off the phone.
 	// The thread's lane must be gone first (it is the thread's writer).
 	DeleteThread(ctx context.Context, id chat.ThreadID) error
 

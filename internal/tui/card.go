@@ -10,6 +10,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/client"
 	"github.com/parleyhq/parley/internal/router"
 	"github.com/parleyhq/parley/internal/wire"
 )
@@ -335,13 +336,17 @@ type picker struct {
 	typing  bool   // the search line takes the keys
 	query   string // the search typed
 	note    string // what the last search found, or why it failed
+	// unsearched names the machines a hub's search did not cover: its hits
+	// are not all there is.
+	unsearched string
 }
 
 // searchMsg carries a search's hits to the picker.
 type searchMsg struct {
-	query string
-	hits  []chat.SearchHit
-	err   error
+	query      string
+	hits       []chat.SearchHit
+	unsearched []client.Unsearched
+	err        error
 }
 
 func (m *Model) searchThreads(q string) tea.Cmd {
@@ -349,8 +354,8 @@ func (m *Model) searchThreads(q string) tea.Cmd {
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(context.Background(), sendTimeout)
 		defer cancel()
-		hits, err := be.Search(ctx, q)
-		return searchMsg{query: q, hits: hits, err: err}
+		hits, unsearched, err := be.Search(ctx, q)
+		return searchMsg{query: q, hits: hits, unsearched: unsearched, err: err}
 	}
 }
 
@@ -361,6 +366,7 @@ func (m *Model) onSearch(msg searchMsg) {
 		return
 	}
 	m.dirty = true
+	p.unsearched = ""
 	if msg.err != nil {
 		p.note = "search: " + shortErr(msg.err)
 		return
@@ -378,6 +384,14 @@ func (m *Model) onSearch(msg searchMsg) {
 		p.cursor = 1
 	}
 	p.note = fmt.Sprintf("%d threads found for %q", len(p.threads), msg.query)
+	if len(msg.unsearched) > 0 {
+		var machines []string
+		for _, u := range msg.unsearched {
+			machines = append(machines, u.Node+" ("+u.Reason+")")
+		}
+		// A node's words may carry terminal control sequences.
+		p.unsearched = printable("not searched: " + strings.Join(machines, ", "))
+	}
 }
 
 func oneLine(s string, n int) string {
@@ -416,7 +430,7 @@ func (m *Model) pickerKey(k tea.KeyPressMsg) tea.Cmd {
 	}
 	switch key := k.String(); key {
 	case "/":
-		p.typing, p.query, p.note = true, "", ""
+		p.typing, p.query, p.note, p.unsearched = true, "", "", ""
 		m.layout()
 		return nil
 	case "esc", "ctrl+t":
@@ -533,6 +547,9 @@ func (m *Model) pickerLines() []string {
 		lines = append(lines, "Search: "+p.query+"▏")
 	} else if p.note != "" {
 		lines = append(lines, st.dim.Render(p.note))
+	}
+	if !p.typing && p.unsearched != "" {
+		lines = append(lines, m.wrap(p.unsearched)...)
 	}
 	if p.typing {
 		lines = append(lines, st.dim.Render("type words · Enter search · Esc back"))

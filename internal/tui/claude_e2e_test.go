@@ -2,9 +2,11 @@ package tui_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +19,7 @@ import (
 	"github.com/parleyhq/parley/internal/driver/stream"
 	"github.com/parleyhq/parley/internal/testkit"
 	"github.com/parleyhq/parley/internal/testkit/claudeapi"
+	"github.com/parleyhq/parley/internal/testkit/tmuxterm"
 )
 
 var (
@@ -100,88 +103,99 @@ func TestChatWithClaudeCode(t *testing.T) {
 		}
 	})
 	server := "http://" + d.Addr()
-	tm := startTerm(t, []string{"NO_COLOR=1"}, bin, "chat", "--server", server, "--token", d.Token(), "--chat", "e2e-claude")
-	tm.within = claudeWait
-	t.Cleanup(func() { t.Logf("the screen at the end:\n%s", tm.screen()) })
-	tm.waitScreen("online", has("│ online"))
+	tm := tmuxterm.Start(t, []string{"NO_COLOR=1"}, bin, "chat", "--server", server, "--token", d.Token(), "--chat", "e2e-claude")
+	tm.Within = claudeWait
+	t.Cleanup(func() { t.Logf("the screen at the end:\n%s", tm.Screen()) })
+	tm.WaitScreen("online", tmuxterm.Has("│ online"))
 
 	step(t, "answer", func(t *testing.T) {
-		tm.t = t
-		tm.typeLine("hello")
-		tm.waitScreen("the answer", has("  Hello from the scripted model."))
-		tm.waitScreen("the receipt", has("you  ✓ submitted"))
+		tm.T = t
+		tm.TypeLine("hello")
+		tm.WaitScreen("the answer", tmuxterm.Has("  Hello from the scripted model."))
+		tm.WaitScreen("the receipt", tmuxterm.Has("you  ✓ submitted"))
 	})
 	step(t, "the turn's usage and the thread's", func(t *testing.T) {
-		tm.t = t
+		tm.T = t
 		// Claude Code's result carries the turn's tokens and cost; the model's
 		// context window comes with it (the stand-in's model: 1M).
-		s := tm.waitScreen("the turn's usage line and the thread's cost", func(s string) bool {
-			return usageRe.MatchString(s) && costRe.MatchString(s)
+		// One condition, not a wait then a look: tmux 3.3 has no synchronized
+		// output, so one capture can hold half of the program's next frame.
+		tm.WaitScreen("the turn's usage line (with the 1M window's fill) and the thread's cost", func(s string) bool {
+			return usageRe.MatchString(s) && costRe.MatchString(s) && strings.Contains(s, "of 1.0M)")
 		})
-		if !strings.Contains(s, "of 1.0M)") {
-			t.Errorf("the usage line gives no context fill of the 1M window:\n%s", s)
+	})
+	step(t, "a terminal widened and narrowed again is drawn at its width", func(t *testing.T) {
+		tm.T = t
+		for _, w := range []int{160, 80} {
+			tm.Tmux("resize-window", "-t", "t", "-x", strconv.Itoa(w))
+			tm.WaitScreen(fmt.Sprintf("the layout at %d columns", w), func(s string) bool {
+				lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+				return len(lines) == 24 && strings.HasPrefix(lines[19], " parley │") &&
+					strings.HasPrefix(lines[23], "Enter send")
+			})
 		}
 	})
 	step(t, "permission by key runs the tool", func(t *testing.T) {
-		tm.t = t
-		tm.typeLine("make the file")
-		tm.waitScreen("the permission card", has("Permission: touch made-by-bash"))
-		tm.keys("1") // Allow once
-		s := tm.waitScreen("the tool's result", has("The command ran."))
-		if strings.Contains(s, "Permission: touch made-by-bash") {
-			t.Errorf("the card is still shown:\n%s", s)
-		}
+		tm.T = t
+		tm.TypeLine("make the file")
+		tm.WaitScreen("the permission card", tmuxterm.Has("Permission: touch made-by-bash"))
+		tm.Keys("1") // Allow once
+		// The card must go: one capture can hold half a frame (tmux 3.3 has
+		// no synchronized output), so the screen is waited on, not looked at once.
+		tm.WaitScreen("the tool's result, with the card gone", func(s string) bool {
+			return strings.Contains(s, "The command ran.") && !strings.Contains(s, "Permission: touch made-by-bash")
+		})
 		if _, err := os.Stat(filepath.Join(work, "made-by-bash")); err != nil {
 			t.Errorf("the tool did not run: %v", err)
 		}
 	})
 	step(t, "question by free text", func(t *testing.T) {
-		tm.t = t
-		tm.typeLine("ask me")
-		tm.waitScreen("the question card", has("Which colour?"))
-		tm.typeLine("green, like grass")
-		tm.waitScreen("the agent's thanks", has("Thanks for the answer."))
+		tm.T = t
+		tm.TypeLine("ask me")
+		tm.WaitScreen("the question card", tmuxterm.Has("Which colour?"))
+		tm.TypeLine("green, like grass")
+		tm.WaitScreen("the agent's thanks", tmuxterm.Has("Thanks for the answer."))
 		res, ok := api.ToolResultFor("AskUserQuestion")
 		if !ok || !strings.Contains(res.ResultText(), "green, like grass") {
 			t.Errorf("the model got %q (found %v); want the person's own words", res.ResultText(), ok)
 		}
 	})
 	step(t, "an Edit card shows its diff before it is allowed; Ctrl+O shows the tool's diff", func(t *testing.T) {
-		tm.t = t
-		tm.typeLine("edit the greeting")
-		tm.waitScreen("the card's diff", has("Permission: Edit "+greet, "-     return \"hello\"", "+     return \"hello, world\""))
-		tm.keys("1") // Allow once
-		tm.waitScreen("the edit made", has("Edited."))
-		tm.keys("C-o")
-		tm.waitScreen("the Edit tool's diff", has("--- "+greet, "-     return \"hello\"", "+     return \"hello, world\""))
-		tm.keys("C-o")
-		tm.waitScreen("collapsed", func(s string) bool { return !strings.Contains(s, "--- "+greet) })
+		tm.T = t
+		tm.TypeLine("edit the greeting")
+		tm.WaitScreen("the card's diff", tmuxterm.Has("Permission: Edit "+greet, "-     return \"hello\"", "+     return \"hello, world\""))
+		tm.Keys("1") // Allow once
+		tm.WaitScreen("the edit made", tmuxterm.Has("Edited."))
+		tm.Keys("C-o")
+		tm.WaitScreen("the Edit tool's diff", tmuxterm.Has("--- "+greet, "-     return \"hello\"", "+     return \"hello, world\""))
+		tm.Keys("C-o")
+		tm.WaitScreen("collapsed", func(s string) bool { return !strings.Contains(s, "--- "+greet) })
 	})
 	step(t, "esc stops a slow turn", func(t *testing.T) {
-		tm.t = t
-		tm.typeLine("slowly")
-		tm.waitScreen("streaming", func(s string) bool { return strings.Contains(s, "tick tick") && strings.Contains(s, "● working") })
-		tm.keys("Escape")
-		tm.waitScreen("the turn cancelled, said which", func(s string) bool {
+		tm.T = t
+		tm.TypeLine("slowly")
+		tm.WaitScreen("streaming", func(s string) bool { return strings.Contains(s, "tick tick") && strings.Contains(s, "● working") })
+		tm.Keys("Escape")
+		tm.WaitScreen("the turn cancelled, said which", func(s string) bool {
 			return strings.Contains(s, "turn ended: cancelled") && strings.Contains(s, "│ idle │") &&
 				strings.Contains(s, "stopping the turn answering “slowly”")
 		})
 	})
 	step(t, "↑ in the empty box recalls earlier prompts", func(t *testing.T) {
-		tm.t = t
-		tm.keys("Up")
-		tm.waitScreen("the newest prompt", has("> slowly"))
-		tm.keys("Up")
-		tm.waitScreen("the one before", has("> edit the greeting"))
-		tm.keys("Down", "Down")
-		tm.waitScreen("the box empty again", func(s string) bool {
+		tm.T = t
+		tm.Keys("Up")
+		tm.WaitScreen("the newest prompt", tmuxterm.Has("> slowly"))
+		tm.Keys("Up")
+		tm.WaitScreen("the one before", tmuxterm.Has("> edit the greeting"))
+		tm.Keys("Down", "Down")
+		tm.WaitScreen("the box empty again", func(s string) bool {
 			return !strings.Contains(s, "> slowly") && !strings.Contains(s, "> edit the greeting")
 		})
 	})
 	step(t, "card answered from a second client disappears", func(t *testing.T) {
-		tm.t = t
-		tm.typeLine("make another")
-		tm.waitScreen("the permission card", has("Permission: touch made-elsewhere"))
+		tm.T = t
+		tm.TypeLine("make another")
+		tm.WaitScreen("the permission card", tmuxterm.Has("Permission: touch made-elsewhere"))
 		ctx, cancel := context.WithTimeout(context.Background(), claudeWait)
 		defer cancel()
 		// A second socket client on the same route, as a second terminal or tab.
@@ -204,7 +218,7 @@ func TestChatWithClaudeCode(t *testing.T) {
 		if err := c.Send(ctx, map[string]string{"type": "permission_response", "request_id": rid, "option_id": chat.OptionAllowOnce}); err != nil {
 			t.Fatal(err)
 		}
-		tm.waitScreen("the card gone", func(s string) bool {
+		tm.WaitScreen("the card gone", func(s string) bool {
 			return !strings.Contains(s, "Permission: touch made-elsewhere") && strings.Contains(s, "Enter send")
 		})
 		testkit.Eventually(t, claudeWait, func() bool {
@@ -213,39 +227,39 @@ func TestChatWithClaudeCode(t *testing.T) {
 		}, "the tool allowed elsewhere did not run")
 	})
 	step(t, "a card's JSON reads && and <>, as written", func(t *testing.T) {
-		tm.t = t
-		tm.typeLine("chain")
-		s := tm.waitScreen("the permission card", has("Permission: cd /tmp && echo <done>"))
-		tm.keys("2") // Reject
-		tm.waitScreen("the card gone", func(s string) bool { return !strings.Contains(s, "Permission: cd /tmp") })
+		tm.T = t
+		tm.TypeLine("chain")
+		s := tm.WaitScreen("the permission card", tmuxterm.Has("Permission: cd /tmp && echo <done>"))
+		tm.Keys("2") // Reject
+		tm.WaitScreen("the card gone", func(s string) bool { return !strings.Contains(s, "Permission: cd /tmp") })
 		if strings.Contains(s, `\u0026`) || strings.Contains(s, `\u003c`) {
 			t.Errorf("the card shows HTML escapes:\n%s", s)
 		}
-		tm.keys("C-o")
-		s = tm.waitScreen("the tool's input", has(`"command":"cd /tmp && echo <done>"`))
-		tm.keys("C-o")
+		tm.Keys("C-o")
+		s = tm.WaitScreen("the tool's input", tmuxterm.Has(`"command":"cd /tmp && echo <done>"`))
+		tm.Keys("C-o")
 		if strings.Contains(s, `\u0026`) {
 			t.Errorf("the tool's input shows HTML escapes:\n%s", s)
 		}
 	})
 	step(t, "code keeps its tabs", func(t *testing.T) {
-		tm.t = t
-		tm.typeLine("show tabs")
-		tm.waitScreen("the code, indented by its tabs", func(s string) bool {
+		tm.T = t
+		tm.TypeLine("show tabs")
+		tm.WaitScreen("the code, indented by its tabs", func(s string) bool {
 			return strings.Contains(s, "    func f() int {\n        if true {\n            return 1\n        }")
 		})
 	})
 	// Last: a mode other than default changes which tools ask.
 	step(t, "mode key", func(t *testing.T) {
-		tm.t = t
-		tm.waitScreen("the mode", has("│ mode default │"))
-		tm.keys("BTab")
-		tm.waitScreen("the next mode", has("│ mode acceptEdits │"))
-		tm.keys("BTab")
-		tm.waitScreen("the one after", has("│ mode plan │"))
+		tm.T = t
+		tm.WaitScreen("the mode", tmuxterm.Has("│ mode default │"))
+		tm.Keys("BTab")
+		tm.WaitScreen("the next mode", tmuxterm.Has("│ mode acceptEdits │"))
+		tm.Keys("BTab")
+		tm.WaitScreen("the one after", tmuxterm.Has("│ mode plan │"))
 	})
 	step(t, "the status line names the model as the dashboard does", func(t *testing.T) {
-		tm.t = t
+		tm.T = t
 		ctx, cancel := context.WithTimeout(context.Background(), claudeWait)
 		defer cancel()
 		c, _, err := client.Dial(ctx, server, d.Token(), client.Options{Chat: "e2e-claude", Channel: "tui", Since: 0})
@@ -270,12 +284,20 @@ func TestChatWithClaudeCode(t *testing.T) {
 		if want == "" {
 			t.Fatalf("Claude Code reported no model in %+v", mode)
 		}
+		// Claude Code reports its full model id ("claude-opus-4-8[1m]"); the
+		// one shown is its model list's entry, named as the list names it.
+		listed := false
+		for _, o := range mode.ConfigOptions {
+			for _, v := range o.Values {
+				listed = listed || (o.ID == chat.ModelOption && v.ID == o.Current && v.Name == want)
+			}
+		}
+		if !listed {
+			t.Errorf("the model shown (%q) is not an entry of Claude Code's model list: %+v", want, mode.ConfigOptions)
+		}
 		// The model comes last on the status line, the first part an
 		// 80-column terminal cuts: shown here in a wider one.
-		// Last of the steps: after a shrink back to 80 columns the program
-		// was seen drawing at the old width (under investigation), which
-		// garbled every later step's screen.
-		tm.tmux("resize-window", "-t", "t", "-x", "160")
-		tm.waitScreen("the model in the status line", has("│ model "+want))
+		tm.Tmux("resize-window", "-t", "t", "-x", "160")
+		tm.WaitScreen("the model in the status line", tmuxterm.Has("│ model "+want))
 	})
 }

@@ -1,13 +1,9 @@
 package tui_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -19,6 +15,7 @@ import (
 	"github.com/parleyhq/parley/internal/daemon"
 	"github.com/parleyhq/parley/internal/testkit"
 	"github.com/parleyhq/parley/internal/testkit/scriptd"
+	"github.com/parleyhq/parley/internal/testkit/tmuxterm"
 )
 
 // startDaemon runs a real daemon (SQLite, sockets) whose one agent ("echo") is
@@ -48,113 +45,6 @@ func startRestartable(t *testing.T) (current func() *daemon.Daemon, restart func
 // The real parley binary is built once for the package and removed after.
 func TestMain(m *testing.M) { testkit.RunAndRemoveBinary(m) }
 
-// term is a real terminal: a tmux server of the test's own.
-type term struct {
-	t      *testing.T
-	sock   string
-	within time.Duration // how long waitScreen waits (default 15s)
-	status string        // file the program's exit status is written to
-}
-
-var sockSeq int
-
-func startTerm(t *testing.T, env []string, argv ...string) *term {
-	t.Helper()
-	testkit.NeedsTmux(t)
-	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Fatal("tmux is required for the terminal tests: ", err)
-	}
-	sockSeq++
-	tm := &term{t: t, sock: fmt.Sprintf("ptui-%d-%d", os.Getpid(), sockSeq)}
-	conf := filepath.Join(t.TempDir(), "tmux.conf")
-	if err := os.WriteFile(conf, []byte("set -g remain-on-exit on\nset -g status off\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	// The program runs under sh, which waits for it and writes its exit
-	// status: tmux (3.3a, here) sometimes never reaps a pane's process, and
-	// then never learns its status.
-	tm.status = filepath.Join(t.TempDir(), "status")
-	args := []string{"-f", conf, "new-session", "-d", "-x", "80", "-y", "24", "-s", "t", "-e", "STATUS_FILE=" + tm.status}
-	for _, kv := range env {
-		args = append(args, "-e", kv)
-	}
-	args = append(args, "sh", "-c", `"$@"; echo $? > "$STATUS_FILE"`, "sh")
-	args = append(args, argv...)
-	t.Cleanup(func() {
-		path, _ := exec.Command("tmux", "-L", tm.sock, "display-message", "-p", "#{socket_path}").Output()
-		exec.Command("tmux", "-L", tm.sock, "kill-server").Run()
-		if p := strings.TrimSpace(string(path)); p != "" {
-			os.Remove(p) // tmux leaves its socket file behind
-		}
-	})
-	tm.tmux(args...)
-	return tm
-}
-
-func (tm *term) tmux(args ...string) string {
-	tm.t.Helper()
-	out, err := exec.Command("tmux", append([]string{"-L", tm.sock}, args...)...).CombinedOutput()
-	if err != nil {
-		tm.t.Fatalf("tmux %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return string(out)
-}
-
-// exitStatus is the program's exit status, once it has exited.
-func (tm *term) exitStatus() (string, bool) {
-	b, err := os.ReadFile(tm.status)
-	if err != nil || !bytes.HasSuffix(b, []byte("\n")) {
-		return "", false
-	}
-	return strings.TrimSpace(string(b)), true
-}
-
-func (tm *term) screen() string { return tm.tmux("capture-pane", "-p", "-t", "t") }
-
-// typeLine types text literally, then Enter.
-func (tm *term) typeLine(text string) {
-	tm.t.Helper()
-	tm.tmux("send-keys", "-t", "t", "-l", text)
-	tm.tmux("send-keys", "-t", "t", "Enter")
-}
-
-func (tm *term) keys(keys ...string) {
-	tm.t.Helper()
-	tm.tmux(append([]string{"send-keys", "-t", "t"}, keys...)...)
-}
-
-// waitScreen polls the screen until cond holds, failing with the screen.
-func (tm *term) waitScreen(what string, cond func(string) bool) string {
-	tm.t.Helper()
-	within := tm.within
-	if within == 0 {
-		within = 15 * time.Second
-	}
-	var last lastScreen
-	testkit.Eventually(tm.t, within, func() bool {
-		last.s = tm.screen()
-		return cond(last.s)
-	}, "waiting for %s: not on the screen; the screen:\n%s", what, &last)
-	return last.s
-}
-
-// lastScreen prints the screen seen last, when a wait fails.
-type lastScreen struct{ s string }
-
-func (l *lastScreen) String() string { return l.s }
-
-// has matches a screen holding every sub.
-func has(subs ...string) func(string) bool {
-	return func(s string) bool {
-		for _, sub := range subs {
-			if !strings.Contains(s, sub) {
-				return false
-			}
-		}
-		return true
-	}
-}
-
 var chunkRe = regexp.MustCompile(`c\d{2,} `)
 
 var statusRe = regexp.MustCompile(`parley │ echo │ .* │ (idle|● working|stopping…) │ online`)
@@ -166,61 +56,79 @@ func TestChatInTmux(t *testing.T) {
 	d, _ := startDaemon(t)
 	server := "http://" + d.Addr()
 	const chatID = "e2e-term"
-	tm := startTerm(t, []string{"NO_COLOR=1"}, bin, "chat", "--server", server, "--token", d.Token(), "--chat", chatID)
-	tm.waitScreen("the status line", has("online"))
-	t.Cleanup(func() { t.Logf("the screen at the end:\n%s", tm.screen()) })
+	tm := tmuxterm.Start(t, []string{"NO_COLOR=1"}, bin, "chat", "--server", server, "--token", d.Token(), "--chat", chatID)
+	tm.WaitScreen("the status line", tmuxterm.Has("online"))
+	t.Cleanup(func() { t.Logf("the screen at the end:\n%s", tm.Screen()) })
 
 	step(t, "answer", func(t *testing.T) {
-		tm.t = t
-		tm.typeLine("say hello from the agent")
-		s := tm.waitScreen("the answer", has("hello from the agent"))
-		tm.waitScreen("the receipt", has("✓ submitted"))
+		tm.T = t
+		tm.TypeLine("say hello from the agent")
+		s := tm.WaitScreen("the answer", tmuxterm.Has("hello from the agent"))
+		tm.WaitScreen("the receipt", tmuxterm.Has("✓ submitted"))
 		if !statusRe.MatchString(s) {
 			t.Errorf("status line: got screen\n%s\nwant a line matching %s", s, statusRe)
 		}
 	})
 	step(t, "multi-line input", func(t *testing.T) {
-		tm.t = t
-		tm.tmux("send-keys", "-t", "t", "-l", "say line one")
-		tm.keys("M-Enter")
-		tm.tmux("send-keys", "-t", "t", "-l", "say line two")
-		tm.keys("C-j")
-		tm.typeLine("say line three")
-		tm.waitScreen("one message of three lines, answered", has("say line one\nsay line two\nsay line three\nagent\n  line oneline twoline three"))
+		tm.T = t
+		tm.Tmux("send-keys", "-t", "t", "-l", "say line one")
+		tm.Keys("M-Enter")
+		tm.Tmux("send-keys", "-t", "t", "-l", "say line two")
+		tm.Keys("C-j")
+		tm.TypeLine("say line three")
+		tm.WaitScreen("one message of three lines, answered", tmuxterm.Has("say line one\nsay line two\nsay line three\nagent\n  line oneline twoline three"))
 	})
 	step(t, "permission by key", func(t *testing.T) {
-		tm.t = t
-		tm.typeLine("permission Bash")
-		tm.waitScreen("the permission card", has("Permission: Run Bash"))
-		tm.keys("1")
-		s := tm.waitScreen("the tool's answer", has("permission: allow"))
-		if strings.Contains(s, "Permission: Run Bash") {
-			t.Errorf("the card is still shown after it was answered:\n%s", s)
-		}
+		tm.T = t
+		tm.TypeLine("permission Bash")
+		tm.WaitScreen("the permission card", tmuxterm.Has("Permission: Run Bash"))
+		tm.Keys("1")
+		// Waited on, not looked at once: a capture can hold half a frame.
+		tm.WaitScreen("the tool's answer, with the card gone", func(s string) bool {
+			return strings.Contains(s, "permission: allow") && !strings.Contains(s, "Permission: Run Bash")
+		})
 	})
 	step(t, "question by free text", func(t *testing.T) {
-		tm.t = t
-		tm.typeLine("question Which color?|red,blue")
-		tm.waitScreen("the question card", has("Or type your own answer"))
-		tm.typeLine("green please")
-		tm.waitScreen("the answer", has("answer: Which color?=green please"))
+		tm.T = t
+		tm.TypeLine("question Which color?|red,blue")
+		tm.WaitScreen("the question card", tmuxterm.Has("Or type your own answer"))
+		tm.TypeLine("green please")
+		tm.WaitScreen("the answer", tmuxterm.Has("answer: Which color?=green please"))
 	})
 	step(t, "esc stops a slow turn", func(t *testing.T) {
-		tm.t = t
-		tm.typeLine("stream 100000 10ms")
-		tm.waitScreen("streaming", func(s string) bool { return chunkRe.MatchString(s) && strings.Contains(s, "● working") })
-		tm.keys("Escape")
-		s := tm.waitScreen("the turn cancelled", func(s string) bool {
+		tm.T = t
+		tm.TypeLine("stream 100000 10ms")
+		tm.WaitScreen("streaming", func(s string) bool { return chunkRe.MatchString(s) && strings.Contains(s, "● working") })
+		tm.Keys("Escape")
+		s := tm.WaitScreen("the turn cancelled", func(s string) bool {
 			return strings.Contains(s, "turn ended: cancelled") && strings.Contains(s, "│ idle │")
 		})
 		if strings.Contains(s, "c100000") {
 			t.Errorf("the turn ran to its end instead of stopping:\n%s", s)
 		}
 	})
+	step(t, "a draft that grows", func(t *testing.T) {
+		// parley chat takes a draft that only grew as what it adds: the
+		// screen shows the whole text, provisional, until the turn ends.
+		tm.T = t
+		for _, line := range []string{"draft The first words", "pause 1s", "draft The first words and more"} {
+			tm.Tmux("send-keys", "-t", "t", "-l", line)
+			tm.Keys("M-Enter")
+		}
+		tm.TypeLine("pause 10m")
+		tm.WaitScreen("the grown draft", func(s string) bool {
+			_, draft, ok := strings.Cut(s, "agent · drawing (provisional)")
+			return ok && strings.Contains(draft, "The first words and more")
+		})
+		tm.Keys("Escape")
+		tm.WaitScreen("the turn stopped, the draft gone", func(s string) bool {
+			return strings.Contains(s, "turn ended: cancelled") && strings.Contains(s, "│ idle │") && !strings.Contains(s, "provisional")
+		})
+	})
 	step(t, "card answered elsewhere disappears", func(t *testing.T) {
-		tm.t = t
-		tm.typeLine("permission Write")
-		tm.waitScreen("the permission card", has("Permission: Run Write"))
+		tm.T = t
+		tm.TypeLine("permission Write")
+		tm.WaitScreen("the permission card", tmuxterm.Has("Permission: Run Write"))
 		// A second client, the dashboard's channel on a route of its own, opens
 		// the same thread and answers the card.
 		api := client.API{Server: server, Token: d.Token()}
@@ -256,7 +164,7 @@ func TestChatInTmux(t *testing.T) {
 		if err := c.Send(ctx, map[string]string{"type": "permission_response", "request_id": rid, "option_id": "allow"}); err != nil {
 			t.Fatal(err)
 		}
-		s := tm.waitScreen("the card gone", func(s string) bool {
+		s := tm.WaitScreen("the card gone", func(s string) bool {
 			return !strings.Contains(s, "Permission: Run Write") && strings.Contains(s, "Allow (by web)")
 		})
 		if !strings.Contains(s, "Enter send") {
@@ -264,43 +172,38 @@ func TestChatInTmux(t *testing.T) {
 		}
 	})
 	step(t, "new thread and switch back", func(t *testing.T) {
-		tm.t = t
-		tm.keys("C-n")
-		tm.waitScreen("the new-thread note", has("your next message starts a new thread"))
-		tm.typeLine("say in the new thread")
-		tm.waitScreen("the answer in the new thread", func(s string) bool {
+		tm.T = t
+		tm.Keys("C-n")
+		tm.WaitScreen("the new-thread note", tmuxterm.Has("your next message starts a new thread"))
+		tm.TypeLine("say in the new thread")
+		tm.WaitScreen("the answer in the new thread", func(s string) bool {
 			return strings.Contains(s, "  in the new thread") && !strings.Contains(s, "hello from the agent")
 		})
-		tm.keys("C-t")
-		tm.waitScreen("the thread picker", func(s string) bool {
+		tm.Keys("C-t")
+		tm.WaitScreen("the thread picker", func(s string) bool {
 			return strings.Contains(s, "Switch thread") && strings.Contains(s, "(this one)") && strings.Contains(s, "2. echo")
 		})
-		tm.keys("2")
-		tm.waitScreen("the first thread again", func(s string) bool {
+		tm.Keys("2")
+		tm.WaitScreen("the first thread again", func(s string) bool {
 			return strings.Contains(s, "Allow (by web)") && !strings.Contains(s, "in the new thread")
 		})
 	})
 	step(t, "search in the thread picker", func(t *testing.T) {
-		tm.t = t
-		tm.keys("C-t")
-		tm.waitScreen("the picker offers search", has("/ search"))
-		tm.keys("/")
-		tm.tmux("send-keys", "-t", "t", "-l", "new thread")
-		tm.waitScreen("the search line", has("Search: new thread"))
-		tm.keys("Enter")
-		tm.waitScreen("the thread found", has("1 threads found for \"new thread\"", "1. say in the new thread"))
-		tm.keys("1")
-		tm.waitScreen("the found thread", func(s string) bool {
+		tm.T = t
+		tm.Search("new thread")
+		tm.WaitScreen("the thread found", tmuxterm.Has("1 threads found for \"new thread\"", "1. say in the new thread"))
+		tm.Keys("1")
+		tm.WaitScreen("the found thread", func(s string) bool {
 			return strings.Contains(s, "  in the new thread") && !strings.Contains(s, "Allow (by web)")
 		})
 	})
 	step(t, "resize", func(t *testing.T) {
-		tm.t = t
+		tm.T = t
 		for _, size := range [][2]int{{60, 18}, {80, 24}} {
-			tm.tmux("resize-window", "-t", "t", "-x", strconv.Itoa(size[0]), "-y", strconv.Itoa(size[1]))
+			tm.Tmux("resize-window", "-t", "t", "-x", strconv.Itoa(size[0]), "-y", strconv.Itoa(size[1]))
 			// The status line sits five rows from the bottom: above the three
 			// input rows and the help row.
-			tm.waitScreen(fmt.Sprintf("the layout at %dx%d", size[0], size[1]), func(s string) bool {
+			tm.WaitScreen(fmt.Sprintf("the layout at %dx%d", size[0], size[1]), func(s string) bool {
 				lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 				return len(lines) == size[1] && strings.HasPrefix(lines[size[1]-5], " parley │") &&
 					strings.HasPrefix(lines[size[1]-1], "Enter send")
@@ -308,16 +211,16 @@ func TestChatInTmux(t *testing.T) {
 		}
 	})
 	step(t, "ctrl-c twice quits", func(t *testing.T) {
-		tm.t = t
-		tm.keys("C-c")
-		tm.waitScreen("the warning", has("press Ctrl-C again to quit"))
-		if st, done := tm.exitStatus(); done {
+		tm.T = t
+		tm.Keys("C-c")
+		tm.WaitScreen("the warning", tmuxterm.Has("press Ctrl-C again to quit"))
+		if st, done := tm.ExitStatus(); done {
 			t.Fatalf("parley chat exited (status %s) after one Ctrl-C, want it running", st)
 		}
-		tm.keys("C-c")
-		testkit.Eventually(t, 10*time.Second, func() bool { _, done := tm.exitStatus(); return done },
+		tm.Keys("C-c")
+		testkit.Eventually(t, 10*time.Second, func() bool { _, done := tm.ExitStatus(); return done },
 			"parley chat still runs after the second Ctrl-C")
-		if st, _ := tm.exitStatus(); st != "0" {
+		if st, _ := tm.ExitStatus(); st != "0" {
 			t.Errorf("exit status: got %q, want 0", st)
 		}
 	})
@@ -332,26 +235,31 @@ func TestChatReconnects(t *testing.T) {
 	current, restart, _ := startRestartable(t)
 	d := current()
 	server, token := "http://"+d.Addr(), d.Token()
-	tm := startTerm(t, []string{"NO_COLOR=1"}, bin, "chat", "--server", server, "--token", token, "--chat", "e2e-reconnect")
-	t.Cleanup(func() { t.Logf("the screen at the end:\n%s", tm.screen()) })
-	tm.waitScreen("online", has("│ online"))
-	tm.typeLine("say before the restart")
-	tm.waitScreen("the answer", has("  before the restart"))
+	tm := tmuxterm.Start(t, []string{"NO_COLOR=1"}, bin, "chat", "--server", server, "--token", token, "--chat", "e2e-reconnect")
+	t.Cleanup(func() { t.Logf("the screen at the end:\n%s", tm.Screen()) })
+	tm.WaitScreen("online", tmuxterm.Has("│ online"))
+	tm.TypeLine("say before the restart")
+	tm.WaitScreen("the answer", tmuxterm.Has("  before the restart"))
 
 	restart(false)
-	tm.waitScreen("the offline indicator", has("OFFLINE"))
-	tm.typeLine("say typed while offline")
-	tm.waitScreen("the message kept", has("waiting for connection"))
+	tm.WaitScreen("the offline indicator", tmuxterm.Has("OFFLINE"))
+	tm.TypeLine("say typed while offline")
+	tm.WaitScreen("the message kept", tmuxterm.Has("waiting for connection"))
 
 	restart(true)
-	s := tm.waitScreen("the answer after reconnecting", func(s string) bool {
-		return strings.Contains(s, "│ online") && strings.Contains(s, "  typed while offline")
-	})
-	for _, text := range []string{"say before the restart", "  before the restart", "say typed while offline", "  typed while offline"} {
-		if n := strings.Count(s, text); n != 1 {
-			t.Errorf("%q is on the screen %d times, want once:\n%s", text, n, s)
+	// Each once: waited on, not looked at once, as a capture can hold half a
+	// frame (an old row and its new place both); a duplicate that stays fails.
+	tm.WaitScreen("the answer after reconnecting, each message once", func(s string) bool {
+		if !strings.Contains(s, "│ online") {
+			return false
 		}
-	}
+		for _, text := range []string{"say before the restart", "  before the restart", "say typed while offline", "  typed while offline"} {
+			if strings.Count(s, text) != 1 {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 // step runs one step of a sequence whose steps build on each other: after a

@@ -79,6 +79,6 @@ func (l *Link) Usage(ctx context.Context, id chat.ThreadID) (chat.UsageTotals, e
 // Threads lists the daemon's threads over REST.
 func (l *Link) Threads(ctx context.Context) ([]chat.Thread, error) { return l.api.Threads(ctx) }
 
-func (l *Link) Search(ctx context.Context, q string) ([]chat.SearchHit, error) {
-	return l.api.Search(ctx, q)
+func (l *Link) Search(ctx context.Context, q string) ([]chat.SearchHit, []client.Unsearched, error) {
+	return l.api.SearchAll(ctx, q)
 }

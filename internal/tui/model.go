@@ -101,6 +101,7 @@ type Model struct {
 	// draft is the agent's provisional text (agent_draft): drawn after the
 	// transcript, apart, until its final words or the turn's end replace it.
 	draft     string
+	draftID   int64 // the draft shown's id: an append (drafts=append) adds only to it
 	mode      chat.Mode
 	turn      bool
 	turnMsg   string // the message the running turn answers
@@ -116,7 +117,8 @@ type Model struct {
 	hidden  map[string]string // tool calls shown as their own card: id → title
 	cards   []*card
 
-	picker *picker
+	picker  *picker
+	manager *manager // the thread menu (manage.go), while open
 
 	input       textarea.Model
 	lines       []string // the transcript, laid out at the current width
@@ -177,6 +179,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if msg.Err != nil {
 			m.offline = shortErr(msg.Err)
 		}
+		m.deletedHere(msg.Err)
 		for _, e := range m.users {
 			if e.state == "sending" {
 				e.state = "" // its write may not have got there: resent on reconnect
@@ -209,6 +212,13 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if m.picker != nil {
 			return m, nil
 		}
+		if g := m.manager; g != nil {
+			if g.step == "rename" {
+				g.title += strings.ReplaceAll(msg.Content, "\n", " ")
+				m.dirty = true
+			}
+			return m, nil
+		}
 		var cmd tea.Cmd
 		m.input, cmd = m.input.Update(msg)
 		return m, cmd
@@ -234,8 +244,8 @@ func (m *Model) onEvent(ev client.Event) tea.Cmd {
 			return nil
 		}
 		m.lastSeq = ev.Seq
-		if draftEnds(ev.Type) {
-			m.draft = ""
+		if chat.EndsDraft(ev.Type) {
+			m.draft, m.draftID = "", 0
 		}
 	}
 	m.dirty = true
@@ -245,7 +255,7 @@ func (m *Model) onEvent(ev client.Event) tea.Cmd {
 		// It belongs right after its event: after a later one it may stand
 		// for final words already shown.
 		if ev.Decode(&p) == nil && ev.Thread == m.thread.ID && p.AfterSeq == m.lastSeq {
-			m.draft = p.Text
+			m.draftID, m.draft = p.Onto(m.draftID, m.draft)
 		}
 	case chat.TypeConfig:
 		_ = ev.Decode(&m.cfg)
@@ -437,12 +447,23 @@ func (m *Model) onEvent(ev client.Event) tea.Cmd {
 			m.add(&entry{kind: entryNote, text: "agent restarted" + suffix(p.Detail)})
 		}
 	case chat.TypeThreadInfo:
-		// Renamed or (un)archived, here or elsewhere: the header follows.
+		// Renamed, (un)archived or moved, here or elsewhere: the header follows.
 		var p chat.ThreadInfo
 		_ = ev.Decode(&p)
 		if ev.Thread == m.thread.ID {
 			m.thread.Title, m.thread.Archived = p.Title, p.Archived
+			if p.Agent != "" {
+				m.thread.Agent = p.Agent
+			}
+			if p.MovedFrom != "" {
+				m.thread.State = chat.ThreadUnloaded
+				m.add(&entry{kind: entryNote, text: movedNote(p)})
+			}
 		}
+	case chat.TypeDone:
+		var p chat.Done
+		_ = ev.Decode(&p)
+		m.onDone(p)
 	}
 	return nil
 }
@@ -462,19 +483,8 @@ func modeName(md chat.Mode) string {
 
 // switchTo shows another thread: the transcript starts again from its replay.
 // Messages typed and not yet sent stay.
-// draftEnds reports whether an event of the log ends the provisional text
-// shown before it (docs/protocol.md, "Provisional text").
-func draftEnds(typ string) bool {
-	switch typ {
-	case chat.TypeAgentChunk, chat.TypeThoughtChunk, chat.TypeToolCall, chat.TypePermissionRequest,
-		chat.TypeQuestion, chat.TypePromptDone, chat.TypeTurnStatus:
-		return true
-	}
-	return false
-}
-
 func (m *Model) switchTo(th chat.Thread) {
-	m.thread, m.lastSeq, m.totals, m.draft = th, 0, chat.UsageTotals{}, ""
+	m.thread, m.lastSeq, m.totals, m.draft, m.draftID = th, 0, chat.UsageTotals{}, "", 0
 	keep := []*entry{}
 	users := map[string]*entry{}
 	for _, e := range m.entries {
@@ -627,18 +637,25 @@ func (m *Model) startNew(cwd, agent string) {
 }
 
 func (m *Model) onError(p chat.Error) {
+	if m.managerErr(p) {
+		return
+	}
 	if e := m.users[p.Ref]; e != nil && p.Ref != "" && rank(e.state) < rank(chat.DeliveryDelivering) {
 		// Refused before it was taken (busy, bad input): it failed, and says why.
 		e.state, e.detail, e.out = chat.DeliveryFailed, p.Message, nil
 		return
 	}
+	if p.Code == chat.CodeCardClosed && p.Ref != "" {
+		// Answered or cancelled elsewhere first: its resolution may have
+		// reached this screen before this refusal, so the card may be gone
+		// already. Any other refusal of an answer (the agent is not
+		// running) leaves the card open, with the reason on it.
+		m.closeCard(p.Ref)
+		m.add(&entry{kind: entryNote, text: "that card was already answered or cancelled elsewhere"})
+		return
+	}
 	for _, c := range m.cards {
 		if c.id == p.Ref && p.Ref != "" {
-			if p.Code == chat.CodeCardClosed {
-				m.closeCard(c.id)
-				m.add(&entry{kind: entryNote, text: "that card was already answered elsewhere"})
-				return
-			}
 			c.sent, c.err = false, p.Message
 			return
 		}
@@ -667,6 +684,10 @@ func (m *Model) onSent(s sentMsg) tea.Cmd {
 	case "stop":
 		m.stopping = false
 		m.flash = "stop not sent: " + shortErr(s.err)
+	case "edit", "delete":
+		if g := m.manager; g != nil && g.ref == s.ref {
+			g.ref, g.note = "", "not sent: "+shortErr(s.err)
+		}
 	default:
 		m.flash = s.kind + " not sent: " + shortErr(s.err)
 	}
@@ -690,6 +711,9 @@ func (m *Model) onKey(k tea.KeyPressMsg) tea.Cmd {
 	if m.picker != nil {
 		return m.pickerKey(k)
 	}
+	if m.manager != nil {
+		return m.managerKey(k)
+	}
 	if key == "esc" {
 		return m.stop()
 	}
@@ -707,6 +731,9 @@ func (m *Model) onKey(k tea.KeyPressMsg) tea.Cmd {
 		return m.submit()
 	case "ctrl+t":
 		return m.listThreads(true)
+	case "ctrl+e":
+		m.openManager()
+		return nil
 	case "ctrl+n":
 		m.startNew("", "")
 		return nil

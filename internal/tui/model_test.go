@@ -23,19 +23,20 @@ import (
 
 // fakeBackend records what the model sends.
 type fakeBackend struct {
-	mu       sync.Mutex
-	sent     []map[string]any
-	threads  []chat.Thread
-	hits     []chat.SearchHit
-	searched []string
-	offline  bool
+	mu         sync.Mutex
+	sent       []map[string]any
+	threads    []chat.Thread
+	hits       []chat.SearchHit
+	unsearched []client.Unsearched
+	searched   []string
+	offline    bool
 }
 
-func (f *fakeBackend) Search(_ context.Context, q string) ([]chat.SearchHit, error) {
+func (f *fakeBackend) Search(_ context.Context, q string) ([]chat.SearchHit, []client.Unsearched, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.searched = append(f.searched, q)
-	return f.hits, nil
+	return f.hits, f.unsearched, nil
 }
 
 func (f *fakeBackend) Send(_ context.Context, v any) error {
@@ -289,13 +290,9 @@ func TestRecordedQuestionByNumber(t *testing.T) {
 	}
 }
 
-func TestCardResolvedElsewhereDisappears(t *testing.T) {
-	segs := recorded(t, "permission")
-	h := newHarness(t, Options{NoColor: true})
-	connected(h, segs[0])
-	h.wantScreen("Permission: Run Bash")
-	var thread, rid string
-	for _, l := range segs[0] {
+// permissionIn is the thread and request id of the permission card in frames.
+func permissionIn(frames []string) (thread, rid string) {
+	for _, l := range frames {
 		ev, _ := client.Parse([]byte(l))
 		if ev.Type == chat.TypePermissionRequest {
 			var p chat.PermissionRequest
@@ -303,12 +300,58 @@ func TestCardResolvedElsewhereDisappears(t *testing.T) {
 			thread, rid = string(ev.Thread), p.RequestID
 		}
 	}
+	return thread, rid
+}
+
+func TestCardResolvedElsewhereDisappears(t *testing.T) {
+	segs := recorded(t, "permission")
+	h := newHarness(t, Options{NoColor: true})
+	connected(h, segs[0])
+	h.wantScreen("Permission: Run Bash")
+	thread, rid := permissionIn(segs[0])
 	h.frames(fmt.Sprintf(`{"type":"permission_resolved","thread":%q,"seq":9,"request_id":%q,"option_id":"reject","by":{"channel":"web","chat":"c1"}}`, thread, rid))
 	h.wantNotScreen("Permission: Run Bash")
 	h.wantScreen("permission for Run Bash: Reject (by web)", "Enter send")
 	if got := h.be.sentOf("permission_response"); len(got) != 0 {
 		t.Errorf("sent %v; want nothing sent from here", got)
 	}
+}
+
+// answeredHere shows a recorded permission card and answers it from this
+// screen: the answer is sent, and the server's word on it is the caller's.
+func answeredHere(t *testing.T) (h *harness, thread, rid string) {
+	t.Helper()
+	segs := recorded(t, "permission")
+	h = newHarness(t, Options{NoColor: true})
+	connected(h, segs[0])
+	h.wantScreen("Permission: Run Bash")
+	thread, rid = permissionIn(segs[0])
+	h.key("1")
+	if got := h.be.sentOf("permission_response"); len(got) != 1 {
+		t.Fatalf("sent %v; want this screen's answer", got)
+	}
+	return h, thread, rid
+}
+
+// Answered here and elsewhere at once, the other answer won: its resolution
+// may reach the screen before this answer's refusal (card_closed), and the
+// screen then says the card was answered elsewhere, not an error.
+func TestCardAnsweredHereAndElsewhereAtOnce(t *testing.T) {
+	h, thread, rid := answeredHere(t)
+	h.frames(fmt.Sprintf(`{"type":"permission_resolved","thread":%q,"seq":9,"request_id":%q,"option_id":"reject","by":{"channel":"web","chat":"c1"}}`, thread, rid),
+		fmt.Sprintf(`{"type":"error","code":"card_closed","message":"card is no longer open","ref":%q}`, rid))
+	h.wantScreen("permission for Run Bash: Reject (by web)", "that card was already answered or cancelled elsewhere")
+	h.wantNotScreen("card is no longer open")
+}
+
+// An answer refused because the agent is not running (agent_error, not
+// card_closed) leaves the card open with the reason on it: the card was not
+// answered elsewhere, and a message starts the agent again.
+func TestCardAnswerRefusedWhileTheAgentIsNotRunningKeepsTheCard(t *testing.T) {
+	h, _, rid := answeredHere(t)
+	h.frames(fmt.Sprintf(`{"type":"error","code":"agent_error","message":"the agent is not running; the card stays open","ref":%q}`, rid))
+	h.wantScreen("Permission: Run Bash", "the agent is not running; the card stays open")
+	h.wantNotScreen("elsewhere")
 }
 
 func TestMultiSelectQuestion(t *testing.T) {
@@ -609,6 +652,36 @@ func TestThreadPickerSearches(t *testing.T) {
 	h.wantScreen("Kingfisher notes")
 }
 
+// A search at a cluster's hub that could not ask every machine says which
+// were not searched and why, next to what it found.
+func TestThreadPickerSaysWhichMachinesWereNotSearched(t *testing.T) {
+	h := newHarness(t, Options{NoColor: true})
+	h.be.hits = []chat.SearchHit{{Thread: "t_9", Seq: 3, Kind: "user", Snippet: "heron?", Title: "Birds"}}
+	h.be.unsearched = []client.Unsearched{{Node: "laptop", Reason: "offline"}, {Node: "vm", Reason: "no answer within 5s"}}
+	connected(h, thread1)
+	h.key("ctrl+t")
+	h.key("/")
+	h.typeText("heron")
+	h.key("enter")
+	h.wantScreen("1. Birds · user: heron?", `1 threads found for "heron"`, "not searched: laptop (offline), vm (no answer within 5s)")
+}
+
+// A machine's reason is its words, not the terminal's: its control
+// sequences (a title change, a screen clear) are not written to the screen.
+func TestThreadPickerPrintsAnUnsearchedReasonWithoutItsControlSequences(t *testing.T) {
+	h := newHarness(t, Options{NoColor: true})
+	h.be.unsearched = []client.Unsearched{{Node: "laptop", Reason: "dow\x1b]0;owned\x07n\x1b[2J\r"}}
+	connected(h, thread1)
+	h.key("ctrl+t")
+	h.key("/")
+	h.typeText("heron")
+	h.key("enter")
+	h.wantScreen("not searched: laptop (down)")
+	if v := h.m.View().Content; strings.Contains(v, "\x1b]0;") || strings.Contains(v, "\x1b[2J") || strings.Contains(v, "\x07") || strings.Contains(v, "\r") {
+		t.Errorf("the view carries the machine's control sequences: %q", v)
+	}
+}
+
 func TestInitialChoice(t *testing.T) {
 	noThread := []string{
 		`{"type":"config","chat":"c","channel":"tui","agents":[{"id":"echo"},{"id":"gem"}],"default_agent":"echo"}`,
@@ -853,4 +926,23 @@ func TestProvisionalTextIsApartAndReplaced(t *testing.T) {
 	h.frames(`{"type":"agent_draft","thread":"t_1","text":"Second block","after_seq":2}`,
 		`{"type":"prompt_done","thread":"t_1","seq":3,"stop_reason":"end_turn","message_id":"m1"}`)
 	h.wantNotScreen("Second block", "provisional")
+}
+
+// A draft that only grew comes as what it adds (parley chat asks for appends):
+// it is added to the draft it names; one that names a draft not shown (one
+// was missed) shows nothing rather than a guess, until the next whole draft.
+func TestProvisionalTextTakesAppends(t *testing.T) {
+	h := newHarness(t, Options{})
+	connected(h, thread1)
+	h.frames(`{"type":"turn_status","thread":"t_1","seq":1,"active":true,"message_id":"m1"}`,
+		`{"type":"agent_draft","thread":"t_1","text":"The first","after_seq":1,"id":1}`,
+		`{"type":"agent_draft","thread":"t_1","text":" line, drawn further","after_seq":1,"id":2,"extends":1}`)
+	h.wantScreen("agent · drawing (provisional)", "The first line, drawn further")
+	h.frames(`{"type":"agent_draft","thread":"t_1","text":" and more","after_seq":1,"id":4,"extends":3}`)
+	h.wantNotScreen("provisional", "The first line", "and more")
+	h.frames(`{"type":"agent_draft","thread":"t_1","text":" again","after_seq":1,"id":5,"extends":4}`)
+	h.wantNotScreen("provisional", "again")
+	h.frames(`{"type":"agent_draft","thread":"t_1","text":"Whole again","after_seq":1,"id":6}`,
+		`{"type":"agent_draft","thread":"t_1","text":", growing","after_seq":1,"id":7,"extends":6}`)
+	h.wantScreen("Whole again, growing")
 }

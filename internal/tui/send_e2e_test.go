@@ -11,6 +11,7 @@ import (
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/client"
 	"github.com/parleyhq/parley/internal/testkit"
+	"github.com/parleyhq/parley/internal/testkit/tmuxterm"
 )
 
 // TestSendLeavesChatWhereItIs: a script's parley send (--new, --thread, or
@@ -23,11 +24,11 @@ func TestSendLeavesChatWhereItIs(t *testing.T) {
 	d, _ := startDaemon(t)
 	server := "http://" + d.Addr()
 	const chatID = "e2e-send-chat"
-	tm := startTerm(t, []string{"NO_COLOR=1"}, bin, "chat", "--server", server, "--token", d.Token(), "--chat", chatID)
-	t.Cleanup(func() { t.Logf("the screen at the end:\n%s", tm.screen()) })
-	tm.waitScreen("online", has("│ online"))
-	tm.typeLine("say in the chat's own thread")
-	tm.waitScreen("the answer", has("  in the chat's own thread"))
+	tm := tmuxterm.Start(t, []string{"NO_COLOR=1"}, bin, "chat", "--server", server, "--token", d.Token(), "--chat", chatID)
+	t.Cleanup(func() { t.Logf("the screen at the end:\n%s", tm.Screen()) })
+	tm.WaitScreen("online", tmuxterm.Has("│ online"))
+	tm.TypeLine("say in the chat's own thread")
+	tm.WaitScreen("the answer", tmuxterm.Has("  in the chat's own thread"))
 
 	api := client.API{Server: server, Token: d.Token()}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -71,10 +72,10 @@ func TestSendLeavesChatWhereItIs(t *testing.T) {
 	// A plain send goes where the chat is, and the chat shows the answer.
 	send("say to the chat's thread")
 	stays("a plain send")
-	tm.waitScreen("the plain send's answer in the chat", has("  to the chat's thread"))
+	tm.WaitScreen("the plain send's answer in the chat", tmuxterm.Has("  to the chat's thread"))
 	// What the person types next still goes to their thread.
-	tm.typeLine("say typed after the sends")
-	s := tm.waitScreen("the answer", has("  typed after the sends"))
+	tm.TypeLine("say typed after the sends")
+	s := tm.WaitScreen("the answer", tmuxterm.Has("  typed after the sends"))
 	for _, gone := range []string{"from cron in a new thread", "again in the cron thread"} {
 		if strings.Contains(s, gone) {
 			t.Errorf("the chat shows %q, from the cron thread:\n%s", gone, s)
@@ -99,16 +100,16 @@ func TestPickerKeysMatchTheList(t *testing.T) {
 			t.Fatalf("seed %d: %v\n%s", i, err, out)
 		}
 	}
-	tm := startTerm(t, []string{"NO_COLOR=1"}, bin, "chat", "--server", server, "--token", d.Token(), "--chat", "e2e-picker")
-	t.Cleanup(func() { t.Logf("the screen at the end:\n%s", tm.screen()) })
-	tm.waitScreen("online", has("│ online"))
-	tm.keys("C-t")
-	tm.waitScreen("the picker with its threads", has("8. echo · "))
+	tm := tmuxterm.Start(t, []string{"NO_COLOR=1"}, bin, "chat", "--server", server, "--token", d.Token(), "--chat", "e2e-picker")
+	t.Cleanup(func() { t.Logf("the screen at the end:\n%s", tm.Screen()) })
+	tm.WaitScreen("online", tmuxterm.Has("│ online"))
+	tm.Keys("C-t")
+	tm.WaitScreen("the picker with its threads", tmuxterm.Has("8. echo · "))
 	for i := 0; i < 12; i++ {
-		tm.keys("Down")
+		tm.Keys("Down")
 	}
 	// Newest first: the 12th thread is the third one made.
-	s := tm.waitScreen("the cursor on the 12th thread", has("› 9. echo · say thread number 3 · "))
+	s := tm.WaitScreen("the cursor on the 12th thread", tmuxterm.Has("› 9. echo · say thread number 3 · "))
 	var title string
 	for _, l := range strings.Split(s, "\n") {
 		if rest, ok := strings.CutPrefix(strings.TrimLeft(l, " ›"), "1. echo · "); ok {
@@ -118,6 +119,6 @@ func TestPickerKeysMatchTheList(t *testing.T) {
 	if title == "" || strings.Contains(s, "0. + new thread here") {
 		t.Fatalf("scrolled down 12, want the rows in view numbered from 1 and the first rows gone:\n%s", s)
 	}
-	tm.keys("1")
-	tm.waitScreen("the thread labelled 1 opened", has(" "+title+" "))
+	tm.Keys("1")
+	tm.WaitScreen("the thread labelled 1 opened", tmuxterm.Has(" "+title+" "))
 }

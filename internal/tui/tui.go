@@ -35,8 +35,9 @@ type Options struct {
 type Backend interface {
 	Send(ctx context.Context, v any) error
 	Threads(ctx context.Context) ([]chat.Thread, error)
-	// Search finds threads by title and message text (GET /api/search).
-	Search(ctx context.Context, q string) ([]chat.SearchHit, error)
+	// Search finds threads by title and message text (GET /api/search);
+	// at a cluster's hub it names the machines it did not cover.
+	Search(ctx context.Context, q string) ([]chat.SearchHit, []client.Unsearched, error)
 	// Usage is a thread's usage totals (GET /api/threads/{id}).
 	Usage(ctx context.Context, id chat.ThreadID) (chat.UsageTotals, error)
 }
@@ -47,7 +48,7 @@ func Run(ctx context.Context, opt Options) error {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	link := NewLink(opt.Server, opt.Token, client.Options{Chat: opt.Chat, Channel: "tui", Since: -1}, log)
+	link := NewLink(opt.Server, opt.Token, client.Options{Chat: opt.Chat, Channel: "tui", Since: -1, DraftAppends: true}, log)
 	m := New(opt, link)
 	popts := []tea.ProgramOption{tea.WithContext(ctx)}
 	if opt.NoColor {

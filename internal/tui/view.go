@@ -56,6 +56,8 @@ func (m *Model) bottomHeight() int {
 	switch {
 	case m.picker != nil:
 		return min(len(m.pickerLines()), m.height/2)
+	case m.manager != nil:
+		return min(len(m.managerLines()), m.height/2)
 	case m.card() != nil:
 		return min(len(m.cardLines(m.card())), m.height-4)
 	}
@@ -75,6 +77,8 @@ func (m *Model) View() tea.View {
 	switch {
 	case m.picker != nil:
 		b.WriteString(m.fit(m.pickerLines(), m.bottomHeight()))
+	case m.manager != nil:
+		b.WriteString(m.fit(m.managerLines(), m.bottomHeight()))
 	case m.card() != nil:
 		b.WriteString(m.fit(m.cardLines(m.card()), m.bottomHeight()))
 	default:
@@ -186,6 +190,9 @@ func (m *Model) helpLine() string {
 	}
 	if s == "" && !m.online && m.offline != "" {
 		s = "offline: " + m.offline
+	}
+	if s == "" && m.agentGone() {
+		s = "the agent " + m.thread.Agent + " is not configured: ^E moves this thread to another agent"
 	}
 	if s == "" {
 		s = "Enter send · Alt+Enter newline · Esc stop · ^T threads · ^N new · ⇧Tab mode · ^O tools · ^C^C quit"

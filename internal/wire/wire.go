@@ -28,6 +28,8 @@ const (
 	TypeSetConfigOption    = "set_config_option"
 	TypeResumeSession      = "resume_session"
 	TypeOpenThread         = "open_thread"
+	TypeEditThread         = "edit_thread"
+	TypeDeleteThread       = "delete_thread"
 	TypePing               = "ping"
 )
 
@@ -45,6 +47,8 @@ type Input struct {
 	SetOption  *router.SetOption        `json:"-"`
 	Resume     *router.ResumeIntent     `json:"-"`
 	Open       *OpenThread              `json:"-"`
+	Edit       *EditThread              `json:"-"`
+	Delete     *DeleteThread            `json:"-"`
 }
 
 // Ref is the id an error about this input should name.
@@ -57,12 +61,31 @@ func (in Input) Ref() string {
 		ref = in.Permission.RequestID
 	case in.Answer != nil:
 		ref = in.Answer.RequestID
+	case in.Edit != nil:
+		ref = in.Edit.Ref
+	case in.Delete != nil:
+		ref = in.Delete.Ref
 	}
 	return clip(ref)
 }
 
 // OpenThread attaches the route to one of parley's existing threads.
 type OpenThread struct {
+	ThreadID string `json:"thread_id"`
+}
+
+// EditThread renames a thread, (un)archives it or moves it to another agent
+// (the route's thread when ThreadID is empty). Ref, the client's, names the
+// answer: done, or an error.
+type EditThread struct {
+	Ref      string `json:"ref,omitempty"`
+	ThreadID string `json:"thread_id,omitempty"`
+	router.ThreadEdit
+}
+
+// DeleteThread deletes a thread (router.DeleteThread).
+type DeleteThread struct {
+	Ref      string `json:"ref,omitempty"`
 	ThreadID string `json:"thread_id"`
 }
 
@@ -110,6 +133,7 @@ func Decode(data []byte) (Input, error) {
 		Type      string `json:"type"`
 		MessageID string `json:"message_id"`
 		RequestID string `json:"request_id"`
+		Ref       string `json:"ref"`
 	}
 	if err := json.Unmarshal(data, &head); err != nil {
 		return Input{}, bad("", "input is not valid JSON: %s", jsonErr(err))
@@ -117,6 +141,9 @@ func Decode(data []byte) (Input, error) {
 	ref := head.MessageID
 	if ref == "" {
 		ref = head.RequestID
+	}
+	if ref == "" {
+		ref = head.Ref
 	}
 	in := Input{Type: head.Type}
 	var v any
@@ -148,6 +175,12 @@ func Decode(data []byte) (Input, error) {
 	case TypeOpenThread:
 		in.Open = &OpenThread{}
 		v = in.Open
+	case TypeEditThread:
+		in.Edit = &EditThread{}
+		v = in.Edit
+	case TypeDeleteThread:
+		in.Delete = &DeleteThread{}
+		v = in.Delete
 	default:
 		return Input{}, bad(clip(ref), "unknown input type %q", truncate(head.Type, 64))
 	}

@@ -123,6 +123,26 @@ test("provisional text is shown apart, replaced by each draft and ended by the f
   assert.equal(f.view.draft, undefined);
 });
 
+test("a draft that only grew comes as what it adds, and only onto the draft shown", () => {
+  const f = new Fold();
+  const t = "t_1";
+  f.apply({ type: "turn_status", thread: t, seq: 1, active: true, message_id: "m1" } as never, false);
+  f.apply({ type: "agent_draft", thread: t, text: "The first", after_seq: 1, id: 1 } as never, false);
+  f.apply({ type: "agent_draft", thread: t, text: " line", after_seq: 1, id: 2, extends: 1 } as never, false);
+  assert.equal(f.view.draft, "The first line");
+  f.apply({ type: "agent_draft", thread: t, text: " and more", after_seq: 1, id: 4, extends: 3 } as never, false);
+  assert.equal(f.view.draft, undefined, "an append onto a draft missed: nothing rather than a guess");
+  f.apply({ type: "agent_draft", thread: t, text: " again", after_seq: 1, id: 5, extends: 4 } as never, false);
+  assert.equal(f.view.draft, undefined, "nor onto the one after it");
+  f.apply({ type: "agent_draft", thread: t, text: "Whole again", after_seq: 1, id: 6 } as never, false);
+  f.apply({ type: "agent_draft", thread: t, text: ", growing", after_seq: 1, id: 7, extends: 6 } as never, false);
+  assert.equal(f.view.draft, "Whole again, growing");
+  f.apply({ type: "agent_chunk", thread: t, seq: 2, text: "Whole again, growing." } as never, false);
+  assert.equal(f.view.draft, undefined);
+  f.apply({ type: "agent_draft", thread: t, text: " more", after_seq: 2, id: 8, extends: 7 } as never, false);
+  assert.equal(f.view.draft, undefined, "the final words ended the draft it extends");
+});
+
 test("a stop taken on any screen shows stopping until the agent's cancelled end", () => {
   const th = { thread: "t1", ts: "2026-12-04T20:00:00.000Z" };
   const { f } = fold([
@@ -144,4 +164,17 @@ test("a stop taken on any screen shows stopping until the agent's cancelled end"
   // The next turn starts without it.
   f.apply({ type: "turn_status", ...th, seq: 6, active: true, message_id: "m2" } as never, false);
   assert.equal(f.view.stopping, false, "a new turn is not stopping");
+});
+
+test("a card whose answer was refused while its agent is not running stays open; one answered elsewhere closes", () => {
+  const card = (id: string): Frame => ({ type: "permission_request", seq: 1, request_id: id, tool: { name: "Bash", input: {} }, options: [{ option_id: "allow", name: "Allow", kind: "allow_once" }] });
+  const { f } = fold([card("r1"), card("r2")]);
+  f.apply({ type: "error", code: "agent_error", ref: "r1", message: "the agent is not running" } as never, false);
+  f.apply({ type: "error", code: "card_closed", ref: "r2", message: "card is no longer open" } as never, false);
+  const perms = of(f.view.items, "permission");
+  assert.equal(perms[0].state, "open");
+  assert.equal(perms[0].note, "the agent is not running");
+  assert.ok(!f.closedCards.has("r1"));
+  assert.equal(perms[1].state, "closed");
+  assert.ok(f.closedCards.has("r2"));
 });

@@ -89,6 +89,8 @@ export type ChatView = {
   // Provisional text (agent_draft): what a terminal agent's screen shows of
   // the answer before its final words come, drawn apart after the items.
   draft?: string;
+  // The draft shown's id: an append (extends) adds to it alone.
+  draftID?: number;
 };
 
 // Events of the log that end the provisional text shown before them.
@@ -169,12 +171,19 @@ export class Fold {
 
   // apply folds one event into the conversation.
   apply(ev: ServerEvent, replaying: boolean) {
-    if (ev.seq && this.view.draft !== undefined && draftEnds.has(ev.type)) this.view = { ...this.view, draft: undefined };
+    if (ev.seq && (this.view.draft !== undefined || this.view.draftID !== undefined) && draftEnds.has(ev.type)) {
+      this.view = { ...this.view, draft: undefined, draftID: undefined };
+    }
     const v = this.view;
     switch (ev.type) {
-      case "agent_draft":
-        this.view = { ...v, draft: ev.text || undefined };
+      case "agent_draft": {
+        // Whole, or (extends) what it adds to the draft shown; an append to
+        // a draft not shown (one was missed) shows none until a whole one.
+        const onto = !ev.extends || ev.extends === v.draftID;
+        const text = !ev.extends ? ev.text : onto ? (v.draft ?? "") + ev.text : "";
+        this.view = { ...v, draft: text || undefined, draftID: onto ? ev.id : undefined };
         break;
+      }
       case "user_message":
         this.sink.ack(ev.message_id);
         if (this.has("u:" + ev.message_id)) {
@@ -296,9 +305,13 @@ export class Fold {
         }
         break;
       case "error":
-        if (ev.ref && this.index.has("c:" + ev.ref)) {
+        if (ev.ref && this.index.has("c:" + ev.ref) && ev.code === "card_closed") {
           this.closedCards.add(ev.ref);
           this.patchCard(ev.ref, { state: "closed", note: ev.message });
+        } else if (ev.ref && this.index.has("c:" + ev.ref)) {
+          // The answer was refused but the card is still open (its agent is
+          // not running now): it stays answerable, saying why.
+          this.patchCard(ev.ref, { state: "open", note: ev.message });
         } else if (ev.ref && this.has("u:" + ev.ref)) {
           this.sink.ack(ev.ref);
           this.receipt(ev.ref, { state: "failed", detail: ev.message });
@@ -313,6 +326,10 @@ export class Fold {
         if (ev.state === "exited" && ev.detail) {
           this.push({ kind: "notice", key: "s:" + (ev.seq ?? this.next()), level: "info", text: `session ${ev.state}: ${ev.detail}` });
         }
+        break;
+      case "thread_info":
+        // A move says, in the conversation, what the new agent knows.
+        if (ev.moved_from) this.push({ kind: "notice", key: "m:" + (ev.seq ?? this.next()), level: "info", text: movedText(ev.moved_from, ev.agent ?? "", ev.context_messages ?? 0) });
         break;
     }
   }
@@ -407,4 +424,12 @@ function stopText(reason: string): string {
     default:
       return "The turn ended with an error.";
   }
+}
+
+// movedText says what a thread's move changed, in the conversation.
+export function movedText(from: string, to: string, context: number): string {
+  const given = context > 0
+    ? `Your next message goes with the last ${context} message${context === 1 ? "" : "s"} of this thread, as context.`
+    : "No earlier messages are given to it.";
+  return `Moved from ${from} to ${to}. ${to} starts a fresh session in the same folder: it does not have ${from}'s memory of this conversation. ${given}`;
 }

@@ -51,6 +51,9 @@ export type Thread = {
 // SearchHit is one place GET /api/search matched: a title (seq 0), a person's
 // message (its seq) or an answer (the seq of its first chunk).
 export type SearchHit = { thread: string; seq: number; kind: "title" | "user" | "agent"; snippet: string; title: string; archived?: boolean };
+// Unsearched is a machine a search at a cluster's hub did not cover, and why
+// ("offline", "no answer within 5s", an error).
+export type Unsearched = { node: string; reason: string };
 
 export type PermissionOption = { id: string; label: string; kind: string };
 export type QuestionOption = { label: string; description?: string };
@@ -73,7 +76,7 @@ type Logged = { thread?: string; seq?: number; ts?: string };
 
 export type ServerEvent = Logged &
   (
-    | { type: "config"; chat: string; channel?: string; agents: AgentInfo[]; default_agent: string; version: string }
+    | { type: "config"; chat: string; channel?: string; agents: AgentInfo[]; default_agent: string; version: string; limits?: { max_message_bytes?: number } }
     | { type: "thread"; thread: Thread }
     | { type: "replay_done"; last_seq: number }
     | { type: "history_pruned"; through_seq: number }
@@ -83,7 +86,7 @@ export type ServerEvent = Logged &
     | { type: "agent_chunk"; text: string; message_id?: string }
     // Provisional text (a terminal agent's screen): no seq, never in the log;
     // it belongs right after the event after_seq and replaces the last one.
-    | { type: "agent_draft"; text: string; after_seq: number }
+    | { type: "agent_draft"; text: string; after_seq: number; id?: number; extends?: number }
     | { type: "thought_chunk"; text: string }
     | { type: "tool_call"; tool_call_id: string; title: string; kind: string; status: string; input?: unknown; locations?: Location[] }
     | { type: "tool_call_update"; tool_call_id: string; status?: string; title?: string; output?: string; diffs?: Diff[]; locations?: Location[] }
@@ -99,7 +102,9 @@ export type ServerEvent = Logged &
     | { type: "prompt_done"; stop_reason: string; message_id?: string; cost_usd?: number }
     | { type: "error"; code: string; message: string; ref?: string }
     | { type: "session"; state: string; session_id?: string; detail?: string }
-    | { type: "thread_info"; title: string; archived: boolean }
+    | { type: "thread_info"; title: string; archived: boolean; agent?: string; moved_from?: string; context_messages?: number }
+    // Answers this connection's edit_thread or delete_thread (never logged).
+    | { type: "done"; ref?: string; note?: string }
   );
 
 export type DeliveryState = "queued" | "delivering" | "submitted" | "failed" | "unknown";
@@ -128,6 +133,8 @@ export type ClientInput =
   | { type: "set_config_option"; config_id: string; value: string }
   | { type: "resume_session"; agent: string; session_id: string; cwd: string }
   | { type: "open_thread"; thread_id: string }
+  | { type: "edit_thread"; ref: string; thread_id: string; title?: string; archived?: boolean; agent?: string; context_messages?: number }
+  | { type: "delete_thread"; ref: string; thread_id: string }
   | { type: "ping" };
 
 export type ConnState = "connecting" | "online" | "offline";
@@ -230,6 +237,7 @@ export class ChatSocket {
     const q = new URLSearchParams();
     if (this.chat) q.set("chat", this.chat);
     q.set("channel", this.opts.channel ?? "web");
+    q.set("drafts", "append"); // a draft that only grew comes as what it adds (fold.ts)
     const since = this.current ? this.held.get(this.current) : undefined;
     if (since) {
       q.set("since", String(since));

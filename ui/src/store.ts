@@ -2,7 +2,8 @@
 // its events into a conversation, cards with their server state, and receipts.
 // Card state comes from the server alone: a card is open only while the server says so.
 
-import { AgentInfo, PluginStatus, Answers, ChatSocket, ClientInput, ConnState, FileData, Intent, SearchHit, ServerEvent, SocketSink, Thread, newID } from "./protocol";
+import { dropFiles, getFiles, putFiles } from "./filestore";
+import { AgentInfo, PluginStatus, Answers, ChatSocket, ClientInput, ConnState, FileData, Intent, SearchHit, ServerEvent, SocketSink, Thread, Unsearched, newID } from "./protocol";
 
 import { Fold, type ChatView } from "./fold";
 import type { UsageTotals } from "./chat/usage";
@@ -23,7 +24,9 @@ export type Chat = ChatView & {
 };
 
 // Search is the thread search: what was typed, what it found, or why not.
-export type Search = { q: string; hits: SearchHit[]; error?: string; busy: boolean };
+// unsearched: the machines a hub's search did not cover, so that hits never
+// look complete when they are not.
+export type Search = { q: string; hits: SearchHit[]; unsearched: Unsearched[]; error?: string; busy: boolean };
 
 export type State = {
   conn: ConnState;
@@ -39,17 +42,24 @@ export type State = {
   // This machine's name when it is a cluster's hub ("" otherwise).
   node: string;
   version: string;
+  // limits.max_message_bytes, from the config event (0 until it came).
+  maxMessageBytes: number;
   threads: Thread[];
   // The archived threads, while the person looks at them (null: hidden).
   archived: Thread[] | null;
   search: Search;
+  // Why messages not yet sent would not survive this page closing ("" when
+  // they would): the browser refused to keep them.
+  unsaved: string;
   // Last seq seen per thread, for unread markers.
   seen: Record<string, number>;
   chat: Chat;
   authFailed: boolean;
 };
 
-type Outgoing = { message_id: string; text: string; intent?: Intent; chat: string; files?: FileData[] };
+// An outbox entry. In localStorage its files are left out (has_files says
+// there are some): they are kept in IndexedDB (filestore.ts).
+type Outgoing = { message_id: string; text: string; intent?: Intent; chat: string; files?: FileData[]; has_files?: boolean };
 
 const OUTBOX = "parley.outbox";
 const SEEN = "parley.seen";
@@ -63,11 +73,12 @@ function load<T>(k: string, d: T): T {
     return d;
   }
 }
-function save(k: string, v: unknown) {
+function save(k: string, v: unknown): boolean {
   try {
     localStorage.setItem(k, JSON.stringify(v));
+    return true;
   } catch {
-    /* storage full or disabled: the outbox then lives only in memory */
+    return false; // storage full or disabled
   }
 }
 
@@ -112,9 +123,13 @@ export class Store implements SocketSink {
   private wantFocus: { thread: string; seq: number } | null = null;
   private searchTimer: ReturnType<typeof setTimeout> | undefined;
   private searchSeq = 0;
+  // Thread edits and deletes sent on the socket, by ref, waiting for their
+  // done or error (a delete of the thread shown: for the socket's close).
+  private pending = new Map<string, { resolve: () => void; reject: (e: Error) => void; deletes?: string }>();
 
   constructor(private readonly fetcher: Fetcher = (p, init) => fetch(p, { credentials: "same-origin", ...init }), onUnauthorized?: () => void) {
     this.onUnauthorized = onUnauthorized ?? (() => {});
+    queueMicrotask(() => this.restoreFiles());
     this.state = {
       conn: "connecting",
       everOnline: false,
@@ -124,9 +139,11 @@ export class Store implements SocketSink {
       defaultAgent: "",
       node: "",
       version: "",
+      maxMessageBytes: 0,
       threads: [],
       archived: null,
-      search: { q: "", hits: [], busy: false },
+      search: { q: "", hits: [], unsearched: [], busy: false },
+      unsaved: "",
       seen: load(SEEN, {}),
       chat: emptyChat(""),
       authFailed: false,
@@ -325,27 +342,52 @@ export class Store implements SocketSink {
   }
 
   // ---- managing threads ----
+  // Rename, archive, move and delete go on the socket (edit_thread,
+  // delete_thread), the path parley chat takes too; thread_info tells every tab.
 
   async renameThread(id: string, title: string) {
-    const v = await this.call<{ thread: Thread }>("PATCH", `/api/threads/${encodeURIComponent(id)}`, { title });
-    this.threadChanged(v.thread);
+    await this.request({ type: "edit_thread", ref: newID("r_"), thread_id: id, title });
+    this.threadEdited(id, { title: title.trim() });
   }
 
   async archiveThread(id: string, archived: boolean) {
-    const v = await this.call<{ thread: Thread }>("PATCH", `/api/threads/${encodeURIComponent(id)}`, { archived });
-    this.threadChanged(v.thread);
+    await this.request({ type: "edit_thread", ref: newID("r_"), thread_id: id, archived });
+    this.threadEdited(id, { archived });
+  }
+
+  // moveThread gives a thread whose agent is gone to another agent; context is
+  // how many of its last messages go to the new agent with the next message.
+  async moveThread(id: string, agent: string, context: number) {
+    await this.request({ type: "edit_thread", ref: newID("r_"), thread_id: id, agent, ...(context > 0 ? { context_messages: context } : {}) });
+    this.threadEdited(id, { agent, state: "unloaded" });
   }
 
   // deleteThread deletes a thread; the server closes every socket showing it,
-  // saying why (see conn).
+  // saying why (see conn): for the thread shown, that close is the answer.
   async deleteThread(id: string) {
-    await this.call("DELETE", `/api/threads/${encodeURIComponent(id)}`);
+    await this.request({ type: "delete_thread", ref: newID("r_"), thread_id: id }, id);
     this.set({ threads: this.state.threads.filter((t) => t.id !== id), archived: this.state.archived?.filter((t) => t.id !== id) ?? null });
     if (this.state.chat.thread?.id === id) this.threadGone("This thread was deleted.");
   }
 
-  private threadChanged(t: Thread) {
-    if (this.state.chat.thread?.id === t.id) this.setChat({ thread: { ...this.state.chat.thread, title: t.title, archived: t.archived } });
+  // request sends a thread edit or delete and waits for its answer.
+  private request(i: ClientInput & { ref: string }, deletes?: string): Promise<void> {
+    return new Promise((resolve, reject) => {
+      if (!this.input(i)) {
+        reject(new Error("Not connected to parley: try again once the page is back online."));
+        return;
+      }
+      const timer = setTimeout(() => {
+        this.pending.delete(i.ref);
+        reject(new Error("parley did not answer in 20 s: check the thread before trying again."));
+      }, 20000);
+      const end = () => { clearTimeout(timer); this.pending.delete(i.ref); };
+      this.pending.set(i.ref, { resolve: () => { end(); resolve(); }, reject: (e) => { end(); reject(e); }, deletes });
+    });
+  }
+
+  private threadEdited(id: string, change: Partial<Thread>) {
+    if (this.state.chat.thread?.id === id) this.setChat({ thread: { ...this.state.chat.thread, ...change } });
     void this.refresh();
   }
 
@@ -365,20 +407,20 @@ export class Store implements SocketSink {
   // search asks the server once typing pauses; an answer to an older search is dropped.
   search(q: string) {
     clearTimeout(this.searchTimer);
+    const n = ++this.searchSeq; // an answer to an earlier search, still on its way, is dropped
     if (!q.trim()) {
-      this.set({ search: { q, hits: [], busy: false } });
+      this.set({ search: { q, hits: [], unsearched: [], busy: false } });
       return;
     }
     this.set({ search: { ...this.state.search, q, busy: true } });
-    const n = ++this.searchSeq;
     this.searchTimer = setTimeout(async () => {
       let next: Search;
       try {
-        const v = await this.call<{ hits: SearchHit[] }>("GET", `/api/search?q=${encodeURIComponent(q)}`);
-        next = { q, hits: v.hits ?? [], busy: false };
+        const v = await this.call<{ hits: SearchHit[]; unsearched?: Unsearched[] }>("GET", `/api/search?q=${encodeURIComponent(q)}`);
+        next = { q, hits: v.hits ?? [], unsearched: v.unsearched ?? [], busy: false };
       } catch (e) {
         if (e instanceof Unauthorized) return;
-        next = { q, hits: [], busy: false, error: (e as Error).message };
+        next = { q, hits: [], unsearched: [], busy: false, error: (e as Error).message };
       }
       if (n === this.searchSeq) this.set({ search: next });
     }, 200);
@@ -439,8 +481,13 @@ export class Store implements SocketSink {
   private enqueue(o: Outgoing) {
     if (o.files) this.sentFiles.set(o.message_id, o.files);
     if (o.intent) this.sentIntents.set(o.message_id, o.intent);
+    if (o.files) o.has_files = true;
     this.outbox = this.outbox.filter((x) => x.message_id !== o.message_id).concat(o);
-    save(OUTBOX, this.outbox);
+    this.saveOutbox();
+    if (o.files) {
+      putFiles(o.message_id, o.files).catch((e: Error) =>
+        this.set({ unsaved: `The files attached to a message not yet sent could not be kept in this browser (${e.message}): they are lost if this page closes before it is sent.` }));
+    }
     const shown = o.files?.map((f) => ({ name: f.name, mime_type: f.mime_type, url: f.mime_type?.startsWith("image/") ? `data:${f.mime_type};base64,${f.data}` : undefined }));
     this.fold.user({ kind: "user", key: "u:" + o.message_id, message_id: o.message_id, text: o.text, ...(shown ? { files: shown } : {}) });
     this.fold.receipt(o.message_id, { state: "sending" });
@@ -453,14 +500,41 @@ export class Store implements SocketSink {
     if (!this.socket?.isOpen) return;
     for (const o of this.outbox) {
       if (o.chat && o.chat !== this.chatID) continue;
+      if (o.has_files && !o.files) continue; // its files are still being read back
       this.socket.send({ type: "message", message_id: o.message_id, text: o.text, ...(o.intent ? { intent: o.intent } : {}), ...(o.files ? { files: o.files } : {}) });
     }
   }
 
   private ack(messageID: string) {
-    if (!this.outbox.some((o) => o.message_id === messageID)) return;
-    this.outbox = this.outbox.filter((o) => o.message_id !== messageID);
-    save(OUTBOX, this.outbox);
+    const o = this.outbox.find((x) => x.message_id === messageID);
+    if (!o) return;
+    this.outbox = this.outbox.filter((x) => x.message_id !== messageID);
+    this.saveOutbox();
+    if (o.has_files) void dropFiles(messageID);
+  }
+
+  // saveOutbox keeps the outbox's text in localStorage (files are in
+  // IndexedDB); a refusal is said, never silent.
+  private saveOutbox() {
+    const ok = save(OUTBOX, this.outbox.map(({ files: _files, ...o }) => o));
+    const why = "Messages not yet sent could not be kept in this browser (its storage is full or off): they are lost if this page closes before they are sent.";
+    if (!ok) this.set({ unsaved: why });
+    else if (this.state.unsaved === why) this.set({ unsaved: "" });
+  }
+
+  // restoreFiles gives outbox entries kept by an earlier page their files
+  // back from IndexedDB, then sends them.
+  private restoreFiles() {
+    for (const o of this.outbox) {
+      // Kept whole in localStorage by an older page: its files move to IndexedDB.
+      if (o.files && !o.has_files) {
+        o.has_files = true;
+        void putFiles(o.message_id, o.files).then(() => this.saveOutbox(), () => {});
+      }
+    }
+    const want = this.outbox.filter((o) => o.has_files && !o.files);
+    if (!want.length) return;
+    void Promise.all(want.map((o) => getFiles(o.message_id).then((f) => { if (f) o.files = f; }, () => {}))).then(() => this.flush());
   }
 
   // loadTotals fetches the shown thread's usage totals.
@@ -522,6 +596,10 @@ export class Store implements SocketSink {
   // ---- SocketSink ----
 
   conn(s: ConnState, detail?: string) {
+    if (s === "offline" && detail === DELETED) {
+      // A delete of the thread shown was answered by the close itself.
+      for (const p of [...this.pending.values()]) if (p.deletes && p.deletes === this.state.chat.thread?.id) p.resolve();
+    }
     if (s === "offline" && detail === DELETED && this.state.chat.thread) {
       // Deleted here or elsewhere: the server closed the socket saying so.
       this.threadGone("This thread was deleted.");
@@ -570,7 +648,8 @@ export class Store implements SocketSink {
     const c = this.state.chat;
     switch (ev.type) {
       case "config":
-        this.set({ agents: ev.agents?.length ? mergeAgents(this.state.agents, ev.agents) : this.state.agents, defaultAgent: ev.default_agent, version: ev.version });
+        this.set({ agents: ev.agents?.length ? mergeAgents(this.state.agents, ev.agents) : this.state.agents, defaultAgent: ev.default_agent, version: ev.version,
+          maxMessageBytes: ev.limits?.max_message_bytes || this.state.maxMessageBytes });
         if (ev.chat && ev.chat !== c.chat) {
           // Outbox entries written before the server named this chat belong to it.
           for (const o of this.outbox) if (!o.chat) o.chat = ev.chat;
@@ -592,9 +671,18 @@ export class Store implements SocketSink {
         if (this.state.chat.gone) this.setChat({ gone: undefined });
         return;
       }
+      case "done":
+        if (ev.ref) this.pending.get(ev.ref)?.resolve();
+        return;
+      case "error":
+        if (ev.ref && this.pending.has(ev.ref)) {
+          this.pending.get(ev.ref)!.reject(new Error(ev.message || ev.code));
+          return;
+        }
+        break;
       case "thread_info":
-        // Renamed or (un)archived, here or elsewhere: every tab hears it.
-        if (c.thread && c.thread.id === ev.thread) this.setChat({ thread: { ...c.thread, title: ev.title, archived: ev.archived } });
+        // Renamed, (un)archived or moved, here or elsewhere: every tab hears it.
+        if (c.thread && c.thread.id === ev.thread) this.setChat({ thread: { ...c.thread, title: ev.title, archived: ev.archived, ...(ev.agent ? { agent: ev.agent } : {}), ...(ev.moved_from ? { state: "unloaded" } : {}) } });
         if (!replaying) void this.refresh();
         break;
       case "replay_done":

@@ -411,8 +411,14 @@ func (a *agent) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.Ne
 		// the gate (ensureThread).
 		later = &laterThread{cwd: p.Cwd, plugin: plugin}
 	case cur == "":
-		if _, err := a.newThread(ctx, route, p.Cwd, plugin); err != nil {
+		id, err := a.newThread(ctx, route, p.Cwd, plugin)
+		if err != nil {
 			return acp.NewSessionResponse{}, rpcErr(err)
+		}
+		if id == "" {
+			// On another machine (agent@node at a cluster's hub): the
+			// first prompt makes it there, and the session follows it.
+			later = &laterThread{cwd: p.Cwd, plugin: plugin}
 		}
 	}
 	// A new session on a route that already shows a thread (a plugin back after

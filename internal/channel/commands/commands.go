@@ -47,7 +47,7 @@ type spec struct {
 
 var specs = map[string]spec{
 	New:      {"[dir]", "start a new thread (in dir, else in this thread's directory)"},
-	Agent:    {"[id]", "list the agents, or start a new thread with agent id"},
+	Agent:    {"[id]", "list the agents (every machine's: id@machine), or start a new thread with agent id"},
 	Threads:  {"", "list the threads, newest first"},
 	Switch:   {"<n|id>", "show thread n of /threads (or the thread with that id) here"},
 	Resume:   {"<session>", "attach the agent's native session here"},
@@ -152,7 +152,7 @@ func (r Runner) Run(ctx context.Context, route chat.RouteKey, c Command) string 
 		}
 		return s
 	case New:
-		agent, cwd := r.agentOf(cur), c.Arg
+		agent, cwd := r.newAgent(cur), c.Arg
 		if cwd == "" && cur != nil {
 			cwd = cur.Cwd
 		}
@@ -160,29 +160,34 @@ func (r Runner) Run(ctx context.Context, route chat.RouteKey, c Command) string 
 		if err != nil {
 			return "could not start a thread: " + err.Error()
 		}
-		return "New thread " + string(id) + " with " + agent
+		return started(id, agent)
 	case Agent:
 		if c.Arg == "" {
 			var b strings.Builder
 			b.WriteString("Agents:")
+			want, marked := r.newAgent(cur), false
 			for _, a := range r.Router.Agents() {
-				mark := " "
-				if a.ID == r.agentOf(cur) {
-					mark = "*"
+				id := a.ID
+				if a.Node != "" {
+					id += "@" + a.Node // a cluster's hub lists every machine's, its own first
 				}
-				fmt.Fprintf(&b, "\n%s %s (%s, %s)", mark, a.ID, a.Name, a.Status)
+				mark := " "
+				if !marked && (id == want || a.ID == want) {
+					mark, marked = "*", true
+				}
+				fmt.Fprintf(&b, "\n%s %s (%s, %s)", mark, id, a.Name, a.Status)
 			}
 			return b.String()
 		}
 		cwd := ""
-		if cur != nil {
-			cwd = cur.Cwd
+		if cur != nil && cur.Node == "" {
+			cwd = cur.Cwd // another machine's folders are its own
 		}
 		id, err := r.Router.NewThread(ctx, route, c.Arg, cwd)
 		if err != nil {
 			return "could not start a thread: " + err.Error()
 		}
-		return "New thread " + string(id) + " with " + c.Arg
+		return started(id, c.Arg)
 	case Threads:
 		list, err := r.threads(ctx)
 		if err != nil {
@@ -277,6 +282,26 @@ func (r Runner) current(ctx context.Context, route chat.RouteKey) (*chat.Thread,
 	return &th, nil
 }
 
+// started says what NewThread did: a thread made here, or (no id) one on
+// another machine that the next message starts.
+func started(id chat.ThreadID, agent string) string {
+	if id == "" {
+		a, node, _ := strings.Cut(agent, "@")
+		return "The next message starts a new thread with " + a + " on machine " + node
+	}
+	return "New thread " + string(id) + " with " + agent
+}
+
+// newAgent is the agent of a new thread (/new): agentOf, on the current
+// thread's machine ("agent@node") when it is another machine's.
+func (r Runner) newAgent(cur *chat.Thread) string {
+	if cur != nil && cur.Node != "" {
+		return cur.Agent + "@" + cur.Node
+	}
+	return r.agentOf(cur)
+}
+
+// agentOf is the chat's agent: the current thread's, else the chat's own.
 func (r Runner) agentOf(cur *chat.Thread) string {
 	switch {
 	case cur != nil:

@@ -122,3 +122,47 @@ func TestAgentCmdGoesToTheChatsAgent(t *testing.T) {
 		t.Errorf("sent: got %+v, want /review a.go for the thread's claude", fr.sent)
 	}
 }
+
+type machinesRouter struct {
+	fakeRouter
+	started []string // agent, cwd of each NewThread
+}
+
+func (m *machinesRouter) Agents() []chat.AgentInfo {
+	return []chat.AgentInfo{{ID: "claude", Name: "Claude Code", Status: "ready", Node: "hub"},
+		{ID: "claude", Name: "Claude Code", Status: "offline", Node: "b"}}
+}
+
+func (m *machinesRouter) NewThread(_ context.Context, _ chat.RouteKey, agent, cwd string) (chat.ThreadID, error) {
+	m.started = append(m.started, agent+" "+cwd)
+	if strings.Contains(agent, "@b") {
+		return "", nil // another machine's: the next message starts it
+	}
+	return "t2", nil
+}
+
+// At a cluster's hub /agent lists every machine's agents as id@machine, the
+// current thread's marked on its machine; /agent claude@b says the next
+// message starts the thread there; /new on b's thread starts the next one on
+// b, in the same folder.
+func TestAgentListsEveryMachinesAgentsAndStartsOnOne(t *testing.T) {
+	route := chat.RouteKey{Channel: "telegram", Chat: "42"}
+	ctx := context.Background()
+	mr := &machinesRouter{fakeRouter: fakeRouter{thread: "t1@b"}}
+	r := Runner{Router: mr, Store: fakeStore{th: chat.Thread{ID: "t1@b", Agent: "claude", Cwd: "/b/work", Node: "b"}}}
+	if got, want := r.Run(ctx, route, Command{Name: Agent}), "Agents:\n  claude@hub (Claude Code, ready)\n* claude@b (Claude Code, offline)"; got != want {
+		t.Errorf("/agent: got %q, want %q", got, want)
+	}
+	if got := r.Run(ctx, route, Command{Name: Agent, Arg: "claude@b"}); got != "The next message starts a new thread with claude on machine b" {
+		t.Errorf("/agent claude@b: got %q", got)
+	}
+	if got := r.Run(ctx, route, Command{Name: New}); got != "The next message starts a new thread with claude on machine b" {
+		t.Errorf("/new on b's thread: got %q", got)
+	}
+	if got := r.Run(ctx, route, Command{Name: Agent, Arg: "claude@hub"}); got != "New thread t2 with claude@hub" {
+		t.Errorf("/agent claude@hub: got %q", got)
+	}
+	if want := []string{"claude@b ", "claude@b /b/work", "claude@hub "}; strings.Join(mr.started, "|") != strings.Join(want, "|") {
+		t.Errorf("threads asked for: %q, want %q", mr.started, want)
+	}
+}

@@ -179,14 +179,9 @@ func (s *Server) handleDevicePrefs(w http.ResponseWriter, r *http.Request) {
 	if !s.readBody(w, r, &body) {
 		return
 	}
-	p := s.opt.Push.Prefs(id)
-	if body.Turns != nil {
-		p.Turns = *body.Turns
-	}
-	if body.Errors != nil {
-		p.Errors = *body.Errors
-	}
-	if err := s.opt.Push.SetPrefs(id, p); err != nil {
+	// Only what the body names changes: another screen may be changing the
+	// other one at the same moment.
+	if _, err := s.opt.Push.SetPrefs(id, body.Turns, body.Errors); err != nil {
 		s.log.Error("could not save a device's pushes", "device", id, "err", err)
 		httpError(w, http.StatusInternalServerError, "the device's pushes could not be saved: "+err.Error())
 		return

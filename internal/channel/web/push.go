@@ -19,9 +19,10 @@ type Push interface {
 	Subscribed(device string) bool
 	// DeviceGone drops a revoked device's subscriptions.
 	DeviceGone(device string)
-	// Prefs and SetPrefs are a device's optional pushes (a finished turn, an error).
+	// Prefs and SetPrefs are a device's optional pushes (a finished turn, an
+	// error); SetPrefs changes only those given (nil: as it is).
 	Prefs(device string) push.Prefs
-	SetPrefs(device string, p push.Prefs) error
+	SetPrefs(device string, turns, errors *bool) (push.Prefs, error)
 }
 
 func (s *Server) handlePushKey(w http.ResponseWriter, _ *http.Request) {

@@ -475,12 +475,30 @@ func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusBadRequest, err.Error())
 		return
 	}
+	if all, ok := s.store.(everyMachineSearch); ok {
+		hits, unsearched, err := all.SearchAll(r.Context(), r.URL.Query().Get("q"), limit)
+		if err != nil {
+			writeErr(w, err)
+			return
+		}
+		if unsearched == nil {
+			unsearched = []cluster.Unsearched{}
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"hits": hits, "unsearched": unsearched})
+		return
+	}
 	hits, err := s.store.Search(r.Context(), r.URL.Query().Get("q"), limit)
 	if err != nil {
 		writeErr(w, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"hits": hits})
+}
+
+// everyMachineSearch is a cluster hub's store (cluster.View): a search covers
+// every machine and says which it could not.
+type everyMachineSearch interface {
+	SearchAll(ctx context.Context, q string, limit int) ([]chat.SearchHit, []cluster.Unsearched, error)
 }
 
 func (s *Server) handleThread(w http.ResponseWriter, r *http.Request) {

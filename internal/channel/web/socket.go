@@ -92,6 +92,14 @@ func (s *Server) handleSocket(w http.ResponseWriter, r *http.Request) {
 		since = n
 	}
 	sinceThread := chat.ThreadID(q.Get("thread"))
+	// drafts=append: the client adds a draft that only grew to the one it
+	// shows (docs/protocol.md, "Provisional text"); without it, every draft
+	// is whole.
+	appends := q.Get("drafts") == "append"
+	if v := q.Get("drafts"); v != "" && !appends {
+		httpError(w, http.StatusBadRequest, fmt.Sprintf("drafts %q: want append or nothing", v))
+		return
+	}
 	release, ok := s.OpenSocket(w)
 	if !ok {
 		return
@@ -117,7 +125,7 @@ func (s *Server) handleSocket(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithCancel(s.ctx)
 	defer cancel()
 	f, th, err := follow.Subscribe(ctx, follow.Deps{Source: s.store, Router: s.router, Hub: s.hub}, route,
-		follow.Options{Buffer: s.opt.Limits.ConnBuffer, Tail: s.opt.Limits.ReplayTail})
+		follow.Options{Buffer: s.opt.Limits.ConnBuffer, Tail: s.opt.Limits.ReplayTail, DraftAppends: appends})
 	if err != nil {
 		ws.Close(websocket.StatusInternalError, "could not subscribe")
 		return
@@ -270,7 +278,8 @@ func (c *conn) writeEvent(ctx context.Context, p chat.Payload) error {
 // open cards restated, turn_status and replay_done.
 func (c *conn) connectSequence(th *chat.Thread, since int64, sinceThread chat.ThreadID) error {
 	cfg := chat.Config{Chat: c.route.Chat, Channel: c.route.Channel, Agents: c.s.agents(c.ctx),
-		DefaultAgent: c.s.router.DefaultAgent(), Version: c.s.opt.Version.Version}
+		DefaultAgent: c.s.router.DefaultAgent(), Version: c.s.opt.Version.Version,
+		Limits: &chat.ConfigLimits{MaxMessageBytes: c.s.opt.Limits.MaxMessageBytes}}
 	if err := c.writeEvent(c.ctx, cfg); err != nil {
 		return err
 	}
@@ -384,6 +393,20 @@ func (c *conn) handle(ctx context.Context, in wire.Input) {
 		_, err = c.s.router.ResumeSession(ctx, c.route, in.Resume.Agent, in.Resume.SessionID, in.Resume.Cwd)
 	case wire.TypeOpenThread:
 		err = c.s.router.OpenThread(ctx, c.route, chat.ThreadID(in.Open.ThreadID))
+	case wire.TypeEditThread:
+		// The same control as PATCH /api/threads/{id}: thread_info tells
+		// every screen; done tells this connection it took effect.
+		err = c.s.router.Control(ctx, router.Control{From: c.route, Thread: chat.ThreadID(in.Edit.ThreadID), Edit: &in.Edit.ThreadEdit})
+		if err == nil {
+			c.reply(ctx, chat.Done{Ref: in.Ref()})
+		}
+	case wire.TypeDeleteThread:
+		// A connection showing the thread is closed by the delete itself
+		// (the reason says it was deleted), before this done could go.
+		err = c.s.router.DeleteThread(ctx, chat.ThreadID(in.Delete.ThreadID))
+		if err == nil {
+			c.reply(ctx, chat.Done{Ref: in.Ref(), Note: router.DeletedNote})
+		}
 	}
 	outcome := "ok"
 	if err != nil {

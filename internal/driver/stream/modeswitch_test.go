@@ -115,3 +115,38 @@ func TestSetModeReturnsAfterItsModeIsShown(t *testing.T) {
 		t.Errorf("mode shown when SetMode returned: got %q, want bypassPermissions", got)
 	}
 }
+
+// Claude Code reports its model by full id ("claude-opus-4-8[1m]") and lists
+// aliases ("opus[1m]"): the model shown is the list's entry, so every surface
+// names it the one way; family, 1M context and version must all match.
+func TestModelIDShownAsItsListEntry(t *testing.T) {
+	// Claude Code 2.1.197's list.
+	list := []chat.ModeOption{{ID: "default", Name: "Default (recommended)", Description: "Use the default model (currently Opus 4.8 (1M context)) · $5/$25 per Mtok"},
+		{ID: "opus[1m]", Name: "Opus", Description: "Opus 4.8 with 1M context · Best for everyday, complex tasks · $5/$25 per Mtok"},
+		{ID: "sonnet", Name: "Sonnet", Description: "Sonnet 5 · Efficient for routine tasks · $3/$15 per Mtok"},
+		{ID: "sonnet[1m]", Name: "Sonnet 5 (1M context)", Description: "Sonnet 5 for long sessions · $3/$15 per Mtok"},
+		{ID: "haiku", Name: "Haiku", Description: "Haiku 4.5 · Fastest for quick answers · $1/$5 per Mtok"}}
+	for model, want := range map[string]string{
+		"claude-opus-4-8[1m]":       "opus[1m]",
+		"claude-opus-4-8":           "claude-opus-4-8", // the list has Opus with 1M context only
+		"claude-sonnet-5":           "sonnet",
+		"claude-sonnet-5[1m]":       "sonnet[1m]",
+		"claude-sonnet-4-5":         "claude-sonnet-4-5", // Sonnet is Sonnet 5 now: not this one
+		"claude-haiku-4-5-20251001": "haiku",
+		"claude-haiku-4-55":         "claude-haiku-4-55",
+		"opus[1m]":                  "opus[1m]",
+		"some-other-model":          "some-other-model",
+		"":                          "",
+	} {
+		if got := modelValue(model, list); got != want {
+			t.Errorf("modelValue(%q) = %q, want %q", model, got, want)
+		}
+	}
+	md := chat.Mode{ConfigOptions: []chat.ConfigOption{{ID: chat.ModelOption, Current: modelValue("claude-opus-4-8[1m]", list), Values: list}}}
+	if md.ModelName() != "Opus" {
+		t.Errorf("the name shown for claude-opus-4-8[1m]: %q, want Opus", md.ModelName())
+	}
+	if got := modelValue("claude-opus-4-8", nil); got != "claude-opus-4-8" {
+		t.Errorf("without a list: %q", got)
+	}
+}

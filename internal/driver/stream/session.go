@@ -564,7 +564,7 @@ func (s *session) showMode(mode, model string) {
 	if mode != "" && mode != s.mode {
 		s.mode, changed = mode, true
 	}
-	if model != "" && model != s.model {
+	if model = modelValue(model, s.models); model != "" && model != s.model {
 		s.model, changed = model, true
 	}
 	ev := s.modeEventLocked()

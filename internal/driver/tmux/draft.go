@@ -23,7 +23,8 @@ const draftEvery = 100 * time.Millisecond
 
 // draftEveryDeep bounds it (≤ 2/s) once the answer's prompt scrolled off the
 // screen: each read then captures and parses up to draftHistory lines, and
-// the draft (all of a long answer) is resent whole to every subscriber.
+// the draft (all of a long answer) is sent again: whole to a client that did
+// not ask for appends, as what it added to one that did (docs/protocol.md).
 const draftEveryDeep = 500 * time.Millisecond
 
 // draftHistory is how far above the visible screen a long answer's prompt is

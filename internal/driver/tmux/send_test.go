@@ -269,6 +269,45 @@ func TestPromptJunkDuringSend(t *testing.T) {
 	}
 }
 
+// Typing that lands in the box after the send's last look and before its
+// Enter is submitted glued to the message. Before the agent's first hook is
+// heard (its SessionStart can come after its box shows, on a loaded machine)
+// the send is still proven by the UserPromptSubmit hook reporting the glued
+// prompt: not left "unknown" (it reached the agent, junk and all).
+func TestPromptGluedBeforeFirstHookIsProven(t *testing.T) {
+	h := newHarness(t, scenario())
+	s, k := h.start("t-glued")
+	testkit.Eventually(t, 30*time.Second, func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.hooksWork
+	}, "no hook was heard from the agent")
+	s.mu.Lock()
+	s.hooksWork = false // as before its SessionStart hook arrives
+	s.mu.Unlock()
+	s.beforeEnter = func() {
+		s.beforeEnter = nil
+		ctx := context.Background()
+		if err := h.c.SendLiteral(ctx, s.pane, "zzjunk"); err != nil {
+			t.Errorf("typing junk: %v", err)
+			return
+		}
+		testkit.Eventually(t, 20*time.Second, func() bool {
+			scr, err := s.captureVisible(ctx)
+			return err == nil && strings.Contains(scr.Staged(), "zzjunk")
+		}, "the junk never showed in the box")
+	}
+	const text = "a message glued to late typing"
+	if err := h.prompt(s, "m1", text); err != nil {
+		t.Fatalf("Prompt: got %v, want nil (the hook reported the glued prompt)", err)
+	}
+	waitTurns(t, k, 1)
+	got := h.personTexts()
+	if len(got) != 1 || !strings.Contains(got[0], text) || !strings.Contains(got[0], "zzjunk") {
+		t.Fatalf("the model got %q, want the message glued to the junk, once", got)
+	}
+}
+
 // Item 4: the agent is stopped during sends and resumes (its whole screen
 // drawn again, which can leave it garbled); someone types into its box: the
 // next send proves the box empty first, and its message reaches the model

@@ -308,6 +308,9 @@ type session struct {
 	// adopted: it existed before Start (the person's, or ours from before a restart).
 	adopted bool
 	spec    driver.Spec // what Start was asked for: an owned agent that exited is started again from it
+	// beforeEnter, set only by this package's tests, runs right before each
+	// Enter of a send: where a person's typing can land unseen.
+	beforeEnter func()
 
 	// kbd serializes everything that types: sends and card answers.
 	//
@@ -691,11 +694,16 @@ func (s *session) deliver(ctx context.Context, text string) error {
 		return err == nil && full.CountSubmitted(text) > base && !full.InBox(text)
 	}
 	mark, byHook := s.promptMark()
-	submitted := onScreen
-	if byHook {
+	submitted := func(scr *pane.Screen) bool {
+		// The hook's word counts even when it is the first heard from this
+		// agent (its SessionStart hook can come after its box shows): the
+		// screen proof never sees a prompt glued to late typing.
+		if s.promptSince(mark, text) {
+			return true
+		}
 		// A redraw (a resize, SIGCONT) rewrites the history the screen proof
-		// counts in; the hook is not fooled by it.
-		submitted = func(*pane.Screen) bool { return s.promptSince(mark, text) }
+		// counts in; with hooks working, only their word counts.
+		return !byHook && onScreen(scr)
 	}
 	for attempt := 1; attempt <= 2; attempt++ {
 		if scr.Staged() != "" {
@@ -805,6 +813,9 @@ func (s *session) waitContinued(ctx context.Context) error {
 // a second paste is not.
 func (s *session) submit(ctx context.Context, text string, submitted func(*pane.Screen) bool) error {
 	for enters := 1; ; enters++ {
+		if s.beforeEnter != nil {
+			s.beforeEnter()
+		}
 		outputs := s.ctl.Outputs()
 		if err := s.c.SendKeys(ctx, s.pane, "C-m"); err != nil {
 			return s.goneErr(err)

@@ -464,7 +464,9 @@ func TestDashboard(t *testing.T) {
 			t.Fatal(err)
 		}
 		run(t, ctx, "attach a 2 MB file", chromedp.SetUploadFiles(chromedp.CSS(`.attach input[type=file]`), []string{big}))
-		until(t, ctx, "the composer names the file and the limit", `(() => { const a = document.querySelector(".attached [role=alert]"); return !!a && a.textContent.includes("big.log") && a.textContent.includes("900 KB"); })()`)
+		// The limit is the daemon's limits.max_message_bytes (1 MiB by default)
+		// less 100 KiB for the text: 924 KB.
+		until(t, ctx, "the composer names the file and the limit", `(() => { const a = document.querySelector(".attached [role=alert]"); return !!a && a.textContent.includes("big.log") && a.textContent.includes("924 KB"); })()`)
 		if n := eval[int](t, ctx, `document.querySelectorAll(".attached .thumb").length`); n != 0 {
 			t.Errorf("got %d files waiting after the refusals, want none", n)
 		}

@@ -90,6 +90,13 @@ func TestTheHubsDashboardStartsAThreadOnAnotherMachine(t *testing.T) {
 		return !!e && e.dataset.machine === "b" && e.querySelector(".t-meta").innerText.includes("b · claude"); })()`)
 	until(t, ctx, "the chat's header names machine b", `(document.querySelector(".chat-head [data-thread-where]")||{innerText:""}).innerText.startsWith("b · claude")`)
 
+	// A search at the hub finds the message in b's store; every machine
+	// searched, so it names none as not searched.
+	box := chromedp.CSS(`input[aria-label="Search threads"]`)
+	run(t, ctx, "search at the hub", chromedp.SetValue(box, "from the hub's dashboard"))
+	until(t, ctx, "the hit in b's thread", `!!document.querySelector('[data-hit-thread=`+js(remoteID)+`]') && !document.querySelector("[data-unsearched]")`)
+	run(t, ctx, "clear the search", chromedp.Evaluate[chromedp.Void](`(() => { const el = document.querySelector('input[aria-label="Search threads"]'); el.value = ""; el.dispatchEvent(new Event("input", { bubbles: true })); })()`))
+
 	// The machines view: b online, with its agent and its thread.
 	run(t, ctx, "open Machines", chromedp.Click(chromedp.CSS(`details.machines summary`)))
 	until(t, ctx, "b online with its agent and thread", `(() => { const e = document.querySelector("details.machines li[data-node=b]");
@@ -122,4 +129,13 @@ func TestTheHubsDashboardStartsAThreadOnAnotherMachine(t *testing.T) {
 	run(t, phone, "phone: pick b", chromedp.SetValue(chromedp.CSS(`form.newthread select[name=machine]`), "b"),
 		chromedp.SendKeys(chromedp.CSS(`form.newthread textarea`), "anything"))
 	until(t, phone, "Start refused while b is offline", `document.querySelector("form.newthread button[type=submit]").disabled && document.querySelector("form.newthread [role=status]").innerText.includes("offline")`)
+
+	// With b away the hub's search cannot cover it, and says so with the
+	// hits (here none): on the desktop and on the phone.
+	unsearched := `(document.querySelector("[data-unsearched]")||{innerText:""}).innerText === "not searched: b (offline)" && !!document.querySelector("[data-search-empty]")`
+	run(t, ctx, "search at the hub, b offline", chromedp.SetValue(box, "from the hub's dashboard"))
+	until(t, ctx, "b named as not searched", unsearched)
+	run(t, phone, "phone: the thread list", chromedp.Navigate(hub.Base+"/#/"), chromedp.WaitVisible(box))
+	run(t, phone, "phone: search, b offline", chromedp.SetValue(box, "from the hub's dashboard"))
+	until(t, phone, "phone: b named as not searched, within the screen", unsearched+` && `+fits+` && document.querySelector("[data-unsearched]").getBoundingClientRect().right <= window.innerWidth`)
 }

@@ -51,6 +51,9 @@ func (r *rig) call(t testing.TB, method, path, bearer string, in, out any) int {
 // pushService starts the Web Push stand-in, told the daemon's VAPID key.
 func (r *rig) pushService(t testing.TB) *webpushsvc.Service {
 	t.Helper()
+	if !r.pushes {
+		t.Fatal("the push stand-in is reached only by a rig of newPushRig")
+	}
 	svc := webpushsvc.Start(t)
 	var key struct {
 		PublicKey string `json:"public_key"`
@@ -98,7 +101,7 @@ func count(ms []push.Message, kind, tag string) int {
 // arrive and the first card still has exactly one open and one closing push
 // per device.
 func TestPushExactlyOnceAcrossKill9(t *testing.T) {
-	r := newRig(t)
+	r := newPushRig(t)
 	svc := r.pushService(t)
 	_, _, phone := r.pairDevice(t, svc, "phone")
 	_, laptopTok, laptop := r.pairDevice(t, svc, "laptop")

@@ -26,6 +26,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/parleyhq/parley/internal/testkit"
 	"github.com/parleyhq/parley/internal/testkit/claudeapi"
+	"github.com/parleyhq/parley/internal/testkit/pushchild"
 )
 
 var updateShots = flag.Bool("screenshots", false, "write the dashboard's screenshots to docs/screenshots")
@@ -45,10 +46,13 @@ type rig struct {
 	addr    string // host:port, kept across restarts
 	Base    string // http://host:port
 	Token   string
-	Printed string     // the one-time sign-in link parley serve printed
-	env     []string   // set for parley serve after the test's own environment
-	args    []string   // more arguments for parley serve
-	outMu   sync.Mutex // guards what out holds (out is written as serve prints)
+	Printed string   // the one-time sign-in link parley serve printed
+	env     []string // set for parley serve after the test's own environment
+	args    []string // more arguments for parley serve
+	// pushes, when set, runs parley serve as this test binary (pushchild)
+	// with the Web Push stand-in's Net: see newPushRig.
+	pushes bool
+	outMu  sync.Mutex // guards what out holds (out is written as serve prints)
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -72,6 +76,23 @@ func newRigWith(t testing.TB, seed func(dataDir, cwd string), extraConfig string
 // same Claude Code against the same scripted model, under other ids.
 func newRigAgents(t testing.TB, seed func(dataDir, cwd string), extraConfig string, moreAgents ...string) *rig {
 	t.Helper()
+	return newRigPushes(t, false, seed, extraConfig, moreAgents...)
+}
+
+// newPushRig is newRig whose parley serve pushes to the Web Push stand-in
+// (pushService). parley's push sender refuses a loopback endpoint and a
+// certificate of no public CA, and nothing a person can set (flag, config
+// key, environment variable) changes that. So this parley serve is this test
+// binary run as a child process (testkit/pushchild): the same serve command,
+// flags and config file, in a process of its own that a test may kill -9,
+// given the stand-in's Net in Go.
+func newPushRig(t testing.TB) *rig {
+	t.Helper()
+	return newRigPushes(t, true, nil, "")
+}
+
+func newRigPushes(t testing.TB, pushes bool, seed func(dataDir, cwd string), extraConfig string, moreAgents ...string) *rig {
+	t.Helper()
 	testkit.NeedsBrowser(t)
 	testkit.NeedsRealAgent(t)
 	dir, err := os.MkdirTemp("", "parley-e2e-")
@@ -85,7 +106,7 @@ func newRigAgents(t testing.TB, seed func(dataDir, cwd string), extraConfig stri
 			time.Sleep(100 * time.Millisecond) // cleanup pacing, not a synchronisation
 		}
 	})
-	r := &rig{t: t, dir: dir, addr: "127.0.0.1:0"}
+	r := &rig{t: t, dir: dir, addr: "127.0.0.1:0", pushes: pushes}
 	r.work = filepath.Join(r.dir, "work")
 	if err := os.MkdirAll(filepath.Join(r.work, "proj"), 0o755); err != nil {
 		t.Fatal(err)
@@ -148,12 +169,18 @@ var urlRE = regexp.MustCompile(`(https?)://(127\.0\.0\.1:\d+)/login\?code=([0-9a
 // start runs parley serve and waits for the URL it prints.
 func (r *rig) start() {
 	r.t.Helper()
-	bin := testkit.ParleyBinary(r.t)
+	args := append([]string{"serve", "--config", filepath.Join(r.dir, "config.toml"),
+		"--data", filepath.Join(r.dir, "data"), "--addr", r.addr, "--log-level", "debug"}, r.args...)
 	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, bin, append([]string{"serve", "--config", filepath.Join(r.dir, "config.toml"),
-		"--data", filepath.Join(r.dir, "data"), "--addr", r.addr, "--log-level", "debug"}, r.args...)...)
+	var cmd *exec.Cmd
+	if r.pushes {
+		cmd = pushchild.Command(ctx, args...)
+	} else {
+		cmd = exec.CommandContext(ctx, testkit.ParleyBinary(r.t), args...)
+		cmd.Env = os.Environ()
+	}
 	cmd.Dir = r.work
-	cmd.Env = append(append(os.Environ(), "HOME="+filepath.Join(r.dir, "home")), r.env...)
+	cmd.Env = append(append(cmd.Env, "HOME="+filepath.Join(r.dir, "home")), r.env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
 	cmd.WaitDelay = 10 * time.Second
@@ -484,4 +511,7 @@ func get(t testing.TB, url string, cookie *http.Cookie) *http.Response {
 }
 
 // The real parley binary is built once for the package and removed after.
-func TestMain(m *testing.M) { testkit.RunAndRemoveBinary(m) }
+func TestMain(m *testing.M) {
+	pushchild.Main() // newPushRig's parley serve: this binary
+	testkit.RunAndRemoveBinary(m)
+}

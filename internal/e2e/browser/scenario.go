@@ -13,25 +13,28 @@ import (
 
 // Prompts the scenario answers, and what the answers hold.
 const (
-	PromptMarkdown   = "show me markdown"
-	PromptBash       = "run the tool"
-	PromptAsk        = "ask me"
-	PromptAskMany    = "ask me many"
-	PromptSlow       = "slow answer"
-	PromptDraft      = "draw it slowly"
-	PromptXSS        = "show me html"
-	PromptEcho       = "echo"
-	PromptWrite      = "write the notes"
-	PromptRewrite    = "rewrite the notes"
-	PromptEdit       = "edit the greeting"
-	GreetFile        = "greet.go"
-	WrittenFile      = "notes.txt"
-	MarkdownHeading  = "Fibonacci in Go"
-	ToolFollowUp     = "The file is made."
-	QuestionColor    = "Which color do you prefer?"
-	QuestionFruit    = "Which fruits do you like?"
-	QuestionThanks   = "Thanks for answering."
-	XSSMarker        = "window.__pwned"
+	PromptMarkdown  = "show me markdown"
+	PromptBash      = "run the tool"
+	PromptAsk       = "ask me"
+	PromptAskMany   = "ask me many"
+	PromptSlow      = "slow answer"
+	PromptDraft     = "draw it slowly"
+	PromptXSS       = "show me html"
+	PromptEcho      = "echo"
+	PromptWrite     = "write the notes"
+	PromptRewrite   = "rewrite the notes"
+	PromptEdit      = "edit the greeting"
+	GreetFile       = "greet.go"
+	WrittenFile     = "notes.txt"
+	MarkdownHeading = "Fibonacci in Go"
+	ToolFollowUp    = "The file is made."
+	QuestionColor   = "Which color do you prefer?"
+	QuestionFruit   = "Which fruits do you like?"
+	QuestionThanks  = "Thanks for answering."
+	XSSMarker       = "window.__pwned"
+	// MovedAnswer answers a prompt that carries a moved thread's earlier
+	// messages (router.moveContext's preface).
+	MovedAnswer      = "I was given the earlier messages."
 	markdownAnswerGo = "func fib(n int) int {\n\tif n < 2 {\n\t\treturn n\n\t}\n\treturn fib(n-1) + fib(n-2)\n}"
 )
 
@@ -46,6 +49,7 @@ func Scenario(work string) claudeapi.Scenario {
 	xss := "Raw HTML follows: <script>" + XSSMarker + "=1</script> and <img src=x onerror=\"" + XSSMarker + "=2\"> end.\n\n" +
 		"<div><script>" + XSSMarker + "=3</script></div>\n"
 	return claudeapi.Scenario{Name: "dashboard", Rules: []claudeapi.Rule{
+		{Match: claudeapi.Match{Contains: "moved to you from the agent"}, Reply: claudeapi.Text(MovedAnswer, 1, 0)},
 		{Match: claudeapi.Match{Exact: PromptMarkdown}, Reply: claudeapi.Reply{Blocks: []claudeapi.Block{
 			{Type: claudeapi.BlockThinking, Text: "The person wants formatted text."},
 			{Type: claudeapi.BlockText, Text: md, Chunks: 6, Delay: claudeapi.Duration(20 * time.Millisecond)},

@@ -40,6 +40,7 @@ func TestStatusTellsTheTruth(t *testing.T) {
 	r := newRigWith(t, func(dataDir, cwd string) {
 		seedBare(t, dataDir, chat.Thread{ID: "t_old_crash", Agent: "claude", Cwd: cwd, Title: "an old crash", State: chat.ThreadCrashed, CreatedAt: old, UpdatedAt: old})
 		seedBare(t, dataDir, chat.Thread{ID: "t_gone", Agent: "gone", Cwd: cwd, Title: "agent gone", State: chat.ThreadUnloaded, CreatedAt: old, UpdatedAt: old})
+		seedBare(t, dataDir, chat.Thread{ID: "t_gone2", Agent: "gone", Cwd: cwd, Title: "agent gone too", State: chat.ThreadUnloaded, CreatedAt: old, UpdatedAt: old})
 	}, "")
 	ctx := browser(t, 1440, 900)
 	run(t, ctx, "sign in", chromedp.Navigate(r.LoginURL()), chromedp.WaitVisible(chromedp.CSS(`.side`)))
@@ -91,6 +92,33 @@ func TestStatusTellsTheTruth(t *testing.T) {
 		}
 		until(t, ctx, "the agent is still ready", `document.querySelector('[data-agent=claude] .hint').textContent === "ready"`)
 	})
+	t.Run("it moves to another agent", func(t *testing.T) {
+		// The thread offers the move, saying what the new agent will know;
+		// moved with its last messages as context, its log stays and the
+		// real Claude Code answers, having been given the earlier messages.
+		until(t, ctx, "the move is offered, saying the new agent has no memory", `(() => { const m = document.querySelector("[data-move-thread]");
+			return !!m && m.textContent.includes("not have the old agent") && m.querySelector("select").value === "claude"; })()`)
+		shot(t, ctx, "desktop-move-thread")
+		run(t, ctx, "move it with 5 messages", chromedp.SetValue(chromedp.CSS(`[aria-label="Messages to give as context"]`), "5"),
+			chromedp.Click(chromedp.CSS(`[data-move]`)))
+		until(t, ctx, "moved: the header names claude, the conversation says what it knows, no offer left", `!document.querySelector("[data-move-thread]") &&
+			document.querySelector("[data-thread-where]").textContent.includes("claude") &&
+			[...document.querySelectorAll(".notice")].some(n => n.textContent.includes("Moved from gone to claude") && n.textContent.includes("last 5 messages"))`)
+		until(t, ctx, "the earlier message is still there", `[...document.querySelectorAll(".msg.user .bubble")].some(b => b.textContent === "hello")`)
+		send(t, ctx, "what did I say before?")
+		until(t, ctx, "the new agent answers, given the earlier messages, and its turn ends", pageHas(MovedAnswer)+` && window.parley.state.chat.turnActive === false`)
+		until(t, ctx, "the list says claude", `(document.querySelector("[data-thread=t_gone]")||{innerText:""}).innerText.includes("claude")`)
+		var got struct {
+			Thread chat.Thread `json:"thread"`
+		}
+		r.rest(t, "GET", "/api/threads/t_gone", nil, &got)
+		if got.Thread.Agent != "claude" {
+			t.Errorf("the moved thread's agent: %q, want claude", got.Thread.Agent)
+		}
+		// Its Claude Code is ended: the live agents below are the other thread's.
+		r.rest(t, "POST", "/api/threads/t_gone/unload", nil, nil)
+		until(t, ctx, "the moved thread's agent is no longer live", `!document.querySelector("[data-live=t_gone]")`)
+	})
 	phone := browser(t, 390, 844)
 	run(t, phone, "sign in on the phone", phoneViewport(), chromedp.Navigate(r.LoginURL()), chromedp.WaitVisible(chromedp.CSS(`.p-threads`)))
 	until(t, phone, "the thread with usage is listed", `[...document.querySelectorAll(".p-thread")].some(b => b.textContent.includes("a title for the header"))`)
@@ -103,6 +131,11 @@ func TestStatusTellsTheTruth(t *testing.T) {
 	})()`))
 	until(t, phone, "the refusal fits the phone", `(() => { const e = document.querySelector(".attached [role=alert]");
 		return !!e && e.textContent.includes("notes.txt") && e.getBoundingClientRect().right <= innerWidth + 1; })()`)
+	run(t, phone, "open a thread whose agent is gone", chromedp.Evaluate[chromedp.Void](`location.hash = "#/t/t_gone2"`))
+	until(t, phone, "the move is offered and fits the phone", `(() => { const m = document.querySelector("[data-move-thread]");
+		return !!m && document.querySelector("[data-thread-title]").textContent === "agent gone too" &&
+			m.getBoundingClientRect().right <= innerWidth + 1 && document.documentElement.scrollWidth <= innerWidth; })()`)
+	shot(t, phone, "phone-move-thread")
 	run(t, phone, "back to the list", chromedp.Click(chromedp.CSS(`button.back`)), chromedp.WaitVisible(chromedp.CSS(`.p-threads`)))
 	t.Run("live agents", func(t *testing.T) {
 		// The claude thread's Claude Code is loaded (idle): it is listed with

@@ -6,16 +6,11 @@ package claude_test
 // Results: docs/benchmarks.md.
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
+	"maps"
 	"os"
-	"os/exec"
-	"slices"
-	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -24,88 +19,12 @@ import (
 	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/testkit"
 	"github.com/parleyhq/parley/internal/testkit/claudeapi"
+	"github.com/parleyhq/parley/internal/testkit/relay"
 )
 
 func TestMain(m *testing.M) {
-	if target := os.Getenv("PARLEY_RELAY_TARGET"); target != "" {
-		os.Exit(relay(target, os.Args[1:], os.Getenv("PARLEY_RELAY_LOG")))
-	}
+	relay.Main()
 	os.Exit(m.Run())
-}
-
-// relay runs target with args, copying stdin and stdout line by line and writing
-// "<in|out> <unixnano> <line>" for each line to logPath. The time is taken when
-// the line arrives, before it is passed on.
-func relay(target string, args []string, logPath string) int {
-	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "relay:", err)
-		return 2
-	}
-	var mu sync.Mutex
-	note := func(dir string, ts int64, line []byte) {
-		mu.Lock()
-		fmt.Fprintf(logf, "%s %d %s", dir, ts, line)
-		mu.Unlock()
-	}
-	cmd := exec.Command(target, args...)
-	cmd.Stderr = os.Stderr
-	in, _ := cmd.StdinPipe()
-	out, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		fmt.Fprintln(os.Stderr, "relay:", err)
-		return 2
-	}
-	pump := func(dir string, r io.Reader, w io.Writer, closeW func()) {
-		br := bufio.NewReaderSize(r, 1<<20)
-		for {
-			line, err := br.ReadBytes('\n')
-			if len(line) > 0 {
-				ts := time.Now().UnixNano()
-				w.Write(line)
-				note(dir, ts, line)
-			}
-			if err != nil {
-				if closeW != nil {
-					closeW()
-				}
-				return
-			}
-		}
-	}
-	go pump("in", os.Stdin, in, func() { in.Close() })
-	pump("out", out, os.Stdout, nil)
-	if err := cmd.Wait(); err != nil {
-		if ee, ok := err.(*exec.ExitError); ok {
-			return ee.ExitCode()
-		}
-		return 1
-	}
-	return 0
-}
-
-type relayLine struct {
-	dir  string
-	ts   time.Time
-	line string
-}
-
-func readRelayLog(b *testing.B, path string) []relayLine {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	var out []relayLine
-	for _, l := range strings.Split(string(data), "\n") {
-		dir, rest, ok := strings.Cut(l, " ")
-		if !ok {
-			continue
-		}
-		ns, line, _ := strings.Cut(rest, " ")
-		n, _ := strconv.ParseInt(ns, 10, 64)
-		out = append(out, relayLine{dir: dir, ts: time.Unix(0, n), line: line})
-	}
-	return out
 }
 
 func BenchmarkStreamOverhead(b *testing.B) {
@@ -128,8 +47,7 @@ func BenchmarkStreamOverhead(b *testing.B) {
 	r := newRig(b, claudeapi.Scenario{Rules: rules}, func(c *config.Config) {
 		c.Limits.InputsPerSecond, c.Limits.InputBurst = 1e6, 1e6 // measure parley, not its rate limit
 		c.Agents[0].Command = self
-		c.Agents[0].Env["PARLEY_RELAY_TARGET"] = claude
-		c.Agents[0].Env["PARLEY_RELAY_LOG"] = logPath
+		maps.Copy(c.Agents[0].Env, relay.Env(claude, logPath))
 	})
 	ctx := context.Background()
 	conn, _, err := client.Dial(ctx, "http://"+r.d.Addr(), r.d.Token(), client.Options{Chat: "bench", Since: -1})
@@ -202,36 +120,8 @@ func BenchmarkStreamOverhead(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-	var toStdin, toSocket []time.Duration
-	for _, l := range readRelayLog(b, logPath) {
-		switch l.dir {
-		case "in":
-			for text, at := range sent {
-				if strings.Contains(l.line, `"content":"`+text+`"`) {
-					toStdin = append(toStdin, l.ts.Sub(at))
-					delete(sent, text)
-				}
-			}
-		case "out":
-			if !strings.Contains(l.line, "text_delta") {
-				continue
-			}
-			for text, at := range received {
-				if strings.Contains(l.line, `"text":"`+text+`"`) {
-					toSocket = append(toSocket, at.Sub(l.ts))
-					delete(received, text)
-				}
-			}
-		}
-	}
-	report := func(name string, d []time.Duration) {
-		slices.Sort(d)
-		if len(d) == 0 {
-			b.Fatalf("%s: no samples", name)
-		}
-		b.ReportMetric(float64(d[len(d)/2].Microseconds())/1000, name+"-p50-ms")
-		b.ReportMetric(float64(d[len(d)*99/100].Microseconds())/1000, name+"-p99-ms")
-	}
+	toStdin, toSocket := relay.Overheads(relay.Read(b, logPath), sent, received)
+	report := func(name string, d []time.Duration) { relay.Report(b, name, d) }
 	report("socket-to-stdin", toStdin)
 	report("stdout-to-socket", toSocket)
 	report("stop-to-cancelled", stopLat)

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -62,6 +63,20 @@ func TestStreamFaultLoop(t *testing.T) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 		settle(id)
+	}
+	// The last kill may land after its message's turn, on the idle agent,
+	// and its exit reach parley after the next send (which then fails, truly):
+	// a warm-up whose turn ends proves the agent live again first.
+	for k := 0; ; k++ {
+		warm := fmt.Sprintf("w-last%d", k)
+		s.Send(chatsock.Msg(warm, "warm up before the last"))
+		settle(warm)
+		if slices.ContainsFunc(s.Snapshot(), chatsock.PromptDone(warm, chat.StopEndTurn)) {
+			break
+		}
+		if k == 2 {
+			t.Fatal("Claude Code did not come back after the last kill")
+		}
 	}
 	// One last message, unharmed: the resumed conversation carries every text
 	// Claude Code kept, so the request log shows what reached the model.

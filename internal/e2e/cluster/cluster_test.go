@@ -26,6 +26,7 @@ import (
 	"github.com/parleyhq/parley/internal/testkit"
 	"github.com/parleyhq/parley/internal/testkit/chatsock"
 	"github.com/parleyhq/parley/internal/testkit/claudeapi"
+	"github.com/parleyhq/parley/internal/testkit/tmuxterm"
 )
 
 const wait = 30 * time.Second
@@ -43,7 +44,7 @@ func scenario() claudeapi.Scenario {
 }
 
 type machine struct {
-	t   *testing.T
+	t   testing.TB
 	cfg config.Config
 	d   *daemon.Daemon
 }
@@ -116,7 +117,7 @@ type agentSetup struct {
 	env              map[string]string
 }
 
-func newAgentSetup(t *testing.T) agentSetup {
+func newAgentSetup(t testing.TB) agentSetup {
 	t.Helper()
 	testkit.NeedsRealAgent(t)
 	root, err := filepath.EvalSymlinks(t.TempDir())
@@ -138,11 +139,17 @@ func newAgentSetup(t *testing.T) agentSetup {
 }
 
 // newRig starts a hub and node "b" joined to it, and waits for b online.
-func newRig(t *testing.T) *rig { return newRigWith(t, nil) }
+func newRig(t testing.TB) *rig { return newRigWith(t, nil) }
 
 // newRigWith is newRig with the hub's checked config changed first (for
 // what the config's ranges do not allow a test to wait for).
-func newRigWith(t *testing.T, hubCfg func(*config.Config)) *rig {
+func newRigWith(t testing.TB, hubCfg func(*config.Config)) *rig {
+	t.Helper()
+	return newRigWithConfigs(t, hubCfg, nil)
+}
+
+// newRigWithConfigs is newRigWith with node b's checked config changed too.
+func newRigWithConfigs(t testing.TB, hubCfg, nodeCfg func(*config.Config)) *rig {
 	t.Helper()
 	a := newAgentSetup(t)
 	root, work, api, env := a.root, a.work, a.api, a.env
@@ -173,6 +180,9 @@ func newRigWith(t *testing.T, hubCfg func(*config.Config)) *rig {
 		t.Fatal(err)
 	}
 	node := mk("b", func(c *config.Cluster) { c.Hub = addr })
+	if nodeCfg != nil {
+		nodeCfg(&node.cfg)
+	}
 	if err := os.MkdirAll(node.cfg.DataDir, 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -231,14 +241,19 @@ func seqFrames(t *testing.T, evs []client.Event) map[int64]string {
 	return out
 }
 
-// From the hub's socket: a new thread on node b, a plain turn, a permission
-// card both machines' sockets answer at once (one wins, the other is told
-// card_closed), a stop that reaches the turn, and a replay through the hub
-// equal to b's own log.
+// A hub and nodes b and c as three `parley serve` processes with their own
+// data directories. From the hub's socket: a new thread on node b, a plain
+// turn, a permission card both the hub's socket and b's own answer at once
+// (one wins, the other is told card_closed), a stop that reaches the turn,
+// and a replay through the hub equal to b's own log. Then the thread is
+// deleted on b: the hub's views of it close saying so, and neither the
+// hub's list nor `parley threads` at the hub has it any more.
 func TestANodesThreadDrivenFromTheHub(t *testing.T) {
-	r := newRig(t)
-	s := r.hub.dial("phone", -1, "")
-	s.Send(newThreadMsg("m1", "hello", r.work))
+	a := newAgentSetup(t)
+	hub, nodes := startProcs(t, a, "b", "c")
+	b, c := nodes["b"], nodes["c"]
+	s := hub.dial("phone", -1, "")
+	s.Send(newThreadMsg("m1", "hello", a.work))
 	at := 0
 	for _, st := range []string{chat.DeliveryQueued, chat.DeliveryDelivering, chat.DeliverySubmitted} {
 		at = s.WaitFor(at, wait, chatsock.Delivery("m1", st), st)
@@ -256,40 +271,59 @@ func TestANodesThreadDrivenFromTheHub(t *testing.T) {
 	var list struct {
 		Threads []chat.Thread `json:"threads"`
 	}
-	r.hub.get("/api/threads", &list)
+	hub.get("/api/threads", &list)
 	if len(list.Threads) != 1 || list.Threads[0].ID != remoteID || list.Threads[0].Node != "b" {
 		t.Fatalf("the hub lists %+v, want b's thread with its machine", list.Threads)
 	}
 
-	// The node's own socket on the same thread; both answer the card.
-	n := r.node.dial("terminal", -1, "")
-	n.Send(map[string]any{"type": "open_thread", "thread_id": string(local)})
-	n.WaitFor(0, wait, func(e client.Event) bool { return shownThread(e) == local }, "the node's terminal on the thread")
-	from, nfrom := s.Len(), n.Len()
+	// `parley chat` on b's own terminal (a real process in tmux, b's own
+	// server) on the same thread; it and the hub's socket answer the card.
+	tm := tmuxterm.Start(t, []string{"NO_COLOR=1"}, testkit.ParleyBinary(t), "chat", "--server", "http://"+b.addr, "--token", b.token, "--chat", "terminal", "--thread", string(local))
+	tm.Within = wait
+	tm.Tmux("resize-window", "-t", "t", "-x", "160") // a card's resolution on one line
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("b's parley chat at the end:\n%s", tm.Screen())
+		}
+	})
+	tm.WaitScreen("b's parley chat on the thread", tmuxterm.Has("│ online", "Hello from the scripted model"))
+	from := s.Len()
 	s.Send(chatsock.Msg("m2", "make the file"))
 	card := s.WaitFor(from, wait, chatsock.Type(chat.TypePermissionRequest), "the card at the hub")
-	n.WaitFor(nfrom, wait, chatsock.Type(chat.TypePermissionRequest), "the card at the node")
+	tm.WaitScreen("the card in b's parley chat", tmuxterm.Has("Permission:", "Or type what to do instead"))
 	rid := fmt.Sprint(chatsock.FieldOf(s.Get(card), "request_id"))
-	done := make(chan struct{})
-	go func() {
-		n.Send(map[string]any{"type": "permission_response", "request_id": rid, "option_id": chat.OptionAllowOnce})
-		close(done)
-	}()
+	// b's terminal answers (Allow once); the hub's socket answers as soon as
+	// the terminal has taken the key, while its answer is on its way (the
+	// answer is sent only from a card still open: a key the terminal read
+	// after a resolution would answer nothing).
+	tm.Keys("1")
+	tm.WaitScreen("b's terminal answered", func(s string) bool {
+		return strings.Contains(s, "sent; waiting for the agent") || !strings.Contains(s, "Or type what to do instead")
+	})
 	s.Send(map[string]any{"type": "permission_response", "request_id": rid, "option_id": chat.OptionAllowOnce})
-	<-done
 	s.WaitFor(card, wait, chatsock.PromptDone("m2", chat.StopEndTurn), "the tool's turn done at the hub")
-	n.WaitFor(nfrom, wait, chatsock.Type(chat.TypePermissionResolved), "resolved at the node")
-	closed := func(c *chatsock.Conn, from int) int {
+	tm.WaitScreen("the card resolved in b's parley chat", tmuxterm.Has("Allow once (by "))
+	closedAtHub := func() int {
 		k := 0
-		for _, e := range c.Snapshot()[from:] {
+		for _, e := range s.Snapshot()[card:] {
 			if e.Type == chat.TypeError && chatsock.FieldOf(e, "code") == chat.CodeCardClosed {
 				k++
 			}
 		}
 		return k
 	}
-	testkit.Eventually(t, wait, func() bool { return closed(s, card)+closed(n, nfrom) == 1 }, "exactly one card_closed between the two machines")
-	if _, err := os.Stat(filepath.Join(r.work, "made-by-bash")); err != nil {
+	closedOnB := func() int {
+		if strings.Contains(tm.Screen(), "that card was already answered or cancelled elsewhere") {
+			return 1
+		}
+		return 0
+	}
+	testkit.Eventually(t, wait, func() bool { return closedAtHub()+closedOnB() == 1 }, "exactly one card_closed between the hub's socket and b's parley chat")
+	// The winner's resolution names it: b's terminal (tui) or the hub.
+	if won := strings.Contains(tm.Screen(), "Allow once (by tui)"); won != (closedAtHub() == 1) {
+		t.Fatalf("b's parley chat shows its answer won: %v, the hub's socket told card_closed %d times", won, closedAtHub())
+	}
+	if _, err := os.Stat(filepath.Join(a.work, "made-by-bash")); err != nil {
 		t.Fatalf("the tool did not run on the node: %v", err)
 	}
 
@@ -304,12 +338,14 @@ func TestANodesThreadDrivenFromTheHub(t *testing.T) {
 	// stop's prompt_done (b's last event the test knows of). Both sockets
 	// stay live: each is read once it has reached that seq, since the hub
 	// hears b's log a moment after b writes it.
-	last := n.Get(n.WaitFor(nfrom, wait, chatsock.PromptDone("m3", chat.StopCancelled), "the node saw the stop")).Seq
+	viaHub := hub.dial("phone", 0, remoteID)
+	// b's own log, read on the route b's parley chat shows.
+	own := chatsock.Dial(t, "http://"+b.addr, b.token, client.Options{Chat: "terminal", Channel: "tui", Since: 0, Thread: local})
+	own.WaitFor(0, wait, chatsock.Type(chat.TypeReplayDone), "replay_done on b")
+	last := own.Get(own.WaitFor(0, wait, chatsock.PromptDone("m3", chat.StopCancelled), "the node saw the stop")).Seq
 	if last == 0 {
 		t.Fatal("the stop's prompt_done at the node has no seq")
 	}
-	viaHub := r.hub.dial("phone", 0, remoteID)
-	own := r.node.dial("terminal", 0, local)
 	upTo := func(c *chatsock.Conn) map[int64]string {
 		var log map[int64]string
 		testkit.Eventually(t, wait, func() bool {
@@ -338,10 +374,42 @@ func TestANodesThreadDrivenFromTheHub(t *testing.T) {
 		Thread chat.Thread      `json:"thread"`
 		Usage  chat.UsageTotals `json:"usage"`
 	}
-	r.hub.get("/api/threads/"+string(remoteID), &atHub)
-	r.node.get("/api/threads/"+string(local), &onB)
+	hub.get("/api/threads/"+string(remoteID), &atHub)
+	b.get("/api/threads/"+string(local), &onB)
 	if atHub.Usage.Turns == 0 || atHub.Usage != onB.Usage || atHub.Thread.ID != remoteID {
 		t.Fatalf("usage at the hub %+v (thread %s), on b %+v", atHub.Usage, atHub.Thread.ID, onB.Usage)
+	}
+	// c, the third machine, holds nothing of b's thread.
+	var onC struct {
+		Threads []chat.Thread `json:"threads"`
+	}
+	c.get("/api/threads", &onC)
+	if len(onC.Threads) != 0 {
+		t.Fatalf("c lists %+v, want none of b's threads", onC.Threads)
+	}
+
+	// Deleted on b: it leaves the hub.
+	if out := threadsAt(t, hub.addr, hub.token); !strings.Contains(out, string(remoteID)) {
+		t.Fatalf("parley threads at the hub, before the delete:\n%s", out)
+	}
+	deleteAt(t, b.addr, b.token, local)
+	for _, v := range []*chatsock.Conn{s, viaHub} {
+		if why := closedFor(t, v, "the hub's view of the deleted thread closed"); why != reasonDeleted {
+			t.Fatalf("the hub's view closed saying %q, want %q", why, reasonDeleted)
+		}
+	}
+	hub.get("/api/threads", &list)
+	if len(list.Threads) != 0 {
+		t.Fatalf("b deleted its thread, the hub lists %+v", list.Threads)
+	}
+	if out := threadsAt(t, hub.addr, hub.token); strings.Contains(out, string(remoteID)) {
+		t.Fatalf("parley threads at the hub still lists the deleted thread:\n%s", out)
+	}
+	again := hub.dial("phone", -1, "")
+	for _, e := range again.Snapshot() {
+		if id := shownThread(e); id != "" {
+			t.Fatalf("the route that showed the deleted thread shows %s", id)
+		}
 	}
 }
 
@@ -356,14 +424,7 @@ func TestMessagesForAnOfflineNodeWaitAndAreDeliveredOnce(t *testing.T) {
 	r.node.stop()
 	r.waitOnline(false)
 	from := s.Len()
-	for i := 1; i <= 3; i++ {
-		id := fmt.Sprintf("w%d", i)
-		s.Send(chatsock.Msg(id, "remember "+id))
-		j := s.WaitFor(from, wait, chatsock.Delivery(id, chat.DeliveryQueued), id+" queued")
-		if d := fmt.Sprint(chatsock.FieldOf(s.Get(j), "detail")); d != "waits for machine b" {
-			t.Fatalf("%s: receipt detail %q", id, d)
-		}
-	}
+	sendWhileAway(t, s)
 	// A new connection of the route, whose thread's machine is away: it
 	// connects (showing no thread), rather than fail.
 	other := r.hub.dial("phone", -1, "")
@@ -374,30 +435,8 @@ func TestMessagesForAnOfflineNodeWaitAndAreDeliveredOnce(t *testing.T) {
 	}
 	ti := s.WaitFor(0, wait, func(e client.Event) bool { return shownThread(e) != "" }, "the route's thread")
 	_, local, _ := cluster.SplitRemoteID(shownThread(s.Get(ti)))
-	var log struct {
-		Events []struct {
-			Type string `json:"type"`
-			Seq  int64  `json:"seq"`
-			Text string `json:"text"`
-		} `json:"events"`
-	}
-	r.node.get("/api/threads/"+string(local)+"/events?since=0", &log)
-	seen := map[string]int{}
-	var last int64
-	for _, e := range log.Events {
-		if e.Seq != last+1 {
-			t.Fatalf("b's log jumps from %d to %d", last, e.Seq)
-		}
-		last = e.Seq
-		if e.Type == chat.TypeUserMessage {
-			seen[e.Text]++
-		}
-	}
-	for i := 1; i <= 3; i++ {
-		if k := seen[fmt.Sprintf("remember w%d", i)]; k != 1 {
-			t.Fatalf("w%d in b's log %d times, want once (%v)", i, k, seen)
-		}
-	}
+	_, seen := gaplessLog(t, r.node.get, local)
+	eachOnce(t, seen)
 }
 
 // A message that waited at the hub longer than input_wait for its machine

@@ -2,18 +2,12 @@ package cluster_test
 
 import (
 	"fmt"
-	"net"
-	"os"
-	"path/filepath"
 	"syscall"
 	"testing"
-	"time"
 
-	"github.com/parleyhq/parley/internal/auth"
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/client"
 	"github.com/parleyhq/parley/internal/cluster"
-	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/testkit"
 	"github.com/parleyhq/parley/internal/testkit/chatsock"
 )
@@ -25,63 +19,9 @@ import (
 // turn ended, and no gap: nothing lost, nothing twice.
 func TestAKilledHubLosesAndDoublesNoMessage(t *testing.T) {
 	a := newAgentSetup(t)
-	bin := testkit.ParleyBinary(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	listen := ln.Addr().String() // the same after the restart: b's config names it
-	ln.Close()
-	hubData := filepath.Join(a.root, "hub")
-	hubCfg := filepath.Join(a.root, "hub.toml")
-	if err := os.WriteFile(hubCfg, []byte(fmt.Sprintf("addr = \"127.0.0.1:0\"\n\n[cluster]\nlisten = %q\nnode = \"hub\"\n", listen)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	hub := &nodeProc{t: t, name: "the hub", args: []string{bin, "serve", "--data", hubData, "--config", hubCfg}}
-	hub.start()
-	token, err := auth.LoadOrCreate(hubData)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok, err := cluster.IssueToken(hubData, listen, "b", time.Now().Add(time.Minute))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := config.Default(filepath.Join(a.root, "b"), a.work)
-	cfg.Addr = "127.0.0.1:0"
-	cfg.Agents = []config.Agent{{ID: "claude", Name: "Claude Code", Transport: config.TransportStream, Command: testkit.ClaudeBin(t), Env: a.env}}
-	cfg.Cluster.Node, cfg.Cluster.Hub = "b", listen
-	cfg.Cluster.Heartbeat = config.Duration{Duration: 2 * time.Second}
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cluster.Join(t.Context(), cfg.DataDir, tok, "b", "test"); err != nil {
-		t.Fatal(err)
-	}
-	b := &machine{t: t, cfg: cfg}
-	b.start()
-	t.Cleanup(b.stop)
-	// b answers at the hub: the thread list names its threads (or is empty)
-	// and its machine shows online.
-	online := func() {
-		t.Helper()
-		testkit.Eventually(t, 2*wait, func() bool {
-			var v struct {
-				Nodes []cluster.NodeStatus `json:"nodes"`
-			}
-			b.getAt(hub.addr, token, "/api/nodes", &v)
-			return len(v.Nodes) == 1 && v.Nodes[0].Online
-		}, "b online at the hub")
-	}
-	online()
-	dial := func() *chatsock.Conn {
-		s := chatsock.Dial(t, "http://"+hub.addr, token, client.Options{Chat: "phone"})
-		s.WaitFor(0, wait, chatsock.Type(chat.TypeReplayDone), "replay_done")
-		return s
-	}
+	hub, nodes := startProcs(t, a, "b")
+	b := nodes["b"]
+	dial := func() *chatsock.Conn { return hub.dial("phone", 0, "") }
 	s := dial()
 	s.Send(newThreadMsg("m1", "hello", a.work))
 	s.WaitFor(0, wait, chatsock.PromptDone("m1", chat.StopEndTurn), "the first turn")
@@ -107,7 +47,7 @@ func TestAKilledHubLosesAndDoublesNoMessage(t *testing.T) {
 	s.Client().Close()
 
 	hub.start()
-	online()
+	hub.waitOnline(1)
 	s = dial()
 	for _, id := range ids {
 		if !receipted[id] {
@@ -115,12 +55,7 @@ func TestAKilledHubLosesAndDoublesNoMessage(t *testing.T) {
 		}
 	}
 	var log struct {
-		Events []struct {
-			Type      string `json:"type"`
-			Seq       int64  `json:"seq"`
-			Text      string `json:"text"`
-			MessageID string `json:"message_id"`
-		} `json:"events"`
+		Events []logEvent `json:"events"`
 	}
 	testkit.Eventually(t, 2*wait, func() bool {
 		b.get("/api/threads/"+string(local)+"/events?since=0", &log)
@@ -132,17 +67,7 @@ func TestAKilledHubLosesAndDoublesNoMessage(t *testing.T) {
 		}
 		return done >= len(ids)
 	}, "each message's turn done on b")
-	seen := map[string]int{}
-	var last int64
-	for _, e := range log.Events {
-		if e.Seq != last+1 {
-			t.Fatalf("b's log jumps from %d to %d", last, e.Seq)
-		}
-		last = e.Seq
-		if e.Type == chat.TypeUserMessage {
-			seen[e.Text]++
-		}
-	}
+	_, seen := gaplessLog(t, b.get, local)
 	for _, id := range ids {
 		if seen["remember "+id] != 1 {
 			t.Fatalf("%s in b's log %d times, want once (%v; receipts before the kill: %v)", id, seen["remember "+id], seen, receipted)

@@ -2,25 +2,24 @@ package cluster_test
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 
 	"syscall"
 	"testing"
-	"time"
 
-	"github.com/parleyhq/parley/internal/auth"
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/client"
 	"github.com/parleyhq/parley/internal/cluster"
-	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/testkit"
 	"github.com/parleyhq/parley/internal/testkit/chatsock"
+	"github.com/parleyhq/parley/internal/testkit/pushchild"
+	"github.com/parleyhq/parley/internal/testkit/relay"
 )
 
 var loginLink = regexp.MustCompile(`http://(127\.0\.0\.1:\d+)/login\?code=`)
@@ -30,13 +29,20 @@ type nodeProc struct {
 	t    *testing.T
 	name string // in the log ("node b" when "")
 	args []string
-	cmd  *exec.Cmd
-	addr string
+	// pushes runs args[1:] as this test binary pushing to the Web Push
+	// stand-in (testkit/pushchild), not args[0].
+	pushes bool
+	cmd    *exec.Cmd
+	addr   string
 }
 
 func (p *nodeProc) start() {
 	p.t.Helper()
-	p.cmd = exec.Command(p.args[0], p.args[1:]...)
+	if p.pushes {
+		p.cmd = pushchild.Command(context.Background(), p.args[1:]...)
+	} else {
+		p.cmd = exec.Command(p.args[0], p.args[1:]...)
+	}
 	p.cmd.Dir = p.t.TempDir()
 	stdout, _ := p.cmd.StdoutPipe()
 	var stderr strings.Builder
@@ -77,53 +83,8 @@ func TestAKilledNodeGetsItsWaitingMessagesOnce(t *testing.T) {
 	a := newAgentSetup(t)
 	bin := testkit.ParleyBinary(t)
 	root, home, work := a.root, a.home, a.work
-	var envLines []string
-	for k, v := range a.env {
-		envLines = append(envLines, strconv.Quote(k)+" = "+strconv.Quote(v))
-	}
-	hubCfg := config.Default(filepath.Join(root, "hub"), work)
-	hubCfg.Addr = "127.0.0.1:0"
-	hubCfg.Cluster.Listen, hubCfg.Cluster.Node = "127.0.0.1:0", "hub"
-	if err := hubCfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	hub := &machine{t: t, cfg: hubCfg}
-	hub.start()
-	t.Cleanup(hub.stop)
-	addr := hub.d.ClusterHub().Addr()
-	tok, err := cluster.IssueToken(hubCfg.DataDir, addr, "b", time.Now().Add(time.Minute))
-	if err != nil {
-		t.Fatal(err)
-	}
-	nodeData := filepath.Join(root, "b")
-	if err := os.MkdirAll(nodeData, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cluster.Join(t.Context(), nodeData, tok, "b", "test"); err != nil {
-		t.Fatal(err)
-	}
-	cfgFile := filepath.Join(root, "b.toml")
-	cfgText := fmt.Sprintf(`addr = "127.0.0.1:0"
-roots = [%q]
-
-[[agent]]
-id = "claude"
-transport = "stream"
-command = %q
-env = { %s }
-
-[cluster]
-hub = %q
-node = "b"
-heartbeat = "2s"
-`, work, testkit.ClaudeBin(t), strings.Join(envLines, ", "), addr)
-	if err := os.WriteFile(cfgFile, []byte(cfgText), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	node := &nodeProc{t: t, args: []string{bin, "serve", "--data", nodeData, "--config", cfgFile}}
-	node.start()
-	r := &rig{hub: hub, work: work}
-	r.waitOnline(true)
+	hub, nodes := startProcs(t, a, "b")
+	node := nodes["b"]
 
 	s := hub.dial("phone", -1, "")
 	s.Send(newThreadMsg("m1", "hello", work))
@@ -135,18 +96,23 @@ heartbeat = "2s"
 		t.Fatal(err)
 	}
 	node.cmd.Wait()
+	// A new thread on b, which just died (its heartbeat still looks
+	// current): refused at once with the reason, nothing kept for later
+	// (a first message applied later made a thread no chat was attached
+	// to, its sender told only "queued").
+	desk := hub.dial("desk", -1, "")
+	desk.Send(newThreadMsg("n1", "remember n1", work))
+	j := desk.WaitFor(0, wait, func(e client.Event) bool {
+		return e.Type == chat.TypeError && chatsock.FieldOf(e, "ref") == "n1"
+	}, "the new thread on the dead b refused")
+	if msg := fmt.Sprint(chatsock.FieldOf(desk.Get(j), "message")); !strings.Contains(msg, "machine b") {
+		t.Fatalf("the new thread on the dead b was refused with %q, want the machine named", msg)
+	}
 	for _, pid := range testkit.PIDsWithEnv("HOME="+home, "claude") {
 		syscall.Kill(pid, syscall.SIGKILL) // the agent the killed daemon left
 	}
 	from = s.Len()
-	for i := 1; i <= 3; i++ {
-		id := fmt.Sprintf("w%d", i)
-		s.Send(chatsock.Msg(id, "remember "+id))
-		j := s.WaitFor(from, wait, chatsock.Delivery(id, chat.DeliveryQueued), id+" queued")
-		if d := fmt.Sprint(chatsock.FieldOf(s.Get(j), "detail")); d != "waits for machine b" {
-			t.Fatalf("%s: receipt detail %q", id, d)
-		}
-	}
+	sendWhileAway(t, s)
 	node.start()
 	for i := 1; i <= 3; i++ {
 		s.WaitFor(from, 2*wait, chatsock.PromptDone(fmt.Sprintf("w%d", i), chat.StopEndTurn), "a waiting message's turn")
@@ -154,46 +120,32 @@ heartbeat = "2s"
 
 	ti := s.WaitFor(0, wait, func(e client.Event) bool { return shownThread(e) != "" }, "the route's thread")
 	_, local, _ := cluster.SplitRemoteID(shownThread(s.Get(ti)))
-	token, err := auth.LoadOrCreate(nodeData)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := &machine{t: t}
-	var log struct {
-		Events []struct {
-			Type       string `json:"type"`
-			Seq        int64  `json:"seq"`
-			Text       string `json:"text"`
-			MessageID  string `json:"message_id"`
-			StopReason string `json:"stop_reason"`
-		} `json:"events"`
-	}
-	b.getAt(node.addr, token, "/api/threads/"+string(local)+"/events?since=0", &log)
-	seen := map[string]int{}
-	var last int64
+	events, seen := gaplessLog(t, node.get, local)
+	eachOnce(t, seen)
 	m2Ended := false
-	for _, e := range log.Events {
-		if e.Seq != last+1 {
-			t.Fatalf("b's log jumps from %d to %d", last, e.Seq)
-		}
-		last = e.Seq
-		if e.Type == chat.TypeUserMessage {
-			seen[e.Text]++
-		}
+	for _, e := range events {
 		if e.Type == chat.TypePromptDone && e.MessageID == "m2" {
 			m2Ended = true
-		}
-	}
-	for i := 1; i <= 3; i++ {
-		if k := seen[fmt.Sprintf("remember w%d", i)]; k != 1 {
-			t.Fatalf("w%d in b's log %d times, want once (%v)", i, k, seen)
 		}
 	}
 	if !m2Ended {
 		t.Fatal("the turn cut by the kill has no end in b's log")
 	}
+	// The refused new thread was never made on b, nor shown as waiting.
+	var bThreads struct {
+		Threads []chat.Thread `json:"threads"`
+	}
+	node.get("/api/threads", &bThreads)
+	if len(bThreads.Threads) != 1 {
+		t.Fatalf("b has %d threads, want only the first (the refused new one never made): %+v", len(bThreads.Threads), bThreads.Threads)
+	}
+	for _, e := range desk.Snapshot() {
+		if e.Type == chat.TypeDelivery && chatsock.FieldOf(e, "message_id") == "n1" {
+			t.Fatalf("the refused new thread's message has a receipt: %s", e.Raw)
+		}
+	}
 	// `parley threads` against the hub names the machine.
-	cmd := exec.Command(bin, "threads", "--server", "http://"+hub.d.Addr(), "--token", hub.d.Token())
+	cmd := exec.Command(bin, "threads", "--server", "http://"+hub.addr, "--token", hub.token)
 	cmd.Env = append(os.Environ(), "PARLEY_CONFIG="+filepath.Join(root, "none.toml"))
 	out, err := cmd.CombinedOutput()
 	if err != nil || !regexp.MustCompile(`(?m)^MACHINE\s+ID\s.*\n^b\s+`+regexp.QuoteMeta(string(cluster.RemoteID("b", local)))+`\s+claude\s`).Match(out) {
@@ -202,4 +154,8 @@ heartbeat = "2s"
 }
 
 // The real parley binary is built once for the package and removed after.
-func TestMain(m *testing.M) { testkit.RunAndRemoveBinary(m) }
+func TestMain(m *testing.M) {
+	relay.Main()     // the benchmark's agent: this binary, relaying to Claude Code
+	pushchild.Main() // a hub that pushes to the Web Push stand-in: this binary
+	testkit.RunAndRemoveBinary(m)
+}

@@ -6,13 +6,11 @@ package irc_test
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -20,41 +18,26 @@ import (
 	"github.com/parleyhq/parley/internal/channel/plugin"
 	"github.com/parleyhq/parley/internal/channel/plugin/irc"
 	"github.com/parleyhq/parley/internal/chat"
-	"github.com/parleyhq/parley/internal/cli"
-	"github.com/parleyhq/parley/internal/config"
-	"github.com/parleyhq/parley/internal/daemon"
-	"github.com/parleyhq/parley/internal/driver"
-	"github.com/parleyhq/parley/internal/driver/stream"
 	"github.com/parleyhq/parley/internal/testkit"
 	"github.com/parleyhq/parley/internal/testkit/claudeapi"
+	"github.com/parleyhq/parley/internal/testkit/imrig"
 )
 
 // TestMain lets the test binary be `parley plugin irc` when the host starts it.
-func TestMain(m *testing.M) {
-	if os.Getenv("PARLEY_TEST_MAIN") == "1" {
-		os.Exit(cli.Main(cli.Build{Version: "test"}, os.Args[1:], os.Stdout, os.Stderr))
-	}
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { imrig.Main(m) }
 
 const (
-	wait      = 60 * time.Second
+	wait      = imrig.Wait
 	lineLimit = 100
 	channel   = "#agents"
 )
 
-var longAnswer = strings.TrimSpace(strings.Repeat("The scripted model says a long thing, word after word. ", 8))
-
-func scenario() claudeapi.Scenario {
-	return claudeapi.Scenario{Rules: []claudeapi.Rule{
-		{Match: claudeapi.Match{Exact: "hello"}, Reply: claudeapi.Text(longAnswer, 6, 5*time.Millisecond)},
-		{Match: claudeapi.Match{Exact: "make the file"}, Reply: claudeapi.Bash("touch made-by-bash", "Make a file")},
-		{Match: claudeapi.Match{Exact: "make another"}, Reply: claudeapi.Bash("touch made-again", "Make another file")},
-		{Match: claudeapi.Match{ToolResult: "Bash"}, Reply: claudeapi.Text("The command ran.", 1, 0)},
-		{Match: claudeapi.Match{Exact: "count slowly"}, Reply: claudeapi.Text(counting(), 31, 60*time.Millisecond)},
-		{Match: claudeapi.Match{Exact: "say control characters"}, Reply: claudeapi.Text(controlAnswer, 1, 0)},
-		{Match: claudeapi.Match{Exact: "slowly"}, Reply: claudeapi.Text(strings.Repeat("tick\n", 400), 400, 50*time.Millisecond)},
-	}}
+func rules() []claudeapi.Rule {
+	return append(imrig.Rules(),
+		claudeapi.Rule{Match: claudeapi.Match{Exact: "count slowly"}, Reply: claudeapi.Text(counting(), 31, 60*time.Millisecond)},
+		claudeapi.Rule{Match: claudeapi.Match{Exact: "say control characters"}, Reply: claudeapi.Text(controlAnswer, 1, 0)},
+		claudeapi.Rule{Match: claudeapi.Match{Exact: "slowly"}, Reply: claudeapi.Text(strings.Repeat("tick\n", 400), 400, 50*time.Millisecond)},
+	)
 }
 
 // controlAnswer is an agent's answer holding what IRC reads as a command: a
@@ -116,7 +99,7 @@ DNS = no
 	}
 	cmd := exec.Command(bin, "--nodaemon", "--config", conf)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Stdout, cmd.Stderr = logWriter{t, "ngircd"}, logWriter{t, "ngircd"}
+	cmd.Stdout, cmd.Stderr = imrig.LogWriter{T: t, Name: "ngircd"}, imrig.LogWriter{T: t, Name: "ngircd"}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -137,13 +120,11 @@ DNS = no
 	return addr
 }
 
-// person is someone on IRC: a test client that keeps every PRIVMSG to the
-// channel or to them.
+// person is someone on IRC: a test client that keeps every message it gets.
 type person struct {
-	t    *testing.T
-	c    *irc.Conn
-	mu   sync.Mutex
-	seen []irc.Message
+	t *testing.T
+	c *irc.Conn
+	imrig.Inbox[irc.Message]
 }
 
 func join(t *testing.T, addr, nick string) *person {
@@ -172,20 +153,14 @@ func joinAs(t *testing.T, addr string, id irc.Identity) *person {
 	}, "could not take the nick %s", id.Nick)
 	t.Cleanup(func() { c.Close() })
 	p := &person{t: t, c: c}
-	go func() {
-		for m := range c.Messages() {
-			p.mu.Lock()
-			p.seen = append(p.seen, m)
-			p.mu.Unlock()
-		}
-	}()
+	p.Keep(c.Messages())
 	if err := c.Send("JOIN", channel); err != nil {
 		t.Fatal(err)
 	}
 	return p
 }
 
-func (p *person) say(text string) {
+func (p *person) Say(text string) {
 	p.t.Helper()
 	if err := p.c.Privmsg(channel, text); err != nil {
 		p.t.Fatal(err)
@@ -195,9 +170,7 @@ func (p *person) say(text string) {
 // sees says whether nick is in the channel as far as p has been told: a JOIN,
 // or a NAMES reply that lists it.
 func (p *person) sees(nick string) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, m := range p.seen {
+	for _, m := range p.Since(0) {
 		switch {
 		case m.Command == "JOIN" && m.Nick() == nick:
 			return true
@@ -212,15 +185,10 @@ func (p *person) sees(nick string) bool {
 	return false
 }
 
-// mark is how many messages were seen so far.
-func (p *person) mark() int { p.mu.Lock(); defer p.mu.Unlock(); return len(p.seen) }
-
-// linesFrom returns the texts parley said to the channel after mark.
-func (p *person) linesFrom(mark int) []string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+// Said returns the lines parley said to the channel after mark.
+func (p *person) Said(mark int) []string {
 	var out []string
-	for _, m := range p.seen[min(mark, len(p.seen)):] {
+	for _, m := range p.Since(mark) {
 		if m.Command == "PRIVMSG" && m.Nick() == "parley" && len(m.Params) == 2 && m.Params[0] == channel {
 			out = append(out, m.Params[1])
 		}
@@ -230,111 +198,31 @@ func (p *person) linesFrom(mark int) []string {
 
 // waitLine waits for a line from parley after mark that holds want, and
 // returns the mark after it.
-func (p *person) waitLine(mark int, want string) int {
+func (p *person) WaitSaid(mark int, want string) int {
 	p.t.Helper()
-	var at int
-	testkit.Eventually(p.t, wait, func() bool {
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		for i := mark; i < len(p.seen); i++ {
-			m := p.seen[i]
-			if m.Command == "PRIVMSG" && m.Nick() == "parley" && len(m.Params) == 2 && strings.Contains(m.Params[1], want) {
-				at = i + 1
-				return true
-			}
-		}
-		return false
-	}, "parley never said %q on IRC; it said %q", want, p.linesFrom(mark))
-	return at
+	return p.WaitFor(p.t, mark, func(m irc.Message) bool {
+		return m.Command == "PRIVMSG" && m.Nick() == "parley" && len(m.Params) == 2 && strings.Contains(m.Params[1], want)
+	}, "parley never said %q on IRC; it said %q", want, imrig.Later(func() any { return p.Said(mark) }))
 }
 
-type rig struct {
-	t    *testing.T
-	d    *daemon.Daemon
-	api  *claudeapi.Server
-	work string
-}
-
-func newRig(t *testing.T) (*rig, string) {
+func newRig(t *testing.T) (*imrig.Rig, string) {
 	t.Helper()
-	testkit.NeedsRealAgent(t)
-	root, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	home, work := filepath.Join(root, "home"), filepath.Join(root, "work")
-	for _, d := range []string{home, work} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	addr := startNgircd(t, root)
-	api := claudeapi.Start(t, scenario())
-	env := map[string]string{}
-	for _, kv := range claudeapi.Env(t, api, home, work) {
-		k, v, _ := strings.Cut(kv, "=")
-		env[k] = v
-	}
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := config.Default(filepath.Join(root, "data"), work)
-	cfg.Addr = "127.0.0.1:0"
-	cfg.Agents = []config.Agent{{ID: "claude", Transport: config.TransportStream, Command: testkit.ClaudeBin(t), Env: env}}
-	cfg.Plugins = []config.Plugin{{
-		ID: "irc", Command: self, Args: []string{"plugin", "irc"},
-		Env: map[string]string{"PARLEY_TEST_MAIN": "1"},
+	r := imrig.New(t)
+	addr := startNgircd(t, r.Root)
+	r.Start(rules(), imrig.Plugin{
+		ID: "irc",
 		// ngircd without ident marks the user name with "~"; DNS is off, so
 		// the host is the address.
 		AllowedUsers: []string{"alice!~alice@127.0.0.1"},
 		Config: map[string]any{"server": addr, "nick": "parley", "channels": []string{channel},
 			"line_limit": lineLimit, "lines_per_second": 100},
-		Heartbeat: config.Duration{Duration: time.Second},
-	}}
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	d, err := daemon.Start(context.Background(), cfg, daemon.Options{
-		Drivers: map[string]driver.Driver{config.TransportStream: stream.New(nil)},
-		Logger:  testLogger(t),
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		if err := d.Shutdown(ctx); err != nil {
-			t.Errorf("shutdown: %v", err)
-		}
-	})
-	return &rig{t: t, d: d, api: api, work: work}, addr
-}
-
-func (r *rig) plugin() plugin.Status {
-	for _, s := range r.d.Plugins().Statuses() {
-		if s.ID == "irc" {
-			return s
-		}
-	}
-	r.t.Fatal("no irc plugin status")
-	return plugin.Status{}
-}
-
-func (r *rig) thread() chat.ThreadID {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	id, err := r.d.Router().ThreadOf(ctx, chat.RouteKey{Channel: "irc", Chat: channel})
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	return id
+	return r, addr
 }
 
 func TestIRCEndToEnd(t *testing.T) {
 	r, addr := newRig(t)
-	testkit.Eventually(t, wait, func() bool { return r.plugin().State == plugin.StateRunning }, "the plugin never ran: %+v", r.plugin())
+	testkit.Eventually(t, wait, func() bool { return r.Plugin().State == plugin.StateRunning }, "the plugin never ran: %+v", r.Plugin())
 	top := t
 	alice := join(t, addr, "alice")
 	mallory := join(t, addr, "mallory")
@@ -342,155 +230,83 @@ func TestIRCEndToEnd(t *testing.T) {
 	// her NAMES list, or after her). Its chat gets a thread only when an
 	// allowed user first writes.
 	testkit.Eventually(t, wait, func() bool { return alice.sees("parley") }, "parley never joined %s", channel)
-	if id := r.thread(); id != "" {
+	if id := r.Thread(channel); id != "" {
 		t.Errorf("the channel has thread %s before anyone wrote, want none yet", id)
 	}
 
-	t.Run("an allowed user's message reaches the agent; the answer comes in lines within the limit", func(t *testing.T) {
-		m := alice.mark()
-		alice.say("hello")
-		alice.waitLine(m, "word after word.")
-		var got []string
-		testkit.Eventually(t, wait, func() bool {
-			got = alice.linesFrom(m)
-			return strings.Join(got, " ") == longAnswer
-		}, "lines %q do not make up the answer %q", alice.linesFrom(m), longAnswer)
-		if len(got) < 2 {
-			t.Errorf("got %d line(s), want the %d-byte answer in several", len(got), len(longAnswer))
-		}
-		for _, l := range got {
-			if len(l) > lineLimit {
-				t.Errorf("line of %d bytes over the limit %d: %q", len(l), lineLimit, l)
-			}
-		}
-	})
+	t.Run("an allowed user's message reaches the agent; the answer comes in lines within the limit", func(t *testing.T) { r.CheckLongAnswer(t, alice, lineLimit) })
 
-	t.Run("a user not allowed is refused and never reaches the agent", func(t *testing.T) {
-		before := len(r.api.ScenarioRequests())
-		m := mallory.mark()
-		mallory.say("hello")
-		mallory.waitLine(m, "not allowed")
-		if after := len(r.api.ScenarioRequests()); after != before {
-			t.Errorf("model requests: got %d after the refusal, want %d", after, before)
-		}
-	})
+	t.Run("a user not allowed is refused and never reaches the agent", func(t *testing.T) { r.CheckRefused(t, mallory) })
 
 	t.Run("someone else who takes an allowed nick is refused", func(t *testing.T) {
 		// Alice leaves; someone connecting from elsewhere takes her nick.
 		alice.c.Close()
 		impostor := joinAs(t, addr, irc.Identity{Nick: "alice", User: "eve", Realname: "eve", LocalAddr: "127.0.0.2"})
-		before := len(r.api.ScenarioRequests())
-		m := impostor.mark()
-		impostor.say("hello")
-		impostor.waitLine(m, "not allowed")
+		before := len(r.API.ScenarioRequests())
+		m := impostor.Mark()
+		impostor.Say("hello")
+		impostor.WaitSaid(m, "not allowed")
 		// In a private message too; and the refused chat leaves no thread behind.
 		if err := impostor.c.Privmsg("parley", "hello"); err != nil {
 			t.Fatal(err)
 		}
-		testkit.Eventually(t, wait, func() bool {
-			impostor.mu.Lock()
-			defer impostor.mu.Unlock()
-			for _, m := range impostor.seen[m:] {
-				if m.Command == "PRIVMSG" && m.Nick() == "parley" && m.Params[0] == "alice" && strings.Contains(m.Params[1], "not allowed") {
-					return true
-				}
-			}
-			return false
+		impostor.WaitFor(t, m, func(m irc.Message) bool {
+			return m.Command == "PRIVMSG" && m.Nick() == "parley" && len(m.Params) == 2 && m.Params[0] == "alice" && strings.Contains(m.Params[1], "not allowed")
 		}, "the private message was not refused")
-		if after := len(r.api.ScenarioRequests()); after != before {
+		if after := len(r.API.ScenarioRequests()); after != before {
 			t.Errorf("model requests: got %d after the impostor wrote, want %d", after, before)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		if id, err := r.d.Router().ThreadOf(ctx, chat.RouteKey{Channel: "irc", Chat: "alice"}); err != nil || id != "" {
+		if id, err := r.D.Router().ThreadOf(ctx, chat.RouteKey{Channel: "irc", Chat: "alice"}); err != nil || id != "" {
 			t.Errorf("the refused private chat has thread %q (%v), want none", id, err)
 		}
 		// The real Alice comes back (from her own user@host) and is let in again.
 		impostor.c.Close()
 		alice = join(top, addr, "alice") // for the rest of the test, not this subtest
-		m = alice.mark()
-		alice.say("/status")
-		alice.waitLine(m, "Thread ")
+		m = alice.Mark()
+		alice.Say("/status")
+		alice.WaitSaid(m, "Thread ")
 	})
 
-	t.Run("a permission answered by replying 1", func(t *testing.T) {
-		m := alice.mark()
-		alice.say("make the file")
-		m = alice.waitLine(m, "1. ")
-		alice.say("1")
-		alice.waitLine(m, "The command ran.")
-		if _, err := os.Stat(filepath.Join(r.work, "made-by-bash")); err != nil {
-			t.Errorf("the tool did not run: %v", err)
-		}
-	})
+	t.Run("a permission answered by replying 1", func(t *testing.T) { r.CheckPermissionByReply(t, alice) })
 
 	t.Run("control characters in an answer: no CTCP goes out, no text is lost", func(t *testing.T) {
-		m := alice.mark()
-		alice.say("say control characters")
-		alice.waitLine(m, "ACTION x")
+		m := alice.Mark()
+		alice.Say("say control characters")
+		alice.WaitSaid(m, "ACTION x")
 		want := []string{"␁DCC SEND evil 2130706433 6667 1␁", "before-cr", "after-cr", "before-nul", "after-nul ␁ACTION x␁"}
-		if got := alice.linesFrom(m); strings.Join(got, "|") != strings.Join(want, "|") {
+		if got := alice.Said(m); strings.Join(got, "|") != strings.Join(want, "|") {
 			t.Errorf("parley said %q, want %q", got, want)
 		}
 	})
 
-	t.Run("unknown command", func(t *testing.T) {
-		before := len(r.api.ScenarioRequests())
-		m := alice.mark()
-		alice.say("/frobnicate")
-		alice.waitLine(m, "unknown command /frobnicate")
-		if after := len(r.api.ScenarioRequests()); after != before {
-			t.Errorf("model requests: got %d after an unknown command, want %d", after, before)
-		}
-	})
+	t.Run("unknown command", func(t *testing.T) { r.CheckNotAsked(t, alice, "/frobnicate", "unknown command /frobnicate") })
 
 	t.Run("/stop during a slow answer", func(t *testing.T) {
-		m := alice.mark()
-		alice.say("slowly")
-		alice.waitLine(m, "tick")
+		m := alice.Mark()
+		alice.Say("slowly")
+		alice.WaitSaid(m, "tick")
 		start := time.Now()
-		alice.say("/stop")
-		alice.waitLine(m, "(stopped)")
+		alice.Say("/stop")
+		alice.WaitSaid(m, "(stopped)")
 		if took := time.Since(start); took > 5*time.Second {
 			t.Errorf("stop took %v", took)
 		}
-		if n := len(alice.linesFrom(m)); n > 300 {
+		if n := len(alice.Said(m)); n > 300 {
 			t.Errorf("got %d lines, want the slow answer cut short", n)
 		}
 	})
 
-	t.Run("/new and /switch", func(t *testing.T) {
-		first := r.thread()
-		m := alice.mark()
-		alice.say("/new")
-		m = alice.waitLine(m, "New thread")
-		second := r.thread()
-		if second == first || second == "" {
-			t.Fatalf("after /new: thread %q, want a new one (was %q)", second, first)
-		}
-		alice.say("/threads")
-		m = alice.waitLine(m, string(first))
-		alice.say("/switch " + string(first))
-		alice.waitLine(m, "Switched to thread "+string(first))
-		if got := r.thread(); got != first {
-			t.Errorf("after /switch: thread %q, want %q", got, first)
-		}
-	})
+	t.Run("/new and /switch", func(t *testing.T) { r.CheckNewAndSwitch(t, alice, channel) })
 
 	t.Run("the plugin killed mid-answer is restarted and is sent what it missed", func(t *testing.T) {
-		m := alice.mark()
-		alice.say("count slowly")
-		alice.waitLine(m, "n02")
-		st := r.plugin()
-		if err := syscall.Kill(st.PID, syscall.SIGKILL); err != nil {
-			t.Fatal(err)
-		}
-		testkit.Eventually(t, wait, func() bool {
-			now := r.plugin()
-			return now.State == plugin.StateRunning && now.PID != st.PID
-		}, "the plugin was not restarted: %+v", r.plugin())
-		alice.waitLine(m, "THE-END")
-		got := strings.Join(alice.linesFrom(m), "\n")
+		m := alice.Mark()
+		alice.Say("count slowly")
+		alice.WaitSaid(m, "n02")
+		r.KillPlugin()
+		alice.WaitSaid(m, "THE-END")
+		got := strings.Join(alice.Said(m), "\n")
 		for i := 1; i <= 30; i++ {
 			if n := fmt.Sprintf("n%02d", i); !strings.Contains(got, n) {
 				t.Errorf("line %s was lost across the restart; got:\n%s", n, got)
@@ -498,41 +314,5 @@ func TestIRCEndToEnd(t *testing.T) {
 		}
 	})
 
-	t.Run("the plugin killed mid-turn is restarted and the open card reaches it again", func(t *testing.T) {
-		m := alice.mark()
-		alice.say("make another")
-		m = alice.waitLine(m, "1. ")
-		st := r.plugin()
-		if err := syscall.Kill(st.PID, syscall.SIGKILL); err != nil {
-			t.Fatal(err)
-		}
-		testkit.Eventually(t, wait, func() bool {
-			now := r.plugin()
-			return now.State == plugin.StateRunning && now.PID != st.PID && now.Restarts > st.Restarts
-		}, "the plugin was not restarted: %+v", r.plugin())
-		m = alice.waitLine(m, "1. ") // the same card, asked again after the restart
-		alice.say("1")
-		// The restarted plugin is sent again what it may not have shown
-		// (at least once), so an earlier "The command ran." can come back:
-		// the follow-up that counts is the one after the answer.
-		m = alice.waitLine(m, "Answered: ")
-		alice.waitLine(m, "The command ran.")
-		if _, err := os.Stat(filepath.Join(r.work, "made-again")); err != nil {
-			t.Errorf("the tool did not run: %v", err)
-		}
-	})
-}
-
-type logWriter struct {
-	t    *testing.T
-	name string
-}
-
-func (w logWriter) Write(p []byte) (int, error) {
-	w.t.Logf("%s: %s", w.name, strings.TrimRight(string(p), "\n"))
-	return len(p), nil
-}
-
-func testLogger(t *testing.T) *slog.Logger {
-	return slog.New(slog.NewTextHandler(logWriter{t, "parley"}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	t.Run("the plugin killed mid-turn is restarted and the open card reaches it again", func(t *testing.T) { r.CheckCardAfterRestart(t, alice) })
 }

@@ -7,7 +7,6 @@
 package telegram_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -21,37 +20,27 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 	"unicode/utf8"
 
-	"github.com/parleyhq/parley/internal/channel/plugin"
-	"github.com/parleyhq/parley/internal/cli"
-	"github.com/parleyhq/parley/internal/config"
-	"github.com/parleyhq/parley/internal/daemon"
-	"github.com/parleyhq/parley/internal/driver"
-	"github.com/parleyhq/parley/internal/driver/stream"
 	"github.com/parleyhq/parley/internal/testkit"
 	"github.com/parleyhq/parley/internal/testkit/claudeapi"
+	"github.com/parleyhq/parley/internal/testkit/imrig"
 )
 
-func TestMain(m *testing.M) {
-	if os.Getenv("PARLEY_TEST_MAIN") == "1" {
-		os.Exit(cli.Main(cli.Build{Version: "test"}, os.Args[1:], os.Stdout, os.Stderr))
-	}
-	os.Exit(m.Run())
-}
+// TestMain lets the test binary be `parley plugin telegram` when the host starts it.
+func TestMain(m *testing.M) { imrig.Main(m) }
 
 const (
-	wait  = 60 * time.Second
+	wait  = imrig.Wait
 	token = "123456:standin-token-not-a-secret"
 	alice = 111 // allowed
 	eve   = 222 // not allowed
 	chat  = 9001
 )
 
-var longAnswer = strings.TrimSpace(strings.Repeat("The scripted model says a long thing, word after word. ", 8))
+var longAnswer = imrig.LongAnswer
 
 // pausedAnswer streams in over half a second, then the model thinks for
 // longer than any test waits: the turn goes on with all of it held back by the
@@ -401,77 +390,35 @@ func (b *botAPI) textsAfter(after int64) []string {
 }
 
 func TestTelegramAgainstTheStandIn(t *testing.T) {
-	testkit.NeedsRealAgent(t)
-	root, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	home, work := filepath.Join(root, "home"), filepath.Join(root, "work")
-	for _, d := range []string{home, work} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	r := imrig.New(t)
+	work := r.Work
 	bot, apiURL := newBotAPI(t)
-	api := claudeapi.Start(t, claudeapi.Scenario{Rules: []claudeapi.Rule{
-		{Match: claudeapi.Match{Exact: "hello"}, Reply: claudeapi.Text(longAnswer, 6, 5*time.Millisecond)},
-		{Match: claudeapi.Match{Exact: "make the file"}, Reply: claudeapi.Bash("touch made-by-bash", "Make a file")},
-		{Match: claudeapi.Match{Exact: "make another"}, Reply: claudeapi.Bash("touch made-again", "Make another file")},
-		{Match: claudeapi.Match{ToolResult: "Bash"}, Reply: claudeapi.Text("The command ran.", 1, 0)},
-		{Match: claudeapi.Match{Exact: "slowly"}, Reply: claudeapi.Text(strings.Repeat("tick ", 400), 400, 50*time.Millisecond)},
-		{Match: claudeapi.Match{Exact: "then pause"}, Reply: claudeapi.Reply{Blocks: []claudeapi.Block{
-			{Type: claudeapi.BlockText, Text: pausedAnswer, Chunks: 6, Delay: claudeapi.Duration(100 * time.Millisecond)},
-			{Type: claudeapi.BlockThinking, Text: "Thinking it over.", Chunks: 1, Delay: claudeapi.Duration(10 * time.Minute)},
-		}}},
-		{Match: claudeapi.Match{Exact: "at length"}, Reply: claudeapi.Text(hugeAnswer, 40, 5*time.Millisecond)},
-		{Match: claudeapi.Match{Exact: "in a rush"}, Reply: claudeapi.Text("Sent once the wait was over.", 1, 0)},
-		{Match: claudeapi.Match{Exact: "one"}, Reply: claudeapi.Text("One.", 1, 0)},
-		{Match: claudeapi.Match{Exact: "two"}, Reply: claudeapi.Text("Two.", 1, 0)},
-		{Match: claudeapi.Match{Exact: "three"}, Reply: claudeapi.Text("Three.", 1, 0)},
-	}})
-	env := map[string]string{}
-	for _, kv := range claudeapi.Env(t, api, home, work) {
-		k, v, _ := strings.Cut(kv, "=")
-		env[k] = v
-	}
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := config.Default(filepath.Join(root, "data"), work)
-	cfg.Addr = "127.0.0.1:0"
-	cfg.Agents = []config.Agent{{ID: "claude", Transport: config.TransportStream, Command: testkit.ClaudeBin(t), Env: env}}
-	cfg.Plugins = []config.Plugin{{
-		ID: "telegram", Command: self, Args: []string{"plugin", "telegram"},
-		Env:          map[string]string{"PARLEY_TEST_MAIN": "1"},
-		AllowedUsers: []string{"111"},
-		Config:       map[string]any{"token": token, "api_url": apiURL, "poll_timeout": 1},
-		Heartbeat:    config.Duration{Duration: time.Second},
-	}}
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
 	logs := &syncBuf{}
-	d, err := daemon.Start(context.Background(), cfg, daemon.Options{
-		Drivers: map[string]driver.Driver{config.TransportStream: stream.New(nil)},
-		Logger:  slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		if err := d.Shutdown(ctx); err != nil {
-			t.Errorf("shutdown: %v", err)
-		}
+	t.Cleanup(func() { // after the daemon's shutdown (cleanups run last first)
 		if strings.Contains(logs.String(), token) {
 			t.Errorf("the bot token appears in parley's log")
 		} else if t.Failed() {
 			t.Logf("parley's log:\n%s", logs.String())
 		}
 	})
-	status := func() plugin.Status { return d.Plugins().Statuses()[0] }
+	r.Start(append(imrig.Rules(),
+		claudeapi.Rule{Match: claudeapi.Match{Exact: "slowly"}, Reply: claudeapi.Text(strings.Repeat("tick ", 400), 400, 50*time.Millisecond)},
+		claudeapi.Rule{Match: claudeapi.Match{Exact: "then pause"}, Reply: claudeapi.Reply{Blocks: []claudeapi.Block{
+			{Type: claudeapi.BlockText, Text: pausedAnswer, Chunks: 6, Delay: claudeapi.Duration(100 * time.Millisecond)},
+			{Type: claudeapi.BlockThinking, Text: "Thinking it over.", Chunks: 1, Delay: claudeapi.Duration(10 * time.Minute)},
+		}}},
+		claudeapi.Rule{Match: claudeapi.Match{Exact: "at length"}, Reply: claudeapi.Text(hugeAnswer, 40, 5*time.Millisecond)},
+		claudeapi.Rule{Match: claudeapi.Match{Exact: "in a rush"}, Reply: claudeapi.Text("Sent once the wait was over.", 1, 0)},
+		claudeapi.Rule{Match: claudeapi.Match{Exact: "one"}, Reply: claudeapi.Text("One.", 1, 0)},
+		claudeapi.Rule{Match: claudeapi.Match{Exact: "two"}, Reply: claudeapi.Text("Two.", 1, 0)},
+		claudeapi.Rule{Match: claudeapi.Match{Exact: "three"}, Reply: claudeapi.Text("Three.", 1, 0)},
+	), imrig.Plugin{
+		ID:           "telegram",
+		AllowedUsers: []string{"111"},
+		Config:       map[string]any{"token": token, "api_url": apiURL, "poll_timeout": 1},
+		Logger:       slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+	})
+	api := r.API
 	testkit.Eventually(t, wait, func() bool { return bot.count("getUpdates") > 0 }, "the plugin never polled")
 
 	t.Run("an answer streams into one message edited in place", func(t *testing.T) {
@@ -503,7 +450,7 @@ func TestTelegramAgainstTheStandIn(t *testing.T) {
 		testkit.Eventually(t, wait, func() bool {
 			m := bot.find(mark, "Here is all")
 			return m != nil && m.Text == pausedAnswer
-		}, "the message never showed the whole answer during the pause; the messages hold %v", later(func() any { return bot.textsAfter(mark) }))
+		}, "the message never showed the whole answer during the pause; the messages hold %v", imrig.Later(func() any { return bot.textsAfter(mark) }))
 		// The model is still thinking: the turn has not ended, so stopping it
 		// now cuts it short.
 		bot.write(alice, "/stop")
@@ -560,7 +507,7 @@ func TestTelegramAgainstTheStandIn(t *testing.T) {
 		testkit.Eventually(t, wait, func() bool {
 			got := strings.Fields(strings.Join(bot.textsAfter(mark), " "))
 			return slices.Equal(got, want)
-		}, "the messages after the question do not hold the answer, word for word; they hold %v words", later(func() any {
+		}, "the messages after the question do not hold the answer, word for word; they hold %v words", imrig.Later(func() any {
 			return fmt.Sprintf("%d in %d messages", len(strings.Fields(strings.Join(bot.textsAfter(mark), " "))), len(bot.textsAfter(mark)))
 		}))
 		texts := bot.textsAfter(mark)
@@ -654,14 +601,7 @@ func TestTelegramAgainstTheStandIn(t *testing.T) {
 		mark := bot.last()
 		bot.write(alice, "make another")
 		first := bot.waitFor(t, mark, "Allow")
-		st := status()
-		if err := syscall.Kill(st.PID, syscall.SIGKILL); err != nil {
-			t.Fatal(err)
-		}
-		testkit.Eventually(t, wait, func() bool {
-			now := status()
-			return now.State == plugin.StateRunning && now.PID != st.PID
-		}, "the plugin was not restarted: %+v", status())
+		r.KillPlugin()
 		again := bot.waitFor(t, first.ID, "Allow")
 		bot.press(alice, again.ID, "1")
 		// The restarted plugin is sent again what it may not have shown (at
@@ -689,12 +629,6 @@ func TestTelegramAgainstTheStandIn(t *testing.T) {
 		}
 	})
 }
-
-// later is a value formatted when a failure message is written, not when it
-// is passed: what was seen at the deadline.
-type later func() any
-
-func (l later) String() string { return fmt.Sprint(l()) }
 
 type syncBuf struct {
 	mu sync.Mutex

@@ -73,6 +73,10 @@ func TestProvisionalTextBeforeTheTranscript(t *testing.T) {
 		{Match: claudeapi.Match{Exact: "tell me at length"}, Reply: claudeapi.Held(claudeapi.Text(longAnswer, 25, 120*time.Millisecond), long)}})
 	s := chatsock.Dial(t, "http://"+td.d.Addr(), td.d.Token(), client.Options{Chat: "drafts", Since: -1})
 	s.WaitFor(0, wait, chatsock.Type(chat.TypeReplayDone), "ready")
+	// Another screen of the same chat takes a draft that only grew as what it
+	// adds (as the dashboard and parley chat do).
+	a := chatsock.Dial(t, "http://"+td.d.Addr(), td.d.Token(), client.Options{Chat: "drafts", Since: -1, DraftAppends: true})
+	a.WaitFor(0, wait, chatsock.Type(chat.TypeReplayDone), "ready")
 
 	s.Send(chatsock.Msg("m1", "tell me slowly"))
 	at := s.WaitFor(0, wait, chatsock.Delivery("m1", chat.DeliverySubmitted), "submitted")
@@ -149,6 +153,37 @@ func TestProvisionalTextBeforeTheTranscript(t *testing.T) {
 	if got := chatsock.Chunks(s.Snapshot()[at:end]); got != longAnswer {
 		t.Fatalf("final words %q, want the model's", got)
 	}
+
+	// The screen taking appends showed each draft as the whole one was, and
+	// the long answer grew by appends.
+	whole := map[int64]string{}
+	for _, ev := range s.Snapshot()[:end] {
+		var d chat.AgentDraft
+		if ev.Type == chat.TypeAgentDraft && ev.Decode(&d) == nil {
+			whole[d.ID] = d.Text
+		}
+	}
+	var shownID int64
+	var shown string
+	appends := 0
+	aEnd := a.WaitFor(0, wait, chatsock.PromptDone("m2", chat.StopEndTurn), "the long turn's end, with appends")
+	for _, ev := range a.Snapshot()[:aEnd] {
+		var d chat.AgentDraft
+		if ev.Type != chat.TypeAgentDraft || ev.Decode(&d) != nil {
+			continue
+		}
+		if d.Extends != 0 {
+			appends++
+		}
+		shownID, shown = d.Onto(shownID, shown)
+		if w, ok := whole[d.ID]; ok && (shownID != d.ID || shown != w) {
+			t.Fatalf("with appends, draft %d shows %q; whole, it is %q", d.ID, shown, w)
+		}
+	}
+	if appends == 0 {
+		t.Fatalf("no draft came as an append:\n%s", chatsock.Summary(a.Snapshot()))
+	}
+	t.Logf("%d drafts came as appends", appends)
 
 	// A replay after the turns: the final words only, no provisional text.
 	r := chatsock.Dial(t, "http://"+td.d.Addr(), td.d.Token(), client.Options{Chat: "drafts", Since: 0})

@@ -13,55 +13,37 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
-	"log/slog"
 	"math/big"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/parleyhq/parley/internal/channel/plugin"
 	"github.com/parleyhq/parley/internal/channel/plugin/xmpp"
-	"github.com/parleyhq/parley/internal/chat"
-	"github.com/parleyhq/parley/internal/cli"
-	"github.com/parleyhq/parley/internal/config"
-	"github.com/parleyhq/parley/internal/daemon"
-	"github.com/parleyhq/parley/internal/driver"
-	"github.com/parleyhq/parley/internal/driver/stream"
 	"github.com/parleyhq/parley/internal/testkit"
 	"github.com/parleyhq/parley/internal/testkit/claudeapi"
+	"github.com/parleyhq/parley/internal/testkit/imrig"
 )
 
 // TestMain lets the test binary be `parley plugin xmpp` when the host starts it.
-func TestMain(m *testing.M) {
-	if os.Getenv("PARLEY_TEST_MAIN") == "1" {
-		os.Exit(cli.Main(cli.Build{Version: "test"}, os.Args[1:], os.Stdout, os.Stderr))
-	}
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { imrig.Main(m) }
 
 const (
-	wait     = 60 * time.Second
+	wait     = imrig.Wait
 	limit    = 120
 	domain   = "localhost"
 	password = "test-password-not-a-secret"
 )
 
-var longAnswer = strings.TrimSpace(strings.Repeat("The scripted model says a long thing, word after word. ", 8))
-
-func scenario() claudeapi.Scenario {
-	return claudeapi.Scenario{Rules: []claudeapi.Rule{
-		{Match: claudeapi.Match{Exact: "hello"}, Reply: claudeapi.Text(longAnswer, 6, 5*time.Millisecond)},
-		{Match: claudeapi.Match{Exact: "make the file"}, Reply: claudeapi.Bash("touch made-by-bash", "Make a file")},
-		{Match: claudeapi.Match{Exact: "make another"}, Reply: claudeapi.Bash("touch made-again", "Make another file")},
-		{Match: claudeapi.Match{ToolResult: "Bash"}, Reply: claudeapi.Text("The command ran.", 1, 0)},
-		{Match: claudeapi.Match{Exact: "slowly"}, Reply: claudeapi.Text(strings.Repeat("tick ", 400), 400, 50*time.Millisecond)},
-	}}
+func rules() []claudeapi.Rule {
+	return append(imrig.Rules(),
+		claudeapi.Rule{Match: claudeapi.Match{Exact: "slowly"}, Reply: claudeapi.Text(strings.Repeat("tick ", 400), 400, 50*time.Millisecond)},
+	)
 }
 
 // writeCert makes a self-signed certificate for localhost.
@@ -143,7 +125,7 @@ VirtualHost %q
 	}
 	cmd := exec.Command(bin, "--config", conf, "-F")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Stdout, cmd.Stderr = logWriter{t, "prosody"}, logWriter{t, "prosody"}
+	cmd.Stdout, cmd.Stderr = imrig.LogWriter{T: t, Name: "prosody"}, imrig.LogWriter{T: t, Name: "prosody"}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -171,10 +153,9 @@ VirtualHost %q
 
 // person is someone on XMPP: a test client keeping every message it gets.
 type person struct {
-	t    *testing.T
-	c    *xmpp.Client
-	mu   sync.Mutex
-	seen []xmpp.Message
+	t *testing.T
+	c *xmpp.Client
+	imrig.Inbox[xmpp.Message]
 }
 
 func login(t *testing.T, addr, ca, user string) *person {
@@ -187,17 +168,11 @@ func login(t *testing.T, addr, ca, user string) *person {
 	}
 	t.Cleanup(func() { c.Close() })
 	p := &person{t: t, c: c}
-	go func() {
-		for m := range c.Messages() {
-			p.mu.Lock()
-			p.seen = append(p.seen, m)
-			p.mu.Unlock()
-		}
-	}()
+	p.Keep(c.Messages())
 	return p
 }
 
-func (p *person) say(text string) {
+func (p *person) Say(text string) {
 	p.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -206,13 +181,9 @@ func (p *person) say(text string) {
 	}
 }
 
-func (p *person) mark() int { p.mu.Lock(); defer p.mu.Unlock(); return len(p.seen) }
-
-func (p *person) from(mark int) []string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+func (p *person) Said(mark int) []string {
 	var out []string
-	for _, m := range p.seen[min(mark, len(p.seen)):] {
+	for _, m := range p.Since(mark) {
 		if m.From == "parley@"+domain {
 			out = append(out, m.Body)
 		}
@@ -222,167 +193,55 @@ func (p *person) from(mark int) []string {
 
 // waitFor waits for a message from parley after mark holding want, and returns
 // the mark after it.
-func (p *person) waitFor(mark int, want string) int {
+func (p *person) WaitSaid(mark int, want string) int {
 	p.t.Helper()
-	var at int
-	testkit.Eventually(p.t, wait, func() bool {
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		for i := mark; i < len(p.seen); i++ {
-			if p.seen[i].From == "parley@"+domain && strings.Contains(p.seen[i].Body, want) {
-				at = i + 1
-				return true
-			}
-		}
-		return false
-	}, "parley never said %q on XMPP; it said %q", want, p.from(mark))
-	return at
+	return p.WaitFor(p.t, mark, func(m xmpp.Message) bool {
+		return m.From == "parley@"+domain && strings.Contains(m.Body, want)
+	}, "parley never said %q on XMPP; it said %q", want, imrig.Later(func() any { return p.Said(mark) }))
 }
 
-type rig struct {
-	t    *testing.T
-	d    *daemon.Daemon
-	api  *claudeapi.Server
-	work string
-}
-
-func newRig(t *testing.T) (*rig, string, string) {
+func newRig(t *testing.T) (*imrig.Rig, string, string) {
 	t.Helper()
-	testkit.NeedsRealAgent(t)
-	root, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	home, work := filepath.Join(root, "home"), filepath.Join(root, "work")
-	for _, d := range []string{home, work} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	addr, ca := startProsody(t, root, "parley", "alice", "mallory")
-	api := claudeapi.Start(t, scenario())
-	env := map[string]string{}
-	for _, kv := range claudeapi.Env(t, api, home, work) {
-		k, v, _ := strings.Cut(kv, "=")
-		env[k] = v
-	}
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := config.Default(filepath.Join(root, "data"), work)
-	cfg.Addr = "127.0.0.1:0"
-	cfg.Agents = []config.Agent{{ID: "claude", Transport: config.TransportStream, Command: testkit.ClaudeBin(t), Env: env}}
-	cfg.Plugins = []config.Plugin{{
-		ID: "xmpp", Command: self, Args: []string{"plugin", "xmpp"},
-		Env:          map[string]string{"PARLEY_TEST_MAIN": "1"},
+	r := imrig.New(t)
+	addr, ca := startProsody(t, r.Root, "parley", "alice", "mallory")
+	r.Start(rules(), imrig.Plugin{
+		ID:           "xmpp",
 		AllowedUsers: []string{"alice@" + domain},
 		Config: map[string]any{"server": addr, "jid": "parley@" + domain, "password": password,
 			"ca_file": ca, "message_limit": limit},
-		Heartbeat: config.Duration{Duration: time.Second},
-	}}
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	d, err := daemon.Start(context.Background(), cfg, daemon.Options{
-		Drivers: map[string]driver.Driver{config.TransportStream: stream.New(nil)},
-		Logger:  slog.New(slog.NewTextHandler(logWriter{t, "parley"}, &slog.HandlerOptions{Level: slog.LevelInfo})),
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		if err := d.Shutdown(ctx); err != nil {
-			t.Errorf("shutdown: %v", err)
-		}
-	})
-	return &rig{t: t, d: d, api: api, work: work}, addr, ca
-}
-
-func (r *rig) plugin() plugin.Status {
-	for _, s := range r.d.Plugins().Statuses() {
-		if s.ID == "xmpp" {
-			return s
-		}
-	}
-	r.t.Fatal("no xmpp plugin status")
-	return plugin.Status{}
-}
-
-func (r *rig) thread() chat.ThreadID {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	id, err := r.d.Router().ThreadOf(ctx, chat.RouteKey{Channel: "xmpp", Chat: "alice@" + domain})
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	return id
+	return r, addr, ca
 }
 
 func TestXMPPEndToEnd(t *testing.T) {
 	r, addr, ca := newRig(t)
 	testkit.Eventually(t, wait, func() bool {
-		s := r.plugin()
+		s := r.Plugin()
 		return s.State == plugin.StateRunning && !s.LastHeartbeat.IsZero()
-	}, "the plugin never ran: %+v", r.plugin())
+	}, "the plugin never ran: %+v", r.Plugin())
 	alice := login(t, addr, ca, "alice")
 	mallory := login(t, addr, ca, "mallory")
 
-	t.Run("an allowed user's message reaches the agent; the answer comes in messages within the limit", func(t *testing.T) {
-		m := alice.mark()
-		alice.say("hello")
-		var got []string
-		testkit.Eventually(t, wait, func() bool {
-			got = alice.from(m)
-			return strings.Join(got, " ") == longAnswer
-		}, "messages %q do not make up the answer %q", alice.from(m), longAnswer)
-		if len(got) < 2 {
-			t.Errorf("got %d message(s), want the %d-byte answer in several", len(got), len(longAnswer))
-		}
-		for _, l := range got {
-			if len(l) > limit {
-				t.Errorf("message of %d bytes over the limit %d: %q", len(l), limit, l)
-			}
-		}
-	})
+	t.Run("an allowed user's message reaches the agent; the answer comes in messages within the limit", func(t *testing.T) { r.CheckLongAnswer(t, alice, limit) })
 
-	t.Run("a user not allowed is refused and never reaches the agent", func(t *testing.T) {
-		before := len(r.api.ScenarioRequests())
-		m := mallory.mark()
-		mallory.say("hello")
-		mallory.waitFor(m, "not allowed")
-		if after := len(r.api.ScenarioRequests()); after != before {
-			t.Errorf("model requests: got %d after the refusal, want %d", after, before)
-		}
-	})
+	t.Run("a user not allowed is refused and never reaches the agent", func(t *testing.T) { r.CheckRefused(t, mallory) })
 
-	t.Run("a permission answered by replying 1", func(t *testing.T) {
-		m := alice.mark()
-		alice.say("make the file")
-		m = alice.waitFor(m, "1. ")
-		alice.say("1")
-		alice.waitFor(m, "The command ran.")
-		if _, err := os.Stat(filepath.Join(r.work, "made-by-bash")); err != nil {
-			t.Errorf("the tool did not run: %v", err)
-		}
-	})
+	t.Run("a permission answered by replying 1", func(t *testing.T) { r.CheckPermissionByReply(t, alice) })
 
 	t.Run("/stop during a slow answer", func(t *testing.T) {
-		m := alice.mark()
-		alice.say("slowly")
-		alice.waitFor(m, "tick") // a message fills up after ~24 ticks
+		m := alice.Mark()
+		alice.Say("slowly")
+		alice.WaitSaid(m, "tick") // a message fills up after ~24 ticks
 		start := time.Now()
-		alice.say("/stop")
-		alice.waitFor(m, "(stopped)")
+		alice.Say("/stop")
+		alice.WaitSaid(m, "(stopped)")
 		if took := time.Since(start); took > 5*time.Second {
 			t.Errorf("stop took %v", took)
 		}
 		// The whole answer is 400 ticks: what was shown before "(stopped)"
 		// (the part flushed at the stop included) must be less.
 		ticks := 0
-		for _, body := range alice.from(m) {
+		for _, body := range alice.Said(m) {
 			ticks += strings.Count(body, "tick")
 		}
 		if ticks == 0 || ticks >= 400 {
@@ -390,53 +249,7 @@ func TestXMPPEndToEnd(t *testing.T) {
 		}
 	})
 
-	t.Run("/new and /switch", func(t *testing.T) {
-		first := r.thread()
-		m := alice.mark()
-		alice.say("/new")
-		m = alice.waitFor(m, "New thread")
-		second := r.thread()
-		if second == first || second == "" {
-			t.Fatalf("after /new: thread %q, want a new one (was %q)", second, first)
-		}
-		alice.say("/switch " + string(first))
-		alice.waitFor(m, "Switched to thread "+string(first))
-		if got := r.thread(); got != first {
-			t.Errorf("after /switch: thread %q, want %q", got, first)
-		}
-	})
+	t.Run("/new and /switch", func(t *testing.T) { r.CheckNewAndSwitch(t, alice, "alice@"+domain) })
 
-	t.Run("the plugin killed mid-turn is restarted and the open card reaches it again", func(t *testing.T) {
-		m := alice.mark()
-		alice.say("make another")
-		m = alice.waitFor(m, "1. ")
-		st := r.plugin()
-		if err := syscall.Kill(st.PID, syscall.SIGKILL); err != nil {
-			t.Fatal(err)
-		}
-		testkit.Eventually(t, wait, func() bool {
-			now := r.plugin()
-			return now.State == plugin.StateRunning && now.PID != st.PID && now.Restarts > st.Restarts
-		}, "the plugin was not restarted: %+v", r.plugin())
-		m = alice.waitFor(m, "1. ")
-		alice.say("1")
-		// The restarted plugin is sent again what it may not have shown
-		// (at least once), so an earlier "The command ran." can come back:
-		// the follow-up that counts is the one after the answer.
-		m = alice.waitFor(m, "Answered: ")
-		alice.waitFor(m, "The command ran.")
-		if _, err := os.Stat(filepath.Join(r.work, "made-again")); err != nil {
-			t.Errorf("the tool did not run: %v", err)
-		}
-	})
-}
-
-type logWriter struct {
-	t    *testing.T
-	name string
-}
-
-func (w logWriter) Write(p []byte) (int, error) {
-	w.t.Logf("%s: %s", w.name, strings.TrimRight(string(p), "\n"))
-	return len(p), nil
+	t.Run("the plugin killed mid-turn is restarted and the open card reaches it again", func(t *testing.T) { r.CheckCardAfterRestart(t, alice) })
 }

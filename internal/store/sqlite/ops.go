@@ -29,29 +29,19 @@ func (s *Store) Commit(ctx context.Context, b store.Batch) error {
 		return fmt.Errorf("sqlite: commit: begin: %w", err)
 	}
 	defer tx.Rollback()
+	// ctx bounds BEGIN (the lock) and the commit; the statements between run
+	// without its deadline (insertEvents says why).
+	ctx = context.WithoutCancel(ctx)
 
 	if t := b.Thread; t != nil {
-		// Read before the write: the title's search row changes only when the title does.
-		var old sql.NullString
-		if err := tx.QueryRowContext(ctx, `SELECT title FROM threads WHERE id = ?`, string(t.ID)).Scan(&old); err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("sqlite: commit: thread %s: %w", t.ID, err)
-		}
 		if _, err := tx.StmtContext(ctx, s.upThread).ExecContext(ctx,
 			string(t.ID), t.Agent, t.Cwd, t.SessionID, t.Title, t.State, t.Mode,
 			nanos(t.CreatedAt), nanos(t.UpdatedAt), t.LastSeq, t.TurnMessageID, boolInt(t.Archived)); err != nil {
 			return fmt.Errorf("sqlite: commit: thread %s: %w", t.ID, err)
 		}
-		if !old.Valid || old.String != t.Title {
-			if err := indexTitle(ctx, tx, t.ID, t.Title); err != nil {
-				return fmt.Errorf("sqlite: commit: thread %s: %w", t.ID, err)
-			}
-		}
 	}
 	if err := s.insertEvents(ctx, tx, b.Events); err != nil {
 		return err
-	}
-	if err := indexEvents(ctx, tx, b.Events); err != nil {
-		return fmt.Errorf("sqlite: commit: %w", err)
 	}
 	if len(b.Cards) > 0 {
 		st := tx.StmtContext(ctx, s.upCard)
@@ -80,7 +70,34 @@ func (s *Store) Commit(ctx context.Context, b store.Batch) error {
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("sqlite: commit: %w", err)
 	}
+	s.markIndex(b)
+	s.markCheckpoint()
 	return nil
+}
+
+// markCheckpoint tells the checkpointer the WAL grew.
+func (s *Store) markCheckpoint() {
+	if s.ckpt != nil {
+		s.ckpt.committed()
+	}
+}
+
+// markIndex tells the indexer which threads a commit wrote: their new events
+// and titles are indexed after it (indexer.go).
+func (s *Store) markIndex(b store.Batch) {
+	if s.idx == nil || (b.Thread == nil && len(b.Events) == 0) {
+		return
+	}
+	var ths []chat.ThreadID
+	if b.Thread != nil {
+		ths = append(ths, b.Thread.ID)
+	}
+	for _, e := range b.Events {
+		if len(ths) == 0 || ths[len(ths)-1] != e.Thread {
+			ths = append(ths, e.Thread)
+		}
+	}
+	s.idx.mark(ths...)
 }
 
 // eventRows is how many events one INSERT writes (5 parameters each; SQLite
@@ -223,6 +240,15 @@ func (s *Store) AttachRemoteRoute(ctx context.Context, key chat.RouteKey, thread
 	return s.attachRoute(ctx, key, thread, "remote_routes", "routes", false)
 }
 
+// DetachRemoteRoutes removes every route attached to a thread another
+// machine owns.
+func (s *Store) DetachRemoteRoutes(ctx context.Context, thread chat.ThreadID) error {
+	if _, err := s.w.ExecContext(ctx, `DELETE FROM remote_routes WHERE thread = ?`, string(thread)); err != nil {
+		return fmt.Errorf("sqlite: detach the routes of %s: %w", thread, err)
+	}
+	return nil
+}
+
 // attachRoute writes key's route into table and takes it out of other (a
 // route is in one of the two), in one transaction; local checks the thread.
 func (s *Store) attachRoute(ctx context.Context, key chat.RouteKey, thread chat.ThreadID, table, other string, local bool) error {
@@ -249,10 +275,53 @@ func (s *Store) attachRoute(ctx context.Context, key chat.RouteKey, thread chat.
 		key.Channel, key.Chat, string(thread), nanos(s.now())); err != nil {
 		return fmt.Errorf("sqlite: attach route %s: %w", key, err)
 	}
+	// The route shows a thread now: an ask for a new one elsewhere is done.
+	if _, err := tx.ExecContext(ctx, `DELETE FROM route_asks WHERE channel = ? AND chat = ?`, key.Channel, key.Chat); err != nil {
+		return fmt.Errorf("sqlite: attach route %s: %w", key, err)
+	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("sqlite: attach route %s: %w", key, err)
 	}
 	return nil
+}
+
+// SetRouteAsk keeps a route's ask for a new thread on another machine.
+func (s *Store) SetRouteAsk(ctx context.Context, a store.RouteAsk) error {
+	if _, err := s.w.ExecContext(ctx, `INSERT INTO route_asks (channel, chat, agent, cwd, node) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (channel, chat) DO UPDATE SET agent = excluded.agent, cwd = excluded.cwd, node = excluded.node`,
+		a.Key.Channel, a.Key.Chat, a.Agent, a.Cwd, a.Node); err != nil {
+		return fmt.Errorf("sqlite: keep the ask of route %s: %w", a.Key, err)
+	}
+	return nil
+}
+
+// DropRouteAsk drops a route's ask, if it has one.
+func (s *Store) DropRouteAsk(ctx context.Context, key chat.RouteKey) error {
+	if _, err := s.w.ExecContext(ctx, `DELETE FROM route_asks WHERE channel = ? AND chat = ?`, key.Channel, key.Chat); err != nil {
+		return fmt.Errorf("sqlite: drop the ask of route %s: %w", key, err)
+	}
+	return nil
+}
+
+// RouteAsks returns every route's ask, ordered by channel and chat.
+func (s *Store) RouteAsks(ctx context.Context) ([]store.RouteAsk, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT channel, chat, agent, cwd, node FROM route_asks ORDER BY 1, 2`)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: route asks: %w", err)
+	}
+	defer rows.Close()
+	var as []store.RouteAsk
+	for rows.Next() {
+		var a store.RouteAsk
+		if err := rows.Scan(&a.Key.Channel, &a.Key.Chat, &a.Agent, &a.Cwd, &a.Node); err != nil {
+			return nil, fmt.Errorf("sqlite: route asks: %w", err)
+		}
+		as = append(as, a)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: route asks: %w", err)
+	}
+	return as, nil
 }
 
 // Routes returns every route, local and remote, ordered by channel and chat.

@@ -231,14 +231,31 @@ func (s *Store) PushPrefs(ctx context.Context) ([]store.PushPrefs, error) {
 	return out, rows.Err()
 }
 
-// PushSetPrefs keeps a device's optional pushes.
-func (s *Store) PushSetPrefs(ctx context.Context, p store.PushPrefs) error {
-	if _, err := s.w.ExecContext(ctx, `INSERT INTO push_prefs (device, turns_since, errors_since) VALUES (?, ?, ?)
-		ON CONFLICT (device) DO UPDATE SET turns_since = excluded.turns_since, errors_since = excluded.errors_since`,
-		p.Device, nanos(p.Turns).Int64, nanos(p.Errors).Int64); err != nil {
+// PushSetPrefs turns a device's optional pushes on or off in one statement:
+// each column it is not given keeps its value, so two screens changing one
+// each at once both count; one turned on keeps its time if it was on.
+func (s *Store) PushSetPrefs(ctx context.Context, c store.PushPrefsChange) error {
+	at := c.At.UnixNano()
+	if _, err := s.w.ExecContext(ctx, `INSERT INTO push_prefs (device, turns_since, errors_since)
+		VALUES (?1, CASE WHEN ?2 = 1 THEN ?4 ELSE 0 END, CASE WHEN ?3 = 1 THEN ?4 ELSE 0 END)
+		ON CONFLICT (device) DO UPDATE SET
+			turns_since = CASE WHEN ?2 IS NULL THEN turns_since WHEN ?2 = 0 THEN 0 WHEN turns_since = 0 THEN ?4 ELSE turns_since END,
+			errors_since = CASE WHEN ?3 IS NULL THEN errors_since WHEN ?3 = 0 THEN 0 WHEN errors_since = 0 THEN ?4 ELSE errors_since END`,
+		c.Device, optBool(c.Turns), optBool(c.Errors), at); err != nil {
 		return fmt.Errorf("sqlite: push prefs: %w", err)
 	}
 	return nil
+}
+
+// optBool is a nullable boolean parameter: NULL, 0 or 1.
+func optBool(b *bool) any {
+	switch {
+	case b == nil:
+		return nil
+	case *b:
+		return 1
+	}
+	return 0
 }
 
 // since maps a preference's column to its time: 0 is the zero time (off).

@@ -15,9 +15,9 @@ import (
 )
 
 // Full-text search (schema 5): search_rows says what each row is, search_text
-// holds its text under the same rowid. Commit is the one path that writes
-// them, in the transaction that writes the thread and its events, so search
-// never shows what the store does not hold.
+// holds its text under the same rowid. The indexer (indexer.go) is the one
+// path that writes them, from committed rows, so search never shows what the
+// store does not hold.
 
 const (
 	kindTitle = "title"
@@ -89,9 +89,62 @@ func endsAnswer(typ string) bool {
 const maxCarry = 64
 
 // maxIndexed is how much of one message or answer is searchable: its first
-// 64 KiB. Indexing costs what the text costs, and a streamed answer of
-// megabytes (a log dump) would make every commit of it pay.
-const maxIndexed = 64 << 10
+// MiB (a message's whole text at the default limits.max_message_bytes). An
+// answer's commits append rows, so indexing costs what the new text costs;
+// the bound keeps a streamed log dump of megabytes from paying for all of it.
+const maxIndexed = 1 << 20
+
+// An answer's row begins with the last overlapWords words of the row before
+// (at most maxOverlap bytes), already indexed there: a phrase of up to
+// maxSearchTerms words split across two commits is whole in the second row.
+const (
+	overlapWords = maxSearchTerms - 1
+	maxOverlap   = 4 << 10
+)
+
+// lastWords is the end of text from the start of its last n words, within
+// max bytes ("" when text has none); text ends at a word boundary.
+func lastWords(text string, n, max int) string {
+	start, words, inWord := len(text), 0, false
+	for i := len(text); i > 0; {
+		r, size := utf8.DecodeLastRuneInString(text[:i])
+		if isWordRune(r) {
+			inWord = true
+		} else if inWord {
+			inWord = false
+			if words++; words == n {
+				break
+			}
+		}
+		if len(text)-(i-size) > max {
+			break
+		}
+		i -= size
+		start = i
+	}
+	// Begin at a word: a cut mid-word (the byte bound) drops the part.
+	for start < len(text) {
+		r, size := utf8.DecodeRuneInString(text[start:])
+		if !isWordRune(r) {
+			break
+		}
+		if start == 0 {
+			break
+		}
+		if p, _ := utf8.DecodeLastRuneInString(text[:start]); !isWordRune(p) {
+			break
+		}
+		start += size
+	}
+	return text[start:]
+}
+
+// leadOf is how much of a held-back pending text is the overlap (indexed
+// already): all of it up to the last non-word rune; the rest is the word a
+// commit ended inside, not yet indexed.
+func leadOf(pending string) int {
+	return strings.LastIndexFunc(pending, func(r rune) bool { return !isWordRune(r) }) + 1
+}
 
 // clipIndexed cuts text to what is left of the budget, at a rune boundary.
 func clipIndexed(text string, used int64) string {
@@ -118,6 +171,7 @@ func indexEvents(ctx context.Context, tx execer, evs []chat.Event) error {
 	type answer struct {
 		seq     int64
 		indexed int64 // bytes of it indexed by earlier commits
+		lead    int   // bytes at the start of text indexed by the row before (the overlap)
 		text    strings.Builder
 		stored  bool // search_open holds it as loaded: an answer past its budget writes nothing
 	}
@@ -126,27 +180,33 @@ func indexEvents(ctx context.Context, tx execer, evs []chat.Event) error {
 		text, carry := a.text.String(), ""
 		if goesOn {
 			i := strings.LastIndexFunc(text, func(r rune) bool { return !isWordRune(r) }) + 1
-			if len(text)-i <= maxCarry {
+			if len(text)-i <= maxCarry && i >= a.lead {
 				text, carry = text[:i], text[i:]
 			}
 		}
-		text = clipIndexed(text, a.indexed)
-		if a.indexed+int64(len(text)) >= maxIndexed {
+		lead := min(a.lead, len(text))
+		fresh := clipIndexed(text[lead:], a.indexed)
+		text = text[:lead] + fresh
+		if a.indexed+int64(len(fresh)) >= maxIndexed {
 			carry = ""
 		}
-		if strings.TrimSpace(text) != "" {
+		if strings.TrimSpace(fresh) != "" {
 			if _, err := insertSearchRow(ctx, tx, th, a.seq, kindAgent, text); err != nil {
 				return err
 			}
 		}
-		if goesOn && a.stored && text == "" && carry == "" && a.indexed >= maxIndexed {
+		if goesOn && a.stored && fresh == "" && carry == "" && a.indexed >= maxIndexed {
 			return nil // past its budget: nothing to index, nothing to remember anew
 		}
-		a.indexed += int64(len(text))
+		a.indexed += int64(len(fresh))
 		var err error
 		if goesOn {
+			overlap := ""
+			if a.indexed < maxIndexed {
+				overlap = lastWords(text, overlapWords, maxOverlap)
+			}
 			_, err = tx.ExecContext(ctx, `INSERT INTO search_open (thread, seq, pending, indexed) VALUES (?, ?, ?, ?)
-				ON CONFLICT (thread) DO UPDATE SET seq = excluded.seq, pending = excluded.pending, indexed = excluded.indexed`, string(th), a.seq, carry, a.indexed)
+				ON CONFLICT (thread) DO UPDATE SET seq = excluded.seq, pending = excluded.pending, indexed = excluded.indexed`, string(th), a.seq, overlap+carry, a.indexed)
 		} else {
 			_, err = tx.ExecContext(ctx, `DELETE FROM search_open WHERE thread = ?`, string(th))
 		}
@@ -163,14 +223,14 @@ func indexEvents(ctx context.Context, tx execer, evs []chat.Event) error {
 				err := tx.QueryRowContext(ctx, `SELECT seq, pending, indexed FROM search_open WHERE thread = ?`, string(e.Thread)).Scan(&seq, &pending, &indexed)
 				switch {
 				case err == nil:
-					a.seq, a.indexed, a.stored = seq, indexed, pending == ""
+					a.seq, a.indexed, a.stored, a.lead = seq, indexed, pending == "", leadOf(pending)
 					a.text.WriteString(pending)
 				case !errors.Is(err, sql.ErrNoRows):
 					return fmt.Errorf("search: %w", err)
 				}
 				open[e.Thread] = a
 			}
-			if a.indexed+int64(a.text.Len()) >= maxIndexed {
+			if a.indexed+int64(a.text.Len()-a.lead) >= maxIndexed {
 				continue // beyond the budget: not even decoded
 			}
 			var c chat.AgentChunk
@@ -187,7 +247,7 @@ func indexEvents(ctx context.Context, tx execer, evs []chat.Event) error {
 				err := tx.QueryRowContext(ctx, `SELECT seq, pending, indexed FROM search_open WHERE thread = ?`, string(e.Thread)).Scan(&seq, &pending, &indexed)
 				switch {
 				case err == nil:
-					a = &answer{seq: seq, indexed: indexed}
+					a = &answer{seq: seq, indexed: indexed, lead: leadOf(pending)}
 					a.text.WriteString(pending)
 				case !errors.Is(err, sql.ErrNoRows):
 					return fmt.Errorf("search: %w", err)
@@ -347,6 +407,12 @@ func (s *Store) Search(ctx context.Context, q string, limit int) ([]chat.SearchH
 	if limit <= 0 || limit > store.MaxSearchResults {
 		limit = store.MaxSearchResults
 	}
+	// What was committed before the search is found by it.
+	if s.idx != nil {
+		if err := s.idx.caughtUp(ctx); err != nil {
+			return nil, err
+		}
+	}
 	// An answer is several rows (one per commit): its best row stands for it.
 	rows, err := s.r.QueryContext(ctx, `SELECT r.thread, r.seq, r.kind, snippet(search_text, 0, '', '', '…', 16), t.title, t.archived
 		FROM search_text JOIN search_rows r ON r.row = search_text.rowid JOIN threads t ON t.id = r.thread
@@ -389,8 +455,8 @@ func searchErr(err error) error {
 	return fmt.Errorf("sqlite: search: %w", err)
 }
 
-// DeleteThread deletes a thread and everything of it the store holds
-// (store.Store), in one transaction.
+// DeleteThread deletes a thread and everything of it the store holds but the
+// pushes a closing push still needs (store.Store), in one transaction.
 func (s *Store) DeleteThread(ctx context.Context, id chat.ThreadID) error {
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
@@ -410,7 +476,14 @@ func (s *Store) DeleteThread(ctx context.Context, id chat.ThreadID) error {
 	}
 	for _, q := range []string{
 		`DELETE FROM search_open WHERE thread = ?`,
-		`DELETE FROM push_outbox WHERE thread = ?`,
+		`DELETE FROM search_done WHERE thread = ?`,
+		// A card's push that went out still needs its closing push (the
+		// push service derives it from these rows after the delete, with the
+		// cards gone): those rows, and closing pushes not yet sent, stay.
+		`DELETE FROM push_outbox WHERE thread = ?1 AND NOT (
+			(kind = 'close' AND state = 'pending') OR
+			(kind = 'open' AND NOT EXISTS (SELECT 1 FROM push_outbox c WHERE c.endpoint = push_outbox.endpoint
+				AND c.thread = push_outbox.thread AND c.request_id = push_outbox.request_id AND c.kind = 'close')))`,
 		`DELETE FROM routes WHERE thread = ?`,
 		`DELETE FROM inputs WHERE thread = ?`,
 		`DELETE FROM cards WHERE thread = ?`,

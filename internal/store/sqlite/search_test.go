@@ -183,29 +183,79 @@ func TestSearchKeptInStep(t *testing.T) {
 	}
 }
 
-// TestSearchIndexesAnAnswersFirst64KiB: a streamed answer of megabytes costs
-// its first 64 KiB of indexing, however many commits it takes.
-func TestSearchIndexesAnAnswersFirst64KiB(t *testing.T) {
+// TestSearchIndexesAnAnswersFirstMiB: a streamed answer of megabytes costs
+// its first MiB of indexing (and the overlaps), however many commits it takes.
+func TestSearchIndexesAnAnswersFirstMiB(t *testing.T) {
 	ctx := t.Context()
 	s := open(t, filepath.Join(t.TempDir(), "parley.db"))
 	th := chat.Thread{ID: "t1", Agent: "a", Cwd: "/w", LastSeq: 1}
 	if err := s.Commit(ctx, store.Batch{Thread: &th, Events: []chat.Event{ev(t, "t1", 1, chat.AgentChunk{Text: "aardvark é"})}}); err != nil {
 		t.Fatal(err)
 	}
-	filler := strings.Repeat("ééééé ", 1000) // 11 KB
-	for seq := int64(2); seq <= 12; seq++ {
+	filler := strings.Repeat("ééééé ", 10000) // 110 KB
+	const commits = 11
+	for seq := int64(2); seq <= commits+1; seq++ {
 		if err := s.Commit(ctx, store.Batch{Events: []chat.Event{ev(t, "t1", seq, chat.AgentChunk{Text: filler})}}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := s.Commit(ctx, store.Batch{Events: []chat.Event{ev(t, "t1", 13, chat.AgentChunk{Text: " zebra"}), ev(t, "t1", 14, chat.PromptDone{})}}); err != nil {
+	if err := s.Commit(ctx, store.Batch{Events: []chat.Event{ev(t, "t1", commits+2, chat.AgentChunk{Text: " zebra"}), ev(t, "t1", commits+3, chat.PromptDone{})}}); err != nil {
 		t.Fatal(err)
 	}
 	wantHits(t, s, "aardvark", "t1/agent/1")
 	wantHits(t, s, "zebra")
 	var n int64
-	if err := s.r.QueryRowContext(ctx, `SELECT SUM(LENGTH(CAST(text AS BLOB))) FROM search_text`).Scan(&n); err != nil || n > maxIndexed {
-		t.Errorf("indexed %d bytes (%v); want at most %d", n, err, maxIndexed)
+	if err := s.r.QueryRowContext(ctx, `SELECT SUM(LENGTH(CAST(text AS BLOB))) FROM search_text`).Scan(&n); err != nil || n > maxIndexed+(commits+2)*maxOverlap {
+		t.Errorf("indexed %d bytes (%v); want at most %d and the overlaps", n, err, maxIndexed)
+	}
+}
+
+// TestSearchFindsAPhraseSplitAcrossCommits: an answer streamed in several
+// commits is found by a phrase whose words two commits wrote, a message's
+// words past 64 KiB are found, and a word is one hit, not one per row.
+func TestSearchFindsAPhraseSplitAcrossCommits(t *testing.T) {
+	ctx := t.Context()
+	s := open(t, filepath.Join(t.TempDir(), "parley.db"))
+	th := chat.Thread{ID: "t1", Agent: "a", Cwd: "/w", LastSeq: 2}
+	long := strings.Repeat("filler words here ", 5000) + "the heron at the weir" // 90 KB
+	commit := func(b store.Batch) {
+		t.Helper()
+		if err := s.Commit(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	commit(store.Batch{Thread: &th, Events: []chat.Event{
+		ev(t, "t1", 1, chat.UserMessage{MessageID: "m1", Text: long}),
+		ev(t, "t1", 2, chat.AgentChunk{Text: "The quick brown "}),
+	}})
+	commit(store.Batch{Events: []chat.Event{ev(t, "t1", 3, chat.AgentChunk{Text: "fox jumps over"})}})
+	commit(store.Batch{Events: []chat.Event{ev(t, "t1", 4, chat.AgentChunk{Text: " the lazy dog, "})}})
+	commit(store.Batch{Events: []chat.Event{ev(t, "t1", 5, chat.AgentChunk{Text: "twice."}), ev(t, "t1", 6, chat.PromptDone{StopReason: chat.StopEndTurn})}})
+	wantHits(t, s, `"quick brown fox jumps over the lazy dog twice"`, "t1/agent/2")
+	wantHits(t, s, `"brown fox"`, "t1/agent/2")
+	wantHits(t, s, `"over the lazy"`, "t1/agent/2")
+	wantHits(t, s, "jumps", "t1/agent/2")
+	wantHits(t, s, `"heron at the weir"`, "t1/user/1")
+	wantHits(t, s, `"brown dog"`)
+}
+
+func TestLastWords(t *testing.T) {
+	for _, c := range []struct {
+		text string
+		n    int
+		want string
+	}{
+		{"one two three four ", 2, "three four "},
+		{"one two ", 5, "one two "},
+		{"  ", 3, "  "},
+		{"é à ü, ", 2, "à ü, "},
+	} {
+		if got := lastWords(c.text, c.n, maxOverlap); got != c.want {
+			t.Errorf("lastWords(%q, %d) = %q, want %q", c.text, c.n, got, c.want)
+		}
+	}
+	if got := lastWords("abcdefgh ijk ", 3, 6); got != " ijk " {
+		t.Errorf("lastWords within 6 bytes = %q, want the whole words that fit", got)
 	}
 }
 

@@ -41,6 +41,11 @@ type Store struct {
 	// Prepared on the writer once; each Commit binds them to its transaction.
 	// insEvents inserts eventRows events in one statement.
 	insEvent, insEvents, upThread, upCard, upInput *sql.Stmt
+
+	idx *indexer // nil only in tests that stand for a crash before indexing
+	// ckpt copies the WAL back into the database file off the writer's
+	// commits (checkpoint.go); nil only in tests that open without it.
+	ckpt *checkpointer
 }
 
 var _ store.Store = (*Store)(nil)
@@ -50,6 +55,18 @@ var _ store.Store = (*Store)(nil)
 // error wrapping ErrSchemaTooNew. The path must name a file: ":memory:" would give
 // the writer and the readers different databases.
 func Open(ctx context.Context, path string, logger *slog.Logger) (*Store, error) {
+	s, err := openStore(ctx, path, logger)
+	if err != nil {
+		return nil, err
+	}
+	// The checkpointer first: the indexer's commits tell it of themselves.
+	s.ckpt = startCheckpointer(s, nil)
+	s.idx = startIndexer(s)
+	return s, nil
+}
+
+// openStore is Open without the search indexer.
+func openStore(ctx context.Context, path string, logger *slog.Logger) (*Store, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -71,6 +88,9 @@ func Open(ctx context.Context, path string, logger *slog.Logger) (*Store, error)
 		"_journal_mode": {"WAL"},
 		"_synchronous":  {"NORMAL"},
 		"_foreign_keys": {"1"},
+		// The checkpointer copies the WAL back (checkpoint.go); the writer
+		// only when it falls far behind.
+		"_pragma": {"wal_autocheckpoint(" + fmt.Sprint(walFallbackPages) + ")"},
 		// The transaction takes the write lock at BEGIN, so it never fails
 		// half-way on a lock upgrade.
 		"_txlock": {"immediate"},
@@ -190,6 +210,12 @@ func (s *Store) prepare(ctx context.Context) error {
 // safe to call more than once.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
+		if s.idx != nil {
+			s.idx.close()
+		}
+		if s.ckpt != nil {
+			s.ckpt.close()
+		}
 		var errs []error
 		for _, st := range []*sql.Stmt{s.insEvent, s.insEvents, s.upThread, s.upCard, s.upInput} {
 			if st != nil {
@@ -220,7 +246,7 @@ func fromNanos(n sql.NullInt64) time.Time {
 	return time.Unix(0, n.Int64).UTC()
 }
 
-// blob stores an empty JSON value as NULL, so it reads back as nil.
+// boolInt stores a bool as SQLite's 0 or 1.
 func boolInt(b bool) int64 {
 	if b {
 		return 1
@@ -228,6 +254,7 @@ func boolInt(b bool) int64 {
 	return 0
 }
 
+// blob stores an empty JSON value as NULL, so it reads back as nil.
 func blob(b []byte) any {
 	if len(b) == 0 {
 		return nil

@@ -45,6 +45,7 @@ func Run(t *testing.T, open Opener) {
 		{"Inputs", testInputs},
 		{"Routes", testRoutes},
 		{"RemoteRoutes", testRemoteRoutes},
+		{"RouteAsks", testRouteAsks},
 		{"Reopen", testReopen},
 		{"ConcurrentCommits", testConcurrentCommits},
 		{"PruneEvents", testPruneEvents},
@@ -770,6 +771,63 @@ func testRemoteRoutes(t *testing.T, open Opener) {
 	}
 	if got, want := routes(), []string{"tui:c1→t1", "web:c1→x@b"}; !slices.Equal(got, want) {
 		t.Fatalf("Routes after a reopen and a local attach: got %v, want %v", got, want)
+	}
+}
+
+// A route's ask for a new thread on another machine survives a restart, a
+// second ask replaces the first, and attaching the route to a thread, local
+// or remote, drops it.
+func testRouteAsks(t *testing.T, open Opener) {
+	name := dbName(t)
+	s := openNamed(t, open, name)
+	ctx := t.Context()
+	seedThread(t, s, "t1", 1)
+	web := chat.RouteKey{Channel: "web", Chat: "c1"}
+	irc := chat.RouteKey{Channel: "irc", Chat: "#dev"}
+	tui := chat.RouteKey{Channel: "tui", Chat: "c1"}
+	for _, a := range []store.RouteAsk{
+		{Key: web, Agent: "claude", Cwd: "/old", Node: "b"},
+		{Key: web, Agent: "claude", Cwd: "/b/work", Node: "b"},
+		{Key: irc, Agent: "gemini", Node: "c"},
+		{Key: tui, Agent: "claude", Node: "b"},
+	} {
+		if err := s.SetRouteAsk(ctx, a); err != nil {
+			t.Fatalf("SetRouteAsk(%+v): %v", a, err)
+		}
+	}
+	asks := func() []store.RouteAsk {
+		t.Helper()
+		as, err := s.RouteAsks(ctx)
+		if err != nil {
+			t.Fatalf("RouteAsks: %v", err)
+		}
+		return as
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openNamed(t, open, name)
+	want := []store.RouteAsk{{Key: irc, Agent: "gemini", Node: "c"}, {Key: tui, Agent: "claude", Node: "b"},
+		{Key: web, Agent: "claude", Cwd: "/b/work", Node: "b"}}
+	if got := asks(); !slices.Equal(got, want) {
+		t.Fatalf("RouteAsks after a reopen: got %+v, want %+v", got, want)
+	}
+	if err := s.AttachRoute(ctx, web, "t1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AttachRemoteRoute(ctx, irc, "x@c"); err != nil {
+		t.Fatal(err)
+	}
+	if got := asks(); !slices.Equal(got, want[1:2]) {
+		t.Fatalf("RouteAsks after attaching web and irc: got %+v, want only tui's", got)
+	}
+	for range 2 {
+		if err := s.DropRouteAsk(ctx, tui); err != nil {
+			t.Fatalf("DropRouteAsk: %v", err)
+		}
+	}
+	if got := asks(); len(got) != 0 {
+		t.Fatalf("RouteAsks after dropping tui's: %+v", got)
 	}
 }
 

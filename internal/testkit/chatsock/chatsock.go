@@ -131,6 +131,23 @@ func (r *Conn) WaitFor(from int, within time.Duration, match func(client.Event) 
 	}
 }
 
+// WaitEnd waits until the socket has ended and returns why; nil means it
+// was still open after within.
+func (r *Conn) WaitEnd(within time.Duration) error {
+	deadline := time.NewTimer(within)
+	defer deadline.Stop()
+	for {
+		if err := r.Err(); err != nil {
+			return err
+		}
+		select {
+		case <-r.notify:
+		case <-deadline.C:
+			return r.Err()
+		}
+	}
+}
+
 // Summary is a readable list of frames for failure messages.
 func Summary(evs []client.Event) string {
 	var b strings.Builder

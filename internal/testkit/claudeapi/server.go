@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/parleyhq/parley/internal/testkit/standin"
@@ -173,17 +171,11 @@ func (r Request) lastUser() (Message, bool) {
 }
 
 // Server is the stand-in. Create it with Start or NewServer; it is safe for
-// concurrent use.
+// concurrent use. Its URL is the base URL for ANTHROPIC_BASE_URL.
 type Server struct {
-	// URL is the base URL for ANTHROPIC_BASE_URL (http://127.0.0.1:port).
-	URL string
+	standin.Server[Request, Scenario]
 
-	hs  *httptest.Server
-	log standin.Log[Request]
-
-	mu       sync.Mutex
-	sc       Scenario
-	uses     standin.Uses      // answers per rule
+	// Guarded by Mu, with the scenario.
 	toolName map[string]string // tool_use id → tool name, for ids the stand-in made
 	answered map[string]bool   // tool_use ids already answered
 	nextID   int
@@ -206,38 +198,15 @@ func Start(t TB, sc Scenario) *Server {
 // NewServer starts a stand-in listening on addr (e.g. "127.0.0.1:0").
 func NewServer(addr string, sc Scenario) (*Server, error) {
 	s := &Server{toolName: map[string]string{}, answered: map[string]bool{}}
-	s.SetScenario(sc)
-	hs, err := standin.Listen(addr, http.HandlerFunc(s.serve))
-	if err != nil {
+	if err := s.Init(addr, sc, func(sc Scenario) int { return len(sc.Rules) }, http.HandlerFunc(s.serve)); err != nil {
 		return nil, fmt.Errorf("claudeapi: listen: %w", err)
 	}
-	s.hs, s.URL = hs, hs.URL
 	return s, nil
 }
 
-// Close stops the server; in-flight streams end when their clients go away.
-func (s *Server) Close() { standin.Close(s.hs) }
-
-// SetScenario replaces the script (rule use counts start again).
-func (s *Server) SetScenario(sc Scenario) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.sc = sc
-	s.uses.Reset(len(sc.Rules))
-}
-
-// Requests returns every recorded request, oldest first.
-func (s *Server) Requests() []Request { return s.log.All() }
-
 // ScenarioRequests returns the model turns (side requests left out).
 func (s *Server) ScenarioRequests() []Request {
-	var out []Request
-	for _, r := range s.Requests() {
-		if r.Kind == KindScenario {
-			out = append(out, r)
-		}
-	}
-	return out
+	return s.RequestsWhere(func(r Request) bool { return r.Kind == KindScenario })
 }
 
 // ToolResult returns the first tool_result the agent sent for toolUseID.
@@ -257,14 +226,14 @@ func (s *Server) ToolResult(toolUseID string) (ContentBlock, bool) {
 // ToolResultFor returns the first tool_result for a tool use of the named tool
 // (or with that id) that the stand-in itself asked for.
 func (s *Server) ToolResultFor(nameOrID string) (ContentBlock, bool) {
-	s.mu.Lock()
+	s.Mu.Lock()
 	var ids []string
 	for id, name := range s.toolName {
 		if id == nameOrID || name == nameOrID {
 			ids = append(ids, id)
 		}
 	}
-	s.mu.Unlock()
+	s.Mu.Unlock()
 	for _, r := range s.Requests() {
 		for _, m := range r.Messages {
 			for _, c := range m.Content {
@@ -286,8 +255,8 @@ func (s *Server) ToolResultFor(nameOrID string) (ContentBlock, bool) {
 // name, in the order it sent them (the ids it makes carry a zero-padded
 // sequence number; a scenario's own ids sort by name).
 func (s *Server) ToolUseIDs(name string) []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.Mu.Lock()
+	defer s.Mu.Unlock()
 	var ids []string
 	for id, n := range s.toolName {
 		if n == name {
@@ -297,11 +266,6 @@ func (s *Server) ToolUseIDs(name string) []string {
 	slices.Sort(ids)
 	return ids
 }
-
-func (s *Server) record(r Request) { s.log.Add(r) }
-
-// Changed returns a channel that is closed when the next request is recorded.
-func (s *Server) Changed() <-chan struct{} { return s.log.Changed() }
 
 type messagesBody struct {
 	Model    string            `json:"model"`
@@ -317,19 +281,19 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case r.Method == http.MethodPost && r.URL.Path == "/v1/messages/count_tokens":
 		rec.Kind = KindCountTokens
-		s.record(rec)
+		s.Record(rec)
 		standin.WriteJSON(w, http.StatusOK, map[string]int{"input_tokens": 100})
 		return
 	case r.Method == http.MethodPost && r.URL.Path == "/v1/messages":
 	default:
-		s.record(rec)
+		s.Record(rec)
 		standin.WriteJSON(w, http.StatusOK, map[string]any{})
 		return
 	}
 
 	var mb messagesBody
 	if err := json.Unmarshal(body, &mb); err != nil {
-		s.record(rec)
+		s.Record(rec)
 		standin.WriteJSON(w, http.StatusBadRequest, errorBody("invalid_request_error", "stand-in: "+err.Error()))
 		return
 	}
@@ -348,7 +312,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		reply = s.pick(&rec)
 	}
 	reply = s.assignIDs(reply)
-	s.record(rec)
+	s.Record(rec)
 	if reply.Wait > 0 && !standin.Wait(r.Context(), time.Duration(reply.Wait)) {
 		return // the client went away
 	}
@@ -368,8 +332,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 
 // pick chooses the reply for a model turn and marks the tool results it answers.
 func (s *Server) pick(rec *Request) Reply {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.Mu.Lock()
+	defer s.Mu.Unlock()
 	last, _ := rec.lastUser()
 	// New tool results, in order; results answered before are history.
 	var fresh []ContentBlock
@@ -387,9 +351,9 @@ func (s *Server) pick(rec *Request) Reply {
 	if len(fresh) > 0 && len(texts) == 0 {
 		for _, c := range fresh {
 			name := s.toolName[c.ToolUseID]
-			for i, rule := range s.sc.Rules {
+			for i, rule := range s.Sc.Rules {
 				m := rule.Match.ToolResult
-				if m != "" && (m == name || m == c.ToolUseID) && s.uses.Take(i, rule.Times) {
+				if m != "" && (m == name || m == c.ToolUseID) && s.Uses.Take(i, rule.Times) {
 					rec.Rule = i
 					return rule.Reply
 				}
@@ -401,7 +365,7 @@ func (s *Server) pick(rec *Request) Reply {
 	if len(texts) > 0 {
 		text = texts[len(texts)-1]
 	}
-	for i, rule := range s.sc.Rules {
+	for i, rule := range s.Sc.Rules {
 		m := rule.Match
 		if m.ToolResult != "" {
 			continue
@@ -417,7 +381,7 @@ func (s *Server) pick(rec *Request) Reply {
 		default:
 			ok = true
 		}
-		if ok && s.uses.Take(i, rule.Times) {
+		if ok && s.Uses.Take(i, rule.Times) {
 			rec.Rule = i
 			return rule.Reply
 		}
@@ -426,16 +390,16 @@ func (s *Server) pick(rec *Request) Reply {
 }
 
 func (s *Server) fallback(what string) Reply {
-	if s.sc.Default != nil {
-		return *s.sc.Default
+	if s.Sc.Default != nil {
+		return *s.Sc.Default
 	}
 	return Text("stand-in: no rule matches "+what, 1, 0)
 }
 
 // assignIDs gives each tool use without an id a fresh one and remembers its name.
 func (s *Server) assignIDs(r Reply) Reply {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.Mu.Lock()
+	defer s.Mu.Unlock()
 	blocks := make([]Block, len(r.Blocks))
 	copy(blocks, r.Blocks)
 	for i := range blocks {

@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/parleyhq/parley/internal/testkit/standin"
@@ -115,17 +113,9 @@ func (r Request) FunctionResponses() []FunctionResponse {
 }
 
 // Server is the stand-in. Create it with Start or NewServer; it is safe for
-// concurrent use.
+// concurrent use. Its URL is the base URL for GOOGLE_GEMINI_BASE_URL.
 type Server struct {
-	// URL is the base URL for GOOGLE_GEMINI_BASE_URL (http://127.0.0.1:port).
-	URL string
-
-	hs  *httptest.Server
-	log standin.Log[Request]
-
-	mu   sync.Mutex
-	sc   Scenario
-	uses standin.Uses // answers per rule
+	standin.Server[Request, Scenario]
 }
 
 // TB is the part of testing.TB the stand-in needs.
@@ -145,38 +135,15 @@ func Start(t TB, sc Scenario) *Server {
 // NewServer starts a stand-in listening on addr (e.g. "127.0.0.1:0").
 func NewServer(addr string, sc Scenario) (*Server, error) {
 	s := &Server{}
-	s.SetScenario(sc)
-	hs, err := standin.Listen(addr, http.HandlerFunc(s.serve))
-	if err != nil {
+	if err := s.Init(addr, sc, func(sc Scenario) int { return len(sc.Rules) }, http.HandlerFunc(s.serve)); err != nil {
 		return nil, fmt.Errorf("geminiapi: listen: %w", err)
 	}
-	s.hs, s.URL = hs, hs.URL
 	return s, nil
 }
 
-// Close stops the server; in-flight streams end when their clients go away.
-func (s *Server) Close() { standin.Close(s.hs) }
-
-// SetScenario replaces the script (rule use counts start again).
-func (s *Server) SetScenario(sc Scenario) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.sc = sc
-	s.uses.Reset(len(sc.Rules))
-}
-
-// Requests returns every recorded request, oldest first.
-func (s *Server) Requests() []Request { return s.log.All() }
-
 // ScenarioRequests returns the recorded model turns (not schema or side calls).
 func (s *Server) ScenarioRequests() []Request {
-	var out []Request
-	for _, r := range s.Requests() {
-		if r.Kind == KindScenario {
-			out = append(out, r)
-		}
-	}
-	return out
+	return s.RequestsWhere(func(r Request) bool { return r.Kind == KindScenario })
 }
 
 // FunctionResponse returns the first recorded response to a function call of
@@ -191,11 +158,6 @@ func (s *Server) FunctionResponse(name string) (FunctionResponse, bool) {
 	}
 	return FunctionResponse{}, false
 }
-
-// Changed returns a channel closed at the next recorded request.
-func (s *Server) Changed() <-chan struct{} { return s.log.Changed() }
-
-func (s *Server) record(r Request) { s.log.Add(r) }
 
 type generateBody struct {
 	Contents         []Content `json:"contents"`
@@ -212,25 +174,25 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	model, method, _ := strings.Cut(r.URL.Path[strings.LastIndex(r.URL.Path, "/")+1:], ":")
 	rec.Model = model
 	if r.Method != http.MethodPost {
-		s.record(rec)
+		s.Record(rec)
 		standin.WriteJSON(w, http.StatusOK, map[string]any{})
 		return
 	}
 	switch method {
 	case "countTokens":
 		rec.Kind = KindCountTokens
-		s.record(rec)
+		s.Record(rec)
 		standin.WriteJSON(w, http.StatusOK, map[string]any{"totalTokens": 10})
 		return
 	case "generateContent", "streamGenerateContent":
 	default:
-		s.record(rec)
+		s.Record(rec)
 		standin.WriteJSON(w, http.StatusOK, map[string]any{})
 		return
 	}
 	var gb generateBody
 	if err := json.Unmarshal(body, &gb); err != nil {
-		s.record(rec)
+		s.Record(rec)
 		writeError(w, http.StatusBadRequest, "geminiapi: bad body: "+err.Error())
 		return
 	}
@@ -248,17 +210,17 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		rec.Kind = KindScenario
 		reply = s.pick(&rec)
 	}
-	s.record(rec)
+	s.Record(rec)
 	s.play(w, r, reply, rec.Stream)
 }
 
 // pick finds the reply for a model turn and counts the rule's use.
 func (s *Server) pick(rec *Request) Reply {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.Mu.Lock()
+	defer s.Mu.Unlock()
 	frs := rec.FunctionResponses()
 	text := rec.LastUserText()
-	for i, rule := range s.sc.Rules {
+	for i, rule := range s.Sc.Rules {
 		m := rule.Match
 		ok := false
 		switch {
@@ -277,13 +239,13 @@ func (s *Server) pick(rec *Request) Reply {
 		default:
 			ok = true
 		}
-		if ok && s.uses.Take(i, rule.Times) {
+		if ok && s.Uses.Take(i, rule.Times) {
 			rec.Rule = i
 			return rule.Reply
 		}
 	}
-	if s.sc.Default != nil {
-		return *s.sc.Default
+	if s.Sc.Default != nil {
+		return *s.Sc.Default
 	}
 	if len(frs) > 0 {
 		return Text("(stand-in: no rule for the result of "+frs[0].Name+")", 1, 0)
@@ -293,12 +255,12 @@ func (s *Server) pick(rec *Request) Reply {
 
 // schemaReply answers a schema-constrained request with JSON that fits it.
 func (s *Server) schemaReply(schema json.RawMessage) Reply {
-	s.mu.Lock()
+	s.Mu.Lock()
 	over := map[string]any{"complexity_score": 10, "next_speaker": "user"}
-	for k, v := range s.sc.Schema {
+	for k, v := range s.Sc.Schema {
 		over[k] = v
 	}
-	s.mu.Unlock()
+	s.Mu.Unlock()
 	var sch map[string]any
 	_ = json.Unmarshal(schema, &sch)
 	b, _ := json.Marshal(fitSchema(sch, "", over))

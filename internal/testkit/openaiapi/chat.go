@@ -125,9 +125,9 @@ func (s *Server) chatCompletion(w http.ResponseWriter, r *http.Request, body map
 // Outputs returns every distinct output of calls to the named function the
 // stand-in made, in the order the agent sent them back.
 func (s *Server) Outputs(name string) []string {
-	reqs := s.log.All()
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	reqs := s.Requests()
+	s.Mu.Lock()
+	defer s.Mu.Unlock()
 	var out []string
 	seen := map[string]bool{}
 	for _, r := range reqs {

@@ -11,11 +11,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/parleyhq/parley/internal/testkit/standin"
@@ -46,13 +44,11 @@ type Request struct {
 	Raw  []byte
 }
 
-// Server is the stand-in.
+// Server is the stand-in; its scenario is the rules, which match without limit.
 type Server struct {
-	URL   string
-	hs    *httptest.Server
-	log   standin.Log[Request]
-	mu    sync.Mutex
-	rules []Rule
+	standin.Server[Request, []Rule]
+
+	// Guarded by Mu, with the rules.
 	calls map[string]string // call_id → function name, for calls the stand-in made
 	n     int
 }
@@ -63,27 +59,19 @@ type TB = standin.TB
 // Start starts a stand-in on 127.0.0.1 and closes it when the test ends.
 func Start(t TB, rules ...Rule) *Server {
 	t.Helper()
-	s := &Server{rules: rules, calls: map[string]string{}}
-	hs, err := standin.Listen("127.0.0.1:0", http.HandlerFunc(s.serve))
-	if err != nil {
+	s := &Server{calls: map[string]string{}}
+	if err := s.Init("127.0.0.1:0", rules, func(r []Rule) int { return len(r) }, http.HandlerFunc(s.serve)); err != nil {
 		t.Fatalf("openaiapi: listen: %v", err)
 	}
-	s.hs, s.URL = hs, hs.URL
-	t.Cleanup(func() { standin.Close(s.hs) })
+	t.Cleanup(s.Close)
 	return s
 }
 
-// Requests returns the recorded requests, oldest first.
-func (s *Server) Requests() []Request { return s.log.All() }
-
-// Changed returns a channel that is closed when the next request is recorded.
-func (s *Server) Changed() <-chan struct{} { return s.log.Changed() }
-
 // Output returns the first recorded output of a call to the named function.
 func (s *Server) Output(name string) (string, bool) {
-	reqs := s.log.All()
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	reqs := s.Requests()
+	s.Mu.Lock()
+	defer s.Mu.Unlock()
 	for _, r := range reqs {
 		for id, out := range chatOutputs(r.Body) {
 			if s.calls[id] == name {
@@ -142,7 +130,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	raw, _ := io.ReadAll(r.Body)
 	var body map[string]any
 	_ = json.Unmarshal(raw, &body)
-	s.log.Add(Request{Path: r.URL.Path, Body: body, Raw: raw})
+	s.Record(Request{Path: r.URL.Path, Body: body, Raw: raw})
 	chatAPI := strings.HasSuffix(r.URL.Path, "/chat/completions")
 	if r.Method != http.MethodPost || !(chatAPI || strings.HasSuffix(r.URL.Path, "/responses")) {
 		w.Header().Set("Content-Type", "application/json")
@@ -154,8 +142,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		text, callID = lastChatInput(body)
 	}
 	reply := Reply{Text: fmt.Sprintf("(stand-in: no rule for %q)", text)}
-	s.mu.Lock()
-	for _, rule := range s.rules {
+	s.Mu.Lock()
+	for _, rule := range s.Sc {
 		if (rule.Output != "" && callID != "" && s.calls[callID] == rule.Output) ||
 			(rule.Output == "" && callID == "" && strings.Contains(text, rule.Contains)) {
 			reply = rule.Reply
@@ -167,7 +155,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if reply.Call != "" {
 		s.calls[fmt.Sprintf("call_%d", n)] = reply.Call
 	}
-	s.mu.Unlock()
+	s.Mu.Unlock()
 	if chatAPI {
 		s.chatCompletion(w, r, body, n, reply)
 		return

@@ -1,7 +1,7 @@
 // Package standin is what every scripted model-API stand-in shares (claudeapi,
 // geminiapi, openaiapi): the Duration type scenarios are written with, the TB
 // a test hands in, a loopback HTTP server, the request log with its change
-// signal, rule use counting, the small HTTP and streaming helpers, and the
+// signal, rule use counting (the three held together by Server), the small HTTP and streaming helpers, and the
 // body of a stand-in command. Everything that depends on one API's wire
 // format stays in that API's package.
 package standin

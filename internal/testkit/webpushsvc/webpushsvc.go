@@ -1,5 +1,7 @@
 // Package webpushsvc is a Web Push service stand-in on loopback, for tests: it
 // plays the browser vendor's push service (RFC 8030) and the phone behind it.
+// It serves HTTPS only, with a certificate of its own CA: a daemon reaches it
+// with Net (that CA, loopback allowed), set from Go test code alone.
 // Each push is checked as a real service checks it: the VAPID JWT (RFC 8292:
 // ES256 signature with the key in the header, which must be the daemon's,
 // audience, expiry) and the aes128gcm payload (RFC 8291), which it decrypts
@@ -17,19 +19,28 @@ import (
 	"crypto/hkdf"
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
 	"math/big"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/parleyhq/parley/internal/push"
 )
 
 // Push is one push the service accepted, decrypted.
@@ -62,12 +73,113 @@ type Sub struct {
 	status int // what the service answers its pushes: 201, or 410, 500…
 }
 
-// Start runs the service on loopback until the test ends.
+// Start runs the service on loopback, over TLS, until the test ends.
 func Start(t testing.TB) *Service {
 	s := &Service{subs: map[string]*Sub{}, attempts: map[string]int{}, notify: make(chan struct{}, 1)}
-	s.srv = httptest.NewServer(http.HandlerFunc(s.handle))
-	t.Cleanup(s.srv.Close)
+	s.srv = NewServer(t, http.HandlerFunc(s.handle))
 	return s
+}
+
+// NewServer serves h over TLS on loopback with a certificate of the
+// stand-in's CA, until the test ends: another server a push may be sent to
+// (one that redirects, say).
+func NewServer(t testing.TB, h http.Handler) *httptest.Server {
+	leaf, err := theCA().leaf()
+	if err != nil {
+		t.Fatalf("webpushsvc: certificate: %v", err)
+	}
+	srv := httptest.NewUnstartedServer(h)
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{leaf}, MinVersion: tls.VersionTLS12}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// Net is how a daemon under test reaches the stand-in: its CA trusted and
+// loopback dialled (which parley's own Net refuses).
+func Net() push.Net { return netWith(theCA().pool) }
+
+// CAPEM is the stand-in's CA certificate, PEM: for a daemon in a child
+// process of the test (NetFromPEM).
+func CAPEM() []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: theCA().cert.Raw})
+}
+
+// NetFromPEM is Net in a child process of the test that started the stand-in,
+// given its CAPEM.
+func NetFromPEM(caPEM []byte) (push.Net, error) {
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(caPEM) {
+		return push.Net{}, errors.New("webpushsvc: no certificate in the CA PEM")
+	}
+	return netWith(pool), nil
+}
+
+func netWith(pool *x509.CertPool) push.Net {
+	return push.Net{RootCAs: pool, Allow: func(a netip.Addr) error {
+		if a.Unmap().IsLoopback() {
+			return nil
+		}
+		return fmt.Errorf("%w: %s is not the stand-in's loopback", push.ErrRefusedAddress, a)
+	}}
+}
+
+// ca is the stand-in's certificate authority, one per test process.
+type ca struct {
+	cert *x509.Certificate
+	key  *ecdsa.PrivateKey
+	pool *x509.CertPool
+}
+
+var theCA = sync.OnceValue(func() *ca {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		panic(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "webpushsvc test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		panic(err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		panic(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(cert)
+	return &ca{cert: cert, key: key, pool: pool}
+})
+
+// leaf is a server certificate for 127.0.0.1, ::1 and localhost.
+func (c *ca) leaf() (tls.Certificate, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	tmpl := &x509.Certificate{SerialNumber: serial, Subject: pkix.Name{CommonName: "webpushsvc"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		DNSNames: []string{"localhost"}, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, c.cert, &key.PublicKey, c.key)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, nil
+}
+
+// Endpoint is a subscription's endpoint as a browser would give it, with
+// host in place of the stand-in's address (e.g. "localhost", for a test of
+// a name that resolves to loopback).
+func (s *Service) Endpoint(sub *Sub, host string) string {
+	u, _ := url.Parse(s.srv.URL)
+	u.Host = net.JoinHostPort(host, u.Port())
+	return u.String() + "/push/" + sub.ID
 }
 
 // URL is the service's base URL.
@@ -210,7 +322,7 @@ func (s *Service) handle(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Service) check(r *http.Request, body []byte, sub *Sub, vapid []byte) (Push, error) {
-	if err := checkVAPID(r.Header.Get("Authorization"), s.srv.URL, vapid); err != nil {
+	if err := checkVAPID(r.Header.Get("Authorization"), "https://"+r.Host, vapid); err != nil { // aud: the origin the push was addressed to
 		return Push{}, err
 	}
 	if ce := r.Header.Get("Content-Encoding"); ce != "aes128gcm" {

@@ -5,11 +5,16 @@ import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import type { Command, FileData } from "../protocol";
 import type { Store } from "../store";
 
-// The files of one message: at most this many (the server's uploads.MaxFiles)
-// and this many bytes together, under the server's default message limit
-// (limits.max_message_bytes, 1 MiB) with room for the text.
+// The files of one message: at most this many (the server's uploads.MaxFiles).
 export const maxFiles = 10;
-const maxFileBytes = 900 * 1024;
+
+// fileBudget is what a message's files may weigh together: the daemon's
+// limits.max_message_bytes (its config event) less room for the text, or
+// the default's (1 MiB) before the event came.
+export function fileBudget(maxMessageBytes: number): number {
+  const max = maxMessageBytes > 0 ? maxMessageBytes : 1024 * 1024;
+  return Math.max(max - 100 * 1024, Math.floor(max / 2));
+}
 
 // A file waiting in the composer: url shows an image's thumbnail.
 export type Attached = FileData & { size: number; url?: string };
@@ -106,6 +111,7 @@ export function useComposer(store: Store, commands: Command[], turnActive: boole
       return true;
     }
     const total = files.reduce((n, f) => n + f.size, 0) + all.reduce((n, f) => n + f.size, 0);
+    const maxFileBytes = fileBudget(store.state.maxMessageBytes);
     if (total > maxFileBytes) {
       const names = all.map((f) => `${f.name || "a file"} (${kb(f.size)})`).join(", ");
       setFileError(`Not attached: ${names}. Files may weigh at most ${kb(maxFileBytes)} together in one message.`);

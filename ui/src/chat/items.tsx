@@ -301,7 +301,7 @@ function cardStateText(state: string, note?: string): string {
     case "closed":
       return note ? `closed: ${note}` : "closed";
     default:
-      return "waiting for you";
+      return note ? `waiting for you (${note})` : "waiting for you";
   }
 }
 

@@ -53,7 +53,9 @@ export function Machines({ store }: { store: Store }) {
   }, [open]);
   if (!store.state.node) return null; // not a cluster's hub
   return (
-    <details class="devices machines" onToggle={(e) => setOpen((e.target as HTMLDetailsElement).open)}>
+    // open follows the state, so a list drawn anew (the side list after a
+    // refresh) keeps the view as the person left it.
+    <details class="devices machines" open={open} onToggle={(e) => setOpen((e.target as HTMLDetailsElement).open)}>
       <summary>Machines</summary>
       <p class="hint">This machine: {store.state.node} (the hub)</p>
       {err && <p role="alert" class="hint">{err}</p>}

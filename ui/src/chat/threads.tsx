@@ -31,7 +31,13 @@ const kindLabel: Record<SearchHit["kind"], string> = { title: "title", user: "yo
 export function SearchHits({ store, itemClass }: { store: Store; itemClass: string }) {
   const s = store.state.search;
   if (s.error) return <p class="hint search-error" role="alert" data-search-error="">{s.error}</p>;
-  if (!s.busy && s.hits.length === 0) return <p class="hint pad" data-search-empty="">Nothing found for “{s.q.trim()}”.</p>;
+  // A hub's search that did not cover every machine says which, with or without hits.
+  const unsearched = s.unsearched.length > 0 && (
+    <p class="hint pad unsearched" role="status" data-unsearched="">
+      not searched: {s.unsearched.map((u) => `${u.node} (${u.reason})`).join(", ")}
+    </p>
+  );
+  if (!s.busy && s.hits.length === 0) return <>{unsearched}<p class="hint pad" data-search-empty="">Nothing found for “{s.q.trim()}”.</p></>;
   const open = (h: SearchHit) => {
     store.wantHit(h);
     const t = store.state.threads.find((x) => x.id === h.thread) ?? store.state.archived?.find((x) => x.id === h.thread);
@@ -39,6 +45,8 @@ export function SearchHits({ store, itemClass }: { store: Store; itemClass: stri
     else location.hash = "#/t/" + encodeURIComponent(h.thread);
   };
   return (
+    <>
+    {unsearched}
     <ul class="hits" aria-label="Search results">
       {s.hits.map((h) => (
         <li key={h.thread + ":" + h.seq}>
@@ -49,6 +57,7 @@ export function SearchHits({ store, itemClass }: { store: Store; itemClass: stri
         </li>
       ))}
     </ul>
+    </>
   );
 }
 
@@ -124,6 +133,64 @@ export function ThreadActions({ store, thread }: { store: Store; thread: Thread 
         </div>
       )}
       {err && <div class="hint error" role="alert" data-action-error="">{err}</div>}
+    </div>
+  );
+}
+
+// MAX_CONTEXT is the server's limit (router.MaxMoveContext).
+const MAX_CONTEXT = 20;
+
+// agentGone: the thread's agent is no longer configured (or this build cannot
+// run it): nothing will answer there until the thread moves.
+export function agentGone(store: Store, t: Thread): boolean {
+  if (t.state === "no_agent") return true;
+  if (!store.state.agentsLoaded) return false;
+  return !store.state.agents.some((a) => a.id === t.agent && a.status !== "unavailable" && (!t.node || a.node === t.node));
+}
+
+// MoveThread offers, on a thread whose agent is gone, to move it to another
+// agent of its machine, saying what the new agent will know.
+export function MoveThread({ store, thread }: { store: Store; thread: Thread }) {
+  const targets = store.state.agents.filter((a) => a.status === "ready" && a.id !== thread.agent && (thread.node ? a.node === thread.node : !a.node || a.node === store.state.node));
+  const [agent, setAgent] = useState("");
+  const [give, setGive] = useState(true);
+  const [count, setCount] = useState(10);
+  const [err, setErr] = useState("");
+  const [busy, setBusy] = useState(false);
+  useEffect(() => { setErr(""); setAgent(""); }, [thread.id]);
+  if (!agentGone(store, thread)) return null;
+  const to = agent || targets[0]?.id || "";
+  const move = async () => {
+    setBusy(true);
+    setErr("");
+    try {
+      await store.moveThread(thread.id, to, give ? count : 0);
+    } catch (e) {
+      setErr((e as Error).message);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <div class="banner move" role="region" aria-label="Move this thread" data-move-thread="">
+      <p>The agent “{thread.agent}” is no longer configured: nothing answers in this thread.{targets.length ? " Move it to another agent; its messages stay here." : " Configure an agent to move it to."}</p>
+      {targets.length > 0 && (
+        <form class="row wrap" onSubmit={(e) => { e.preventDefault(); void move(); }}>
+          <select aria-label="Agent to move to" value={to} onChange={(e) => setAgent((e.target as HTMLSelectElement).value)}>
+            {targets.map((a) => <option key={a.id} value={a.id}>{a.name || a.id}</option>)}
+          </select>
+          <label class="check">
+            <input type="checkbox" checked={give} onChange={(e) => setGive((e.target as HTMLInputElement).checked)} data-move-context="" />
+            give it the last
+            <input type="number" min={1} max={MAX_CONTEXT} value={count} disabled={!give} aria-label="Messages to give as context"
+              onInput={(e) => setCount(Math.min(MAX_CONTEXT, Math.max(1, Number((e.target as HTMLInputElement).value) || 1)))} />
+            messages as context
+          </label>
+          <button type="submit" class="primary small" disabled={busy || !to} data-move="">Move</button>
+        </form>
+      )}
+      <p class="hint">The new agent starts a fresh session in the same folder ({thread.cwd}): it does not have the old agent’s memory of this conversation{give ? "; the messages you give go with your next message" : ""}.</p>
+      {err && <div class="hint error" role="alert" data-move-error="">{err}</div>}
     </div>
   );
 }
