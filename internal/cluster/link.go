@@ -67,6 +67,7 @@ type Link struct {
 	kick   chan struct{} // a (re)connect: write the record now
 	upKick chan struct{} // a (re)connect: write every thread summary
 	watch  *hub.Watcher  // the threads changed (serveNode)
+	srcSub *nats.Subscription // the hub's reads of this node's store (serveNode)
 	// applied holds the ids of the last inputs applied, so one the hub hands
 	// over again (its ack was lost) is answered, not applied twice.
 	applied *idSet
@@ -253,6 +254,7 @@ func (l *Link) close() {
 	close(l.done)
 	l.endLife()
 	l.wg.Wait()
+	l.drainReads()
 	if l.nc.IsConnected() {
 		if err := l.write(true); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
 			l.log.Warn("cluster: could not say goodbye to the hub", "err", err)
@@ -260,6 +262,29 @@ func (l *Link) close() {
 	}
 	l.nc.Close()
 	l.up.Set(0)
+}
+
+// readsDrainWait bounds how long a closing node answers the hub's reads
+// already on their way.
+const readsDrainWait = 5 * time.Second
+
+// drainReads answers the hub's reads on their way before the goodbye, and
+// takes the node's interest away, so a read sent after the goodbye hears at
+// once that nobody answers instead of waiting out its timeout.
+func (l *Link) drainReads() {
+	if l.srcSub == nil || !l.nc.IsConnected() {
+		return
+	}
+	closed := l.srcSub.StatusChanged(nats.SubscriptionClosed)
+	if err := l.srcSub.Drain(); err != nil {
+		l.log.Warn("cluster: drain the hub's reads", "err", err)
+		return
+	}
+	select {
+	case <-closed:
+	case <-time.After(readsDrainWait):
+		l.log.Warn("cluster: the hub's reads did not drain in time", "wait", readsDrainWait)
+	}
 }
 
 func contextWithTimeout(d time.Duration) (context.Context, context.CancelFunc) {

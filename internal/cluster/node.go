@@ -79,6 +79,13 @@ type OpenCard struct {
 	Asks      string `json:"asks"`
 }
 
+// Title is the card's line in a thread list: what it asks, without the
+// "asks …: " lead ("" when the summary names nothing more).
+func (c OpenCard) Title() string {
+	_, what, _ := strings.Cut(c.Asks, ": ")
+	return what
+}
+
 // Bounds of a summary's open cards: it must fit a directory value (64 KiB)
 // whatever the agent asks. Cards past maxSummaryCards, or with a longer
 // request id, are not told (the hub pushes none for them).
@@ -164,9 +171,11 @@ const (
 // requests; l.opt.Store and l.opt.Events are set.
 func (l *Link) serveNode() error {
 	l.opt.Events.SetTap(l.publishEvent)
-	if _, err := l.nc.Subscribe(sourceSubject(l.opt.Node), l.answerSource); err != nil {
+	sub, err := l.nc.Subscribe(sourceSubject(l.opt.Node), l.answerSource)
+	if err != nil {
 		return err
 	}
+	l.srcSub = sub
 	l.watch = l.opt.Events.Watch()
 	l.wg.Add(1)
 	go l.summaries()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"sync"
@@ -245,4 +246,75 @@ func equal(a, b []string) bool {
 		}
 	}
 	return true
+}
+
+// gatedStore holds its thread reads until open is closed, saying on entered
+// when one arrives.
+type gatedStore struct {
+	*sqlite.Store
+	entered chan struct{}
+	open    chan struct{}
+}
+
+func (g *gatedStore) Thread(ctx context.Context, id chat.ThreadID) (chat.Thread, error) {
+	select {
+	case g.entered <- struct{}{}:
+	default:
+	}
+	<-g.open
+	return g.Store.Thread(ctx, id)
+}
+
+// A node that closes while the hub's read of its store is on its way answers
+// it before it goes (a dashboard at the hub refetches on the node's goodbye;
+// a dropped read held it for the read's whole timeout), and a read sent after
+// it went hears at once that the machine is offline.
+func TestANodeClosingAnswersTheReadsOnTheirWay(t *testing.T) {
+	h := startHub(t, t.TempDir(), "127.0.0.1:0")
+	dataB := join(t, h, "b")
+	b := newMachine(t)
+	const th = chat.ThreadID("t_one")
+	b.write(th, 1, false)
+	g := &gatedStore{Store: b.st, entered: make(chan struct{}, 1), open: make(chan struct{})}
+	l, err := Dial(LinkOptions{DataDir: dataB, Hub: h.Addr(), Node: "b", Heartbeat: testHeartbeat, Store: g, Events: b.hub})
+	if err != nil {
+		t.Fatal(err)
+	}
+	remote := RemoteID("b", th)
+	read := make(chan error, 1)
+	go func() {
+		got, err := h.Source().Thread(t.Context(), remote)
+		if err == nil && got.ID != remote {
+			err = fmt.Errorf("read thread %q, want %q", got.ID, remote)
+		}
+		read <- err
+	}()
+	select {
+	case <-g.entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the hub's read never reached b's store")
+	}
+	closed := make(chan struct{})
+	go func() { l.Close(); close(closed) }()
+	// A close that does not wait for the read returns at once; one that
+	// waits returns only after the read is let through.
+	select {
+	case <-closed:
+	case <-time.After(time.Second):
+	}
+	close(g.open)
+	select {
+	case err := <-read:
+		if err != nil {
+			t.Fatalf("the hub's read on its way when b closed: %v, want b's answer", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the hub's read on its way when b closed got no answer")
+	}
+	<-closed
+	// No responder is known at once; a read that waited out its timeout
+	// would fail with another error.
+	if _, err := h.Source().Thread(t.Context(), remote); !errors.Is(err, ErrNodeOffline) {
+		t.Fatalf("a read after b closed: %v, want %v", err, ErrNodeOffline)
+	}
 }

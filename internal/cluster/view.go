@@ -105,6 +105,33 @@ func (v *View) Cards(ctx context.Context, id chat.ThreadID, state string) ([]cha
 	return v.Store.Cards(ctx, id, state)
 }
 
+// NodeCards is what each online node's thread waits for, by remote id, as
+// its node's summary in the directory last told: the hub's thread list reads
+// it instead of asking each node (a node between its goodbye and its close
+// drops a read, and a list that waited on it would hold every refresh). An
+// offline node's threads wait for nobody: their cards cannot be answered.
+func (v *View) NodeCards(ctx context.Context) (map[chat.ThreadID][]OpenCard, error) {
+	nodes, err := v.hub.Nodes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	online := make(map[string]bool, len(nodes))
+	for _, n := range nodes {
+		online[n.Name] = n.Online
+	}
+	rts, err := v.hub.Threads(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[chat.ThreadID][]OpenCard)
+	for _, rt := range rts {
+		if online[rt.Node] && len(rt.Cards) > 0 {
+			out[rt.Thread.ID] = rt.Cards
+		}
+	}
+	return out, nil
+}
+
 // Usage sums a local or a remote thread's usage.
 func (v *View) Usage(ctx context.Context, id chat.ThreadID) (chat.UsageTotals, error) {
 	if remote(id) {

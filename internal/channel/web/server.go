@@ -360,12 +360,28 @@ func (s *Server) handleThreads(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
+	var nodeCards map[chat.ThreadID][]cluster.OpenCard
+	if nc, ok := s.store.(nodeCardLister); ok {
+		if nodeCards, err = nc.NodeCards(r.Context()); err != nil {
+			writeErr(w, err)
+			return
+		}
+	}
 	out := make([]threadView, 0, len(ths))
 	for _, th := range ths {
 		if th.Archived != archived {
 			continue
 		}
 		v := threadView{Thread: th}
+		if nodeCards != nil && cluster.NodeOf(th.ID) != "" {
+			if cs := nodeCards[th.ID]; len(cs) > 0 {
+				c := cs[len(cs)-1]
+				v.Waiting = c.Kind
+				v.Card = &openCard{RequestID: c.RequestID, Kind: c.Kind, Title: c.Title()}
+			}
+			out = append(out, v)
+			continue
+		}
 		// One indexed look-up per thread: the side list shows every thread's
 		// "waiting for …", not only the one open in the chat.
 		open, err := s.store.Cards(r.Context(), th.ID, chat.CardOpen)
@@ -381,6 +397,12 @@ func (s *Server) handleThreads(w http.ResponseWriter, r *http.Request) {
 		out = append(out, v)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"threads": out})
+}
+
+// nodeCardLister is a cluster hub's store (cluster.View): what a node's
+// threads wait for comes from the directory, never from a read of the node.
+type nodeCardLister interface {
+	NodeCards(ctx context.Context) (map[chat.ThreadID][]cluster.OpenCard, error)
 }
 
 // threadView is a thread as the thread list shows it: with what it waits for.
