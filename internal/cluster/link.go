@@ -64,9 +64,9 @@ type Link struct {
 	log    *slog.Logger
 	nc     *nats.Conn
 	up     prometheus.Gauge
-	kick   chan struct{} // a (re)connect: write the record now
-	upKick chan struct{} // a (re)connect: write every thread summary
-	watch  *hub.Watcher  // the threads changed (serveNode)
+	kick   chan struct{}      // a (re)connect: write the record now
+	upKick chan struct{}      // a (re)connect: write every thread summary
+	watch  *hub.Watcher       // the threads changed (serveNode)
 	srcSub *nats.Subscription // the hub's reads of this node's store (serveNode)
 	// applied holds the ids of the last inputs applied, so one the hub hands
 	// over again (its ack was lost) is answered, not applied twice.
