@@ -302,7 +302,7 @@ func TestANodesThreadDrivenFromTheHub(t *testing.T) {
 	})
 	s.Send(map[string]any{"type": "permission_response", "request_id": rid, "option_id": chat.OptionAllowOnce})
 	s.WaitFor(card, wait, chatsock.PromptDone("m2", chat.StopEndTurn), "the tool's turn done at the hub")
-	tm.WaitScreen("the card resolved in b's parley chat", tmuxterm.Has("Allow once (by "))
+	tm.WaitScreen("the card resolved in b's parley chat", tmuxterm.HasFlat("Allow once (by"))
 	closedAtHub := func() int {
 		k := 0
 		for _, e := range s.Snapshot()[card:] {
@@ -313,14 +313,14 @@ func TestANodesThreadDrivenFromTheHub(t *testing.T) {
 		return k
 	}
 	closedOnB := func() int {
-		if strings.Contains(tm.Screen(), "that card was already answered or cancelled elsewhere") {
+		if strings.Contains(tmuxterm.Flat(tm.Screen()), "that card was already answered or cancelled elsewhere") {
 			return 1
 		}
 		return 0
 	}
 	testkit.Eventually(t, wait, func() bool { return closedAtHub()+closedOnB() == 1 }, "exactly one card_closed between the hub's socket and b's parley chat")
 	// The winner's resolution names it: b's terminal (tui) or the hub.
-	if won := strings.Contains(tm.Screen(), "Allow once (by tui)"); won != (closedAtHub() == 1) {
+	if won := strings.Contains(tmuxterm.Flat(tm.Screen()), "Allow once (by tui)"); won != (closedAtHub() == 1) {
 		t.Fatalf("b's parley chat shows its answer won: %v, the hub's socket told card_closed %d times", won, closedAtHub())
 	}
 	if _, err := os.Stat(filepath.Join(a.work, "made-by-bash")); err != nil {

@@ -140,3 +140,13 @@ func Has(subs ...string) func(string) bool {
 		return true
 	}
 }
+
+// Flat is a screen's text as one line: its lines joined with a space and
+// every run of spaces made one, so a phrase the terminal word-wrapped still
+// matches (a resolution line wraps when its names are long).
+func Flat(screen string) string { return strings.Join(strings.Fields(screen), " ") }
+
+// HasFlat matches a screen holding every sub, wherever it wrapped.
+func HasFlat(subs ...string) func(string) bool {
+	return func(s string) bool { return Has(subs...)(Flat(s)) }
+}
