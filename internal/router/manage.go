@@ -134,7 +134,7 @@ func (l *lane) moveContext() string {
 		return ""
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "[parley: this conversation was moved to you from the agent %q, which is no longer available. You do not have its memory of the conversation; here are its last %d messages, for context.]\n\n", info.MovedFrom, len(msgs))
+	fmt.Fprintf(&b, "[parley: this conversation was moved to you from the agent %q, which is no longer available. You do not have its memory of the conversation; here are the last %d messages, for context, each under the agent that wrote it.]\n\n", info.MovedFrom, len(msgs))
 	for _, m := range msgs {
 		b.WriteString(m)
 		b.WriteString("\n\n")
@@ -144,19 +144,34 @@ func (l *lane) moveContext() string {
 }
 
 // lastMessages are the last n messages of a log (the person's, and the
-// agent's answers: its text up to a tool call, a message or the turn's end),
+// agents' answers: its text up to a tool call, a message or the turn's end),
 // each cut to moveMessageCap, oldest first, fewer when they pass
-// moveContextCap together.
+// moveContextCap together. agent wrote the answers after the log's last
+// move; each earlier answer is named by the agent an earlier move (a
+// thread moved twice) says it was moved from.
 func lastMessages(evs []chat.Event, agent string, n int) []string {
+	writers := make([]string, len(evs))
+	for i := len(evs) - 1; i >= 0; i-- {
+		writers[i] = agent
+		var info chat.ThreadInfo
+		if evs[i].Type == chat.TypeThreadInfo && evs[i].Decode(&info) == nil && info.MovedFrom != "" {
+			agent = info.MovedFrom
+		}
+	}
 	var msgs []string
 	var answer strings.Builder
+	writer := ""
 	endAnswer := func() {
 		if t := strings.TrimSpace(answer.String()); t != "" {
-			msgs = append(msgs, agent+": "+clipText(t))
+			msgs = append(msgs, writer+": "+clipText(t))
 		}
 		answer.Reset()
 	}
-	for _, ev := range evs {
+	for i, ev := range evs {
+		if writers[i] != writer {
+			endAnswer()
+			writer = writers[i]
+		}
 		switch ev.Type {
 		case chat.TypeAgentChunk:
 			var c chat.AgentChunk

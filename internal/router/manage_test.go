@@ -419,3 +419,29 @@ func TestAFailedMoveKeepsTheThreadsCardsAsStored(t *testing.T) {
 		}
 	})
 }
+
+// A thread moved twice (a → b → c) tells c each earlier answer under the
+// agent that wrote it: a's before the first move, b's after it.
+func TestAMovedThreadsContextNamesEachAnswersAgent(t *testing.T) {
+	at := time.Now()
+	ev := func(p chat.Payload) chat.Event {
+		e, err := chat.NewEvent("t", p, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	evs := []chat.Event{
+		ev(chat.UserMessage{Text: "first question"}),
+		ev(chat.AgentChunk{Text: "a's answer"}),
+		ev(chat.ThreadInfo{MovedFrom: "a", ContextMessages: 10}),
+		ev(chat.UserMessage{Text: "second question"}),
+		ev(chat.AgentChunk{Text: "b's "}),
+		ev(chat.AgentChunk{Text: "answer"}),
+	}
+	got := lastMessages(evs, "b", 10)
+	want := []string{"Person: first question", "a: a's answer", "Person: second question", "b: b's answer"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("the context of a thread moved a → b → c:\n%q\nwant\n%q", got, want)
+	}
+}
