@@ -500,6 +500,9 @@ type Config struct {
 	Agents       []AgentInfo `json:"agents"`        // the agents it can start threads with
 	DefaultAgent string      `json:"default_agent"` // the agent a new thread gets when none is named
 	Version      string      `json:"version"`       // the daemon's version
+	// Node is this machine's name at a cluster's hub ("" elsewhere): the
+	// node its own agents are listed with.
+	Node string `json:"node,omitempty"`
 	// Limits are the daemon's limits a client checks before it sends.
 	Limits *ConfigLimits `json:"limits,omitempty"`
 }

@@ -108,7 +108,7 @@ Exit status:
 	}
 	f.register(cmd)
 	fl := cmd.Flags()
-	fl.StringVar(&f.agent, "agent", "", "the agent to ask (a new thread with it when the route's thread is another agent's)")
+	fl.StringVar(&f.agent, "agent", "", "the agent to ask (a new thread with it when the route's thread is another agent's); at a cluster's hub AGENT@MACHINE")
 	fl.StringVar(&f.thread, "thread", "", "send to this thread (parley threads lists them)")
 	fl.BoolVar(&f.newThread, "new", false, "start a new thread with this message")
 	fl.StringVar(&f.cwd, "cwd", "", "working directory of the --new thread (inside a configured root)")
@@ -269,6 +269,16 @@ func (t *sendTurn) caughtUp(ctx context.Context) error {
 	}
 	switch t.phase {
 	case sendConnecting:
+		if agent, node, ok := strings.Cut(t.f.agent, "@"); ok && t.f.thread == "" {
+			isNew, err := t.onMachine(ctx, agent, node)
+			if err != nil {
+				return err
+			}
+			if isNew {
+				t.phase = sendSent
+				return send(wire.Frame(wire.TypeMessage, t.msg))
+			}
+		}
 		switch {
 		case t.f.newThread:
 			near := t.th
@@ -387,6 +397,47 @@ func (t *sendTurn) onEvent(ev client.Event) error {
 		}
 	}
 	return nil
+}
+
+// onMachine is --agent AGENT@MACHINE at a cluster's hub: the terminal's
+// thread when it is that agent's on that machine (and --new is not given),
+// else a new thread there, working in --cwd, else where the terminal's
+// thread works when it is on that machine, else in the agent's first root
+// there (that machine checks the directory against its own roots).
+func (t *sendTurn) onMachine(ctx context.Context, agent, node string) (isNew bool, err error) {
+	if t.cfg.Node == "" {
+		return false, t.exit(ExitFailure, "--agent %s@%s: this parley is not a cluster's hub; name the agent alone", agent, node)
+	}
+	var info *chat.AgentInfo
+	for i, a := range t.cfg.Agents {
+		if a.ID == agent && a.Node == node {
+			info = &t.cfg.Agents[i]
+		}
+	}
+	if info == nil {
+		return false, t.exit(ExitFailure, "--agent %s@%s: machine %q has no agent %q (parley nodes lists the machines and their agents)", agent, node, node, agent)
+	}
+	t.msg.Agent = ""
+	onNode := func(th chat.Thread) bool { return th.Node == node || th.Node == "" && node == t.cfg.Node }
+	var near chat.Thread
+	if t.shown != "" {
+		if th, err := t.api.Thread(ctx, t.shown); err == nil {
+			near = th
+		}
+	}
+	if !t.f.newThread && near.ID != "" && near.Agent == agent && onNode(near) {
+		return false, nil // the terminal's thread: opened as any other
+	}
+	cwd := t.f.cwd
+	if cwd == "" && near.ID != "" && onNode(near) {
+		cwd = near.Cwd
+	}
+	if cwd == "" && len(info.Roots) > 0 {
+		cwd = info.Roots[0]
+	}
+	t.msg.Intent = &router.Intent{New: &router.NewIntent{Agent: agent, Node: node, Cwd: cwd}}
+	t.target = ""
+	return true, nil
 }
 
 // newCwd is where a new thread works: --cwd, else the route's thread's

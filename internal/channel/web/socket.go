@@ -280,6 +280,9 @@ func (c *conn) connectSequence(th *chat.Thread, since int64, sinceThread chat.Th
 	cfg := chat.Config{Chat: c.route.Chat, Channel: c.route.Channel, Agents: c.s.agents(c.ctx),
 		DefaultAgent: c.s.router.DefaultAgent(), Version: c.s.opt.Version.Version,
 		Limits: &chat.ConfigLimits{MaxMessageBytes: c.s.opt.Limits.MaxMessageBytes}}
+	if c.s.opt.Cluster != nil {
+		cfg.Node = c.s.opt.Cluster.Node()
+	}
 	if err := c.writeEvent(c.ctx, cfg); err != nil {
 		return err
 	}
