@@ -2,26 +2,39 @@ package cli_test
 
 import (
 	"encoding/json"
+	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/parleyhq/parley/internal/testkit"
+	"github.com/parleyhq/parley/internal/testkit/claudeapi"
 	"github.com/parleyhq/parley/internal/testkit/netns"
 )
 
 // A hub and two nodes, each `parley serve` in its own network namespace: each
 // node reaches the hub over its own link and cannot reach the other node. Both
-// join, dial out, and show online at the hub.
+// join, dial out, and show online at the hub. Node b runs the real Claude Code
+// against a model API that only b's namespace reaches, and `parley send
+// --agent claude@b` at the hub, in the hub's namespace, gets its answer.
 func TestNodesInTheirOwnNetworksReachOnlyTheHub(t *testing.T) {
 	star := netns.NewStar(t, "a", "b")
 	bin := testkit.ParleyBinary(t)
+	claude := testkit.ClaudeBin(t)
+	const answer = "Hello from the model only b reaches."
+	modelLn := netns.Listen(t, star.Leaves["b"].NS, "127.0.0.1:0")
+	model := claudeapi.StartOn(t, modelLn, claudeapi.Scenario{Rules: []claudeapi.Rule{
+		{Match: claudeapi.Match{Exact: "hello"}, Reply: claudeapi.Text(answer, 3, 0)},
+	}})
 	hubEnv := machineEnv(t)
 	hubData := filepath.Join(t.TempDir(), "hub")
 	// Inside its own namespace the hub may take a fixed port.
-	startProc(t, netns.Command(star.Centre, bin, "serve", "--data", hubData, "--cluster-listen", "0.0.0.0:7431"), hubEnv, nil).line(t, hubLine)
+	hub := startProc(t, netns.Command(star.Centre, bin, "serve", "--data", hubData, "--cluster-listen", "0.0.0.0:7431"), hubEnv, nil)
+	hub.line(t, hubLine)
 
 	// join-token only reads the hub's data directory; on 0.0.0.0 it needs the
 	// address each node dials.
@@ -47,6 +60,7 @@ func TestNodesInTheirOwnNetworksReachOnlyTheHub(t *testing.T) {
 		// b's dashboard listens on its link, so the test can show a cannot reach it.
 		if name == "b" {
 			env = append(env, "PARLEY_ADDR=0.0.0.0:7430")
+			addClaude(t, env, claude, model.URL)
 		}
 		startProc(t, netns.Command(leaf.NS, bin, "serve", "--data", data), env, nil).line(t, nodeLine)
 	}
@@ -59,6 +73,9 @@ func TestNodesInTheirOwnNetworksReachOnlyTheHub(t *testing.T) {
 	}
 	if err := reach(star.Leaves["a"].NS, star.Leaves["b"].Addr+":7430"); err == nil {
 		t.Fatal("node a reaches node b: the namespaces do not separate the nodes")
+	}
+	if err := reach(star.Centre, modelLn.Addr().String()); err == nil {
+		t.Fatal("the hub's namespace reaches b's model API: it is not b's alone")
 	}
 
 	for deadline := time.Now().Add(60 * time.Second); ; {
@@ -81,5 +98,62 @@ func TestNodesInTheirOwnNetworksReachOnlyTheHub(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the nodes never both showed online: %s", out)
 		}
+	}
+
+	// The hub's own terminal asks claude on b: the message crosses to b, b's
+	// Claude Code asks the model only b reaches, the answer comes back.
+	tok, err := run(t, bin, hubEnv, "token", "--data", hubData)
+	if err != nil {
+		t.Fatal(tok)
+	}
+	send := netns.Command(star.Centre, bin, "send", "--server", "http://"+hub.addr, "--token", strings.TrimSpace(tok),
+		"--chat", "term", "--agent", "claude@b", "hello")
+	send.Env = hubEnv
+	var stderr strings.Builder
+	send.Stderr = &stderr
+	out, err := send.Output()
+	if err != nil || !strings.Contains(string(out), answer) {
+		t.Fatalf("parley send --agent claude@b at the hub: %v\nstdout: %s\nstderr: %s", err, out, stderr.String())
+	}
+	if n := len(model.ScenarioRequests()); n != 1 {
+		t.Fatalf("b's model API had %d turns, want 1", n)
+	}
+}
+
+// addClaude adds the real Claude Code, pointed at the model API at url, to
+// the config `parley join` wrote for the machine of env, working in a folder
+// of its home.
+func addClaude(t *testing.T, env []string, claude, url string) {
+	t.Helper()
+	home := strings.TrimPrefix(env[0], "HOME=")
+	work := filepath.Join(home, "work")
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	agentEnv, err := claudeapi.WriteHome(url, t.TempDir(), work)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The daemon runs with no PATH (machineEnv); Claude Code's launcher needs one.
+	agentEnv = append(agentEnv, "PATH="+os.Getenv("PATH"))
+	var b strings.Builder
+	b.WriteString("\n[[agent]]\nid = \"claude\"\nname = \"Claude Code\"\ntransport = \"stream\"\n")
+	fmt.Fprintf(&b, "command = %s\nroots = [%s]\nenv = { ", strconv.Quote(claude), strconv.Quote(work))
+	for i, kv := range agentEnv {
+		k, v, _ := strings.Cut(kv, "=")
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s = %s", k, strconv.Quote(v))
+	}
+	b.WriteString(" }\n")
+	cfg := filepath.Join(strings.TrimPrefix(env[1], "XDG_CONFIG_HOME="), "parley", "config.toml")
+	f, err := os.OpenFile(cfg, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(b.String()); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -191,6 +192,16 @@ func Start(t TB, sc Scenario) *Server {
 	if err != nil {
 		t.Fatalf("claudeapi: %v", err)
 	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// StartOn starts a stand-in for sc serving on ln (one opened inside a
+// network namespace: netns.Listen) and closes it when the test ends.
+func StartOn(t TB, ln net.Listener, sc Scenario) *Server {
+	t.Helper()
+	s := &Server{toolName: map[string]string{}, answered: map[string]bool{}}
+	s.InitOn(ln, sc, func(sc Scenario) int { return len(sc.Rules) }, http.HandlerFunc(s.serve))
 	t.Cleanup(s.Close)
 	return s
 }

@@ -7,10 +7,15 @@ package netns
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // Star is the centre and its leaves.
@@ -70,4 +75,40 @@ func NewStar(t *testing.T, leaves ...string) *Star {
 // Command is name arg… run inside the namespace ns.
 func Command(ns, name string, args ...string) *exec.Cmd {
 	return exec.Command("ip", append([]string{"netns", "exec", ns, name}, args...)...)
+}
+
+// Listen opens a TCP listener on addr inside the namespace ns, from this
+// process: a thread of its own joins ns to make the socket, which stays in
+// ns (only ns reaches it), and the thread is never used again. The
+// listener is closed when the test ends.
+func Listen(t *testing.T, ns, addr string) net.Listener {
+	t.Helper()
+	type result struct {
+		ln  net.Listener
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		// Locked and never unlocked: the goroutine ends with its thread in
+		// ns, so Go ends the thread rather than give it to another.
+		runtime.LockOSThread()
+		f, err := os.Open(filepath.Join("/var/run/netns", ns))
+		if err != nil {
+			done <- result{err: err}
+			return
+		}
+		defer f.Close()
+		if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
+			done <- result{err: fmt.Errorf("setns %s: %w", ns, err)}
+			return
+		}
+		ln, err := net.Listen("tcp", addr)
+		done <- result{ln, err}
+	}()
+	r := <-done
+	if r.err != nil {
+		t.Fatalf("netns: listen on %s in %s: %v", addr, ns, r.err)
+	}
+	t.Cleanup(func() { r.ln.Close() })
+	return r.ln
 }

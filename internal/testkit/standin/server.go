@@ -1,6 +1,7 @@
 package standin
 
 import (
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -27,14 +28,21 @@ type Server[R, S any] struct {
 // Init sets the scenario sc (rules says how many rules a scenario has) and
 // serves h on addr (e.g. "127.0.0.1:0"); the error is net.Listen's.
 func (s *Server[R, S]) Init(addr string, sc S, rules func(S) int, h http.Handler) error {
-	s.rules = rules
-	s.SetScenario(sc)
-	hs, err := Listen(addr, h)
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
 	}
-	s.hs, s.URL = hs, hs.URL
+	s.InitOn(ln, sc, rules, h)
 	return nil
+}
+
+// InitOn is Init serving on a listener the caller opened (one inside a
+// network namespace: only that namespace reaches it).
+func (s *Server[R, S]) InitOn(ln net.Listener, sc S, rules func(S) int, h http.Handler) {
+	s.rules = rules
+	s.SetScenario(sc)
+	hs := ServeOn(ln, h)
+	s.hs, s.URL = hs, hs.URL
 }
 
 // Close stops the server; in-flight streams end when their clients go away.

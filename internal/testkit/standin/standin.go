@@ -60,11 +60,16 @@ func Listen(addr string, h http.Handler) (*httptest.Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	return ServeOn(ln, h), nil
+}
+
+// ServeOn serves h on ln.
+func ServeOn(ln net.Listener, h http.Handler) *httptest.Server {
 	hs := httptest.NewUnstartedServer(h)
 	hs.Listener.Close()
 	hs.Listener = ln
 	hs.Start()
-	return hs, nil
+	return hs
 }
 
 // Close stops a server from Listen, dropping client connections first so
