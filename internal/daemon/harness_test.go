@@ -13,6 +13,7 @@ import (
 	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/daemon"
 	"github.com/parleyhq/parley/internal/driver"
+	"github.com/parleyhq/parley/internal/testkit"
 	"github.com/parleyhq/parley/internal/testkit/chatsock"
 	"github.com/parleyhq/parley/internal/testkit/scripted"
 	"github.com/parleyhq/parley/internal/testkit/webpushsvc"
@@ -59,7 +60,7 @@ func startWith(t testing.TB, drv driver.Driver, mutate func(*config.Config)) *te
 	// Pushes reach the Web Push stand-in (loopback, its own CA) only through
 	// a Net set here, in Go: parley's own refuses loopback.
 	d, err := daemon.Start(context.Background(), cfg, daemon.Options{Drivers: map[string]driver.Driver{config.TransportStream: drv},
-		PushNet: webpushsvc.Net()})
+		PushNet: webpushsvc.Net(), Logger: testkit.FailureLog(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
