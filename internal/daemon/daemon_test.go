@@ -194,7 +194,12 @@ func TestRacingNewIntentsApplyInOneOrder(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	testkit.Eventually(t, 10*time.Second, func() bool { return len(e.drv.Prompts()) == 2*rounds }, "every message delivered")
+	// Twenty threads made and started at once, beside the package's other
+	// parallel tests under -race: CI's loaded runner once took longer than
+	// 10 s (the daemon's log now comes with a failure).
+	var delivered int
+	testkit.Eventually(t, 30*time.Second, func() bool { delivered = len(e.drv.Prompts()); return delivered == 2*rounds },
+		"every message delivered (%v)", countOf(&delivered, 2*rounds))
 	// Each message went to a thread its own intent made: the thread's cwd is the
 	// intent's, and no thread got two messages.
 	var threads struct{ Threads []chat.Thread }
@@ -483,3 +488,13 @@ func (e *testEnv) ready(chatID string) *chatsock.Conn {
 	c.WaitFor(0, 10*time.Second, chatsock.Type(chat.TypeReplayDone), chatID+" ready")
 	return c
 }
+
+// countOf prints "n of want" with n as it is when printed (a failure message).
+func countOf(n *int, want int) fmt.Stringer { return countStringer{n, want} }
+
+type countStringer struct {
+	n    *int
+	want int
+}
+
+func (c countStringer) String() string { return fmt.Sprintf("%d of %d", *c.n, c.want) }
