@@ -108,7 +108,7 @@ Exit status:
 	}
 	f.register(cmd)
 	fl := cmd.Flags()
-	fl.StringVar(&f.agent, "agent", "", "the agent to ask (a new thread with it when the route's thread is another agent's); at a cluster's hub AGENT@MACHINE")
+	fl.StringVar(&f.agent, "agent", "", "the agent to ask (a new thread with it when the route's thread is another agent's); at a cluster's hub AGENT@MACHINE; ignored with --thread")
 	fl.StringVar(&f.thread, "thread", "", "send to this thread (parley threads lists them)")
 	fl.BoolVar(&f.newThread, "new", false, "start a new thread with this message")
 	fl.StringVar(&f.cwd, "cwd", "", "working directory of the --new thread (inside a configured root)")
@@ -402,8 +402,10 @@ func (t *sendTurn) onEvent(ev client.Event) error {
 // onMachine is --agent AGENT@MACHINE at a cluster's hub: the terminal's
 // thread when it is that agent's on that machine (and --new is not given),
 // else a new thread there, working in --cwd, else where the terminal's
-// thread works when it is on that machine, else in the agent's first root
-// there (that machine checks the directory against its own roots).
+// thread works when it is that agent's on that machine, else in the agent's
+// first root there (that machine checks the directory against its own
+// roots). A terminal's thread that cannot be read is an error, never a
+// reason to start another thread.
 func (t *sendTurn) onMachine(ctx context.Context, agent, node string) (isNew bool, err error) {
 	if t.cfg.Node == "" {
 		return false, t.exit(ExitFailure, "--agent %s@%s: this parley is not a cluster's hub; name the agent alone", agent, node)
@@ -418,18 +420,18 @@ func (t *sendTurn) onMachine(ctx context.Context, agent, node string) (isNew boo
 		return false, t.exit(ExitFailure, "--agent %s@%s: machine %q has no agent %q (parley nodes lists the machines and their agents)", agent, node, node, agent)
 	}
 	t.msg.Agent = ""
-	onNode := func(th chat.Thread) bool { return th.Node == node || th.Node == "" && node == t.cfg.Node }
 	var near chat.Thread
 	if t.shown != "" {
-		if th, err := t.api.Thread(ctx, t.shown); err == nil {
-			near = th
+		if near, err = t.api.Thread(ctx, t.shown); err != nil {
+			return false, t.exit(ExitFailure, "reading the terminal's thread %s: %v", t.shown, err)
 		}
 	}
-	if !t.f.newThread && near.ID != "" && near.Agent == agent && onNode(near) {
+	same := near.ID != "" && near.Agent == agent && (near.Node == node || near.Node == "" && node == t.cfg.Node)
+	if same && !t.f.newThread {
 		return false, nil // the terminal's thread: opened as any other
 	}
 	cwd := t.f.cwd
-	if cwd == "" && near.ID != "" && onNode(near) {
+	if cwd == "" && same {
 		cwd = near.Cwd
 	}
 	if cwd == "" && len(info.Roots) > 0 {

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +18,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/parleyhq/parley/internal/testkit"
 )
 
 // Every test here runs a real embedded NATS server with JetStream and real
@@ -424,7 +425,7 @@ func record(t *testing.T, nc *nats.Conn, subject, value string) {
 // not hear (its threads' subjects moved): the hub's log names it, once while
 // it stays on that version, and not a node on the hub's own.
 func TestTheHubLogsANodeOnAnotherVersion(t *testing.T) {
-	var log lockedBuffer
+	var log testkit.LockedBuffer
 	h, err := StartHub(t.Context(), HubOptions{DataDir: t.TempDir(), Listen: "127.0.0.1:0", Version: "v2",
 		Logger: slog.New(slog.NewTextHandler(&log, nil))})
 	if err != nil {
@@ -444,24 +445,6 @@ func TestTheHubLogsANodeOnAnotherVersion(t *testing.T) {
 	if n := strings.Count(log.String(), "node b runs parley v1 and this hub v2"); n != 1 {
 		t.Fatalf("the hub warned %d times of b on v1, want once:\n%s", n, log.String())
 	}
-}
-
-// lockedBuffer is a log's destination that the test reads while the hub writes.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 func TestTheHubRestartKeepsItsNodesKeysAndUsedTokens(t *testing.T) {

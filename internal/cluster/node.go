@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"slices"
 	"strings"
 	"time"
 
@@ -87,21 +88,21 @@ func (c OpenCard) Title() string {
 }
 
 // Bounds of a summary's open cards: it must fit a directory value (64 KiB)
-// whatever the agent asks. Cards past maxSummaryCards, or with a longer
-// request id, are not told (the hub pushes none for them).
+// whatever the agent asks. Only the newest maxSummaryCards are told (the
+// hub's list shows the newest, as a machine's own does), and none with a
+// longer request id (the hub pushes none for them).
 const (
 	maxSummaryCards = 16
 	maxCardID       = 256
 	maxCardAsks     = 160
 )
 
-// openCards is what a summary tells of a thread's open cards.
+// openCards is what a summary tells of a thread's open cards (cs oldest
+// first, as the store lists them): the newest, oldest first.
 func openCards(cs []chat.Card) []OpenCard {
 	var out []OpenCard
-	for _, c := range cs {
-		if len(out) == maxSummaryCards {
-			break
-		}
+	for i := len(cs) - 1; i >= 0 && len(out) < maxSummaryCards; i-- {
+		c := cs[i]
 		if c.RequestID == "" || len(c.RequestID) > maxCardID {
 			continue
 		}
@@ -111,6 +112,7 @@ func openCards(cs []chat.Card) []OpenCard {
 		}
 		out = append(out, OpenCard{RequestID: c.RequestID, Kind: c.Kind, Asks: asks})
 	}
+	slices.Reverse(out)
 	return out
 }
 

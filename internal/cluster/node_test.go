@@ -318,3 +318,18 @@ func TestANodeClosingAnswersTheReadsOnTheirWay(t *testing.T) {
 		t.Fatalf("a read after b closed: %v, want %v", err, ErrNodeOffline)
 	}
 }
+
+// A summary tells a thread's newest open cards, oldest first, at most
+// maxSummaryCards: the hub's list shows the newest, as the node's own does.
+func TestASummaryTellsTheNewestOpenCards(t *testing.T) {
+	var cs []chat.Card
+	for i := range maxSummaryCards + 4 {
+		cs = append(cs, chat.Card{RequestID: fmt.Sprintf("r%d", i), Kind: chat.CardQuestion, State: chat.CardOpen,
+			Request: json.RawMessage(`{"questions":[{"question":"which?"}]}`)})
+	}
+	got := openCards(cs)
+	if len(got) != maxSummaryCards || got[0].RequestID != "r4" || got[len(got)-1].RequestID != fmt.Sprintf("r%d", maxSummaryCards+3) {
+		t.Fatalf("a summary of %d open cards tells %d, from %s to %s; want the newest %d, oldest first",
+			len(cs), len(got), got[0].RequestID, got[len(got)-1].RequestID, maxSummaryCards)
+	}
+}

@@ -12,7 +12,7 @@ import (
 // runs comes with what the daemon did.
 func FailureLog(t testing.TB) *slog.Logger {
 	t.Helper()
-	buf := &lockedBuffer{}
+	buf := &LockedBuffer{}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("the daemon's log:\n%s", buf.String())
@@ -21,19 +21,20 @@ func FailureLog(t testing.TB) *slog.Logger {
 	return slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
-// lockedBuffer is a bytes.Buffer safe for the daemon's goroutines.
-type lockedBuffer struct {
+// LockedBuffer is a log's destination that a test reads while the code
+// under test writes it from its goroutines.
+type LockedBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
 }
 
-func (l *lockedBuffer) Write(p []byte) (int, error) {
+func (l *LockedBuffer) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.Write(p)
 }
 
-func (l *lockedBuffer) String() string {
+func (l *LockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()

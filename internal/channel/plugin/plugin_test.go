@@ -2,7 +2,6 @@ package plugin_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -125,20 +123,7 @@ func bridgePlugin() {
 	<-b.Done()
 }
 
-// syncBuffer collects the daemon's log.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
-
-func start(t *testing.T, plugins []config.Plugin) (*daemon.Daemon, *syncBuffer) {
+func start(t *testing.T, plugins []config.Plugin) (*daemon.Daemon, *testkit.LockedBuffer) {
 	t.Helper()
 	root, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
@@ -151,7 +136,7 @@ func start(t *testing.T, plugins []config.Plugin) (*daemon.Daemon, *syncBuffer) 
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	logs := &syncBuffer{}
+	logs := &testkit.LockedBuffer{}
 	d, err := daemon.Start(context.Background(), cfg, daemon.Options{
 		Drivers: map[string]driver.Driver{"stream": &scripted.Driver{}},
 		Logger:  slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),

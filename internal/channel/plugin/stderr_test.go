@@ -1,27 +1,15 @@
 package plugin
 
 import (
-	"bytes"
 	"log/slog"
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/parleyhq/parley/internal/testkit"
 )
-
-// syncBuffer is a log destination safe for the logger's writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
 
 // A plugin flooding its stderr gets a bounded number of lines into parley's
 // log, and the log says how many it left out; the plugin is read to its end.
@@ -35,7 +23,7 @@ func TestPluginStderrIsRateLimited(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	var out syncBuffer
+	var out testkit.LockedBuffer
 	log := slog.New(slog.NewTextHandler(&out, nil))
 	clock := time.Now()
 	// The clock moves one second every 1,000 lines read: twenty seconds in all.
@@ -45,7 +33,7 @@ func TestPluginStderrIsRateLimited(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("the plugin: %v (it must be read to its end)", err)
 	}
-	text := out.b.String()
+	text := out.String()
 	logged := strings.Count(text, `msg="plugin stderr" line=`)
 	// A burst, then the rate for the twenty seconds the clock moved.
 	if max := stderrBurst + 20*stderrPerSecond + 1; logged > max || logged < stderrBurst {

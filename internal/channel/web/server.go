@@ -376,8 +376,7 @@ func (s *Server) handleThreads(w http.ResponseWriter, r *http.Request) {
 		if nodeCards != nil && cluster.NodeOf(th.ID) != "" {
 			if cs := nodeCards[th.ID]; len(cs) > 0 {
 				c := cs[len(cs)-1]
-				v.Waiting = c.Kind
-				v.Card = &openCard{RequestID: c.RequestID, Kind: c.Kind, Title: c.Title()}
+				v.waitsOn(openCard{RequestID: c.RequestID, Kind: c.Kind, Title: c.Title()})
 			}
 			out = append(out, v)
 			continue
@@ -391,8 +390,7 @@ func (s *Server) handleThreads(w http.ResponseWriter, r *http.Request) {
 		}
 		if len(open) > 0 {
 			c := open[len(open)-1]
-			v.Waiting = c.Kind
-			v.Card = &openCard{RequestID: c.RequestID, Kind: c.Kind, Title: c.Title()}
+			v.waitsOn(openCard{RequestID: c.RequestID, Kind: c.Kind, Title: c.Title()})
 		}
 		out = append(out, v)
 	}
@@ -413,6 +411,9 @@ type threadView struct {
 	Waiting string    `json:"waiting,omitempty"`
 	Card    *openCard `json:"card,omitempty"`
 }
+
+// waitsOn says the thread waits on c, its newest open card.
+func (v *threadView) waitsOn(c openCard) { v.Waiting, v.Card = c.Kind, &c }
 
 // openCard names a thread's newest open card, so a page can tell a new card
 // from one it has already announced.
@@ -537,12 +538,17 @@ func (s *Server) handleThread(w http.ResponseWriter, r *http.Request) {
 	if open == nil {
 		open = []chat.Card{}
 	}
-	usage, err := s.store.Usage(r.Context(), th.ID)
-	if err != nil {
+	out := map[string]any{"thread": th, "open_cards": open}
+	// An offline machine's thread is read from its summary; its usage is
+	// unknown until it is back (left out, not shown as nothing spent).
+	switch usage, err := s.store.Usage(r.Context(), th.ID); {
+	case err == nil:
+		out["usage"] = usage
+	case !errors.Is(err, cluster.ErrNodeOffline):
 		writeErr(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"thread": th, "open_cards": open, "usage": usage})
+	writeJSON(w, http.StatusOK, out)
 }
 
 // handleUpload shows an image attached to a message of a thread of this

@@ -42,7 +42,7 @@ func TestParleySendReachesAnAgentOnAnotherMachine(t *testing.T) {
 	if len(ths) != 1 || ths[0].Node != "b" || ths[0].Agent != "claude" || ths[0].Cwd != r.work {
 		t.Fatalf("after the first send the hub lists %+v, want one thread of claude on b in %s", ths, r.work)
 	}
-	first := ths[0].ID
+	first, firstSeq := ths[0].ID, ths[0].LastSeq
 	if node, _, ok := cluster.SplitRemoteID(first); !ok || node != "b" {
 		t.Fatalf("the thread %q is not b's", first)
 	}
@@ -50,7 +50,7 @@ func TestParleySendReachesAnAgentOnAnotherMachine(t *testing.T) {
 	if out, stderr, err := send("--agent", "claude@b", "hello"); err != nil || !strings.Contains(out, answer) {
 		t.Fatalf("the second send: %v\nstdout: %s\nstderr: %s", err, out, stderr)
 	}
-	if ths := threads(); len(ths) != 1 || ths[0].ID != first || ths[0].LastSeq <= 1 {
+	if ths := threads(); len(ths) != 1 || ths[0].ID != first || ths[0].LastSeq <= firstSeq {
 		t.Fatalf("after the second send the hub lists %+v, want b's thread alone, written again", ths)
 	}
 

@@ -201,19 +201,23 @@ func Start(t TB, sc Scenario) *Server {
 func StartOn(t TB, ln net.Listener, sc Scenario) *Server {
 	t.Helper()
 	s := &Server{toolName: map[string]string{}, answered: map[string]bool{}}
-	s.InitOn(ln, sc, func(sc Scenario) int { return len(sc.Rules) }, http.HandlerFunc(s.serve))
+	s.InitOn(ln, sc, ruleCount, http.HandlerFunc(s.serve))
 	t.Cleanup(s.Close)
 	return s
 }
 
 // NewServer starts a stand-in listening on addr (e.g. "127.0.0.1:0").
 func NewServer(addr string, sc Scenario) (*Server, error) {
-	s := &Server{toolName: map[string]string{}, answered: map[string]bool{}}
-	if err := s.Init(addr, sc, func(sc Scenario) int { return len(sc.Rules) }, http.HandlerFunc(s.serve)); err != nil {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
 		return nil, fmt.Errorf("claudeapi: listen: %w", err)
 	}
+	s := &Server{toolName: map[string]string{}, answered: map[string]bool{}}
+	s.InitOn(ln, sc, ruleCount, http.HandlerFunc(s.serve))
 	return s, nil
 }
+
+func ruleCount(sc Scenario) int { return len(sc.Rules) }
 
 // ScenarioRequests returns the model turns (side requests left out).
 func (s *Server) ScenarioRequests() []Request {
