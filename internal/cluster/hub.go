@@ -121,6 +121,10 @@ type Hub struct {
 	// booked already. Both are set in StartHub, then only read.
 	budget, storeMax int64
 
+	// started is when this hub started (before its server took any
+	// connection): a node's record stored before it is from a previous run.
+	started time.Time
+
 	// otherVersion is each node's version last warned of, as it differs
 	// from the hub's; only the directory records' subscription touches it.
 	otherVersion map[string]string
@@ -137,7 +141,7 @@ func StartHub(ctx context.Context, opt HubOptions) (*Hub, error) {
 	}
 	h := &Hub{opt: opt, dir: Dir(opt.DataDir), log: opt.Logger, fwd: map[string]*forwarder{},
 		waiters: map[string]chan inputResult{}, failed: newIDSet(4096),
-		otherVersion: map[string]string{}}
+		started: time.Now(), otherVersion: map[string]string{}}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
@@ -528,7 +532,7 @@ func (h *Hub) Nodes(context.Context) ([]NodeStatus, error) {
 	for _, m := range members {
 		st := NodeStatus{Name: m.Name, Joined: m.Joined}
 		if r, ok := h.records.get(m.Name); ok { // else joined, never heard from
-			st.fill(r.val, r.at, now)
+			st.fill(r.val, r.at, h.started, now)
 		}
 		out = append(out, st)
 	}
