@@ -121,9 +121,12 @@ type Hub struct {
 	// booked already. Both are set in StartHub, then only read.
 	budget, storeMax int64
 
-	// started is when this hub started (before its server took any
-	// connection): a node's record stored before it is from a previous run.
-	started time.Time
+	// loadedRev is the nodes bucket's revision as this hub loaded it at its
+	// start: a record at or below it was stored by a previous run (only the
+	// hub writes the bucket, and only after that load), so it tells when the
+	// node was last seen, never that it is online. Set in connect, then only
+	// read.
+	loadedRev uint64
 
 	// otherVersion is each node's version last warned of, as it differs
 	// from the hub's; only the directory records' subscription touches it.
@@ -141,7 +144,7 @@ func StartHub(ctx context.Context, opt HubOptions) (*Hub, error) {
 	}
 	h := &Hub{opt: opt, dir: Dir(opt.DataDir), log: opt.Logger, fwd: map[string]*forwarder{},
 		waiters: map[string]chan inputResult{}, failed: newIDSet(4096),
-		started: time.Now(), otherVersion: map[string]string{}}
+		otherVersion: map[string]string{}}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
@@ -279,6 +282,8 @@ func (h *Hub) connect(ctx context.Context) error {
 	if h.records, err = startMirror(ctx, h.nodes, h.log, decodeRecord); err != nil {
 		return fmt.Errorf("cluster: load bucket %s: %w", nodesBucket, err)
 	}
+	h.loadedRev = h.records.revision() // before serveRecords: nothing written yet
+
 	if h.summaries, err = startMirror(ctx, h.threads, h.log, decodeSummary); err != nil {
 		return fmt.Errorf("cluster: load bucket %s: %w", threadsBucket, err)
 	}
@@ -532,7 +537,7 @@ func (h *Hub) Nodes(context.Context) ([]NodeStatus, error) {
 	for _, m := range members {
 		st := NodeStatus{Name: m.Name, Joined: m.Joined}
 		if r, ok := h.records.get(m.Name); ok { // else joined, never heard from
-			st.fill(r.val, r.at, h.started, now)
+			st.fill(r.val, r.at, r.rev > h.loadedRev, now)
 		}
 		out = append(out, st)
 	}
