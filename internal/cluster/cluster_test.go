@@ -485,6 +485,55 @@ func TestTheHubRestartKeepsItsNodesKeysAndUsedTokens(t *testing.T) {
 	}
 }
 
+// A restarted hub lists a machine offline, last seen as before, until the
+// machine writes to it again: the records it loads from disk were said to the
+// hub that is gone, and the machine may still be on its way back (its
+// threads unreadable, a chat opened on one silent). Here b went away while
+// the hub was down (no goodbye reached it), with a heartbeat long enough that
+// its last record would still count it online.
+func TestARestartedHubListsItsMachinesOfflineUntilTheyWriteAgain(t *testing.T) {
+	hubData := t.TempDir()
+	h, err := StartHub(t.Context(), HubOptions{DataDir: hubData, Listen: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := h.Addr()
+	data := join(t, h, "b")
+	opt := LinkOptions{DataDir: data, Hub: addr, Node: "b", Version: "v-test", Heartbeat: time.Minute}
+	l, err := Dial(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "b online", func() bool { n, _ := status(t, h, "b"); return n.Online })
+	before, _ := status(t, h, "b")
+
+	h.Close()
+	waitFor(t, 10*time.Second, "b's link to notice the hub went", func() bool { return !l.Connected() })
+	l.Close() // b stops while the hub is down: its goodbye reaches nobody
+	h2 := startHub(t, hubData, addr)
+	n, ok := status(t, h2, "b")
+	if !ok || n.Online || !n.LastSeen.Equal(before.LastSeen) || !n.Since.Equal(before.LastSeen) {
+		t.Fatalf("after the restart: %+v %v; want b offline, last seen and since %v", n, ok, before.LastSeen)
+	}
+
+	// b comes back: its first record makes it online.
+	changed := h2.MachinesChanged()
+	l2, err := Dial(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l2.Close()
+	select {
+	case <-changed:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the hub did not say b came back")
+	}
+	waitFor(t, 10*time.Second, "b online again", func() bool { n, _ := status(t, h2, "b"); return n.Online })
+	if n, _ := status(t, h2, "b"); !n.LastSeen.After(before.LastSeen) {
+		t.Fatalf("b back: last seen %v, want after %v", n.LastSeen, before.LastSeen)
+	}
+}
+
 // Inputs waiting for a node that is away are bounded: past the bound the hub's
 // publish is refused (the sender can say so), and none already taken is dropped.
 func TestInputsWaitingForANodeAreBoundedAndNeverDropped(t *testing.T) {

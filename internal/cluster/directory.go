@@ -51,7 +51,12 @@ type NodeStatus struct {
 	until time.Time
 }
 
-func (s *NodeStatus) fill(r Record, at, now time.Time) {
+// fill makes s of r, which the hub stored at at. heard says this hub run
+// stored it: a record loaded from disk at the hub's start was said to the
+// hub that is gone, so it tells when the node was last seen, never that it
+// is online (its link may still be on its way back, and until it is the
+// node answers nothing).
+func (s *NodeStatus) fill(r Record, at time.Time, heard bool, now time.Time) {
 	s.Version, s.Agents, s.LastSeen = r.Version, r.Agents, at
 	s.AgentInfo, s.Roots = r.AgentInfo, r.Roots
 	every := r.Every
@@ -59,7 +64,7 @@ func (s *NodeStatus) fill(r Record, at, now time.Time) {
 		every = DefaultHeartbeat
 	}
 	s.until = at.Add(OfflineAfter * every)
-	s.Online = !r.Offline && now.Before(s.until)
+	s.Online = heard && !r.Offline && now.Before(s.until)
 	if s.Online {
 		s.Since = r.Since
 	} else {

@@ -121,6 +121,13 @@ type Hub struct {
 	// booked already. Both are set in StartHub, then only read.
 	budget, storeMax int64
 
+	// loadedRev is the nodes bucket's revision as this hub loaded it at its
+	// start: a record at or below it was stored by a previous run (only the
+	// hub writes the bucket, and only after that load), so it tells when the
+	// node was last seen, never that it is online. Set in connect, then only
+	// read.
+	loadedRev uint64
+
 	// otherVersion is each node's version last warned of, as it differs
 	// from the hub's; only the directory records' subscription touches it.
 	otherVersion map[string]string
@@ -275,6 +282,8 @@ func (h *Hub) connect(ctx context.Context) error {
 	if h.records, err = startMirror(ctx, h.nodes, h.log, decodeRecord); err != nil {
 		return fmt.Errorf("cluster: load bucket %s: %w", nodesBucket, err)
 	}
+	h.loadedRev = h.records.revision() // before serveRecords: nothing written yet
+
 	if h.summaries, err = startMirror(ctx, h.threads, h.log, decodeSummary); err != nil {
 		return fmt.Errorf("cluster: load bucket %s: %w", threadsBucket, err)
 	}
@@ -528,7 +537,7 @@ func (h *Hub) Nodes(context.Context) ([]NodeStatus, error) {
 	for _, m := range members {
 		st := NodeStatus{Name: m.Name, Joined: m.Joined}
 		if r, ok := h.records.get(m.Name); ok { // else joined, never heard from
-			st.fill(r.val, r.at, now)
+			st.fill(r.val, r.at, r.rev > h.loadedRev, now)
 		}
 		out = append(out, st)
 	}

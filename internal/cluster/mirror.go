@@ -35,10 +35,12 @@ type mirror[T any] struct {
 	done chan struct{}
 }
 
-// held is one key's value and when the hub wrote it (the hub's clock).
+// held is one key's value, when the hub wrote it (the hub's clock), and the
+// bucket's revision of it.
 type held[T any] struct {
 	val T
 	at  time.Time
+	rev uint64
 }
 
 // startMirror loads the bucket and follows it until close (then close the
@@ -143,7 +145,7 @@ func (m *mirror[T]) apply(vals map[string]held[T], e jetstream.KeyValueEntry) {
 		delete(vals, e.Key())
 		return
 	}
-	vals[e.Key()] = held[T]{val: v, at: e.Created()}
+	vals[e.Key()] = held[T]{val: v, at: e.Created(), rev: e.Revision()}
 }
 
 func (m *mirror[T]) changedLocked() {
@@ -181,6 +183,13 @@ func (m *mirror[T]) sync(ctx context.Context) error {
 		return errors.New("cluster: a bucket status without its stream")
 	}
 	return m.await(ctx, bs.StreamInfo().State.LastSeq)
+}
+
+// revision is the bucket's last revision the copy holds.
+func (m *mirror[T]) revision() uint64 {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.rev
 }
 
 // get is key's value, if any.

@@ -241,11 +241,17 @@ func checkEvent(typ string, payload []byte) error {
 }
 
 // summaries writes each changed thread's summary, and every thread's at each
-// link-up (those changed while the hub was away).
+// link-up (those changed while the hub was away) and after a failed write,
+// tried again after summaryRetry, doubling to summaryRetryMax.
 func (l *Link) summaries() {
 	defer l.wg.Done()
+	retry := time.NewTimer(summaryRetry)
+	retry.Stop()
+	defer retry.Stop()
 	all := true
+	var delay time.Duration // the wait before the next retry; 0 after a good write
 	for {
+		var again <-chan time.Time // set while a retry is due
 		if l.nc.IsConnected() {
 			var err error
 			if all {
@@ -253,10 +259,19 @@ func (l *Link) summaries() {
 			} else {
 				err = l.writeSummaries(l.watch.Take())
 			}
+			// A failed write is made good by writing them all, after a
+			// wait, whether or not anything changes meanwhile (a card
+			// answered here must not stay open in the hub's list until the
+			// next change); a lost link is made good at its link-up.
+			all = err != nil
 			if err != nil {
-				l.log.Warn("cluster: thread summaries", "err", err)
+				delay = min(max(2*delay, summaryRetry), summaryRetryMax)
+				l.log.Warn("cluster: thread summaries; trying again", "err", err, "in", delay)
+				retry.Reset(delay)
+				again = retry.C
+			} else {
+				delay = 0
 			}
-			all = err != nil // a failed write is made good by writing them all
 		}
 		select {
 		case <-l.done:
@@ -264,9 +279,18 @@ func (l *Link) summaries() {
 		case <-l.watch.Ready():
 		case <-l.upKick:
 			all = true
+		case <-again:
 		}
+		retry.Stop()
 	}
 }
+
+// A failed write of the thread summaries is tried again after summaryRetry,
+// doubling to summaryRetryMax while it keeps failing.
+const (
+	summaryRetry    = time.Second
+	summaryRetryMax = 30 * time.Second
+)
 
 func (l *Link) writeAllSummaries() error {
 	l.watch.Take() // every thread is written below

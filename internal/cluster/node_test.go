@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -332,4 +333,57 @@ func TestASummaryTellsTheNewestOpenCards(t *testing.T) {
 		t.Fatalf("a summary of %d open cards tells %d, from %s to %s; want the newest %d, oldest first",
 			len(cs), len(got), got[0].RequestID, got[len(got)-1].RequestID, maxSummaryCards)
 	}
+}
+
+// failingStore fails its next read of a thread's cards once armed, saying so
+// on failed.
+type failingStore struct {
+	*sqlite.Store
+	armed  atomic.Bool
+	failed chan struct{}
+}
+
+func (f *failingStore) Cards(ctx context.Context, id chat.ThreadID, state string) ([]chat.Card, error) {
+	if f.armed.CompareAndSwap(true, false) {
+		close(f.failed)
+		return nil, errors.New("database is locked")
+	}
+	return f.Store.Cards(ctx, id, state)
+}
+
+// A summary b failed to write (its store failed once) reaches the hub
+// without any further change on b: a card answered on b does not stay open
+// in the hub's thread list.
+func TestASummaryTheNodeFailedToWriteIsWrittenAgain(t *testing.T) {
+	h := startHub(t, t.TempDir(), "127.0.0.1:0")
+	dataB := join(t, h, "b")
+	b := newMachine(t)
+	const th = chat.ThreadID("t_one")
+	card := chat.Card{ThreadID: th, RequestID: "r1", Kind: chat.CardPermission, State: chat.CardOpen,
+		Request: json.RawMessage(`{"request_id":"r1","title":"run make"}`), CreatedAt: time.Now()}
+	b.write(th, 1, false, card)
+	st := &failingStore{Store: b.st, failed: make(chan struct{})}
+	l, err := Dial(LinkOptions{DataDir: dataB, Hub: h.Addr(), Node: "b", Heartbeat: testHeartbeat, Store: st, Events: b.hub})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(l.Close)
+	remote := RemoteID("b", th)
+	waitFor(t, 10*time.Second, "b's thread listed at the hub with its card open", func() bool {
+		rt, ok := remoteThread(t, h, remote)
+		return ok && len(rt.Cards) == 1
+	})
+
+	st.armed.Store(true)
+	card.State = chat.CardResolved
+	b.write(th, 1, false, card) // the card answered on b; its summary fails
+	select {
+	case <-st.failed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("b never wrote the answered card's summary")
+	}
+	waitFor(t, 15*time.Second, "the answered card's summary at the hub", func() bool {
+		rt, _ := remoteThread(t, h, remote)
+		return rt.Thread.LastSeq == 2 && len(rt.Cards) == 0
+	})
 }

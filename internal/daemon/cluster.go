@@ -27,6 +27,9 @@ type clusterInput struct {
 	Control *router.Control `json:"control,omitempty"`
 	// Reason is why a "failed" message never reached this node in time.
 	Reason string `json:"reason,omitempty"`
+	// Ask is the hub's ask a "new" thread is for (router.NewIntent.Ask):
+	// asked again, the node answers the thread it made for it.
+	Ask string `json:"ask,omitempty"`
 }
 
 // sendResult is a node's answer to a send or a new thread.
@@ -57,7 +60,7 @@ func (d *Daemon) applyInput(ctx context.Context, _ string, data []byte) ([]byte,
 				return nil, cluster.Refuse(fmt.Errorf("%w: a new thread without its intent", chat.ErrBadInput))
 			}
 			nw := *m.Intent.New
-			nw.Node = "" // here
+			nw.Node, nw.Ask = "", in.Ask // here, for the hub's ask
 			m.Intent = &router.Intent{New: &nw}
 		}
 		dl, th, err := d.router.Send(ctx, router.SendRequest{From: from, Thread: in.Thread, Message: m})
@@ -201,7 +204,7 @@ func (r *remote) Send(ctx context.Context, from chat.RouteKey, id chat.ThreadID,
 	in := clusterInput{Kind: "send", From: from, Message: &m}
 	node, thread, _ := cluster.SplitRemoteID(id)
 	if id == "" {
-		in.Kind, node = "new", m.Intent.New.Node
+		in.Kind, node, in.Ask = "new", m.Intent.New.Node, m.Intent.New.Ask
 		if err := cluster.CheckName(node); err != nil {
 			return chat.Delivery{}, "", fmt.Errorf("%w: %v", chat.ErrBadInput, err)
 		}
@@ -249,7 +252,8 @@ func (r *remote) Send(ctx context.Context, from chat.RouteKey, id chat.ThreadID,
 // current) or not answering in time fails the send at once with the
 // reason, the sender keeps the text, and nothing is kept for later. The
 // node remembers what it applied by id: a retry of a send whose answer was
-// lost gets the thread it made.
+// lost gets the thread it made; and it keeps which thread each ask made
+// (clusterInput.Ask), so the route's next message, asking again, gets it too.
 func (r *remote) newThread(ctx context.Context, node string, online bool, id string, data []byte) (chat.Delivery, chat.ThreadID, error) {
 	if !online {
 		return chat.Delivery{}, "", fmt.Errorf("machine %s is offline: a new thread there waits until it is back", node)

@@ -53,6 +53,11 @@ type NewIntent struct {
 	// Node, on a cluster's hub, puts the thread on that machine (its agent,
 	// its directory, checked there against its roots).
 	Node string `json:"node,omitempty"`
+	// Ask names a hub's ask for a thread here ("agent@node", kept in its
+	// route_asks): one ask makes one thread, and asked again (the hub did
+	// not hear the answer) it gets that thread. Set by the hub's router
+	// and carried by the cluster's input, never by a client.
+	Ask string `json:"-"`
 }
 
 // ResumeIntent names an agent's native session (a message's intent, or the

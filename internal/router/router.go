@@ -141,7 +141,7 @@ func (r *Router) Start(ctx context.Context) error {
 			return fmt.Errorf("router: load route asks: %w", err)
 		}
 		for _, a := range asks {
-			r.startOn[a.Key] = &startWish{intent: NewIntent{Agent: a.Agent, Cwd: a.Cwd, Node: a.Node}}
+			r.startOn[a.Key] = &startWish{intent: NewIntent{Agent: a.Agent, Cwd: a.Cwd, Node: a.Node, Ask: a.AskID}}
 		}
 	}
 	threads, err := r.store.Threads(ctx)
@@ -388,8 +388,11 @@ func (r *Router) route(ctx context.Context, req SendRequest, reply chan<- sendRe
 			id = req.Thread
 		}
 	case m.Intent != nil && m.Intent.New != nil:
-		agent := firstNonEmpty(m.Intent.New.Agent, m.Agent)
-		id, err = r.newThread(ctx, req.From, agent, m.Intent.New.Cwd, "", m.Mode)
+		nw := m.Intent.New
+		id, err = r.askedThread(ctx, req.From, nw.Ask)
+		if err == nil && id == "" {
+			id, err = r.newThread(ctx, req.From, firstNonEmpty(nw.Agent, m.Agent), nw.Cwd, "", m.Mode, nw.Ask)
+		}
 	case m.Intent != nil && m.Intent.Resume != nil:
 		ri := m.Intent.Resume
 		id, err = r.resumeThread(ctx, req.From, ri.Agent, ri.SessionID, ri.Cwd)
@@ -448,9 +451,9 @@ func (r *Router) currentThread(ctx context.Context, from chat.RouteKey, agent, m
 		if agent == "" || agent == th.Agent {
 			return id, nil
 		}
-		return r.newThread(ctx, from, agent, th.Cwd, "", mode)
+		return r.newThread(ctx, from, agent, th.Cwd, "", mode, "")
 	}
-	return r.newThread(ctx, from, agent, "", "", mode)
+	return r.newThread(ctx, from, agent, "", "", mode, "")
 }
 
 func (r *Router) agent(id string) (config.Agent, error) {
@@ -471,7 +474,8 @@ func (r *Router) agent(id string) (config.Agent, error) {
 	return config.Agent{}, fmt.Errorf("%w %q", chat.ErrUnknownAgent, id)
 }
 
-func (r *Router) newThread(ctx context.Context, from chat.RouteKey, agentID, cwd, sessionID, mode string) (chat.ThreadID, error) {
+// newThread makes a thread for from, for the hub's ask ask when not "".
+func (r *Router) newThread(ctx context.Context, from chat.RouteKey, agentID, cwd, sessionID, mode, ask string) (chat.ThreadID, error) {
 	a, err := r.agent(agentID)
 	if err != nil {
 		return "", err
@@ -495,11 +499,29 @@ func (r *Router) newThread(ctx context.Context, from chat.RouteKey, agentID, cwd
 		ID: chat.NewThreadID(), Agent: a.ID, Cwd: dir, SessionID: sessionID,
 		State: chat.ThreadUnloaded, Mode: firstNonEmpty(mode, a.Mode), CreatedAt: now, UpdatedAt: now,
 	}
-	if err := r.store.Commit(ctx, store.Batch{Thread: &th}); err != nil {
+	if err := r.store.Commit(ctx, store.Batch{Thread: &th, Ask: ask}); err != nil {
 		return "", fmt.Errorf("router: create thread: %w", err)
 	}
 	r.opt.Metrics.Threads.Inc()
 	return th.ID, r.attach(ctx, from, th.ID)
+}
+
+// askedThread is the thread a hub's ask made here before (ask "": none),
+// attached to from: the hub asks again when it did not hear the answer (it
+// was killed, or gave up waiting), and the same ask must not make a second
+// thread. "" when the ask made none yet, or its thread was deleted since.
+func (r *Router) askedThread(ctx context.Context, from chat.RouteKey, ask string) (chat.ThreadID, error) {
+	if ask == "" {
+		return "", nil
+	}
+	id, err := r.store.AskThread(ctx, ask)
+	if errors.Is(err, chat.ErrNotFound) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("router: the thread of ask %s: %w", ask, err)
+	}
+	return id, r.attach(ctx, from, id)
 }
 
 func (r *Router) resumeThread(ctx context.Context, from chat.RouteKey, agentID, sessionID, cwd string) (chat.ThreadID, error) {
@@ -512,7 +534,7 @@ func (r *Router) resumeThread(ctx context.Context, from chat.RouteKey, agentID, 
 			return th.ID, r.attach(ctx, from, th.ID)
 		}
 	}
-	return r.newThread(ctx, from, agentID, cwd, sessionID, "")
+	return r.newThread(ctx, from, agentID, cwd, sessionID, "", "")
 }
 
 func (r *Router) attach(ctx context.Context, from chat.RouteKey, id chat.ThreadID) error {
@@ -593,16 +615,19 @@ func (r *Router) NewThread(ctx context.Context, from chat.RouteKey, agent, cwd s
 			agent = a
 		}
 		var err error
-		id, err = r.newThread(ctx, from, agent, cwd, "", "")
+		id, err = r.newThread(ctx, from, agent, cwd, "", "", "")
 		return err
 	})
 	return id, err
 }
 
 // keepAsk keeps from's ask for a new thread on another machine, in the
-// store first (a restart keeps it), then in startOn.
+// store first (a restart keeps it), then in startOn. The ask takes an id of
+// its own, which every message carrying it sends along: the machine makes
+// one thread for it, however often it is asked.
 func (r *Router) keepAsk(ctx context.Context, from chat.RouteKey, in NewIntent) error {
-	if err := r.store.SetRouteAsk(ctx, store.RouteAsk{Key: from, Agent: in.Agent, Cwd: in.Cwd, Node: in.Node}); err != nil {
+	in.Ask = chat.NewID("ask")
+	if err := r.store.SetRouteAsk(ctx, store.RouteAsk{Key: from, Agent: in.Agent, Cwd: in.Cwd, Node: in.Node, AskID: in.Ask}); err != nil {
 		return fmt.Errorf("router: %w", err)
 	}
 	r.startOn[from] = &startWish{intent: in}

@@ -989,10 +989,15 @@ func TestANewThreadOnAnotherMachineOutlivesAFailedFirstSend(t *testing.T) {
 		w.mu.Lock()
 		sent := w.sent
 		w.mu.Unlock()
-		want := NewIntent{Agent: "claude", Cwd: "/b/work", Node: "b"}
 		if len(sent) != 2 || sent[0].MessageID != "m1" || sent[1].MessageID != "m2" ||
-			sent[1].Intent == nil || sent[1].Intent.New == nil || *sent[1].Intent.New != want {
+			sent[0].Intent == nil || sent[0].Intent.New == nil || sent[1].Intent == nil || sent[1].Intent.New == nil {
 			t.Fatalf("sent to b: %+v", sent)
+		}
+		// The same ask both times, by its id: had b made the thread for m1
+		// (its answer lost), m2 would get that thread, not a second one.
+		want := NewIntent{Agent: "claude", Cwd: "/b/work", Node: "b", Ask: sent[0].Intent.New.Ask}
+		if want.Ask == "" || *sent[1].Intent.New != want {
+			t.Fatalf("sent to b: %+v then %+v, want the one ask with its id twice", *sent[0].Intent.New, *sent[1].Intent.New)
 		}
 		synctest.Wait()
 		if got := strings.Join(g.log(before), " "); strings.Contains(got, ":m1") || strings.Contains(got, ":m2") || strings.Contains(got, ":m3") {
@@ -1019,6 +1024,10 @@ func TestANewThreadAskedOnAnotherMachineOutlivesARestart(t *testing.T) {
 		if _, err := g.r.NewThread(ctx, g.from, "claude@b", "/b/work"); err != nil {
 			t.Fatal(err)
 		}
+		asks, err := g.st.RouteAsks(ctx)
+		if err != nil || len(asks) != 1 || asks[0].AskID == "" {
+			t.Fatalf("the asks kept: %+v %v, want one with its id", asks, err)
+		}
 		g.close()
 
 		g = newRig(t, g.dir, remote)
@@ -1036,12 +1045,62 @@ func TestANewThreadAskedOnAnotherMachineOutlivesARestart(t *testing.T) {
 		sent := w.sent
 		w.mu.Unlock()
 		if len(sent) != 2 || sent[0].Intent == nil || sent[0].Intent.New == nil ||
-			*sent[0].Intent.New != (NewIntent{Agent: "claude", Cwd: "/b/work", Node: "b"}) || sent[1].Intent != nil {
-			t.Fatalf("sent to b: %+v", sent)
+			*sent[0].Intent.New != (NewIntent{Agent: "claude", Cwd: "/b/work", Node: "b", Ask: asks[0].AskID}) || sent[1].Intent != nil {
+			t.Fatalf("sent to b: %+v, want the ask kept before the restart, with its id", sent)
 		}
 		synctest.Wait()
 		if got := strings.Join(g.log(before), " "); strings.Contains(got, ":m1") || strings.Contains(got, ":m2") {
 			t.Fatalf("the thread shown before the ask got a message meant for b: %s", got)
+		}
+	})
+}
+
+// On a node, a hub's ask (by its id) makes one thread however often it
+// comes: a message carrying the same ask again (the hub did not hear the
+// first one's answer: it was killed, or gave up waiting) goes to the thread
+// the first made, after a restart too. Another ask makes another thread;
+// once the thread is deleted, its ask makes a new one.
+func TestAHubsAskMakesOneThreadOnTheNode(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newRig(t, "", nil)
+		defer func() { g.close() }()
+		ask := func(id, askID string) chat.ThreadID {
+			t.Helper()
+			_, th, err := g.r.Send(context.Background(), SendRequest{From: g.from, Message: Message{MessageID: id, Text: "say " + id,
+				Intent: &Intent{New: &NewIntent{Cwd: g.dir, Ask: askID}}}})
+			if err != nil {
+				t.Fatalf("%s asking %s: %v", id, askID, err)
+			}
+			synctest.Wait()
+			return th
+		}
+		first := ask("m1", "ask_1")
+		if th := ask("m2", "ask_1"); th != first {
+			t.Fatalf("the same ask again: thread %q, want %q (the one it made)", th, first)
+		}
+		g.close()
+
+		g = newRig(t, g.dir, nil)
+		if th := ask("m3", "ask_1"); th != first {
+			t.Fatalf("the same ask after a restart: thread %q, want %q", th, first)
+		}
+		if th := ask("m4", "ask_2"); th == first {
+			t.Fatal("another ask went to the first ask's thread")
+		}
+		if ths, err := g.st.Threads(context.Background()); err != nil || len(ths) != 2 {
+			t.Fatalf("threads: %d %v, want one per ask", len(ths), err)
+		}
+		got := strings.Join(g.log(first), " ")
+		for _, id := range []string{"m1", "m2", "m3"} {
+			if !strings.Contains(got, "prompt_done:"+id+":end_turn") {
+				t.Fatalf("the first ask's thread lacks %s's turn: %s", id, got)
+			}
+		}
+		if err := g.r.DeleteThread(context.Background(), first); err != nil {
+			t.Fatal(err)
+		}
+		if th := ask("m5", "ask_1"); th == first || th == "" {
+			t.Fatalf("the ask of a deleted thread: %q, want a new thread", th)
 		}
 	})
 }
@@ -1069,8 +1128,8 @@ func TestANewThreadOnAnotherMachineStartsWithTheNextMessage(t *testing.T) {
 		w.mu.Lock()
 		sent := w.sent
 		w.mu.Unlock()
-		if len(sent) != 2 || sent[0].Intent == nil || sent[0].Intent.New == nil ||
-			*sent[0].Intent.New != (NewIntent{Agent: "claude", Cwd: "/b/work", Node: "b"}) || sent[1].Intent != nil {
+		if len(sent) != 2 || sent[0].Intent == nil || sent[0].Intent.New == nil || sent[0].Intent.New.Ask == "" ||
+			*sent[0].Intent.New != (NewIntent{Agent: "claude", Cwd: "/b/work", Node: "b", Ask: sent[0].Intent.New.Ask}) || sent[1].Intent != nil {
 			t.Fatalf("sent to b: %+v", sent)
 		}
 		// Asked, then the route switches: the ask is dropped.

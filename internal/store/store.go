@@ -12,10 +12,12 @@ import (
 
 // RouteAsk is a route's ask for a new thread on another machine (on a
 // cluster's hub, "agent@node"): the route's next message starts it there,
-// with that agent and directory.
+// with that agent and directory. AskID names it to that machine, which makes
+// one thread per ask id (Batch.Ask), however often it is asked.
 type RouteAsk struct {
 	Key              chat.RouteKey
 	Agent, Cwd, Node string
+	AskID            string
 }
 
 // Store is safe for concurrent use. Each thread's lane is the only writer of that
@@ -51,6 +53,9 @@ type Store interface {
 	DropRouteAsk(ctx context.Context, key chat.RouteKey) error
 	// RouteAsks returns every route's ask.
 	RouteAsks(ctx context.Context) ([]RouteAsk, error)
+	// AskThread returns the thread made for an ask id (Batch.Ask), or
+	// chat.ErrNotFound when none was, or it was deleted since.
+	AskThread(ctx context.Context, askID string) (chat.ThreadID, error)
 
 	// Events returns up to limit events of a thread with seq > since, in seq order.
 	// limit <= 0 means no limit.
@@ -107,9 +112,14 @@ type Batch struct {
 	Events []chat.Event
 	Cards  []chat.Card  // inserted or updated, keyed by (thread, request id)
 	Inputs []chat.Input // inserted or updated, keyed by (route, message id)
+	// Ask, with a new Thread, is the id of the ask (another machine's, a
+	// cluster hub's "agent@node") the thread is made for: kept with it,
+	// so the same ask asked again finds it (AskThread). An ask id names
+	// one thread.
+	Ask string
 }
 
 // Empty reports whether the batch writes nothing.
 func (b Batch) Empty() bool {
-	return b.Thread == nil && len(b.Events) == 0 && len(b.Cards) == 0 && len(b.Inputs) == 0
+	return b.Thread == nil && len(b.Events) == 0 && len(b.Cards) == 0 && len(b.Inputs) == 0 && b.Ask == ""
 }

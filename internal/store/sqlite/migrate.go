@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/parleyhq/parley/internal/chat"
 )
 
 // ErrSchemaTooNew is returned by Open for a database whose schema a newer parley
@@ -33,6 +35,35 @@ type migration struct {
 // with the code Commit keeps them with).
 var migrationSteps = map[int]func(context.Context, *sql.Tx) error{
 	5: backfillSearch,
+	9: nameAsks,
+}
+
+// nameAsks gives each ask an older parley kept (schema 8) its id.
+func nameAsks(ctx context.Context, tx *sql.Tx) error {
+	rows, err := tx.QueryContext(ctx, `SELECT channel, chat FROM route_asks WHERE ask_id = ''`)
+	if err != nil {
+		return err
+	}
+	var keys [][2]string
+	for rows.Next() {
+		var k [2]string
+		if err := rows.Scan(&k[0], &k[1]); err != nil {
+			rows.Close()
+			return err
+		}
+		keys = append(keys, k)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, k := range keys {
+		if _, err := tx.ExecContext(ctx, `UPDATE route_asks SET ask_id = ? WHERE channel = ? AND chat = ?`,
+			chat.NewID("ask"), k[0], k[1]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // migrations returns the embedded migrations in version order. A file is named

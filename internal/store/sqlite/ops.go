@@ -40,6 +40,11 @@ func (s *Store) Commit(ctx context.Context, b store.Batch) error {
 			return fmt.Errorf("sqlite: commit: thread %s: %w", t.ID, err)
 		}
 	}
+	if b.Ask != "" {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO thread_asks (ask_id, thread) VALUES (?, ?)`, b.Ask, string(b.Thread.ID)); err != nil {
+			return fmt.Errorf("sqlite: commit: thread %s asked as %s: %w", b.Thread.ID, b.Ask, err)
+		}
+	}
 	if err := s.insertEvents(ctx, tx, b.Events); err != nil {
 		return err
 	}
@@ -145,6 +150,9 @@ func (s *Store) insertEvents(ctx context.Context, tx *sql.Tx, evs []chat.Event) 
 func validate(b store.Batch) error {
 	if b.Thread != nil && b.Thread.ID == "" {
 		return fmt.Errorf("sqlite: commit: thread without id: %w", chat.ErrBadInput)
+	}
+	if b.Ask != "" && b.Thread == nil {
+		return fmt.Errorf("sqlite: commit: an ask without its thread: %w", chat.ErrBadInput)
 	}
 	for _, e := range b.Events {
 		if e.Thread == "" || e.Seq <= 0 || e.Type == "" {
@@ -287,9 +295,9 @@ func (s *Store) attachRoute(ctx context.Context, key chat.RouteKey, thread chat.
 
 // SetRouteAsk keeps a route's ask for a new thread on another machine.
 func (s *Store) SetRouteAsk(ctx context.Context, a store.RouteAsk) error {
-	if _, err := s.w.ExecContext(ctx, `INSERT INTO route_asks (channel, chat, agent, cwd, node) VALUES (?, ?, ?, ?, ?)
-		ON CONFLICT (channel, chat) DO UPDATE SET agent = excluded.agent, cwd = excluded.cwd, node = excluded.node`,
-		a.Key.Channel, a.Key.Chat, a.Agent, a.Cwd, a.Node); err != nil {
+	if _, err := s.w.ExecContext(ctx, `INSERT INTO route_asks (channel, chat, agent, cwd, node, ask_id) VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT (channel, chat) DO UPDATE SET agent = excluded.agent, cwd = excluded.cwd, node = excluded.node, ask_id = excluded.ask_id`,
+		a.Key.Channel, a.Key.Chat, a.Agent, a.Cwd, a.Node, a.AskID); err != nil {
 		return fmt.Errorf("sqlite: keep the ask of route %s: %w", a.Key, err)
 	}
 	return nil
@@ -305,7 +313,7 @@ func (s *Store) DropRouteAsk(ctx context.Context, key chat.RouteKey) error {
 
 // RouteAsks returns every route's ask, ordered by channel and chat.
 func (s *Store) RouteAsks(ctx context.Context) ([]store.RouteAsk, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT channel, chat, agent, cwd, node FROM route_asks ORDER BY 1, 2`)
+	rows, err := s.r.QueryContext(ctx, `SELECT channel, chat, agent, cwd, node, ask_id FROM route_asks ORDER BY 1, 2`)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: route asks: %w", err)
 	}
@@ -313,7 +321,7 @@ func (s *Store) RouteAsks(ctx context.Context) ([]store.RouteAsk, error) {
 	var as []store.RouteAsk
 	for rows.Next() {
 		var a store.RouteAsk
-		if err := rows.Scan(&a.Key.Channel, &a.Key.Chat, &a.Agent, &a.Cwd, &a.Node); err != nil {
+		if err := rows.Scan(&a.Key.Channel, &a.Key.Chat, &a.Agent, &a.Cwd, &a.Node, &a.AskID); err != nil {
 			return nil, fmt.Errorf("sqlite: route asks: %w", err)
 		}
 		as = append(as, a)
@@ -322,6 +330,19 @@ func (s *Store) RouteAsks(ctx context.Context) ([]store.RouteAsk, error) {
 		return nil, fmt.Errorf("sqlite: route asks: %w", err)
 	}
 	return as, nil
+}
+
+// AskThread returns the thread made for an ask id, if it is still there.
+func (s *Store) AskThread(ctx context.Context, askID string) (chat.ThreadID, error) {
+	var id string
+	err := s.r.QueryRowContext(ctx, `SELECT a.thread FROM thread_asks a JOIN threads t ON t.id = a.thread WHERE a.ask_id = ?`, askID).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", fmt.Errorf("sqlite: the thread of ask %s: %w", askID, chat.ErrNotFound)
+	}
+	if err != nil {
+		return "", fmt.Errorf("sqlite: the thread of ask %s: %w", askID, err)
+	}
+	return chat.ThreadID(id), nil
 }
 
 // Routes returns every route, local and remote, ordered by channel and chat.

@@ -485,6 +485,7 @@ func (s *Store) DeleteThread(ctx context.Context, id chat.ThreadID) error {
 			(kind = 'open' AND NOT EXISTS (SELECT 1 FROM push_outbox c WHERE c.endpoint = push_outbox.endpoint
 				AND c.thread = push_outbox.thread AND c.request_id = push_outbox.request_id AND c.kind = 'close')))`,
 		`DELETE FROM routes WHERE thread = ?`,
+		`DELETE FROM thread_asks WHERE thread = ?`,
 		`DELETE FROM inputs WHERE thread = ?`,
 		`DELETE FROM cards WHERE thread = ?`,
 		`DELETE FROM events WHERE thread = ?`,

@@ -339,3 +339,37 @@ func TestInputsKeptAcrossTheRouteMigration(t *testing.T) {
 		t.Errorf("pending after another route's m1: got %+v, want it last", p)
 	}
 }
+
+// The asks an older parley kept (schema 8, no ask id) each take an id of
+// their own when the store opens.
+func TestAsksKeptBeforeSchema9TakeAnID(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "parley.db")
+	ms, err := migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := raw(t, path)
+	qs := []string{`CREATE TABLE schema_migrations (version INTEGER NOT NULL PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)`}
+	for _, m := range ms[:8] {
+		qs = append(qs, m.sql, fmt.Sprintf(`INSERT INTO schema_migrations VALUES (%d, '%s', 0)`, m.version, m.name))
+	}
+	qs = append(qs, `INSERT INTO route_asks VALUES ('irc', '#dev', 'claude', '/w', 'b')`,
+		`INSERT INTO route_asks VALUES ('tui', 'c1', 'gemini', '', 'c')`)
+	for _, q := range qs {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	db.Close()
+
+	s := open(t, path)
+	asks, err := s.RouteAsks(ctx)
+	if err != nil || len(asks) != 2 {
+		t.Fatalf("asks after the migration: %+v %v", asks, err)
+	}
+	if asks[0].AskID == "" || asks[1].AskID == "" || asks[0].AskID == asks[1].AskID ||
+		asks[0].Agent != "claude" || asks[1].Node != "c" {
+		t.Fatalf("asks after the migration: %+v, want each kept with an id of its own", asks)
+	}
+}

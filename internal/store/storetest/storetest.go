@@ -46,6 +46,7 @@ func Run(t *testing.T, open Opener) {
 		{"Routes", testRoutes},
 		{"RemoteRoutes", testRemoteRoutes},
 		{"RouteAsks", testRouteAsks},
+		{"ThreadAsks", testThreadAsks},
 		{"Reopen", testReopen},
 		{"ConcurrentCommits", testConcurrentCommits},
 		{"PruneEvents", testPruneEvents},
@@ -786,10 +787,10 @@ func testRouteAsks(t *testing.T, open Opener) {
 	irc := chat.RouteKey{Channel: "irc", Chat: "#dev"}
 	tui := chat.RouteKey{Channel: "tui", Chat: "c1"}
 	for _, a := range []store.RouteAsk{
-		{Key: web, Agent: "claude", Cwd: "/old", Node: "b"},
-		{Key: web, Agent: "claude", Cwd: "/b/work", Node: "b"},
-		{Key: irc, Agent: "gemini", Node: "c"},
-		{Key: tui, Agent: "claude", Node: "b"},
+		{Key: web, Agent: "claude", Cwd: "/old", Node: "b", AskID: "ask_1"},
+		{Key: web, Agent: "claude", Cwd: "/b/work", Node: "b", AskID: "ask_2"},
+		{Key: irc, Agent: "gemini", Node: "c", AskID: "ask_3"},
+		{Key: tui, Agent: "claude", Node: "b", AskID: "ask_4"},
 	} {
 		if err := s.SetRouteAsk(ctx, a); err != nil {
 			t.Fatalf("SetRouteAsk(%+v): %v", a, err)
@@ -807,8 +808,8 @@ func testRouteAsks(t *testing.T, open Opener) {
 		t.Fatal(err)
 	}
 	s = openNamed(t, open, name)
-	want := []store.RouteAsk{{Key: irc, Agent: "gemini", Node: "c"}, {Key: tui, Agent: "claude", Node: "b"},
-		{Key: web, Agent: "claude", Cwd: "/b/work", Node: "b"}}
+	want := []store.RouteAsk{{Key: irc, Agent: "gemini", Node: "c", AskID: "ask_3"}, {Key: tui, Agent: "claude", Node: "b", AskID: "ask_4"},
+		{Key: web, Agent: "claude", Cwd: "/b/work", Node: "b", AskID: "ask_2"}}
 	if got := asks(); !slices.Equal(got, want) {
 		t.Fatalf("RouteAsks after a reopen: got %+v, want %+v", got, want)
 	}
@@ -828,6 +829,47 @@ func testRouteAsks(t *testing.T, open Opener) {
 	}
 	if got := asks(); len(got) != 0 {
 		t.Fatalf("RouteAsks after dropping tui's: %+v", got)
+	}
+}
+
+// A thread made for an ask (another machine's "agent@node") is found by the
+// ask's id after a restart; an ask names one thread; a deleted thread's ask
+// finds none.
+func testThreadAsks(t *testing.T, open Opener) {
+	name := dbName(t)
+	s := openNamed(t, open, name)
+	ctx := t.Context()
+	if _, err := s.AskThread(ctx, "ask_1"); !errors.Is(err, chat.ErrNotFound) {
+		t.Fatalf("AskThread of an ask never made: %v, want not found", err)
+	}
+	now := time.Now()
+	th := chat.Thread{ID: "t1", Agent: "claude", Cwd: "/w", State: chat.ThreadUnloaded, CreatedAt: now, UpdatedAt: now}
+	if err := s.Commit(ctx, store.Batch{Thread: &th, Ask: "ask_1"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openNamed(t, open, name)
+	if id, err := s.AskThread(ctx, "ask_1"); err != nil || id != "t1" {
+		t.Fatalf("AskThread after a reopen: %q %v, want t1", id, err)
+	}
+	other := th
+	other.ID = "t2"
+	if err := s.Commit(ctx, store.Batch{Thread: &other, Ask: "ask_1"}); err == nil {
+		t.Fatal("a second thread for ask_1 was committed")
+	}
+	if _, err := s.Thread(ctx, "t2"); !errors.Is(err, chat.ErrNotFound) {
+		t.Fatalf("the second thread of ask_1: %v, want none (the commit is all or nothing)", err)
+	}
+	if err := s.Commit(ctx, store.Batch{Ask: "ask_2"}); !errors.Is(err, chat.ErrBadInput) {
+		t.Fatalf("an ask without its thread: %v, want bad input", err)
+	}
+	if err := s.DeleteThread(ctx, "t1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AskThread(ctx, "ask_1"); !errors.Is(err, chat.ErrNotFound) {
+		t.Fatalf("AskThread of a deleted thread: %v, want not found", err)
 	}
 }
 
