@@ -314,9 +314,10 @@ func (m hubMachines) Machines(ctx context.Context) ([]cluster.NodeStatus, error)
 	return m.hub.Machines(ctx)
 }
 
-// hubCards is the hub's push.Remote: the open cards of the nodes' threads
-// from their summaries in the directory (each node writes them from its own
-// store), so the hub's phones hear a node's cards as they hear the hub's.
+// hubCards is the hub's push.Remote: the nodes' threads from their summaries
+// in the directory (each node writes them from its own store: open cards,
+// newest finished turn and error), so the hub's phones hear of a node's
+// threads as they hear of the hub's.
 type hubCards struct{ hub *cluster.Hub }
 
 func (c hubCards) Owns(id chat.ThreadID) bool { return cluster.NodeOf(id) != "" }
@@ -326,13 +327,10 @@ func (c hubCards) Threads() []push.RemoteThread {
 	if err != nil {
 		return nil
 	}
-	var names map[string]string // node/agent → name, read once if a card is open
-	var out []push.RemoteThread
+	var names map[string]string // node/agent → name, read once if a push may be due
+	out := make([]push.RemoteThread, 0, len(ths))
 	for _, rt := range ths {
-		if len(rt.Cards) == 0 {
-			continue
-		}
-		if names == nil {
+		if names == nil && (len(rt.Cards) > 0 || rt.Turn != nil || rt.Error != nil) {
 			names = map[string]string{}
 			agents, _ := c.hub.Agents(context.Background(), "", nil)
 			for _, a := range agents {
@@ -343,7 +341,8 @@ func (c hubCards) Threads() []push.RemoteThread {
 		for _, oc := range rt.Cards {
 			cards = append(cards, push.Card{RequestID: oc.RequestID, Kind: oc.Kind, Asks: oc.Asks})
 		}
-		out = append(out, push.RemoteThread{Thread: rt.Thread, AgentName: names[rt.Node+"/"+rt.Thread.Agent], Cards: cards})
+		out = append(out, push.RemoteThread{Thread: rt.Thread, AgentName: names[rt.Node+"/"+rt.Thread.Agent], Cards: cards,
+			Turn: rt.Turn, Error: rt.Error})
 	}
 	return out
 }

@@ -3,72 +3,142 @@ package push
 import (
 	"cmp"
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/store"
 )
 
-// Remote is, at a cluster's hub, the open cards of other machines' threads
-// as each machine last told the hub (its thread summaries in the directory,
-// written from its own store). The hub's push service reconciles them
-// against its own outbox, keyed by card as its own threads' are: the
-// machine's store stays the only truth of its cards, the hub's outbox the
-// only record of what was pushed. A machine that is away keeps its last
-// summary, so its cards are neither pushed again nor closed until it tells
-// otherwise.
+// Remote is, at a cluster's hub, other machines' threads as each machine last
+// told the hub (its thread summaries in the directory, written from its own
+// store): their open cards, their newest finished turn and newest error. The
+// hub's push service reconciles them against its own outbox, keyed by card
+// or by event seq as its own threads' are: the machine's store stays the
+// only truth of its threads, the hub's outbox the only record of what was
+// pushed. A machine that is away keeps its last summary, so its cards are
+// neither pushed again nor closed until it tells otherwise.
 type Remote interface {
 	// Owns says whether an id is another machine's thread.
 	Owns(id chat.ThreadID) bool
 	// Changed is closed at the next change of what Threads says.
 	Changed() <-chan struct{}
-	// Threads lists the other machines' threads that have open cards.
+	// Threads lists the other machines' threads.
 	Threads() []RemoteThread
 }
 
-// RemoteThread is another machine's thread with open cards.
+// RemoteThread is another machine's thread.
 type RemoteThread struct {
 	Thread    chat.Thread // its id at the hub, Node its machine
 	AgentName string      // its agent's name on that machine ("" shows the id)
 	Cards     []Card
+	// Turn and Error are its newest finished turn and newest error that
+	// call for an optional push (NoticeOf, on that machine); nil: none.
+	Turn, Error *Notice
 }
 
-// reconcileRemote reconciles the remote threads whose open cards changed
-// since the last look, those that left the list (their cards closed, or the
-// thread is gone), and also (at start) the ids given (remote threads whose
-// outbox holds an open push not closed).
+// reconcileRemote reconciles the remote threads whose open cards or notices
+// changed since the last look, those that left the list (their cards closed,
+// or the thread is gone), those the store refused before, and also (at
+// start) the ids given (remote threads whose outbox holds an open push not
+// closed).
 func (s *Service) reconcileRemote(ctx context.Context, also []chat.ThreadID) {
+	if s.notices == nil {
+		s.notices = map[chat.ThreadID]string{}
+	}
 	now := map[chat.ThreadID]RemoteThread{}
 	for _, rt := range s.opt.Remote.Threads() {
 		now[rt.Thread.ID] = rt
+		if rt.Thread.Node != "" {
+			s.lookAt(rt.Thread.Node)
+		}
 	}
-	todo := map[chat.ThreadID]bool{}
+	cards, notices := map[chat.ThreadID]bool{}, map[chat.ThreadID]bool{}
 	for _, id := range also {
-		todo[id] = true
+		cards[id] = true
 	}
+	for id := range s.remoteFailed {
+		cards[id], notices[id] = true, true
+	}
+	clear(s.remoteFailed)
 	for id, rt := range now {
-		if k := cardsKey(rt.Cards); s.remote[id] != k {
-			todo[id] = true
-			s.remote[id] = k
+		if cardsKey(rt.Cards) != s.remote[id] {
+			cards[id] = true
+		}
+		if noticesKey(rt) != s.notices[id] {
+			notices[id] = true
 		}
 	}
 	for id := range s.remote {
 		if _, ok := now[id]; !ok {
-			todo[id] = true
-			delete(s.remote, id)
+			cards[id] = true
 		}
 	}
-	ids := make([]chat.ThreadID, 0, len(todo))
-	for id := range todo {
-		ids = append(ids, id)
+	for id := range s.notices {
+		if _, ok := now[id]; !ok {
+			delete(s.notices, id)
+		}
 	}
-	slices.Sort(ids)
-	for _, id := range ids {
-		rt := now[id]
+	var on map[string]store.PushPrefs
+	onRead := false
+	todo := maps.Clone(cards)
+	maps.Copy(todo, notices)
+	for _, id := range slices.Sorted(maps.Keys(todo)) {
+		rt, listed := now[id]
 		th := rt.Thread
 		th.Agent = cmp.Or(rt.AgentName, th.Agent)
-		s.reconcileOpen(ctx, id, func() (chat.Thread, error) { return th, nil }, rt.Cards)
+		thread := func() (chat.Thread, error) { return th, nil }
+		var err error
+		if cards[id] {
+			if err = s.reconcileOpen(ctx, id, thread, rt.Cards); err == nil {
+				if k := cardsKey(rt.Cards); listed && k != "" {
+					s.remote[id] = k
+				} else {
+					delete(s.remote, id)
+				}
+			}
+		}
+		if notices[id] && listed && err == nil {
+			if !onRead {
+				on, err = s.optIns(ctx)
+				onRead = err == nil
+			}
+			if err == nil {
+				err = s.enqueueNotices(ctx, id, thread, rt.notices(), on, s.firstLook[th.Node])
+			}
+			if err == nil {
+				s.notices[id] = noticesKey(rt)
+			}
+		}
+		if err != nil {
+			s.log.Error("push: could not queue another machine's thread's pushes; trying again", "thread", id, "err", err)
+			if s.remoteFailed == nil {
+				s.remoteFailed = map[chat.ThreadID]bool{}
+			}
+			s.remoteFailed[id] = true
+		}
 	}
+}
+
+// notices are a remote thread's notices, each with its kind.
+func (rt RemoteThread) notices() []notice {
+	var ns []notice
+	if rt.Turn != nil {
+		ns = append(ns, notice{store.PushTurn, *rt.Turn})
+	}
+	if rt.Error != nil {
+		ns = append(ns, notice{store.PushError, *rt.Error})
+	}
+	return ns
 }
 
 // cardsKey names a set of open cards (what changed is which are open).
@@ -79,4 +149,66 @@ func cardsKey(cs []Card) string {
 	}
 	slices.Sort(ids)
 	return strings.Join(ids, "\x00")
+}
+
+// noticesKey names a remote thread's notices (what changed is their seqs).
+func noticesKey(rt RemoteThread) string {
+	var k string
+	for _, n := range rt.notices() {
+		k += n.kind + ":" + strconv.FormatInt(n.Seq, 10) + " "
+	}
+	return k
+}
+
+// FirstLookFile, in the data directory, keeps when this hub first saw each
+// other machine's threads: a notice from before (a turn that machine
+// finished before it joined, or before this hub pushed notices) is pushed to
+// no one. The time is the hub's, a notice's its machine's: a clock off by a
+// minute moves that line by a minute.
+const FirstLookFile = "push-first-look.json"
+
+func loadFirstLook(dir string) (map[string]time.Time, error) {
+	m := map[string]time.Time{}
+	if dir == "" {
+		return m, nil
+	}
+	b, err := os.ReadFile(filepath.Join(dir, FirstLookFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return m, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("push: %w", err)
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("push: %s: %w", FirstLookFile, err)
+	}
+	return m, nil
+}
+
+// lookAt notes the hub's first look at a machine's threads, once.
+func (s *Service) lookAt(node string) {
+	if _, ok := s.firstLook[node]; ok {
+		return
+	}
+	if s.firstLook == nil {
+		s.firstLook = map[string]time.Time{}
+	}
+	s.firstLook[node] = s.opt.Now()
+	if s.opt.DataDir == "" {
+		return
+	}
+	b, _ := json.Marshal(s.firstLook)
+	// Not kept, the line moves to the next start: a notice from between is
+	// not pushed, never one pushed twice (the outbox keys those).
+	if err := writeFileAtomic(filepath.Join(s.opt.DataDir, FirstLookFile), b); err != nil {
+		s.log.Warn("push: could not keep when this hub first saw a machine", "node", node, "err", err)
+	}
+}
+
+func writeFileAtomic(path string, b []byte) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
 }
