@@ -187,6 +187,9 @@ func (s *Service) reconcileOptional(ctx context.Context, id chat.ThreadID) error
 // thread is read only when one is due.
 func (s *Service) enqueueNotices(ctx context.Context, id chat.ThreadID, thread func() (chat.Thread, error),
 	ns []notice, on map[string]store.PushPrefs, notBefore time.Time) error {
+	if len(on) == 0 {
+		return nil
+	}
 	var th *chat.Thread
 	var subs []store.PushSubscription
 	var items []store.PushItem

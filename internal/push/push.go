@@ -154,10 +154,7 @@ func Start(opt Options) (*Service, error) {
 		done: make(chan struct{}), stop: cancel, subscribed: map[string]int{}, remote: map[chat.ThreadID]string{}}
 	s.http = opt.Net.client(s.lookup())
 	if opt.Remote != nil {
-		if s.firstLook, err = loadFirstLook(opt.DataDir); err != nil {
-			cancel()
-			return nil, err
-		}
+		s.firstLook = s.loadFirstLook()
 	}
 	subs, err := opt.Store.PushSubscriptions(ctx)
 	if err != nil {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io/fs"
 	"maps"
 	"os"
@@ -167,22 +166,23 @@ func noticesKey(rt RemoteThread) string {
 // minute moves that line by a minute.
 const FirstLookFile = "push-first-look.json"
 
-func loadFirstLook(dir string) (map[string]time.Time, error) {
+// loadFirstLook reads FirstLookFile. One that cannot be read is started
+// anew: each machine's line moves to now (a notice from before is not
+// pushed), which never sends one twice.
+func (s *Service) loadFirstLook() map[string]time.Time {
 	m := map[string]time.Time{}
-	if dir == "" {
-		return m, nil
+	if s.opt.DataDir == "" {
+		return m
 	}
-	b, err := os.ReadFile(filepath.Join(dir, FirstLookFile))
-	if errors.Is(err, fs.ErrNotExist) {
-		return m, nil
+	b, err := os.ReadFile(filepath.Join(s.opt.DataDir, FirstLookFile))
+	if err == nil {
+		err = json.Unmarshal(b, &m)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("push: %w", err)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		s.log.Warn("push: could not read when this hub first saw each machine; from now on", "err", err)
+		return map[string]time.Time{}
 	}
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("push: %s: %w", FirstLookFile, err)
-	}
-	return m, nil
+	return m
 }
 
 // lookAt notes the hub's first look at a machine's threads, once.
