@@ -328,13 +328,18 @@ func (c hubCards) Threads() []push.RemoteThread {
 		return nil
 	}
 	var names map[string]string // node/agent → name, read once if a push may be due
+	var joined map[string]time.Time
 	out := make([]push.RemoteThread, 0, len(ths))
 	for _, rt := range ths {
 		if names == nil && (len(rt.Cards) > 0 || rt.Turn != nil || rt.Error != nil) {
-			names = map[string]string{}
+			names, joined = map[string]string{}, map[string]time.Time{}
 			agents, _ := c.hub.Agents(context.Background(), "", nil)
 			for _, a := range agents {
 				names[a.Node+"/"+a.ID] = a.Name
+			}
+			nodes, _ := c.hub.Nodes(context.Background())
+			for _, n := range nodes {
+				joined[n.Name] = n.Joined
 			}
 		}
 		cards := make([]push.Card, 0, len(rt.Cards))
@@ -342,7 +347,7 @@ func (c hubCards) Threads() []push.RemoteThread {
 			cards = append(cards, push.Card{RequestID: oc.RequestID, Kind: oc.Kind, Asks: oc.Asks})
 		}
 		out = append(out, push.RemoteThread{Thread: rt.Thread, AgentName: names[rt.Node+"/"+rt.Thread.Agent], Cards: cards,
-			Turn: rt.Turn, Error: rt.Error})
+			Turn: rt.Turn, Error: rt.Error, Joined: joined[rt.Node]})
 	}
 	return out
 }

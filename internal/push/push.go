@@ -113,13 +113,14 @@ type Service struct {
 	done chan struct{}
 	stop context.CancelFunc
 
+	// since is when this hub first pushed other machines' notices
+	// (SinceFile).
+	since time.Time
 	// Only run's goroutine touches these. remote is each remote thread's
 	// open cards as last reconciled (cardsKey), notices its newest finished
-	// turn and error (noticesKey), by id; firstLook is when this hub first
-	// saw each machine's threads (kept in FirstLookFile).
-	remote    map[chat.ThreadID]string
-	notices   map[chat.ThreadID]string
-	firstLook map[string]time.Time
+	// turn and error (noticesKey), by id.
+	remote  map[chat.ThreadID]string
+	notices map[chat.ThreadID]string
 	// What the store refused (a read, an outbox write) is done again at the
 	// next pass of run, and after a wait while nothing else comes: the
 	// local threads, the remote ones, everything (reconcileAll's own
@@ -154,7 +155,7 @@ func Start(opt Options) (*Service, error) {
 		done: make(chan struct{}), stop: cancel, subscribed: map[string]int{}, remote: map[chat.ThreadID]string{}}
 	s.http = opt.Net.client(s.lookup())
 	if opt.Remote != nil {
-		s.firstLook = s.loadFirstLook()
+		s.since = s.loadSince()
 	}
 	subs, err := opt.Store.PushSubscriptions(ctx)
 	if err != nil {

@@ -1,9 +1,9 @@
 package push
 
 import (
+	"bytes"
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"io/fs"
 	"maps"
@@ -43,6 +43,9 @@ type RemoteThread struct {
 	// Turn and Error are its newest finished turn and newest error that
 	// call for an optional push (NoticeOf, on that machine); nil: none.
 	Turn, Error *Notice
+	// Joined is when its machine joined this hub (the hub's clock): a
+	// notice from before is pushed to no one.
+	Joined time.Time
 }
 
 // reconcileRemote reconciles the remote threads whose open cards or notices
@@ -57,9 +60,6 @@ func (s *Service) reconcileRemote(ctx context.Context, also []chat.ThreadID) {
 	now := map[chat.ThreadID]RemoteThread{}
 	for _, rt := range s.opt.Remote.Threads() {
 		now[rt.Thread.ID] = rt
-		if rt.Thread.Node != "" {
-			s.lookAt(rt.Thread.Node)
-		}
 	}
 	cards, notices := map[chat.ThreadID]bool{}, map[chat.ThreadID]bool{}
 	for _, id := range also {
@@ -112,7 +112,7 @@ func (s *Service) reconcileRemote(ctx context.Context, also []chat.ThreadID) {
 				onRead = err == nil
 			}
 			if err == nil {
-				err = s.enqueueNotices(ctx, id, thread, rt.notices(), on, s.firstLook[th.Node])
+				err = s.enqueueNotices(ctx, id, thread, rt.notices(), on, later(rt.Joined, s.since))
 			}
 			if err == nil {
 				s.notices[id] = noticesKey(rt)
@@ -159,56 +159,47 @@ func noticesKey(rt RemoteThread) string {
 	return k
 }
 
-// FirstLookFile, in the data directory, keeps when this hub first saw each
-// other machine's threads: a notice from before (a turn that machine
-// finished before it joined, or before this hub pushed notices) is pushed to
-// no one. The time is the hub's, a notice's its machine's: a clock off by a
-// minute moves that line by a minute.
-const FirstLookFile = "push-first-look.json"
+// SinceFile, in the data directory, keeps when this hub first pushed other
+// machines' notices. With the machine's join, it bounds what a notice may
+// be: one from before either (a turn a machine finished before it joined,
+// or before the hub was upgraded to push them) is pushed to no one, so
+// neither a join nor an upgrade sends the threads' past. Both times are the
+// hub's, a notice's is its machine's: clocks a minute apart move the line by
+// a minute.
+const SinceFile = "push-notices-since"
 
-// loadFirstLook reads FirstLookFile. One that cannot be read is started
-// anew: each machine's line moves to now (a notice from before is not
-// pushed), which never sends one twice.
-func (s *Service) loadFirstLook() map[string]time.Time {
-	m := map[string]time.Time{}
+// loadSince reads SinceFile, or writes it with now: the first start. One
+// that cannot be read is written anew (the line moves to now: a notice from
+// between is not pushed, none is pushed twice).
+func (s *Service) loadSince() time.Time {
 	if s.opt.DataDir == "" {
-		return m
+		return s.opt.Now()
 	}
-	b, err := os.ReadFile(filepath.Join(s.opt.DataDir, FirstLookFile))
+	path := filepath.Join(s.opt.DataDir, SinceFile)
+	b, err := os.ReadFile(path)
 	if err == nil {
-		err = json.Unmarshal(b, &m)
+		var t time.Time
+		if err = t.UnmarshalText(bytes.TrimSpace(b)); err == nil {
+			return t
+		}
 	}
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		s.log.Warn("push: could not read when this hub first saw each machine; from now on", "err", err)
-		return map[string]time.Time{}
+	if !errors.Is(err, fs.ErrNotExist) {
+		s.log.Warn("push: could not read since when this hub pushes other machines' notices; from now on", "err", err)
 	}
-	return m
-}
-
-// lookAt notes the hub's first look at a machine's threads, once.
-func (s *Service) lookAt(node string) {
-	if _, ok := s.firstLook[node]; ok {
-		return
-	}
-	if s.firstLook == nil {
-		s.firstLook = map[string]time.Time{}
-	}
-	s.firstLook[node] = s.opt.Now()
-	if s.opt.DataDir == "" {
-		return
-	}
-	b, _ := json.Marshal(s.firstLook)
-	// Not kept, the line moves to the next start: a notice from between is
-	// not pushed, never one pushed twice (the outbox keys those).
-	if err := writeFileAtomic(filepath.Join(s.opt.DataDir, FirstLookFile), b); err != nil {
-		s.log.Warn("push: could not keep when this hub first saw a machine", "node", node, "err", err)
-	}
-}
-
-func writeFileAtomic(path string, b []byte) error {
+	now := s.opt.Now().UTC()
 	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return err
+	if err := os.WriteFile(tmp, []byte(now.Format(time.RFC3339Nano)+"\n"), 0o600); err == nil {
+		err = os.Rename(tmp, path)
 	}
-	return os.Rename(tmp, path)
+	if err != nil {
+		s.log.Warn("push: could not keep since when this hub pushes other machines' notices", "err", err)
+	}
+	return now
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
