@@ -31,7 +31,7 @@ type nodes struct {
 
 func newNodes(ths ...push.RemoteThread) *nodes { return &nodes{ths: ths, ch: make(chan struct{})} }
 
-func (r *nodes) Owns(id chat.ThreadID) bool { return strings.HasSuffix(string(id), "@b") }
+func (r *nodes) Owns(id chat.ThreadID) bool { return strings.Contains(string(id), "@") }
 func (r *nodes) Changed() <-chan struct{} {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -154,15 +154,6 @@ func (r *hubRig) settled(t *testing.T) []webpushsvc.Push {
 	return r.svc.Pushes()
 }
 
-// looked waits until the service has first seen b's threads (and kept when).
-func (r *hubRig) looked(t *testing.T) {
-	t.Helper()
-	testkit.Eventually(t, 10*time.Second, func() bool {
-		b, err := os.ReadFile(filepath.Join(r.dir, push.FirstLookFile))
-		return err == nil && strings.Contains(string(b), `"b"`)
-	}, "the hub's first look at b")
-}
-
 // refused checks that the store refused the outbox write it was told to.
 func (r *hubRig) refused(t *testing.T) {
 	t.Helper()
@@ -198,7 +189,6 @@ func card(id string) push.Card {
 func TestANodesFinishedTurnPushesOncePerOptedInDevice(t *testing.T) {
 	ns := newNodes(bThread(nil, nil))
 	r := startHubRig(t, ns)
-	r.looked(t)
 	phone := r.device(t, "phone", true, true)
 	laptop := r.device(t, "laptop", false, true)
 	tablet := r.device(t, "tablet", false, false)
@@ -244,36 +234,59 @@ func TestANodesFinishedTurnPushesOncePerOptedInDevice(t *testing.T) {
 	}
 }
 
-// A turn b finished before the hub first saw b's threads (b joined, or the
-// hub was upgraded, with its threads done long ago) pushes nothing, even to
-// a device that turned turn pushes on before; b's turns after do. The
-// hub's first look is kept: a turn b finished while the hub was down is
-// pushed when it is back.
-func TestANodesTurnsFromBeforeTheHubFirstSawItDoNotPush(t *testing.T) {
+// A turn a machine finished before this hub pushed other machines' turns
+// (the hub upgraded, with b's threads done long ago) or before the machine
+// joined pushes nothing, even to a device that turned turn pushes on before;
+// the turns after do. The first is kept: a turn b finished while the hub
+// was down is pushed when it is back.
+func TestANodesTurnsFromBeforeTheHubPushedThemDoNotPush(t *testing.T) {
 	ns := newNodes()
 	r := startHubRig(t, ns)
 	phone := r.device(t, "phone", true, false)
-
+	r.s.Close()
+	if err := os.Remove(filepath.Join(r.dir, push.SinceFile)); err != nil { // the hub before the upgrade
+		t.Fatal(err)
+	}
+	joined := time.Now().Add(-time.Hour)
+	thread := func(id chat.ThreadID, turn *push.Notice, joined time.Time, cards ...push.Card) push.RemoteThread {
+		return push.RemoteThread{Thread: chat.Thread{ID: id, Agent: "claude", Node: string(id[strings.Index(string(id), "@")+1:])},
+			Turn: turn, Joined: joined, Cards: cards}
+	}
+	// b's summary at the upgraded hub's start: a turn from before, and a
+	// card, whose push says the summary was looked at.
 	old := &push.Notice{Seq: 5, TS: time.Now(), Code: chat.StopEndTurn}
-	ns.set(bThread(old, nil))
-	r.looked(t)
+	ns.set(thread("t_1@b", old, joined, card("r1")))
+	r.start(t)
+	r.svc.WaitFor(t, 10*time.Second, "the card's push", func(ps []webpushsvc.Push) bool { return kinds(ps, phone) == "open" })
 	newer := &push.Notice{Seq: 11, TS: time.Now(), Code: chat.StopMaxTokens}
-	ns.set(bThread(newer, nil))
-	r.svc.WaitFor(t, 10*time.Second, "the newer turn's push", func(ps []webpushsvc.Push) bool { return kinds(ps, phone) != "" })
+	ns.set(thread("t_1@b", newer, joined, card("r1")))
+	r.svc.WaitFor(t, 10*time.Second, "the newer turn's push", func(ps []webpushsvc.Push) bool { return kinds(ps, phone) != "open" })
 	ps := r.settled(t)
-	ms := webpushsvc.Messages[push.Message](ps, phone)
-	if len(ms) != 1 || ms[0].Body != "stopped: the model's output limit" {
-		t.Fatalf("the phone got %d pushes, want the newer turn's alone: %s", len(ms), webpushsvc.Summary(ps))
+	if k, ms := kinds(ps, phone), webpushsvc.Messages[push.Message](ps, phone); k != "open turn" || ms[1].Body != "stopped: the model's output limit" {
+		t.Fatalf("the phone got %q, want the card's and the newer turn's: %s", k, webpushsvc.Summary(ps))
 	}
 
 	r.s.Close()
-	while := time.Now() // b finished t_2's turn while the hub was down
+	while := &push.Notice{Seq: 3, TS: time.Now(), Code: chat.StopEndTurn} // b finished t_2's turn while the hub was down
 	r.start(t)
-	ns.set(bThread(newer, nil),
-		push.RemoteThread{Thread: chat.Thread{ID: "t_2@b", Agent: "claude", Node: "b"}, Turn: &push.Notice{Seq: 3, TS: while, Code: chat.StopEndTurn}})
-	ps = r.svc.WaitFor(t, 10*time.Second, "t_2's push", func(ps []webpushsvc.Push) bool { return kinds(ps, phone) == "turn turn" })
-	if m := webpushsvc.Messages[push.Message](ps, phone)[1]; m.Thread != "t_2@b" || m.Title != "claude on b" {
+	ns.set(thread("t_1@b", newer, joined, card("r1")), thread("t_2@b", while, joined))
+	ps = r.svc.WaitFor(t, 10*time.Second, "t_2's push", func(ps []webpushsvc.Push) bool { return kinds(ps, phone) == "open turn turn" })
+	if m := webpushsvc.Messages[push.Message](ps, phone)[2]; m.Thread != "t_2@b" || m.Title != "claude on b" {
 		t.Fatalf("the phone would show %+v", m)
+	}
+
+	// c joins with a thread whose turn ended before (and a card open, which
+	// pushes); its next turn pushes.
+	before := &push.Notice{Seq: 8, TS: time.Now(), Code: chat.StopEndTurn}
+	cJoined := time.Now()
+	ns.set(thread("t_1@b", newer, joined, card("r1")), thread("t_2@b", while, joined), thread("t_9@c", before, cJoined, card("r9")))
+	r.svc.WaitFor(t, 10*time.Second, "c's card's push", func(ps []webpushsvc.Push) bool { return kinds(ps, phone) != "open turn turn" })
+	after := &push.Notice{Seq: 9, TS: time.Now(), Code: chat.StopEndTurn}
+	ns.set(thread("t_1@b", newer, joined, card("r1")), thread("t_2@b", while, joined), thread("t_9@c", after, cJoined, card("r9")))
+	r.svc.WaitFor(t, 10*time.Second, "c's newer turn's push", func(ps []webpushsvc.Push) bool { return strings.Count(kinds(ps, phone), "turn") >= 3 })
+	ps = r.settled(t)
+	if k := kinds(ps, phone); k != "open turn turn open turn" {
+		t.Fatalf("the phone got %q: %s", k, webpushsvc.Summary(ps))
 	}
 }
 
@@ -283,7 +296,6 @@ func TestANodesTurnsFromBeforeTheHubFirstSawItDoNotPush(t *testing.T) {
 func TestAPushTheStoreRefusedIsQueuedAgain(t *testing.T) {
 	ns := newNodes(bThread(nil, nil))
 	r := startHubRig(t, ns)
-	r.looked(t)
 	phone := r.device(t, "phone", true, false)
 
 	// The hub's own thread: a card opens, its push is refused once.
