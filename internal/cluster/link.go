@@ -52,6 +52,7 @@ type LinkOptions struct {
 type EventHub interface {
 	SetTap(func(hub.Item))
 	Watch() *hub.Watcher
+	WatchTypes(types ...string) *hub.Watcher
 	Unwatch(*hub.Watcher)
 }
 
@@ -64,10 +65,15 @@ type Link struct {
 	log    *slog.Logger
 	nc     *nats.Conn
 	up     prometheus.Gauge
-	kick   chan struct{}      // a (re)connect: write the record now
-	upKick chan struct{}      // a (re)connect: write every thread summary
-	watch  *hub.Watcher       // the threads changed (serveNode)
-	srcSub *nats.Subscription // the hub's reads of this node's store (serveNode)
+	kick   chan struct{} // a (re)connect: write the record now
+	upKick chan struct{} // a (re)connect: write every thread summary
+	watch  *hub.Watcher  // the threads changed (serveNode)
+	// noticeWatch hears of the threads whose turn ended or that failed:
+	// their notices are read again (notices.go); only the summaries'
+	// goroutine touches notices.
+	noticeWatch *hub.Watcher
+	notices     map[chat.ThreadID]*threadNotices
+	srcSub      *nats.Subscription // the hub's reads of this node's store (serveNode)
 	// applied holds the ids of the last inputs applied, so one the hub hands
 	// over again (its ack was lost) is answered, not applied twice.
 	applied *idSet
@@ -143,10 +149,7 @@ func Dial(opt LinkOptions) (*Link, error) {
 	// fail ends what Dial started so far: the goroutines it started wait on
 	// done (and life), and the tap on the events is taken off.
 	fail := func(err error) (*Link, error) {
-		if l.watch != nil {
-			l.opt.Events.SetTap(nil)
-			l.opt.Events.Unwatch(l.watch)
-		}
+		l.unwatch()
 		close(l.done)
 		l.endLife()
 		l.nc.Close()
@@ -243,14 +246,22 @@ func (l *Link) write(offline bool) error {
 	return l.publishRecord(ctx, dirSubject(l.opt.Node), b)
 }
 
-// Close says the node is going offline (when the hub can hear it) and closes.
-func (l *Link) Close() { l.closeOnce.Do(l.close) }
-
-func (l *Link) close() {
+// unwatch takes the link's tap and watchers off the node's events.
+func (l *Link) unwatch() {
 	if l.watch != nil {
 		l.opt.Events.SetTap(nil)
 		l.opt.Events.Unwatch(l.watch)
 	}
+	if l.noticeWatch != nil {
+		l.opt.Events.Unwatch(l.noticeWatch)
+	}
+}
+
+// Close says the node is going offline (when the hub can hear it) and closes.
+func (l *Link) Close() { l.closeOnce.Do(l.close) }
+
+func (l *Link) close() {
+	l.unwatch()
 	close(l.done)
 	l.endLife()
 	l.wg.Wait()

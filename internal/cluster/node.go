@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -15,6 +15,7 @@ import (
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/follow"
 	"github.com/parleyhq/parley/internal/hub"
+	"github.com/parleyhq/parley/internal/push"
 	"github.com/parleyhq/parley/internal/store"
 )
 
@@ -24,6 +25,8 @@ import (
 //     payload as stored, its type, seq and time in headers (the hub builds
 //     the frame once, as a local thread's is built);
 //   - each thread's summary (parley.from.<node>.threads.sum.<thread>, which
+//     carries its open cards and its newest finished turn and error by seq
+//     and code, never their text: the hub's phones hear of them; and which
 //     the hub writes into KV parley_threads under <node>.<thread>), sent
 //     when it changes and all of them at every link-up; a thread deleted on
 //     the node is said gone (parley.from.<node>.threads.gone.<thread>), and
@@ -64,12 +67,14 @@ func sourceSubject(node string) string { return ToSubject(node) + ".src" }
 func ThreadKey(node string, thread chat.ThreadID) string { return node + "." + string(thread) }
 
 // wireThread is a thread as it crosses the link: with its turn, which the
-// store's JSON leaves out, and in a summary its open cards (the hub pushes
-// them to its phones).
+// store's JSON leaves out, and in a summary its open cards, its newest
+// finished turn and its newest error (the hub pushes them to its phones).
 type wireThread struct {
 	chat.Thread
-	Turn  string     `json:"turn_message_id,omitempty"`
-	Cards []OpenCard `json:"open_cards,omitempty"`
+	Turn      string       `json:"turn_message_id,omitempty"`
+	Cards     []OpenCard   `json:"open_cards,omitempty"`
+	LastTurn  *push.Notice `json:"last_turn,omitempty"`
+	LastError *push.Notice `json:"last_error,omitempty"`
 }
 
 // OpenCard is an open card as a thread summary tells the hub: its id and
@@ -179,6 +184,8 @@ func (l *Link) serveNode() error {
 	}
 	l.srcSub = sub
 	l.watch = l.opt.Events.Watch()
+	l.noticeWatch = l.opt.Events.WatchTypes(chat.TypePromptDone, chat.TypeError)
+	l.notices = map[chat.ThreadID]*threadNotices{}
 	l.wg.Add(1)
 	go l.summaries()
 	return nil
@@ -257,7 +264,7 @@ func (l *Link) summaries() {
 			if all {
 				err = l.writeAllSummaries()
 			} else {
-				err = l.writeSummaries(l.watch.Take())
+				err = l.writeSummaries(l.changed())
 			}
 			// A failed write is made good by writing them all, after a
 			// wait, whether or not anything changes meanwhile (a card
@@ -277,6 +284,7 @@ func (l *Link) summaries() {
 		case <-l.done:
 			return
 		case <-l.watch.Ready():
+		case <-l.noticeWatch.Ready():
 		case <-l.upKick:
 			all = true
 		case <-again:
@@ -293,7 +301,7 @@ const (
 )
 
 func (l *Link) writeAllSummaries() error {
-	l.watch.Take() // every thread is written below
+	l.changed() // every thread is written below
 	ctx, cancel := context.WithTimeout(l.life, time.Minute)
 	defer cancel()
 	ths, err := l.opt.Store.Threads(ctx)
@@ -330,6 +338,7 @@ func (l *Link) writeSummaries(ids []chat.ThreadID) error {
 		th, err := l.opt.Store.Thread(ctx, id)
 		if errors.Is(err, chat.ErrNotFound) {
 			// Deleted here: the hub drops its summary and ends its views.
+			delete(l.notices, id)
 			gctx, cancel := context.WithTimeout(ctx, summaryTimeout)
 			err = l.publishRecord(gctx, goneSubject(l.opt.Node, string(id)), nil)
 			cancel()
@@ -355,6 +364,11 @@ func (l *Link) putSummary(ctx context.Context, th chat.Thread) error {
 		return err
 	}
 	w.Cards = openCards(cards)
+	n, err := l.noticesOf(ctx, th.ID)
+	if err != nil {
+		return err
+	}
+	w.LastTurn, w.LastError = n.turn, n.err
 	b, err := json.Marshal(w)
 	if err != nil {
 		return err

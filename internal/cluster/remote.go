@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/push"
 )
 
 // The hub's side of nodes' threads. At the hub a node's thread is named
@@ -234,6 +235,9 @@ type RemoteThread struct {
 	Thread chat.Thread // ID is the remote id
 	// Cards are its open cards as its node last told (its summary).
 	Cards []OpenCard
+	// Turn and Error are its newest finished turn and newest error that
+	// call for an optional push, as its node last told; nil: none.
+	Turn, Error *push.Notice
 }
 
 // ThreadsChanged is closed at the next change of the directory's thread

@@ -3,7 +3,10 @@ package push
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/store"
@@ -58,59 +61,165 @@ func (s *Service) SetPrefs(device string, turns, errors *bool) (Prefs, error) {
 	return s.Prefs(device), nil
 }
 
+// Notice is a finished turn or an error as an optional push knows it: the
+// event's seq and time and its code (a turn's stop reason, an error's code),
+// never its text. A node's thread summary carries its thread's newest of each
+// (NoticeOf chooses them there, as here).
+type Notice struct {
+	Seq  int64     `json:"seq"`
+	TS   time.Time `json:"ts"`
+	Code string    `json:"code"`
+}
+
+// MaxNoticeCode bounds a notice's code: the longest that has words is far
+// shorter.
+const MaxNoticeCode = 32
+
+// turnWords says what a turn's end means, by its stop reason. A turn the
+// person stopped pushes nothing: they know.
+var turnWords = map[string]string{
+	chat.StopEndTurn:   "finished its turn",
+	chat.StopMaxTokens: "stopped: the model's output limit",
+	chat.StopRefusal:   "stopped: the model declined",
+}
+
+// NoticeOf tells whether an event calls for an optional push: its kind
+// (store.PushTurn or store.PushError) and its notice.
+func NoticeOf(ev chat.Event) (kind string, n Notice, ok bool) {
+	n = Notice{Seq: ev.Seq, TS: ev.TS}
+	switch ev.Type {
+	case chat.TypePromptDone:
+		var p chat.PromptDone
+		if json.Unmarshal(ev.Payload, &p) != nil {
+			return "", Notice{}, false
+		}
+		kind, n.Code = store.PushTurn, p.StopReason
+	case chat.TypeError:
+		var e chat.Error
+		// By code, not by ref: the errors that end a turn (the agent's
+		// process dying mid-turn, a restart) name the turn's message in ref.
+		if json.Unmarshal(ev.Payload, &e) != nil {
+			return "", Notice{}, false
+		}
+		kind, n.Code = store.PushError, e.Code
+	default:
+		return "", Notice{}, false
+	}
+	if noticeWords(kind, n.Code) == "" {
+		return "", Notice{}, false
+	}
+	return kind, n, true
+}
+
+// noticeWords is what an optional push says of a notice's code: "" for one
+// that calls for none (a code a node names that this parley does not know
+// among them).
+func noticeWords(kind, code string) string {
+	switch kind {
+	case store.PushTurn:
+		return turnWords[code]
+	case store.PushError:
+		return errorWords[code]
+	}
+	return ""
+}
+
+// optionalPush tells whether an event calls for an optional push: its kind
+// and what the push says.
+func optionalPush(ev chat.Event) (kind, body string) {
+	kind, n, ok := NoticeOf(ev)
+	if !ok {
+		return "", ""
+	}
+	return kind, noticeWords(kind, n.Code)
+}
+
+// notice is a thread's notice with its kind.
+type notice struct {
+	kind string
+	Notice
+}
+
+// optIns are the devices that turned an optional push on, by device; nil
+// when none did.
+func (s *Service) optIns(ctx context.Context) (map[string]store.PushPrefs, error) {
+	prefs, err := s.opt.Store.PushPrefs(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("push: prefs: %w", err)
+	}
+	var on map[string]store.PushPrefs
+	for _, p := range prefs {
+		if !p.Turns.IsZero() || !p.Errors.IsZero() {
+			if on == nil {
+				on = map[string]store.PushPrefs{}
+			}
+			on[p.Device] = p
+		}
+	}
+	return on, nil
+}
+
 // reconcileOptional writes to the outbox a push per finished turn and per
 // error in a thread's recent log, for each subscription of a device that
 // turned that push on before it happened (and subscribed before). Keyed by the
 // event's seq, like a card's pushes by its request id: once each.
-func (s *Service) reconcileOptional(ctx context.Context, id chat.ThreadID) {
-	prefs, err := s.opt.Store.PushPrefs(ctx)
-	if err != nil {
-		s.log.Error("push: prefs", "err", err)
-		return
-	}
-	on := map[string]store.PushPrefs{}
-	for _, p := range prefs {
-		if !p.Turns.IsZero() || !p.Errors.IsZero() {
-			on[p.Device] = p
-		}
-	}
-	if len(on) == 0 {
-		return
+func (s *Service) reconcileOptional(ctx context.Context, id chat.ThreadID) error {
+	on, err := s.optIns(ctx)
+	if err != nil || len(on) == 0 {
+		return err
 	}
 	evs, err := s.opt.Store.Tail(ctx, id, tailScan)
 	if err != nil {
-		s.log.Error("push: log", "thread", id, "err", err)
-		return
+		return fmt.Errorf("push: log of %s: %w", id, err)
+	}
+	var ns []notice
+	for _, ev := range evs {
+		if kind, n, ok := NoticeOf(ev); ok {
+			ns = append(ns, notice{kind, n})
+		}
+	}
+	return s.enqueueNotices(ctx, id, func() (chat.Thread, error) { return s.opt.Store.Thread(ctx, id) }, ns, on, time.Time{})
+}
+
+// enqueueNotices writes the pushes a thread's notices call for: one per
+// notice and subscription of a device that turned its kind on before it
+// happened (and subscribed before), none for a notice before notBefore.
+// thread is read only when one is due.
+func (s *Service) enqueueNotices(ctx context.Context, id chat.ThreadID, thread func() (chat.Thread, error),
+	ns []notice, on map[string]store.PushPrefs, notBefore time.Time) error {
+	if len(on) == 0 {
+		return nil
 	}
 	var th *chat.Thread
 	var subs []store.PushSubscription
 	var items []store.PushItem
 	now := s.opt.Now()
-	for _, ev := range evs {
-		kind, body := optionalPush(ev)
-		if kind == "" {
+	for _, n := range ns {
+		body := noticeWords(n.kind, n.Code)
+		if body == "" || n.TS.Before(notBefore) {
 			continue
 		}
 		if th == nil {
-			t, err := s.opt.Store.Thread(ctx, id)
+			t, err := thread()
+			if errors.Is(err, chat.ErrNotFound) {
+				return nil // deleted meanwhile: nothing to push of it
+			}
 			if err != nil {
-				s.log.Error("push: thread", "thread", id, "err", err)
-				return
+				return fmt.Errorf("push: thread %s: %w", id, err)
 			}
 			th = &t
 			if subs, err = s.opt.Store.PushSubscriptions(ctx); err != nil {
-				s.log.Error("push: subscriptions", "err", err)
-				return
+				return fmt.Errorf("push: subscriptions: %w", err)
 			}
 		}
-		payload := s.optionalPayload(*th, kind, body)
+		payload := s.optionalPayload(*th, n.kind, body)
 		for _, sub := range subs {
 			p, ok := on[sub.Device]
 			since := p.Turns
-			if kind == store.PushError {
+			if n.kind == store.PushError {
 				since = p.Errors
 			}
-			if !ok || since.IsZero() || ev.TS.Before(since) || ev.TS.Before(sub.Created) {
+			if !ok || since.IsZero() || n.TS.Before(since) || n.TS.Before(sub.Created) {
 				continue
 			}
 			if s.opt.Live != nil && !s.opt.Live(sub.Device) {
@@ -120,44 +229,14 @@ func (s *Service) reconcileOptional(ctx context.Context, id chat.ThreadID) {
 			if s.opt.OnScreen != nil && s.opt.OnScreen(sub.Device, id) {
 				state = store.PushSkipped
 			}
-			items = append(items, store.PushItem{Endpoint: sub.Endpoint, Thread: id, RequestID: "seq:" + strconv.FormatInt(ev.Seq, 10),
-				Kind: kind, Payload: payload, State: state, NextAt: now})
+			items = append(items, store.PushItem{Endpoint: sub.Endpoint, Thread: id, RequestID: "seq:" + strconv.FormatInt(n.Seq, 10),
+				Kind: n.kind, Payload: payload, State: state, NextAt: now})
 		}
 	}
 	if _, err := s.opt.Store.PushEnqueue(ctx, items); err != nil {
-		s.log.Error("push: outbox", "thread", id, "err", err)
+		return fmt.Errorf("push: outbox of %s: %w", id, err)
 	}
-}
-
-// optionalPush tells whether an event calls for an optional push: its kind
-// and what the push says.
-func optionalPush(ev chat.Event) (kind, body string) {
-	switch ev.Type {
-	case chat.TypePromptDone:
-		var p chat.PromptDone
-		if json.Unmarshal(ev.Payload, &p) != nil {
-			return "", ""
-		}
-		switch p.StopReason {
-		case chat.StopEndTurn:
-			return store.PushTurn, "finished its turn"
-		case chat.StopMaxTokens:
-			return store.PushTurn, "stopped: the model's output limit"
-		case chat.StopRefusal:
-			return store.PushTurn, "stopped: the model declined"
-		}
-	case chat.TypeError:
-		var e chat.Error
-		// By code, not by ref: the errors that end a turn (the agent's
-		// process dying mid-turn, a restart) name the turn's message in ref.
-		if json.Unmarshal(ev.Payload, &e) != nil {
-			return "", ""
-		}
-		if w, ok := errorWords[e.Code]; ok {
-			return store.PushError, w
-		}
-	}
-	return "", ""
+	return nil
 }
 
 // ThreadTag is the notification tag of a thread's optional pushes: a newer

@@ -20,9 +20,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/netip"
 	"net/url"
+	"slices"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -111,9 +113,22 @@ type Service struct {
 	done chan struct{}
 	stop context.CancelFunc
 
-	// remote is each remote thread's open cards as last reconciled
-	// (cardsKey), by id; only run's goroutine touches it.
-	remote map[chat.ThreadID]string
+	// since is when this hub first pushed other machines' notices
+	// (SinceFile).
+	since time.Time
+	// Only run's goroutine touches these. remote is each remote thread's
+	// open cards as last reconciled (cardsKey), notices its newest finished
+	// turn and error (noticesKey), by id.
+	remote  map[chat.ThreadID]string
+	notices map[chat.ThreadID]string
+	// What the store refused (a read, an outbox write) is done again at the
+	// next pass of run, and after a wait while nothing else comes: the
+	// local threads, the remote ones, everything (reconcileAll's own
+	// reads); fails counts the passes in a row that left some undone.
+	failed       map[chat.ThreadID]bool
+	remoteFailed map[chat.ThreadID]bool
+	allFailed    bool
+	fails        int
 
 	mu         sync.Mutex
 	subscribed map[string]int // device → subscriptions, for the device list
@@ -139,6 +154,9 @@ func Start(opt Options) (*Service, error) {
 	s := &Service{opt: opt, keys: keys, log: opt.Logger.With("part", "push"), kick: make(chan struct{}, 1),
 		done: make(chan struct{}), stop: cancel, subscribed: map[string]int{}, remote: map[chat.ThreadID]string{}}
 	s.http = opt.Net.client(s.lookup())
+	if opt.Remote != nil {
+		s.since = s.loadSince()
+	}
 	subs, err := opt.Store.PushSubscriptions(ctx)
 	if err != nil {
 		cancel()
@@ -277,17 +295,52 @@ func (s *Service) run(ctx context.Context) {
 		case <-s.kick:
 		case <-timer.C:
 		}
+		s.retry(ctx)
 		s.sendDue(ctx)
 		timer.Reset(s.untilNext(ctx))
 	}
 }
 
-func (s *Service) untilNext(ctx context.Context) time.Duration {
-	next, err := s.opt.Store.PushNextDue(ctx)
-	if err != nil || next.IsZero() {
-		return time.Hour
+// retry does again what the store refused before (see Service.failed).
+func (s *Service) retry(ctx context.Context) {
+	if s.allFailed {
+		s.allFailed = false
+		s.reconcileAll(ctx)
 	}
-	return max(next.Sub(s.opt.Now()), 50*time.Millisecond)
+	if len(s.failed) > 0 {
+		ids := slices.Sorted(maps.Keys(s.failed))
+		clear(s.failed)
+		for _, id := range ids {
+			s.reconcile(ctx, id)
+		}
+	}
+	if len(s.remoteFailed) > 0 {
+		s.reconcileRemote(ctx, nil)
+	}
+	if s.undone() {
+		s.fails++
+	} else {
+		s.fails = 0
+	}
+}
+
+func (s *Service) undone() bool { return s.allFailed || len(s.failed) > 0 || len(s.remoteFailed) > 0 }
+
+// retryWait is the wait before the n-th pass in a row that retries what the
+// store refused: 1 s doubling, at most a minute.
+func retryWait(n int) time.Duration {
+	return min(time.Second<<min(max(n-1, 0), 6), time.Minute)
+}
+
+func (s *Service) untilNext(ctx context.Context) time.Duration {
+	d := time.Hour
+	if next, err := s.opt.Store.PushNextDue(ctx); err == nil && !next.IsZero() {
+		d = max(next.Sub(s.opt.Now()), 50*time.Millisecond)
+	}
+	if s.undone() {
+		d = min(d, retryWait(s.fails))
+	}
+	return d
 }
 
 func (s *Service) reconcileAll(ctx context.Context) {
@@ -295,10 +348,12 @@ func (s *Service) reconcileAll(ctx context.Context) {
 	ths, err := s.opt.Store.Threads(ctx)
 	if err != nil {
 		s.log.Error("push: threads", "err", err)
+		s.allFailed = true
 	}
 	unclosed, err := s.opt.Store.PushUnclosedThreads(ctx)
 	if err != nil {
 		s.log.Error("push: threads", "err", err)
+		s.allFailed = true
 	}
 	var remote []chat.ThreadID
 	for _, th := range ths {
@@ -322,28 +377,34 @@ func (s *Service) reconcileAll(ctx context.Context) {
 
 // reconcile writes to the outbox what a thread's cards call for: an open push
 // per open card and subscription, a closing push per card that closed after
-// its open push left. A key already written is left as it is.
+// its open push left; and its optional pushes. A key already written is left
+// as it is. What the store refuses is done again at run's next pass.
 func (s *Service) reconcile(ctx context.Context, id chat.ThreadID) {
 	if s.opt.Remote != nil && s.opt.Remote.Owns(id) {
 		// Another machine's: its cards come from Remote (reconcileRemote),
 		// never from this store, which does not hold them.
 		return
 	}
-	s.reconcileCards(ctx, id)
-	s.reconcileOptional(ctx, id)
+	err := errors.Join(s.reconcileCards(ctx, id), s.reconcileOptional(ctx, id))
+	if err != nil {
+		s.log.Error("push: could not queue a thread's pushes; trying again", "thread", id, "err", err)
+		if s.failed == nil {
+			s.failed = map[chat.ThreadID]bool{}
+		}
+		s.failed[id] = true
+	}
 }
 
-func (s *Service) reconcileCards(ctx context.Context, id chat.ThreadID) {
+func (s *Service) reconcileCards(ctx context.Context, id chat.ThreadID) error {
 	open, err := s.opt.Store.Cards(ctx, id, chat.CardOpen)
 	if err != nil {
-		s.log.Error("push: cards", "thread", id, "err", err)
-		return
+		return fmt.Errorf("push: cards of %s: %w", id, err)
 	}
 	briefs := make([]Card, 0, len(open))
 	for _, c := range open {
 		briefs = append(briefs, Card{RequestID: c.RequestID, Kind: c.Kind, Asks: c.Asks()})
 	}
-	s.reconcileOpen(ctx, id, func() (chat.Thread, error) { return s.opt.Store.Thread(ctx, id) }, briefs)
+	return s.reconcileOpen(ctx, id, func() (chat.Thread, error) { return s.opt.Store.Thread(ctx, id) }, briefs)
 }
 
 // Card is an open card as a push tells it: its id and what it asks
@@ -356,28 +417,28 @@ type Card struct {
 
 // reconcileOpen writes the outbox entries a thread's open cards call for
 // (thread is read only when one is open), against what its outbox holds.
-func (s *Service) reconcileOpen(ctx context.Context, id chat.ThreadID, thread func() (chat.Thread, error), open []Card) {
+func (s *Service) reconcileOpen(ctx context.Context, id chat.ThreadID, thread func() (chat.Thread, error), open []Card) error {
 	opened, err := s.opt.Store.PushOpened(ctx, id)
 	if err != nil {
-		s.log.Error("push: outbox", "thread", id, "err", err)
-		return
+		return fmt.Errorf("push: outbox of %s: %w", id, err)
 	}
 	if len(open) == 0 && len(opened) == 0 {
-		return
+		return nil
 	}
 	now := s.opt.Now()
 	var items []store.PushItem
 	isOpen := map[string]bool{}
 	if len(open) > 0 {
 		th, err := thread()
+		if errors.Is(err, chat.ErrNotFound) {
+			return nil // deleted meanwhile: its deletion closes its pushes
+		}
 		if err != nil {
-			s.log.Error("push: thread", "thread", id, "err", err)
-			return
+			return fmt.Errorf("push: thread %s: %w", id, err)
 		}
 		subs, err := s.opt.Store.PushSubscriptions(ctx)
 		if err != nil {
-			s.log.Error("push: subscriptions", "err", err)
-			return
+			return fmt.Errorf("push: subscriptions: %w", err)
 		}
 		gone := map[string]bool{}
 		for _, sub := range subs {
@@ -414,8 +475,7 @@ func (s *Service) reconcileOpen(ctx context.Context, id chat.ThreadID, thread fu
 			// It closed before its push left: a push for an answered card is
 			// the noise people complain of. Neither goes.
 			if err := s.opt.Store.PushMark(ctx, o.ID, store.PushSkipped, o.Attempts, o.NextAt); err != nil {
-				s.log.Error("push: outbox", "err", err)
-				continue
+				return fmt.Errorf("push: outbox of %s: %w", id, err)
 			}
 		}
 		items = append(items, store.PushItem{Endpoint: o.Endpoint, Thread: id, RequestID: o.RequestID,
@@ -423,12 +483,12 @@ func (s *Service) reconcileOpen(ctx context.Context, id chat.ThreadID, thread fu
 	}
 	n, err := s.opt.Store.PushEnqueue(ctx, items)
 	if err != nil {
-		s.log.Error("push: outbox", "thread", id, "err", err)
-		return
+		return fmt.Errorf("push: outbox of %s: %w", id, err)
 	}
 	if n > 0 {
 		s.log.Debug("push: queued", "thread", id, "new", n)
 	}
+	return nil
 }
 
 // Message is a push's payload as the service worker reads it.

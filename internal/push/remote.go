@@ -1,74 +1,143 @@
 package push
 
 import (
+	"bytes"
 	"cmp"
 	"context"
+	"errors"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/store"
 )
 
-// Remote is, at a cluster's hub, the open cards of other machines' threads
-// as each machine last told the hub (its thread summaries in the directory,
-// written from its own store). The hub's push service reconciles them
-// against its own outbox, keyed by card as its own threads' are: the
-// machine's store stays the only truth of its cards, the hub's outbox the
-// only record of what was pushed. A machine that is away keeps its last
-// summary, so its cards are neither pushed again nor closed until it tells
-// otherwise.
+// Remote is, at a cluster's hub, other machines' threads as each machine last
+// told the hub (its thread summaries in the directory, written from its own
+// store): their open cards, their newest finished turn and newest error. The
+// hub's push service reconciles them against its own outbox, keyed by card
+// or by event seq as its own threads' are: the machine's store stays the
+// only truth of its threads, the hub's outbox the only record of what was
+// pushed. A machine that is away keeps its last summary, so its cards are
+// neither pushed again nor closed until it tells otherwise.
 type Remote interface {
 	// Owns says whether an id is another machine's thread.
 	Owns(id chat.ThreadID) bool
 	// Changed is closed at the next change of what Threads says.
 	Changed() <-chan struct{}
-	// Threads lists the other machines' threads that have open cards.
+	// Threads lists the other machines' threads.
 	Threads() []RemoteThread
 }
 
-// RemoteThread is another machine's thread with open cards.
+// RemoteThread is another machine's thread.
 type RemoteThread struct {
 	Thread    chat.Thread // its id at the hub, Node its machine
 	AgentName string      // its agent's name on that machine ("" shows the id)
 	Cards     []Card
+	// Turn and Error are its newest finished turn and newest error that
+	// call for an optional push (NoticeOf, on that machine); nil: none.
+	Turn, Error *Notice
+	// Joined is when its machine joined this hub (the hub's clock): a
+	// notice from before is pushed to no one.
+	Joined time.Time
 }
 
-// reconcileRemote reconciles the remote threads whose open cards changed
-// since the last look, those that left the list (their cards closed, or the
-// thread is gone), and also (at start) the ids given (remote threads whose
-// outbox holds an open push not closed).
+// reconcileRemote reconciles the remote threads whose open cards or notices
+// changed since the last look, those that left the list (their cards closed,
+// or the thread is gone), those the store refused before, and also (at
+// start) the ids given (remote threads whose outbox holds an open push not
+// closed).
 func (s *Service) reconcileRemote(ctx context.Context, also []chat.ThreadID) {
+	if s.notices == nil {
+		s.notices = map[chat.ThreadID]string{}
+	}
 	now := map[chat.ThreadID]RemoteThread{}
 	for _, rt := range s.opt.Remote.Threads() {
 		now[rt.Thread.ID] = rt
 	}
-	todo := map[chat.ThreadID]bool{}
+	cards, notices := map[chat.ThreadID]bool{}, map[chat.ThreadID]bool{}
 	for _, id := range also {
-		todo[id] = true
+		cards[id] = true
 	}
+	for id := range s.remoteFailed {
+		cards[id], notices[id] = true, true
+	}
+	clear(s.remoteFailed)
 	for id, rt := range now {
-		if k := cardsKey(rt.Cards); s.remote[id] != k {
-			todo[id] = true
-			s.remote[id] = k
+		if cardsKey(rt.Cards) != s.remote[id] {
+			cards[id] = true
+		}
+		if noticesKey(rt) != s.notices[id] {
+			notices[id] = true
 		}
 	}
 	for id := range s.remote {
 		if _, ok := now[id]; !ok {
-			todo[id] = true
-			delete(s.remote, id)
+			cards[id] = true
 		}
 	}
-	ids := make([]chat.ThreadID, 0, len(todo))
-	for id := range todo {
-		ids = append(ids, id)
+	for id := range s.notices {
+		if _, ok := now[id]; !ok {
+			delete(s.notices, id)
+		}
 	}
-	slices.Sort(ids)
-	for _, id := range ids {
-		rt := now[id]
+	var on map[string]store.PushPrefs
+	onRead := false
+	todo := maps.Clone(cards)
+	maps.Copy(todo, notices)
+	for _, id := range slices.Sorted(maps.Keys(todo)) {
+		rt, listed := now[id]
 		th := rt.Thread
 		th.Agent = cmp.Or(rt.AgentName, th.Agent)
-		s.reconcileOpen(ctx, id, func() (chat.Thread, error) { return th, nil }, rt.Cards)
+		thread := func() (chat.Thread, error) { return th, nil }
+		var err error
+		if cards[id] {
+			if err = s.reconcileOpen(ctx, id, thread, rt.Cards); err == nil {
+				if k := cardsKey(rt.Cards); listed && k != "" {
+					s.remote[id] = k
+				} else {
+					delete(s.remote, id)
+				}
+			}
+		}
+		if notices[id] && listed && err == nil {
+			if !onRead {
+				on, err = s.optIns(ctx)
+				onRead = err == nil
+			}
+			if err == nil {
+				err = s.enqueueNotices(ctx, id, thread, rt.notices(), on, later(rt.Joined, s.since))
+			}
+			if err == nil {
+				s.notices[id] = noticesKey(rt)
+			}
+		}
+		if err != nil {
+			s.log.Error("push: could not queue another machine's thread's pushes; trying again", "thread", id, "err", err)
+			if s.remoteFailed == nil {
+				s.remoteFailed = map[chat.ThreadID]bool{}
+			}
+			s.remoteFailed[id] = true
+		}
 	}
+}
+
+// notices are a remote thread's notices, each with its kind.
+func (rt RemoteThread) notices() []notice {
+	var ns []notice
+	if rt.Turn != nil {
+		ns = append(ns, notice{store.PushTurn, *rt.Turn})
+	}
+	if rt.Error != nil {
+		ns = append(ns, notice{store.PushError, *rt.Error})
+	}
+	return ns
 }
 
 // cardsKey names a set of open cards (what changed is which are open).
@@ -79,4 +148,58 @@ func cardsKey(cs []Card) string {
 	}
 	slices.Sort(ids)
 	return strings.Join(ids, "\x00")
+}
+
+// noticesKey names a remote thread's notices (what changed is their seqs).
+func noticesKey(rt RemoteThread) string {
+	var k string
+	for _, n := range rt.notices() {
+		k += n.kind + ":" + strconv.FormatInt(n.Seq, 10) + " "
+	}
+	return k
+}
+
+// SinceFile, in the data directory, keeps when this hub first pushed other
+// machines' notices. With the machine's join, it bounds what a notice may
+// be: one from before either (a turn a machine finished before it joined,
+// or before the hub was upgraded to push them) is pushed to no one, so
+// neither a join nor an upgrade sends the threads' past. Both times are the
+// hub's, a notice's is its machine's: clocks a minute apart move the line by
+// a minute.
+const SinceFile = "push-notices-since"
+
+// loadSince reads SinceFile, or writes it with now: the first start. One
+// that cannot be read is written anew (the line moves to now: a notice from
+// between is not pushed, none is pushed twice).
+func (s *Service) loadSince() time.Time {
+	if s.opt.DataDir == "" {
+		return s.opt.Now()
+	}
+	path := filepath.Join(s.opt.DataDir, SinceFile)
+	b, err := os.ReadFile(path)
+	if err == nil {
+		var t time.Time
+		if err = t.UnmarshalText(bytes.TrimSpace(b)); err == nil {
+			return t
+		}
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		s.log.Warn("push: could not read since when this hub pushes other machines' notices; from now on", "err", err)
+	}
+	now := s.opt.Now().UTC()
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(now.Format(time.RFC3339Nano)+"\n"), 0o600); err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		s.log.Warn("push: could not keep since when this hub pushes other machines' notices", "err", err)
+	}
+	return now
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
