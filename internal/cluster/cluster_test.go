@@ -827,3 +827,24 @@ func keepsBAndRefusesANewJoin(t *testing.T, h *Hub, bData, addr string) {
 		t.Fatalf("a machine joined a hub already past its budget: %v", err)
 	}
 }
+
+// A node whose record the hub did not take (a hub just restarted answers
+// records only once its directory is loaded) writes it again within seconds,
+// not a heartbeat later: until then the hub lists it offline.
+func TestARecordTheHubDidNotTakeIsWrittenAgainSoon(t *testing.T) {
+	h := startHub(t, t.TempDir(), "127.0.0.1:0")
+	data := join(t, h, "b")
+	h.refuseRecords.Store(2)
+	l, err := Dial(LinkOptions{DataDir: data, Hub: h.Addr(), Node: "b", Version: "v-test", Heartbeat: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	waitFor(t, 15*time.Second, "b online after two refused records (its heartbeat is a minute)", func() bool {
+		n, _ := status(t, h, "b")
+		return n.Online
+	})
+	if n := h.refuseRecords.Load(); n != 0 {
+		t.Fatalf("%d refusals left: b's records never reached the hub", n)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -67,6 +68,11 @@ type HubOptions struct {
 // Hub is the embedded NATS server with JetStream, its users made from the
 // registry, and the hub's own connection answering joins and admin requests.
 type Hub struct {
+	// refuseRecords makes the hub refuse the next n directory records, as
+	// one restarting does before it answers them (tests only: nothing sets
+	// it outside this package's tests).
+	refuseRecords atomic.Int32
+
 	opt  HubOptions
 	dir  string
 	log  *slog.Logger

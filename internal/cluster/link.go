@@ -209,19 +209,33 @@ func (l *Link) heartbeat() {
 	defer l.wg.Done()
 	t := time.NewTicker(l.opt.Heartbeat)
 	defer t.Stop()
+	// A record the hub did not take (one just restarted answers records only
+	// once its directory is loaded) is written again after a second,
+	// doubling up to the heartbeat: until it is taken, the hub lists this
+	// machine offline.
+	retry := time.NewTimer(0)
+	retry.Stop()
+	defer retry.Stop()
+	failures := 0
 	for {
 		select {
 		case <-l.done:
 			return
 		case <-t.C:
 		case <-l.kick:
+		case <-retry.C:
 		}
+		retry.Stop()
 		if !l.nc.IsConnected() {
 			continue
 		}
 		if err := l.write(false); err != nil {
 			l.log.Warn("cluster: heartbeat", "err", err)
+			retry.Reset(min(time.Second<<min(failures, 5), l.opt.Heartbeat))
+			failures++
+			continue
 		}
+		failures = 0
 	}
 }
 

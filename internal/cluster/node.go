@@ -302,8 +302,9 @@ const (
 
 func (l *Link) writeAllSummaries() error {
 	l.changed() // every thread is written below
-	ctx, cancel := context.WithTimeout(l.life, time.Minute)
-	defer cancel()
+	// No deadline for them all (each summary has its own): a node with
+	// thousands of threads on a slow link must finish, not start again.
+	ctx := l.life
 	ths, err := l.opt.Store.Threads(ctx)
 	if err != nil {
 		return err

@@ -85,6 +85,9 @@ func (h *Hub) serveRecords(threads jetstream.KeyValue) error {
 				limit = maxThreadList
 			}
 			err := h.acceptRecord(node, m.Data, limit)
+			if err == nil && tok[3] == dirToken && h.refusingRecord() {
+				err = errors.New("the hub is not taking records yet")
+			}
 			if err == nil {
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 				err = write(ctx, node, rest, m.Data)
@@ -110,6 +113,19 @@ func (h *Hub) serveRecords(threads jetstream.KeyValue) error {
 		}
 	}
 	return nil
+}
+
+// refusingRecord takes one of the records tests asked the hub to refuse.
+func (h *Hub) refusingRecord() bool {
+	for {
+		n := h.refuseRecords.Load()
+		if n <= 0 {
+			return false
+		}
+		if h.refuseRecords.CompareAndSwap(n, n-1) {
+			return true
+		}
+	}
 }
 
 // acceptRecord says whether node may write: a joined node, a bounded value.

@@ -188,7 +188,8 @@ func (s *Service) loadSince() time.Time {
 	}
 	now := s.opt.Now().UTC()
 	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(now.Format(time.RFC3339Nano)+"\n"), 0o600); err == nil {
+	err = os.WriteFile(tmp, []byte(now.Format(time.RFC3339Nano)+"\n"), 0o600)
+	if err == nil {
 		err = os.Rename(tmp, path)
 	}
 	if err != nil {
