@@ -47,6 +47,7 @@ type NodeStore interface {
 	Threads(ctx context.Context) ([]chat.Thread, error)
 	Usage(ctx context.Context, thread chat.ThreadID) (chat.UsageTotals, error)
 	Search(ctx context.Context, query string, limit int) ([]chat.SearchHit, error)
+	AskThread(ctx context.Context, askID string) (chat.ThreadID, error)
 }
 
 // Event headers on parley.from.<node>.t.<thread>.ev.
@@ -145,6 +146,7 @@ const (
 	opCards  = "cards"
 	opUsage  = "usage"
 	opSearch = "search"
+	opAsk    = "ask" // the thread an ask id made here (a hub that restarted before it heard)
 )
 
 type srcRequest struct {
@@ -154,9 +156,11 @@ type srcRequest struct {
 	Limit  int           `json:"limit,omitempty"` // events; tail's n
 	State  string        `json:"state,omitempty"` // cards
 	Query  string        `json:"query,omitempty"` // search
+	Ask    string        `json:"ask,omitempty"`   // ask
 }
 
 type srcAnswer struct {
+	Asked    chat.ThreadID     `json:"asked,omitempty"` // ask: the thread it made
 	Thread   *wireThread       `json:"thread,omitempty"`
 	Events   []wireEvent       `json:"events,omitempty"`
 	Cards    []chat.Card       `json:"cards,omitempty"`
@@ -454,6 +458,8 @@ func (l *Link) source(ctx context.Context, req srcRequest) srcAnswer {
 		ans.Cards, err = st.Cards(ctx, req.Thread, req.State)
 	case opSearch:
 		ans.Hits, err = st.Search(ctx, req.Query, min(max(req.Limit, 1), store.MaxSearchResults))
+	case opAsk:
+		ans.Asked, err = st.AskThread(ctx, req.Ask)
 	case opUsage:
 		var u chat.UsageTotals
 		if u, err = st.Usage(ctx, req.Thread); err == nil {

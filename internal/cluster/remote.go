@@ -82,6 +82,19 @@ func (s *RemoteSource) askNode(ctx context.Context, node string, req srcRequest)
 	return ans, node, nil
 }
 
+// AskedThread is the thread node made for a hub's ask id, named by its
+// remote id (chat.ErrNotFound: none, or it was deleted since).
+func (s *RemoteSource) AskedThread(ctx context.Context, node, ask string) (chat.ThreadID, error) {
+	ans, _, err := s.askNode(ctx, node, srcRequest{Op: opAsk, Ask: ask})
+	if err != nil {
+		return "", err
+	}
+	if ans.Asked == "" {
+		return "", chat.ErrNotFound
+	}
+	return RemoteID(node, ans.Asked), nil
+}
+
 // Thread returns the remote thread, named by its remote id.
 func (s *RemoteSource) Thread(ctx context.Context, id chat.ThreadID) (chat.Thread, error) {
 	ans, node, err := s.ask(ctx, id, srcRequest{Op: opThread})

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"log/slog"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
@@ -95,6 +96,7 @@ func TestAnAskedThreadIsMadeOnceWhenTheHubDiesBeforeTheAnswer(t *testing.T) {
 	applied, release := make(chan struct{}), make(chan struct{})
 	var inputs atomic.Int32
 	l, err := cluster.Dial(cluster.LinkOptions{DataDir: nodeData, Hub: addr, Node: "b", Heartbeat: 2 * time.Second,
+		Store: nodeStore, Events: hub.New(nil),
 		Inputs: func(ctx context.Context, id string, data []byte) ([]byte, error) {
 			res, err := node.applyInput(ctx, id, data)
 			if inputs.Add(1) == 1 {
@@ -141,6 +143,17 @@ func TestAnAskedThreadIsMadeOnceWhenTheHubDiesBeforeTheAnswer(t *testing.T) {
 	hubRouter, hubStore = askRouter(t, hubData, work, &remote{hub: h2, node: "hub"})
 	defer closeRouter(t, hubRouter, hubStore)
 	waitOnline(t, h2, "b")
+
+	// The hub asks b which thread the kept ask made (as it does each time a
+	// machine comes online): the route shows it before any next message.
+	resolveAsks(t.Context(), hubRouter, h2, slog.New(slog.DiscardHandler))
+	madeThreads, err := nodeStore.Threads(t.Context())
+	if err != nil || len(madeThreads) != 1 {
+		t.Fatalf("b's threads: %+v %v, want the one the ask made", madeThreads, err)
+	}
+	if rt, err := hubStore.Route(t.Context(), from); err != nil || rt.ThreadID != cluster.RemoteID("b", madeThreads[0].ID) {
+		t.Fatalf("the route at the hub once b is back: %+v %v, want b's thread %q before the chat's next message", rt, err, madeThreads[0].ID)
+	}
 
 	_, got, err := hubRouter.Send(t.Context(), router.SendRequest{From: from,
 		Message: router.Message{MessageID: "m2", Text: "are you there?"}})

@@ -355,3 +355,56 @@ func (c hubCards) Threads() []push.RemoteThread {
 	}
 	return out
 }
+
+// startAskResolver shows each route the thread its kept ask made on another
+// machine, asking that machine each time one comes online: a hub killed
+// before it heard a machine's answer learns it then, not only with the
+// chat's next message.
+func startAskResolver(r *router.Router, h *cluster.Hub, log *slog.Logger) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			changed := h.MachinesChanged()
+			resolveAsks(ctx, r, h, log)
+			select {
+			case <-ctx.Done():
+				return
+			case <-changed:
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
+// resolveAsks asks each online machine which thread each kept ask for it
+// made, and shows each route its thread.
+func resolveAsks(ctx context.Context, r *router.Router, h *cluster.Hub, log *slog.Logger) {
+	nodes, err := h.Nodes(ctx)
+	if err != nil {
+		return
+	}
+	for _, n := range nodes {
+		if !n.Online {
+			continue
+		}
+		asks, err := r.KeptAsks(ctx, n.Name)
+		if err != nil {
+			return // the router is closing
+		}
+		for from, ask := range asks {
+			id, err := h.Source().AskedThread(ctx, n.Name, ask)
+			switch {
+			case errors.Is(err, chat.ErrNotFound):
+				continue // not made there: the chat's next message asks
+			case err != nil:
+				log.Warn("cluster: which thread a kept ask made", "node", n.Name, "route", from.String(), "err", err)
+				continue
+			}
+			if err := r.AskAnswered(ctx, from, ask, id); err != nil {
+				log.Warn("cluster: show a route the thread its ask made", "route", from.String(), "err", err)
+			}
+		}
+	}
+}

@@ -73,6 +73,7 @@ type Daemon struct {
 	prune   *pruner // limits.retain_events (retain.go)
 	// clusterHub or link is set when [cluster] makes this machine the hub or a node.
 	clusterHub *cluster.Hub
+	stopAsks   func() // the hub's resolver of kept asks (startAskResolver)
 	link       *cluster.Link
 	// push sends Web Push for cards; it watches every thread through pushWatch.
 	push      *push.Service
@@ -214,6 +215,7 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 	d.version = opt.Version.Version
 	if ch != nil {
 		d.clusterHub, d.view, d.stopRelay = ch.hub, ch.view, ch.stopRelay
+		d.stopAsks = startAskResolver(rt, ch.hub, log)
 	}
 	if err := d.dialClusterHub(reg); err != nil {
 		ln.Close()
@@ -325,6 +327,9 @@ func (d *Daemon) dialClusterHub(reg prometheus.Registerer) error {
 }
 
 func (d *Daemon) stopCluster() {
+	if d.stopAsks != nil {
+		d.stopAsks()
+	}
 	if d.link != nil {
 		d.link.Close()
 	}

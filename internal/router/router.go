@@ -621,6 +621,34 @@ func (r *Router) NewThread(ctx context.Context, from chat.RouteKey, agent, cwd s
 	return id, err
 }
 
+// KeptAsks lists the routes whose kept ask waits for a thread on node
+// (route → ask id), leaving out those whose first message is on its way.
+func (r *Router) KeptAsks(ctx context.Context, node string) (map[chat.RouteKey]string, error) {
+	out := map[chat.RouteKey]string{}
+	err := r.call(ctx, func() error {
+		for from, w := range r.startOn {
+			if w.intent.Node == node && w.intent.Ask != "" && !w.sending {
+				out[from] = w.intent.Ask
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// AskAnswered shows from the thread its ask made on another machine, when
+// from still keeps that ask: a hub that restarted before it heard the
+// machine's answer learns it from the machine (the thread is there, made
+// once) without waiting for the chat's next message.
+func (r *Router) AskAnswered(ctx context.Context, from chat.RouteKey, ask string, thread chat.ThreadID) error {
+	return r.call(ctx, func() error {
+		if w, ok := r.startOn[from]; !ok || w.sending || w.intent.Ask != ask {
+			return nil // answered meanwhile, or asked anew
+		}
+		return r.attach(ctx, from, thread)
+	})
+}
+
 // keepAsk keeps from's ask for a new thread on another machine, in the
 // store first (a restart keeps it), then in startOn. The ask takes an id of
 // its own, which every message carrying it sends along: the machine makes
