@@ -388,8 +388,9 @@ type result struct {
 	err error
 }
 
-// Attach starts `tmux -C attach -t session` and follows its output. It lives
-// until Close or until the session ends (Done).
+// Attach starts `tmux -C attach -t session` and follows its output. It returns
+// once tmux has taken the client, so every output after Attach reaches
+// Changed. It lives until Close or until the session ends (Done).
 func (c *Client) Attach(session string) (*Control, error) {
 	if !ValidName(session) {
 		return nil, fmt.Errorf("tmux: invalid session name %q", session)
@@ -413,8 +414,20 @@ func (c *Client) Attach(session string) (*Control, error) {
 	ctl := &Control{cmd: cmd, stdin: stdin, cancel: cancel, done: make(chan struct{}),
 		changed: make(chan struct{}), log: c.log}
 	go ctl.read(stdout)
+	// A control client hears output only once attached, and its first
+	// answered command says it is: without this wait, what the pane printed
+	// between here and the attach would never reach Changed.
+	wctx, wcancel := context.WithTimeout(ctx, attachTimeout)
+	defer wcancel()
+	if _, err := ctl.Command(wctx, "display-message", "-p", ""); err != nil {
+		_ = ctl.Close()
+		return nil, fmt.Errorf("tmux: control: attach to %s: %w", session, err)
+	}
 	return ctl, nil
 }
+
+// attachTimeout bounds Attach's wait for tmux to take the control client.
+const attachTimeout = 10 * time.Second
 
 func (ctl *Control) read(r io.Reader) {
 	defer close(ctl.done)

@@ -110,6 +110,33 @@ func TestControlAndPaste(t *testing.T) {
 	}
 }
 
+// Attach returns only once tmux lists the control client: output printed
+// right after it is heard (a CI run under load lost a paste's echo when
+// Attach returned before the client was attached).
+func TestAttachReturnsOnceAttached(t *testing.T) {
+	c := newClient(t)
+	ctx := context.Background()
+	if err := c.NewSession(ctx, NewSessionOptions{Name: "s", Argv: []string{"cat"}}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		ctl, err := c.Attach("s")
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := c.Run(ctx, "list-clients", "-t", "s", "-F", "#{client_control_mode}")
+		if err != nil || strings.TrimSpace(out) != "1" {
+			t.Fatalf("attach %d: list-clients right after Attach: got %q %v, want one control client", i, out, err)
+		}
+		if err := ctl.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.Attach("nosuch"); err == nil {
+		t.Error("Attach to a missing session: got no error")
+	}
+}
+
 func TestQuote(t *testing.T) {
 	tests := []struct{ in, want string }{
 		{"%0", "%0"}, {"=name", "=name"}, {"-", "-"}, {"", "''"},
