@@ -62,6 +62,13 @@ type lane struct {
 	settled chan struct{}
 
 	batch store.Batch // changes not yet committed
+	// A step whose commit failed (a full disk, say) stays in the batch,
+	// ahead of what follows, and is tried again with the next step or when
+	// retry fires (retryAfter, doubling): the agent's words are stored and
+	// shown late, never dropped. A step refused whole (a person's message,
+	// an edit) takes its own part back (mark, rollback).
+	retry      *time.Timer
+	retryAfter time.Duration
 	// draft is the newest provisional text of the turn not yet published
 	// (published after the batch, never stored); an event of the log that
 	// supersedes it drops it (emit).
@@ -160,6 +167,8 @@ func (l *lane) run() {
 	defer close(l.gone)
 	l.idle = l.clock.NewTimer()
 	defer l.idle.Stop()
+	l.retry = l.clock.NewTimer()
+	defer l.retry.Stop()
 	l.next()
 	l.flush()
 	for {
@@ -184,6 +193,8 @@ func (l *lane) run() {
 			f()
 		case <-l.idle.C:
 			l.onIdle()
+		case <-l.retry.C:
+			// The flush below tries the kept batch again.
 		case <-l.r.ctx.Done():
 			l.shutdown("parley is shutting down; this turn was cut off", "parley shut down before the message reached the agent")
 			return
@@ -264,13 +275,49 @@ func (l *lane) commit() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := l.store.Commit(ctx, b); err != nil {
-		l.log.Error("commit", "err", err, "events", len(b.Events))
-		l.th.LastSeq -= int64(len(b.Events))
+		b.Thread = nil
+		l.batch = b
+		l.retryAfter = min(max(2*l.retryAfter, commitRetryFirst), commitRetryMax)
+		l.log.Error("commit", "err", err, "events", len(b.Events), "kept_for", l.retryAfter)
+		if l.retry != nil {
+			l.retry.Reset(l.retryAfter)
+		}
 		return err
+	}
+	if l.retryAfter != 0 {
+		l.retryAfter = 0
+		l.retry.Stop()
+		l.log.Info("commit succeeded again", "events", len(b.Events))
 	}
 	l.hub.PublishStep(b.Events)
 	l.r.opt.Metrics.Events.Add(float64(len(b.Events)))
 	return nil
+}
+
+// commitRetryFirst and commitRetryMax bound the wait before a failed
+// commit is tried again.
+const (
+	commitRetryFirst = time.Second
+	commitRetryMax   = 30 * time.Second
+)
+
+// batchMark is where a step's own changes start, for a step refused whole
+// when its commit fails: rollback takes them back (and the thread's fields
+// as they were), leaving a failed step's kept changes before them.
+type batchMark struct {
+	th                    chat.Thread
+	events, cards, inputs int
+}
+
+func (l *lane) mark() batchMark {
+	return batchMark{th: l.th, events: len(l.batch.Events), cards: len(l.batch.Cards), inputs: len(l.batch.Inputs)}
+}
+
+func (l *lane) rollback(m batchMark) {
+	l.th = m.th
+	l.batch.Events = l.batch.Events[:m.events]
+	l.batch.Cards = l.batch.Cards[:m.cards]
+	l.batch.Inputs = l.batch.Inputs[:m.inputs]
 }
 
 func (l *lane) onAccept(a laneAccept) {
@@ -289,6 +336,7 @@ func (l *lane) onAccept(a laneAccept) {
 		a.done(chat.Delivery{}, chat.ErrBusy)
 		return
 	}
+	m := l.mark()
 	refs, err := l.saveFiles(p)
 	if err != nil {
 		a.done(chat.Delivery{}, err)
@@ -306,6 +354,7 @@ func (l *lane) onAccept(a laneAccept) {
 	d := chat.Delivery{MessageID: p.in.MessageID, State: chat.DeliveryQueued, Detail: p.in.Detail}
 	l.emit(d)
 	if err := l.flush(); err != nil {
+		l.rollback(m)
 		a.done(chat.Delivery{}, fmt.Errorf("could not store the message: %w", err))
 		return
 	}
@@ -342,6 +391,7 @@ func (l *lane) saveFiles(p *pendingInput) ([]chat.FileRef, error) {
 // files saved (a retry sends it as it is kept).
 func (l *lane) recordFailed(a laneAccept) {
 	p := a.p
+	m := l.mark()
 	refs, err := l.saveFiles(p)
 	if err != nil {
 		a.done(chat.Delivery{}, err)
@@ -356,6 +406,7 @@ func (l *lane) recordFailed(a laneAccept) {
 	d := chat.Delivery{MessageID: p.in.MessageID, State: chat.DeliveryFailed, Detail: p.failed}
 	l.emit(d)
 	if err := l.flush(); err != nil {
+		l.rollback(m)
 		a.done(chat.Delivery{}, fmt.Errorf("could not store the message: %w", err))
 		return
 	}

@@ -20,7 +20,7 @@ import (
 func (l *lane) edit(e ThreadEdit) error {
 	// What the edit may change, put back when its commit fails: the lane
 	// holds what the store holds (a move's closed cards stay open in both).
-	was, wasAg, wasCarry, wasCards := l.th, l.ag, l.carryCheck, l.copyCards()
+	was, wasAg, wasCarry, wasCards := l.mark(), l.ag, l.carryCheck, l.copyCards()
 	var moved *chat.ThreadInfo
 	if e.Agent != nil && *e.Agent != l.th.Agent {
 		m, err := l.moveTo(*e.Agent, e.ContextMessages)
@@ -46,7 +46,8 @@ func (l *lane) edit(e ThreadEdit) error {
 	l.emit(info)
 	// Stored before the answer: a list read after it shows the change.
 	if err := l.flush(); err != nil {
-		l.th, l.ag, l.carryCheck, l.cards = was, wasAg, wasCarry, wasCards
+		l.rollback(was)
+		l.ag, l.carryCheck, l.cards = wasAg, wasCarry, wasCards
 		return err
 	}
 	if moved != nil {

@@ -445,3 +445,94 @@ func TestAMovedThreadsContextNamesEachAnswersAgent(t *testing.T) {
 		t.Fatalf("the context of a thread moved a → b → c:\n%q\nwant\n%q", got, want)
 	}
 }
+
+// A step whose commit fails (the disk full, say) is kept and stored late,
+// never dropped: the agent's words refused by the store are committed, in
+// order and with no gap in the log, once the store takes them again, and only
+// then shown. A person's message sent meanwhile is refused whole (and
+// nothing of it is stored later), while the kept words stay kept. The store
+// is real SQLite; a trigger refuses the agent's words.
+func TestAnAgentsWordsTheStoreRefusedAreStoredLate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		dir := t.TempDir()
+		g := newRig(t, dir, func(o *Options) { o.Logger = slog.New(failOnError{t: t, allow: "commit"}) })
+		defer g.close()
+		sub, _, err := g.r.Subscribe(ctx, g.from, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer g.hub.Unsubscribe(sub)
+		db, err := sql.Open("sqlite", filepath.Join(dir, "parley.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		if _, err := db.Exec(`CREATE TRIGGER disk_full BEFORE INSERT ON events WHEN NEW.type = 'agent_chunk'
+			BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END`); err != nil {
+			t.Fatal(err)
+		}
+		th := g.sendOK("m1", "say hello\npause 1s\nsay world")
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		if log := g.log(th); has(log, chat.TypeAgentChunk) || has(log, "prompt_done:m1:end_turn") {
+			t.Fatalf("the refused words are in the log: %v", log)
+		}
+		if _, _, err := g.send("m2", "say again"); err == nil || !strings.Contains(err.Error(), "could not store the message") {
+			t.Fatalf("a message sent while the store refuses the kept words: %v; want refused", err)
+		}
+		shownBefore := 0
+		for _, it := range sub.Take() {
+			if !it.Switch && !it.Draft && it.Event.Type == chat.TypeAgentChunk {
+				shownBefore++
+			}
+		}
+		if shownBefore != 0 {
+			t.Fatalf("%d refused words were shown before they were stored", shownBefore)
+		}
+
+		if _, err := db.Exec(`DROP TRIGGER disk_full`); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(commitRetryMax)
+		synctest.Wait()
+		evs, err := g.st.Events(ctx, th, 0, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var words []string
+		for i, ev := range evs {
+			if ev.Seq != int64(i+1) {
+				t.Fatalf("event %d has seq %d: a gap in the log", i+1, ev.Seq)
+			}
+			if ev.Type == chat.TypeAgentChunk {
+				var c chat.AgentChunk
+				ev.Decode(&c)
+				words = append(words, c.Text)
+			}
+		}
+		log := g.log(th)
+		if !slices.Equal(words, []string{"hello", "world"}) || !has(log, "prompt_done:m1:end_turn") {
+			t.Fatalf("after the store took them again: words %q, log %v; want hello, world and the turn's end", words, log)
+		}
+		for _, e := range log {
+			if strings.Contains(e, ":m2:") {
+				t.Fatalf("the refused message m2 is in the log: %v", log)
+			}
+		}
+		var shown []int64
+		for _, it := range sub.Take() {
+			if !it.Switch && !it.Draft {
+				shown = append(shown, it.Seq)
+			}
+		}
+		if len(shown) == 0 || shown[len(shown)-1] != evs[len(evs)-1].Seq || !slices.IsSorted(shown) {
+			t.Fatalf("shown seqs %v; want every stored event up to %d, in order", shown, evs[len(evs)-1].Seq)
+		}
+		g.sendOK("m2", "say again")
+		synctest.Wait()
+		if log := g.log(th); !has(log, "prompt_done:m2:end_turn") {
+			t.Fatalf("m2 sent again after the store recovered: %v", log)
+		}
+	})
+}
