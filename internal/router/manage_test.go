@@ -370,15 +370,8 @@ func TestAFailedMoveKeepsTheThreadsCardsAsStored(t *testing.T) {
 		}
 		defer g.hub.Unsubscribe(sub)
 
-		db, err := sql.Open("sqlite", filepath.Join(dir, "parley.db"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
-		if _, err := db.Exec(`CREATE TRIGGER refuse_move BEFORE UPDATE ON threads WHEN NEW.agent IS NOT OLD.agent
-			BEGIN SELECT RAISE(ABORT, 'the disk refused the move'); END`); err != nil {
-			t.Fatal(err)
-		}
+		db := refuseWrites(t, dir, `CREATE TRIGGER refuse_move BEFORE UPDATE ON threads WHEN NEW.agent IS NOT OLD.agent
+			BEGIN SELECT RAISE(ABORT, 'the disk refused the move'); END`)
 		move := Control{Thread: th, Edit: &ThreadEdit{Agent: ptr("other"), ContextMessages: 2}}
 		if err := g.r.Control(ctx, move); err == nil || !strings.Contains(err.Error(), "the disk refused the move") {
 			t.Fatalf("the move whose commit fails: %v; want the store's refusal", err)
@@ -463,15 +456,8 @@ func TestAnAgentsWordsTheStoreRefusedAreStoredLate(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer g.hub.Unsubscribe(sub)
-		db, err := sql.Open("sqlite", filepath.Join(dir, "parley.db"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
-		if _, err := db.Exec(`CREATE TRIGGER disk_full BEFORE INSERT ON events WHEN NEW.type = 'agent_chunk'
-			BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END`); err != nil {
-			t.Fatal(err)
-		}
+		db := refuseWrites(t, dir, `CREATE TRIGGER disk_full BEFORE INSERT ON events WHEN NEW.type = 'agent_chunk'
+			BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END`)
 		th := g.sendOK("m1", "say hello\npause 1s\nsay world")
 		time.Sleep(2 * time.Second)
 		synctest.Wait()
@@ -535,4 +521,19 @@ func TestAnAgentsWordsTheStoreRefusedAreStoredLate(t *testing.T) {
 			t.Fatalf("m2 sent again after the store recovered: %v", log)
 		}
 	})
+}
+
+// refuseWrites makes the store in dir refuse some writes with a trigger
+// (real SQLite failing a commit); the test drops it through the db returned.
+func refuseWrites(t *testing.T, dir, trigger string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite", filepath.Join(dir, "parley.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := db.Exec(trigger); err != nil {
+		t.Fatal(err)
+	}
+	return db
 }
