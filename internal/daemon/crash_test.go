@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -42,6 +44,7 @@ func runChild(data, work, logFile string) {
 	}
 	d, err := daemon.Start(context.Background(), cfg, daemon.Options{
 		Drivers: map[string]driver.Driver{"stream": &scripted.Driver{LogFile: logFile}},
+		Logger:  slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {
 		fmt.Println("ERR", err)
@@ -59,9 +62,15 @@ type child struct {
 
 func startChild(t *testing.T, data, work, logFile string) *child {
 	t.Helper()
+	return startChildTo(t, data, work, logFile, os.Stderr)
+}
+
+// startChildTo starts the child with its log (its stderr) going to stderr.
+func startChildTo(t *testing.T, data, work, logFile string, stderr io.Writer) *child {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "PARLEY_TEST_CHILD_DATA="+data, "PARLEY_TEST_CHILD_WORK="+work, "PARLEY_TEST_CHILD_LOG="+logFile)
-	cmd.Stderr = os.Stderr
+	cmd.Stderr = stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

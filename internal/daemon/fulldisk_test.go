@@ -1,0 +1,106 @@
+package daemon_test
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/testkit"
+	"github.com/parleyhq/parley/internal/testkit/chatsock"
+)
+
+// A full disk holds an answer back and loses none of it. While the agent
+// streams, the daemon's files may not grow (its RLIMIT_FSIZE, set from
+// outside as prlimit(1) does, so its writes fail with EFBIG as they fail
+// with ENOSPC on a full disk): its commits fail and nothing more is shown.
+// Once they may grow again, every chunk is stored and shown, once, in order,
+// with no gap in the log, and the turn ends as the agent ended it.
+func TestAFullDiskHoldsAnAnswerBackAndLosesNone(t *testing.T) {
+	t.Parallel()
+	root, _ := filepath.EvalSymlinks(t.TempDir())
+	data, work, logFile := filepath.Join(root, "data"), filepath.Join(root, "work"), filepath.Join(root, "deliveries")
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var log testkit.LockedBuffer
+	d := startChildTo(t, data, work, logFile, &log)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the daemon's log:\n%s", log.String())
+		}
+	})
+	c := d.dial(t, "disk")
+	c.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeReplayDone), "ready")
+	c.Send(chatsock.Msg("m0", "say warm"))
+	i := c.WaitFor(0, 10*time.Second, chatsock.PromptDone("m0", chat.StopEndTurn), "m0 answered")
+
+	const chunks = 600
+	c.Send(chatsock.Msg("m1", "stream "+strconv.Itoa(chunks)+" 10ms 4000"))
+	c.WaitFor(i+1, 10*time.Second, chatsock.Type(chat.TypeAgentChunk), "m1's answer begins")
+	// From here no file of the daemon's may grow past the largest now.
+	var largest int64
+	entries, err := os.ReadDir(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if fi, err := e.Info(); err == nil && fi.Mode().IsRegular() {
+			largest = max(largest, fi.Size())
+		}
+	}
+	pid := d.cmd.Process.Pid
+	var was unix.Rlimit
+	if err := unix.Prlimit(pid, unix.RLIMIT_FSIZE, &unix.Rlimit{Cur: uint64(largest), Max: unix.RLIM_INFINITY}, &was); err != nil {
+		t.Fatal(err)
+	}
+	// Three refused commits: the agent went on streaming into the kept
+	// batch while the disk stayed full.
+	testkit.Eventually(t, 20*time.Second, func() bool { return strings.Count(log.String(), "msg=commit ") >= 3 },
+		"commits refused while the files may not grow")
+	if err := unix.Prlimit(pid, unix.RLIMIT_FSIZE, &was, nil); err != nil {
+		t.Fatal(err)
+	}
+	c.WaitFor(0, 60*time.Second, chatsock.PromptDone("m1", chat.StopEndTurn), "m1's turn ends once the disk has room")
+
+	// Every chunk once, in order; every event once, no gap.
+	var seqs []int64
+	next := 1
+	for _, ev := range c.Snapshot() {
+		if ev.Seq == 0 {
+			continue
+		}
+		seqs = append(seqs, ev.Seq)
+		if ev.Type != chat.TypeAgentChunk {
+			continue
+		}
+		text, _ := chatsock.FieldOf(ev, "text").(string)
+		if !strings.HasPrefix(text, "c") {
+			continue // m0's "warm"
+		}
+		want := "c" + strconv.Itoa(next) + "."
+		if !strings.HasPrefix(text, want) {
+			t.Fatalf("chunk %d: got %.12q; want %s…", next, text, want)
+		}
+		next++
+	}
+	if next != chunks+1 {
+		t.Fatalf("%d of %d chunks shown", next-1, chunks)
+	}
+	for i := range seqs {
+		if seqs[i] != int64(i+1) {
+			t.Fatalf("seqs shown %v…: want 1, 2, 3… each once", seqs[:min(len(seqs), i+3)])
+		}
+	}
+	// And a reader who comes now reads the same from the store.
+	r := d.dial(t, "disk")
+	r.WaitFor(0, 10*time.Second, chatsock.PromptDone("m1", chat.StopEndTurn), "the log replayed")
+	if got, want := len(r.Snapshot()), len(c.Snapshot()); got < len(seqs) {
+		t.Fatalf("replay has %d events, the live socket %d", got, want)
+	}
+}
