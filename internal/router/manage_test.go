@@ -527,7 +527,9 @@ func TestAnAgentsWordsTheStoreRefusedAreStoredLate(t *testing.T) {
 // (real SQLite failing a commit); the test drops it through the db returned.
 func refuseWrites(t *testing.T, dir, trigger string) *sql.DB {
 	t.Helper()
-	db, err := sql.Open("sqlite", filepath.Join(dir, "parley.db"))
+	// The store's own connections hold locks now and then (its
+	// checkpointer): this one waits for them, as the store's do.
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "parley.db")+"?_busy_timeout=5000")
 	if err != nil {
 		t.Fatal(err)
 	}

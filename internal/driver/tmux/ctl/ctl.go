@@ -370,6 +370,9 @@ type Control struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 	log    *slog.Logger
+	// attached takes the answer to the attach-session command itself, the
+	// first block tmux prints (nil, or why it failed): Attach waits for it.
+	attached chan error
 
 	mu      sync.Mutex
 	changed chan struct{}
@@ -412,14 +415,20 @@ func (c *Client) Attach(session string) (*Control, error) {
 		return nil, fmt.Errorf("tmux: control: %w", err)
 	}
 	ctl := &Control{cmd: cmd, stdin: stdin, cancel: cancel, done: make(chan struct{}),
-		changed: make(chan struct{}), log: c.log}
+		changed: make(chan struct{}), log: c.log, attached: make(chan error, 1)}
 	go ctl.read(stdout)
-	// A control client hears output only once attached, and its first
-	// answered command says it is: without this wait, what the pane printed
-	// between here and the attach would never reach Changed.
-	wctx, wcancel := context.WithTimeout(ctx, attachTimeout)
-	defer wcancel()
-	if _, err := ctl.Command(wctx, "display-message", "-p", ""); err != nil {
+	// A control client hears output only once attached: without this wait,
+	// what the pane printed between here and the attach would never reach
+	// Changed. (A command sent now is no proof: tmux may run it even when
+	// the attach failed, against some other session.)
+	select {
+	case err = <-ctl.attached:
+	case <-ctl.done:
+		err = ctl.Err()
+	case <-time.After(attachTimeout):
+		err = errors.New("tmux did not answer")
+	}
+	if err != nil {
 		_ = ctl.Close()
 		return nil, fmt.Errorf("tmux: control: attach to %s: %w", session, err)
 	}
@@ -434,6 +443,7 @@ func (ctl *Control) read(r io.Reader) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var block []byte // output of the command being answered
 	inBlock, ours := false, false
+	first := true // the next block is the attach command's
 	var endTag []byte // "<time> <number>" of the open block
 	for {
 		line, err := br.ReadBytes('\n')
@@ -442,6 +452,14 @@ func (ctl *Control) read(r io.Reader) {
 			case inBlock:
 				if tag, ok := blockEnd(line); ok && bytes.Equal(tag, endTag) {
 					inBlock = false
+					if first && !ours {
+						first = false
+						var e error
+						if bytes.HasPrefix(line, []byte("%error")) {
+							e = fmt.Errorf("%s: %w", strings.TrimSpace(string(block)), ErrNoSession)
+						}
+						ctl.attached <- e
+					}
 					if ours {
 						var e error
 						if bytes.HasPrefix(line, []byte("%error")) {
