@@ -443,7 +443,7 @@ func (ctl *Control) read(r io.Reader) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var block []byte // output of the command being answered
 	inBlock, ours := false, false
-	first := true // the next block is the attach command's
+	first := true     // the next block is the attach command's
 	var endTag []byte // "<time> <number>" of the open block
 	for {
 		line, err := br.ReadBytes('\n')
