@@ -58,7 +58,10 @@ func TestAFullDiskHoldsAnAnswerBackAndLosesNone(t *testing.T) {
 	}
 	pid := d.cmd.Process.Pid
 	var was unix.Rlimit
-	if err := unix.Prlimit(pid, unix.RLIMIT_FSIZE, &unix.Rlimit{Cur: uint64(largest), Max: unix.RLIM_INFINITY}, &was); err != nil {
+	if err := unix.Prlimit(pid, unix.RLIMIT_FSIZE, nil, &was); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Prlimit(pid, unix.RLIMIT_FSIZE, &unix.Rlimit{Cur: uint64(largest), Max: was.Max}, nil); err != nil {
 		t.Fatal(err)
 	}
 	// Three refused commits: the agent went on streaming into the kept
@@ -101,10 +104,11 @@ func TestAFullDiskHoldsAnAnswerBackAndLosesNone(t *testing.T) {
 	}
 	// And a reader who comes now replays the same from the store.
 	r := chatsock.Dial(t, d.url, d.token, client.Options{Chat: "disk", Since: 0})
-	r.WaitFor(0, 10*time.Second, chatsock.PromptDone("m1", chat.StopEndTurn), "the log replayed")
+	last := seqs[len(seqs)-1]
+	r.WaitFor(0, 10*time.Second, func(ev client.Event) bool { return ev.Seq == last }, "the log replayed")
 	var replayed []int64
 	for _, ev := range r.Snapshot() {
-		if ev.Seq != 0 {
+		if ev.Seq != 0 && ev.Seq <= last {
 			replayed = append(replayed, ev.Seq)
 		}
 	}

@@ -2,6 +2,7 @@ package router
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -62,13 +63,15 @@ type lane struct {
 	settled chan struct{}
 
 	batch store.Batch // changes not yet committed
-	// A step whose commit failed (a full disk, say) stays in the batch,
-	// ahead of what follows, and is tried again with the next step or when
-	// retry fires (retryAfter, doubling): the agent's words are stored and
-	// shown late, never dropped. A step refused whole (a person's message,
-	// an edit) takes its own part back (mark, rollback).
+	// A step whose commit failed for now (store.ErrUnavailable: a full
+	// disk, say) stays in the batch, ahead of what follows, and is tried
+	// again when retry fires (retryAfter, doubling), or with a message or
+	// an edit: the agent's words are stored and shown late, never dropped.
+	// A step refused whole (a person's message, an edit) takes its own part
+	// back (mark, rollback).
 	retry      *time.Timer
-	retryAfter time.Duration
+	retryAfter time.Duration // 0: no step kept
+	retryDue   bool          // the retry timer fired
 	// draft is the newest provisional text of the turn not yet published
 	// (published after the batch, never stored); an event of the log that
 	// supersedes it drops it (emit).
@@ -194,12 +197,19 @@ func (l *lane) run() {
 		case <-l.idle.C:
 			l.onIdle()
 		case <-l.retry.C:
-			// The flush below tries the kept batch again.
+			l.retryDue = true
 		case <-l.r.ctx.Done():
 			l.shutdown("parley is shutting down; this turn was cut off", "parley shut down before the message reached the agent")
 			return
 		}
-		l.flush()
+		// While a kept step waits for its retry, the steps after it join
+		// it unstored: trying the growing batch at every step would cost
+		// its whole size each time. (A message or an edit tries at once:
+		// it is refused whole when the store still cannot write.)
+		if l.retryAfter == 0 || l.retryDue {
+			l.retryDue = false
+			l.flush()
+		}
 		if l.retiring {
 			l.end()
 			return
@@ -265,6 +275,7 @@ func (l *lane) publishDraft(d chat.AgentDraft) {
 // commit commits the step's batch and fans its events out.
 func (l *lane) commit() error {
 	if l.batch.Empty() {
+		l.settle()
 		return nil
 	}
 	l.th.UpdatedAt = l.clock.Now()
@@ -275,6 +286,14 @@ func (l *lane) commit() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := l.store.Commit(ctx, b); err != nil {
+		if !errors.Is(err, store.ErrUnavailable) {
+			// It would fail the same way again: dropped, so the thread
+			// goes on (the error is parley's, and logged).
+			l.log.Error("commit", "err", err, "events", len(b.Events), "dropped", true)
+			l.th.LastSeq -= int64(len(b.Events))
+			l.settle()
+			return err
+		}
 		b.Thread = nil
 		l.batch = b
 		l.retryAfter = min(max(2*l.retryAfter, commitRetryFirst), commitRetryMax)
@@ -285,10 +304,9 @@ func (l *lane) commit() error {
 		return err
 	}
 	if l.retryAfter != 0 {
-		l.retryAfter = 0
-		l.retry.Stop()
 		l.log.Info("commit succeeded again", "events", len(b.Events))
 	}
+	l.settle()
 	l.hub.PublishStep(b.Events)
 	l.r.opt.Metrics.Events.Add(float64(len(b.Events)))
 	return nil
@@ -314,10 +332,24 @@ func (l *lane) mark() batchMark {
 }
 
 func (l *lane) rollback(m batchMark) {
+	// A batch dropped whole (an error that would come again) keeps nothing.
+	events := min(m.events, len(l.batch.Events))
+	seq := l.th.LastSeq - int64(len(l.batch.Events)-events)
 	l.th = m.th
-	l.batch.Events = l.batch.Events[:m.events]
-	l.batch.Cards = l.batch.Cards[:m.cards]
-	l.batch.Inputs = l.batch.Inputs[:m.inputs]
+	l.th.LastSeq = seq
+	l.batch.Events = l.batch.Events[:events]
+	l.batch.Cards = l.batch.Cards[:min(m.cards, len(l.batch.Cards))]
+	l.batch.Inputs = l.batch.Inputs[:min(m.inputs, len(l.batch.Inputs))]
+}
+
+// settle ends the wait for a kept step's retry: nothing is kept.
+func (l *lane) settle() {
+	if l.retryAfter != 0 {
+		l.retryAfter, l.retryDue = 0, false
+		if l.retry != nil {
+			l.retry.Stop()
+		}
+	}
 }
 
 func (l *lane) onAccept(a laneAccept) {

@@ -4,16 +4,19 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"log/slog"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/hub"
+	"github.com/parleyhq/parley/internal/store"
 )
 
 func edit(title *string, archived *bool) *ThreadEdit {
@@ -439,25 +442,28 @@ func TestAMovedThreadsContextNamesEachAnswersAgent(t *testing.T) {
 	}
 }
 
-// A step whose commit fails (the disk full, say) is kept and stored late,
-// never dropped: the agent's words refused by the store are committed, in
-// order and with no gap in the log, once the store takes them again, and only
-// then shown. A person's message sent meanwhile is refused whole (and
+// A step whose commit fails for now (the disk full, say) is kept and stored
+// late, never dropped: the agent's words refused by the store are committed,
+// in order and with no gap in the log, once the store takes them again, and
+// only then shown. A person's message sent meanwhile is refused whole (and
 // nothing of it is stored later), while the kept words stay kept. The store
-// is real SQLite; a trigger refuses the agent's words.
+// is real SQLite behind fullDisk, which refuses the agent's words as SQLite
+// refuses a write on a full disk (TestAFullDiskHoldsAnAnswerBackAndLosesNone,
+// in package daemon, fills a real one).
 func TestAnAgentsWordsTheStoreRefusedAreStoredLate(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		dir := t.TempDir()
-		g := newRig(t, dir, func(o *Options) { o.Logger = slog.New(failOnError{t: t, allow: "commit"}) })
+		full := &fullDisk{}
+		g := newRigOn(t, dir, func(st store.Store) store.Store { full.Store = st; return full },
+			func(o *Options) { o.Logger = slog.New(failOnError{t: t, allow: "commit"}) })
 		defer g.close()
 		sub, _, err := g.r.Subscribe(ctx, g.from, 1000)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer g.hub.Unsubscribe(sub)
-		db := refuseWrites(t, dir, `CREATE TRIGGER disk_full BEFORE INSERT ON events WHEN NEW.type = 'agent_chunk'
-			BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END`)
+		full.on.Store(true)
 		th := g.sendOK("m1", "say hello\npause 1s\nsay world")
 		time.Sleep(2 * time.Second)
 		synctest.Wait()
@@ -467,19 +473,19 @@ func TestAnAgentsWordsTheStoreRefusedAreStoredLate(t *testing.T) {
 		if _, _, err := g.send("m2", "say again"); err == nil || !strings.Contains(err.Error(), "could not store the message") {
 			t.Fatalf("a message sent while the store refuses the kept words: %v; want refused", err)
 		}
-		shownBefore := 0
+		// Shown so far: what was stored (m1's receipts), nothing after it.
+		stored := g.log(th)
+		var shown []int64
 		for _, it := range sub.Take() {
-			if !it.Switch && !it.Draft && it.Event.Type == chat.TypeAgentChunk {
-				shownBefore++
+			if !it.Switch && !it.Draft {
+				shown = append(shown, it.Seq)
 			}
 		}
-		if shownBefore != 0 {
-			t.Fatalf("%d refused words were shown before they were stored", shownBefore)
+		if len(shown) != len(stored) {
+			t.Fatalf("%d events shown while %d were stored: a refused step was shown", len(shown), len(stored))
 		}
 
-		if _, err := db.Exec(`DROP TRIGGER disk_full`); err != nil {
-			t.Fatal(err)
-		}
+		full.on.Store(false)
 		time.Sleep(commitRetryMax)
 		synctest.Wait()
 		evs, err := g.st.Events(ctx, th, 0, 1000)
@@ -506,14 +512,18 @@ func TestAnAgentsWordsTheStoreRefusedAreStoredLate(t *testing.T) {
 				t.Fatalf("the refused message m2 is in the log: %v", log)
 			}
 		}
-		var shown []int64
 		for _, it := range sub.Take() {
 			if !it.Switch && !it.Draft {
 				shown = append(shown, it.Seq)
 			}
 		}
-		if len(shown) == 0 || shown[len(shown)-1] != evs[len(evs)-1].Seq || !slices.IsSorted(shown) {
-			t.Fatalf("shown seqs %v; want every stored event up to %d, in order", shown, evs[len(evs)-1].Seq)
+		for i, seq := range shown {
+			if seq != int64(i+1) {
+				t.Fatalf("shown seqs %v; want 1, 2, 3… each once", shown)
+			}
+		}
+		if len(shown) != len(evs) {
+			t.Fatalf("%d events shown, %d stored", len(shown), len(evs))
 		}
 		g.sendOK("m2", "say again")
 		synctest.Wait()
@@ -521,6 +531,57 @@ func TestAnAgentsWordsTheStoreRefusedAreStoredLate(t *testing.T) {
 			t.Fatalf("m2 sent again after the store recovered: %v", log)
 		}
 	})
+}
+
+// A step the store refuses for good (a row it will never take: here a
+// trigger, as a constraint would) is dropped, as it always was, and the
+// thread goes on: kept, it would be refused at every try and hold every
+// later step and message back.
+func TestAStepTheStoreRefusesForGoodIsDropped(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		g := newRig(t, dir, func(o *Options) { o.Logger = slog.New(failOnError{t: t, allow: "commit"}) })
+		defer g.close()
+		refuseWrites(t, dir, `CREATE TRIGGER poison BEFORE INSERT ON events WHEN NEW.type = 'agent_chunk' AND CAST(NEW.payload AS TEXT) LIKE '%poison%'
+			BEGIN SELECT RAISE(ABORT, 'refused for good'); END`)
+		th := g.sendOK("m1", "say poison\npause 1s\nsay fine")
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		g.sendOK("m2", "say again")
+		synctest.Wait()
+		var words []string
+		evs, err := g.st.Events(context.Background(), th, 0, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, ev := range evs {
+			if ev.Seq != int64(i+1) {
+				t.Fatalf("event %d has seq %d: a gap in the log", i+1, ev.Seq)
+			}
+			if ev.Type == chat.TypeAgentChunk {
+				var c chat.AgentChunk
+				ev.Decode(&c)
+				words = append(words, c.Text)
+			}
+		}
+		if log := g.log(th); !slices.Equal(words, []string{"fine", "again"}) || !has(log, "prompt_done:m2:end_turn") {
+			t.Fatalf("words %q, log %v; want the refused step dropped and the thread going on", words, log)
+		}
+	})
+}
+
+// fullDisk refuses, while on, every commit that writes an agent's words, as
+// SQLite refuses a write on a full disk: for now (store.ErrUnavailable).
+type fullDisk struct {
+	store.Store
+	on atomic.Bool
+}
+
+func (f *fullDisk) Commit(ctx context.Context, b store.Batch) error {
+	if f.on.Load() && slices.ContainsFunc(b.Events, func(e chat.Event) bool { return e.Type == chat.TypeAgentChunk }) {
+		return fmt.Errorf("sqlite: commit: database or disk is full (13) (%w)", store.ErrUnavailable)
+	}
+	return f.Store.Commit(ctx, b)
 }
 
 // refuseWrites makes the store in dir refuse some writes with a trigger

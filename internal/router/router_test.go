@@ -42,12 +42,22 @@ type rig struct {
 // newRig starts a router on the SQLite file in dir (a fresh one when "").
 func newRig(t *testing.T, dir string, mutate func(*Options)) *rig {
 	t.Helper()
+	return newRigOn(t, dir, nil, mutate)
+}
+
+// newRigOn is newRig with the router's store wrapped by wrap (when not nil).
+func newRigOn(t *testing.T, dir string, wrap func(store.Store) store.Store, mutate func(*Options)) *rig {
+	t.Helper()
 	if dir == "" {
 		dir = t.TempDir()
 	}
+	var st store.Store
 	st, err := sqlite.Open(context.Background(), filepath.Join(dir, "parley.db"), nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if wrap != nil {
+		st = wrap(st)
 	}
 	drv := &scripted.Driver{}
 	opt := Options{

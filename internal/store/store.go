@@ -5,6 +5,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/parleyhq/parley/internal/chat"
@@ -118,6 +119,12 @@ type Batch struct {
 	// one thread.
 	Ask string
 }
+
+// ErrUnavailable marks a write the store could not make now and may make
+// when tried again (its disk full, its file refused to grow, a lock held
+// too long): a caller keeps what it wrote and tries again. Other errors
+// will fail the same way however often they are tried.
+var ErrUnavailable = errors.New("the store cannot write now")
 
 // Empty reports whether the batch writes nothing.
 func (b Batch) Empty() bool {

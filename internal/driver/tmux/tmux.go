@@ -200,9 +200,12 @@ func (d *Driver) Start(ctx context.Context, spec driver.Spec, sink driver.Sink) 
 		s.closeHooks()
 		return nil, s.goneErr(err)
 	}
-	if s.ctl, err = c.Attach(name); err != nil {
+	if s.ctl, err = c.Attach(ctx, name); err != nil {
+		if s.owned {
+			_ = c.KillSession(ctx, name)
+		}
 		s.closeHooks()
-		return nil, err
+		return nil, s.goneErr(err)
 	}
 	ready := orDuration(d.ReadyTimeout, readyTimeout)
 	if exists {

@@ -9,15 +9,45 @@ import (
 	"math"
 	"slices"
 
+	msqlite "modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/store"
 )
+
+// unavailable marks err with store.ErrUnavailable when SQLite may succeed
+// when tried again: the disk full or failing (FULL, IOERR: a file that may
+// not grow fails with EFBIG, reported as an I/O error), a lock held past
+// the busy timeout (BUSY, LOCKED), memory short (NOMEM), a deadline. A
+// refused row (CONSTRAINT) or a bad batch fails the same way every time.
+func unavailable(err error) error {
+	if err == nil {
+		return nil
+	}
+	var se *msqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() & 0xff {
+		case sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_NOMEM:
+			return fmt.Errorf("%w (%w)", err, store.ErrUnavailable)
+		}
+		return err
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%w (%w)", err, store.ErrUnavailable)
+	}
+	return err
+}
 
 // Commit writes the batch in one transaction on the writer connection: the thread
 // first (so a new thread's rows satisfy their foreign keys), then events, cards and
 // inputs. A seq already used, or a row naming a thread that does not exist, fails
 // the whole batch and writes nothing.
 func (s *Store) Commit(ctx context.Context, b store.Batch) error {
+	return unavailable(s.commit(ctx, b))
+}
+
+func (s *Store) commit(ctx context.Context, b store.Batch) error {
 	if b.Empty() {
 		return nil
 	}

@@ -394,12 +394,13 @@ type result struct {
 // Attach starts `tmux -C attach -t session` and follows its output. It returns
 // once tmux has taken the client, so every output after Attach reaches
 // Changed. It lives until Close or until the session ends (Done).
-func (c *Client) Attach(session string) (*Control, error) {
+func (c *Client) Attach(ctx context.Context, session string) (*Control, error) {
 	if !ValidName(session) {
 		return nil, fmt.Errorf("tmux: invalid session name %q", session)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := c.command(ctx, "-C", "attach-session", "-t", "="+session)
+	// The client outlives ctx, which bounds only the wait for the attach.
+	cctx, cancel := context.WithCancel(context.Background())
+	cmd := c.command(cctx, "-C", "attach-session", "-t", "="+session)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		cancel()
@@ -427,6 +428,8 @@ func (c *Client) Attach(session string) (*Control, error) {
 		err = ctl.Err()
 	case <-time.After(attachTimeout):
 		err = errors.New("tmux did not answer")
+	case <-ctx.Done():
+		err = ctx.Err()
 	}
 	if err != nil {
 		_ = ctl.Close()

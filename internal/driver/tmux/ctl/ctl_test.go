@@ -52,7 +52,7 @@ func TestControlAndPaste(t *testing.T) {
 	if err := c.NewSession(ctx, NewSessionOptions{Name: "s", Argv: []string{"cat"}}); err != nil {
 		t.Fatal(err)
 	}
-	ctl, err := c.Attach("s")
+	ctl, err := c.Attach(ctx, "s")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func TestAttachReturnsOnceAttached(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 5 {
-		ctl, err := c.Attach("s")
+		ctl, err := c.Attach(ctx, "s")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -135,7 +135,7 @@ func TestAttachReturnsOnceAttached(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := c.Attach("nosuch"); err == nil {
+	if _, err := c.Attach(ctx, "nosuch"); err == nil {
 		t.Error("Attach to a missing session: got no error")
 	}
 }
@@ -158,7 +158,7 @@ func TestRejectsBadNames(t *testing.T) {
 	if err := c.NewSession(ctx, NewSessionOptions{Name: "x;y", Argv: []string{"cat"}}); err == nil {
 		t.Error("NewSession with a bad name: got nil")
 	}
-	if _, err := c.Attach("-t"); err == nil {
+	if _, err := c.Attach(ctx, "-t"); err == nil {
 		t.Error("Attach with a bad name: got nil")
 	}
 	if err := c.Paste(ctx, "s", "a b", "x"); err == nil {
