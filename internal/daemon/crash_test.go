@@ -54,6 +54,18 @@ func runChild(data, work, logFile string) {
 	select {} // until killed
 }
 
+// childDirs makes a child daemon's data directory, its agents' working
+// directory and the scripted agent's delivery log, under one temporary root.
+func childDirs(t *testing.T) (data, work, logFile string) {
+	t.Helper()
+	root, _ := filepath.EvalSymlinks(t.TempDir())
+	data, work, logFile = filepath.Join(root, "data"), filepath.Join(root, "work"), filepath.Join(root, "deliveries")
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return data, work, logFile
+}
+
 type child struct {
 	cmd   *exec.Cmd
 	url   string
@@ -96,11 +108,7 @@ func (c *child) dial(t *testing.T, chatID string) *chatsock.Conn {
 
 func TestKill9WithQueuedMessages(t *testing.T) {
 	t.Parallel()
-	root, _ := filepath.EvalSymlinks(t.TempDir())
-	data, work, logFile := filepath.Join(root, "data"), filepath.Join(root, "work"), filepath.Join(root, "deliveries")
-	if err := os.MkdirAll(work, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	data, work, logFile := childDirs(t)
 	first := startChild(t, data, work, logFile)
 	c := first.dial(t, "crashy")
 	c.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypeReplayDone), "ready")

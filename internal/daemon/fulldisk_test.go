@@ -2,7 +2,6 @@ package daemon_test
 
 import (
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,11 +24,7 @@ import (
 // with no gap in the log, and the turn ends as the agent ended it.
 func TestAFullDiskHoldsAnAnswerBackAndLosesNone(t *testing.T) {
 	t.Parallel()
-	root, _ := filepath.EvalSymlinks(t.TempDir())
-	data, work, logFile := filepath.Join(root, "data"), filepath.Join(root, "work"), filepath.Join(root, "deliveries")
-	if err := os.MkdirAll(work, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	data, work, logFile := childDirs(t)
 	var log testkit.LockedBuffer
 	d := startChildTo(t, data, work, logFile, &log)
 	t.Cleanup(func() {

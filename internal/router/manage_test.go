@@ -488,21 +488,7 @@ func TestAnAgentsWordsTheStoreRefusedAreStoredLate(t *testing.T) {
 		full.on.Store(false)
 		time.Sleep(commitRetryMax)
 		synctest.Wait()
-		evs, err := g.st.Events(ctx, th, 0, 1000)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var words []string
-		for i, ev := range evs {
-			if ev.Seq != int64(i+1) {
-				t.Fatalf("event %d has seq %d: a gap in the log", i+1, ev.Seq)
-			}
-			if ev.Type == chat.TypeAgentChunk {
-				var c chat.AgentChunk
-				ev.Decode(&c)
-				words = append(words, c.Text)
-			}
-		}
+		evs, words := storedWords(t, g, th)
 		log := g.log(th)
 		if !slices.Equal(words, []string{"hello", "world"}) || !has(log, "prompt_done:m1:end_turn") {
 			t.Fatalf("after the store took them again: words %q, log %v; want hello, world and the turn's end", words, log)
@@ -549,25 +535,33 @@ func TestAStepTheStoreRefusesForGoodIsDropped(t *testing.T) {
 		synctest.Wait()
 		g.sendOK("m2", "say again")
 		synctest.Wait()
-		var words []string
-		evs, err := g.st.Events(context.Background(), th, 0, 1000)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i, ev := range evs {
-			if ev.Seq != int64(i+1) {
-				t.Fatalf("event %d has seq %d: a gap in the log", i+1, ev.Seq)
-			}
-			if ev.Type == chat.TypeAgentChunk {
-				var c chat.AgentChunk
-				ev.Decode(&c)
-				words = append(words, c.Text)
-			}
-		}
+		_, words := storedWords(t, g, th)
 		if log := g.log(th); !slices.Equal(words, []string{"fine", "again"}) || !has(log, "prompt_done:m2:end_turn") {
 			t.Fatalf("words %q, log %v; want the refused step dropped and the thread going on", words, log)
 		}
 	})
+}
+
+// storedWords reads the thread's log from the store, fails the test at a gap
+// in its seqs, and returns it with the agent's words in it.
+func storedWords(t *testing.T, g *rig, th chat.ThreadID) ([]chat.Event, []string) {
+	t.Helper()
+	evs, err := g.st.Events(context.Background(), th, 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var words []string
+	for i, ev := range evs {
+		if ev.Seq != int64(i+1) {
+			t.Fatalf("event %d has seq %d: a gap in the log", i+1, ev.Seq)
+		}
+		if ev.Type == chat.TypeAgentChunk {
+			var c chat.AgentChunk
+			ev.Decode(&c)
+			words = append(words, c.Text)
+		}
+	}
+	return evs, words
 }
 
 // fullDisk refuses, while on, every commit that writes an agent's words, as
