@@ -848,3 +848,54 @@ func TestARecordTheHubDidNotTakeIsWrittenAgainSoon(t *testing.T) {
 		t.Fatalf("%d refusals left: b's records never reached the hub", n)
 	}
 }
+
+// Every token carries the one join user's password, so whoever holds any
+// token, used or expired, may subscribe where every joiner's answer comes
+// (_JOIN_INBOX.>). What it reads there says nothing: each answer is sealed
+// to the joiner that asked, which still reads its own, a success as a refusal.
+func TestAJoinTokenHolderCannotReadAnotherJoinersAnswer(t *testing.T) {
+	h := startHub(t, t.TempDir(), "127.0.0.1:0")
+	used := token(t, h, "", time.Minute)
+	if _, err := Join(t.Context(), t.TempDir(), used, "first", "test"); err != nil {
+		t.Fatal(err)
+	}
+	claims, _, _, err := ParseToken(used)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spy, err := nats.Connect("tls://"+claims.Hub, nats.Secure(pinnedTLS(claims.CA, func([]byte) {})),
+		nats.UserInfo(joinUser, claims.Pass), nats.NoReconnect())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer spy.Close()
+	read, err := spy.SubscribeSync(joinInbox + ".>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := spy.Flush(); err != nil {
+		t.Fatal(err)
+	}
+
+	if _, err := Join(t.Context(), t.TempDir(), token(t, h, "", time.Minute), "secret-laptop", "test"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Join(t.Context(), t.TempDir(), token(t, h, "", time.Minute), "first", "test"); err == nil ||
+		!strings.Contains(err.Error(), `a node named "first" has already joined`) {
+		t.Fatalf("a join under a taken name: %v, want the hub's refusal read by the joiner", err)
+	}
+	for i := range 2 {
+		m, err := read.NextMsg(10 * time.Second)
+		if err != nil {
+			t.Fatalf("answer %d: %v (the spy should see it go by, sealed)", i, err)
+		}
+		var ans answer
+		if err := json.Unmarshal(m.Data, &ans); err != nil {
+			t.Fatal(err)
+		}
+		if ans.Result != nil || ans.Error != "" || len(ans.Sealed) == 0 ||
+			strings.Contains(string(m.Data), "secret-laptop") || strings.Contains(string(m.Data), "first") {
+			t.Fatalf("a join-token holder read another joiner's answer: %s", m.Data)
+		}
+	}
+}
