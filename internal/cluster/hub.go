@@ -60,8 +60,8 @@ type HubOptions struct {
 	// Self is the hub machine's own node name ([cluster] node): no node may
 	// join under it, or the one view would show two machines as one.
 	Self string
-	// Version is the hub's parley version: a node on another one is named
-	// in the log, as the two may not understand each other (records.go).
+	// Version is the hub's parley version, named in the log and in a
+	// refusal next to its cluster protocol (protocol.go), which decides.
 	Version string
 	// ReconnectOverlap is how long an older connection on a node's key
 	// stays once a newer one came (0: DefaultReconnectOverlap; conns.go).
@@ -141,9 +141,10 @@ type Hub struct {
 	// read.
 	loadedRev uint64
 
-	// otherVersion is each node's version last warned of, as it differs
-	// from the hub's; only the directory records' subscription touches it.
-	otherVersion map[string]string
+	// otherProtocol is each node's protocol and version last logged, as its
+	// protocol differs from the hub's; only the directory records'
+	// subscription touches it.
+	otherProtocol map[string]string
 }
 
 // StartHub starts the server, makes the buckets, and answers joins and admin
@@ -157,7 +158,7 @@ func StartHub(ctx context.Context, opt HubOptions) (*Hub, error) {
 	}
 	h := &Hub{opt: opt, dir: Dir(opt.DataDir), log: opt.Logger, fwd: map[string]*forwarder{},
 		waiters: map[string]chan inputResult{}, failed: newIDSet(4096),
-		otherVersion: map[string]string{}}
+		otherProtocol: map[string]string{}}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
@@ -430,6 +431,8 @@ type joinRequest struct {
 	Node    string `json:"node"`
 	Key     string `json:"key"`
 	Version string `json:"version"`
+	// Protocol is the joiner's cluster protocol (protocol.go); 0 is 1.
+	Protocol int `json:"protocol,omitempty"`
 	// Seal is the joiner's curve public key (nkeys xkey): the hub's answer
 	// is sealed to it (join.go). Empty from a joiner before it.
 	Seal string `json:"seal,omitempty"`
@@ -456,6 +459,10 @@ func (h *Hub) handleJoin(ctx context.Context, data []byte) (any, error) {
 	}
 	if !nkeys.IsValidPublicUserKey(req.Key) {
 		return nil, errors.New("the node's key is not an nkey user public key")
+	}
+	if err := checkProtocol(req.Node, thisProtocol, protocolOf(req.Protocol), h.opt.Version, req.Version); err != nil {
+		h.log.Warn("cluster: join refused", "node", req.Node, "err", err)
+		return nil, err
 	}
 	h.members.Lock()
 	defer h.members.Unlock()

@@ -50,7 +50,7 @@ func Join(ctx context.Context, dataDir, token, node, version string) (Claims, er
 		return Claims{}, fmt.Errorf("cluster: reach the hub at %s: %w", c.Hub, err)
 	}
 	defer nc.Close()
-	req, _ := json.Marshal(joinRequest{Token: token, Node: node, Key: pub, Version: version, Seal: sealPub})
+	req, _ := json.Marshal(joinRequest{Token: token, Node: node, Key: pub, Version: version, Protocol: thisProtocol, Seal: sealPub})
 	var ans answer
 	if err := request(ctx, nc, joinSubject, req, &ans); err != nil {
 		return Claims{}, err
