@@ -1,7 +1,9 @@
 package cluster
 
 import (
+	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -983,3 +985,58 @@ func TestAJoinTokenHolderCannotReadAnotherJoinersAnswer(t *testing.T) {
 	}
 }
 
+// A socket at the hub's listener that sends bytes that are not TLS, one that
+// never starts its TLS handshake, and one that finishes it but never says
+// who it is: the server closes each (TLSTimeout, its auth timeout), so
+// nothing holds a connection without a key.
+func TestGarbageAndIdleSocketsAreClosed(t *testing.T) {
+	hubData := t.TempDir()
+	h := startHub(t, hubData, "127.0.0.1:0")
+	closedByHub := func(what string, c net.Conn) {
+		t.Helper()
+		defer c.Close()
+		c.SetReadDeadline(time.Now().Add(30 * time.Second))
+		buf := make([]byte, 4096)
+		for {
+			_, err := c.Read(buf)
+			if err == nil {
+				continue
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				t.Fatalf("%s: the hub kept the socket open", what)
+			}
+			return // closed (EOF, reset, or a TLS alert then EOF)
+		}
+	}
+	dial := func() net.Conn {
+		c, err := net.Dial("tcp", h.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	garbage := dial()
+	if _, err := garbage.Write([]byte("PUB parley.join 5\r\nhello\r\n\x00\x01\x02 not TLS at all\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	closedByHub("garbage", garbage)
+	closedByHub("a socket that never starts TLS", dial())
+
+	conf, err := caTLS(filepath.Join(Dir(hubData), caCertFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := dial()
+	// The server speaks first, in clear (INFO), then the client starts TLS.
+	raw.SetReadDeadline(time.Now().Add(10 * time.Second))
+	info, err := bufio.NewReader(raw).ReadString('\n')
+	if err != nil || !strings.HasPrefix(info, "INFO ") {
+		t.Fatalf("the hub's first line: %q %v", info, err)
+	}
+	tc := tls.Client(raw, conf)
+	if err := tc.HandshakeContext(t.Context()); err != nil {
+		t.Fatalf("TLS with the hub's CA: %v", err)
+	}
+	closedByHub("a TLS socket that never sends CONNECT", tc)
+}
