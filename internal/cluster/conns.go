@@ -129,7 +129,8 @@ func (g *connGuard) check(key string, overlapEnded bool) {
 	if g.closed {
 		return
 	}
-	if g.warned[key] != newest.Cid {
+	fresh := g.warned[key] != newest.Cid
+	if fresh {
 		g.warned[key] = newest.Cid
 		older := conns[len(conns)-2]
 		g.h.log.Warn(fmt.Sprintf("cluster: a second connection on node %s's key, from %s; the older one (from %s) is closed in %s. "+
@@ -146,7 +147,9 @@ func (g *connGuard) check(key string, overlapEnded bool) {
 			g.h.log.Info("cluster: closed an older connection on a node's key", "node", m.Name, "from", addrOf(c))
 		}
 	}
-	if !overlapEnded {
+	// The overlap runs from the newest connection's coming, not from an
+	// advisory repeated at a reload.
+	if fresh && !overlapEnded {
 		if t := g.ends[key]; t != nil {
 			t.Stop()
 		}
