@@ -427,9 +427,10 @@ func record(t *testing.T, nc *nats.Conn, subject, value string) {
 // The cluster protocol decides, not the version string: a node on another
 // parley version but the hub's protocol links in silence; one a protocol
 // before or after links, named in the log once; one two apart is refused
-// with the reason, in the hub's log (once) and in the answer the node reads,
-// and its connection is closed. A joiner two apart is refused before its
-// token is used.
+// with the reason, in the hub's log (once) and in the answer the node reads
+// (whose header names the hub's protocol: the node closes its link), and its
+// summaries are refused until a record the hub takes. A joiner two apart is
+// refused before its token is used.
 func TestTheHubTakesNodesOneProtocolApartAndRefusesFurther(t *testing.T) {
 	var log testkit.LockedBuffer
 	h, err := StartHub(t.Context(), HubOptions{DataDir: t.TempDir(), Listen: "127.0.0.1:0", Version: "v2",
@@ -481,13 +482,13 @@ func TestTheHubTakesNodesOneProtocolApartAndRefusesFurther(t *testing.T) {
 	if m.Header.Get(hdrProtocol) != strconv.Itoa(Protocol()) {
 		t.Fatalf("the hub's answer names protocol %q, want %d", m.Header.Get(hdrProtocol), Protocol())
 	}
-	select {
-	case err := <-errs:
-		if err != errClosed {
-			t.Fatalf("the refused node's connection got %v, want it closed", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the refused node's connection is still open")
+	// Nor its thread summaries, until a record the hub takes.
+	sum := sumSubject("b", "t1")
+	if m, err := b.Request(sum, []byte(`{"id":"t1","title":"x"}`), 10*time.Second); err != nil || !strings.Contains(string(m.Data), "cluster protocol was refused") {
+		t.Fatalf("a summary of the refused node: %v %v, want refused", m, err)
+	}
+	if m, err := b.Request(dirSubject("b"), []byte(rec(far, "v9")), 10*time.Second); err != nil || len(m.Data) == 0 {
+		t.Fatalf("the refused node's record again: %v %v, want refused", m, err)
 	}
 	if n := strings.Count(log.String(), "level=ERROR msg=\"cluster: link refused: "+want); n != 1 {
 		t.Fatalf("the hub logged the refusal %d times, want once:\n%s", n, log.String())
@@ -495,6 +496,8 @@ func TestTheHubTakesNodesOneProtocolApartAndRefusesFurther(t *testing.T) {
 	if e, err := h.nodes.Get(t.Context(), "b"); err != nil || e.Revision() != kept.Revision() {
 		t.Fatalf("the refused record was written: %v %v", e, err)
 	}
+	record(t, b, dirSubject("b"), rec(Protocol(), "v2"))
+	record(t, b, sum, `{"id":"t1","title":"x"}`)
 
 	// A joiner two protocols ahead: refused, its token still good.
 	tok := token(t, h, "", time.Minute)

@@ -169,24 +169,3 @@ func (g *connGuard) close() {
 	g.mu.Unlock()
 	g.nc.Close()
 }
-
-// closeNode closes every connection on node's key, once what the hub said
-// to it is on its way (the server flushes a connection it closes).
-func (h *Hub) closeNode(node string) {
-	h.mu.Lock()
-	m, ok := h.reg.find(node)
-	h.mu.Unlock()
-	if !ok {
-		return
-	}
-	if err := h.nc.Flush(); err != nil {
-		h.log.Warn("cluster: flush before closing a node's connections", "node", node, "err", err)
-	}
-	cz, err := h.srv.Connz(&server.ConnzOptions{User: m.Key, State: server.ConnOpen, Limit: 1 << 16})
-	if err != nil {
-		return
-	}
-	for _, c := range cz.Conns {
-		h.srv.DisconnectClientByID(c.Cid)
-	}
-}

@@ -111,12 +111,15 @@ type Hub struct {
 	// members serializes the changes of membership (join, revoke, close)
 	// from first check to last effect, waits for forwarders included.
 	members sync.Mutex
-	// mu guards reg, every change of the server's users (reload), fwd and
-	// closed.
-	mu     sync.Mutex
-	reg    registry
-	fwd    map[string]*forwarder // each joined node's input forwarder
-	closed bool                  // Close began: no forwarder starts
+	// mu guards reg, refused, every change of the server's users (reload),
+	// fwd and closed.
+	mu  sync.Mutex
+	reg registry
+	// refused holds the nodes whose last directory record the hub refused
+	// for its protocol: their thread summaries are refused too (records.go).
+	refused map[string]bool
+	fwd     map[string]*forwarder // each joined node's input forwarder
+	closed  bool                  // Close began: no forwarder starts
 
 	// wmu guards waiters: senders waiting for their input's end (Request).
 	// A leaf: nothing else is locked under it.
@@ -158,7 +161,7 @@ func StartHub(ctx context.Context, opt HubOptions) (*Hub, error) {
 	}
 	h := &Hub{opt: opt, dir: Dir(opt.DataDir), log: opt.Logger, fwd: map[string]*forwarder{},
 		waiters: map[string]chan inputResult{}, failed: newIDSet(4096),
-		otherProtocol: map[string]string{}}
+		otherProtocol: map[string]string{}, refused: map[string]bool{}}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
@@ -544,6 +547,7 @@ func (h *Hub) Revoke(ctx context.Context, node string) error {
 		h.mu.Unlock()
 		return err
 	}
+	delete(h.refused, node)
 	f := h.takeForwarder(node)
 	h.mu.Unlock()
 	// Waited for outside mu: senders read the nodes meanwhile.

@@ -240,6 +240,9 @@ func (l *Link) heartbeat() {
 			continue
 		}
 		if err := l.write(false); err != nil {
+			if _, ok := errors.AsType[*ProtocolError](err); ok {
+				return // refuseHub said why and ended the link
+			}
 			l.log.Warn("cluster: heartbeat", "err", err)
 			retry.Reset(min(time.Second<<min(failures, 5), l.opt.Heartbeat))
 			failures++

@@ -86,6 +86,9 @@ func (h *Hub) serveRecords(threads jetstream.KeyValue) error {
 				limit = maxThreadList
 			}
 			err := h.acceptRecord(node, m.Data, limit)
+			if err == nil && tok[3] == threadsToken && h.protocolRefused(node) {
+				err = fmt.Errorf("machine %q's cluster protocol was refused (the hub's log says why)", node)
+			}
 			if err == nil && tok[3] == dirToken && h.refusingRecord() {
 				err = errors.New("the hub is not taking records yet")
 			}
@@ -110,13 +113,13 @@ func (h *Hub) serveRecords(threads jetstream.KeyValue) error {
 					h.log.Warn("cluster: could not answer a node's record", "node", node, "err", err)
 				}
 			}
-			// A node on a protocol the hub does not take is cut off once it
-			// has been told why (a node before protocols does not stop by
-			// itself): nothing of it reaches the hub, no input reaches it.
+			// A node on a protocol the hub does not take closes its link
+			// once it reads why (the answer's header); until it does, or
+			// for good if it is of protocol 1 (which does not check), the
+			// hub takes none of its records. Its summaries may have come
+			// before its record: it sends them all again at a link-up the
+			// hub takes.
 			if _, ok := errors.AsType[*ProtocolError](err); ok {
-				h.closeNode(node)
-				// Its summaries may have come before its record: it sends
-				// them all again at a link-up the hub takes.
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 				if err := h.purgeThreads(ctx, node); err != nil {
 					h.log.Warn("cluster: purge the refused node's thread summaries", "node", node, "err", err)
@@ -128,6 +131,14 @@ func (h *Hub) serveRecords(threads jetstream.KeyValue) error {
 		}
 	}
 	return nil
+}
+
+// protocolRefused says whether node's last directory record was refused for
+// its protocol.
+func (h *Hub) protocolRefused(node string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.refused[node]
 }
 
 // refusingRecord takes one of the records tests asked the hub to refuse.
@@ -176,12 +187,20 @@ func (h *Hub) writeRecord(ctx context.Context, node string, _ []string, b []byte
 }
 
 // checkProtocol refuses the record of a node whose protocol is more than one
-// from the hub's (protocol.go), and names in the log, once for each protocol
+// from the hub's (protocol.go), and its thread summaries until a record it
+// takes, and names in the log, once for each protocol
 // and version a node comes with, a node that links on the protocol before or
 // after the hub's, or refused. Only the records' subscription calls it.
 func (h *Hub) checkProtocol(node string, r Record) error {
 	p := protocolOf(r.Protocol)
 	err := checkProtocol(node, thisProtocol, p, h.opt.Version, r.Version)
+	h.mu.Lock()
+	if err != nil {
+		h.refused[node] = true
+	} else {
+		delete(h.refused, node)
+	}
+	h.mu.Unlock()
 	seen := fmt.Sprintf("%d %s", p, r.Version)
 	if p == thisProtocol {
 		delete(h.otherProtocol, node)
