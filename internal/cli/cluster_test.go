@@ -20,7 +20,8 @@ import (
 type daemonProc struct {
 	cmd   *exec.Cmd
 	lines chan string
-	addr  string // its dashboard
+	addr  string                // its dashboard
+	log   *testkit.LockedBuffer // its stderr
 }
 
 // env is a machine of its own: a home, a config directory, no agents on PATH.
@@ -40,12 +41,12 @@ func startProc(t *testing.T, cmd *exec.Cmd, env []string, args []string) *daemon
 	cmd.Dir = t.TempDir()
 	cmd.Env = env
 	stdout, _ := cmd.StdoutPipe()
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
+	stderr := &testkit.LockedBuffer{}
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p := &daemonProc{cmd: cmd, lines: make(chan string, 64)}
+	p := &daemonProc{cmd: cmd, lines: make(chan string, 64), log: stderr}
 	t.Cleanup(func() {
 		cmd.Process.Signal(os.Interrupt)
 		cmd.Wait()

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+
+	"github.com/parleyhq/parley/internal/cluster"
 )
 
 func newVersionCommand(b Build) *cobra.Command {
@@ -18,10 +20,13 @@ func newVersionCommand(b Build) *cobra.Command {
 			if asJSON {
 				return json.NewEncoder(cmd.OutOrStdout()).Encode(struct {
 					Build
-					UIHash string `json:"ui_hash"`
-				}{b, uiHash})
+					UIHash          string `json:"ui_hash"`
+					ClusterProtocol int    `json:"cluster_protocol"`
+				}{b, uiHash, cluster.Protocol()})
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "parley %s (commit %s, built %s, dashboard %s)\n", b.Version, orNone(b.Commit), orNone(b.Built), uiHash[:12])
+			// The cluster protocol decides which hubs and nodes link (docs/multi-machine.md).
+			fmt.Fprintf(cmd.OutOrStdout(), "parley %s (commit %s, built %s, dashboard %s, cluster protocol %d)\n",
+				b.Version, orNone(b.Commit), orNone(b.Built), uiHash[:12], cluster.Protocol())
 			return nil
 		},
 	}

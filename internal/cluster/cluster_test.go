@@ -1,7 +1,9 @@
 package cluster
 
 import (
+	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -17,6 +19,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/parleyhq/parley/internal/testkit"
@@ -421,10 +424,14 @@ func record(t *testing.T, nc *nats.Conn, subject, value string) {
 	}
 }
 
-// A node on another parley version than the hub may say things the hub does
-// not hear (its threads' subjects moved): the hub's log names it, once while
-// it stays on that version, and not a node on the hub's own.
-func TestTheHubLogsANodeOnAnotherVersion(t *testing.T) {
+// The cluster protocol decides, not the version string: a node on another
+// parley version but the hub's protocol links in silence; one a protocol
+// before or after links, named in the log once; one two apart is refused
+// with the reason, in the hub's log (once) and in the answer the node reads
+// (whose header names the hub's protocol: the node closes its link), and its
+// summaries are refused until a record the hub takes. A joiner two apart is
+// refused before its token is used.
+func TestTheHubTakesNodesOneProtocolApartAndRefusesFurther(t *testing.T) {
 	var log testkit.LockedBuffer
 	h, err := StartHub(t.Context(), HubOptions{DataDir: t.TempDir(), Listen: "127.0.0.1:0", Version: "v2",
 		Logger: slog.New(slog.NewTextHandler(&log, nil))})
@@ -432,19 +439,100 @@ func TestTheHubLogsANodeOnAnotherVersion(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(h.Close)
-	b, err := connectAs(t, join(t, h, "b"), h.Addr(), "b", nil)
+	data := join(t, h, "b")
+	errs := make(chan error, 16)
+	b, err := connectAs(t, data, h.Addr(), "b", errs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	record(t, b, dirSubject("b"), `{"node":"b","version":"v2"}`)
-	if strings.Contains(log.String(), "runs parley") {
-		t.Fatalf("a node on the hub's version was warned of:\n%s", log.String())
+	rec := func(proto int, version string) string {
+		return `{"node":"b","version":"` + version + `","protocol":` + strconv.Itoa(proto) + `}`
 	}
-	record(t, b, dirSubject("b"), `{"node":"b","version":"v1"}`)
-	record(t, b, dirSubject("b"), `{"node":"b","version":"v1"}`)
-	if n := strings.Count(log.String(), "node b runs parley v1 and this hub v2"); n != 1 {
-		t.Fatalf("the hub warned %d times of b on v1, want once:\n%s", n, log.String())
+	record(t, b, dirSubject("b"), rec(Protocol(), "v2"))
+	record(t, b, dirSubject("b"), rec(Protocol(), "v1-dev"))
+	if strings.Contains(log.String(), "cluster protocol") {
+		t.Fatalf("a node on the hub's protocol was logged:\n%s", log.String())
 	}
+	for _, p := range []int{Protocol() - 1, Protocol() + 1} {
+		record(t, b, dirSubject("b"), rec(p, "v-other"))
+		record(t, b, dirSubject("b"), rec(p, "v-other"))
+		want := "node b speaks cluster protocol " + strconv.Itoa(p) + " (parley v-other) and this hub " + strconv.Itoa(Protocol())
+		if n := strings.Count(log.String(), want); n != 1 {
+			t.Fatalf("the hub logged %d times %q, want once:\n%s", n, want, log.String())
+		}
+	}
+	// A record without a protocol is of protocol 1, the one before numbers.
+	if Protocol() == 2 {
+		record(t, b, dirSubject("b"), `{"node":"b","version":"v1"}`)
+	}
+	kept, err := h.nodes.Get(t.Context(), "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	far := Protocol() + 2
+	m, err := b.Request(dirSubject("b"), []byte(rec(far, "v9")), 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "the hub speaks cluster protocol " + strconv.Itoa(Protocol()) + " (parley v2) and node b " + strconv.Itoa(far) + " (parley v9)"
+	if !strings.Contains(string(m.Data), want) || !strings.Contains(string(m.Data), "upgrade the hub") {
+		t.Fatalf("the hub answered %q to a node two protocols ahead, want %q and what to upgrade", m.Data, want)
+	}
+	if m.Header.Get(hdrProtocol) != strconv.Itoa(Protocol()) {
+		t.Fatalf("the hub's answer names protocol %q, want %d", m.Header.Get(hdrProtocol), Protocol())
+	}
+	// Nor its thread summaries, until a record the hub takes.
+	sum := sumSubject("b", "t1")
+	if m, err := b.Request(sum, []byte(`{"id":"t1","title":"x"}`), 10*time.Second); err != nil || !strings.Contains(string(m.Data), "cluster protocol was refused") {
+		t.Fatalf("a summary of the refused node: %v %v, want refused", m, err)
+	}
+	if m, err := b.Request(dirSubject("b"), []byte(rec(far, "v9")), 10*time.Second); err != nil || len(m.Data) == 0 {
+		t.Fatalf("the refused node's record again: %v %v, want refused", m, err)
+	}
+	if n := strings.Count(log.String(), "level=ERROR msg=\"cluster: link refused: "+want); n != 1 {
+		t.Fatalf("the hub logged the refusal %d times, want once:\n%s", n, log.String())
+	}
+	if e, err := h.nodes.Get(t.Context(), "b"); err != nil || e.Revision() != kept.Revision() {
+		t.Fatalf("the refused record was written: %v %v", e, err)
+	}
+	record(t, b, dirSubject("b"), rec(Protocol(), "v2"))
+	record(t, b, sum, `{"id":"t1","title":"x"}`)
+
+	// A joiner two protocols ahead: refused, its token still good.
+	tok := token(t, h, "", time.Minute)
+	claims, _, _, err := ParseToken(tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jc, err := nats.Connect("tls://"+claims.Hub, nats.Secure(pinnedTLS(claims.CA, func([]byte) {})),
+		nats.UserInfo(joinUser, claims.Pass), nats.CustomInboxPrefix(joinInbox), nats.NoReconnect())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer jc.Close()
+	req, _ := json.Marshal(joinRequest{Token: tok, Node: "new", Key: nodeKey(t), Version: "v9", Protocol: far})
+	var ans answer
+	if err := request(t.Context(), jc, joinSubject, req, &ans); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(ans.Error, "node new "+strconv.Itoa(far)+" (parley v9)") || !strings.Contains(ans.Error, "upgrade the hub") {
+		t.Fatalf("a joiner two protocols ahead: %+v, want refused", ans)
+	}
+	if _, err := Join(t.Context(), t.TempDir(), tok, "now", "v2"); err != nil {
+		t.Fatalf("the refused joiner's token: %v", err)
+	}
+}
+
+// nodeKey is a fresh nkey user public key.
+func nodeKey(t *testing.T) string {
+	t.Helper()
+	kp, err := nkeys.CreateUser()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, _ := kp.PublicKey()
+	return pub
 }
 
 func TestTheHubRestartKeepsItsNodesKeysAndUsedTokens(t *testing.T) {
@@ -847,4 +935,111 @@ func TestARecordTheHubDidNotTakeIsWrittenAgainSoon(t *testing.T) {
 	if n := h.refuseRecords.Load(); n != 0 {
 		t.Fatalf("%d refusals left: b's records never reached the hub", n)
 	}
+}
+
+// Every token carries the one join user's password, so whoever holds any
+// token, used or expired, may subscribe where every joiner's answer comes
+// (_JOIN_INBOX.>). What it reads there says nothing: each answer is sealed
+// to the joiner that asked, which still reads its own, a success as a refusal.
+func TestAJoinTokenHolderCannotReadAnotherJoinersAnswer(t *testing.T) {
+	h := startHub(t, t.TempDir(), "127.0.0.1:0")
+	used := token(t, h, "", time.Minute)
+	if _, err := Join(t.Context(), t.TempDir(), used, "first", "test"); err != nil {
+		t.Fatal(err)
+	}
+	claims, _, _, err := ParseToken(used)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spy, err := nats.Connect("tls://"+claims.Hub, nats.Secure(pinnedTLS(claims.CA, func([]byte) {})),
+		nats.UserInfo(joinUser, claims.Pass), nats.NoReconnect())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer spy.Close()
+	read, err := spy.SubscribeSync(joinInbox + ".>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := spy.Flush(); err != nil {
+		t.Fatal(err)
+	}
+
+	if _, err := Join(t.Context(), t.TempDir(), token(t, h, "", time.Minute), "secret-laptop", "test"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Join(t.Context(), t.TempDir(), token(t, h, "", time.Minute), "first", "test"); err == nil ||
+		!strings.Contains(err.Error(), `a node named "first" has already joined`) {
+		t.Fatalf("a join under a taken name: %v, want the hub's refusal read by the joiner", err)
+	}
+	for i := range 2 {
+		m, err := read.NextMsg(10 * time.Second)
+		if err != nil {
+			t.Fatalf("answer %d: %v (the spy should see it go by, sealed)", i, err)
+		}
+		var ans answer
+		if err := json.Unmarshal(m.Data, &ans); err != nil {
+			t.Fatal(err)
+		}
+		if ans.Result != nil || ans.Error != "" || len(ans.Sealed) == 0 ||
+			strings.Contains(string(m.Data), "secret-laptop") || strings.Contains(string(m.Data), "first") {
+			t.Fatalf("a join-token holder read another joiner's answer: %s", m.Data)
+		}
+	}
+}
+
+// A socket at the hub's listener that sends bytes that are not TLS, one that
+// never starts its TLS handshake, and one that finishes it but never says
+// who it is: the server closes each (TLSTimeout, its auth timeout), so
+// nothing holds a connection without a key.
+func TestGarbageAndIdleSocketsAreClosed(t *testing.T) {
+	hubData := t.TempDir()
+	h := startHub(t, hubData, "127.0.0.1:0")
+	closedByHub := func(what string, c net.Conn) {
+		t.Helper()
+		defer c.Close()
+		c.SetReadDeadline(time.Now().Add(30 * time.Second))
+		buf := make([]byte, 4096)
+		for {
+			_, err := c.Read(buf)
+			if err == nil {
+				continue
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				t.Fatalf("%s: the hub kept the socket open", what)
+			}
+			return // closed (EOF, reset, or a TLS alert then EOF)
+		}
+	}
+	dial := func() net.Conn {
+		c, err := net.Dial("tcp", h.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	garbage := dial()
+	if _, err := garbage.Write([]byte("PUB parley.join 5\r\nhello\r\n\x00\x01\x02 not TLS at all\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	closedByHub("garbage", garbage)
+	closedByHub("a socket that never starts TLS", dial())
+
+	conf, err := caTLS(filepath.Join(Dir(hubData), caCertFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := dial()
+	// The server speaks first, in clear (INFO), then the client starts TLS.
+	raw.SetReadDeadline(time.Now().Add(10 * time.Second))
+	info, err := bufio.NewReader(raw).ReadString('\n')
+	if err != nil || !strings.HasPrefix(info, "INFO ") {
+		t.Fatalf("the hub's first line: %q %v", info, err)
+	}
+	tc := tls.Client(raw, conf)
+	if err := tc.HandshakeContext(t.Context()); err != nil {
+		t.Fatalf("TLS with the hub's CA: %v", err)
+	}
+	closedByHub("a TLS socket that never sends CONNECT", tc)
 }

@@ -11,9 +11,11 @@ import (
 // Record is a node's directory entry: the node sends it at every heartbeat
 // (parley.from.<node>.dir), the hub checks it and writes $KV.parley_nodes.<node>.
 type Record struct {
-	Node    string   `json:"node"`
-	Version string   `json:"version"`
-	Agents  []string `json:"agents"`
+	Node    string `json:"node"`
+	Version string `json:"version"`
+	// Protocol is the node's cluster protocol (protocol.go); 0 is 1.
+	Protocol int      `json:"protocol,omitempty"`
+	Agents   []string `json:"agents"`
 	// AgentInfo is each agent as a new thread picks it (id, name, roots).
 	AgentInfo []chat.AgentInfo `json:"agent_info,omitempty"`
 	// Roots confine a new thread's directory on this node (checked there).

@@ -23,9 +23,12 @@
 //	$KV.parley_threads.<node>.<thread>    the thread summaries, written by the hub only
 //	parley.join                           a joining node's registration (the join user only)
 //	parley.admin.>                        the hub's own requests (nodes, revoke); the admin user only
+//	_JOIN_INBOX.>                         answers to joins, each sealed to its joiner (join.go)
+//	$SYS.ACCOUNT.$G.CONNECT               the server's connect advisories: the hub keeps one connection per node key (conns.go)
 //
 // Lock order: Hub.mu, then a forwarder's mu (stopping one under Hub.mu);
 // Hub.mu guards the registry, the server's users and the forwarders, and no
 // other lock is taken while it is held, except those inside nats-server.
-// Hub.wmu (the waiting senders), idSet.mu and Link.mu are leaves.
+// Hub.wmu (the waiting senders), connGuard.mu, idSet.mu and Link.mu are
+// leaves.
 package cluster

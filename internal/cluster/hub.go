@@ -60,9 +60,12 @@ type HubOptions struct {
 	// Self is the hub machine's own node name ([cluster] node): no node may
 	// join under it, or the one view would show two machines as one.
 	Self string
-	// Version is the hub's parley version: a node on another one is named
-	// in the log, as the two may not understand each other (records.go).
+	// Version is the hub's parley version, named in the log and in a
+	// refusal next to its cluster protocol (protocol.go), which decides.
 	Version string
+	// ReconnectOverlap is how long an older connection on a node's key
+	// stays once a newer one came (0: DefaultReconnectOverlap; conns.go).
+	ReconnectOverlap time.Duration
 }
 
 // Hub is the embedded NATS server with JetStream, its users made from the
@@ -83,6 +86,10 @@ type Hub struct {
 	// guessable at any cost, so the hash takes bcrypt's least cost.
 	joinHash string
 	adm      nkeys.KeyPair
+	// sys is the server's system account and the hub's user in it, which
+	// hears of every connection (conns.go); guard acts on what it hears.
+	sys   systemUser
+	guard *connGuard
 
 	srv   *server.Server
 	nc    *nats.Conn
@@ -104,12 +111,15 @@ type Hub struct {
 	// members serializes the changes of membership (join, revoke, close)
 	// from first check to last effect, waits for forwarders included.
 	members sync.Mutex
-	// mu guards reg, every change of the server's users (reload), fwd and
-	// closed.
-	mu     sync.Mutex
-	reg    registry
-	fwd    map[string]*forwarder // each joined node's input forwarder
-	closed bool                  // Close began: no forwarder starts
+	// mu guards reg, refused, every change of the server's users (reload),
+	// fwd and closed.
+	mu  sync.Mutex
+	reg registry
+	// refused holds the nodes whose last directory record the hub refused
+	// for its protocol: their thread summaries are refused too (records.go).
+	refused map[string]bool
+	fwd     map[string]*forwarder // each joined node's input forwarder
+	closed  bool                  // Close began: no forwarder starts
 
 	// wmu guards waiters: senders waiting for their input's end (Request).
 	// A leaf: nothing else is locked under it.
@@ -134,9 +144,10 @@ type Hub struct {
 	// read.
 	loadedRev uint64
 
-	// otherVersion is each node's version last warned of, as it differs
-	// from the hub's; only the directory records' subscription touches it.
-	otherVersion map[string]string
+	// otherProtocol is each node's protocol and version last logged, as its
+	// protocol differs from the hub's; only the directory records'
+	// subscription touches it.
+	otherProtocol map[string]string
 }
 
 // StartHub starts the server, makes the buckets, and answers joins and admin
@@ -150,7 +161,7 @@ func StartHub(ctx context.Context, opt HubOptions) (*Hub, error) {
 	}
 	h := &Hub{opt: opt, dir: Dir(opt.DataDir), log: opt.Logger, fwd: map[string]*forwarder{},
 		waiters: map[string]chan inputResult{}, failed: newIDSet(4096),
-		otherVersion: map[string]string{}}
+		otherProtocol: map[string]string{}, refused: map[string]bool{}}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
@@ -169,6 +180,9 @@ func StartHub(ctx context.Context, opt HubOptions) (*Hub, error) {
 	h.joinHash = string(hash)
 	if h.adm, err = loadOrCreateSeed(filepath.Join(h.dir, adminSeed)); err != nil {
 		return nil, fmt.Errorf("cluster: admin key: %w", err)
+	}
+	if h.sys, err = newSystemUser(); err != nil {
+		return nil, err
 	}
 	if h.reg, err = loadRegistry(h.dir); err != nil {
 		return nil, err
@@ -236,7 +250,7 @@ func (h *Hub) serverOptions(reg registry) (*server.Options, error) {
 		port = server.RANDOM_PORT
 	}
 	admPub, _ := h.adm.PublicKey()
-	users := []*server.NkeyUser{{Nkey: admPub}} // the hub itself and `parley nodes`: everything
+	users := []*server.NkeyUser{{Nkey: admPub}, h.sys.nkeyUser()} // the hub itself and `parley nodes`: everything
 	for _, m := range reg.Nodes {
 		users = append(users, &server.NkeyUser{Nkey: m.Key, Permissions: nodePermissions(m.Name)})
 	}
@@ -252,6 +266,9 @@ func (h *Hub) serverOptions(reg registry) (*server.Options, error) {
 		TLSTimeout: 5,
 		Nkeys:      users,
 		Users:      []*server.User{{Username: joinUser, Password: h.joinHash, Permissions: joinPermissions()}},
+		// The same account each reload: the server keeps its state.
+		Accounts:      []*server.Account{h.sys.acc},
+		SystemAccount: h.sys.acc.Name,
 		// A node's frames are parley's (a message is at most 16 MiB; events far less).
 		MaxPayload: maxPayload,
 		// store_bytes (0: 3/4 of the disk free at start, never JetStream's
@@ -269,6 +286,9 @@ func (h *Hub) connect(ctx context.Context) error {
 		return fmt.Errorf("cluster: the hub's own connection: %w", err)
 	}
 	h.nc = nc
+	if h.guard, err = startConnGuard(h); err != nil {
+		return err
+	}
 	if h.js, err = jetstream.New(nc); err != nil {
 		return err
 	}
@@ -313,10 +333,10 @@ func (h *Hub) connect(ctx context.Context) error {
 	}
 	h.mu.Unlock()
 	for subj, route := range map[string]struct {
-		handle func(context.Context, []byte) (any, error)
+		handle func(context.Context, []byte) answer
 		inbox  string // where its answers may go: the requester's own inbox kind
 	}{
-		joinSubject: {h.handleJoin, joinInbox}, adminNodes: {h.handleNodes, adminInbox}, adminRevoke: {h.handleRevoke, adminInbox},
+		joinSubject: {h.answerJoin, joinInbox}, adminNodes: {plain(h.handleNodes), adminInbox}, adminRevoke: {plain(h.handleRevoke), adminInbox},
 	} {
 		handle, inbox := route.handle, route.inbox
 		if _, err := nc.Subscribe(subj, func(m *nats.Msg) {
@@ -329,12 +349,7 @@ func (h *Hub) connect(ctx context.Context) error {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			v, err := handle(ctx, m.Data)
-			ans := answer{Result: v}
-			if err != nil {
-				ans = answer{Error: err.Error()}
-			}
-			b, _ := json.Marshal(ans)
+			b, _ := json.Marshal(handle(ctx, m.Data))
 			if err := m.Respond(b); err != nil {
 				h.log.Warn("cluster: could not answer", "subject", subj, "err", err)
 			}
@@ -393,10 +408,24 @@ func (h *Hub) Conn() *nats.Conn { return h.nc }
 // JetStream is the hub's JetStream context.
 func (h *Hub) JetStream() jetstream.JetStream { return h.js }
 
-// answer is the reply to a join or admin request.
+// answer is the reply to a join or admin request. A join's is sealed to
+// the joiner (join.go): Sealed holds the answer, From the hub's key for it.
 type answer struct {
 	Result any    `json:"result,omitempty"`
 	Error  string `json:"error,omitempty"`
+	Sealed []byte `json:"sealed,omitempty"`
+	From   string `json:"from,omitempty"`
+}
+
+// plain answers a request with a handler's result or error.
+func plain(handle func(context.Context, []byte) (any, error)) func(context.Context, []byte) answer {
+	return func(ctx context.Context, data []byte) answer {
+		v, err := handle(ctx, data)
+		if err != nil {
+			return answer{Error: err.Error()}
+		}
+		return answer{Result: v}
+	}
 }
 
 // joinRequest is what `parley join` sends.
@@ -405,6 +434,11 @@ type joinRequest struct {
 	Node    string `json:"node"`
 	Key     string `json:"key"`
 	Version string `json:"version"`
+	// Protocol is the joiner's cluster protocol (protocol.go); 0 is 1.
+	Protocol int `json:"protocol,omitempty"`
+	// Seal is the joiner's curve public key (nkeys xkey): the hub's answer
+	// is sealed to it (join.go). Empty from a joiner before it.
+	Seal string `json:"seal,omitempty"`
 }
 
 func (h *Hub) handleJoin(ctx context.Context, data []byte) (any, error) {
@@ -428,6 +462,10 @@ func (h *Hub) handleJoin(ctx context.Context, data []byte) (any, error) {
 	}
 	if !nkeys.IsValidPublicUserKey(req.Key) {
 		return nil, errors.New("the node's key is not an nkey user public key")
+	}
+	if err := checkProtocol(req.Node, thisProtocol, protocolOf(req.Protocol), h.opt.Version, req.Version); err != nil {
+		h.log.Warn("cluster: join refused", "node", req.Node, "err", err)
+		return nil, err
 	}
 	h.members.Lock()
 	defer h.members.Unlock()
@@ -509,6 +547,7 @@ func (h *Hub) Revoke(ctx context.Context, node string) error {
 		h.mu.Unlock()
 		return err
 	}
+	delete(h.refused, node)
 	f := h.takeForwarder(node)
 	h.mu.Unlock()
 	// Waited for outside mu: senders read the nodes meanwhile.
@@ -605,6 +644,9 @@ func (h *Hub) Close() {
 	}
 	if h.summaries != nil {
 		h.summaries.close()
+	}
+	if h.guard != nil {
+		h.guard.close()
 	}
 	if h.nc != nil {
 		h.nc.Close()

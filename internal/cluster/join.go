@@ -37,6 +37,11 @@ func Join(ctx context.Context, dataDir, token, node, version string) (Claims, er
 		return Claims{}, err
 	}
 	pub, _ := kp.PublicKey()
+	seal, err := nkeys.CreateCurveKeys()
+	if err != nil {
+		return Claims{}, err
+	}
+	sealPub, _ := seal.PublicKey()
 	var caDER []byte
 	nc, err := nats.Connect("tls://"+c.Hub, nats.Secure(pinnedTLS(c.CA, func(der []byte) { caDER = der })),
 		nats.UserInfo(joinUser, c.Pass), nats.CustomInboxPrefix(joinInbox),
@@ -45,9 +50,12 @@ func Join(ctx context.Context, dataDir, token, node, version string) (Claims, er
 		return Claims{}, fmt.Errorf("cluster: reach the hub at %s: %w", c.Hub, err)
 	}
 	defer nc.Close()
-	req, _ := json.Marshal(joinRequest{Token: token, Node: node, Key: pub, Version: version})
+	req, _ := json.Marshal(joinRequest{Token: token, Node: node, Key: pub, Version: version, Protocol: thisProtocol, Seal: sealPub})
 	var ans answer
 	if err := request(ctx, nc, joinSubject, req, &ans); err != nil {
+		return Claims{}, err
+	}
+	if ans, err = openAnswer(seal, ans); err != nil {
 		return Claims{}, err
 	}
 	if ans.Error != "" {
@@ -68,6 +76,67 @@ func Join(ctx context.Context, dataDir, token, node, version string) (Claims, er
 		return Claims{}, err
 	}
 	return c, nil
+}
+
+// Every join token carries the same join user's password, and NATS gives all
+// connections of one user the same rights: whoever holds any token, used or
+// expired, may subscribe to every joiner's reply inbox (_JOIN_INBOX.>). So
+// each joiner's answer is its own by sealing, not by subject: the joiner
+// sends a curve key made for this join, and the hub seals its answer to it
+// (nkeys xkeys: X25519, XSalsa20-Poly1305) with a key of its own made for
+// that answer. Only the hub publishes on _JOIN_INBOX.>, so what comes there
+// is the hub's.
+
+// answerJoin handles a join request, its answer sealed to the joiner's key.
+// A joiner that sent none (a parley before sealing) is answered in clear.
+func (h *Hub) answerJoin(ctx context.Context, data []byte) answer {
+	ans := plain(h.handleJoin)(ctx, data)
+	var req joinRequest
+	if json.Unmarshal(data, &req) != nil || req.Seal == "" {
+		return ans
+	}
+	sealed, err := sealAnswer(ans, req.Seal)
+	if err != nil {
+		return answer{Error: "the join request's seal key: " + err.Error()}
+	}
+	return sealed
+}
+
+func sealAnswer(ans answer, to string) (answer, error) {
+	if !nkeys.IsValidPublicCurveKey(to) {
+		return answer{}, errors.New("not an nkeys curve public key")
+	}
+	kp, err := nkeys.CreateCurveKeys()
+	if err != nil {
+		return answer{}, err
+	}
+	defer kp.Wipe()
+	b, err := json.Marshal(ans)
+	if err != nil {
+		return answer{}, err
+	}
+	from, _ := kp.PublicKey()
+	sealed, err := kp.Seal(b, to)
+	if err != nil {
+		return answer{}, err
+	}
+	return answer{Sealed: sealed, From: from}, nil
+}
+
+// openAnswer opens a sealed join answer; one in clear is a hub's before sealing.
+func openAnswer(seal nkeys.KeyPair, ans answer) (answer, error) {
+	if ans.Sealed == nil {
+		return ans, nil
+	}
+	b, err := seal.Open(ans.Sealed, ans.From)
+	if err != nil {
+		return answer{}, fmt.Errorf("cluster: the hub's answer to the join does not open: %w", err)
+	}
+	var open answer
+	if err := json.Unmarshal(b, &open); err != nil {
+		return answer{}, fmt.Errorf("cluster: the hub's answer to the join: %w", err)
+	}
+	return open, nil
 }
 
 // request sends a request and decodes the answer's JSON into v.

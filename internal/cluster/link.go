@@ -88,7 +88,8 @@ type Link struct {
 	mu    sync.Mutex // guards since
 	since time.Time
 
-	closeOnce sync.Once
+	closeOnce  sync.Once
+	refuseOnce sync.Once
 }
 
 // Dial starts the link. It returns at once: a hub that is down is retried in
@@ -199,6 +200,15 @@ func (l *Link) connected() {
 	}
 }
 
+// refuseHub ends the link to a hub whose protocol this node does not take
+// (protocol.go): it is not retried, as no retry can change that.
+func (l *Link) refuseHub(err error) {
+	l.refuseOnce.Do(func() {
+		l.log.Error("cluster: link refused: "+err.Error()+"; this machine works alone until then", "err", err)
+		l.nc.Close()
+	})
+}
+
 // Conn is the link's NATS connection (for the route follower's seam).
 func (l *Link) Conn() *nats.Conn { return l.nc }
 
@@ -230,6 +240,9 @@ func (l *Link) heartbeat() {
 			continue
 		}
 		if err := l.write(false); err != nil {
+			if _, ok := errors.AsType[*ProtocolError](err); ok {
+				return // refuseHub said why and ended the link
+			}
 			l.log.Warn("cluster: heartbeat", "err", err)
 			retry.Reset(min(time.Second<<min(failures, 5), l.opt.Heartbeat))
 			failures++
@@ -244,7 +257,7 @@ func (l *Link) write(offline bool) error {
 	l.mu.Lock()
 	since := l.since
 	l.mu.Unlock()
-	b, err := json.Marshal(Record{Node: l.opt.Node, Version: l.opt.Version, Agents: l.opt.Agents,
+	b, err := json.Marshal(Record{Node: l.opt.Node, Version: l.opt.Version, Protocol: thisProtocol, Agents: l.opt.Agents,
 		AgentInfo: l.opt.AgentInfo, Roots: l.opt.Roots, Every: l.opt.Heartbeat, Since: since, Offline: offline})
 	if err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -85,6 +86,9 @@ func (h *Hub) serveRecords(threads jetstream.KeyValue) error {
 				limit = maxThreadList
 			}
 			err := h.acceptRecord(node, m.Data, limit)
+			if err == nil && tok[3] == threadsToken && h.protocolRefused(node) {
+				err = fmt.Errorf("machine %q's cluster protocol was refused (the hub's log says why)", node)
+			}
 			if err == nil && tok[3] == dirToken && h.refusingRecord() {
 				err = errors.New("the hub is not taking records yet")
 			}
@@ -97,22 +101,44 @@ func (h *Hub) serveRecords(threads jetstream.KeyValue) error {
 				h.log.Warn("cluster: refused a node's record", "node", node, "subject", m.Subject, "err", err)
 			}
 			// Answered only to the node's own inbox: the hub has every right,
-			// and a reply subject is the publisher's choice.
-			if !strings.HasPrefix(m.Reply, inboxPrefix(node)+".") {
-				return
+			// and a reply subject is the publisher's choice. The answer
+			// carries the hub's protocol, which the node checks in turn.
+			if strings.HasPrefix(m.Reply, inboxPrefix(node)+".") {
+				ans := nats.NewMsg(m.Reply)
+				ans.Header.Set(hdrProtocol, strconv.Itoa(thisProtocol))
+				if err != nil {
+					ans.Data = []byte(err.Error())
+				}
+				if err := m.RespondMsg(ans); err != nil {
+					h.log.Warn("cluster: could not answer a node's record", "node", node, "err", err)
+				}
 			}
-			var ans []byte
-			if err != nil {
-				ans = []byte(err.Error())
-			}
-			if err := m.Respond(ans); err != nil {
-				h.log.Warn("cluster: could not answer a node's record", "node", node, "err", err)
+			// A node on a protocol the hub does not take closes its link
+			// once it reads why (the answer's header); until it does, or
+			// for good if it is of protocol 1 (which does not check), the
+			// hub takes none of its records. Its summaries may have come
+			// before its record: it sends them all again at a link-up the
+			// hub takes.
+			if _, ok := errors.AsType[*ProtocolError](err); ok {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				if err := h.purgeThreads(ctx, node); err != nil {
+					h.log.Warn("cluster: purge the refused node's thread summaries", "node", node, "err", err)
+				}
+				cancel()
 			}
 		}); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// protocolRefused says whether node's last directory record was refused for
+// its protocol.
+func (h *Hub) protocolRefused(node string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.refused[node]
 }
 
 // refusingRecord takes one of the records tests asked the hub to refuse.
@@ -150,7 +176,9 @@ func (h *Hub) writeRecord(ctx context.Context, node string, _ []string, b []byte
 	if r.Node != node {
 		return fmt.Errorf("a record of %q from machine %q", r.Node, node)
 	}
-	h.checkVersion(node, r.Version)
+	if err := h.checkProtocol(node, r); err != nil {
+		return err
+	}
 	rev, err := h.nodes.Put(ctx, node, b)
 	if err != nil {
 		return err
@@ -158,21 +186,39 @@ func (h *Hub) writeRecord(ctx context.Context, node string, _ []string, b []byte
 	return h.records.await(ctx, rev) // answered, the hub lists it
 }
 
-// checkVersion warns, once for each version a node comes with, of a node on
-// another parley version than the hub: the subjects between them change
-// between versions (a thread summary from an older node reaches no one).
-func (h *Hub) checkVersion(node, version string) {
-	if version == h.opt.Version || version == "" || h.opt.Version == "" {
-		delete(h.otherVersion, node)
-		return
+// checkProtocol refuses the record of a node whose protocol is more than one
+// from the hub's (protocol.go), and its thread summaries until a record it
+// takes, and names in the log, once for each protocol
+// and version a node comes with, a node that links on the protocol before or
+// after the hub's, or refused. Only the records' subscription calls it.
+func (h *Hub) checkProtocol(node string, r Record) error {
+	p := protocolOf(r.Protocol)
+	err := checkProtocol(node, thisProtocol, p, h.opt.Version, r.Version)
+	h.mu.Lock()
+	if err != nil {
+		h.refused[node] = true
+	} else {
+		delete(h.refused, node)
 	}
-	if h.otherVersion[node] == version {
-		return
+	h.mu.Unlock()
+	seen := fmt.Sprintf("%d %s", p, r.Version)
+	if p == thisProtocol {
+		delete(h.otherProtocol, node)
+		return nil
 	}
-	h.otherVersion[node] = version
-	h.log.Warn(fmt.Sprintf("cluster: node %s runs parley %s and this hub %s: a hub and its nodes must run the same version, "+
-		"or some of what the node says (its threads) may not reach the hub", node, version, h.opt.Version),
-		"node", node, "node_version", version, "hub_version", h.opt.Version)
+	if h.otherProtocol[node] == seen {
+		return err
+	}
+	h.otherProtocol[node] = seen
+	if err != nil {
+		h.log.Error("cluster: link refused: "+err.Error(), "node", node, "node_protocol", p, "hub_protocol", thisProtocol,
+			"node_version", r.Version, "hub_version", h.opt.Version)
+		return err
+	}
+	h.log.Info(fmt.Sprintf("cluster: node %s speaks cluster protocol %d%s and this hub %d%s: linked, as they are one apart; "+
+		"upgrade the older before the next protocol", node, p, versionNote(r.Version), thisProtocol, versionNote(h.opt.Version)),
+		"node", node, "node_protocol", p, "hub_protocol", thisProtocol)
+	return nil
 }
 
 func decodeRecord(_ string, b []byte) (Record, error) {
@@ -283,6 +329,16 @@ func (h *Hub) purgeThreads(ctx context.Context, node string) error {
 func (l *Link) publishRecord(ctx context.Context, subject string, b []byte) error {
 	ans, err := l.nc.RequestWithContext(ctx, subject, b)
 	if err != nil {
+		return err
+	}
+	hub := 1 // a hub before protocols says none
+	if v := ans.Header.Get(hdrProtocol); v != "" {
+		if hub, err = strconv.Atoi(v); err != nil {
+			return fmt.Errorf("the hub's answer names protocol %q", v)
+		}
+	}
+	if err := checkProtocol(l.opt.Node, hub, thisProtocol, "", l.opt.Version); err != nil {
+		l.refuseHub(err)
 		return err
 	}
 	if len(ans.Data) > 0 {
