@@ -24,8 +24,6 @@
 //	parley.join                           a joining node's registration (the join user only)
 //	parley.admin.>                        the hub's own requests (nodes, revoke); the admin user only
 //
-// Lock order: Hub.mu, then a forwarder's mu (stopping one under Hub.mu);
-// Hub.mu guards the registry, the server's users and the forwarders, and no
-// other lock is taken while it is held, except those inside nats-server.
-// Hub.wmu (the waiting senders), idSet.mu and Link.mu are leaves.
+// Lock order: docs/locks.md (Hub.members, then Hub.mu, then a forwarder's
+// mu; the rest are leaves).
 package cluster
