@@ -1,5 +1,5 @@
 # parley's everyday targets. `make test` is what CI runs.
-.PHONY: build test unit e2e fuzz ui lint check run fault-stream soak-tmux kill-cycles
+.PHONY: build test unit e2e fuzz ui lint check run fault-stream soak-tmux soak-cluster kill-cycles
 
 # The build's own time (UTC, RFC 3339) for `parley version` and /api/version; without it
 # they would show the commit's time. Override for a reproducible build: make build BUILT=…
@@ -55,3 +55,12 @@ check: lint unit
 SOAK ?= 1000
 soak-tmux:
 	PARLEY_SOAK_TMUX=$(SOAK) go test -count=1 -run '^TestSoakTmux$$' -timeout 6h -v ./internal/e2e/terminal/ | grep -v '^=== '
+
+# The cluster soak: a hub and nodes b and c as `parley serve` processes, the real
+# Claude Code on the nodes, SOAK_CLUSTER messages from a reconnecting client at
+# the hub while kill -9 hits a node, the hub or an agent at random; counted
+# against each node's log and the model's requests (docs/reliability.md). Built
+# only with the soak tag: not run by `make test`. PARLEY_CLUSTER_SOAK_SEED.
+SOAK_CLUSTER ?= 1000
+soak-cluster:
+	PARLEY_CLUSTER_SOAK=$(SOAK_CLUSTER) go test -tags soak -count=1 -run '^TestClusterSoak$$' -timeout 4h -v ./internal/e2e/cluster/ | grep -v '^=== '

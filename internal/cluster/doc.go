@@ -26,9 +26,6 @@
 //	_JOIN_INBOX.>                         answers to joins, each sealed to its joiner (join.go)
 //	$SYS.ACCOUNT.$G.CONNECT               the server's connect advisories: the hub keeps one connection per node key (conns.go)
 //
-// Lock order: Hub.mu, then a forwarder's mu (stopping one under Hub.mu);
-// Hub.mu guards the registry, the server's users and the forwarders, and no
-// other lock is taken while it is held, except those inside nats-server.
-// Hub.wmu (the waiting senders), connGuard.mu, idSet.mu and Link.mu are
-// leaves.
+// Lock order: docs/locks.md (Hub.members, then Hub.mu, then a forwarder's
+// mu; the rest are leaves).
 package cluster

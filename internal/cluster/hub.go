@@ -104,7 +104,7 @@ type Hub struct {
 	summaries *mirror[RemoteThread]
 	online    *onlineWatch
 
-	// Lock order: members, then mu; wmu is a leaf. Only members is held
+	// Lock order (docs/locks.md): members, then mu; wmu is a leaf. Only members is held
 	// across a wait (a forwarder's end): mu is taken by every sender
 	// (Nodes, away), which must never wait for a node's hand-over.
 	//

@@ -140,7 +140,7 @@ func (s *Sub) Done() <-chan struct{} { return s.done }
 // held only to copy nothing and send without blocking, so publishers never wait
 // on a connection.
 //
-// Lock order (docs/architecture.md): Hub.mu, then a Sub's qmu or a Watcher's
+// Lock order (docs/locks.md): Hub.mu, then a Sub's qmu or a Watcher's
 // mu (a push or a mark under Hub.mu). qmu and Watcher.mu are leaves: nothing
 // is locked under them, and no callback runs under any of the three (wake
 // must not block; onDrop runs on its own goroutine).

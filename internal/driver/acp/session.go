@@ -25,7 +25,7 @@ import (
 
 // Session is one running ACP agent serving a thread.
 //
-// Lock order (docs/architecture.md): modeEv, then mu. mu is a leaf: the sink
+// Lock order (docs/locks.md): modeEv, then mu. mu is a leaf: the sink
 // is never called with it held. modeEv is held from a change of the mode
 // state (mode, config options) until its event is sent, by the agent's
 // session/update handler and by SetMode and SetConfigOption after their

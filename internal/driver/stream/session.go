@@ -106,7 +106,7 @@ type session struct {
 	// projects are the folders that may hold this session's transcript.
 	projects []string
 
-	// Lock order (docs/architecture.md): modeMu, then modeEv, then mu. SetMode
+	// Lock order (docs/locks.md): modeMu, then modeEv, then mu. SetMode
 	// holds modeMu and takes modeEv (setMode); modeEv's holders take mu
 	// (showMode); mu is a leaf, released before anything that waits (a
 	// control's answer, a mode being applied) or calls the sink. The

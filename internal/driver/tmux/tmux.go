@@ -317,7 +317,7 @@ type session struct {
 
 	// kbd serializes everything that types: sends and card answers.
 	//
-	// Lock order (docs/architecture.md): kbd, then draftMu, then mu. mu is
+	// Lock order (docs/locks.md): kbd, then draftMu, then mu. mu is
 	// taken briefly under kbd (a send or an answer reading the card), never
 	// kbd under mu: typing waits on tmux, and mu guards state the scanner
 	// and the hook reader update while a send types.

@@ -49,13 +49,25 @@ type hubProc struct {
 // the Web Push stand-in (testkit/pushchild).
 func startHubProc(t *testing.T, a agentSetup, pushes bool) *hubProc {
 	t.Helper()
+	return startHubProcAt(t, a, pushes, "127.0.0.1:0")
+}
+
+// startHubProcOn starts the hub (no pushes) with its dashboard on httpAddr,
+// the same across its restarts.
+func startHubProcOn(t *testing.T, a agentSetup, httpAddr string) *hubProc {
+	t.Helper()
+	return startHubProcAt(t, a, false, httpAddr)
+}
+
+func startHubProcAt(t *testing.T, a agentSetup, pushes bool, httpAddr string) *hubProc {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	listen := ln.Addr().String() // the join tokens carry it
 	ln.Close()
-	h := &hubProc{proc: a.proc(t, "hub", fmt.Sprintf("addr = \"127.0.0.1:0\"\n\n[cluster]\nlisten = %q\nnode = \"hub\"\n", listen)), listen: listen, a: a}
+	h := &hubProc{proc: a.proc(t, "hub", fmt.Sprintf("addr = %q\n\n[cluster]\nlisten = %q\nnode = \"hub\"\n", httpAddr, listen)), listen: listen, a: a}
 	h.name, h.pushes = "the hub", pushes
 	h.start()
 	h.loadToken()
@@ -65,7 +77,11 @@ func startHubProc(t *testing.T, a agentSetup, pushes bool) *hubProc {
 // join joins node name to the hub with a token of its own (its key made
 // and registered, as `parley join` does) and starts it as a `parley serve`
 // process running the real Claude Code (stream) against the scripted API.
-func (h *hubProc) join(name string) *proc {
+func (h *hubProc) join(name string) *proc { return h.joinWithEnv(name, nil) }
+
+// joinWithEnv is join with extra variables in the agent's environment (a
+// mark to find that node's agent processes by).
+func (h *hubProc) joinWithEnv(name string, extra map[string]string) *proc {
 	t := h.t
 	t.Helper()
 	tok, err := cluster.IssueToken(h.data, h.listen, name, time.Now().Add(time.Minute))
@@ -81,6 +97,9 @@ func (h *hubProc) join(name string) *proc {
 	}
 	var env []string
 	for k, v := range h.a.env {
+		env = append(env, strconv.Quote(k)+" = "+strconv.Quote(v))
+	}
+	for k, v := range extra {
 		env = append(env, strconv.Quote(k)+" = "+strconv.Quote(v))
 	}
 	p := h.a.proc(t, name, fmt.Sprintf(`addr = "127.0.0.1:0"

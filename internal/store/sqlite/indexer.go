@@ -21,7 +21,7 @@ import (
 // whatever a crash left unindexed is indexed when the store opens again.
 // Search waits until what was committed before it is indexed.
 //
-// Lock order: indexer.mu is a leaf; nothing is called while holding it.
+// Lock order (docs/locks.md): indexer.mu is a leaf; nothing is called while holding it.
 type indexer struct {
 	s      *Store
 	logger *slog.Logger

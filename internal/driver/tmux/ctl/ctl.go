@@ -382,7 +382,7 @@ type Control struct {
 	// written: tmux answers a control client's commands in order.
 	pending []chan result
 	wmu     sync.Mutex // one writer on stdin; held while queueing, so order matches
-	// Lock order (docs/architecture.md): wmu, then mu (a command's line is
+	// Lock order (docs/locks.md): wmu, then mu (a command's line is
 	// queued in pending under both); mu is a leaf.
 }
 

@@ -157,7 +157,7 @@ type Follower struct {
 	watcher *fsnotify.Watcher
 	done    chan struct{}
 
-	// Lock order (docs/architecture.md): readMu, then mu; mu is a leaf.
+	// Lock order (docs/locks.md): readMu, then mu; mu is a leaf.
 	readMu  sync.Mutex // one reader at a time, so updates keep file order
 	mu      sync.Mutex // guards parser, off, partial, tail
 	off     int64
