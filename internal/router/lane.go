@@ -87,6 +87,11 @@ type lane struct {
 	// agent).
 	carryCheck bool
 
+	// checking counts messages a crash left "delivering" whose driver has
+	// not yet said whether they reached the agent (checkCutOff): the queue
+	// behind them waits.
+	checking int
+
 	retiring bool          // its thread is being deleted: the lane ends after this step
 	gone     chan struct{} // closed when run has returned
 }
