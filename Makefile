@@ -25,7 +25,7 @@ unit:
 # false `submitted` receipts against the model stand-in's log (not in CI;
 # docs/benchmarks.md). PARLEY_FAULT_SENDS (default 60), PARLEY_FAULT_SEED.
 fault-stream:
-	PARLEY_FAULT_LOOP=1 go test -count=1 -timeout 60m -run TestStreamFaultLoop -v ./internal/e2e/claude/ | grep -E 'RESULT|FAIL|ok|---|submitted,|failed,|failed:|asked'
+	PARLEY_FAULT_LOOP=1 go test -count=1 -timeout 60m -run TestStreamFaultLoop -v ./internal/e2e/claude/ | grep -E 'RESULT|FAIL|ok|---|submitted,|failed,|failed:|unknown,|asked'
 
 # parley killed with SIGKILL mid-turn with three messages queued, restarted on
 # its data, CYCLES times (default 100): each message reaches the agent once and

@@ -71,12 +71,33 @@ func projectDirs(spec driver.Spec) []string {
 // transcriptHas reports whether session id's transcript holds the person's
 // message p, recorded no earlier than it was written to stdin.
 func (s *session) transcriptHas(id string, p *sent) bool {
+	return transcriptHolds(s.projects, id, p.text, p.at)
+}
+
+// CheckDelivery implements driver.DeliveryChecker: a message parley was
+// delivering when it stopped reached Claude Code when the session's transcript
+// holds it (a resumed session has it). Its absence proves nothing: Claude Code
+// may have asked the model and died before it kept the message, or (left
+// running by a parley killed under it) not have written it yet.
+func (d *Driver) CheckDelivery(ctx context.Context, spec driver.Spec, m driver.Sent) (driver.Verdict, string) {
+	if spec.ResumeID == "" {
+		return driver.VerdictUnknown, "Claude Code had not named its session yet, so no transcript can say"
+	}
+	if transcriptHolds(projectDirs(spec), spec.ResumeID, m.Text, m.At) {
+		return driver.Delivered, "Claude Code's transcript holds it"
+	}
+	return driver.VerdictUnknown, "Claude Code's transcript of session " + spec.ResumeID + " does not hold it, but Claude Code may have taken it and not kept it"
+}
+
+// transcriptHolds reports whether session id's transcript, in one of dirs,
+// holds a person's message with text, recorded no earlier than since.
+func transcriptHolds(dirs []string, id, text string, since time.Time) bool {
 	if id == "" {
 		return false
 	}
-	since := p.at.Truncate(time.Millisecond)
-	want := strings.TrimSpace(p.text)
-	for _, dir := range s.projects {
+	since = since.Truncate(time.Millisecond)
+	want := strings.TrimSpace(text)
+	for _, dir := range dirs {
 		f, err := os.Open(filepath.Join(dir, id+".jsonl"))
 		if err != nil {
 			continue
