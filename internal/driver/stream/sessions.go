@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/internal/driver"
+	"github.com/parleyhq/parley/internal/driver/claudecode"
 )
 
 // ProjectDir is where Claude Code keeps the transcripts of sessions run in
@@ -29,29 +30,13 @@ func ProjectDir(configDir, cwd string) string {
 	return filepath.Join(configDir, "projects", string(b))
 }
 
-// configDir is Claude Code's config folder for spec's environment:
-// CLAUDE_CONFIG_DIR, else $HOME/.claude (spec.Env wins over parley's own).
+// configDir is Claude Code's config folder for spec's environment.
 func configDir(spec driver.Spec) (string, error) {
-	look := func(key string) string {
-		for i := len(spec.Env) - 1; i >= 0; i-- {
-			if v, ok := strings.CutPrefix(spec.Env[i], key+"="); ok {
-				return v
-			}
-		}
-		return os.Getenv(key)
+	d, err := claudecode.ConfigDir(spec.Env)
+	if err != nil {
+		return "", fmt.Errorf("stream: %w", err)
 	}
-	if d := look("CLAUDE_CONFIG_DIR"); d != "" {
-		return d, nil
-	}
-	home := look("HOME")
-	if home == "" {
-		h, err := os.UserHomeDir()
-		if err != nil {
-			return "", fmt.Errorf("stream: no home folder: %w", err)
-		}
-		home = h
-	}
-	return filepath.Join(home, ".claude"), nil
+	return d, nil
 }
 
 // projectDirs are the folders that may hold transcripts of sessions run in
