@@ -18,12 +18,13 @@ awk '
 	n++
 	for (i = 1; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
 	st[f["state"]]++
+	if (f["said_before_kill"] == "delivering") judged++
 	if (f["state"] == "failed" && f["asked_before_restart"] > 0) falsefailed++
 	if (f["asked"] > 1) twice++
 	if (f["state"] == "unknown" && f["asked_before_restart"] > 0) unknownasked++
 }
 END {
-	printf "kill while delivering: %d cycles: submitted %d, failed %d, unknown %d (the model asked %d of them); false failed %d, reached the model twice %d\n",
-		n, st["submitted"], st["failed"], st["unknown"], unknownasked, falsefailed, twice
+	printf "kill while delivering: %d cycles (%d still delivering at the kill, judged at the restart): submitted %d, failed %d, unknown %d (the model asked for %d of them); false failed %d, reached the model twice %d\n",
+		n, judged, st["submitted"], st["failed"], st["unknown"], unknownasked, falsefailed, twice
 }' "$out"
 exit "$status"
