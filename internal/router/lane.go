@@ -204,7 +204,7 @@ func (l *lane) run() {
 		case <-l.retry.C:
 			l.retryDue = true
 		case <-l.r.ctx.Done():
-			l.shutdown("parley is shutting down; this turn was cut off", "parley shut down before the message reached the agent")
+			l.shutdown("parley is shutting down; this turn was cut off", "parley shut down before the message reached the agent", false)
 			return
 		}
 		// While a kept step waits for its retry, the steps after it join

@@ -330,14 +330,35 @@ func (l *lane) settleCutOff(p *pendingInput, v driver.Verdict, why string) {
 }
 
 // shutdown ends the session; a turn in flight ends with an error (cutOff or
-// notSent says why), queued messages stay queued for the next start.
-func (l *lane) shutdown(cutOff, notSent string) {
+// notSent says why), or, its message handed over unproven, stays open for the
+// next start (unknown when the thread is deleting); queued messages stay
+// queued for the next start.
+func (l *lane) shutdown(cutOff, notSent string, deleting bool) {
 	l.moveSession(laneClosing)
 	if t := l.turn; t != nil {
-		if t.phase == delivered {
+		switch t.phase {
+		case delivered:
 			l.emit(chat.Error{Code: chat.CodeRestart, Message: cutOff, Ref: t.p.in.MessageID})
 			l.finishTurn(t, chat.StopError)
-		} else {
+		case prompting, handedOver:
+			if deleting {
+				// Gone with its thread: nobody will ask again.
+				l.receipt(t.p, chat.DeliveryUnknown, "the thread was deleted while the message was being delivered")
+				l.finishTurn(t, "")
+				break
+			}
+			// The text is on its way or handed over, unproven: the agent
+			// may have it. It stays "delivering", its turn open, for the
+			// next start to judge by the agent's record, as after a crash
+			// (checkCutOff); "failed" here could be false.
+			l.move(t, over)
+			t.cancelPrompt()
+			if t.stopTimer != nil {
+				t.stopTimer.Stop()
+			}
+			l.cancelCards(t.p.in.MessageID, "")
+			l.turn = nil
+		default:
 			l.receipt(t.p, chat.DeliveryFailed, notSent)
 			l.finishTurn(t, "")
 		}

@@ -574,6 +574,29 @@ func TestRecoveryJudgesACutOffMessageByTheAgentsRecord(t *testing.T) {
 	}
 }
 
+// parley shut down while a message was on its way to the agent (Prompt still
+// running): the agent may have it, so it is not failed; it stays delivering
+// for the next start, which judges it by the agent's record like a crash's.
+func TestShutdownLeavesAnUnprovenDeliveryToTheNextStart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		g := newRig(t, dir, nil)
+		th := g.sendOK("m1", "waiting the agent is busy\nsay hi")
+		synctest.Wait() // Prompt runs: the text is on its way
+		g.close()
+		g = newRig(t, dir, nil) // its scripted agent keeps no record: unknown
+		defer g.close()
+		synctest.Wait()
+		l := g.log(th)
+		if has(l, "delivery:m1:failed") || !has(l, "delivery:m1:unknown") {
+			t.Fatalf("after a shutdown mid-delivery and a start: %v; want m1 unknown, never failed", l)
+		}
+		if p := g.drv.Prompts(); len(p) != 0 {
+			t.Fatalf("prompts after the start: %v; want none (m1 may have reached the agent)", p)
+		}
+	})
+}
+
 // An agent slow to start: the thread says it is starting at once; the first
 // message and one sent meanwhile wait queued, saying why, and are delivered
 // once it runs; nothing fails for the wait.
