@@ -3,6 +3,7 @@ package daemon_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -21,6 +22,7 @@ import (
 	"github.com/parleyhq/parley/internal/client"
 	"github.com/parleyhq/parley/internal/daemon"
 	"github.com/parleyhq/parley/internal/driver"
+	"github.com/parleyhq/parley/internal/driver/stream"
 	"github.com/parleyhq/parley/internal/testkit/chatsock"
 	"github.com/parleyhq/parley/internal/testkit/scripted"
 )
@@ -38,12 +40,26 @@ func TestMain(m *testing.M) {
 
 func runChild(data, work, logFile string) {
 	cfg := testConfig(data, work)
+	var drv driver.Driver = &scripted.Driver{LogFile: logFile}
+	if a := os.Getenv(childClaude); a != "" {
+		// The real Claude Code (stream) instead of the scripted agent.
+		var ag struct {
+			Command string
+			Env     map[string]string
+		}
+		if err := json.Unmarshal([]byte(a), &ag); err != nil {
+			fmt.Println("ERR", err)
+			os.Exit(2)
+		}
+		cfg.Agents[0].Command, cfg.Agents[0].Env = ag.Command, ag.Env
+		drv = stream.New(nil)
+	}
 	if err := cfg.Validate(); err != nil {
 		fmt.Println("ERR", err)
 		os.Exit(2)
 	}
 	d, err := daemon.Start(context.Background(), cfg, daemon.Options{
-		Drivers: map[string]driver.Driver{"stream": &scripted.Driver{LogFile: logFile}},
+		Drivers: map[string]driver.Driver{"stream": drv},
 		Logger:  slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {
@@ -78,10 +94,11 @@ func startChild(t *testing.T, data, work, logFile string) *child {
 }
 
 // startChildTo starts the child with its log (its stderr) going to stderr.
-func startChildTo(t *testing.T, data, work, logFile string, stderr io.Writer) *child {
+func startChildTo(t *testing.T, data, work, logFile string, stderr io.Writer, env ...string) *child {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "PARLEY_TEST_CHILD_DATA="+data, "PARLEY_TEST_CHILD_WORK="+work, "PARLEY_TEST_CHILD_LOG="+logFile)
+	cmd.Env = append(cmd.Env, env...)
 	cmd.Stderr = stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {

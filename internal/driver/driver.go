@@ -58,6 +58,40 @@ type DeliveryProver interface {
 	ProvesDelivery()
 }
 
+// DeliveryChecker is a Driver that can read, in the agent's own record of a
+// session (Claude Code's transcript), whether a message reached it. A crash
+// of parley leaves a message "delivering": the agent may have read it, asked
+// its model and kept it, or never seen it. At the next start the lane asks
+// (off its goroutine, with a deadline) and says "submitted" for Delivered,
+// "failed" only for NotDelivered (the record proves it never got there), and
+// "unknown" otherwise; a driver that keeps no such record is not one.
+type DeliveryChecker interface {
+	// CheckDelivery answers for m, sent to the session spec.ResumeID (the
+	// thread's stored session id, "" when none was known) in spec.Cwd. why
+	// says, in words a person can act on, what the record showed.
+	CheckDelivery(ctx context.Context, spec Spec, m Sent) (v Verdict, why string)
+}
+
+// Sent is a message parley was delivering when it stopped.
+type Sent struct {
+	MessageID string
+	Text      string
+	// At is when parley stored it: no record older than this is of it.
+	At time.Time
+}
+
+// Verdict is a DeliveryChecker's answer.
+type Verdict int
+
+const (
+	// VerdictUnknown: the record does not say (not kept yet, or no record).
+	VerdictUnknown Verdict = iota
+	// Delivered: the session's record holds the message.
+	Delivered
+	// NotDelivered: the record proves the agent never got the message.
+	NotDelivered
+)
+
 // Session is one live agent process (or pane) serving a thread.
 type Session interface {
 	// Prompt hands the person's text to the agent. It returns nil once the text

@@ -87,6 +87,11 @@ type lane struct {
 	// agent).
 	carryCheck bool
 
+	// checking counts messages a crash left "delivering" whose driver has
+	// not yet said whether they reached the agent (checkCutOff): the queue
+	// behind them waits.
+	checking int
+
 	retiring bool          // its thread is being deleted: the lane ends after this step
 	gone     chan struct{} // closed when run has returned
 }
@@ -199,7 +204,7 @@ func (l *lane) run() {
 		case <-l.retry.C:
 			l.retryDue = true
 		case <-l.r.ctx.Done():
-			l.shutdown("parley is shutting down; this turn was cut off", "parley shut down before the message reached the agent")
+			l.shutdown("parley is shutting down; this turn was cut off", "parley shut down before the message reached the agent", false)
 			return
 		}
 		// While a kept step waits for its retry, the steps after it join

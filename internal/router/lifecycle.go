@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/driver"
 )
 
@@ -29,15 +30,7 @@ func (l *lane) startSession() {
 	// Some agents take tens of seconds to start (OpenCode): the thread says
 	// so at once, and its time says since when.
 	l.emit(chat.SessionInfo{State: "starting", SessionID: l.th.SessionID})
-	env := make([]string, 0, len(ag.Env))
-	for k, v := range ag.Env {
-		env = append(env, k+"="+v)
-	}
-	spec := driver.Spec{
-		ThreadID: l.th.ID, AgentID: ag.ID, Command: ag.Command, Args: ag.Args, Env: env,
-		Cwd: l.th.Cwd, ResumeID: l.th.SessionID, Mode: l.th.Mode, Model: ag.Model,
-		Options: ag.Options, Logger: l.log,
-	}
+	spec := l.spec(ag)
 	sink := &laneSink{l: l, gen: gen}
 	live := chat.LiveSession{Thread: l.th.ID, Agent: ag.ID, Cwd: l.th.Cwd}
 	resumed := l.th.SessionID != ""
@@ -112,6 +105,19 @@ func (l *lane) started(gen int, s driver.Session, err error, resumed bool) {
 	if t := l.turn; t.phase == awaitingSession {
 		l.receipt(t.p, chat.DeliveryDelivering, "")
 		l.prompt(t)
+	}
+}
+
+// spec is what starts (or resumes) the thread's session with agent ag.
+func (l *lane) spec(ag config.Agent) driver.Spec {
+	env := make([]string, 0, len(ag.Env))
+	for k, v := range ag.Env {
+		env = append(env, k+"="+v)
+	}
+	return driver.Spec{
+		ThreadID: l.th.ID, AgentID: ag.ID, Command: ag.Command, Args: ag.Args, Env: env,
+		Cwd: l.th.Cwd, ResumeID: l.th.SessionID, Mode: l.th.Mode, Model: ag.Model,
+		Options: ag.Options, Logger: l.log,
 	}
 }
 
@@ -227,14 +233,15 @@ func (l *lane) tell(wait func(), f func(context.Context, driver.Session) error) 
 
 // recover settles what a previous run left: open cards of dead sessions are
 // cancelled, a turn cut off mid-way ends with an error, a message cut off during
-// delivery fails with the reason, and queued messages wait for delivery.
+// delivery is judged by the agent's own record (checkCutOff), and queued
+// messages wait for delivery.
 func (l *lane) recover(ctx context.Context, pending []chat.Input, open []chat.Card) error {
 	for i := range open {
 		l.closeCard(&open[i], chat.CardExpired, nil)
 	}
 	if id := l.th.TurnMessageID; id != "" {
-		// The turn's message is still delivering (failed below) or was
-		// submitted: a failed one ends its turn in the same commit.
+		// The turn's message is still delivering (its check ends the turn)
+		// or was submitted.
 		delivering := slices.ContainsFunc(pending, func(in chat.Input) bool {
 			return in.MessageID == id && in.State == chat.DeliveryDelivering
 		})
@@ -243,18 +250,20 @@ func (l *lane) recover(ctx context.Context, pending []chat.Input, open []chat.Ca
 		waited := slices.ContainsFunc(pending, func(in chat.Input) bool {
 			return in.MessageID == id && in.State == chat.DeliveryQueued
 		})
-		if !delivering && !waited {
-			l.emit(chat.Error{Code: chat.CodeRestart, Message: "parley stopped during this turn; the answer may be incomplete", Ref: id})
-			l.emit(chat.PromptDone{StopReason: chat.StopError, MessageID: id})
+		if !delivering {
+			if !waited {
+				l.emit(chat.Error{Code: chat.CodeRestart, Message: "parley stopped during this turn; the answer may be incomplete", Ref: id})
+				l.emit(chat.PromptDone{StopReason: chat.StopError, MessageID: id})
+			}
+			l.emit(chat.TurnStatus{Active: false})
+			l.th.TurnMessageID = ""
 		}
-		l.emit(chat.TurnStatus{Active: false})
-		l.th.TurnMessageID = ""
 	}
 	for _, in := range pending {
 		p := &pendingInput{in: in}
 		switch in.State {
 		case chat.DeliveryDelivering:
-			l.receipt(p, chat.DeliveryFailed, "parley stopped while delivering this message; it may not have reached the agent")
+			l.checkCutOff(p)
 		case chat.DeliveryQueued:
 			l.queue = append(l.queue, p)
 			l.r.opt.Metrics.QueueDepth.Inc()
@@ -264,15 +273,92 @@ func (l *lane) recover(ctx context.Context, pending []chat.Input, open []chat.Ca
 	return l.flush()
 }
 
+// checkTimeout bounds a driver's look into its agent's record at recovery.
+const checkTimeout = 10 * time.Second
+
+// checkCutOff asks the thread's driver, off the lane, whether a message parley
+// was delivering when it stopped reached the agent: the agent may have read
+// it, asked its model and kept it (a retry would give it twice), or never seen
+// it. Its receipt stays "delivering", and the queue waits, until the answer.
+func (l *lane) checkCutOff(p *pendingInput) {
+	l.checking++
+	drv, ag, err := l.r.Driver(l.th.Agent)
+	var spec driver.Spec
+	if err == nil {
+		spec = l.spec(ag)
+	}
+	m := driver.Sent{MessageID: p.in.MessageID, Text: p.in.Text, At: p.in.AcceptedAt}
+	l.spawn(func() {
+		v, why := driver.VerdictUnknown, "the agent keeps no record parley can read"
+		switch chk, ok := drv.(driver.DeliveryChecker); {
+		case err != nil:
+			why = err.Error()
+		case ok:
+			ctx, cancel := context.WithTimeout(l.r.ctx, checkTimeout)
+			v, why = chk.CheckDelivery(ctx, spec, m)
+			cancel()
+		}
+		// Not taken (parley is stopping): it stays delivering for the next start.
+		l.result(func() { l.settleCutOff(p, v, why) })
+	})
+}
+
+// settleCutOff gives a message cut off by a crash its receipt from the
+// agent's record: "submitted" when the record holds it, "failed" only when it
+// proves the agent never got it (so a retry delivers it once), "unknown"
+// otherwise (never sent again). The turn it opened ends with it.
+func (l *lane) settleCutOff(p *pendingInput, v driver.Verdict, why string) {
+	l.checking--
+	id := p.in.MessageID
+	switch v {
+	case driver.Delivered:
+		l.receipt(p, chat.DeliverySubmitted, "")
+		if id == l.th.TurnMessageID {
+			l.emit(chat.Error{Code: chat.CodeRestart, Message: "parley stopped during this turn; the answer may be incomplete", Ref: id})
+			l.emit(chat.PromptDone{StopReason: chat.StopError, MessageID: id})
+		}
+	case driver.NotDelivered:
+		l.receipt(p, chat.DeliveryFailed, "parley stopped while delivering this message, and the agent never got it ("+why+")")
+	default:
+		l.receipt(p, chat.DeliveryUnknown, "parley stopped while delivering this message; it may or may not have reached the agent ("+why+"), so it is not sent again")
+	}
+	if id == l.th.TurnMessageID {
+		l.emit(chat.TurnStatus{Active: false})
+		l.th.TurnMessageID = ""
+	}
+	l.next()
+}
+
 // shutdown ends the session; a turn in flight ends with an error (cutOff or
-// notSent says why), queued messages stay queued for the next start.
-func (l *lane) shutdown(cutOff, notSent string) {
+// notSent says why), or, its message handed over unproven, stays open for the
+// next start (unknown when the thread is deleting); queued messages stay
+// queued for the next start.
+func (l *lane) shutdown(cutOff, notSent string, deleting bool) {
 	l.moveSession(laneClosing)
 	if t := l.turn; t != nil {
-		if t.phase == delivered {
+		switch t.phase {
+		case delivered:
 			l.emit(chat.Error{Code: chat.CodeRestart, Message: cutOff, Ref: t.p.in.MessageID})
 			l.finishTurn(t, chat.StopError)
-		} else {
+		case prompting, handedOver:
+			if deleting {
+				// Gone with its thread: nobody will ask again.
+				l.receipt(t.p, chat.DeliveryUnknown, "the thread was deleted while the message was being delivered")
+				l.finishTurn(t, "")
+				break
+			}
+			// The text is on its way or handed over, unproven: the agent
+			// may have it. It stays "delivering", its turn open, for the
+			// next start to judge by the agent's record, as after a crash
+			// (checkCutOff); "failed" here could be false.
+			l.move(t, over)
+			t.cancelPrompt()
+			if t.stopTimer != nil {
+				t.stopTimer.Stop()
+			}
+			l.cancelCards(t.p.in.MessageID, "")
+			l.turn = nil
+		default:
 			l.receipt(t.p, chat.DeliveryFailed, notSent)
 			l.finishTurn(t, "")
 		}

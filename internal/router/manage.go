@@ -321,7 +321,7 @@ func (l *lane) retire() error {
 // closed as at shutdown, its slot given back, and messages handed to the
 // lane before it was let go of are refused.
 func (l *lane) end() {
-	l.shutdown("the thread was deleted; this turn was stopped", "the thread was deleted before the message reached the agent")
+	l.shutdown("the thread was deleted; this turn was stopped", "the thread was deleted before the message reached the agent", true)
 	l.r.slots.release(l)
 	for {
 		select {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -457,7 +458,8 @@ func TestWithdrawTakesBackOnlyTheRoutesOwnMessage(t *testing.T) {
 
 // What a crash leaves in the store (a turn in flight, a message being
 // delivered, one queued, an open card) is settled by the next start: the
-// cut-off message fails with the reason, the card expires, the queued
+// cut-off message, of which the agent keeps no record here, is unknown with
+// the reason (never failed, never sent again), the card expires, the queued
 // message is delivered.
 func TestRecoveryAfterACrash(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -482,14 +484,14 @@ func TestRecoveryAfterACrash(t *testing.T) {
 		defer g.close()
 		synctest.Wait()
 		l := g.log("t_crash")
-		for _, want := range []string{"permission_resolved", "delivery:m1:failed", "delivery:m2:delivering", "prompt_done:m2:end_turn"} {
+		for _, want := range []string{"permission_resolved", "delivery:m1:unknown", "delivery:m2:delivering", "prompt_done:m2:end_turn"} {
 			if !has(l, want) {
 				t.Fatalf("after the restart the log is %v; want %s in it", l, want)
 			}
 		}
 		in, _ := g.st.Input(ctx, from, "m1")
-		if in.State != chat.DeliveryFailed || in.Detail == "" {
-			t.Fatalf("m1 %+v; want failed with the reason", in)
+		if in.State != chat.DeliveryUnknown || !strings.Contains(in.Detail, "keeps no log") {
+			t.Fatalf("m1 %+v; want unknown with the reason", in)
 		}
 		if p := g.drv.Prompts(); len(p) != 1 || p[0].MessageID != "m2" {
 			t.Fatalf("prompts %v; want m2 only (m1 may have reached the agent: never sent twice)", p)
@@ -500,6 +502,97 @@ func TestRecoveryAfterACrash(t *testing.T) {
 		cards, _ := g.st.Cards(ctx, "t_crash", chat.CardExpired)
 		if len(cards) != 1 {
 			t.Fatalf("expired cards %v; want p1", cards)
+		}
+	})
+}
+
+// A message parley was delivering when it was killed gets its receipt from
+// the agent's own record at the next start, before anything queued behind it
+// goes: submitted (its turn ends with the error) when the record holds it,
+// failed only when the record proves the agent never got it, unknown when
+// there is no record. A retry with the same id delivers a failed one once and
+// never sends a submitted or unknown one again.
+func TestRecoveryJudgesACutOffMessageByTheAgentsRecord(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		log   string // the scripted agent's log as the crash left it; "-": none kept
+		state string
+		sent  []string // prompts after the restart and a retry of m1
+	}{
+		{"the agent's record holds it", "t_cut m1\n", chat.DeliverySubmitted, []string{"m2"}},
+		{"the record proves it never got there", "t_cut m0\n", chat.DeliveryFailed, []string{"m2", "m1"}},
+		{"no record", "-", chat.DeliveryUnknown, []string{"m2"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				dir := t.TempDir()
+				ctx := context.Background()
+				from := chat.RouteKey{Channel: "test", Chat: "c1"}
+				now := time.Now()
+				th := chat.Thread{ID: "t_cut", Agent: "echo", Cwd: dir, State: chat.ThreadWorking, SessionID: "s_old",
+					CreatedAt: now, UpdatedAt: now, TurnMessageID: "m1"}
+				leftByACrash(t, dir, from, store.Batch{Thread: &th, Inputs: []chat.Input{
+					{MessageID: "m1", ThreadID: th.ID, From: from, Text: "say one", State: chat.DeliveryDelivering, AcceptedAt: now},
+					{MessageID: "m2", ThreadID: th.ID, From: from, Text: "say two", State: chat.DeliveryQueued, AcceptedAt: now},
+				}})
+				logFile := ""
+				if c.log != "-" {
+					logFile = filepath.Join(dir, "deliveries")
+					if err := os.WriteFile(logFile, []byte(c.log), 0o600); err != nil {
+						t.Fatal(err)
+					}
+				}
+				g := newRig(t, dir, func(o *Options) { o.Drivers["scripted"].(*scripted.Driver).LogFile = logFile })
+				defer g.close()
+				synctest.Wait()
+				l := g.log("t_cut")
+				verdict := slices.Index(l, "delivery:m1:"+c.state)
+				if verdict < 0 || verdict > slices.Index(l, "delivery:m2:delivering") {
+					t.Fatalf("after the restart: %v; want m1 %s before m2 goes", l, c.state)
+				}
+				if ended := has(l, "prompt_done:m1:error"); ended != (c.state == chat.DeliverySubmitted) {
+					t.Fatalf("after the restart: %v; m1's turn ended with the error: %v, want it only when submitted", l, ended)
+				}
+				if in, _ := g.st.Input(ctx, from, "m1"); in.State != c.state || in.State != chat.DeliverySubmitted && in.Detail == "" {
+					t.Fatalf("m1 stored as %+v; want %s, with the reason", in, c.state)
+				}
+				if g.thread("t_cut").TurnMessageID != "" {
+					t.Fatal("the cut-off turn is still open")
+				}
+				// The dashboard's Retry sends the same id again.
+				g.send("m1", "say one")
+				synctest.Wait()
+				var got []string
+				for _, p := range g.drv.Prompts() {
+					got = append(got, p.MessageID)
+				}
+				if !slices.Equal(got, c.sent) {
+					t.Fatalf("prompts after the restart and a retry: %v; want %v", got, c.sent)
+				}
+			})
+		})
+	}
+}
+
+// parley shut down while a message was on its way to the agent (Prompt still
+// running): the agent may have it, so it is not failed; it stays delivering
+// for the next start, which judges it by the agent's record like a crash's.
+func TestShutdownLeavesAnUnprovenDeliveryToTheNextStart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		g := newRig(t, dir, nil)
+		th := g.sendOK("m1", "waiting the agent is busy\nsay hi")
+		synctest.Wait() // Prompt runs: the text is on its way
+		g.close()
+		g = newRig(t, dir, nil) // its scripted agent keeps no record: unknown
+		defer g.close()
+		synctest.Wait()
+		l := g.log(th)
+		if has(l, "delivery:m1:failed") || !has(l, "delivery:m1:unknown") {
+			t.Fatalf("after a shutdown mid-delivery and a start: %v; want m1 unknown, never failed", l)
+		}
+		if p := g.drv.Prompts(); len(p) != 0 {
+			t.Fatalf("prompts after the start: %v; want none (m1 may have reached the agent)", p)
 		}
 	})
 }

@@ -3,7 +3,10 @@
 package router
 
 import (
+	"errors"
+
 	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/driver"
 )
 
 type updateKind int
@@ -74,6 +77,10 @@ func (l *lane) onUpdate(u update) {
 		l.emit(chat.SessionInfo{State: "exited", SessionID: l.th.SessionID, Detail: detail})
 		l.cancelCards("", "")
 		if t := l.turn; t != nil {
+			// The driver's word that the agent may have taken the text
+			// before it died (stream: Claude Code began the turn, and its
+			// transcript did not keep it): "unknown", never "failed".
+			t.exitUnverified = errors.Is(u.err, driver.ErrUnverified)
 			switch {
 			case !t.sent():
 				// Whether the text got there is Prompt's to say; it returns

@@ -28,14 +28,17 @@ import (
 // and exitDetail and judged when Prompt returns: only Prompt can say whether
 // the text got there.
 type turn struct {
-	p            *pendingInput
-	phase        turnPhase
-	prover       bool   // the session is a driver.DeliveryProver: Prompt's nil is the evidence
-	stopping     bool   // a stop was asked (any phase); the stop grace runs
-	endReason    string // TurnEnded arrived while prompting
-	exitDetail   string // the session exited while prompting
-	cancelPrompt context.CancelFunc
-	stopTimer    *time.Timer
+	p          *pendingInput
+	phase      turnPhase
+	prover     bool   // the session is a driver.DeliveryProver: Prompt's nil is the evidence
+	stopping   bool   // a stop was asked (any phase); the stop grace runs
+	endReason  string // TurnEnded arrived while prompting
+	exitDetail string // the session exited while prompting
+	// exitUnverified: the driver said, with the exit, that the agent may
+	// have taken the text (driver.ErrUnverified): not taken is then unknown.
+	exitUnverified bool
+	cancelPrompt   context.CancelFunc
+	stopTimer      *time.Timer
 }
 
 type turnPhase int
@@ -86,7 +89,7 @@ func (l *lane) receipt(p *pendingInput, state, detail string) {
 
 // next starts the oldest queued message's turn when none runs.
 func (l *lane) next() {
-	if l.turn != nil || len(l.queue) == 0 || l.life == laneClosing {
+	if l.turn != nil || len(l.queue) == 0 || l.life == laneClosing || l.checking > 0 {
 		return
 	}
 	p := l.queue[0]
@@ -219,8 +222,14 @@ func (l *lane) received() {
 }
 
 // notTaken fails a turn whose text was handed over but which ended (reason)
-// or whose session exited (exitDetail) before the agent showed it had it.
+// or whose session exited (exitDetail) before the agent showed it had it; it
+// is unknown when the driver said the agent may have taken it before it died.
 func (l *lane) notTaken(t *turn, reason, exitDetail string) {
+	if exitDetail != "" && t.exitUnverified {
+		l.receipt(t.p, chat.DeliveryUnknown, "parley could not tell whether it reached the agent: "+exitDetail)
+		l.finishTurn(t, "")
+		return
+	}
 	detail := "the agent ended the turn before it showed it had the message"
 	switch {
 	case t.stopping:

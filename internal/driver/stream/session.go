@@ -950,6 +950,15 @@ func (s *session) exited(err error, stderrTail string) {
 	if err != nil && stderrTail != "" {
 		err = fmt.Errorf("%w: %s", err, stderrTail)
 	}
+	if started != nil && !kept {
+		// Claude Code began the prompt's turn, and may have asked the model,
+		// but did not keep it: whether it got there is not known (a retry
+		// could reach the model twice).
+		if err == nil {
+			err = errors.New("claude exited")
+		}
+		err = fmt.Errorf("%w, after it began the turn and before its transcript kept the message (%w)", err, driver.ErrUnverified)
+	}
 	if turn {
 		msg := "Claude Code stopped in the middle of the turn"
 		if err != nil {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/internal/driver"
+	"github.com/parleyhq/parley/internal/driver/claudecode"
 )
 
 // ProjectDir is where Claude Code keeps the transcripts of sessions run in
@@ -29,29 +30,13 @@ func ProjectDir(configDir, cwd string) string {
 	return filepath.Join(configDir, "projects", string(b))
 }
 
-// configDir is Claude Code's config folder for spec's environment:
-// CLAUDE_CONFIG_DIR, else $HOME/.claude (spec.Env wins over parley's own).
+// configDir is Claude Code's config folder for spec's environment.
 func configDir(spec driver.Spec) (string, error) {
-	look := func(key string) string {
-		for i := len(spec.Env) - 1; i >= 0; i-- {
-			if v, ok := strings.CutPrefix(spec.Env[i], key+"="); ok {
-				return v
-			}
-		}
-		return os.Getenv(key)
+	d, err := claudecode.ConfigDir(spec.Env)
+	if err != nil {
+		return "", fmt.Errorf("stream: %w", err)
 	}
-	if d := look("CLAUDE_CONFIG_DIR"); d != "" {
-		return d, nil
-	}
-	home := look("HOME")
-	if home == "" {
-		h, err := os.UserHomeDir()
-		if err != nil {
-			return "", fmt.Errorf("stream: no home folder: %w", err)
-		}
-		home = h
-	}
-	return filepath.Join(home, ".claude"), nil
+	return d, nil
 }
 
 // projectDirs are the folders that may hold transcripts of sessions run in
@@ -71,12 +56,33 @@ func projectDirs(spec driver.Spec) []string {
 // transcriptHas reports whether session id's transcript holds the person's
 // message p, recorded no earlier than it was written to stdin.
 func (s *session) transcriptHas(id string, p *sent) bool {
+	return transcriptHolds(s.projects, id, p.text, p.at)
+}
+
+// CheckDelivery implements driver.DeliveryChecker: a message parley was
+// delivering when it stopped reached Claude Code when the session's transcript
+// holds it (a resumed session has it). Its absence proves nothing: Claude Code
+// may have asked the model and died before it kept the message, or (left
+// running by a parley killed under it) not have written it yet.
+func (d *Driver) CheckDelivery(ctx context.Context, spec driver.Spec, m driver.Sent) (driver.Verdict, string) {
+	if spec.ResumeID == "" {
+		return driver.VerdictUnknown, "Claude Code had not named its session yet, so no transcript can say"
+	}
+	if transcriptHolds(projectDirs(spec), spec.ResumeID, m.Text, m.At) {
+		return driver.Delivered, "Claude Code's transcript holds it"
+	}
+	return driver.VerdictUnknown, "Claude Code's transcript of session " + spec.ResumeID + " does not hold it, but Claude Code may have taken it and not kept it"
+}
+
+// transcriptHolds reports whether session id's transcript, in one of dirs,
+// holds a person's message with text, recorded no earlier than since.
+func transcriptHolds(dirs []string, id, text string, since time.Time) bool {
 	if id == "" {
 		return false
 	}
-	since := p.at.Truncate(time.Millisecond)
-	want := strings.TrimSpace(p.text)
-	for _, dir := range s.projects {
+	since = since.Truncate(time.Millisecond)
+	want := strings.TrimSpace(text)
+	for _, dir := range dirs {
 		f, err := os.Open(filepath.Join(dir, id+".jsonl"))
 		if err != nil {
 			continue

@@ -50,8 +50,9 @@ func New(log *slog.Logger) *Driver {
 }
 
 var (
-	_ driver.Driver        = (*Driver)(nil)
-	_ driver.SessionLister = (*Driver)(nil)
+	_ driver.Driver          = (*Driver)(nil)
+	_ driver.SessionLister   = (*Driver)(nil)
+	_ driver.DeliveryChecker = (*Driver)(nil)
 )
 
 // Args returns the command-line arguments the driver starts Claude Code with.

@@ -38,6 +38,7 @@ import (
 
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/driver"
+	"github.com/parleyhq/parley/internal/driver/claudecode"
 	"github.com/parleyhq/parley/internal/driver/tmux/ctl"
 	"github.com/parleyhq/parley/internal/driver/tmux/hook"
 	"github.com/parleyhq/parley/internal/driver/tmux/pane"
@@ -77,7 +78,32 @@ type Driver struct {
 	Logger       *slog.Logger
 }
 
-var _ driver.Driver = (*Driver)(nil)
+var (
+	_ driver.Driver          = (*Driver)(nil)
+	_ driver.DeliveryChecker = (*Driver)(nil)
+)
+
+// CheckDelivery implements driver.DeliveryChecker for Claude Code in a pane:
+// a message parley was typing when it stopped reached it when a transcript in
+// the thread's folder holds it as a person's prompt, recorded after parley
+// stored it (FindByPrompt). The pane outlives parley, so a prompt submitted
+// may be kept a moment later: a transcript without it proves nothing.
+func (d *Driver) CheckDelivery(_ context.Context, spec driver.Spec, m driver.Sent) (driver.Verdict, string) {
+	dir, err := claudecode.ConfigDir(spec.Env)
+	if err != nil {
+		return driver.VerdictUnknown, err.Error()
+	}
+	cwds := []string{spec.Cwd}
+	if real, err := filepath.EvalSymlinks(spec.Cwd); err == nil && real != spec.Cwd {
+		cwds = append(cwds, real) // Claude Code may name the folder after either
+	}
+	for _, cwd := range cwds {
+		if _, _, ok := transcript.FindByPrompt(transcript.ProjectDir(dir, cwd), m.Text, m.At); ok {
+			return driver.Delivered, "Claude Code's transcript holds it"
+		}
+	}
+	return driver.VerdictUnknown, "no transcript of Claude Code's holds it, but the agent may have taken it and not kept it yet"
+}
 
 // New returns a driver on parley's own tmux server keeping per-session state
 // (hook settings and spool) under stateDir. Its hook command is this

@@ -65,7 +65,10 @@ type Received struct {
 	Images []string
 }
 
-var _ driver.Driver = (*Driver)(nil)
+var (
+	_ driver.Driver          = (*Driver)(nil)
+	_ driver.DeliveryChecker = (*Driver)(nil)
+)
 
 // Start implements driver.Driver.
 func (d *Driver) Start(ctx context.Context, spec driver.Spec, sink driver.Sink) (driver.Session, error) {
@@ -94,6 +97,26 @@ func (d *Driver) Start(ctx context.Context, spec driver.Spec, sink driver.Sink) 
 	d.sessions = append(d.sessions, s)
 	d.mu.Unlock()
 	return s, nil
+}
+
+// CheckDelivery implements driver.DeliveryChecker from LogFile, the scripted
+// agent's own record, which outlives a daemon: a prompt is there once the
+// agent took it, and never otherwise. Without a LogFile it cannot say.
+func (d *Driver) CheckDelivery(_ context.Context, spec driver.Spec, m driver.Sent) (driver.Verdict, string) {
+	if d.LogFile == "" {
+		return driver.VerdictUnknown, "the scripted agent keeps no log"
+	}
+	b, err := os.ReadFile(d.LogFile)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return driver.VerdictUnknown, err.Error()
+	}
+	want := fmt.Sprintf("%s %s", spec.ThreadID, m.MessageID)
+	for _, line := range strings.Split(string(b), "\n") {
+		if line == want {
+			return driver.Delivered, "the scripted agent's log holds it"
+		}
+	}
+	return driver.NotDelivered, "the scripted agent's log does not hold it"
 }
 
 // Starts counts sessions started (new or resumed).
