@@ -91,7 +91,7 @@ func (h *Hub) keepBookings() error {
 	if booked+storeHeadroom <= h.budget {
 		return nil
 	}
-	h.log.Warn(fmt.Sprintf("cluster: the hub's disk bookings (%d MiB: the thread summaries' 256 MiB and %d machines' inputs) "+
+	h.log.Warn(fmt.Sprintf("cluster: the hub's disk bookings (%d MiB: the thread summaries' 256 MiB and %d machines' inputs and copies) "+
 		"are past its budget (%d MiB: store_bytes, or 3/4 of the disk free at its start); the machines joined keep theirs, "+
 		"and no machine can join until there is room: free disk on the hub, lower [cluster] input_bytes, or raise store_bytes, "+
 		"and restart the hub", booked>>20, len(h.reg.Nodes), h.budget>>20),
