@@ -202,6 +202,20 @@ export function Gone({ store }: { store: Store }) {
   return <div class="banner" role="status" data-gone="">{g}</div>;
 }
 
+// FromCopy says, at a hub, that the thread's machine is away and what is shown
+// is the hub's copy of its recent events.
+export function FromCopy({ store }: { store: Store }) {
+  const c = store.state.chat;
+  if (c.fromCopy === undefined) return null;
+  const since = c.fromCopy ? new Date(c.fromCopy) : null;
+  const when = since && !isNaN(since.getTime()) ? ` since ${since.toLocaleString()}` : "";
+  return (
+    <div class="banner" role="status" data-from-copy="">
+      Machine {c.thread?.node || "of this thread"} offline{when}; showing the hub's copy of its recent events.
+    </div>
+  );
+}
+
 // useFocus shows the message a search hit opened the thread at.
 // Once per hit: later messages do not pull the view back to it.
 export function useFocus(store: Store, hold: () => void) {
