@@ -80,7 +80,8 @@ func (s *shown) done(t *testing.T) chat.ReplayDone {
 // copy and since when the machine is offline; its tail too. When the node
 // is back, the same follower goes on from the node's log: the events the
 // node made while away, then new ones, no gap, none twice; a new replay is
-// the node's own, not the copy. A revoked node's copy is gone.
+// the node's own, not the copy. A thread deleted on the node leaves the
+// copy, and a revoked node's copy is gone.
 func TestAnAwayNodesThreadIsReadFromTheHubsCopy(t *testing.T) {
 	hubData := t.TempDir()
 	h := startHub(t, hubData, "127.0.0.1:0")
@@ -154,6 +155,25 @@ func TestAnAwayNodesThreadIsReadFromTheHubsCopy(t *testing.T) {
 	last, err := h.copy.lastSeq(t.Context(), remote)
 	if err != nil || last != 9 {
 		t.Fatalf("the copy's last seq %d %v, want 9: the events b made while away are copied too", last, err)
+	}
+
+	// A thread deleted on its node leaves the copy.
+	const other = chat.ThreadID("t_two")
+	b.write(other, 1, false)
+	waitFor(t, 10*time.Second, "b's other thread in the copy", func() bool {
+		last, err := h.copy.lastSeq(t.Context(), RemoteID("b", other))
+		return err == nil && last == 1
+	})
+	if err := b.st.DeleteThread(t.Context(), other); err != nil {
+		t.Fatal(err)
+	}
+	b.hub.CloseThread(other, hub.ReasonDeleted) // as the router does
+	waitFor(t, 10*time.Second, "b's deleted thread gone from the hub's list", func() bool {
+		_, ok := remoteThread(t, h, RemoteID("b", other))
+		return !ok
+	})
+	if last, err := h.copy.lastSeq(t.Context(), RemoteID("b", other)); err != nil || last != 0 {
+		t.Fatalf("the copy of a thread deleted on b: last seq %d %v, want none", last, err)
 	}
 
 	// A revoked node's copy is deleted.
