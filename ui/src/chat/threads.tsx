@@ -203,10 +203,13 @@ export function Gone({ store }: { store: Store }) {
 }
 
 // FromCopy says, at a hub, that the thread's machine is away and what is shown
-// is the hub's copy of its recent events.
+// is the hub's copy of its recent events; not once the machine's agents are
+// listed online again (its own events follow on the socket).
 export function FromCopy({ store }: { store: Store }) {
   const c = store.state.chat;
-  if (c.fromCopy === undefined) return null;
+  const node = c.thread?.node;
+  const back = !!node && store.state.agents.some((a) => a.node === node && a.status !== "offline");
+  if (c.fromCopy === undefined || back) return null;
   const since = c.fromCopy ? new Date(c.fromCopy) : null;
   const when = since && !isNaN(since.getTime()) ? ` since ${since.toLocaleString()}` : "";
   return (
