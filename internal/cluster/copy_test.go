@@ -160,9 +160,10 @@ func TestAnAwayNodesThreadIsReadFromTheHubsCopy(t *testing.T) {
 	// A thread deleted on its node leaves the copy.
 	const other = chat.ThreadID("t_two")
 	b.write(other, 1, false)
-	waitFor(t, 10*time.Second, "b's other thread in the copy", func() bool {
+	waitFor(t, 10*time.Second, "b's other thread in the copy and listed", func() bool {
 		last, err := h.copy.lastSeq(t.Context(), RemoteID("b", other))
-		return err == nil && last == 1
+		_, listed := remoteThread(t, h, RemoteID("b", other))
+		return err == nil && last == 1 && listed
 	})
 	if err := b.st.DeleteThread(t.Context(), other); err != nil {
 		t.Fatal(err)
@@ -252,7 +253,9 @@ func TestAHubsCopyPastItsBytesDropsItsOldestAndSaysSo(t *testing.T) {
 	s.until(t, watch, 41)
 	// b dies without a goodbye: its record may still look current, but a
 	// read finds nobody there and is answered from the copy all the same.
+	clients := h.srv.NumClients()
 	l.Conn().Close()
+	waitFor(t, 10*time.Second, "b's connection gone at the hub", func() bool { return h.srv.NumClients() == clients-1 })
 
 	_, away := followAt(t, h, local, remote, 0, 0)
 	p := away.of(follow.KindPruned)
