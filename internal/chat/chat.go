@@ -49,9 +49,19 @@ type Thread struct {
 	// Node is the machine that owns the thread, on a cluster's hub ("" for
 	// this machine's own); never stored.
 	Node string `json:"node,omitempty"`
+	// Copy is set at a cluster's hub when its machine is away and what the
+	// hub shows of the thread is the hub's own copy (never stored; a
+	// follower says so in replay_done).
+	Copy *HubCopy `json:"-"`
 	// TurnMessageID is the person's message whose turn is in flight, or "".
 	// A non-empty value found at start-up means the daemon died mid-turn.
 	TurnMessageID string `json:"-"`
+}
+
+// HubCopy says a thread is read from the hub's copy of its events, its
+// machine away since OfflineSince (the hub's clock: its last heartbeat).
+type HubCopy struct {
+	OfflineSince time.Time
 }
 
 // LiveSession is an agent process parley runs for a thread, as the

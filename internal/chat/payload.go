@@ -3,6 +3,7 @@ package chat
 import (
 	"encoding/json"
 	"fmt"
+	"time"
 )
 
 // Payload is the type-specific part of an event; docs/protocol.md lists them all.
@@ -536,6 +537,12 @@ type ThreadEvent struct {
 // ReplayDone ends a connection's replay: LastSeq is the newest event sent.
 type ReplayDone struct {
 	LastSeq int64 `json:"last_seq"` // the newest event sent; live events follow it
+	// FromCopy: at a cluster's hub, the thread's machine is away and the
+	// replay came from the hub's copy of its recent events (older ones may
+	// be missing, said by history_pruned); its own log takes over, with no
+	// gap, when it is back. OfflineSince is when the hub last heard from it.
+	FromCopy     bool      `json:"from_copy,omitempty"`
+	OfflineSince time.Time `json:"offline_since,omitzero"`
 }
 
 // HistoryPruned says the thread's events up to ThroughSeq are no longer

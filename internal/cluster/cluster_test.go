@@ -381,7 +381,7 @@ func TestANodeCannotTouchAnotherNodesSubjectsOrKeys(t *testing.T) {
 	// b's thread summaries, b's inputs, the admin requests, and every $KV
 	// key, a's own too (the hub writes them, records.go).
 	for _, subj := range []string{"$KV." + threadsBucket + ".b.t1", InputSubject("b") + ".t1", adminRevoke, joinSubject,
-		DirectoryKey("a"), "$KV." + threadsBucket + ".a.t1"} {
+		DirectoryKey("a"), "$KV." + threadsBucket + ".a.t1", CopySubject("b", "t1"), CopySubject("a", "t1")} {
 		if err := a.Publish(subj, []byte(`{"node":"b"}`)); err != nil {
 			t.Fatal(err)
 		}
@@ -392,6 +392,7 @@ func TestANodeCannotTouchAnotherNodesSubjectsOrKeys(t *testing.T) {
 	}
 	// Subscribe to what b receives or sends.
 	for _, subj := range []string{ToSubject("b") + ".>", FromSubject("b") + ".>", "$KV." + nodesBucket + ".>", ">",
+		copyPrefix("b") + ".>", copyPrefix("a") + ".>",
 		inboxPrefix("b") + ".>", hubInbox + ".>", adminInbox + ".>", joinInbox + ".>"} {
 		if _, err := a.Subscribe(subj, func(*nats.Msg) {}); err != nil {
 			t.Fatal(err)

@@ -85,7 +85,7 @@ var (
 	nodeWaitingDesc = prometheus.NewDesc("parley_cluster_inputs_waiting",
 		"Inputs kept at the hub for the node, not yet taken by it.", []string{"node"}, nil)
 	storeBookedDesc = prometheus.NewDesc("parley_cluster_store_booked_bytes",
-		"What the hub's JetStream has booked on its disk: the thread summaries' bound and each joined node's input_bytes.", nil, nil)
+		"What the hub's JetStream has booked on its disk: the thread summaries' bound, each joined node's input_bytes and each node's copy_bytes.", nil, nil)
 	storeBudgetDesc = prometheus.NewDesc("parley_cluster_store_budget_bytes",
 		"What the hub's disk bookings may add up to: store_bytes, or 3/4 of the disk free at the hub's start. "+
 			"Booked past it (a fuller disk at a restart), the joined nodes keep theirs and a new node is refused.", nil, nil)

@@ -47,6 +47,11 @@ type HubOptions struct {
 	// for new bookings (0: 3/4 of the disk free at the hub's start,
 	// JetStream's default); what is booked already is kept (store.go).
 	StoreBytes int64
+	// CopyBytes and CopyAge bound the hub's copy of each node's recent
+	// events (copy.go; 0: DefaultCopyBytes, DefaultCopyAge); CopyBytes is
+	// booked on the hub's disk per node, as InputBytes is.
+	CopyBytes int64
+	CopyAge   time.Duration
 	// InputFailed, when set, is told of each input that will never be
 	// applied, with the reason (inputs.go). It runs on the node's forwarder,
 	// whose next inputs wait for it: it must be quick, and must not call
@@ -103,6 +108,8 @@ type Hub struct {
 	records   *mirror[Record]
 	summaries *mirror[RemoteThread]
 	online    *onlineWatch
+	// copy is the hub's copy of the nodes' recent events (copy.go).
+	copy *hubCopy
 
 	// Lock order (docs/locks.md): members, then mu; wmu is a leaf. Only members is held
 	// across a wait (a forwarder's end): mu is taken by every sender
@@ -158,6 +165,12 @@ func StartHub(ctx context.Context, opt HubOptions) (*Hub, error) {
 	}
 	if opt.InputBytes <= 0 {
 		opt.InputBytes = DefaultInputBytes
+	}
+	if opt.CopyBytes <= 0 {
+		opt.CopyBytes = DefaultCopyBytes
+	}
+	if opt.CopyAge <= 0 {
+		opt.CopyAge = DefaultCopyAge
 	}
 	h := &Hub{opt: opt, dir: Dir(opt.DataDir), log: opt.Logger, fwd: map[string]*forwarder{},
 		waiters: map[string]chan inputResult{}, failed: newIDSet(4096),
@@ -292,6 +305,7 @@ func (h *Hub) connect(ctx context.Context) error {
 	if h.js, err = jetstream.New(nc); err != nil {
 		return err
 	}
+	h.copy = newHubCopy(h)
 	if h.nodes, err = h.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket: nodesBucket, Description: "parley nodes: each node's heartbeat record", History: 1, Storage: jetstream.FileStorage,
 		MaxValueSize: maxRecord,
@@ -534,7 +548,8 @@ func (h *Hub) handleRevoke(ctx context.Context, data []byte) (any, error) {
 var ErrNoNode = errors.New("no such node")
 
 // Revoke removes a node's user (its live connections are closed by the
-// reload), its directory record, its thread summaries and its input stream.
+// reload), its directory record, its thread summaries, its input stream and
+// the hub's copy of its events.
 func (h *Hub) Revoke(ctx context.Context, node string) error {
 	h.members.Lock()
 	defer h.members.Unlock()
@@ -560,6 +575,9 @@ func (h *Hub) Revoke(ctx context.Context, node string) error {
 	}
 	if err := h.js.DeleteStream(ctx, InputStream(node)); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
 		h.log.Warn("cluster: delete the revoked node's inputs", "node", node, "err", err)
+	}
+	if err := h.copy.drop(ctx, node); err != nil {
+		h.log.Warn("cluster: delete the hub's copy of the revoked node's events", "node", node, "err", err)
 	}
 	// Returned, the directory no longer lists it.
 	if err := errors.Join(h.records.sync(ctx), h.summaries.sync(ctx)); err != nil {

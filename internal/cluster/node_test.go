@@ -282,6 +282,7 @@ func TestANodeClosingAnswersTheReadsOnTheirWay(t *testing.T) {
 		t.Fatal(err)
 	}
 	remote := RemoteID("b", th)
+	waitFor(t, 10*time.Second, "b's thread listed at the hub", func() bool { _, ok := remoteThread(t, h, remote); return ok })
 	read := make(chan error, 1)
 	go func() {
 		got, err := h.Source().Thread(t.Context(), remote)
@@ -313,10 +314,15 @@ func TestANodeClosingAnswersTheReadsOnTheirWay(t *testing.T) {
 		t.Fatal("the hub's read on its way when b closed got no answer")
 	}
 	<-closed
-	// No responder is known at once; a read that waited out its timeout
-	// would fail with another error.
-	if _, err := h.Source().Thread(t.Context(), remote); !errors.Is(err, ErrNodeOffline) {
-		t.Fatalf("a read after b closed: %v, want %v", err, ErrNodeOffline)
+	// Offline at once: a read is answered from the hub's copy, saying so,
+	// without waiting for b.
+	got, err := h.Source().Thread(t.Context(), remote)
+	if err != nil || got.Copy == nil {
+		t.Fatalf("a read after b closed: %+v %v, want the thread from the hub's copy", got, err)
+	}
+	// A thread the hub has no summary of cannot be read from the copy: b is offline.
+	if _, err := h.Source().Thread(t.Context(), RemoteID("b", "t_unknown")); !errors.Is(err, ErrNodeOffline) {
+		t.Fatalf("a read of an unknown thread after b closed: %v, want %v", err, ErrNodeOffline)
 	}
 }
 

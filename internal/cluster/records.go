@@ -291,6 +291,9 @@ func (h *Hub) forgetThreads(ctx context.Context, node string, gone func(thread s
 			errs = append(errs, err)
 			continue
 		}
+		if err := h.copy.forget(ctx, id); err != nil {
+			h.log.Warn("cluster: remove a deleted thread from the hub's copy", "thread", id, "err", err)
+		}
 		purged = append(purged, id)
 	}
 	if len(purged) > 0 {

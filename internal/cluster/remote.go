@@ -95,9 +95,17 @@ func (s *RemoteSource) AskedThread(ctx context.Context, node, ask string) (chat.
 	return RemoteID(node, ans.Asked), nil
 }
 
-// Thread returns the remote thread, named by its remote id.
+// Thread returns the remote thread, named by its remote id. While its node
+// is away it is the thread as its summary last told, up to the newest
+// event the hub's copy holds, marked Copy.
 func (s *RemoteSource) Thread(ctx context.Context, id chat.ThreadID) (chat.Thread, error) {
+	if since, away := s.h.offline(ctx, id); away {
+		return s.copyThread(ctx, id, since, fmt.Errorf("%w: %s", ErrNodeOffline, NodeOf(id)))
+	}
 	ans, node, err := s.ask(ctx, id, srcRequest{Op: opThread})
+	if unreachable(ctx, err) {
+		return s.copyThread(ctx, id, s.h.lastHeard(ctx, node), err)
+	}
 	if err != nil {
 		return chat.Thread{}, err
 	}
@@ -109,9 +117,56 @@ func (s *RemoteSource) Thread(ctx context.Context, id chat.ThreadID) (chat.Threa
 	return th, nil
 }
 
-// Events returns up to limit events after since, asking again while the node
-// cut its answer to fit a message.
+// copyThread is thread id as the hub has it while its node is away: its
+// summary, its last seq the copy's newest (the summary's when the copy holds
+// none: then a replay says the events are not at the hub), no turn (none
+// can be followed). Without a summary it fails with why the node was not
+// asked.
+func (s *RemoteSource) copyThread(ctx context.Context, id chat.ThreadID, since time.Time, why error) (chat.Thread, error) {
+	node, th, _ := SplitRemoteID(id)
+	if _, joined := s.h.joined(node); !joined {
+		return chat.Thread{}, why
+	}
+	sum, ok := s.h.summaries.get(ThreadKey(node, th))
+	if !ok {
+		return chat.Thread{}, why
+	}
+	t := sum.val.Thread
+	last, err := s.h.copy.lastSeq(ctx, id)
+	if err != nil {
+		return chat.Thread{}, fmt.Errorf("cluster: the hub's copy of %s: %w", id, err)
+	}
+	if last > 0 {
+		t.LastSeq = last
+	}
+	t.TurnMessageID = ""
+	t.Copy = &chat.HubCopy{OfflineSince: since}
+	return t, nil
+}
+
+// unreachable says a request to a node failed for want of the node: not
+// connected, or no answer in time while the asker still waits.
+func unreachable(ctx context.Context, err error) bool {
+	return errors.Is(err, ErrNodeOffline) || errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil
+}
+
+// Events returns up to limit events after since, from the node, or from
+// the hub's copy while the node is away (the copy's oldest first when it
+// starts after since: the follower says the ones before are not here).
 func (s *RemoteSource) Events(ctx context.Context, id chat.ThreadID, since int64, limit int) ([]chat.Event, error) {
+	if _, away := s.h.offline(ctx, id); away {
+		return s.h.copy.events(ctx, id, since, limit)
+	}
+	evs, err := s.nodeEvents(ctx, id, since, limit)
+	if unreachable(ctx, err) {
+		return s.h.copy.events(ctx, id, since, limit)
+	}
+	return evs, err
+}
+
+// nodeEvents returns up to limit events after since from the node, asking
+// again while the node cut its answer to fit a message.
+func (s *RemoteSource) nodeEvents(ctx context.Context, id chat.ThreadID, since int64, limit int) ([]chat.Event, error) {
 	var out []chat.Event
 	for len(out) < limit {
 		ans, _, err := s.ask(ctx, id, srcRequest{Op: opEvents, Since: since, Limit: limit - len(out)})
@@ -130,18 +185,32 @@ func (s *RemoteSource) Events(ctx context.Context, id chat.ThreadID, since int64
 }
 
 // Tail returns the thread's last n events (fewer when they did not fit one
-// answer: the follower replays the rest before them by Events).
+// answer: the follower replays the rest before them by Events), from the
+// hub's copy while the node is away.
 func (s *RemoteSource) Tail(ctx context.Context, id chat.ThreadID, n int) ([]chat.Event, error) {
+	if _, away := s.h.offline(ctx, id); away {
+		return s.h.copy.tail(ctx, id, n)
+	}
 	ans, _, err := s.ask(ctx, id, srcRequest{Op: opTail, Limit: n})
+	if unreachable(ctx, err) {
+		return s.h.copy.tail(ctx, id, n)
+	}
 	if err != nil {
 		return nil, err
 	}
 	return appendEvents(nil, id, ans.Events)
 }
 
-// Cards returns the thread's cards in a state.
+// Cards returns the thread's cards in a state. An away node's are unknown,
+// and unanswerable: none is listed for it.
 func (s *RemoteSource) Cards(ctx context.Context, id chat.ThreadID, state string) ([]chat.Card, error) {
+	if _, away := s.h.offline(ctx, id); away {
+		return nil, nil
+	}
 	ans, _, err := s.ask(ctx, id, srcRequest{Op: opCards, State: state})
+	if unreachable(ctx, err) {
+		return nil, nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -191,7 +260,11 @@ func appendEvents(out []chat.Event, id chat.ThreadID, evs []wireEvent) ([]chat.E
 // Relay carries the nodes' live events into publish (the hub's local hub),
 // each remote thread's in seq order with no gap: an event after a gap (one
 // lost while a link was down) is preceded by the missing ones, read from the
-// node; one already relayed is dropped. It runs until stop.
+// node; one already relayed is dropped. Each is written into the hub's copy
+// (copy.go) before it is published, and a thread's first event since the
+// hub started fills the gap after the copy's newest (or, with none copied,
+// its summary's last seq): a reader who was shown the copy while the node
+// was away misses nothing. It runs until stop.
 func (h *Hub) Relay(publish func(chat.Event)) (stop func(), err error) {
 	r := &relay{h: h, publish: publish, last: map[chat.ThreadID]int64{}}
 	sub, err := h.nc.Subscribe("parley.from.*.t.*.ev", r.handle)
@@ -220,12 +293,17 @@ func (r *relay) handle(m *nats.Msg) {
 	id := RemoteID(node, ev.Thread)
 	ev.Thread = id
 	last, seen := r.last[id]
+	if !seen {
+		// What the hub may have shown of it before: one already shown goes
+		// again (a follower drops it by seq), a gap after it is filled.
+		last = r.shownBefore(id)
+	}
 	switch {
 	case seen && ev.Seq <= last:
 		return // relayed already (a backfill took it)
-	case seen && ev.Seq > last+1:
+	case ev.Seq > last+1 && last > 0:
 		ctx, cancel := context.WithTimeout(context.Background(), sourceTimeout)
-		missing, err := r.h.Source().Events(ctx, id, last, int(ev.Seq-last-1))
+		missing, err := r.h.Source().nodeEvents(ctx, id, last, int(ev.Seq-last-1))
 		cancel()
 		if err != nil {
 			// The follower's own replay from the node covers what a
@@ -233,13 +311,39 @@ func (r *relay) handle(m *nats.Msg) {
 			r.h.log.Warn("cluster: backfill a remote thread's events", "thread", id, "after", last, "err", err)
 		}
 		for _, e := range missing {
-			if e.Seq < ev.Seq {
-				r.publish(e)
+			if e.Seq > last && e.Seq < ev.Seq {
+				r.accept(node, e)
 			}
 		}
 	}
 	r.last[id] = ev.Seq
+	r.accept(node, ev)
+}
+
+// accept copies ev, then shows it.
+func (r *relay) accept(node string, ev chat.Event) {
+	r.h.copy.put(node, ev)
 	r.publish(ev)
+}
+
+// shownBefore is the newest seq of remote thread id the hub may have shown
+// before this run relayed any of it: its copy's newest, or its summary's
+// last seq when the copy holds none (0: nothing known).
+func (r *relay) shownBefore(id chat.ThreadID) int64 {
+	ctx, cancel := context.WithTimeout(context.Background(), copyTimeout)
+	defer cancel()
+	last, err := r.h.copy.lastSeq(ctx, id)
+	if err != nil {
+		r.h.log.Warn("cluster: read the hub's copy of a thread", "thread", id, "err", err)
+	}
+	if last > 0 {
+		return last
+	}
+	node, th, _ := SplitRemoteID(id)
+	if sum, ok := r.h.summaries.get(ThreadKey(node, th)); ok {
+		return sum.val.Thread.LastSeq
+	}
+	return 0
 }
 
 // RemoteThread is a node's thread as the hub lists it.

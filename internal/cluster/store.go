@@ -91,7 +91,7 @@ func (h *Hub) keepBookings() error {
 	if booked+storeHeadroom <= h.budget {
 		return nil
 	}
-	h.log.Warn(fmt.Sprintf("cluster: the hub's disk bookings (%d MiB: the thread summaries' 256 MiB and %d machines' inputs) "+
+	h.log.Warn(fmt.Sprintf("cluster: the hub's disk bookings (%d MiB: the thread summaries' 256 MiB and %d machines' inputs and copies) "+
 		"are past its budget (%d MiB: store_bytes, or 3/4 of the disk free at its start); the machines joined keep theirs, "+
 		"and no machine can join until there is room: free disk on the hub, lower [cluster] input_bytes, or raise store_bytes, "+
 		"and restart the hub", booked>>20, len(h.reg.Nodes), h.budget>>20),
@@ -116,25 +116,37 @@ func (h *Hub) StoreUse() (booked, budget int64) { return h.booked(), h.budget }
 // is refused; a joined one whose bound would grow past it keeps its bound.
 // h.mu must be held (joins, and the hub's start).
 func (h *Hub) inputBound(ctx context.Context, node string) (int64, error) {
-	want := h.opt.InputBytes
-	var had int64
-	s, err := h.js.Stream(ctx, InputStream(node))
+	bound, had, booked, err := h.bookable(ctx, InputStream(node), h.opt.InputBytes)
+	switch {
+	case err != nil:
+		return 0, err
+	case bound == 0:
+		return 0, h.errNoRoom(booked)
+	case bound == had && had < h.opt.InputBytes:
+		h.log.Warn(fmt.Sprintf("cluster: node %s keeps its inputs' bound of %d MiB: [cluster] input_bytes (%d MiB) would book "+
+			"past the hub's budget (%d MiB of %d MiB booked)", node, had>>20, h.opt.InputBytes>>20, booked>>20, h.budget>>20), "node", node)
+	}
+	return bound, nil
+}
+
+// bookable is the bound stream name may be made or updated with: want when
+// the budget has room for it (or it books no more than the stream has), else
+// the stream's present bound, had (0: no stream, none can be made). booked
+// is what the hub has booked now. h.mu must be held: bookings are checked
+// and made one at a time.
+func (h *Hub) bookable(ctx context.Context, name string, want int64) (bound, had, booked int64, err error) {
+	s, err := h.js.Stream(ctx, name)
 	switch {
 	case err == nil:
 		had = max(s.CachedInfo().Config.MaxBytes, 0)
 	case !errors.Is(err, jetstream.ErrStreamNotFound):
-		return 0, err
+		return 0, 0, 0, err
 	}
-	booked := h.booked()
+	booked = h.booked()
 	if want <= had || booked+want-had <= h.budget {
-		return want, nil
+		return want, had, booked, nil
 	}
-	if had == 0 {
-		return 0, h.errNoRoom(booked)
-	}
-	h.log.Warn(fmt.Sprintf("cluster: node %s keeps its inputs' bound of %d MiB: [cluster] input_bytes (%d MiB) would book "+
-		"past the hub's budget (%d MiB of %d MiB booked)", node, had>>20, want>>20, booked>>20, h.budget>>20), "node", node)
-	return had, nil
+	return had, had, booked, nil
 }
 
 // errNoRoom says in words why a node's input stream cannot be booked.

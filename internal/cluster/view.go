@@ -28,32 +28,13 @@ func NewView(local store.Store, h *Hub) *View { return &View{Store: local, hub: 
 
 func remote(id chat.ThreadID) bool { _, _, ok := SplitRemoteID(id); return ok }
 
-// Thread reads a local or a remote thread.
+// Thread reads a local or a remote thread (an away node's from its summary
+// and the hub's copy).
 func (v *View) Thread(ctx context.Context, id chat.ThreadID) (chat.Thread, error) {
 	if remote(id) {
-		th, err := v.src.Thread(ctx, id)
-		if errors.Is(err, ErrNodeOffline) {
-			// Its summary from the directory: the thread as last heard of.
-			if rt, ok := v.summary(ctx, id); ok {
-				return rt.Thread, nil
-			}
-		}
-		return th, err
+		return v.src.Thread(ctx, id)
 	}
 	return v.Store.Thread(ctx, id)
-}
-
-func (v *View) summary(ctx context.Context, id chat.ThreadID) (RemoteThread, bool) {
-	ths, err := v.hub.Threads(ctx)
-	if err != nil {
-		return RemoteThread{}, false
-	}
-	for _, rt := range ths {
-		if rt.Thread.ID == id {
-			return rt, true
-		}
-	}
-	return RemoteThread{}, false
 }
 
 // Threads lists the local threads, then every node's, newest first as the
@@ -92,15 +73,10 @@ func (v *View) Tail(ctx context.Context, id chat.ThreadID, n int) ([]chat.Event,
 	return v.Store.Tail(ctx, id, n)
 }
 
-// Cards reads a local or a remote thread's cards. An offline node's are
-// unknown, and unanswerable: none is listed for it.
+// Cards reads a local or a remote thread's cards (none of an away node's).
 func (v *View) Cards(ctx context.Context, id chat.ThreadID, state string) ([]chat.Card, error) {
 	if remote(id) {
-		cs, err := v.src.Cards(ctx, id, state)
-		if errors.Is(err, ErrNodeOffline) {
-			return nil, nil
-		}
-		return cs, err
+		return v.src.Cards(ctx, id, state)
 	}
 	return v.Store.Cards(ctx, id, state)
 }

@@ -39,8 +39,14 @@ type Cluster struct {
 	InputBytes int64 `toml:"input_bytes"`
 	// StoreBytes is the most the hub's JetStream reserves on its disk (its
 	// streams' bounds: the thread summaries' 256 MiB and each node's
-	// input_bytes); 0 is JetStream's default, the disk free at the hub's start.
+	// input_bytes and copy_bytes); 0 is JetStream's default, the disk free at the hub's start.
 	StoreBytes int64 `toml:"store_bytes"`
+	// CopyBytes is the most the hub's copy of each node's recent events may
+	// weigh (its oldest go first); booked on the hub's disk per node, as
+	// input_bytes is. While a node is away its threads are read from it.
+	CopyBytes int64 `toml:"copy_bytes"`
+	// CopyAge is how long the hub keeps an event in that copy.
+	CopyAge Duration `toml:"copy_age"`
 }
 
 // DefaultClusterHeartbeat is [cluster] heartbeat's default.
@@ -67,6 +73,19 @@ var ClusterInputBytesRange = ByteRange{Min: 16 << 20, Max: 4 << 30}
 // disk free at the hub's start): at least the summaries' 256 MiB and one
 // node's inputs.
 var ClusterStoreBytesRange = ByteRange{Min: 512 << 20, Max: 1 << 50}
+
+// DefaultClusterCopyBytes is [cluster] copy_bytes' default.
+const DefaultClusterCopyBytes = 32 << 20
+
+// ClusterCopyBytesRange is [cluster] copy_bytes' range: at least two of the
+// largest events NATS carries (8 MiB each), at most 4 GiB.
+var ClusterCopyBytesRange = ByteRange{Min: 16 << 20, Max: 4 << 30}
+
+// DefaultClusterCopyAge is [cluster] copy_age's default.
+const DefaultClusterCopyAge = 7 * 24 * time.Hour
+
+// ClusterCopyAgeRange is [cluster] copy_age's range.
+var ClusterCopyAgeRange = DurationRange{Min: time.Hour, Max: 365 * 24 * time.Hour}
 
 // NodeNamePattern is what a node name may be: one NATS subject token, usable
 // in a stream name.
@@ -139,6 +158,12 @@ func (c *Cluster) check() []error {
 		errs = append(errs, err)
 	}
 	if err := ClusterInputBytesRange.check("cluster.input_bytes", c.InputBytes); err != nil {
+		errs = append(errs, err)
+	}
+	if err := ClusterCopyBytesRange.check("cluster.copy_bytes", c.CopyBytes); err != nil {
+		errs = append(errs, err)
+	}
+	if err := ClusterCopyAgeRange.check("cluster.copy_age", c.CopyAge.Duration); err != nil {
 		errs = append(errs, err)
 	}
 	if c.StoreBytes != 0 {

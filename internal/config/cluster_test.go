@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestClusterIsOffByDefaultAndItsKeysAreChecked(t *testing.T) {
@@ -28,6 +29,8 @@ func TestClusterIsOffByDefaultAndItsKeysAreChecked(t *testing.T) {
 		{"[cluster]\nlisten = \"0.0.0.0:7431\"\ninput_wait = \"1m\"", `cluster.input_wait = "1m0s" is out of range: want 10m0s to 720h0m0s`},
 		{"[cluster]\nlisten = \"0.0.0.0:7431\"\ninput_bytes = 1048576", `cluster.input_bytes = 1048576 is out of range: want 16777216 to 4294967296`},
 		{"[cluster]\nlisten = \"0.0.0.0:7431\"\nstore_bytes = 1048576", `cluster.store_bytes = 1048576 is out of range: want 536870912 to 1125899906842624 (or 0`},
+		{"[cluster]\nlisten = \"0.0.0.0:7431\"\ncopy_bytes = 1048576", `cluster.copy_bytes = 1048576 is out of range: want 16777216 to 4294967296`},
+		{"[cluster]\nlisten = \"0.0.0.0:7431\"\ncopy_age = \"1m\"", `cluster.copy_age = "1m0s" is out of range: want 1h0m0s to 8760h0m0s`},
 		{"[cluster]\nport = 1", "unknown keys: cluster.port"},
 	} {
 		cfg, err := Parse([]byte(tc.text), "test.toml", base)
@@ -46,7 +49,8 @@ func TestClusterIsOffByDefaultAndItsKeysAreChecked(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !cfg.Cluster.Enabled() || CheckNodeName(cfg.Cluster.Node) != nil || cfg.Cluster.Heartbeat.Duration != DefaultClusterHeartbeat ||
-		cfg.Cluster.InputBytes != 64<<20 || cfg.Cluster.StoreBytes != 0 {
+		cfg.Cluster.InputBytes != 64<<20 || cfg.Cluster.StoreBytes != 0 || cfg.Cluster.CopyBytes != 32<<20 ||
+		cfg.Cluster.CopyAge.Duration != 7*24*time.Hour {
 		t.Fatalf("a node's [cluster]: %+v, want the host name as a valid node name, the default heartbeat, 64 MiB of inputs per node", cfg.Cluster)
 	}
 }

@@ -190,7 +190,7 @@ func Default(dataDir, cwd string) Config {
 			},
 		},
 		Cluster: Cluster{Heartbeat: Duration{DefaultClusterHeartbeat}, InputWait: Duration{DefaultClusterInputWait},
-			InputBytes: DefaultClusterInputBytes},
+			InputBytes: DefaultClusterInputBytes, CopyBytes: DefaultClusterCopyBytes, CopyAge: Duration{DefaultClusterCopyAge}},
 	}
 }
 

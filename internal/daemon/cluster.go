@@ -174,8 +174,9 @@ const remoteWait = 10 * time.Second
 func (r *remote) Owns(id chat.ThreadID) bool { return cluster.NodeOf(id) != "" }
 func (r *remote) Local() string              { return r.node }
 
-// Thread reads a remote thread from its machine: one that does not answer
-// fails (the list's summary would show a thread whose log cannot be read).
+// Thread reads a remote thread from its machine, or while the machine is
+// away from the hub's copy of its recent events (cluster.RemoteSource); one
+// of an away machine the hub has no summary of fails.
 func (r *remote) Thread(ctx context.Context, id chat.ThreadID) (chat.Thread, error) {
 	return r.hub.Source().Thread(ctx, id)
 }

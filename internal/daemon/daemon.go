@@ -295,7 +295,7 @@ func startClusterHub(ctx context.Context, cfg config.Config, version string, st 
 	}
 	ch, err := cluster.StartHub(ctx, cluster.HubOptions{DataDir: cfg.DataDir, Listen: c.Listen,
 		Advertise: c.Advertise, Self: c.Node, Version: version, Logger: log, Registerer: reg, InputWait: c.InputWait.Duration, InputBytes: c.InputBytes,
-		StoreBytes:  c.StoreBytes,
+		StoreBytes: c.StoreBytes, CopyBytes: c.CopyBytes, CopyAge: c.CopyAge.Duration,
 		InputFailed: func(h *cluster.Hub, f cluster.FailedInput) { recordFailure(h, log, f) }, ThreadGone: gone})
 	if err != nil {
 		return nil, err

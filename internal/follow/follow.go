@@ -186,6 +186,10 @@ func (f *Follower) Show(ctx context.Context, id chat.ThreadID, since int64, emit
 	if err := f.replay(ctx, since, th.LastSeq, true, emit); err != nil {
 		return err
 	}
+	done := chat.ReplayDone{}
+	if c := th.Copy; c != nil { // read from a hub's copy: its machine is away
+		done.FromCopy, done.OfflineSince = true, c.OfflineSince
+	}
 	open, err := f.d.Source.Cards(ctx, id, chat.CardOpen)
 	if err != nil {
 		return err
@@ -202,7 +206,8 @@ func (f *Follower) Show(ctx context.Context, id chat.ThreadID, since int64, emit
 	if err := f.emit(emit, KindTurn, chat.TurnStatus{Active: th.TurnMessageID != "", MessageID: th.TurnMessageID}); err != nil {
 		return err
 	}
-	return f.emit(emit, KindCaughtUp, chat.ReplayDone{LastSeq: f.lastSeq})
+	done.LastSeq = f.lastSeq
+	return f.emit(emit, KindCaughtUp, done)
 }
 
 // RestatedCard is an open card as it is sent again after a replay: its request

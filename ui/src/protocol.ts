@@ -78,7 +78,7 @@ export type ServerEvent = Logged &
   (
     | { type: "config"; chat: string; channel?: string; agents: AgentInfo[]; default_agent: string; version: string; limits?: { max_message_bytes?: number } }
     | { type: "thread"; thread: Thread }
-    | { type: "replay_done"; last_seq: number }
+    | { type: "replay_done"; last_seq: number; from_copy?: boolean; offline_since?: string }
     | { type: "history_pruned"; through_seq: number }
     | { type: "pong" }
     | { type: "user_message"; message_id: string; text: string; from: RouteKey; files?: FileRef[] }

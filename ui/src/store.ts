@@ -21,6 +21,10 @@ export type Chat = ChatView & {
   focus?: string;
   // Why the chat shows no thread any more (its thread was deleted).
   gone?: string;
+  // At a hub, when the thread's machine is away: since when (RFC 3339, "" when
+  // unknown); the conversation shown is the hub's copy. Cleared when the
+  // machine's own events come again.
+  fromCopy?: string;
 };
 
 // Search is the thread search: what was typed, what it found, or why not.
@@ -686,8 +690,11 @@ export class Store implements SocketSink {
         if (!replaying) void this.refresh();
         break;
       case "replay_done":
+        this.setChat({ fromCopy: ev.from_copy ? (ev.offline_since ?? "") : undefined });
         return;
     }
+    // A live event of the thread: its machine is back.
+    if (!replaying && ev.seq && c.fromCopy !== undefined) this.setChat({ fromCopy: undefined });
     this.fold.apply(ev, replaying);
     this.folded();
     if (ev.type === "prompt_done" && !replaying) this.loadTotals();

@@ -59,7 +59,8 @@ func hubAndNode(t *testing.T) (hub, b *rig) {
 // At the hub's dashboard a person picks machine b, then its agent and its
 // folder, starts a thread that runs on b, and sees b named in the thread
 // list and the chat's header; the Machines view shows b online, then
-// offline once b stops. The phone layout holds each of these.
+// offline once b stops, and b's thread then reads from the hub's copy,
+// saying so. The phone layout holds each of these.
 func TestTheHubsDashboardStartsAThreadOnAnotherMachine(t *testing.T) {
 	hub, b := hubAndNode(t)
 	ctx := browser(t, 1280, 900)
@@ -138,4 +139,16 @@ func TestTheHubsDashboardStartsAThreadOnAnotherMachine(t *testing.T) {
 	run(t, phone, "phone: the thread list", chromedp.Navigate(hub.Base+"/#/"), chromedp.WaitVisible(box))
 	run(t, phone, "phone: search, b offline", chromedp.SetValue(box, "from the hub's dashboard"))
 	until(t, phone, "phone: b named as not searched, within the screen", unsearched+` && `+fits+` && document.querySelector("[data-unsearched]").getBoundingClientRect().right <= window.innerWidth`)
+
+	// With b away its thread still reads at the hub, from the hub's copy of
+	// its recent events, and says so: on the desktop (a reload replays it)
+	// and on the phone, within its screen.
+	fromCopy := `(document.querySelector("[data-from-copy]")||{innerText:""}).innerText.startsWith("Machine b offline since")`
+	run(t, ctx, "reload the chat on b's thread", chromedp.Reload())
+	until(t, ctx, "b's conversation from the hub's copy, said so", pageHas("You said it.")+` && `+fromCopy)
+	// (The phone's chat showed b's thread before b stopped: it reloads too.)
+	run(t, phone, "phone: b's thread", chromedp.Evaluate[chromedp.Void](`(() => { const el = document.querySelector('input[aria-label="Search threads"]'); el.value = ""; el.dispatchEvent(new Event("input", { bubbles: true })); })()`),
+		chromedp.WaitVisible(chromedp.CSS(`.p-thread[data-machine=b]`)), chromedp.Click(chromedp.CSS(`.p-thread[data-machine=b]`)), chromedp.Reload())
+	until(t, phone, "phone: b's conversation from the hub's copy, said so within the screen", pageHas("You said it.")+` && `+fromCopy+` && `+fits+
+		` && document.querySelector("[data-from-copy]").getBoundingClientRect().right <= window.innerWidth`)
 }

@@ -202,6 +202,23 @@ export function Gone({ store }: { store: Store }) {
   return <div class="banner" role="status" data-gone="">{g}</div>;
 }
 
+// FromCopy says, at a hub, that the thread's machine is away and what is shown
+// is the hub's copy of its recent events; not once the machine's agents are
+// listed online again (its own events follow on the socket).
+export function FromCopy({ store }: { store: Store }) {
+  const c = store.state.chat;
+  const node = c.thread?.node;
+  const back = !!node && store.state.agents.some((a) => a.node === node && a.status !== "offline");
+  if (c.fromCopy === undefined || back) return null;
+  const since = c.fromCopy ? new Date(c.fromCopy) : null;
+  const when = since && !isNaN(since.getTime()) ? ` since ${since.toLocaleString()}` : "";
+  return (
+    <div class="banner" role="status" data-from-copy="">
+      Machine {c.thread?.node || "of this thread"} offline{when}; showing the hub's copy of its recent events.
+    </div>
+  );
+}
+
 // useFocus shows the message a search hit opened the thread at.
 // Once per hit: later messages do not pull the view back to it.
 export function useFocus(store: Store, hold: () => void) {

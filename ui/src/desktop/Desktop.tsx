@@ -14,7 +14,7 @@ import { LiveAgents } from "../chat/live";
 import { ModeSelects, NotifyOptIn, SignOut } from "../chat/controls";
 import { Devices, Offline } from "../chat/devices";
 import { Machines } from "../chat/machines";
-import { ArchivedToggle, Gone, MoveThread, SearchBox, SearchHits, ThreadActions, useFocus } from "../chat/threads";
+import { ArchivedToggle, FromCopy, Gone, MoveThread, SearchBox, SearchHits, ThreadActions, useFocus } from "../chat/threads";
 
 export function Desktop({ store, route }: { store: Store; route: Route }) {
   const s = store.state;
@@ -107,6 +107,7 @@ function ChatPane({ store }: { store: Store }) {
         </div>
       </header>
       <Gone store={store} />
+      <FromCopy store={store} />
       {store.state.unsaved && <div class="banner" role="alert" data-unsaved="">{store.state.unsaved}</div>}
       {t && <MoveThread store={store} thread={t} />}
       <div class="scroll-wrap">

@@ -16,7 +16,7 @@ import { AttachButton, Attachments } from "../chat/attach";
 import { NewThread } from "../chat/newthread";
 import { Banner, OfflineNote } from "../chat/banner";
 import { threadUsage } from "../chat/usage";
-import { ArchivedToggle, Gone, MoveThread, SearchBox, SearchHits, ThreadActions, useFocus } from "../chat/threads";
+import { ArchivedToggle, FromCopy, Gone, MoveThread, SearchBox, SearchHits, ThreadActions, useFocus } from "../chat/threads";
 
 // useKeyboardInset follows the visual viewport, so the composer sits above the keyboard.
 function useKeyboardInset() {
@@ -121,6 +121,7 @@ function PhoneChat({ store }: { store: Store }) {
       )}
       <Banner store={store} />
       <Gone store={store} />
+      <FromCopy store={store} />
       {store.state.unsaved && <div class="banner" role="alert" data-unsaved="">{store.state.unsaved}</div>}
       {c.thread && <MoveThread store={store} thread={c.thread} />}
       {c.starting && <div class="p-starting"><Starting since={c.starting} /></div>}
