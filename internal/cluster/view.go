@@ -28,9 +28,13 @@ func NewView(local store.Store, h *Hub) *View { return &View{Store: local, hub: 
 
 func remote(id chat.ThreadID) bool { _, _, ok := SplitRemoteID(id); return ok }
 
-// Thread reads a local or a remote thread.
+// Thread reads a local or a remote thread. A machine not joined (revoked,
+// or never) is a *NotJoinedError that says how to join it again.
 func (v *View) Thread(ctx context.Context, id chat.ThreadID) (chat.Thread, error) {
 	if remote(id) {
+		if err := v.hub.NotJoined(NodeOf(id)); err != nil {
+			return chat.Thread{}, err
+		}
 		th, err := v.src.Thread(ctx, id)
 		if errors.Is(err, ErrNodeOffline) {
 			// Its summary from the directory: the thread as last heard of.
@@ -90,6 +94,34 @@ func (v *View) Tail(ctx context.Context, id chat.ThreadID, n int) ([]chat.Event,
 		return v.src.Tail(ctx, id, n)
 	}
 	return v.Store.Tail(ctx, id, n)
+}
+
+// Asides are a node's thread's messages that failed at the hub before the
+// node took them (kept in the hub's store: store.FailedRemote), each as
+// its user_message and its failed delivery, with no seq: the follower shows
+// them among the thread's log by time (follow.AsideSource).
+func (v *View) Asides(ctx context.Context, id chat.ThreadID) ([]chat.Event, error) {
+	if !remote(id) {
+		return nil, nil
+	}
+	fs, err := v.Store.FailedRemotes(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	var out []chat.Event
+	for _, f := range fs {
+		out = append(out, FailedEvents(f)...)
+	}
+	return out, nil
+}
+
+// FailedEvents are a message for a node's thread that failed at the hub as
+// the thread shows it: the message, then its failed receipt with the
+// reason, at the time it failed; no seq (they are in no log).
+func FailedEvents(f store.FailedRemote) []chat.Event {
+	msg, _ := chat.NewEvent(f.Thread, chat.UserMessage{MessageID: f.MessageID, Text: f.Text, From: f.From}, f.At)
+	dl, _ := chat.NewEvent(f.Thread, chat.Delivery{MessageID: f.MessageID, State: chat.DeliveryFailed, Detail: f.Reason}, f.At)
+	return []chat.Event{msg, dl}
 }
 
 // Cards reads a local or a remote thread's cards. An offline node's are
