@@ -201,6 +201,16 @@ func (v *View) SearchAll(ctx context.Context, q string, limit int) (hits []chat.
 	if err != nil {
 		return nil, nil, err
 	}
+	for i, h := range local {
+		// A node's thread's message that failed here (FailedRemotes): its
+		// title is its node's.
+		if !remote(h.Thread) {
+			continue
+		}
+		if rt, ok := v.summary(ctx, h.Thread); ok {
+			local[i].Title, local[i].Archived = rt.Thread.Title, rt.Thread.Archived
+		}
+	}
 	nodes, err := v.hub.Nodes(ctx)
 	if err != nil {
 		return nil, nil, err

@@ -171,6 +171,12 @@ func TestAMessageForARevokedMachineFailsInItsThreadOnEverySurface(t *testing.T) 
 			t.Fatalf("the reload shows %s at %d and its failure at %d, want both, in that order:\n%s", w, msg, failed, chatsock.Summary(evs))
 		}
 	}
+	// Found again, under the thread's title, which b tells again.
+	testkit.Eventually(t, 10*time.Second, func() bool {
+		found.Hits = nil
+		st := hub.getJSON("/api/search?q=staging", &found)
+		return st == 200 && len(found.Hits) == 1 && found.Hits[0].Thread == id && found.Hits[0].Title == "say hi"
+	}, "w1 found under its thread's title")
 	_, local, _ := cluster.SplitRemoteID(id)
 	var log struct{ Events []map[string]any }
 	b.getJSON("/api/threads/"+string(local)+"/events?since=0", &log)
