@@ -2,10 +2,14 @@ package daemon_test
 
 import (
 	"context"
+	"net/http"
 	"os"
 	"strings"
 	"testing"
 	"time"
+
+	acp "github.com/coder/acp-go-sdk"
+	"github.com/coder/websocket"
 
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/client"
@@ -184,5 +188,93 @@ func TestAMessageForARevokedMachineFailsInItsThreadOnEverySurface(t *testing.T) 
 		if e["message_id"] == "w1" || e["message_id"] == "w2" {
 			t.Fatalf("b's own log holds %v: it never reached b", e)
 		}
+	}
+}
+
+// acpClient is an ACP client (an editor, an IM plugin's bridge) that takes
+// what it is told and asks nothing.
+type acpClient struct{}
+
+func (acpClient) SessionUpdate(context.Context, acp.SessionNotification) error { return nil }
+func (acpClient) RequestPermission(context.Context, acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
+	return acp.RequestPermissionResponse{Outcome: acp.NewRequestPermissionOutcomeCancelled()}, nil
+}
+func (acpClient) UnstableCreateElicitation(context.Context, acp.UnstableCreateElicitationRequest) (acp.UnstableCreateElicitationResponse, error) {
+	return acp.NewUnstableCreateElicitationResponseDecline(), nil
+}
+func (acpClient) ReadTextFile(context.Context, acp.ReadTextFileRequest) (acp.ReadTextFileResponse, error) {
+	return acp.ReadTextFileResponse{}, acp.NewMethodNotFound("fs/read_text_file")
+}
+func (acpClient) WriteTextFile(context.Context, acp.WriteTextFileRequest) (acp.WriteTextFileResponse, error) {
+	return acp.WriteTextFileResponse{}, acp.NewMethodNotFound("fs/write_text_file")
+}
+func (acpClient) CreateTerminal(context.Context, acp.CreateTerminalRequest) (acp.CreateTerminalResponse, error) {
+	return acp.CreateTerminalResponse{}, acp.NewMethodNotFound("terminal/create")
+}
+func (acpClient) KillTerminal(context.Context, acp.KillTerminalRequest) (acp.KillTerminalResponse, error) {
+	return acp.KillTerminalResponse{}, acp.NewMethodNotFound("terminal/kill")
+}
+func (acpClient) TerminalOutput(context.Context, acp.TerminalOutputRequest) (acp.TerminalOutputResponse, error) {
+	return acp.TerminalOutputResponse{}, acp.NewMethodNotFound("terminal/output")
+}
+func (acpClient) ReleaseTerminal(context.Context, acp.ReleaseTerminalRequest) (acp.ReleaseTerminalResponse, error) {
+	return acp.ReleaseTerminalResponse{}, acp.NewMethodNotFound("terminal/release")
+}
+func (acpClient) WaitForTerminalExit(context.Context, acp.WaitForTerminalExitRequest) (acp.WaitForTerminalExitResponse, error) {
+	return acp.WaitForTerminalExitResponse{}, acp.NewMethodNotFound("terminal/wait_for_exit")
+}
+
+// On the hub's ACP side (an editor's `parley acp --agent echo@b`, an IM
+// chat), a prompt for b's thread waiting while b is away ends when b is
+// revoked, with the reason: the session is not left waiting for a turn that
+// will never come.
+func TestAPromptWaitingForARevokedMachineEndsWithTheReason(t *testing.T) {
+	hub := startHub(t)
+	b := joinNode(t, hub, "b")
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	ws, _, err := websocket.Dial(ctx, "ws://"+hub.d.Addr()+"/ws/acp?agent=echo@b",
+		&websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + hub.d.Token()}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc := websocket.NetConn(context.Background(), ws, websocket.MessageText)
+	conn := acp.NewClientSideConnection(acpClient{}, nc, nc)
+	defer func() { nc.Close(); <-conn.Done() }()
+	if _, err := conn.Initialize(ctx, acp.InitializeRequest{ProtocolVersion: acp.ProtocolVersionNumber}); err != nil {
+		t.Fatal(err)
+	}
+	sess, err := conn.NewSession(ctx, acp.NewSessionRequest{Cwd: b.root, McpServers: []acp.McpServer{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prompt := func(ctx context.Context, text string) (acp.PromptResponse, error) {
+		return conn.Prompt(ctx, acp.PromptRequest{SessionId: sess.SessionId, Prompt: []acp.ContentBlock{acp.TextBlock(text)}})
+	}
+	if res, err := prompt(ctx, "say hi"); err != nil || res.StopReason != acp.StopReasonEndTurn {
+		t.Fatalf("the first prompt, on b: %+v %v", res, err)
+	}
+
+	b.stop()
+	waitMachine(t, hub, "b", false)
+	ended := make(chan error, 1)
+	go func() {
+		_, err := prompt(context.Background(), "deploy the staging branch")
+		ended <- err
+	}()
+	testkit.Eventually(t, 10*time.Second, func() bool {
+		n, err := hub.d.ClusterHub().Waiting(context.Background(), "b")
+		return err == nil && n == 1
+	}, "the prompt waiting for b at the hub")
+	if err := hub.d.ClusterHub().Revoke(t.Context(), "b"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-ended:
+		if err == nil || !strings.Contains(err.Error(), "machine b was revoked") || !strings.Contains(err.Error(), "parley join-token --name b") {
+			t.Fatalf("the waiting prompt ended with %v, want its failure saying b was revoked and how to join it again", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the prompt waiting for b never ended after b was revoked")
 	}
 }
