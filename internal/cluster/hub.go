@@ -54,8 +54,9 @@ type HubOptions struct {
 	CopyAge   time.Duration
 	// InputFailed, when set, is told of each input that will never be
 	// applied, with the reason (inputs.go). It runs on the node's forwarder,
-	// whose next inputs wait for it: it must be quick, and must not call
-	// Revoke or Close (which wait for that forwarder).
+	// whose next inputs wait for it, or in Revoke (each input that waited
+	// for the machine revoked): it must be quick, and must not call Revoke
+	// or Close (which wait for that forwarder).
 	InputFailed InputFailed
 	// ThreadGone, when set, is told of each node's thread deleted on its
 	// node, once the hub no longer lists it (records.go), with its remote
@@ -558,7 +559,8 @@ func (h *Hub) Revoke(ctx context.Context, node string) error {
 		h.mu.Unlock()
 		return fmt.Errorf("%w: %q", ErrNoNode, node)
 	}
-	if err := h.apply(h.reg.without(node)); err != nil {
+	at := time.Now()
+	if err := h.apply(h.reg.without(node, at)); err != nil {
 		h.mu.Unlock()
 		return err
 	}
@@ -567,6 +569,11 @@ func (h *Hub) Revoke(ctx context.Context, node string) error {
 	h.mu.Unlock()
 	// Waited for outside mu: senders read the nodes meanwhile.
 	f.close()
+	// What waits for it is failed, each with the reason, before its stream
+	// goes: their senders were told only that they wait.
+	if err := h.failWaiting(ctx, node, (&NotJoinedError{Node: node, Revoked: at}).Error()); err != nil {
+		h.log.Warn("cluster: fail the inputs waiting for the revoked node", "node", node, "err", err)
+	}
 	if err := h.nodes.Purge(ctx, node); err != nil {
 		h.log.Warn("cluster: purge the revoked node's record", "node", node, "err", err)
 	}

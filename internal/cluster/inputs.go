@@ -135,6 +135,11 @@ type inputAnswer struct {
 	Code    int             `json:"code,omitempty"` // the chat error refused with (chatErrors, from 1)
 }
 
+// ErrNotKept says the hub could not queue an input for its machine (its
+// stream is full: 10,000 inputs or input_bytes; or JetStream failed):
+// nothing of it waits.
+var ErrNotKept = errors.New("the hub could not keep the message")
+
 // ErrWaiting says an input is queued for a node that has not taken it yet.
 var ErrWaiting = errors.New("waits for its machine")
 
@@ -310,7 +315,7 @@ func (h *Hub) Queue(ctx context.Context, node, thread, id string, data []byte) e
 		_, err = h.js.PublishMsg(ctx, m, jetstream.WithMsgID(id+"~"+chat.NewID("retry")))
 	}
 	if err != nil {
-		return fmt.Errorf("cluster: queue the input for machine %s: %w", node, err)
+		return fmt.Errorf("%w for machine %s: %w", ErrNotKept, node, err)
 	}
 	return nil
 }
@@ -452,11 +457,7 @@ func (f *forwarder) deliver(m jetstream.Msg) {
 		if err := m.TermWithReason(reason); err != nil {
 			log.Warn("cluster: end a failed input", "id", id, "err", err)
 		}
-		f.h.failed.add(key, nil)
-		told := f.h.settle(key, inputResult{err: refusalAt(reason, code)})
-		if f.h.opt.InputFailed != nil {
-			f.h.opt.InputFailed(f.h, FailedInput{Node: f.node, ID: key, Reason: reason, Data: m.Data(), Told: told})
-		}
+		f.h.inputEnded(f.node, key, reason, code, m.Data())
 	}
 	if id == "" {
 		fail("an input without a message id", 0)
@@ -509,6 +510,44 @@ func (f *forwarder) deliver(m jetstream.Msg) {
 	if err := m.NakWithDelay(min(backoffStep(int(meta.NumDelivered)), inputBackoffMax)); err != nil {
 		log.Warn("cluster: return an input to its stream", "id", id, "err", err)
 	}
+}
+
+// inputEnded tells of an input that will never be applied (known to its
+// sender as key): a sender waiting gets the reason, and InputFailed is told.
+func (h *Hub) inputEnded(node, key, reason string, code int, data []byte) {
+	h.failed.add(key, nil)
+	told := h.settle(key, inputResult{err: refusalAt(reason, code)})
+	if h.opt.InputFailed != nil {
+		h.opt.InputFailed(h, FailedInput{Node: node, ID: key, Reason: reason, Data: data, Told: told})
+	}
+}
+
+// failWaiting fails every input still waiting in node's stream with reason
+// (the machine was revoked: its stream goes). Its forwarder has stopped.
+func (h *Hub) failWaiting(ctx context.Context, node, reason string) error {
+	s, err := h.js.Stream(ctx, InputStream(node))
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	st := s.CachedInfo().State
+	for seq := st.FirstSeq; st.Msgs > 0 && seq <= st.LastSeq; seq++ {
+		m, err := s.GetMsg(ctx, seq)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue // taken already (work queue)
+		}
+		if err != nil {
+			return err
+		}
+		key := m.Header.Get(hdrInput)
+		if key == "" {
+			key = m.Header.Get(jetstream.MsgIDHeader)
+		}
+		h.inputEnded(node, key, reason, 0, m.Data)
+	}
+	return nil
 }
 
 // backoffStep is 100 ms doubling with each try.

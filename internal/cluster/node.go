@@ -166,7 +166,7 @@ type srcAnswer struct {
 	Cards    []chat.Card       `json:"cards,omitempty"`
 	Usage    *chat.UsageTotals `json:"usage,omitempty"`
 	Hits     []chat.SearchHit  `json:"hits,omitempty"`
-	More     bool              `json:"more,omitempty"` // events: the page was cut to fit; ask again after the last
+	More     bool              `json:"more,omitempty"` // events: the page was cut (to fit, or at srcMaxLimit); ask again after the last
 	NotFound bool              `json:"not_found,omitempty"`
 	Error    string            `json:"error,omitempty"`
 }
@@ -449,6 +449,9 @@ func (l *Link) source(ctx context.Context, req srcRequest) srcAnswer {
 		if req.Op == opTail {
 			evs = evs[len(evs)-keep:]
 		} else {
+			// A page cut at srcMaxLimit says so too: a reader asking for
+			// more (REST's limit, up to 10,000) asks again after it.
+			ans.More = ans.More || req.Limit > n && len(evs) == n
 			evs = evs[:keep]
 		}
 		for _, ev := range evs {

@@ -393,3 +393,34 @@ func TestASummaryTheNodeFailedToWriteIsWrittenAgain(t *testing.T) {
 		return rt.Thread.LastSeq == 2 && len(rt.Cards) == 0
 	})
 }
+
+// A reader at the hub asking a node's thread for more events than one
+// answer holds (REST's limit goes up to 10,000; a node answers at most
+// srcMaxLimit a request) gets them all, in order: a client paging by "fewer
+// than limit means the end" would otherwise miss the thread's tail.
+func TestAHubReadsAsManyOfANodesEventsAsAsked(t *testing.T) {
+	h := startHub(t, t.TempDir(), "127.0.0.1:0")
+	dataB := join(t, h, "b")
+	b := newMachine(t)
+	const th = chat.ThreadID("t_long")
+	b.write(th, 2*srcMaxLimit+500, true)
+	l, err := Dial(LinkOptions{DataDir: dataB, Hub: h.Addr(), Node: "b", Heartbeat: testHeartbeat, Store: b.st, Events: b.hub})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(l.Close)
+	remote := RemoteID("b", th)
+	waitFor(t, 10*time.Second, "b's thread listed at the hub", func() bool { _, ok := remoteThread(t, h, remote); return ok })
+	evs, err := h.Source().Events(t.Context(), remote, 10, 10_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 2*srcMaxLimit+490 || evs[0].Seq != 11 || evs[len(evs)-1].Seq != 2*srcMaxLimit+500 {
+		t.Fatalf("the hub read %d events after 10 (%d to %d), want all %d of the node's", len(evs), evs[0].Seq, evs[len(evs)-1].Seq, 2*srcMaxLimit+490)
+	}
+	for i, ev := range evs {
+		if ev.Seq != int64(11+i) {
+			t.Fatalf("event %d has seq %d, want %d: a gap or a repeat", i, ev.Seq, 11+i)
+		}
+	}
+}

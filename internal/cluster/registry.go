@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -23,6 +24,9 @@ type member struct {
 
 type registry struct {
 	Nodes []member `json:"nodes"`
+	// Revoked is when each machine revoked and not joined since was
+	// revoked: its threads at the hub say so, and how to join it again.
+	Revoked map[string]time.Time `json:"revoked,omitempty"`
 }
 
 func loadRegistry(dir string) (registry, error) {
@@ -66,12 +70,19 @@ func (r registry) withKey(key string) (member, bool) {
 
 // with returns a copy with m added, sorted by name.
 func (r registry) with(m member) registry {
-	out := registry{Nodes: append(slices.Clone(r.Nodes), m)}
+	out := registry{Nodes: append(slices.Clone(r.Nodes), m), Revoked: maps.Clone(r.Revoked)}
 	slices.SortFunc(out.Nodes, func(a, b member) int { return strings.Compare(a.Name, b.Name) })
+	delete(out.Revoked, m.Name)
 	return out
 }
 
-// without returns a copy without the node called name.
-func (r registry) without(name string) registry {
-	return registry{Nodes: slices.DeleteFunc(slices.Clone(r.Nodes), func(m member) bool { return m.Name == name })}
+// without returns a copy without the node called name, revoked at.
+func (r registry) without(name string, at time.Time) registry {
+	out := registry{Nodes: slices.DeleteFunc(slices.Clone(r.Nodes), func(m member) bool { return m.Name == name }),
+		Revoked: maps.Clone(r.Revoked)}
+	if out.Revoked == nil {
+		out.Revoked = map[string]time.Time{}
+	}
+	out.Revoked[name] = at.UTC()
+	return out
 }

@@ -29,9 +29,13 @@ func NewView(local store.Store, h *Hub) *View { return &View{Store: local, hub: 
 func remote(id chat.ThreadID) bool { _, _, ok := SplitRemoteID(id); return ok }
 
 // Thread reads a local or a remote thread (an away node's from its summary
-// and the hub's copy).
+// and the hub's copy). A machine not joined (revoked, or never) is a
+// *NotJoinedError that says how to join it again.
 func (v *View) Thread(ctx context.Context, id chat.ThreadID) (chat.Thread, error) {
 	if remote(id) {
+		if err := v.hub.NotJoined(NodeOf(id)); err != nil {
+			return chat.Thread{}, err
+		}
 		return v.src.Thread(ctx, id)
 	}
 	return v.Store.Thread(ctx, id)
@@ -71,6 +75,34 @@ func (v *View) Tail(ctx context.Context, id chat.ThreadID, n int) ([]chat.Event,
 		return v.src.Tail(ctx, id, n)
 	}
 	return v.Store.Tail(ctx, id, n)
+}
+
+// Asides are a node's thread's messages that failed at the hub before the
+// node took them (kept in the hub's store: store.FailedRemote), each as
+// its user_message and its failed delivery, with no seq: the follower shows
+// them among the thread's log by time (follow.AsideSource).
+func (v *View) Asides(ctx context.Context, id chat.ThreadID) ([]chat.Event, error) {
+	if !remote(id) {
+		return nil, nil
+	}
+	fs, err := v.Store.FailedRemotes(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	var out []chat.Event
+	for _, f := range fs {
+		out = append(out, FailedEvents(f)...)
+	}
+	return out, nil
+}
+
+// FailedEvents are a message for a node's thread that failed at the hub as
+// the thread shows it: the message, then its failed receipt with the
+// reason, at the time it failed; no seq (they are in no log).
+func FailedEvents(f store.FailedRemote) []chat.Event {
+	msg, _ := chat.NewEvent(f.Thread, chat.UserMessage{MessageID: f.MessageID, Text: f.Text, From: f.From}, f.At)
+	dl, _ := chat.NewEvent(f.Thread, chat.Delivery{MessageID: f.MessageID, State: chat.DeliveryFailed, Detail: f.Reason}, f.At)
+	return []chat.Event{msg, dl}
 }
 
 // Cards reads a local or a remote thread's cards (none of an away node's).
@@ -144,6 +176,17 @@ func (v *View) SearchAll(ctx context.Context, q string, limit int) (hits []chat.
 	local, err := v.Store.Search(ctx, q, limit) // a query with no word fails here, before any node is asked
 	if err != nil {
 		return nil, nil, err
+	}
+	for i, h := range local {
+		// A node's thread's message that failed here (FailedRemotes): its
+		// title is its node's.
+		if !remote(h.Thread) {
+			continue
+		}
+		node, th, _ := SplitRemoteID(h.Thread)
+		if rt, ok := v.hub.summaries.get(ThreadKey(node, th)); ok {
+			local[i].Title, local[i].Archived = rt.val.Thread.Title, rt.val.Thread.Archived
+		}
 	}
 	nodes, err := v.hub.Nodes(ctx)
 	if err != nil {

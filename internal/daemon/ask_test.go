@@ -112,7 +112,9 @@ func TestAnAskedThreadIsMadeOnceWhenTheHubDiesBeforeTheAnswer(t *testing.T) {
 	waitOnline(t, h, "b")
 
 	from := chat.RouteKey{Channel: "irc", Chat: "#dev"}
-	hubRouter, hubStore := askRouter(t, hubData, work, &remote{hub: h, node: "hub"})
+	rem := &remote{hub: h, node: "hub"}
+	hubRouter, hubStore := askRouter(t, hubData, work, rem)
+	rem.failed = &remoteFailures{st: hubStore, events: hub.New(nil), log: slog.New(slog.DiscardHandler)}
 	if id, err := hubRouter.NewThread(t.Context(), from, "echo@b", work); err != nil || id != "" {
 		t.Fatalf("NewThread echo@b: %q %v, want no thread yet", id, err)
 	}
@@ -140,7 +142,9 @@ func TestAnAskedThreadIsMadeOnceWhenTheHubDiesBeforeTheAnswer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer h2.Close()
-	hubRouter, hubStore = askRouter(t, hubData, work, &remote{hub: h2, node: "hub"})
+	rem = &remote{hub: h2, node: "hub"}
+	hubRouter, hubStore = askRouter(t, hubData, work, rem)
+	rem.failed = &remoteFailures{st: hubStore, events: hub.New(nil), log: slog.New(slog.DiscardHandler)}
 	defer closeRouter(t, hubRouter, hubStore)
 	waitOnline(t, h2, "b")
 

@@ -6,11 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/cluster"
+	"github.com/parleyhq/parley/internal/hub"
 	"github.com/parleyhq/parley/internal/push"
 	"github.com/parleyhq/parley/internal/router"
 	"github.com/parleyhq/parley/internal/store"
@@ -25,7 +25,9 @@ type clusterInput struct {
 	Thread  chat.ThreadID   `json:"thread,omitempty"`
 	Message *router.Message `json:"message,omitempty"`
 	Control *router.Control `json:"control,omitempty"`
-	// Reason is why a "failed" message never reached this node in time.
+	// Reason is why a "failed" message never reached this node in time. A
+	// hub now keeps such a message itself (remoteFailures); a record an
+	// older hub queued, still in its stream across an upgrade, is applied.
 	Reason string `json:"reason,omitempty"`
 	// Ask is the hub's ask a "new" thread is for (router.NewIntent.Ask):
 	// asked again, the node answers the thread it made for it.
@@ -106,40 +108,49 @@ func controlRefusal(err error) error {
 	return cluster.Refuse(err)
 }
 
-// failedPrefix marks the input that records a failed message in its
-// thread's log (recordFailure).
-const failedPrefix = "failed/"
+// remoteFailures keeps the messages for nodes' threads that failed at the
+// hub before their node took them (it refused them, they waited longer than
+// input_wait, the machine was revoked or never joined, its queue at the hub
+// was full): the node's log never holds them, so the hub's store does
+// (store.FailedRemote), and each is shown at once, its message and its
+// failed receipt with the reason, to every view of the thread and every
+// connection of its sender's route (hub.PublishAside); a reload shows it
+// among the thread's events (cluster.View.Asides) and search finds it.
+type remoteFailures struct {
+	st     store.Store
+	events *hub.Hub
+	log    *slog.Logger
+}
 
-// recordFailure tells the one who sent a message that failed at the hub
-// (its machine refused it, or did not take it within input_wait) where they
-// will see it: in the thread's log on its machine, the message with a failed
-// receipt and the reason, handed to the machine as an input of its own (it
-// waits for the machine as any input does, and reaches every open view of
-// the thread when applied). A sender still waiting was told (its socket had
-// the error). A record that failed itself has no one to tell: it is only
-// logged. (A new thread's first message is never queued: remote.newThread.) Runs on the node's
-// forwarder (cluster.HubOptions.InputFailed): one publish to the hub's own
-// JetStream.
-func recordFailure(h *cluster.Hub, log *slog.Logger, f cluster.FailedInput) {
-	log = log.With("node", f.Node, "input", f.ID, "reason", f.Reason)
+// keep records m, sent from route from to the node's thread, as failed
+// with reason, shows it, and returns its receipt.
+func (k *remoteFailures) keep(ctx context.Context, from chat.RouteKey, thread chat.ThreadID, m router.Message, reason string) chat.Delivery {
+	f := store.FailedRemote{Thread: thread, From: from, MessageID: m.MessageID, Text: m.Text, Reason: reason, At: time.Now()}
+	if err := k.st.PutFailedRemote(ctx, f); err != nil {
+		// Shown all the same: its sender must learn it failed; only a
+		// reload will not show it.
+		k.log.Error("cluster: keep a failed message of a machine's thread", "thread", thread, "message", m.MessageID, "err", err)
+	}
+	k.events.PublishAside(from, cluster.FailedEvents(f)...)
+	return chat.Delivery{MessageID: m.MessageID, State: chat.DeliveryFailed, Detail: reason}
+}
+
+// inputFailed is the hub's cluster.HubOptions.InputFailed: a message whose
+// sender heard only that it waits is kept and shown failed. A sender still
+// waiting (Told) had the refusal as its answer, as on one machine; a
+// control is never queued. It runs on the node's forwarder (or in a
+// revoke): one write to the hub's store.
+func (k *remoteFailures) inputFailed(f cluster.FailedInput) {
+	log := k.log.With("node", f.Node, "input", f.ID, "reason", f.Reason)
 	var in clusterInput
-	if err := json.Unmarshal(f.Data, &in); err != nil || f.Told || in.Kind != "send" || in.Message == nil ||
-		strings.HasPrefix(f.ID, failedPrefix) {
+	if err := json.Unmarshal(f.Data, &in); err != nil || f.Told || in.Kind != "send" || in.Message == nil {
 		log.Warn("cluster: an input for a machine failed")
 		return
 	}
-	rec := clusterInput{Kind: "failed", From: in.From, Thread: in.Thread, Message: in.Message, Reason: f.Reason}
-	data, err := json.Marshal(rec)
-	if err == nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		err = h.Queue(ctx, f.Node, string(in.Thread), failedPrefix+f.ID, data)
-	}
-	if err != nil {
-		log.Error("cluster: a failed message could not be recorded in its thread", "err", err)
-		return
-	}
-	log.Info("cluster: a failed message goes to its thread's log on its machine")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	k.keep(ctx, in.From, cluster.RemoteID(f.Node, in.Thread), *in.Message, f.Reason)
+	log.Info("cluster: a message for a machine failed at the hub; its thread shows it failed")
 }
 
 // threadGone ends the hub's routes to a node's thread deleted on its node,
@@ -162,9 +173,10 @@ func threadGone(rt *router.Router, st store.Store, log *slog.Logger, id chat.Thr
 // remote is the hub's router.Remote: a node's thread is reached through the
 // cluster (cluster.View reads it, cluster.Hub.Request carries what is sent).
 type remote struct {
-	hub  *cluster.Hub
-	view *cluster.View
-	node string
+	hub    *cluster.Hub
+	view   *cluster.View
+	node   string
+	failed *remoteFailures
 }
 
 // How long a sender at the hub waits for a node that is online to take its
@@ -178,11 +190,18 @@ func (r *remote) Local() string              { return r.node }
 // away from the hub's copy of its recent events (cluster.RemoteSource); one
 // of an away machine the hub has no summary of fails.
 func (r *remote) Thread(ctx context.Context, id chat.ThreadID) (chat.Thread, error) {
+	if err := r.hub.NotJoined(cluster.NodeOf(id)); err != nil {
+		return chat.Thread{}, err
+	}
 	return r.hub.Source().Thread(ctx, id)
 }
 
-// online says whether node's heartbeat is current (an unknown node is not).
+// online says whether node's heartbeat is current; a machine not joined (revoked,
+// or never) is a *cluster.NotJoinedError.
 func (r *remote) online(ctx context.Context, node string) (bool, error) {
+	if err := r.hub.NotJoined(node); err != nil {
+		return false, err
+	}
 	nodes, err := r.hub.Nodes(ctx)
 	if err != nil {
 		return false, err
@@ -192,7 +211,7 @@ func (r *remote) online(ctx context.Context, node string) (bool, error) {
 			return n.Online, nil
 		}
 	}
-	return false, fmt.Errorf("%w: no machine %q has joined this hub", chat.ErrNotFound, node)
+	return false, nil // revoked just now
 }
 
 func waitsFor(node string) string { return "waits for machine " + node }
@@ -216,25 +235,46 @@ func (r *remote) Send(ctx context.Context, from chat.RouteKey, id chat.ThreadID,
 		return chat.Delivery{}, "", err
 	}
 	online, err := r.online(ctx, node)
+	if in.Kind == "new" {
+		if err != nil {
+			return chat.Delivery{}, "", err
+		}
+		return r.newThread(ctx, node, online, inputID(from, m.MessageID), data)
+	}
+	// A message for a thread that is there (the route shows it) and that
+	// cannot reach its machine fails as any message that does not reach
+	// its agent: a failed receipt, with the reason, kept in the thread.
+	var notJoined *cluster.NotJoinedError
+	if errors.As(err, &notJoined) {
+		return r.failed.keep(ctx, from, id, m, err.Error()), id, nil
+	}
 	if err != nil {
 		return chat.Delivery{}, "", err
 	}
-	if in.Kind == "new" {
-		return r.newThread(ctx, node, online, inputID(from, m.MessageID), data)
+	// Sent again after it failed: a retry, whose failure is over.
+	if err := r.failed.st.DropFailedRemote(ctx, from, m.MessageID); err != nil {
+		return chat.Delivery{}, "", err
 	}
 	queued := chat.Delivery{MessageID: m.MessageID, State: chat.DeliveryQueued, Detail: waitsFor(node)}
 	subject := string(thread)
 	if !online {
-		if err := r.hub.Queue(ctx, node, subject, inputID(from, m.MessageID), data); err != nil {
-			return chat.Delivery{}, "", err
+		err = r.hub.Queue(ctx, node, subject, inputID(from, m.MessageID), data)
+		if err == nil {
+			return queued, id, chat.ErrAway
 		}
-		return queued, id, chat.ErrAway
 	}
-	res, err := r.hub.Request(ctx, node, subject, inputID(from, m.MessageID), data, remoteWait)
-	if errors.Is(err, cluster.ErrWaiting) {
-		return queued, id, chat.ErrAway
+	var res []byte
+	if err == nil {
+		res, err = r.hub.Request(ctx, node, subject, inputID(from, m.MessageID), data, remoteWait)
 	}
-	if err != nil {
+	switch {
+	case errors.Is(err, cluster.ErrWaiting):
+		return queued, id, chat.ErrAway
+	case errors.Is(err, cluster.ErrNotKept):
+		// Its machine's queue at the hub is full (or JetStream failed):
+		// nothing of it waits there.
+		return r.failed.keep(ctx, from, id, m, err.Error()), id, nil
+	case err != nil:
 		return chat.Delivery{}, "", err
 	}
 	var sr sendResult

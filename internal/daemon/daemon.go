@@ -127,7 +127,7 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 	var rem router.Remote
 	readStore := store.Store(st)
 	if ch != nil {
-		rem, readStore = &remote{hub: ch.hub, view: ch.view, node: cfg.Cluster.Node}, ch.view
+		rem, readStore = &remote{hub: ch.hub, view: ch.view, node: cfg.Cluster.Node, failed: ch.failed}, ch.view
 	}
 	rt := router.New(st, h, router.Options{
 		Agents: cfg.Agents, DefaultAgent: cfg.DefaultAgent, Roots: cfg.Roots,
@@ -273,6 +273,7 @@ type clusterHubParts struct {
 	hub       *cluster.Hub
 	view      *cluster.View
 	stopRelay func()
+	failed    *remoteFailures
 }
 
 // close stops what startClusterHub started (nil: nothing).
@@ -293,10 +294,11 @@ func startClusterHub(ctx context.Context, cfg config.Config, version string, st 
 	if c.Listen == "" {
 		return nil, nil
 	}
+	failed := &remoteFailures{st: st, events: h, log: log}
 	ch, err := cluster.StartHub(ctx, cluster.HubOptions{DataDir: cfg.DataDir, Listen: c.Listen,
 		Advertise: c.Advertise, Self: c.Node, Version: version, Logger: log, Registerer: reg, InputWait: c.InputWait.Duration, InputBytes: c.InputBytes,
 		StoreBytes: c.StoreBytes, CopyBytes: c.CopyBytes, CopyAge: c.CopyAge.Duration,
-		InputFailed: func(h *cluster.Hub, f cluster.FailedInput) { recordFailure(h, log, f) }, ThreadGone: gone})
+		InputFailed: func(_ *cluster.Hub, f cluster.FailedInput) { failed.inputFailed(f) }, ThreadGone: gone})
 	if err != nil {
 		return nil, err
 	}
@@ -305,7 +307,7 @@ func startClusterHub(ctx context.Context, cfg config.Config, version string, st 
 		ch.Close()
 		return nil, err
 	}
-	return &clusterHubParts{hub: ch, view: cluster.NewView(st, ch), stopRelay: stop}, nil
+	return &clusterHubParts{hub: ch, view: cluster.NewView(st, ch), stopRelay: stop, failed: failed}, nil
 }
 
 // dialClusterHub starts a node's link when [cluster] hub says so: it shows

@@ -26,6 +26,7 @@ type testEnv struct {
 	drv  *scripted.Driver
 	root string
 	cfg  config.Config
+	opt  daemon.Options
 }
 
 // startDaemon starts a daemon whose one agent ("echo") is the scripted driver.
@@ -59,19 +60,34 @@ func startWith(t testing.TB, drv driver.Driver, mutate func(*config.Config)) *te
 	}
 	// Pushes reach the Web Push stand-in (loopback, its own CA) only through
 	// a Net set here, in Go: parley's own refuses loopback.
-	d, err := daemon.Start(context.Background(), cfg, daemon.Options{Drivers: map[string]driver.Driver{config.TransportStream: drv},
-		PushNet: webpushsvc.Net(), Logger: testkit.FailureLog(t)})
+	e := &testEnv{t: t, root: work, cfg: cfg, opt: daemon.Options{Drivers: map[string]driver.Driver{config.TransportStream: drv},
+		PushNet: webpushsvc.Net(), Logger: testkit.FailureLog(t)}}
+	e.start()
+	t.Cleanup(e.stop)
+	return e
+}
+
+// start starts the daemon (again, after stop) on its data directory.
+func (e *testEnv) start() {
+	e.t.Helper()
+	d, err := daemon.Start(context.Background(), e.cfg, e.opt)
 	if err != nil {
-		t.Fatal(err)
+		e.t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := d.Shutdown(ctx); err != nil {
-			t.Errorf("shutdown: %v", err)
-		}
-	})
-	return &testEnv{t: t, d: d, root: work, cfg: cfg}
+	e.d = d
+}
+
+// stop shuts the daemon down (nothing when it is stopped).
+func (e *testEnv) stop() {
+	if e.d == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := e.d.Shutdown(ctx); err != nil {
+		e.t.Errorf("shutdown: %v", err)
+	}
+	e.d = nil
 }
 
 func testConfig(data, work string) config.Config {

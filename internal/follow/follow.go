@@ -30,6 +30,15 @@ type Source interface {
 	Cards(ctx context.Context, id chat.ThreadID, state string) ([]chat.Card, error)
 }
 
+// AsideSource is a Source that also holds events of a thread outside its
+// log, with no seq: a cluster's hub keeps the messages for a node's thread
+// that failed before the node took them (docs/multi-machine.md). The
+// follower shows them among the replay, by time, and live as they come
+// (hub.PublishAside).
+type AsideSource interface {
+	Asides(ctx context.Context, id chat.ThreadID) ([]chat.Event, error)
+}
+
 // Subscriber registers a route on the hub and says which thread it shows, the
 // two read together (the router does this on its own goroutine).
 type Subscriber interface {
@@ -110,6 +119,9 @@ type Follower struct {
 	// lastDraft is the ID of the draft handed on last (0: none since the
 	// thread was shown): an append is handed on only onto it.
 	lastDraft int64
+	// asides are the shown thread's events outside its log (AsideSource)
+	// not handed on yet by the replay under way, oldest first.
+	asides []chat.Event
 }
 
 // Subscribe subscribes route and returns its follower and the thread the route
@@ -162,7 +174,7 @@ func (f *Follower) Show(ctx context.Context, id chat.ThreadID, since int64, emit
 	if err != nil {
 		return err
 	}
-	f.thread, f.lastSeq, f.lastDraft = id, 0, 0
+	f.thread, f.lastSeq, f.lastDraft, f.asides = id, 0, 0, nil
 	tev := mustEvent(chat.ThreadEvent{Thread: th})
 	if err := emit(Item{Kind: KindThread, Thread: th, Event: tev, Frame: tev.Frame()}); err != nil {
 		return err
@@ -183,7 +195,15 @@ func (f *Follower) Show(ctx context.Context, id chat.ThreadID, since int64, emit
 			}
 		}
 	}
+	if as, ok := f.d.Source.(AsideSource); ok {
+		if f.asides, err = as.Asides(ctx, id); err != nil {
+			return err
+		}
+	}
 	if err := f.replay(ctx, since, th.LastSeq, true, emit); err != nil {
+		return err
+	}
+	if err := f.emitAsides(time.Time{}, emit); err != nil {
 		return err
 	}
 	done := chat.ReplayDone{}
@@ -239,6 +259,9 @@ func (f *Follower) replay(ctx context.Context, since, last int64, history bool, 
 			f.lastSeq = through
 		}
 		for _, ev := range evs {
+			if err := f.emitAsides(ev.TS, emit); err != nil {
+				return err
+			}
 			if err := emit(Item{Kind: KindEvent, Event: ev, Frame: ev.Frame(), Replay: history}); err != nil {
 				return err
 			}
@@ -248,6 +271,19 @@ func (f *Follower) replay(ctx context.Context, since, last int64, history bool, 
 			return nil
 		}
 	}
+}
+
+// emitAsides hands on the thread's asides from before t (all of them when t
+// is zero), as replayed history, each once.
+func (f *Follower) emitAsides(t time.Time, emit Emit) error {
+	for len(f.asides) > 0 && (t.IsZero() || f.asides[0].TS.Before(t)) {
+		ev := f.asides[0]
+		f.asides = f.asides[1:]
+		if err := emit(Item{Kind: KindEvent, Event: ev, Frame: ev.Frame(), Replay: true}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // PrunedThrough returns the last seq a reader asking for the events after since
@@ -290,6 +326,16 @@ func (f *Follower) Live(ctx context.Context, emit Emit) (int, error) {
 					return len(items), err
 				}
 				f.lastDraft = it.DraftID
+			}
+			continue
+		}
+		if it.Aside {
+			// Its sender's route may show no thread yet (its machine does
+			// not answer): the receipt is the sender's all the same.
+			if it.Thread == f.thread || f.thread == "" {
+				if err := emit(Item{Kind: KindEvent, Event: it.Event, Frame: it.Frame}); err != nil {
+					return len(items), err
+				}
 			}
 			continue
 		}

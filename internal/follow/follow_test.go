@@ -533,3 +533,103 @@ func TestDraftAppendsOnlyOntoTheDraftHandedOn(t *testing.T) {
 		t.Errorf("an append onto another draft shows %d %q; want nothing", id, text)
 	}
 }
+
+// asideStore is a Source holding events of a thread outside its log, as a
+// cluster's hub holds a node's thread's messages that failed before the
+// node took them.
+type asideStore struct {
+	*sqlite.Store
+	asides map[chat.ThreadID][]chat.Event
+}
+
+func (s asideStore) Asides(_ context.Context, id chat.ThreadID) ([]chat.Event, error) {
+	return s.asides[id], nil
+}
+
+// Events a thread holds outside its log (no seq) are shown among its
+// replay by their time, each once, and live as they come to the thread's
+// views and to its sender's route, even one showing no thread yet; another
+// thread's are not.
+func TestAsidesAreShownAmongTheReplayByTimeAndLive(t *testing.T) {
+	e := newEnv(t)
+	e.write("t1", 4)
+	evs, err := e.st.Events(context.Background(), "t1", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	aside := func(id chat.ThreadID, msg string, at time.Time) chat.Event {
+		ev, err := chat.NewEvent(id, chat.Delivery{MessageID: msg, State: chat.DeliveryFailed, Detail: "why"}, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ev
+	}
+	early, late := aside("t1", "early", evs[2].TS.Add(-time.Nanosecond)), aside("t1", "late", evs[3].TS.Add(time.Hour))
+	src := asideStore{Store: e.st, asides: map[chat.ThreadID][]chat.Event{"t1": {early, late}}}
+	e.attach(route, "t1")
+	f, th, err := follow.Subscribe(context.Background(), follow.Deps{Source: src, Router: e, Hub: e.hub}, route, follow.Options{Buffer: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	s := &seen{}
+	if err := f.Start(context.Background(), th, 0, "t1", s.emit); err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	for _, it := range s.items {
+		if it.Kind != follow.KindEvent {
+			continue
+		}
+		if it.Event.Seq > 0 {
+			order = append(order, fmt.Sprint(it.Event.Seq))
+			continue
+		}
+		var d chat.Delivery
+		if err := it.Event.Decode(&d); err != nil || !it.Replay {
+			t.Fatalf("an aside handed on as %+v", it)
+		}
+		order = append(order, d.MessageID)
+	}
+	// early comes before the first event stamped after it (seq 3 at the
+	// latest); late after them all.
+	var want []string
+	for _, ev := range evs {
+		if early.TS.Before(ev.TS) && !slices.Contains(want, "early") {
+			want = append(want, "early")
+		}
+		want = append(want, fmt.Sprint(ev.Seq))
+	}
+	want = append(want, "late")
+	if !slices.Equal(order, want) {
+		t.Fatalf("the replay handed on %v, want %v", order, want)
+	}
+
+	// Live: the thread's, and one for its sender's route; another thread's not.
+	other := chat.RouteKey{Channel: "web", Chat: "elsewhere"}
+	f2, _, err := follow.Subscribe(context.Background(), follow.Deps{Source: src, Router: e, Hub: e.hub}, other, follow.Options{Buffer: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f2.Close()
+	e.hub.PublishAside(other, aside("t1", "now", time.Now()))
+	e.hub.PublishAside(other, aside("t2", "mine", time.Now()))
+	s.items = nil
+	s2 := &seen{}
+	e.live(f, s)
+	e.live(f2, s2)
+	got := func(s *seen) (out []string) {
+		for _, it := range s.items {
+			var d chat.Delivery
+			_ = it.Event.Decode(&d)
+			out = append(out, string(it.Event.Thread)+"/"+d.MessageID)
+		}
+		return out
+	}
+	if g := got(s); !slices.Equal(g, []string{"t1/now"}) {
+		t.Fatalf("the thread's view got %v live, want only its own aside", g)
+	}
+	if g := got(s2); !slices.Equal(g, []string{"t1/now", "t2/mine"}) {
+		t.Fatalf("the sender's route, showing no thread, got %v live, want both of its asides", g)
+	}
+}

@@ -32,6 +32,9 @@ type Item struct {
 	DraftID int64
 	Extends int64
 	Append  *Item
+	// Aside marks an event of the thread kept outside its log (PublishAside):
+	// no seq.
+	Aside bool
 }
 
 // Close reasons.
@@ -260,6 +263,43 @@ func (h *Hub) PublishDraft(d Draft) {
 	defer h.mu.Unlock()
 	for s := range h.byThread[it.Thread] {
 		s.push(it)
+	}
+}
+
+// PublishAside sends events of a thread that are no entry of its log (no
+// seq): a message for another machine's thread that failed before it got
+// there, kept by this machine (docs/multi-machine.md). Every subscriber
+// showing the thread gets them, and every one of route (its sender's), which
+// may show no thread while that machine does not answer. A subscriber whose
+// backlog is full is dropped, as by PublishStep: it catches up by replay.
+func (h *Hub) PublishAside(route chat.RouteKey, evs ...chat.Event) {
+	if len(evs) == 0 {
+		return
+	}
+	its := make([]*Item, len(evs))
+	for i, ev := range evs {
+		its[i] = &Item{Thread: ev.Thread, Event: ev, Frame: ev.Frame(), Aside: true}
+	}
+	var dropped int
+	h.mu.Lock()
+	seen := map[*Sub]bool{}
+	for _, subs := range []map[*Sub]struct{}{h.byThread[evs[0].Thread], h.byRoute[route]} {
+		for s := range subs {
+			if seen[s] {
+				continue
+			}
+			seen[s] = true
+			if !s.push(its...) {
+				h.removeLocked(s, ReasonSlow)
+				dropped++
+			}
+		}
+	}
+	h.mu.Unlock()
+	for range dropped {
+		if h.onDrop != nil {
+			h.onDrop(ReasonSlow)
+		}
 	}
 }
 

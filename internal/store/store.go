@@ -21,6 +21,19 @@ type RouteAsk struct {
 	AskID            string
 }
 
+// FailedRemote is a message for a thread another machine owns (on a
+// cluster's hub) that failed before that machine took it: its log never
+// held it, so the hub keeps it, and the thread still shows it failed with
+// the reason after a reload, and search finds it.
+type FailedRemote struct {
+	Thread    chat.ThreadID // the hub's id of the thread, <thread>@<node>
+	From      chat.RouteKey
+	MessageID string
+	Text      string
+	Reason    string
+	At        time.Time
+}
+
 // Store is safe for concurrent use. Each thread's lane is the only writer of that
 // thread's rows, so Commit never races with itself for one thread.
 type Store interface {
@@ -57,6 +70,17 @@ type Store interface {
 	// AskThread returns the thread made for an ask id (Batch.Ask), or
 	// chat.ErrNotFound when none was, or it was deleted since.
 	AskThread(ctx context.Context, askID string) (chat.ThreadID, error)
+
+	// PutFailedRemote keeps a message for another machine's thread that
+	// failed before it reached it (a cluster's hub), in place of the
+	// route's earlier record of that message id. Search finds its text
+	// (kind "user", seq 0: it is in no log).
+	PutFailedRemote(ctx context.Context, f FailedRemote) error
+	// FailedRemotes returns a thread's failed messages, oldest first.
+	FailedRemotes(ctx context.Context, thread chat.ThreadID) ([]FailedRemote, error)
+	// DropFailedRemote forgets the route's failed message (it was sent
+	// again); none is no error.
+	DropFailedRemote(ctx context.Context, from chat.RouteKey, messageID string) error
 
 	// Events returns up to limit events of a thread with seq > since, in seq order.
 	// limit <= 0 means no limit.

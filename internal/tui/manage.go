@@ -34,7 +34,7 @@ const defaultMoveContext = 10
 // agentGone reports whether the shown thread's agent is no longer configured
 // (or this build cannot run it): nothing answers until it moves.
 func (m *Model) agentGone() bool {
-	if m.thread.ID == "" || m.thread.Agent == "" {
+	if m.thread.ID == "" || m.thread.Agent == "" || m.machineGone() {
 		return false
 	}
 	if m.thread.State == chat.ThreadNoAgent {
@@ -46,6 +46,23 @@ func (m *Model) agentGone() bool {
 		}
 	}
 	return len(m.cfg.Agents) > 0 || m.cfg.Chat != ""
+}
+
+// machineGone reports whether, at a cluster's hub, the shown thread's machine
+// lists no agent at all: it is not joined to the hub (revoked, or it never
+// joined; an offline machine keeps its agents listed). Its agent is not
+// what is missing, and no move helps.
+func (m *Model) machineGone() bool {
+	n := m.thread.Node
+	if m.thread.ID == "" || n == "" || m.cfg.Node == "" || n == m.cfg.Node {
+		return false
+	}
+	for _, a := range m.cfg.Agents {
+		if a.Node == n {
+			return false
+		}
+	}
+	return true
 }
 
 // moveTargets are the agents a thread can move to: ready, on its machine.

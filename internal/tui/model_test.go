@@ -946,3 +946,16 @@ func TestProvisionalTextTakesAppends(t *testing.T) {
 		`{"type":"agent_draft","thread":"t_1","text":", growing","after_seq":1,"id":7,"extends":6}`)
 	h.wantScreen("Whole again, growing")
 }
+
+// At a cluster's hub, a thread on a machine that lists no agent (revoked, or
+// never joined) says so and how to join it again, and does not blame its
+// agent nor offer a move.
+func TestAThreadOnAMachineNotJoinedSaysHowToJoinIt(t *testing.T) {
+	h := newHarness(t, Options{})
+	h.send(tea.WindowSizeMsg{Width: 200, Height: 24})
+	h.frames(`{"type":"config","chat":"c1","channel":"tui","node":"hub","agents":[{"id":"claude","name":"Claude Code","transport":"stream","status":"ready","node":"hub"}]}`,
+		`{"type":"thread","thread":{"id":"t_1@b","agent":"claude","cwd":"/w","state":"idle","node":"b","last_seq":0}}`,
+		`{"type":"replay_done","last_seq":0}`)
+	h.wantScreen("machine b is not joined to this hub", "parley join-token --name b", "parley join <token>` on b")
+	h.wantNotScreen("is not configured")
+}

@@ -191,6 +191,10 @@ func (m *Model) helpLine() string {
 	if s == "" && !m.online && m.offline != "" {
 		s = "offline: " + m.offline
 	}
+	if s == "" && m.machineGone() {
+		s = "machine " + m.thread.Node + " is not joined to this hub (revoked, or never joined): to join it again, `parley join-token --name " +
+			m.thread.Node + "` here, then `parley join <token>` on " + m.thread.Node
+	}
 	if s == "" && m.agentGone() {
 		s = "the agent " + m.thread.Agent + " is not configured: ^E moves this thread to another agent"
 	}

@@ -230,7 +230,7 @@ func (a *agent) show(ctx context.Context, s *session, it follow.Item) {
 		a.ext(ctx, s.id, "thread", mustJSON(chat.ThreadEvent{Thread: it.Thread}))
 	case follow.KindEvent, follow.KindCard:
 		a.emit(ctx, s, it.Event, it.Frame, it.Replay)
-		if it.Kind == follow.KindEvent {
+		if it.Kind == follow.KindEvent && it.Event.Seq > 0 { // an aside (no seq) is no place in the log
 			a.opt.Cursors.set(s.route, it.Event.Thread, it.Event.Seq, time.Now())
 		}
 	case follow.KindCaughtUp:
@@ -287,6 +287,14 @@ func (a *agent) emit(ctx context.Context, s *session, ev chat.Event, frame []byt
 				s.finish(p.MessageID, outcome{stop: p.StopReason})
 				return
 			}
+		}
+	case chat.TypeDelivery:
+		// A message for another machine's thread that failed at the hub
+		// after its send returned (it waited for that machine) ends its
+		// prompt here: no turn of it will.
+		var d chat.Delivery
+		if !replay && ev.Decode(&d) == nil && d.State == chat.DeliveryFailed && s.waiting(d.MessageID) {
+			s.finish(d.MessageID, outcome{failed: d.Detail})
 		}
 	case chat.TypeUserMessage:
 		var m chat.UserMessage

@@ -414,8 +414,11 @@ func (s *Store) Search(ctx context.Context, q string, limit int) ([]chat.SearchH
 		}
 	}
 	// An answer is several rows (one per commit): its best row stands for it.
-	rows, err := s.r.QueryContext(ctx, `SELECT r.thread, r.seq, r.kind, snippet(search_text, 0, '', '', '…', 16), t.title, t.archived
-		FROM search_text JOIN search_rows r ON r.row = search_text.rowid JOIN threads t ON t.id = r.thread
+	// A row of no thread here is a failed message for another machine's
+	// thread (PutFailedRemote): its title is that machine's.
+	rows, err := s.r.QueryContext(ctx, `SELECT r.thread, r.seq, r.kind, snippet(search_text, 0, '', '', '…', 16),
+		COALESCE(t.title, ''), COALESCE(t.archived, 0)
+		FROM search_text JOIN search_rows r ON r.row = search_text.rowid LEFT JOIN threads t ON t.id = r.thread
 		WHERE search_text MATCH ? ORDER BY rank LIMIT ?`, fq, limit*4)
 	if err != nil {
 		return nil, searchErr(err)

@@ -46,6 +46,7 @@ func Run(t *testing.T, open Opener) {
 		{"Routes", testRoutes},
 		{"RemoteRoutes", testRemoteRoutes},
 		{"RouteAsks", testRouteAsks},
+		{"FailedRemotes", testFailedRemotes},
 		{"ThreadAsks", testThreadAsks},
 		{"Reopen", testReopen},
 		{"ConcurrentCommits", testConcurrentCommits},
@@ -829,6 +830,75 @@ func testRouteAsks(t *testing.T, open Opener) {
 	}
 	if got := asks(); len(got) != 0 {
 		t.Fatalf("RouteAsks after dropping tui's: %+v", got)
+	}
+}
+
+// A message for another machine's thread that failed before it got there
+// is kept (a restart too), listed with its thread oldest first, found by
+// search; the same route's message id failing again replaces it, and a
+// retry drops it, from search too.
+func testFailedRemotes(t *testing.T, open Opener) {
+	name := dbName(t)
+	s := openNamed(t, open, name)
+	ctx := t.Context()
+	web := chat.RouteKey{Channel: "web", Chat: "c1"}
+	irc := chat.RouteKey{Channel: "irc", Chat: "#dev"}
+	for _, f := range []store.FailedRemote{
+		{Thread: "x@b", From: web, MessageID: "m1", Text: "deploy the staging branch", Reason: "machine b did not take it", At: at(1)},
+		{Thread: "y@b", From: web, MessageID: "m2", Text: "elsewhere", Reason: "refused", At: at(2)},
+		{Thread: "x@b", From: irc, MessageID: "m1", Text: "another chat's m1", Reason: "refused", At: at(3)},
+	} {
+		if err := s.PutFailedRemote(ctx, f); err != nil {
+			t.Fatalf("PutFailedRemote(%+v): %v", f, err)
+		}
+	}
+	list := func(thread chat.ThreadID) []string {
+		t.Helper()
+		fs, err := s.FailedRemotes(ctx, thread)
+		if err != nil {
+			t.Fatalf("FailedRemotes(%s): %v", thread, err)
+		}
+		var out []string
+		for _, f := range fs {
+			if f.Thread != thread || f.At.IsZero() {
+				t.Fatalf("FailedRemotes(%s): %+v", thread, f)
+			}
+			out = append(out, f.From.String()+"/"+f.MessageID+" "+f.Text+": "+f.Reason)
+		}
+		return out
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openNamed(t, open, name)
+	want := []string{"web:c1/m1 deploy the staging branch: machine b did not take it", "irc:#dev/m1 another chat's m1: refused"}
+	if got := list("x@b"); !slices.Equal(got, want) {
+		t.Fatalf("FailedRemotes after a reopen: %q, want %q", got, want)
+	}
+	hits, err := s.Search(ctx, "staging", 10)
+	if err != nil || len(hits) != 1 || hits[0].Thread != "x@b" || hits[0].Kind != "user" {
+		t.Fatalf("Search for a failed message: %+v %v, want its thread", hits, err)
+	}
+	if err := s.PutFailedRemote(ctx, store.FailedRemote{Thread: "x@b", From: web, MessageID: "m1", Text: "deploy the staging branch", Reason: "machine b was revoked", At: at(4)}); err != nil {
+		t.Fatal(err)
+	}
+	want = []string{"irc:#dev/m1 another chat's m1: refused", "web:c1/m1 deploy the staging branch: machine b was revoked"}
+	if got := list("x@b"); !slices.Equal(got, want) {
+		t.Fatalf("FailedRemotes after m1 failed again: %q, want %q", got, want)
+	}
+	if hits, err := s.Search(ctx, "staging", 10); err != nil || len(hits) != 1 {
+		t.Fatalf("Search after m1 failed again: %+v %v, want one hit", hits, err)
+	}
+	for range 2 {
+		if err := s.DropFailedRemote(ctx, web, "m1"); err != nil {
+			t.Fatalf("DropFailedRemote: %v", err)
+		}
+	}
+	if got := list("x@b"); !slices.Equal(got, want[:1]) {
+		t.Fatalf("FailedRemotes after a retry of web's m1: %q, want %q", got, want[:1])
+	}
+	if hits, err := s.Search(ctx, "staging", 10); err != nil || len(hits) != 0 {
+		t.Fatalf("Search after a retry: %+v %v, want nothing", hits, err)
 	}
 }
 

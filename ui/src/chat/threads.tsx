@@ -144,8 +144,27 @@ const MAX_CONTEXT = 20;
 // run it): nothing will answer there until the thread moves.
 export function agentGone(store: Store, t: Thread): boolean {
   if (t.state === "no_agent") return true;
-  if (!store.state.agentsLoaded) return false;
+  if (!store.state.agentsLoaded || machineGone(store, t)) return false;
   return !store.state.agents.some((a) => a.id === t.agent && a.status !== "unavailable" && (!t.node || a.node === t.node));
+}
+
+// machineGone: at a cluster's hub, the thread's machine lists no agent at all:
+// it is not joined to the hub (revoked, or it never joined; an offline
+// machine keeps its agents listed). Its agent is not what is missing.
+export function machineGone(store: Store, t: Thread): boolean {
+  if (!t.node || !store.state.node || t.node === store.state.node || !store.state.agentsLoaded) return false;
+  return !store.state.agents.some((a) => a.node === t.node);
+}
+
+// MachineGone says, on a thread whose machine is not joined to the hub, which
+// machine and how to join it again (docs/multi-machine.md).
+function MachineGone({ node }: { node: string }) {
+  return (
+    <div class="banner move" role="region" aria-label="Machine not joined" data-machine-gone="">
+      <p>Machine “{node}” is not joined to this hub: it was revoked, or never joined. Nothing reaches this thread from here; messages sent to it fail.</p>
+      <p class="hint">To join it again, run <code>parley join-token --name {node}</code> on the hub, then <code>parley join &lt;token&gt;</code> on {node} and restart its <code>parley serve</code>.</p>
+    </div>
+  );
 }
 
 // MoveThread offers, on a thread whose agent is gone, to move it to another
@@ -158,6 +177,7 @@ export function MoveThread({ store, thread }: { store: Store; thread: Thread }) 
   const [err, setErr] = useState("");
   const [busy, setBusy] = useState(false);
   useEffect(() => { setErr(""); setAgent(""); }, [thread.id]);
+  if (machineGone(store, thread)) return <MachineGone node={thread.node!} />;
   if (!agentGone(store, thread)) return null;
   const to = agent || targets[0]?.id || "";
   const move = async () => {
