@@ -148,7 +148,7 @@ func TestTheHubsDashboardStartsAThreadOnAnotherMachine(t *testing.T) {
 	until(t, ctx, "b's conversation from the hub's copy, said so", pageHas("You said it.")+` && `+fromCopy)
 	// (The phone's chat showed b's thread before b stopped: it reloads too.)
 	run(t, phone, "phone: b's thread", chromedp.Evaluate[chromedp.Void](`(() => { const el = document.querySelector('input[aria-label="Search threads"]'); el.value = ""; el.dispatchEvent(new Event("input", { bubbles: true })); })()`),
-		chromedp.WaitVisible(chromedp.CSS(`.p-thread[data-machine=b]`)), chromedp.Click(chromedp.CSS(`.p-thread[data-machine=b]`)), chromedp.Reload())
+		chromedp.WaitVisible(chromedp.CSS(`.p-thread[data-machine=b]`)), click(chromedp.CSS(`.p-thread[data-machine=b]`)), chromedp.Reload())
 	until(t, phone, "phone: b's conversation from the hub's copy, said so within the screen", pageHas("You said it.")+` && `+fromCopy+` && `+fits+
 		` && document.querySelector("[data-from-copy]").getBoundingClientRect().right <= window.innerWidth`)
 }
