@@ -176,6 +176,9 @@ func (s *Server) handleLogout(w http.ResponseWriter, r *http.Request) {
 			httpError(w, http.StatusInternalServerError, "could not sign out")
 			return
 		}
+		if dev, ok := callerDevice(r.Context()); ok {
+			s.log.Info("device signed out", "device", dev.ID, "name", dev.Name, "kind", dev.Kind)
+		}
 	}
 	http.SetCookie(w, &http.Cookie{Name: CookieName, Path: "/", MaxAge: -1, HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})

@@ -39,7 +39,7 @@ func startThread(t testing.TB, ctx context.Context, text string) {
 	until(t, ctx, "the working directory is filled in", `document.querySelector("form.newthread input[type=text]").value !== ""`)
 	run(t, ctx, "write the first message",
 		chromedp.SendKeys(chromedp.CSS(`form.newthread textarea`), text),
-		chromedp.Click(chromedp.CSS(`form.newthread button[type=submit]`)))
+		click(chromedp.CSS(`form.newthread button[type=submit]`)))
 	until(t, ctx, "the chat opens", `location.hash.startsWith("#/c/") && !!document.querySelector("textarea[aria-label=Message]")`)
 }
 
@@ -163,7 +163,7 @@ func TestDashboard(t *testing.T) {
 		until(t, ctx, "the permission card is open", open)
 		until(t, tab2, "the second tab shows the card open", open)
 		shot(t, ctx, "desktop-permission")
-		run(t, ctx, "allow once", chromedp.Click(chromedp.CSS(`.card.perm[data-state=open] button.k-allow_once`)))
+		run(t, ctx, "allow once", click(chromedp.CSS(`.card.perm[data-state=open] button.k-allow_once`)))
 		until(t, ctx, "the follow-up text appears", pageHas(ToolFollowUp))
 		until(t, tab2, "the second tab sees the card resolved", `!!document.querySelector(".card.perm[data-state=resolved]") && !document.querySelector(".card.perm button:enabled")`)
 		until(t, tab2, "the second tab sees the follow-up", pageHas(ToolFollowUp))
@@ -199,7 +199,7 @@ func TestDashboard(t *testing.T) {
 		online()
 		until(t, ctx, "a card still open stays open and clickable after a reconnect", open)
 		offline()
-		run(t, tab2, "allow in the other tab", chromedp.Click(chromedp.CSS(`.card.perm[data-state=open] button.k-allow_once`)))
+		run(t, tab2, "allow in the other tab", click(chromedp.CSS(`.card.perm[data-state=open] button.k-allow_once`)))
 		until(t, tab2, "the other tab sees the follow-up", followUps+` === `+want)
 		if st := eval[string](t, ctx, `(document.querySelector("[data-banner]")||{dataset:{banner:"none"}}).dataset.banner + " " + [...document.querySelectorAll(".card.perm")].map(e => e.dataset.state).join(",")`); !strings.HasPrefix(st, "offline") || !strings.HasSuffix(st, "open") {
 			t.Fatalf("got banner and cards %q while the socket points nowhere, want offline and the card open: the test would prove nothing", st)
@@ -211,7 +211,7 @@ func TestDashboard(t *testing.T) {
 	t.Run("3c a file write is shown as a diff after the permission", func(t *testing.T) {
 		send(t, ctx, PromptWrite)
 		until(t, ctx, "the write asks permission", `!!document.querySelector(".card.perm[data-state=open] button.k-allow_once:enabled")`)
-		run(t, ctx, "allow once", chromedp.Click(chromedp.CSS(`.card.perm[data-state=open] button.k-allow_once`)))
+		run(t, ctx, "allow once", click(chromedp.CSS(`.card.perm[data-state=open] button.k-allow_once`)))
 		until(t, ctx, "the diff shows the new lines", `[...document.querySelectorAll(".diff .d-add")].map(e => e.textContent).join("|").includes("+ second line")`)
 		until(t, ctx, "the follow-up appears", pageHas("Written."))
 		shot(t, ctx, "desktop-diff")
@@ -233,7 +233,7 @@ func TestDashboard(t *testing.T) {
 		if del, add := lines("del"), lines("add"); del != "- second line" || add != "+ third line" {
 			t.Errorf("got the card's diff -%q +%q, want the current line removed and the new one added", del, add)
 		}
-		run(t, ctx, "allow once", chromedp.Click(chromedp.CSS(card+` button.k-allow_once`)))
+		run(t, ctx, "allow once", click(chromedp.CSS(card+` button.k-allow_once`)))
 		until(t, ctx, "the card is answered", `!document.querySelector("`+card+`")`)
 		testkit.Eventually(t, wait, func() bool {
 			b, _ := os.ReadFile(filepath.Join(r.work, WrittenFile))
@@ -274,7 +274,7 @@ func TestDashboard(t *testing.T) {
 		}
 		shot(t, phone, "phone-edit-card")
 
-		run(t, ctx, "allow always", chromedp.Click(chromedp.CSS(card+` button.k-allow_always`)))
+		run(t, ctx, "allow always", click(chromedp.CSS(card+` button.k-allow_always`)))
 		until(t, ctx, "the edit is made and answered", pageHas("Edited."))
 		until(t, ctx, "the mode change is said in the conversation", `[...document.querySelectorAll(".notice")].some(e => e.textContent === "Mode changed to Accept edits.")`)
 		if b, _ := os.ReadFile(filepath.Join(r.work, GreetFile)); !strings.Contains(string(b), "hello, world") {
@@ -288,21 +288,21 @@ func TestDashboard(t *testing.T) {
 		send(t, ctx, PromptAsk+" first")
 		until(t, ctx, "the question card is open", `!!document.querySelector(".card.question[data-state=open]")`)
 		shot(t, ctx, "desktop-question")
-		run(t, ctx, "click Blue", chromedp.Click(chromedp.CSS(`.card.question[data-state=open] button.opt[title=cool]`)))
+		run(t, ctx, "click Blue", click(chromedp.CSS(`.card.question[data-state=open] button.opt[title=cool]`)))
 		until(t, ctx, "the thanks appear", fmt.Sprintf(`[...document.querySelectorAll(".msg.agent")].filter(e => e.innerText.includes(%s)).length === 1`, js(QuestionThanks)))
 		send(t, ctx, PromptAsk+" second")
 		until(t, ctx, "the second card is open", `!!document.querySelector(".card.question[data-state=open]")`)
 		run(t, ctx, "answer in own words",
 			chromedp.SendKeys(chromedp.CSS(`.card.question[data-state=open] .own input`), "a deep sea green"),
-			chromedp.Click(chromedp.CSS(`.card.question[data-state=open] .own button[type=submit]`)))
+			click(chromedp.CSS(`.card.question[data-state=open] .own button[type=submit]`)))
 		until(t, ctx, "the second thanks appear", fmt.Sprintf(`[...document.querySelectorAll(".msg.agent")].filter(e => e.innerText.includes(%s)).length === 2`, js(QuestionThanks)))
 		send(t, ctx, PromptAskMany)
 		until(t, ctx, "the two-question card is open", `document.querySelectorAll(".card.question[data-state=open] fieldset").length === 2`)
 		run(t, ctx, "pick Red, Apple and Plum, then submit",
-			chromedp.Click(chromedp.CSS(`.card.question[data-state=open] button.opt[title=warm]`)),
-			chromedp.Click(chromedp.CSS(`.card.question[data-state=open] button.opt[title=crisp]`)),
-			chromedp.Click(chromedp.CSS(`.card.question[data-state=open] button.opt[title=sweet]`)),
-			chromedp.Click(chromedp.CSS(`.card.question[data-state=open] button.primary`)))
+			click(chromedp.CSS(`.card.question[data-state=open] button.opt[title=warm]`)),
+			click(chromedp.CSS(`.card.question[data-state=open] button.opt[title=crisp]`)),
+			click(chromedp.CSS(`.card.question[data-state=open] button.opt[title=sweet]`)),
+			click(chromedp.CSS(`.card.question[data-state=open] button.primary`)))
 		until(t, ctx, "the third thanks appear", fmt.Sprintf(`[...document.querySelectorAll(".msg.agent")].filter(e => e.innerText.includes(%s)).length === 3`, js(QuestionThanks)))
 		var results []string
 		for _, id := range r.api.ToolUseIDs("AskUserQuestion") {
@@ -324,7 +324,7 @@ func TestDashboard(t *testing.T) {
 	t.Run("5 stop during a slow answer", func(t *testing.T) {
 		send(t, ctx, PromptSlow)
 		until(t, ctx, "the stop button shows while the answer streams", `!!document.querySelector("button.stop") && `+pageHas("slowly"))
-		run(t, ctx, "click stop", chromedp.Click(chromedp.CSS(`button.stop`)))
+		run(t, ctx, "click stop", click(chromedp.CSS(`button.stop`)))
 		until(t, ctx, "the turn ends and the stop button goes", `!document.querySelector("button.stop") && `+pageHas("Stopped."))
 		stopped := `document.querySelectorAll(".notice").length`
 		before := eval[int](t, ctx, stopped)
@@ -479,9 +479,9 @@ func TestDashboard(t *testing.T) {
 		other := browser(t, 1280, 860)
 		run(t, other, "log in", chromedp.Navigate(r.LoginURL()), chromedp.WaitVisible(chromedp.CSS(`form.newthread`)))
 		until(t, other, "the working directory is filled in", `document.querySelector("form.newthread input[type=text]").value !== ""`)
-		run(t, other, "list the sessions", chromedp.Click(chromedp.Search(`//button[contains(., "Resume a session")]`)))
+		run(t, other, "list the sessions", click(chromedp.Search(`//button[contains(., "Resume a session")]`)))
 		until(t, other, "the session is listed", `document.querySelectorAll(".sessions button").length >= 1`)
-		run(t, other, "resume it", chromedp.Click(chromedp.CSS(`.sessions button`)))
+		run(t, other, "resume it", click(chromedp.CSS(`.sessions button`)))
 		until(t, other, "the chat shows the thread's history", pageHas(MarkdownHeading))
 		want := eval[string](t, ctx, `window.parley.state.chat.thread.id`)
 		if got := eval[string](t, other, `window.parley.state.chat.thread.id`); got != want {
@@ -499,14 +499,14 @@ func TestDashboard(t *testing.T) {
 		phone := browser(t, 390, 844)
 		run(t, phone, "phone login", phoneViewport(), chromedp.Navigate(r.LoginURL()), chromedp.WaitVisible(chromedp.CSS(`.p-thread`)))
 		shot(t, phone, "phone-list")
-		run(t, phone, "open the thread", chromedp.Click(chromedp.CSS(`.p-thread`)))
+		run(t, phone, "open the thread", click(chromedp.CSS(`.p-thread`)))
 		until(t, phone, "the chat view shows the history", `!!document.querySelector(".p-chat") && `+pageHas(ToolFollowUp))
 		send(t, phone, PromptEcho+" from the phone")
 		until(t, phone, "the phone's message is submitted", receipt(PromptEcho+" from the phone", "submitted"))
 		until(t, phone, "the answer arrives", `[...document.querySelectorAll(".msg.agent")].filter(e => e.innerText.includes("You said it.")).length >= 2`)
 		shot(t, phone, "phone-chat")
 		until(t, ctx, "the desktop tab sees the phone's message", pageHas(PromptEcho+" from the phone"))
-		run(t, phone, "back to the list", chromedp.Click(chromedp.CSS(`button.back`)), chromedp.WaitVisible(chromedp.CSS(`.p-thread`)))
+		run(t, phone, "back to the list", click(chromedp.CSS(`button.back`)), chromedp.WaitVisible(chromedp.CSS(`.p-thread`)))
 	})
 
 	// These run last and start threads of their own: the ones above expect their
@@ -514,11 +514,11 @@ func TestDashboard(t *testing.T) {
 	t.Run("12 a card open in another thread shows in the list, and a hidden tab is notified once", func(t *testing.T) {
 		b := browser(t, 1280, 860)
 		run(t, b, "log in", chromedp.Navigate(r.LoginURL()), chromedp.WaitVisible(chromedp.CSS(`.side`)))
-		run(t, b, "open the new-thread form", chromedp.Click(chromedp.CSS(`.side button.primary`)))
+		run(t, b, "open the new-thread form", click(chromedp.CSS(`.side button.primary`)))
 		startThread(t, b, PromptEcho+" in thread A")
 		until(t, b, "A's answer arrives", `!!window.parley.state.chat.thread && `+pageHas("You said it."))
 		threadA := eval[string](t, b, `window.parley.state.chat.thread.id`)
-		run(t, b, "open the new-thread form", chromedp.Click(chromedp.CSS(`.side button.primary`)))
+		run(t, b, "open the new-thread form", click(chromedp.CSS(`.side button.primary`)))
 		startThread(t, b, PromptEcho+" in thread B")
 		until(t, b, "B's answer arrives", fmt.Sprintf(`!!window.parley.state.chat.thread && window.parley.state.chat.thread.id !== %s && `, js(threadA))+pageHas("You said it."))
 		threadB := eval[string](t, b, `window.parley.state.chat.thread.id`)
@@ -596,7 +596,7 @@ func TestDashboard(t *testing.T) {
 			const dir = f.querySelector("input[type=text]"); dir.value = %s; dir.dispatchEvent(new Event("input", {bubbles: true}));
 		})()`, js(later))))
 		until(t, b, "the form holds the choices", fmt.Sprintf(`document.querySelector("form.newthread select").value === "helper" && document.querySelector("form.newthread input[type=text]").value === %s`, js(later)))
-		run(t, b, "start", chromedp.SendKeys(chromedp.CSS(`form.newthread textarea`), text), chromedp.Click(chromedp.CSS(`form.newthread button[type=submit]`)))
+		run(t, b, "start", chromedp.SendKeys(chromedp.CSS(`form.newthread textarea`), text), click(chromedp.CSS(`form.newthread button[type=submit]`)))
 		until(t, b, "the first message fails", receipt(text, "failed"))
 		if d := eval[string](t, b, `document.querySelector(".msg.user .receipt").textContent`); !strings.Contains(d, "later") {
 			t.Errorf("got receipt %q, want the reason naming the folder", d)
@@ -604,7 +604,7 @@ func TestDashboard(t *testing.T) {
 		if err := os.MkdirAll(later, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		run(t, b, "retry", chromedp.Click(chromedp.CSS(`.msg.user .receipt button`)))
+		run(t, b, "retry", click(chromedp.CSS(`.msg.user .receipt button`)))
 		until(t, b, "the retried message is submitted", receipt(text, "submitted"))
 		until(t, b, "its answer arrives", pageHas("You said it."))
 		want, err := filepath.EvalSymlinks(later)
@@ -645,7 +645,7 @@ func TestDashboard(t *testing.T) {
 		phone := browser(t, 390, 844)
 		run(t, phone, "phone login", phoneViewport(), chromedp.Navigate(r.LoginURL()), chromedp.WaitVisible(chromedp.CSS(`.p-bar`)))
 		until(t, phone, "the list offers notifications", `!!document.querySelector(".phone button.notify-opt-in")`)
-		run(t, phone, "new thread", chromedp.Click(chromedp.CSS(`.p-bar button.primary`)))
+		run(t, phone, "new thread", click(chromedp.CSS(`.p-bar button.primary`)))
 		startThread(t, phone, PromptEcho+" on the phone")
 		until(t, phone, "the answer arrives", `!!document.querySelector(".p-chat") && `+pageHas("You said it."))
 		until(t, phone, "the model select shows the agent's models",
@@ -678,7 +678,7 @@ func TestDashboard(t *testing.T) {
 		send(t, ctx, PromptEcho+" with **strong** words")
 		until(t, ctx, "the person's Markdown is rendered", `[...document.querySelectorAll(".msg.user .bubble strong")].some(e => e.textContent === "strong")`)
 		long := PromptEcho + " a long one\n\n" + strings.Repeat("- a line of a long list\n", 30)
-		run(t, ctx, "send a long message", chromedp.SetValue(chromedp.CSS(`textarea[aria-label=Message]`), long), chromedp.Click(chromedp.CSS(`.composer button[type=submit]`)))
+		run(t, ctx, "send a long message", chromedp.SetValue(chromedp.CSS(`textarea[aria-label=Message]`), long), click(chromedp.CSS(`.composer button[type=submit]`)))
 		until(t, ctx, "it is folded with Show more", `(() => { const u = [...document.querySelectorAll(".msg.user")].pop(); return !!u.querySelector(".folded") && u.querySelector("button.fold").textContent === "Show more"; })()`)
 		run(t, ctx, "unfold it", chromedp.Evaluate[chromedp.Void](`[...document.querySelectorAll(".msg.user")].pop().querySelector("button.fold").click()`))
 		until(t, ctx, "it is unfolded", `!([...document.querySelectorAll(".msg.user")].pop().querySelector(".folded"))`)
@@ -729,7 +729,7 @@ func TestDashboard(t *testing.T) {
 		if top := eval[float64](t, ctx, sc+`.scrollTop`); top != 0 {
 			t.Errorf("the log moved to %v under the reader, want it still at the top", top)
 		}
-		run(t, ctx, "jump", chromedp.Click(chromedp.CSS(`button.jump`)))
+		run(t, ctx, "jump", click(chromedp.CSS(`button.jump`)))
 		atEnd := sc + `.scrollHeight - ` + sc + `.scrollTop - ` + sc + `.clientHeight < 80`
 		until(t, ctx, "at the end, the button gone", atEnd+` && !document.querySelector("button.jump")`)
 		run(t, ctx, "scroll up again", chromedp.Evaluate[chromedp.Void](sc+`.scrollTop = 0; `+sc+`.dispatchEvent(new Event("scroll"))`))
@@ -749,7 +749,7 @@ func TestDashboard(t *testing.T) {
 		until(t, ctx, "it waits queued, with Withdraw", `[...document.querySelectorAll(".conv .queued .msg.user")].some(e => e.innerText.includes(`+js(PromptEcho+" to withdraw")+`) && !!e.querySelector("button.withdraw"))`)
 		run(t, ctx, "withdraw it", chromedp.Evaluate[chromedp.Void](`[...document.querySelectorAll(".conv .queued .msg.user")].find(e => e.innerText.includes(`+js(PromptEcho+" to withdraw")+`)).querySelector("button.withdraw").click()`))
 		until(t, ctx, "it says failed, withdrawn", receipt(PromptEcho+" to withdraw", "failed")+` && `+pageHas("withdrawn before its turn"))
-		run(t, ctx, "stop the slow answer", chromedp.Click(chromedp.CSS(`button.stop`)))
+		run(t, ctx, "stop the slow answer", click(chromedp.CSS(`button.stop`)))
 		until(t, ctx, "the queued message is delivered and answered, in its place", `!document.querySelector(".conv .queued") && `+receipt(PromptEcho+" after the slow one", "submitted")+` && [...document.querySelectorAll(".msg.agent")].pop().innerText.includes("You said it.")`)
 		until(t, ctx, "no working indicator once idle", `!window.parley.state.chat.turnActive && !document.querySelector(".conv .working.in-conv")`)
 		for _, req := range r.api.Requests() {

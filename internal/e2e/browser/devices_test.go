@@ -16,10 +16,10 @@ func TestDevicesPageTurnsOptionalPushesOn(t *testing.T) {
 	ctx := browser(t, 1280, 900)
 	run(t, ctx, "sign in", chromedp.Navigate(r.LoginURL()))
 	until(t, ctx, "the Devices section", `!!document.querySelector("details.devices")`)
-	run(t, ctx, "open Devices", chromedp.Click(chromedp.CSS(`details.devices > summary`)))
+	run(t, ctx, "open Devices", click(chromedp.CSS(`details.devices > summary`)))
 	until(t, ctx, "this device listed, its pushes off", `(() => { const li = [...document.querySelectorAll(".device-list li")].find(l => l.textContent.includes("(this device)"));
 		return !!li && !li.querySelector(".push-turns").checked && !li.querySelector(".push-errors").checked; })()`)
-	run(t, ctx, "tick finished turns", chromedp.Click(chromedp.CSS(`.device-list li .push-turns`)))
+	run(t, ctx, "tick finished turns", click(chromedp.CSS(`.device-list li .push-turns`)))
 	var list struct {
 		Devices []struct {
 			Current    bool

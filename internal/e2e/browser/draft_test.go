@@ -62,7 +62,7 @@ func TestDashboardShowsProvisionalText(t *testing.T) {
 		const dir = f.querySelector("input[type=text]"); dir.value = %s; dir.dispatchEvent(new Event("input", {bubbles: true}));
 	})()`, js(r.work))))
 	until(t, ctx, "the form holds the choices", fmt.Sprintf(`document.querySelector("form.newthread select").value === "claude-tmux" && document.querySelector("form.newthread input[type=text]").value === %s`, js(r.work)))
-	run(t, ctx, "start", chromedp.SendKeys(chromedp.CSS(`form.newthread textarea`), PromptDraft), chromedp.Click(chromedp.CSS(`form.newthread button[type=submit]`)))
+	run(t, ctx, "start", chromedp.SendKeys(chromedp.CSS(`form.newthread textarea`), PromptDraft), click(chromedp.CSS(`form.newthread button[type=submit]`)))
 	until(t, ctx, "the chat opens", `location.hash.startsWith("#/c/")`)
 
 	first := strings.SplitN(DraftAnswer, "\n", 2)[0]

@@ -72,7 +72,7 @@ func TestTheHubsDashboardStartsAThreadOnAnotherMachine(t *testing.T) {
 	text := PromptEcho + " from the hub's dashboard"
 	run(t, ctx, "start the thread on b",
 		chromedp.SendKeys(chromedp.CSS(`form.newthread textarea`), text),
-		chromedp.Click(chromedp.CSS(`form.newthread button[type=submit]`)))
+		click(chromedp.CSS(`form.newthread button[type=submit]`)))
 	until(t, ctx, "the reply from b's agent", pageHas("You said it."))
 
 	// The thread is b's: in b's own store, in b's folder.
@@ -99,7 +99,7 @@ func TestTheHubsDashboardStartsAThreadOnAnotherMachine(t *testing.T) {
 	run(t, ctx, "clear the search", chromedp.Evaluate[chromedp.Void](`(() => { const el = document.querySelector('input[aria-label="Search threads"]'); el.value = ""; el.dispatchEvent(new Event("input", { bubbles: true })); })()`))
 
 	// The machines view: b online, with its agent and its thread.
-	run(t, ctx, "open Machines", chromedp.Click(chromedp.CSS(`details.machines summary`)))
+	run(t, ctx, "open Machines", click(chromedp.CSS(`details.machines summary`)))
 	until(t, ctx, "b online with its agent and thread", `(() => { const e = document.querySelector("details.machines li[data-node=b]");
 		return !!e && e.dataset.online === "true" && e.innerText.includes("online since") && e.innerText.includes("claude") && e.innerText.includes("1 thread"); })()`)
 
@@ -111,9 +111,9 @@ func TestTheHubsDashboardStartsAThreadOnAnotherMachine(t *testing.T) {
 	until(t, phone, "phone: the machine picker fits", fits+` && document.querySelector("form.newthread select[name=machine]").getBoundingClientRect().right <= window.innerWidth`)
 	run(t, phone, "phone: the thread list", chromedp.Navigate(hub.Base+"/#/"), chromedp.WaitVisible(chromedp.CSS(`.p-thread[data-machine=b]`)))
 	until(t, phone, "phone: the list entry names b and fits", fits+` && document.querySelector(".p-thread[data-machine=b] .t-meta").innerText.includes("b · claude")`)
-	run(t, phone, "phone: open Machines", chromedp.Click(chromedp.CSS(`details.machines summary`)))
+	run(t, phone, "phone: open Machines", click(chromedp.CSS(`details.machines summary`)))
 	until(t, phone, "phone: the machines view fits", fits+` && !!document.querySelector("details.machines li[data-node=b]") && document.querySelector("details.machines li[data-node=b]").getBoundingClientRect().right <= window.innerWidth`)
-	run(t, phone, "phone: the thread", chromedp.Click(chromedp.CSS(`.p-thread[data-machine=b]`)))
+	run(t, phone, "phone: the thread", click(chromedp.CSS(`.p-thread[data-machine=b]`)))
 	until(t, phone, "phone: the header names b and fits", fits+` && (document.querySelector(".p-bar [data-thread-where]")||{innerText:""}).innerText.startsWith("b · claude")`)
 
 	// b stops: the open machines view says so, without a reload, and so do
@@ -148,7 +148,7 @@ func TestTheHubsDashboardStartsAThreadOnAnotherMachine(t *testing.T) {
 	until(t, ctx, "b's conversation from the hub's copy, said so", pageHas("You said it.")+` && `+fromCopy)
 	// (The phone's chat showed b's thread before b stopped: it reloads too.)
 	run(t, phone, "phone: b's thread", chromedp.Evaluate[chromedp.Void](`(() => { const el = document.querySelector('input[aria-label="Search threads"]'); el.value = ""; el.dispatchEvent(new Event("input", { bubbles: true })); })()`),
-		chromedp.WaitVisible(chromedp.CSS(`.p-thread[data-machine=b]`)), chromedp.Click(chromedp.CSS(`.p-thread[data-machine=b]`)), chromedp.Reload())
+		chromedp.WaitVisible(chromedp.CSS(`.p-thread[data-machine=b]`)), click(chromedp.CSS(`.p-thread[data-machine=b]`)), chromedp.Reload())
 	until(t, phone, "phone: b's conversation from the hub's copy, said so within the screen", pageHas("You said it.")+` && `+fromCopy+` && `+fits+
 		` && document.querySelector("[data-from-copy]").getBoundingClientRect().right <= window.innerWidth`)
 }

@@ -22,7 +22,10 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/dom"
 	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/fetch"
+	cdpruntime "github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"github.com/parleyhq/parley/internal/testkit"
 	"github.com/parleyhq/parley/internal/testkit/claudeapi"
@@ -378,6 +381,122 @@ func run(t testing.TB, ctx context.Context, what string, actions ...chromedp.Act
 		}
 		t.Fatalf("%s: %v\npage (tail):\n%s", what, err, html)
 	}
+}
+
+// click clicks what sel selects as a person does, pressing and releasing the
+// mouse at its centre, and then checks that the click reached it. A control
+// that moves (or is drawn anew) under the pointer as the page lays out loses a
+// person's click the same way; without the check such a click shows only as
+// the next step waiting a minute for an effect that never comes. The page
+// notes where the click landed in sessionStorage, which outlives the
+// navigation a click may start (a form's POST, a link).
+func click[S chromedp.Selectable](sel S) chromedp.Action[chromedp.Void] {
+	return chromedp.QueryAfter(sel, func(ctx context.Context, tg *chromedp.Target, nodes []*chromedp.Node) (chromedp.Void, error) {
+		var none chromedp.Void
+		if len(nodes) == 0 {
+			return none, fmt.Errorf("click %v: nothing selected", sel)
+		}
+		n := nodes[0]
+		obj, err := cdp.Call(ctx, tg, dom.ResolveNode, dom.ResolveNodeParams{NodeID: n.NodeID})
+		if err != nil {
+			return none, fmt.Errorf("click %v: %w", sel, err)
+		}
+		if _, err := chromedp.CallFunctionOn[chromedp.Void](clickWatchJS, func(p *cdpruntime.CallFunctionOnParams) {
+			p.ObjectID = obj.Object.ObjectID
+		})(ctx, tg); err != nil {
+			return none, fmt.Errorf("click %v: watch it: %w", sel, err)
+		}
+		if _, err := chromedp.MouseClickNode(n)(ctx, tg); err != nil {
+			return none, fmt.Errorf("click %v: %w", sel, err)
+		}
+		// The renderer has handled the click once dispatchMouseEvent answers;
+		// reading the note fails only while a navigation swaps the document.
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			note, err := chromedp.Evaluate[string](`sessionStorage.getItem("parley-e2e-click") ?? "no click event reached the page"`)(ctx, tg)
+			if err == nil {
+				if note != "ok" {
+					return none, fmt.Errorf("click %v did not reach it: %s", sel, note)
+				}
+				return none, nil
+			}
+			if time.Now().After(deadline) {
+				return none, fmt.Errorf("click %v: read where it landed: %w", sel, err)
+			}
+			if _, err := chromedp.Sleep(50*time.Millisecond)(ctx, tg); err != nil { // pacing the read, not a synchronisation
+				return none, err
+			}
+		}
+	}, chromedp.NodeVisible)
+}
+
+// clickWatchJS runs with the element to click as this: the next click event
+// anywhere in the page notes whether it reached the element, or where it went.
+const clickWatchJS = `function () {
+  const want = this;
+  sessionStorage.removeItem("parley-e2e-click");
+  const name = (el) => el instanceof Element
+    ? "<" + el.tagName.toLowerCase() + (el.className ? " class=\"" + el.className + "\"" : "") + ">" + (el.textContent || "").trim().slice(0, 40)
+    : String(el);
+  window.addEventListener("click", (e) => {
+    sessionStorage.setItem("parley-e2e-click",
+      want.contains(e.target) ? "ok"
+      : !want.isConnected ? "the element was drawn anew before the click (it went to " + name(e.target) + ")"
+      : "the click at " + e.clientX + "," + e.clientY + " landed on " + name(e.target) + "; the element is now at " + JSON.stringify(want.getBoundingClientRect()));
+  }, { capture: true, once: true });
+}`
+
+// holdRequests holds back the tab's requests whose URLs match the patterns
+// (wildcards as Fetch.enable takes them) until the returned release is called
+// (at the latest when the test ends), so a test sees the page as it is before
+// their answers come. After release, requests go as usual.
+func holdRequests(t testing.TB, ctx context.Context, patterns ...string) (release func()) {
+	t.Helper()
+	var ps []*fetch.RequestPattern
+	for _, p := range patterns {
+		ps = append(ps, &fetch.RequestPattern{URLPattern: p, RequestStage: fetch.RequestStageRequest})
+	}
+	lctx, stop := context.WithCancel(ctx)
+	paused := chromedp.Events(lctx, fetch.RequestPaused)
+	var (
+		mu       sync.Mutex
+		released bool
+		ids      []fetch.RequestID
+	)
+	go func() {
+		for ev, err := range paused {
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			if !released {
+				ids = append(ids, ev.RequestID)
+				ev.RequestID = ""
+			}
+			mu.Unlock()
+			if ev.RequestID != "" {
+				chromedp.Call(ctx, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: ev.RequestID})
+			}
+		}
+	}()
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			mu.Lock()
+			released = true
+			held := ids
+			mu.Unlock()
+			for _, id := range held {
+				chromedp.Call(ctx, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: id})
+			}
+			chromedp.Call(ctx, fetch.Disable, cdp.Empty{})
+		})
+	}
+	t.Cleanup(func() { release(); stop() })
+	if _, err := chromedp.Call(ctx, fetch.Enable, fetch.EnableParams{Patterns: ps}); err != nil {
+		t.Fatalf("hold requests: %v", err)
+	}
+	return release
 }
 
 // until polls a JavaScript condition in the page until it is true.

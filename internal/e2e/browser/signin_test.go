@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"fmt"
 	"net/http"
 	"net/url"
 	"os"
@@ -44,15 +45,18 @@ func TestSignInLeavesNoSecretInHistory(t *testing.T) {
 		t.Fatalf("session cookie %+v: want an HttpOnly session id, not the token", session)
 	}
 
-	run(t, ctx, "sign out", chromedp.Click(chromedp.CSS(`.side .sign-out button`)))
+	run(t, ctx, "sign out", click(chromedp.CSS(`.side .sign-out button`)))
 	until(t, ctx, "the sign-in page shows", `!!document.querySelector("input[name=token]") && !document.querySelector(".side")`)
 	if resp := get(t, r.Base+"/api/threads", &http.Cookie{Name: "parley_session", Value: session.Value}); resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("the signed-out cookie: GET /api/threads got %d, want 401", resp.StatusCode)
 	}
+	if !strings.Contains(r.output(), "device signed out") {
+		t.Error(`parley's log does not say "device signed out"`)
+	}
 
 	run(t, ctx, "sign in with the token in the form",
 		chromedp.SendKeys(chromedp.CSS(`input[name=token]`), r.Token),
-		chromedp.Click(chromedp.CSS(`form button[type=submit]`)),
+		click(chromedp.CSS(`form button[type=submit]`)),
 		chromedp.WaitVisible(chromedp.CSS(`.side`)))
 	if loc := eval[string](t, ctx, `location.href`); strings.Contains(loc, r.Token) || loc != r.Base+"/" {
 		t.Errorf("address bar after the form: %q, want %s/", loc, r.Base)
@@ -124,6 +128,47 @@ func TestSignInLeavesNoSecretInHistory(t *testing.T) {
 		}
 	}
 	t.Logf("History holds %d URLs: %q", len(urls), urls)
+}
+
+// A person aims at Sign out as the dashboard opens and clicks once its lists
+// have come: the click signs out. The lists arrive above the sidebar's foot
+// (Devices, Sign out) after the page is drawn; if the foot moved with them,
+// the click would land on whatever took its place and the person would stay
+// signed in (issue 30: a lost Sign out). The answers are held back while the
+// person aims, so the page is surely drawn before its lists.
+func TestSignOutStaysWhereThePersonAimed(t *testing.T) {
+	r := newRig(t)
+	ctx := browser(t, 1280, 860)
+	release := holdRequests(t, ctx, "*/api/agents*", "*/api/threads*")
+	run(t, ctx, "open the printed sign-in link", chromedp.Navigate(r.Printed), chromedp.WaitVisible(chromedp.CSS(`.side .sign-out button`)))
+	if n := eval[int](t, ctx, `document.querySelectorAll(".side .agents li").length`); n != 0 {
+		t.Fatalf("%d agents listed while their answer is held back", n)
+	}
+	type point struct{ X, Y float64 }
+	centre := func(sel string) point {
+		return eval[point](t, ctx, `(() => { const r = document.querySelector(`+js(sel)+`).getBoundingClientRect(); return {X: r.left + r.width / 2, Y: r.top + r.height / 2}; })()`)
+	}
+	controls := []string{`.side .sign-out button`, `.side details.devices > summary`}
+	aimed := map[string]point{}
+	for _, sel := range controls {
+		aimed[sel] = centre(sel)
+	}
+
+	release()
+	until(t, ctx, "the agents are listed", `!!document.querySelector(".side .agents li[data-agent=claude]")`)
+	for _, sel := range controls {
+		p := aimed[sel]
+		at := eval[string](t, ctx, fmt.Sprintf(`(() => { const el = document.elementFromPoint(%v, %v); return el && el.closest(%s) ? "" : (el ? el.outerHTML.slice(0, 200) : "nothing"); })()`, p.X, p.Y, js(sel)))
+		if at != "" {
+			t.Errorf("%s moved as the lists came: where it was (%v,%v) is now %s (it is at %+v)", sel, p.X, p.Y, at, centre(sel))
+		}
+	}
+	if t.Failed() {
+		return
+	}
+	p := aimed[controls[0]]
+	run(t, ctx, "click where Sign out was aimed at", chromedp.MouseClickXY(p.X, p.Y))
+	until(t, ctx, "the sign-in page shows", `!!document.querySelector("input[name=token]") && !document.querySelector(".side")`)
 }
 
 // sessionCookie reads the dashboard's session cookie as Chromium holds it.

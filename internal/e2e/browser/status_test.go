@@ -82,7 +82,7 @@ func TestStatusTellsTheTruth(t *testing.T) {
 		until(t, ctx, "Stopped. and no stopping left", pageHas("Stopped.")+` && !window.parley.state.chat.stopping && !document.querySelector("button.stop")`)
 	})
 	t.Run("a thread whose agent is gone", func(t *testing.T) {
-		run(t, ctx, "open it", chromedp.Click(chromedp.CSS(`[data-thread=t_gone]`)))
+		run(t, ctx, "open it", click(chromedp.CSS(`[data-thread=t_gone]`)))
 		until(t, ctx, "it is shown", `document.querySelector("[data-thread-title]").textContent === "agent gone"`)
 		send(t, ctx, "hello")
 		until(t, ctx, "the list says the agent is not configured",
@@ -100,7 +100,7 @@ func TestStatusTellsTheTruth(t *testing.T) {
 			return !!m && m.textContent.includes("not have the old agent") && m.querySelector("select").value === "claude"; })()`)
 		shot(t, ctx, "desktop-move-thread")
 		run(t, ctx, "move it with 5 messages", chromedp.SetValue(chromedp.CSS(`[aria-label="Messages to give as context"]`), "5"),
-			chromedp.Click(chromedp.CSS(`[data-move]`)))
+			click(chromedp.CSS(`[data-move]`)))
 		until(t, ctx, "moved: the header names claude, the conversation says what it knows, no offer left", `!document.querySelector("[data-move-thread]") &&
 			document.querySelector("[data-thread-where]").textContent.includes("claude") &&
 			[...document.querySelectorAll(".notice")].some(n => n.textContent.includes("Moved from gone to claude") && n.textContent.includes("last 5 messages"))`)
@@ -136,7 +136,7 @@ func TestStatusTellsTheTruth(t *testing.T) {
 		return !!m && document.querySelector("[data-thread-title]").textContent === "agent gone too" &&
 			m.getBoundingClientRect().right <= innerWidth + 1 && document.documentElement.scrollWidth <= innerWidth; })()`)
 	shot(t, phone, "phone-move-thread")
-	run(t, phone, "back to the list", chromedp.Click(chromedp.CSS(`button.back`)), chromedp.WaitVisible(chromedp.CSS(`.p-threads`)))
+	run(t, phone, "back to the list", click(chromedp.CSS(`button.back`)), chromedp.WaitVisible(chromedp.CSS(`.p-threads`)))
 	t.Run("live agents", func(t *testing.T) {
 		// The claude thread's Claude Code is loaded (idle): it is listed with
 		// its memory, on the phone too; Unload ends it and the list empties.
@@ -145,7 +145,7 @@ func TestStatusTellsTheTruth(t *testing.T) {
 				const m = /(\d+) MB/.exec(li.querySelector("[data-rss]").textContent); const r = li.getBoundingClientRect();
 				return !!m && +m[1] > 10 && li.textContent.includes("claude") && r.right <= innerWidth + 1; })()`)
 		}
-		run(t, ctx, "unload it", chromedp.Click(chromedp.CSS(`[data-live] button.unload`)))
+		run(t, ctx, "unload it", click(chromedp.CSS(`[data-live] button.unload`)))
 		until(t, ctx, "no live agent left, the thread unloaded", `!document.querySelector("[data-live]") &&
 			[...document.querySelectorAll(".thread")].some(b => b.textContent.includes("a title for the header") && b.textContent.includes("unloaded"))`)
 		var live struct {

@@ -30,7 +30,7 @@ func TestManageThreads(t *testing.T) {
 		run(t, ctx, "search a phrase", chromedp.SetValue(box, `"question number 7"`))
 		// seedThread's turn i starts at seq 6i+1: question 7 is seq 43, far above the end of 300 events.
 		until(t, ctx, "the message is found", `!!document.querySelector(".hits [data-hit-thread=t_seed_c_seed_a][data-hit-seq='43']")`)
-		run(t, ctx, "open the hit", chromedp.Click(chromedp.CSS(`.hits [data-hit-seq='43']`)))
+		run(t, ctx, "open the hit", click(chromedp.CSS(`.hits [data-hit-seq='43']`)))
 		until(t, ctx, "the thread opens at the message", `(() => {
 			const m = document.querySelector(".msg.user.found[data-message=m_seed_7]");
 			if (!m || document.querySelector("[data-thread-title]").textContent !== "seeded c_seed_a") return false;
@@ -45,10 +45,10 @@ func TestManageThreads(t *testing.T) {
 	until(t, other, "the other tab shows the thread", `document.querySelector("[data-thread-title]").textContent === "seeded c_seed_a"`)
 
 	t.Run("rename, live in the other tab; a blank title is refused", func(t *testing.T) {
-		run(t, ctx, "rename to blank", chromedp.Click(chromedp.CSS(`[data-action=rename]`)), chromedp.SetValue(chromedp.CSS(`input[aria-label="Thread title"]`), "   "),
-			chromedp.Click(chromedp.CSS(`form.rename button[type=submit]`)))
+		run(t, ctx, "rename to blank", click(chromedp.CSS(`[data-action=rename]`)), chromedp.SetValue(chromedp.CSS(`input[aria-label="Thread title"]`), "   "),
+			click(chromedp.CSS(`form.rename button[type=submit]`)))
 		until(t, ctx, "the refusal says why", `(document.querySelector("[data-action-error]")||{textContent:""}).textContent.includes("empty")`)
-		run(t, ctx, "rename", chromedp.SetValue(chromedp.CSS(`input[aria-label="Thread title"]`), "Heron survey"), chromedp.Click(chromedp.CSS(`form.rename button[type=submit]`)))
+		run(t, ctx, "rename", chromedp.SetValue(chromedp.CSS(`input[aria-label="Thread title"]`), "Heron survey"), click(chromedp.CSS(`form.rename button[type=submit]`)))
 		until(t, ctx, "the header has the new title", `document.querySelector("[data-thread-title]").textContent === "Heron survey"`)
 		until(t, ctx, "the list has it", `document.querySelector("[data-thread=t_seed_c_seed_a] .t-title").textContent.includes("Heron survey")`)
 		until(t, other, "the other tab has it, live", `document.querySelector("[data-thread-title]").textContent === "Heron survey"`)
@@ -56,19 +56,19 @@ func TestManageThreads(t *testing.T) {
 	})
 
 	t.Run("archive hides it from the list, still readable", func(t *testing.T) {
-		run(t, ctx, "archive", chromedp.Click(chromedp.CSS(`[data-action=archive]`)))
+		run(t, ctx, "archive", click(chromedp.CSS(`[data-action=archive]`)))
 		until(t, ctx, "gone from the list", `!document.querySelector("[data-thread=t_seed_c_seed_a]") && !!document.querySelector("[data-archived-note]")`)
-		run(t, ctx, "show the archived threads", chromedp.Click(chromedp.CSS(`[data-show-archived]`)))
+		run(t, ctx, "show the archived threads", click(chromedp.CSS(`[data-show-archived]`)))
 		until(t, ctx, "it is in the archived list", `!!document.querySelector("[data-archived-thread=t_seed_c_seed_a]")`)
 		until(t, ctx, "its messages still show", `!!document.querySelector("[data-message=m_seed_7]")`)
 		until(t, other, "the other tab says it is archived", `!!document.querySelector("[data-archived-note]")`)
 	})
 
 	t.Run("delete says what happens to the agent's session and closes the other view", func(t *testing.T) {
-		run(t, ctx, "ask to delete", chromedp.Click(chromedp.CSS(`[data-action=delete]`)))
+		run(t, ctx, "ask to delete", click(chromedp.CSS(`[data-action=delete]`)))
 		until(t, ctx, "the confirmation says the session file stays", `(document.querySelector("[data-confirm-delete]")||{textContent:""}).textContent.includes("left on disk")`)
 		shot(t, ctx, "desktop-thread-delete")
-		run(t, ctx, "delete", chromedp.Click(chromedp.CSS(`[data-confirm=delete]`)))
+		run(t, ctx, "delete", click(chromedp.CSS(`[data-confirm=delete]`)))
 		until(t, ctx, "back home, the thread gone", `location.hash === "#/" && !document.querySelector("[data-archived-thread=t_seed_c_seed_a]")`)
 		until(t, other, "the other tab says it was deleted", `(document.querySelector("[data-gone]")||{textContent:""}).textContent.includes("deleted") && !document.querySelector("[data-message=m_seed_7]")`)
 		if code := r.call(t, "GET", "/api/threads/t_seed_c_seed_a", r.Token, nil, nil); code != http.StatusNotFound {
@@ -84,12 +84,12 @@ func TestManageThreads(t *testing.T) {
 		until(t, ph, "a hit in the other thread", `!!document.querySelector(".hits [data-hit-thread=t_seed_c_seed_b]")`)
 		until(t, ph, "nothing wider than the screen", noOverflow)
 		shot(t, ph, "phone-thread-search")
-		run(t, ph, "open it", chromedp.Click(chromedp.CSS(`.hits [data-hit-thread=t_seed_c_seed_b]`)))
+		run(t, ph, "open it", click(chromedp.CSS(`.hits [data-hit-thread=t_seed_c_seed_b]`)))
 		until(t, ph, "the chat opens", `(document.querySelector("[data-thread-title]")||{}).textContent === "seeded c_seed_b"`)
-		run(t, ph, "rename", chromedp.Click(chromedp.CSS(`.p-manage summary`)), chromedp.Click(chromedp.CSS(`[data-action=rename]`)),
-			chromedp.SetValue(chromedp.CSS(`input[aria-label="Thread title"]`), "Kingfisher notes"), chromedp.Click(chromedp.CSS(`form.rename button[type=submit]`)))
+		run(t, ph, "rename", click(chromedp.CSS(`.p-manage summary`)), click(chromedp.CSS(`[data-action=rename]`)),
+			chromedp.SetValue(chromedp.CSS(`input[aria-label="Thread title"]`), "Kingfisher notes"), click(chromedp.CSS(`form.rename button[type=submit]`)))
 		until(t, ph, "the header has the new title", `document.querySelector("[data-thread-title]").textContent === "Kingfisher notes"`)
-		run(t, ph, "ask to delete", chromedp.Click(chromedp.CSS(`[data-action=delete]`)))
+		run(t, ph, "ask to delete", click(chromedp.CSS(`[data-action=delete]`)))
 		until(t, ph, "the confirmation fits and says the session file stays", fmt.Sprintf(`(document.querySelector("[data-confirm-delete]")||{textContent:""}).textContent.includes("left on disk") && %s`, noOverflow))
 		shot(t, ph, "phone-thread-delete")
 	})

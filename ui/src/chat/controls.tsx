@@ -1,9 +1,12 @@
 // Controls both layouts show, written once: the chat's mode and config selects
-// (model, …) and the opt-in to browser notifications.
+// (model, …), the opt-in to browser notifications, and the foot of the list
+// (machines, devices, Sign out).
 
 import { useState } from "preact/hooks";
 import type { Store } from "../store";
 import { canAskNotify } from "../app";
+import { Devices } from "./devices";
+import { Machines } from "./machines";
 
 // ModeSelects is the mode switch and one select per config option the agent lists.
 export function ModeSelects({ store }: { store: Store }) {
@@ -44,6 +47,23 @@ export function NotifyOptIn() {
     <button type="button" class="link notify-opt-in" onClick={() => Notification.requestPermission().then(() => setAsk(canAskNotify()))}>
       Notify me when an agent asks
     </button>
+  );
+}
+
+// Account is the foot of the agents and threads: notifications, machines,
+// devices and Sign out. Each layout pins it to the bottom of the screen, apart
+// from the lists: the lists arrive after the page is drawn and grow as threads
+// start, and a foot that moved with them would take a person's click on Sign
+// out (or Devices) to whatever moved under the pointer instead. Sign out is
+// last, so nothing that opens or appears above it moves it.
+export function Account({ store }: { store: Store }) {
+  return (
+    <footer class="account" aria-label="Notifications, machines, devices, sign out">
+      <NotifyOptIn />
+      <Machines store={store} />
+      <Devices />
+      <SignOut />
+    </footer>
   );
 }
 

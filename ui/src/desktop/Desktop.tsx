@@ -11,9 +11,8 @@ import { Banner, OfflineNote } from "../chat/banner";
 import { threadUsage } from "../chat/usage";
 import { Plugins } from "../chat/plugins";
 import { LiveAgents } from "../chat/live";
-import { ModeSelects, NotifyOptIn, SignOut } from "../chat/controls";
-import { Devices, Offline } from "../chat/devices";
-import { Machines } from "../chat/machines";
+import { Account, ModeSelects } from "../chat/controls";
+import { Offline } from "../chat/devices";
 import { ArchivedToggle, FromCopy, Gone, MoveThread, SearchBox, SearchHits, ThreadActions, useFocus } from "../chat/threads";
 
 export function Desktop({ store, route }: { store: Store; route: Route }) {
@@ -25,53 +24,52 @@ export function Desktop({ store, route }: { store: Store; route: Route }) {
   return (
     <div class="desk">
       <aside class="side" aria-label="Agents and threads">
-        <div class="brand">
-          <span>parley</span>
-          {s.version && <span class="hint">{s.version}</span>}
-        </div>
-        <button type="button" class="primary wide" onClick={nav.newThread}>
-          New thread
-        </button>
-        <OfflineNote store={store} />
-        <h3>Agents</h3>
-        <ul class="agents">
-          {s.agents.map((a) => (
-            <li key={(a.node ?? "") + "/" + a.id} data-agent={a.id} data-machine={a.node}>
-              <span class={`dot ${stateClass(agentState(store, a, openKind))}`} aria-hidden="true" />
-              <span class="name">{a.name || a.id}{a.node && a.node !== s.node && <span class="hint"> on {a.node}</span>}</span>
-              <span class="hint">{agentState(store, a, openKind)}</span>
-            </li>
-          ))}
-        </ul>
-        <Plugins store={store} />
-        <LiveAgents store={store} />
-        <h3>Threads</h3>
-        <SearchBox store={store} />
-        {s.search.q.trim() ? <SearchHits store={store} itemClass="thread" /> : <ul class="threads">
-          {s.threads.map((t) => {
-            const unread = (t.last_seq ?? 0) > (s.seen[t.id] ?? 0) && t.id !== c.thread?.id;
-            const cur = inChat && t.id === c.thread?.id;
-            return (
-              <li key={t.id}>
-                <button type="button" class={`thread${cur ? " current" : ""}`} aria-current={cur ? "page" : undefined} data-thread={t.id} data-machine={t.node} onClick={() => nav.thread(store, t)}>
-                  <span class="t-title">
-                    {unread && <span class="unread" aria-label="unread" />}
-                    {threadLabel(t)}
-                  </span>
-                  <span class="t-meta">
-                    <span class="t-cwd">{t.cwd}</span>
-                    <span>{machineOf(t)}{t.agent} · {threadState(store, t, openKind)} · {ago(t.updated_at)}</span>
-                  </span>
-                </button>
+        <div class="side-lists">
+          <div class="brand">
+            <span>parley</span>
+            {s.version && <span class="hint">{s.version}</span>}
+          </div>
+          <button type="button" class="primary wide" onClick={nav.newThread}>
+            New thread
+          </button>
+          <OfflineNote store={store} />
+          <h3>Agents</h3>
+          <ul class="agents">
+            {s.agents.map((a) => (
+              <li key={(a.node ?? "") + "/" + a.id} data-agent={a.id} data-machine={a.node}>
+                <span class={`dot ${stateClass(agentState(store, a, openKind))}`} aria-hidden="true" />
+                <span class="name">{a.name || a.id}{a.node && a.node !== s.node && <span class="hint"> on {a.node}</span>}</span>
+                <span class="hint">{agentState(store, a, openKind)}</span>
               </li>
-            );
-          })}
-        </ul>}
-        <ArchivedToggle store={store} itemClass="thread" />
-        <NotifyOptIn />
-        <Machines store={store} />
-        <Devices />
-        <SignOut />
+            ))}
+          </ul>
+          <Plugins store={store} />
+          <LiveAgents store={store} />
+          <h3>Threads</h3>
+          <SearchBox store={store} />
+          {s.search.q.trim() ? <SearchHits store={store} itemClass="thread" /> : <ul class="threads">
+            {s.threads.map((t) => {
+              const unread = (t.last_seq ?? 0) > (s.seen[t.id] ?? 0) && t.id !== c.thread?.id;
+              const cur = inChat && t.id === c.thread?.id;
+              return (
+                <li key={t.id}>
+                  <button type="button" class={`thread${cur ? " current" : ""}`} aria-current={cur ? "page" : undefined} data-thread={t.id} data-machine={t.node} onClick={() => nav.thread(store, t)}>
+                    <span class="t-title">
+                      {unread && <span class="unread" aria-label="unread" />}
+                      {threadLabel(t)}
+                    </span>
+                    <span class="t-meta">
+                      <span class="t-cwd">{t.cwd}</span>
+                      <span>{machineOf(t)}{t.agent} · {threadState(store, t, openKind)} · {ago(t.updated_at)}</span>
+                    </span>
+                  </button>
+                </li>
+              );
+            })}
+          </ul>}
+          <ArchivedToggle store={store} itemClass="thread" />
+        </div>
+        <Account store={store} />
       </aside>
       <main class="main">
         <Offline />

@@ -7,9 +7,8 @@ import { LiveAgents } from "../chat/live";
 import type { Store } from "../store";
 import { threadLabel } from "../store";
 import { agentState, machineOf, stateClass, threadState, ago, nav, useEscToStop, useStickToBottom, type Route } from "../app";
-import { ModeSelects, NotifyOptIn, SignOut } from "../chat/controls";
-import { Devices, Offline } from "../chat/devices";
-import { Machines } from "../chat/machines";
+import { Account, ModeSelects } from "../chat/controls";
+import { Offline } from "../chat/devices";
 import { Conversation, JumpToLatest, Starting, openCardKind } from "../chat/items";
 import { useComposer } from "../chat/composer";
 import { AttachButton, Attachments } from "../chat/attach";
@@ -88,8 +87,8 @@ export function Phone({ store, route }: { store: Store; route: Route }) {
           {s.threads.length === 0 && <li class="hint pad">No threads yet. Start one with New.</li>}
         </ul>}
         <div class="pad"><ArchivedToggle store={store} itemClass="p-thread" /></div>
-        <div class="pad"><NotifyOptIn /><Machines store={store} /><Devices /><SignOut /></div>
       </div>
+      <Account store={store} />
     </div>
   );
 }
