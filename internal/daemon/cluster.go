@@ -36,6 +36,9 @@ type clusterInput struct {
 type sendResult struct {
 	Thread   chat.ThreadID `json:"thread"`
 	Delivery chat.Delivery `json:"delivery"`
+	// Duplicate: the route sent that message before (a resend); Delivery
+	// is the receipt it has now.
+	Duplicate bool `json:"duplicate,omitempty"`
 }
 
 // hubChannel is the channel of routes at the hub as a node's router keeps
@@ -64,13 +67,14 @@ func (d *Daemon) applyInput(ctx context.Context, _ string, data []byte) ([]byte,
 			m.Intent = &router.Intent{New: &nw}
 		}
 		dl, th, err := d.router.Send(ctx, router.SendRequest{From: from, Thread: in.Thread, Message: m})
-		if errors.Is(err, chat.ErrDuplicate) {
+		dup := errors.Is(err, chat.ErrDuplicate)
+		if dup {
 			err = nil
 		}
 		if err != nil {
 			return nil, refusal(err)
 		}
-		return json.Marshal(sendResult{Thread: th, Delivery: dl})
+		return json.Marshal(sendResult{Thread: th, Delivery: dl, Duplicate: dup})
 	case in.Kind == "failed" && in.Message != nil:
 		_, _, err := d.router.Send(ctx, router.SendRequest{From: from, Thread: in.Thread, Message: *in.Message, Failed: in.Reason})
 		if errors.Is(err, chat.ErrDuplicate) {
@@ -162,9 +166,10 @@ func threadGone(rt *router.Router, st store.Store, log *slog.Logger, id chat.Thr
 // remote is the hub's router.Remote: a node's thread is reached through the
 // cluster (cluster.View reads it, cluster.Hub.Request carries what is sent).
 type remote struct {
-	hub  *cluster.Hub
-	view *cluster.View
-	node string
+	hub      *cluster.Hub
+	view     *cluster.View
+	node     string
+	receipts *receipts
 }
 
 // How long a sender at the hub waits for a node that is online to take its
@@ -222,14 +227,14 @@ func (r *remote) Send(ctx context.Context, from chat.RouteKey, id chat.ThreadID,
 		return r.newThread(ctx, node, online, inputID(from, m.MessageID), data)
 	}
 	queued := chat.Delivery{MessageID: m.MessageID, State: chat.DeliveryQueued, Detail: waitsFor(node)}
-	subject := string(thread)
+	wait := remoteWait
 	if !online {
-		if err := r.hub.Queue(ctx, node, subject, inputID(from, m.MessageID), data); err != nil {
-			return chat.Delivery{}, "", err
-		}
-		return queued, id, chat.ErrAway
+		wait = 0 // queued for it, and nobody waits for a machine that is away
 	}
-	res, err := r.hub.Request(ctx, node, subject, inputID(from, m.MessageID), data, remoteWait)
+	res, err := r.hub.Request(ctx, node, string(thread), inputID(from, m.MessageID), data, wait)
+	if errors.Is(err, cluster.ErrResent) {
+		return r.resent(ctx, id, from, m.MessageID, queued), id, chat.ErrDuplicate
+	}
 	if errors.Is(err, cluster.ErrWaiting) {
 		return queued, id, chat.ErrAway
 	}
@@ -240,7 +245,37 @@ func (r *remote) Send(ctx context.Context, from chat.RouteKey, id chat.ThreadID,
 	if err := json.Unmarshal(res, &sr); err != nil {
 		return chat.Delivery{}, "", fmt.Errorf("machine %s answered the message with something else: %w", node, err)
 	}
-	return sr.Delivery, cluster.RemoteID(node, sr.Thread), nil
+	if sr.Duplicate {
+		err = chat.ErrDuplicate // its receipt is answered, as on one machine
+	}
+	return sr.Delivery, cluster.RemoteID(node, sr.Thread), err
+}
+
+// How long a resend waits for its node to say the receipt its first copy
+// has there: a node that is connected answers from its store at once.
+const resendWait = 3 * time.Second
+
+// resent is the receipt of a message sent again under its id to thread (a
+// client that reconnected sends again what it had no receipt for), at once,
+// as on one machine: the state its first copy reached, asked of the
+// thread's node; while the node does not answer, the newest its log said
+// (receipts); else it still waits here. Never a wait for an end that goes to
+// the first copy's sender, and never a receipt older than one it had.
+func (r *remote) resent(ctx context.Context, thread chat.ThreadID, from chat.RouteKey, messageID string, waits chat.Delivery) chat.Delivery {
+	node, _, _ := cluster.SplitRemoteID(thread)
+	ctx, cancel := context.WithTimeout(ctx, resendWait)
+	defer cancel()
+	d, err := r.hub.Source().Input(ctx, node, chat.RouteKey{Channel: hubChannel, Chat: from.String()}, messageID)
+	switch {
+	case err == nil:
+		return d
+	case errors.Is(err, chat.ErrNotFound):
+		return waits // not there yet: it waits in node's stream here
+	}
+	if d, ok := r.receipts.get(thread, inputID(from, messageID), messageID); ok {
+		return d
+	}
+	return waits
 }
 
 // newThread starts a thread on node with its first message, now or not at

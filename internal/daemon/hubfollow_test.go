@@ -153,3 +153,66 @@ func TestAViewOpenedRightAfterAHubRestartFollowsItsNodesThread(t *testing.T) {
 	hub.Restart()
 	followsWhenBack(t, hub, b, "phone", id, last)
 }
+
+// A message to b's thread sent again under its id (a client that reconnected
+// sends again what it had no receipt for) is answered at once with the
+// receipt its first copy reached on b, never an older one, whether its first
+// copy started the thread or waited in b's inputs at the hub, and while b
+// is away too; and it does not hold the route: a new message after three
+// resends gets its receipts and its turn. b's log has each message once.
+func TestAResendToANodesThreadGetsTheReceiptItsFirstCopyReached(t *testing.T) {
+	hub, b := startHubAndNode(t)
+	id, _ := startThreadOnB(t, hub, b, "phone")
+	s := dialRoute(t, hub, "phone", -1, "")
+	resend := func(msgID, text, what string) {
+		t.Helper()
+		for i := range 3 {
+			from := s.Len()
+			s.Send(chatsock.Msg(msgID, text))
+			j := s.WaitFor(from, clusterWait, func(e client.Event) bool { return e.Seq == 0 && e.Type == chat.TypeDelivery }, "the resend's receipt")
+			if st := chatsock.FieldOf(s.Get(j), "state"); st != chat.DeliverySubmitted || chatsock.FieldOf(s.Get(j), "message_id") != msgID {
+				t.Fatalf("resend %d of %s, submitted on b, %s, is answered %s", i+1, msgID, what, s.Get(j).Raw)
+			}
+		}
+	}
+	resend("m1", "say hi", "the thread's first message")
+	from := s.Len()
+	s.Send(chatsock.Msg("m2", "say next"))
+	s.WaitFor(from, clusterWait, chatsock.Delivery("m2", chat.DeliverySubmitted), "m2 submitted")
+	s.WaitFor(from, clusterWait, chatsock.PromptDone("m2", chat.StopEndTurn), "m2's turn")
+	resend("m2", "say next", "a message handed over by the hub's queue")
+	_, local, _ := cluster.SplitRemoteID(id)
+	var log struct {
+		Events []struct {
+			Type string `json:"type"`
+			ID   string `json:"message_id"`
+		} `json:"events"`
+	}
+	getFrom(t, b, "/api/threads/"+string(local)+"/events?since=0", &log)
+	seen := map[string]int{}
+	for _, e := range log.Events {
+		if e.Type == chat.TypeUserMessage {
+			seen[e.ID]++
+		}
+	}
+	if seen["m1"] != 1 || seen["m2"] != 1 {
+		t.Fatalf("b's log has m1 %d times and m2 %d times, want each once", seen["m1"], seen["m2"])
+	}
+	b.Down()
+	waitBOnline(t, hub, false)
+	resend("m2", "say next", "while b is away")
+	from = s.Len()
+	s.Send(chatsock.Msg("m3", "say later"))
+	s.WaitFor(from, clusterWait, func(e client.Event) bool {
+		return chatsock.Delivery("m3", chat.DeliveryQueued)(e) && chatsock.FieldOf(e, "detail") == "waits for machine b"
+	}, "m3 waits for b")
+}
+
+// getFrom reads a REST answer of the daemon r runs.
+func getFrom(t *testing.T, r *scriptd.Rig, path string, v any) {
+	t.Helper()
+	api := client.API{Server: r.URL(), Token: r.D().Token()}
+	if err := api.Call(t.Context(), "GET", path, nil, v); err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+}
