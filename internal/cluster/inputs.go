@@ -133,6 +133,8 @@ type inputAnswer struct {
 	Error   string          `json:"error,omitempty"`
 	Refused bool            `json:"refused,omitempty"`
 	Code    int             `json:"code,omitempty"` // the chat error refused with (chatErrors, from 1)
+	// Again: the node had applied it before; Result is its first answer.
+	Again bool `json:"again,omitempty"`
 }
 
 // ErrNotKept says the hub could not queue an input for its machine (its
@@ -143,37 +145,66 @@ var ErrNotKept = errors.New("the hub could not keep the message")
 // ErrWaiting says an input is queued for a node that has not taken it yet.
 var ErrWaiting = errors.New("waits for its machine")
 
+// ErrResent says an input was sent before under the same id: the stream
+// kept its first copy (within its duplicate window) and dropped this one,
+// or the node had applied it already and answered with its first answer.
+// Its end goes to the first copy's sender, and its first answer is old: the
+// state it reached is to be asked of its node (RemoteSource.Input).
+var ErrResent = errors.New("sent before under the same id")
+
 // inputResult is how an input handed over ended, for a sender waiting.
 type inputResult struct {
 	result []byte
 	err    error
+	again  bool // the node had applied it before (inputAnswer.Again)
+}
+
+// end is the result as Request returns it.
+func (r inputResult) end() ([]byte, error) {
+	if r.again {
+		return nil, ErrResent
+	}
+	return r.result, r.err
 }
 
 // Request queues an input (as Queue) and waits up to wait for the node to
 // apply it: its result, or its refusal as an error that is the chat error
 // it names. After wait, or at once when the node is not connected, it
-// returns ErrWaiting; the input stays queued.
+// returns ErrWaiting; the input stays queued. An input queued before under
+// the same id returns ErrResent at once: its end is told to the sender
+// of its first copy (still waiting, or long gone), never to this one, so
+// waiting for it would only hold this sender.
 func (h *Hub) Request(ctx context.Context, node, thread, id string, data []byte, wait time.Duration) ([]byte, error) {
 	ch := make(chan inputResult, 1)
 	h.wmu.Lock()
-	h.waiters[id] = ch
+	first := h.waiters[id] == nil // else the first copy's sender waits for it
+	if first {
+		h.waiters[id] = ch
+	}
 	h.wmu.Unlock()
-	if err := h.Queue(ctx, node, thread, id, data); err != nil {
-		h.leave(id, ch)
-		return nil, err
+	dup, err := h.queue(ctx, node, thread, id, data)
+	if err != nil || dup || !first {
+		r, ok := h.leave(id, ch)
+		switch {
+		case err != nil:
+			return nil, err
+		case ok && r.err != nil:
+			return nil, r.err // the first copy failed just now, and this sender was told
+		}
+		return nil, ErrResent
 	}
 	if !h.away(node) {
 		t := time.NewTimer(wait)
 		defer t.Stop()
 		select {
 		case r := <-ch:
-			return r.result, r.err
+			return r.end()
 		case <-t.C:
 		case <-ctx.Done():
 		}
 	}
 	if r, ok := h.leave(id, ch); ok {
-		return r.result, r.err
+		return r.end()
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -293,18 +324,27 @@ func checkInput(node string, data []byte) error {
 // a second Queue of the same id within the stream's duplicate window is the
 // same input. It returns once the hub's store holds it.
 func (h *Hub) Queue(ctx context.Context, node, thread, id string, data []byte) error {
+	_, err := h.queue(ctx, node, thread, id, data)
+	return err
+}
+
+// queue is Queue, saying whether the input was queued before (dup): the
+// stream kept its first copy and dropped this one.
+func (h *Hub) queue(ctx context.Context, node, thread, id string, data []byte) (dup bool, err error) {
 	if err := CheckName(node); err != nil {
-		return err
+		return false, err
 	}
 	if id == "" || strings.ContainsAny(thread, ".*> \t\r\n") || thread == "" {
-		return errors.New("cluster: an input needs an id and a thread id that is one subject token")
+		return false, errors.New("cluster: an input needs an id and a thread id that is one subject token")
 	}
 	if err := checkInput(node, data); err != nil {
-		return err
+		return false, err
 	}
 	subject := InputSubject(node) + "." + thread
 	ack, err := h.js.Publish(ctx, subject, data, jetstream.WithMsgID(id))
-	if err == nil && ack.Duplicate && h.failed.has(id) {
+	dup = err == nil && ack.Duplicate
+	if dup && h.failed.has(id) {
+		dup = false
 		// The same id failed already (refused, or waited too long): this is
 		// its retry, which the duplicate window would drop unseen. It goes
 		// in under an id of its own, still known by its first (a sender
@@ -315,9 +355,9 @@ func (h *Hub) Queue(ctx context.Context, node, thread, id string, data []byte) e
 		_, err = h.js.PublishMsg(ctx, m, jetstream.WithMsgID(id+"~"+chat.NewID("retry")))
 	}
 	if err != nil {
-		return fmt.Errorf("%w for machine %s: %w", ErrNotKept, node, err)
+		return false, fmt.Errorf("%w for machine %s: %w", ErrNotKept, node, err)
 	}
-	return nil
+	return dup, nil
 }
 
 // Waiting is how many inputs wait in node's stream.
@@ -492,7 +532,7 @@ func (f *forwarder) deliver(m jetstream.Msg) {
 			// Not acked: it comes again, and the node knows it by its id.
 			log.Warn("cluster: ack an applied input", "id", id, "err", err)
 		}
-		f.h.settle(key, inputResult{result: a.Result})
+		f.h.settle(key, inputResult{result: a.Result, again: a.Again})
 		return
 	}
 	if waited := time.Since(meta.Timestamp); waited > f.h.opt.InputWait {
@@ -612,8 +652,8 @@ func (l *Link) answerInput(in askedInput, apply InputHandler) {
 		within = d
 	}
 	within -= time.Since(in.at) + min(answerMargin, within/10)
-	res, err := l.applyOnce(id, m.Data, within, apply)
-	a := inputAnswer{Result: res}
+	res, again, err := l.applyOnce(id, m.Data, within, apply)
+	a := inputAnswer{Result: res, Again: again}
 	if err != nil {
 		var r *Refusal
 		a = inputAnswer{Error: err.Error(), Refused: errors.As(err, &r)}
@@ -632,28 +672,27 @@ func (l *Link) respondInput(m *nats.Msg, a inputAnswer) {
 }
 
 // applyOnce applies an input unless this link already applied its id (the
-// hub did not get the answer and handed it over again): then its result
-// is answered again.
-func (l *Link) applyOnce(id string, data []byte, within time.Duration, apply InputHandler) ([]byte, error) {
+// hub did not get the answer and handed it over again, or it was sent
+// again): then its first result is answered again, and again says so.
+func (l *Link) applyOnce(id string, data []byte, within time.Duration, apply InputHandler) (res []byte, again bool, err error) {
 	if id == "" {
-		return nil, &Refusal{Reason: "an input without a message id"}
+		return nil, false, &Refusal{Reason: "an input without a message id"}
 	}
 	if res, ok := l.applied.get(id); ok {
-		return res, nil
+		return res, true, nil
 	}
 	if within <= 0 {
 		// It waited here until the hub stopped waiting for it (and told the
 		// sender so): not applied now. A stream's input comes again.
-		return nil, errors.New("it waited on this machine past its time; not applied")
+		return nil, false, errors.New("it waited on this machine past its time; not applied")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), within)
 	defer cancel()
-	res, err := apply(ctx, id, data)
-	if err != nil {
-		return nil, err
+	if res, err = apply(ctx, id, data); err != nil {
+		return nil, false, err
 	}
 	l.applied.add(id, res)
-	return res, nil
+	return res, false, nil
 }
 
 // idSet remembers the last n ids added, with their results.

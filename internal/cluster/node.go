@@ -48,6 +48,7 @@ type NodeStore interface {
 	Usage(ctx context.Context, thread chat.ThreadID) (chat.UsageTotals, error)
 	Search(ctx context.Context, query string, limit int) ([]chat.SearchHit, error)
 	AskThread(ctx context.Context, askID string) (chat.ThreadID, error)
+	Input(ctx context.Context, from chat.RouteKey, messageID string) (chat.Input, error)
 }
 
 // Event headers on parley.from.<node>.t.<thread>.ev.
@@ -146,7 +147,8 @@ const (
 	opCards  = "cards"
 	opUsage  = "usage"
 	opSearch = "search"
-	opAsk    = "ask" // the thread an ask id made here (a hub that restarted before it heard)
+	opAsk    = "ask"   // the thread an ask id made here (a hub that restarted before it heard)
+	opInput  = "input" // a message's receipt here, by its route and id (a resend at the hub)
 )
 
 type srcRequest struct {
@@ -157,10 +159,15 @@ type srcRequest struct {
 	State  string        `json:"state,omitempty"` // cards
 	Query  string        `json:"query,omitempty"` // search
 	Ask    string        `json:"ask,omitempty"`   // ask
+	// Route and MessageID name a message (input): the route as this
+	// node keeps the hub's, and the message's id there.
+	Route     chat.RouteKey `json:"route,omitzero"`
+	MessageID string        `json:"message_id,omitempty"`
 }
 
 type srcAnswer struct {
-	Asked    chat.ThreadID     `json:"asked,omitempty"` // ask: the thread it made
+	Asked    chat.ThreadID     `json:"asked,omitempty"`    // ask: the thread it made
+	Delivery *chat.Delivery    `json:"delivery,omitempty"` // input: its receipt now
 	Thread   *wireThread       `json:"thread,omitempty"`
 	Events   []wireEvent       `json:"events,omitempty"`
 	Cards    []chat.Card       `json:"cards,omitempty"`
@@ -463,6 +470,11 @@ func (l *Link) source(ctx context.Context, req srcRequest) srcAnswer {
 		ans.Hits, err = st.Search(ctx, req.Query, min(max(req.Limit, 1), store.MaxSearchResults))
 	case opAsk:
 		ans.Asked, err = st.AskThread(ctx, req.Ask)
+	case opInput:
+		var in chat.Input
+		if in, err = st.Input(ctx, req.Route, req.MessageID); err == nil {
+			ans.Delivery = &chat.Delivery{MessageID: in.MessageID, State: in.State, Detail: in.Detail}
+		}
 	case opUsage:
 		var u chat.UsageTotals
 		if u, err = st.Usage(ctx, req.Thread); err == nil {

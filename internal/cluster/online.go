@@ -35,8 +35,9 @@ func (w *onlineWatch) close() {
 }
 
 // MachinesChanged is closed when a joined machine next comes online, goes
-// offline or leaves (a machine joining shows with its first record); ask
-// again for the change after it.
+// offline or leaves (a machine joining shows with its first record), or its
+// link comes up again while it still looked online (restarted or relinked
+// within three heartbeats); ask again for the change after it.
 func (h *Hub) MachinesChanged() <-chan struct{} {
 	h.online.mu.Lock()
 	defer h.online.mu.Unlock()
@@ -45,7 +46,7 @@ func (h *Hub) MachinesChanged() <-chan struct{} {
 
 func (w *onlineWatch) run(ctx context.Context) {
 	defer close(w.done)
-	var last []string // the online machines, then each offline one after "|"
+	var last []string // each machine: +name@link-up time online, -name offline
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
@@ -56,7 +57,10 @@ func (w *onlineWatch) run(ctx context.Context) {
 		next := time.Hour
 		for _, n := range nodes {
 			if n.Online {
-				state = append(state, "+"+n.Name)
+				// With its link-up time: a machine restarted (or relinked)
+				// before the hub saw it go is a change too, as what it can
+				// answer is new (a route's thread it could not read).
+				state = append(state, "+"+n.Name+"@"+n.Since.String())
 				if d := n.until.Sub(now); d < next {
 					next = max(d, time.Millisecond)
 				}

@@ -95,6 +95,20 @@ func (s *RemoteSource) AskedThread(ctx context.Context, node, ask string) (chat.
 	return RemoteID(node, ans.Asked), nil
 }
 
+// Input is the receipt a message has on node now, by the route it came
+// from as node keeps it and its id there (chat.ErrNotFound: node does not
+// hold it).
+func (s *RemoteSource) Input(ctx context.Context, node string, route chat.RouteKey, messageID string) (chat.Delivery, error) {
+	ans, _, err := s.askNode(ctx, node, srcRequest{Op: opInput, Route: route, MessageID: messageID})
+	if err != nil {
+		return chat.Delivery{}, err
+	}
+	if ans.Delivery == nil {
+		return chat.Delivery{}, chat.ErrNotFound
+	}
+	return *ans.Delivery, nil
+}
+
 // Thread returns the remote thread, named by its remote id. While its node
 // is away it is the thread as its summary last told, up to the newest
 // event the hub's copy holds, marked Copy.

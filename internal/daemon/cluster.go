@@ -38,6 +38,9 @@ type clusterInput struct {
 type sendResult struct {
 	Thread   chat.ThreadID `json:"thread"`
 	Delivery chat.Delivery `json:"delivery"`
+	// Duplicate: the route sent that message before (a resend); Delivery
+	// is the receipt it has now.
+	Duplicate bool `json:"duplicate,omitempty"`
 }
 
 // hubChannel is the channel of routes at the hub as a node's router keeps
@@ -66,13 +69,14 @@ func (d *Daemon) applyInput(ctx context.Context, _ string, data []byte) ([]byte,
 			m.Intent = &router.Intent{New: &nw}
 		}
 		dl, th, err := d.router.Send(ctx, router.SendRequest{From: from, Thread: in.Thread, Message: m})
-		if errors.Is(err, chat.ErrDuplicate) {
+		dup := errors.Is(err, chat.ErrDuplicate)
+		if dup {
 			err = nil
 		}
 		if err != nil {
 			return nil, refusal(err)
 		}
-		return json.Marshal(sendResult{Thread: th, Delivery: dl})
+		return json.Marshal(sendResult{Thread: th, Delivery: dl, Duplicate: dup})
 	case in.Kind == "failed" && in.Message != nil:
 		_, _, err := d.router.Send(ctx, router.SendRequest{From: from, Thread: in.Thread, Message: *in.Message, Failed: in.Reason})
 		if errors.Is(err, chat.ErrDuplicate) {
@@ -173,10 +177,11 @@ func threadGone(rt *router.Router, st store.Store, log *slog.Logger, id chat.Thr
 // remote is the hub's router.Remote: a node's thread is reached through the
 // cluster (cluster.View reads it, cluster.Hub.Request carries what is sent).
 type remote struct {
-	hub    *cluster.Hub
-	view   *cluster.View
-	node   string
-	failed *remoteFailures
+	hub      *cluster.Hub
+	view     *cluster.View
+	node     string
+	failed   *remoteFailures
+	receipts *receipts
 }
 
 // How long a sender at the hub waits for a node that is online to take its
@@ -256,18 +261,14 @@ func (r *remote) Send(ctx context.Context, from chat.RouteKey, id chat.ThreadID,
 		return chat.Delivery{}, "", err
 	}
 	queued := chat.Delivery{MessageID: m.MessageID, State: chat.DeliveryQueued, Detail: waitsFor(node)}
-	subject := string(thread)
+	wait := remoteWait
 	if !online {
-		err = r.hub.Queue(ctx, node, subject, inputID(from, m.MessageID), data)
-		if err == nil {
-			return queued, id, chat.ErrAway
-		}
+		wait = 0 // queued for it, and nobody waits for a machine that is away
 	}
-	var res []byte
-	if err == nil {
-		res, err = r.hub.Request(ctx, node, subject, inputID(from, m.MessageID), data, remoteWait)
-	}
+	res, err := r.hub.Request(ctx, node, string(thread), inputID(from, m.MessageID), data, wait)
 	switch {
+	case errors.Is(err, cluster.ErrResent):
+		return r.resent(ctx, id, from, m.MessageID, queued), id, chat.ErrDuplicate
 	case errors.Is(err, cluster.ErrWaiting):
 		return queued, id, chat.ErrAway
 	case errors.Is(err, cluster.ErrNotKept):
@@ -281,7 +282,37 @@ func (r *remote) Send(ctx context.Context, from chat.RouteKey, id chat.ThreadID,
 	if err := json.Unmarshal(res, &sr); err != nil {
 		return chat.Delivery{}, "", fmt.Errorf("machine %s answered the message with something else: %w", node, err)
 	}
-	return sr.Delivery, cluster.RemoteID(node, sr.Thread), nil
+	if sr.Duplicate {
+		err = chat.ErrDuplicate // its receipt is answered, as on one machine
+	}
+	return sr.Delivery, cluster.RemoteID(node, sr.Thread), err
+}
+
+// How long a resend waits for its node to say the receipt its first copy
+// has there: a node that is connected answers from its store at once.
+const resendWait = 3 * time.Second
+
+// resent is the receipt of a message sent again under its id to thread (a
+// client that reconnected sends again what it had no receipt for), at once,
+// as on one machine: the state its first copy reached, asked of the
+// thread's node; while the node does not answer, the newest its log said
+// (receipts); else it still waits here. Never a wait for an end that goes to
+// the first copy's sender, and never a receipt older than one it had.
+func (r *remote) resent(ctx context.Context, thread chat.ThreadID, from chat.RouteKey, messageID string, waits chat.Delivery) chat.Delivery {
+	node, _, _ := cluster.SplitRemoteID(thread)
+	ctx, cancel := context.WithTimeout(ctx, resendWait)
+	defer cancel()
+	d, err := r.hub.Source().Input(ctx, node, chat.RouteKey{Channel: hubChannel, Chat: from.String()}, messageID)
+	switch {
+	case err == nil:
+		return d
+	case errors.Is(err, chat.ErrNotFound):
+		return waits // not there yet: it waits in node's stream here
+	}
+	if d, ok := r.receipts.get(thread, inputID(from, messageID), messageID); ok {
+		return d
+	}
+	return waits
 }
 
 // newThread starts a thread on node with its first message, now or not at
@@ -400,15 +431,18 @@ func (c hubCards) Threads() []push.RemoteThread {
 // startAskResolver shows each route the thread its kept ask made on another
 // machine, asking that machine each time one comes online: a hub killed
 // before it heard a machine's answer learns it then, not only with the
-// chat's next message.
+// chat's next message. Then it shows the routes on that machine's threads
+// their thread again (showAgain).
 func startAskResolver(r *router.Router, h *cluster.Hub, log *slog.Logger) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		shown := map[string]time.Time{} // showAgain's: each online machine's link-up time
 		for {
 			changed := h.MachinesChanged()
 			resolveAsks(ctx, r, h, log)
+			showAgain(ctx, r, h, log, shown)
 			select {
 			case <-ctx.Done():
 				return
@@ -447,5 +481,35 @@ func resolveAsks(ctx context.Context, r *router.Router, h *cluster.Hub, log *slo
 				log.Warn("cluster: show a route the thread its ask made", "route", from.String(), "err", err)
 			}
 		}
+	}
+}
+
+// showAgain makes every connection of a route showing a thread of a machine
+// that came online, or linked again, since the last look (shown: each online
+// machine's link-up time) follow that thread (router.ShowAgain): one that
+// opened while the machine was away, or right after the hub's restart,
+// showed no thread, and follows it now with no reconnect: the thread, its
+// log from the client's since, live events and receipts.
+func showAgain(ctx context.Context, r *router.Router, h *cluster.Hub, log *slog.Logger, shown map[string]time.Time) {
+	nodes, err := h.Nodes(ctx)
+	if err != nil {
+		return
+	}
+	back := map[string]bool{}
+	for _, n := range nodes {
+		switch {
+		case !n.Online:
+			delete(shown, n.Name)
+		case !shown[n.Name].Equal(n.Since):
+			shown[n.Name] = n.Since
+			back[n.Name] = true
+		}
+	}
+	if len(back) == 0 {
+		return
+	}
+	err = r.ShowAgain(ctx, func(id chat.ThreadID) bool { return back[cluster.NodeOf(id)] })
+	if err != nil && !errors.Is(err, chat.ErrClosed) {
+		log.Warn("cluster: show the routes of a machine back their threads", "err", err)
 	}
 }

@@ -127,7 +127,7 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 	var rem router.Remote
 	readStore := store.Store(st)
 	if ch != nil {
-		rem, readStore = &remote{hub: ch.hub, view: ch.view, node: cfg.Cluster.Node, failed: ch.failed}, ch.view
+		rem, readStore = &remote{hub: ch.hub, view: ch.view, node: cfg.Cluster.Node, failed: ch.failed, receipts: ch.receipts}, ch.view
 	}
 	rt := router.New(st, h, router.Options{
 		Agents: cfg.Agents, DefaultAgent: cfg.DefaultAgent, Roots: cfg.Roots,
@@ -274,6 +274,7 @@ type clusterHubParts struct {
 	view      *cluster.View
 	stopRelay func()
 	failed    *remoteFailures
+	receipts  *receipts // of the messages sent to nodes' threads, from the relay
 }
 
 // close stops what startClusterHub started (nil: nothing).
@@ -302,12 +303,13 @@ func startClusterHub(ctx context.Context, cfg config.Config, version string, st 
 	if err != nil {
 		return nil, err
 	}
-	stop, err := ch.Relay(h.Publish)
+	rc := newReceipts()
+	stop, err := ch.Relay(func(ev chat.Event) { rc.see(ev); h.Publish(ev) })
 	if err != nil {
 		ch.Close()
 		return nil, err
 	}
-	return &clusterHubParts{hub: ch, view: cluster.NewView(st, ch), stopRelay: stop, failed: failed}, nil
+	return &clusterHubParts{hub: ch, view: cluster.NewView(st, ch), stopRelay: stop, failed: failed, receipts: rc}, nil
 }
 
 // dialClusterHub starts a node's link when [cluster] hub says so: it shows

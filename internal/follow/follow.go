@@ -122,6 +122,11 @@ type Follower struct {
 	// asides are the shown thread's events outside its log (AsideSource)
 	// not handed on yet by the replay under way, oldest first.
 	asides []chat.Event
+	// since and sinceThread are where the client asked to start when Start
+	// had no thread to show (the route had none, or its machine did not
+	// answer): that thread, once shown, starts there.
+	since       int64
+	sinceThread chat.ThreadID
 }
 
 // Subscribe subscribes route and returns its follower and the thread the route
@@ -152,9 +157,11 @@ func (f *Follower) Close() { f.d.Hub.Unsubscribe(f.sub) }
 
 // Start shows th (the thread Subscribe returned) from since, or its tail when
 // since < 0 or sinceThread names another thread. A route with no thread yet
-// gets an idle Turn and CaughtUp; its first thread comes as a switch.
+// (or whose thread's machine did not answer) gets an idle Turn and CaughtUp;
+// its thread comes as a switch, from since when it is sinceThread.
 func (f *Follower) Start(ctx context.Context, th *chat.Thread, since int64, sinceThread chat.ThreadID, emit Emit) error {
 	if th == nil {
+		f.since, f.sinceThread = since, sinceThread
 		if err := f.emit(emit, KindTurn, chat.TurnStatus{}); err != nil {
 			return err
 		}
@@ -307,7 +314,14 @@ func (f *Follower) Live(ctx context.Context, emit Emit) (int, error) {
 	items := f.sub.Take()
 	for _, it := range items {
 		if it.Switch {
-			if err := f.Show(ctx, it.Thread, -1, emit); err != nil {
+			if it.Thread == f.thread {
+				continue // shown already (hub.Reshow)
+			}
+			since := int64(-1)
+			if f.thread == "" && it.Thread == f.sinceThread {
+				since = f.since // the thread the client asked for at Start
+			}
+			if err := f.Show(ctx, it.Thread, since, emit); err != nil {
 				return len(items), err
 			}
 			continue

@@ -11,7 +11,8 @@ import (
 )
 
 // Item is one thing for a subscriber: a sequenced event of its route's thread,
-// or (Switch) word that the route now shows another thread. The event and its
+// or (Switch) word that the route now shows another thread (or, Reshow, to
+// show its thread again). The event and its
 // wire frame are built once by Publish and shared by every subscriber (one
 // *Item in every queue): nobody decodes the frame again to learn what it is,
 // and nobody may change it.
@@ -314,16 +315,29 @@ func (h *Hub) SetTap(f func(Item)) {
 
 // Attach moves every subscriber of route to thread and tells each of them with a
 // Switch item, in order with the events around it.
-func (h *Hub) Attach(route chat.RouteKey, thread chat.ThreadID) {
+func (h *Hub) Attach(route chat.RouteKey, thread chat.ThreadID) { h.tell(route, thread, true) }
+
+// Reshow tells every subscriber of route that shows thread to show it
+// again, with a Switch item to the thread it already has: a follower that
+// subscribed while the thread could not be read (its machine did not answer,
+// docs/multi-machine.md) shows it now; one that shows it already takes no
+// notice.
+func (h *Hub) Reshow(route chat.RouteKey, thread chat.ThreadID) { h.tell(route, thread, false) }
+
+// tell pushes a Switch to thread to the subscribers of route that show
+// another thread, moving them to it (move), or to those that show thread.
+func (h *Hub) tell(route chat.RouteKey, thread chat.ThreadID, move bool) {
 	var dropped int
 	h.mu.Lock()
 	for s := range h.byRoute[route] {
-		if s.thread == thread {
+		if (s.thread == thread) == move {
 			continue
 		}
-		remove(h.byThread, s.thread, s)
-		s.thread = thread
-		add(h.byThread, thread, s)
+		if move {
+			remove(h.byThread, s.thread, s)
+			s.thread = thread
+			add(h.byThread, thread, s)
+		}
 		if !s.push(&Item{Thread: thread, Switch: true}) {
 			h.removeLocked(s, ReasonSlow)
 			dropped++

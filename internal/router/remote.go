@@ -87,6 +87,27 @@ func (r *Router) sendRemote(ctx context.Context, req SendRequest, thread chat.Th
 	}()
 }
 
+// ShowAgain tells every connection of the routes showing a thread another
+// machine owns, one for which back says its machine is back, to show it
+// (hub.Reshow): a connection that subscribed while that machine did not
+// answer (Subscribe) follows the thread from now on, with no reconnect; one
+// that shows it already is left as it is. On the router goroutine, so no
+// attach slips between.
+func (r *Router) ShowAgain(ctx context.Context, back func(chat.ThreadID) bool) error {
+	return r.call(ctx, func() error {
+		rm := r.opt.Remote
+		if rm == nil {
+			return nil
+		}
+		for route, id := range r.routes {
+			if rm.Owns(id) && back(id) {
+				r.hub.Reshow(route, id)
+			}
+		}
+		return nil
+	})
+}
+
 // startWish is a new thread asked for on another machine (Router.startOn).
 type startWish struct {
 	intent  NewIntent

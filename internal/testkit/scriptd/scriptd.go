@@ -19,6 +19,7 @@ import (
 	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/daemon"
 	"github.com/parleyhq/parley/internal/driver"
+	"github.com/parleyhq/parley/internal/testkit"
 	"github.com/parleyhq/parley/internal/testkit/scripted"
 )
 
@@ -72,11 +73,22 @@ func (r *Rig) Up() {
 	r.t.Helper()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	d, err := daemon.Start(context.Background(), r.cfg, daemon.Options{Drivers: map[string]driver.Driver{config.TransportStream: &scripted.Driver{}}})
+	d, err := daemon.Start(context.Background(), r.cfg, daemon.Options{Drivers: map[string]driver.Driver{config.TransportStream: &scripted.Driver{}},
+		Logger: testkit.FailureLog(r.t)}) // its log, shown when the test fails
 	if err != nil {
 		r.t.Fatal(err)
 	}
 	r.d, r.cfg.Addr = d, d.Addr() // the next start listens where clients look
+	if r.cfg.Cluster.Listen != "" {
+		r.cfg.Cluster.Listen = d.ClusterHub().Addr() // and where its nodes' links look
+	}
+}
+
+// Config is the daemon's config, as its next start takes it.
+func (r *Rig) Config() config.Config {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.cfg
 }
 
 // Down shuts the daemon down (its sockets closed with 1001), if it runs.
