@@ -69,7 +69,7 @@ type Config struct {
 	LogFormat      string   `toml:"log_format"` // text or json
 	LogLevel       string   `toml:"log_level"`  // debug, info, warn, error
 	// TLSCert and TLSKey are PEM files of a person's own certificate: with
-	// them parley serves HTTPS (reach.go in daemon). Both or neither.
+	// them parley serves HTTPS (tls.go in daemon). Both or neither.
 	TLSCert string `toml:"tls_cert"`
 	TLSKey  string `toml:"tls_key"`
 	// PublicURL is the address other devices reach this parley at (pairing

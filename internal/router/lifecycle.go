@@ -180,7 +180,7 @@ func (l *lane) closeLater(s driver.Session) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		_ = s.Close(ctx)
-		l.r.slots.release(l) // the process is gone: its slot is free (sessions.go)
+		l.r.slots.release(l) // the process is gone: its slot is free (slots.go)
 	})
 }
 

@@ -83,7 +83,7 @@ type Router struct {
 	recent  *recentIDs
 	threads *rate.Limiter // new threads a minute
 
-	slots *slots // agent sessions running at once (sessions.go)
+	slots *slots // agent sessions running at once (slots.go)
 }
 
 // New builds a router; call Start before use.
