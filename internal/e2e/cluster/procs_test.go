@@ -52,13 +52,6 @@ func startHubProc(t *testing.T, a agentSetup, pushes bool) *hubProc {
 	return startHubProcAt(t, a, pushes, "127.0.0.1:0")
 }
 
-// startHubProcOn starts the hub (no pushes) with its dashboard on httpAddr,
-// the same across its restarts.
-func startHubProcOn(t *testing.T, a agentSetup, httpAddr string) *hubProc {
-	t.Helper()
-	return startHubProcAt(t, a, false, httpAddr)
-}
-
 func startHubProcAt(t *testing.T, a agentSetup, pushes bool, httpAddr string) *hubProc {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -146,6 +146,13 @@ func (r *soakRoute) waitFinal(id string, within time.Duration) {
 	}
 }
 
+// startHubProcOn starts the hub (no pushes) with its dashboard on httpAddr,
+// the same across its restarts.
+func startHubProcOn(t *testing.T, a agentSetup, httpAddr string) *hubProc {
+	t.Helper()
+	return startHubProcAt(t, a, false, httpAddr)
+}
+
 func soakEnv(name string, def int) int {
 	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
 		return v
@@ -218,7 +225,7 @@ func TestClusterSoak(t *testing.T) {
 		case <-sent:
 			waiting = false
 			continue
-		case <-time.After(time.Duration(4000+rng.IntN(8000)) * time.Millisecond):
+		case <-time.After(time.Duration(1500+rng.IntN(3500)) * time.Millisecond):
 		}
 		switch k := rng.IntN(4); {
 		case k == 0:
