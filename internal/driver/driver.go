@@ -76,7 +76,8 @@ type DeliveryChecker interface {
 type Sent struct {
 	MessageID string
 	Text      string
-	// At is when parley stored it: no record older than this is of it.
+	// At is when it went on its way to the agent (its "delivering"
+	// receipt): no record older than this is of it.
 	At time.Time
 }
 

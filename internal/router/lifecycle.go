@@ -4,6 +4,7 @@ package router
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -287,20 +288,53 @@ func (l *lane) checkCutOff(p *pendingInput) {
 	if err == nil {
 		spec = l.spec(ag)
 	}
-	m := driver.Sent{MessageID: p.in.MessageID, Text: p.in.Text, At: p.in.AcceptedAt}
+	m := driver.Sent{MessageID: p.in.MessageID, Text: p.in.Text}
+	thread := l.th.ID
 	l.spawn(func() {
 		v, why := driver.VerdictUnknown, "the agent keeps no record parley can read"
-		switch chk, ok := drv.(driver.DeliveryChecker); {
-		case err != nil:
-			why = err.Error()
+		ctx, cancel := context.WithTimeout(l.r.ctx, checkTimeout)
+		defer cancel()
+		chk, ok := drv.(driver.DeliveryChecker)
+		cerr := err
+		if cerr == nil && ok {
+			// Only a record made after the message went on its way can be
+			// of it: an earlier message with the same text ("yes", said
+			// while this one was queued) is kept before then.
+			m.At, cerr = l.r.deliveringSince(ctx, thread, m.MessageID)
+		}
+		switch {
+		case cerr != nil:
+			why = cerr.Error()
 		case ok:
-			ctx, cancel := context.WithTimeout(l.r.ctx, checkTimeout)
 			v, why = chk.CheckDelivery(ctx, spec, m)
-			cancel()
 		}
 		// Not taken (parley is stopping): it stays delivering for the next start.
 		l.result(func() { l.settleCutOff(p, v, why) })
 	})
+}
+
+// deliveringTail is how far back in a thread's log deliveringSince looks: a
+// message cut off while delivering is among the last events (its turn had
+// not begun).
+const deliveringTail = 512
+
+// deliveringSince is when message id of thread went on its way to the agent:
+// the time of its "delivering" receipt in the thread's log.
+func (r *Router) deliveringSince(ctx context.Context, thread chat.ThreadID, id string) (time.Time, error) {
+	evs, err := r.store.Tail(ctx, thread, deliveringTail)
+	if err != nil {
+		return time.Time{}, err
+	}
+	for i := len(evs) - 1; i >= 0; i-- {
+		if evs[i].Type != chat.TypeDelivery {
+			continue
+		}
+		var d chat.Delivery
+		if json.Unmarshal(evs[i].Payload, &d) == nil && d.MessageID == id && d.State == chat.DeliveryDelivering {
+			return evs[i].TS, nil
+		}
+	}
+	return time.Time{}, errors.New("parley's log does not say when it was sent")
 }
 
 // settleCutOff gives a message cut off by a crash its receipt from the

@@ -188,9 +188,28 @@ func (h failOnError) WithGroup(string) slog.Handler      { return h }
 // leftByACrash writes into dir's store what a crash left: the batch (a
 // thread with its inputs and cards) and the route showing it; the store is
 // closed as a dead process's would be.
+// deliveringAfter is how long after its acceptance leftByACrash's message
+// went on its way to the agent.
+const deliveringAfter = time.Minute
+
 func leftByACrash(t *testing.T, dir string, from chat.RouteKey, b store.Batch) {
 	t.Helper()
 	ctx := context.Background()
+	// A message left delivering has its "delivering" receipt in the log,
+	// committed with its state, a while after it was accepted (it waited
+	// in the queue): deliveringAfter.
+	for _, in := range b.Inputs {
+		if in.State != chat.DeliveryDelivering {
+			continue
+		}
+		b.Thread.LastSeq++
+		ev, err := chat.NewEvent(b.Thread.ID, chat.Delivery{MessageID: in.MessageID, State: chat.DeliveryDelivering}, in.AcceptedAt.Add(deliveringAfter))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev.Seq = b.Thread.LastSeq
+		b.Events = append(b.Events, ev)
+	}
 	st, err := sqlite.Open(ctx, filepath.Join(dir, "parley.db"), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -558,6 +577,15 @@ func TestRecoveryJudgesACutOffMessageByTheAgentsRecord(t *testing.T) {
 				}
 				if g.thread("t_cut").TurnMessageID != "" {
 					t.Fatal("the cut-off turn is still open")
+				}
+				// Only a record made once m1 went on its way is of it: an
+				// earlier message with its words ("yes", said while m1
+				// waited in the queue) is kept before then.
+				if c.log != "-" {
+					checked := g.drv.Checked()
+					if len(checked) != 1 || !checked[0].At.Equal(now.Add(deliveringAfter)) {
+						t.Fatalf("the agent's record was asked about %+v; want m1 since its delivering receipt (%v), not its acceptance", checked, now.Add(deliveringAfter))
+					}
 				}
 				// The dashboard's Retry sends the same id again.
 				g.send("m1", "say one")

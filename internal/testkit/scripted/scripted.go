@@ -28,6 +28,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -51,6 +52,7 @@ type Driver struct {
 	mu       sync.Mutex
 	failed   map[string]bool // message ids whose "flaky" delivery already failed once
 	starts   int
+	checked  []driver.Sent // what CheckDelivery was asked, in order
 	resumes  []string
 	prompts  []Received
 	sessions []*Session
@@ -103,6 +105,9 @@ func (d *Driver) Start(ctx context.Context, spec driver.Spec, sink driver.Sink) 
 // agent's own record, which outlives a daemon: a prompt is there once the
 // agent took it, and never otherwise. Without a LogFile it cannot say.
 func (d *Driver) CheckDelivery(_ context.Context, spec driver.Spec, m driver.Sent) (driver.Verdict, string) {
+	d.mu.Lock()
+	d.checked = append(d.checked, m)
+	d.mu.Unlock()
 	if d.LogFile == "" {
 		return driver.VerdictUnknown, "the scripted agent keeps no log"
 	}
@@ -117,6 +122,13 @@ func (d *Driver) CheckDelivery(_ context.Context, spec driver.Spec, m driver.Sen
 		}
 	}
 	return driver.NotDelivered, "the scripted agent's log does not hold it"
+}
+
+// Checked lists the messages CheckDelivery was asked about, in order.
+func (d *Driver) Checked() []driver.Sent {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Clone(d.checked)
 }
 
 // Starts counts sessions started (new or resumed).
