@@ -84,11 +84,17 @@ var (
 )
 
 // CheckDelivery implements driver.DeliveryChecker for Claude Code in a pane:
-// a message parley was typing when it stopped reached it when a transcript in
-// the thread's folder holds it as a person's prompt, recorded after parley
-// stored it (FindByPrompt). The pane outlives parley, so a prompt submitted
+// a message parley was typing when it stopped reached it when the thread's
+// own session's transcript holds it as its newest matching person prompt,
+// recorded after the message went on its way (FindByPrompt). Another
+// session in the same folder (another thread, the person's own claude) that
+// got the same words proves nothing, and neither does a session whose id
+// parley does not know yet. The pane outlives parley, so a prompt submitted
 // may be kept a moment later: a transcript without it proves nothing.
 func (d *Driver) CheckDelivery(_ context.Context, spec driver.Spec, m driver.Sent) (driver.Verdict, string) {
+	if spec.ResumeID == "" {
+		return driver.VerdictUnknown, "Claude Code had not named its session yet, so no transcript can say"
+	}
 	dir, err := claudecode.ConfigDir(spec.Env)
 	if err != nil {
 		return driver.VerdictUnknown, err.Error()
@@ -98,7 +104,7 @@ func (d *Driver) CheckDelivery(_ context.Context, spec driver.Spec, m driver.Sen
 		cwds = append(cwds, real) // Claude Code may name the folder after either
 	}
 	for _, cwd := range cwds {
-		if _, _, ok := transcript.FindByPrompt(transcript.ProjectDir(dir, cwd), m.Text, m.At); ok {
+		if p, _, ok := transcript.FindByPrompt(transcript.ProjectDir(dir, cwd), m.Text, m.At); ok && filepath.Base(p) == spec.ResumeID+".jsonl" {
 			return driver.Delivered, "Claude Code's transcript holds it"
 		}
 	}
