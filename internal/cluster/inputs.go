@@ -355,9 +355,23 @@ func (h *Hub) queue(ctx context.Context, node, thread, id string, data []byte) (
 		_, err = h.js.PublishMsg(ctx, m, jetstream.WithMsgID(id+"~"+chat.NewID("retry")))
 	}
 	if err != nil {
-		return false, fmt.Errorf("%w for machine %s: %w", ErrNotKept, node, err)
+		if refused(err) {
+			return false, fmt.Errorf("%w for machine %s: %w", ErrNotKept, node, err)
+		}
+		// A timeout or a cancelled send may come after JetStream kept it:
+		// not failed, and the same id sent again is answered by what it
+		// reached (a duplicate, ErrResent).
+		return false, fmt.Errorf("cluster: the input for machine %s may not be kept; send it again: %w", node, err)
 	}
 	return dup, nil
+}
+
+// refused reports whether a publish's error proves the stream did not keep
+// it: JetStream answered with an error (full: its inputs or bytes), or no
+// stream answered at all.
+func refused(err error) bool {
+	var api *jetstream.APIError
+	return errors.As(err, &api) || errors.Is(err, jetstream.ErrNoStreamResponse)
 }
 
 // Waiting is how many inputs wait in node's stream.
@@ -532,7 +546,11 @@ func (f *forwarder) deliver(m jetstream.Msg) {
 			// Not acked: it comes again, and the node knows it by its id.
 			log.Warn("cluster: ack an applied input", "id", id, "err", err)
 		}
-		f.h.settle(key, inputResult{result: a.Result, again: a.Again})
+		// Applied before, on an earlier hand-over of this same input whose
+		// answer was lost: its sender is still the first copy's, and gets
+		// the first result. Only a new input the node knew already (a copy
+		// sent again past the duplicate window) is a resend.
+		f.h.settle(key, inputResult{result: a.Result, again: a.Again && meta.NumDelivered == 1})
 		return
 	}
 	if waited := time.Since(meta.Timestamp); waited > f.h.opt.InputWait {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/parleyhq/parley/internal/chat"
@@ -610,5 +611,36 @@ func TestARefusalCrossesAsItsChatError(t *testing.T) {
 	}
 	if !errors.Is(refusalAt("x", chatErrorCode(fmt.Errorf("%w; the card stays open", driver.ErrNotRunning))), driver.ErrNotRunning) {
 		t.Error("a card answer refused while the agent is not running lost its error at the hub")
+	}
+}
+
+// Only a publish JetStream refused (its answer an error: the stream full;
+// or no stream at all) says the hub did not keep an input, so that its
+// sender is told it failed. A send cut off by its context or a lost ack may
+// come after the stream kept it: that is no failure to keep and show (the
+// node would apply it too), and the same id sent again finds it.
+func TestOnlyARefusedPublishIsAnInputNotKept(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{&jetstream.APIError{Code: 503, ErrorCode: 10077, Description: "maximum messages exceeded"}, true},
+		{fmt.Errorf("publish: %w", &jetstream.APIError{Code: 503, ErrorCode: jetstream.JSErrCodeStreamMessageExceedsMaximum, Description: "message size exceeds maximum allowed"}), true},
+		{jetstream.ErrNoStreamResponse, true},
+		{context.Canceled, false},
+		{context.DeadlineExceeded, false},
+		{nats.ErrTimeout, false},
+		{nats.ErrConnectionClosed, false},
+	} {
+		if got := refused(c.err); got != c.want {
+			t.Errorf("refused(%v) = %v, want %v", c.err, got, c.want)
+		}
+	}
+	h := startHub(t, t.TempDir(), "127.0.0.1:0")
+	join(t, h, "b")
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel() // the sender's client went away mid-send
+	if err := h.Queue(ctx, "b", "t1", "m1", []byte("hello")); err == nil || errors.Is(err, ErrNotKept) {
+		t.Fatalf("a send cut off by its context: %v; want an error that is not ErrNotKept", err)
 	}
 }
