@@ -256,16 +256,20 @@ func (r *remote) Send(ctx context.Context, from chat.RouteKey, id chat.ThreadID,
 	if err != nil {
 		return chat.Delivery{}, "", err
 	}
-	// Sent again after it failed: a retry, whose failure is over.
-	if err := r.failed.st.DropFailedRemote(ctx, from, m.MessageID); err != nil {
-		return chat.Delivery{}, "", err
-	}
 	queued := chat.Delivery{MessageID: m.MessageID, State: chat.DeliveryQueued, Detail: waitsFor(node)}
 	wait := remoteWait
 	if !online {
 		wait = 0 // queued for it, and nobody waits for a machine that is away
 	}
 	res, err := r.hub.Request(ctx, node, string(thread), inputID(from, m.MessageID), data, wait)
+	if err == nil || errors.Is(err, cluster.ErrResent) || errors.Is(err, cluster.ErrWaiting) {
+		// Sent again after it failed, and kept for its machine now: a
+		// retry, whose failure is over. Not before: a retry that is not
+		// kept leaves the failure shown.
+		if derr := r.failed.st.DropFailedRemote(ctx, from, m.MessageID); derr != nil {
+			r.failed.log.Warn("cluster: forget a retried message's failure", "message", m.MessageID, "err", derr)
+		}
+	}
 	switch {
 	case errors.Is(err, cluster.ErrResent):
 		return r.resent(ctx, id, from, m.MessageID, queued), id, chat.ErrDuplicate
