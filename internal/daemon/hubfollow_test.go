@@ -89,17 +89,29 @@ func startThreadOnB(t *testing.T, hub, b *scriptd.Rig, chatID string) (chat.Thre
 }
 
 // followsWhenBack opens a view of the route chatID at the hub from last in
-// thread id while b is away: it connects showing no thread, and a message
-// sent from it waits for b. Then b comes back: with no reconnect, the view
-// shows the thread, b's log after last (each seq once, in order, none
-// missing), the message's receipts and its answer.
-func followsWhenBack(t *testing.T, hub, b *scriptd.Rig, chatID string, id chat.ThreadID, last int64) {
+// thread id while b is away. With fromCopy it shows the thread at once, read
+// from the hub's copy of b's recent events (replay_done says so); without
+// (the hub holds no summary of the thread), it connects showing no thread.
+// Either way a message sent from it waits for b. Then b comes back: with no
+// reconnect, the view shows b's log after last (each seq once, in order,
+// none missing), the message's receipts and its answer.
+func followsWhenBack(t *testing.T, hub, b *scriptd.Rig, chatID string, id chat.ThreadID, last int64, fromCopy bool) {
 	t.Helper()
 	v := dialRoute(t, hub, chatID, last, id)
+	shown := false
 	for _, e := range v.Snapshot() {
 		if e.Type == chat.TypeThread {
-			t.Fatalf("the view shows a thread while b is away: %s", e.Raw)
+			shown = true
+			if !fromCopy {
+				t.Fatalf("the view shows a thread the hub holds nothing of while b is away: %s", e.Raw)
+			}
 		}
+		if e.Type == chat.TypeReplayDone && fromCopy && chatsock.FieldOf(e, "from_copy") != true {
+			t.Fatalf("the view's replay while b is away is not marked as the hub's copy: %s", e.Raw)
+		}
+	}
+	if fromCopy && !shown {
+		t.Fatalf("the view shows no thread while b is away, though the hub keeps a copy:\n%s", chatsock.Summary(v.Snapshot()))
 	}
 	from := v.Len()
 	v.Send(chatsock.Msg("w1", "say back"))
@@ -107,11 +119,14 @@ func followsWhenBack(t *testing.T, hub, b *scriptd.Rig, chatID string, id chat.T
 		return chatsock.Delivery("w1", chat.DeliveryQueued)(e) && chatsock.FieldOf(e, "detail") == "waits for machine b"
 	}, "w1 waits for b")
 	b.Up()
-	k := v.WaitFor(j, clusterWait, func(e client.Event) bool { return threadShown(e) == id }, "the route's thread, once b is back")
+	k := j
+	if !fromCopy {
+		k = v.WaitFor(j, clusterWait, func(e client.Event) bool { return threadShown(e) == id }, "the route's thread, once b is back")
+	}
 	end := v.WaitFor(k, clusterWait, chatsock.PromptDone("w1", chat.StopEndTurn), "w1's turn, on the view")
 	evs := v.Snapshot()[k : end+1]
 	next := last + 1
-	for _, e := range evs {
+	for _, e := range v.Snapshot()[:end+1] { // the copy's replay, then b's own log
 		if e.Seq == 0 {
 			continue
 		}
@@ -139,7 +154,31 @@ func TestAViewOpenedWhileItsMachineIsAwayFollowsItsThreadWhenItIsBack(t *testing
 	id, last := startThreadOnB(t, hub, b, "phone")
 	b.Down()
 	waitBOnline(t, hub, false)
-	followsWhenBack(t, hub, b, "phone", id, last)
+	followsWhenBack(t, hub, b, "phone", id, last, true)
+}
+
+// The same for a thread the hub holds nothing of while b is away (no
+// summary: b's was lost with the hub's directory, say): the view connects
+// showing no thread, and shows it, with no reconnect, once b is back and
+// tells the hub of it again.
+func TestAViewOfAThreadTheHubHoldsNothingOfFollowsItWhenItsMachineIsBack(t *testing.T) {
+	hub, b := startHubAndNode(t)
+	id, last := startThreadOnB(t, hub, b, "phone")
+	b.Down()
+	waitBOnline(t, hub, false)
+	node, local, _ := cluster.SplitRemoteID(id)
+	kv, err := hub.D().ClusterHub().JetStream().KeyValue(t.Context(), "parley_threads")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := kv.Purge(t.Context(), cluster.ThreadKey(node, local)); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, clusterWait, func() bool {
+		_, err := hub.D().ClusterHub().Source().Thread(context.Background(), id)
+		return err != nil
+	}, "the hub forgetting b's thread")
+	followsWhenBack(t, hub, b, "phone", id, last, false)
 }
 
 // A hub restarted keeps which thread of b each of its routes shows, and a
@@ -151,7 +190,7 @@ func TestAViewOpenedRightAfterAHubRestartFollowsItsNodesThread(t *testing.T) {
 	b.Down()
 	waitBOnline(t, hub, false)
 	hub.Restart()
-	followsWhenBack(t, hub, b, "phone", id, last)
+	followsWhenBack(t, hub, b, "phone", id, last, true)
 }
 
 // A message to b's thread sent again under its id (a client that reconnected
