@@ -172,6 +172,10 @@ func threadGone(rt *router.Router, st store.Store, log *slog.Logger, id chat.Thr
 	if err != nil {
 		log.Warn("cluster: end the routes of a thread deleted on its machine", "thread", id, "err", err)
 	}
+	// Its messages that failed here go with it (else search finds them).
+	if err := st.DropFailedRemotes(ctx, id); err != nil {
+		log.Warn("cluster: forget the failed messages of a thread deleted on its machine", "thread", id, "err", err)
+	}
 }
 
 // remote is the hub's router.Remote: a node's thread is reached through the

@@ -81,6 +81,9 @@ type Store interface {
 	// DropFailedRemote forgets the route's failed message (it was sent
 	// again); none is no error.
 	DropFailedRemote(ctx context.Context, from chat.RouteKey, messageID string) error
+	// DropFailedRemotes forgets every failed message of a thread (deleted on
+	// its machine), with their search rows.
+	DropFailedRemotes(ctx context.Context, thread chat.ThreadID) error
 
 	// Events returns up to limit events of a thread with seq > since, in seq order.
 	// limit <= 0 means no limit.

@@ -85,6 +85,29 @@ func (s *Store) DropFailedRemote(ctx context.Context, from chat.RouteKey, messag
 	return nil
 }
 
+// DropFailedRemotes forgets every failed message of thread, with their
+// search rows; none is no error.
+func (s *Store) DropFailedRemotes(ctx context.Context, thread chat.ThreadID) error {
+	fs, err := s.FailedRemotes(ctx, thread)
+	if err != nil || len(fs) == 0 {
+		return err
+	}
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("sqlite: drop the failed messages of %s: begin: %w", thread, err)
+	}
+	defer tx.Rollback()
+	for _, f := range fs {
+		if err := dropFailedRemote(ctx, tx, f.From, f.MessageID); err != nil {
+			return err
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("sqlite: drop the failed messages of %s: %w", thread, err)
+	}
+	return nil
+}
+
 // FailedRemotes returns a thread's failed messages, oldest first.
 func (s *Store) FailedRemotes(ctx context.Context, thread chat.ThreadID) ([]store.FailedRemote, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT channel, chat, message_id, text, reason, failed_at FROM remote_failed

@@ -900,6 +900,22 @@ func testFailedRemotes(t *testing.T, open Opener) {
 	if hits, err := s.Search(ctx, "staging", 10); err != nil || len(hits) != 0 {
 		t.Fatalf("Search after a retry: %+v %v, want nothing", hits, err)
 	}
+	// The thread deleted on its machine: its failed messages go with it, and
+	// search no longer finds them; another thread's stay.
+	for range 2 {
+		if err := s.DropFailedRemotes(ctx, "x@b"); err != nil {
+			t.Fatalf("DropFailedRemotes: %v", err)
+		}
+	}
+	if got := list("x@b"); len(got) != 0 {
+		t.Fatalf("FailedRemotes of a deleted thread: %q, want none", got)
+	}
+	if hits, err := s.Search(ctx, "another chat", 10); err != nil || len(hits) != 0 {
+		t.Fatalf("Search after the thread was deleted: %+v %v, want nothing", hits, err)
+	}
+	if got := list("y@b"); len(got) != 1 {
+		t.Fatalf("FailedRemotes of another thread after a deletion: %q, want its one", got)
+	}
 }
 
 // A thread made for an ask (another machine's "agent@node") is found by the
