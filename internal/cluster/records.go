@@ -341,7 +341,13 @@ func (l *Link) publishRecord(ctx context.Context, subject string, b []byte) erro
 		}
 	}
 	if err := checkProtocol(l.opt.Node, hub, thisProtocol, "", l.opt.Version); err != nil {
-		l.refuseHub(err)
+		// Only the directory record's answer ends the link: by then the hub
+		// has the record, and refuses (and logs) it too. Ended on a
+		// summary's answer, which may come first, the record never got
+		// there and the hub never said why.
+		if subject == dirSubject(l.opt.Node) {
+			l.refuseHub(err)
+		}
 		return err
 	}
 	if len(ans.Data) > 0 {
