@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 	"testing"
 	"time"
 
@@ -107,19 +106,7 @@ func TestAnAwayNodesThreadIsReadAtTheHubFromItsCopy(t *testing.T) {
 	})
 	h := hub.d.ClusterHub()
 	addr := h.Addr()
-	b := scriptd.Start(t, func(cfg *config.Config) {
-		cfg.Cluster.Node, cfg.Cluster.Hub = "b", addr
-		tok, err := cluster.IssueToken(hub.cfg.DataDir, addr, "b", time.Now().Add(time.Minute))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := cluster.Join(t.Context(), cfg.DataDir, tok, "b", "test"); err != nil {
-			t.Fatal(err)
-		}
-	})
+	b := scriptd.Start(t, joinedAs(t, "b", hub.cfg.DataDir, addr))
 	online := func(want bool) {
 		t.Helper()
 		testkit.Eventually(t, 10*time.Second, func() bool {

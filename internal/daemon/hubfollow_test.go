@@ -19,6 +19,25 @@ import (
 // clusterWait bounds each wait of the hub-and-node tests.
 const clusterWait = 30 * time.Second
 
+// joinedAs is the config change that makes a daemon node name of the hub
+// at addr (whose data directory is hubData): its key made and registered
+// with a token of its own, as `parley join` does.
+func joinedAs(t *testing.T, name, hubData, addr string) func(*config.Config) {
+	return func(cfg *config.Config) {
+		cfg.Cluster.Node, cfg.Cluster.Hub = name, addr
+		tok, err := cluster.IssueToken(hubData, addr, name, time.Now().Add(time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cluster.Join(t.Context(), cfg.DataDir, tok, name, "test"); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // startHubAndNode starts a hub and node b joined to it: two daemons over the
 // scripted agent, linked by the real embedded NATS server, each stopped and
 // started again on its own address and data (b's link finds the hub's
@@ -29,19 +48,7 @@ func startHubAndNode(t *testing.T) (hub, b *scriptd.Rig) {
 		cfg.Cluster.Node, cfg.Cluster.Listen = "hub", "127.0.0.1:0"
 	})
 	addr := hub.D().ClusterHub().Addr()
-	b = scriptd.Start(t, func(cfg *config.Config) {
-		cfg.Cluster.Node, cfg.Cluster.Hub = "b", addr
-		tok, err := cluster.IssueToken(hub.Config().DataDir, addr, "b", time.Now().Add(time.Minute))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := cluster.Join(t.Context(), cfg.DataDir, tok, "b", "test"); err != nil {
-			t.Fatal(err)
-		}
-	})
+	b = scriptd.Start(t, joinedAs(t, "b", hub.Config().DataDir, addr))
 	waitBOnline(t, hub, true)
 	return hub, b
 }

@@ -2,14 +2,12 @@ package daemon_test
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/client"
-	"github.com/parleyhq/parley/internal/cluster"
 	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/push"
 	"github.com/parleyhq/parley/internal/testkit"
@@ -27,19 +25,7 @@ func TestANodesFinishedTurnPushesToTheHubsPhone(t *testing.T) {
 		cfg.Cluster.Node, cfg.Cluster.Listen = "hub", "127.0.0.1:0"
 	})
 	addr := hub.d.ClusterHub().Addr()
-	b := startWith(t, &scripted.Driver{}, func(cfg *config.Config) {
-		cfg.Cluster.Node, cfg.Cluster.Hub = "b", addr
-		tok, err := cluster.IssueToken(hub.cfg.DataDir, addr, "b", time.Now().Add(time.Minute))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := cluster.Join(t.Context(), cfg.DataDir, tok, "b", "test"); err != nil {
-			t.Fatal(err)
-		}
-	})
+	b := startWith(t, &scripted.Driver{}, joinedAs(t, "b", hub.cfg.DataDir, addr))
 	testkit.Eventually(t, 10*time.Second, func() bool {
 		nodes, err := hub.d.ClusterHub().Nodes(context.Background())
 		return err == nil && len(nodes) == 1 && nodes[0].Online
