@@ -10,14 +10,14 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/fanout"
 	"github.com/parleyhq/parley/internal/follow"
-	"github.com/parleyhq/parley/internal/hub"
 	"github.com/parleyhq/parley/internal/store"
 )
 
 // followAt shows remote thread id at the hub from since (-1: its tail of
 // tail events), as a socket's follower does, until its replay is done.
-func followAt(t *testing.T, h *Hub, local *hub.Hub, id chat.ThreadID, since int64, tail int) (*follow.Follower, *shown) {
+func followAt(t *testing.T, h *Hub, local *fanout.Fanout, id chat.ThreadID, since int64, tail int) (*follow.Follower, *shown) {
 	t.Helper()
 	route := chat.RouteKey{Channel: "web", Chat: "phone-" + time.Now().Format("150405.000000000")}
 	f, start, err := follow.Subscribe(t.Context(), follow.Deps{Source: h.Source(), Router: hubRoute{local, id}, Hub: local}, route,
@@ -87,7 +87,7 @@ func TestAnAwayNodesThreadIsReadFromTheHubsCopy(t *testing.T) {
 	h := startHub(t, hubData, "127.0.0.1:0")
 	dataB := join(t, h, "b")
 	b := newMachine(t)
-	local := hub.New(nil)
+	local := fanout.New(nil)
 	stop, err := h.Relay(local.Publish)
 	if err != nil {
 		t.Fatal(err)
@@ -168,7 +168,7 @@ func TestAnAwayNodesThreadIsReadFromTheHubsCopy(t *testing.T) {
 	if err := b.st.DeleteThread(t.Context(), other); err != nil {
 		t.Fatal(err)
 	}
-	b.hub.CloseThread(other, hub.ReasonDeleted) // as the router does
+	b.hub.CloseThread(other, fanout.ReasonDeleted) // as the router does
 	waitFor(t, 10*time.Second, "b's deleted thread gone from the hub's list", func() bool {
 		_, ok := remoteThread(t, h, RemoteID("b", other))
 		return !ok
@@ -231,7 +231,7 @@ func TestAHubsCopyPastItsBytesDropsItsOldestAndSaysSo(t *testing.T) {
 	t.Cleanup(h.Close)
 	dataB := join(t, h, "b")
 	b := newMachine(t)
-	local := hub.New(nil)
+	local := fanout.New(nil)
 	stop, err := h.Relay(local.Publish)
 	if err != nil {
 		t.Fatal(err)
@@ -285,8 +285,8 @@ func TestAViewerOfTheCopyMissesNothingWhenTheNodeIsBackAfterAHubRestart(t *testi
 	addr := h.Addr()
 	dataB := join(t, h, "b")
 	b := newMachine(t)
-	relay := func(h *Hub) *hub.Hub {
-		local := hub.New(nil)
+	relay := func(h *Hub) *fanout.Fanout {
+		local := fanout.New(nil)
 		stop, err := h.Relay(local.Publish)
 		if err != nil {
 			t.Fatal(err)

@@ -15,7 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/parleyhq/parley/internal/chat"
-	"github.com/parleyhq/parley/internal/hub"
+	"github.com/parleyhq/parley/internal/fanout"
 )
 
 // Heartbeat defaults and range ([cluster] heartbeat).
@@ -50,10 +50,10 @@ type LinkOptions struct {
 
 // EventHub is the node's local hub as the link uses it.
 type EventHub interface {
-	SetTap(func(hub.Item))
-	Watch() *hub.Watcher
-	WatchTypes(types ...string) *hub.Watcher
-	Unwatch(*hub.Watcher)
+	SetTap(func(fanout.Item))
+	Watch() *fanout.Watcher
+	WatchTypes(types ...string) *fanout.Watcher
+	Unwatch(*fanout.Watcher)
 }
 
 // Link is a node's connection to the hub: it dials out (the node needs no
@@ -65,13 +65,13 @@ type Link struct {
 	log    *slog.Logger
 	nc     *nats.Conn
 	up     prometheus.Gauge
-	kick   chan struct{} // a (re)connect: write the record now
-	upKick chan struct{} // a (re)connect: write every thread summary
-	watch  *hub.Watcher  // the threads changed (serveNode)
+	kick   chan struct{}   // a (re)connect: write the record now
+	upKick chan struct{}   // a (re)connect: write every thread summary
+	watch  *fanout.Watcher // the threads changed (serveNode)
 	// noticeWatch hears of the threads whose turn ended or that failed:
 	// their notices are read again (notices.go); only the summaries'
 	// goroutine touches notices.
-	noticeWatch *hub.Watcher
+	noticeWatch *fanout.Watcher
 	notices     map[chat.ThreadID]*threadNotices
 	srcSub      *nats.Subscription // the hub's reads of this node's store (serveNode)
 	// applied holds the ids of the last inputs applied, so one the hub hands

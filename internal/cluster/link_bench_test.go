@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/fanout"
 	"github.com/parleyhq/parley/internal/follow"
-	"github.com/parleyhq/parley/internal/hub"
 )
 
 // go test -run '^$' -bench 'CatchUp|Live|Input' -benchtime 5x ./internal/cluster/ (docs/benchmarks.md)
@@ -19,7 +19,7 @@ import (
 type linked struct {
 	h     *Hub
 	node  *machine
-	local *hub.Hub // the hub's
+	local *fanout.Fanout // the hub's
 }
 
 func newLinked(b *testing.B) *linked {
@@ -44,7 +44,7 @@ func newLinked(b *testing.B) *linked {
 	for !l.Connected() {
 		time.Sleep(time.Millisecond)
 	}
-	local := hub.New(nil)
+	local := fanout.New(nil)
 	stop, err := h.Relay(local.Publish)
 	if err != nil {
 		b.Fatal(err)
@@ -54,11 +54,11 @@ func newLinked(b *testing.B) *linked {
 }
 
 type oneRoute struct {
-	h  *hub.Hub
+	h  *fanout.Fanout
 	id chat.ThreadID
 }
 
-func (r oneRoute) Subscribe(_ context.Context, route chat.RouteKey, buffer int) (*hub.Sub, *chat.Thread, error) {
+func (r oneRoute) Subscribe(_ context.Context, route chat.RouteKey, buffer int) (*fanout.Sub, *chat.Thread, error) {
 	return r.h.Subscribe(route, r.id, buffer), &chat.Thread{ID: r.id}, nil
 }
 

@@ -12,7 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/parleyhq/parley/internal/chat"
-	"github.com/parleyhq/parley/internal/hub"
+	"github.com/parleyhq/parley/internal/fanout"
 )
 
 // The hub lists every machine's agents with its node (its own under its own
@@ -252,7 +252,7 @@ func TestAThreadDeletedOnItsNodeLeavesTheHub(t *testing.T) {
 		if err := b.st.DeleteThread(t.Context(), id); err != nil {
 			t.Fatal(err)
 		}
-		b.hub.CloseThread(id, hub.ReasonDeleted) // as the router does
+		b.hub.CloseThread(id, fanout.ReasonDeleted) // as the router does
 	}
 	deleteOn("t_one")
 	select {

@@ -13,8 +13,8 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/fanout"
 	"github.com/parleyhq/parley/internal/follow"
-	"github.com/parleyhq/parley/internal/hub"
 	"github.com/parleyhq/parley/internal/push"
 	"github.com/parleyhq/parley/internal/store"
 )
@@ -204,7 +204,7 @@ func (l *Link) serveNode() error {
 
 // publishEvent runs on the publishing lane: it never waits (a link that is
 // down buffers a little, then drops; a viewer at the hub backfills by seq).
-func (l *Link) publishEvent(it hub.Item) {
+func (l *Link) publishEvent(it fanout.Item) {
 	ev := it.Event
 	m := nats.NewMsg(EventSubject(l.opt.Node, ev.Thread))
 	m.Header.Set(hdrType, ev.Type)

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/fanout"
 	"github.com/parleyhq/parley/internal/follow"
-	"github.com/parleyhq/parley/internal/hub"
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/store/sqlite"
 )
@@ -24,7 +24,7 @@ import (
 type machine struct {
 	t   testing.TB
 	st  *sqlite.Store
-	hub *hub.Hub
+	hub *fanout.Fanout
 	ths map[chat.ThreadID]*chat.Thread
 }
 
@@ -35,7 +35,7 @@ func newMachine(t testing.TB) *machine {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	return &machine{t: t, st: st, hub: hub.New(nil), ths: map[chat.ThreadID]*chat.Thread{}}
+	return &machine{t: t, st: st, hub: fanout.New(nil), ths: map[chat.ThreadID]*chat.Thread{}}
 }
 
 // write commits n agent chunks to thread id (made when new) and publishes
@@ -87,11 +87,11 @@ func (m *machine) frames(id chat.ThreadID, node string, since int64) []string {
 
 // hubRoute is the route table of the hub's test: one route showing a thread.
 type hubRoute struct {
-	h  *hub.Hub
+	h  *fanout.Fanout
 	id chat.ThreadID
 }
 
-func (r hubRoute) Subscribe(_ context.Context, route chat.RouteKey, buffer int) (*hub.Sub, *chat.Thread, error) {
+func (r hubRoute) Subscribe(_ context.Context, route chat.RouteKey, buffer int) (*fanout.Sub, *chat.Thread, error) {
 	return r.h.Subscribe(route, r.id, buffer), &chat.Thread{ID: r.id}, nil
 }
 
@@ -173,7 +173,7 @@ func TestANodesThreadIsFollowedAtTheHubLikeALocalOne(t *testing.T) {
 		return ok && rt.Node == "b" && rt.Thread.LastSeq == 3 && rt.Thread.Title == "fix the build"
 	})
 
-	local := hub.New(nil)
+	local := fanout.New(nil)
 	stop, err := h.Relay(local.Publish)
 	if err != nil {
 		t.Fatal(err)
@@ -208,12 +208,12 @@ func TestANodesThreadIsFollowedAtTheHubLikeALocalOne(t *testing.T) {
 	forged, _ := chat.NewEvent(th, chat.AgentChunk{Text: "forged"}, time.Now())
 	forged.Seq = 8
 	l2 := &Link{opt: LinkOptions{Node: "c"}, nc: nc, log: l.log}
-	l2.publishEvent(hub.Item{Event: forged})
+	l2.publishEvent(fanout.Item{Event: forged})
 	// b itself sends an event whose payload names the frame's thread: a
 	// browser would read it as another thread's. Refused.
 	lying := forged
 	lying.Payload = json.RawMessage(`{"text":"lie","thread":"t_elsewhere"}`)
-	l.publishEvent(hub.Item{Event: lying})
+	l.publishEvent(fanout.Item{Event: lying})
 	b.write(th, 1, false)
 	for len(s.events()) < 7 {
 		select {

@@ -36,7 +36,7 @@ func (d *Daemon) startExtras(plugins []config.Plugin) *extras {
 	ctx, cancel := context.WithCancel(context.Background())
 	self, _ := os.Executable()
 	e := &extras{ctx: ctx, cancel: cancel,
-		plugins: plugin.New(d.channelRouter(), d.readStore(), d.hub, plugin.Options{Self: self, Version: d.version, Logger: d.log.With("channel", "plugin")})}
+		plugins: plugin.New(d.channelRouter(), d.readStore(), d.fanout, plugin.Options{Self: self, Version: d.version, Logger: d.log.With("channel", "plugin")})}
 	e.plugins.Start(plugins)
 	return e
 }
@@ -57,7 +57,7 @@ func (d *Daemon) handle(web *web.Server) {
 }
 
 func (d *Daemon) acpDeps() acpagent.Deps {
-	return acpagent.Deps{Router: d.channelRouter(), Store: d.readStore(), Hub: d.hub}
+	return acpagent.Deps{Router: d.channelRouter(), Store: d.readStore(), Hub: d.fanout}
 }
 
 // channelRouter is the router as the ACP side and the plugin host use it: on

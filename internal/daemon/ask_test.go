@@ -12,7 +12,7 @@ import (
 	"github.com/parleyhq/parley/internal/cluster"
 	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/driver"
-	"github.com/parleyhq/parley/internal/hub"
+	"github.com/parleyhq/parley/internal/fanout"
 	"github.com/parleyhq/parley/internal/router"
 	"github.com/parleyhq/parley/internal/store/sqlite"
 	"github.com/parleyhq/parley/internal/testkit/scripted"
@@ -34,7 +34,7 @@ func askRouter(t *testing.T, dir, work string, remote router.Remote) (*router.Ro
 	if remote != nil {
 		opt.Remote = remote
 	}
-	r := router.New(st, hub.New(nil), opt)
+	r := router.New(st, fanout.New(nil), opt)
 	if err := r.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +96,7 @@ func TestAnAskedThreadIsMadeOnceWhenTheHubDiesBeforeTheAnswer(t *testing.T) {
 	applied, release := make(chan struct{}), make(chan struct{})
 	var inputs atomic.Int32
 	l, err := cluster.Dial(cluster.LinkOptions{DataDir: nodeData, Hub: addr, Node: "b", Heartbeat: 2 * time.Second,
-		Store: nodeStore, Events: hub.New(nil),
+		Store: nodeStore, Events: fanout.New(nil),
 		Inputs: func(ctx context.Context, id string, data []byte) ([]byte, error) {
 			res, err := node.applyInput(ctx, id, data)
 			if inputs.Add(1) == 1 {
@@ -114,7 +114,7 @@ func TestAnAskedThreadIsMadeOnceWhenTheHubDiesBeforeTheAnswer(t *testing.T) {
 	from := chat.RouteKey{Channel: "irc", Chat: "#dev"}
 	rem := &remote{hub: h, node: "hub"}
 	hubRouter, hubStore := askRouter(t, hubData, work, rem)
-	rem.failed = &remoteFailures{st: hubStore, events: hub.New(nil), log: slog.New(slog.DiscardHandler)}
+	rem.failed = &remoteFailures{st: hubStore, events: fanout.New(nil), log: slog.New(slog.DiscardHandler)}
 	if id, err := hubRouter.NewThread(t.Context(), from, "echo@b", work); err != nil || id != "" {
 		t.Fatalf("NewThread echo@b: %q %v, want no thread yet", id, err)
 	}
@@ -144,7 +144,7 @@ func TestAnAskedThreadIsMadeOnceWhenTheHubDiesBeforeTheAnswer(t *testing.T) {
 	defer h2.Close()
 	rem = &remote{hub: h2, node: "hub"}
 	hubRouter, hubStore = askRouter(t, hubData, work, rem)
-	rem.failed = &remoteFailures{st: hubStore, events: hub.New(nil), log: slog.New(slog.DiscardHandler)}
+	rem.failed = &remoteFailures{st: hubStore, events: fanout.New(nil), log: slog.New(slog.DiscardHandler)}
 	defer closeRouter(t, hubRouter, hubStore)
 	waitOnline(t, h2, "b")
 

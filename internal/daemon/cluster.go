@@ -10,7 +10,7 @@ import (
 
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/cluster"
-	"github.com/parleyhq/parley/internal/hub"
+	"github.com/parleyhq/parley/internal/fanout"
 	"github.com/parleyhq/parley/internal/push"
 	"github.com/parleyhq/parley/internal/router"
 	"github.com/parleyhq/parley/internal/store"
@@ -122,7 +122,7 @@ func controlRefusal(err error) error {
 // among the thread's events (cluster.View.Asides) and search finds it.
 type remoteFailures struct {
 	st     store.Store
-	events *hub.Hub
+	events *fanout.Fanout
 	log    *slog.Logger
 }
 

@@ -28,7 +28,7 @@ import (
 	"github.com/parleyhq/parley/internal/cluster"
 	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/driver"
-	"github.com/parleyhq/parley/internal/hub"
+	"github.com/parleyhq/parley/internal/fanout"
 	"github.com/parleyhq/parley/internal/push"
 	"github.com/parleyhq/parley/internal/router"
 	"github.com/parleyhq/parley/internal/store"
@@ -57,7 +57,7 @@ type Daemon struct {
 	cfg    config.Config
 	log    *slog.Logger
 	store  *sqlite.Store
-	hub    *hub.Hub
+	fanout *fanout.Fanout
 	router *router.Router
 	web    *web.Server
 	http   *http.Server
@@ -77,7 +77,7 @@ type Daemon struct {
 	link       *cluster.Link
 	// push sends Web Push for cards; it watches every thread through pushWatch.
 	push      *push.Service
-	pushWatch *hub.Watcher
+	pushWatch *fanout.Watcher
 	// cert is the person's own certificate (tls_cert) when parley serves HTTPS.
 	cert     *certSource
 	stopCert func() // ends cert's watch
@@ -116,7 +116,7 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	h := hub.New(nil)
+	h := fanout.New(nil)
 	// A cluster's hub comes first: its router reaches the nodes' threads.
 	var gone atomic.Pointer[router.Router] // set once the router runs
 	ch, err := startClusterHub(ctx, cfg, opt.Version.Version, st, h, log, reg, func(id chat.ThreadID) { threadGone(gone.Load(), st, log, id) })
@@ -198,7 +198,7 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 	if cert != nil {
 		ln = tls.NewListener(ln, cert.tlsConfig())
 	}
-	d = &Daemon{cfg: cfg, log: log, store: st, hub: h, router: rt, web: ws, ln: ln, token: token, sessions: sessions,
+	d = &Daemon{cfg: cfg, log: log, store: st, fanout: h, router: rt, web: ws, ln: ln, token: token, sessions: sessions,
 		push: pusher, pushWatch: watch, cert: cert,
 		served: make(chan error, 1),
 		http: &http.Server{Handler: ws,
@@ -289,7 +289,7 @@ func (c *clusterHubParts) close() {
 // startClusterHub runs the hub's NATS server when [cluster] listen says so,
 // with the view of every machine's threads and the relay of the nodes' live
 // events into h; nil when this machine is not a hub.
-func startClusterHub(ctx context.Context, cfg config.Config, version string, st store.Store, h *hub.Hub, log *slog.Logger, reg prometheus.Registerer,
+func startClusterHub(ctx context.Context, cfg config.Config, version string, st store.Store, h *fanout.Fanout, log *slog.Logger, reg prometheus.Registerer,
 	gone func(chat.ThreadID)) (*clusterHubParts, error) {
 	c := cfg.Cluster
 	if c.Listen == "" {
@@ -326,7 +326,7 @@ func (d *Daemon) dialClusterHub(reg prometheus.Registerer) error {
 	var err error
 	d.link, err = cluster.Dial(cluster.LinkOptions{DataDir: d.cfg.DataDir, Hub: c.Hub, Node: c.Node,
 		Version: d.version, Agents: agents, Heartbeat: c.Heartbeat.Duration, Logger: d.log, Registerer: reg,
-		Inputs: d.applyInput, Store: d.store, Events: d.hub, AgentInfo: d.router.Agents(), Roots: d.cfg.Roots})
+		Inputs: d.applyInput, Store: d.store, Events: d.fanout, AgentInfo: d.router.Agents(), Roots: d.cfg.Roots})
 	return err
 }
 
@@ -438,7 +438,7 @@ func (d *Daemon) Shutdown(ctx context.Context) error {
 	d.stopCluster()
 	rerr := d.router.Close(ctx)
 	d.push.Close() // after the router: the cards' last changes are derived; what is unsent stays pending
-	d.hub.Unwatch(d.pushWatch)
+	d.fanout.Unwatch(d.pushWatch)
 	d.prune.stop()
 	if d.stopCert != nil {
 		d.stopCert()

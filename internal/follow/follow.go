@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/internal/chat"
-	"github.com/parleyhq/parley/internal/hub"
+	"github.com/parleyhq/parley/internal/fanout"
 )
 
 // Source is where a thread's record, log and open cards are read. The local
@@ -42,13 +42,13 @@ type AsideSource interface {
 // Subscriber registers a route on the hub and says which thread it shows, the
 // two read together (the router does this on its own goroutine).
 type Subscriber interface {
-	Subscribe(ctx context.Context, route chat.RouteKey, buffer int) (*hub.Sub, *chat.Thread, error)
+	Subscribe(ctx context.Context, route chat.RouteKey, buffer int) (*fanout.Sub, *chat.Thread, error)
 }
 
 // Hub ends a subscription and says why the hub dropped one.
 type Hub interface {
-	Unsubscribe(s *hub.Sub)
-	Reason(s *hub.Sub) string
+	Unsubscribe(s *fanout.Sub)
+	Reason(s *fanout.Sub) string
 }
 
 // Deps are the parts a follower reads from.
@@ -112,7 +112,7 @@ type Follower struct {
 	d     Deps
 	opt   Options
 	route chat.RouteKey
-	sub   *hub.Sub
+	sub   *fanout.Sub
 
 	thread  chat.ThreadID // the thread shown
 	lastSeq int64         // the newest seq of thread handed on
@@ -141,7 +141,7 @@ func Subscribe(ctx context.Context, d Deps, route chat.RouteKey, opt Options) (*
 
 // Sub is the live subscription: wait on Ready, see a drop on Done, set a wake
 // or a drop callback.
-func (f *Follower) Sub() *hub.Sub { return f.sub }
+func (f *Follower) Sub() *fanout.Sub { return f.sub }
 
 // Thread is the thread shown ("" before any).
 func (f *Follower) Thread() chat.ThreadID { return f.thread }

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/fanout"
 	"github.com/parleyhq/parley/internal/follow"
-	"github.com/parleyhq/parley/internal/hub"
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/store/sqlite"
 )
@@ -24,7 +24,7 @@ import (
 type env struct {
 	t   *testing.T
 	st  *sqlite.Store
-	hub *hub.Hub
+	hub *fanout.Fanout
 
 	mu      sync.Mutex
 	routes  map[chat.RouteKey]chat.ThreadID
@@ -38,11 +38,11 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	return &env{t: t, st: st, hub: hub.New(nil), routes: map[chat.RouteKey]chat.ThreadID{}, threads: map[chat.ThreadID]*chat.Thread{}}
+	return &env{t: t, st: st, hub: fanout.New(nil), routes: map[chat.RouteKey]chat.ThreadID{}, threads: map[chat.ThreadID]*chat.Thread{}}
 }
 
 // Subscribe is the router's: the route table and the hub read together.
-func (e *env) Subscribe(ctx context.Context, route chat.RouteKey, buffer int) (*hub.Sub, *chat.Thread, error) {
+func (e *env) Subscribe(ctx context.Context, route chat.RouteKey, buffer int) (*fanout.Sub, *chat.Thread, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	id := e.routes[route]
@@ -326,8 +326,8 @@ func TestRenewAfterADropCatchesUpWithoutGapOrDuplicate(t *testing.T) {
 	default:
 		t.Fatal("the hub did not drop the follower that fell behind")
 	}
-	if f.Dropped() != hub.ReasonSlow {
-		t.Fatalf("dropped for %q, want %q", f.Dropped(), hub.ReasonSlow)
+	if f.Dropped() != fanout.ReasonSlow {
+		t.Fatalf("dropped for %q, want %q", f.Dropped(), fanout.ReasonSlow)
 	}
 	e.live(f, s) // what was queued before the drop
 	if err := f.Renew(context.Background(), s.emit); err != nil {
@@ -414,7 +414,7 @@ func TestDraftOnlyRightAfterItsEvent(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		e.hub.PublishDraft(hub.Draft{After: after, Whole: ev})
+		e.hub.PublishDraft(fanout.Draft{After: after, Whole: ev})
 	}
 	draft("stale", 3) // queued; then 4 (its final words) is stored before the replay reads
 	e.write("t1", 1)
@@ -475,7 +475,7 @@ func TestDraftAppendsOnlyOntoTheDraftHandedOn(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		pub := hub.Draft{ID: d.ID, After: after, Whole: ev}
+		pub := fanout.Draft{ID: d.ID, After: after, Whole: ev}
 		if prev.ID != 0 && strings.HasPrefix(text, prev.Text) {
 			app, err := chat.NewEvent("t1", chat.AgentDraft{Text: text[len(prev.Text):], AfterSeq: after, ID: d.ID, Extends: prev.ID}, time.Now())
 			if err != nil {

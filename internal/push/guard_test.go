@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/parleyhq/parley/internal/hub"
+	"github.com/parleyhq/parley/internal/fanout"
 	"github.com/parleyhq/parley/internal/push"
 	"github.com/parleyhq/parley/internal/store/sqlite"
 	"github.com/parleyhq/parley/internal/testkit"
@@ -89,7 +89,7 @@ func startPush(t *testing.T, opt push.Options) *pushRig {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	h := hub.New(nil)
+	h := fanout.New(nil)
 	w := h.Watch()
 	t.Cleanup(func() { h.Unwatch(w) })
 	opt.DataDir, opt.Store, opt.Watch = dir, st, w

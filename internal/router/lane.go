@@ -12,7 +12,7 @@ import (
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/driver"
-	"github.com/parleyhq/parley/internal/hub"
+	"github.com/parleyhq/parley/internal/fanout"
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/uploads"
 )
@@ -35,9 +35,9 @@ type lane struct {
 
 	// What the lane writes to, reads from and keeps time by, given to it
 	// explicitly.
-	store store.Store
-	hub   *hub.Hub
-	clock clock
+	store  store.Store
+	fanout *fanout.Fanout
+	clock  clock
 
 	inbox   chan laneAccept // messages (bounded: full → busy)
 	ctrl    chan func()     // controls: never behind a message
@@ -114,7 +114,7 @@ func (r *Router) newLane(th chat.Thread) *lane {
 	ag, _ := r.agent(th.Agent)
 	return &lane{
 		r: r, th: th, ag: ag,
-		store: r.store, hub: r.hub, clock: clock{now: r.opt.Now},
+		store: r.store, fanout: r.fanout, clock: clock{now: r.opt.Now},
 		log:     r.log.With("thread", th.ID, "agent", th.Agent),
 		inbox:   make(chan laneAccept, r.opt.QueueDepth),
 		ctrl:    make(chan func(), 64),
@@ -266,7 +266,7 @@ func (l *lane) publishDraft(d chat.AgentDraft) {
 	if err != nil {
 		return
 	}
-	pub := hub.Draft{ID: d.ID, After: d.AfterSeq, Whole: whole}
+	pub := fanout.Draft{ID: d.ID, After: d.AfterSeq, Whole: whole}
 	if prev := l.sentDraft; prev.ID != 0 && len(d.Text) > len(prev.Text) && strings.HasPrefix(d.Text, prev.Text) {
 		app := chat.AgentDraft{Text: d.Text[len(prev.Text):], AfterSeq: d.AfterSeq, ID: d.ID, Extends: prev.ID}
 		if ev, err := chat.NewEvent(l.th.ID, app, l.clock.Now()); err == nil {
@@ -274,7 +274,7 @@ func (l *lane) publishDraft(d chat.AgentDraft) {
 		}
 	}
 	l.sentDraft = d
-	l.hub.PublishDraft(pub)
+	l.fanout.PublishDraft(pub)
 }
 
 // commit commits the step's batch and fans its events out.
@@ -312,7 +312,7 @@ func (l *lane) commit() error {
 		l.log.Info("commit succeeded again", "events", len(b.Events))
 	}
 	l.settle()
-	l.hub.PublishStep(b.Events)
+	l.fanout.PublishStep(b.Events)
 	l.r.opt.Metrics.Events.Add(float64(len(b.Events)))
 	return nil
 }

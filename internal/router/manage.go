@@ -11,7 +11,7 @@ import (
 
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/config"
-	"github.com/parleyhq/parley/internal/hub"
+	"github.com/parleyhq/parley/internal/fanout"
 )
 
 // edit renames the thread, (un)archives it or moves it to another agent;
@@ -272,7 +272,7 @@ func (r *Router) DeleteThread(ctx context.Context, id chat.ThreadID) error {
 				delete(r.routes, k)
 			}
 		}
-		r.hub.CloseThread(id, hub.ReasonDeleted)
+		r.fanout.CloseThread(id, fanout.ReasonDeleted)
 		return nil
 	})
 	if derr != nil {
@@ -294,7 +294,7 @@ func (r *Router) RemoteThreadGone(ctx context.Context, id chat.ThreadID) error {
 				delete(r.routes, k)
 			}
 		}
-		r.hub.CloseThread(id, hub.ReasonDeleted)
+		r.fanout.CloseThread(id, fanout.ReasonDeleted)
 		return r.store.DetachRemoteRoutes(ctx, id)
 	})
 }

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/internal/chat"
-	"github.com/parleyhq/parley/internal/hub"
+	"github.com/parleyhq/parley/internal/fanout"
 	"github.com/parleyhq/parley/internal/store"
 )
 
@@ -97,8 +97,8 @@ func TestDeleteStopsTheTurnAndClosesViews(t *testing.T) {
 		}
 		select {
 		case <-sub.Done():
-			if r := g.r.hub.Reason(sub); r != hub.ReasonDeleted {
-				t.Errorf("view closed with %q, want %q", r, hub.ReasonDeleted)
+			if r := g.r.fanout.Reason(sub); r != fanout.ReasonDeleted {
+				t.Errorf("view closed with %q, want %q", r, fanout.ReasonDeleted)
 			}
 		default:
 			t.Error("the view showing the thread is still open")

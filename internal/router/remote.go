@@ -101,7 +101,7 @@ func (r *Router) ShowAgain(ctx context.Context, back func(chat.ThreadID) bool) e
 		}
 		for route, id := range r.routes {
 			if rm.Owns(id) && back(id) {
-				r.hub.Reshow(route, id)
+				r.fanout.Reshow(route, id)
 			}
 		}
 		return nil

@@ -21,7 +21,7 @@ import (
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/driver"
-	"github.com/parleyhq/parley/internal/hub"
+	"github.com/parleyhq/parley/internal/fanout"
 	"github.com/parleyhq/parley/internal/store"
 )
 
@@ -53,10 +53,10 @@ type Options struct {
 
 // Router is parley's input side. Its methods are safe for concurrent use.
 type Router struct {
-	opt   Options
-	store store.Store
-	hub   *hub.Hub
-	log   *slog.Logger
+	opt    Options
+	store  store.Store
+	fanout *fanout.Fanout
+	log    *slog.Logger
 
 	cmds chan func()
 	done chan struct{}
@@ -87,7 +87,7 @@ type Router struct {
 }
 
 // New builds a router; call Start before use.
-func New(st store.Store, h *hub.Hub, opt Options) *Router {
+func New(st store.Store, h *fanout.Fanout, opt Options) *Router {
 	if opt.QueueDepth <= 0 {
 		opt.QueueDepth = config.DefaultQueueDepth
 	}
@@ -114,7 +114,7 @@ func New(st store.Store, h *hub.Hub, opt Options) *Router {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Router{
-		opt: opt, store: st, hub: h, log: opt.Logger,
+		opt: opt, store: st, fanout: h, log: opt.Logger,
 		cmds: make(chan func(), 256), done: make(chan struct{}),
 		ctx: ctx, cancel: cancel,
 		lanes: map[chat.ThreadID]*lane{}, routes: map[chat.RouteKey]chat.ThreadID{}, deleting: map[chat.ThreadID]struct{}{},
@@ -251,12 +251,12 @@ func (r *Router) call(ctx context.Context, f func() error) error {
 // Subscribe registers a connection on a route and returns the thread the route
 // shows now (nil when it has none yet). The route table and the hub change
 // together on the router goroutine, so no attach can slip between the two.
-func (r *Router) Subscribe(ctx context.Context, route chat.RouteKey, buffer int) (*hub.Sub, *chat.Thread, error) {
-	var sub *hub.Sub
+func (r *Router) Subscribe(ctx context.Context, route chat.RouteKey, buffer int) (*fanout.Sub, *chat.Thread, error) {
+	var sub *fanout.Sub
 	var th *chat.Thread
 	err := r.call(ctx, func() error {
 		id := r.routes[route]
-		sub = r.hub.Subscribe(route, id, buffer)
+		sub = r.fanout.Subscribe(route, id, buffer)
 		if id == "" {
 			return nil
 		}
@@ -268,7 +268,7 @@ func (r *Router) Subscribe(ctx context.Context, route chat.RouteKey, buffer int)
 				r.log.Info("router: a route's thread is on a machine that does not answer", "route", route.String(), "thread", id, "err", err)
 				return nil
 			}
-			r.hub.Unsubscribe(sub)
+			r.fanout.Unsubscribe(sub)
 			return err
 		}
 		th = &t
@@ -555,7 +555,7 @@ func (r *Router) attach(ctx context.Context, from chat.RouteKey, id chat.ThreadI
 	}
 	r.routes[from] = id
 	delete(r.startOn, from) // the route shows a thread now: an older wish is done
-	r.hub.Attach(from, id)
+	r.fanout.Attach(from, id)
 	return nil
 }
 

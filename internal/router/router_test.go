@@ -17,7 +17,7 @@ import (
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/driver"
-	"github.com/parleyhq/parley/internal/hub"
+	"github.com/parleyhq/parley/internal/fanout"
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/store/sqlite"
 	"github.com/parleyhq/parley/internal/testkit/scripted"
@@ -35,7 +35,7 @@ type rig struct {
 	r    *Router
 	st   store.Store
 	drv  *scripted.Driver
-	hub  *hub.Hub
+	hub  *fanout.Fanout
 	from chat.RouteKey
 	dir  string
 }
@@ -74,7 +74,7 @@ func newRigOn(t *testing.T, dir string, wrap func(store.Store) store.Store, muta
 	if mutate != nil {
 		mutate(&opt)
 	}
-	h := hub.New(nil)
+	h := fanout.New(nil)
 	r := New(st, h, opt)
 	if err := r.Start(context.Background()); err != nil {
 		t.Fatal(err)

@@ -13,7 +13,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/parleyhq/parley/internal/chat"
-	"github.com/parleyhq/parley/internal/hub"
+	"github.com/parleyhq/parley/internal/fanout"
 	"github.com/parleyhq/parley/internal/router"
 	"github.com/parleyhq/parley/internal/wire"
 )
@@ -206,7 +206,7 @@ func (m *Model) onDone(p chat.Done) {
 // its done can come.
 func (m *Model) deletedHere(err error) {
 	g := m.manager
-	if g == nil || g.step != "delete" || g.ref == "" || err == nil || !strings.Contains(err.Error(), hub.ReasonDeleted) {
+	if g == nil || g.step != "delete" || g.ref == "" || err == nil || !strings.Contains(err.Error(), fanout.ReasonDeleted) {
 		return
 	}
 	m.flash = "thread deleted: " + router.DeletedNote

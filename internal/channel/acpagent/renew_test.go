@@ -14,20 +14,20 @@ import (
 	acp "github.com/coder/acp-go-sdk"
 
 	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/fanout"
 	"github.com/parleyhq/parley/internal/follow"
-	"github.com/parleyhq/parley/internal/hub"
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/store/sqlite"
 )
 
 // oneRoute is the router's Subscribe for one route attached to one thread.
 type oneRoute struct {
-	h      *hub.Hub
+	h      *fanout.Fanout
 	st     store.Store
 	thread chat.ThreadID
 }
 
-func (o oneRoute) Subscribe(ctx context.Context, route chat.RouteKey, buffer int) (*hub.Sub, *chat.Thread, error) {
+func (o oneRoute) Subscribe(ctx context.Context, route chat.RouteKey, buffer int) (*fanout.Sub, *chat.Thread, error) {
 	sub := o.h.Subscribe(route, o.thread, buffer)
 	th, err := o.st.Thread(ctx, o.thread)
 	if err != nil {
@@ -48,7 +48,7 @@ func TestASessionCaughtUpAfterADropAnswersItsPrompt(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	h := hub.New(nil)
+	h := fanout.New(nil)
 	th := chat.Thread{ID: "t1", Agent: "echo", Cwd: "/w", State: chat.ThreadWorking, CreatedAt: time.Now(), UpdatedAt: time.Now()}
 	write := func(ps ...chat.Payload) {
 		var b store.Batch

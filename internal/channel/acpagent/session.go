@@ -11,8 +11,8 @@ import (
 	acp "github.com/coder/acp-go-sdk"
 
 	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/fanout"
 	"github.com/parleyhq/parley/internal/follow"
-	"github.com/parleyhq/parley/internal/hub"
 )
 
 // session is one ACP session: a route, its follower, and the pump that turns
@@ -196,7 +196,7 @@ func (a *agent) pump(ctx context.Context, s *session, th *chat.Thread, since int
 				log.Warn("acp: switch", "err", err)
 			}
 		case <-s.f.Sub().Done():
-			if ctx.Err() != nil || s.f.Dropped() != hub.ReasonSlow {
+			if ctx.Err() != nil || s.f.Dropped() != fanout.ReasonSlow {
 				return // the session or parley is ending
 			}
 			// Dropped for falling behind: subscribe again and catch up.

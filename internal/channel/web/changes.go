@@ -29,12 +29,12 @@ const (
 // the page refetches /api/agents (its agents' status) instead of polling.
 func (s *Server) handleChanges(w http.ResponseWriter, r *http.Request) {
 	rc := http.NewResponseController(w)
-	if s.hub.Watchers() >= maxWatchers {
+	if s.fanout.Watchers() >= maxWatchers {
 		httpError(w, http.StatusServiceUnavailable, fmt.Sprintf("too many change streams open (at most %d)", maxWatchers))
 		return
 	}
-	watch := s.hub.Watch()
-	defer s.hub.Unwatch(watch)
+	watch := s.fanout.Watch()
+	defer s.fanout.Unwatch(watch)
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")

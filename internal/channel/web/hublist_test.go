@@ -12,7 +12,7 @@ import (
 
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/cluster"
-	"github.com/parleyhq/parley/internal/hub"
+	"github.com/parleyhq/parley/internal/fanout"
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/store/sqlite"
 )
@@ -74,7 +74,7 @@ func TestTheHubsThreadListTakesANodesCardsFromTheDirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 	l, err := cluster.Dial(cluster.LinkOptions{DataDir: dataB, Hub: h.Addr(), Node: "b", Heartbeat: 2 * time.Second,
-		Store: b, Events: hub.New(nil)})
+		Store: b, Events: fanout.New(nil)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,7 @@ package web
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/parleyhq/parley/internal/hub"
+	"github.com/parleyhq/parley/internal/fanout"
 )
 
 type metrics struct {
@@ -13,7 +13,7 @@ type metrics struct {
 	evicted      prometheus.Counter
 }
 
-func newMetrics(reg *prometheus.Registry, h *hub.Hub) *metrics {
+func newMetrics(reg *prometheus.Registry, h *fanout.Fanout) *metrics {
 	m := &metrics{
 		authFailures: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "parley_auth_failures_total", Help: "Requests refused for a missing or wrong token.",

@@ -28,8 +28,8 @@ import (
 	"github.com/parleyhq/parley/internal/cluster"
 	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/driver"
+	"github.com/parleyhq/parley/internal/fanout"
 	"github.com/parleyhq/parley/internal/follow"
-	"github.com/parleyhq/parley/internal/hub"
 	"github.com/parleyhq/parley/internal/procgroup"
 	"github.com/parleyhq/parley/internal/router"
 	"github.com/parleyhq/parley/internal/store"
@@ -95,7 +95,7 @@ type Server struct {
 	opt    Options
 	router *router.Router
 	store  store.Store
-	hub    *hub.Hub
+	fanout *fanout.Fanout
 	log    *slog.Logger
 	mux    *http.ServeMux
 	m      *metrics
@@ -110,7 +110,7 @@ type Server struct {
 }
 
 // New builds the handler.
-func New(r *router.Router, st store.Store, h *hub.Hub, opt Options) *Server {
+func New(r *router.Router, st store.Store, h *fanout.Fanout, opt Options) *Server {
 	if opt.Logger == nil {
 		opt.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -118,7 +118,7 @@ func New(r *router.Router, st store.Store, h *hub.Hub, opt Options) *Server {
 		opt.Sessions, _ = auth.OpenSessions("") // in memory: cannot fail
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Server{opt: opt, router: r, store: st, hub: h, log: opt.Logger, mux: http.NewServeMux(),
+	s := &Server{opt: opt, router: r, store: st, fanout: h, log: opt.Logger, mux: http.NewServeMux(),
 		m: newMetrics(opt.Registry, h), ctx: ctx, cancel: cancel,
 		socketSlots: make(chan struct{}, max(opt.Limits.MaxSockets, 1))}
 	s.gate = connGate{max: max(opt.Limits.MaxUnauthenticated, 1), unauth: map[net.Conn]time.Time{}, evicted: s.m.evicted.Inc}
@@ -129,7 +129,7 @@ func New(r *router.Router, st store.Store, h *hub.Hub, opt Options) *Server {
 // Shutdown closes every socket with a reason, gives them a moment to say goodbye,
 // then ends what is left.
 func (s *Server) Shutdown() {
-	s.hub.CloseAll(hub.ReasonShutdown)
+	s.fanout.CloseAll(fanout.ReasonShutdown)
 	select {
 	case <-s.sockets.drained():
 	case <-time.After(2 * time.Second):

@@ -16,8 +16,8 @@ import (
 
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/config"
+	"github.com/parleyhq/parley/internal/fanout"
 	"github.com/parleyhq/parley/internal/follow"
-	"github.com/parleyhq/parley/internal/hub"
 	"github.com/parleyhq/parley/internal/router"
 	"github.com/parleyhq/parley/internal/wire"
 )
@@ -115,7 +115,7 @@ func (s *Server) handleSocket(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !s.sockets.add() {
-		ws.Close(websocket.StatusGoingAway, hub.ReasonShutdown)
+		ws.Close(websocket.StatusGoingAway, fanout.ReasonShutdown)
 		return
 	}
 	defer s.sockets.done()
@@ -124,7 +124,7 @@ func (s *Server) handleSocket(w http.ResponseWriter, r *http.Request) {
 	route := chat.RouteKey{Channel: channel, Chat: chatID}
 	ctx, cancel := context.WithCancel(s.ctx)
 	defer cancel()
-	f, th, err := follow.Subscribe(ctx, follow.Deps{Source: s.store, Router: s.router, Hub: s.hub}, route,
+	f, th, err := follow.Subscribe(ctx, follow.Deps{Source: s.store, Router: s.router, Hub: s.fanout}, route,
 		follow.Options{Buffer: s.opt.Limits.ConnBuffer, Tail: s.opt.Limits.ReplayTail, DraftAppends: appends})
 	if err != nil {
 		ws.Close(websocket.StatusInternalError, "could not subscribe")
@@ -155,7 +155,7 @@ func (s *Server) handleSocket(w http.ResponseWriter, r *http.Request) {
 	sub.SetOnDrop(func(reason string) {
 		c.over()
 		code := websocket.StatusGoingAway
-		if reason == hub.ReasonSlow {
+		if reason == fanout.ReasonSlow {
 			c.countSlow()
 			code = CloseSlow
 		}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/client"
-	"github.com/parleyhq/parley/internal/hub"
+	"github.com/parleyhq/parley/internal/fanout"
 	"github.com/parleyhq/parley/internal/testkit"
 	"github.com/parleyhq/parley/internal/testkit/chatsock"
 )
@@ -58,7 +58,7 @@ func closedFor(t *testing.T, s *chatsock.Conn, what string) string {
 }
 
 // reasonDeleted is what a view of a deleted thread is told as it closes.
-const reasonDeleted = hub.ReasonDeleted
+const reasonDeleted = fanout.ReasonDeleted
 
 // logEvent is an event of a thread's log as GET /api/threads/{id}/events
 // answers it.

@@ -1,4 +1,4 @@
-package hub
+package fanout
 
 import (
 	"slices"
@@ -14,7 +14,7 @@ type Watcher struct {
 	ready chan struct{}   // signalled (capacity 1) when threads changed
 	types map[string]bool // WatchTypes: the event types it hears of (nil: all); set once
 
-	mu      sync.Mutex // a leaf, after Hub.mu (Hub's lock order)
+	mu      sync.Mutex // a leaf, after Fanout.mu (Fanout's lock order)
 	changed map[chat.ThreadID]struct{}
 }
 
@@ -58,13 +58,13 @@ func (w *Watcher) wants(evs []chat.Event) bool {
 }
 
 // Watch registers a watcher of every thread's changes; Unwatch it when done.
-func (h *Hub) Watch() *Watcher { return h.WatchTypes() }
+func (h *Fanout) Watch() *Watcher { return h.WatchTypes() }
 
 // WatchTypes registers a watcher that hears of a thread only when a step
 // holds an event of one of these types (none: every step), or the thread is
 // deleted. A consumer that cares about a few events (push: cards and turn
 // ends) is then not woken by every streamed chunk.
-func (h *Hub) WatchTypes(types ...string) *Watcher {
+func (h *Fanout) WatchTypes(types ...string) *Watcher {
 	w := &Watcher{ready: make(chan struct{}, 1), changed: map[chat.ThreadID]struct{}{}}
 	if len(types) > 0 {
 		w.types = map[string]bool{}
@@ -79,14 +79,14 @@ func (h *Hub) WatchTypes(types ...string) *Watcher {
 }
 
 // Unwatch removes a watcher.
-func (h *Hub) Unwatch(w *Watcher) {
+func (h *Fanout) Unwatch(w *Watcher) {
 	h.mu.Lock()
 	delete(h.watchers, w)
 	h.mu.Unlock()
 }
 
 // Watchers returns the number of registered watchers.
-func (h *Hub) Watchers() int {
+func (h *Fanout) Watchers() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return len(h.watchers)

@@ -1,8 +1,8 @@
-// Package hub fans a thread's events out to every connection of every route
+// Package fanout fans a thread's events out to every connection of every route
 // attached to it. Publishing never waits: each subscription has a bounded buffer,
 // and one that is full is closed with a reason; its client catches up by replaying
 // the log from its last seq.
-package hub
+package fanout
 
 import (
 	"sync"
@@ -52,14 +52,14 @@ type Sub struct {
 	ready chan struct{} // signalled (capacity 1) when items are queued
 	done  chan struct{}
 
-	qmu    sync.Mutex // after Hub.mu, never before (Hub's lock order)
+	qmu    sync.Mutex // after Fanout.mu, never before (Fanout's lock order)
 	q      []*Item
 	spare  []*Item // the slice the last Take returned, reused by the next one
 	max    int
 	wake   func()       // called after each push, when set
 	onDrop func(string) // called (on its own goroutine) when the hub drops the subscription
 
-	// guarded by Hub.mu
+	// guarded by Fanout.mu
 	thread chat.ThreadID
 	reason string
 	closed bool
@@ -140,15 +140,15 @@ func (s *Sub) push(its ...*Item) bool {
 // Done is closed when the hub drops the subscription; Reason says why.
 func (s *Sub) Done() <-chan struct{} { return s.done }
 
-// Hub is safe for concurrent use. One mutex guards the subscription tables; it is
+// Fanout is safe for concurrent use. One mutex guards the subscription tables; it is
 // held only to copy nothing and send without blocking, so publishers never wait
 // on a connection.
 //
-// Lock order (docs/locks.md): Hub.mu, then a Sub's qmu or a Watcher's
-// mu (a push or a mark under Hub.mu). qmu and Watcher.mu are leaves: nothing
+// Lock order (docs/locks.md): Fanout.mu, then a Sub's qmu or a Watcher's
+// mu (a push or a mark under Fanout.mu). qmu and Watcher.mu are leaves: nothing
 // is locked under them, and no callback runs under any of the three (wake
 // must not block; onDrop runs on its own goroutine).
-type Hub struct {
+type Fanout struct {
 	mu       sync.Mutex
 	byThread map[chat.ThreadID]map[*Sub]struct{}
 	byRoute  map[chat.RouteKey]map[*Sub]struct{}
@@ -159,8 +159,8 @@ type Hub struct {
 
 // New returns an empty hub. onDrop, when set, is called (outside no lock) for each
 // subscription dropped, for metrics.
-func New(onDrop func(reason string)) *Hub {
-	return &Hub{
+func New(onDrop func(reason string)) *Fanout {
+	return &Fanout{
 		byThread: map[chat.ThreadID]map[*Sub]struct{}{},
 		byRoute:  map[chat.RouteKey]map[*Sub]struct{}{},
 		watchers: map[*Watcher]struct{}{},
@@ -171,7 +171,7 @@ func New(onDrop func(reason string)) *Hub {
 // Subscribe registers a connection on route, which currently shows thread ("" for
 // none yet). buffer bounds how far it may fall behind: a subscriber holding
 // buffer items is dropped at the next publish.
-func (h *Hub) Subscribe(route chat.RouteKey, thread chat.ThreadID, buffer int) *Sub {
+func (h *Fanout) Subscribe(route chat.RouteKey, thread chat.ThreadID, buffer int) *Sub {
 	s := &Sub{Route: route, ready: make(chan struct{}, 1), done: make(chan struct{}), max: buffer, thread: thread}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -183,14 +183,14 @@ func (h *Hub) Subscribe(route chat.RouteKey, thread chat.ThreadID, buffer int) *
 }
 
 // Unsubscribe removes a subscription; safe to call after the hub dropped it.
-func (h *Hub) Unsubscribe(s *Sub) {
+func (h *Fanout) Unsubscribe(s *Sub) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.removeLocked(s, "")
 }
 
 // Reason says why the hub dropped s ("" while it is live or after Unsubscribe).
-func (h *Hub) Reason(s *Sub) string {
+func (h *Fanout) Reason(s *Sub) string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return s.reason
@@ -198,13 +198,13 @@ func (h *Hub) Reason(s *Sub) string {
 
 // Publish sends one sequenced, stored event to every subscriber showing its
 // thread (PublishStep with one event).
-func (h *Hub) Publish(ev chat.Event) { h.PublishStep([]chat.Event{ev}) }
+func (h *Fanout) Publish(ev chat.Event) { h.PublishStep([]chat.Event{ev}) }
 
 // PublishStep sends sequenced, stored events (one lane step's, of one thread,
 // in seq order) to every subscriber showing their thread. Each frame is built
 // here, once, outside the lock; each subscriber takes the whole step at once
 // (one lock, one wake), and a watcher hears of the thread once.
-func (h *Hub) PublishStep(evs []chat.Event) {
+func (h *Fanout) PublishStep(evs []chat.Event) {
 	if len(evs) == 0 {
 		return
 	}
@@ -255,7 +255,7 @@ type Draft struct {
 // backlog is full just misses it (a later draft, or the final words, follow;
 // its view's next draft is then whole), nothing watches it, and it does not
 // leave this machine (no tap).
-func (h *Hub) PublishDraft(d Draft) {
+func (h *Fanout) PublishDraft(d Draft) {
 	it := &Item{Thread: d.Whole.Thread, Event: d.Whole, Frame: d.Whole.Frame(), Draft: true, After: d.After, DraftID: d.ID}
 	if a := d.Append; a != nil {
 		it.Append = &Item{Thread: a.Thread, Event: *a, Frame: a.Frame(), Draft: true, After: d.After, DraftID: d.ID, Extends: d.Extends}
@@ -273,7 +273,7 @@ func (h *Hub) PublishDraft(d Draft) {
 // showing the thread gets them, and every one of route (its sender's), which
 // may show no thread while that machine does not answer. A subscriber whose
 // backlog is full is dropped, as by PublishStep: it catches up by replay.
-func (h *Hub) PublishAside(route chat.RouteKey, evs ...chat.Event) {
+func (h *Fanout) PublishAside(route chat.RouteKey, evs ...chat.Event) {
 	if len(evs) == 0 {
 		return
 	}
@@ -307,7 +307,7 @@ func (h *Hub) PublishAside(route chat.RouteKey, evs ...chat.Event) {
 // SetTap makes Publish hand every event to f too, after the subscribers, in
 // each thread's publish order (a node's link carries them to its cluster's
 // hub). f must not block: it runs on the publishing lane. nil removes it.
-func (h *Hub) SetTap(f func(Item)) {
+func (h *Fanout) SetTap(f func(Item)) {
 	h.mu.Lock()
 	h.tap = f
 	h.mu.Unlock()
@@ -315,18 +315,18 @@ func (h *Hub) SetTap(f func(Item)) {
 
 // Attach moves every subscriber of route to thread and tells each of them with a
 // Switch item, in order with the events around it.
-func (h *Hub) Attach(route chat.RouteKey, thread chat.ThreadID) { h.tell(route, thread, true) }
+func (h *Fanout) Attach(route chat.RouteKey, thread chat.ThreadID) { h.tell(route, thread, true) }
 
 // Reshow tells every subscriber of route that shows thread to show it
 // again, with a Switch item to the thread it already has: a follower that
 // subscribed while the thread could not be read (its machine did not answer,
 // docs/multi-machine.md) shows it now; one that shows it already takes no
 // notice.
-func (h *Hub) Reshow(route chat.RouteKey, thread chat.ThreadID) { h.tell(route, thread, false) }
+func (h *Fanout) Reshow(route chat.RouteKey, thread chat.ThreadID) { h.tell(route, thread, false) }
 
 // tell pushes a Switch to thread to the subscribers of route that show
 // another thread, moving them to it (move), or to those that show thread.
-func (h *Hub) tell(route chat.RouteKey, thread chat.ThreadID, move bool) {
+func (h *Fanout) tell(route chat.RouteKey, thread chat.ThreadID, move bool) {
 	var dropped int
 	h.mu.Lock()
 	for s := range h.byRoute[route] {
@@ -352,7 +352,7 @@ func (h *Hub) tell(route chat.RouteKey, thread chat.ThreadID, move bool) {
 }
 
 // CloseAll drops every subscription with a reason (on shutdown).
-func (h *Hub) CloseAll(reason string) {
+func (h *Fanout) CloseAll(reason string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, subs := range h.byRoute {
@@ -364,7 +364,7 @@ func (h *Hub) CloseAll(reason string) {
 
 // CloseThread drops every subscription showing thread with a reason (the
 // thread was deleted), and tells the watchers it changed.
-func (h *Hub) CloseThread(thread chat.ThreadID, reason string) {
+func (h *Fanout) CloseThread(thread chat.ThreadID, reason string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for s := range h.byThread[thread] {
@@ -376,7 +376,7 @@ func (h *Hub) CloseThread(thread chat.ThreadID, reason string) {
 }
 
 // Count returns the number of live subscriptions.
-func (h *Hub) Count() int {
+func (h *Fanout) Count() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	n := 0
@@ -386,7 +386,7 @@ func (h *Hub) Count() int {
 	return n
 }
 
-func (h *Hub) removeLocked(s *Sub, reason string) {
+func (h *Fanout) removeLocked(s *Sub, reason string) {
 	if s.closed {
 		return
 	}
