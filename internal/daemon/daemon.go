@@ -63,8 +63,8 @@ type Daemon struct {
 	http   *http.Server
 	ln     net.Listener
 	token  string
-	// sessions are the dashboard's sign-ins and one-time login codes.
-	sessions *auth.Sessions
+	// devices are the dashboard's sign-ins and one-time login codes.
+	devices  *auth.Devices
 	warnings []string
 	served   chan error
 	// version and extra serve the endpoints beside the web channel (acp.go).
@@ -106,7 +106,7 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 	if err != nil {
 		return nil, err
 	}
-	sessions, err := auth.OpenSessions(cfg.DataDir)
+	sessions, err := auth.OpenDevices(cfg.DataDir)
 	if err != nil {
 		return nil, err
 	}
@@ -170,7 +170,7 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 		machines = hubMachines{hub: ch.hub, node: cfg.Cluster.Node}
 	}
 	ws := web.New(rt, readStore, h, web.Options{
-		Token: token, Sessions: sessions, Limits: cfg.Limits, AllowedOrigins: cfg.AllowedOrigins, Roots: cfg.Roots,
+		Token: token, Devices: sessions, Limits: cfg.Limits, AllowedOrigins: cfg.AllowedOrigins, Roots: cfg.Roots,
 		Version: opt.Version, UI: opt.UI, Logger: log, Registry: reg, Push: pusher,
 		BaseURL: func() string { return d.publicBase() }, Cluster: machines,
 	})
@@ -198,7 +198,7 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 	if cert != nil {
 		ln = tls.NewListener(ln, cert.tlsConfig())
 	}
-	d = &Daemon{cfg: cfg, log: log, store: st, fanout: h, router: rt, web: ws, ln: ln, token: token, sessions: sessions,
+	d = &Daemon{cfg: cfg, log: log, store: st, fanout: h, router: rt, web: ws, ln: ln, token: token, devices: sessions,
 		push: pusher, pushWatch: watch, cert: cert,
 		served: make(chan error, 1),
 		http: &http.Server{Handler: ws,
@@ -357,7 +357,7 @@ func (d *Daemon) startTailnet(say func(string)) error {
 	}
 	// The address comes with a sign-in link for it, as the local one does.
 	serving := func(url string) {
-		code, _, err := d.sessions.NewCode("")
+		code, _, err := d.devices.NewCode("")
 		if err != nil {
 			say("On your tailnet: " + url)
 			return
@@ -399,7 +399,7 @@ func LinkAddr(a net.Addr) string {
 // LoginURL makes a one-time sign-in link for the dashboard (good for
 // auth.CodeTTL), as printed at start-up.
 func (d *Daemon) LoginURL() (string, error) {
-	code, _, err := d.sessions.NewCode("")
+	code, _, err := d.devices.NewCode("")
 	if err != nil {
 		return "", err
 	}

@@ -120,7 +120,7 @@ func (s *Server) viewDevice(d auth.Device, me string) deviceView {
 
 func (s *Server) handleDevices(w http.ResponseWriter, r *http.Request) {
 	me, _ := callerDevice(r.Context())
-	ds := s.opt.Sessions.Devices()
+	ds := s.opt.Devices.List()
 	out := make([]deviceView, 0, len(ds))
 	for _, d := range ds {
 		out = append(out, s.viewDevice(d, me.ID))
@@ -132,7 +132,7 @@ func (s *Server) handleDevices(w http.ResponseWriter, r *http.Request) {
 // open sockets close with ReasonRevoked, its push subscriptions are dropped.
 func (s *Server) handleRevokeDevice(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	found, err := s.opt.Sessions.RevokeDevice(id)
+	found, err := s.opt.Devices.RevokeDevice(id)
 	if !found {
 		httpError(w, http.StatusNotFound, "no device "+id)
 		return
@@ -159,7 +159,7 @@ func (s *Server) handleDevicePrefs(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	var dev auth.Device
 	found := false
-	for _, d := range s.opt.Sessions.Devices() {
+	for _, d := range s.opt.Devices.List() {
 		if d.ID == id {
 			dev, found = d, true
 		}
@@ -200,7 +200,7 @@ func (s *Server) handlePairCode(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	me, _ := callerDevice(r.Context())
-	code, exp, err := s.opt.Sessions.NewPairCode(me.ID, body.Name)
+	code, exp, err := s.opt.Devices.NewPairCode(me.ID, body.Name)
 	if err != nil {
 		writeErr(w, err)
 		return
@@ -250,7 +250,7 @@ func (s *Server) handlePair(w http.ResponseWriter, r *http.Request) {
 	if !s.readBody(w, r, &body) {
 		return
 	}
-	name, ok := s.opt.Sessions.UseCode(body.Code)
+	name, ok := s.opt.Devices.UseCode(body.Code)
 	if !ok {
 		s.refuse(w)
 		httpError(w, http.StatusUnauthorized, "the pairing code was already used or has expired: run parley pair for a new one")
@@ -259,7 +259,7 @@ func (s *Server) handlePair(w http.ResponseWriter, r *http.Request) {
 	if n := auth.CleanName(body.Name); n != "" {
 		name = n
 	}
-	token, dev, err := s.opt.Sessions.Create(name, auth.KindProgram)
+	token, dev, err := s.opt.Devices.Create(name, auth.KindProgram)
 	if err != nil {
 		s.log.Error("could not pair a device", "err", err)
 		httpError(w, http.StatusInternalServerError, "could not pair the device")

@@ -34,11 +34,11 @@ func postJSON(t *testing.T, url, bearer string, in, out any) int {
 // A pairing code (by link or by POST /api/pair) is refused once CodeTTL has
 // passed, and a code that worked never works again.
 func TestPairCodeExpiresAndWorksOnce(t *testing.T) {
-	sess, _ := auth.OpenSessions("")
+	sess, _ := auth.OpenDevices("")
 	var now atomic.Int64
 	now.Store(time.Now().UnixNano())
 	sess.SetClock(func() time.Time { return time.Unix(0, now.Load()) })
-	srv := httptest.NewServer(New(nil, nil, nil, Options{Token: testToken, Sessions: sess, Limits: config.Limits{MaxMessageBytes: 1 << 20}}))
+	srv := httptest.NewServer(New(nil, nil, nil, Options{Token: testToken, Devices: sess, Limits: config.Limits{MaxMessageBytes: 1 << 20}}))
 	t.Cleanup(srv.Close)
 	mint := func() string {
 		var pc struct{ Code string }
@@ -63,8 +63,8 @@ func TestPairCodeExpiresAndWorksOnce(t *testing.T) {
 	if st := status(t, srv, LoginPath(code), nil); st != 401 {
 		t.Fatalf("a spent pairing code signed a browser in: %d", st)
 	}
-	if len(sess.Devices()) != 1 {
-		t.Fatalf("devices: %+v", sess.Devices())
+	if len(sess.List()) != 1 {
+		t.Fatalf("devices: %+v", sess.List())
 	}
 }
 
@@ -73,7 +73,7 @@ func TestPairCodeExpiresAndWorksOnce(t *testing.T) {
 // its expiry, the same path) is refused: live.end ran before the request was
 // there to cancel, so nothing else would stop it.
 func TestRequestOfADeviceEndedDuringItsCheckIsRefused(t *testing.T) {
-	sess, _ := auth.OpenSessions("")
+	sess, _ := auth.OpenDevices("")
 	secret, _, err := sess.Create("phone", auth.KindProgram)
 	if err != nil {
 		t.Fatal(err)
@@ -86,7 +86,7 @@ func TestRequestOfADeviceEndedDuringItsCheckIsRefused(t *testing.T) {
 		}
 		return t0.Add(2 * auth.SessionTTL) // the re-check after registering
 	})
-	srv := httptest.NewServer(New(nil, nil, nil, Options{Token: testToken, Sessions: sess, Limits: config.Limits{MaxMessageBytes: 1 << 20}}))
+	srv := httptest.NewServer(New(nil, nil, nil, Options{Token: testToken, Devices: sess, Limits: config.Limits{MaxMessageBytes: 1 << 20}}))
 	t.Cleanup(srv.Close)
 	req, _ := http.NewRequest("GET", srv.URL+"/api/version", nil)
 	req.Header.Set("Authorization", "Bearer "+secret)

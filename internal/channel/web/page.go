@@ -102,7 +102,7 @@ func (s *Server) startSession(w http.ResponseWriter, r *http.Request, name strin
 	if name == "" {
 		name = browserName(r.UserAgent())
 	}
-	id, dev, err := s.opt.Sessions.Create(name, auth.KindBrowser)
+	id, dev, err := s.opt.Devices.Create(name, auth.KindBrowser)
 	if err != nil {
 		s.log.Error("could not start a session", "err", err)
 		httpError(w, http.StatusInternalServerError, "could not start a session")
@@ -130,7 +130,7 @@ func (s *Server) handleLoginLink(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	if name, ok := s.opt.Sessions.UseCode(code); ok {
+	if name, ok := s.opt.Devices.UseCode(code); ok {
 		s.startSession(w, r, name)
 		return
 	}
@@ -160,7 +160,7 @@ func (s *Server) handleLoginForm(w http.ResponseWriter, r *http.Request) {
 		s.startSession(w, r, "")
 		return
 	}
-	if name, ok := s.opt.Sessions.UseCode(code); code != "" && ok {
+	if name, ok := s.opt.Devices.UseCode(code); code != "" && ok {
 		s.startSession(w, r, name)
 		return
 	}
@@ -171,7 +171,7 @@ func (s *Server) handleLoginForm(w http.ResponseWriter, r *http.Request) {
 // handleLogout ends the browser's session on the server and clears its cookie.
 func (s *Server) handleLogout(w http.ResponseWriter, r *http.Request) {
 	if c, err := r.Cookie(CookieName); err == nil {
-		if err := s.opt.Sessions.Revoke(c.Value); err != nil {
+		if err := s.opt.Devices.Revoke(c.Value); err != nil {
 			s.log.Error("could not revoke a session", "err", err)
 			httpError(w, http.StatusInternalServerError, "could not sign out")
 			return
@@ -189,7 +189,7 @@ func (s *Server) handleLogout(w http.ResponseWriter, r *http.Request) {
 // handleLoginCode makes a one-time sign-in link (`parley login-link`).
 func (s *Server) handleLoginCode(w http.ResponseWriter, r *http.Request) {
 	me, _ := callerDevice(r.Context())
-	code, exp, err := s.opt.Sessions.NewCode(me.ID)
+	code, exp, err := s.opt.Devices.NewCode(me.ID)
 	if err != nil {
 		writeErr(w, err)
 		return

@@ -57,7 +57,7 @@ type Version struct {
 // Options configure the server.
 type Options struct {
 	Token          string
-	Sessions       *auth.Sessions
+	Devices        *auth.Devices
 	Limits         config.Limits
 	AllowedOrigins []string
 	Roots          []string
@@ -114,8 +114,8 @@ func New(r *router.Router, st store.Store, h *fanout.Fanout, opt Options) *Serve
 	if opt.Logger == nil {
 		opt.Logger = slog.New(slog.DiscardHandler)
 	}
-	if opt.Sessions == nil {
-		opt.Sessions, _ = auth.OpenSessions("") // in memory: cannot fail
+	if opt.Devices == nil {
+		opt.Devices, _ = auth.OpenDevices("") // in memory: cannot fail
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{opt: opt, router: r, store: st, fanout: h, log: opt.Logger, mux: http.NewServeMux(),
@@ -204,7 +204,7 @@ func (s *Server) signedIn(r *http.Request) (dev auth.Device, isDev, ok bool) {
 	}
 	if !cookie && auth.Equal(secret, s.opt.Token) {
 		ok = true
-	} else if dev, isDev = s.opt.Sessions.Lookup(secret); isDev {
+	} else if dev, isDev = s.opt.Devices.Lookup(secret); isDev {
 		ok = true
 	}
 	if ok {
@@ -233,7 +233,7 @@ func (s *Server) authed(h http.HandlerFunc) http.Handler {
 			defer done()
 			// Revoked between the lookup and track: live.end ran before this
 			// request was there to cancel.
-			if !s.opt.Sessions.Live(dev.ID) {
+			if !s.opt.Devices.Live(dev.ID) {
 				s.refuse(w)
 				httpError(w, http.StatusUnauthorized, "missing or wrong token")
 				return

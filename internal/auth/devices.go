@@ -76,7 +76,7 @@ const MaxCodesPerDevice = 10
 // ErrTooManyCodes refuses a code while its device holds MaxCodesPerDevice unspent.
 var ErrTooManyCodes = errors.New("auth: this device holds " + strconv.Itoa(MaxCodesPerDevice) + " unused codes: use one or wait until they expire")
 
-// Sessions are the devices' sign-ins: one-time login and pairing codes,
+// Devices are the devices' sign-ins: one-time login and pairing codes,
 // exchanged for a device whose session secret lives in an HttpOnly cookie (a
 // browser) or is handed to a program once. The long-lived token never reaches
 // a browser's storage.
@@ -86,7 +86,7 @@ var ErrTooManyCodes = errors.New("auth: this device holds " + strconv.Itoa(MaxCo
 // login-link` or `parley pair` prints a fresh one). Devices are kept in
 // SessionsFile (0600) with a SHA-256 hash of their secret and its expiry, so a
 // device stays signed in across restarts and a copy of the file signs nobody in.
-type Sessions struct {
+type Devices struct {
 	path string
 	now  func() time.Time
 
@@ -96,10 +96,10 @@ type Sessions struct {
 	byHash  map[string]*Device // secret hash → device
 }
 
-// OpenSessions loads dataDir's devices, dropping expired ones. With dataDir ""
+// OpenDevices loads dataDir's devices, dropping expired ones. With dataDir ""
 // sessions live in memory only.
-func OpenSessions(dataDir string) (*Sessions, error) {
-	s := &Sessions{now: time.Now, codes: map[string]pending{}, devices: map[string]*Device{}, byHash: map[string]*Device{}}
+func OpenDevices(dataDir string) (*Devices, error) {
+	s := &Devices{now: time.Now, codes: map[string]pending{}, devices: map[string]*Device{}, byHash: map[string]*Device{}}
 	if dataDir == "" {
 		return s, nil
 	}
@@ -169,13 +169,13 @@ func CleanName(name string) string {
 
 // NewCode makes a login code good for one use within CodeTTL, minted by
 // device by ("" for the shared token).
-func (s *Sessions) NewCode(by string) (code string, expires time.Time, err error) {
+func (s *Devices) NewCode(by string) (code string, expires time.Time, err error) {
 	return s.newCode(by, "")
 }
 
 // NewPairCode makes a pairing code good for one use within CodeTTL: it signs
 // in a device called name. by is the minting device, as for NewCode.
-func (s *Sessions) NewPairCode(by, name string) (code string, expires time.Time, err error) {
+func (s *Devices) NewPairCode(by, name string) (code string, expires time.Time, err error) {
 	name = CleanName(name)
 	if name == "" {
 		name = "phone"
@@ -183,7 +183,7 @@ func (s *Sessions) NewPairCode(by, name string) (code string, expires time.Time,
 	return s.newCode(by, name)
 }
 
-func (s *Sessions) newCode(by, name string) (code string, expires time.Time, err error) {
+func (s *Devices) newCode(by, name string) (code string, expires time.Time, err error) {
 	code, err = random(16)
 	if err != nil {
 		return "", time.Time{}, err
@@ -214,7 +214,7 @@ func (s *Sessions) newCode(by, name string) (code string, expires time.Time, err
 
 // UseCode spends a login or pairing code: ok once, within its time. name is
 // the device name a pairing code carries ("" for a login code).
-func (s *Sessions) UseCode(code string) (name string, ok bool) {
+func (s *Devices) UseCode(code string) (name string, ok bool) {
 	if code == "" {
 		return "", false
 	}
@@ -228,7 +228,7 @@ func (s *Sessions) UseCode(code string) (name string, ok bool) {
 
 // Create signs a new device in and returns its session secret (a cookie's
 // value, or a program's token), shown this once.
-func (s *Sessions) Create(name, kind string) (secret string, dev Device, err error) {
+func (s *Devices) Create(name, kind string) (secret string, dev Device, err error) {
 	secret, err = random(32)
 	if err != nil {
 		return "", Device{}, err
@@ -250,7 +250,7 @@ func (s *Sessions) Create(name, kind string) (secret string, dev Device, err err
 
 // Lookup finds the device whose session secret is secret, sliding its expiry
 // and noting it was seen.
-func (s *Sessions) Lookup(secret string) (Device, bool) {
+func (s *Devices) Lookup(secret string) (Device, bool) {
 	if secret == "" {
 		return Device{}, false
 	}
@@ -275,13 +275,13 @@ func (s *Sessions) Lookup(secret string) (Device, bool) {
 }
 
 // Valid reports whether secret is a live session.
-func (s *Sessions) Valid(secret string) bool {
+func (s *Devices) Valid(secret string) bool {
 	_, ok := s.Lookup(secret)
 	return ok
 }
 
 // Revoke ends the device whose session secret is secret (sign-out).
-func (s *Sessions) Revoke(secret string) error {
+func (s *Devices) Revoke(secret string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	d, ok := s.byHash[hash(secret)]
@@ -294,7 +294,7 @@ func (s *Sessions) Revoke(secret string) error {
 
 // RevokeDevice ends a device by its id: its session stops working at once.
 // found is false for an unknown device.
-func (s *Sessions) RevokeDevice(id string) (found bool, err error) {
+func (s *Devices) RevokeDevice(id string) (found bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	d, ok := s.devices[id]
@@ -306,15 +306,15 @@ func (s *Sessions) RevokeDevice(id string) (found bool, err error) {
 }
 
 // Live reports whether device id is signed in: not revoked, signed out or expired.
-func (s *Sessions) Live(id string) bool {
+func (s *Devices) Live(id string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	d, ok := s.devices[id]
 	return ok && d.expires.After(s.now())
 }
 
-// Devices lists the live devices, the oldest pairing first.
-func (s *Sessions) Devices() []Device {
+// List lists the live devices, the oldest pairing first.
+func (s *Devices) List() []Device {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
@@ -334,7 +334,7 @@ func (s *Sessions) Devices() []Device {
 }
 
 // removeLocked ends d and deletes the codes it minted: they sign nobody in.
-func (s *Sessions) removeLocked(d *Device) {
+func (s *Devices) removeLocked(d *Device) {
 	delete(s.devices, d.ID)
 	delete(s.byHash, d.hash)
 	for h, p := range s.codes {
@@ -345,7 +345,7 @@ func (s *Sessions) removeLocked(d *Device) {
 }
 
 // saveLocked writes the sessions file whole (write, then rename), mode 0600.
-func (s *Sessions) saveLocked() error {
+func (s *Devices) saveLocked() error {
 	if s.path == "" {
 		return nil
 	}
@@ -381,4 +381,4 @@ func (s *Sessions) saveLocked() error {
 
 // SetClock replaces the clock, before any use: tests of codes expiring over
 // HTTP move it instead of waiting minutes.
-func (s *Sessions) SetClock(now func() time.Time) { s.now = now }
+func (s *Devices) SetClock(now func() time.Time) { s.now = now }

@@ -12,7 +12,7 @@ import (
 // over the same data directory) knows no code, so a used code stays used.
 func TestLoginCodeOnceAndExpires(t *testing.T) {
 	dir := t.TempDir()
-	s, err := OpenSessions(dir)
+	s, err := OpenDevices(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +31,7 @@ func TestLoginCodeOnceAndExpires(t *testing.T) {
 		t.Fatal("a code worked after CodeTTL")
 	}
 	unused, _, _ := s.NewCode("")
-	restarted, err := OpenSessions(dir)
+	restarted, err := OpenDevices(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func TestLoginCodeOnceAndExpires(t *testing.T) {
 // signs nobody in; use slides the expiry.
 func TestSessionsPersistHashedAndRevoke(t *testing.T) {
 	dir := t.TempDir()
-	s, _ := OpenSessions(dir)
+	s, _ := OpenDevices(dir)
 	now := time.Now()
 	s.now = func() time.Time { return now }
 	id, _, err := s.Create("laptop", KindBrowser)
@@ -62,7 +62,7 @@ func TestSessionsPersistHashedAndRevoke(t *testing.T) {
 	if st, _ := os.Stat(filepath.Join(dir, SessionsFile)); st.Mode().Perm() != 0o600 {
 		t.Fatalf("sessions file mode %v, want 0600", st.Mode().Perm())
 	}
-	r, err := OpenSessions(dir)
+	r, err := OpenDevices(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestSessionsPersistHashedAndRevoke(t *testing.T) {
 	if err := r.Revoke(id); err != nil || r.Valid(id) {
 		t.Fatalf("revoke: %v", err)
 	}
-	if r2, _ := OpenSessions(dir); r2.Valid(id) {
+	if r2, _ := OpenDevices(dir); r2.Valid(id) {
 		t.Fatal("a revoked session came back after a restart")
 	}
 	// Used 29 days on, the session slides; unused for SessionTTL it ends.
@@ -91,7 +91,7 @@ func TestSessionsPersistHashedAndRevoke(t *testing.T) {
 	}
 }
 
-func used(s *Sessions, code string) bool {
+func used(s *Devices, code string) bool {
 	_, ok := s.UseCode(code)
 	return ok
 }
@@ -101,7 +101,7 @@ func used(s *Sessions, code string) bool {
 // revoked by id, which ends its session at once and across a restart.
 func TestPairCodeDeviceAndRevoke(t *testing.T) {
 	dir := t.TempDir()
-	s, _ := OpenSessions(dir)
+	s, _ := OpenDevices(dir)
 	code, _, err := s.NewPairCode("", "  Ann's\x1b[31m phone\n"+strings.Repeat("x", 100))
 	if err != nil {
 		t.Fatal(err)
@@ -121,7 +121,7 @@ func TestPairCodeDeviceAndRevoke(t *testing.T) {
 	if got, ok := s.Lookup(phone); !ok || got.ID != dev.ID || got.Kind != KindProgram {
 		t.Fatalf("lookup: %+v %v", got, ok)
 	}
-	if ds := s.Devices(); len(ds) != 2 || ds[0].ID != dev.ID || ds[1].Name != KindBrowser {
+	if ds := s.List(); len(ds) != 2 || ds[0].ID != dev.ID || ds[1].Name != KindBrowser {
 		t.Fatalf("devices: %+v", ds)
 	}
 	if found, err := s.RevokeDevice(dev.ID); !found || err != nil {
@@ -133,8 +133,8 @@ func TestPairCodeDeviceAndRevoke(t *testing.T) {
 	if s.Valid(phone) || !s.Valid(laptop) {
 		t.Fatal("revoking one device must end its session and no other")
 	}
-	r, _ := OpenSessions(dir)
-	if r.Valid(phone) || !r.Valid(laptop) || len(r.Devices()) != 1 {
+	r, _ := OpenDevices(dir)
+	if r.Valid(phone) || !r.Valid(laptop) || len(r.List()) != 1 {
 		t.Fatal("after a restart a revoked device came back or a live one was lost")
 	}
 }
@@ -148,11 +148,11 @@ func TestSessionsFileBeforeDevices(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, SessionsFile), []byte(old), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s, err := OpenSessions(dir)
+	s, err := OpenDevices(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d, ok := s.Lookup(secret); !ok || d.Kind != KindBrowser || len(s.Devices()) != 1 {
+	if d, ok := s.Lookup(secret); !ok || d.Kind != KindBrowser || len(s.List()) != 1 {
 		t.Fatalf("old session lost: %+v %v", d, ok)
 	}
 }
@@ -165,11 +165,11 @@ func TestOldSessionsFileWithAShortHashOpens(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, SessionsFile), []byte(`{"sessions":{"abc":"`+exp+`"}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s, err := OpenSessions(dir)
+	s, err := OpenDevices(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := len(s.Devices()); n != 0 {
+	if n := len(s.List()); n != 0 {
 		t.Fatalf("%d devices from a short hash", n)
 	}
 }
