@@ -376,3 +376,9 @@ func within(dir string, roots []string) bool {
 	}
 	return false
 }
+
+// Listing is List as GET /api/sessions answers it on a machine alone.
+func (x *Index) Listing(ctx context.Context, f Filter) (Listing, error) {
+	l, err := x.List(ctx, f)
+	return Listing{Sessions: l}, err
+}

@@ -83,3 +83,20 @@ type Live struct {
 // Held says which session ids parley's own threads hold: those are not
 // listed unless Filter.All. It is the daemon's (its store knows the threads).
 type Held func(ctx context.Context) (map[string]bool, error)
+
+// Listing is what GET /api/sessions answers: the sessions, and at a
+// cluster's hub how fresh each machine's part is.
+type Listing struct {
+	Sessions []Session `json:"sessions"`
+	// Machines says, per machine, when its part was listed; a machine that is
+	// away is Stale (its last listing, kept at the hub), never an error.
+	Machines []Machine `json:"machines,omitempty"`
+}
+
+// Machine is one machine's part of a Listing.
+type Machine struct {
+	Node     string    `json:"node"`
+	ListedAt time.Time `json:"listed_at"`
+	Stale    bool      `json:"stale,omitempty"`
+	Error    string    `json:"error,omitempty"` // why it is stale, when it is
+}
