@@ -1,8 +1,11 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
+	"os"
+	"path/filepath"
 
 	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/driver/claudecode"
@@ -17,6 +20,13 @@ func openSessions(cfg config.Config, st store.Store, log *slog.Logger) (*session
 	var srcs []sessions.Source
 	if dir, err := claudecode.ConfigDir(nil); err == nil {
 		srcs = append(srcs, sessions.Claude{Dir: dir})
+	}
+	home, _ := os.UserHomeDir() // $HOME
+	if home != "" || os.Getenv("CODEX_HOME") != "" {
+		srcs = append(srcs, sessions.Codex{Dir: cmp.Or(os.Getenv("CODEX_HOME"), filepath.Join(home, ".codex"))})
+	}
+	if h := cmp.Or(os.Getenv("GEMINI_CLI_HOME"), home); h != "" {
+		srcs = append(srcs, sessions.Gemini{Dir: filepath.Join(h, ".gemini")})
 	}
 	x, err := sessions.Open(cfg.DataDir, cfg.Roots, srcs...)
 	if err != nil {

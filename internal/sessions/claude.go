@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -77,9 +78,18 @@ type claudeRecord struct {
 // not a command's output); the title is the person's own (custom-title),
 // else Claude's (ai-title, summary), else the first prompt.
 func (c Claude) Read(path string) (Session, error) {
-	s := Session{ID: strings.TrimSuffix(filepath.Base(path), ".jsonl")}
+	f, err := os.Open(path)
+	if err != nil {
+		return Session{}, err
+	}
+	defer f.Close()
+	return readClaude(strings.TrimSuffix(filepath.Base(path), ".jsonl"), f)
+}
+
+func readClaude(id string, in io.Reader) (Session, error) {
+	s := Session{ID: id}
 	var custom, ai, first, last string
-	err := eachLine(path, func(line []byte) bool {
+	err := lines(in, func(line []byte) bool {
 		var r claudeRecord
 		if json.Unmarshal(line, &r) != nil {
 			return true

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"errors"
 	"io"
-	"os"
 	"strings"
 )
 
@@ -13,19 +12,10 @@ import (
 // read in bounded memory.
 const maxLine = 4 << 20
 
-// eachLine calls fn with every line of the file at path (without its
-// newline), the last one too when it has none (it may be half written: the
-// parser's JSON decode then fails and skips it). Lines over maxLine are
-// skipped. fn returns false to stop.
-func eachLine(path string, fn func(line []byte) bool) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	return lines(f, fn)
-}
-
+// lines calls fn with every line of r (without its newline), the last one
+// too when it has none (it may be half written: the parser's JSON decode
+// then fails and skips it). Lines over maxLine are skipped. fn returns false
+// to stop.
 func lines(r io.Reader, fn func(line []byte) bool) error {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var long []byte
