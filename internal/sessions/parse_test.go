@@ -19,13 +19,17 @@ func TestGoldenSessionFiles(t *testing.T) {
 		read  func(*bytes.Reader) (Session, error)
 		id    string
 		turns int
+		title string
 	}{
 		{"codex-acp-0.16.0-acp.jsonl", func(r *bytes.Reader) (Session, error) { return readCodex("", r) },
-			"01a24afe-0653-7130-8170-4291fb882f44", 1},
+			"01a24afe-0653-7130-8170-4291fb882f44", 1, "first prompt here"},
 		{"gemini-" + testkit.GeminiVersion + "-print.jsonl", func(r *bytes.Reader) (Session, error) { return readGemini(r) },
-			"425d71ac-9f77-4cee-9f67-09246e11675d", 1},
+			"425d71ac-9f77-4cee-9f67-09246e11675d", 1, "first prompt here"},
 		{"claude-" + testkit.ClaudeVersion + "-print.jsonl", func(r *bytes.Reader) (Session, error) { return readClaude(goldenID, r) },
-			goldenID, 1},
+			goldenID, 1, "first prompt here"},
+		// The TUI asked the model for a title: Claude Code's own title wins.
+		{"claude-" + testkit.ClaudeVersion + "-tui.jsonl", func(r *bytes.Reader) (Session, error) { return readClaude("tui", r) },
+			"tui", 1, "Stand-in session"},
 	} {
 		t.Run(c.file, func(t *testing.T) {
 			b, err := os.ReadFile(filepath.Join("testdata", c.file))
@@ -36,7 +40,7 @@ func TestGoldenSessionFiles(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if s.ID != c.id || s.Title != "first prompt here" || s.Turns != c.turns || s.UpdatedAt.IsZero() {
+			if s.ID != c.id || s.Title != c.title || s.Turns != c.turns || s.UpdatedAt.IsZero() {
 				t.Fatalf("read %+v", s)
 			}
 			// Cut anywhere, it reads without error and never more turns.
