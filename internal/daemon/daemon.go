@@ -88,8 +88,10 @@ type Daemon struct {
 	stopRelay func()
 	// tailnet is set when [tailscale] puts the dashboard on the tailnet.
 	tailnet *tailnet.Node
-	// sessions indexes the agents' own sessions on this machine (sessions.go).
-	sessions *sessions.Index
+	// sessions indexes the agents' own sessions on this machine (sessions.go);
+	// at a cluster's hub, allSessions lists every machine's.
+	sessions    *sessions.Index
+	allSessions *sessions.Hub
 }
 
 // Start opens the store, recovers what a previous run left, and listens.
@@ -178,13 +180,17 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 	}
 	var d *Daemon // set below, before anything is served
 	var machines web.Cluster
+	var listSessions web.Sessions = idx
+	var allSessions *sessions.Hub
 	if ch != nil {
 		machines = hubMachines{hub: ch.hub, node: cfg.Cluster.Node}
+		allSessions = sessions.NewHub(idx, hubSessions{ch.hub}, cfg.Cluster.Node)
+		listSessions = allSessions
 	}
 	ws := web.New(rt, readStore, h, web.Options{
 		Token: token, Devices: devs, Limits: cfg.Limits, AllowedOrigins: cfg.AllowedOrigins, Roots: cfg.Roots,
 		Version: opt.Version, UI: opt.UI, Logger: log, Registry: reg, Push: pusher,
-		BaseURL: func() string { return d.publicBase() }, Cluster: machines, Sessions: idx,
+		BaseURL: func() string { return d.publicBase() }, Cluster: machines, Sessions: listSessions,
 	})
 	wsp.Store(ws)
 	var cert *certSource
@@ -213,7 +219,7 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 		ln = tls.NewListener(ln, cert.tlsConfig())
 	}
 	d = &Daemon{cfg: cfg, log: log, store: st, fanout: h, router: rt, web: ws, ln: ln, token: token, devices: devs,
-		push: pusher, pushWatch: watch, cert: cert, sessions: idx,
+		push: pusher, pushWatch: watch, cert: cert, sessions: idx, allSessions: allSessions,
 		served: make(chan error, 1),
 		http: &http.Server{Handler: ws,
 			// Every request must arrive in time. net/http lifts the read
@@ -343,7 +349,11 @@ func (d *Daemon) dialClusterHub(reg prometheus.Registerer) error {
 	d.link, err = cluster.Dial(cluster.LinkOptions{DataDir: d.cfg.DataDir, Hub: c.Hub, Node: c.Node,
 		Version: d.version, Agents: agents, Heartbeat: c.Heartbeat.Duration, Logger: d.log, Registerer: reg,
 		Inputs: d.applyInput, Store: d.store, Events: d.fanout, AgentInfo: d.router.Agents(), Roots: d.cfg.Roots})
-	return err
+	if err != nil {
+		return err
+	}
+	// The hub lists this machine's agent sessions by asking it.
+	return d.link.ServeSessions(d.sessions.List)
 }
 
 func (d *Daemon) stopCluster() {
@@ -450,6 +460,9 @@ func (d *Daemon) Shutdown(ctx context.Context) error {
 	herr := d.http.Shutdown(ctx)
 	if d.tailnet != nil {
 		herr = errors.Join(herr, d.tailnet.Close())
+	}
+	if d.allSessions != nil {
+		d.allSessions.Close()
 	}
 	d.stopCluster()
 	rerr := d.router.Close(ctx)

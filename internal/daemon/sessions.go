@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/parleyhq/parley/internal/cluster"
 	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/driver/claudecode"
 	"github.com/parleyhq/parley/internal/sessions"
@@ -48,4 +49,20 @@ func openSessions(cfg config.Config, st store.Store, log *slog.Logger) (*session
 		return held, nil
 	})
 	return x, nil
+}
+
+// hubSessions is a cluster's hub as sessions.Hub asks it.
+type hubSessions struct{ hub *cluster.Hub }
+
+func (h hubSessions) Nodes(ctx context.Context) ([]sessions.RemoteNode, error) {
+	nodes, err := h.hub.Nodes(ctx)
+	out := make([]sessions.RemoteNode, 0, len(nodes))
+	for _, n := range nodes {
+		out = append(out, sessions.RemoteNode{Name: n.Name, Online: n.Online})
+	}
+	return out, err
+}
+
+func (h hubSessions) NodeSessions(ctx context.Context, node string, f sessions.Filter) ([]sessions.Session, error) {
+	return h.hub.NodeSessions(ctx, node, f)
 }

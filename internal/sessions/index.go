@@ -79,7 +79,8 @@ func (x *Index) SetLogger(l *slog.Logger) { x.mu.Lock(); x.log = l; x.mu.Unlock(
 func (x *Index) SetHeld(h Held) { x.mu.Lock(); x.held = h; x.mu.Unlock() }
 
 // SetNode names this machine as a cluster knows it: Filter.Machine naming
-// another machine lists nothing here.
+// another machine lists nothing here. (Its sessions' Node stays "": this
+// machine's; a hub names a node's.)
 func (x *Index) SetNode(name string) { x.mu.Lock(); x.node = name; x.mu.Unlock() }
 
 // Close closes the index file.
@@ -226,9 +227,6 @@ func (x *Index) scan(ctx context.Context, src Source) ([]Session, error) {
 	}
 	roots := rootCheck{roots: x.roots}
 	list = slices.DeleteFunc(list, func(s Session) bool { return !roots.inside(s.Cwd) })
-	for i := range list {
-		list[i].Node = x.node
-	}
 	return list, nil
 }
 
