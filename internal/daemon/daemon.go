@@ -51,6 +51,11 @@ type Options struct {
 	// the push service stand-in on loopback: no config key, flag or
 	// environment variable reaches it.
 	PushNet push.Net
+	// AgentHome is the home folder the agents' own sessions are read from
+	// (~/.claude, ~/.codex, ~/.gemini); "" is $HOME, with CLAUDE_CONFIG_DIR,
+	// CODEX_HOME and GEMINI_CLI_HOME as the agents themselves read them. Set
+	// by Go tests and benchmarks that run several machines in one process.
+	AgentHome string
 }
 
 // Daemon is a running parley.
@@ -169,7 +174,7 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 		st.Close()
 		return nil, err
 	}
-	idx, err := openSessions(cfg, st, log)
+	idx, err := openSessions(cfg, opt.AgentHome, st, log)
 	if err != nil {
 		pusher.Close()
 		h.Unwatch(watch)

@@ -17,18 +17,8 @@ import (
 // openSessions opens the index of the agents' own sessions on this machine
 // (sessions.db in the data dir), inside the config's roots. The sessions
 // parley's threads hold (their agent session id) are left out of a listing.
-func openSessions(cfg config.Config, st store.Store, log *slog.Logger) (*sessions.Index, error) {
-	var srcs []sessions.Source
-	if dir, err := claudecode.ConfigDir(nil); err == nil {
-		srcs = append(srcs, sessions.Claude{Dir: dir})
-	}
-	home, _ := os.UserHomeDir() // $HOME
-	if home != "" || os.Getenv("CODEX_HOME") != "" {
-		srcs = append(srcs, sessions.Codex{Dir: cmp.Or(os.Getenv("CODEX_HOME"), filepath.Join(home, ".codex"))})
-	}
-	if h := cmp.Or(os.Getenv("GEMINI_CLI_HOME"), home); h != "" {
-		srcs = append(srcs, sessions.Gemini{Dir: filepath.Join(h, ".gemini")})
-	}
+func openSessions(cfg config.Config, home string, st store.Store, log *slog.Logger) (*sessions.Index, error) {
+	srcs := agentSessionSources(home)
 	x, err := sessions.Open(cfg.DataDir, cfg.Roots, srcs...)
 	if err != nil {
 		return nil, err
@@ -49,6 +39,27 @@ func openSessions(cfg config.Config, st store.Store, log *slog.Logger) (*session
 		return held, nil
 	})
 	return x, nil
+}
+
+// agentSessionSources are the agents' session folders in home, or with home
+// "" where the agents themselves look ($HOME and their own variables).
+func agentSessionSources(home string) []sessions.Source {
+	if home != "" {
+		return []sessions.Source{sessions.Claude{Dir: filepath.Join(home, ".claude")},
+			sessions.Codex{Dir: filepath.Join(home, ".codex")}, sessions.Gemini{Dir: filepath.Join(home, ".gemini")}}
+	}
+	var srcs []sessions.Source
+	if dir, err := claudecode.ConfigDir(nil); err == nil {
+		srcs = append(srcs, sessions.Claude{Dir: dir})
+	}
+	home, _ = os.UserHomeDir() // $HOME
+	if home != "" || os.Getenv("CODEX_HOME") != "" {
+		srcs = append(srcs, sessions.Codex{Dir: cmp.Or(os.Getenv("CODEX_HOME"), filepath.Join(home, ".codex"))})
+	}
+	if h := cmp.Or(os.Getenv("GEMINI_CLI_HOME"), home); h != "" {
+		srcs = append(srcs, sessions.Gemini{Dir: filepath.Join(h, ".gemini")})
+	}
+	return srcs
 }
 
 // hubSessions is a cluster's hub as sessions.Hub asks it.

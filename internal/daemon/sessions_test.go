@@ -12,7 +12,7 @@ import (
 
 // writeClaudeSession writes a one-turn Claude Code transcript for a session
 // run in cwd into home's ~/.claude, as a person's `claude` would have.
-func writeClaudeSession(t *testing.T, home, cwd, id, prompt string) {
+func writeClaudeSession(t testing.TB, home, cwd, id, prompt string) {
 	t.Helper()
 	dir := filepath.Join(home, ".claude", "projects", strings.NewReplacer("/", "-", ".", "-", "_", "-").Replace(cwd))
 	if err := os.MkdirAll(dir, 0o700); err != nil {
