@@ -174,7 +174,7 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 		st.Close()
 		return nil, err
 	}
-	idx, err := openSessions(cfg, opt.AgentHome, st, log)
+	idx, err := openSessions(cfg, opt.AgentHome, opt.Drivers, st, log)
 	if err != nil {
 		pusher.Close()
 		h.Unwatch(watch)

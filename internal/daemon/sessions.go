@@ -9,6 +9,7 @@ import (
 
 	"github.com/parleyhq/parley/internal/cluster"
 	"github.com/parleyhq/parley/internal/config"
+	"github.com/parleyhq/parley/internal/driver"
 	"github.com/parleyhq/parley/internal/driver/claudecode"
 	"github.com/parleyhq/parley/internal/sessions"
 	"github.com/parleyhq/parley/internal/store"
@@ -17,8 +18,8 @@ import (
 // openSessions opens the index of the agents' own sessions on this machine
 // (sessions.db in the data dir), inside the config's roots. The sessions
 // parley's threads hold (their agent session id) are left out of a listing.
-func openSessions(cfg config.Config, home string, st store.Store, log *slog.Logger) (*sessions.Index, error) {
-	srcs := agentSessionSources(home)
+func openSessions(cfg config.Config, home string, drivers map[string]driver.Driver, st store.Store, log *slog.Logger) (*sessions.Index, error) {
+	srcs := append(agentSessionSources(home), acpSessionSources(cfg, drivers, log)...)
 	x, err := sessions.Open(cfg.DataDir, cfg.Roots, srcs...)
 	if err != nil {
 		return nil, err
@@ -60,6 +61,42 @@ func agentSessionSources(home string) []sessions.Source {
 		srcs = append(srcs, sessions.Gemini{Dir: filepath.Join(h, ".gemini")})
 	}
 	return srcs
+}
+
+// allSessions is the ACP driver's session/list of every session.
+type allSessions interface {
+	AllSessions(ctx context.Context, spec driver.Spec) ([]driver.NativeSession, error)
+}
+
+// acpSessionSources ask the configured ACP agents for their sessions
+// (session/list), but Gemini CLI's and Codex's: their files are read
+// (Gemini CLI cannot list over ACP; Codex's files say the same, without
+// starting it).
+func acpSessionSources(cfg config.Config, drivers map[string]driver.Driver, log *slog.Logger) []sessions.Source {
+	lister, ok := drivers[config.TransportACP].(allSessions)
+	if !ok || len(cfg.Roots) == 0 {
+		return nil
+	}
+	var out []sessions.Source
+	for _, a := range cfg.Agents {
+		if a.Transport != config.TransportACP || a.Disabled {
+			continue
+		}
+		switch filepath.Base(a.Command) {
+		case "gemini", "codex-acp":
+			continue
+		}
+		env := make([]string, 0, len(a.Env))
+		for k, v := range a.Env {
+			env = append(env, k+"="+v)
+		}
+		spec := driver.Spec{AgentID: a.ID, Command: a.Command, Args: a.Args, Env: env, Cwd: cmp.Or(append(a.Roots, cfg.Roots...)...),
+			Options: a.Options, Logger: log}
+		out = append(out, sessions.NewACP(a.ID, func(ctx context.Context) ([]driver.NativeSession, error) {
+			return lister.AllSessions(ctx, spec)
+		}))
+	}
+	return out
 }
 
 // hubSessions is a cluster's hub as sessions.Hub asks it.

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/url"
 	"os"
@@ -83,11 +84,18 @@ func (x *Index) SetHeld(h Held) { x.mu.Lock(); x.held = h; x.mu.Unlock() }
 // machine's; a hub names a node's.)
 func (x *Index) SetNode(name string) { x.mu.Lock(); x.node = name; x.mu.Unlock() }
 
-// Close closes the index file.
+// Close closes the index file and the sources that hold something open
+// (an ACP source's asking in flight).
 func (x *Index) Close() error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	return x.db.Close()
+	var errs []error
+	for _, s := range x.sources {
+		if c, ok := s.(io.Closer); ok {
+			errs = append(errs, c.Close())
+		}
+	}
+	return errors.Join(append(errs, x.db.Close())...)
 }
 
 func (x *Index) load(ctx context.Context) error {
