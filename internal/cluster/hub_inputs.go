@@ -16,6 +16,10 @@ import (
 	"github.com/parleyhq/parley/internal/chat"
 )
 
+// The hub's end of the input protocol (inputs.go): each node's stream, the
+// forwarder that hands its inputs to the node one at a time, and the
+// senders waiting for them (Request, Ask).
+
 // remoteError is a node's refusal at the hub: its words, and the chat error
 // it is to errors.Is.
 type remoteError struct {

@@ -4,14 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-
-	"github.com/nats-io/nkeys"
-
 	"fmt"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
 )
+
+// The hub's end of a join (node_join.go is the joiner's): the request
+// checked, the node registered, the answer sealed to the joiner.
 
 // answerJoin handles a join request, its answer sealed to the joiner's key.
 // A joiner that sent none (a parley before sealing) is answered in clear.

@@ -2,12 +2,10 @@ package cluster
 
 import (
 	"context"
-
-	"github.com/parleyhq/parley/internal/chat"
-
 	"slices"
 	"strings"
 
+	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/push"
 )
 

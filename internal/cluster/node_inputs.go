@@ -12,6 +12,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
+// The node's end of the input protocol (inputs.go): the hub's requests
+// taken in order, each input applied once and answered after its commit.
+
 // serveInputs answers the hub's input requests on the node. The subscription
 // outlives reconnects. Requests are answered one at a time, in order, by one
 // goroutine; each is stamped when it reaches this machine, so the time it

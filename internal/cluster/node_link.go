@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"time"
 
@@ -16,8 +17,6 @@ import (
 
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/fanout"
-
-	"strconv"
 )
 
 // Heartbeat defaults and range ([cluster] heartbeat).

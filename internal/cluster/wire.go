@@ -14,6 +14,9 @@ import (
 	"github.com/parleyhq/parley/internal/push"
 )
 
+// What crosses the link about threads, and a join's request: the records
+// both ends read (the subjects they go on are in subjects.go).
+
 // Event headers on parley.from.<node>.t.<thread>.ev.
 const (
 	hdrType = "Parley-Type"
