@@ -12,5 +12,5 @@
 // failed before their node took them (failures.go), the newest receipt of
 // each message sent, from the relay (receipts.go), the kept asks resolved as
 // machines come online (asks.go), and the machines and their threads for
-// the web channel and push (machines.go).
+// the web channel, push, the ACP side and the plugin host (machines.go).
 package remote

@@ -7,6 +7,8 @@ import (
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/cluster"
 	"github.com/parleyhq/parley/internal/push"
+
+	"github.com/parleyhq/parley/internal/router"
 )
 
 // Machines is the hub's machines as the web channel shows them, its own
@@ -64,4 +66,27 @@ func (c hubCards) Threads() []push.RemoteThread {
 			Turn: rt.Turn, Error: rt.Error, Joined: joined[rt.Node]})
 	}
 	return out
+}
+
+// EveryMachine is the hub's router with every machine's agents.
+type EveryMachine struct {
+	*router.Router
+	hub  *cluster.Hub
+	node string
+}
+
+// Agents lists the hub's own agents under its node name, then each node's
+// from its directory record (an offline node's "offline").
+func (m EveryMachine) Agents() []chat.AgentInfo {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	all, _ := m.hub.Agents(ctx, m.node, m.Router.Agents()) // on an error its own are still listed
+	return all
+}
+
+// EveryMachine is rt as the ACP side and the plugin host use it at the hub:
+// its agents are every machine's, each with its node (as /api/agents lists
+// them), and "agent@node" starts a thread there.
+func (h *Hub) EveryMachine(rt *router.Router) EveryMachine {
+	return EveryMachine{Router: rt, hub: h.hub, node: h.node}
 }
