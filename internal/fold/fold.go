@@ -205,6 +205,11 @@ func (f *Fold) userMessage(ev client.Event) {
 func (f *Fold) delivery(ev client.Event) {
 	var p chat.Delivery
 	_ = ev.Decode(&p)
+	// A receipt without a seq (the answer to a resend) may be overtaken by
+	// the log's: it never moves a receipt back.
+	if ev.Seq == 0 && rank(p.State) < rank(f.view.Receipts[p.MessageID].State) {
+		return
+	}
 	f.Receipt(p.MessageID, Receipt{State: p.State, Detail: p.Detail})
 	if p.State != chat.DeliveryQueued {
 		f.unqueue(p.MessageID)
@@ -354,7 +359,7 @@ func (f *Fold) permissionResolved(ev client.Event) {
 	var p chat.PermissionResolved
 	_ = ev.Decode(&p)
 	f.PatchCard(p.RequestID, func(it *Item) {
-		it.State, it.Chosen, it.Note = resolvedState(p.Cancelled), p.OptionID, resolvedBy(p.By, p.Message)
+		it.State, it.Chosen, it.Note, it.By = resolvedState(p.Cancelled), p.OptionID, resolvedBy(p.By, p.Message), channel(p.By)
 	})
 }
 
@@ -377,7 +382,7 @@ func (f *Fold) questionResolved(ev client.Event) {
 	var p chat.QuestionResolved
 	_ = ev.Decode(&p)
 	f.PatchCard(p.RequestID, func(it *Item) {
-		it.State, it.Answers, it.Response, it.Note = resolvedState(p.Cancelled), p.Answers, p.Response, resolvedBy(p.By, "")
+		it.State, it.Answers, it.Response, it.Note, it.By = resolvedState(p.Cancelled), p.Answers, p.Response, resolvedBy(p.By, ""), channel(p.By)
 	})
 }
 
@@ -467,12 +472,20 @@ func (f *Fold) error(ev client.Event) {
 	switch {
 	case p.Ref != "" && card && p.Code == chat.CodeCardClosed:
 		f.closed[p.Ref] = true
-		f.PatchCard(p.Ref, func(it *Item) { it.State, it.Note = CardClosed, p.Message })
+		// Answered elsewhere first: its resolution, when it came first, says more.
+		f.PatchCard(p.Ref, func(it *Item) {
+			if it.State == CardOpen || it.State == CardAnswering {
+				it.State, it.Note = CardClosed, p.Message
+			}
+		})
 	case p.Ref != "" && card:
 		// The answer was refused but the card is still open (its agent is
 		// not running now): it stays answerable, saying why.
 		f.PatchCard(p.Ref, func(it *Item) { it.State, it.Note = CardOpen, p.Message })
-	case p.Ref != "" && f.Has(UserKey(p.Ref)):
+	case p.Ref != "" && f.Has(UserKey(p.Ref)) && rank(f.view.Receipts[p.Ref].State) < rank(chat.DeliveryDelivering):
+		// Refused before it was taken (busy, bad input): it failed, and says
+		// why. An error about a message the agent has (a turn cut off) is
+		// said below, and leaves its receipt true.
 		f.Receipt(p.Ref, Receipt{State: chat.DeliveryFailed, Detail: p.Message})
 		f.unqueue(p.Ref)
 	default:
@@ -490,8 +503,8 @@ func (f *Fold) session(ev client.Event) {
 	default:
 		f.view.Starting = ""
 	}
-	if p.State == "exited" && p.Detail != "" {
-		f.Push(Item{Kind: KindNotice, Key: f.key("s:", ev.Seq), Level: LevelInfo, Text: "session " + p.State + ": " + p.Detail})
+	if (p.State == "exited" && p.Detail != "") || p.State == "restarted" {
+		f.Push(Item{Kind: KindNotice, Key: f.key("s:", ev.Seq), Level: LevelInfo, Text: "session " + p.State + opt(": ", p.Detail)})
 	}
 }
 
@@ -565,6 +578,28 @@ func (f *Fold) key(prefix string, seq int64) string {
 	return fmt.Sprintf("%sn%d", prefix, f.seq)
 }
 
+// rank orders receipts: a later state never goes back to an earlier one.
+func rank(state string) int {
+	switch state {
+	case "sending":
+		return 1
+	case chat.DeliveryQueued:
+		return 2
+	case chat.DeliveryDelivering:
+		return 3
+	case chat.DeliverySubmitted, chat.DeliveryFailed, chat.DeliveryUnknown:
+		return 4
+	}
+	return 0
+}
+
+func channel(by *chat.RouteKey) string {
+	if by == nil {
+		return ""
+	}
+	return by.Channel
+}
+
 func resolvedState(cancelled bool) string {
 	if cancelled {
 		return CardCancelled
@@ -611,6 +646,14 @@ func MovedText(from, to string, context int) string {
 		given = fmt.Sprintf("Your next message goes with the last %d message%s of this thread, as context.", context, s)
 	}
 	return fmt.Sprintf("Moved from %s to %s. %s starts a fresh session in the same folder: it does not have %s's memory of this conversation. %s", from, to, to, from, given)
+}
+
+// opt is s after prefix, or nothing when s is empty.
+func opt(prefix, s string) string {
+	if s == "" {
+		return ""
+	}
+	return prefix + s
 }
 
 func or(s, otherwise string) string {

@@ -13,6 +13,10 @@
 //   - a mode change after the first mode is said in the conversation;
 //   - a message queued behind a running turn is shown after the answer, and
 //     takes its place in the conversation when it is delivered.
+//   - a receipt without a seq never moves a message's receipt back, and an
+//     error about a message the agent has leaves its receipt true;
+//   - a card answered elsewhere keeps its answer when this screen's own
+//     answer is then refused as too late.
 package fold
 
 import (
@@ -80,6 +84,7 @@ type Item struct {
 	RequestID  string
 	State      string // one of the Card* states
 	Note       string // who answered it, or why it is closed
+	By         string // the channel that answered it ("" when parley closed it)
 	Name       string // permission: the tool's name
 	ToolCallID string // permission: the tool call asked about
 	Options    []chat.PermissionOption

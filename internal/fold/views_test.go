@@ -173,8 +173,6 @@ func line(it Item) string {
 // num writes a number as JavaScript does (the shortest that reads back).
 func num(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 
-func opt(prefix, s string) string { return cond(s != "", prefix+s) }
-
 func cond(ok bool, s string) string {
 	if ok {
 		return s
