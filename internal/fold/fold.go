@@ -120,6 +120,11 @@ func (f *Fold) CloseUnseen(seen map[string]bool) {
 	}
 }
 
+// Note adds a notice of the screen's own (no event's) at the end of the conversation.
+func (f *Fold) Note(level, text string) {
+	f.Push(Item{Kind: KindNotice, Key: f.key("l:", 0), Level: level, Text: text})
+}
+
 // Push adds an item at the end of the conversation.
 func (f *Fold) Push(it Item) {
 	f.view.Items = append(slices.Clip(f.view.Items), it)
@@ -387,27 +392,36 @@ func (f *Fold) questionResolved(ev client.Event) {
 }
 
 func (f *Fold) mode(ev client.Event) {
-	var p chat.Mode
-	_ = ev.Decode(&p)
+	var md chat.Mode
+	_ = ev.Decode(&md)
 	was := f.view.Mode
-	md := Mode{Current: p.Current, Available: p.Available, Config: p.ConfigOptions}
 	if md.Available == nil {
 		md.Available = []chat.ModeOption{}
 		if was != nil {
 			md.Available = was.Available
 		}
 	}
-	if md.Config == nil {
-		md.Config = []chat.ConfigOption{}
+	if md.ConfigOptions == nil {
+		md.ConfigOptions = []chat.ConfigOption{}
 		if was != nil {
-			md.Config = was.Config
+			md.ConfigOptions = was.ConfigOptions
 		}
 	}
-	if was != nil && was.Current != p.Current && p.Current != "" {
-		f.Push(Item{Kind: KindNotice, Key: f.key("m:", ev.Seq), Level: LevelInfo, Text: "Mode changed to " + md.Name() + ".", TS: ev.TS})
+	if was != nil && was.Current != md.Current && md.Current != "" {
+		f.Push(Item{Kind: KindNotice, Key: f.key("m:", ev.Seq), Level: LevelInfo, Text: "Mode changed to " + ModeName(md) + ".", TS: ev.TS})
 		f.lastKind = ""
 	}
 	f.view.Mode = &md
+}
+
+// ModeName is the current mode's name as the agent calls it.
+func ModeName(md chat.Mode) string {
+	for _, o := range md.Available {
+		if o.ID == md.Current {
+			return o.Name
+		}
+	}
+	return md.Current
 }
 
 func (f *Fold) commands(ev client.Event) {

@@ -106,13 +106,6 @@ type Receipt struct {
 	Detail string
 }
 
-// Mode is the session's mode, the modes it offers and its settings.
-type Mode struct {
-	Current   string
-	Available []chat.ModeOption
-	Config    []chat.ConfigOption
-}
-
 // View is the folded conversation: everything a screen draws of it.
 type View struct {
 	Items []Item
@@ -124,7 +117,7 @@ type View struct {
 	TurnActive bool
 	Stopping   bool
 	TurnSince  string
-	Mode       *Mode // nil until the agent says
+	Mode       *chat.Mode // nil until the agent says
 	Commands   []chat.Command
 	Usage      *chat.Usage // the last turn's, and the context's fill
 	// Starting is when the agent's process began to start, while it has not.
@@ -133,14 +126,4 @@ type View struct {
 	// DraftID names it, so that an append adds to it alone.
 	Draft   string
 	DraftID int64
-}
-
-// Mode name is the current mode's name as the agent calls it.
-func (m Mode) Name() string {
-	for _, o := range m.Available {
-		if o.ID == m.Current {
-			return o.Name
-		}
-	}
-	return m.Current
 }
