@@ -92,7 +92,7 @@ func TestPermissionCardQueuesMessage(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(h.cwd, "made-by-bash")); err != nil {
 		t.Errorf("the Bash command did not run: %v", err)
 	}
-	if !poll(30*time.Second, func() bool { return h.modelGot("hello") }) {
+	if !testkit.Within(30*time.Second, func() bool { return h.modelGot("hello") }) {
 		t.Fatalf("the queued message never reached the model: %s\n%s", bodiesWith(h, "hello"), plain(h.capture(s)))
 	}
 	// Claude Code folds a message typed mid-turn into that turn: one turn in all.
@@ -194,7 +194,7 @@ func TestQuestionCardAnswers(t *testing.T) {
 		waitTurns(t, k2, 1)
 		testkit.Eventually(t, 30*time.Second, func() bool { return strings.Contains(k2.text(), "Hello from the stand-in.") },
 			"%s: the reply never arrived from the transcript; got %q", tc.name, k2.text())
-		if !poll(20*time.Second, func() bool {
+		if !testkit.Within(20*time.Second, func() bool {
 			scr, err := s2.captureVisible(context.Background())
 			return err == nil && strings.Contains(strings.Join(scr.Lines, "\n"), "Hello from the stand-in.")
 		}) {
@@ -221,7 +221,7 @@ func TestMenuInHistoryIsNotACard(t *testing.T) {
 	waitTurns(t, k, 1)
 	// The Stop hook can run before the TUI draws the reply: wait for the screen.
 	var scr *pane.Screen
-	if !poll(20*time.Second, func() bool {
+	if !testkit.Within(20*time.Second, func() bool {
 		var err error
 		scr, err = s.capture(context.Background())
 		return err == nil && strings.Contains(strings.Join(scr.Lines, "\n"), "1. Yes") && scr.LastSpeaker() == pane.SpeakerStatus
@@ -314,7 +314,7 @@ func TestAdoptedRepeatedMenuIsANewCard(t *testing.T) {
 		if err := h.prompt(s, fmt.Sprintf("m%d", i), "run it"); err != nil {
 			t.Fatalf("Prompt %d: %v", i, err)
 		}
-		if !poll(30*time.Second, func() bool { return len(k.permissions()) == i }) {
+		if !testkit.Within(30*time.Second, func() bool { return len(k.permissions()) == i }) {
 			t.Fatalf("run %d: %d permission cards, want %d\n%s", i, len(k.permissions()), i, plain(h.capture(s)))
 		}
 		card := k.permissions()[i-1]
@@ -336,7 +336,7 @@ func TestAdoptedRepeatedMenuIsANewCard(t *testing.T) {
 				if err := <-sent; err != nil {
 					t.Errorf("the message queued behind the second card: got %v, want nil", err)
 				}
-				if !poll(30*time.Second, func() bool { return h.modelGot("hello") }) {
+				if !testkit.Within(30*time.Second, func() bool { return h.modelGot("hello") }) {
 					t.Errorf("the queued message never reached the model: %s\n%s", bodiesWith(h, "hello"), plain(h.capture(s)))
 				}
 			}()
@@ -344,7 +344,7 @@ func TestAdoptedRepeatedMenuIsANewCard(t *testing.T) {
 		if err := s.AnswerPermission(answerCtx(t), card.RequestID, driver.PermissionAnswer{OptionID: "1"}); err != nil {
 			t.Fatalf("AnswerPermission %d: %v\n%s", i, err, plain(h.capture(s)))
 		}
-		if !poll(30*time.Second, func() bool {
+		if !testkit.Within(30*time.Second, func() bool {
 			ids := h.srv.ToolUseIDs("Bash")
 			if len(ids) < i {
 				return false
@@ -380,7 +380,7 @@ func TestQuestionCardTwoQuestions(t *testing.T) {
 	if err := s.AnswerQuestion(answerCtx(t), card.RequestID, driver.QuestionAnswer{Answers: answers}); err != nil {
 		t.Fatalf("AnswerQuestion: %v\n%s", err, plain(h.capture(s)))
 	}
-	if !poll(30*time.Second, func() bool { _, ok := h.srv.ToolResult(card.RequestID); return ok }) {
+	if !testkit.Within(30*time.Second, func() bool { _, ok := h.srv.ToolResult(card.RequestID); return ok }) {
 		t.Fatalf("the stand-in never got the answers\n%s", plain(h.capture(s)))
 	}
 	res, _ := h.srv.ToolResult(card.RequestID)
@@ -408,7 +408,7 @@ func TestPermissionRejectWithWords(t *testing.T) {
 	if err := s.AnswerPermission(answerCtx(t), card.RequestID, driver.PermissionAnswer{OptionID: "3", Message: "use printf instead"}); err != nil {
 		t.Fatalf("AnswerPermission(No, with words): %v\n%s", err, plain(h.capture(s)))
 	}
-	if !poll(30*time.Second, func() bool { _, ok := h.srv.ToolResult(card.RequestID); return ok }) {
+	if !testkit.Within(30*time.Second, func() bool { _, ok := h.srv.ToolResult(card.RequestID); return ok }) {
 		t.Fatalf("the stand-in never got the tool result")
 	}
 	res, _ := h.srv.ToolResult(card.RequestID)

@@ -327,7 +327,7 @@ func killServer(t testing.TB, c *ctl.Client) {
 		if err != nil {
 			continue
 		}
-		if !poll(10*time.Second, func() bool { return syscall.Kill(pid, 0) != nil }) {
+		if !testkit.Within(10*time.Second, func() bool { return syscall.Kill(pid, 0) != nil }) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 			t.Logf("pane process %d outlived its tmux server; killed", pid)
 		}
@@ -459,7 +459,7 @@ func (h *harness) startWrapped(thread string) (*session, *sink, int) {
 	h.t.Cleanup(func() {
 		_ = syscall.Kill(agent, syscall.SIGKILL)
 		_ = syscall.Kill(agent, syscall.SIGCONT)
-		if !poll(10*time.Second, func() bool { return syscall.Kill(agent, 0) != nil }) {
+		if !testkit.Within(10*time.Second, func() bool { return syscall.Kill(agent, 0) != nil }) {
 			h.t.Logf("agent %d still there 10 s after SIGKILL", agent)
 		}
 	})
@@ -484,18 +484,6 @@ func stopAgent(t *testing.T, agent int) func() {
 }
 
 func plain(capture string) string { return strings.Join(pane.Read(capture).Full, "\n") }
-
-// poll is Eventually for failures that need fresh details.
-func poll(within time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	return true
-}
 
 // adoptPerson starts Claude Code in a tmux session of the person's own (no
 // parley hooks), waits for its input box, and adopts it by name.

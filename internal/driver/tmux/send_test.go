@@ -686,7 +686,7 @@ func TestCancel(t *testing.T) {
 	}, "the turn did not end as cancelled")
 	// Claude Code shows "Interrupted" under the turn, or, when the interrupt
 	// came before its answer began, takes the message back into the input box.
-	if !poll(20*time.Second, func() bool {
+	if !testkit.Within(20*time.Second, func() bool {
 		scr, err := s.captureVisible(context.Background())
 		return err == nil && (strings.Contains(strings.Join(scr.Lines, "\n"), "Interrupted") || scr.Staged() == "slow")
 	}) {
@@ -697,7 +697,7 @@ func TestCancel(t *testing.T) {
 	if err := h.prompt(s, "m2", "hello"); err != nil {
 		t.Fatalf("Prompt after the cancel: %v\n%s", err, plain(h.capture(s)))
 	}
-	if !poll(30*time.Second, func() bool {
+	if !testkit.Within(30*time.Second, func() bool {
 		reqs := h.srv.ScenarioRequests()
 		return len(reqs) > 0 && reqs[len(reqs)-1].LastUserText() == "hello"
 	}) {
