@@ -1,3 +1,5 @@
+// The agents a new thread may pick, and an agent's own sessions.
+
 package web
 
 import (

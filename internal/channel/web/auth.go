@@ -1,3 +1,5 @@
+// The checks every API call passes: the token or a signed-in device, and the Origin.
+
 package web
 
 import (

@@ -1,3 +1,5 @@
+// The cluster's machines, listed on its hub.
+
 package web
 
 import "net/http"

@@ -1,3 +1,5 @@
+// A thread's conversation over REST: its events, a message, stop, a card's answer.
+
 package web
 
 import (

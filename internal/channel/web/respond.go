@@ -1,3 +1,5 @@
+// Reading JSON bodies; writing answers and errors with their codes.
+
 package web
 
 import (

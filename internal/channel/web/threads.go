@@ -1,3 +1,6 @@
+// Threads: the list, one thread, edits, unload, delete, search, the new-thread
+// form's folders, the thread a route shows, and the live sessions.
+
 package web
 
 import (

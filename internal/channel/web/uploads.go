@@ -1,3 +1,5 @@
+// A thread's uploaded files.
+
 package web
 
 import (

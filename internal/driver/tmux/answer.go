@@ -1,3 +1,6 @@
+// Answering cards: pressing a menu's option, a rejection with words, a
+// question's pages.
+
 package tmux
 
 import (

@@ -1,3 +1,6 @@
+// Cards from the screen: a live menu on the pane becomes a permission or a
+// question card, withdrawn when the menu goes.
+
 package tmux
 
 import (

@@ -1,3 +1,6 @@
+// The hook reader: Claude Code's hook events from the spool, and what sends
+// learn from them (the prompts submitted, a turn running).
+
 package tmux
 
 import (

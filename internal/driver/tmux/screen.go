@@ -1,3 +1,5 @@
+// Reading the pane: captures, the pane's facts, and waiting on the screen.
+
 package tmux
 
 import (

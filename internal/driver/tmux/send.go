@@ -1,3 +1,6 @@
+// Send: typing a message into the agent's box and proving what became of it
+// (the rules of evidence are the package doc's), and Cancel.
+
 package tmux
 
 import (

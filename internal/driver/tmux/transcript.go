@@ -1,3 +1,6 @@
+// The transcript follower: the agent's words and tool calls from its
+// transcript, and finding the transcript of an adopted session.
+
 package tmux
 
 import (

@@ -1,3 +1,6 @@
+// The session's watch loop: the pane and the hooks followed until Close, and
+// a turn's end worked out from the Stop hook and the transcript.
+
 package tmux
 
 import (
