@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/store"
@@ -138,6 +139,16 @@ func deleteByID(ctx context.Context, w *sql.DB, table, what, id string) error {
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
 		return fmt.Errorf("%s %s: %w", what, id, chat.ErrNotFound)
+	}
+	return nil
+}
+
+// TriggerRan records a trigger's last run; a trigger deleted meanwhile stays
+// deleted.
+func (s *Store) TriggerRan(ctx context.Context, id string, at time.Time, thread chat.ThreadID, lastErr string) error {
+	if _, err := s.w.ExecContext(ctx, `UPDATE triggers SET last_run = ?, last_thread = CASE WHEN ? = '' THEN last_thread ELSE ? END,
+		last_error = ? WHERE id = ?`, nanos(at), string(thread), string(thread), lastErr, id); err != nil {
+		return fmt.Errorf("sqlite: trigger %s ran: %w", id, err)
 	}
 	return nil
 }
