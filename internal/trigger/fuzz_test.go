@@ -18,7 +18,9 @@ import (
 // oneTrigger is a store holding one trigger.
 type oneTrigger struct{ t store.Trigger }
 
-func (o *oneTrigger) Triggers(context.Context) ([]store.Trigger, error) { return []store.Trigger{o.t}, nil }
+func (o *oneTrigger) Triggers(context.Context) ([]store.Trigger, error) {
+	return []store.Trigger{o.t}, nil
+}
 func (o *oneTrigger) Trigger(_ context.Context, id string) (store.Trigger, error) {
 	if id != o.t.ID {
 		return store.Trigger{}, chat.ErrNotFound
