@@ -87,6 +87,8 @@ type Daemon struct {
 	stopRelay func()
 	// tailnet is set when [tailscale] puts the dashboard on the tailnet.
 	tailnet *tailnet.Node
+	// auto runs the schedules and serves the triggers (autorun.go).
+	auto *autorun
 }
 
 // Start opens the store, recovers what a previous run left, and listens.
@@ -241,6 +243,11 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 	}
 	d.extra = d.startExtras(cfg.Plugins)
 	d.prune = startPruner(st, cfg.Limits.RetainEvents.Duration, time.Now, log)
+	if d.auto, err = startAutorun(ctx, cfg, st, rt, log); err != nil {
+		d.Shutdown(ctx)
+		return nil, err
+	}
+	d.auto.handle(ws)
 	if cert != nil {
 		d.stopCert = cert.watch(log)
 	}
@@ -436,6 +443,7 @@ func (d *Daemon) Shutdown(ctx context.Context) error {
 		herr = errors.Join(herr, d.tailnet.Close())
 	}
 	d.stopCluster()
+	d.auto.close()
 	rerr := d.router.Close(ctx)
 	d.push.Close() // after the router: the cards' last changes are derived; what is unsent stays pending
 	d.fanout.Unwatch(d.pushWatch)

@@ -44,7 +44,7 @@ func (r *Runner) handleAdd(w http.ResponseWriter, req *http.Request) {
 		web.WriteError(w, err)
 		return
 	}
-	web.WriteJSON(w, http.StatusCreated, map[string]any{"schedule": s})
+	web.WriteJSON(w, http.StatusOK, map[string]any{"schedule": s})
 }
 
 func (r *Runner) handlePause(paused bool) http.Handler {

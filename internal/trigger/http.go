@@ -63,7 +63,7 @@ func (s *Triggers) handleAdd(w http.ResponseWriter, r *http.Request) {
 		web.WriteError(w, err)
 		return
 	}
-	web.WriteJSON(w, http.StatusCreated, map[string]any{"trigger": t, "secret": secret})
+	web.WriteJSON(w, http.StatusOK, map[string]any{"trigger": t, "secret": secret})
 }
 
 func (s *Triggers) handleRemove(w http.ResponseWriter, r *http.Request) {
