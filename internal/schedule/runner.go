@@ -44,8 +44,9 @@ type Options struct {
 	// Check, when set, refuses a schedule whose agent or directory this
 	// machine would refuse (the router's agents and roots), when it is added.
 	Check func(agent, cwd string) error
-	// Ran, when set, hears of each run once it is recorded (tests, metrics):
-	// the schedule, the due time it ran for and how late it started.
+	// Ran, when set, hears of each run once it is recorded (tests,
+	// benchmarks): the schedule, the due time it ran for, and how long after
+	// it the router had the run (stored, queued for its agent).
 	Ran func(id string, due time.Time, late time.Duration)
 }
 
@@ -215,6 +216,7 @@ func (r *Runner) fire(ctx context.Context, e *entry, now time.Time) {
 		Route(e.s.ID), runID(e.s.ID, runAt), e.s.Text,
 		chat.Origin{Kind: chat.OriginSchedule, ID: e.s.ID, Name: e.s.Name}, e.s.LastThread)
 	cancel()
+	took := r.opt.Clock.Now()
 	switch {
 	case errors.Is(err, chat.ErrClosed) || ctx.Err() != nil:
 		return // shutting down: the next start runs it
@@ -237,7 +239,7 @@ func (r *Runner) fire(ctx context.Context, e *entry, now time.Time) {
 	e.s.NextRun = e.tm.next(runAt)
 	r.save(ctx, e)
 	if r.opt.Ran != nil && err == nil {
-		r.opt.Ran(e.s.ID, runAt, now.Sub(runAt))
+		r.opt.Ran(e.s.ID, runAt, took.Sub(runAt))
 	}
 }
 
