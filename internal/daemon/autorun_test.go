@@ -3,12 +3,16 @@ package daemon_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/parleyhq/parley/internal/client"
+	"github.com/parleyhq/parley/internal/push"
 	"github.com/parleyhq/parley/internal/schedule"
+	"github.com/parleyhq/parley/internal/testkit/webpushsvc"
 	"github.com/parleyhq/parley/internal/trigger"
 )
 
@@ -72,5 +76,49 @@ func TestAutorunAPI(t *testing.T) {
 	}
 	if len(list.Triggers) != 1 || list.Triggers[0]["secret"] != nil || list.Triggers[0]["last_thread"] == nil {
 		t.Errorf("listed: %+v, want the trigger's run and never its secret", list.Triggers)
+	}
+}
+
+// A trigger's turn, like a person's, pushes its end to the devices that
+// turned "finished turns" on, and to those only.
+func TestTriggerTurnPushesToFinishedTurnsDevices(t *testing.T) {
+	e := startDaemon(t, nil)
+	svc := e.pushService()
+	phoneID, phoneTok := e.pair("phone")
+	_, tabletTok := e.pair("tablet")
+	phone := e.subscribe(svc, phoneTok)
+	tablet := e.subscribe(svc, tabletTok)
+	if st := e.call("PATCH", "/api/devices/"+phoneID, phoneTok, map[string]bool{"push_turns": true}, nil); st != 200 {
+		t.Fatalf("turning the phone's turn pushes on: %d", st)
+	}
+	var added struct {
+		Trigger trigger.Trigger `json:"trigger"`
+		Secret  string          `json:"secret"`
+	}
+	if st := e.call("POST", "/api/triggers", e.d.Token(), trigger.Spec{Agent: "echo", Cwd: e.root, Template: "say {{.x}}"}, &added); st != 200 {
+		t.Fatalf("add a trigger: %d", st)
+	}
+	body := []byte(`{"x":"built"}`)
+	req, _ := http.NewRequest(http.MethodPost, e.url()+added.Trigger.Path, bytes.NewReader(body))
+	req.Header.Set(trigger.SignatureHeader, trigger.Sign(added.Secret, body))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ran struct {
+		Thread string `json:"thread"`
+	}
+	json.NewDecoder(resp.Body).Decode(&ran)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted || ran.Thread == "" {
+		t.Fatalf("the webhook: %d %+v", resp.StatusCode, ran)
+	}
+	ps := svc.WaitFor(t, 10*time.Second, "the phone's turn push", func(ps []webpushsvc.Push) bool { return kinds(ps, phone) == "turn" })
+	m := webpushsvc.Messages[push.Message](ps, phone)[0]
+	if m.Body != "finished its turn" || m.URL != "/#/t/"+ran.Thread {
+		t.Fatalf("the phone would show %+v", m)
+	}
+	if k := kinds(ps, tablet); k != "" {
+		t.Fatalf("the tablet, with finished turns off, got %q", k)
 	}
 }
