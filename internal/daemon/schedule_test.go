@@ -38,22 +38,23 @@ func addSchedule(t *testing.T, api client.API, sp schedule.Spec) schedule.Schedu
 // has it, or the restart's runner found the router had it.
 func ranSchedule(t *testing.T, api client.API, id string, within time.Duration) schedule.Schedule {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
+	var got schedule.Schedule
+	var all []schedule.Schedule
+	testkit.Eventually(t, within, func() bool {
 		var out struct {
 			Schedules []schedule.Schedule `json:"schedules"`
 		}
-		err := api.Call(context.Background(), http.MethodGet, "/api/schedules", nil, &out)
+		_ = api.Call(context.Background(), http.MethodGet, "/api/schedules", nil, &out)
+		all = out.Schedules
 		for _, s := range out.Schedules {
 			if s.ID == id && s.LastRun != nil {
-				return s
+				got = s
+				return true
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("schedule %s: no run recorded within %v (last error %v, list %+v)", id, within, err, out.Schedules)
-		}
-		time.Sleep(100 * time.Millisecond) // polling a state the daemon reaches on its own
-	}
+		return false
+	}, "schedule %s: no run recorded (schedules: %v)", id, testkit.Later(func() any { return all }))
+	return got
 }
 
 // scheduledMessages reads the thread's user_messages that came from a
@@ -194,28 +195,24 @@ func fmtField(ev client.Event, name string) string {
 // unless it ended the turn (end_turn).
 func turnEnded(t *testing.T, api client.API, thread chat.ThreadID, within time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
+	reason := ""
+	testkit.Eventually(t, within, func() bool {
 		var out struct {
 			Events []struct {
 				Type string `json:"type"`
 				chat.PromptDone
 			} `json:"events"`
 		}
-		if err := api.Call(context.Background(), http.MethodGet, "/api/threads/"+string(thread)+"/events", nil, &out); err != nil {
-			t.Fatal(err)
-		}
+		_ = api.Call(context.Background(), http.MethodGet, "/api/threads/"+string(thread)+"/events", nil, &out)
 		for _, ev := range out.Events {
 			if ev.Type == chat.TypePromptDone {
-				if ev.StopReason != chat.StopEndTurn {
-					t.Fatalf("the scheduled turn ended with %q: %+v", ev.StopReason, out.Events)
-				}
-				return
+				reason = ev.StopReason
+				return true
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no turn ended within %v: %+v", within, out.Events)
-		}
-		time.Sleep(200 * time.Millisecond) // polling a state the daemon reaches on its own
+		return false
+	}, "no turn ended in %s", thread)
+	if reason != chat.StopEndTurn {
+		t.Fatalf("the scheduled turn ended with %q, want end_turn", reason)
 	}
 }
