@@ -65,6 +65,22 @@ type UserMessage struct {
 	// Files are the files attached to it, saved in the thread's working
 	// directory; Text names their paths too (what the agent got).
 	Files []FileRef `json:"files,omitempty"`
+	// Origin, when set, says no person typed it: a schedule or a trigger
+	// sent it (every surface shows which).
+	Origin *Origin `json:"origin,omitempty"`
+}
+
+// Origin kinds: what sent a message no person typed.
+const (
+	OriginSchedule = "schedule"
+	OriginTrigger  = "trigger"
+)
+
+// Origin names the schedule or trigger a message came from.
+type Origin struct {
+	Kind string `json:"kind"`           // OriginSchedule or OriginTrigger
+	ID   string `json:"id"`             // the schedule's or trigger's id
+	Name string `json:"name,omitempty"` // its name, when it has one
 }
 
 // FileRef is a file attached to a message, as saved in the thread's working

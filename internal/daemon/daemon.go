@@ -96,6 +96,8 @@ type Daemon struct {
 	// at a cluster's hub, allSessions lists every machine's.
 	sessions    *sessions.Index
 	allSessions *sessions.Hub
+	// auto runs the schedules and serves the triggers (autorun.go).
+	auto *autorun
 }
 
 // Start opens the store, recovers what a previous run left, and listens.
@@ -268,6 +270,11 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 	}
 	d.extra = d.startExtras(cfg.Plugins)
 	d.prune = startPruner(st, cfg.Limits.RetainEvents.Duration, time.Now, log)
+	if d.auto, err = startAutorun(ctx, cfg, st, rt, log); err != nil {
+		d.Shutdown(ctx)
+		return nil, err
+	}
+	d.auto.handle(ws)
 	if cert != nil {
 		d.stopCert = cert.watch(log)
 	}
@@ -432,6 +439,7 @@ func (d *Daemon) Shutdown(ctx context.Context) error {
 		d.allSessions.Close()
 	}
 	d.stopCluster()
+	d.auto.close()
 	rerr := d.router.Close(ctx)
 	d.push.Close() // after the router: the cards' last changes are derived; what is unsent stays pending
 	d.fanout.Unwatch(d.pushWatch)

@@ -197,7 +197,7 @@ func (f *Fold) userMessage(ev client.Event) {
 			f.replaceAny(it)
 		}
 	} else {
-		f.User(Item{Kind: KindUser, Key: key, MessageID: p.MessageID, Text: p.Text, From: p.From.Channel, TS: ev.TS, Files: p.Files})
+		f.User(Item{Kind: KindUser, Key: key, MessageID: p.MessageID, Text: p.Text, From: p.From.Channel, TS: ev.TS, Files: p.Files, Origin: p.Origin})
 	}
 	if _, ok := f.view.Receipts[p.MessageID]; !ok {
 		f.Receipt(p.MessageID, Receipt{State: chat.DeliveryQueued})

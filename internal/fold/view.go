@@ -63,6 +63,7 @@ type Item struct {
 	MessageID string
 	From      string // the channel it was sent from ("" when sent from here)
 	Files     []chat.FileRef
+	Origin    *chat.Origin // the schedule or trigger that sent it (no person typed it)
 
 	// user, agent, thought, notice
 	Text string

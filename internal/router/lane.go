@@ -103,6 +103,7 @@ type pendingInput struct {
 	notify func(chat.Delivery)
 	retry  bool   // a failed message sent again: its user_message is already in the log
 	failed string // recorded as failed with this reason, never queued (SendRequest.Failed)
+	origin *chat.Origin
 }
 
 type laneAccept struct {
@@ -382,7 +383,7 @@ func (l *lane) onAccept(a laneAccept) {
 	p.in.Detail = l.waitsFor()
 	l.saveInput(p)
 	if !p.retry {
-		l.emit(chat.UserMessage{MessageID: p.in.MessageID, Text: p.in.Text, From: p.in.From, Files: refs})
+		l.emit(chat.UserMessage{MessageID: p.in.MessageID, Text: p.in.Text, From: p.in.From, Files: refs, Origin: p.origin})
 	}
 	if l.th.Title == "" {
 		l.th.Title = titleOf(p.in.Text)

@@ -34,6 +34,9 @@ type Message struct {
 	// the machine that owns the thread, and named by path in the text; an
 	// image among them also goes as an image to an agent that takes them.
 	Files []uploads.File `json:"files,omitempty"`
+	// Origin names the schedule or trigger that sent the message; set in
+	// Go only (internal/schedule, internal/trigger), never by a client.
+	Origin *chat.Origin `json:"-"`
 }
 
 type Image struct {

@@ -413,7 +413,7 @@ func (r *Router) route(ctx context.Context, req SendRequest, reply chan<- sendRe
 		MessageID: m.MessageID, ThreadID: id, From: req.From, Text: m.Text,
 		State: chat.DeliveryQueued, AcceptedAt: r.opt.Now(),
 	}
-	l.accept(&pendingInput{in: in, images: m.Images, files: m.Files, notify: req.Notify, failed: req.Failed}, func(d chat.Delivery, err error) {
+	l.accept(&pendingInput{in: in, images: m.Images, files: m.Files, notify: req.Notify, failed: req.Failed, origin: m.Origin}, func(d chat.Delivery, err error) {
 		if err == nil || errors.Is(err, chat.ErrDuplicate) {
 			reply <- sendReply{delivery: d, thread: id, err: err}
 			return

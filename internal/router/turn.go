@@ -140,6 +140,14 @@ func (l *lane) prompt(t *turn) {
 			p.FileImages = append(p.FileImages, driver.Image{MIMEType: mime, Data: f.Data})
 		}
 	}
+	// The agent is told only once "delivering" is stored: a crash after it
+	// was told then finds the message delivering, judged at the restart by
+	// the agent's own record, never still queued, which would send it again.
+	// (When the store cannot write for now, the step is kept and the agent
+	// told anyway: the turn does not wait on a full disk.)
+	if err := l.flush(); err != nil {
+		l.log.Warn("router: the delivering receipt is not stored yet; prompting anyway", "message", t.p.in.MessageID, "err", err)
+	}
 	l.spawn(func() {
 		err := s.Prompt(ctx, p)
 		cancel()

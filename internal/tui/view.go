@@ -2,6 +2,7 @@ package tui
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -325,7 +326,11 @@ func (m *Model) renderItemNow(it fold.Item, w int, name string) string {
 	switch it.Kind {
 	case fold.KindUser:
 		who := "you"
-		if it.From != "" && it.From != "tui" {
+		switch {
+		case it.Origin != nil:
+			// No person typed it: say which schedule or trigger did.
+			who = it.Origin.Kind + " " + cmp.Or(it.Origin.Name, it.Origin.ID)
+		case it.From != "" && it.From != "tui":
 			who = "you (" + it.From + ")"
 		}
 		r := m.receiptOf(it.MessageID)

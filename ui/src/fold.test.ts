@@ -179,6 +179,15 @@ test("a card whose answer was refused while its agent is not running stays open;
   assert.ok(f.closedCards.has("r2"));
 });
 
+test("a message a schedule or a trigger sent says which", () => {
+  const { f } = fold([
+    { type: "user_message", seq: 1, message_id: "sch_1@946890000", text: "report", from: { channel: "schedule", chat: "sch_1" }, origin: { kind: "schedule", id: "sch_1", name: "nightly" } },
+    { type: "user_message", seq: 2, message_id: "m1", text: "hi", from: { channel: "web", chat: "c" } },
+  ]);
+  const users = of(f.view.items, "user");
+  assert.deepEqual(users.map((u) => u.origin), [{ kind: "schedule", id: "sch_1", name: "nightly" }, undefined]);
+});
+
 // The table both folds are held to (testdata/views.json): frame sequences and
 // the view each must fold them to, in a neutral shape the Go fold
 // (internal/fold) writes the same way. PARLEY_UPDATE_VIEWS=1 rewrites the

@@ -19,7 +19,7 @@
 // Only type imports: Node runs this file as is (type stripping).
 
 import type { Usage } from "./chat/usage";
-import type { Answers, Command, ConfigOption, Diff, Location, ModeOption, PermissionOption, PlanEntry, QuestionItem, ServerEvent } from "./protocol";
+import type { Answers, Command, ConfigOption, Diff, Location, ModeOption, Origin, PermissionOption, PlanEntry, QuestionItem, ServerEvent } from "./protocol";
 
 export type Receipt = { state: "sending" | "queued" | "delivering" | "submitted" | "failed" | "unknown"; detail?: string };
 
@@ -30,7 +30,7 @@ export type CardState = "open" | "answering" | "resolved" | "cancelled" | "close
 export type Shown = { name: string; path?: string; mime_type?: string; size?: number; url?: string };
 
 export type Item =
-  | { kind: "user"; key: string; message_id: string; text: string; from?: string; ts?: string; files?: Shown[] }
+  | { kind: "user"; key: string; message_id: string; text: string; from?: string; ts?: string; files?: Shown[]; origin?: Origin }
   | { kind: "agent"; key: string; text: string; ts?: string }
   | { kind: "thought"; key: string; text: string }
   | {
@@ -201,7 +201,7 @@ export class Fold {
             this.replaceAny({ ...it, ts: it.ts ?? ev.ts, text: ev.text, files });
           }
         } else {
-          this.user({ kind: "user", key: "u:" + ev.message_id, message_id: ev.message_id, text: ev.text, from: ev.from?.channel, ts: ev.ts, ...(ev.files ? { files: ev.files } : {}) });
+          this.user({ kind: "user", key: "u:" + ev.message_id, message_id: ev.message_id, text: ev.text, from: ev.from?.channel, ts: ev.ts, ...(ev.files ? { files: ev.files } : {}), ...(ev.origin ? { origin: ev.origin } : {}) });
         }
         if (!v.receipts[ev.message_id]) this.receipt(ev.message_id, { state: "queued" });
         if (this.index.has("u:" + ev.message_id)) this.lastKind = "user";

@@ -81,7 +81,7 @@ export type ServerEvent = Logged &
     | { type: "replay_done"; last_seq: number; from_copy?: boolean; offline_since?: string }
     | { type: "history_pruned"; through_seq: number }
     | { type: "pong" }
-    | { type: "user_message"; message_id: string; text: string; from: RouteKey; files?: FileRef[] }
+    | { type: "user_message"; message_id: string; text: string; from: RouteKey; files?: FileRef[]; origin?: Origin }
     | { type: "delivery"; message_id: string; state: DeliveryState; detail?: string }
     | { type: "agent_chunk"; text: string; message_id?: string }
     // Provisional text (a terminal agent's screen): no seq, never in the log;
@@ -115,6 +115,9 @@ export type ImageData = { mime_type: string; data: string };
 // A file attached to a message (data is base64): saved in the thread's
 // working directory and named by path in the message.
 export type FileData = { name: string; mime_type?: string; data: string };
+
+// What sent a message no person typed: a schedule or a trigger.
+export type Origin = { kind: "schedule" | "trigger"; id: string; name?: string };
 
 // A file as saved, in a user_message.
 export type FileRef = { name: string; path: string; mime_type?: string; size: number };

@@ -301,6 +301,9 @@ func (a *agent) emit(ctx context.Context, s *session, ev chat.Event, frame []byt
 		if ev.Decode(&m) == nil && (replay || m.From != s.route) {
 			u := acp.UpdateUserMessageText(m.Text)
 			u.UserMessageChunk.Meta = map[string]any{"parley/message_id": m.MessageID, "parley/from": m.From}
+			if m.Origin != nil {
+				u.UserMessageChunk.Meta["parley/origin"] = m.Origin // a schedule or trigger sent it
+			}
 			a.update(ctx, s.id, u)
 		}
 		a.ext(ctx, s.id, ev.Type, frame)

@@ -7,6 +7,7 @@ import type { Store } from "../store";
 import { canAskNotify } from "../app";
 import { Devices } from "./devices";
 import { Machines } from "./machines";
+import { Schedules } from "./schedules";
 
 // ModeSelects is the mode switch and one select per config option the agent lists.
 export function ModeSelects({ store }: { store: Store }) {
@@ -62,6 +63,7 @@ export function Account({ store }: { store: Store }) {
       <NotifyOptIn />
       <Machines store={store} />
       <Devices />
+      <Schedules agents={store.state.agents.filter((a) => !a.node || a.node === store.state.node).map((a) => a.id)} />
       <SignOut />
     </footer>
   );

@@ -463,6 +463,11 @@ export const ItemView = memo(({ it, store, receipt, withdrawable }: { it: Item; 
             {it.files?.length ? <FilesView files={it.files} thread={store.state.chat.thread?.id} /> : null}
           </div>
           <div class="meta">
+            {it.origin && (
+              <span class={`origin origin-${it.origin.kind}`} data-origin={it.origin.id} title={`Sent by ${it.origin.kind} ${it.origin.id}, not typed by a person`}>
+                {it.origin.kind === "schedule" ? "⏱ schedule" : "⚡ trigger"} {it.origin.name || it.origin.id}
+              </span>
+            )}
             <Time ts={it.ts} />
             <ReceiptView r={receipt} onRetry={() => store.retry(it.message_id)} />
             {withdrawable && receipt?.state === "queued" && (

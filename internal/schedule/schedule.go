@@ -1,0 +1,169 @@
+// Package schedule runs schedules: a text sent to an agent at times of its
+// own (a cron expression, every so long, or once at a time), stored in the
+// machine's SQLite. One goroutine (the Runner's) owns every schedule; a run
+// is a message through the router's one send path whose id names the
+// schedule and the due time, so it reaches the agent once even when parley
+// dies at the due moment (the router knows the id again after a restart).
+package schedule
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/store"
+)
+
+// Limits.
+const (
+	MaxText      = 16 << 10 // a run's text, in bytes
+	MaxName      = 80       // a schedule's name, in characters
+	MaxSchedules = 500      // schedules on one machine
+)
+
+// Store keeps schedules (store/sqlite).
+type Store interface {
+	Schedules(ctx context.Context) ([]store.Schedule, error)
+	PutSchedule(ctx context.Context, s store.Schedule) error
+	DeleteSchedule(ctx context.Context, id string) error
+}
+
+// Spec is a schedule as asked for (POST /api/schedules).
+type Spec struct {
+	Name    string        `json:"name,omitempty"`
+	Agent   string        `json:"agent"`
+	Cwd     string        `json:"cwd"`
+	Thread  chat.ThreadID `json:"thread,omitempty"`
+	NewEach bool          `json:"new,omitempty"`
+	Cron    string        `json:"cron,omitempty"`
+	Every   string        `json:"every,omitempty"`
+	At      string        `json:"at,omitempty"`
+	TZ      string        `json:"tz,omitempty"`
+	Missed  string        `json:"missed,omitempty"`
+	Text    string        `json:"text"`
+}
+
+// Schedule is a schedule as listed (GET /api/schedules).
+type Schedule struct {
+	ID      string        `json:"id"`
+	Name    string        `json:"name,omitempty"`
+	Agent   string        `json:"agent"`
+	Cwd     string        `json:"cwd"`
+	Thread  chat.ThreadID `json:"thread,omitempty"`
+	NewEach bool          `json:"new,omitempty"`
+	Kind    string        `json:"kind"`
+	Expr    string        `json:"expr"`
+	TZ      string        `json:"tz"`
+	Missed  string        `json:"missed"`
+	Text    string        `json:"text"`
+	Paused  bool          `json:"paused"`
+	NextRun *time.Time    `json:"next_run,omitempty"` // none: paused, or an --at that ran
+	LastRun *time.Time    `json:"last_run,omitempty"`
+	// LastThread is the thread the last run went to.
+	LastThread chat.ThreadID `json:"last_thread,omitempty"`
+	LastError  string        `json:"last_error,omitempty"`
+	Created    time.Time     `json:"created_at"`
+}
+
+func view(s store.Schedule) Schedule {
+	v := Schedule{ID: s.ID, Name: s.Name, Agent: s.Agent, Cwd: s.Cwd, Thread: s.Thread, NewEach: s.NewEach,
+		Kind: s.Kind, Expr: s.Expr, TZ: s.TZ, Missed: s.Missed, Text: s.Text, Paused: s.Paused,
+		LastThread: s.LastThread, LastError: s.LastError, Created: s.Created}
+	if !s.NextRun.IsZero() && !s.Paused {
+		t := s.NextRun
+		v.NextRun = &t
+	}
+	if !s.LastRun.IsZero() {
+		t := s.LastRun
+		v.LastRun = &t
+	}
+	return v
+}
+
+// check validates a spec and makes it a schedule made now: its first run is
+// the first due time after now.
+func (sp Spec) schedule(now time.Time) (store.Schedule, timing, error) {
+	t := Target{Agent: sp.Agent, Cwd: sp.Cwd, Thread: sp.Thread, NewEach: sp.NewEach}
+	if err := t.Check(); err != nil {
+		return store.Schedule{}, nil, err
+	}
+	if err := checkText(sp.Text); err != nil {
+		return store.Schedule{}, nil, err
+	}
+	if err := checkName(sp.Name); err != nil {
+		return store.Schedule{}, nil, err
+	}
+	kind, expr, n := "", "", 0
+	for _, k := range []struct{ kind, expr string }{{KindCron, sp.Cron}, {KindEvery, sp.Every}, {KindAt, sp.At}} {
+		if k.expr != "" {
+			kind, expr, n = k.kind, strings.TrimSpace(k.expr), n+1
+		}
+	}
+	if n != 1 {
+		return store.Schedule{}, nil, badInput("say when with exactly one of \"cron\", \"every\" and \"at\"")
+	}
+	missed := sp.Missed
+	switch missed {
+	case "":
+		missed = MissedRunOnce
+	case MissedRunOnce, MissedSkip:
+	default:
+		return store.Schedule{}, nil, badInput(fmt.Sprintf("\"missed\" is %q: run-once or skip", missed))
+	}
+	tz := sp.TZ
+	if tz == "" {
+		tz = "Local"
+	}
+	tm, err := parseTiming(kind, expr, tz, now)
+	if err != nil {
+		return store.Schedule{}, nil, badInput(err.Error())
+	}
+	next := tm.next(now)
+	if next.IsZero() {
+		return store.Schedule{}, nil, badInput(fmt.Sprintf("%s %q is never due after now (%s)", kind, expr, now.Format(time.RFC3339)))
+	}
+	return store.Schedule{
+		ID: chat.NewID("sch"), Name: strings.TrimSpace(sp.Name), Agent: sp.Agent, Cwd: sp.Cwd, Thread: sp.Thread,
+		NewEach: sp.NewEach, Kind: kind, Expr: expr, TZ: tz, Missed: missed, Text: sp.Text,
+		NextRun: next, Created: now,
+	}, tm, nil
+}
+
+func checkText(text string) error {
+	switch {
+	case strings.TrimSpace(text) == "":
+		return badInput("the text is empty: say what the agent is to do")
+	case len(text) > MaxText:
+		return badInput(fmt.Sprintf("the text is %d bytes: at most %d", len(text), MaxText))
+	case !utf8.ValidString(text):
+		return badInput("the text is not UTF-8")
+	}
+	return nil
+}
+
+// CheckName refuses a name longer than MaxName or holding control characters.
+func checkName(name string) error {
+	if utf8.RuneCountInString(name) > MaxName {
+		return badInput(fmt.Sprintf("the name is longer than %d characters", MaxName))
+	}
+	for _, r := range name {
+		if r < 0x20 || r == 0x7f {
+			return badInput("the name must be one line, without control characters")
+		}
+	}
+	return nil
+}
+
+// CheckName is checkName for internal/trigger.
+func CheckName(name string) error { return checkName(name) }
+
+// runID names the run of a schedule due at due: the same after a restart.
+func runID(id string, due time.Time) string {
+	return fmt.Sprintf("%s@%d", id, due.Unix())
+}
+
+// Route is the route a schedule's runs come from.
+func Route(id string) chat.RouteKey { return chat.RouteKey{Channel: chat.OriginSchedule, Chat: id} }

@@ -1,0 +1,147 @@
+// Schedules: this machine's schedules (GET /api/schedules) with their next
+// and last run and the thread the last run went to; add, pause, resume,
+// delete. Shown beside Devices, desktop and phone alike.
+
+import { useEffect, useState } from "preact/hooks";
+
+type Schedule = {
+  id: string;
+  name?: string;
+  agent: string;
+  cwd: string;
+  thread?: string;
+  new?: boolean;
+  kind: "cron" | "every" | "at";
+  expr: string;
+  tz: string;
+  missed: string;
+  text: string;
+  paused: boolean;
+  next_run?: string;
+  last_run?: string;
+  last_thread?: string;
+  last_error?: string;
+};
+
+async function api<T>(method: string, path: string, body?: unknown): Promise<T> {
+  const r = await fetch(path, {
+    method,
+    credentials: "same-origin",
+    headers: body === undefined ? {} : { "Content-Type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const j = await r.json().catch(() => ({}));
+  if (!r.ok) throw new Error(j?.error?.message ?? `HTTP ${r.status}`);
+  return j as T;
+}
+
+function when(ts?: string): string {
+  if (!ts) return "–";
+  const d = new Date(ts);
+  return isFinite(d.getTime()) ? d.toLocaleString() : "–";
+}
+
+type Draft = { agent: string; cwd: string; kind: "cron" | "every" | "at"; expr: string; text: string; name: string; fresh: boolean; tz: string };
+
+export function Schedules({ agents }: { agents: string[] }) {
+  const [open, setOpen] = useState(false);
+  const [list, setList] = useState<Schedule[]>([]);
+  const [err, setErr] = useState("");
+  const [draft, setDraft] = useState<Draft>({ agent: "", cwd: "", kind: "cron", expr: "", text: "", name: "", fresh: false, tz: "" });
+  const load = () =>
+    api<{ schedules: Schedule[] }>("GET", "/api/schedules").then(
+      (j) => setList(j.schedules),
+      (e) => setErr(String(e.message ?? e)),
+    );
+  useEffect(() => {
+    if (open) void load();
+  }, [open]);
+  const act = async (f: () => Promise<unknown>) => {
+    setErr("");
+    try {
+      await f();
+    } catch (e) {
+      setErr(String((e as Error).message));
+    }
+    void load();
+  };
+  const add = (e: Event) => {
+    e.preventDefault();
+    const d = draft;
+    const body: Record<string, unknown> = { agent: d.agent || agents[0], cwd: d.cwd, text: d.text, [d.kind]: d.kind === "at" ? new Date(d.expr).toISOString() : d.expr };
+    if (d.name) body.name = d.name;
+    if (d.tz) body.tz = d.tz;
+    if (d.fresh) body.new = true;
+    void act(async () => {
+      await api("POST", "/api/schedules", body);
+      setDraft({ ...d, expr: "", text: "", name: "" });
+    });
+  };
+  const set = (k: keyof Draft) => (e: Event) => {
+    const t = e.target as HTMLInputElement;
+    setDraft({ ...draft, [k]: t.type === "checkbox" ? t.checked : t.value });
+  };
+  return (
+    <details class="schedules" onToggle={(e) => setOpen((e.target as HTMLDetailsElement).open)}>
+      <summary>Schedules</summary>
+      {err && <p role="alert" class="hint error">{err}</p>}
+      <ul class="schedule-list">
+        {list.map((s) => (
+          <li key={s.id} data-schedule={s.id}>
+            <span class="name">{s.name || s.text.split("\n")[0].slice(0, 60)}</span>
+            <span class="hint">
+              {s.kind} {s.expr} {s.kind === "cron" ? `(${s.tz})` : ""} · {s.agent} · next {s.paused ? "paused" : when(s.next_run)} · last {when(s.last_run)}
+              {s.last_thread && (
+                <>
+                  {" · "}
+                  <a href={`#/t/${encodeURIComponent(s.last_thread)}`} class="last-thread">its thread</a>
+                </>
+              )}
+              {s.last_error && <span class="error"> · failed: {s.last_error}</span>}
+            </span>
+            <span>
+              {s.paused ? (
+                <button type="button" class="link resume" onClick={() => act(() => api("POST", `/api/schedules/${encodeURIComponent(s.id)}/resume`))}>Resume</button>
+              ) : (
+                <button type="button" class="link pause" onClick={() => act(() => api("POST", `/api/schedules/${encodeURIComponent(s.id)}/pause`))}>Pause</button>
+              )}{" "}
+              <button
+                type="button"
+                class="link delete"
+                onClick={() => confirm("Delete this schedule? Its runs stay in their threads.") && act(() => api("DELETE", `/api/schedules/${encodeURIComponent(s.id)}`))}
+              >
+                Delete
+              </button>
+            </span>
+          </li>
+        ))}
+        {open && !list.length && <li class="hint">No schedules on this machine.</li>}
+      </ul>
+      <form class="schedule-add" onSubmit={add}>
+        <select aria-label="Agent" value={draft.agent || agents[0]} onChange={set("agent")}>
+          {agents.map((a) => (
+            <option key={a} value={a}>{a}</option>
+          ))}
+        </select>
+        <input aria-label="Working directory" placeholder="/path/to/project" required value={draft.cwd} onInput={set("cwd")} />
+        <select aria-label="When" value={draft.kind} onChange={set("kind")}>
+          <option value="cron">cron</option>
+          <option value="every">every</option>
+          <option value="at">once at</option>
+        </select>
+        {draft.kind === "at" ? (
+          <input aria-label="Schedule" required type="datetime-local" value={draft.expr} onInput={set("expr")} />
+        ) : (
+          <input aria-label="Schedule" required placeholder={draft.kind === "cron" ? "0 9 * * 1-5" : "2h"} value={draft.expr} onInput={set("expr")} />
+        )}
+        {draft.kind === "cron" && <input aria-label="Time zone" placeholder="time zone (default the machine's)" value={draft.tz} onInput={set("tz")} />}
+        <input aria-label="Name" placeholder="name (optional)" value={draft.name} onInput={set("name")} />
+        <textarea aria-label="Text" placeholder="What the agent is to do" required value={draft.text} onInput={set("text")} />
+        <label class="hint">
+          <input type="checkbox" checked={draft.fresh} onChange={set("fresh")} /> a new thread each run
+        </label>
+        <button type="submit">Add schedule</button>
+      </form>
+    </details>
+  );
+}
