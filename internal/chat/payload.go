@@ -477,6 +477,9 @@ const (
 	NoticeInfo  = "info"  // for the record
 	NoticeDone  = "done"  // a piece of work is finished
 	NoticeError = "error" // something went wrong
+
+	FromAgent = "agent" // a notice from the agent's notify_person tool
+	FromCLI   = "cli"   // a notice from parley notify (POST /api/notify)
 )
 
 // Notice is a note told to the person outside a turn's answer: by the agent
@@ -486,7 +489,7 @@ const (
 type Notice struct {
 	Text  string `json:"text"`  // what to tell, in the sender's words
 	Level string `json:"level"` // one of the Notice* levels
-	From  string `json:"from"`  // who said it: "agent" (its tool) or "cli" (parley notify)
+	From  string `json:"from"`  // who said it: FromAgent or FromCLI
 }
 
 // ValidNoticeLevel reports whether level is one of the Notice* levels.
