@@ -71,7 +71,14 @@ type Server struct {
 
 	mu     sync.Mutex
 	grants map[[sha256.Size]byte]*mcp.Server // by the credential's hash: one server per session, bound to its thread
+	calls  map[string]context.Context        // the HTTP requests in flight, by callHeader
 }
+
+// callHeader names the HTTP request a tool call came in (set by the
+// server itself, whatever the agent sent): the SDK runs tool handlers on a
+// context detached from the request, and an agent that gives up a call
+// drops its request, which must end the call (an ask's card is withdrawn).
+const callHeader = "X-Parley-Call"
 
 // Listen starts the server on a loopback port of its own (never the
 // dashboard's listener, which may face a network).
@@ -83,7 +90,7 @@ func Listen(person Person, log *slog.Logger) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mcpserver: listen: %w", err)
 	}
-	s := &Server{person: person, log: log, ln: ln, grants: map[[sha256.Size]byte]*mcp.Server{}}
+	s := &Server{person: person, log: log, ln: ln, grants: map[[sha256.Size]byte]*mcp.Server{}, calls: map[string]context.Context{}}
 	s.url = "http://" + ln.Addr().String() + Path
 	mux := http.NewServeMux()
 	mux.Handle(Path, s.Handler())
@@ -140,8 +147,35 @@ func (s *Server) Handler() http.Handler {
 			http.Error(w, "parley: this MCP server needs the credential parley gave the agent's session (a missing, wrong or ended one is refused)", http.StatusUnauthorized)
 			return
 		}
+		id := rand.Text()
+		r.Header.Set(callHeader, id)
+		s.mu.Lock()
+		s.calls[id] = r.Context()
+		s.mu.Unlock()
+		defer func() {
+			s.mu.Lock()
+			delete(s.calls, id)
+			s.mu.Unlock()
+		}()
 		mcpH.ServeHTTP(w, r)
 	})
+}
+
+// callContext is ctx, ended also when the HTTP request that carried call
+// (its callHeader) ends.
+func (s *Server) callContext(ctx context.Context, call *mcp.CallToolRequest) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	if call.Extra == nil {
+		return ctx, cancel
+	}
+	s.mu.Lock()
+	req := s.calls[call.Extra.Header.Get(callHeader)]
+	s.mu.Unlock()
+	if req == nil {
+		return ctx, cancel
+	}
+	stop := context.AfterFunc(req, cancel)
+	return ctx, func() { stop(); cancel() }
 }
 
 // serverFor is the server of r's credential, or nil.

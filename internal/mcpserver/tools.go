@@ -32,11 +32,13 @@ func (s *Server) newMCP(thread chat.ThreadID) *mcp.Server {
 		Name: "ask_person",
 		Description: "Ask the person you work for a question and wait for the answer. It reaches them wherever they are " +
 			"(browser, phone, terminal, chat app). Use it when you need a decision only they can make.",
-	}, func(ctx context.Context, _ *mcp.CallToolRequest, in AskInput) (*mcp.CallToolResult, any, error) {
+	}, func(ctx context.Context, req *mcp.CallToolRequest, in AskInput) (*mcp.CallToolResult, any, error) {
 		q, err := askItem(in)
 		if err != nil {
 			return nil, nil, err
 		}
+		ctx, cancel := s.callContext(ctx, req)
+		defer cancel()
 		words, err := s.person.Ask(ctx, thread, q)
 		if err != nil {
 			return nil, nil, fmt.Errorf("the person did not answer: %w", err)

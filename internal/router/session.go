@@ -60,6 +60,10 @@ func (l *lane) setSession(s driver.Session) {
 		l.r.opt.Metrics.LiveSessions.Inc()
 	case l.sess != nil && s == nil:
 		l.r.opt.Metrics.LiveSessions.Dec()
+		if l.revokeTools != nil { // the session ends: its credential with it
+			l.revokeTools()
+			l.revokeTools = nil
+		}
 	}
 	l.sess = s
 	if l.life == laneClosing {
