@@ -29,6 +29,7 @@ import (
 	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/driver"
 	"github.com/parleyhq/parley/internal/fanout"
+	"github.com/parleyhq/parley/internal/mcpserver"
 	"github.com/parleyhq/parley/internal/push"
 	"github.com/parleyhq/parley/internal/router"
 	"github.com/parleyhq/parley/internal/store"
@@ -87,6 +88,8 @@ type Daemon struct {
 	stopRelay func()
 	// tailnet is set when [tailscale] puts the dashboard on the tailnet.
 	tailnet *tailnet.Node
+	// tools is parley's MCP server, given to every agent session.
+	tools *mcpserver.Server
 }
 
 // Start opens the store, recovers what a previous run left, and listens.
@@ -124,6 +127,20 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 		st.Close()
 		return nil, err
 	}
+	// parley's MCP server for the agents (ask_person, notify_person): on a
+	// loopback port of its own, whatever cfg.Addr faces.
+	tools, err := mcpserver.Listen(person{rt: &gone}, log)
+	if err != nil {
+		ch.close()
+		st.Close()
+		return nil, err
+	}
+	started := false
+	defer func() {
+		if !started {
+			tools.Close(context.WithoutCancel(ctx))
+		}
+	}()
 	var rem router.Remote
 	readStore := store.Store(st)
 	if ch != nil {
@@ -133,7 +150,7 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 		Agents: cfg.Agents, DefaultAgent: cfg.DefaultAgent, Roots: cfg.Roots,
 		Drivers: opt.Drivers, QueueDepth: cfg.Limits.QueueDepth, MaxMessageBytes: cfg.Limits.MaxMessageBytes,
 		MaxSessions: cfg.Limits.MaxSessions, ThreadsPerMinute: cfg.Limits.ThreadsPerMinute,
-		Logger: log, Metrics: router.NewMetrics(reg), Remote: rem,
+		Logger: log, Metrics: router.NewMetrics(reg), Remote: rem, Tools: tools,
 	})
 	if err := rt.Start(ctx); err != nil {
 		ch.close()
@@ -199,7 +216,7 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 		ln = tls.NewListener(ln, cert.tlsConfig())
 	}
 	d = &Daemon{cfg: cfg, log: log, store: st, fanout: h, router: rt, web: ws, ln: ln, token: token, devices: sessions,
-		push: pusher, pushWatch: watch, cert: cert,
+		push: pusher, pushWatch: watch, cert: cert, tools: tools,
 		served: make(chan error, 1),
 		http: &http.Server{Handler: ws,
 			// Every request must arrive in time. net/http lifts the read
@@ -246,6 +263,7 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 	}
 	d.handle(ws)
 	go func() { d.served <- d.http.Serve(ln) }()
+	started = true
 	return d, nil
 }
 
@@ -437,12 +455,13 @@ func (d *Daemon) Shutdown(ctx context.Context) error {
 	}
 	d.stopCluster()
 	rerr := d.router.Close(ctx)
-	d.push.Close() // after the router: the cards' last changes are derived; what is unsent stays pending
+	terr := d.tools.Close(ctx) // after the router: its lanes ended the calls waiting on cards
+	d.push.Close()             // after the router: the cards' last changes are derived; what is unsent stays pending
 	d.fanout.Unwatch(d.pushWatch)
 	d.prune.stop()
 	if d.stopCert != nil {
 		d.stopCert()
 	}
 	serr := d.store.Close()
-	return errors.Join(herr, rerr, serr)
+	return errors.Join(herr, rerr, terr, serr)
 }
