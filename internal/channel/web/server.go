@@ -176,6 +176,7 @@ func (s *Server) routes() {
 	api("GET /api/route", s.handleRoute)
 	api("GET /api/sessions", s.handleSessions)
 	api("POST /api/threads/{id}/unload", s.handleUnload)
+	api("POST /api/notify", s.handleNotify)
 	if s.opt.Registry != nil {
 		s.mux.Handle("GET /metrics", s.authed(promhttp.HandlerFor(s.opt.Registry, promhttp.HandlerOpts{}).ServeHTTP))
 	}
