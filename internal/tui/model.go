@@ -437,6 +437,10 @@ func (m *Model) onEvent(ev client.Event) tea.Cmd {
 		var p chat.Error
 		_ = ev.Decode(&p)
 		m.onError(p)
+	case chat.TypeNotice:
+		var p chat.Notice
+		_ = ev.Decode(&p)
+		m.add(&entry{kind: entryNote, text: noticeLine(p)})
 	case chat.TypeSessionInfo:
 		var p chat.SessionInfo
 		_ = ev.Decode(&p)
@@ -964,4 +968,14 @@ func shortErr(err error) string {
 		s = s[:120] + "…"
 	}
 	return s
+}
+
+// noticeLine is a notice as the conversation shows it: who said it, how,
+// and what.
+func noticeLine(n chat.Notice) string {
+	from := "the agent"
+	if n.From == chat.FromCLI {
+		from = "a script"
+	}
+	return fmt.Sprintf("notice from %s (%s): %s", from, n.Level, n.Text)
 }
