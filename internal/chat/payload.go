@@ -30,6 +30,7 @@ const (
 	TypeError              = "error"               // an error a person sees (Error)
 	TypeSessionInfo        = "session"             // the agent process came or went (SessionInfo)
 	TypeThreadInfo         = "thread_info"         // the thread was renamed, archived or un-archived (ThreadInfo)
+	TypeNotice             = "notice"              // a note for the person from the agent or a script (Notice)
 )
 
 // Connection-level event types (not in any log).
@@ -487,6 +488,31 @@ type Error struct {
 	Ref     string `json:"ref,omitempty"` // the input it answers (a message id or request id)
 }
 
+// Notice levels: how a notice wants to be read.
+const (
+	NoticeInfo  = "info"  // for the record
+	NoticeDone  = "done"  // a piece of work is finished
+	NoticeError = "error" // something went wrong
+
+	FromAgent = "agent" // a notice from the agent's notify_person tool
+	FromCLI   = "cli"   // a notice from parley notify (POST /api/notify)
+)
+
+// Notice is a note told to the person outside a turn's answer: by the agent
+// (its notify_person tool) or by a script (parley notify). It is stored in
+// the thread's log, shown on every surface and pushed to the devices that
+// turned notices on.
+type Notice struct {
+	Text  string `json:"text"`  // what to tell, in the sender's words
+	Level string `json:"level"` // one of the Notice* levels
+	From  string `json:"from"`  // who said it: FromAgent or FromCLI
+}
+
+// ValidNoticeLevel reports whether level is one of the Notice* levels.
+func ValidNoticeLevel(level string) bool {
+	return level == NoticeInfo || level == NoticeDone || level == NoticeError
+}
+
 // SessionInfo records that a thread's session started or ended.
 type SessionInfo struct {
 	State     string `json:"state"`                // started, resumed, unloaded, exited
@@ -598,6 +624,7 @@ func (PromptDone) EventType() string         { return TypePromptDone }
 func (Error) EventType() string              { return TypeError }
 func (SessionInfo) EventType() string        { return TypeSessionInfo }
 func (ThreadInfo) EventType() string         { return TypeThreadInfo }
+func (Notice) EventType() string             { return TypeNotice }
 func (Config) EventType() string             { return TypeConfig }
 func (ThreadEvent) EventType() string        { return TypeThread }
 func (ReplayDone) EventType() string         { return TypeReplayDone }

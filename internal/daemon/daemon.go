@@ -29,6 +29,7 @@ import (
 	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/driver"
 	"github.com/parleyhq/parley/internal/fanout"
+	"github.com/parleyhq/parley/internal/mcpserver"
 	"github.com/parleyhq/parley/internal/push"
 	"github.com/parleyhq/parley/internal/remote"
 	"github.com/parleyhq/parley/internal/router"
@@ -98,6 +99,8 @@ type Daemon struct {
 	allSessions *sessions.Hub
 	// auto runs the schedules and serves the triggers (autorun.go).
 	auto *autorun
+	// tools is parley's MCP server, given to every agent session.
+	tools *mcpserver.Server
 }
 
 // Start opens the store, recovers what a previous run left, and listens.
@@ -134,6 +137,21 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 		st.Close()
 		return nil, err
 	}
+	// parley's MCP server for the agents (ask_person, notify_person): on a
+	// loopback port of its own, whatever cfg.Addr faces.
+	var running atomic.Pointer[router.Router] // the tools reach the router once it runs
+	tools, err := mcpserver.Listen(person{rt: &running}, log)
+	if err != nil {
+		ch.Close()
+		st.Close()
+		return nil, err
+	}
+	started := false
+	defer func() {
+		if !started {
+			tools.Close(context.WithoutCancel(ctx))
+		}
+	}()
 	var rem router.Remote
 	readStore := store.Store(st)
 	if ch != nil {
@@ -143,7 +161,7 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 		Agents: cfg.Agents, DefaultAgent: cfg.DefaultAgent, Roots: cfg.Roots,
 		Drivers: opt.Drivers, QueueDepth: cfg.Limits.QueueDepth, MaxMessageBytes: cfg.Limits.MaxMessageBytes,
 		MaxSessions: cfg.Limits.MaxSessions, ThreadsPerMinute: cfg.Limits.ThreadsPerMinute,
-		Logger: log, Metrics: router.NewMetrics(reg), Remote: rem,
+		Logger: log, Metrics: router.NewMetrics(reg), Remote: rem, Tools: tools,
 	})
 	if err := rt.Start(ctx); err != nil {
 		ch.Close()
@@ -153,6 +171,7 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 	if ch != nil {
 		ch.RouterStarted(rt)
 	}
+	running.Store(rt)
 	opt.Version.PID = os.Getpid()
 	opt.Version.Started = time.Now().UTC()
 	// push starts first (the web channel serves it) and asks the web channel
@@ -226,7 +245,7 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 		ln = tls.NewListener(ln, cert.tlsConfig())
 	}
 	d = &Daemon{cfg: cfg, log: log, store: st, fanout: h, router: rt, web: ws, ln: ln, token: token, devices: devs,
-		push: pusher, pushWatch: watch, cert: cert, sessions: idx, allSessions: allSessions,
+		push: pusher, pushWatch: watch, cert: cert, sessions: idx, allSessions: allSessions, tools: tools,
 		served: make(chan error, 1),
 		http: &http.Server{Handler: ws,
 			// Every request must arrive in time. net/http lifts the read
@@ -280,6 +299,7 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 	}
 	d.handle(ws)
 	go func() { d.served <- d.http.Serve(ln) }()
+	started = true
 	return d, nil
 }
 
@@ -441,14 +461,15 @@ func (d *Daemon) Shutdown(ctx context.Context) error {
 	d.stopCluster()
 	d.auto.close()
 	rerr := d.router.Close(ctx)
-	d.push.Close() // after the router: the cards' last changes are derived; what is unsent stays pending
+	terr := d.tools.Close(ctx) // after the router: its lanes ended the calls waiting on cards
+	d.push.Close()             // after the router: the cards' last changes are derived; what is unsent stays pending
 	d.fanout.Unwatch(d.pushWatch)
 	d.prune.stop()
 	if d.stopCert != nil {
 		d.stopCert()
 	}
 	serr := d.store.Close()
-	return errors.Join(herr, rerr, serr, d.sessions.Close())
+	return errors.Join(herr, rerr, terr, serr, d.sessions.Close())
 }
 
 // readStore is what the daemon's readers use: the hub's view of every

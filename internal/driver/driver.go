@@ -18,6 +18,7 @@ package driver
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"time"
@@ -46,6 +47,30 @@ type Spec struct {
 	// Options carries transport-specific settings from config (e.g. the tmux session to adopt).
 	Options map[string]string
 	Logger  *slog.Logger
+	// Tools is parley's own MCP server for this session (internal/mcpserver:
+	// ask_person, notify_person), or nil. Each driver hands it to its agent
+	// in the agent's own way and lets its tools run without asking.
+	Tools *MCPServer
+}
+
+// MCPServer is an MCP server reached over streamable HTTP. Headers carry
+// the session's credential: never logged, never on a command line.
+type MCPServer struct {
+	Name    string            // the name the agent knows it by ("parley")
+	URL     string            // http://127.0.0.1:port/mcp
+	Headers map[string]string // e.g. Authorization: Bearer <secret>
+}
+
+// ClaudeConfig is the server as Claude Code's --mcp-config file holds it.
+func (m MCPServer) ClaudeConfig() ([]byte, error) {
+	type server struct {
+		Type    string            `json:"type"`
+		URL     string            `json:"url"`
+		Headers map[string]string `json:"headers,omitempty"`
+	}
+	return json.Marshal(map[string]map[string]server{
+		"mcpServers": {m.Name: {Type: "http", URL: m.URL, Headers: m.Headers}},
+	})
 }
 
 // DeliveryProver is a Session whose Prompt alone proves delivery, because it

@@ -166,6 +166,7 @@ var rules = map[string]func(*Fold, client.Event){
 	chat.TypeError:              (*Fold).error,
 	chat.TypeSessionInfo:        (*Fold).session,
 	chat.TypeThreadInfo:         (*Fold).threadInfo,
+	chat.TypeNotice:             (*Fold).notice,
 }
 
 // agentDraft shows provisional text: whole, or (extends) what it adds to the
@@ -520,6 +521,18 @@ func (f *Fold) session(ev client.Event) {
 	if (p.State == "exited" && p.Detail != "") || p.State == "restarted" {
 		f.Push(Item{Kind: KindNotice, Key: f.key("s:", ev.Seq), Level: LevelInfo, Text: "session " + p.State + opt(": ", p.Detail)})
 	}
+}
+
+// notice: said to the person by the agent (notify_person) or a script
+// (parley notify), with who said it.
+func (f *Fold) notice(ev client.Event) {
+	var p chat.Notice
+	_ = ev.Decode(&p)
+	from := "the agent"
+	if p.From == chat.FromCLI {
+		from = "a script"
+	}
+	f.Push(Item{Kind: KindNotice, Key: f.key("n:", ev.Seq), Level: p.Level, Text: p.Text, TS: ev.TS, From: from})
 }
 
 // threadInfo: a move says, in the conversation, what the new agent knows.

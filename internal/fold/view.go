@@ -51,6 +51,7 @@ const (
 const (
 	LevelInfo  = "info"
 	LevelError = "error"
+	LevelDone  = "done" // a notice saying a piece of work is finished
 )
 
 // Item is one block of the conversation. Kind says which fields it uses.
@@ -96,6 +97,7 @@ type Item struct {
 
 	// notice
 	Level string // one of the Level* levels
+	// (From, for a notice event: who said it, "the agent" or "a script".)
 
 	// usage
 	Usage chat.Usage

@@ -137,7 +137,7 @@ func (r *hubRig) device(t *testing.T, name string, turns, errs bool) *webpushsvc
 	if err := r.s.Subscribe(name, js); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.s.SetPrefs(name, &turns, &errs); err != nil {
+	if _, err := r.s.SetPrefs(name, &turns, &errs, nil); err != nil {
 		t.Fatal(err)
 	}
 	return sub

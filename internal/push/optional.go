@@ -16,6 +16,8 @@ import (
 type Prefs struct {
 	Turns  bool `json:"turns"`  // a turn finished
 	Errors bool `json:"errors"` // the agent or parley failed in a thread
+	// Notices: a notice in a thread (an agent's notify_person, parley notify).
+	Notices bool `json:"notices"`
 }
 
 // tailScan bounds how far back a thread's log is read for finished turns and
@@ -42,7 +44,7 @@ func (s *Service) Prefs(device string) Prefs {
 	}
 	for _, p := range all {
 		if p.Device == device {
-			return Prefs{Turns: !p.Turns.IsZero(), Errors: !p.Errors.IsZero()}
+			return Prefs{Turns: !p.Turns.IsZero(), Errors: !p.Errors.IsZero(), Notices: !p.Notices.IsZero()}
 		}
 	}
 	return Prefs{}
@@ -53,9 +55,9 @@ func (s *Service) Prefs(device string) Prefs {
 // it answers the device's pushes as they are now. One turned on now pushes
 // what happens from now on, never what came before; one already on keeps its
 // time.
-func (s *Service) SetPrefs(device string, turns, errors *bool) (Prefs, error) {
+func (s *Service) SetPrefs(device string, turns, errors, notices *bool) (Prefs, error) {
 	if err := s.opt.Store.PushSetPrefs(context.Background(), store.PushPrefsChange{Device: device, Turns: turns, Errors: errors,
-		At: s.opt.Now()}); err != nil {
+		Notices: notices, At: s.opt.Now()}); err != nil {
 		return Prefs{}, err
 	}
 	return s.Prefs(device), nil
@@ -134,10 +136,32 @@ func optionalPush(ev chat.Event) (kind, body string) {
 	return kind, noticeWords(kind, n.Code)
 }
 
-// notice is a thread's notice with its kind.
+// notice is a thread's notice with its kind; text is what a notice event
+// (kind store.PushNotice) says, pushed as it is: its sender wrote it for
+// the person.
 type notice struct {
 	kind string
 	Notice
+	text string
+}
+
+// maxNoticePush bounds a notice's text in a push.
+const maxNoticePush = 240
+
+// noticeEvent tells whether ev is a notice event and makes its push.
+func noticeEvent(ev chat.Event) (notice, bool) {
+	if ev.Type != chat.TypeNotice {
+		return notice{}, false
+	}
+	var p chat.Notice
+	if json.Unmarshal(ev.Payload, &p) != nil || p.Text == "" {
+		return notice{}, false
+	}
+	text := p.Text
+	if r := []rune(text); len(r) > maxNoticePush {
+		text = string(r[:maxNoticePush-1]) + "…"
+	}
+	return notice{kind: store.PushNotice, Notice: Notice{Seq: ev.Seq, TS: ev.TS, Code: p.Level}, text: text}, true
 }
 
 // optIns are the devices that turned an optional push on, by device; nil
@@ -149,7 +173,7 @@ func (s *Service) optIns(ctx context.Context) (map[string]store.PushPrefs, error
 	}
 	var on map[string]store.PushPrefs
 	for _, p := range prefs {
-		if !p.Turns.IsZero() || !p.Errors.IsZero() {
+		if !p.Turns.IsZero() || !p.Errors.IsZero() || !p.Notices.IsZero() {
 			if on == nil {
 				on = map[string]store.PushPrefs{}
 			}
@@ -175,7 +199,9 @@ func (s *Service) reconcileOptional(ctx context.Context, id chat.ThreadID) error
 	var ns []notice
 	for _, ev := range evs {
 		if kind, n, ok := NoticeOf(ev); ok {
-			ns = append(ns, notice{kind, n})
+			ns = append(ns, notice{kind: kind, Notice: n})
+		} else if n, ok := noticeEvent(ev); ok {
+			ns = append(ns, n)
 		}
 	}
 	return s.enqueueNotices(ctx, id, func() (chat.Thread, error) { return s.opt.Store.Thread(ctx, id) }, ns, on, time.Time{})
@@ -196,6 +222,9 @@ func (s *Service) enqueueNotices(ctx context.Context, id chat.ThreadID, thread f
 	now := s.opt.Now()
 	for _, n := range ns {
 		body := noticeWords(n.kind, n.Code)
+		if n.kind == store.PushNotice {
+			body = n.text
+		}
 		if body == "" || n.TS.Before(notBefore) {
 			continue
 		}
@@ -216,8 +245,11 @@ func (s *Service) enqueueNotices(ctx context.Context, id chat.ThreadID, thread f
 		for _, sub := range subs {
 			p, ok := on[sub.Device]
 			since := p.Turns
-			if n.kind == store.PushError {
+			switch n.kind {
+			case store.PushError:
 				since = p.Errors
+			case store.PushNotice:
+				since = p.Notices
 			}
 			if !ok || since.IsZero() || n.TS.Before(since) || n.TS.Before(sub.Created) {
 				continue

@@ -58,7 +58,7 @@ type Watcher interface {
 // them: waking the service for each cost several queries per chunk, which on
 // two cores ran beside the chunk's own way to the screen.
 var Types = []string{chat.TypePermissionRequest, chat.TypeQuestion, chat.TypePermissionResolved,
-	chat.TypeQuestionResolved, chat.TypePromptDone, chat.TypeError}
+	chat.TypeQuestionResolved, chat.TypePromptDone, chat.TypeError, chat.TypeNotice}
 
 // Options configure the service.
 type Options struct {

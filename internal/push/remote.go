@@ -132,10 +132,10 @@ func (s *Service) reconcileRemote(ctx context.Context, also []chat.ThreadID) {
 func (rt RemoteThread) notices() []notice {
 	var ns []notice
 	if rt.Turn != nil {
-		ns = append(ns, notice{store.PushTurn, *rt.Turn})
+		ns = append(ns, notice{kind: store.PushTurn, Notice: *rt.Turn})
 	}
 	if rt.Error != nil {
-		ns = append(ns, notice{store.PushError, *rt.Error})
+		ns = append(ns, notice{kind: store.PushError, Notice: *rt.Error})
 	}
 	return ns
 }

@@ -49,6 +49,7 @@ func (l *lane) closeCard(c *chat.Card, state string, resolved chat.Payload) {
 	l.saveCard(c)
 	l.emit(resolved)
 	delete(l.cards, c.RequestID)
+	l.askClosed(c.RequestID, resolved)
 }
 
 func (l *lane) openCard(kind, id string, p chat.Payload) {
@@ -203,6 +204,12 @@ func (l *lane) answerQuestion(ctl Control, reply func(error)) {
 	}
 	by := ctl.From
 	res := chat.QuestionResolved{RequestID: q.RequestID, Answers: q.Answers, Response: q.Response, By: &by}
+	if _, ok := l.asks[q.RequestID]; ok {
+		// The agent's ask_person waits for it (person.go), not the session.
+		l.closeCard(c, chat.CardResolved, res)
+		reply(nil)
+		return
+	}
 	ans := driver.QuestionAnswer{Answers: q.Answers, Response: q.Response}
 	l.answerCard(c, chat.CardResolved, res, func(ctx context.Context, s driver.Session) error {
 		return s.AnswerQuestion(ctx, q.RequestID, ans)

@@ -52,7 +52,13 @@ type lane struct {
 	gen   int                   // session generation; updates of older sessions are ignored
 	turn  *turn                 // the turn in flight (turn.go), or nil
 	cards map[string]*chat.Card // open cards by request id
-	idle  *time.Timer
+	// asks are the open cards of the agent's ask_person calls (person.go):
+	// closing one hands its resolution to the call waiting for it.
+	asks map[string]chan<- chat.QuestionResolved
+	// revokeTools drops the live session's credential for parley's MCP
+	// server (Options.Tools), nil when it has none.
+	revokeTools func()
+	idle        *time.Timer
 	// closed is done once the sessions let go of so far have finished
 	// closing. A start waits for it: an agent's new process must not meet
 	// its old one, which holds the same names (a tmux session, a state
@@ -122,6 +128,7 @@ func (r *Router) newLane(th chat.Thread) *lane {
 		updates: make(chan update, 1024),
 		results: make(chan func(), 16),
 		cards:   map[string]*chat.Card{},
+		asks:    map[string]chan<- chat.QuestionResolved{},
 		gone:    make(chan struct{}),
 
 		carryCheck: th.SessionID == "",
@@ -149,10 +156,16 @@ func (l *lane) accept(p *pendingInput, done func(chat.Delivery, error)) {
 
 // control runs a control on the lane and waits for its verdict.
 func (l *lane) control(ctx context.Context, c Control) error {
+	return l.onLane(ctx, func(reply func(error)) { l.doControl(c, reply) })
+}
+
+// onLane runs f on the lane goroutine, between two steps as a control
+// does, and waits for the verdict f replies (once, at once or later).
+func (l *lane) onLane(ctx context.Context, f func(reply func(error))) error {
 	errc := make(chan error, 1)
-	f := func() { l.doControl(c, func(err error) { errc <- err }) }
+	g := func() { f(func(err error) { errc <- err }) }
 	select {
-	case l.ctrl <- f:
+	case l.ctrl <- g:
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-l.r.ctx.Done():

@@ -66,6 +66,10 @@ func (l *lane) setSession(s driver.Session) {
 		l.r.opt.Metrics.LiveSessions.Inc()
 	case l.sess != nil && s == nil:
 		l.r.opt.Metrics.LiveSessions.Dec()
+		if l.revokeTools != nil { // the session ends: its credential with it
+			l.revokeTools()
+			l.revokeTools = nil
+		}
 	}
 	l.sess = s
 	if l.life == laneClosing {
@@ -95,6 +99,10 @@ func (l *lane) startSession() {
 	// so at once, and its time says since when.
 	l.emit(chat.SessionInfo{State: "starting", SessionID: l.th.SessionID})
 	spec := l.spec(ag)
+	revoke := func() {}
+	if t := l.r.opt.Tools; t != nil {
+		spec.Tools, revoke = t.Grant(l.th.ID)
+	}
 	sink := &laneSink{l: l, gen: gen}
 	live := chat.LiveSession{Thread: l.th.ID, Agent: ag.ID, Cwd: l.th.Cwd}
 	resumed := l.th.SessionID != ""
@@ -111,7 +119,8 @@ func (l *lane) startSession() {
 		if err == nil {
 			s, err = drv.Start(l.r.ctx, spec, sink)
 		}
-		if !l.result(func() { l.started(gen, s, err, resumed) }) {
+		if !l.result(func() { l.started(gen, s, err, resumed, revoke) }) {
+			revoke()
 			// The lane is gone (shut down, or its thread deleted) while
 			// this started: nobody will use the session.
 			if s != nil {
@@ -124,7 +133,15 @@ func (l *lane) startSession() {
 	})
 }
 
-func (l *lane) started(gen int, s driver.Session, err error, resumed bool) {
+// started takes a start's result; revoke drops the credential the start
+// was given, kept with the session when it is taken, dropped otherwise.
+func (l *lane) started(gen int, s driver.Session, err error, resumed bool, revoke func()) {
+	kept := false
+	defer func() {
+		if !kept {
+			revoke()
+		}
+	}()
 	if s == nil {
 		l.r.slots.release(l) // no process came of this start
 	}
@@ -156,6 +173,7 @@ func (l *lane) started(gen int, s driver.Session, err error, resumed bool) {
 		l.r.slots.started(l, p.PID())
 	}
 	l.setSession(s)
+	l.revokeTools, kept = revoke, true
 	state := "started"
 	if resumed {
 		state = "resumed"

@@ -49,6 +49,9 @@ type Options struct {
 	Now       func() time.Time
 	// Remote, on a cluster's hub, reaches other machines' threads (remote.go).
 	Remote Remote
+	// Tools, when set, gives each agent session parley's own MCP server
+	// (internal/mcpserver) with a credential of its own (person.go).
+	Tools Tools
 }
 
 // Router is parley's input side. Its methods are safe for concurrent use.

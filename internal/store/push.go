@@ -22,14 +22,16 @@ type PushPrefs struct {
 	Device string
 	Turns  time.Time // a turn finished
 	Errors time.Time // the agent or parley failed in a thread
+	// Notices: a notice in a thread (an agent's notify_person, parley notify).
+	Notices time.Time
 }
 
 // PushPrefsChange turns a device's optional pushes on or off; a nil one stays
 // as it is. One turned on gets At as its time, unless it was on already.
 type PushPrefsChange struct {
-	Device        string
-	Turns, Errors *bool
-	At            time.Time
+	Device                 string
+	Turns, Errors, Notices *bool
+	At                     time.Time
 }
 
 // Push outbox kinds and states.
@@ -38,6 +40,8 @@ const (
 	PushClose = "close" // the card was answered, or went
 	PushTurn  = "turn"  // a turn finished (optional, per device)
 	PushError = "error" // a thread's agent or parley failed (optional, per device)
+	// PushNotice: a notice in a thread (optional, per device).
+	PushNotice = "notice"
 
 	PushPending = "pending"
 	PushSent    = "sent"

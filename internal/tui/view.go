@@ -377,10 +377,14 @@ func (m *Model) renderItemNow(it fold.Item, w int, name string) string {
 		}
 		return ""
 	case fold.KindNotice:
-		if it.Level == fold.LevelError {
-			return st.err.Render(wrap("! " + it.Text))
+		text := it.Text
+		if it.From != "" { // a notice event: the agent's or a script's words
+			text = "from " + it.From + ": " + text
 		}
-		return note(it.Text)
+		if it.Level == fold.LevelError {
+			return st.err.Render(wrap("! " + text))
+		}
+		return note(text)
 	}
 	return ""
 }

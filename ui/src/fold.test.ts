@@ -247,3 +247,17 @@ if (process.env.PARLEY_UPDATE_VIEWS) {
 for (const c of table.cases) {
   test(`shared view: ${c.name}`, () => assert.deepEqual(foldCase(c), c.view));
 }
+
+test("a notice is shown in the conversation, with its level and who said it", () => {
+  const n = { type: "notice", thread: "t_1", seq: 900, ts: "2026-12-06T10:00:00.000Z", text: "The build is green.", level: "done", from: "agent" };
+  const { f } = fold([...session, n]);
+  const ns = of(f.view.items, "notice").filter((i) => i.text === "The build is green.");
+  assert.equal(ns.length, 1);
+  assert.equal(ns[0].level, "done");
+  assert.equal(ns[0].from, "the agent");
+  const { f: g } = fold([{ ...n, seq: 901, from: "cli", level: "error", text: "CI failed" }]);
+  const m = of(g.view.items, "notice");
+  assert.equal(m.length, 1);
+  assert.equal(m[0].from, "a script");
+  assert.equal(m[0].level, "error");
+});

@@ -72,7 +72,7 @@ export type Item =
       response?: string;
       note?: string;
     }
-  | { kind: "notice"; key: string; level: "error" | "info"; text: string; ts?: string }
+  | { kind: "notice"; key: string; level: "error" | "info" | "done"; text: string; ts?: string; from?: string }
   // A turn's tokens, cost and context fill, under the turn.
   | { kind: "usage"; key: string; usage: Usage; ts?: string };
 
@@ -333,6 +333,10 @@ export class Fold {
         } else {
           this.push({ kind: "notice", key: "e:" + (ev.seq ?? this.next()), level: "error", text: ev.message || ev.code });
         }
+        break;
+      case "notice":
+        // Said to the person by the agent (notify_person) or a script (parley notify).
+        this.push({ kind: "notice", key: "n:" + (ev.seq ?? this.next()), level: ev.level, text: ev.text, ts: ev.ts, from: ev.from === "cli" ? "a script" : "the agent" });
         break;
       case "session":
         if (ev.state === "starting") this.view = { ...v, starting: ev.ts || new Date().toISOString() };

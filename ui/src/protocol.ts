@@ -103,6 +103,8 @@ export type ServerEvent = Logged &
     | { type: "error"; code: string; message: string; ref?: string }
     | { type: "session"; state: string; session_id?: string; detail?: string }
     | { type: "thread_info"; title: string; archived: boolean; agent?: string; moved_from?: string; context_messages?: number }
+    // A note for the person: the agent's notify_person, or parley notify ("cli").
+    | { type: "notice"; text: string; level: "info" | "done" | "error"; from: "agent" | "cli" }
     // Answers this connection's edit_thread or delete_thread (never logged).
     | { type: "done"; ref?: string; note?: string }
   );

@@ -102,10 +102,12 @@ func revoked(ctx context.Context) bool { return errors.Is(context.Cause(ctx), er
 type deviceView struct {
 	auth.Device
 	Push bool `json:"push"`
-	// PushTurns and PushErrors are its optional pushes: a finished turn, an error.
-	PushTurns  bool `json:"push_turns"`
-	PushErrors bool `json:"push_errors"`
-	Current    bool `json:"current,omitempty"`
+	// PushTurns, PushErrors and PushNotices are its optional pushes: a
+	// finished turn, an error, a notice.
+	PushTurns   bool `json:"push_turns"`
+	PushErrors  bool `json:"push_errors"`
+	PushNotices bool `json:"push_notices"`
+	Current     bool `json:"current,omitempty"`
 }
 
 func (s *Server) viewDevice(d auth.Device, me string) deviceView {
@@ -113,7 +115,7 @@ func (s *Server) viewDevice(d auth.Device, me string) deviceView {
 	if s.opt.Push != nil {
 		v.Push = s.opt.Push.Subscribed(d.ID)
 		p := s.opt.Push.Prefs(d.ID)
-		v.PushTurns, v.PushErrors = p.Turns, p.Errors
+		v.PushTurns, v.PushErrors, v.PushNotices = p.Turns, p.Errors, p.Notices
 	}
 	return v
 }
@@ -153,7 +155,7 @@ func (s *Server) handleRevokeDevice(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleDevicePrefs turns a device's optional pushes on or off: PATCH
-// /api/devices/{id} {"push_turns": bool, "push_errors": bool}, either left out
+// /api/devices/{id} {"push_turns": bool, "push_errors": bool, "push_notices": bool}, any left out
 // staying as it is. It answers the device as GET /api/devices lists it.
 func (s *Server) handleDevicePrefs(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
@@ -173,15 +175,16 @@ func (s *Server) handleDevicePrefs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var body struct {
-		Turns  *bool `json:"push_turns"`
-		Errors *bool `json:"push_errors"`
+		Turns   *bool `json:"push_turns"`
+		Errors  *bool `json:"push_errors"`
+		Notices *bool `json:"push_notices"`
 	}
 	if !s.readBody(w, r, &body) {
 		return
 	}
 	// Only what the body names changes: another screen may be changing the
 	// other one at the same moment.
-	if _, err := s.opt.Push.SetPrefs(id, body.Turns, body.Errors); err != nil {
+	if _, err := s.opt.Push.SetPrefs(id, body.Turns, body.Errors, body.Notices); err != nil {
 		s.log.Error("could not save a device's pushes", "device", id, "err", err)
 		httpError(w, http.StatusInternalServerError, "the device's pushes could not be saved: "+err.Error())
 		return

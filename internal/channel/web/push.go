@@ -20,9 +20,9 @@ type Push interface {
 	// DeviceGone drops a revoked device's subscriptions.
 	DeviceGone(device string)
 	// Prefs and SetPrefs are a device's optional pushes (a finished turn, an
-	// error); SetPrefs changes only those given (nil: as it is).
+	// error, a notice); SetPrefs changes only those given (nil: as it is).
 	Prefs(device string) push.Prefs
-	SetPrefs(device string, turns, errors *bool) (push.Prefs, error)
+	SetPrefs(device string, turns, errors, notices *bool) (push.Prefs, error)
 }
 
 func (s *Server) handlePushKey(w http.ResponseWriter, _ *http.Request) {

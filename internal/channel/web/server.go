@@ -172,6 +172,8 @@ func (s *Server) routes() {
 	api("POST /api/threads/{id}/stop", s.handleStop)
 	api("POST /api/threads/{id}/cards/{request_id}", s.handleCard)
 	api("GET /api/threads/{id}/uploads/{name}", s.handleUpload)
+	// A notice from a script (parley notify): notify.go.
+	api("POST /api/notify", s.handleNotify)
 	if s.opt.Registry != nil {
 		s.mux.Handle("GET /metrics", s.authed(promhttp.HandlerFor(s.opt.Registry, promhttp.HandlerOpts{}).ServeHTTP))
 	}

@@ -74,6 +74,9 @@ func (c *client) SessionUpdate(ctx context.Context, n sdk.SessionNotification) e
 // person, a stop, or the connection's end.
 func (c *client) RequestPermission(ctx context.Context, p sdk.RequestPermissionRequest) (sdk.RequestPermissionResponse, error) {
 	s := c.s
+	if a, ok := s.allowParleyTool(p); ok {
+		return a, nil
+	}
 	if q, ok := qwenQuestion(p); ok {
 		id := newCardID("q")
 		card := &pendingCard{answer: make(chan any, 1), cancel: q.cancelled(), qwen: q}

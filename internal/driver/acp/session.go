@@ -97,6 +97,7 @@ func (s *Session) open(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	mcp = s.withTools(mcp)
 	if s.spec.ResumeID != "" {
 		if err := s.resume(ctx, mcp); err != nil {
 			return err
@@ -170,6 +171,45 @@ func mcpServers(raw string) ([]sdk.McpServer, error) {
 		return nil, fmt.Errorf("acp: mcp_servers option: %w", err)
 	}
 	return out, nil
+}
+
+// withTools adds parley's own MCP server (spec.Tools) to the configured
+// ones, over HTTP, when the agent takes HTTP servers (every agent checked
+// does; Copilot takes no other kind from a client). A configured server of
+// the same name gives way: parley's tools are parley's.
+func (s *Session) withTools(mcp []sdk.McpServer) []sdk.McpServer {
+	t := s.spec.Tools
+	if t == nil {
+		return mcp
+	}
+	if !s.caps.McpCapabilities.Http {
+		s.logger.Info("the agent takes no MCP server over HTTP: it gets no parley tools")
+		return mcp
+	}
+	out := make([]sdk.McpServer, 0, len(mcp)+1)
+	for _, m := range mcp {
+		if mcpName(m) != t.Name {
+			out = append(out, m)
+		}
+	}
+	headers := make([]sdk.HttpHeader, 0, len(t.Headers))
+	for k, v := range t.Headers {
+		headers = append(headers, sdk.HttpHeader{Name: k, Value: v})
+	}
+	return append(out, sdk.McpServer{Http: &sdk.McpServerHttpInline{Type: "http", Name: t.Name, Url: t.URL, Headers: headers}})
+}
+
+// mcpName is a configured MCP server's name, whatever its transport.
+func mcpName(m sdk.McpServer) string {
+	switch {
+	case m.Http != nil:
+		return m.Http.Name
+	case m.Sse != nil:
+		return m.Sse.Name
+	case m.Stdio != nil:
+		return m.Stdio.Name
+	}
+	return ""
 }
 
 func (s *Session) newSession(ctx context.Context, mcp []sdk.McpServer) error {

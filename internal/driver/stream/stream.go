@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/internal/driver"
+	"github.com/parleyhq/parley/internal/driver/claudecode"
 	"github.com/parleyhq/parley/internal/procgroup"
 )
 
@@ -121,23 +122,49 @@ func (d *Driver) Start(ctx context.Context, spec driver.Spec, sink driver.Sink) 
 	// gentle end (stdin closed, a wait) came first, and Claude Code writes its
 	// transcript as it goes, so the kill loses nothing resume needs
 	// (procgroup says more).
-	cmd := procgroup.Command(procCtx, syscall.SIGKILL, waitDelay, command, Args(spec)...)
+	args := Args(spec)
+	toolsDir := ""
+	if spec.Tools != nil {
+		// The session's own folder for parley's MCP config, gone with it.
+		dir, err := os.MkdirTemp("", "parley-claude-")
+		if err != nil {
+			kill()
+			return nil, fmt.Errorf("stream: %w", err)
+		}
+		toolsDir = dir
+		targs, err := claudecode.ToolArgs(dir, *spec.Tools)
+		if err != nil {
+			kill()
+			os.RemoveAll(dir)
+			return nil, err
+		}
+		args = append(targs, args...)
+	}
+	removeTools := func() {
+		if toolsDir != "" {
+			os.RemoveAll(toolsDir)
+		}
+	}
+	cmd := procgroup.Command(procCtx, syscall.SIGKILL, waitDelay, command, args...)
 	cmd.Dir = spec.Cwd
 	cmd.Env = append(os.Environ(), spec.Env...)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		kill()
+		removeTools()
 		return nil, fmt.Errorf("stream: stdin: %w", err)
 	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		kill()
+		removeTools()
 		return nil, fmt.Errorf("stream: stdout: %w", err)
 	}
 	tail := &tailBuffer{max: stderrTailBytes}
 	cmd.Stderr = tail
 	if err := cmd.Start(); err != nil {
 		kill()
+		removeTools()
 		return nil, fmt.Errorf("stream: start %s: %w", command, err)
 	}
 	p := &proc{session: newSession(sink, log, allowBypass(spec)), cmd: cmd, stdin: stdin, kill: kill, tail: tail, done: make(chan struct{})}
@@ -155,6 +182,7 @@ func (d *Driver) Start(ctx context.Context, spec driver.Spec, sink driver.Sink) 
 		err := cmd.Wait()
 		close(p.gone)
 		kill()
+		removeTools()
 		if err != nil {
 			log.Info("claude exited", "err", err)
 		} else {

@@ -294,6 +294,14 @@ func (s *session) agentArgv(spec driver.Spec, resumeID string, useHooks bool) ([
 		return nil, errors.New("tmux: no agent command")
 	}
 	argv := []string{spec.Command}
+	if spec.Tools != nil {
+		// parley's MCP server, its config in the session's folder (0700).
+		targs, err := claudecode.ToolArgs(s.dir, *spec.Tools)
+		if err != nil {
+			return nil, err
+		}
+		argv = append(argv, targs...)
+	}
 	if useHooks {
 		settings := filepath.Join(s.dir, "settings.json")
 		cmd := s.d.HookCommand

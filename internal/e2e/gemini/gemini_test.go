@@ -34,6 +34,9 @@ func scenario() geminiapi.Scenario {
 		{Match: geminiapi.Match{Exact: "make the file"}, Reply: geminiapi.Shell("touch made-by-gemini", "Make a file")},
 		{Match: geminiapi.Match{FunctionResponse: "run_shell_command"}, Reply: geminiapi.Text("The command ran.", 1, 0)},
 		{Match: geminiapi.Match{Exact: "slowly"}, Reply: geminiapi.Text(strings.Repeat("tick ", 300), 300, 50*time.Millisecond)},
+		// parley's own MCP tool, as Gemini CLI names it to the model.
+		{Match: geminiapi.Match{Exact: "ask the person"}, Reply: geminiapi.Call("mcp_parley_ask_person", map[string]any{"question": "Which colour?", "options": []string{"Red", "Blue"}})},
+		{Match: geminiapi.Match{FunctionResponse: "mcp_parley_ask_person"}, Reply: geminiapi.Text("Thanks for the answer.", 1, 0)},
 	}}
 }
 

@@ -213,7 +213,7 @@ func (s *Store) PushMark(ctx context.Context, id int64, state string, attempts i
 
 // PushPrefs lists the devices' optional pushes.
 func (s *Store) PushPrefs(ctx context.Context) ([]store.PushPrefs, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT device, turns_since, errors_since FROM push_prefs ORDER BY device`)
+	rows, err := s.r.QueryContext(ctx, `SELECT device, turns_since, errors_since, notices_since FROM push_prefs ORDER BY device`)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: push prefs: %w", err)
 	}
@@ -221,11 +221,11 @@ func (s *Store) PushPrefs(ctx context.Context) ([]store.PushPrefs, error) {
 	var out []store.PushPrefs
 	for rows.Next() {
 		var p store.PushPrefs
-		var turns, errs int64
-		if err := rows.Scan(&p.Device, &turns, &errs); err != nil {
+		var turns, errs, notices int64
+		if err := rows.Scan(&p.Device, &turns, &errs, &notices); err != nil {
 			return nil, fmt.Errorf("sqlite: push prefs: %w", err)
 		}
-		p.Turns, p.Errors = since(turns), since(errs)
+		p.Turns, p.Errors, p.Notices = since(turns), since(errs), since(notices)
 		out = append(out, p)
 	}
 	return out, rows.Err()
@@ -236,12 +236,13 @@ func (s *Store) PushPrefs(ctx context.Context) ([]store.PushPrefs, error) {
 // each at once both count; one turned on keeps its time if it was on.
 func (s *Store) PushSetPrefs(ctx context.Context, c store.PushPrefsChange) error {
 	at := c.At.UnixNano()
-	if _, err := s.w.ExecContext(ctx, `INSERT INTO push_prefs (device, turns_since, errors_since)
-		VALUES (?1, CASE WHEN ?2 = 1 THEN ?4 ELSE 0 END, CASE WHEN ?3 = 1 THEN ?4 ELSE 0 END)
+	if _, err := s.w.ExecContext(ctx, `INSERT INTO push_prefs (device, turns_since, errors_since, notices_since)
+		VALUES (?1, CASE WHEN ?2 = 1 THEN ?4 ELSE 0 END, CASE WHEN ?3 = 1 THEN ?4 ELSE 0 END, CASE WHEN ?5 = 1 THEN ?4 ELSE 0 END)
 		ON CONFLICT (device) DO UPDATE SET
 			turns_since = CASE WHEN ?2 IS NULL THEN turns_since WHEN ?2 = 0 THEN 0 WHEN turns_since = 0 THEN ?4 ELSE turns_since END,
-			errors_since = CASE WHEN ?3 IS NULL THEN errors_since WHEN ?3 = 0 THEN 0 WHEN errors_since = 0 THEN ?4 ELSE errors_since END`,
-		c.Device, optBool(c.Turns), optBool(c.Errors), at); err != nil {
+			errors_since = CASE WHEN ?3 IS NULL THEN errors_since WHEN ?3 = 0 THEN 0 WHEN errors_since = 0 THEN ?4 ELSE errors_since END,
+			notices_since = CASE WHEN ?5 IS NULL THEN notices_since WHEN ?5 = 0 THEN 0 WHEN notices_since = 0 THEN ?4 ELSE notices_since END`,
+		c.Device, optBool(c.Turns), optBool(c.Errors), at, optBool(c.Notices)); err != nil {
 		return fmt.Errorf("sqlite: push prefs: %w", err)
 	}
 	return nil

@@ -12,6 +12,7 @@ type Device = {
   push: boolean;
   push_turns: boolean;
   push_errors: boolean;
+  push_notices: boolean;
   current?: boolean;
 };
 type PairCode = { url: string; expires_at: string; qr_png: string };
@@ -60,12 +61,12 @@ export function Devices() {
     if (d.current) location.assign("/");
     else void load();
   };
-  // setPrefs turns a device's optional pushes (a finished turn, an error) on or off.
-  const setPrefs = async (d: Device, p: { push_turns?: boolean; push_errors?: boolean }) => {
+  // setPrefs turns a device's optional pushes (a finished turn, an error, a notice) on or off.
+  const setPrefs = async (d: Device, p: { push_turns?: boolean; push_errors?: boolean; push_notices?: boolean }) => {
     setErr("");
     try {
       const v = await api<Device>("PATCH", "/api/devices/" + encodeURIComponent(d.id), p);
-      setDevices((ds) => ds.map((x) => (x.id === d.id ? { ...x, push_turns: v.push_turns, push_errors: v.push_errors } : x)));
+      setDevices((ds) => ds.map((x) => (x.id === d.id ? { ...x, push_turns: v.push_turns, push_errors: v.push_errors, push_notices: v.push_notices } : x)));
     } catch (e) {
       setErr(String((e as Error).message));
     }
@@ -93,6 +94,9 @@ export function Devices() {
             </label>
             <label class="hint">
               <input type="checkbox" class="push-errors" checked={d.push_errors} onChange={(e) => setPrefs(d, { push_errors: (e.target as HTMLInputElement).checked })} /> errors
+            </label>
+            <label class="hint">
+              <input type="checkbox" class="push-notices" checked={d.push_notices} onChange={(e) => setPrefs(d, { push_notices: (e.target as HTMLInputElement).checked })} /> notices
             </label>
             <button type="button" class="link" onClick={() => revoke(d)}>Revoke</button>
           </li>

@@ -514,6 +514,7 @@ export const ItemView = memo(({ it, store, receipt, withdrawable }: { it: Item; 
     case "notice":
       return (
         <div class={`notice n-${it.level}`} role={it.level === "error" ? "alert" : "status"}>
+          {it.from && <span class="notice-from">from {it.from}: </span>}
           {it.text}
         </div>
       );

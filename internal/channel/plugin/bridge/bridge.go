@@ -513,6 +513,18 @@ func (b *Bridge) HandleExtensionMethod(ctx context.Context, method string, param
 		if json.Unmarshal(params, &p) == nil && p.Event.MessageID != "" {
 			b.receipt(p.Event.MessageID)
 		}
+	case "_parley/notice":
+		// A notice (notify_person, parley notify): after the words so far.
+		var p struct {
+			SessionID acp.SessionId `json:"sessionId"`
+			Event     chat.Notice   `json:"event"`
+		}
+		if json.Unmarshal(params, &p) == nil && p.Event.Text != "" {
+			if c := b.bySessionID(p.SessionID); c != nil {
+				b.flush(ctx, c)
+				b.say(ctx, c.target, render.Notice(p.Event))
+			}
+		}
 	case "_parley/prompt_done":
 		var p struct {
 			SessionID acp.SessionId `json:"sessionId"`
