@@ -65,6 +65,10 @@ type UserMessage struct {
 	// Files are the files attached to it, saved in the thread's working
 	// directory; Text names their paths too (what the agent got).
 	Files []FileRef `json:"files,omitempty"`
+	// Imported marks a message from before parley: a turn of the agent's
+	// own session, read from its transcript when the session was continued
+	// here (MessageID is then the transcript's record id).
+	Imported bool `json:"imported,omitempty"`
 }
 
 // FileRef is a file attached to a message, as saved in the thread's working
@@ -89,6 +93,8 @@ type Delivery struct {
 type AgentChunk struct {
 	Text      string `json:"text"`                 // appended to what came before
 	MessageID string `json:"message_id,omitempty"` // the agent's message id
+	// Imported marks an answer from before parley, as UserMessage.Imported.
+	Imported bool `json:"imported,omitempty"`
 }
 
 // AgentDraft is provisional answer text: what a terminal agent has drawn so
@@ -473,9 +479,12 @@ type Error struct {
 
 // SessionInfo records that a thread's session started or ended.
 type SessionInfo struct {
-	State     string `json:"state"`                // started, resumed, unloaded, exited
+	State     string `json:"state"`                // starting, started, resumed, identified, unloaded, exited, handed_back
 	SessionID string `json:"session_id,omitempty"` // the agent's native session id, once known
 	Detail    string `json:"detail,omitempty"`     // why it ended, for exited
+	// Command, for handed_back, is what a person types in a terminal to go
+	// on with the session there ("cd DIR && claude --resume ID").
+	Command string `json:"command,omitempty"`
 }
 
 // ThreadInfo says a person renamed the thread, archived or un-archived it:

@@ -148,27 +148,7 @@ func (l *lane) accept(p *pendingInput, done func(chat.Delivery, error)) {
 
 // control runs a control on the lane and waits for its verdict.
 func (l *lane) control(ctx context.Context, c Control) error {
-	errc := make(chan error, 1)
-	f := func() { l.doControl(c, func(err error) { errc <- err }) }
-	select {
-	case l.ctrl <- f:
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-l.r.ctx.Done():
-		return chat.ErrClosed
-	case <-l.gone:
-		return fmt.Errorf("thread %s: %w: it was deleted", l.th.ID, chat.ErrNotFound)
-	}
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-l.r.ctx.Done():
-		return chat.ErrClosed
-	case <-l.gone:
-		return fmt.Errorf("thread %s: %w: it was deleted", l.th.ID, chat.ErrNotFound)
-	}
+	return l.inLane(ctx, func(reply func(error)) { l.doControl(c, reply) })
 }
 
 func (l *lane) run() {

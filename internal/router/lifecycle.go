@@ -111,15 +111,9 @@ func (l *lane) started(gen int, s driver.Session, err error, resumed bool) {
 
 // spec is what starts (or resumes) the thread's session with agent ag.
 func (l *lane) spec(ag config.Agent) driver.Spec {
-	env := make([]string, 0, len(ag.Env))
-	for k, v := range ag.Env {
-		env = append(env, k+"="+v)
-	}
-	return driver.Spec{
-		ThreadID: l.th.ID, AgentID: ag.ID, Command: ag.Command, Args: ag.Args, Env: env,
-		Cwd: l.th.Cwd, ResumeID: l.th.SessionID, Mode: l.th.Mode, Model: ag.Model,
-		Options: ag.Options, Logger: l.log,
-	}
+	spec := agentSpec(ag)
+	spec.ThreadID, spec.Cwd, spec.ResumeID, spec.Mode, spec.Logger = l.th.ID, l.th.Cwd, l.th.SessionID, l.th.Mode, l.log
+	return spec
 }
 
 // sessionFailed ends a turn waiting for a session that could not start.

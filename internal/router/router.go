@@ -559,22 +559,6 @@ func (r *Router) attach(ctx context.Context, from chat.RouteKey, id chat.ThreadI
 	return nil
 }
 
-// ResumeSession attaches an agent's native session to a route (a thread is made
-// for it unless one already holds it).
-func (r *Router) ResumeSession(ctx context.Context, from chat.RouteKey, agent, sessionID, cwd string) (chat.ThreadID, error) {
-	ri := ResumeIntent{Agent: agent, SessionID: sessionID, Cwd: cwd}
-	if err := ri.Validate(); err != nil {
-		return "", err
-	}
-	var id chat.ThreadID
-	err := r.call(ctx, func() error {
-		var err error
-		id, err = r.resumeThread(ctx, from, agent, sessionID, cwd)
-		return err
-	})
-	return id, err
-}
-
 // OpenThread attaches a route to an existing thread (a thread picked from the
 // dashboard's list, on another tab or device).
 func (r *Router) OpenThread(ctx context.Context, from chat.RouteKey, id chat.ThreadID) error {

@@ -1,0 +1,124 @@
+package claude_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/client"
+	"github.com/parleyhq/parley/internal/testkit/chatsock"
+	"github.com/parleyhq/parley/internal/testkit/claudeapi"
+)
+
+// A session a person made in a terminal, continued in parley and handed back.
+
+func continueScenario() claudeapi.Scenario {
+	return claudeapi.Scenario{Rules: []claudeapi.Rule{
+		{Match: claudeapi.Match{Exact: "remember the word teapot"}, Reply: claudeapi.Text("Remembered teapot.", 1, 0)},
+		{Match: claudeapi.Match{Exact: "and the colour green"}, Reply: claudeapi.Text("Green noted.", 1, 0)},
+		{Match: claudeapi.Match{Exact: "and the number nine"}, Reply: claudeapi.Text("Nine noted.", 1, 0)},
+		{Match: claudeapi.Match{Exact: "what was the word?"}, Reply: claudeapi.Text("teapot", 1, 0)},
+	}}
+}
+
+// terminal runs the real claude as a person would in a shell in the rig's
+// work directory (the agent's HOME and model API), and returns its output.
+func (r *rig) terminal(t *testing.T, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(r.cfg.Agents[0].Command, args...)
+	cmd.Dir = r.work
+	cmd.Env = os.Environ()
+	for k, v := range r.cfg.Agents[0].Env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("claude %q: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+// onlySession is the id of the one session Claude Code keeps for the rig.
+func (r *rig) onlySession(t *testing.T) string {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(r.home, ".claude", "projects", "*", "*.jsonl"))
+	if len(files) != 1 {
+		t.Fatalf("Claude Code's transcripts: %q, want one", files)
+	}
+	return strings.TrimSuffix(filepath.Base(files[0]), ".jsonl")
+}
+
+// imported lists the texts of the imported messages and answers in evs, as
+// "user: …" and "agent: …".
+func imported(evs []client.Event) []string {
+	var out []string
+	for _, e := range evs {
+		if chatsock.FieldOf(e, "imported") != true {
+			continue
+		}
+		switch e.Type {
+		case chat.TypeUserMessage:
+			out = append(out, "user: "+chatsock.FieldOf(e, "text").(string))
+		case chat.TypeAgentChunk:
+			out = append(out, "agent: "+chatsock.FieldOf(e, "text").(string))
+		}
+	}
+	return out
+}
+
+// continueSession sends resume_session for id and waits for parley's answer
+// that the session is continued here.
+func continueSession(t *testing.T, s *chatsock.Conn, id, cwd string) int {
+	t.Helper()
+	at := s.Len()
+	s.Send(map[string]any{"type": "resume_session", "agent": "claude", "session_id": id, "cwd": cwd})
+	return s.WaitFor(at, wait, chatsock.Field(chat.TypeSessionInfo, "state", "continued"), "the session continued here")
+}
+
+func TestContinueTerminalSessionImportsItsTurns(t *testing.T) {
+	r := newRig(t, continueScenario(), nil)
+	r.terminal(t, "-p", "remember the word teapot")
+	id := r.onlySession(t)
+
+	s := r.dial("phone", -1)
+	at := continueSession(t, s, id, r.work)
+	want := []string{"user: remember the word teapot", "agent: Remembered teapot."}
+	if got := imported(s.Snapshot()[:at]); !slices.Equal(got, want) {
+		t.Fatalf("imported turns: got %q want %q\n%s", got, want, chatsock.Summary(s.Snapshot()))
+	}
+
+	// The next message goes to the agent with its whole memory.
+	s.Send(chatsock.Msg("m1", "what was the word?"))
+	s.WaitFor(at, wait, chatsock.PromptDone("m1", chat.StopEndTurn), "the turn on the continued session")
+	reqs := r.api.ScenarioRequests()
+	if got := reqs[len(reqs)-1].UserTexts(); !slices.Equal(got, []string{"remember the word teapot", "what was the word?"}) {
+		t.Errorf("the model's request after continuing: user texts %q, want the terminal's turn first", got)
+	}
+
+	// In every replay, and searchable.
+	again := r.dial("laptop", -1)
+	continueSession(t, again, id, r.work) // the same thread: nothing new to import
+	if got := imported(again.Snapshot()); !slices.Equal(got, want) {
+		t.Errorf("imported turns in another replay: got %q want %q (once)", got, want)
+	}
+	req, _ := http.NewRequest("GET", "http://"+r.d.Addr()+"/api/search?q="+url.QueryEscape("teapot"), nil)
+	req.Header.Set("Authorization", "Bearer "+r.d.Token())
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var found struct {
+		Hits []chat.SearchHit `json:"hits"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&found); err != nil || len(found.Hits) == 0 {
+		t.Errorf("search for an imported word: %+v, %v", found, err)
+	}
+}
