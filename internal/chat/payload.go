@@ -466,6 +466,9 @@ const (
 	CodeRestart    = "restarted"    // parley restarted during the turn or delivery
 	CodeNoHistory  = "history_lost" // the session could not be restored: a new one
 	CodeRetrying   = "retrying"     // the agent retries a failed model call; the turn goes on
+	// CodeSessionRunning: the agent's session runs now in a process parley
+	// did not start (a terminal); continuing it here would fork it.
+	CodeSessionRunning = "session_running"
 )
 
 // Error is an error a person sees: in a thread's log (the agent failed, a

@@ -87,7 +87,7 @@ func (r *Router) notRunningElsewhere(ctx context.Context, drv driver.Driver, spe
 			return nil // parley's own process: its thread holds the session
 		}
 	}
-	return fmt.Errorf("%w: %s's session %s runs now in another process (pid %d), in a terminal perhaps; "+
+	return fmt.Errorf("%w (%s session %s, pid %d, not started by parley: a terminal perhaps); "+
 		"two processes on one session fork it: go on there, or end it there and continue here",
 		chat.ErrSessionRunning, spec.AgentID, spec.ResumeID, pid)
 }

@@ -44,7 +44,15 @@ func (l *lane) startSession() {
 			}
 		}
 		var s driver.Session
-		err := l.r.slots.acquire(l.r.ctx, l, live)
+		var err error
+		if resumed {
+			// A session handed back, or run in a terminal since: a second
+			// process on it would fork it.
+			err = l.r.notRunningElsewhere(l.r.ctx, drv, spec)
+		}
+		if err == nil {
+			err = l.r.slots.acquire(l.r.ctx, l, live)
+		}
 		if err == nil {
 			s, err = drv.Start(l.r.ctx, spec, sink)
 		}
@@ -121,7 +129,7 @@ func (l *lane) sessionFailed(err error) {
 	l.log.Warn("session start failed", "err", err)
 	l.th.State = chat.ThreadCrashed
 	switch {
-	case errors.Is(err, chat.ErrSessionLimit):
+	case errors.Is(err, chat.ErrSessionLimit), errors.Is(err, chat.ErrSessionRunning):
 		l.th.State = chat.ThreadUnloaded // nothing crashed: the next message tries again
 	case errors.Is(err, chat.ErrUnknownAgent):
 		l.th.State = chat.ThreadNoAgent // the config lost the agent; nothing ran

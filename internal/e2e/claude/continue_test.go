@@ -2,6 +2,7 @@ package claude_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"os"
@@ -10,9 +11,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/client"
+	"github.com/parleyhq/parley/internal/testkit"
 	"github.com/parleyhq/parley/internal/testkit/chatsock"
 	"github.com/parleyhq/parley/internal/testkit/claudeapi"
 )
@@ -121,4 +124,63 @@ func TestContinueTerminalSessionImportsItsTurns(t *testing.T) {
 	if err := json.NewDecoder(resp.Body).Decode(&found); err != nil || len(found.Hits) == 0 {
 		t.Errorf("search for an imported word: %+v, %v", found, err)
 	}
+}
+
+// A session that runs in a terminal now is not continued, nor resumed by a
+// message to its thread: two processes on one session fork its transcript.
+// Once the terminal's process ended, it continues, with the turn it added.
+func TestSessionRunningInATerminalIsRefused(t *testing.T) {
+	sc := continueScenario()
+	sc.Rules = append(sc.Rules, claudeapi.Rule{Match: claudeapi.Match{Exact: "slowly"}, Reply: claudeapi.Text(strings.Repeat("tick ", 50), 50, 100*time.Millisecond)})
+	r := newRig(t, sc, nil)
+	r.terminal(t, "-p", "remember the word teapot")
+	id := r.onlySession(t)
+	s := r.dial("phone", -1)
+	continueSession(t, s, id, r.work)
+
+	running := r.terminalRunning(t, id, "-p", "--resume", id, "slowly")
+	at := s.Len()
+	s.Send(map[string]any{"type": "resume_session", "agent": "claude", "session_id": id, "cwd": r.work})
+	e := s.Get(s.WaitFor(at, wait, chatsock.Type(chat.TypeError), "the refusal"))
+	if chatsock.FieldOf(e, "code") != chat.CodeSessionRunning || !strings.Contains(chatsock.FieldOf(e, "message").(string), fmt.Sprintf("pid %d", running.Process.Pid)) {
+		t.Fatalf("refusal: %s, want code %s naming pid %d", e.Raw, chat.CodeSessionRunning, running.Process.Pid)
+	}
+	// A message to the thread does not start a second process either.
+	s.Send(chatsock.Msg("m1", "what was the word?"))
+	failed := s.Get(s.WaitFor(at, wait, chatsock.Delivery("m1", chat.DeliveryFailed), "the message refused"))
+	if !strings.Contains(chatsock.FieldOf(failed, "detail").(string), "not started by parley") {
+		t.Errorf("failed receipt: %s", failed.Raw)
+	}
+	if err := running.Wait(); err != nil {
+		t.Fatalf("the terminal's claude: %v", err)
+	}
+
+	// It ended: continued here, with what the terminal added.
+	at = continueSession(t, s, id, r.work)
+	want := []string{"user: remember the word teapot", "agent: Remembered teapot.", "user: slowly", "agent: " + strings.TrimSpace(strings.Repeat("tick ", 50))}
+	if got := imported(s.Snapshot()[:at]); !slices.Equal(got, want) {
+		t.Fatalf("imported turns: got %q want %q", got, want)
+	}
+}
+
+// terminalRunning starts the real claude as terminal does, and returns once
+// Claude Code says (its ~/.claude/sessions/<pid>.json) it runs session id.
+func (r *rig) terminalRunning(t *testing.T, id string, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(r.cfg.Agents[0].Command, args...)
+	cmd.Dir = r.work
+	cmd.Env = os.Environ()
+	for k, v := range r.cfg.Agents[0].Env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	reg := filepath.Join(r.home, ".claude", "sessions", fmt.Sprintf("%d.json", cmd.Process.Pid))
+	testkit.Eventually(t, wait, func() bool {
+		b, err := os.ReadFile(reg)
+		return err == nil && strings.Contains(string(b), id)
+	}, "Claude Code's record of the running session")
+	return cmd
 }
