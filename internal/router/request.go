@@ -109,6 +109,10 @@ type Control struct {
 	// Unload ends the thread's agent process now, as an idle unload would
 	// (its next message resumes it); refused while a turn runs.
 	Unload bool
+	// HandBack ends the thread's agent process once no turn runs or waits,
+	// and says on the thread the command that goes on with its session in
+	// a terminal ("Continue in a terminal").
+	HandBack bool
 	// Edit renames the thread, archives or un-archives it.
 	Edit *ThreadEdit `json:",omitempty"`
 }
@@ -270,7 +274,7 @@ func (c *Control) Validate() error {
 		if err := c.Edit.Validate(); err != nil {
 			return err
 		}
-	case !c.Stop && !c.Unload:
+	case !c.Stop && !c.Unload && !c.HandBack:
 		return invalid("empty control: say what to do")
 	}
 	return nil

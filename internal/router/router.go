@@ -163,7 +163,7 @@ func (r *Router) Start(ctx context.Context) error {
 		}
 		ins := byThread[th.ID]
 		if th.TurnMessageID == "" && len(ins) == 0 && len(open) == 0 &&
-			(th.State == chat.ThreadUnloaded || th.State == chat.ThreadCrashed || th.State == chat.ThreadNoAgent) {
+			(th.State == chat.ThreadUnloaded || th.State == chat.ThreadCrashed || th.State == chat.ThreadNoAgent || th.State == chat.ThreadHandedBack) {
 			continue
 		}
 		l := r.newLane(th)

@@ -27,6 +27,7 @@ const (
 	TypeSetMode            = "set_mode"
 	TypeSetConfigOption    = "set_config_option"
 	TypeResumeSession      = "resume_session"
+	TypeHandBack           = "hand_back"
 	TypeOpenThread         = "open_thread"
 	TypeEditThread         = "edit_thread"
 	TypeDeleteThread       = "delete_thread"
@@ -150,7 +151,7 @@ func Decode(data []byte) (Input, error) {
 	switch head.Type {
 	case "":
 		return Input{}, bad(clip(ref), "input has no \"type\"")
-	case TypeStop, TypePing:
+	case TypeStop, TypePing, TypeHandBack:
 	case TypeMessage:
 		in.Message = &router.Message{}
 		v = in.Message

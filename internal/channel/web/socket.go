@@ -392,6 +392,8 @@ func (c *conn) handle(ctx context.Context, in wire.Input) {
 		err = c.s.router.Control(ctx, router.Control{From: c.route, SetMode: in.SetMode})
 	case wire.TypeSetConfigOption:
 		err = c.s.router.Control(ctx, router.Control{From: c.route, SetOption: in.SetOption})
+	case wire.TypeHandBack:
+		err = c.s.router.Control(ctx, router.Control{From: c.route, HandBack: true})
 	case wire.TypeResumeSession:
 		_, err = c.s.router.ResumeSession(ctx, c.route, in.Resume.Agent, in.Resume.SessionID, in.Resume.Cwd)
 	case wire.TypeOpenThread:

@@ -184,3 +184,91 @@ func (r *rig) terminalRunning(t *testing.T, id string, args ...string) *exec.Cmd
 	}, "Claude Code's record of the running session")
 	return cmd
 }
+
+// Continued here, handed back, resumed with the very command parley showed
+// in a terminal (the real claude), continued here again: each side has the
+// other's turns, and the thread holds every turn once.
+func TestHandBackAndContinueAgain(t *testing.T) {
+	r := newRig(t, continueScenario(), nil)
+	r.terminal(t, "-p", "remember the word teapot")
+	id := r.onlySession(t)
+	s := r.dial("phone", -1)
+	continueSession(t, s, id, r.work)
+	s.Send(chatsock.Msg("m1", "and the colour green"))
+	at := s.WaitFor(0, wait, chatsock.PromptDone("m1", chat.StopEndTurn), "parley's turn")
+
+	s.Send(map[string]any{"type": "hand_back"})
+	hb := s.Get(s.WaitFor(at, wait, chatsock.Field(chat.TypeSessionInfo, "state", "handed_back"), "handed back"))
+	command := chatsock.FieldOf(hb, "command").(string)
+	if want := "cd " + r.work + " && HOME=" + r.home + " claude --resume " + id; command != want {
+		t.Fatalf("hand back command: got %q want %q", command, want)
+	}
+	if pids := r.agentPIDs(); len(pids) != 0 {
+		t.Fatalf("parley's claude still runs after the hand back: %v", pids)
+	}
+	if th := r.thread(t, s); th.State != chat.ThreadHandedBack {
+		t.Errorf("thread state after the hand back: %q", th.State)
+	}
+
+	// The person types it (with -p, to end) in a terminal.
+	sh := exec.Command("sh", "-c", command+" -p 'and the number nine'")
+	sh.Env = append(os.Environ(), "PATH="+filepath.Dir(r.cfg.Agents[0].Command)+":"+os.Getenv("PATH"))
+	for k, v := range r.cfg.Agents[0].Env {
+		if k != "HOME" { // the command says it
+			sh.Env = append(sh.Env, k+"="+v)
+		}
+	}
+	if out, err := sh.CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", command, err, out)
+	}
+	reqs := r.api.ScenarioRequests()
+	if got, want := reqs[len(reqs)-1].UserTexts(), []string{"remember the word teapot", "and the colour green", "and the number nine"}; !slices.Equal(got, want) {
+		t.Errorf("the terminal's request: user texts %q, want parley's turn in it", got)
+	}
+
+	at = continueSession(t, s, id, r.work)
+	want := []string{"user: remember the word teapot", "agent: Remembered teapot.", "user: and the number nine", "agent: Nine noted."}
+	if got := imported(s.Snapshot()[:at]); !slices.Equal(got, want) {
+		t.Fatalf("imported turns: got %q want %q", got, want)
+	}
+	texts := map[string]int{}
+	for _, e := range s.Snapshot() {
+		if e.Type == chat.TypeUserMessage {
+			texts[chatsock.FieldOf(e, "text").(string)]++
+		}
+	}
+	for _, x := range []string{"remember the word teapot", "and the colour green", "and the number nine"} {
+		if texts[x] != 1 {
+			t.Errorf("%q is in the thread %d times, want once (%v)", x, texts[x], texts)
+		}
+	}
+	if th := r.thread(t, s); th.State == chat.ThreadHandedBack {
+		t.Errorf("thread state after continuing again: %q", th.State)
+	}
+}
+
+// thread is the thread s shows, as GET /api/threads/{id} answers.
+func (r *rig) thread(t *testing.T, s *chatsock.Conn) chat.Thread {
+	t.Helper()
+	var id string
+	for _, e := range s.Snapshot() {
+		if e.Type == chat.TypeThread {
+			th, _ := chatsock.FieldOf(e, "thread").(map[string]any)
+			id, _ = th["id"].(string)
+		}
+	}
+	req, _ := http.NewRequest("GET", "http://"+r.d.Addr()+"/api/threads/"+id, nil)
+	req.Header.Set("Authorization", "Bearer "+r.d.Token())
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var got struct {
+		Thread chat.Thread `json:"thread"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil {
+		t.Fatal(err)
+	}
+	return got.Thread
+}
