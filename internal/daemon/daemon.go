@@ -31,6 +31,7 @@ import (
 	"github.com/parleyhq/parley/internal/fanout"
 	"github.com/parleyhq/parley/internal/push"
 	"github.com/parleyhq/parley/internal/router"
+	"github.com/parleyhq/parley/internal/sessions"
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/store/sqlite"
 	"github.com/parleyhq/parley/internal/tailnet"
@@ -87,6 +88,8 @@ type Daemon struct {
 	stopRelay func()
 	// tailnet is set when [tailscale] puts the dashboard on the tailnet.
 	tailnet *tailnet.Node
+	// sessions indexes the agents' own sessions on this machine (sessions.go).
+	sessions *sessions.Index
 }
 
 // Start opens the store, recovers what a previous run left, and listens.
@@ -106,7 +109,7 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 	if err != nil {
 		return nil, err
 	}
-	sessions, err := auth.OpenDevices(cfg.DataDir)
+	devs, err := auth.OpenDevices(cfg.DataDir)
 	if err != nil {
 		return nil, err
 	}
@@ -156,8 +159,17 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 			w := wsp.Load()
 			return w != nil && w.OnScreen(dev, th)
 		},
-		Live: sessions.Live, Net: opt.PushNet, Logger: log})
+		Live: devs.Live, Net: opt.PushNet, Logger: log})
 	if err != nil {
+		h.Unwatch(watch)
+		ch.close()
+		rt.Close(ctx)
+		st.Close()
+		return nil, err
+	}
+	idx, err := openSessions(cfg, st, log)
+	if err != nil {
+		pusher.Close()
 		h.Unwatch(watch)
 		ch.close()
 		rt.Close(ctx)
@@ -170,15 +182,16 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 		machines = hubMachines{hub: ch.hub, node: cfg.Cluster.Node}
 	}
 	ws := web.New(rt, readStore, h, web.Options{
-		Token: token, Devices: sessions, Limits: cfg.Limits, AllowedOrigins: cfg.AllowedOrigins, Roots: cfg.Roots,
+		Token: token, Devices: devs, Limits: cfg.Limits, AllowedOrigins: cfg.AllowedOrigins, Roots: cfg.Roots,
 		Version: opt.Version, UI: opt.UI, Logger: log, Registry: reg, Push: pusher,
-		BaseURL: func() string { return d.publicBase() }, Cluster: machines,
+		BaseURL: func() string { return d.publicBase() }, Cluster: machines, Sessions: idx,
 	})
 	wsp.Store(ws)
 	var cert *certSource
 	if cfg.TLSCert != "" {
 		if cert, err = loadCert(cfg.TLSCert, cfg.TLSKey, filepath.Join(cfg.DataDir, client.AddrCertFile)); err != nil {
 			pusher.Close()
+			idx.Close()
 			h.Unwatch(watch)
 			ch.close()
 			rt.Close(ctx)
@@ -189,6 +202,7 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		pusher.Close()
+		idx.Close()
 		h.Unwatch(watch)
 		ch.close()
 		rt.Close(ctx)
@@ -198,8 +212,8 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 	if cert != nil {
 		ln = tls.NewListener(ln, cert.tlsConfig())
 	}
-	d = &Daemon{cfg: cfg, log: log, store: st, fanout: h, router: rt, web: ws, ln: ln, token: token, devices: sessions,
-		push: pusher, pushWatch: watch, cert: cert,
+	d = &Daemon{cfg: cfg, log: log, store: st, fanout: h, router: rt, web: ws, ln: ln, token: token, devices: devs,
+		push: pusher, pushWatch: watch, cert: cert, sessions: idx,
 		served: make(chan error, 1),
 		http: &http.Server{Handler: ws,
 			// Every request must arrive in time. net/http lifts the read
@@ -220,6 +234,7 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 	if err := d.dialClusterHub(reg); err != nil {
 		ln.Close()
 		pusher.Close()
+		idx.Close()
 		h.Unwatch(watch)
 		d.stopCluster()
 		rt.Close(ctx)
@@ -230,6 +245,7 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 		d.stopCluster()
 		ln.Close()
 		pusher.Close()
+		idx.Close()
 		h.Unwatch(watch)
 		rt.Close(ctx)
 		st.Close()
@@ -444,5 +460,5 @@ func (d *Daemon) Shutdown(ctx context.Context) error {
 		d.stopCert()
 	}
 	serr := d.store.Close()
-	return errors.Join(herr, rerr, serr)
+	return errors.Join(herr, rerr, serr, d.sessions.Close())
 }

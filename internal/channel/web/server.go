@@ -30,7 +30,6 @@ import (
 	"github.com/parleyhq/parley/internal/driver"
 	"github.com/parleyhq/parley/internal/fanout"
 	"github.com/parleyhq/parley/internal/follow"
-	"github.com/parleyhq/parley/internal/procgroup"
 	"github.com/parleyhq/parley/internal/router"
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/uploads"
@@ -73,6 +72,8 @@ type Options struct {
 	// Cluster, on a cluster's hub, lists every machine's agents and the
 	// joined machines; nil on a machine that is not a hub.
 	Cluster Cluster
+	// Sessions lists the agents' own sessions (GET /api/sessions); nil lists none.
+	Sessions Sessions
 }
 
 // Cluster is a cluster's hub as the dashboard shows it (cluster.Hub, with
@@ -175,6 +176,7 @@ func (s *Server) routes() {
 	api("GET /api/fs/complete", s.handleComplete)
 	api("GET /api/route", s.handleRoute)
 	api("GET /api/sessions", s.handleSessions)
+	api("GET /api/processes", s.handleProcesses)
 	api("POST /api/threads/{id}/unload", s.handleUnload)
 	if s.opt.Registry != nil {
 		s.mux.Handle("GET /metrics", s.authed(promhttp.HandlerFor(s.opt.Registry, promhttp.HandlerOpts{}).ServeHTTP))
@@ -439,16 +441,6 @@ func (s *Server) handleRoute(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"channel": key.Channel, "chat": key.Chat, "thread": id})
-}
-
-// handleSessions lists the agent processes running for threads, with their
-// memory (their process group's, from /proc).
-func (s *Server) handleSessions(w http.ResponseWriter, _ *http.Request) {
-	live := s.router.LiveSessions()
-	for i := range live {
-		live[i].RSSBytes = procgroup.RSS(live[i].PID)
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"sessions": live})
 }
 
 // handleUnload ends a thread's agent process now, as an idle unload would.
