@@ -25,6 +25,8 @@ type clusterInput struct {
 	Thread  chat.ThreadID   `json:"thread,omitempty"`
 	Message *router.Message `json:"message,omitempty"`
 	Control *router.Control `json:"control,omitempty"`
+	// Resume continues an agent's session on the node (kind "resume").
+	Resume *router.ResumeIntent `json:"resume,omitempty"`
 	// Reason is why a "failed" message never reached this node in time. A
 	// hub now keeps such a message itself (remoteFailures); a record an
 	// older hub queued, still in its stream across an upgrade, is applied.
@@ -83,6 +85,14 @@ func (d *Daemon) applyInput(ctx context.Context, _ string, data []byte) ([]byte,
 			err = nil // it reached this node after all, or was recorded already
 		}
 		return nil, controlRefusal(err)
+	case in.Kind == "resume" && in.Resume != nil:
+		ri := *in.Resume
+		ri.Node = "" // here
+		th, err := d.router.ContinueSession(ctx, from, ri)
+		if err != nil {
+			return nil, controlRefusal(err)
+		}
+		return json.Marshal(sendResult{Thread: th})
 	case in.Kind == "control" && in.Control != nil:
 		c := *in.Control
 		c.From, c.Thread = from, in.Thread
@@ -368,6 +378,35 @@ func (r *remote) Control(ctx context.Context, c router.Control) error {
 	}
 	_, err = r.hub.Ask(ctx, node, chat.NewID("c"), data, remoteWait)
 	return err
+}
+
+// Resume continues a session on its node, asked now like a control (a
+// session to continue later, when the machine is back, could be running by
+// then): the node makes or finds the thread and answers its id.
+func (r *remote) Resume(ctx context.Context, from chat.RouteKey, ri router.ResumeIntent) (chat.ThreadID, error) {
+	if err := cluster.CheckName(ri.Node); err != nil {
+		return "", fmt.Errorf("%w: %v", chat.ErrBadInput, err)
+	}
+	online, err := r.online(ctx, ri.Node)
+	if err != nil {
+		return "", err
+	}
+	if !online {
+		return "", fmt.Errorf("machine %s is offline: continue the session when it is back", ri.Node)
+	}
+	data, err := json.Marshal(clusterInput{Kind: "resume", From: from, Resume: &ri})
+	if err != nil {
+		return "", err
+	}
+	res, err := r.hub.Ask(ctx, ri.Node, chat.NewID("r"), data, remoteWait)
+	if err != nil {
+		return "", fmt.Errorf("the session was not continued on machine %s: %w", ri.Node, err)
+	}
+	var sr sendResult
+	if err := json.Unmarshal(res, &sr); err != nil {
+		return "", fmt.Errorf("machine %s answered with something else: %w", ri.Node, err)
+	}
+	return cluster.RemoteID(ri.Node, sr.Thread), nil
 }
 
 // readStore is what the daemon's readers use: the hub's view of every

@@ -22,10 +22,45 @@ import (
 // did not start runs now is refused (chat.ErrSessionRunning): a second
 // process on it would fork it.
 func (r *Router) ResumeSession(ctx context.Context, from chat.RouteKey, agent, sessionID, cwd string) (chat.ThreadID, error) {
-	ri := ResumeIntent{Agent: agent, SessionID: sessionID, Cwd: cwd}
+	return r.ContinueSession(ctx, from, ResumeIntent{Agent: agent, SessionID: sessionID, Cwd: cwd})
+}
+
+// RemoteResumer is a Remote that continues a session on another machine:
+// the thread is made (or found) there, and its id returned.
+type RemoteResumer interface {
+	Resume(ctx context.Context, from chat.RouteKey, ri ResumeIntent) (chat.ThreadID, error)
+}
+
+// ContinueSession is ResumeSession on the machine ri.Node names: at a
+// cluster's hub, another machine continues it (its agents, its roots, its
+// checks) and the route shows that machine's thread.
+func (r *Router) ContinueSession(ctx context.Context, from chat.RouteKey, ri ResumeIntent) (chat.ThreadID, error) {
 	if err := ri.Validate(); err != nil {
 		return "", err
 	}
+	if ri.Node != "" {
+		rm := r.opt.Remote
+		if rm == nil {
+			return "", invalid("node %q: this parley is not a cluster's hub", ri.Node)
+		}
+		if ri.Node != rm.Local() {
+			rr, ok := rm.(RemoteResumer)
+			if !ok {
+				return "", invalid("node %q: this hub cannot continue sessions on its machines", ri.Node)
+			}
+			id, err := rr.Resume(ctx, from, ri)
+			if err != nil {
+				return "", err
+			}
+			return id, r.call(ctx, func() error {
+				if err := r.dropAsk(ctx, from); err != nil {
+					return err
+				}
+				return r.attach(ctx, from, id)
+			})
+		}
+	}
+	agent, sessionID, cwd := ri.Agent, ri.SessionID, ri.Cwd
 	drv, ag, err := r.Driver(agent)
 	if err != nil {
 		return "", err

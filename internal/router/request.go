@@ -66,6 +66,9 @@ type ResumeIntent struct {
 	Agent     string `json:"agent"`
 	SessionID string `json:"session_id"`
 	Cwd       string `json:"cwd"`
+	// Node, at a cluster's hub, is the machine the session is on: it is
+	// continued there (resume_session only).
+	Node string `json:"node,omitempty"`
 }
 
 // PermissionAnswer answers a permission card: an option, or cancelled.
@@ -201,6 +204,8 @@ func (m *Message) Validate() error {
 			if n.Cwd == "" {
 				return invalid("intent \"new\" needs \"cwd\"")
 			}
+		case r != nil && r.Node != "":
+			return invalid("intent \"resume\" takes no \"node\": send resume_session with it, then the message")
 		case r != nil:
 			return r.Validate()
 		default:

@@ -395,7 +395,7 @@ func (c *conn) handle(ctx context.Context, in wire.Input) {
 	case wire.TypeHandBack:
 		err = c.s.router.Control(ctx, router.Control{From: c.route, HandBack: true})
 	case wire.TypeResumeSession:
-		_, err = c.s.router.ResumeSession(ctx, c.route, in.Resume.Agent, in.Resume.SessionID, in.Resume.Cwd)
+		_, err = c.s.router.ContinueSession(ctx, c.route, *in.Resume)
 	case wire.TypeOpenThread:
 		err = c.s.router.OpenThread(ctx, c.route, chat.ThreadID(in.Open.ThreadID))
 	case wire.TypeEditThread:
