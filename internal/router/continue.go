@@ -38,10 +38,10 @@ func (r *Router) ContinueSession(ctx context.Context, from chat.RouteKey, ri Res
 	if err := ri.Validate(); err != nil {
 		return "", err
 	}
-	if ri.Node != "" {
+	if ri.Node != "" && ri.Node != r.opt.Node {
 		rm := r.opt.Remote
 		if rm == nil {
-			return "", invalid("node %q: this parley is not a cluster's hub", ri.Node)
+			return "", invalid("node %q: this parley is machine %q, not a cluster's hub", ri.Node, r.opt.Node)
 		}
 		if ri.Node != rm.Local() {
 			rr, ok := rm.(RemoteResumer)

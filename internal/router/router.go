@@ -49,6 +49,9 @@ type Options struct {
 	Now       func() time.Time
 	// Remote, on a cluster's hub, reaches other machines' threads (remote.go).
 	Remote Remote
+	// Node is this machine's name (cluster.node): a session to continue on
+	// it is continued here, hub or not.
+	Node string
 }
 
 // Router is parley's input side. Its methods are safe for concurrent use.

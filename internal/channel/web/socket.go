@@ -395,7 +395,10 @@ func (c *conn) handle(ctx context.Context, in wire.Input) {
 	case wire.TypeHandBack:
 		err = c.s.router.Control(ctx, router.Control{From: c.route, HandBack: true})
 	case wire.TypeResumeSession:
-		_, err = c.s.router.ContinueSession(ctx, c.route, *in.Resume)
+		_, err = c.s.router.ContinueSession(ctx, c.route, in.Resume.ResumeIntent)
+		if err == nil {
+			c.reply(ctx, chat.Done{Ref: in.Ref()})
+		}
 	case wire.TypeOpenThread:
 		err = c.s.router.OpenThread(ctx, c.route, chat.ThreadID(in.Open.ThreadID))
 	case wire.TypeEditThread:
