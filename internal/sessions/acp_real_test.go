@@ -2,6 +2,7 @@ package sessions
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -118,6 +119,51 @@ func TestCodexSessionIsFound(t *testing.T) {
 		t.Fatalf("listed %+v", s)
 	}
 	capture(t, s.Path, "codex-acp-0.16.0-acp.jsonl")
+
+	// The same session, as the agent lists it itself over ACP (session/list).
+	spec := driver.Spec{AgentID: "codex", Command: testkit.AgentBin(t, "PARLEY_TEST_CODEX_ACP", "codex-acp"),
+		Env: openaiapi.CodexEnv(t, srv, home), Cwd: cwd, Options: map[string]string{acp.OptAuthMethod: "openai-api-key"}}
+	src := NewACP("codex-over-acp", func(ctx context.Context) ([]driver.NativeSession, error) { return acp.New(nil).AllSessions(ctx, spec) })
+	src.FirstWait = time.Minute
+	y, err := Open(t.TempDir(), []string{root}, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer y.Close()
+	if l := listOne(t, y); l.ID != s.ID || l.Agent != "codex-over-acp" || l.Cwd != cwd || l.Title != "first prompt here" || l.UpdatedAt.IsZero() {
+		t.Fatalf("over ACP: %+v (from the file: %+v)", l, s)
+	}
+}
+
+// An ACP agent that cannot list its sessions (Gemini CLI: no
+// sessionCapabilities.list) lists none and is not asked again.
+func TestACPAgentThatCannotListListsNothing(t *testing.T) {
+	srv := geminiapi.Start(t, geminiapi.Scenario{Default: ptr(geminiapi.Text("Noted.", 1, 0))})
+	home, cwd := t.TempDir(), t.TempDir()
+	spec := driver.Spec{AgentID: "gemini", Command: testkit.GeminiBin(t), Args: []string{"--acp"}, Env: geminiapi.Env(t, srv, home), Cwd: cwd,
+		Options: map[string]string{acp.OptAuthMethod: "gemini-api-key"}}
+	asked := 0
+	var askErr error
+	src := NewACP("gemini", func(ctx context.Context) ([]driver.NativeSession, error) {
+		asked++
+		l, err := acp.New(nil).AllSessions(ctx, spec)
+		askErr = err
+		return l, err
+	})
+	src.FirstWait, src.MaxAge = time.Minute, time.Nanosecond
+	x, err := Open(t.TempDir(), []string{cwd}, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	for range 2 {
+		if l, err := x.List(context.Background(), Filter{}); err != nil || len(l) != 0 {
+			t.Fatalf("listed %+v %v", l, err)
+		}
+	}
+	if asked != 1 || !errors.Is(askErr, driver.ErrUnsupported) {
+		t.Fatalf("asked %d times, last: %v", asked, askErr)
+	}
 }
 
 func ptr[T any](v T) *T { return &v }

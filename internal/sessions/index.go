@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/url"
 	"os"
@@ -79,14 +80,22 @@ func (x *Index) SetLogger(l *slog.Logger) { x.mu.Lock(); x.log = l; x.mu.Unlock(
 func (x *Index) SetHeld(h Held) { x.mu.Lock(); x.held = h; x.mu.Unlock() }
 
 // SetNode names this machine as a cluster knows it: Filter.Machine naming
-// another machine lists nothing here.
+// another machine lists nothing here. (Its sessions' Node stays "": this
+// machine's; a hub names a node's.)
 func (x *Index) SetNode(name string) { x.mu.Lock(); x.node = name; x.mu.Unlock() }
 
-// Close closes the index file.
+// Close closes the index file and the sources that hold something open
+// (an ACP source's asking in flight).
 func (x *Index) Close() error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	return x.db.Close()
+	var errs []error
+	for _, s := range x.sources {
+		if c, ok := s.(io.Closer); ok {
+			errs = append(errs, c.Close())
+		}
+	}
+	return errors.Join(append(errs, x.db.Close())...)
 }
 
 func (x *Index) load(ctx context.Context) error {
@@ -226,9 +235,6 @@ func (x *Index) scan(ctx context.Context, src Source) ([]Session, error) {
 	}
 	roots := rootCheck{roots: x.roots}
 	list = slices.DeleteFunc(list, func(s Session) bool { return !roots.inside(s.Cwd) })
-	for i := range list {
-		list[i].Node = x.node
-	}
 	return list, nil
 }
 

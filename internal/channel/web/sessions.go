@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strconv"
 
@@ -34,6 +35,10 @@ func (s *Server) handleSessions(w http.ResponseWriter, r *http.Request) {
 		f.All = all
 	}
 	l, err := s.opt.Sessions.Listing(r.Context(), f)
+	if errors.Is(err, sessions.ErrNoMachine) {
+		httpError(w, http.StatusNotFound, err.Error())
+		return
+	}
 	if err != nil {
 		httpError(w, http.StatusServiceUnavailable, "could not list the sessions: "+err.Error())
 		return

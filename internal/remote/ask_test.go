@@ -1,4 +1,4 @@
-package daemon
+package remote
 
 import (
 	"context"
@@ -92,13 +92,13 @@ func TestAnAskedThreadIsMadeOnceWhenTheHubDiesBeforeTheAnswer(t *testing.T) {
 	// is held until released (made and committed on b, not yet heard).
 	nodeRouter, nodeStore := askRouter(t, nodeData, work, nil)
 	defer closeRouter(t, nodeRouter, nodeStore)
-	node := &Daemon{router: nodeRouter}
+	apply := Inputs(nodeRouter)
 	applied, release := make(chan struct{}), make(chan struct{})
 	var inputs atomic.Int32
 	l, err := cluster.Dial(cluster.LinkOptions{DataDir: nodeData, Hub: addr, Node: "b", Heartbeat: 2 * time.Second,
 		Store: nodeStore, Events: fanout.New(nil),
 		Inputs: func(ctx context.Context, id string, data []byte) ([]byte, error) {
-			res, err := node.applyInput(ctx, id, data)
+			res, err := apply(ctx, id, data)
 			if inputs.Add(1) == 1 {
 				close(applied)
 				<-release
@@ -112,7 +112,7 @@ func TestAnAskedThreadIsMadeOnceWhenTheHubDiesBeforeTheAnswer(t *testing.T) {
 	waitOnline(t, h, "b")
 
 	from := chat.RouteKey{Channel: "irc", Chat: "#dev"}
-	rem := &remote{hub: h, node: "hub"}
+	rem := &remoteThreads{hub: h, node: "hub"}
 	hubRouter, hubStore := askRouter(t, hubData, work, rem)
 	rem.failed = &remoteFailures{st: hubStore, events: fanout.New(nil), log: slog.New(slog.DiscardHandler)}
 	if id, err := hubRouter.NewThread(t.Context(), from, "echo@b", work); err != nil || id != "" {
@@ -142,7 +142,7 @@ func TestAnAskedThreadIsMadeOnceWhenTheHubDiesBeforeTheAnswer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer h2.Close()
-	rem = &remote{hub: h2, node: "hub"}
+	rem = &remoteThreads{hub: h2, node: "hub"}
 	hubRouter, hubStore = askRouter(t, hubData, work, rem)
 	rem.failed = &remoteFailures{st: hubStore, events: fanout.New(nil), log: slog.New(slog.DiscardHandler)}
 	defer closeRouter(t, hubRouter, hubStore)
