@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/parleyhq/parley/internal/backoff"
 	"github.com/parleyhq/parley/internal/chat"
 )
 
@@ -355,7 +356,7 @@ func (f *forwarder) run() {
 		select {
 		case <-f.ctx.Done():
 			return
-		case <-time.After(backoff(fails)):
+		case <-time.After(linkRetry.Delay(fails)):
 		}
 	}
 }
@@ -466,7 +467,7 @@ func (f *forwarder) deliver(m jetstream.Msg) {
 	} else {
 		log.Warn("cluster: the node did not take an input; it waits", "id", id, "err", err)
 	}
-	if err := m.NakWithDelay(min(backoffStep(int(meta.NumDelivered)), inputBackoffMax)); err != nil {
+	if err := m.NakWithDelay(inputRetry.Delay(int(meta.NumDelivered) - 1)); err != nil {
 		log.Warn("cluster: return an input to its stream", "id", id, "err", err)
 	}
 }
@@ -509,5 +510,6 @@ func (h *Hub) failWaiting(ctx context.Context, node, reason string) error {
 	return nil
 }
 
-// backoffStep is 100 ms doubling with each try.
-func backoffStep(tries int) time.Duration { return 100 * time.Millisecond << min(max(tries-1, 0), 10) }
+// inputRetry is the wait before an input is offered to an absent node again,
+// by deliveries so far: 100 ms doubling, at most inputBackoffMax.
+var inputRetry = backoff.Policy{Min: 100 * time.Millisecond, Max: inputBackoffMax}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -15,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/parleyhq/parley/internal/backoff"
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/fanout"
 )
@@ -125,7 +125,7 @@ func Dial(opt LinkOptions) (*Link, error) {
 	l.nc, err = nats.Connect("tls://"+opt.Hub, auth, nats.Secure(tlsConf),
 		nats.Name("parley node "+opt.Node), nats.CustomInboxPrefix(inboxPrefix(opt.Node)),
 		nats.RetryOnFailedConnect(true), nats.MaxReconnects(-1), nats.Timeout(10*time.Second),
-		nats.CustomReconnectDelay(backoff),
+		nats.CustomReconnectDelay(linkRetry.Delay),
 		nats.ConnectHandler(func(*nats.Conn) { l.connected() }),
 		nats.ReconnectHandler(func(*nats.Conn) { l.connected() }),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
@@ -179,13 +179,9 @@ func Dial(opt LinkOptions) (*Link, error) {
 	return l, nil
 }
 
-// backoff doubles from half a second to 30 s, with jitter so nodes restarted
-// together do not knock on the hub together.
-func backoff(attempts int) time.Duration {
-	d := 500 * time.Millisecond << min(attempts, 6)
-	d = min(d, 30*time.Second)
-	return d/2 + rand.N(d/2+1)
-}
+// linkRetry doubles from half a second to 30 s, with jitter (down to half)
+// so nodes restarted together do not knock on the hub together.
+var linkRetry = backoff.Policy{Min: 500 * time.Millisecond, Max: 30 * time.Second, Jitter: backoff.Jitter{Low: 0.5, Width: 0.5}}
 
 func (l *Link) connected() {
 	l.mu.Lock()

@@ -10,6 +10,7 @@ import (
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/store/sqlite"
+	"github.com/parleyhq/parley/internal/testkit"
 )
 
 // The pruner prunes at start what is older than limits.retain_events, and
@@ -50,10 +51,7 @@ func TestPrunerDeletesEventsOlderThanTheRetention(t *testing.T) {
 		t.Fatalf("retention off: kept %v, want every event", got)
 	}
 	p := startPruner(st, 72*time.Hour, clock, slog.New(slog.DiscardHandler))
-	deadline := time.Now().Add(10 * time.Second)
-	for len(kept()) == 3 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond) // polls a condition: the pruner's first pass
-	}
+	testkit.Within(10*time.Second, func() bool { return len(kept()) != 3 }) // the pruner's first pass; judged below
 	p.stop()
 	if got := kept(); len(got) != 2 || got[0] != 2 {
 		t.Fatalf("retain 72h: kept %v, want [2 3]", got)

@@ -2,6 +2,7 @@ package remote
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"path/filepath"
 	"sync/atomic"
@@ -15,6 +16,7 @@ import (
 	"github.com/parleyhq/parley/internal/fanout"
 	"github.com/parleyhq/parley/internal/router"
 	"github.com/parleyhq/parley/internal/store/sqlite"
+	"github.com/parleyhq/parley/internal/testkit"
 	"github.com/parleyhq/parley/internal/testkit/scripted"
 )
 
@@ -53,17 +55,12 @@ func closeRouter(t *testing.T, r *router.Router, st *sqlite.Store) {
 
 func waitOnline(t *testing.T, h *cluster.Hub, node string) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		nodes, err := h.Nodes(t.Context())
-		if err == nil && len(nodes) == 1 && nodes[0].Name == node && nodes[0].Online {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("machine %s never came online: %+v %v", node, nodes, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	var nodes []cluster.NodeStatus
+	var err error
+	testkit.Eventually(t, 60*time.Second, func() bool {
+		nodes, err = h.Nodes(t.Context())
+		return err == nil && len(nodes) == 1 && nodes[0].Name == node && nodes[0].Online
+	}, "machine %s never came online: %v", node, testkit.Later(func() any { return fmt.Sprintf("%+v %v", nodes, err) }))
 }
 
 // A hub killed after node b made the thread a chat asked for there
