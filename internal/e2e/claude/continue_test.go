@@ -272,3 +272,28 @@ func (r *rig) thread(t *testing.T, s *chatsock.Conn) chat.Thread {
 	}
 	return got.Thread
 }
+
+// Handed back while a turn runs: parley's process ends after that turn,
+// not during it, and only then does the thread show the command.
+func TestHandBackWaitsForTheTurn(t *testing.T) {
+	sc := continueScenario()
+	sc.Rules = append(sc.Rules, claudeapi.Rule{Match: claudeapi.Match{Exact: "slowly"}, Reply: claudeapi.Text(strings.Repeat("tick ", 20), 20, 100*time.Millisecond)})
+	r := newRig(t, sc, nil)
+	s := r.dial("phone", -1)
+	s.Send(chatsock.Msg("m1", "remember the word teapot"))
+	at := s.WaitFor(0, wait, chatsock.PromptDone("m1", chat.StopEndTurn), "the first turn")
+	s.Send(chatsock.Msg("m2", "slowly"))
+	s.WaitFor(at, wait, chatsock.Type(chat.TypeAgentChunk), "the slow answer begun")
+	s.Send(map[string]any{"type": "hand_back"})
+	done := s.WaitFor(at, wait, chatsock.PromptDone("m2", chat.StopEndTurn), "the slow turn ends whole")
+	hb := s.WaitFor(at, wait, chatsock.Field(chat.TypeSessionInfo, "state", "handed_back"), "handed back")
+	if hb < done {
+		t.Fatalf("handed back (frame %d) before the turn ended (frame %d)\n%s", hb, done, chatsock.Summary(s.Snapshot()))
+	}
+	if got := chatsock.Chunks(s.Snapshot()[at:done]); !strings.Contains(got, strings.TrimSpace(strings.Repeat("tick ", 20))) {
+		t.Errorf("the turn handed back during: %q, want it whole", got)
+	}
+	if pids := r.agentPIDs(); len(pids) != 0 {
+		t.Fatalf("parley's claude still runs after the hand back: %v", pids)
+	}
+}
