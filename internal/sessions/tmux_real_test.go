@@ -36,7 +36,16 @@ func TestClaudeTUIInTmuxIsFoundRunning(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer x.Close()
-	s := listOne(t, x)
+	// Claude Code writes its transcript a moment after it draws the answer.
+	var s Session
+	testkit.Eventually(t, 30*time.Second, func() bool {
+		l, err := x.List(context.Background(), Filter{})
+		if err != nil || len(l) != 1 || l[0].Turns != 1 || l[0].Title != "Stand-in session" {
+			return false
+		}
+		s = l[0]
+		return true
+	}, "the TUI's session listed with its turn and Claude Code's title")
 	server := strings.TrimSpace(tm.Tmux("display-message", "-p", "#{socket_path}"))
 	want := "tmux:" + filepath.Base(server) + ":t:0.0"
 	if !s.Running || s.Where != want || s.PID <= 0 || s.Title != "Stand-in session" || s.Turns != 1 || s.Cwd != cwd {

@@ -1,3 +1,6 @@
+// The agents' own sessions (GET /api/sessions): this machine's, or at a
+// cluster's hub every machine's.
+
 package web
 
 import (
@@ -6,7 +9,6 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/parleyhq/parley/internal/procgroup"
 	"github.com/parleyhq/parley/internal/sessions"
 )
 
@@ -47,14 +49,4 @@ func (s *Server) handleSessions(w http.ResponseWriter, r *http.Request) {
 		l.Sessions = []sessions.Session{}
 	}
 	writeJSON(w, http.StatusOK, l)
-}
-
-// handleProcesses lists the agent processes running for threads, with their
-// memory (their process group's, from /proc).
-func (s *Server) handleProcesses(w http.ResponseWriter, _ *http.Request) {
-	live := s.router.LiveSessions()
-	for i := range live {
-		live[i].RSSBytes = procgroup.RSS(live[i].PID)
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"processes": live})
 }

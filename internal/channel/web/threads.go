@@ -1,5 +1,5 @@
 // Threads: the list, one thread, edits, unload, delete, search, the new-thread
-// form's folders, the thread a route shows, and the live sessions.
+// form's folders, the thread a route shows, and the agent processes running for them.
 
 package web
 
@@ -14,6 +14,7 @@ import (
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/cluster"
 	"github.com/parleyhq/parley/internal/config"
+	"github.com/parleyhq/parley/internal/procgroup"
 	"github.com/parleyhq/parley/internal/router"
 )
 
@@ -105,6 +106,16 @@ func (s *Server) handleRoute(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"channel": key.Channel, "chat": key.Chat, "thread": id})
+}
+
+// handleProcesses lists the agent processes running for threads, with their
+// memory (their process group's, from /proc).
+func (s *Server) handleProcesses(w http.ResponseWriter, _ *http.Request) {
+	live := s.router.LiveSessions()
+	for i := range live {
+		live[i].RSSBytes = procgroup.RSS(live[i].PID)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"processes": live})
 }
 
 // handleUnload ends a thread's agent process now, as an idle unload would.
