@@ -28,6 +28,9 @@ const (
 	ThreadUnloaded = "unloaded" // no live session; the next message resumes it
 	ThreadCrashed  = "crashed"  // the session died; the next message resumes it
 	ThreadNoAgent  = "no_agent" // its agent is no longer configured: nothing crashed
+	// ThreadHandedBack: its session was handed to a terminal; the next
+	// message continues it here, unless it runs there still.
+	ThreadHandedBack = "handed_back"
 )
 
 // Thread is one persisted conversation. Its lane goroutine is its only writer.
@@ -219,6 +222,9 @@ var (
 	ErrTooLarge     = errors.New("message too large")
 	ErrRateLimited  = errors.New("too many requests")
 	ErrSessionLimit = errors.New("too many agents running")
+	// ErrSessionRunning: an agent's session runs now in a process parley
+	// did not start (a terminal): a second process on it would fork it.
+	ErrSessionRunning = errors.New("the session is running now")
 )
 
 // SearchHit is one place a search matched: a thread's title (Kind "title",

@@ -66,6 +66,10 @@ type UserMessage struct {
 	// Files are the files attached to it, saved in the thread's working
 	// directory; Text names their paths too (what the agent got).
 	Files []FileRef `json:"files,omitempty"`
+	// Imported marks a message from before parley: a turn of the agent's
+	// own session, read from its transcript when the session was continued
+	// here (MessageID is then the transcript's record id).
+	Imported bool `json:"imported,omitempty"`
 	// Origin, when set, says no person typed it: a schedule or a trigger
 	// sent it (every surface shows which).
 	Origin *Origin `json:"origin,omitempty"`
@@ -106,6 +110,8 @@ type Delivery struct {
 type AgentChunk struct {
 	Text      string `json:"text"`                 // appended to what came before
 	MessageID string `json:"message_id,omitempty"` // the agent's message id
+	// Imported marks an answer from before parley, as UserMessage.Imported.
+	Imported bool `json:"imported,omitempty"`
 }
 
 // AgentDraft is provisional answer text: what a terminal agent has drawn so
@@ -477,6 +483,9 @@ const (
 	CodeRestart    = "restarted"    // parley restarted during the turn or delivery
 	CodeNoHistory  = "history_lost" // the session could not be restored: a new one
 	CodeRetrying   = "retrying"     // the agent retries a failed model call; the turn goes on
+	// CodeSessionRunning: the agent's session runs now in a process parley
+	// did not start (a terminal); continuing it here would fork it.
+	CodeSessionRunning = "session_running"
 )
 
 // Error is an error a person sees: in a thread's log (the agent failed, a
@@ -515,9 +524,12 @@ func ValidNoticeLevel(level string) bool {
 
 // SessionInfo records that a thread's session started or ended.
 type SessionInfo struct {
-	State     string `json:"state"`                // started, resumed, unloaded, exited
+	State     string `json:"state"`                // starting, started, resumed, identified, unloaded, exited, handed_back
 	SessionID string `json:"session_id,omitempty"` // the agent's native session id, once known
 	Detail    string `json:"detail,omitempty"`     // why it ended, for exited
+	// Command, for handed_back, is what a person types in a terminal to go
+	// on with the session there ("cd DIR && claude --resume ID").
+	Command string `json:"command,omitempty"`
 }
 
 // ThreadInfo says a person renamed the thread, archived or un-archived it:

@@ -13,11 +13,13 @@ import (
 // a message, a new thread with its first message, or a control. Thread is
 // the node's own id. Written and read here only, by the same binary.
 type clusterInput struct {
-	Kind    string          `json:"kind"` // "send", "new", "control", "failed"
+	Kind    string          `json:"kind"` // "send", "new", "control", "failed", "resume"
 	From    chat.RouteKey   `json:"from"` // the route at the hub
 	Thread  chat.ThreadID   `json:"thread,omitempty"`
 	Message *router.Message `json:"message,omitempty"`
 	Control *router.Control `json:"control,omitempty"`
+	// Resume continues an agent's session on the node (kind "resume").
+	Resume *router.ResumeIntent `json:"resume,omitempty"`
 	// Reason is why a "failed" message never reached this node in time. A
 	// hub now keeps such a message itself (remoteFailures); a record an
 	// older hub queued, still in its stream across an upgrade, is applied.

@@ -54,6 +54,14 @@ func (n *node) applyInput(ctx context.Context, _ string, data []byte) ([]byte, e
 			err = nil // it reached this node after all, or was recorded already
 		}
 		return nil, controlRefusal(err)
+	case in.Kind == "resume" && in.Resume != nil:
+		ri := *in.Resume
+		ri.Node = "" // here
+		th, err := n.router.ContinueSession(ctx, from, ri)
+		if err != nil {
+			return nil, controlRefusal(err)
+		}
+		return json.Marshal(sendResult{Thread: th})
 	case in.Kind == "control" && in.Control != nil:
 		c := *in.Control
 		c.From, c.Thread = from, in.Thread

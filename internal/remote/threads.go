@@ -197,3 +197,32 @@ func (r *remoteThreads) Control(ctx context.Context, c router.Control) error {
 	_, err = r.hub.Ask(ctx, node, chat.NewID("c"), data, remoteWait)
 	return err
 }
+
+// Resume continues a session on its node, asked now like a control (a
+// session to continue later, when the machine is back, could be running by
+// then): the node makes or finds the thread and answers its id.
+func (r *remoteThreads) Resume(ctx context.Context, from chat.RouteKey, ri router.ResumeIntent) (chat.ThreadID, error) {
+	if err := cluster.CheckName(ri.Node); err != nil {
+		return "", fmt.Errorf("%w: %v", chat.ErrBadInput, err)
+	}
+	online, err := r.online(ctx, ri.Node)
+	if err != nil {
+		return "", err
+	}
+	if !online {
+		return "", fmt.Errorf("machine %s is offline: continue the session when it is back", ri.Node)
+	}
+	data, err := json.Marshal(clusterInput{Kind: "resume", From: from, Resume: &ri})
+	if err != nil {
+		return "", err
+	}
+	res, err := r.hub.Ask(ctx, ri.Node, chat.NewID("r"), data, remoteWait)
+	if err != nil {
+		return "", fmt.Errorf("the session was not continued on machine %s: %w", ri.Node, err)
+	}
+	var sr sendResult
+	if err := json.Unmarshal(res, &sr); err != nil {
+		return "", fmt.Errorf("machine %s answered with something else: %w", ri.Node, err)
+	}
+	return cluster.RemoteID(ri.Node, sr.Thread), nil
+}

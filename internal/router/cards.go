@@ -85,6 +85,8 @@ func (l *lane) doControl(c Control, reply func(error)) {
 		reply(l.setOption(c.SetOption.ConfigID, c.SetOption.Value))
 	case c.Unload:
 		reply(l.unload())
+	case c.HandBack:
+		l.handBack(reply)
 	case c.Edit != nil:
 		reply(l.edit(*c.Edit))
 	}

@@ -98,6 +98,10 @@ type lane struct {
 	// behind them waits.
 	checking int
 
+	// handBackDue is a hand back to a terminal asked for, done once no turn
+	// runs or waits (handback.go); nil when none is.
+	handBackDue *handBackDue
+
 	retiring bool          // its thread is being deleted: the lane ends after this step
 	gone     chan struct{} // closed when run has returned
 }

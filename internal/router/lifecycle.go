@@ -115,7 +115,15 @@ func (l *lane) startSession() {
 			}
 		}
 		var s driver.Session
-		err := l.r.slots.acquire(l.r.ctx, l, live)
+		var err error
+		if resumed {
+			// A session handed back, or run in a terminal since: a second
+			// process on it would fork it.
+			err = l.r.notRunningElsewhere(l.r.ctx, drv, spec)
+		}
+		if err == nil {
+			err = l.r.slots.acquire(l.r.ctx, l, live)
+		}
 		if err == nil {
 			s, err = drv.Start(l.r.ctx, spec, sink)
 		}
@@ -192,15 +200,9 @@ func (l *lane) started(gen int, s driver.Session, err error, resumed bool, revok
 
 // spec is what starts (or resumes) the thread's session with agent ag.
 func (l *lane) spec(ag config.Agent) driver.Spec {
-	env := make([]string, 0, len(ag.Env))
-	for k, v := range ag.Env {
-		env = append(env, k+"="+v)
-	}
-	return driver.Spec{
-		ThreadID: l.th.ID, AgentID: ag.ID, Command: ag.Command, Args: ag.Args, Env: env,
-		Cwd: l.th.Cwd, ResumeID: l.th.SessionID, Mode: l.th.Mode, Model: ag.Model,
-		Options: ag.Options, Logger: l.log,
-	}
+	spec := agentSpec(ag)
+	spec.ThreadID, spec.Cwd, spec.ResumeID, spec.Mode, spec.Logger = l.th.ID, l.th.Cwd, l.th.SessionID, l.th.Mode, l.log
+	return spec
 }
 
 // sessionFailed ends a turn waiting for a session that could not start.
@@ -208,7 +210,7 @@ func (l *lane) sessionFailed(err error) {
 	l.log.Warn("session start failed", "err", err)
 	l.th.State = chat.ThreadCrashed
 	switch {
-	case errors.Is(err, chat.ErrSessionLimit):
+	case errors.Is(err, chat.ErrSessionLimit), errors.Is(err, chat.ErrSessionRunning):
 		l.th.State = chat.ThreadUnloaded // nothing crashed: the next message tries again
 	case errors.Is(err, chat.ErrUnknownAgent):
 		l.th.State = chat.ThreadNoAgent // the config lost the agent; nothing ran

@@ -69,6 +69,9 @@ type ResumeIntent struct {
 	Agent     string `json:"agent"`
 	SessionID string `json:"session_id"`
 	Cwd       string `json:"cwd"`
+	// Node, at a cluster's hub, is the machine the session is on: it is
+	// continued there (resume_session only).
+	Node string `json:"node,omitempty"`
 }
 
 // PermissionAnswer answers a permission card: an option, or cancelled.
@@ -112,6 +115,10 @@ type Control struct {
 	// Unload ends the thread's agent process now, as an idle unload would
 	// (its next message resumes it); refused while a turn runs.
 	Unload bool
+	// HandBack ends the thread's agent process once no turn runs or waits,
+	// and says on the thread the command that goes on with its session in
+	// a terminal ("Continue in a terminal").
+	HandBack bool
 	// Edit renames the thread, archives or un-archives it.
 	Edit *ThreadEdit `json:",omitempty"`
 }
@@ -200,6 +207,8 @@ func (m *Message) Validate() error {
 			if n.Cwd == "" {
 				return invalid("intent \"new\" needs \"cwd\"")
 			}
+		case r != nil && r.Node != "":
+			return invalid("intent \"resume\" takes no \"node\": send resume_session with it, then the message")
 		case r != nil:
 			return r.Validate()
 		default:
@@ -273,7 +282,7 @@ func (c *Control) Validate() error {
 		if err := c.Edit.Validate(); err != nil {
 			return err
 		}
-	case !c.Stop && !c.Unload:
+	case !c.Stop && !c.Unload && !c.HandBack:
 		return invalid("empty control: say what to do")
 	}
 	return nil

@@ -52,6 +52,9 @@ type Options struct {
 	// Tools, when set, gives each agent session parley's own MCP server
 	// (internal/mcpserver) with a credential of its own (person.go).
 	Tools Tools
+	// Node is this machine's name (cluster.node): a session to continue on
+	// it is continued here, hub or not.
+	Node string
 }
 
 // Router is parley's input side. Its methods are safe for concurrent use.
@@ -166,7 +169,7 @@ func (r *Router) Start(ctx context.Context) error {
 		}
 		ins := byThread[th.ID]
 		if th.TurnMessageID == "" && len(ins) == 0 && len(open) == 0 &&
-			(th.State == chat.ThreadUnloaded || th.State == chat.ThreadCrashed || th.State == chat.ThreadNoAgent) {
+			(th.State == chat.ThreadUnloaded || th.State == chat.ThreadCrashed || th.State == chat.ThreadNoAgent || th.State == chat.ThreadHandedBack) {
 			continue
 		}
 		l := r.newLane(th)
@@ -560,22 +563,6 @@ func (r *Router) attach(ctx context.Context, from chat.RouteKey, id chat.ThreadI
 	delete(r.startOn, from) // the route shows a thread now: an older wish is done
 	r.fanout.Attach(from, id)
 	return nil
-}
-
-// ResumeSession attaches an agent's native session to a route (a thread is made
-// for it unless one already holds it).
-func (r *Router) ResumeSession(ctx context.Context, from chat.RouteKey, agent, sessionID, cwd string) (chat.ThreadID, error) {
-	ri := ResumeIntent{Agent: agent, SessionID: sessionID, Cwd: cwd}
-	if err := ri.Validate(); err != nil {
-		return "", err
-	}
-	var id chat.ThreadID
-	err := r.call(ctx, func() error {
-		var err error
-		id, err = r.resumeThread(ctx, from, agent, sessionID, cwd)
-		return err
-	})
-	return id, err
 }
 
 // OpenThread attaches a route to an existing thread (a thread picked from the

@@ -292,6 +292,7 @@ func (l *lane) finishTurn(t *turn, reason string) {
 	}
 	l.bumpIdle()
 	l.next()
+	l.maybeHandBack()
 }
 
 // stop cancels the turn in flight at once.

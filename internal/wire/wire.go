@@ -27,6 +27,7 @@ const (
 	TypeSetMode            = "set_mode"
 	TypeSetConfigOption    = "set_config_option"
 	TypeResumeSession      = "resume_session"
+	TypeHandBack           = "hand_back"
 	TypeOpenThread         = "open_thread"
 	TypeEditThread         = "edit_thread"
 	TypeDeleteThread       = "delete_thread"
@@ -45,7 +46,7 @@ type Input struct {
 	Answer     *router.QuestionAnswer   `json:"-"`
 	SetMode    *router.SetMode          `json:"-"`
 	SetOption  *router.SetOption        `json:"-"`
-	Resume     *router.ResumeIntent     `json:"-"`
+	Resume     *ResumeSession           `json:"-"`
 	Open       *OpenThread              `json:"-"`
 	Edit       *EditThread              `json:"-"`
 	Delete     *DeleteThread            `json:"-"`
@@ -63,10 +64,20 @@ func (in Input) Ref() string {
 		ref = in.Answer.RequestID
 	case in.Edit != nil:
 		ref = in.Edit.Ref
+	case in.Resume != nil:
+		ref = in.Resume.Ref
 	case in.Delete != nil:
 		ref = in.Delete.Ref
 	}
 	return clip(ref)
+}
+
+// ResumeSession continues an agent's own session in a thread the route then
+// shows. Ref, the client's, names the answer: done once it is continued (its
+// earlier turns imported), or an error.
+type ResumeSession struct {
+	router.ResumeIntent
+	Ref string `json:"ref,omitempty"`
 }
 
 // OpenThread attaches the route to one of parley's existing threads.
@@ -150,7 +161,7 @@ func Decode(data []byte) (Input, error) {
 	switch head.Type {
 	case "":
 		return Input{}, bad(clip(ref), "input has no \"type\"")
-	case TypeStop, TypePing:
+	case TypeStop, TypePing, TypeHandBack:
 	case TypeMessage:
 		in.Message = &router.Message{}
 		v = in.Message
@@ -170,7 +181,7 @@ func Decode(data []byte) (Input, error) {
 		in.SetOption = &router.SetOption{}
 		v = in.SetOption
 	case TypeResumeSession:
-		in.Resume = &router.ResumeIntent{}
+		in.Resume = &ResumeSession{}
 		v = in.Resume
 	case TypeOpenThread:
 		in.Open = &OpenThread{}

@@ -69,6 +69,8 @@ func errorCode(err error) (string, int) {
 		return chat.CodeBusy, http.StatusServiceUnavailable
 	case errors.Is(err, chat.ErrCardClosed):
 		return chat.CodeCardClosed, http.StatusConflict
+	case errors.Is(err, chat.ErrSessionRunning):
+		return chat.CodeSessionRunning, http.StatusConflict
 	case errors.Is(err, chat.ErrNoTurn):
 		return chat.CodeBadInput, http.StatusConflict
 	case errors.Is(err, chat.ErrBadInput), errors.Is(err, chat.ErrUnknownAgent):

@@ -392,8 +392,13 @@ func (c *conn) handle(ctx context.Context, in wire.Input) {
 		err = c.s.router.Control(ctx, router.Control{From: c.route, SetMode: in.SetMode})
 	case wire.TypeSetConfigOption:
 		err = c.s.router.Control(ctx, router.Control{From: c.route, SetOption: in.SetOption})
+	case wire.TypeHandBack:
+		err = c.s.router.Control(ctx, router.Control{From: c.route, HandBack: true})
 	case wire.TypeResumeSession:
-		_, err = c.s.router.ResumeSession(ctx, c.route, in.Resume.Agent, in.Resume.SessionID, in.Resume.Cwd)
+		_, err = c.s.router.ContinueSession(ctx, c.route, in.Resume.ResumeIntent)
+		if err == nil {
+			c.reply(ctx, chat.Done{Ref: in.Ref()})
+		}
 	case wire.TypeOpenThread:
 		err = c.s.router.OpenThread(ctx, c.route, chat.ThreadID(in.Open.ThreadID))
 	case wire.TypeEditThread:

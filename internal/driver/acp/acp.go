@@ -18,6 +18,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -100,6 +101,17 @@ func (d *Driver) Start(ctx context.Context, spec driver.Spec, sink driver.Sink) 
 	j, err := newJail(spec.Cwd)
 	if err != nil {
 		return nil, err
+	}
+	if isGemini(spec) {
+		dir, err := settingsDir()
+		if err != nil {
+			return nil, err
+		}
+		env, err := geminiEnv(spec, dir)
+		if err != nil {
+			return nil, err
+		}
+		spec.Env = append(slices.Clip(spec.Env), env...)
 	}
 	s := &Session{
 		logger: logger, sink: sink, spec: spec, jail: j, m: newMapper(),

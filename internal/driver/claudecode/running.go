@@ -1,0 +1,81 @@
+package claudecode
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+// RunningSession answers the pid of the live Claude Code process that runs
+// session id, or 0. Every running claude (TUI and -p alike) keeps
+// <config dir>/sessions/<pid>.json, removed when it exits normally; a killed
+// one's file stays, so the pid must be alive and, when the file says when the
+// process started (procStart, field 22 of /proc/<pid>/stat), be that process
+// and not a later one given the same pid.
+func RunningSession(configDir, id string) (int, error) {
+	files, err := filepath.Glob(filepath.Join(configDir, "sessions", "*.json"))
+	if err != nil {
+		return 0, err
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // it exited meanwhile
+		}
+		if err != nil {
+			return 0, fmt.Errorf("claude's running sessions: %w", err)
+		}
+		var e struct {
+			PID       int    `json:"pid"`
+			SessionID string `json:"sessionId"`
+			ProcStart string `json:"procStart"`
+		}
+		if json.Unmarshal(b, &e) != nil || e.SessionID != id || e.PID <= 0 {
+			continue
+		}
+		if alive(e.PID, e.ProcStart) {
+			return e.PID, nil
+		}
+	}
+	return 0, nil
+}
+
+func alive(pid int, procStart string) bool {
+	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
+		return false
+	}
+	if procStart == "" {
+		return true
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true // no /proc here: the pid is alive, trust it
+	}
+	// The command name (field 2) may hold spaces: count from its ')'.
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return true
+	}
+	f := strings.Fields(string(b[i+1:]))
+	const field = 22 - 3 // field 3 is f[0]
+	return len(f) > field && f[field] == procStart
+}
+
+// ValidSessionID reports whether id can be a Claude Code session id (a
+// UUID): it names a file, so nothing else is let near a path.
+func ValidSessionID(id string) bool {
+	if len(id) == 0 || len(id) > 64 {
+		return false
+	}
+	for _, c := range id {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' || c == '-') {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,70 @@
+package driver
+
+import (
+	"context"
+	"strings"
+	"time"
+)
+
+// What a driver may know of its agent's own sessions, for a session started
+// outside parley (a terminal) and continued in parley, and handed back.
+
+// HistoryReader is a Driver that can read the turns of one of its agent's
+// own sessions (spec.ResumeID, run in spec.Cwd) from the agent's record:
+// resuming does not replay the past (Claude Code's stream-json says nothing
+// of it), so parley shows it from there.
+type HistoryReader interface {
+	History(ctx context.Context, spec Spec) ([]Turn, error)
+}
+
+// Turn roles.
+const (
+	TurnUser  = "user"  // what the person wrote
+	TurnAgent = "agent" // the agent's answer text
+)
+
+// Turn is one message of a session's record, in the conversation's order.
+type Turn struct {
+	ID   string    // the record's own id (Claude Code's uuid)
+	Role string    // TurnUser or TurnAgent
+	Text string    // the words, without tool calls and results
+	At   time.Time // when the agent recorded it
+}
+
+// RunChecker is a Driver that can tell whether a process runs one of its
+// agent's sessions now (Claude Code's ~/.claude/sessions/<pid>.json): none of
+// the agents locks a session, and two processes on one fork it.
+type RunChecker interface {
+	// RunningNow answers the process that runs spec.ResumeID now, or 0.
+	RunningNow(ctx context.Context, spec Spec) (pid int, err error)
+}
+
+// HandBacker is a Driver that can say how a person goes on with one of its
+// sessions (spec.ResumeID in spec.Cwd) in a terminal.
+type HandBacker interface {
+	// ResumeCommand is a shell command line ("cd DIR && claude --resume ID"),
+	// or "" when the agent has no such command.
+	ResumeCommand(spec Spec) string
+}
+
+// ShellLine joins words into one line a POSIX shell reads back as those
+// words: a word with anything but letters, digits and -_./:=@+, is single-quoted.
+func ShellLine(words ...string) string {
+	out := make([]string, len(words))
+	for i, w := range words {
+		out[i] = shellWord(w)
+	}
+	return strings.Join(out, " ")
+}
+
+func shellWord(w string) string {
+	if w == "" {
+		return "''"
+	}
+	for _, c := range w {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("-_./:=@+,", c)) {
+			return "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
+		}
+	}
+	return w
+}
