@@ -47,6 +47,7 @@ func (r *fakeRemote) set(ths []RemoteThread) {
 // (the hub's store holds no card of that thread: it must not read "closed"
 // from it); the card gone from the summary sends the closing push.
 func TestAnotherMachinesCardPushesOnceAndClosesWhenItCloses(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "parley.db"), slog.New(slog.DiscardHandler))
 	if err != nil {
