@@ -55,7 +55,7 @@ func (s *Service) Prefs(device string) Prefs {
 // time.
 func (s *Service) SetPrefs(device string, turns, errors *bool) (Prefs, error) {
 	if err := s.opt.Store.PushSetPrefs(context.Background(), store.PushPrefsChange{Device: device, Turns: turns, Errors: errors,
-		At: s.opt.Now()}); err != nil {
+		At: s.opt.Clock.Now()}); err != nil {
 		return Prefs{}, err
 	}
 	return s.Prefs(device), nil
@@ -193,7 +193,7 @@ func (s *Service) enqueueNotices(ctx context.Context, id chat.ThreadID, thread f
 	var th *chat.Thread
 	var subs []store.PushSubscription
 	var items []store.PushItem
-	now := s.opt.Now()
+	now := s.opt.Clock.Now()
 	for _, n := range ns {
 		body := noticeWords(n.kind, n.Code)
 		if body == "" || n.TS.Before(notBefore) {

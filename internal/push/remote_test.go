@@ -62,7 +62,7 @@ func TestAnotherMachinesCardPushesOnceAndClosesWhenItCloses(t *testing.T) {
 		Cards: []Card{{RequestID: "r1", Kind: chat.CardPermission, Asks: "asks for permission: Bash"}}}}
 	rem := &fakeRemote{ths: open, ch: make(chan struct{})}
 	service := func() *Service {
-		return &Service{opt: Options{Store: st, Remote: rem, Machine: "hub", Now: time.Now},
+		return &Service{opt: Options{Store: st, Remote: rem, Machine: "hub", Clock: realClock{}},
 			log: slog.New(slog.DiscardHandler), remote: map[chat.ThreadID]string{}}
 	}
 	due := func() []store.PushItem {
