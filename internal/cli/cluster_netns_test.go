@@ -79,10 +79,12 @@ func TestNodesInTheirOwnNetworksReachOnlyTheHub(t *testing.T) {
 		t.Fatal("the hub's namespace reaches b's model API: it is not b's alone")
 	}
 
-	for deadline := time.Now().Add(60 * time.Second); ; {
+	var listed []byte
+	testkit.Eventually(t, 60*time.Second, func() bool {
 		nodes := netns.Command(star.Centre, bin, "nodes", "--json", "--data", hubData)
 		nodes.Env = hubEnv
 		out, err := nodes.Output()
+		listed = out
 		if err != nil {
 			t.Fatalf("parley nodes: %v", err)
 		}
@@ -93,13 +95,8 @@ func TestNodesInTheirOwnNetworksReachOnlyTheHub(t *testing.T) {
 		if err := json.Unmarshal(out, &list); err != nil {
 			t.Fatal(err)
 		}
-		if len(list) == 2 && list[0].Online && list[1].Online {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the nodes never both showed online: %s", out)
-		}
-	}
+		return len(list) == 2 && list[0].Online && list[1].Online
+	}, "the nodes never both showed online: %s", testkit.Later(func() any { return string(listed) }))
 
 	// The hub's own terminal asks claude on b: the message crosses to b, b's
 	// Claude Code asks the model only b reaches, the answer comes back.

@@ -36,12 +36,8 @@ func joinToken(t *testing.T, bin string, env []string, data, node string) string
 // waitLog waits for a daemon's log to say want.
 func waitLog(t *testing.T, p *daemonProc, who, want string) {
 	t.Helper()
-	for deadline := time.Now().Add(60 * time.Second); !strings.Contains(p.log.String(), want); {
-		if time.Now().After(deadline) {
-			t.Fatalf("the %s's log never said %q:\n%s", who, want, p.log.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testkit.Eventually(t, 60*time.Second, func() bool { return strings.Contains(p.log.String(), want) },
+		"the %s's log never said %q:\n%s", who, want, testkit.Later(func() any { return p.log.String() }))
 }
 
 // Three real builds of parley: the hub's, one a cluster protocol ahead
@@ -69,19 +65,15 @@ func TestAHubTakesANodeOneProtocolApartAndRefusesOneTwoApart(t *testing.T) {
 		t.Fatalf("parley join from a build one protocol ahead: %s", out)
 	}
 	laptop := startServe(t, next, laptopEnv, "--data", laptopData)
-	for deadline := time.Now().Add(60 * time.Second); ; {
-		list, err := run(t, bin, hubEnv, "nodes", "--data", hubData)
-		if err != nil {
+	var list string
+	testkit.Eventually(t, 60*time.Second, func() bool {
+		var err error
+		if list, err = run(t, bin, hubEnv, "nodes", "--data", hubData); err != nil {
 			t.Fatalf("parley nodes: %s", list)
 		}
-		if onlineRow.MatchString(list) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the node one protocol ahead is not online:\n%s\nits log:\n%s", list, laptop.log.String())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return onlineRow.MatchString(list)
+	}, "the node one protocol ahead is not online:\n%s\nits log:\n%s",
+		testkit.Later(func() any { return list }), testkit.Later(func() any { return laptop.log.String() }))
 	waitLog(t, hub, "hub", "node laptop speaks cluster protocol "+strconv.Itoa(p+1)+" (parley v0.9.0) and this hub "+strconv.Itoa(p))
 	if strings.Contains(laptop.log.String(), "link refused") {
 		t.Fatalf("the node one protocol ahead refused the hub:\n%s", laptop.log.String())
@@ -107,14 +99,10 @@ func TestAHubTakesANodeOneProtocolApartAndRefusesOneTwoApart(t *testing.T) {
 		who string
 		p   *daemonProc
 	}{{"hub", hub}, {"node", desk}} {
-		for deadline := time.Now().Add(60 * time.Second); !why.MatchString(side.p.log.String()); {
-			if time.Now().After(deadline) {
-				t.Fatalf("the %s's log never said %s:\n%s", side.who, why, side.p.log.String())
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+		testkit.Eventually(t, 60*time.Second, func() bool { return why.MatchString(side.p.log.String()) },
+			"the %s's log never said %s:\n%s", side.who, why, testkit.Later(func() any { return side.p.log.String() }))
 	}
-	list, err := run(t, bin, hubEnv, "nodes", "--data", hubData)
+	list, err = run(t, bin, hubEnv, "nodes", "--data", hubData)
 	if err != nil || regexp.MustCompile(`(?m)^desk\s+online`).MatchString(list) {
 		t.Fatalf("the refused node is listed online: %s %v", list, err)
 	}

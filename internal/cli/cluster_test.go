@@ -170,15 +170,12 @@ func TestJoinServeListAndRevokeWithRealDaemons(t *testing.T) {
 	}
 
 	var list string
-	deadline := time.Now().Add(30 * time.Second)
-	for !onlineRow.MatchString(list) {
-		if time.Now().After(deadline) {
-			t.Fatalf("parley nodes never showed laptop online:\n%s", list)
-		}
+	testkit.Eventually(t, 30*time.Second, func() bool {
 		if list, err = run(t, bin, hubEnv, "nodes", "--data", hubData); err != nil {
 			t.Fatalf("parley nodes: %s", list)
 		}
-	}
+		return onlineRow.MatchString(list)
+	}, "parley nodes never showed laptop online:\n%s", testkit.Later(func() any { return list }))
 	if body := metrics(t, bin, hubEnv, hubData, hub.addr); !strings.Contains(body, `parley_cluster_node_online{node="laptop"} 1`) {
 		t.Errorf("the hub's /metrics lacks laptop online:\n%s", grepLines(body, "parley_cluster"))
 	}
@@ -195,10 +192,12 @@ func TestJoinServeListAndRevokeWithRealDaemons(t *testing.T) {
 		t.Fatalf("the restarted hub listens on %s, want %s", got, natsAddr)
 	}
 	restarted := time.Now()
-	for deadline := time.Now().Add(60 * time.Second); ; {
+	var listed []byte
+	testkit.Eventually(t, 60*time.Second, func() bool {
 		nodesCmd := exec.Command(bin, "nodes", "--json", "--data", hubData)
 		nodesCmd.Env = hubEnv
-		out, err := nodesCmd.Output()
+		var err error
+		listed, err = nodesCmd.Output()
 		if err != nil {
 			t.Fatalf("parley nodes --json: %v", err)
 		}
@@ -207,20 +206,18 @@ func TestJoinServeListAndRevokeWithRealDaemons(t *testing.T) {
 			Online   bool      `json:"online"`
 			LastSeen time.Time `json:"last_seen"`
 		}
-		if err := json.Unmarshal(out, &nodes); err != nil {
-			t.Fatalf("parley nodes --json: %v\n%s", err, out)
+		if err := json.Unmarshal(listed, &nodes); err != nil {
+			t.Fatalf("parley nodes --json: %v\n%s", err, listed)
 		}
 		if len(nodes) != 1 || nodes[0].Name != "laptop" {
-			t.Fatalf("after the hub's restart: %s, want laptop alone", out)
+			t.Fatalf("after the hub's restart: %s, want laptop alone", listed)
 		}
 		if nodes[0].Online && nodes[0].LastSeen.After(restarted) {
 			t.Logf("the node was back online %v after the restarted hub listened", time.Since(restarted).Round(time.Millisecond))
-			break
+			return true
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the node did not come back to the restarted hub: %s", out)
-		}
-	}
+		return false
+	}, "the node did not come back to the restarted hub: %s", testkit.Later(func() any { return string(listed) }))
 
 	if out, err := run(t, bin, hubEnv, "nodes", "revoke", "laptop", "--data", hubData); err != nil {
 		t.Fatalf("parley nodes revoke: %s", out)
@@ -229,15 +226,11 @@ func TestJoinServeListAndRevokeWithRealDaemons(t *testing.T) {
 		t.Errorf("after revoke, parley nodes still lists laptop:\n%s", list)
 	}
 	// The node hears its connection close (the hub closed it before revoke answered).
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		body := metrics(t, bin, nodeEnv, nodeData, node.addr)
-		if strings.Contains(body, `parley_cluster_link_up{node="laptop"} 0`) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the revoked node's /metrics does not show its link down:\n%s", grepLines(body, "parley_cluster"))
-		}
-	}
+	var body string
+	testkit.Eventually(t, 30*time.Second, func() bool {
+		body = metrics(t, bin, nodeEnv, nodeData, node.addr)
+		return strings.Contains(body, `parley_cluster_link_up{node="laptop"} 0`)
+	}, "the revoked node's /metrics does not show its link down:\n%s", testkit.Later(func() any { return grepLines(body, "parley_cluster") }))
 	// The node keeps serving its own dashboard.
 	if resp, err := http.Get("http://" + node.addr + "/healthz"); err != nil || resp.StatusCode != 200 {
 		t.Fatalf("the revoked node's own /healthz: %v %v", resp, err)
@@ -250,18 +243,12 @@ func TestJoinServeListAndRevokeWithRealDaemons(t *testing.T) {
 	node.cmd.Process.Signal(os.Interrupt)
 	node.cmd.Wait()
 	startServe(t, bin, nodeEnv, "--data", nodeData).line(t, nodeLine)
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		list, err := run(t, bin, hubEnv, "nodes", "--data", hubData)
-		if err != nil {
+	testkit.Eventually(t, 30*time.Second, func() bool {
+		if list, err = run(t, bin, hubEnv, "nodes", "--data", hubData); err != nil {
 			t.Fatalf("parley nodes: %s", list)
 		}
-		if onlineRow.MatchString(list) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the node that joined again is not online:\n%s", list)
-		}
-	}
+		return onlineRow.MatchString(list)
+	}, "the node that joined again is not online:\n%s", testkit.Later(func() any { return list }))
 
 }
 

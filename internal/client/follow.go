@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/parleyhq/parley/internal/backoff"
 	"github.com/parleyhq/parley/internal/chat"
 )
 
@@ -98,7 +99,7 @@ func (s stopped) Error() string { return s.err.Error() }
 // or FailFast says to stop (the dial's error). handle is called on Run's
 // goroutine, one update at a time; it may call Send.
 func (f *Follow) Run(ctx context.Context, handle func(Update) error) error {
-	backoff := f.MinBackoff
+	redial := backoff.Policy{Min: f.MinBackoff, Max: f.MaxBackoff}
 	attempt := 0
 	offline := time.Now() // since when no socket has been open
 	first := true
@@ -120,16 +121,16 @@ func (f *Follow) Run(ctx context.Context, handle func(Update) error) error {
 				return err
 			}
 			attempt++
-			if err := handle(Update{Kind: UpdateOffline, Err: err, Attempt: attempt, Retry: backoff}); err != nil {
+			wait := redial.Delay(attempt - 1)
+			if err := handle(Update{Kind: UpdateOffline, Err: err, Attempt: attempt, Retry: wait}); err != nil {
 				return err
 			}
-			if !sleep(ctx, backoff) {
+			if !sleep(ctx, wait) {
 				return ctx.Err()
 			}
-			backoff = min(backoff*2, f.MaxBackoff)
 			continue
 		}
-		first, attempt, backoff = false, 0, f.MinBackoff
+		first, attempt = false, 0
 		f.mu.Lock()
 		f.conn = c
 		f.mu.Unlock()

@@ -379,7 +379,7 @@ func TestANodeCannotTouchAnotherNodesSubjectsOrKeys(t *testing.T) {
 		t.Fatalf("b's record is %q %v, want b's own", e.Value(), err)
 	}
 	// b's thread summaries, b's inputs, the admin requests, and every $KV
-	// key, a's own too (the hub writes them, records.go).
+	// key, a's own too (the hub writes them, hub_records.go).
 	for _, subj := range []string{"$KV." + threadsBucket + ".b.t1", InputSubject("b") + ".t1", adminRevoke, joinSubject,
 		DirectoryKey("a"), "$KV." + threadsBucket + ".a.t1", CopySubject("b", "t1"), CopySubject("a", "t1")} {
 		if err := a.Publish(subj, []byte(`{"node":"b"}`)); err != nil {

@@ -41,25 +41,25 @@ type HubOptions struct {
 	InputWait time.Duration
 	// InputBytes is the most a node's waiting inputs may weigh (0:
 	// DefaultInputBytes). JetStream reserves it on the hub's disk for each
-	// node, out of StoreBytes (store.go).
+	// node, out of StoreBytes (hub_store.go).
 	InputBytes int64
 	// StoreBytes is the most the hub's JetStream may reserve on its disk
 	// for new bookings (0: 3/4 of the disk free at the hub's start,
-	// JetStream's default); what is booked already is kept (store.go).
+	// JetStream's default); what is booked already is kept (hub_store.go).
 	StoreBytes int64
 	// CopyBytes and CopyAge bound the hub's copy of each node's recent
-	// events (copy.go; 0: DefaultCopyBytes, DefaultCopyAge); CopyBytes is
+	// events (hub_copy.go; 0: DefaultCopyBytes, DefaultCopyAge); CopyBytes is
 	// booked on the hub's disk per node, as InputBytes is.
 	CopyBytes int64
 	CopyAge   time.Duration
 	// InputFailed, when set, is told of each input that will never be
-	// applied, with the reason (inputs.go). It runs on the node's forwarder,
+	// applied, with the reason (hub_inputs.go). It runs on the node's forwarder,
 	// whose next inputs wait for it, or in Revoke (each input that waited
 	// for the machine revoked): it must be quick, and must not call Revoke
 	// or Close (which wait for that forwarder).
 	InputFailed InputFailed
 	// ThreadGone, when set, is told of each node's thread deleted on its
-	// node, once the hub no longer lists it (records.go), with its remote
+	// node, once the hub no longer lists it (hub_records.go), with its remote
 	// id: the hub's routes to it and views of it end. It runs on the
 	// records' subscription: it must be quick.
 	ThreadGone func(chat.ThreadID)
@@ -70,7 +70,7 @@ type HubOptions struct {
 	// refusal next to its cluster protocol (protocol.go), which decides.
 	Version string
 	// ReconnectOverlap is how long an older connection on a node's key
-	// stays once a newer one came (0: DefaultReconnectOverlap; conns.go).
+	// stays once a newer one came (0: DefaultReconnectOverlap; hub_conns.go).
 	ReconnectOverlap time.Duration
 }
 
@@ -93,7 +93,7 @@ type Hub struct {
 	joinHash string
 	adm      nkeys.KeyPair
 	// sys is the server's system account and the hub's user in it, which
-	// hears of every connection (conns.go); guard acts on what it hears.
+	// hears of every connection (hub_conns.go); guard acts on what it hears.
 	sys   systemUser
 	guard *connGuard
 
@@ -105,11 +105,11 @@ type Hub struct {
 	// threads is the directory's thread summaries, <node>.<thread>.
 	threads jetstream.KeyValue
 	// records and summaries are the nodes and threads buckets in memory
-	// (mirror.go): the directory's readers read them.
+	// (hub_mirror.go): the directory's readers read them.
 	records   *mirror[Record]
 	summaries *mirror[RemoteThread]
 	online    *onlineWatch
-	// copy is the hub's copy of the nodes' recent events (copy.go).
+	// copy is the hub's copy of the nodes' recent events (hub_copy.go).
 	copy *hubCopy
 
 	// Lock order (docs/locks.md): members, then mu; wmu is a leaf. Only members is held
@@ -124,7 +124,7 @@ type Hub struct {
 	mu  sync.Mutex
 	reg registry
 	// refused holds the nodes whose last directory record the hub refused
-	// for its protocol: their thread summaries are refused too (records.go).
+	// for its protocol: their thread summaries are refused too (hub_records.go).
 	refused map[string]bool
 	fwd     map[string]*forwarder // each joined node's input forwarder
 	closed  bool                  // Close began: no forwarder starts
@@ -139,7 +139,7 @@ type Hub struct {
 	// (Queue). Its own lock is a leaf.
 	failed *idSet
 
-	// budget is what the hub's disk bookings may add up to (store.go), as
+	// budget is what the hub's disk bookings may add up to (hub_store.go), as
 	// made of store_bytes at this start; storeMax is the
 	// server's JetStreamMaxStore, raised past budget to keep what is
 	// booked already. Both are set in StartHub, then only read.
@@ -287,7 +287,7 @@ func (h *Hub) serverOptions(reg registry) (*server.Options, error) {
 		MaxPayload: maxPayload,
 		// store_bytes (0: 3/4 of the disk free at start, never JetStream's
 		// own), or what the joined machines already book when that is more
-		// (store.go).
+		// (hub_store.go).
 		JetStreamMaxStore: h.storeMax,
 	}, nil
 }
@@ -376,7 +376,7 @@ func (h *Hub) connect(ctx context.Context) error {
 }
 
 // ensureInputs makes node's input stream and the hub's consumer of it, which
-// hands the node its inputs one at a time, in order (inputs.go). At the hub's
+// hands the node its inputs one at a time, in order (hub_inputs.go). At the hub's
 // start the consumer is made afresh: an input a previous run was handing
 // over when it died is still unacked, and the new consumer starts at it at
 // once instead of after the old delivery's ack wait.
@@ -424,7 +424,7 @@ func (h *Hub) Conn() *nats.Conn { return h.nc }
 func (h *Hub) JetStream() jetstream.JetStream { return h.js }
 
 // answer is the reply to a join or admin request. A join's is sealed to
-// the joiner (join.go): Sealed holds the answer, From the hub's key for it.
+// the joiner (hub_join.go): Sealed holds the answer, From the hub's key for it.
 type answer struct {
 	Result any    `json:"result,omitempty"`
 	Error  string `json:"error,omitempty"`
@@ -441,75 +441,6 @@ func plain(handle func(context.Context, []byte) (any, error)) func(context.Conte
 		}
 		return answer{Result: v}
 	}
-}
-
-// joinRequest is what `parley join` sends.
-type joinRequest struct {
-	Token   string `json:"token"`
-	Node    string `json:"node"`
-	Key     string `json:"key"`
-	Version string `json:"version"`
-	// Protocol is the joiner's cluster protocol (protocol.go); 0 is 1.
-	Protocol int `json:"protocol,omitempty"`
-	// Seal is the joiner's curve public key (nkeys xkey): the hub's answer
-	// is sealed to it (join.go). Empty from a joiner before it.
-	Seal string `json:"seal,omitempty"`
-}
-
-func (h *Hub) handleJoin(ctx context.Context, data []byte) (any, error) {
-	var req joinRequest
-	if err := json.Unmarshal(data, &req); err != nil {
-		return nil, errors.New("a join request must be JSON")
-	}
-	c, err := verifyToken(h.key, req.Token, time.Now())
-	if err != nil {
-		h.log.Warn("cluster: join refused", "node", req.Node, "err", err)
-		return nil, err
-	}
-	if c.Node != "" && req.Node != c.Node {
-		return nil, fmt.Errorf("this join token is for node %q, not %q", c.Node, req.Node)
-	}
-	if err := CheckName(req.Node); err != nil {
-		return nil, err
-	}
-	if h.opt.Self != "" && req.Node == h.opt.Self {
-		return nil, fmt.Errorf("%q is the hub's own machine name; join under another with `parley join --node NAME`", req.Node)
-	}
-	if !nkeys.IsValidPublicUserKey(req.Key) {
-		return nil, errors.New("the node's key is not an nkey user public key")
-	}
-	if err := checkProtocol(req.Node, thisProtocol, protocolOf(req.Protocol), h.opt.Version, req.Version); err != nil {
-		h.log.Warn("cluster: join refused", "node", req.Node, "err", err)
-		return nil, err
-	}
-	h.members.Lock()
-	defer h.members.Unlock()
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if _, ok := h.reg.find(req.Node); ok {
-		return nil, fmt.Errorf("a node named %q has already joined; on the hub, `parley nodes revoke %s` first", req.Node, req.Node)
-	}
-	if m, ok := h.reg.withKey(req.Key); ok {
-		return nil, fmt.Errorf("this key already belongs to node %q", m.Name)
-	}
-	// Used exactly once: the create fails for a second use, however close.
-	if _, err := h.used.Create(ctx, c.ID, []byte(req.Node)); err != nil {
-		if errors.Is(err, jetstream.ErrKeyExists) {
-			h.log.Warn("cluster: join refused", "node", req.Node, "err", ErrTokenUsed)
-			return nil, ErrTokenUsed
-		}
-		return nil, fmt.Errorf("record the token's use: %w", err)
-	}
-	if err := h.ensureInputs(ctx, req.Node, false); err != nil {
-		return nil, err
-	}
-	next := h.reg.with(member{Name: req.Node, Key: req.Key, Joined: time.Now().UTC()})
-	if err := h.apply(next); err != nil {
-		return nil, err
-	}
-	h.startForwarder(req.Node)
-	h.log.Info("cluster: node joined", "node", req.Node, "version", req.Version)
-	return map[string]string{"node": req.Node}, nil
 }
 
 // apply saves a registry and reloads the server's users from it; NATS closes

@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/parleyhq/parley/internal/chat"
 )
 
 // Names on the wire (doc.go lists them with what they carry).
@@ -46,8 +48,8 @@ func inboxPrefix(node string) string { return "_INBOX." + node }
 
 // nodePermissions are all a node's user may do. Everything else, NATS refuses:
 // another node's subjects, every $KV key and stream subject (its record and
-// summaries go to the hub as plain messages, records.go; its inputs come as
-// the hub's requests, inputs.go), the whole JetStream API, the admin requests.
+// summaries go to the hub as plain messages, hub_records.go; its inputs come as
+// the hub's requests, hub_inputs.go), the whole JetStream API, the admin requests.
 // No stream may capture parley.from.>: a JetStream publish acks to a reply
 // subject the node picks.
 func nodePermissions(node string) *server.Permissions {
@@ -71,3 +73,54 @@ func joinPermissions() *server.Permissions {
 		Subscribe: &server.SubjectPermission{Allow: []string{joinInbox + ".>"}},
 	}
 }
+
+// EventSubject is where node publishes thread's live events.
+func EventSubject(node string, thread chat.ThreadID) string {
+	return FromSubject(node) + ".t." + string(thread) + ".ev"
+}
+
+func sourceSubject(node string) string { return ToSubject(node) + ".src" }
+
+// ThreadKey is the thread-summary key of node's thread in parley_threads.
+func ThreadKey(node string, thread chat.ThreadID) string { return node + "." + string(thread) }
+
+// A node's directory record and thread summaries reach the hub as plain
+// requests on its own parley.from.<node>.dir and parley.from.<node>.threads.>;
+// the hub checks them and writes the KV entries itself, keyed by the node
+// named in the SUBJECT (which NATS lets only that node publish). A node may
+// publish to no $KV key nor any subject a stream captures: a KV write lets a
+// header (Nats-Rollup) wipe other nodes' keys, and any JetStream publish
+// sends its ack to a reply subject the publisher picks.
+const (
+	dirToken     = "dir"
+	threadsToken = "threads"
+	sumToken     = "sum"
+	goneToken    = "gone"
+	allToken     = "all"
+	// maxRecord is the most a record or summary may weigh (the buckets' MaxValueSize).
+	maxRecord = 64 << 10
+	// maxThreadList is the most a node's list of its threads may weigh
+	// (about 100,000 ids): the hub writes nothing of it, only purges.
+	maxThreadList = 4 << 20
+)
+
+func dirSubject(node string) string { return FromSubject(node) + "." + dirToken }
+
+// threadsSubject is the root of all a node says of its threads: one
+// subscription at the hub takes them all, in the order the node sent them.
+func threadsSubject(node string) string { return FromSubject(node) + "." + threadsToken }
+
+func sumSubject(node string, thread string) string {
+	return threadsSubject(node) + "." + sumToken + "." + thread
+}
+
+// goneSubject is where node says its thread was deleted.
+func goneSubject(node, thread string) string {
+	return threadsSubject(node) + "." + goneToken + "." + thread
+}
+
+// threadListSubject is where node names all its threads, after a link-up's summaries.
+func threadListSubject(node string) string { return threadsSubject(node) + "." + allToken }
+
+// inputSubject is where the hub hands node its inputs.
+func inputSubject(node string) string { return ToSubject(node) + ".in" }

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"os"
 	"sync"
-	"time"
 
 	"github.com/coder/websocket"
 
@@ -13,9 +12,7 @@ import (
 	"github.com/parleyhq/parley/internal/channel/plugin"
 	"github.com/parleyhq/parley/internal/channel/web"
 	"github.com/parleyhq/parley/internal/chat"
-	"github.com/parleyhq/parley/internal/cluster"
 	"github.com/parleyhq/parley/internal/config"
-	"github.com/parleyhq/parley/internal/router"
 )
 
 // ACPPath is where the daemon speaks ACP as the agent: a WebSocket whose text
@@ -64,26 +61,10 @@ func (d *Daemon) acpDeps() acpagent.Deps {
 // a cluster's hub its agents are every machine's, each with its node (as
 // /api/agents lists them), and "agent@node" starts a thread there.
 func (d *Daemon) channelRouter() plugin.Router {
-	if d.clusterHub == nil {
+	if d.remote == nil {
 		return d.router
 	}
-	return everyMachine{Router: d.router, hub: d.clusterHub, node: d.cfg.Cluster.Node}
-}
-
-// everyMachine is the hub's router with every machine's agents.
-type everyMachine struct {
-	*router.Router
-	hub  *cluster.Hub
-	node string
-}
-
-// Agents lists the hub's own agents under its node name, then each node's
-// from its directory record (an offline node's "offline").
-func (m everyMachine) Agents() []chat.AgentInfo {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	all, _ := m.hub.Agents(ctx, m.node, m.Router.Agents()) // on an error its own are still listed
-	return all
+	return d.remote.EveryMachine(d.router)
 }
 
 // handleACP serves one ACP client. Token as for every API call; a browser

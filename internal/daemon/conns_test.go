@@ -15,6 +15,7 @@ import (
 
 	"github.com/parleyhq/parley/internal/client"
 	"github.com/parleyhq/parley/internal/config"
+	"github.com/parleyhq/parley/internal/testkit"
 	"github.com/parleyhq/parley/internal/testkit/chatsock"
 )
 
@@ -170,18 +171,14 @@ func TestSocketCap(t *testing.T) {
 		t.Fatalf("third socket's error does not say why: %s", body)
 	}
 	a.Client().CloseNow()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		c, _, err := client.Dial(ctx, e.url(), e.d.Token(), client.Options{Chat: "c"})
+	testkit.Eventually(t, 5*time.Second, func() bool {
+		var c *client.Conn
+		c, _, err = client.Dial(ctx, e.url(), e.d.Token(), client.Options{Chat: "c"})
 		if err == nil {
 			c.CloseNow()
-			break
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("a closed socket's slot was not freed: %v", err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return err == nil
+	}, "a closed socket's slot was not freed: %v", testkit.Later(func() any { return err }))
 }
 
 // The change stream and the chat socket outlive limits.read_timeout: it bounds

@@ -30,6 +30,7 @@ import (
 	"github.com/parleyhq/parley/internal/driver"
 	"github.com/parleyhq/parley/internal/fanout"
 	"github.com/parleyhq/parley/internal/push"
+	"github.com/parleyhq/parley/internal/remote"
 	"github.com/parleyhq/parley/internal/router"
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/store/sqlite"
@@ -73,7 +74,7 @@ type Daemon struct {
 	prune   *pruner // limits.retain_events (retain.go)
 	// clusterHub or link is set when [cluster] makes this machine the hub or a node.
 	clusterHub *cluster.Hub
-	stopAsks   func() // the hub's resolver of kept asks (startAskResolver)
+	remote     *remote.Hub // the hub's parts around clusterHub
 	link       *cluster.Link
 	// push sends Web Push for cards; it watches every thread through pushWatch.
 	push      *push.Service
@@ -81,10 +82,8 @@ type Daemon struct {
 	// cert is the person's own certificate (tls_cert) when parley serves HTTPS.
 	cert     *certSource
 	stopCert func() // ends cert's watch
-	// view is the hub's readers' store (every machine's threads); stopRelay
-	// ends the relay of the nodes' live events into hub.
-	view      *cluster.View
-	stopRelay func()
+	// view is the hub's readers' store (every machine's threads).
+	view *cluster.View
 	// tailnet is set when [tailscale] puts the dashboard on the tailnet.
 	tailnet *tailnet.Node
 }
@@ -118,8 +117,7 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	h := fanout.New(nil)
 	// A cluster's hub comes first: its router reaches the nodes' threads.
-	var gone atomic.Pointer[router.Router] // set once the router runs
-	ch, err := startClusterHub(ctx, cfg, opt.Version.Version, st, h, log, reg, func(id chat.ThreadID) { threadGone(gone.Load(), st, log, id) })
+	ch, err := startClusterHub(ctx, cfg, opt.Version.Version, st, h, log, reg)
 	if err != nil {
 		st.Close()
 		return nil, err
@@ -127,7 +125,7 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 	var rem router.Remote
 	readStore := store.Store(st)
 	if ch != nil {
-		rem, readStore = &remote{hub: ch.hub, view: ch.view, node: cfg.Cluster.Node, failed: ch.failed, receipts: ch.receipts}, ch.view
+		rem, readStore = ch.Remote(), ch.View()
 	}
 	rt := router.New(st, h, router.Options{
 		Agents: cfg.Agents, DefaultAgent: cfg.DefaultAgent, Roots: cfg.Roots,
@@ -136,11 +134,13 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 		Logger: log, Metrics: router.NewMetrics(reg), Remote: rem,
 	})
 	if err := rt.Start(ctx); err != nil {
-		ch.close()
+		ch.Close()
 		st.Close()
 		return nil, err
 	}
-	gone.Store(rt)
+	if ch != nil {
+		ch.RouterStarted(rt)
+	}
 	opt.Version.PID = os.Getpid()
 	opt.Version.Started = time.Now().UTC()
 	// push starts first (the web channel serves it) and asks the web channel
@@ -149,7 +149,7 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 	watch := h.WatchTypes(push.Types...)
 	var remoteCards push.Remote
 	if ch != nil {
-		remoteCards = hubCards{hub: ch.hub}
+		remoteCards = ch.Cards()
 	}
 	pusher, err := push.Start(push.Options{DataDir: cfg.DataDir, Store: st, Watch: watch, Machine: machineName(cfg), Remote: remoteCards,
 		AgentName: agentNames(cfg), OnScreen: func(dev string, th chat.ThreadID) bool {
@@ -159,7 +159,7 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 		Live: sessions.Live, Net: opt.PushNet, Logger: log})
 	if err != nil {
 		h.Unwatch(watch)
-		ch.close()
+		ch.Close()
 		rt.Close(ctx)
 		st.Close()
 		return nil, err
@@ -167,7 +167,7 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 	var d *Daemon // set below, before anything is served
 	var machines web.Cluster
 	if ch != nil {
-		machines = hubMachines{hub: ch.hub, node: cfg.Cluster.Node}
+		machines = ch.Machines()
 	}
 	ws := web.New(rt, readStore, h, web.Options{
 		Token: token, Devices: sessions, Limits: cfg.Limits, AllowedOrigins: cfg.AllowedOrigins, Roots: cfg.Roots,
@@ -180,7 +180,7 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 		if cert, err = loadCert(cfg.TLSCert, cfg.TLSKey, filepath.Join(cfg.DataDir, client.AddrCertFile)); err != nil {
 			pusher.Close()
 			h.Unwatch(watch)
-			ch.close()
+			ch.Close()
 			rt.Close(ctx)
 			st.Close()
 			return nil, err
@@ -190,7 +190,7 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 	if err != nil {
 		pusher.Close()
 		h.Unwatch(watch)
-		ch.close()
+		ch.Close()
 		rt.Close(ctx)
 		st.Close()
 		return nil, fmt.Errorf("listen %s: %w", cfg.Addr, err)
@@ -214,8 +214,8 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 	}
 	d.version = opt.Version.Version
 	if ch != nil {
-		d.clusterHub, d.view, d.stopRelay = ch.hub, ch.view, ch.stopRelay
-		d.stopAsks = startAskResolver(rt, ch.hub, log)
+		d.clusterHub, d.view, d.remote = ch.Cluster(), ch.View(), ch
+		ch.StartAskResolver(rt)
 	}
 	if err := d.dialClusterHub(reg); err != nil {
 		ln.Close()
@@ -268,48 +268,18 @@ func agentNames(cfg config.Config) func(string) string {
 	return func(id string) string { return names[id] }
 }
 
-// clusterHubParts are what a cluster's hub adds to a daemon.
-type clusterHubParts struct {
-	hub       *cluster.Hub
-	view      *cluster.View
-	stopRelay func()
-	failed    *remoteFailures
-	receipts  *receipts // of the messages sent to nodes' threads, from the relay
-}
-
-// close stops what startClusterHub started (nil: nothing).
-func (c *clusterHubParts) close() {
-	if c == nil {
-		return
-	}
-	c.stopRelay()
-	c.hub.Close()
-}
-
 // startClusterHub runs the hub's NATS server when [cluster] listen says so,
 // with the view of every machine's threads and the relay of the nodes' live
 // events into h; nil when this machine is not a hub.
-func startClusterHub(ctx context.Context, cfg config.Config, version string, st store.Store, h *fanout.Fanout, log *slog.Logger, reg prometheus.Registerer,
-	gone func(chat.ThreadID)) (*clusterHubParts, error) {
+func startClusterHub(ctx context.Context, cfg config.Config, version string, st store.Store, h *fanout.Fanout, log *slog.Logger,
+	reg prometheus.Registerer) (*remote.Hub, error) {
 	c := cfg.Cluster
 	if c.Listen == "" {
 		return nil, nil
 	}
-	failed := &remoteFailures{st: st, events: h, log: log}
-	ch, err := cluster.StartHub(ctx, cluster.HubOptions{DataDir: cfg.DataDir, Listen: c.Listen,
+	return remote.StartHub(ctx, remote.HubOptions{Store: st, Events: h, Cluster: cluster.HubOptions{DataDir: cfg.DataDir, Listen: c.Listen,
 		Advertise: c.Advertise, Self: c.Node, Version: version, Logger: log, Registerer: reg, InputWait: c.InputWait.Duration, InputBytes: c.InputBytes,
-		StoreBytes: c.StoreBytes, CopyBytes: c.CopyBytes, CopyAge: c.CopyAge.Duration,
-		InputFailed: func(_ *cluster.Hub, f cluster.FailedInput) { failed.inputFailed(f) }, ThreadGone: gone})
-	if err != nil {
-		return nil, err
-	}
-	rc := newReceipts()
-	stop, err := ch.Relay(func(ev chat.Event) { rc.see(ev); h.Publish(ev) })
-	if err != nil {
-		ch.Close()
-		return nil, err
-	}
-	return &clusterHubParts{hub: ch, view: cluster.NewView(st, ch), stopRelay: stop, failed: failed, receipts: rc}, nil
+		StoreBytes: c.StoreBytes, CopyBytes: c.CopyBytes, CopyAge: c.CopyAge.Duration}})
 }
 
 // dialClusterHub starts a node's link when [cluster] hub says so: it shows
@@ -326,23 +296,15 @@ func (d *Daemon) dialClusterHub(reg prometheus.Registerer) error {
 	var err error
 	d.link, err = cluster.Dial(cluster.LinkOptions{DataDir: d.cfg.DataDir, Hub: c.Hub, Node: c.Node,
 		Version: d.version, Agents: agents, Heartbeat: c.Heartbeat.Duration, Logger: d.log, Registerer: reg,
-		Inputs: d.applyInput, Store: d.store, Events: d.fanout, AgentInfo: d.router.Agents(), Roots: d.cfg.Roots})
+		Inputs: remote.Inputs(d.router), Store: d.store, Events: d.fanout, AgentInfo: d.router.Agents(), Roots: d.cfg.Roots})
 	return err
 }
 
 func (d *Daemon) stopCluster() {
-	if d.stopAsks != nil {
-		d.stopAsks()
-	}
 	if d.link != nil {
 		d.link.Close()
 	}
-	if d.stopRelay != nil {
-		d.stopRelay()
-	}
-	if d.clusterHub != nil {
-		d.clusterHub.Close()
-	}
+	d.remote.Close()
 }
 
 // startTailnet joins the tailnet when [tailscale] says so; the node serves
@@ -445,4 +407,13 @@ func (d *Daemon) Shutdown(ctx context.Context) error {
 	}
 	serr := d.store.Close()
 	return errors.Join(herr, rerr, serr)
+}
+
+// readStore is what the daemon's readers use: the hub's view of every
+// machine's threads, or this machine's store.
+func (d *Daemon) readStore() store.Store {
+	if d.view != nil {
+		return d.view
+	}
+	return d.store
 }

@@ -31,6 +31,7 @@ import (
 
 	webpush "github.com/SherClockHolmes/webpush-go"
 
+	"github.com/parleyhq/parley/internal/backoff"
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/store"
 )
@@ -326,11 +327,9 @@ func (s *Service) retry(ctx context.Context) {
 
 func (s *Service) undone() bool { return s.allFailed || len(s.failed) > 0 || len(s.remoteFailed) > 0 }
 
-// retryWait is the wait before the n-th pass in a row that retries what the
-// store refused: 1 s doubling, at most a minute.
-func retryWait(n int) time.Duration {
-	return min(time.Second<<min(max(n-1, 0), 6), time.Minute)
-}
+// storeRetry is the wait before a pass that retries what the store refused,
+// by passes in a row: 1 s doubling, at most a minute.
+var storeRetry = backoff.Policy{Min: time.Second, Max: time.Minute}
 
 func (s *Service) untilNext(ctx context.Context) time.Duration {
 	d := time.Hour
@@ -338,7 +337,7 @@ func (s *Service) untilNext(ctx context.Context) time.Duration {
 		d = max(next.Sub(s.opt.Clock.Now()), 50*time.Millisecond)
 	}
 	if s.undone() {
-		d = min(d, retryWait(s.fails))
+		d = min(d, storeRetry.Delay(s.fails-1))
 	}
 	return d
 }
@@ -624,7 +623,7 @@ func (s *Service) send(ctx context.Context, it store.PushItem) {
 			return // stopping: it stays pending
 		}
 		n := it.Attempts + 1
-		state, next := store.PushPending, s.opt.Clock.Now().Add(backoff(n))
+		state, next := store.PushPending, s.opt.Clock.Now().Add(sendRetry.Delay(n-1))
 		if n >= maxAttempts {
 			state = store.PushFailed
 		}
@@ -649,11 +648,9 @@ func (s *Service) forget(ctx context.Context, it store.PushItem, why string, err
 	s.recount()
 }
 
-// backoff is the wait before attempt n+1: 1 s doubling, at most 10 minutes.
-func backoff(n int) time.Duration {
-	d := time.Second << min(n-1, 20)
-	return min(d, 10*time.Minute)
-}
+// sendRetry is the wait before a push's next attempt, by attempts so far:
+// 1 s doubling, at most 10 minutes.
+var sendRetry = backoff.Policy{Min: time.Second, Max: 10 * time.Minute}
 
 // redact keeps a push endpoint's path (the subscription's secret: whoever
 // has it can push to the phone) out of a logged error: net/http's errors

@@ -23,10 +23,10 @@ import (
 // and report back through l.results, so a slow agent never holds the lane.
 //
 // The lane's code, by concept: this file (the loop, the log's commit, taking a
-// message), turn.go (a turn's phases and their transitions, stop), session.go
-// (the session's phases and their transitions, the clock), lifecycle.go
-// (the session: start, idle unload, close; recovery and shutdown), cards.go
-// (cards and the controls that answer them), sink.go (what the agent reports).
+// message), turn.go (a turn's phases beside the moves between them, stop),
+// lifecycle.go (the session's phases beside the moves between them: start,
+// idle unload, close; recovery and shutdown), clock.go, cards.go (cards and
+// the controls that answer them), sink.go (what the agent reports).
 type lane struct {
 	r   *Router // the router's options, context, slots and WaitGroup
 	th  chat.Thread
@@ -45,7 +45,7 @@ type lane struct {
 	results chan func()     // completions of driver calls
 
 	queue []*pendingInput
-	// The session's phase (session.go) and, while live, the session; a
+	// The session's phase (lifecycle.go) and, while live, the session; a
 	// start's result for an older generation, or after closing, is closed.
 	life  sessionPhase
 	sess  driver.Session

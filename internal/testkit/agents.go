@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 )
 
 // Pinned agent versions. The test command (scripts/test.sh) installs exactly these
@@ -121,17 +120,4 @@ func cachedBin(t testing.TB, env, folder, name string) string {
 		t.Fatalf("testkit: %s is not installed at %s (run scripts/test.sh, which installs the pinned agents): %v", name, p, err)
 	}
 	return p
-}
-
-// Eventually polls cond every few milliseconds until it is true or the deadline
-// passes, then fails the test with msg. Use it instead of sleeping.
-func Eventually(t testing.TB, within time.Duration, cond func() bool, msg string, args ...any) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %v: "+msg, append([]any{within}, args...)...)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }

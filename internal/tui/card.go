@@ -3,7 +3,6 @@ package tui
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"unicode"
 
@@ -11,6 +10,7 @@ import (
 
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/client"
+	"github.com/parleyhq/parley/internal/fold"
 	"github.com/parleyhq/parley/internal/router"
 	"github.com/parleyhq/parley/internal/wire"
 )
@@ -29,28 +29,37 @@ type card struct {
 	answers  chat.Answers // answers to the questions before qi
 	free     string       // the person's own words
 
-	sent      bool   // answered here; waiting for the server to close it
-	err       string // why the last answer did not take
-	confirmed bool   // said again in this connect sequence
+	sent bool   // answered here; waiting for the server to close it
+	err  string // why the last answer did not take
 }
 
-func (m *Model) openCard(c *card) {
-	if old := m.cardByID(c.id); old != nil {
-		old.confirmed = true // an open card said again on connect
-		return
+// syncCards shows at the bottom the cards the conversation has open, oldest
+// first, keeping what the person has begun of each answer.
+func (m *Model) syncCards() {
+	var open []*card
+	for _, it := range m.conv.View().Items {
+		if (it.Kind != fold.KindPermission && it.Kind != fold.KindQuestion) || (it.State != fold.CardOpen && it.State != fold.CardAnswering) {
+			continue
+		}
+		c := m.cardByID(it.RequestID)
+		if c == nil {
+			c = newCard(it)
+		}
+		c.perm.Diffs = it.Diffs // the call's changes, as they come while it is open
+		open = append(open, c)
 	}
-	c.confirmed = true
-	c.selected = map[int]bool{}
-	m.cards = append(m.cards, c)
+	m.cards = open
 	m.layout()
 }
 
-// closeCard drops a card, returning it (nil when it was not shown).
-func (m *Model) closeCard(id string) *card {
-	c := m.cardByID(id)
-	m.cards = slices.DeleteFunc(m.cards, func(c *card) bool { return c.id == id })
-	m.layout()
-	return c
+func newCard(it fold.Item) *card {
+	if it.Kind == fold.KindQuestion {
+		return &card{id: it.RequestID, kind: chat.CardQuestion, q: chat.Question{RequestID: it.RequestID, Questions: it.Questions},
+			answers: chat.Answers{}, selected: map[int]bool{}}
+	}
+	return &card{id: it.RequestID, kind: chat.CardPermission, selected: map[int]bool{}, perm: chat.PermissionRequest{
+		RequestID: it.RequestID, Options: it.Options, Diffs: it.Diffs,
+		Tool: chat.PermissionTool{Name: it.Name, Title: it.Title, Input: it.Input, ToolCallID: it.ToolCallID}}}
 }
 
 // card is the card the keys go to: the oldest open one.
@@ -251,14 +260,8 @@ func (m *Model) cardLines(c *card) []string {
 		}
 		lines = append(lines, st.cardTitle.Render("Permission: "+title+more))
 		// What will change, before it is allowed: the agent's diffs of the
-		// tool call, or the change the tool's input describes.
-		var diffs []chat.Diff
-		if e := m.tools[c.perm.Tool.ToolCallID]; e != nil && c.perm.Tool.ToolCallID != "" {
-			diffs = e.diffs
-		}
-		if len(diffs) == 0 {
-			diffs = c.perm.Diffs
-		}
+		// tool call (else parley's), or the change the tool's input describes.
+		diffs := c.perm.Diffs
 		if len(diffs) == 0 {
 			diffs = proposedDiffs(c.perm.Tool.Name, c.perm.Tool.Input)
 		}

@@ -177,7 +177,7 @@ func TestChatWithClaudeCode(t *testing.T) {
 		tm.WaitScreen("streaming", func(s string) bool { return strings.Contains(s, "tick tick") && strings.Contains(s, "● working") })
 		tm.Keys("Escape")
 		tm.WaitScreen("the turn cancelled, said which", func(s string) bool {
-			return strings.Contains(s, "turn ended: cancelled") && strings.Contains(s, "│ idle │") &&
+			return strings.Contains(s, "· Stopped.") && strings.Contains(s, "│ idle │") &&
 				strings.Contains(s, "stopping the turn answering “slowly”")
 		})
 	})

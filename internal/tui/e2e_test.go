@@ -101,7 +101,7 @@ func TestChatInTmux(t *testing.T) {
 		tm.WaitScreen("streaming", func(s string) bool { return chunkRe.MatchString(s) && strings.Contains(s, "● working") })
 		tm.Keys("Escape")
 		s := tm.WaitScreen("the turn cancelled", func(s string) bool {
-			return strings.Contains(s, "turn ended: cancelled") && strings.Contains(s, "│ idle │")
+			return strings.Contains(s, "· Stopped.") && strings.Contains(s, "│ idle │")
 		})
 		if strings.Contains(s, "c100000") {
 			t.Errorf("the turn ran to its end instead of stopping:\n%s", s)
@@ -122,7 +122,7 @@ func TestChatInTmux(t *testing.T) {
 		})
 		tm.Keys("Escape")
 		tm.WaitScreen("the turn stopped, the draft gone", func(s string) bool {
-			return strings.Contains(s, "turn ended: cancelled") && strings.Contains(s, "│ idle │") && !strings.Contains(s, "provisional")
+			return strings.Contains(s, "· Stopped.") && strings.Contains(s, "│ idle │") && !strings.Contains(s, "provisional")
 		})
 	})
 	step(t, "card answered elsewhere disappears", func(t *testing.T) {

@@ -225,17 +225,6 @@ func (m *Model) managerErr(p chat.Error) bool {
 	return true
 }
 
-// movedNote says, in the transcript, what a thread's move changed (the
-// dashboard's movedText).
-func movedNote(p chat.ThreadInfo) string {
-	given := "No earlier messages are given to it."
-	if n := p.ContextMessages; n > 0 {
-		given = fmt.Sprintf("Your next message goes with the last %d message%s of this thread, as context.", n, map[bool]string{true: "", false: "s"}[n == 1])
-	}
-	return fmt.Sprintf("Moved from %s to %s. %s starts a fresh session in the same folder: it does not have %s's memory of this conversation. %s",
-		p.MovedFrom, p.Agent, p.Agent, p.MovedFrom, given)
-}
-
 func (m *Model) managerLines() []string {
 	g := m.manager
 	st := m.st

@@ -16,6 +16,7 @@ import (
 
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/client"
+	"github.com/parleyhq/parley/internal/fold"
 	"github.com/parleyhq/parley/internal/router"
 	"github.com/parleyhq/parley/internal/wire"
 )
@@ -39,42 +40,19 @@ type (
 	}
 )
 
-// Entry kinds of the transcript.
-const (
-	entryUser    = "user"
-	entryAgent   = "agent"
-	entryThought = "thought"
-	entryTool    = "tool"
-	entryPlan    = "plan"
-	entryNote    = "note"
-	entryError   = "error"
-)
+// outgoing is a message typed here that the server has not taken yet: kept
+// to send again after a reconnect until a receipt names it.
+type outgoing struct {
+	msg     router.Message
+	sending bool // written to the socket, no receipt yet
+}
 
-// entry is one block of the transcript.
-type entry struct {
-	kind string
-	text string
-	// user messages
-	id    string
-	from  chat.RouteKey
-	state string // "" (not sent yet), sending, queued, delivering, submitted, failed
-	// detail says why a message failed.
-	detail string
-	out    *router.Message // what to (re)send while it has no receipt
-	// agent text
-	agentMsgID string
-	// tool calls
-	tool   chat.ToolCall
-	name   string // the tool's name, when a permission card named it
-	status string
-	output string
-	diffs  []chat.Diff
-	// plan
-	plan []chat.PlanEntry
-
-	rendered      []string // cache of the rendering's lines…
-	renderedWidth int      // … at this width
-	renderedKey   string
+// rendered is an item of the conversation laid out, kept while nothing it
+// shows changes.
+type rendered struct {
+	lines []string
+	width int
+	key   string
 }
 
 // Model is the Bubble Tea model of `parley chat`.
@@ -98,32 +76,28 @@ type Model struct {
 	cfg      chat.Config
 	thread   chat.Thread
 	lastSeq  int64
-	// draft is the agent's provisional text (agent_draft): drawn after the
-	// transcript, apart, until its final words or the turn's end replace it.
-	draft     string
-	draftID   int64 // the draft shown's id: an append (drafts=append) adds only to it
-	mode      chat.Mode
-	turn      bool
-	turnMsg   string // the message the running turn answers
-	stopping  bool
-	recall    int  // the earlier prompt ↑ put in the box (0: the newest), -1: none
-	chosen    bool // the initial thread choice is made
+	// conv is the shown thread's conversation, folded from its events by
+	// the dashboard's rules (internal/fold): messages and receipts, answers,
+	// tools, plans, cards, the turn, the mode, provisional text.
+	conv      *fold.Fold
+	outbox    map[string]*outgoing // messages typed here the server has not taken yet
+	seen      map[string]bool      // cards said (again) in this connect sequence
+	turnMsg   string               // the message the running turn answers
+	recall    int                  // the earlier prompt ↑ put in the box (0: the newest), -1: none
+	chosen    bool                 // the initial thread choice is made
 	intent    *router.Intent
 	agentPick string // the agent the next message asks for
 
-	entries []*entry
-	users   map[string]*entry
-	tools   map[string]*entry
-	hidden  map[string]string // tool calls shown as their own card: id → title
-	cards   []*card
+	cards []*card // the open cards of conv, with what the person has begun of each answer
 
 	picker  *picker
 	manager *manager // the thread menu (manage.go), while open
 
 	input       textarea.Model
-	lines       []string // the transcript, laid out at the current width
-	tHeight     int      // rows the transcript shows
-	scroll      int      // rows scrolled up from the bottom (0: follow new output)
+	lines       []string             // the transcript, laid out at the current width
+	shown       map[string]*rendered // each item's layout, by its key
+	tHeight     int                  // rows the transcript shows
+	scroll      int                  // rows scrolled up from the bottom (0: follow new output)
 	expandTools bool
 	quitArmed   bool
 	flash       string // one-line notice in the help row
@@ -148,7 +122,7 @@ func New(opt Options, be Backend) *Model {
 	m := &Model{
 		opt: opt, be: be, st: newStyles(!opt.NoColor),
 		width: 80, height: 24,
-		users: map[string]*entry{}, tools: map[string]*entry{}, hidden: map[string]string{}, recall: -1,
+		conv: fold.New(), outbox: map[string]*outgoing{}, seen: map[string]bool{}, shown: map[string]*rendered{}, recall: -1,
 		input: ta, dirty: true,
 	}
 	m.layout()
@@ -168,9 +142,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, nil
 	case OnlineMsg:
 		m.online, m.everOnline, m.connecting, m.offline, m.attempt = true, true, true, "", 0
-		for _, c := range m.cards {
-			c.confirmed = false
-		}
+		m.seen = map[string]bool{}
 		return m, nil
 	case OfflineMsg:
 		m.online, m.connecting = false, false
@@ -180,10 +152,8 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.offline = shortErr(msg.Err)
 		}
 		m.deletedHere(msg.Err)
-		for _, e := range m.users {
-			if e.state == "sending" {
-				e.state = "" // its write may not have got there: resent on reconnect
-			}
+		for _, o := range m.outbox {
+			o.sending = false // its write may not have got there: resent on reconnect
 		}
 		m.dirty = true
 		return m, nil
@@ -238,276 +208,187 @@ func (m *Model) layout() {
 // --- events ------------------------------------------------------------------
 
 func (m *Model) onEvent(ev client.Event) tea.Cmd {
-	// Never show an event twice: log events are kept by seq, per thread.
-	if ev.Seq > 0 {
-		if ev.Thread != m.thread.ID || ev.Seq <= m.lastSeq {
-			return nil
-		}
-		m.lastSeq = ev.Seq
-		if chat.EndsDraft(ev.Type) {
-			m.draft, m.draftID = "", 0
-		}
+	if !m.fresh(ev) {
+		return nil
 	}
 	m.dirty = true
-	switch ev.Type {
-	case chat.TypeAgentDraft:
-		var p chat.AgentDraft
-		// It belongs right after its event: after a later one it may stand
-		// for final words already shown.
-		if ev.Decode(&p) == nil && ev.Thread == m.thread.ID && p.AfterSeq == m.lastSeq {
-			m.draftID, m.draft = p.Onto(m.draftID, m.draft)
-		}
-	case chat.TypeConfig:
-		_ = ev.Decode(&m.cfg)
-	case chat.TypeThread:
-		var te chat.ThreadEvent
-		_ = ev.Decode(&te)
-		if te.Thread.ID != m.thread.ID {
-			m.switchTo(te.Thread)
-			if !m.connecting {
-				return m.loadUsage()
-			}
-		} else {
-			m.thread = te.Thread
-		}
-	case chat.TypeReplayDone:
-		return m.onReplayDone()
-	case chat.TypeUserMessage:
-		var p chat.UserMessage
-		_ = ev.Decode(&p)
-		if e := m.users[p.MessageID]; e != nil {
-			if e.out != nil {
-				// Our own message, typed here: its place in the log is the truth.
-				m.entries = slices.DeleteFunc(m.entries, func(x *entry) bool { return x == e })
-				m.add(e)
-			}
-			e.from = p.From
-			if e.state == "" || e.state == "sending" {
-				e.state = chat.DeliveryQueued
-			}
-			e.out = nil
-			return nil
-		}
-		e := &entry{kind: entryUser, id: p.MessageID, text: p.Text, from: p.From, state: chat.DeliveryQueued}
-		m.users[p.MessageID] = e
-		m.add(e)
-	case chat.TypeDelivery:
-		var p chat.Delivery
-		_ = ev.Decode(&p)
-		if e := m.users[p.MessageID]; e != nil {
-			if rank(p.State) >= rank(e.state) {
-				e.state, e.detail = p.State, p.Detail
-			}
-			e.out = nil
-		}
-	case chat.TypeAgentChunk:
-		var p chat.AgentChunk
-		_ = ev.Decode(&p)
-		if last := m.last(); last != nil && last.kind == entryAgent && (p.MessageID == "" || last.agentMsgID == "" || p.MessageID == last.agentMsgID) {
-			last.text += p.Text
-			if last.agentMsgID == "" {
-				last.agentMsgID = p.MessageID
-			}
-			return nil
-		}
-		m.add(&entry{kind: entryAgent, text: p.Text, agentMsgID: p.MessageID})
-	case chat.TypeThoughtChunk:
-		var p chat.ThoughtChunk
-		_ = ev.Decode(&p)
-		if last := m.last(); last != nil && last.kind == entryThought {
-			last.text += p.Text
-			return nil
-		}
-		m.add(&entry{kind: entryThought, text: p.Text})
-	case chat.TypeToolCall:
-		var p chat.ToolCall
-		_ = ev.Decode(&p)
-		if ownCard(p.Title) {
-			// Shown as its question card (the dashboard's rule, ui/src/fold.ts).
-			m.hidden[p.ToolCallID] = p.Title
-			return nil
-		}
-		if e := m.tools[p.ToolCallID]; e != nil {
-			e.tool, e.status = p, p.Status
-			return nil
-		}
-		e := &entry{kind: entryTool, tool: p, status: p.Status}
-		m.tools[p.ToolCallID] = e
-		m.add(e)
-	case chat.TypeToolCallUpdate:
-		var p chat.ToolCallUpdate
-		_ = ev.Decode(&p)
-		hidden, isHidden := m.hidden[p.ToolCallID]
-		if isHidden && p.Status != "failed" {
-			return nil
-		}
-		e := m.tools[p.ToolCallID]
-		if e == nil {
-			title := p.Title
-			if title == "" {
-				title = hidden
-			}
-			e = &entry{kind: entryTool, tool: chat.ToolCall{ToolCallID: p.ToolCallID, Title: title}}
-			m.tools[p.ToolCallID] = e
-			m.add(e)
-		}
-		if p.Status != "" {
-			e.status = p.Status
-		}
-		if p.Title != "" {
-			e.tool.Title = p.Title
-		}
-		if p.Output != "" {
-			e.output = p.Output
-		}
-		if len(p.Diffs) > 0 {
-			e.diffs = p.Diffs
-		}
-	case chat.TypePlan:
-		var p chat.Plan
-		_ = ev.Decode(&p)
-		// The plan comes whole each time: one entry per turn, updated in place
-		// (the dashboard's rule, ui/src/fold.ts).
-		for i := len(m.entries) - 1; i >= 0; i-- {
-			if e := m.entries[i]; e.kind == entryPlan {
-				e.plan = p.Entries
-				m.dirty = true
-				return nil
-			} else if e.kind == entryUser {
-				break
-			}
-		}
-		m.add(&entry{kind: entryPlan, plan: p.Entries})
-	case chat.TypePermissionRequest:
-		var p chat.PermissionRequest
-		_ = ev.Decode(&p)
-		if e := m.tools[p.Tool.ToolCallID]; e != nil && p.Tool.ToolCallID != "" {
-			e.name = p.Tool.Name // its expanded view shows the change (Ctrl+O)
-		}
-		m.openCard(&card{id: p.RequestID, kind: chat.CardPermission, perm: p})
-	case chat.TypeQuestion:
-		var p chat.Question
-		_ = ev.Decode(&p)
-		m.openCard(&card{id: p.RequestID, kind: chat.CardQuestion, q: p, answers: chat.Answers{}})
-	case chat.TypePermissionResolved:
-		var p chat.PermissionResolved
-		_ = ev.Decode(&p)
-		c := m.closeCard(p.RequestID)
-		m.add(&entry{kind: entryNote, text: permissionNote(c, p)})
-	case chat.TypeQuestionResolved:
-		var p chat.QuestionResolved
-		_ = ev.Decode(&p)
-		m.closeCard(p.RequestID)
-		m.add(&entry{kind: entryNote, text: questionNote(p)})
-	case chat.TypeMode:
-		was := m.mode.Current
-		_ = ev.Decode(&m.mode)
-		m.modeWant = ""
-		if was != "" && m.mode.Current != "" && m.mode.Current != was {
-			m.add(&entry{kind: entryNote, text: "mode changed to " + modeName(m.mode)})
-		}
-	case chat.TypeTurnStatus:
-		var p chat.TurnStatus
-		_ = ev.Decode(&p)
-		m.turn = p.Active
-		if p.Active {
-			m.turnMsg = p.MessageID
-			if p.Stopping {
-				m.stopping = true // asked from here or from any other screen
-			}
-		} else {
-			m.stopping, m.turnMsg = false, ""
-		}
-	case chat.TypeUsage:
-		var u chat.Usage
-		_ = ev.Decode(&u)
-		if s := turnUsage(u); s != "" && (u.InputTokens != 0 || u.OutputTokens != 0 || u.CostUSD != 0) {
-			m.add(&entry{kind: entryNote, text: "usage: " + s})
-		}
-	case chat.TypePromptDone:
-		var p chat.PromptDone
-		_ = ev.Decode(&p)
-		if p.StopReason != chat.StopEndTurn {
-			m.add(&entry{kind: entryNote, text: "turn ended: " + p.StopReason})
-		}
-		if !m.connecting {
-			return m.loadUsage()
-		}
-	case chat.TypeError:
-		var p chat.Error
-		_ = ev.Decode(&p)
-		m.onError(p)
-	case chat.TypeSessionInfo:
-		var p chat.SessionInfo
-		_ = ev.Decode(&p)
-		switch p.State {
-		case "exited":
-			m.add(&entry{kind: entryNote, text: "agent session exited" + suffix(p.Detail)})
-		case "restarted":
-			m.add(&entry{kind: entryNote, text: "agent restarted" + suffix(p.Detail)})
-		}
-	case chat.TypeThreadInfo:
-		// Renamed, (un)archived or moved, here or elsewhere: the header follows.
-		var p chat.ThreadInfo
-		_ = ev.Decode(&p)
-		if ev.Thread == m.thread.ID {
-			m.thread.Title, m.thread.Archived = p.Title, p.Archived
-			if p.Agent != "" {
-				m.thread.Agent = p.Agent
-			}
-			if p.MovedFrom != "" {
-				m.thread.State = chat.ThreadUnloaded
-				m.add(&entry{kind: entryNote, text: movedNote(p)})
-			}
-		}
-	case chat.TypeDone:
-		var p chat.Done
-		_ = ev.Decode(&p)
-		m.onDone(p)
+	if ev.Type == chat.TypeError && m.managerErr(decodeError(ev)) {
+		return nil // the manager's edit refused: the manager says so
+	}
+	if ev.Thread == "" || ev.Thread == m.thread.ID {
+		m.conv.Apply(ev)
+		m.taken()
+	}
+	if rule := screenRules[ev.Type]; rule != nil {
+		return rule(m, ev)
 	}
 	return nil
 }
 
-// ownCard reports a tool call the conversation shows as its own card.
-func ownCard(title string) bool { return title == "AskUserQuestion" }
+// fresh reports an event to show: log events are kept by seq, per thread,
+// so none shows twice; provisional text belongs right after the event it
+// was drawn after, and nowhere else.
+func (m *Model) fresh(ev client.Event) bool {
+	if ev.Seq > 0 {
+		if ev.Thread != m.thread.ID || ev.Seq <= m.lastSeq {
+			return false
+		}
+		m.lastSeq = ev.Seq
+	}
+	if ev.Type == chat.TypeAgentDraft {
+		var p chat.AgentDraft
+		return ev.Decode(&p) == nil && ev.Thread == m.thread.ID && p.AfterSeq == m.lastSeq
+	}
+	return true
+}
 
-// modeName is the current mode's name as the agent calls it.
-func modeName(md chat.Mode) string {
-	for _, o := range md.Available {
-		if o.ID == md.Current {
-			return o.Name
+// taken forgets the messages typed here that the server has a receipt for.
+func (m *Model) taken() {
+	receipts := m.conv.View().Receipts
+	for id := range m.outbox {
+		if _, ok := receipts[id]; ok {
+			delete(m.outbox, id)
 		}
 	}
-	return md.Current
+}
+
+// screenRules are what this screen does of an event beyond the conversation
+// (which conv folds): the connection, the thread shown, the cards' keys, the
+// status line.
+var screenRules = map[string]func(*Model, client.Event) tea.Cmd{
+	chat.TypeConfig:             func(m *Model, ev client.Event) tea.Cmd { _ = ev.Decode(&m.cfg); return nil },
+	chat.TypeThread:             (*Model).onThread,
+	chat.TypeReplayDone:         func(m *Model, _ client.Event) tea.Cmd { return m.onReplayDone() },
+	chat.TypePermissionRequest:  (*Model).onCard,
+	chat.TypeQuestion:           (*Model).onCard,
+	chat.TypePermissionResolved: func(m *Model, _ client.Event) tea.Cmd { m.syncCards(); return nil },
+	chat.TypeQuestionResolved:   func(m *Model, _ client.Event) tea.Cmd { m.syncCards(); return nil },
+	chat.TypeMode:               func(m *Model, _ client.Event) tea.Cmd { m.modeWant = ""; return nil },
+	chat.TypeTurnStatus:         (*Model).onTurn,
+	chat.TypePromptDone:         func(m *Model, _ client.Event) tea.Cmd { return m.afterTurn() },
+	chat.TypeError:              (*Model).onError,
+	chat.TypeThreadInfo:         (*Model).onThreadInfo,
+	chat.TypeDone: func(m *Model, ev client.Event) tea.Cmd {
+		var p chat.Done
+		_ = ev.Decode(&p)
+		m.onDone(p)
+		return nil
+	},
+}
+
+func (m *Model) onThread(ev client.Event) tea.Cmd {
+	var te chat.ThreadEvent
+	_ = ev.Decode(&te)
+	if te.Thread.ID == m.thread.ID {
+		m.thread = te.Thread
+		return nil
+	}
+	m.switchTo(te.Thread)
+	return m.afterTurn()
+}
+
+// onCard notes a card said in this connect sequence and shows it.
+func (m *Model) onCard(ev client.Event) tea.Cmd {
+	var p struct {
+		RequestID string `json:"request_id"`
+	}
+	if ev.Decode(&p) == nil {
+		m.seen[p.RequestID] = true
+	}
+	m.syncCards()
+	return nil
+}
+
+func (m *Model) onTurn(ev client.Event) tea.Cmd {
+	var p chat.TurnStatus
+	_ = ev.Decode(&p)
+	m.turnMsg = ""
+	if p.Active {
+		m.turnMsg = p.MessageID
+	}
+	return nil
+}
+
+// afterTurn fetches the thread's usage totals, once connected: the turn's
+// usage is in them.
+func (m *Model) afterTurn() tea.Cmd {
+	if m.connecting {
+		return nil
+	}
+	return m.loadUsage()
+}
+
+// onThreadInfo: renamed, (un)archived or moved, here or elsewhere: the header follows.
+func (m *Model) onThreadInfo(ev client.Event) tea.Cmd {
+	var p chat.ThreadInfo
+	_ = ev.Decode(&p)
+	if ev.Thread != m.thread.ID {
+		return nil
+	}
+	m.thread.Title, m.thread.Archived = p.Title, p.Archived
+	if p.Agent != "" {
+		m.thread.Agent = p.Agent
+	}
+	if p.MovedFrom != "" {
+		m.thread.State = chat.ThreadUnloaded
+	}
+	return nil
+}
+
+// mode is the agent's mode, as far as it has said.
+func (m *Model) mode() chat.Mode {
+	if md := m.conv.View().Mode; md != nil {
+		return *md
+	}
+	return chat.Mode{}
 }
 
 // switchTo shows another thread: the transcript starts again from its replay.
 // Messages typed and not yet sent stay.
 func (m *Model) switchTo(th chat.Thread) {
-	m.thread, m.lastSeq, m.totals, m.draft, m.draftID = th, 0, chat.UsageTotals{}, "", 0
-	keep := []*entry{}
-	users := map[string]*entry{}
-	for _, e := range m.entries {
-		if e.kind == entryUser && e.out != nil {
-			keep = append(keep, e)
-			users[e.id] = e
+	m.thread, m.lastSeq, m.totals = th, 0, chat.UsageTotals{}
+	keep := m.unsent()
+	m.conv.Reset()
+	for _, it := range keep {
+		m.conv.User(it)
+	}
+	m.shown, m.cards, m.turnMsg, m.recall = map[string]*rendered{}, nil, "", -1
+}
+
+// unsent are the messages typed here the server has not taken, in the order typed.
+func (m *Model) unsent() []fold.Item {
+	var out []fold.Item
+	for _, it := range m.userItems() {
+		if m.outbox[it.MessageID] != nil {
+			out = append(out, it)
 		}
 	}
-	m.entries, m.users, m.tools, m.hidden, m.cards = keep, users, map[string]*entry{}, map[string]string{}, nil
-	m.mode, m.turn, m.stopping, m.turnMsg, m.recall = chat.Mode{Current: th.Mode}, false, false, "", -1
+	return out
+}
+
+// userItems are the person's messages shown, oldest first (those waiting
+// behind the running turn last).
+func (m *Model) userItems() []fold.Item {
+	v := m.conv.View()
+	var out []fold.Item
+	for _, it := range slices.Concat(v.Items, v.Queued) {
+		if it.Kind == fold.KindUser {
+			out = append(out, it)
+		}
+	}
+	return out
 }
 
 func (m *Model) onReplayDone() tea.Cmd {
 	m.connecting = false
 	// Open cards were all said again on connect: one not said is over.
-	m.cards = slices.DeleteFunc(m.cards, func(c *card) bool { return !c.confirmed })
-	m.layout()
+	m.conv.CloseUnseen(m.seen)
+	m.syncCards()
 	cmds := []tea.Cmd{m.loadUsage()}
-	for _, e := range m.entries {
-		if e.kind == entryUser && e.out != nil && (e.state == "" || e.state == "sending") {
-			e.state = "sending"
-			cmds = append(cmds, m.sendCmd("message", e.id, wire.Frame(wire.TypeMessage, *e.out)))
-		}
+	for _, it := range m.unsent() {
+		o := m.outbox[it.MessageID]
+		o.sending = true
+		cmds = append(cmds, m.sendCmd("message", it.MessageID, wire.Frame(wire.TypeMessage, o.msg)))
 	}
 	if !m.chosen {
 		m.chosen = true
@@ -568,7 +449,7 @@ func (m *Model) listThreads(forPicker bool) tea.Cmd {
 func (m *Model) onThreads(msg threadsMsg) tea.Cmd {
 	m.dirty = true
 	if msg.err != nil {
-		m.add(&entry{kind: entryError, text: "could not list threads: " + shortErr(msg.err)})
+		m.conv.Note(fold.LevelError, "could not list threads: "+shortErr(msg.err))
 		return nil
 	}
 	slices.SortFunc(msg.threads, func(a, b chat.Thread) int { return b.UpdatedAt.Compare(a.UpdatedAt) })
@@ -583,7 +464,7 @@ func (m *Model) onThreads(msg threadsMsg) tea.Cmd {
 				return m.attach(th)
 			}
 		}
-		m.add(&entry{kind: entryError, text: fmt.Sprintf("thread %s not found (parley threads lists them)", m.opt.Thread)})
+		m.conv.Note(fold.LevelError, fmt.Sprintf("thread %s not found (parley threads lists them)", m.opt.Thread))
 		return nil
 	}
 	agent := m.opt.Agent
@@ -597,7 +478,7 @@ func (m *Model) onThreads(msg threadsMsg) tea.Cmd {
 	}
 	if m.opt.Agent != "" {
 		m.agentPick = m.opt.Agent
-		m.add(&entry{kind: entryNote, text: "your first message starts a thread with " + m.opt.Agent})
+		m.conv.Note(fold.LevelInfo, "your first message starts a thread with "+m.opt.Agent)
 	}
 	return nil
 }
@@ -632,39 +513,36 @@ func (m *Model) startNew(cwd, agent string) {
 	if cwd != "" {
 		where = " in " + cwd
 	}
-	m.add(&entry{kind: entryNote, text: "your next message starts a new thread" + where})
+	m.conv.Note(fold.LevelInfo, "your next message starts a new thread"+where)
 	m.dirty = true
 }
 
-func (m *Model) onError(p chat.Error) {
-	if m.managerErr(p) {
-		return
-	}
-	if e := m.users[p.Ref]; e != nil && p.Ref != "" && rank(e.state) < rank(chat.DeliveryDelivering) {
-		// Refused before it was taken (busy, bad input): it failed, and says why.
-		e.state, e.detail, e.out = chat.DeliveryFailed, p.Message, nil
-		return
+// onError is what this screen does of an error beyond the conversation
+// (where conv says it, or fails the message it names, or keeps the card
+// open with the reason).
+func (m *Model) onError(ev client.Event) tea.Cmd {
+	p := decodeError(ev)
+	if c := m.cardByID(p.Ref); c != nil && p.Ref != "" {
+		c.sent, c.err = false, p.Message // answerable again, saying why
 	}
 	if p.Code == chat.CodeCardClosed && p.Ref != "" {
 		// Answered or cancelled elsewhere first: its resolution may have
 		// reached this screen before this refusal, so the card may be gone
-		// already. Any other refusal of an answer (the agent is not
-		// running) leaves the card open, with the reason on it.
-		m.closeCard(p.Ref)
-		m.add(&entry{kind: entryNote, text: "that card was already answered or cancelled elsewhere"})
-		return
+		// already.
+		m.conv.Note(fold.LevelInfo, "that card was already answered or cancelled elsewhere")
 	}
-	for _, c := range m.cards {
-		if c.id == p.Ref && p.Ref != "" {
-			c.sent, c.err = false, p.Message
-			return
-		}
-	}
-	if m.stopping && strings.Contains(p.Message, chat.ErrNoTurn.Error()) {
-		m.stopping = false
+	if m.conv.View().Stopping && strings.Contains(p.Message, chat.ErrNoTurn.Error()) {
+		m.conv.Stopping(false)
 	}
 	m.modeWant = "" // a refused set_mode, maybe: the next press starts from what is
-	m.add(&entry{kind: entryError, text: p.Message})
+	m.syncCards()
+	return nil
+}
+
+func decodeError(ev client.Event) chat.Error {
+	var p chat.Error
+	_ = ev.Decode(&p)
+	return p
 }
 
 func (m *Model) onSent(s sentMsg) tea.Cmd {
@@ -674,15 +552,15 @@ func (m *Model) onSent(s sentMsg) tea.Cmd {
 	m.dirty = true
 	switch s.kind {
 	case "message":
-		if e := m.users[s.ref]; e != nil && e.state == "sending" {
-			e.state = "" // sent again once the socket is back
+		if o := m.outbox[s.ref]; o != nil {
+			o.sending = false // sent again once the socket is back
 		}
 	case "card":
 		if c := m.cardByID(s.ref); c != nil {
 			c.sent, c.err = false, "not sent: "+shortErr(s.err)
 		}
 	case "stop":
-		m.stopping = false
+		m.conv.Stopping(false)
 		m.flash = "stop not sent: " + shortErr(s.err)
 	case "edit", "delete":
 		if g := m.manager; g != nil && g.ref == s.ref {
@@ -764,9 +642,10 @@ func (m *Model) onKey(k tea.KeyPressMsg) tea.Cmd {
 // holds text of the person's, or there is nothing to recall).
 func (m *Model) recallPrompt(older bool) bool {
 	var prompts []string
-	for i := len(m.entries) - 1; i >= 0; i-- {
-		if e := m.entries[i]; e.kind == entryUser && e.text != "" {
-			prompts = append(prompts, e.text)
+	users := m.userItems()
+	for i := len(users) - 1; i >= 0; i-- {
+		if t := users[i].Text; t != "" {
+			prompts = append(prompts, t)
 		}
 	}
 	v := m.input.Value()
@@ -790,15 +669,15 @@ func (m *Model) recallPrompt(older bool) bool {
 }
 
 func (m *Model) stop() tea.Cmd {
-	if !m.turn {
+	if !m.conv.View().TurnActive {
 		m.flash = "no turn is running"
 		return nil
 	}
-	m.stopping = true
+	m.conv.Stopping(true)
 	// Say which turn: the one answering this message.
 	m.flash = "stopping the running turn"
-	if e := m.users[m.turnMsg]; e != nil {
-		m.flash = "stopping the turn answering “" + ansi.Truncate(strings.Join(strings.Fields(e.text), " "), 40, "…") + "”"
+	if it, ok := m.conv.Item(fold.UserKey(m.turnMsg)); ok && m.turnMsg != "" {
+		m.flash = "stopping the turn answering “" + ansi.Truncate(strings.Join(strings.Fields(it.Text), " "), 40, "…") + "”"
 	}
 	return m.sendCmd("stop", "", wire.Frame(wire.TypeStop, struct{}{}))
 }
@@ -813,25 +692,25 @@ func (m *Model) submit() tea.Cmd {
 	id := chat.NewID("m")
 	out := router.Message{MessageID: id, Text: text, Intent: m.intent, Agent: m.agentPick}
 	m.intent, m.agentPick = nil, ""
-	e := &entry{kind: entryUser, id: id, text: text, from: chat.RouteKey{Channel: "tui", Chat: m.cfg.Chat}, out: &out}
-	m.users[id] = e
-	m.add(e)
+	o := &outgoing{msg: out}
+	m.outbox[id] = o
+	m.conv.User(fold.Item{Kind: fold.KindUser, Key: fold.UserKey(id), MessageID: id, Text: text, From: "tui"})
 	m.scroll = 0 // back to the newest, where this message shows
 	m.dirty = true
 	if !m.online || m.connecting {
 		return nil // sent when the connect sequence is over
 	}
-	e.state = "sending"
+	o.sending = true
 	return m.sendCmd("message", id, wire.Frame(wire.TypeMessage, out))
 }
 
 func (m *Model) nextMode() tea.Cmd {
-	av := m.mode.Available
+	av := m.mode().Available
 	if len(av) == 0 {
 		m.flash = "the agent has not said which modes it has"
 		return nil
 	}
-	from := m.mode.Current
+	from := m.mode().Current
 	if m.modeWant != "" {
 		from = m.modeWant // pressed again before the agent said: go on from there
 	}
@@ -853,106 +732,45 @@ func (m *Model) sendCmd(kind, ref string, frame json.RawMessage) tea.Cmd {
 
 // --- transcript ----------------------------------------------------------------
 
-// add puts an entry in the transcript. Messages waiting for their turn stay
-// last, after the running answer (the dashboard's rule, ui/src/fold.ts): what
-// the running turn shows next goes before them; a message goes at the end.
-func (m *Model) add(e *entry) {
-	m.dirty = true
-	at := len(m.entries)
-	if e.kind != entryUser {
-		at = m.pendingFrom()
-	}
-	m.entries = slices.Insert(m.entries, at, e)
-}
-
-// pendingFrom is where the trailing run of messages not yet delivering begins,
-// while a turn runs (the end of the transcript otherwise).
-func (m *Model) pendingFrom() int {
-	i := len(m.entries)
-	for m.turn && i > 0 {
-		e := m.entries[i-1]
-		if e.kind != entryUser || (e.state != "" && e.state != "sending" && e.state != chat.DeliveryQueued) {
-			break
-		}
-		i--
-	}
-	return i
-}
-
 // scrollBy scrolls the transcript up by n rows (down when n < 0), within it.
 func (m *Model) scrollBy(n int) {
 	m.scroll = min(max(m.scroll+n, 0), max(len(m.lines)-m.tHeight, 0))
 }
 
-// last is the newest entry of what runs: messages waiting behind it are not.
-func (m *Model) last() *entry {
-	i := m.pendingFrom()
-	if i == 0 {
-		return nil
-	}
-	return m.entries[i-1]
-}
-
-// rank orders receipt states so a late, older receipt never moves one back.
-func rank(state string) int {
-	switch state {
-	case "sending":
-		return 1
-	case chat.DeliveryQueued:
-		return 2
-	case chat.DeliveryDelivering:
-		return 3
-	case chat.DeliverySubmitted, chat.DeliveryFailed:
-		return 4
-	}
-	return 0
-}
-
-func permissionNote(c *card, p chat.PermissionResolved) string {
-	what := "permission"
-	if c != nil {
-		what = "permission for " + c.perm.Tool.Title
-		for _, o := range c.perm.Options {
-			if o.ID == p.OptionID {
-				what += ": " + o.Label
-			}
+// permissionNote says how a card was answered, in the transcript.
+func permissionNote(it fold.Item) string {
+	what := "permission for " + it.Title
+	for _, o := range it.Options {
+		if o.ID == it.Chosen {
+			what += ": " + o.Label
 		}
-	} else if p.OptionID != "" {
-		what += ": " + p.OptionID
 	}
-	if p.Cancelled {
+	if it.State == fold.CardCancelled {
 		what += ": cancelled"
 	}
-	return what + by(p.By)
+	return what + by(it.By)
 }
 
-func questionNote(p chat.QuestionResolved) string {
-	if p.Cancelled {
-		return "question cancelled" + by(p.By)
+func questionNote(it fold.Item) string {
+	if it.State == fold.CardCancelled {
+		return "question cancelled" + by(it.By)
 	}
 	parts := []string{}
-	for q, a := range p.Answers {
+	for q, a := range it.Answers {
 		parts = append(parts, q+" → "+a.String())
 	}
 	slices.Sort(parts)
-	if p.Response != "" {
-		parts = append(parts, p.Response)
+	if it.Response != "" {
+		parts = append(parts, it.Response)
 	}
-	return "answered: " + strings.Join(parts, "; ") + by(p.By)
+	return "answered: " + strings.Join(parts, "; ") + by(it.By)
 }
 
-func by(k *chat.RouteKey) string {
-	if k == nil {
+func by(channel string) string {
+	if channel == "" {
 		return ""
 	}
-	return " (by " + k.Channel + ")"
-}
-
-func suffix(s string) string {
-	if s == "" {
-		return ""
-	}
-	return ": " + s
+	return " (by " + channel + ")"
 }
 
 func shortErr(err error) string {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/client"
+	"github.com/parleyhq/parley/internal/fold"
 )
 
 // fakeBackend records what the model sends.
@@ -381,13 +382,13 @@ func TestReconnectNeverShowsAnEventTwice(t *testing.T) {
 	segs := recorded(t, "reconnect")
 	h := newHarness(t, Options{NoColor: true})
 	connected(h, segs[0])
-	before := len(h.m.entries)
+	before := len(h.m.conv.View().Items)
 	h.send(OfflineMsg{Err: fmt.Errorf("connection reset")})
 	h.wantScreen("OFFLINE")
 	connected(h, segs[1]) // replays seq 7..10 again, which this model holds
 	h.wantScreen("│ online")
-	if got := len(h.m.entries); got != before {
-		t.Errorf("entries after the overlapping replay: got %d, want %d", got, before)
+	if got := len(h.m.conv.View().Items); got != before {
+		t.Errorf("items after the overlapping replay: got %d, want %d", got, before)
 	}
 	if got := strings.Count(h.screen(), "one"); got != 2 { // "say one" and the answer "one"
 		t.Errorf(`"one" on the screen %d times, want 2 (the message and the answer):\n%s`, got, h.screen())
@@ -417,7 +418,8 @@ func TestTypedMessageEchoAndReceipts(t *testing.T) {
 		fmt.Sprintf(`{"type":"user_message","thread":"t_1","seq":1,"message_id":%q,"text":"hello there","from":{"channel":"tui","chat":"c"}}`, id),
 		fmt.Sprintf(`{"type":"delivery","thread":"t_1","seq":2,"message_id":%q,"state":"queued"}`, id),
 		fmt.Sprintf(`{"type":"delivery","thread":"t_1","seq":3,"message_id":%q,"state":"submitted"}`, id),
-		fmt.Sprintf(`{"type":"delivery","thread":"t_1","seq":4,"message_id":%q,"state":"queued"}`, id), // late and older: ignored
+		// A resend's answer (no seq), overtaken by the log's: it does not move the receipt back.
+		fmt.Sprintf(`{"type":"delivery","message_id":%q,"state":"queued"}`, id),
 	)
 	h.wantScreen("you  ✓ submitted")
 	if n := strings.Count(h.screen(), "hello there"); n != 1 {
@@ -516,7 +518,7 @@ func TestEscStopsOnlyARunningTurn(t *testing.T) {
 	h.wantScreen("stopping…")
 	h.frames(`{"type":"prompt_done","thread":"t_1","seq":2,"stop_reason":"cancelled","message_id":"m1"}`,
 		`{"type":"turn_status","thread":"t_1","seq":3,"active":false}`)
-	h.wantScreen("turn ended: cancelled", "│ idle │")
+	h.wantScreen("· Stopped.", "│ idle │")
 }
 
 // A stop asked from another screen (the dashboard, another parley chat) shows
@@ -533,7 +535,7 @@ func TestAStopFromAnotherScreenShowsStopping(t *testing.T) {
 	}
 	h.frames(`{"type":"prompt_done","thread":"t_1","seq":3,"stop_reason":"cancelled","message_id":"m1"}`,
 		`{"type":"turn_status","thread":"t_1","seq":4,"active":false}`)
-	h.wantScreen("turn ended: cancelled", "│ idle │")
+	h.wantScreen("· Stopped.", "│ idle │")
 }
 
 func TestCtrlCTwiceQuits(t *testing.T) {
@@ -831,11 +833,11 @@ func sharedFrames(t *testing.T, name string) []string {
 // AskUserQuestion is its question card, not a tool too; a mode change is said
 // in the conversation; a plan is one entry per turn, updated within it.
 func TestFoldAgreesWithDashboard(t *testing.T) {
-	kinds := func(h *harness, kind string) []*entry {
-		var out []*entry
-		for _, e := range h.m.entries {
-			if e.kind == kind {
-				out = append(out, e)
+	kinds := func(h *harness, kind string) []fold.Item {
+		var out []fold.Item
+		for _, it := range h.m.conv.View().Items {
+			if it.Kind == kind {
+				out = append(out, it)
 			}
 		}
 		return out
@@ -844,19 +846,19 @@ func TestFoldAgreesWithDashboard(t *testing.T) {
 		h := newHarness(t, Options{NoColor: true})
 		connected(h, sharedFrames(t, "claude-stream.jsonl"))
 		var tools []string
-		for _, e := range kinds(h, entryTool) {
-			tools = append(tools, e.tool.Title)
+		for _, it := range kinds(h, fold.KindTool) {
+			tools = append(tools, it.Title)
 		}
 		if len(tools) != 4 || slices.Contains(tools, "AskUserQuestion") {
 			t.Errorf("got tools %q, want Write, Read, Edit and Bash: the question is its card", tools)
 		}
 		var modes []string
-		for _, e := range kinds(h, entryNote) {
-			if strings.HasPrefix(e.text, "mode changed") {
-				modes = append(modes, e.text)
+		for _, it := range kinds(h, fold.KindNotice) {
+			if strings.HasPrefix(it.Text, "Mode changed") {
+				modes = append(modes, it.Text)
 			}
 		}
-		if !slices.Equal(modes, []string{"mode changed to Accept edits"}) {
+		if !slices.Equal(modes, []string{"Mode changed to Accept edits."}) {
 			t.Errorf("got mode notes %q, want the one change Allow always made", modes)
 		}
 	})
@@ -864,20 +866,20 @@ func TestFoldAgreesWithDashboard(t *testing.T) {
 		h := newHarness(t, Options{NoColor: true})
 		connected(h, sharedFrames(t, "claude-acp.jsonl"))
 		var order []string
-		for _, e := range h.m.entries {
-			if e.kind == entryPlan || e.kind == entryUser {
-				order = append(order, e.kind)
+		for _, it := range h.m.conv.View().Items {
+			if it.Kind == fold.KindPlan || it.Kind == fold.KindUser {
+				order = append(order, it.Kind)
 			}
 		}
 		if want := []string{"user", "plan", "user", "plan", "user"}; !slices.Equal(order, want) {
 			t.Fatalf("got %q, want a plan after each of the two planning turns", order)
 		}
-		plans := kinds(h, entryPlan)
-		if got := plans[0].plan[0]; got.Status != "in_progress" {
-			t.Errorf("got the first turn's plan %+v, want its second update (in progress)", plans[0].plan)
+		plans := kinds(h, fold.KindPlan)
+		if got := plans[0].Entries[0]; got.Status != "in_progress" {
+			t.Errorf("got the first turn's plan %+v, want its second update (in progress)", plans[0].Entries)
 		}
-		if got := plans[1].plan[1]; got.Status != "in_progress" || got.Content != "Change the greeting now" {
-			t.Errorf("got the second turn's plan %+v", plans[1].plan)
+		if got := plans[1].Entries[1]; got.Status != "in_progress" || got.Content != "Change the greeting now" {
+			t.Errorf("got the second turn's plan %+v", plans[1].Entries)
 		}
 	})
 }
@@ -889,12 +891,13 @@ func TestQueuedMessageStaysAfterTheAnswer(t *testing.T) {
 	h := newHarness(t, Options{NoColor: true})
 	connected(h, sharedFrames(t, "claude-stream.jsonl"))
 	var order []string
-	for _, e := range h.m.entries {
-		switch e.kind {
-		case entryUser:
-			order = append(order, "user "+e.id)
-		case entryAgent:
-			order = append(order, "agent "+e.text)
+	v := h.m.conv.View()
+	for _, it := range slices.Concat(v.Items, v.Queued) {
+		switch it.Kind {
+		case fold.KindUser:
+			order = append(order, "user "+it.MessageID)
+		case fold.KindAgent:
+			order = append(order, "agent "+it.Text)
 		}
 	}
 	want := []string{"user m_slow", "agent one two three four five six seven eight", "user m_next", "agent Noted."}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	tea "charm.land/bubbletea/v2"
@@ -15,6 +16,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/fold"
 )
 
 type styles struct {
@@ -133,7 +135,8 @@ func (m *Model) statusLine() string {
 	default:
 		parts = append(parts, "no thread yet")
 	}
-	mode := m.mode.Current
+	v := m.conv.View()
+	mode := m.mode().Current
 	if mode == "" {
 		mode = m.thread.Mode
 	}
@@ -141,9 +144,9 @@ func (m *Model) statusLine() string {
 		parts = append(parts, "mode "+mode)
 	}
 	switch {
-	case m.stopping:
+	case v.Stopping:
 		parts = append(parts, "stopping…")
-	case m.turn:
+	case v.TurnActive:
 		parts = append(parts, "● working")
 	default:
 		parts = append(parts, "idle")
@@ -172,7 +175,7 @@ func (m *Model) statusLine() string {
 		parts = append(parts, s)
 	}
 	// The model after the usage: the first a narrow terminal cuts.
-	if model := m.mode.ModelName(); model != "" {
+	if model := m.mode().ModelName(); model != "" {
 		parts = append(parts, "model "+truncate(model, 30))
 	}
 	line := " " + strings.Join(parts, " │ ") + " "
@@ -210,34 +213,50 @@ func (m *Model) helpLine() string {
 	return m.st.dim.Render(ansi.Truncate(s, m.width, "…"))
 }
 
-// renderTranscript lays every entry out at the current width. Entries keep
-// their rendering, so a streamed chunk lays out only the entry it grows.
+// renderTranscript lays the conversation out at the current width. Items
+// keep their layout, so a streamed chunk lays out only the item it grows.
 func (m *Model) renderTranscript() {
 	m.dirty = false
 	w := max(m.width-1, 10)
 	before := len(m.lines)
 	m.lines = m.lines[:0]
-	for i, e := range m.entries {
-		if i > 0 && e.kind == entryUser {
+	v := m.conv.View()
+	asked := askedTools(v.Items)
+	// Messages waiting behind the running turn come after it.
+	for _, it := range slices.Concat(v.Items, v.Queued) {
+		lines := m.renderItem(it, w, asked[it.ID])
+		if len(lines) > 0 && it.Kind == fold.KindUser && len(m.lines) > 0 {
 			m.lines = append(m.lines, "") // a blank line before each of the person's messages
 		}
-		m.lines = append(m.lines, m.renderEntry(e, w)...)
+		m.lines = append(m.lines, lines...)
 	}
-	if m.draft != "" {
+	if v.Draft != "" {
 		// As the agent's screen shows it, not its final words: apart, dim
 		// and italic, replaced when they come.
 		m.lines = append(m.lines, m.st.dim.Render("agent · drawing (provisional)"))
-		for _, l := range strings.Split(lipgloss.NewStyle().Width(w).Render(m.draft), "\n") {
+		for _, l := range strings.Split(lipgloss.NewStyle().Width(w).Render(v.Draft), "\n") {
 			m.lines = append(m.lines, m.st.draft.Render(l))
 		}
 	}
-	if len(m.entries) == 0 && m.draft == "" {
+	if len(m.lines) == 0 {
 		m.lines = append(m.lines, m.st.dim.Render("No messages yet. Type below and press Enter."))
 	}
 	if m.scroll > 0 {
 		m.scroll += len(m.lines) - before // keep what is being read in place
 	}
 	m.scrollBy(0)
+}
+
+// askedTools maps a tool call to the tool's name a permission card gave it:
+// its expanded view shows the change the input describes (Ctrl+O).
+func askedTools(items []fold.Item) map[string]string {
+	out := map[string]string{}
+	for _, it := range items {
+		if it.Kind == fold.KindPermission && it.ToolCallID != "" {
+			out[it.ToolCallID] = it.Name
+		}
+	}
+	return out
 }
 
 // writeTranscript writes the rows of the transcript in view, each ending in a newline.
@@ -255,88 +274,78 @@ func (m *Model) writeTranscript(b *strings.Builder) {
 	}
 }
 
-// renderEntry renders one entry, from its cache while nothing it shows changed.
-func (m *Model) renderEntry(e *entry, w int) []string {
-	key := m.entryKey(e)
-	if e.renderedWidth == w && e.renderedKey == key && e.rendered != nil {
-		return e.rendered
+// renderItem lays one item out, from its layout while nothing it shows changed.
+// name is the tool's name a card gave a tool call.
+func (m *Model) renderItem(it fold.Item, w int, name string) []string {
+	key := m.itemKey(it, name)
+	if r := m.shown[it.Key]; r != nil && r.width == w && r.key == key {
+		return r.lines
 	}
-	e.rendered, e.renderedKey, e.renderedWidth = strings.Split(m.renderEntryNow(e, w), "\n"), key, w
-	return e.rendered
+	var lines []string
+	if s := m.renderItemNow(it, w, name); s != "" {
+		lines = strings.Split(s, "\n")
+	}
+	m.shown[it.Key] = &rendered{lines: lines, width: w, key: key}
+	return lines
 }
 
-// entryKey is what an entry's rendering depends on.
-func (m *Model) entryKey(e *entry) string {
-	switch e.kind {
-	case entryUser:
-		return fmt.Sprint(e.state, "|", e.detail, "|", e.from.Channel, "|", m.online, "|", e.text)
-	case entryTool:
-		return fmt.Sprint(e.tool.Title, "|", e.tool.Kind, "|", e.status, "|", len(e.output), "|", m.expandTools, "|", len(e.tool.Input), "|", len(e.diffs))
-	case entryPlan:
-		return fmt.Sprint(e.plan)
+// itemKey is what an item's layout depends on.
+func (m *Model) itemKey(it fold.Item, name string) string {
+	switch it.Kind {
+	case fold.KindUser:
+		return fmt.Sprint(m.receiptOf(it.MessageID), "|", it.From, "|", m.online, "|", it.Text)
+	case fold.KindTool:
+		return fmt.Sprint(it.Title, "|", it.Tool, "|", it.Status, "|", len(it.Output), "|", m.expandTools, "|", len(it.Input), "|", len(it.Diffs), "|", name)
+	case fold.KindPlan:
+		return fmt.Sprint(it.Entries)
+	case fold.KindPermission, fold.KindQuestion:
+		return fmt.Sprint(it.State, "|", it.Chosen, "|", it.By, "|", it.Answers, "|", it.Response)
+	case fold.KindUsage:
+		return fmt.Sprint(it.Usage)
 	}
-	return e.text
+	return it.Text
 }
 
-func (m *Model) renderEntryNow(e *entry, w int) string {
+// receiptOf is what is known of a message: the server's receipt, else
+// whether it is being written to the socket now.
+func (m *Model) receiptOf(id string) fold.Receipt {
+	if r, ok := m.conv.View().Receipts[id]; ok {
+		return r
+	}
+	if o := m.outbox[id]; o != nil && o.sending {
+		return fold.Receipt{State: "sending"}
+	}
+	return fold.Receipt{}
+}
+
+func (m *Model) renderItemNow(it fold.Item, w int, name string) string {
 	st := m.st
 	wrap := func(s string) string { return lipgloss.NewStyle().Width(w).Render(s) }
-	switch e.kind {
-	case entryUser:
+	note := func(s string) string { return st.note.Render(wrap("· " + s)) }
+	switch it.Kind {
+	case fold.KindUser:
 		who := "you"
-		if e.from.Channel != "" && e.from.Channel != "tui" {
-			who = "you (" + e.from.Channel + ")"
+		if it.From != "" && it.From != "tui" {
+			who = "you (" + it.From + ")"
 		}
-		out := st.user.Render(who) + "  " + m.receipt(e) + "\n" + wrap(e.text)
+		r := m.receiptOf(it.MessageID)
+		out := st.user.Render(who) + "  " + m.receipt(r.State) + "\n" + wrap(it.Text)
 		switch {
-		case (e.state == chat.DeliveryFailed || e.state == chat.DeliveryUnknown) && e.detail != "":
-			out += "\n" + st.receiptFailed.Render(wrap("✗ "+e.detail))
-		case e.state == chat.DeliveryQueued && e.detail != "":
-			out += "\n" + st.dim.Render(wrap("… "+e.detail))
+		case (r.State == chat.DeliveryFailed || r.State == chat.DeliveryUnknown) && r.Detail != "":
+			out += "\n" + st.receiptFailed.Render(wrap("✗ "+r.Detail))
+		case r.State == chat.DeliveryQueued && r.Detail != "":
+			out += "\n" + st.dim.Render(wrap("… "+r.Detail))
 		}
 		return out
-	case entryAgent:
-		return st.agentHead.Render("agent") + "\n" + m.markdown(e.text, w)
-	case entryThought:
-		return st.dim.Render(wrap("thinking: " + e.text))
-	case entryTool:
-		status := e.status
-		if status == "" {
-			status = "pending"
-		}
-		title := e.tool.Title
-		if title == "" {
-			title = e.tool.Kind
-		}
-		line := fmt.Sprintf("⚙ %s · %s", title, status)
-		if !m.expandTools {
-			return ansi.Truncate(line, w, "…")
-		}
-		out := []string{line}
-		diffs := e.diffs
-		if len(diffs) == 0 {
-			diffs = proposedDiffs(e.name, e.tool.Input)
-		}
-		if len(diffs) > 0 {
-			for _, l := range m.diffLines(diffs, w-2, 0) {
-				out = append(out, "  "+l)
-			}
-		} else if in := compactJSON(e.tool.Input, 0); in != "" {
-			out = append(out, st.dim.Render(wrap("  input: "+in)))
-		}
-		if e.output != "" {
-			lines := strings.Split(strings.TrimRight(e.output, "\n"), "\n")
-			if len(lines) > 20 {
-				lines = append(lines[:20], fmt.Sprintf("… %d more lines", len(lines)-20))
-			}
-			for _, l := range lines {
-				out = append(out, st.dim.Render("  "+ansi.Truncate(l, w-2, "…")))
-			}
-		}
-		return strings.Join(out, "\n")
-	case entryPlan:
+	case fold.KindAgent:
+		return st.agentHead.Render("agent") + "\n" + m.markdown(it.Text, w)
+	case fold.KindThought:
+		return st.dim.Render(wrap("thinking: " + it.Text))
+	case fold.KindTool:
+		return m.toolLines(it, w, name)
+	case fold.KindPlan:
 		out := []string{st.agentHead.Render("plan")}
-		for _, p := range e.plan {
+		for _, p := range it.Entries {
 			mark := "[ ]"
 			switch p.Status {
 			case "completed":
@@ -347,16 +356,73 @@ func (m *Model) renderEntryNow(e *entry, w int) string {
 			out = append(out, wrap(mark+" "+p.Content))
 		}
 		return strings.Join(out, "\n")
-	case entryError:
-		return st.err.Render(wrap("! " + e.text))
-	default:
-		return st.note.Render(wrap("· " + e.text))
+	case fold.KindPermission, fold.KindQuestion:
+		// An open card is drawn at the bottom, where the keys answer it; one
+		// closed unanswered was said as such (onError) or went quietly.
+		switch {
+		case it.State != fold.CardResolved && it.State != fold.CardCancelled:
+			return ""
+		case it.Kind == fold.KindPermission:
+			return note(permissionNote(it))
+		}
+		return note(questionNote(it))
+	case fold.KindUsage:
+		if s := turnUsage(it.Usage); s != "" {
+			return note("usage: " + s)
+		}
+		return ""
+	case fold.KindNotice:
+		if it.Level == fold.LevelError {
+			return st.err.Render(wrap("! " + it.Text))
+		}
+		return note(it.Text)
 	}
+	return ""
 }
 
-func (m *Model) receipt(e *entry) string {
+// toolLines is a tool call: one line, or (Ctrl+O) with its input or the
+// change it makes, and its output.
+func (m *Model) toolLines(it fold.Item, w int, name string) string {
 	st := m.st
-	switch e.state {
+	status := it.Status
+	if status == "" {
+		status = "pending"
+	}
+	title := it.Title
+	if title == "" {
+		title = it.Tool
+	}
+	line := fmt.Sprintf("⚙ %s · %s", title, status)
+	if !m.expandTools {
+		return ansi.Truncate(line, w, "…")
+	}
+	out := []string{line}
+	diffs := it.Diffs
+	if len(diffs) == 0 {
+		diffs = proposedDiffs(name, it.Input)
+	}
+	if len(diffs) > 0 {
+		for _, l := range m.diffLines(diffs, w-2, 0) {
+			out = append(out, "  "+l)
+		}
+	} else if in := compactJSON(it.Input, 0); in != "" {
+		out = append(out, st.dim.Render(lipgloss.NewStyle().Width(w).Render("  input: "+in)))
+	}
+	if it.Output != "" {
+		lines := strings.Split(strings.TrimRight(it.Output, "\n"), "\n")
+		if len(lines) > 20 {
+			lines = append(lines[:20], fmt.Sprintf("… %d more lines", len(lines)-20))
+		}
+		for _, l := range lines {
+			out = append(out, st.dim.Render("  "+ansi.Truncate(l, w-2, "…")))
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+func (m *Model) receipt(state string) string {
+	st := m.st
+	switch state {
 	case "":
 		if !m.online {
 			return st.dim.Render("waiting for connection")
@@ -375,7 +441,7 @@ func (m *Model) receipt(e *entry) string {
 	case chat.DeliveryUnknown:
 		return st.receiptFailed.Render("? unknown") // the reason follows the text
 	}
-	return st.dim.Render(e.state)
+	return st.dim.Render(state)
 }
 
 // markdown renders agent text for the terminal; plain text when it cannot.

@@ -4,8 +4,8 @@
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
-import { Fold, type Item } from "./fold.ts";
+import { readFileSync, writeFileSync } from "node:fs";
+import { Fold, type ChatView, type Item } from "./fold.ts";
 
 type Frame = { type: string; [k: string]: unknown };
 
@@ -178,3 +178,63 @@ test("a card whose answer was refused while its agent is not running stays open;
   assert.equal(perms[1].state, "closed");
   assert.ok(f.closedCards.has("r2"));
 });
+
+// The table both folds are held to (testdata/views.json): frame sequences and
+// the view each must fold them to, in a neutral shape the Go fold
+// (internal/fold) writes the same way. PARLEY_UPDATE_VIEWS=1 rewrites the
+// expected views from this fold; read the difference before committing it.
+type ViewCase = { name: string; frames?: string; upto?: number; events?: Frame[]; view?: unknown };
+
+function neutral(v: ChatView) {
+  const line = (it: Item): string => {
+    switch (it.kind) {
+      case "user":
+        return `user ${it.message_id}${it.from ? ` (${it.from})` : ""}: ${it.text}${it.files?.length ? ` · files: ${it.files.map((f) => f.path ?? f.name).join(", ")}` : ""}`;
+      case "agent":
+      case "thought":
+        return `${it.kind}: ${it.text}`;
+      case "tool":
+        return `tool ${it.title} · ${it.tool} · ${it.status}${it.output ? ` · output: ${it.output}` : ""}${it.diffs?.length ? ` · diffs: ${it.diffs.map((d) => d.path).join(", ")}` : ""}${it.locations?.length ? ` · at: ${it.locations.map((l) => l.path + (l.line ? `:${l.line}` : "")).join(", ")}` : ""}`;
+      case "plan":
+        return `plan: ${it.entries.map((e) => `[${e.status}] ${e.content}`).join("; ")}`;
+      case "permission":
+        return `permission ${it.request_id} ${it.name}: ${it.title} · ${it.state}${it.chosen ? ` · chose ${it.chosen}` : ""}${it.note ? ` · ${it.note}` : ""}${it.diffs?.length ? ` · diffs: ${it.diffs.map((d) => `${d.path} → ${d.new_text}`).join(", ")}` : ""} · options: ${it.options.map((o) => `${o.id}=${o.label}`).join(", ")}`;
+      case "question": {
+        const answers = Object.keys(it.answers ?? {}).sort().map((q) => { const a = it.answers![q]; return `${q} → ${Array.isArray(a) ? `[${a.join(", ")}]` : a}`; });
+        return `question ${it.request_id}: ${it.questions.map((q) => q.question).join(" / ")} · ${it.state}${answers.length ? ` · ${answers.join("; ")}` : ""}${it.response ? ` · said: ${it.response}` : ""}${it.note ? ` · ${it.note}` : ""}`;
+      }
+      case "notice":
+        return `notice ${it.level}: ${it.text}`;
+      case "usage":
+        return `usage: in ${it.usage.input_tokens ?? 0} · out ${it.usage.output_tokens ?? 0} · $${it.usage.cost_usd ?? 0}`;
+    }
+  };
+  const receipts: Record<string, string> = {};
+  for (const id of Object.keys(v.receipts).sort()) receipts[id] = v.receipts[id].state + (v.receipts[id].detail ? `: ${v.receipts[id].detail}` : "");
+  const u = v.usage;
+  return {
+    items: v.items.map(line),
+    queued: v.queued.map(line),
+    receipts,
+    turn: !v.turnActive ? "idle" : v.stopping ? "stopping" : "active",
+    mode: v.mode ? `${v.mode.current} of ${v.mode.available.map((m) => m.id).join(", ")}` : "",
+    commands: v.commands.map((c) => c.name).join(", "),
+    usage: u ? `in ${u.input_tokens ?? 0} · out ${u.output_tokens ?? 0} · $${u.cost_usd ?? 0} · context ${u.context_tokens ?? 0}/${u.context_window ?? 0}` : "",
+    starting: v.starting !== undefined,
+    draft: v.draft ?? "",
+  };
+}
+
+const viewsURL = new URL("../testdata/views.json", import.meta.url);
+const table: { cases: ViewCase[] } = JSON.parse(readFileSync(viewsURL, "utf8"));
+
+const foldCase = (c: ViewCase) => neutral(fold(c.frames ? frames(c.frames).slice(0, c.upto) : c.events!).f.view);
+
+if (process.env.PARLEY_UPDATE_VIEWS) {
+  for (const c of table.cases) c.view = foldCase(c);
+  writeFileSync(viewsURL, JSON.stringify(table, null, 1) + "\n");
+}
+
+for (const c of table.cases) {
+  test(`shared view: ${c.name}`, () => assert.deepEqual(foldCase(c), c.view));
+}

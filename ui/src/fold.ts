@@ -2,7 +2,9 @@
 // computed from the server's frames alone. Pure: no DOM, no storage, no socket
 // (the store owns those and calls in), so src/fold.test.ts replays recorded
 // frames of a real Claude Code session through it (go test ./ui/ runs that).
-// The TUI (internal/tui) folds the same frames by the same rules:
+// Its Go twin, internal/fold (what parley chat draws), folds the same frames
+// by the same rules, held to this one by testdata/views.json, which both
+// replay:
 //   - a plan is one item per turn: a plan event updates the plan shown since
 //     the person's last message, or adds one after it;
 //   - a tool call the conversation shows as its own card (AskUserQuestion, as
@@ -10,6 +12,10 @@
 //   - a mode change after the first mode is said in the conversation;
 //   - a message queued behind a running turn is shown after the answer, and
 //     takes its place in the conversation when it is delivered.
+//   - a receipt without a seq never moves a message's receipt back, and an
+//     error about a message the agent has leaves its receipt true;
+//   - a card answered elsewhere keeps its answer when this screen's own
+//     answer is then refused as too late.
 // Only type imports: Node runs this file as is (type stripping).
 
 import type { Usage } from "./chat/usage";
@@ -202,6 +208,9 @@ export class Fold {
         break;
       case "delivery":
         this.sink.ack(ev.message_id);
+        // A receipt without a seq (the answer to a resend) may be overtaken
+        // by the log's: it never moves a receipt back.
+        if (!ev.seq && rank(ev.state) < rank(v.receipts[ev.message_id]?.state)) break;
         this.receipt(ev.message_id, { state: ev.state, detail: ev.detail });
         if (ev.state !== "queued") this.unqueue(ev.message_id);
         break;
@@ -307,12 +316,17 @@ export class Fold {
       case "error":
         if (ev.ref && this.index.has("c:" + ev.ref) && ev.code === "card_closed") {
           this.closedCards.add(ev.ref);
-          this.patchCard(ev.ref, { state: "closed", note: ev.message });
+          // Answered elsewhere first: its resolution, when it came first, says more.
+          const it = this.item("c:" + ev.ref);
+          if ((it?.kind === "permission" || it?.kind === "question") && (it.state === "open" || it.state === "answering")) this.patchCard(ev.ref, { state: "closed", note: ev.message });
         } else if (ev.ref && this.index.has("c:" + ev.ref)) {
           // The answer was refused but the card is still open (its agent is
           // not running now): it stays answerable, saying why.
           this.patchCard(ev.ref, { state: "open", note: ev.message });
-        } else if (ev.ref && this.has("u:" + ev.ref)) {
+        } else if (ev.ref && this.has("u:" + ev.ref) && rank(v.receipts[ev.ref]?.state) < rank("delivering")) {
+          // Refused before it was taken (busy, bad input): it failed, and says
+          // why. An error about a message the agent has (a turn cut off) is
+          // said below, and leaves its receipt true.
           this.sink.ack(ev.ref);
           this.receipt(ev.ref, { state: "failed", detail: ev.message });
           this.unqueue(ev.ref);
@@ -323,8 +337,8 @@ export class Fold {
       case "session":
         if (ev.state === "starting") this.view = { ...v, starting: ev.ts || new Date().toISOString() };
         else if (ev.state !== "identified") this.view = { ...v, starting: undefined };
-        if (ev.state === "exited" && ev.detail) {
-          this.push({ kind: "notice", key: "s:" + (ev.seq ?? this.next()), level: "info", text: `session ${ev.state}: ${ev.detail}` });
+        if ((ev.state === "exited" && ev.detail) || ev.state === "restarted") {
+          this.push({ kind: "notice", key: "s:" + (ev.seq ?? this.next()), level: "info", text: `session ${ev.state}${ev.detail ? `: ${ev.detail}` : ""}` });
         }
         break;
       case "thread_info":
@@ -399,6 +413,23 @@ export class Fold {
     }
     this.push(kind === "agent" ? { kind, key: "a:" + items.length, text, ts } : { kind, key: "h:" + items.length, text });
   }
+}
+
+// rank orders receipts: a later state never goes back to an earlier one.
+function rank(state?: string): number {
+  switch (state) {
+    case "sending":
+      return 1;
+    case "queued":
+      return 2;
+    case "delivering":
+      return 3;
+    case "submitted":
+    case "failed":
+    case "unknown":
+      return 4;
+  }
+  return 0;
 }
 
 function emptyView(): ChatView {

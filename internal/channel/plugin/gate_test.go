@@ -174,18 +174,18 @@ func TestBackoff(t *testing.T) {
 	}
 	for fails, want := range []time.Duration{lo, 2 * lo, 4 * lo, 8 * lo, 16 * lo, 32 * lo, hi, hi, hi} {
 		for range 200 {
-			if d := backoff(fails, lo, hi); !within(d, want) {
+			if d := restarts(lo, hi).Delay(fails); !within(d, want) {
 				t.Fatalf("backoff(%d): got %v, want %v ±20%%", fails, d, want)
 			}
 		}
 	}
-	if d := backoff(1000, lo, hi); !within(d, hi) {
+	if d := restarts(lo, hi).Delay(1000); !within(d, hi) {
 		t.Errorf("backoff(1000): got %v, want the cap %v ±20%%", d, hi)
 	}
 	// The jitter spreads: 200 draws are not all the same.
 	seen := map[time.Duration]bool{}
 	for range 200 {
-		seen[backoff(3, lo, hi)] = true
+		seen[restarts(lo, hi).Delay(3)] = true
 	}
 	if len(seen) < 10 {
 		t.Errorf("backoff(3) drew only %d distinct delays in 200: no jitter", len(seen))

@@ -19,7 +19,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"net/http"
 	"os"
 	"strings"
@@ -29,6 +28,7 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/parleyhq/parley/internal/backoff"
 	"github.com/parleyhq/parley/internal/channel/acpagent"
 	"github.com/parleyhq/parley/internal/channel/commands"
 	"github.com/parleyhq/parley/internal/channel/render"
@@ -183,7 +183,7 @@ func (h *Host) supervise(ctx context.Context, p config.Plugin) {
 			return
 		}
 		fails = nextFails(fails, time.Since(started))
-		delay := backoff(fails-1, h.opt.MinBackoff, h.opt.MaxBackoff)
+		delay := restarts(h.opt.MinBackoff, h.opt.MaxBackoff).Delay(fails - 1)
 		log.Warn("plugin exited; restarting", "err", err, "in", delay.Round(time.Millisecond))
 		h.setStatus(p.ID, func(s *Status) {
 			s.State, s.PID, s.Restarts, s.Since = StateBackoff, 0, s.Restarts+1, time.Now().UTC()
@@ -216,18 +216,10 @@ func nextFails(fails int, ran time.Duration) int {
 	return fails + 1
 }
 
-// backoff is min·2^fails capped at max, with ±20% jitter.
-func backoff(fails int, min, max time.Duration) time.Duration {
-	d := min
-	for range fails {
-		d *= 2
-		if d >= max {
-			d = max
-			break
-		}
-	}
-	j := 0.8 + 0.4*rand.Float64()
-	return time.Duration(float64(d) * j)
+// restarts is the restart curve: min doubling with each quick failure,
+// capped at max, with ±20% jitter.
+func restarts(min, max time.Duration) backoff.Policy {
+	return backoff.Policy{Min: min, Max: max, Jitter: backoff.Jitter{Low: 0.8, Width: 0.4}}
 }
 
 // run starts the process once and serves ACP on its stdio until it exits, stops

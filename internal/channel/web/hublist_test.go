@@ -15,6 +15,7 @@ import (
 	"github.com/parleyhq/parley/internal/fanout"
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/store/sqlite"
+	"github.com/parleyhq/parley/internal/testkit"
 )
 
 // countingStore counts the reads of a thread's cards made after counting
@@ -110,10 +111,10 @@ func TestTheHubsThreadListTakesANodesCardsFromTheDirectory(t *testing.T) {
 		return v.Threads
 	}
 	remote := string(cluster.RemoteID("b", "t_b"))
-	waitUntil(t, "b's thread and its card in the hub's directory", func() bool {
+	testkit.Eventually(t, 10*time.Second, func() bool {
 		ths, _ := h.Threads(t.Context())
 		return len(ths) == 1 && len(ths[0].Cards) == 1
-	})
+	}, "b's thread and its card in the hub's directory")
 
 	b.on.Store(true)
 	got := list()
@@ -126,22 +127,11 @@ func TestTheHubsThreadListTakesANodesCardsFromTheDirectory(t *testing.T) {
 	}
 
 	l.Close()
-	waitUntil(t, "b offline at the hub", func() bool {
+	testkit.Eventually(t, 10*time.Second, func() bool {
 		ns, _ := h.Nodes(t.Context())
 		return len(ns) == 1 && !ns[0].Online
-	})
+	}, "b offline at the hub")
 	if got := list(); len(got) != 1 || got[0].ID != remote || got[0].Waiting != "" || got[0].Card != nil {
 		t.Fatalf("the hub's list with b offline: %+v, want b's thread waiting for nobody", got)
-	}
-}
-
-// waitUntil polls cond for up to 10 s.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within 10s: %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }

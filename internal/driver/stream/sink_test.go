@@ -1,13 +1,13 @@
 package stream
 
 import (
-	"fmt"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/testkit"
 )
 
 // recSink records every call, in order, for assertions.
@@ -96,8 +96,8 @@ func (r *recSink) turnsEnded() []string {
 // waitTurns waits until n turns have ended and returns their stop reasons.
 func (r *recSink) waitTurns(t *testing.T, n int) []string {
 	t.Helper()
-	waitFor(t, 30*time.Second, func() bool { return len(r.turnsEnded()) >= n },
-		func() string { return fmt.Sprintf("want %d turns ended; calls: %v", n, r.whats()) })
+	testkit.Eventually(t, 30*time.Second, func() bool { return len(r.turnsEnded()) >= n },
+		"want %d turns ended; calls: %v", n, testkit.Later(func() any { return r.whats() }))
 	return r.turnsEnded()
 }
 
@@ -127,7 +127,7 @@ func (r *recSink) chunks() int {
 func first[T chat.Payload](t *testing.T, r *recSink) T {
 	t.Helper()
 	var got T
-	waitFor(t, 30*time.Second, func() bool {
+	testkit.Eventually(t, 30*time.Second, func() bool {
 		for _, c := range r.snapshot() {
 			if p, ok := c.payload.(T); ok {
 				got = p
@@ -135,7 +135,7 @@ func first[T chat.Payload](t *testing.T, r *recSink) T {
 			}
 		}
 		return false
-	}, func() string { return fmt.Sprintf("no %T event; calls: %v", got, r.whats()) })
+	}, "no %T event; calls: %v", got, testkit.Later(func() any { return r.whats() }))
 	return got
 }
 
@@ -148,18 +148,6 @@ func all[T chat.Payload](r *recSink) []T {
 		}
 	}
 	return out
-}
-
-// waitFor polls cond until it holds, failing with describe() at the deadline.
-func waitFor(t *testing.T, within time.Duration, cond func() bool, describe func() string) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %v: %s", within, describe())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 func (r *recSink) whats() []string {

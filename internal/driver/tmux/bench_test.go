@@ -8,6 +8,7 @@ import (
 
 	"github.com/parleyhq/parley/internal/driver"
 	"github.com/parleyhq/parley/internal/driver/tmux/pane"
+	"github.com/parleyhq/parley/internal/testkit"
 	"github.com/parleyhq/parley/internal/testkit/sendbench"
 )
 
@@ -31,7 +32,7 @@ func BenchmarkSend(b *testing.B) {
 					if err := h.c.SendLiteral(ctx, s.name, bc.Staged); err != nil {
 						b.Fatal(err)
 					}
-					if !poll(10*time.Second, func() bool {
+					if !testkit.Within(10*time.Second, func() bool {
 						scr, err := s.capture(ctx)
 						return err == nil && scr.Staged() == bc.Staged
 					}) {
@@ -51,13 +52,13 @@ func BenchmarkSend(b *testing.B) {
 					continue
 				}
 				lat = append(lat, d)
-				if !poll(30*time.Second, func() bool { return countOf(h.personTexts(), text) > before }) {
+				if !testkit.Within(30*time.Second, func() bool { return countOf(h.personTexts(), text) > before }) {
 					falseSubmitted++
 					b.Logf("send %d: submitted, but the model never got exactly %q (got %q)", i, text, lastPersonText(h))
 				}
 				// Let the turn end and the screen settle before the next send.
-				poll(30*time.Second, func() bool { return k.turnCount() > turns })
-				poll(10*time.Second, func() bool {
+				testkit.Within(30*time.Second, func() bool { return k.turnCount() > turns })
+				testkit.Within(10*time.Second, func() bool {
 					scr, err := s.capture(ctx)
 					return err == nil && scr.HasBox() && scr.LastSpeaker() == pane.SpeakerStatus
 				})

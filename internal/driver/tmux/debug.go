@@ -142,3 +142,6 @@ func clip(s string, n int) string {
 	}
 	return s
 }
+
+// historyLines is how far back `parley debug pane` looks.
+const historyLines = 3000

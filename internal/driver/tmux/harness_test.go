@@ -24,6 +24,7 @@ import (
 	"github.com/parleyhq/parley/internal/driver"
 	"github.com/parleyhq/parley/internal/driver/tmux/ctl"
 	"github.com/parleyhq/parley/internal/driver/tmux/hook"
+	"github.com/parleyhq/parley/internal/driver/tmux/pane"
 	"github.com/parleyhq/parley/internal/testkit"
 	"github.com/parleyhq/parley/internal/testkit/claudeapi"
 )
@@ -326,7 +327,7 @@ func killServer(t testing.TB, c *ctl.Client) {
 		if err != nil {
 			continue
 		}
-		if !poll(10*time.Second, func() bool { return syscall.Kill(pid, 0) != nil }) {
+		if !testkit.Within(10*time.Second, func() bool { return syscall.Kill(pid, 0) != nil }) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 			t.Logf("pane process %d outlived its tmux server; killed", pid)
 		}
@@ -378,4 +379,131 @@ func transcriptsIn(home string) string {
 		}
 	}
 	return b.String()
+}
+
+func scenario() claudeapi.Scenario {
+	return claudeapi.Scenario{
+		Rules: []claudeapi.Rule{
+			{Match: claudeapi.Match{Exact: "hello"}, Reply: claudeapi.Text("Hello from the stand-in.", 3, 5*time.Millisecond)},
+			{Match: claudeapi.Match{Exact: "run it"}, Reply: claudeapi.Bash("touch made-by-bash", "Make a file")},
+			{Match: claudeapi.Match{ToolResult: "Bash"}, Reply: claudeapi.Text("The command ran.", 1, 0)},
+			{Match: claudeapi.Match{Exact: "ask"}, Reply: claudeapi.ToolUse("AskUserQuestion", map[string]any{
+				"questions": []map[string]any{{"question": "Which color do you prefer?", "header": "Color", "multiSelect": false,
+					"options": []map[string]string{{"label": "Blue", "description": "The color of the sky"}, {"label": "Red", "description": "The color of fire"}}}}})},
+			{Match: claudeapi.Match{Exact: "askmulti"}, Reply: claudeapi.ToolUse("AskUserQuestion", map[string]any{
+				"questions": []map[string]any{{"question": "Which fruits do you like?", "header": "Fruit", "multiSelect": true,
+					"options": []map[string]string{{"label": "Apple", "description": "Crisp"}, {"label": "Banana", "description": "Soft"}, {"label": "Cherry", "description": "Small"}}}}})},
+			{Match: claudeapi.Match{Exact: "asktwo"}, Reply: claudeapi.ToolUse("AskUserQuestion", map[string]any{
+				"questions": []map[string]any{
+					{"question": "Which color do you prefer?", "header": "Color", "multiSelect": false,
+						"options": []map[string]string{{"label": "Blue", "description": "The color of the sky"}, {"label": "Red", "description": "The color of fire"}}},
+					{"question": "Which size?", "header": "Size", "multiSelect": false,
+						"options": []map[string]string{{"label": "Small", "description": "S"}, {"label": "Large", "description": "L"}}}}})},
+			{Match: claudeapi.Match{Exact: "slow"}, Reply: claudeapi.Text(strings.Repeat("word ", 400), 200, 50*time.Millisecond)},
+			{Match: claudeapi.Match{ToolResult: "AskUserQuestion"}, Reply: claudeapi.Text("Thanks for the answer.", 1, 0)},
+		},
+		Default: &claudeapi.Reply{Blocks: []claudeapi.Block{{Type: claudeapi.BlockText, Text: "OK."}}},
+	}
+}
+
+func lastPersonText(h *harness) string {
+	got := h.personTexts()
+	if len(got) == 0 {
+		return ""
+	}
+	return got[len(got)-1]
+}
+
+func waitTurns(t *testing.T, k *sink, n int) {
+	t.Helper()
+	testkit.Eventually(t, 30*time.Second, func() bool { return k.turnCount() >= n }, "turn %d never ended", n)
+}
+
+// startWrapped starts Claude Code one process below the pane's own (see
+// envTestWrap), so that it can be stopped, and returns its pid.
+func (h *harness) startWrapped(thread string) (*session, *sink, int) {
+	h.t.Helper()
+	spec := h.spec(thread)
+	spec.Command = os.Args[0]
+	spec.Env = append(spec.Env, envTestWrap+"="+h.claud)
+	k := newSink()
+	ctx := context.Background()
+	sess, err := h.drv.Start(ctx, spec, k)
+	if err != nil {
+		h.t.Fatalf("Start: %v", err)
+	}
+	h.t.Cleanup(func() { _ = sess.Close(ctx) })
+	s := sess.(*session)
+	info, err := h.c.Pane(ctx, s.pane)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	// The wrapper is a Go program: any of its threads may have forked the
+	// agent, and each thread lists only its own children.
+	var kids []string
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", info.PID))
+	for _, f := range tasks {
+		b, _ := os.ReadFile(f)
+		kids = append(kids, strings.Fields(string(b))...)
+	}
+	if len(kids) != 1 {
+		h.t.Fatalf("the wrapper (pid %d) has children %v, want the one agent", info.PID, kids)
+	}
+	agent, err := strconv.Atoi(kids[0])
+	if err != nil {
+		h.t.Fatalf("agent pid from %q: %v", kids, err)
+	}
+	// The agent is out of the pane's reach (its own process group), so the
+	// tmux server going away does not end it: end it here, before the test's
+	// folders are removed under its feet.
+	h.t.Cleanup(func() {
+		_ = syscall.Kill(agent, syscall.SIGKILL)
+		_ = syscall.Kill(agent, syscall.SIGCONT)
+		if !testkit.Within(10*time.Second, func() bool { return syscall.Kill(agent, 0) != nil }) {
+			h.t.Logf("agent %d still there 10 s after SIGKILL", agent)
+		}
+	})
+	return s, k, agent
+}
+
+// stopAgent stops the agent with SIGSTOP (nothing renders any more) and
+// returns the function that lets it run again (also called at cleanup).
+func stopAgent(t *testing.T, agent int) func() {
+	t.Helper()
+	if err := syscall.Kill(agent, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, 30*time.Second, func() bool {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", agent))
+		f := strings.Fields(string(b))
+		return len(f) > 2 && f[2] == "T"
+	}, "the agent never stopped")
+	cont := sync.OnceFunc(func() { _ = syscall.Kill(agent, syscall.SIGCONT) })
+	t.Cleanup(cont)
+	return cont
+}
+
+func plain(capture string) string { return strings.Join(pane.Read(capture).Full, "\n") }
+
+// adoptPerson starts Claude Code in a tmux session of the person's own (no
+// parley hooks), waits for its input box, and adopts it by name.
+func (h *harness) adoptPerson(name, thread string) (*session, *sink) {
+	h.t.Helper()
+	ctx := context.Background()
+	if err := h.c.NewSession(ctx, ctl.NewSessionOptions{Name: name, Cwd: h.cwd, Env: h.env, Argv: []string{h.claud, "--model", "claude-sonnet-4-5"}}); err != nil {
+		h.t.Fatal(err)
+	}
+	testkit.Eventually(h.t, 60*time.Second, func() bool {
+		out, err := h.c.Capture(ctx, name, 0)
+		return err == nil && pane.Read(out).HasBox()
+	}, "the person's Claude Code never showed its input box")
+	spec := h.spec(thread)
+	spec.Options[OptAdopt] = name
+	k := newSink()
+	sess, err := h.drv.Start(ctx, spec, k)
+	if err != nil {
+		h.t.Fatalf("Start (adopt): %v", err)
+	}
+	h.t.Cleanup(func() { _ = sess.Close(context.Background()) })
+	return sess.(*session), k
 }

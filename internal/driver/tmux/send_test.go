@@ -13,6 +13,8 @@ import (
 
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/driver"
+	"github.com/parleyhq/parley/internal/driver/tmux/ctl"
+	"github.com/parleyhq/parley/internal/driver/tmux/pane"
 	"github.com/parleyhq/parley/internal/testkit"
 )
 
@@ -415,4 +417,291 @@ func TestPromptWaitsOutAMomentaryStop(t *testing.T) {
 	if got := h.personTexts(); !slices.Equal(got, []string{"hello"}) {
 		t.Fatalf("the model got %q, want [hello]", got)
 	}
+}
+
+// 1: a message is submitted and the model's answer arrives as agent_chunks from the transcript.
+func TestPromptSubmittedAndAnswered(t *testing.T) {
+	h := newHarness(t, scenario())
+	s, k := h.start("t1")
+	if err := h.prompt(s, "m1", "hello"); err != nil {
+		t.Fatalf("Prompt: got %v, want nil (submitted)", err)
+	}
+	testkit.Eventually(t, 30*time.Second, func() bool { return strings.Contains(k.text(), "Hello from the stand-in.") },
+		"agent text never arrived; got %q", k.text())
+	testkit.Eventually(t, 30*time.Second, func() bool { return k.turnCount() == 1 }, "turn never ended")
+	if got := h.personTexts(); len(got) != 1 || got[0] != "hello" {
+		t.Errorf("model got person texts %q, want [hello]", got)
+	}
+	k.mu.Lock()
+	ids := slices.Clone(k.ids)
+	k.mu.Unlock()
+	if len(ids) == 0 || ids[0] == "" {
+		t.Errorf("session ids %q, want Claude Code's (from the SessionStart hook)", ids)
+	}
+}
+
+// 2: text typed into the box by hand is cleared, and exactly the message is submitted.
+func TestPromptClearsStagedText(t *testing.T) {
+	h := newHarness(t, scenario())
+	s, k := h.start("t2")
+	ctx := context.Background()
+	if err := h.c.SendLiteral(ctx, s.name, "typed by hand but never sent"); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, 10*time.Second, func() bool {
+		scr, err := s.capture(ctx)
+		return err == nil && scr.Staged() == "typed by hand but never sent"
+	}, "the hand-typed text never showed in the box")
+	if err := h.prompt(s, "m1", "hello"); err != nil {
+		t.Fatalf("Prompt: got %v, want nil", err)
+	}
+	waitTurns(t, k, 1)
+	if got, want := h.personTexts(), []string{"hello"}; !slices.Equal(got, want) {
+		t.Errorf("model got %q, want %q", got, want)
+	}
+}
+
+// 3: a pane left in copy-mode still gets the message.
+func TestPromptLeavesCopyMode(t *testing.T) {
+	h := newHarness(t, scenario())
+	s, k := h.start("t3")
+	ctx := context.Background()
+	if _, err := h.c.Run(ctx, "copy-mode", "-t", s.name); err != nil {
+		t.Fatal(err)
+	}
+	if info, err := h.c.Pane(ctx, s.name); err != nil || !info.InMode {
+		t.Fatalf("pane not in copy-mode: %+v %v", info, err)
+	}
+	if err := h.prompt(s, "m1", "hello"); err != nil {
+		t.Fatalf("Prompt: got %v, want nil", err)
+	}
+	waitTurns(t, k, 1)
+	if got := lastPersonText(h); got != "hello" {
+		t.Errorf("model got %q, want hello", got)
+	}
+}
+
+// 7: an agent stopped with SIGSTOP renders nothing: failed with the keyboard
+// reason, never submitted, and the text does not land once it runs again.
+func TestPromptStoppedAgentFails(t *testing.T) {
+	h := newHarness(t, scenario())
+	s, k, agent := h.startWrapped("t7")
+	cont := stopAgent(t, agent)
+	err := h.prompt(s, "m1", "this must not be submitted")
+	if err == nil || !errors.Is(err, ErrKeyboard) {
+		t.Fatalf("Prompt to a stopped agent: got %v, want %v", err, ErrKeyboard)
+	}
+	cont()
+	// The pty delivers in order: a send that works now comes after anything
+	// the stopped agent had pending.
+	if err := h.prompt(s, "m2", "hello"); err != nil {
+		t.Fatalf("Prompt after SIGCONT: got %v, want nil", err)
+	}
+	waitTurns(t, k, 1)
+	if got, want := h.personTexts(), []string{"hello"}; !slices.Equal(got, want) {
+		t.Errorf("model got %q, want %q\n%s", got, want, plain(h.capture(s)))
+	}
+}
+
+// 8: the pane is a bare shell: refused, nothing typed.
+func TestPromptRefusesShell(t *testing.T) {
+	h := newHarness(t, scenario())
+	ctx := context.Background()
+	if err := h.c.NewSession(ctx, ctl.NewSessionOptions{Name: "shell", Cwd: h.cwd, Argv: []string{"bash", "--norc", "--noprofile", "-i"}}); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, 10*time.Second, func() bool {
+		info, err := h.c.Pane(ctx, "shell")
+		return err == nil && info.CurrentCommand == "bash"
+	}, "bash never started")
+	spec := h.spec("t8")
+	spec.Options[OptAdopt] = "shell"
+	k := newSink()
+	sess, err := h.drv.Start(ctx, spec, k)
+	if err != nil {
+		t.Fatalf("Start (adopt a shell): %v", err)
+	}
+	t.Cleanup(func() { _ = sess.Close(ctx) })
+	before, _ := h.c.Capture(ctx, "shell", 0)
+	err = sess.Prompt(ctx, driver.Prompt{MessageID: "m1", Text: "echo typed-into-a-shell"})
+	if !errors.Is(err, ErrBareShell) {
+		t.Fatalf("Prompt into a shell: got %v, want %v", err, ErrBareShell)
+	}
+	after, _ := h.c.Capture(ctx, "shell", 0)
+	if strings.Contains(after, "typed-into-a-shell") || after != before {
+		t.Errorf("the shell's pane changed: before %q after %q", before, after)
+	}
+}
+
+// A session's calls name its own pane: once "foo" is gone, a send or an
+// interrupt fails as gone and never lands in "foobar" (a bare -t foo would
+// match it by prefix).
+func TestGoneSessionIsNotAnother(t *testing.T) {
+	h := newHarness(t, scenario())
+	ctx := context.Background()
+	for _, n := range []string{"foo", "foobar"} {
+		if err := h.c.NewSession(ctx, ctl.NewSessionOptions{Name: n, Cwd: h.cwd, Argv: []string{"cat", "-v"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	spec := h.spec("t-exact")
+	spec.Options[OptAdopt] = "foo"
+	k := newSink()
+	sess, err := h.drv.Start(ctx, spec, k)
+	if err != nil {
+		t.Fatalf("Start (adopt foo): %v", err)
+	}
+	t.Cleanup(func() { _ = sess.Close(ctx) })
+	if err := h.c.KillSession(ctx, "foo"); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, 10*time.Second, func() bool {
+		k.mu.Lock()
+		defer k.mu.Unlock()
+		return len(k.exited) == 1
+	}, "Exited never reported for foo")
+	before, err := h.c.Capture(ctx, ctl.SessionTarget("foobar"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sess.Cancel(ctx); !errors.Is(err, ErrGone) {
+		t.Errorf("Cancel with foo gone: got %v, want %v", err, ErrGone)
+	}
+	if err := sess.Prompt(ctx, driver.Prompt{MessageID: "m1", Text: "meant for foo"}); !errors.Is(err, ErrGone) || !errors.Is(err, driver.ErrNotRunning) {
+		t.Errorf("Prompt with foo gone: got %v, want %v", err, ErrGone)
+	}
+	s := sess.(*session)
+	if _, err := s.captureVisible(ctx); !errors.Is(err, ErrGone) {
+		t.Errorf("reading foo's pane with foo gone: got %v, want %v", err, ErrGone)
+	}
+	after, err := h.c.Capture(ctx, ctl.SessionTarget("foobar"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after != before {
+		t.Errorf("foobar's pane changed by what was meant for foo:\nbefore %q\nafter  %q", before, after)
+	}
+}
+
+// 9: a 5,000-character message with newlines is submitted and verified.
+func TestPromptLongText(t *testing.T) {
+	h := newHarness(t, scenario())
+	s, k := h.start("t9")
+	var b strings.Builder
+	for i := 0; b.Len() < 5000; i++ {
+		fmt.Fprintf(&b, "line %d of a long message, with words and numbers %d\n", i, i*7)
+	}
+	text := b.String()[:5000] + " END"
+	if err := h.prompt(s, "m1", text); err != nil {
+		t.Fatalf("Prompt: got %v, want nil", err)
+	}
+	waitTurns(t, k, 1)
+	if got := lastPersonText(h); strings.TrimSpace(got) != strings.TrimSpace(text) {
+		t.Errorf("model got %d chars ending %q, want %d chars ending %q", len(got), tailOf(got), len(text), tailOf(text))
+	}
+}
+
+func tailOf(s string) string {
+	if len(s) > 40 {
+		return s[len(s)-40:]
+	}
+	return s
+}
+
+// 10: "yes" three times: each submitted only once really received; the same
+// text pasted but never submitted is never reported (nor counted) as
+// submitted: a fourth "yes" pasted into the box of an agent that no longer
+// reads its input fails, though "yes" stands above the box three times.
+func TestPromptRepeatedShortText(t *testing.T) {
+	h := newHarness(t, scenario())
+	s, k, agent := h.startWrapped("t10")
+	for i := 1; i <= 3; i++ {
+		if err := h.prompt(s, fmt.Sprintf("m%d", i), "yes"); err != nil {
+			t.Fatalf("send %d: got %v, want nil", i, err)
+		}
+		testkit.Eventually(t, 30*time.Second, func() bool { return countOf(h.personTexts(), "yes") == i },
+			"send %d: the model never got the %d-th yes", i, i)
+		waitTurns(t, k, i)
+	}
+	cont := stopAgent(t, agent)
+	if err := h.prompt(s, "m4", "yes"); err == nil || !errors.Is(err, ErrKeyboard) {
+		t.Fatalf("a fourth yes to a stopped agent: got %v, want %v (never submitted)", err, ErrKeyboard)
+	}
+	cont()
+	// The pty delivers in order: a send that works now comes after the
+	// stopped agent's pending input (the paste and the keys taking it back).
+	if err := h.prompt(s, "m5", "hello"); err != nil {
+		t.Fatalf("Prompt after SIGCONT: got %v, want nil", err)
+	}
+	waitTurns(t, k, 4)
+	if got, want := h.personTexts(), []string{"yes", "yes", "yes", "hello"}; !slices.Equal(got, want) {
+		t.Fatalf("model got %q, want %q\n%s", got, want, plain(h.capture(s)))
+	}
+	ctx := context.Background()
+	before, err := s.capture(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.c.Paste(ctx, s.name, "test-paste", "yes"); err != nil {
+		t.Fatal(err)
+	}
+	var after *pane.Screen
+	testkit.Eventually(t, 10*time.Second, func() bool {
+		after, err = s.capture(ctx)
+		return err == nil && after.InBox("yes")
+	}, "the pasted yes never showed in the box")
+	if got, want := after.CountSubmitted("yes"), before.CountSubmitted("yes"); got != want {
+		t.Errorf("a yes only staged in the box counted as submitted: got %d, want %d", got, want)
+	}
+	if got := countOf(h.personTexts(), "yes"); got != 3 {
+		t.Errorf("model got %d yes, want 3", got)
+	}
+}
+
+func countOf(xs []string, x string) int {
+	n := 0
+	for _, v := range xs {
+		if strings.TrimSpace(v) == x {
+			n++
+		}
+	}
+	return n
+}
+
+// Cancel interrupts a turn in flight: the turn ends as cancelled.
+func TestCancel(t *testing.T) {
+	h := newHarness(t, scenario())
+	s, k := h.start("t-cancel")
+	if err := h.prompt(s, "m1", "slow"); err != nil {
+		t.Fatalf("Prompt: %v", err)
+	}
+	testkit.Eventually(t, 30*time.Second, func() bool { return h.modelGot("slow") }, "the model never got the message")
+	if err := s.Cancel(context.Background()); err != nil {
+		t.Fatalf("Cancel: %v", err)
+	}
+	testkit.Eventually(t, 10*time.Second, func() bool {
+		k.mu.Lock()
+		defer k.mu.Unlock()
+		return len(k.turns) == 1 && k.turns[0] == chat.StopCancelled
+	}, "the turn did not end as cancelled")
+	// Claude Code shows "Interrupted" under the turn, or, when the interrupt
+	// came before its answer began, takes the message back into the input box.
+	if !testkit.Within(20*time.Second, func() bool {
+		scr, err := s.captureVisible(context.Background())
+		return err == nil && (strings.Contains(strings.Join(scr.Lines, "\n"), "Interrupted") || scr.Staged() == "slow")
+	}) {
+		t.Fatalf("the TUI shows neither the interrupt nor the message taken back:\n%s", plain(h.capture(s)))
+	}
+	// Either way the next message goes alone: text left in the box is cleared
+	// before typing, so the model gets "hello", not "slowhello".
+	if err := h.prompt(s, "m2", "hello"); err != nil {
+		t.Fatalf("Prompt after the cancel: %v\n%s", err, plain(h.capture(s)))
+	}
+	if !testkit.Within(30*time.Second, func() bool {
+		reqs := h.srv.ScenarioRequests()
+		return len(reqs) > 0 && reqs[len(reqs)-1].LastUserText() == "hello"
+	}) {
+		t.Fatalf("the model's last request after the cancel does not end with \"hello\" alone: %s\n%s", bodiesWith(h, "hello"), plain(h.capture(s)))
+	}
+	waitTurns(t, k, 2)
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/chromedp/cdproto/fetch"
 	cdpruntime "github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+
 	"github.com/parleyhq/parley/internal/testkit"
 	"github.com/parleyhq/parley/internal/testkit/claudeapi"
 	"github.com/parleyhq/parley/internal/testkit/pushchild"
@@ -104,10 +105,7 @@ func newRigPushes(t testing.TB, pushes bool, seed func(dataDir, cwd string), ext
 	}
 	// Claude Code may still write its HOME while it exits after parley: retry the removal.
 	t.Cleanup(func() {
-		deadline := time.Now().Add(15 * time.Second)
-		for os.RemoveAll(dir) != nil && time.Now().Before(deadline) {
-			time.Sleep(100 * time.Millisecond) // cleanup pacing, not a synchronisation
-		}
+		testkit.Within(15*time.Second, func() bool { return os.RemoveAll(dir) == nil })
 	})
 	r := &rig{t: t, dir: dir, addr: "127.0.0.1:0", pushes: pushes}
 	r.work = filepath.Join(r.dir, "work")

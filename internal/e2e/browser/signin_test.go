@@ -11,11 +11,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/chromedp/cdproto/cdp"
 	cdpnet "github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
+
+	"github.com/parleyhq/parley/internal/testkit"
+
 	_ "modernc.org/sqlite"
 )
 
@@ -67,17 +69,10 @@ func TestSignInLeavesNoSecretInHistory(t *testing.T) {
 	marker := "history-flushed-" + strings.Repeat("x", 8)
 	run(t, ctx, "visit the marker", chromedp.Navigate(r.Base+"/?"+marker), chromedp.WaitVisible(chromedp.CSS(`.side`)))
 	history := filepath.Join(profile, "Default", "History")
-	deadline := time.Now().Add(wait)
-	for {
-		b, _ := os.ReadFile(history)
-		if bytes.Contains(b, []byte(marker)) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("Chromium did not write its History within a minute")
-		}
-		time.Sleep(200 * time.Millisecond) // polling a file Chromium writes on its own clock
-	}
+	testkit.Eventually(t, wait, func() bool {
+		b, _ := os.ReadFile(history) // a file Chromium writes on its own clock
+		return bytes.Contains(b, []byte(marker))
+	}, "Chromium did not write its History")
 	closeBrowser()
 	closed = true
 

@@ -134,16 +134,11 @@ func (r *soakRoute) final(id string) bool {
 
 // waitFinal waits up to within for message id to end (see final).
 func (r *soakRoute) waitFinal(id string, within time.Duration) {
-	deadline := time.Now().Add(within)
-	for time.Now().Before(deadline) {
+	testkit.Within(within, func() bool {
 		r.mu.Lock()
-		done := r.final(id)
-		r.mu.Unlock()
-		if done {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		defer r.mu.Unlock()
+		return r.final(id)
+	})
 }
 
 // startHubProcOn starts the hub (no pushes) with its dashboard on httpAddr,

@@ -442,9 +442,7 @@ func TestTelegramAgainstTheStandIn(t *testing.T) {
 		defer func() {
 			if !stopped { // the model would think on for minutes: stop it for the next tests
 				bot.write(alice, "/stop")
-				for end := time.Now().Add(wait); bot.find(mark, "(stopped)") == nil && time.Now().Before(end); {
-					time.Sleep(100 * time.Millisecond)
-				}
+				testkit.Within(wait, func() bool { return bot.find(mark, "(stopped)") != nil })
 			}
 		}()
 		testkit.Eventually(t, wait, func() bool {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/client"
+	"github.com/parleyhq/parley/internal/testkit"
 	"github.com/parleyhq/parley/internal/testkit/chatsock"
 	"github.com/parleyhq/parley/internal/testkit/claudeapi"
 )
@@ -346,19 +347,18 @@ func (sk *soak) revive(i int, from int) int {
 
 // waitEvent is chatsock's WaitFor without failing the test: a soak counts.
 func (sk *soak) waitEvent(from int, within time.Duration, match func(client.Event) bool) (int, bool) {
-	deadline := time.Now().Add(within)
-	for {
+	at := 0
+	ok := testkit.Within(within, func() bool {
 		evs := sk.s.Snapshot()
 		for i := from; i < len(evs); i++ {
 			if match(evs[i]) {
-				return i, true
+				at = i
+				return true
 			}
 		}
-		if time.Now().After(deadline) {
-			return 0, false
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return false
+	})
+	return at, ok
 }
 
 // waitIdle waits until the pane no longer says Claude Code is working.

@@ -2,7 +2,6 @@ package bridge
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
 	"strconv"
@@ -13,6 +12,7 @@ import (
 	acp "github.com/coder/acp-go-sdk"
 
 	"github.com/parleyhq/parley/internal/channel/acpagent"
+	"github.com/parleyhq/parley/internal/testkit"
 )
 
 // scriptAgent is parley's side of the connection, scripted: each prompt runs
@@ -96,22 +96,6 @@ func connect(t *testing.T, a *scriptAgent, interval time.Duration) (*Bridge, *ed
 	return b, ed
 }
 
-// later is a value formatted when the message is written, not when it is
-// passed: what was seen at the deadline.
-type later func() any
-
-func (l later) String() string { return fmt.Sprint(l()) }
-
-func eventually(t *testing.T, cond func() bool, format string, args ...any) {
-	t.Helper()
-	for end := time.Now().Add(30 * time.Second); !cond(); {
-		if time.Now().After(end) {
-			t.Fatalf(format, args...)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // armed says whether the chat's flush timer is set.
 func armed(b *Bridge, chat string) bool {
 	b.mu.Lock()
@@ -132,14 +116,14 @@ func TestHeldBackTextIsShownWhileTheTurnGoesOn(t *testing.T) {
 	}}
 	b, ed := connect(t, a, 2*time.Second)
 	b.Handle(context.Background(), "chat1", "alice", "hi")
-	eventually(t, func() bool { return ed.text("1") == "The first words, and the last ones." },
-		"the held-back text was not shown while the turn went on; calls %v", later(func() any { return ed.called() }))
+	testkit.Eventually(t, 30*time.Second, func() bool { return ed.text("1") == "The first words, and the last ones." },
+		"the held-back text was not shown while the turn went on; calls %v", testkit.Later(func() any { return ed.called() }))
 	if armed(b, "chat1") {
 		t.Errorf("the flush timer is still set with nothing held back")
 	}
 	close(release)
 	// The turn's end shows the rest (nothing new) and leaves no timer set.
-	eventually(t, func() bool { return len(ed.called()) >= 3 }, "the turn's end showed nothing; calls %v", later(func() any { return ed.called() }))
+	testkit.Eventually(t, 30*time.Second, func() bool { return len(ed.called()) >= 3 }, "the turn's end showed nothing; calls %v", testkit.Later(func() any { return ed.called() }))
 	if armed(b, "chat1") {
 		t.Errorf("a flush timer is set after the turn's end")
 	}
@@ -154,7 +138,7 @@ func TestTheTurnsEndStopsTheFlushTimer(t *testing.T) {
 	// An interval long enough that the turn surely ends inside it.
 	b, ed := connect(t, a, time.Hour)
 	b.Handle(context.Background(), "chat1", "alice", "hi")
-	eventually(t, func() bool { return ed.text("1") == "One two" }, "the turn's end did not show the rest; calls %v", later(func() any { return ed.called() }))
+	testkit.Eventually(t, 30*time.Second, func() bool { return ed.text("1") == "One two" }, "the turn's end did not show the rest; calls %v", testkit.Later(func() any { return ed.called() }))
 	if armed(b, "chat1") {
 		t.Errorf("the flush timer outlived the turn")
 	}

@@ -1,7 +1,8 @@
-package daemon
+package remote
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"path/filepath"
 	"sync/atomic"
@@ -15,6 +16,7 @@ import (
 	"github.com/parleyhq/parley/internal/fanout"
 	"github.com/parleyhq/parley/internal/router"
 	"github.com/parleyhq/parley/internal/store/sqlite"
+	"github.com/parleyhq/parley/internal/testkit"
 	"github.com/parleyhq/parley/internal/testkit/scripted"
 )
 
@@ -53,17 +55,12 @@ func closeRouter(t *testing.T, r *router.Router, st *sqlite.Store) {
 
 func waitOnline(t *testing.T, h *cluster.Hub, node string) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		nodes, err := h.Nodes(t.Context())
-		if err == nil && len(nodes) == 1 && nodes[0].Name == node && nodes[0].Online {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("machine %s never came online: %+v %v", node, nodes, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	var nodes []cluster.NodeStatus
+	var err error
+	testkit.Eventually(t, 60*time.Second, func() bool {
+		nodes, err = h.Nodes(t.Context())
+		return err == nil && len(nodes) == 1 && nodes[0].Name == node && nodes[0].Online
+	}, "machine %s never came online: %v", node, testkit.Later(func() any { return fmt.Sprintf("%+v %v", nodes, err) }))
 }
 
 // A hub killed after node b made the thread a chat asked for there
@@ -92,13 +89,13 @@ func TestAnAskedThreadIsMadeOnceWhenTheHubDiesBeforeTheAnswer(t *testing.T) {
 	// is held until released (made and committed on b, not yet heard).
 	nodeRouter, nodeStore := askRouter(t, nodeData, work, nil)
 	defer closeRouter(t, nodeRouter, nodeStore)
-	node := &Daemon{router: nodeRouter}
+	apply := Inputs(nodeRouter)
 	applied, release := make(chan struct{}), make(chan struct{})
 	var inputs atomic.Int32
 	l, err := cluster.Dial(cluster.LinkOptions{DataDir: nodeData, Hub: addr, Node: "b", Heartbeat: 2 * time.Second,
 		Store: nodeStore, Events: fanout.New(nil),
 		Inputs: func(ctx context.Context, id string, data []byte) ([]byte, error) {
-			res, err := node.applyInput(ctx, id, data)
+			res, err := apply(ctx, id, data)
 			if inputs.Add(1) == 1 {
 				close(applied)
 				<-release
@@ -112,7 +109,7 @@ func TestAnAskedThreadIsMadeOnceWhenTheHubDiesBeforeTheAnswer(t *testing.T) {
 	waitOnline(t, h, "b")
 
 	from := chat.RouteKey{Channel: "irc", Chat: "#dev"}
-	rem := &remote{hub: h, node: "hub"}
+	rem := &remoteThreads{hub: h, node: "hub"}
 	hubRouter, hubStore := askRouter(t, hubData, work, rem)
 	rem.failed = &remoteFailures{st: hubStore, events: fanout.New(nil), log: slog.New(slog.DiscardHandler)}
 	if id, err := hubRouter.NewThread(t.Context(), from, "echo@b", work); err != nil || id != "" {
@@ -142,7 +139,7 @@ func TestAnAskedThreadIsMadeOnceWhenTheHubDiesBeforeTheAnswer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer h2.Close()
-	rem = &remote{hub: h2, node: "hub"}
+	rem = &remoteThreads{hub: h2, node: "hub"}
 	hubRouter, hubStore = askRouter(t, hubData, work, rem)
 	rem.failed = &remoteFailures{st: hubStore, events: fanout.New(nil), log: slog.New(slog.DiscardHandler)}
 	defer closeRouter(t, hubRouter, hubStore)

@@ -75,12 +75,3 @@ func (l *Link) noticesOf(ctx context.Context, id chat.ThreadID) (threadNotices, 
 	l.notices[id] = n
 	return *n, nil
 }
-
-// checkNotice is a notice a summary may carry: a seq and a short code (the
-// hub's push service gives the words, by code); anything else is dropped.
-func checkNotice(n *push.Notice) *push.Notice {
-	if n == nil || n.Seq <= 0 || n.Code == "" || len(n.Code) > push.MaxNoticeCode {
-		return nil
-	}
-	return n
-}

@@ -15,44 +15,6 @@ import (
 	"github.com/parleyhq/parley/internal/chat"
 )
 
-// A node's directory record and thread summaries reach the hub as plain
-// requests on its own parley.from.<node>.dir and parley.from.<node>.threads.>;
-// the hub checks them and writes the KV entries itself, keyed by the node
-// named in the SUBJECT (which NATS lets only that node publish). A node may
-// publish to no $KV key nor any subject a stream captures: a KV write lets a
-// header (Nats-Rollup) wipe other nodes' keys, and any JetStream publish
-// sends its ack to a reply subject the publisher picks.
-const (
-	dirToken     = "dir"
-	threadsToken = "threads"
-	sumToken     = "sum"
-	goneToken    = "gone"
-	allToken     = "all"
-	// maxRecord is the most a record or summary may weigh (the buckets' MaxValueSize).
-	maxRecord = 64 << 10
-	// maxThreadList is the most a node's list of its threads may weigh
-	// (about 100,000 ids): the hub writes nothing of it, only purges.
-	maxThreadList = 4 << 20
-)
-
-func dirSubject(node string) string { return FromSubject(node) + "." + dirToken }
-
-// threadsSubject is the root of all a node says of its threads: one
-// subscription at the hub takes them all, in the order the node sent them.
-func threadsSubject(node string) string { return FromSubject(node) + "." + threadsToken }
-
-func sumSubject(node string, thread string) string {
-	return threadsSubject(node) + "." + sumToken + "." + thread
-}
-
-// goneSubject is where node says its thread was deleted.
-func goneSubject(node, thread string) string {
-	return threadsSubject(node) + "." + goneToken + "." + thread
-}
-
-// threadListSubject is where node names all its threads, after a link-up's summaries.
-func threadListSubject(node string) string { return threadsSubject(node) + "." + allToken }
-
 // serveRecords subscribes the hub to every node's records and summaries.
 // What a node says of its threads (a summary, a thread gone, the list of
 // them all) comes on one subscription, which NATS hands the hub in the
@@ -325,33 +287,4 @@ func (h *Hub) purgeThreads(ctx context.Context, node string) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// publishRecord sends one of the node's records to the hub and waits for it
-// to be written.
-func (l *Link) publishRecord(ctx context.Context, subject string, b []byte) error {
-	ans, err := l.nc.RequestWithContext(ctx, subject, b)
-	if err != nil {
-		return err
-	}
-	hub := 1 // a hub before protocols says none
-	if v := ans.Header.Get(hdrProtocol); v != "" {
-		if hub, err = strconv.Atoi(v); err != nil {
-			return fmt.Errorf("the hub's answer names protocol %q", v)
-		}
-	}
-	if err := checkProtocol(l.opt.Node, hub, thisProtocol, "", l.opt.Version); err != nil {
-		// Only the directory record's answer ends the link: by then the hub
-		// has the record, and refuses (and logs) it too. Ended on a
-		// summary's answer, which may come first, the record never got
-		// there and the hub never said why.
-		if subject == dirSubject(l.opt.Node) {
-			l.refuseHub(err)
-		}
-		return err
-	}
-	if len(ans.Data) > 0 {
-		return fmt.Errorf("the hub refused it: %s", ans.Data)
-	}
-	return nil
 }

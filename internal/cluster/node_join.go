@@ -87,42 +87,6 @@ func Join(ctx context.Context, dataDir, token, node, version string) (Claims, er
 // that answer. Only the hub publishes on _JOIN_INBOX.>, so what comes there
 // is the hub's.
 
-// answerJoin handles a join request, its answer sealed to the joiner's key.
-// A joiner that sent none (a parley before sealing) is answered in clear.
-func (h *Hub) answerJoin(ctx context.Context, data []byte) answer {
-	ans := plain(h.handleJoin)(ctx, data)
-	var req joinRequest
-	if json.Unmarshal(data, &req) != nil || req.Seal == "" {
-		return ans
-	}
-	sealed, err := sealAnswer(ans, req.Seal)
-	if err != nil {
-		return answer{Error: "the join request's seal key: " + err.Error()}
-	}
-	return sealed
-}
-
-func sealAnswer(ans answer, to string) (answer, error) {
-	if !nkeys.IsValidPublicCurveKey(to) {
-		return answer{}, errors.New("not an nkeys curve public key")
-	}
-	kp, err := nkeys.CreateCurveKeys()
-	if err != nil {
-		return answer{}, err
-	}
-	defer kp.Wipe()
-	b, err := json.Marshal(ans)
-	if err != nil {
-		return answer{}, err
-	}
-	from, _ := kp.PublicKey()
-	sealed, err := kp.Seal(b, to)
-	if err != nil {
-		return answer{}, err
-	}
-	return answer{Sealed: sealed, From: from}, nil
-}
-
 // openAnswer opens a sealed join answer; one in clear is a hub's before sealing.
 func openAnswer(seal nkeys.KeyPair, ans answer) (answer, error) {
 	if ans.Sealed == nil {

@@ -6,14 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/parleyhq/parley/internal/backoff"
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/fanout"
 )
@@ -38,7 +39,7 @@ type LinkOptions struct {
 	// (they wait at the hub).
 	Inputs InputHandler
 	// Store and Events, when both set, make the node show its threads to
-	// the hub (node.go): its store answers source requests, Events' tap
+	// the hub (node_threads.go): its store answers source requests, Events' tap
 	// carries each committed event, its watcher the thread summaries.
 	Store  NodeStore
 	Events EventHub
@@ -69,7 +70,7 @@ type Link struct {
 	upKick chan struct{}   // a (re)connect: write every thread summary
 	watch  *fanout.Watcher // the threads changed (serveNode)
 	// noticeWatch hears of the threads whose turn ended or that failed:
-	// their notices are read again (notices.go); only the summaries'
+	// their notices are read again (node_notices.go); only the summaries'
 	// goroutine touches notices.
 	noticeWatch *fanout.Watcher
 	notices     map[chat.ThreadID]*threadNotices
@@ -124,7 +125,7 @@ func Dial(opt LinkOptions) (*Link, error) {
 	l.nc, err = nats.Connect("tls://"+opt.Hub, auth, nats.Secure(tlsConf),
 		nats.Name("parley node "+opt.Node), nats.CustomInboxPrefix(inboxPrefix(opt.Node)),
 		nats.RetryOnFailedConnect(true), nats.MaxReconnects(-1), nats.Timeout(10*time.Second),
-		nats.CustomReconnectDelay(backoff),
+		nats.CustomReconnectDelay(linkRetry.Delay),
 		nats.ConnectHandler(func(*nats.Conn) { l.connected() }),
 		nats.ReconnectHandler(func(*nats.Conn) { l.connected() }),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
@@ -178,13 +179,9 @@ func Dial(opt LinkOptions) (*Link, error) {
 	return l, nil
 }
 
-// backoff doubles from half a second to 30 s, with jitter so nodes restarted
-// together do not knock on the hub together.
-func backoff(attempts int) time.Duration {
-	d := 500 * time.Millisecond << min(attempts, 6)
-	d = min(d, 30*time.Second)
-	return d/2 + rand.N(d/2+1)
-}
+// linkRetry doubles from half a second to 30 s, with jitter (down to half)
+// so nodes restarted together do not knock on the hub together.
+var linkRetry = backoff.Policy{Min: 500 * time.Millisecond, Max: 30 * time.Second, Jitter: backoff.Jitter{Low: 0.5, Width: 0.5}}
 
 func (l *Link) connected() {
 	l.mu.Lock()
@@ -327,4 +324,33 @@ func (l *Link) drainReads() {
 
 func contextWithTimeout(d time.Duration) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), d)
+}
+
+// publishRecord sends one of the node's records to the hub and waits for it
+// to be written.
+func (l *Link) publishRecord(ctx context.Context, subject string, b []byte) error {
+	ans, err := l.nc.RequestWithContext(ctx, subject, b)
+	if err != nil {
+		return err
+	}
+	hub := 1 // a hub before protocols says none
+	if v := ans.Header.Get(hdrProtocol); v != "" {
+		if hub, err = strconv.Atoi(v); err != nil {
+			return fmt.Errorf("the hub's answer names protocol %q", v)
+		}
+	}
+	if err := checkProtocol(l.opt.Node, hub, thisProtocol, "", l.opt.Version); err != nil {
+		// Only the directory record's answer ends the link: by then the hub
+		// has the record, and refuses (and logs) it too. Ended on a
+		// summary's answer, which may come first, the record never got
+		// there and the hub never said why.
+		if subject == dirSubject(l.opt.Node) {
+			l.refuseHub(err)
+		}
+		return err
+	}
+	if len(ans.Data) > 0 {
+		return fmt.Errorf("the hub refused it: %s", ans.Data)
+	}
+	return nil
 }

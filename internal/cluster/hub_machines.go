@@ -2,8 +2,11 @@ package cluster
 
 import (
 	"context"
+	"slices"
+	"strings"
 
 	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/push"
 )
 
 // What the hub shows people of its machines: `parley nodes`, the
@@ -73,4 +76,36 @@ func (s NodeStatus) agents() []chat.AgentInfo {
 		out = append(out, a)
 	}
 	return out
+}
+
+// RemoteThread is a node's thread as the hub lists it.
+type RemoteThread struct {
+	Node   string
+	Thread chat.Thread // ID is the remote id
+	// Cards are its open cards as its node last told (its summary).
+	Cards []OpenCard
+	// Turn and Error are its newest finished turn and newest error that
+	// call for an optional push, as its node last told; nil: none.
+	Turn, Error *push.Notice
+}
+
+// ThreadsChanged is closed at the next change of the directory's thread
+// summaries (Threads).
+func (h *Hub) ThreadsChanged() <-chan struct{} { return h.summaries.changes() }
+
+// Threads lists every joined node's thread summaries from the directory (the
+// hub's copy in memory; a summary a revoked node wrote while it was being
+// revoked is not listed), by id.
+func (h *Hub) Threads(context.Context) ([]RemoteThread, error) {
+	h.mu.Lock()
+	reg := h.reg
+	h.mu.Unlock()
+	var out []RemoteThread
+	h.summaries.each(func(_ string, v held[RemoteThread]) {
+		if _, joined := reg.find(v.val.Node); joined {
+			out = append(out, v.val)
+		}
+	})
+	slices.SortFunc(out, func(a, b RemoteThread) int { return strings.Compare(string(a.Thread.ID), string(b.Thread.ID)) })
+	return out, nil
 }
