@@ -33,6 +33,7 @@
 //	parley.from.<node>.>                  the node publishes (live events: parley.from.<node>.t.<thread>.ev)
 //	parley.to.<node>.>                    the node subscribes: parley.to.<node>.in (inputs, as the hub's requests),
 //	                                      parley.to.<node>.src (source requests: a thread, events, tail, cards, usage)
+//	                                      parley.to.<node>.sessions (the agents' own sessions there: node_sessions.go, hub_sessions.go)
 //	parley.copy.<node>.<thread>           the hub's copy of the node's events: stream PARLEY_COPY_<node>, written by the hub only
 //	parley.in.<node>.<thread>             inputs for the node: stream PARLEY_IN_<node>, work queue, read by the hub's consumer "node"
 //	parley.from.<node>.dir                the node's directory record (heartbeat), a request to the hub

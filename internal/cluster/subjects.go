@@ -81,6 +81,10 @@ func EventSubject(node string, thread chat.ThreadID) string {
 
 func sourceSubject(node string) string { return ToSubject(node) + ".src" }
 
+// sessionsSubject is where the hub asks node for its agents' own sessions
+// (a sessions.Filter; answered with a sessionsAnswer).
+func sessionsSubject(node string) string { return ToSubject(node) + ".sessions" }
+
 // ThreadKey is the thread-summary key of node's thread in parley_threads.
 func ThreadKey(node string, thread chat.ThreadID) string { return node + "." + string(thread) }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/push"
+	"github.com/parleyhq/parley/internal/sessions"
 )
 
 // What crosses the link about threads, and a join's request: the records
@@ -166,3 +167,13 @@ type joinRequest struct {
 	// is sealed to it (hub_join.go). Empty from a joiner before it.
 	Seal string `json:"seal,omitempty"`
 }
+
+// sessionsAnswer is a node's answer to a sessions request.
+type sessionsAnswer struct {
+	Sessions []sessions.Session `json:"sessions"`
+	Error    string             `json:"error,omitempty"`
+}
+
+// maxSessionsAnswer bounds what the hub takes of a node's list (NATS
+// carries at most 8 MiB a message); the node cuts its newest-first list to it.
+const maxSessionsAnswer = 4 << 20

@@ -32,6 +32,7 @@ import (
 	"github.com/parleyhq/parley/internal/push"
 	"github.com/parleyhq/parley/internal/remote"
 	"github.com/parleyhq/parley/internal/router"
+	"github.com/parleyhq/parley/internal/sessions"
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/store/sqlite"
 	"github.com/parleyhq/parley/internal/tailnet"
@@ -51,6 +52,11 @@ type Options struct {
 	// the push service stand-in on loopback: no config key, flag or
 	// environment variable reaches it.
 	PushNet push.Net
+	// AgentHome is the home folder the agents' own sessions are read from
+	// (~/.claude, ~/.codex, ~/.gemini); "" is $HOME, with CLAUDE_CONFIG_DIR,
+	// CODEX_HOME and GEMINI_CLI_HOME as the agents themselves read them. Set
+	// by Go tests and benchmarks that run several machines in one process.
+	AgentHome string
 }
 
 // Daemon is a running parley.
@@ -86,6 +92,10 @@ type Daemon struct {
 	view *cluster.View
 	// tailnet is set when [tailscale] puts the dashboard on the tailnet.
 	tailnet *tailnet.Node
+	// sessions indexes the agents' own sessions on this machine (sessions.go);
+	// at a cluster's hub, allSessions lists every machine's.
+	sessions    *sessions.Index
+	allSessions *sessions.Hub
 }
 
 // Start opens the store, recovers what a previous run left, and listens.
@@ -105,7 +115,7 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 	if err != nil {
 		return nil, err
 	}
-	sessions, err := auth.OpenDevices(cfg.DataDir)
+	devs, err := auth.OpenDevices(cfg.DataDir)
 	if err != nil {
 		return nil, err
 	}
@@ -156,8 +166,17 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 			w := wsp.Load()
 			return w != nil && w.OnScreen(dev, th)
 		},
-		Live: sessions.Live, Net: opt.PushNet, Logger: log})
+		Live: devs.Live, Net: opt.PushNet, Logger: log})
 	if err != nil {
+		h.Unwatch(watch)
+		ch.Close()
+		rt.Close(ctx)
+		st.Close()
+		return nil, err
+	}
+	idx, err := openSessions(cfg, opt.AgentHome, opt.Drivers, st, log)
+	if err != nil {
+		pusher.Close()
 		h.Unwatch(watch)
 		ch.Close()
 		rt.Close(ctx)
@@ -166,19 +185,24 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 	}
 	var d *Daemon // set below, before anything is served
 	var machines web.Cluster
+	var listSessions web.Sessions = idx
+	var allSessions *sessions.Hub
 	if ch != nil {
 		machines = ch.Machines()
+		allSessions = sessions.NewHub(idx, hubSessions{ch.Cluster()}, cfg.Cluster.Node)
+		listSessions = allSessions
 	}
 	ws := web.New(rt, readStore, h, web.Options{
-		Token: token, Devices: sessions, Limits: cfg.Limits, AllowedOrigins: cfg.AllowedOrigins, Roots: cfg.Roots,
+		Token: token, Devices: devs, Limits: cfg.Limits, AllowedOrigins: cfg.AllowedOrigins, Roots: cfg.Roots,
 		Version: opt.Version, UI: opt.UI, Logger: log, Registry: reg, Push: pusher,
-		BaseURL: func() string { return d.publicBase() }, Cluster: machines,
+		BaseURL: func() string { return d.publicBase() }, Cluster: machines, Sessions: listSessions,
 	})
 	wsp.Store(ws)
 	var cert *certSource
 	if cfg.TLSCert != "" {
 		if cert, err = loadCert(cfg.TLSCert, cfg.TLSKey, filepath.Join(cfg.DataDir, client.AddrCertFile)); err != nil {
 			pusher.Close()
+			idx.Close()
 			h.Unwatch(watch)
 			ch.Close()
 			rt.Close(ctx)
@@ -189,6 +213,7 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		pusher.Close()
+		idx.Close()
 		h.Unwatch(watch)
 		ch.Close()
 		rt.Close(ctx)
@@ -198,8 +223,8 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 	if cert != nil {
 		ln = tls.NewListener(ln, cert.tlsConfig())
 	}
-	d = &Daemon{cfg: cfg, log: log, store: st, fanout: h, router: rt, web: ws, ln: ln, token: token, devices: sessions,
-		push: pusher, pushWatch: watch, cert: cert,
+	d = &Daemon{cfg: cfg, log: log, store: st, fanout: h, router: rt, web: ws, ln: ln, token: token, devices: devs,
+		push: pusher, pushWatch: watch, cert: cert, sessions: idx, allSessions: allSessions,
 		served: make(chan error, 1),
 		http: &http.Server{Handler: ws,
 			// Every request must arrive in time. net/http lifts the read
@@ -220,6 +245,7 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 	if err := d.dialClusterHub(reg); err != nil {
 		ln.Close()
 		pusher.Close()
+		idx.Close()
 		h.Unwatch(watch)
 		d.stopCluster()
 		rt.Close(ctx)
@@ -230,6 +256,7 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 		d.stopCluster()
 		ln.Close()
 		pusher.Close()
+		idx.Close()
 		h.Unwatch(watch)
 		rt.Close(ctx)
 		st.Close()
@@ -297,7 +324,11 @@ func (d *Daemon) dialClusterHub(reg prometheus.Registerer) error {
 	d.link, err = cluster.Dial(cluster.LinkOptions{DataDir: d.cfg.DataDir, Hub: c.Hub, Node: c.Node,
 		Version: d.version, Agents: agents, Heartbeat: c.Heartbeat.Duration, Logger: d.log, Registerer: reg,
 		Inputs: remote.Inputs(d.router), Store: d.store, Events: d.fanout, AgentInfo: d.router.Agents(), Roots: d.cfg.Roots})
-	return err
+	if err != nil {
+		return err
+	}
+	// The hub lists this machine's agent sessions by asking it.
+	return d.link.ServeSessions(d.sessions.List)
 }
 
 func (d *Daemon) stopCluster() {
@@ -397,6 +428,9 @@ func (d *Daemon) Shutdown(ctx context.Context) error {
 	if d.tailnet != nil {
 		herr = errors.Join(herr, d.tailnet.Close())
 	}
+	if d.allSessions != nil {
+		d.allSessions.Close()
+	}
 	d.stopCluster()
 	rerr := d.router.Close(ctx)
 	d.push.Close() // after the router: the cards' last changes are derived; what is unsent stays pending
@@ -406,7 +440,7 @@ func (d *Daemon) Shutdown(ctx context.Context) error {
 		d.stopCert()
 	}
 	serr := d.store.Close()
-	return errors.Join(herr, rerr, serr)
+	return errors.Join(herr, rerr, serr, d.sessions.Close())
 }
 
 // readStore is what the daemon's readers use: the hub's view of every

@@ -21,14 +21,14 @@ import (
 )
 
 // startHub starts a daemon that is a cluster's hub, named "hub".
-func startHub(t *testing.T) *testEnv {
+func startHub(t testing.TB) *testEnv {
 	t.Helper()
 	return startDaemon(t, func(cfg *config.Config) { cfg.Cluster.Node, cfg.Cluster.Listen = "hub", "127.0.0.1:0" })
 }
 
 // joinNode starts a daemon on the scripted agent joined to hub as name, and
 // waits until the hub has it online.
-func joinNode(t *testing.T, hub *testEnv, name string) *testEnv {
+func joinNode(t testing.TB, hub *testEnv, name string) *testEnv {
 	t.Helper()
 	addr := hub.d.ClusterHub().Addr()
 	n := startWith(t, &scripted.Driver{}, func(cfg *config.Config) {
@@ -43,7 +43,7 @@ func joinNode(t *testing.T, hub *testEnv, name string) *testEnv {
 }
 
 // joinAs joins the machine of dataDir to hub as name, with a token of hub's.
-func joinAs(t *testing.T, hub *testEnv, dataDir, name string) {
+func joinAs(t testing.TB, hub *testEnv, dataDir, name string) {
 	t.Helper()
 	tok, err := cluster.IssueToken(hub.cfg.DataDir, hub.d.ClusterHub().Addr(), name, time.Now().Add(time.Minute))
 	if err != nil {
@@ -55,7 +55,7 @@ func joinAs(t *testing.T, hub *testEnv, dataDir, name string) {
 }
 
 // waitMachine waits until the hub lists machine name online (or offline).
-func waitMachine(t *testing.T, hub *testEnv, name string, online bool) {
+func waitMachine(t testing.TB, hub *testEnv, name string, online bool) {
 	t.Helper()
 	testkit.Eventually(t, 20*time.Second, func() bool {
 		nodes, err := hub.d.ClusterHub().Nodes(context.Background())

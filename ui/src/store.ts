@@ -638,7 +638,7 @@ export class Store implements SocketSink {
     if (p?.id && shown?.id !== p.id) {
       this.input({ type: "open_thread", thread_id: p.id });
     } else if (p && !p.id && p.session_id && shown?.session_id !== p.session_id) {
-      this.input({ type: "resume_session", agent: p.agent, session_id: p.session_id, cwd: p.cwd });
+      this.input({ type: "resume_session", agent: p.agent, session_id: p.session_id, cwd: p.cwd, ...(p.node ? { node: p.node } : {}) });
     }
     this.pendingOpen = null;
     this.flush();

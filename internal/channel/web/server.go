@@ -60,6 +60,8 @@ type Options struct {
 	// Cluster, on a cluster's hub, lists every machine's agents and the
 	// joined machines; nil on a machine that is not a hub.
 	Cluster Cluster
+	// Sessions lists the agents' own sessions (GET /api/sessions); nil lists none.
+	Sessions Sessions
 }
 
 // Cluster is a cluster's hub as the dashboard shows it (cluster.Hub, with
@@ -163,6 +165,7 @@ func (s *Server) routes() {
 	api("GET /api/fs/complete", s.handleComplete)
 	api("GET /api/route", s.handleRoute)
 	api("GET /api/sessions", s.handleSessions)
+	api("GET /api/processes", s.handleProcesses)
 	// A thread's conversation over REST: messages.go; its uploaded files: uploads.go.
 	api("GET /api/threads/{id}/events", s.handleEvents)
 	api("POST /api/threads/{id}/messages", s.handleSend)

@@ -1,5 +1,5 @@
 // Threads: the list, one thread, edits, unload, delete, search, the new-thread
-// form's folders, the thread a route shows, and the live sessions.
+// form's folders, the thread a route shows, and the agent processes running for them.
 
 package web
 
@@ -108,14 +108,14 @@ func (s *Server) handleRoute(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"channel": key.Channel, "chat": key.Chat, "thread": id})
 }
 
-// handleSessions lists the agent processes running for threads, with their
+// handleProcesses lists the agent processes running for threads, with their
 // memory (their process group's, from /proc).
-func (s *Server) handleSessions(w http.ResponseWriter, _ *http.Request) {
+func (s *Server) handleProcesses(w http.ResponseWriter, _ *http.Request) {
 	live := s.router.LiveSessions()
 	for i := range live {
 		live[i].RSSBytes = procgroup.RSS(live[i].PID)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"sessions": live})
+	writeJSON(w, http.StatusOK, map[string]any{"processes": live})
 }
 
 // handleUnload ends a thread's agent process now, as an idle unload would.

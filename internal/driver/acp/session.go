@@ -90,25 +90,8 @@ var _ driver.Session = (*Session)(nil)
 
 // open runs initialize, authenticate and session/new (or resume/load).
 func (s *Session) open(ctx context.Context) error {
-	init, err := s.conn.Initialize(ctx, sdk.InitializeRequest{
-		ProtocolVersion: sdk.ProtocolVersionNumber,
-		ClientCapabilities: sdk.ClientCapabilities{
-			Fs:          sdk.FileSystemCapabilities{ReadTextFile: true, WriteTextFile: true},
-			Elicitation: &sdk.ElicitationCapabilities{Form: &sdk.ElicitationFormCapabilities{}},
-		},
-		ClientInfo: &sdk.Implementation{Name: "parley", Version: Version},
-	})
-	if err != nil {
-		return fmt.Errorf("acp: initialize: %w", err)
-	}
-	s.caps = init.AgentCapabilities
-	if method := s.spec.Options[OptAuthMethod]; method != "" {
-		if !offersAuth(init.AuthMethods, method) {
-			return fmt.Errorf("acp: the agent does not offer auth method %q", method)
-		}
-		if _, err := s.conn.Authenticate(ctx, sdk.AuthenticateRequest{MethodId: method}); err != nil {
-			return fmt.Errorf("acp: authenticate %s: %w", method, err)
-		}
+	if err := s.initialize(ctx); err != nil {
+		return err
 	}
 	mcp, err := mcpServers(s.spec.Options[OptMCPServers])
 	if err != nil {
@@ -135,6 +118,31 @@ func (s *Session) open(ctx context.Context) error {
 	if s.spec.Model != "" {
 		if err := s.SetConfigOption(ctx, modelOption, s.spec.Model); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// initialize runs initialize and, when the config names a method, authenticate.
+func (s *Session) initialize(ctx context.Context) error {
+	init, err := s.conn.Initialize(ctx, sdk.InitializeRequest{
+		ProtocolVersion: sdk.ProtocolVersionNumber,
+		ClientCapabilities: sdk.ClientCapabilities{
+			Fs:          sdk.FileSystemCapabilities{ReadTextFile: true, WriteTextFile: true},
+			Elicitation: &sdk.ElicitationCapabilities{Form: &sdk.ElicitationFormCapabilities{}},
+		},
+		ClientInfo: &sdk.Implementation{Name: "parley", Version: Version},
+	})
+	if err != nil {
+		return fmt.Errorf("acp: initialize: %w", err)
+	}
+	s.caps = init.AgentCapabilities
+	if method := s.spec.Options[OptAuthMethod]; method != "" {
+		if !offersAuth(init.AuthMethods, method) {
+			return fmt.Errorf("acp: the agent does not offer auth method %q", method)
+		}
+		if _, err := s.conn.Authenticate(ctx, sdk.AuthenticateRequest{MethodId: method}); err != nil {
+			return fmt.Errorf("acp: authenticate %s: %w", method, err)
 		}
 	}
 	return nil

@@ -149,11 +149,11 @@ func TestStatusTellsTheTruth(t *testing.T) {
 		until(t, ctx, "no live agent left, the thread unloaded", `!document.querySelector("[data-live]") &&
 			[...document.querySelectorAll(".thread")].some(b => b.textContent.includes("a title for the header") && b.textContent.includes("unloaded"))`)
 		var live struct {
-			Sessions []json.RawMessage `json:"sessions"`
+			Processes []json.RawMessage `json:"processes"`
 		}
-		r.rest(t, "GET", "/api/sessions", nil, &live)
-		if len(live.Sessions) != 0 {
-			t.Errorf("GET /api/sessions after the unload: %s, want none", live.Sessions)
+		r.rest(t, "GET", "/api/processes", nil, &live)
+		if len(live.Processes) != 0 {
+			t.Errorf("GET /api/processes after the unload: %s, want none", live.Processes)
 		}
 	})
 	t.Run("offline", func(t *testing.T) {

@@ -13,7 +13,7 @@ const mb = (b?: number) => (b ? `${Math.round(b / (1 << 20))} MB` : "memory unkn
 export function LiveAgents({ store }: { store: Store }) {
   const [live, setLive] = useState<LiveSession[]>([]);
   const [note, setNote] = useState("");
-  const load = () => store.getJSON<{ sessions: LiveSession[] }>("/api/sessions").then((v) => setLive(v.sessions ?? []), () => {});
+  const load = () => store.getJSON<{ processes: LiveSession[] }>("/api/processes").then((v) => setLive(v.processes ?? []), () => {});
   useEffect(() => {
     void load();
     const t = setInterval(load, 5000);

@@ -11,6 +11,7 @@ import { Banner, OfflineNote } from "../chat/banner";
 import { threadUsage } from "../chat/usage";
 import { Plugins } from "../chat/plugins";
 import { LiveAgents } from "../chat/live";
+import { Sessions } from "../chat/sessions";
 import { Account, ModeSelects } from "../chat/controls";
 import { Offline } from "../chat/devices";
 import { ArchivedToggle, FromCopy, Gone, MoveThread, SearchBox, SearchHits, ThreadActions, useFocus } from "../chat/threads";
@@ -45,6 +46,7 @@ export function Desktop({ store, route }: { store: Store; route: Route }) {
           </ul>
           <Plugins store={store} />
           <LiveAgents store={store} />
+          <Sessions store={store} />
           <h3>Threads</h3>
           <SearchBox store={store} />
           {s.search.q.trim() ? <SearchHits store={store} itemClass="thread" /> : <ul class="threads">

@@ -4,6 +4,7 @@
 import { useEffect } from "preact/hooks";
 import { Plugins } from "../chat/plugins";
 import { LiveAgents } from "../chat/live";
+import { Sessions } from "../chat/sessions";
 import type { Store } from "../store";
 import { threadLabel } from "../store";
 import { agentState, machineOf, stateClass, threadState, ago, nav, useEscToStop, useStickToBottom, type Route } from "../app";
@@ -67,6 +68,7 @@ export function Phone({ store, route }: { store: Store; route: Route }) {
         </ul>
         <Plugins store={store} />
         <LiveAgents store={store} />
+        <Sessions store={store} />
         <div class="pad"><SearchBox store={store} /></div>
         {s.search.q.trim() ? <SearchHits store={store} itemClass="p-thread" /> : <ul class="p-threads" aria-label="Threads">
           {s.threads.map((t) => {

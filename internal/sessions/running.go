@@ -1,0 +1,103 @@
+package sessions
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// procStat is what the listing needs of /proc/<pid>/stat.
+type procStat struct {
+	ppid  int
+	start uint64 // field 22: start time in clock ticks after boot
+}
+
+// readStat reads /proc/<pid>/stat. The command name in parentheses may hold
+// spaces and parentheses: the fields follow the last ')'.
+func readStat(pid int) (procStat, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return procStat{}, false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return procStat{}, false
+	}
+	f := strings.Fields(string(b[i+1:])) // state(3) ppid(4) … starttime(22)
+	if len(f) < 20 {
+		return procStat{}, false
+	}
+	ppid, err1 := strconv.Atoi(f[1])
+	start, err2 := strconv.ParseUint(f[19], 10, 64)
+	if err1 != nil || err2 != nil {
+		return procStat{}, false
+	}
+	return procStat{ppid: ppid, start: start}, true
+}
+
+// PaneFinder knows the tmux panes of this machine's tmux servers by the pid
+// of the process each pane runs.
+type PaneFinder map[int]string // pane's pid → "tmux:SERVER:session:window.pane"
+
+// Where says where pid runs: in the pane whose process is pid or one of its
+// ancestors, else "pid:N".
+func (p PaneFinder) Where(pid int) string {
+	for q, n := pid, 0; q > 1 && n < 64; n++ {
+		if w, ok := p[q]; ok {
+			return w
+		}
+		st, ok := readStat(q)
+		if !ok {
+			break
+		}
+		q = st.ppid
+	}
+	return "pid:" + strconv.Itoa(pid)
+}
+
+// paneFormat is constant: what comes back is data, never given to tmux again.
+const paneFormat = "#{pane_pid}\t#{session_name}:#{window_index}.#{pane_index}"
+
+// TmuxPanes asks every tmux server of this user (each socket in
+// $TMUX_TMPDIR/tmux-UID, else /tmp/tmux-UID) for its panes. A server that
+// does not answer (a stale socket) is left out.
+func TmuxPanes(ctx context.Context) (PaneFinder, error) {
+	tmp := os.Getenv("TMUX_TMPDIR")
+	if tmp == "" {
+		tmp = "/tmp"
+	}
+	dir := filepath.Join(tmp, fmt.Sprintf("tmux-%d", os.Getuid()))
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return PaneFinder{}, nil // no tmux server has run
+	}
+	out := PaneFinder{}
+	for _, e := range entries {
+		if e.Type()&os.ModeSocket == 0 {
+			continue
+		}
+		listPanes(ctx, filepath.Join(dir, e.Name()), e.Name(), out)
+	}
+	return out, nil
+}
+
+func listPanes(ctx context.Context, socket, server string, into PaneFinder) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	b, err := exec.CommandContext(ctx, "tmux", "-S", socket, "list-panes", "-a", "-F", paneFormat).Output()
+	if err != nil {
+		return
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		pid, target, ok := strings.Cut(l, "\t")
+		if n, err := strconv.Atoi(pid); ok && err == nil && n > 0 {
+			into[n] = "tmux:" + server + ":" + target
+		}
+	}
+}
