@@ -8,6 +8,7 @@ import (
 )
 
 func TestFSHasTheBundle(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		path string
 		want string // a string the file must contain
@@ -32,6 +33,7 @@ func TestFSHasTheBundle(t *testing.T) {
 }
 
 func TestHash(t *testing.T) {
+	t.Parallel()
 	h := Hash()
 	if len(h) != 64 {
 		t.Fatalf("got hash %q, want 64 hex digits", h)

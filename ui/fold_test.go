@@ -15,6 +15,7 @@ import (
 // pinned Node 22, which runs TypeScript as is (type stripping), so the fold's
 // tests need no test framework, no bundler and no browser.
 func TestFold(t *testing.T) {
+	t.Parallel()
 	testkit.NeedsNode(t)
 	dir, _, _ := strings.Cut(testkit.Node22PATH(t), string(os.PathListSeparator))
 	cmd := exec.Command(filepath.Join(dir, "node"), "--test", "--test-reporter=dot", "src/fold.test.ts")

@@ -17,6 +17,7 @@ import (
 // daemon sends (chat's Type* constants), and no other: a type added in Go and
 // forgotten in the dashboard fails here, not in a person's browser.
 func TestDashboardNamesEveryChatEventType(t *testing.T) {
+	t.Parallel()
 	want := chatEventTypes(t)
 	src, err := os.ReadFile(filepath.Join("src", "protocol.ts"))
 	if err != nil {

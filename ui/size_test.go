@@ -12,6 +12,7 @@ import (
 const budget = 200 << 10
 
 func TestBundleBudget(t *testing.T) {
+	t.Parallel()
 	total := 0
 	err := fs.WalkDir(FS(), ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || strings.HasSuffix(p, ".gz") {
@@ -39,6 +40,7 @@ func TestBundleBudget(t *testing.T) {
 
 // The precompressed files must be the files they stand for.
 func TestGzipMatches(t *testing.T) {
+	t.Parallel()
 	gz, _ := fs.Glob(FS(), "assets/*.gz")
 	if len(gz) == 0 {
 		t.Fatal("got no assets/*.gz, want one per script and stylesheet (npm run build writes them)")

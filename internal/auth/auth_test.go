@@ -30,6 +30,7 @@ func chownOrSkip(t *testing.T, p string) {
 }
 
 func TestTokenFileOfAnotherUserIsRefused(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	tok, err := LoadOrCreate(dir)
 	if err != nil {
@@ -49,6 +50,7 @@ func TestTokenFileOfAnotherUserIsRefused(t *testing.T) {
 }
 
 func TestDataDirectory(t *testing.T) {
+	t.Parallel()
 	t.Run("made 0700", func(t *testing.T) {
 		old := syscall.Umask(0)
 		defer syscall.Umask(old)

@@ -11,6 +11,7 @@ import (
 // A login code works once, and not after CodeTTL; a restart (a new Sessions
 // over the same data directory) knows no code, so a used code stays used.
 func TestLoginCodeOnceAndExpires(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s, err := OpenDevices(dir)
 	if err != nil {
@@ -43,6 +44,7 @@ func TestLoginCodeOnceAndExpires(t *testing.T) {
 // Sessions survive a restart, stored hashed (0600); a revoked or expired one
 // signs nobody in; use slides the expiry.
 func TestSessionsPersistHashedAndRevoke(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s, _ := OpenDevices(dir)
 	now := time.Now()
@@ -100,6 +102,7 @@ func used(s *Devices, code string) bool {
 // bounded); spending it once signs in one device of that name, listed until
 // revoked by id, which ends its session at once and across a restart.
 func TestPairCodeDeviceAndRevoke(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s, _ := OpenDevices(dir)
 	code, _, err := s.NewPairCode("", "  Ann's\x1b[31m phone\n"+strings.Repeat("x", 100))
@@ -142,6 +145,7 @@ func TestPairCodeDeviceAndRevoke(t *testing.T) {
 // A sessions file of the version before devices keeps its browsers signed in,
 // each as a device.
 func TestSessionsFileBeforeDevices(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	secret := "0123456789abcdef0123456789abcdef"
 	old := `{"sessions":{"` + hash(secret) + `":"` + time.Now().Add(time.Hour).UTC().Format(time.RFC3339) + `"}}`
@@ -160,6 +164,7 @@ func TestSessionsFileBeforeDevices(t *testing.T) {
 // A sessions file of an earlier version holding a short hash (hand-edited,
 // truncated) opens without that entry instead of panicking.
 func TestOldSessionsFileWithAShortHashOpens(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	exp := time.Now().Add(time.Hour).UTC().Format(time.RFC3339Nano)
 	if err := os.WriteFile(filepath.Join(dir, SessionsFile), []byte(`{"sessions":{"abc":"`+exp+`"}}`), 0o600); err != nil {

@@ -9,6 +9,7 @@ import (
 // curves gave before this package (the old formulas are kept below and
 // compared over many attempts and jitter draws).
 func TestCallersCurves(t *testing.T) {
+	t.Parallel()
 	const ms, s = time.Millisecond, time.Second
 	cases := []struct {
 		name  string
@@ -56,6 +57,7 @@ func TestCallersCurves(t *testing.T) {
 // A follower configured with its first wait above its cap waits that first
 // wait once, then the cap: as client.Follow and the plugin host always did.
 func TestMinAboveMax(t *testing.T) {
+	t.Parallel()
 	p := Policy{Min: 5 * time.Second, Max: time.Second}
 	for i, want := range []time.Duration{5 * time.Second, time.Second, time.Second} {
 		if got := p.Delay(i); got != want {
@@ -69,6 +71,7 @@ func TestMinAboveMax(t *testing.T) {
 
 // Delay's jitter stays within its spread.
 func TestDelayJitterBounds(t *testing.T) {
+	t.Parallel()
 	p := Policy{Min: time.Second, Max: time.Minute, Jitter: Jitter{Low: 0.5, Width: 0.5}}
 	for range 1000 {
 		if d := p.Delay(3); d < 4*time.Second || d >= 8*time.Second {
@@ -79,6 +82,7 @@ func TestDelayJitterBounds(t *testing.T) {
 
 // A Max near the largest duration never overflows the doubling.
 func TestHugeMax(t *testing.T) {
+	t.Parallel()
 	p := Policy{Min: time.Second, Max: time.Duration(1<<63 - 1)}
 	prev := time.Duration(0)
 	for i := range 100 {

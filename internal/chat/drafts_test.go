@@ -13,6 +13,7 @@ import (
 // it would keep one the lane has ended), and a terminal agent's answer would
 // show no provisional text or a wrong one.
 func TestTheDashboardEndsADraftOnTheSameEvents(t *testing.T) {
+	t.Parallel()
 	src, err := os.ReadFile(filepath.Join("..", "..", "ui", "src", "fold.ts"))
 	if err != nil {
 		t.Fatal(err)

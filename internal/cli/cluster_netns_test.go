@@ -22,6 +22,7 @@ import (
 // against a model API that only b's namespace reaches, and `parley send
 // --agent claude@b` at the hub, in the hub's namespace, gets its answer.
 func TestNodesInTheirOwnNetworksReachOnlyTheHub(t *testing.T) {
+	t.Parallel()
 	star := netns.NewStar(t, "a", "b")
 	bin := testkit.ParleyBinary(t)
 	claude := testkit.ClaudeBin(t)

@@ -46,6 +46,7 @@ func waitLog(t *testing.T, p *daemonProc, who, want string) {
 // join, and, joined by an older build, refused at its link with the same
 // reason on both sides, and never listed online.
 func TestAHubTakesANodeOneProtocolApartAndRefusesOneTwoApart(t *testing.T) {
+	t.Parallel()
 	p := cluster.Protocol()
 	bin := testkit.ParleyBinary(t)
 	next := testkit.ParleyBinaryWith(t, withProtocol("v0.9.0", p+1))

@@ -127,6 +127,8 @@ var (
 // makes a token, the node joins with it and serves, the hub lists it online,
 // and a revoke cuts it off.
 func TestJoinServeListAndRevokeWithRealDaemons(t *testing.T) {
+	// Not parallel: the hub restarts on the port it was given, which a
+	// test beside it could be handed meanwhile.
 	bin := testkit.ParleyBinary(t)
 	hubEnv, nodeEnv := machineEnv(t), machineEnv(t)
 	hubData, nodeData := filepath.Join(t.TempDir(), "hub"), filepath.Join(t.TempDir(), "node")

@@ -15,6 +15,7 @@ import (
 // on the tmux server the config gives the agent (options.socket), not only on
 // parley's own, so it finds a session on a person's server without --socket.
 func TestDebugPaneFindsTheAgentsSocket(t *testing.T) {
+	t.Parallel()
 	testkit.NeedsTmux(t)
 	sock := fmt.Sprintf("pdebug-%d", os.Getpid())
 	tmux := func(args ...string) {

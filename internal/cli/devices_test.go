@@ -16,6 +16,7 @@ import (
 // (and a QR code); a program pairs with it; `parley devices` lists the device
 // and `parley devices revoke` ends it, whose token then gets 401.
 func TestPairAndDevicesCommandsOverTLS(t *testing.T) {
+	t.Parallel()
 	srv := serveTLS(t)
 	bin, data, cert := srv.bin, srv.data, srv.cert
 	run := func(args ...string) string {

@@ -13,6 +13,7 @@ import (
 // TestConfigKnowsEveryDriverOption: config refuses option keys it does not
 // know, so every option a driver reads must be one it knows.
 func TestConfigKnowsEveryDriverOption(t *testing.T) {
+	t.Parallel()
 	read := map[string][]string{
 		config.TransportStream: {stream.OptionAllowBypass},
 		config.TransportACP:    {acp.OptAuthMethod, acp.OptMCPServers},

@@ -16,6 +16,7 @@ import (
 // certificate without a restart and rewrites the pin local commands use
 // (<data>/addr.pem), so `parley devices` keeps working after the renewal.
 func TestRenewedCertificateKeepsLocalCommandsWorking(t *testing.T) {
+	t.Parallel()
 	srv := serveTLS(t)
 	bin, data, cert, addr := srv.bin, srv.data, srv.cert, srv.addr
 	devices := func() error {

@@ -78,6 +78,7 @@ func remote(d *daemon.Daemon, chatID string) []string {
 }
 
 func TestSendExitCodes(t *testing.T) {
+	t.Parallel()
 	d := startDaemon(t)
 	cases := []struct {
 		name     string
@@ -111,6 +112,7 @@ func TestSendExitCodes(t *testing.T) {
 }
 
 func TestSendCancelled(t *testing.T) {
+	t.Parallel()
 	d := startDaemon(t)
 	const chatID = "send-cancel"
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -134,6 +136,7 @@ func TestSendCancelled(t *testing.T) {
 }
 
 func TestSendWithoutDaemon(t *testing.T) {
+	t.Parallel()
 	code, _, errs := parley("send", "--data", t.TempDir(), "hello")
 	if code != cli.ExitFailure || !strings.Contains(errs, "no running parley") {
 		t.Errorf("got %d %q; want %d and a word about starting parley", code, errs, cli.ExitFailure)
@@ -145,6 +148,7 @@ func TestSendWithoutDaemon(t *testing.T) {
 }
 
 func TestSendHelpDocumentsExitCodes(t *testing.T) {
+	t.Parallel()
 	code, out, _ := parley("send", "--help")
 	for _, want := range []string{"0  end_turn", "3  not delivered", "4  cancelled", "5  error"} {
 		if code != 0 || !strings.Contains(out, want) {
@@ -154,6 +158,7 @@ func TestSendHelpDocumentsExitCodes(t *testing.T) {
 }
 
 func TestSendToThreadAndNew(t *testing.T) {
+	t.Parallel()
 	d := startDaemon(t)
 	code, _, errs := parley(append(append([]string{"send"}, remote(d, "a")...), "say first")...)
 	if code != 0 {
@@ -186,6 +191,7 @@ func TestSendToThreadAndNew(t *testing.T) {
 // TestSendSurvivesADaemonRestart: the socket drops mid-turn; parley send dials
 // again with since, prints nothing twice, and reports how the turn ended.
 func TestSendSurvivesADaemonRestart(t *testing.T) {
+	t.Parallel()
 	current, restart := startRestartable(t)
 	d := current()
 	const chatID = "send-restart"
@@ -219,6 +225,7 @@ func TestSendSurvivesADaemonRestart(t *testing.T) {
 // TestSendFile: --file saves the file in the thread's working directory and
 // the message the agent gets names its path.
 func TestSendFile(t *testing.T) {
+	t.Parallel()
 	d := startDaemon(t)
 	file := filepath.Join(t.TempDir(), "notes.txt")
 	if err := os.WriteFile(file, []byte("remember the milk"), 0o600); err != nil {

@@ -23,6 +23,7 @@ import (
 )
 
 func TestServePrintsTheLinkAnswersAndShutsDownOnSIGTERM(t *testing.T) {
+	t.Parallel()
 	bin := testkit.ParleyBinary(t)
 	data := filepath.Join(t.TempDir(), "data")
 	work := t.TempDir()
@@ -165,6 +166,7 @@ func signIn(t *testing.T, link string) *http.Cookie {
 }
 
 func TestServeRefusesABadConfig(t *testing.T) {
+	t.Parallel()
 	bin := testkit.ParleyBinary(t)
 	dir := t.TempDir()
 	file := filepath.Join(dir, "config.toml")
@@ -182,6 +184,7 @@ func TestServeRefusesABadConfig(t *testing.T) {
 // Risky settings are warned about at start, in the log and under the link, and
 // the link names an address a browser can open, never 0.0.0.0 or [::].
 func TestServeWarnsAboutRiskySettings(t *testing.T) {
+	t.Parallel()
 	bin := testkit.ParleyBinary(t)
 	dir := t.TempDir()
 	slash := filepath.Join(dir, "slash")
@@ -296,6 +299,7 @@ func serveProc(t *testing.T, bin, dir, home, data string, link *regexp.Regexp, a
 // home, not in the checkout; --root DIR (repeatable) says where instead; a
 // refused directory says how to allow it, once.
 func TestServeRootsAreHomeOrGiven(t *testing.T) {
+	t.Parallel()
 	base, _ := filepath.EvalSymlinks(t.TempDir())
 	home, checkout, other := filepath.Join(base, "home"), filepath.Join(base, "parley-checkout"), filepath.Join(base, "other")
 	for _, d := range []string{filepath.Join(home, "proj"), checkout, other} {

@@ -12,6 +12,7 @@ import (
 // archives it (then only --archived lists it), and deletes it only with
 // --yes, having said what happens to the agent's own session.
 func TestThreadsSearchArchiveDelete(t *testing.T) {
+	t.Parallel()
 	d := startDaemon(t)
 	srv := remote(d, "a")[:4]
 	run := func(args ...string) (int, string, string) {

@@ -110,6 +110,7 @@ func send(t *testing.T, f *client.Follow, id, text string) {
 // The daemon drops a connection that fell behind (4008, counted as slow):
 // Follow dials again with since and hands on the rest, each event once.
 func TestFollowCatchesUpAfterTheServerDropsIt(t *testing.T) {
+	t.Parallel()
 	e := scriptd.Start(t, func(c *config.Config) { c.Limits.ConnBuffer = 16 })
 	// A small receive buffer: parley's own send buffer (at most 4 MB) and the
 	// connection's 16 frames are then all that lies between it and the drop.
@@ -140,6 +141,7 @@ func TestFollowCatchesUpAfterTheServerDropsIt(t *testing.T) {
 // The daemon restarts mid-turn: Follow is offline while it is down, dials
 // again with since, and hands on the rest; a message after it goes through.
 func TestFollowAcrossADaemonRestart(t *testing.T) {
+	t.Parallel()
 	e := scriptd.Start(t, nil)
 	f := client.NewFollow(e.URL(), e.D().Token(), client.Options{Chat: "restart", Since: -1})
 	f.MinBackoff, f.MaxBackoff = 50*time.Millisecond, 200*time.Millisecond
@@ -164,6 +166,7 @@ func TestFollowAcrossADaemonRestart(t *testing.T) {
 // server sends again is not handed on twice. parley never skips a seq; this
 // server does, on purpose.
 func TestFollowRedialsOnAGap(t *testing.T) {
+	t.Parallel()
 	frame := func(typ string, seq int64, extra string) string {
 		if seq == 0 {
 			return fmt.Sprintf(`{"type":%q%s}`, typ, extra)
@@ -218,6 +221,7 @@ func TestFollowRedialsOnAGap(t *testing.T) {
 // A refused token ends Run with ErrRefused at once; FailFast ends it at the
 // first failed dial.
 func TestFollowStopsOnARefusedTokenAndFailFast(t *testing.T) {
+	t.Parallel()
 	e := scriptd.Start(t, nil)
 	f := client.NewFollow(e.URL(), "wrong", client.Options{Chat: "bad", Since: -1})
 	if err := f.Run(context.Background(), func(client.Update) error { return nil }); err == nil || !strings.Contains(err.Error(), "refused the token") {

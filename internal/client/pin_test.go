@@ -14,6 +14,7 @@ import (
 // A local daemon serving HTTPS is reached through the certificate it wrote
 // beside its address, pinned: another certificate on that address is refused.
 func TestLocalPinsTheDaemonsCertificate(t *testing.T) {
+	// Not parallel: client.Local replaces http.DefaultTransport.
 	saved := http.DefaultTransport
 	t.Cleanup(func() { http.DefaultTransport = saved })
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok")) }))

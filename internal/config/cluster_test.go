@@ -9,6 +9,7 @@ import (
 )
 
 func TestClusterIsOffByDefaultAndItsKeysAreChecked(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	base := Default(filepath.Join(dir, "data"), dir)
 	cfg := base
@@ -56,6 +57,7 @@ func TestClusterIsOffByDefaultAndItsKeysAreChecked(t *testing.T) {
 }
 
 func TestWriteClusterNodeKeepsTheRestOfTheFile(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	base := Default(filepath.Join(dir, "data"), dir)
 	for _, tc := range []struct{ name, before string }{

@@ -11,6 +11,7 @@ import (
 )
 
 func TestLoadLayersTheFileOverDetectedAgents(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	base := Default(filepath.Join(dir, "data"), dir)
 	base.Agents = Detect(func(name string) (string, error) {
@@ -104,6 +105,7 @@ func TestDetectGemini(t *testing.T) {
 }
 
 func TestLoadRefusesUnknownKeysAndBadValues(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	cases := map[string]string{
 		"unknown key":      "adress = \"x\"",
@@ -123,6 +125,7 @@ func TestLoadRefusesUnknownKeysAndBadValues(t *testing.T) {
 }
 
 func TestValidateSaysEveryProblem(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	cfg := Default(dir, dir)
 	cfg.Agents = []Agent{
@@ -150,6 +153,7 @@ func TestValidateSaysEveryProblem(t *testing.T) {
 }
 
 func TestConfine(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	root, _ = filepath.EvalSymlinks(root)
 	outside := t.TempDir()
@@ -183,6 +187,7 @@ func TestConfine(t *testing.T) {
 }
 
 func TestDetectACPAgents(t *testing.T) {
+	t.Parallel()
 	onPath := func(name string) (string, error) {
 		if name == "qwen" || name == "claude-agent-acp" || name == "opencode" || name == "copilot" {
 			return "/usr/bin/" + name, nil

@@ -20,6 +20,7 @@ func parseLimits(t testing.TB, text string) (Config, error) {
 }
 
 func TestEveryNumberHasARange(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		text string
@@ -77,6 +78,7 @@ func TestEveryNumberHasARange(t *testing.T) {
 }
 
 func TestEveryProblemIsNamedAtOnce(t *testing.T) {
+	t.Parallel()
 	_, err := parseLimits(t, "log_level = \"loud\"\n[limits]\nqueue_depth = 0\ninputs_per_second = nan")
 	for _, key := range []string{"log_level", "limits.queue_depth", "limits.inputs_per_second"} {
 		if err == nil || !strings.Contains(err.Error(), key) {
@@ -86,6 +88,7 @@ func TestEveryProblemIsNamedAtOnce(t *testing.T) {
 }
 
 func TestDurationDays(t *testing.T) {
+	t.Parallel()
 	var d Duration
 	if err := d.UnmarshalText([]byte("90d")); err != nil || d.Duration != 90*24*time.Hour {
 		t.Fatalf("90d: got %v, %v; want 2160h", d.Duration, err)

@@ -9,6 +9,7 @@ import (
 )
 
 func TestPluginConfig(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	file := filepath.Join(dir, "config.toml")
 	body := `
@@ -47,6 +48,7 @@ line_limit = 300
 }
 
 func TestPluginConfigRefused(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		p    Plugin

@@ -7,6 +7,7 @@ import (
 )
 
 func TestTailscaleDefaultsAndChecks(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	base := Default(filepath.Join(dir, "data"), dir)
 	cfg, err := Parse([]byte("[tailscale]\nenabled = true"), "test.toml", base)

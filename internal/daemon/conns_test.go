@@ -79,6 +79,7 @@ func TestDrippingUnauthenticatedPostRefusedAtOnce(t *testing.T) {
 // with connections that never finish a request, in a process with few file
 // descriptors (the report's `ulimit -n 256`).
 func TestUnauthenticatedFloodSparesTheUser(t *testing.T) {
+	t.Parallel()
 	// Not parallel: it lowers the process's open-file limit for its flood.
 	const capConns, flood = 16, 150
 	e := startDaemon(t, func(c *config.Config) { c.Limits.MaxUnauthenticated = capConns })

@@ -33,6 +33,7 @@ const childClaude = "PARLEY_TEST_CHILD_CLAUDE"
 // milliseconds of "delivering"; make kill-cycles runs it CYCLES times and
 // counts the RESULT lines.
 func TestKill9WhileDelivering(t *testing.T) {
+	t.Parallel()
 	testkit.NeedsRealAgent(t)
 	data, work, logFile := childDirs(t)
 	home := filepath.Join(filepath.Dir(data), "home")

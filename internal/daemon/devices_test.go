@@ -52,6 +52,7 @@ type pairCode struct {
 // ends it at once: its open socket closes with the reason, its token gets
 // 401, and the shared token and other devices go on working.
 func TestPairDeviceThenRevokeClosesItsSocket(t *testing.T) {
+	t.Parallel()
 	e := startDaemon(t, nil)
 	tok := e.d.Token()
 	var pc pairCode
@@ -143,6 +144,7 @@ func TestPairDeviceThenRevokeClosesItsSocket(t *testing.T) {
 // codes signs nobody in once the device is revoked, and it can hold at most
 // auth.MaxCodesPerDevice unused codes at a time.
 func TestARevokedDevicesCodesSignNobodyIn(t *testing.T) {
+	t.Parallel()
 	e := startDaemon(t, nil)
 	id, tok := e.pair("stolen laptop")
 	var codes []string
@@ -176,6 +178,7 @@ func TestARevokedDevicesCodesSignNobodyIn(t *testing.T) {
 // A revocation that could not be saved says so (500): the device is cut off
 // now, but would be signed in again after a restart.
 func TestRevokeThatCannotBeSavedAnswers500(t *testing.T) {
+	t.Parallel()
 	e := startDaemon(t, nil)
 	id, tok := e.pair("phone")
 	f := filepath.Join(e.cfg.DataDir, auth.SessionsFile)

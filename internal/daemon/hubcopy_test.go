@@ -101,6 +101,7 @@ func replayDone(t *testing.T, s *chatsock.Conn, from int) chat.ReplayDone {
 // socket with no gap and nothing twice, and a fresh replay is b's own log.
 // The hub and b are two daemons over real NATS, the scripted agent on b.
 func TestAnAwayNodesThreadIsReadAtTheHubFromItsCopy(t *testing.T) {
+	t.Parallel()
 	hub := startDaemon(t, func(cfg *config.Config) {
 		cfg.Cluster.Node, cfg.Cluster.Listen = "hub", "127.0.0.1:0"
 	})

@@ -157,6 +157,7 @@ func followsWhenBack(t *testing.T, hub, b *scriptd.Rig, chatID string, id chat.T
 // laptop asleep) follows that thread once b is back, with no reconnect: the
 // thread, its log from the phone's since, its message's receipts and answer.
 func TestAViewOpenedWhileItsMachineIsAwayFollowsItsThreadWhenItIsBack(t *testing.T) {
+	t.Parallel()
 	hub, b := startHubAndNode(t)
 	id, last := startThreadOnB(t, hub, b, "phone")
 	b.Down()
@@ -169,6 +170,7 @@ func TestAViewOpenedWhileItsMachineIsAwayFollowsItsThreadWhenItIsBack(t *testing
 // showing no thread, and shows it, with no reconnect, once b is back and
 // tells the hub of it again.
 func TestAViewOfAThreadTheHubHoldsNothingOfFollowsItWhenItsMachineIsBack(t *testing.T) {
+	t.Parallel()
 	hub, b := startHubAndNode(t)
 	id, last := startThreadOnB(t, hub, b, "phone")
 	b.Down()
@@ -192,6 +194,7 @@ func TestAViewOfAThreadTheHubHoldsNothingOfFollowsItWhenItsMachineIsBack(t *test
 // view of such a route opened right after the restart, before b is back,
 // follows that thread once b is.
 func TestAViewOpenedRightAfterAHubRestartFollowsItsNodesThread(t *testing.T) {
+	t.Parallel()
 	hub, b := startHubAndNode(t)
 	id, last := startThreadOnB(t, hub, b, "phone")
 	b.Down()
@@ -207,6 +210,7 @@ func TestAViewOpenedRightAfterAHubRestartFollowsItsNodesThread(t *testing.T) {
 // is away too; and it does not hold the route: a new message after three
 // resends gets its receipts and its turn. b's log has each message once.
 func TestAResendToANodesThreadGetsTheReceiptItsFirstCopyReached(t *testing.T) {
+	t.Parallel()
 	hub, b := startHubAndNode(t)
 	id, _ := startThreadOnB(t, hub, b, "phone")
 	s := dialRoute(t, hub, "phone", -1, "")

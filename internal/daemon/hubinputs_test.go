@@ -101,6 +101,7 @@ func failedWith(id string, words ...string) func(client.Event) bool {
 // b has joined again a reload of the route shows each message failed, among
 // the thread's events, though b's own log never held them.
 func TestAMessageForARevokedMachineFailsInItsThreadOnEverySurface(t *testing.T) {
+	t.Parallel()
 	hub := startHub(t)
 	b := joinNode(t, hub, "b")
 
@@ -229,6 +230,7 @@ func (acpClient) WaitForTerminalExit(context.Context, acp.WaitForTerminalExitReq
 // revoked, with the reason: the session is not left waiting for a turn that
 // will never come.
 func TestAPromptWaitingForARevokedMachineEndsWithTheReason(t *testing.T) {
+	t.Parallel()
 	hub := startHub(t)
 	b := joinNode(t, hub, "b")
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)

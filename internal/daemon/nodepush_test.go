@@ -21,6 +21,7 @@ import (
 // the hub), and to no device that did not: the hub and b as two daemons
 // linked over real NATS, the Web Push stand-in at the hub.
 func TestANodesFinishedTurnPushesToTheHubsPhone(t *testing.T) {
+	t.Parallel()
 	hub := startDaemon(t, func(cfg *config.Config) {
 		cfg.Cluster.Node, cfg.Cluster.Listen = "hub", "127.0.0.1:0"
 	})

@@ -65,6 +65,7 @@ func (e *testEnv) subscribe(svc *webpushsvc.Service, token string) *webpushsvc.S
 // endpoint answering 410 is dropped. Answered from another device, the card
 // sends a closing push with the same tag.
 func TestPushOnCardOncePerDeviceAndClosingPush(t *testing.T) {
+	t.Parallel()
 	e := startDaemon(t, nil)
 	svc := e.pushService()
 	if st := e.call("POST", "/api/push/subscriptions", e.d.Token(), map[string]any{}, nil); st != 400 {
@@ -156,6 +157,7 @@ func TestPushOnCardOncePerDeviceAndClosingPush(t *testing.T) {
 // A push never carries a tool's input: a command holding a secret opens a
 // card, and the phone is told only the tool's name.
 func TestPushNeverCarriesTheToolsInput(t *testing.T) {
+	t.Parallel()
 	e := startDaemon(t, nil)
 	svc := e.pushService()
 	_, phoneTok := e.pair("phone")
@@ -180,6 +182,7 @@ func TestPushNeverCarriesTheToolsInput(t *testing.T) {
 // A device that signed out gets no more pushes: its subscription is dropped
 // with its session, while a device still signed in gets the card's push.
 func TestPushGoesOnlyToSignedInDevices(t *testing.T) {
+	t.Parallel()
 	e := startDaemon(t, nil)
 	svc := e.pushService()
 	_, phoneTok := e.pair("phone")
@@ -215,6 +218,7 @@ func TestPushGoesOnlyToSignedInDevices(t *testing.T) {
 // its oldest), and an endpoint that redirects is not followed: the push
 // service stand-in behind the redirect gets nothing.
 func TestPushSubscriptionsCappedAndRedirectsNotFollowed(t *testing.T) {
+	t.Parallel()
 	e := startDaemon(t, nil)
 	svc := e.pushService()
 	_, phoneTok := e.pair("phone")
@@ -280,6 +284,7 @@ func kinds(ps []webpushsvc.Push, sub *webpushsvc.Sub) string {
 // (PATCH /api/devices/{id}; off by default), once each, and not to a device
 // with the thread on screen; turned off, they stop.
 func TestOptionalPushesPerDevice(t *testing.T) {
+	t.Parallel()
 	e := startDaemon(t, nil)
 	svc := e.pushService()
 	phoneID, phoneTok := e.pair("phone")
@@ -364,6 +369,7 @@ func TestOptionalPushesPerDevice(t *testing.T) {
 // phone signs out; the push is not tried again, while the laptop's next push
 // still goes.
 func TestQueuedPushDroppedWhenDeviceSignsOut(t *testing.T) {
+	t.Parallel()
 	e := startDaemon(t, nil)
 	svc := e.pushService()
 	_, phoneTok := e.pair("phone")
@@ -409,6 +415,7 @@ func TestQueuedPushDroppedWhenDeviceSignsOut(t *testing.T) {
 // same device (finished turns on one, errors on the other) both count: a
 // change names only its own push, and the store changes only that.
 func TestDevicePushPrefsConcurrentChangesBothKept(t *testing.T) {
+	t.Parallel()
 	e := startDaemon(t, nil)
 	phoneID, phoneTok := e.pair("phone")
 	patch := func(body string) error {
@@ -464,6 +471,7 @@ func TestDevicePushPrefsConcurrentChangesBothKept(t *testing.T) {
 // by then never was. The phone's push service is down while the thread is
 // deleted, so the closing push is still to send when the delete runs.
 func TestPushClosedWhenThreadDeletedWithOpenCard(t *testing.T) {
+	t.Parallel()
 	e := startDaemon(t, nil)
 	svc := e.pushService()
 	_, phoneTok := e.pair("phone")

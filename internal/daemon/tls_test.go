@@ -20,6 +20,7 @@ import (
 // links name the certificate's host, and plain HTTP gets nowhere. Listening
 // beyond loopback with TLS brings no clear-text warning; without, it does.
 func TestOwnCertificateServesTLS(t *testing.T) {
+	t.Parallel()
 	cert := selfsigned.Make(t, t.TempDir(), "parley.test", "127.0.0.1")
 	e := startDaemon(t, func(c *config.Config) {
 		c.Addr = "0.0.0.0:0"

@@ -8,6 +8,7 @@ import (
 )
 
 func TestPublishReachesEveryRouteShowingTheThread(t *testing.T) {
+	t.Parallel()
 	h := New(nil)
 	a := h.Subscribe(chat.RouteKey{Channel: "web", Chat: "a"}, "t1", 10)
 	b := h.Subscribe(chat.RouteKey{Channel: "tui", Chat: "b"}, "t1", 10)
@@ -26,6 +27,7 @@ func TestPublishReachesEveryRouteShowingTheThread(t *testing.T) {
 }
 
 func TestFullBacklogDropsOnlyThatSubscription(t *testing.T) {
+	t.Parallel()
 	var drops []string
 	h := New(func(r string) { drops = append(drops, r) })
 	slow := h.Subscribe(chat.RouteKey{Channel: "web", Chat: "s"}, "t", 2)
@@ -53,6 +55,7 @@ func TestFullBacklogDropsOnlyThatSubscription(t *testing.T) {
 }
 
 func TestAttachSwitchesInOrderWithEvents(t *testing.T) {
+	t.Parallel()
 	h := New(nil)
 	route := chat.RouteKey{Channel: "web", Chat: "r"}
 	s := h.Subscribe(route, "old", 10)
@@ -74,6 +77,7 @@ func TestAttachSwitchesInOrderWithEvents(t *testing.T) {
 // A watcher hears which threads changed, coalesced: many events of one thread
 // are one entry, and nothing waits on a watcher that does not look.
 func TestWatcherCoalescesChangedThreads(t *testing.T) {
+	t.Parallel()
 	h := New(nil)
 	w := h.Watch()
 	for seq := range int64(1000) {
@@ -106,6 +110,7 @@ func ev(thread chat.ThreadID, seq int64) chat.Event {
 // subscriber, and a subscriber already behind by its buffer is dropped (it
 // catches up from the log), never given part of a step.
 func TestPublishOfAStepIsOneWakeAndAllOrNothing(t *testing.T) {
+	t.Parallel()
 	h := New(nil)
 	wakes := 0
 	s := h.Subscribe(chat.RouteKey{Channel: "web", Chat: "a"}, "t", 10)
@@ -143,6 +148,7 @@ func TestPublishOfAStepIsOneWakeAndAllOrNothing(t *testing.T) {
 // 16) does not drop a subscriber that is not behind: dropping it would make
 // it reconnect and replay, every such step (review B9).
 func TestAStepLongerThanTheBufferReachesASubscriberThatKeepsUp(t *testing.T) {
+	t.Parallel()
 	var drops []string
 	h := New(func(r string) { drops = append(drops, r) })
 	s := h.Subscribe(chat.RouteKey{Channel: "web", Chat: "a"}, "t", 16)
@@ -173,6 +179,7 @@ func TestAStepLongerThanTheBufferReachesASubscriberThatKeepsUp(t *testing.T) {
 // of them (push is not woken by every streamed chunk), and of a deletion
 // always.
 func TestWatcherOfTypesHearsOnlyThose(t *testing.T) {
+	t.Parallel()
 	h := New(nil)
 	w := h.WatchTypes(chat.TypePromptDone)
 	all := h.Watch()

@@ -161,6 +161,7 @@ var route = chat.RouteKey{Channel: "web", Chat: "c1"}
 // the live part hands on only what the replay did not, so nothing is missed
 // and nothing shown twice.
 func TestReplaySinceThenLiveHasNoGapAndNoDuplicate(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.write("t1", 5)
 	e.attach(route, "t1")
@@ -198,6 +199,7 @@ func TestReplaySinceThenLiveHasNoGapAndNoDuplicate(t *testing.T) {
 // Without since, a client gets the tail; a since that belongs to another
 // thread than the route shows is ignored the same way.
 func TestTailWhenNoSinceOrSinceOfAnotherThread(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name        string
 		since       int64
@@ -223,6 +225,7 @@ func TestTailWhenNoSinceOrSinceOfAnotherThread(t *testing.T) {
 // Open cards are sent again after the replay, marked restated and without a
 // seq; a resolved card is not.
 func TestOpenCardsAreRestatedAfterTheReplay(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	card := func(id, kind, state string, p any) chat.Card {
 		b, _ := json.Marshal(p)
@@ -266,6 +269,7 @@ func TestOpenCardsAreRestatedAfterTheReplay(t *testing.T) {
 // (thread, tail, caught up) in order with the events around the switch, and
 // the old thread's later events are not shown.
 func TestSwitchOnAttachShowsTheNewThread(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.write("t1", 3)
 	e.write("t2", 4)
@@ -297,6 +301,7 @@ func TestSwitchOnAttachShowsTheNewThread(t *testing.T) {
 // A route with no thread gets an idle turn and caught up; its first thread
 // comes as a switch.
 func TestRouteWithoutThreadFollowsItsFirstThread(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	f, s := e.follow(follow.Options{Buffer: 100, Tail: 500}, -1, "")
 	if got, want := s.kinds(), []follow.Kind{follow.KindTurn, follow.KindCaughtUp}; !slices.Equal(got, want) {
@@ -314,6 +319,7 @@ func TestRouteWithoutThreadFollowsItsFirstThread(t *testing.T) {
 // A follower the hub dropped for falling behind subscribes again and catches
 // up from the log: every event once, in order.
 func TestRenewAfterADropCatchesUpWithoutGapOrDuplicate(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.write("t1", 2)
 	e.attach(route, "t1")
@@ -351,6 +357,7 @@ func TestRenewAfterADropCatchesUpWithoutGapOrDuplicate(t *testing.T) {
 // side resumes a returning client there); without Tail nothing of the log is
 // replayed.
 func TestSinceHookAndNoTail(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		hook func(chat.Thread) int64
@@ -372,6 +379,7 @@ func TestSinceHookAndNoTail(t *testing.T) {
 }
 
 func TestPrunedThrough(t *testing.T) {
+	t.Parallel()
 	evs := func(seqs ...int64) []chat.Event {
 		var out []chat.Event
 		for _, s := range seqs {
@@ -400,6 +408,7 @@ func TestPrunedThrough(t *testing.T) {
 // draft queued before events the replay already showed (its final words,
 // maybe) is dropped, a draft published after the follower caught up is shown.
 func TestDraftOnlyRightAfterItsEvent(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.write("t1", 3)
 	e.attach(route, "t1")
@@ -448,6 +457,7 @@ func TestDraftOnlyRightAfterItsEvent(t *testing.T) {
 // that did not ask for appends. What the client shows (chat.AgentDraft.Onto)
 // is the whole text either way.
 func TestDraftAppendsOnlyOntoTheDraftHandedOn(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.write("t1", 3)
 	e.attach(route, "t1")
@@ -551,6 +561,7 @@ func (s asideStore) Asides(_ context.Context, id chat.ThreadID) ([]chat.Event, e
 // views and to its sender's route, even one showing no thread yet; another
 // thread's are not.
 func TestAsidesAreShownAmongTheReplayByTimeAndLive(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.write("t1", 4)
 	evs, err := e.st.Events(context.Background(), "t1", 0, 0)

@@ -9,6 +9,7 @@ import (
 // RSS of this test's own group counts at least this process, which holds
 // more than a megabyte; a group with no process is 0.
 func TestRSS(t *testing.T) {
+	t.Parallel()
 	if _, err := os.Stat("/proc/self/stat"); err != nil {
 		t.Skip("no /proc here")
 	}

@@ -24,6 +24,7 @@ import (
 // what it is; one that carries an IPv4 address (mapped, NAT64, 6to4) is
 // judged by that address.
 func TestPublicAddrRefusesEveryNonPublicClass(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ addr, what string }{
 		{"127.0.0.1", "loopback"},
 		{"127.8.9.10", "loopback"},
@@ -119,6 +120,7 @@ func (r *pushRig) subscription(t *testing.T, host string) (*webpushsvc.Sub, json
 // an address parley does not push to, is refused with a reason (the web
 // channel answers it with 400); nothing is kept.
 func TestSubscribeRefusesEndpointsOffThePublicInternet(t *testing.T) {
+	t.Parallel()
 	r := startPush(t, push.Options{})
 	_, good, _ := r.subscription(t, "127.0.0.1")
 	keys := func(endpoint string) json.RawMessage {
@@ -164,6 +166,7 @@ func TestSubscribeRefusesEndpointsOffThePublicInternet(t *testing.T) {
 // dropped. The same subscription, sent by a Net that may dial loopback (the
 // tests' own), is delivered over TLS: the address is what refuses it.
 func TestDialRefusesANameThatNowResolvesToLoopback(t *testing.T) {
+	t.Parallel()
 	public := func(context.Context, string) ([]netip.Addr, error) {
 		return []netip.Addr{netip.MustParseAddr("8.8.8.8")}, nil
 	}

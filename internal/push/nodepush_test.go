@@ -187,6 +187,7 @@ func card(id string) push.Card {
 // again (a reconnect) and the hub's restart on the same store push nothing
 // again.
 func TestANodesFinishedTurnPushesOncePerOptedInDevice(t *testing.T) {
+	t.Parallel()
 	ns := newNodes(bThread(nil, nil))
 	r := startHubRig(t, ns)
 	phone := r.device(t, "phone", true, true)
@@ -240,6 +241,7 @@ func TestANodesFinishedTurnPushesOncePerOptedInDevice(t *testing.T) {
 // the turns after do. The first is kept: a turn b finished while the hub
 // was down is pushed when it is back.
 func TestANodesTurnsFromBeforeTheHubPushedThemDoNotPush(t *testing.T) {
+	t.Parallel()
 	ns := newNodes()
 	r := startHubRig(t, ns)
 	phone := r.device(t, "phone", true, false)
@@ -294,6 +296,7 @@ func TestANodesTurnsFromBeforeTheHubPushedThemDoNotPush(t *testing.T) {
 // queued at the next pass, not lost: a card of the hub's own thread, a card
 // of b's thread, b's finished turn.
 func TestAPushTheStoreRefusedIsQueuedAgain(t *testing.T) {
+	t.Parallel()
 	ns := newNodes(bThread(nil, nil))
 	r := startHubRig(t, ns)
 	phone := r.device(t, "phone", true, false)

@@ -57,7 +57,7 @@ func (s *Service) Prefs(device string) Prefs {
 // time.
 func (s *Service) SetPrefs(device string, turns, errors, notices *bool) (Prefs, error) {
 	if err := s.opt.Store.PushSetPrefs(context.Background(), store.PushPrefsChange{Device: device, Turns: turns, Errors: errors,
-		Notices: notices, At: s.opt.Now()}); err != nil {
+		Notices: notices, At: s.opt.Clock.Now()}); err != nil {
 		return Prefs{}, err
 	}
 	return s.Prefs(device), nil
@@ -219,7 +219,7 @@ func (s *Service) enqueueNotices(ctx context.Context, id chat.ThreadID, thread f
 	var th *chat.Thread
 	var subs []store.PushSubscription
 	var items []store.PushItem
-	now := s.opt.Now()
+	now := s.opt.Clock.Now()
 	for _, n := range ns {
 		body := noticeWords(n.kind, n.Code)
 		if n.kind == store.PushNotice {

@@ -13,6 +13,7 @@ import (
 // ref, and must push; an input's own refusal and a model-call retry (the turn
 // goes on) must not.
 func TestErrorPushesFollowTheErrorsCode(t *testing.T) {
+	t.Parallel()
 	ev := func(e chat.Error) chat.Event {
 		b, _ := json.Marshal(e)
 		return chat.Event{Type: chat.TypeError, Payload: b}

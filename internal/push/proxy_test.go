@@ -72,6 +72,7 @@ func (p *connectProxy) tunnels() []string {
 // to loopback by the time of the request is refused before the proxy is
 // asked, and the push is tried again later with its subscription kept.
 func TestPushesGoThroughTheEnvironmentsProxy(t *testing.T) {
+	t.Parallel()
 	public := func(context.Context, string) ([]netip.Addr, error) {
 		return []netip.Addr{netip.MustParseAddr("8.8.8.8")}, nil
 	}

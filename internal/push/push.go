@@ -84,7 +84,8 @@ type Options struct {
 	// parley's: public https endpoints only.
 	Net    Net
 	Logger *slog.Logger
-	Now    func() time.Time
+	// Clock is the sender's time and timers; nil is the runtime's.
+	Clock Clock
 
 	// lookup replaces DNS where an endpoint's host is checked: when it is
 	// subscribed, and before a request through a proxy (tests of DNS
@@ -145,8 +146,8 @@ func Start(opt Options) (*Service, error) {
 	if opt.Logger == nil {
 		opt.Logger = slog.New(slog.DiscardHandler)
 	}
-	if opt.Now == nil {
-		opt.Now = time.Now
+	if opt.Clock == nil {
+		opt.Clock = realClock{}
 	}
 	if opt.Subscriber == "" {
 		opt.Subscriber = "https://github.com/parleyhq/parley"
@@ -280,8 +281,7 @@ func (s *Service) run(ctx context.Context) {
 		remoteChanged = s.opt.Remote.Changed() // before reading: no change is missed
 	}
 	s.reconcileAll(ctx)
-	timer := time.NewTimer(0)
-	defer timer.Stop()
+	next := s.opt.Clock.After(0)
 	for {
 		select {
 		case <-ctx.Done():
@@ -294,11 +294,11 @@ func (s *Service) run(ctx context.Context) {
 			remoteChanged = s.opt.Remote.Changed()
 			s.reconcileRemote(ctx, nil)
 		case <-s.kick:
-		case <-timer.C:
+		case <-next:
 		}
 		s.retry(ctx)
 		s.sendDue(ctx)
-		timer.Reset(s.untilNext(ctx))
+		next = s.opt.Clock.After(s.untilNext(ctx))
 	}
 }
 
@@ -334,7 +334,7 @@ var storeRetry = backoff.Policy{Min: time.Second, Max: time.Minute}
 func (s *Service) untilNext(ctx context.Context) time.Duration {
 	d := time.Hour
 	if next, err := s.opt.Store.PushNextDue(ctx); err == nil && !next.IsZero() {
-		d = max(next.Sub(s.opt.Now()), 50*time.Millisecond)
+		d = max(next.Sub(s.opt.Clock.Now()), 50*time.Millisecond)
 	}
 	if s.undone() {
 		d = min(d, storeRetry.Delay(s.fails-1))
@@ -424,7 +424,7 @@ func (s *Service) reconcileOpen(ctx context.Context, id chat.ThreadID, thread fu
 	if len(open) == 0 && len(opened) == 0 {
 		return nil
 	}
-	now := s.opt.Now()
+	now := s.opt.Clock.Now()
 	var items []store.PushItem
 	isOpen := map[string]bool{}
 	if len(open) > 0 {
@@ -563,7 +563,7 @@ func topic(thread chat.ThreadID, requestID string) string {
 // sendDue sends a batch of what is due, one at a time, marking each; run's
 // timer comes back at once for the rest (a mark that fails cannot spin).
 func (s *Service) sendDue(ctx context.Context) {
-	due, err := s.opt.Store.PushDue(ctx, s.opt.Now(), 32)
+	due, err := s.opt.Store.PushDue(ctx, s.opt.Clock.Now(), 32)
 	if err != nil {
 		s.log.Error("push: outbox", "err", err)
 		return
@@ -606,7 +606,7 @@ func (s *Service) send(ctx context.Context, it store.PushItem) {
 	log := s.log.With("endpoint_host", hostOf(it.Endpoint), "thread", it.Thread, "kind", it.Kind, "status", status)
 	switch {
 	case err == nil && status >= 200 && status < 300:
-		if err := s.opt.Store.PushMark(ctx, it.ID, store.PushSent, it.Attempts+1, s.opt.Now()); err != nil {
+		if err := s.opt.Store.PushMark(ctx, it.ID, store.PushSent, it.Attempts+1, s.opt.Clock.Now()); err != nil {
 			log.Error("push: sent but not marked (it may go twice after a restart)", "err", err)
 		}
 		log.Debug("push sent")
@@ -623,7 +623,7 @@ func (s *Service) send(ctx context.Context, it store.PushItem) {
 			return // stopping: it stays pending
 		}
 		n := it.Attempts + 1
-		state, next := store.PushPending, s.opt.Now().Add(sendRetry.Delay(n-1))
+		state, next := store.PushPending, s.opt.Clock.Now().Add(sendRetry.Delay(n-1))
 		if n >= maxAttempts {
 			state = store.PushFailed
 		}

@@ -173,7 +173,7 @@ const SinceFile = "push-notices-since"
 // between is not pushed, none is pushed twice).
 func (s *Service) loadSince() time.Time {
 	if s.opt.DataDir == "" {
-		return s.opt.Now()
+		return s.opt.Clock.Now()
 	}
 	path := filepath.Join(s.opt.DataDir, SinceFile)
 	b, err := os.ReadFile(path)
@@ -186,7 +186,7 @@ func (s *Service) loadSince() time.Time {
 	if !errors.Is(err, fs.ErrNotExist) {
 		s.log.Warn("push: could not read since when this hub pushes other machines' notices; from now on", "err", err)
 	}
-	now := s.opt.Now().UTC()
+	now := s.opt.Clock.Now().UTC()
 	tmp := path + ".tmp"
 	err = os.WriteFile(tmp, []byte(now.Format(time.RFC3339Nano)+"\n"), 0o600)
 	if err == nil {

@@ -47,6 +47,7 @@ func (r *fakeRemote) set(ths []RemoteThread) {
 // (the hub's store holds no card of that thread: it must not read "closed"
 // from it); the card gone from the summary sends the closing push.
 func TestAnotherMachinesCardPushesOnceAndClosesWhenItCloses(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "parley.db"), slog.New(slog.DiscardHandler))
 	if err != nil {
@@ -61,7 +62,7 @@ func TestAnotherMachinesCardPushesOnceAndClosesWhenItCloses(t *testing.T) {
 		Cards: []Card{{RequestID: "r1", Kind: chat.CardPermission, Asks: "asks for permission: Bash"}}}}
 	rem := &fakeRemote{ths: open, ch: make(chan struct{})}
 	service := func() *Service {
-		return &Service{opt: Options{Store: st, Remote: rem, Machine: "hub", Now: time.Now},
+		return &Service{opt: Options{Store: st, Remote: rem, Machine: "hub", Clock: realClock{}},
 			log: slog.New(slog.DiscardHandler), remote: map[chat.ThreadID]string{}}
 	}
 	due := func() []store.PushItem {

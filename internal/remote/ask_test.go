@@ -70,6 +70,7 @@ func waitOnline(t *testing.T, h *cluster.Hub, node string) {
 // route shows it. Real NATS, real stores and routers on both sides; the
 // node's answer is held until the hub is gone.
 func TestAnAskedThreadIsMadeOnceWhenTheHubDiesBeforeTheAnswer(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	hubData, nodeData, work := filepath.Join(root, "hub"), filepath.Join(root, "b"), t.TempDir()
 	h, err := cluster.StartHub(t.Context(), cluster.HubOptions{DataDir: hubData, Listen: "127.0.0.1:0"})

@@ -16,6 +16,7 @@ import (
 // lost a message the sender saw "queued". A control, asked now and never
 // kept, ends with any such answer.
 func TestAQueuedMessageMeetingALimitIsTriedAgain(t *testing.T) {
+	t.Parallel()
 	for _, e := range []error{chat.ErrBusy, chat.ErrRateLimited, chat.ErrSessionLimit, chat.ErrClosed, context.DeadlineExceeded} {
 		err := refusal(fmt.Errorf("%w: a limit", e))
 		var r *cluster.Refusal

@@ -16,6 +16,7 @@ import (
 // A message's files are saved in the thread's working directory and the
 // agent gets their paths in the text; the log's user_message says so too.
 func TestFilesAreSavedAndNamedByPath(t *testing.T) {
+	t.Parallel()
 	bubble(t, nil, func(t *testing.T, g *rig) {
 		m := Message{MessageID: "m1", Text: "read these", Files: []uploads.File{
 			{Name: "../notes.txt", Data: []byte("milk")}, {Name: "dot.png", MIMEType: "image/png", Data: []byte("png")},
@@ -50,6 +51,7 @@ func TestFilesAreSavedAndNamedByPath(t *testing.T) {
 // would be refused by the model's API and break the session's later turns);
 // a file named .png that is no image is saved and named, not sent as one.
 func TestImagesGoWithTheTypeTheirBytesSay(t *testing.T) {
+	t.Parallel()
 	bubble(t, nil, func(t *testing.T, g *rig) {
 		jpeg := []byte("\xff\xd8\xff\xe0\x00\x10JFIF\x00")
 		gif := []byte("GIF89a\x01\x00\x01\x00")
@@ -76,6 +78,7 @@ func TestImagesGoWithTheTypeTheirBytesSay(t *testing.T) {
 // Files that cannot be saved refuse the message, with the reason; nothing
 // of it is logged.
 func TestFilesThatCannotBeSavedRefuseTheMessage(t *testing.T) {
+	t.Parallel()
 	bubble(t, nil, func(t *testing.T, g *rig) {
 		// Something else holds the uploads folder's name.
 		if err := os.WriteFile(filepath.Join(g.dir, uploads.Dir), nil, 0o600); err != nil {

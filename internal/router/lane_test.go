@@ -3,6 +3,7 @@ package router
 import "testing"
 
 func TestTitleOf(t *testing.T) {
+	t.Parallel()
 	cases := map[string]string{
 		"fix the build":                "fix the build",
 		"  first line\nsecond line":    "first line",

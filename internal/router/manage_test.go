@@ -29,6 +29,7 @@ func ptr[T any](v T) *T { return &v }
 // log says so for every surface, and a message sent to an archived thread
 // brings it back. Bad titles are refused with the reason.
 func TestRenameAndArchive(t *testing.T) {
+	t.Parallel()
 	bubble(t, nil, func(t *testing.T, g *rig) {
 		ctx := context.Background()
 		th := g.sendOK("m1", "say hi")
@@ -75,6 +76,7 @@ func TestRenameAndArchive(t *testing.T) {
 // with the reason, and leaves its route without a thread: the route's next
 // message starts a new one.
 func TestDeleteStopsTheTurnAndClosesViews(t *testing.T) {
+	t.Parallel()
 	bubble(t, nil, func(t *testing.T, g *rig) {
 		ctx := context.Background()
 		th := g.sendOK("m1", "hang")
@@ -129,6 +131,7 @@ func (ownsAll) Owns(id chat.ThreadID) bool { return strings.Contains(string(id),
 
 // A thread another machine owns is not deleted here: the error says where.
 func TestDeleteOfARemoteThreadIsRefused(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		g := newRig(t, "", func(o *Options) { o.Remote = ownsAll{} })
 		defer g.close()
@@ -145,6 +148,7 @@ func TestDeleteOfARemoteThreadIsRefused(t *testing.T) {
 // restart between the move and the message. A thread whose agent is still
 // configured does not move; nor to an agent that is not configured.
 func TestMoveAThreadWhoseAgentIsGone(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		dir := t.TempDir()
 		ctx := context.Background()
@@ -283,6 +287,7 @@ func firstAfterTheMove(t *testing.T) (*rig, chat.ThreadID) {
 // goes alone. A first message that never reached the agent (stopped while it
 // started) gave it nothing: the next message takes the context.
 func TestMovedContextGoesWithTheFirstMessageToReachTheNewAgent(t *testing.T) {
+	t.Parallel()
 	t.Run("a second message while the agent starts", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			g, th := firstAfterTheMove(t)
@@ -339,6 +344,7 @@ func TestMovedContextGoesWithTheFirstMessageToReachTheNewAgent(t *testing.T) {
 // screen shows a card open that the lane no longer holds. The commit fails in
 // real SQLite: a trigger refuses the thread's new agent.
 func TestAFailedMoveKeepsTheThreadsCardsAsStored(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		dir := t.TempDir()
@@ -419,6 +425,7 @@ func TestAFailedMoveKeepsTheThreadsCardsAsStored(t *testing.T) {
 // A thread moved twice (a → b → c) tells c each earlier answer under the
 // agent that wrote it: a's before the first move, b's after it.
 func TestAMovedThreadsContextNamesEachAnswersAgent(t *testing.T) {
+	t.Parallel()
 	at := time.Now()
 	ev := func(p chat.Payload) chat.Event {
 		e, err := chat.NewEvent("t", p, at)
@@ -451,6 +458,7 @@ func TestAMovedThreadsContextNamesEachAnswersAgent(t *testing.T) {
 // refuses a write on a full disk (TestAFullDiskHoldsAnAnswerBackAndLosesNone,
 // in package daemon, fills a real one).
 func TestAnAgentsWordsTheStoreRefusedAreStoredLate(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		dir := t.TempDir()
@@ -524,6 +532,7 @@ func TestAnAgentsWordsTheStoreRefusedAreStoredLate(t *testing.T) {
 // thread goes on: kept, it would be refused at every try and hold every
 // later step and message back.
 func TestAStepTheStoreRefusesForGoodIsDropped(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		dir := t.TempDir()
 		g := newRig(t, dir, func(o *Options) { o.Logger = slog.New(failOnError{t: t, allow: "commit"}) })

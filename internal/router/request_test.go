@@ -13,6 +13,7 @@ import (
 // routed: a channel that builds a bad request (REST, ACP, a plugin) is refused
 // as the socket's client is, with words that say what is wrong.
 func TestSendAndControlValidateEveryChannelsRequests(t *testing.T) {
+	t.Parallel()
 	// No store and no router goroutine: a refusal must come before either is used.
 	r := New(nil, nil, Options{})
 	ctx := context.Background()

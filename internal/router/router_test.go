@@ -228,6 +228,7 @@ func has(log []string, s string) bool { return slices.Contains(log, s) }
 // A stop the agent does not honour: the turn ends after limits' stop grace,
 // not before, and the session whose state can no longer be trusted is closed.
 func TestStopGraceEndsATurnTheAgentWillNotStop(t *testing.T) {
+	t.Parallel()
 	bubble(t, nil, func(t *testing.T, g *rig) {
 		th := g.sendOK("m1", "hang")
 		synctest.Wait()
@@ -267,6 +268,7 @@ func TestStopGraceEndsATurnTheAgentWillNotStop(t *testing.T) {
 // before the agent has said anything: every screen shows "stopping" at once,
 // and the turn's end (cancelled) is still the agent's to say, after it.
 func TestStopIsShownAtOnceAndTheAgentStillEndsTheTurn(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name, text string
 		grace      time.Duration // when the turn ends after the stop
@@ -317,6 +319,7 @@ func TestStopIsShownAtOnceAndTheAgentStillEndsTheTurn(t *testing.T) {
 // An idle session is unloaded after the agent's idle timeout, not before;
 // the thread says so and the next message resumes it.
 func TestIdleSessionIsUnloadedAfterItsTimeout(t *testing.T) {
+	t.Parallel()
 	bubble(t, nil, func(t *testing.T, g *rig) {
 		th := g.sendOK("m1", "say hi")
 		synctest.Wait()
@@ -347,6 +350,7 @@ func TestIdleSessionIsUnloadedAfterItsTimeout(t *testing.T) {
 // more is refused as busy and nothing of it is kept, so the client's retry is
 // a fresh attempt. The queue then drains in order.
 func TestBusyQueueRefusesBeyondItsDepth(t *testing.T) {
+	t.Parallel()
 	bubble(t, func(o *Options) { o.QueueDepth = 2 }, func(t *testing.T, g *rig) {
 		th := g.sendOK("m1", "hang")
 		synctest.Wait() // m1 reached the agent (a stop before would fail it undelivered)
@@ -388,6 +392,7 @@ func TestBusyQueueRefusesBeyondItsDepth(t *testing.T) {
 // A queued message withdrawn before its turn is never delivered, and says so;
 // one whose turn began cannot be withdrawn, nor one withdrawn already.
 func TestWithdrawTakesAQueuedMessageBack(t *testing.T) {
+	t.Parallel()
 	bubble(t, nil, func(t *testing.T, g *rig) {
 		th := g.sendOK("m1", "hang")
 		synctest.Wait() // m1's turn runs
@@ -434,6 +439,7 @@ func TestWithdrawTakesAQueuedMessageBack(t *testing.T) {
 // an "m2", the device that withdraws takes back its own message only, and the
 // other's is delivered.
 func TestWithdrawTakesBackOnlyTheRoutesOwnMessage(t *testing.T) {
+	t.Parallel()
 	bubble(t, nil, func(t *testing.T, g *rig) {
 		ctx := context.Background()
 		th := g.sendOK("m1", "hang")
@@ -481,6 +487,7 @@ func TestWithdrawTakesBackOnlyTheRoutesOwnMessage(t *testing.T) {
 // the reason (never failed, never sent again), the card expires, the queued
 // message is delivered.
 func TestRecoveryAfterACrash(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		dir := t.TempDir()
 		ctx := context.Background()
@@ -532,6 +539,7 @@ func TestRecoveryAfterACrash(t *testing.T) {
 // there is no record. A retry with the same id delivers a failed one once and
 // never sends a submitted or unknown one again.
 func TestRecoveryJudgesACutOffMessageByTheAgentsRecord(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name  string
 		log   string // the scripted agent's log as the crash left it; "-": none kept
@@ -606,6 +614,7 @@ func TestRecoveryJudgesACutOffMessageByTheAgentsRecord(t *testing.T) {
 // running): the agent may have it, so it is not failed; it stays delivering
 // for the next start, which judges it by the agent's record like a crash's.
 func TestShutdownLeavesAnUnprovenDeliveryToTheNextStart(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		dir := t.TempDir()
 		g := newRig(t, dir, nil)
@@ -629,6 +638,7 @@ func TestShutdownLeavesAnUnprovenDeliveryToTheNextStart(t *testing.T) {
 // message and one sent meanwhile wait queued, saying why, and are delivered
 // once it runs; nothing fails for the wait.
 func TestMessagesWaitQueuedForASlowStart(t *testing.T) {
+	t.Parallel()
 	bubble(t, nil, func(t *testing.T, g *rig) {
 		g.drv.StartDelay = 40 * time.Second
 		th := g.sendOK("m1", "say one")
@@ -680,6 +690,7 @@ func TestMessagesWaitQueuedForASlowStart(t *testing.T) {
 // was sent, so after the restart the message is simply delivered, with no
 // "stopped during this turn" error and no turn ended for it.
 func TestRecoveryOfAMessageThatWaitedForTheStart(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		dir := t.TempDir()
 		from := chat.RouteKey{Channel: "test", Chat: "c1"}
@@ -707,6 +718,7 @@ func TestRecoveryOfAMessageThatWaitedForTheStart(t *testing.T) {
 // state stays delivering (a crash then must not send it again); a delivery
 // state a driver reports itself is not shown.
 func TestReceiptsAreTheLanes(t *testing.T) {
+	t.Parallel()
 	bubble(t, nil, func(t *testing.T, g *rig) {
 		th := g.sendOK("m1", "waiting the agent is working on a turn")
 		synctest.Wait() // the agent waits (a second of fake time)
@@ -743,6 +755,7 @@ func TestReceiptsAreTheLanes(t *testing.T) {
 // answers set_permission_mode at once and applies it a moment later; the
 // dashboard saw a quick plan, default end in plan).
 func TestModesReachTheAgentInTheOrderChosen(t *testing.T) {
+	t.Parallel()
 	bubble(t, nil, func(t *testing.T, g *rig) {
 		g.drv.ModeDelay = map[string]time.Duration{"plan": 2 * time.Second}
 		th := g.sendOK("m1", "say hi")
@@ -766,6 +779,7 @@ func TestModesReachTheAgentInTheOrderChosen(t *testing.T) {
 // of waiting for an answer the thread shows as given; a blank answer, which
 // no agent takes, is refused by the lane before the card closes.
 func TestARefusedAnswerLeavesOneTruth(t *testing.T) {
+	t.Parallel()
 	bubble(t, nil, func(t *testing.T, g *rig) {
 		ctx := context.Background()
 		th := g.sendOK("m1", "question Colour?|red,blue")
@@ -839,6 +853,7 @@ func TestARefusedAnswerLeavesOneTruth(t *testing.T) {
 // unload ends it as the idle timer would (the next message resumes it), and
 // an unload while a turn runs, or of a thread not loaded, is refused.
 func TestUnloadAsked(t *testing.T) {
+	t.Parallel()
 	bubble(t, nil, func(t *testing.T, g *rig) {
 		th := g.sendOK("m1", "say hi")
 		synctest.Wait()
@@ -876,6 +891,7 @@ func TestUnloadAsked(t *testing.T) {
 // right after the event it follows, never stored; final words in the same
 // step supersede it before anyone sees it.
 func TestDraftsAreShownNeverStored(t *testing.T) {
+	t.Parallel()
 	bubble(t, nil, func(t *testing.T, g *rig) {
 		sub, _, err := g.r.Subscribe(context.Background(), g.from, 1000)
 		if err != nil {
@@ -933,6 +949,7 @@ func TestDraftsAreShownNeverStored(t *testing.T) {
 // with what it adds (for views that take appends), naming the one it adds to;
 // a draft that changed otherwise, or the first after final words, goes whole.
 func TestADraftThatGrewIsPublishedAsAnAppend(t *testing.T) {
+	t.Parallel()
 	bubble(t, nil, func(t *testing.T, g *rig) {
 		sub, _, err := g.r.Subscribe(context.Background(), g.from, 1000)
 		if err != nil {
@@ -994,6 +1011,7 @@ func (w *waitingRemote) Control(context.Context, Control) error { return nil }
 // A message on its way to another machine when the router closes: Close
 // ends its wait and waits for it, so nothing of the router runs after it.
 func TestCloseWaitsForAMessageOnItsWayToAnotherMachine(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		w := &waitingRemote{entered: make(chan struct{}), returned: make(chan struct{})}
 		g := newRig(t, "", func(o *Options) { o.Remote = w })
@@ -1021,6 +1039,7 @@ func TestCloseWaitsForAMessageOnItsWayToAnotherMachine(t *testing.T) {
 // sent again is a retry that is delivered, and a second record of the
 // failure changes nothing.
 func TestAFailedMessageIsRecordedAndCanBeSentAgain(t *testing.T) {
+	t.Parallel()
 	bubble(t, nil, func(t *testing.T, g *rig) {
 		th := g.sendOK("m1", "say m1")
 		synctest.Wait()
@@ -1083,6 +1102,7 @@ func (w *recordingRemote) Control(context.Context, Control) error { return nil }
 // One sent while the first is on its way is refused as busy: two first
 // messages would make two threads.
 func TestANewThreadOnAnotherMachineOutlivesAFailedFirstSend(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		w := &recordingRemote{refuse: errors.New("machine b is offline: a new thread there waits until it is back")}
 		g := newRig(t, "", func(o *Options) { o.Remote = w })
@@ -1145,6 +1165,7 @@ func TestANewThreadOnAnotherMachineOutlivesAFailedFirstSend(t *testing.T) {
 // never in the thread the route showed before. Once started, the ask is
 // done, and a second restart does not start another.
 func TestANewThreadAskedOnAnotherMachineOutlivesARestart(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		w := &recordingRemote{}
 		remote := func(o *Options) { o.Remote = w }
@@ -1192,6 +1213,7 @@ func TestANewThreadAskedOnAnotherMachineOutlivesARestart(t *testing.T) {
 // the first made, after a restart too. Another ask makes another thread;
 // once the thread is deleted, its ask makes a new one.
 func TestAHubsAskMakesOneThreadOnTheNode(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		g := newRig(t, "", nil)
 		defer func() { g.close() }()
@@ -1242,6 +1264,7 @@ func TestAHubsAskMakesOneThreadOnTheNode(t *testing.T) {
 // switches to another thread first drops the ask; "agent@hub" is this
 // machine's; a machine that is no hub refuses "agent@node".
 func TestANewThreadOnAnotherMachineStartsWithTheNextMessage(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		w := &recordingRemote{}
 		g := newRig(t, "", func(o *Options) { o.Remote = w })

@@ -11,6 +11,7 @@ import (
 )
 
 func TestWriteDiffsReadTheCurrentFileInsideTheRoots(t *testing.T) {
+	t.Parallel()
 	root, outside := t.TempDir(), t.TempDir()
 	write := func(path, content string) {
 		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {

@@ -22,6 +22,7 @@ func (r *fatalRecorder) Fatalf(format string, args ...any) {
 // Eventually returns once cond holds; at the deadline it fails with the
 // message, and a Later in it says what was seen then, not at the start.
 func TestEventuallyReportsWhatWasSeenAtTheDeadline(t *testing.T) {
+	t.Parallel()
 	n := 0
 	r := &fatalRecorder{TB: t}
 	Eventually(r, time.Minute, func() bool { n++; return n == 3 }, "never three")
@@ -38,6 +39,7 @@ func TestEventuallyReportsWhatWasSeenAtTheDeadline(t *testing.T) {
 
 // Within says whether cond came true in time, failing nothing.
 func TestWithin(t *testing.T) {
+	t.Parallel()
 	if !Within(time.Minute, func() bool { return true }) {
 		t.Error("a condition already true: Within said false")
 	}

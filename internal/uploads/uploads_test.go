@@ -11,6 +11,7 @@ import (
 )
 
 func TestClean(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"notes.txt":          "notes.txt",
 		"../../etc/passwd":   "passwd",
@@ -34,6 +35,7 @@ func TestClean(t *testing.T) {
 }
 
 func TestSaveNumbersNamesAndNeverOverwrites(t *testing.T) {
+	t.Parallel()
 	cwd := t.TempDir()
 	files := []File{{Name: "a.txt", Data: []byte("one")}, {Name: "../a.txt", Data: []byte("two")}}
 	refs, err := Save(cwd, []string{cwd}, files)
@@ -63,6 +65,7 @@ func TestSaveNumbersNamesAndNeverOverwrites(t *testing.T) {
 }
 
 func TestSaveStaysInside(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	outside := t.TempDir()
 	cwd := filepath.Join(root, "proj")

@@ -11,6 +11,7 @@ import (
 )
 
 func TestDecode(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		in      string
 		typ     string
@@ -94,6 +95,7 @@ func isBadInput(err error) bool {
 }
 
 func TestDecodeRefNamesTheInput(t *testing.T) {
+	t.Parallel()
 	in, err := accept([]byte(`{"type":"message","message_id":"m7"}`))
 	if err == nil || in.Ref() != "m7" {
 		t.Fatalf("got %q, %v; want ref m7 and an error", in.Ref(), err)
@@ -106,6 +108,7 @@ func TestDecodeRefNamesTheInput(t *testing.T) {
 }
 
 func TestFrameIsWhatDecodeReads(t *testing.T) {
+	t.Parallel()
 	m := router.Message{MessageID: "m1", Text: "hi", Intent: &router.Intent{New: &router.NewIntent{Cwd: "/tmp"}}}
 	in, err := Decode(Frame(TypeMessage, m))
 	if err != nil || in.Message == nil || in.Message.Intent.New.Cwd != "/tmp" || in.Message.Text != "hi" {

@@ -131,6 +131,7 @@ func (e env) connect(t *testing.T, c *fakeClient) (*acp.ClientSideConnection, fu
 }
 
 func TestLoadReplaysTheLogAndQuestionsAreAsked(t *testing.T) {
+	t.Parallel()
 	e := startDaemon(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -208,6 +209,7 @@ func TestLoadReplaysTheLogAndQuestionsAreAsked(t *testing.T) {
 }
 
 func TestPromptOnUnknownSessionIsRefused(t *testing.T) {
+	t.Parallel()
 	e := startDaemon(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

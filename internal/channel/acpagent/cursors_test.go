@@ -38,6 +38,7 @@ func pingClient(t *testing.T, r io.Reader, w io.Writer, answering *atomic.Bool) 
 }
 
 func TestAHungClientIsResentEverythingAfterItsLastAnsweredPing(t *testing.T) {
+	t.Parallel()
 	route := chat.RouteKey{Channel: "irc", Chat: "#agents"}
 	cursors := NewCursors()
 	a := &agent{opt: Options{Cursors: cursors}, log: slog.New(slog.DiscardHandler)}
@@ -79,6 +80,7 @@ func TestAHungClientIsResentEverythingAfterItsLastAnsweredPing(t *testing.T) {
 }
 
 func TestCursorsRewind(t *testing.T) {
+	t.Parallel()
 	r := chat.RouteKey{Channel: "irc", Chat: "#a"}
 	now := time.Now()
 	t.Run("nothing confirmed on a connection with heartbeats: back to where the thread was shown from", func(t *testing.T) {

@@ -22,6 +22,7 @@ import (
 // goes through the socket, REST and /ws/acp alike, one byte more is refused by
 // each with the same words, and nothing of a refused message is stored.
 func TestOneMessageSizeLimitForEveryEntryPoint(t *testing.T) {
+	t.Parallel()
 	const max = 8 << 10
 	e := startDaemonWith(t, func(c *config.Config) { c.Limits.MaxMessageBytes = max })
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

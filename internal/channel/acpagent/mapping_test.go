@@ -20,6 +20,7 @@ func event(t *testing.T, typ string, payload any) chat.Event {
 }
 
 func TestToUpdate(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		ev   chat.Event
@@ -102,6 +103,7 @@ func (s *modeStore) Events(_ context.Context, _ chat.ThreadID, since int64, limi
 }
 
 func TestModesListTheLastModeEventsAvailableModes(t *testing.T) {
+	t.Parallel()
 	mode := func(seq int64, m chat.Mode) chat.Event {
 		b, _ := json.Marshal(m)
 		return chat.Event{Type: chat.TypeMode, Thread: "t1", Seq: seq, Payload: b}

@@ -41,6 +41,7 @@ func (o oneRoute) Subscribe(ctx context.Context, route chat.RouteKey, buffer int
 // What it missed meanwhile happened while it was open: a turn that ended then
 // answers the prompt waiting for it (it is not history replayed on load).
 func TestASessionCaughtUpAfterADropAnswersItsPrompt(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "parley.db"), nil)

@@ -11,6 +11,7 @@ import (
 )
 
 func TestParse(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in      string
 		ok      bool
@@ -63,6 +64,7 @@ func TestParse(t *testing.T) {
 }
 
 func TestUnknownSaysSo(t *testing.T) {
+	t.Parallel()
 	_, _, err := Parse("/frobnicate now")
 	if err == nil || !strings.Contains(err.Error(), "unknown command /frobnicate") {
 		t.Errorf("got %v, want \"unknown command /frobnicate …\"", err)
@@ -70,6 +72,7 @@ func TestUnknownSaysSo(t *testing.T) {
 }
 
 func TestHelpListsEveryCommand(t *testing.T) {
+	t.Parallel()
 	h := HelpText()
 	for _, n := range order {
 		if !strings.Contains(h, "/"+n) {
@@ -103,6 +106,7 @@ type fakeStore struct {
 func (f fakeStore) Thread(context.Context, chat.ThreadID) (chat.Thread, error) { return f.th, nil }
 
 func TestAgentCmdGoesToTheChatsAgent(t *testing.T) {
+	t.Parallel()
 	route := chat.RouteKey{Channel: "irc", Chat: "#a"}
 	ctx := context.Background()
 	// A chat without a thread yet: its first thread is the plugin's agent's.
@@ -146,6 +150,7 @@ func (m *machinesRouter) NewThread(_ context.Context, _ chat.RouteKey, agent, cw
 // message starts the thread there; /new on b's thread starts the next one on
 // b, in the same folder.
 func TestAgentListsEveryMachinesAgentsAndStartsOnOne(t *testing.T) {
+	t.Parallel()
 	route := chat.RouteKey{Channel: "telegram", Chat: "42"}
 	ctx := context.Background()
 	mr := &machinesRouter{fakeRouter: fakeRouter{thread: "t1@b"}}

@@ -16,6 +16,7 @@ import (
 )
 
 func TestAllowed(t *testing.T) {
+	t.Parallel()
 	allowed := []string{"alice!*@trusted.example", "bob!~bob@10.0.0.?", "account:carol", "12345", "dave@example.org"}
 	tests := []struct {
 		user, account string
@@ -55,6 +56,7 @@ func TestAllowed(t *testing.T) {
 }
 
 func TestAllowedWarningsForIRC(t *testing.T) {
+	t.Parallel()
 	irc := config.Plugin{ID: "irc", Args: []string{"plugin", "irc"},
 		AllowedUsers: []string{"alice", "bob!*@*", "carol!~c@home.example", "account:dave"}}
 	w := strings.Join(allowedWarnings(irc), "\n")
@@ -111,6 +113,7 @@ func (f *fakeStore) Cards(_ context.Context, id chat.ThreadID, state string) ([]
 }
 
 func TestGate(t *testing.T) {
+	t.Parallel()
 	route := chat.RouteKey{Channel: "irc", Chat: "#agents"}
 	bare := chat.RouteKey{Channel: "irc", Chat: "#new"}
 	perm, _ := json.Marshal(chat.PermissionRequest{RequestID: "r1", Tool: chat.PermissionTool{Name: "Bash"},
@@ -164,6 +167,7 @@ func TestGate(t *testing.T) {
 }
 
 func TestBackoff(t *testing.T) {
+	t.Parallel()
 	const lo, hi = 500 * time.Millisecond, 30 * time.Second
 	within := func(d, want time.Duration) bool {
 		return d >= time.Duration(float64(want)*0.8) && d <= time.Duration(float64(want)*1.2)
@@ -189,6 +193,7 @@ func TestBackoff(t *testing.T) {
 }
 
 func TestNextFailsResetsAfterAStableMinute(t *testing.T) {
+	t.Parallel()
 	if got := nextFails(4, 10*time.Second); got != 5 {
 		t.Errorf("a quick failure after 4: got %d, want 5", got)
 	}

@@ -182,6 +182,7 @@ func status(t *testing.T, d *daemon.Daemon, id string) plugin.Status {
 }
 
 func TestBadPluginOutputIsLoggedAndSurvived(t *testing.T) {
+	t.Parallel()
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -214,6 +215,7 @@ func TestBadPluginOutputIsLoggedAndSurvived(t *testing.T) {
 }
 
 func TestSilentPluginIsRestartedByTheWatchdog(t *testing.T) {
+	t.Parallel()
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -232,6 +234,7 @@ func TestSilentPluginIsRestartedByTheWatchdog(t *testing.T) {
 }
 
 func TestPluginsNeedTheToken(t *testing.T) {
+	t.Parallel()
 	d, _ := start(t, nil)
 	resp, err := http.Get("http://" + d.Addr() + "/api/plugins")
 	if err != nil {
@@ -262,6 +265,7 @@ func threadCount(t *testing.T, d *daemon.Daemon) int {
 }
 
 func TestAStrangerLeavesNoThread(t *testing.T) {
+	t.Parallel()
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)

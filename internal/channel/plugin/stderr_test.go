@@ -14,6 +14,7 @@ import (
 // A plugin flooding its stderr gets a bounded number of lines into parley's
 // log, and the log says how many it left out; the plugin is read to its end.
 func TestPluginStderrIsRateLimited(t *testing.T) {
+	t.Parallel()
 	const lines = 20000
 	cmd := exec.Command("sh", "-c", "yes 'spam spam spam' | head -n 20000 >&2; echo last words >&2")
 	stderr, err := cmd.StderrPipe()

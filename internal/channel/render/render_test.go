@@ -9,6 +9,7 @@ import (
 )
 
 func TestChunk(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		in    string
@@ -38,6 +39,7 @@ func TestChunk(t *testing.T) {
 }
 
 func TestLinesHaveNoNewline(t *testing.T) {
+	t.Parallel()
 	for _, l := range Lines("a\nbb\n\nccc ddd", 4) {
 		if strings.Contains(l, "\n") || len(l) > 4 {
 			t.Errorf("line %q: has a newline or is over 4 bytes", l)
@@ -46,6 +48,7 @@ func TestLinesHaveNoNewline(t *testing.T) {
 }
 
 func TestStreamerSendOnce(t *testing.T) {
+	t.Parallel()
 	s := Streamer{Limit: 10}
 	now := time.Unix(0, 0)
 	if out := s.Add("hel", now); len(out.Send) != 0 {
@@ -62,6 +65,7 @@ func TestStreamerSendOnce(t *testing.T) {
 }
 
 func TestStreamerEditThrottled(t *testing.T) {
+	t.Parallel()
 	s := Streamer{Limit: 100, Interval: time.Second, Edit: true}
 	t0 := time.Unix(100, 0)
 	if out := s.Add("a", t0); out.Replace != "a" {
@@ -76,6 +80,7 @@ func TestStreamerEditThrottled(t *testing.T) {
 }
 
 func TestStreamerEditHeldThenFlushed(t *testing.T) {
+	t.Parallel()
 	s := Streamer{Limit: 100, Interval: time.Second, Edit: true}
 	t0 := time.Unix(100, 0)
 	s.Add("a", t0)
@@ -109,6 +114,7 @@ func TestStreamerEditHeldThenFlushed(t *testing.T) {
 }
 
 func TestStreamerEditSplitsLongAnswers(t *testing.T) {
+	t.Parallel()
 	s := Streamer{Limit: 20, Interval: time.Second, Edit: true}
 	t0 := time.Unix(100, 0)
 	words := strings.Repeat("word ", 30) // 150 bytes
@@ -138,6 +144,7 @@ func TestStreamerEditSplitsLongAnswers(t *testing.T) {
 }
 
 func TestToolLineAndCard(t *testing.T) {
+	t.Parallel()
 	got := ToolLine("Bash", "execute", "completed", json.RawMessage(`{"command":"ls -la\n /tmp"}`), 0)
 	if got != "⚙ Bash: ls -la /tmp (completed)" {
 		t.Errorf("tool line: got %q", got)
@@ -158,6 +165,7 @@ func TestToolLineAndCard(t *testing.T) {
 }
 
 func TestStreamerWhole(t *testing.T) {
+	t.Parallel()
 	s := Streamer{Limit: 12, Whole: true}
 	now := time.Unix(0, 0)
 	if out := s.Add("one\ntwo", now); len(out.Send) != 0 {
@@ -175,6 +183,7 @@ func TestStreamerWhole(t *testing.T) {
 // TestChunkBytesNotUTF8: a run of bytes where no rune starts within the limit
 // is cut at the limit (it looped forever), every byte kept.
 func TestChunkBytesNotUTF8(t *testing.T) {
+	t.Parallel()
 	in := strings.Repeat("\x80", 10)
 	got := Chunk(in, 4)
 	if strings.Join(got, "") != in || len(got) != 3 {

@@ -50,6 +50,7 @@ func startCodex(t *testing.T, srv *openaiapi.Server) (*Session, *recSink, string
 }
 
 func TestCodexPlainTurn(t *testing.T) {
+	t.Parallel()
 	const want = "Hello from the Responses stand-in."
 	srv := openaiapi.Start(t, openaiapi.Rule{Contains: "say hi", Reply: openaiapi.Reply{Text: want, Chunks: 4}})
 	s, sink, _, _ := startCodex(t, srv)
@@ -64,6 +65,7 @@ func TestCodexPlainTurn(t *testing.T) {
 }
 
 func TestCodexShellPermission(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name       string
 		kind       string

@@ -25,6 +25,7 @@ func form(t *testing.T, msg, schema string) *sdk.UnstableCreateElicitationForm {
 const claudeAsk = `{"type":"object","properties":{"question_0":{"type":"string","title":"Colour","oneOf":[{"const":"Blue","title":"Blue","description":"the sky"},{"const":"Red","title":"Red","description":"a rose"}]},"question_0_custom":{"type":"string","title":"Other","description":"Type your own answer, or add a note to the option you chose above (optional)."}}}`
 
 func TestFormQuestion(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		msg     string

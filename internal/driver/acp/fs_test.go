@@ -42,6 +42,7 @@ func jailRig(t *testing.T) (j jail, root, outside string) {
 }
 
 func TestJailRead(t *testing.T) {
+	t.Parallel()
 	j, root, outside := jailRig(t)
 	tests := []struct {
 		name        string
@@ -87,6 +88,7 @@ func TestJailRead(t *testing.T) {
 }
 
 func TestJailWrite(t *testing.T) {
+	t.Parallel()
 	j, root, outside := jailRig(t)
 	tests := []struct {
 		name        string

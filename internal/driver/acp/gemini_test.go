@@ -139,6 +139,7 @@ func (r *rig) saveTranscript(name string) {
 }
 
 func TestGeminiPlainTurn(t *testing.T) {
+	t.Parallel()
 	const want = "Hello from the stand-in, streamed in pieces."
 	r := newRig(t, geminiapi.Scenario{Rules: []geminiapi.Rule{
 		{Match: geminiapi.Match{Contains: "say hi"}, Reply: geminiapi.Text(want, 5, 20*time.Millisecond)},
@@ -196,6 +197,7 @@ func optionOfKind(t *testing.T, req chat.PermissionRequest, kind string) string 
 }
 
 func TestGeminiShellPermission(t *testing.T) {
+	t.Parallel()
 	const marker = "parley-was-here"
 	tests := []struct {
 		name       string
@@ -259,6 +261,7 @@ func TestGeminiShellPermission(t *testing.T) {
 }
 
 func TestGeminiStop(t *testing.T) {
+	t.Parallel()
 	slow := geminiapi.Text(strings.Repeat("slow words ", 60), 60, 150*time.Millisecond)
 	tests := []struct {
 		name string
@@ -334,6 +337,7 @@ func TestGeminiStop(t *testing.T) {
 }
 
 func TestGeminiSetMode(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, geminiapi.Scenario{Rules: []geminiapi.Rule{
 		{Match: geminiapi.Match{Contains: "run the command"}, Reply: geminiapi.Shell("printf '%s-%s\\n' yolo 42", "Print")},
 		{Match: geminiapi.Match{FunctionResponse: "run_shell_command"}, Reply: geminiapi.Text("Ran it.", 1, 0)},
@@ -448,6 +452,7 @@ func agentReportedMode(tap, mode string) bool {
 }
 
 func TestGeminiResume(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, geminiapi.Scenario{Rules: []geminiapi.Rule{
 		{Match: geminiapi.Match{Contains: "first message"}, Reply: geminiapi.Text("First answer.", 2, 0)},
 		{Match: geminiapi.Match{Contains: "second message"}, Reply: geminiapi.Text("Second answer.", 2, 0)},
@@ -607,6 +612,7 @@ func (r *rig) toAgent() string {
 // symlink) is shown with the fake agent, which does ask: TestFakeAgentFiles
 // and TestJailRead / TestJailWrite.
 func TestGeminiReadOutsideCwd(t *testing.T) {
+	t.Parallel()
 	const secret = "TOP-SECRET-parley-7f3a"
 	outsideDir := t.TempDir()
 	outside := filepath.Join(outsideDir, "secret.txt")
@@ -705,6 +711,7 @@ func TestGeminiReadOutsideCwd(t *testing.T) {
 // (its replace and write_file tools use the client's file methods; its
 // read_file tool reads the disk itself, so it is not used here).
 func TestGeminiFilesInsideCwd(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, geminiapi.Scenario{})
 	notes := filepath.Join(r.cwd, "notes.txt")
 	if err := os.WriteFile(notes, []byte("alpha line\nbeta line\n"), 0o644); err != nil {
@@ -768,6 +775,7 @@ func TestGeminiFilesInsideCwd(t *testing.T) {
 }
 
 func TestGeminiKilledMidTurn(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, geminiapi.Scenario{Rules: []geminiapi.Rule{
 		{Match: geminiapi.Match{Contains: "talk slowly"}, Reply: geminiapi.Text(strings.Repeat("slow words ", 60), 60, 150*time.Millisecond)},
 		{Match: geminiapi.Match{Contains: "are you back"}, Reply: geminiapi.Text("Back again.", 1, 0)},

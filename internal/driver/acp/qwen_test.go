@@ -30,6 +30,7 @@ func wire(t *testing.T, r sdk.RequestPermissionResponse) string {
 }
 
 func TestQwenQuestion(t *testing.T) {
+	t.Parallel()
 	var p sdk.RequestPermissionRequest
 	if err := json.Unmarshal([]byte(qwenRequest), &p); err != nil {
 		t.Fatal(err)
@@ -78,6 +79,7 @@ func TestQwenQuestion(t *testing.T) {
 // A permission request without Qwen's marker stays a permission card, and a
 // line without the lift marker passes byte for byte.
 func TestQwenQuestionOnlyWhenMarked(t *testing.T) {
+	t.Parallel()
 	var p sdk.RequestPermissionRequest
 	_ = json.Unmarshal([]byte(qwenRequest), &p)
 	delete(p.ToolCall.Meta, "qwenInteractionKind")
@@ -94,6 +96,7 @@ func TestQwenQuestionOnlyWhenMarked(t *testing.T) {
 // Qwen Code reports tokens per model call in an empty message chunk's
 // _meta.usage and none on the prompt's answer: the turn's usage is their sum.
 func TestUsageSummedFromChunkMeta(t *testing.T) {
+	t.Parallel()
 	m := newMapper()
 	var u sdk.SessionUpdate
 	for _, line := range []string{
@@ -117,6 +120,7 @@ func TestUsageSummedFromChunkMeta(t *testing.T) {
 // Answering a question allows it once: offered "always" first, the answer
 // still picks the agent's allow_once option.
 func TestQwenQuestionAnswerAllowsOnce(t *testing.T) {
+	t.Parallel()
 	req := strings.Replace(qwenRequest, `"options":[{"optionId":"proceed_once"`,
 		`"options":[{"optionId":"proceed_always","name":"Always","kind":"allow_always"},{"optionId":"proceed_once"`, 1)
 	var p sdk.RequestPermissionRequest

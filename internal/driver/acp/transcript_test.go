@@ -129,6 +129,7 @@ func transcriptFiles(t testing.TB) []string {
 }
 
 func TestMappingGolden(t *testing.T) {
+	t.Parallel()
 	for _, f := range transcriptFiles(t) {
 		name := strings.TrimSuffix(f, ".jsonl")
 		t.Run(name, func(t *testing.T) {
@@ -153,6 +154,7 @@ func TestMappingGolden(t *testing.T) {
 // TestMappingFacts pins what a person relies on in the recorded transcripts,
 // independent of the golden files' exact bytes.
 func TestMappingFacts(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		file string
 		want []string // substrings of the mapped output, in order

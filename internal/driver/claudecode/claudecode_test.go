@@ -6,6 +6,7 @@ import (
 )
 
 func TestToolTitleAndKind(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name, input, desc, title, kind string
 	}{
@@ -29,6 +30,7 @@ func TestToolTitleAndKind(t *testing.T) {
 }
 
 func TestBlocksAndResultText(t *testing.T) {
+	t.Parallel()
 	var m Message
 	json.Unmarshal([]byte(`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]},{"type":"tool_result","tool_use_id":"t2","content":"plain"}]}`), &m)
 	bs := m.Blocks()

@@ -11,6 +11,7 @@ import (
 // AskUserQuestion's input, as Claude Code sends it to either transport,
 // becomes the question card's items.
 func TestQuestions(t *testing.T) {
+	t.Parallel()
 	in := json.RawMessage(`{"questions":[
 		{"question":"Which color?","header":"Color","multiSelect":false,"options":[{"label":"Blue","description":"calm"},{"label":"Red"}]},
 		{"question":"Which fruits?","header":"Fruit","multiSelect":true,"options":[{"label":"Apple"}]}]}`)

@@ -7,6 +7,7 @@ import (
 
 // "Allow always" says what Claude Code's permission suggestions do.
 func TestSuggestionLabel(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct{ raw, want string }{
 		{`[{"type":"addRules","rules":[{"toolName":"Bash","ruleContent":"npm test:*"}],"behavior":"allow","destination":"localSettings"}]`,
 			"Allow, and allow Bash(npm test:*) in this project (.claude/settings.local.json)"},

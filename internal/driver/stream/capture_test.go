@@ -22,6 +22,7 @@ import (
 // the first turn runs. A "#prompt" line marks where parley wrote a prompt.
 // Run: PARLEY_CAPTURE=1 go test -run TestCaptureReplayUserMessages ./internal/driver/stream/
 func TestCaptureReplayUserMessages(t *testing.T) {
+	t.Parallel()
 	if os.Getenv("PARLEY_CAPTURE") == "" {
 		t.Skip("rewrites a golden capture; set PARLEY_CAPTURE=1")
 	}

@@ -16,6 +16,7 @@ import (
 // has it); never "no" from a transcript that lacks it, for Claude Code may
 // have asked the model and not kept it yet.
 func TestCheckDeliveryReadsTheTranscript(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, claudeapi.Scenario{Rules: []claudeapi.Rule{
 		{Match: claudeapi.Match{Exact: "remember the word teapot"}, Reply: claudeapi.Text("Remembered.", 1, 0)},
 	}})
@@ -54,6 +55,7 @@ func TestCheckDeliveryReadsTheTranscript(t *testing.T) {
 // the exit says it is not known whether it got there (driver.ErrUnverified),
 // never a plain exit the lane would call "failed": the model had it.
 func TestKilledAfterTheModelWasAskedIsUnverified(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, claudeapi.Scenario{Rules: []claudeapi.Rule{
 		{Match: claudeapi.Match{Exact: "think first"}, Reply: claudeapi.Reply{Wait: claudeapi.Duration(time.Minute),
 			Blocks: []claudeapi.Block{{Type: claudeapi.BlockText, Text: "Thought."}}}},

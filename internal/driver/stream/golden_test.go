@@ -80,6 +80,7 @@ func render(t testing.TB, r *recSink) []byte {
 }
 
 func TestGolden(t *testing.T) {
+	t.Parallel()
 	files, err := filepath.Glob("testdata/claude-2.1.197/*.jsonl")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no captured lines: %v", err)

@@ -18,6 +18,7 @@ import (
 // mode, Claude Code 2.1.197 runs the scripted Bash command without asking;
 // changes sent back to back could leave it there while parley showed default.)
 func TestModeSwitchedBackIsTheModeInForce(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, claudeapi.Scenario{Rules: []claudeapi.Rule{
 		{Match: claudeapi.Match{Exact: "run it"}, Reply: claudeapi.Bash("touch made-by-bash", "Make a file")},
 		{Match: claudeapi.Match{ToolResult: "Bash"}, Reply: claudeapi.Text("Done.", 1, 0)},
@@ -71,6 +72,7 @@ func (h *heldModeSink) Event(p chat.Payload) {
 // request while the reader takes Claude Code's answer and status line, and
 // the reader is held in the middle of sending the new mode's event.
 func TestSetModeReturnsAfterItsModeIsShown(t *testing.T) {
+	t.Parallel()
 	sink := &heldModeSink{recSink: &recSink{}, hold: "bypassPermissions", held: make(chan struct{}), release: make(chan struct{})}
 	s := newSession(sink, slog.New(slog.DiscardHandler), true)
 	defer close(s.gone)
@@ -120,6 +122,7 @@ func TestSetModeReturnsAfterItsModeIsShown(t *testing.T) {
 // aliases ("opus[1m]"): the model shown is the list's entry, so every surface
 // names it the one way; family, 1M context and version must all match.
 func TestModelIDShownAsItsListEntry(t *testing.T) {
+	t.Parallel()
 	// Claude Code 2.1.197's list.
 	list := []chat.ModeOption{{ID: "default", Name: "Default (recommended)", Description: "Use the default model (currently Opus 4.8 (1M context)) · $5/$25 per Mtok"},
 		{ID: "opus[1m]", Name: "Opus", Description: "Opus 4.8 with 1M context · Best for everyday, complex tasks · $5/$25 per Mtok"},

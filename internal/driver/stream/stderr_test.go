@@ -16,6 +16,7 @@ import (
 // once the answer streams, says a known line on stderr and kills its whole
 // process group (itself and Claude Code).
 func TestCrashMidTurnCarriesStderrTail(t *testing.T) {
+	t.Parallel()
 	const lastWords = "wrapper: out of memory in the frobnicator (test line 7f3a)"
 	r := newRig(t, slowScenario())
 	claude := testkit.ClaudeBin(t)

@@ -85,6 +85,7 @@ const helloText = "Hello there, this is the stand-in speaking."
 
 // 1. A plain turn: the chunks add up to the scripted text; end_turn.
 func TestPlainTurn(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, claudeapi.Scenario{Rules: []claudeapi.Rule{
 		{Match: claudeapi.Match{Exact: "say hi"}, Reply: claudeapi.Reply{Blocks: []claudeapi.Block{
 			{Type: claudeapi.BlockThinking, Text: "a greeting, then"},
@@ -159,6 +160,7 @@ func bashScenario(cmd string) claudeapi.Scenario {
 
 // 2 and 3. A Bash tool use: permission card → allow (once, always) or reject.
 func TestPermission(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name       string
 		answer     driver.PermissionAnswer
@@ -235,6 +237,7 @@ func TestPermission(t *testing.T) {
 }
 
 func TestPermissionBadOptionKeepsCardOpen(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, bashScenario("touch x"))
 	s := r.start()
 	r.prompt(s, "make file")
@@ -267,6 +270,7 @@ func questionScenario() claudeapi.Scenario {
 
 // 5. Question cards: a label, two labels (multi-select), free words.
 func TestQuestion(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		answer driver.QuestionAnswer
@@ -331,6 +335,7 @@ func slowScenario() claudeapi.Scenario {
 
 // 6. Stop during a slow answer: cancelled at once, the process lives on.
 func TestCancel(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, slowScenario())
 	s := r.start()
 	pid := s.Pid()
@@ -365,6 +370,7 @@ func TestCancel(t *testing.T) {
 // without reporting a withdrawal (the card is the lane's, closed with the
 // stop), and the tool never runs.
 func TestCancelLetsGoOfCard(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, slowScenario())
 	s := r.start()
 	r.prompt(s, "make file")
@@ -395,6 +401,7 @@ func TestCancelLetsGoOfCard(t *testing.T) {
 
 // 7. Idle unload, then resume: a new process, the earlier turns sent along.
 func TestResume(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, claudeapi.Scenario{Rules: []claudeapi.Rule{
 		{Match: claudeapi.Match{Exact: "remember the word teapot"}, Reply: claudeapi.Text("Remembered.", 1, 0)},
 		{Match: claudeapi.Match{Exact: "what was the word?"}, Reply: claudeapi.Text("teapot", 1, 0)},
@@ -451,6 +458,7 @@ func TestResume(t *testing.T) {
 }
 
 func TestResumeUnknownSession(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, claudeapi.Scenario{})
 	r.spec.ResumeID = "00000000-0000-4000-8000-000000000000"
 	_, err := r.drv.Start(ctxT(t), r.spec, r.sink)
@@ -461,6 +469,7 @@ func TestResumeUnknownSession(t *testing.T) {
 
 // 8. The process killed mid-turn: error with the reason; the next start resumes.
 func TestCrashMidTurn(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, slowScenario())
 	s := r.start()
 	r.prompt(s, "slow")
@@ -494,6 +503,7 @@ func TestCrashMidTurn(t *testing.T) {
 }
 
 func TestModesAndModel(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, claudeapi.Scenario{})
 	r.spec.Options = map[string]string{OptionAllowBypass: "true"}
 	// Claude Code refuses the bypass flags as root unless it is told it runs in a sandbox.
@@ -533,6 +543,7 @@ func TestModesAndModel(t *testing.T) {
 
 // An API error the CLI does not retry ends the turn error, in words.
 func TestAPIError(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, claudeapi.Scenario{Rules: []claudeapi.Rule{
 		{Match: claudeapi.Match{Exact: "break"}, Reply: claudeapi.Reply{Error: &claudeapi.Error{
 			Status: 400, Type: "invalid_request_error", Message: "the stand-in refuses this"}}},
@@ -553,6 +564,7 @@ func TestAPIError(t *testing.T) {
 }
 
 func TestBypassNeedsConsent(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, claudeapi.Scenario{})
 	s := r.start()
 	if err := s.SetMode(ctxT(t), "bypassPermissions"); !errors.Is(err, driver.ErrUnsupported) {
@@ -568,6 +580,7 @@ func TestBypassNeedsConsent(t *testing.T) {
 
 // An overloaded API (529) is retried by Claude Code; the person is told why it is slow.
 func TestOverloadedRetried(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, claudeapi.Scenario{Rules: []claudeapi.Rule{
 		{Match: claudeapi.Match{Exact: "say hi"}, Times: 1, Reply: claudeapi.Reply{Error: &claudeapi.Error{Status: 529}}},
 		{Match: claudeapi.Match{Exact: "say hi"}, Reply: claudeapi.Text("after the retry", 1, 0)},
@@ -587,6 +600,7 @@ func TestOverloadedRetried(t *testing.T) {
 
 // A start that fails says why, in Claude Code's own words from stderr.
 func TestStartFailureCarriesStderr(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, claudeapi.Scenario{})
 	r.spec.Args = []string{"--no-such-flag"}
 	_, err := r.drv.Start(ctxT(t), r.spec, r.sink)
@@ -601,6 +615,7 @@ func TestStartFailureCarriesStderr(t *testing.T) {
 }
 
 func TestListSessionsEmpty(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, claudeapi.Scenario{})
 	list, err := r.drv.ListSessions(ctxT(t), r.spec)
 	if err != nil || len(list) != 0 {
@@ -609,6 +624,7 @@ func TestListSessionsEmpty(t *testing.T) {
 }
 
 func TestProjectDir(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ cwd, want string }{
 		{"/tmp/probe/cwd", "/h/.claude/projects/-tmp-probe-cwd"},
 		{"/home/a.b/my_proj-1", "/h/.claude/projects/-home-a-b-my-proj-1"},
@@ -622,6 +638,7 @@ func TestProjectDir(t *testing.T) {
 
 // Started in acceptEdits, a Write runs without a card and its diff is reported.
 func TestWriteInAcceptEdits(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, claudeapi.Scenario{})
 	path := filepath.Join(r.spec.Cwd, "notes.txt")
 	r.srv.SetScenario(claudeapi.Scenario{Rules: []claudeapi.Rule{
@@ -655,6 +672,7 @@ func TestWriteInAcceptEdits(t *testing.T) {
 
 // Close in the middle of a turn ends the process promptly and reports nothing more.
 func TestCloseMidTurn(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, slowScenario())
 	s := r.start()
 	pid := s.Pid()

@@ -15,6 +15,7 @@ import (
 // reader holds an older snapshot; the writer's own autocheckpoint is only the
 // far fallback.
 func TestCheckpointerCopiesTheWALBack(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	s, err := openStore(ctx, filepath.Join(t.TempDir(), "parley.db"), slog.New(slog.DiscardHandler))
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 // The database and its -wal and -shm files are 0600 whatever the umask, and
 // files an older parley left readable by others are narrowed. Real files.
 func TestDatabaseFilesAreOwnerOnly(t *testing.T) {
+	t.Parallel()
 	old := syscall.Umask(0) // the most permissive umask there is
 	defer syscall.Umask(old)
 

@@ -64,6 +64,7 @@ func rowsFor(t *testing.T, s *Store, thread string) []string {
 // what made it slow); the indexer indexes it soon after on its own, with
 // nobody searching.
 func TestCommitLeavesSearchToTheIndexer(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "parley.db")
 	s, err := openStore(ctx, path, slog.New(slog.DiscardHandler)) // no indexer
@@ -104,6 +105,7 @@ func TestCommitLeavesSearchToTheIndexer(t *testing.T) {
 // the store opens again, titles too, and an answer indexed across many
 // indexing transactions keeps its words whole and its place.
 func TestSearchCatchesUpAfterACrash(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "parley.db")
 	s := open(t, path)
@@ -154,6 +156,7 @@ func TestSearchCatchesUpAfterACrash(t *testing.T) {
 // budget (maxIndexed) are not read back for indexing, and what follows it in the same
 // indexing round (a person's message, the next answer) is still found.
 func TestSearchAfterAnAnswerPastItsBudget(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	s := open(t, filepath.Join(t.TempDir(), "parley.db"))
 	th := chat.Thread{ID: "t1", Agent: "a", Cwd: "/w", LastSeq: 1}

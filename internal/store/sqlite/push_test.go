@@ -13,6 +13,7 @@ import (
 // due: the sender, which sleeps until PushNextDue, would otherwise wake at
 // once forever for a push PushDue never returns.
 func TestPushForAnEndpointWithoutSubscriptionIsNeverDue(t *testing.T) {
+	t.Parallel()
 	s := open(t, filepath.Join(t.TempDir(), "p.db"))
 	ctx := t.Context()
 	if err := s.PushSubscribe(ctx, store.PushSubscription{Endpoint: "https://push.example/live", Device: "d1", P256dh: "k", Auth: "a"}); err != nil {

@@ -56,6 +56,7 @@ func wantHits(t *testing.T, s *Store, q string, want ...string) {
 // threads and messages builds their search rows: titles, a person's
 // messages, and an answer whose word was split across two chunks.
 func TestSearchBuiltForAStoreWrittenBefore(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "parley.db")
 	ms, err := migrations()
@@ -110,6 +111,7 @@ func TestSearchBuiltForAStoreWrittenBefore(t *testing.T) {
 // replaces the old one, pruned messages and deleted threads are gone, and an
 // archived thread is still found, marked so.
 func TestSearchKeptInStep(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	s := open(t, filepath.Join(t.TempDir(), "parley.db"))
 	th := chat.Thread{ID: "t1", Agent: "a", Cwd: "/w", State: chat.ThreadIdle, Title: "Quarterly otter census", LastSeq: 2}
@@ -186,6 +188,7 @@ func TestSearchKeptInStep(t *testing.T) {
 // TestSearchIndexesAnAnswersFirstMiB: a streamed answer of megabytes costs
 // its first MiB of indexing (and the overlaps), however many commits it takes.
 func TestSearchIndexesAnAnswersFirstMiB(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	s := open(t, filepath.Join(t.TempDir(), "parley.db"))
 	th := chat.Thread{ID: "t1", Agent: "a", Cwd: "/w", LastSeq: 1}
@@ -214,6 +217,7 @@ func TestSearchIndexesAnAnswersFirstMiB(t *testing.T) {
 // commits is found by a phrase whose words two commits wrote, a message's
 // words past 64 KiB are found, and a word is one hit, not one per row.
 func TestSearchFindsAPhraseSplitAcrossCommits(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	s := open(t, filepath.Join(t.TempDir(), "parley.db"))
 	th := chat.Thread{ID: "t1", Agent: "a", Cwd: "/w", LastSeq: 2}
@@ -240,6 +244,7 @@ func TestSearchFindsAPhraseSplitAcrossCommits(t *testing.T) {
 }
 
 func TestLastWords(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		text string
 		n    int
@@ -260,6 +265,7 @@ func TestLastWords(t *testing.T) {
 }
 
 func TestSearchRefusesNoWords(t *testing.T) {
+	t.Parallel()
 	s := open(t, filepath.Join(t.TempDir(), "parley.db"))
 	for _, q := range []string{"", "   ", `"`, `""`, "* ( ) :", strings.Repeat("a", MaxSearchQuery+1), strings.Repeat("a ", maxSearchTerms+1)} {
 		if _, err := s.Search(t.Context(), q, 0); !errors.Is(err, chat.ErrBadInput) {

@@ -33,6 +33,7 @@ func open(t testing.TB, path string) *Store {
 }
 
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir() // one folder for the whole suite, so a name reopens its file
 	storetest.Run(t, func(t *testing.T, name string) store.Store {
 		s, err := Open(t.Context(), filepath.Join(dir, name+".db"), slog.New(slog.DiscardHandler))
@@ -55,6 +56,7 @@ func raw(t *testing.T, path string) *sql.DB {
 }
 
 func TestMigrationsRecordedOnce(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "parley.db")
 	for range 3 {
 		s := open(t, path)
@@ -93,6 +95,7 @@ func TestMigrationsRecordedOnce(t *testing.T) {
 }
 
 func TestNewerSchemaRefused(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "parley.db")
 	s := open(t, path)
 	th := chat.Thread{ID: "t1", State: chat.ThreadIdle}
@@ -122,6 +125,7 @@ func TestNewerSchemaRefused(t *testing.T) {
 // SQLite keeps times as Unix nanoseconds, so they come back exactly, beyond the
 // millisecond the interface promises.
 func TestTimesKeepNanoseconds(t *testing.T) {
+	t.Parallel()
 	s := open(t, filepath.Join(t.TempDir(), "parley.db"))
 	ctx := t.Context()
 	for _, ts := range []time.Time{
@@ -158,6 +162,7 @@ func TestTimesKeepNanoseconds(t *testing.T) {
 }
 
 func TestPragmas(t *testing.T) {
+	t.Parallel()
 	s := open(t, filepath.Join(t.TempDir(), "parley.db"))
 	ctx := t.Context()
 	for _, tc := range []struct {
@@ -190,6 +195,7 @@ func TestPragmas(t *testing.T) {
 // A read must not wait behind an open write transaction: that is why reads have
 // their own pool.
 func TestReadsDoNotWaitForWrites(t *testing.T) {
+	t.Parallel()
 	s := open(t, filepath.Join(t.TempDir(), "parley.db"))
 	ctx := t.Context()
 	th := chat.Thread{ID: "t1", State: chat.ThreadIdle, LastSeq: 1}
@@ -219,6 +225,7 @@ func TestReadsDoNotWaitForWrites(t *testing.T) {
 }
 
 func TestOpenRefusesNonFiles(t *testing.T) {
+	t.Parallel()
 	for _, path := range []string{"", ":memory:"} {
 		if s, err := Open(t.Context(), path, nil); err == nil {
 			s.Close()
@@ -234,6 +241,7 @@ func TestOpenRefusesNonFiles(t *testing.T) {
 
 // A path with URI-special characters is still just a path.
 func TestOpenOddPath(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "a dir?with#odd%chars")
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -253,6 +261,7 @@ func TestOpenOddPath(t *testing.T) {
 }
 
 func TestCommitHonoursContext(t *testing.T) {
+	t.Parallel()
 	s := open(t, filepath.Join(t.TempDir(), "parley.db"))
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
@@ -268,6 +277,7 @@ func TestCommitHonoursContext(t *testing.T) {
 // Two parleys opening one new file at once (a second start, a CLI beside the daemon)
 // both succeed, and each migration is applied once.
 func TestConcurrentOpenMigratesOnce(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "parley.db")
 	const n = 4
 	errs := make(chan error, n)
@@ -300,6 +310,7 @@ func TestConcurrentOpenMigratesOnce(t *testing.T) {
 // (message ids unique across routes) are the route's after migration 2, in
 // their order, and another route may then reuse an id.
 func TestInputsKeptAcrossTheRouteMigration(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "parley.db")
 	ms, err := migrations()
@@ -343,6 +354,7 @@ func TestInputsKeptAcrossTheRouteMigration(t *testing.T) {
 // The asks an older parley kept (schema 8, no ask id) each take an id of
 // their own when the store opens.
 func TestAsksKeptBeforeSchema9TakeAnID(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "parley.db")
 	ms, err := migrations()

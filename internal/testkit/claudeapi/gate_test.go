@@ -10,6 +10,7 @@ import (
 // A held reply streams its first deltas, then nothing more (no end of the
 // message) until the gate opens; then the rest, whole.
 func TestGateHoldsTheStream(t *testing.T) {
+	t.Parallel()
 	g := NewGate(2)
 	t.Cleanup(g.Open)
 	srv := Start(t, Scenario{Rules: []Rule{{Reply: Held(Text("abcdef", 3, 0), g)}}})

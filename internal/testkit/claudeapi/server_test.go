@@ -54,6 +54,7 @@ func streamedText(sse string) (text string, deltas int) {
 }
 
 func TestMatching(t *testing.T) {
+	t.Parallel()
 	sc, err := LoadScenario("testdata/bash-and-hello.json")
 	if err != nil {
 		t.Fatal(err)
@@ -98,6 +99,7 @@ func TestMatching(t *testing.T) {
 }
 
 func TestToolResultAnsweredOnce(t *testing.T) {
+	t.Parallel()
 	srv := Start(t, Scenario{Rules: []Rule{
 		{Match: Match{Exact: "go"}, Reply: Bash("true", "nothing")},
 		{Match: Match{ToolResult: "Bash"}, Reply: Text("after the tool", 1, 0)},
@@ -125,6 +127,7 @@ func TestToolResultAnsweredOnce(t *testing.T) {
 }
 
 func TestSideRequests(t *testing.T) {
+	t.Parallel()
 	srv := Start(t, Scenario{})
 	tests := []struct{ method, path, body, want string }{
 		{"GET", "/v1/models", "", "{}"},
@@ -154,6 +157,7 @@ func TestSideRequests(t *testing.T) {
 
 // TestRealClaudePrintMode runs the pinned Claude Code against the stand-in.
 func TestRealClaudePrintMode(t *testing.T) {
+	t.Parallel()
 	bin := testkit.ClaudeBin(t)
 	srv := Start(t, Scenario{Rules: []Rule{{Match: Match{Exact: "say hi"}, Reply: Text("Hello from the stand-in.", 4, 0)}}})
 	home, cwd := t.TempDir(), t.TempDir()
@@ -185,6 +189,7 @@ func TestRealClaudePrintMode(t *testing.T) {
 }
 
 func TestErrorsAndBlocks(t *testing.T) {
+	t.Parallel()
 	srv := Start(t, Scenario{Rules: []Rule{
 		{Match: Match{Exact: "cut"}, Reply: Reply{Blocks: []Block{{Type: BlockText, Text: "abcdefgh", Chunks: 4}},
 			Error: &Error{CutAfter: 2}}},

@@ -53,6 +53,7 @@ func kinds(srv *Server) string {
 // TestSideRequestsLeaveTheScenarioAlone, with the request shapes Claude Code
 // 2.1.197 sends, in an order chosen so that a consumed rule would show.
 func TestSideRequestsLeaveTheScenarioAlone(t *testing.T) {
+	t.Parallel()
 	srv := Start(t, oneUse())
 	// The title request (as recorded from the real CLI: no tools, streamed, the
 	// person's words inside <session>), then count_tokens with the same words.
@@ -92,6 +93,7 @@ func TestSideRequestsLeaveTheScenarioAlone(t *testing.T) {
 // gets a session title (only with nonessential traffic allowed, so this test
 // drops CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC from Env).
 func TestRealClaudeSideRequestsLeaveTheScenarioAlone(t *testing.T) {
+	t.Parallel()
 	bin := testkit.ClaudeBin(t)
 	srv := Start(t, oneUse())
 	home, cwd := t.TempDir(), t.TempDir()

@@ -82,6 +82,7 @@ func textOf(rs []map[string]any) string {
 }
 
 func TestScenarioFile(t *testing.T) {
+	t.Parallel()
 	sc, err := LoadScenario("testdata/shell-and-hello.json")
 	if err != nil {
 		t.Fatal(err)
@@ -149,6 +150,7 @@ func TestScenarioFile(t *testing.T) {
 }
 
 func TestSchemaRequests(t *testing.T) {
+	t.Parallel()
 	srv := Start(t, Scenario{Schema: map[string]any{"complexity_score": 42}})
 	tests := []struct {
 		name   string
@@ -192,6 +194,7 @@ func TestSchemaRequests(t *testing.T) {
 }
 
 func TestCutStreamAndClientGone(t *testing.T) {
+	t.Parallel()
 	srv := Start(t, Scenario{Rules: []Rule{
 		{Match: Match{Contains: "cut"}, Reply: Reply{Parts: []Part{{Type: PartText, Text: "abcdef", Chunks: 6}}, Error: &Error{CutAfter: 2}}},
 		{Match: Match{Contains: "slow"}, Reply: Text("a very slow reply", 100, time.Second)},
@@ -218,6 +221,7 @@ func TestCutStreamAndClientGone(t *testing.T) {
 // TestRealGemini runs the pinned Gemini CLI headless against the stand-in:
 // the environment Env writes is enough for a prompt to go through, quickly.
 func TestRealGemini(t *testing.T) {
+	t.Parallel()
 	srv := Start(t, Scenario{Rules: []Rule{{Match: Match{Contains: "say hi"}, Reply: Text("Hi from the stand-in.", 3, 0)}}})
 	home := t.TempDir()
 	cwd := t.TempDir()

@@ -11,6 +11,7 @@ import (
 // A client on the shade's bus (as Chromium is) shows a notification, sees it
 // tapped, and closes it.
 func TestShadeShowsTapsAndCloses(t *testing.T) {
+	t.Parallel()
 	s := Start(t)
 	c, err := dbus.Connect(strings.TrimPrefix(s.Env(), "DBUS_SESSION_BUS_ADDRESS="))
 	if err != nil {

@@ -33,6 +33,7 @@ func events(t *testing.T, srv *Server, input []any) []map[string]any {
 }
 
 func TestResponses(t *testing.T) {
+	t.Parallel()
 	srv := Start(t,
 		Rule{Contains: "run", Reply: Reply{Call: "exec_command", Args: map[string]any{"cmd": "true"}}},
 		Rule{Output: "exec_command", Reply: Reply{Text: "done", Chunks: 2}},

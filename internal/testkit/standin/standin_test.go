@@ -19,6 +19,7 @@ func TestMain(m *testing.M) {
 }
 
 func TestDurationRoundTrip(t *testing.T) {
+	t.Parallel()
 	type block struct {
 		Delay Duration `json:"delay"`
 	}
@@ -41,6 +42,7 @@ func TestDurationRoundTrip(t *testing.T) {
 }
 
 func TestLogOrderAndChanged(t *testing.T) {
+	t.Parallel()
 	var l Log[int]
 	if len(l.All()) != 0 {
 		t.Fatal("zero log not empty")
@@ -79,6 +81,7 @@ func TestLogOrderAndChanged(t *testing.T) {
 }
 
 func TestUses(t *testing.T) {
+	t.Parallel()
 	var u Uses
 	u.Reset(2)
 	first, second, third := u.Take(0, 2), u.Take(0, 2), u.Take(0, 2)
@@ -97,6 +100,7 @@ func TestUses(t *testing.T) {
 }
 
 func TestSplit(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		s    string
 		n    int
@@ -114,6 +118,7 @@ func TestSplit(t *testing.T) {
 }
 
 func TestWait(t *testing.T) {
+	t.Parallel()
 	if !Wait(context.Background(), time.Millisecond) {
 		t.Fatal("live context reported gone")
 	}
@@ -130,6 +135,7 @@ func (r rec) Requests() []string       { return r.l.All() }
 func (r rec) Changed() <-chan struct{} { return r.l.Changed() }
 
 func TestListenRecordFollow(t *testing.T) {
+	t.Parallel()
 	var l Log[string]
 	hs, err := Listen("127.0.0.1:0", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		l.Add(r.URL.Path)
@@ -171,6 +177,7 @@ func TestListenRecordFollow(t *testing.T) {
 }
 
 func TestConfigFiles(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "home", ".agent", "settings.json")
 	if err := WriteConfig(path, map[string]any{"a": 1}); err != nil {
 		t.Fatal(err)

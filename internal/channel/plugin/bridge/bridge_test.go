@@ -107,6 +107,7 @@ func armed(b *Bridge, chat string) bool {
 }
 
 func TestHeldBackTextIsShownWhileTheTurnGoesOn(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	a := &scriptAgent{turn: func(say func(string)) {
 		say("The first words")
@@ -129,6 +130,7 @@ func TestHeldBackTextIsShownWhileTheTurnGoesOn(t *testing.T) {
 }
 
 func TestTheTurnsEndStopsTheFlushTimer(t *testing.T) {
+	t.Parallel()
 	a := &scriptAgent{turn: func(say func(string)) {
 		say("One")
 		say(" two") // held back, then the turn ends at once

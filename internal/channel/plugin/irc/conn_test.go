@@ -10,6 +10,7 @@ import (
 )
 
 func TestParse(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in      string
 		prefix  string
@@ -41,6 +42,7 @@ func TestParse(t *testing.T) {
 }
 
 func TestSendRefusesInjection(t *testing.T) {
+	t.Parallel()
 	c := &Conn{}
 	for _, p := range [][]string{{"#a", "hi\r\nQUIT :x"}, {"#a", "nul\x00"}, {"#a b", "x"}} {
 		if err := c.Send("PRIVMSG", p...); err == nil {
@@ -53,6 +55,7 @@ func TestSendRefusesInjection(t *testing.T) {
 }
 
 func TestParseTagsAndAccount(t *testing.T) {
+	t.Parallel()
 	m, err := Parse(`@account=alice;time=2026-01-01T00:00:00Z;+draft/x=a\sb\:c\\d :alice!~a@host PRIVMSG #agents :hi`)
 	if err != nil {
 		t.Fatal(err)
@@ -112,6 +115,7 @@ func fakeServer(t *testing.T, offer string) (addr string, got <-chan []string, s
 }
 
 func TestDialNegotiatesAccountTag(t *testing.T) {
+	t.Parallel()
 	addr, got, send := fakeServer(t, "account-tag extended-join")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -140,6 +144,7 @@ func TestDialNegotiatesAccountTag(t *testing.T) {
 }
 
 func TestDialWithoutAccountTagEndsCap(t *testing.T) {
+	t.Parallel()
 	addr, got, send := fakeServer(t, "multi-prefix")
 	close(send)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

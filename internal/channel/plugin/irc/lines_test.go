@@ -9,6 +9,7 @@ import (
 )
 
 func TestLinesNeutraliseCTCPAndSplitBreaks(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in   string
 		want []string
@@ -31,6 +32,7 @@ func TestLinesNeutraliseCTCPAndSplitBreaks(t *testing.T) {
 // TestSayNeverRefused: what the bridge hands the transport always goes out,
 // every word of it, as plain PRIVMSGs on the wire.
 func TestSayNeverRefused(t *testing.T) {
+	t.Parallel()
 	client, server := net.Pipe()
 	t.Cleanup(func() { client.Close(); server.Close() })
 	tr := transport{c: &Conn{nc: client}, limit: 20}
