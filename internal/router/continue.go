@@ -11,6 +11,7 @@ import (
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/driver"
+	"github.com/parleyhq/parley/internal/procgroup"
 )
 
 // ResumeSession attaches an agent's native session to a route: the thread that
@@ -121,6 +122,20 @@ func (r *Router) notRunningElsewhere(ctx context.Context, drv driver.Driver, spe
 		if s.PID == pid {
 			return nil // parley's own process: its thread holds the session
 		}
+	}
+	if procgroup.Marked(pid, string(spec.ThreadID)) {
+		// This thread's agent, left by a parley that was killed: its stdin
+		// went with that parley, so nobody can talk to it again. End it
+		// rather than refuse the thread its own session.
+		r.log.Info("router: ending the agent process a killed parley left on this session",
+			"thread", spec.ThreadID, "session", spec.ResumeID, "pid", pid)
+		ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		defer cancel()
+		if err := procgroup.End(ctx, pid, 5*time.Second); err != nil {
+			return fmt.Errorf("%w (%s session %s: the agent process a previous run of parley left, pid %d, did not end: %v)",
+				chat.ErrSessionRunning, spec.AgentID, spec.ResumeID, pid, err)
+		}
+		return nil
 	}
 	return fmt.Errorf("%w (%s session %s, pid %d, not started by parley: a terminal perhaps); "+
 		"two processes on one session fork it: go on there, or end it there and continue here",

@@ -14,6 +14,7 @@ import (
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/driver"
+	"github.com/parleyhq/parley/internal/procgroup"
 )
 
 // The lane's session is in one phase at a time; the lane changes it only
@@ -202,6 +203,9 @@ func (l *lane) started(gen int, s driver.Session, err error, resumed bool, revok
 func (l *lane) spec(ag config.Agent) driver.Spec {
 	spec := agentSpec(ag)
 	spec.ThreadID, spec.Cwd, spec.ResumeID, spec.Mode, spec.Logger = l.th.ID, l.th.Cwd, l.th.SessionID, l.th.Mode, l.log
+	// The mark that tells this thread's agent from a person's process on
+	// the same session, even after parley was killed (notRunningElsewhere).
+	spec.Env = append(spec.Env, procgroup.MarkEnv+"="+string(l.th.ID))
 	return spec
 }
 

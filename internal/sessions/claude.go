@@ -8,9 +8,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/parleyhq/parley/internal/driver/claudecode"
 )
 
 // Claude is Claude Code's sessions: one transcript per session at
@@ -205,8 +206,7 @@ func (c Claude) Running(ctx context.Context) (map[string]Live, error) {
 		if json.Unmarshal(b, &l) != nil || l.PID <= 0 || l.SessionID == "" {
 			continue
 		}
-		st, ok := readStat(l.PID)
-		if !ok || l.ProcStart != "" && l.ProcStart != strconv.FormatUint(st.start, 10) {
+		if !claudecode.Alive(l.PID, l.ProcStart) {
 			continue
 		}
 		if panes == nil {

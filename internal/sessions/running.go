@@ -14,8 +14,7 @@ import (
 
 // procStat is what the listing needs of /proc/<pid>/stat.
 type procStat struct {
-	ppid  int
-	start uint64 // field 22: start time in clock ticks after boot
+	ppid int
 }
 
 // readStat reads /proc/<pid>/stat. The command name in parentheses may hold
@@ -29,16 +28,15 @@ func readStat(pid int) (procStat, bool) {
 	if i < 0 {
 		return procStat{}, false
 	}
-	f := strings.Fields(string(b[i+1:])) // state(3) ppid(4) … starttime(22)
-	if len(f) < 20 {
+	f := strings.Fields(string(b[i+1:])) // state(3) ppid(4) …
+	if len(f) < 2 {
 		return procStat{}, false
 	}
-	ppid, err1 := strconv.Atoi(f[1])
-	start, err2 := strconv.ParseUint(f[19], 10, 64)
-	if err1 != nil || err2 != nil {
+	ppid, err := strconv.Atoi(f[1])
+	if err != nil {
 		return procStat{}, false
 	}
-	return procStat{ppid: ppid, start: start}, true
+	return procStat{ppid: ppid}, true
 }
 
 // PaneFinder knows the tmux panes of this machine's tmux servers by the pid

@@ -2,7 +2,13 @@ package claudecode
 
 import (
 	"encoding/json"
+	"os"
+	"os/exec"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/parleyhq/parley/internal/testkit"
 )
 
 func TestToolTitleAndKind(t *testing.T) {
@@ -43,5 +49,25 @@ func TestBlocksAndResultText(t *testing.T) {
 	tc := ToolCall(Block{ID: "x", Name: "Edit", Input: json.RawMessage(`{"file_path":"/w/c.go"}`)})
 	if tc.Kind != "edit" || tc.Status != "pending" || len(tc.Locations) != 1 || tc.Locations[0].Path != "/w/c.go" {
 		t.Fatalf("ToolCall: %+v", tc)
+	}
+}
+
+// A Claude Code that exited and was not reaped (a zombie: a killed parley's
+// agent in a container whose init does not reap) does not run its session:
+// a restarted parley must not refuse the thread its own session for it.
+func TestAZombieDoesNotRunItsSession(t *testing.T) {
+	t.Parallel()
+	cmd := exec.Command("true")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Wait() }()
+	pid := cmd.Process.Pid
+	testkit.Eventually(t, 30*time.Second, func() bool { return !Alive(pid, "") }, "an exited, unreaped process is seen as alive")
+	if err := syscall.Kill(pid, 0); err != nil {
+		t.Fatalf("the zombie should still answer kill 0: %v", err)
+	}
+	if !Alive(os.Getpid(), "") {
+		t.Fatal("a live process is seen as gone")
 	}
 }

@@ -38,19 +38,21 @@ func RunningSession(configDir, id string) (int, error) {
 		if json.Unmarshal(b, &e) != nil || e.SessionID != id || e.PID <= 0 {
 			continue
 		}
-		if alive(e.PID, e.ProcStart) {
+		if Alive(e.PID, e.ProcStart) {
 			return e.PID, nil
 		}
 	}
 	return 0, nil
 }
 
-func alive(pid int, procStart string) bool {
+// Alive reports whether the process a session file names still runs: pid
+// lives, is not a zombie (an exited Claude Code whose parent, often a killed
+// parley's, left it to an init that does not reap, as in a container, still
+// answers kill 0), and started when the file says (procStart: field 22 of
+// /proc/<pid>/stat; a reused pid is another process).
+func Alive(pid int, procStart string) bool {
 	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
 		return false
-	}
-	if procStart == "" {
-		return true
 	}
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
@@ -62,6 +64,12 @@ func alive(pid int, procStart string) bool {
 		return true
 	}
 	f := strings.Fields(string(b[i+1:]))
+	if len(f) > 0 && (f[0] == "Z" || f[0] == "X") {
+		return false // exited, not yet reaped
+	}
+	if procStart == "" {
+		return true
+	}
 	const field = 22 - 3 // field 3 is f[0]
 	return len(f) > field && f[field] == procStart
 }

@@ -55,7 +55,7 @@ export function Machines({ store }: { store: Store }) {
   return (
     // open follows the state, so a list drawn anew (the side list after a
     // refresh) keeps the view as the person left it.
-    <details class="devices machines" open={open} onToggle={(e) => setOpen((e.target as HTMLDetailsElement).open)}>
+    <details class="machines" open={open} onToggle={(e) => setOpen((e.target as HTMLDetailsElement).open)}>
       <summary>Machines</summary>
       <p class="hint">This machine: {store.state.node} (the hub)</p>
       {err && <p role="alert" class="hint">{err}</p>}

@@ -68,7 +68,7 @@ export function Sessions({ store }: { store: Store }) {
     nav.thread(store, t);
   };
   return (
-    <details class="devices sessions" open={open} onToggle={(e) => setOpen((e.target as HTMLDetailsElement).open)}>
+    <details class="sessions" open={open} onToggle={(e) => setOpen((e.target as HTMLDetailsElement).open)}>
       <summary>Sessions</summary>
       <p class="hint">Agent sessions started outside parley (a terminal, an editor), newest first.</p>
       {err && <p role="alert" class="hint">{err}</p>}
