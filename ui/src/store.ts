@@ -567,6 +567,12 @@ export class Store implements SocketSink {
     }
   }
 
+  // handBack asks for "Continue in a terminal": parley's agent ends after the
+  // turn and a session handed_back event brings the command (an item).
+  handBack(): boolean {
+    return this.input({ type: "hand_back" });
+  }
+
   answerPermission(requestID: string, optionID: string) {
     if (!this.cardOpen(requestID)) return;
     if (this.input({ type: "permission_response", request_id: requestID, option_id: optionID })) {
