@@ -695,6 +695,14 @@ export class Store implements SocketSink {
         if (c.thread && c.thread.id === ev.thread) this.setChat({ thread: { ...c.thread, title: ev.title, archived: ev.archived, ...(ev.agent ? { agent: ev.agent } : {}), ...(ev.moved_from ? { state: "unloaded" } : {}) } });
         if (!replaying) void this.refresh();
         break;
+      case "session":
+        // Handed back, or its agent back from a terminal: the thread's state
+        // (its "Continue in a terminal" action) follows live.
+        if (!replaying && c.thread && c.thread.id === ev.thread) {
+          if (ev.state === "handed_back") this.setChat({ thread: { ...c.thread, state: "handed_back" } });
+          else if (c.thread.state === "handed_back" && ev.state !== "exited" && ev.state !== "unloaded") this.setChat({ thread: { ...c.thread, state: "idle" } });
+        }
+        break;
       case "replay_done":
         this.setChat({ fromCopy: ev.from_copy ? (ev.offline_since ?? "") : undefined });
         return;
