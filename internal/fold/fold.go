@@ -521,6 +521,9 @@ func (f *Fold) session(ev client.Event) {
 	if (p.State == "exited" && p.Detail != "") || p.State == "restarted" {
 		f.Push(Item{Kind: KindNotice, Key: f.key("s:", ev.Seq), Level: LevelInfo, Text: "session " + p.State + opt(": ", p.Detail)})
 	}
+	if p.State == "handed_back" {
+		f.Push(Item{Kind: KindHandBack, Key: f.key("h:", ev.Seq), TS: ev.TS, Text: p.Command})
+	}
 }
 
 // notice: said to the person by the agent (notify_person) or a script

@@ -36,6 +36,7 @@ const (
 	KindQuestion   = "question"
 	KindNotice     = "notice"
 	KindUsage      = "usage"
+	KindHandBack   = "handback" // the session handed to a terminal: Text is the command
 )
 
 // Card states.
@@ -66,7 +67,7 @@ type Item struct {
 	Files     []chat.FileRef
 	Origin    *chat.Origin // the schedule or trigger that sent it (no person typed it)
 
-	// user, agent, thought, notice
+	// user, agent, thought, notice; handback: the command
 	Text string
 
 	// tool

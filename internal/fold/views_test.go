@@ -164,6 +164,8 @@ func line(it Item) string {
 			" · " + it.State + opt(" · ", strings.Join(answers, "; ")) + opt(" · said: ", it.Response) + opt(" · ", it.Note)
 	case KindNotice:
 		return "notice " + it.Level + ": " + it.Text
+	case KindHandBack:
+		return "handback: " + it.Text
 	case KindUsage:
 		return fmt.Sprintf("usage: in %d · out %d · $%s", it.Usage.InputTokens, it.Usage.OutputTokens, num(it.Usage.CostUSD))
 	}

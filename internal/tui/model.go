@@ -682,6 +682,17 @@ func (m *Model) stop() tea.Cmd {
 	return m.sendCmd("stop", "", wire.Frame(wire.TypeStop, struct{}{}))
 }
 
+// handBackCommand, typed alone, is "Continue in a terminal" (the chat
+// commands' /handback): it goes to parley, never to the agent.
+const handBackCommand = "/handback"
+
+// handBack asks parley to end its agent after the turn; the handed_back
+// session event then shows the command that resumes the session.
+func (m *Model) handBack() tea.Cmd {
+	m.flash = "handing the session back to a terminal"
+	return m.sendCmd("hand_back", "", wire.Frame(wire.TypeHandBack, struct{}{}))
+}
+
 func (m *Model) submit() tea.Cmd {
 	text := strings.TrimSpace(m.input.Value())
 	if text == "" {
@@ -689,6 +700,9 @@ func (m *Model) submit() tea.Cmd {
 	}
 	m.input.Reset()
 	m.recall = -1
+	if text == handBackCommand {
+		return m.handBack()
+	}
 	id := chat.NewID("m")
 	out := router.Message{MessageID: id, Text: text, Intent: m.intent, Agent: m.agentPick}
 	m.intent, m.agentPick = nil, ""

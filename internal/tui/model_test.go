@@ -962,3 +962,21 @@ func TestAThreadOnAMachineNotJoinedSaysHowToJoinIt(t *testing.T) {
 	h.wantScreen("machine b is not joined to this hub", "parley join-token --name b", "parley join <token>` on b")
 	h.wantNotScreen("is not configured")
 }
+
+// /handback typed alone asks parley to hand the session back (never reaching
+// the agent), and the handed_back event shows the command that resumes it.
+func TestHandBackShowsTheCommand(t *testing.T) {
+	h := newHarness(t, Options{NoColor: true})
+	connected(h, thread1)
+	h.typeText("/handback")
+	h.key("enter")
+	if got := h.be.sentOf("hand_back"); len(got) != 1 {
+		t.Fatalf("sent %v; want one hand_back", got)
+	}
+	if got := h.be.sentOf("message"); len(got) != 0 {
+		t.Fatalf("sent %v; /handback is parley's, not the agent's", got)
+	}
+	h.frames(`{"type":"session","thread":"t_1","seq":1,"state":"exited"}`,
+		`{"type":"session","thread":"t_1","seq":2,"state":"handed_back","session_id":"5f2c","command":"cd /w && claude --resume 5f2c"}`)
+	h.wantScreen("cd /w && claude --resume 5f2c")
+}

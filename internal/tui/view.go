@@ -376,6 +376,8 @@ func (m *Model) renderItemNow(it fold.Item, w int, name string) string {
 			return note("usage: " + s)
 		}
 		return ""
+	case fold.KindHandBack:
+		return note("handed back: to continue in a terminal, " + it.Text)
 	case fold.KindNotice:
 		text := it.Text
 		if it.From != "" { // a notice event: the agent's or a script's words

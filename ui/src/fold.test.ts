@@ -214,6 +214,8 @@ function neutral(v: ChatView) {
       }
       case "notice":
         return `notice ${it.level}: ${it.text}`;
+      case "handback":
+        return `handback: ${it.command}`;
       case "usage":
         return `usage: in ${it.usage.input_tokens ?? 0} · out ${it.usage.output_tokens ?? 0} · $${it.usage.cost_usd ?? 0}`;
     }

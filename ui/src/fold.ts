@@ -74,7 +74,9 @@ export type Item =
     }
   | { kind: "notice"; key: string; level: "error" | "info" | "done"; text: string; ts?: string; from?: string }
   // A turn's tokens, cost and context fill, under the turn.
-  | { kind: "usage"; key: string; usage: Usage; ts?: string };
+  | { kind: "usage"; key: string; usage: Usage; ts?: string }
+  // The session handed to a terminal: the command that goes on with it there.
+  | { kind: "handback"; key: string; command: string; ts?: string };
 
 // The folded chat: everything a layout draws of the conversation.
 export type ChatView = {
@@ -344,6 +346,7 @@ export class Fold {
         if ((ev.state === "exited" && ev.detail) || ev.state === "restarted") {
           this.push({ kind: "notice", key: "s:" + (ev.seq ?? this.next()), level: "info", text: `session ${ev.state}${ev.detail ? `: ${ev.detail}` : ""}` });
         }
+        if (ev.state === "handed_back") this.push({ kind: "handback", key: "h:" + (ev.seq ?? this.next()), command: ev.command ?? "", ts: ev.ts });
         break;
       case "thread_info":
         // A move says, in the conversation, what the new agent knows.

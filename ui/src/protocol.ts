@@ -101,7 +101,7 @@ export type ServerEvent = Logged &
     | { type: "turn_status"; active: boolean; message_id?: string; stopping?: boolean }
     | { type: "prompt_done"; stop_reason: string; message_id?: string; cost_usd?: number }
     | { type: "error"; code: string; message: string; ref?: string }
-    | { type: "session"; state: string; session_id?: string; detail?: string }
+    | { type: "session"; state: string; session_id?: string; detail?: string; command?: string }
     | { type: "thread_info"; title: string; archived: boolean; agent?: string; moved_from?: string; context_messages?: number }
     // A note for the person: the agent's notify_person, or parley notify ("cli").
     | { type: "notice"; text: string; level: "info" | "done" | "error"; from: "agent" | "cli" }
@@ -131,6 +131,7 @@ export type Intent =
 export type ClientInput =
   | { type: "message"; message_id: string; text: string; intent?: Intent; agent?: string; mode?: string; images?: ImageData[]; files?: FileData[] }
   | { type: "stop" }
+  | { type: "hand_back" }
   | { type: "withdraw"; message_id: string }
   | { type: "permission_response"; request_id: string; option_id?: string; cancelled?: boolean; message?: string }
   | { type: "question_answer"; request_id: string; answers: Answers; response?: string }

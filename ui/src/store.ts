@@ -567,6 +567,12 @@ export class Store implements SocketSink {
     }
   }
 
+  // handBack asks for "Continue in a terminal": parley's agent ends after the
+  // turn and a session handed_back event brings the command (an item).
+  handBack(): boolean {
+    return this.input({ type: "hand_back" });
+  }
+
   answerPermission(requestID: string, optionID: string) {
     if (!this.cardOpen(requestID)) return;
     if (this.input({ type: "permission_response", request_id: requestID, option_id: optionID })) {
@@ -688,6 +694,14 @@ export class Store implements SocketSink {
         // Renamed, (un)archived or moved, here or elsewhere: every tab hears it.
         if (c.thread && c.thread.id === ev.thread) this.setChat({ thread: { ...c.thread, title: ev.title, archived: ev.archived, ...(ev.agent ? { agent: ev.agent } : {}), ...(ev.moved_from ? { state: "unloaded" } : {}) } });
         if (!replaying) void this.refresh();
+        break;
+      case "session":
+        // Handed back, or its agent back from a terminal: the thread's state
+        // (its "Continue in a terminal" action) follows live.
+        if (!replaying && c.thread && c.thread.id === ev.thread) {
+          if (ev.state === "handed_back") this.setChat({ thread: { ...c.thread, state: "handed_back" } });
+          else if (c.thread.state === "handed_back" && ev.state !== "exited" && ev.state !== "unloaded") this.setChat({ thread: { ...c.thread, state: "idle" } });
+        }
         break;
       case "replay_done":
         this.setChat({ fromCopy: ev.from_copy ? (ev.offline_since ?? "") : undefined });

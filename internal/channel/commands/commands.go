@@ -22,6 +22,7 @@ const (
 	Switch   = "switch"
 	Resume   = "resume"
 	Stop     = "stop"
+	HandBack = "handback"
 	Mode     = "mode"
 	Status   = "status"
 	Help     = "help"
@@ -52,13 +53,14 @@ var specs = map[string]spec{
 	Switch:   {"<n|id>", "show thread n of /threads (or the thread with that id) here"},
 	Resume:   {"<session>", "attach the agent's native session here"},
 	Stop:     {"", "stop the turn in flight"},
+	HandBack: {"", "continue in a terminal: end parley's agent after the turn and say the command that resumes the session"},
 	Mode:     {"[id]", "show the session's mode, or change it"},
 	Status:   {"", "what this chat shows: thread, agent, directory, state"},
 	Help:     {"", "this list"},
 	AgentCmd: {"<cmd>", "send one of the agent's own slash commands"},
 }
 
-var order = []string{New, Agent, Threads, Switch, Resume, Stop, Mode, Status, Help, AgentCmd}
+var order = []string{New, Agent, Threads, Switch, Resume, Stop, HandBack, Mode, Status, Help, AgentCmd}
 
 // Parse reads a line. ok is false when the line is no command (it goes to the
 // agent). A "/name@bot" suffix (Telegram's) is dropped. err is ErrUnknown or
@@ -117,6 +119,8 @@ type Router interface {
 type Store interface {
 	Thread(ctx context.Context, id chat.ThreadID) (chat.Thread, error)
 	Threads(ctx context.Context) ([]chat.Thread, error)
+	// Tail returns the last n events of a thread, in seq order.
+	Tail(ctx context.Context, id chat.ThreadID, n int) ([]chat.Event, error)
 }
 
 // Runner runs commands for one channel's routes.
@@ -245,6 +249,8 @@ func (r Runner) Run(ctx context.Context, route chat.RouteKey, c Command) string 
 			return "could not stop: " + err.Error()
 		}
 		return "Stopped."
+	case HandBack:
+		return r.handBack(ctx, route, cur)
 	case Mode:
 		if c.Arg == "" {
 			if cur == nil || cur.Mode == "" {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/router"
@@ -35,6 +36,8 @@ func TestParse(t *testing.T) {
 		{in: "/resume 5f2c", ok: true, name: Resume, arg: "5f2c"},
 		{in: "/resume", ok: true, name: Resume, wantErr: ErrUsage},
 		{in: "/stop", ok: true, name: Stop},
+		{in: "/handback", ok: true, name: HandBack},
+		{in: "/handback now", ok: true, name: HandBack, arg: "now", wantErr: ErrUsage},
 		{in: "/STOP", ok: true, name: Stop},
 		{in: "/stop@parley_bot", ok: true, name: Stop},
 		{in: "/mode", ok: true, name: Mode},
@@ -169,5 +172,66 @@ func TestAgentListsEveryMachinesAgentsAndStartsOnOne(t *testing.T) {
 	}
 	if want := []string{"claude@b ", "claude@b /b/work", "claude@hub "}; strings.Join(mr.started, "|") != strings.Join(want, "|") {
 		t.Errorf("threads asked for: %q, want %q", mr.started, want)
+	}
+}
+
+// handBackRouter hands the thread back as the router does: the thread's
+// state handed_back and a session event with the command.
+type handBackRouter struct {
+	fakeRouter
+	st       *handBackStore
+	turnRuns bool
+	controls []router.Control
+}
+
+func (h *handBackRouter) Control(_ context.Context, c router.Control) error {
+	h.controls = append(h.controls, c)
+	if !h.turnRuns {
+		h.st.th.State = chat.ThreadHandedBack
+		ev, _ := chat.NewEvent(h.st.th.ID, chat.SessionInfo{State: "handed_back", SessionID: "s1", Command: "cd /w && claude --resume s1"}, time.Now())
+		h.st.evs = append(h.st.evs, ev)
+	}
+	return nil
+}
+
+type handBackStore struct {
+	Store
+	th  chat.Thread
+	evs []chat.Event
+}
+
+func (s *handBackStore) Thread(context.Context, chat.ThreadID) (chat.Thread, error) { return s.th, nil }
+func (s *handBackStore) Tail(context.Context, chat.ThreadID, int) ([]chat.Event, error) {
+	return s.evs, nil
+}
+
+// /handback asks the router to hand the thread back and answers with the
+// command a person types in a terminal; with a turn in flight it says the
+// hand back waits for it.
+func TestHandBackAnswersWithTheCommand(t *testing.T) {
+	t.Parallel()
+	route := chat.RouteKey{Channel: "telegram", Chat: "42"}
+	ctx := context.Background()
+	st := &handBackStore{th: chat.Thread{ID: "t1", Agent: "claude", Cwd: "/w", State: chat.ThreadIdle}}
+	hr := &handBackRouter{fakeRouter: fakeRouter{thread: "t1"}, st: st, turnRuns: true}
+	r := Runner{Router: hr, Store: st}
+	c, ok, err := Parse("/handback")
+	if !ok || err != nil || c.Name != HandBack {
+		t.Fatalf("parse /handback: %+v %v %v", c, ok, err)
+	}
+	if got := r.Run(ctx, route, c); !strings.Contains(got, "once the turn in flight ends") {
+		t.Errorf("with a turn running: got %q", got)
+	}
+	hr.turnRuns = false
+	if got, want := r.Run(ctx, route, c), "Handed back. To continue in a terminal:\ncd /w && claude --resume s1"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if len(hr.controls) != 2 || !hr.controls[0].HandBack || hr.controls[0].From != route {
+		t.Errorf("controls: got %+v, want two hand backs from %v", hr.controls, route)
+	}
+	// A chat with no thread has nothing to hand back.
+	r = Runner{Router: &fakeRouter{}, Store: &handBackStore{}}
+	if got := r.Run(ctx, route, c); !strings.HasPrefix(got, "No thread yet") {
+		t.Errorf("no thread: got %q", got)
 	}
 }

@@ -511,6 +511,18 @@ export const ItemView = memo(({ it, store, receipt, withdrawable }: { it: Item; 
           {turnUsage(it.usage)}
         </div>
       );
+    case "handback":
+      return (
+        <div class="notice n-info handback" role="status" data-handback="">
+          <div>Handed back to a terminal. To continue there:</div>
+          <div class="handback-command">
+            <code data-handback-command="">{it.command}</code>
+            <button type="button" class="copy link" aria-label="Copy the command" onClick={(e) => copyText(it.command, e.currentTarget as HTMLElement)}>
+              Copy
+            </button>
+          </div>
+        </div>
+      );
     case "notice":
       return (
         <div class={`notice n-${it.level}`} role={it.level === "error" ? "alert" : "status"}>

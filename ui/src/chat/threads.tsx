@@ -86,6 +86,13 @@ export function ArchivedToggle({ store, itemClass }: { store: Store; itemClass: 
   );
 }
 
+// handsBack says whether the thread's agent can be handed back to a terminal:
+// the stream and ACP agents (a tmux agent is in a terminal already).
+function handsBack(store: Store, thread: Thread): boolean {
+  const a = store.state.agents.find((x) => x.id === thread.agent && (!thread.node || x.node === thread.node));
+  return a?.transport === "stream" || a?.transport === "acp";
+}
+
 // ThreadActions renames, archives or deletes the chat's thread; a delete is
 // confirmed in place, saying what happens to the agent's own session.
 export function ThreadActions({ store, thread }: { store: Store; thread: Thread }) {
@@ -113,6 +120,12 @@ export function ThreadActions({ store, thread }: { store: Store; thread: Thread 
         <button type="button" class="small" data-action="archive" disabled={busy} onClick={() => act(() => store.archiveThread(thread.id, !thread.archived))}>
           {thread.archived ? "Unarchive" : "Archive"}
         </button>
+        {handsBack(store, thread) && (
+          <button type="button" class="small" data-action="hand-back" disabled={thread.state === "handed_back"}
+            title="End parley's agent after the turn and show the command that resumes the session in a terminal" onClick={() => { setErr(""); if (!store.handBack()) setErr("Not connected: try again once online."); }}>
+            Continue in a terminal
+          </button>
+        )}
         <button type="button" class="small danger" data-action="delete" onClick={() => { setErr(""); setMode(mode === "delete" ? "" : "delete"); }}>Delete</button>
       </div>
       {thread.archived && <div class="hint" data-archived-note="">Archived: hidden from the list. Sending a message brings it back.</div>}
