@@ -5,6 +5,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"os/exec"
@@ -75,6 +76,10 @@ type Config struct {
 	// PublicURL is the address other devices reach this parley at (pairing
 	// links, the printed link), e.g. https://parley.example.com:7430.
 	PublicURL string `toml:"public_url"`
+	// InsecureHTTP lets parley serve plain HTTP on an address other
+	// machines reach (--insecure-http). Without it such a start is refused:
+	// the token, cookies and conversations would cross the network in clear.
+	InsecureHTTP bool `toml:"insecure_http"`
 
 	Limits Limits  `toml:"limits"`
 	Agents []Agent `toml:"agent"`
@@ -226,11 +231,32 @@ func ConfigFilePath() string {
 // Load reads a TOML file over base. Unknown keys are an error, so a typo is not
 // silently ignored.
 func Load(path string, base Config) (Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := readFile(path)
 	if err != nil {
-		return Config{}, fmt.Errorf("config %s: %w", path, err)
+		return Config{}, err
 	}
 	return Parse(data, path, base)
+}
+
+// MaxFileBytes bounds a config file: a real one is a few kB, and reading a
+// device or a runaway file whole (--config /dev/zero) must not exhaust memory.
+const MaxFileBytes = 1 << 20
+
+// readFile reads a config file of at most MaxFileBytes.
+func readFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	if len(data) > MaxFileBytes {
+		return nil, fmt.Errorf("config %s: larger than %d bytes: is it the right file?", path, MaxFileBytes)
+	}
+	return data, nil
 }
 
 // Parse reads a config file's text over base (Load without the file); path

@@ -241,6 +241,16 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 		st.Close()
 		return nil, fmt.Errorf("listen %s: %w", cfg.Addr, err)
 	}
+	if err := refuseClearText(cfg, ln.Addr(), cert != nil); err != nil {
+		ln.Close()
+		pusher.Close()
+		idx.Close()
+		h.Unwatch(watch)
+		ch.Close()
+		rt.Close(ctx)
+		st.Close()
+		return nil, err
+	}
 	if cert != nil {
 		ln = tls.NewListener(ln, cert.tlsConfig())
 	}
