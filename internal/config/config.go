@@ -5,6 +5,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"github.com/parleyhq/parley/internal/rules"
 	"io"
 	"net/url"
 	"os"
@@ -89,6 +90,9 @@ type Config struct {
 	Cluster Cluster `toml:"cluster"`
 	// Tailscale serves the dashboard on the person's tailnet (tailscale.go).
 	Tailscale Tailscale `toml:"tailscale"`
+	// Rules answer permission cards by the person's own rules, in order
+	// (internal/rules): [[rule]] action, agent, machine, tool, command, paths, for.
+	Rules []rules.Rule `toml:"rule"`
 
 	// File is the path the config was read from, or "".
 	File string `toml:"-"`
@@ -360,6 +364,11 @@ func (c *Config) Validate() error {
 		errs = append(errs, err)
 	}
 	c.Roots = roots
+	for i, r := range c.Rules {
+		if err := r.Check(); err != nil {
+			errs = append(errs, fmt.Errorf("rule %d: %w", i+1, err))
+		}
+	}
 	if err := checkAddr(c.Addr); err != nil {
 		errs = append(errs, err)
 	}

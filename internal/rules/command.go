@@ -178,8 +178,10 @@ func (p *parsed) call(c *syntax.CallExpr, depth int) {
 	var inner string
 	switch {
 	case shells[name]:
+		// -c, or -c among other one-letter flags (bash -lc "…"): the next
+		// word is the line it runs.
 		for i, w := range s.words[1:] {
-			if w == "-c" && i+2 < len(s.words) {
+			if strings.HasPrefix(w, "-") && !strings.HasPrefix(w, "--") && strings.Contains(w, "c") && i+2 < len(s.words) {
 				inner = s.words[i+2]
 				break
 			}

@@ -309,3 +309,30 @@ func TestRuleCheck(t *testing.T) {
 		}
 	}
 }
+
+// A card's tool input gives the command line and the files: Claude Code's
+// Bash and Edit, an ACP execute's argv (Codex: ["bash", "-lc", "…"]), whose
+// inner line a deny still reaches.
+func TestFromTool(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		in, command string
+		paths       []string
+	}{
+		{`{"command":"go test ./...","description":"Run the tests"}`, "go test ./...", nil},
+		{`{"file_path":"/w/main.go","old_string":"a","new_string":"b"}`, "", []string{"/w/main.go"}},
+		{`{"command":["bash","-lc","ls -la; rm -rf x"]}`, "bash -lc 'ls -la; rm -rf x'", nil},
+		{`{"notebook_path":"n.ipynb"}`, "", []string{"n.ipynb"}},
+		{`not json`, "", nil},
+	} {
+		cmd, paths := FromTool([]byte(tc.in))
+		if cmd != tc.command || strings.Join(paths, ",") != strings.Join(tc.paths, ",") {
+			t.Errorf("%s: %q %v, want %q %v", tc.in, cmd, paths, tc.command, tc.paths)
+		}
+	}
+	c := testCall(t)
+	c.Command, _ = FromTool([]byte(`{"command":["bash","-lc","ls -la; rm -rf x"]}`))
+	if v := Decide(tableRules, c, time.Now()); v.Action != Deny || v.Rule != 1 {
+		t.Fatalf("bash -lc with rm inside: %+v", v)
+	}
+}
