@@ -12,7 +12,9 @@ import (
 	"github.com/parleyhq/parley/internal/rules"
 )
 
-func init() { extraCommands = append(extraCommands, func(Build) *cobra.Command { return newRulesCommand() }) }
+func init() {
+	extraCommands = append(extraCommands, func(Build) *cobra.Command { return newRulesCommand() })
+}
 
 // newRulesCommand is `parley rules`: the config's [[rule]]s, and which of
 // them would answer a card.
