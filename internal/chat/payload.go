@@ -252,6 +252,9 @@ type PermissionResolved struct {
 	Cancelled bool      `json:"cancelled,omitempty"` // it went away unanswered, or was dismissed
 	By        *RouteKey `json:"by,omitempty"`        // nil when parley closed it (a stop, an exit)
 	Reason    string    `json:"reason,omitempty"`    // why parley cancelled it, e.g. the agent did not take the answer
+	// Rule names the person's rule that answered, "rule 2 (allow tool=Bash
+	// \"go test *\")"; By is then {channel: "rule", chat: "2"}.
+	Rule string `json:"rule,omitempty"`
 }
 
 // Question is a question card: the agent asks one or more questions and
