@@ -197,8 +197,11 @@ func TestHandBackAndContinueAgain(t *testing.T) {
 	s.Send(chatsock.Msg("m1", "and the colour green"))
 	at := s.WaitFor(0, wait, chatsock.PromptDone("m1", chat.StopEndTurn), "parley's turn")
 
-	s.Send(map[string]any{"type": "hand_back"})
-	hb := s.Get(s.WaitFor(at, wait, chatsock.Field(chat.TypeSessionInfo, "state", "handed_back"), "handed back"))
+	s.Send(map[string]any{"type": "hand_back", "ref": "hb1"})
+	hbAt := s.WaitFor(at, wait, chatsock.Field(chat.TypeSessionInfo, "state", "handed_back"), "handed back")
+	hb := s.Get(hbAt)
+	// Answered like the other controls: done {ref}, once the thread says it.
+	s.WaitFor(hbAt, wait, chatsock.Field(chat.TypeDone, "ref", "hb1"), "hand_back's done")
 	command := chatsock.FieldOf(hb, "command").(string)
 	if want := "cd " + r.work + " && HOME=" + r.home + " claude --resume " + id; command != want {
 		t.Fatalf("hand back command: got %q want %q", command, want)
@@ -284,7 +287,8 @@ func TestHandBackWaitsForTheTurn(t *testing.T) {
 	at := s.WaitFor(0, wait, chatsock.PromptDone("m1", chat.StopEndTurn), "the first turn")
 	s.Send(chatsock.Msg("m2", "slowly"))
 	s.WaitFor(at, wait, chatsock.Type(chat.TypeAgentChunk), "the slow answer begun")
-	s.Send(map[string]any{"type": "hand_back"})
+	s.Send(map[string]any{"type": "hand_back", "ref": "hb2"})
+	s.WaitFor(at, wait, chatsock.Field(chat.TypeDone, "ref", "hb2"), "hand_back's done")
 	done := s.WaitFor(at, wait, chatsock.PromptDone("m2", chat.StopEndTurn), "the slow turn ends whole")
 	hb := s.WaitFor(at, wait, chatsock.Field(chat.TypeSessionInfo, "state", "handed_back"), "handed back")
 	if hb < done {
