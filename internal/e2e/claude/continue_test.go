@@ -126,6 +126,52 @@ func TestContinueTerminalSessionImportsItsTurns(t *testing.T) {
 	}
 }
 
+// The tools a terminal session ran come with its turns: each call as a
+// tool_call and its result as a tool_call_update, marked imported, ended
+// (never a call in flight, never a card), between the texts they came between.
+func TestContinueImportsTheToolCalls(t *testing.T) {
+	sc := continueScenario()
+	sc.Rules = append(sc.Rules,
+		claudeapi.Rule{Match: claudeapi.Match{Exact: "make the file"}, Reply: claudeapi.Bash("touch made-in-terminal", "Make a file")},
+		claudeapi.Rule{Match: claudeapi.Match{ToolResult: "Bash"}, Reply: claudeapi.Text("The command ran.", 1, 0)})
+	r := newRig(t, sc, nil)
+	r.terminal(t, "-p", "make the file", "--allowedTools", "Bash")
+	if _, err := os.Stat(filepath.Join(r.work, "made-in-terminal")); err != nil {
+		t.Fatalf("the terminal's command did not run: %v", err)
+	}
+	id := r.onlySession(t)
+	toolID := r.api.ToolUseIDs("Bash")[0]
+
+	s := r.dial("phone", -1)
+	at := continueSession(t, s, id, r.work)
+	var got []string
+	for _, e := range s.Snapshot()[:at] {
+		switch e.Type {
+		case chat.TypeUserMessage, chat.TypeAgentChunk:
+			if chatsock.FieldOf(e, "imported") == true {
+				got = append(got, e.Type+" "+fmt.Sprint(chatsock.FieldOf(e, "text")))
+			}
+		case chat.TypeToolCall:
+			got = append(got, fmt.Sprintf("%s %v %v %v imported=%v", e.Type, chatsock.FieldOf(e, "tool_call_id"), chatsock.FieldOf(e, "title"),
+				chatsock.FieldOf(e, "status"), chatsock.FieldOf(e, "imported")))
+		case chat.TypeToolCallUpdate:
+			got = append(got, fmt.Sprintf("%s %v %v imported=%v", e.Type, chatsock.FieldOf(e, "tool_call_id"), chatsock.FieldOf(e, "status"),
+				chatsock.FieldOf(e, "imported")))
+		case chat.TypePermissionRequest, chat.TypeQuestion:
+			t.Errorf("a card from the imported turns: %s", e.Raw)
+		}
+	}
+	want := []string{
+		"user_message make the file",
+		"tool_call " + toolID + " touch made-in-terminal completed imported=true",
+		"tool_call_update " + toolID + " completed imported=true",
+		"agent_chunk The command ran.",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("imported:\n got %q\nwant %q\n%s", got, want, chatsock.Summary(s.Snapshot()))
+	}
+}
+
 // A session that runs in a terminal now is not continued, nor resumed by a
 // message to its thread: two processes on one session fork its transcript.
 // Once the terminal's process ended, it continues, with the turn it added.
