@@ -231,7 +231,10 @@ func (l *lane) imported(turns []driver.Turn, since time.Time, err error, reply f
 	if n == 1 {
 		detail = "1 earlier message imported from the agent's record"
 	}
-	if tools > 0 {
+	switch {
+	case tools == 1:
+		detail += " (and 1 tool call)"
+	case tools > 1:
 		detail += fmt.Sprintf(" (and %d tool calls)", tools)
 	}
 	l.emit(chat.SessionInfo{State: "continued", SessionID: l.th.SessionID, Detail: detail})
