@@ -93,6 +93,8 @@ type Config struct {
 	// Rules answer permission cards by the person's own rules, in order
 	// (internal/rules): [[rule]] action, agent, machine, tool, command, paths, for.
 	Rules []rules.Rule `toml:"rule"`
+	// Audit bounds the audit trail (audit.go).
+	Audit Audit `toml:"audit"`
 
 	// File is the path the config was read from, or "".
 	File string `toml:"-"`
@@ -198,6 +200,7 @@ func Default(dataDir, cwd string) Config {
 				MaxSockets:         DefaultMaxSockets,
 			},
 		},
+		Audit: Audit{Keep: Duration{DefaultAuditKeep}},
 		Cluster: Cluster{Heartbeat: Duration{DefaultClusterHeartbeat}, InputWait: Duration{DefaultClusterInputWait},
 			InputBytes: DefaultClusterInputBytes, CopyBytes: DefaultClusterCopyBytes, CopyAge: Duration{DefaultClusterCopyAge}},
 	}
@@ -387,6 +390,7 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("log_level %q: want one of %s", c.LogLevel, strings.Join(logLevels, ", ")))
 	}
 	errs = append(errs, c.Limits.check()...)
+	errs = append(errs, c.Audit.check()...)
 	seen := map[string]bool{}
 	var enabled []Agent
 	for i := range c.Agents {
