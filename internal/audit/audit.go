@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -58,14 +59,25 @@ type Entry struct {
 	Thread   string          `json:"thread,omitempty"`
 	Subject  string          `json:"subject"`
 	Detail   json.RawMessage `json:"detail,omitempty"`
-	PrevHash []byte          `json:"prev_hash"`
-	Hash     []byte          `json:"hash"`
+	PrevHash Hash            `json:"prev_hash"`
+	Hash     Hash            `json:"hash"`
+}
+
+// Hash is a SHA-256, written in hex.
+type Hash []byte
+
+func (h Hash) MarshalText() ([]byte, error) { return []byte(hex.EncodeToString(h)), nil }
+
+func (h *Hash) UnmarshalText(b []byte) error {
+	v, err := hex.DecodeString(string(b))
+	*h = v
+	return err
 }
 
 // Checkpoint is a checkpoint entry's detail.
 type Checkpoint struct {
-	Through int64  `json:"through"` // the last pruned entry's seq
-	Hash    []byte `json:"hash"`    // its hash: the next entry's prev_hash
+	Through int64 `json:"through"` // the last pruned entry's seq
+	Hash    Hash  `json:"hash"`    // its hash: the next entry's prev_hash
 }
 
 // canonical is the entry's bytes the hash covers: every field but the hashes,
@@ -177,5 +189,5 @@ func (v *Verifier) Result() (int64, error) {
 // Head is the last entry's seq and hash: where the next one links.
 type Head struct {
 	Seq  int64
-	Hash []byte
+	Hash Hash
 }

@@ -99,6 +99,8 @@ type Daemon struct {
 	allSessions *sessions.Hub
 	// auto runs the schedules and serves the triggers (autorun.go).
 	auto *autorun
+	// audit is the audit trail (audit.go).
+	audit *auditTrail
 	// tools is parley's MCP server, given to every agent session.
 	tools *mcpserver.Server
 }
@@ -128,6 +130,18 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 	if err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
+	trail, err := startAudit(ctx, st, cfg.Audit.Keep.Duration, log)
+	if err != nil {
+		st.Close()
+		return nil, fmt.Errorf("audit: %w", err)
+	}
+	devs.SetAudit(trail.rec)
+	started := false
+	defer func() {
+		if !started {
+			trail.close()
+		}
+	}()
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	h := fanout.New(nil)
@@ -146,7 +160,6 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 		st.Close()
 		return nil, err
 	}
-	started := false
 	defer func() {
 		if !started {
 			tools.Close(context.WithoutCancel(ctx))
@@ -162,6 +175,7 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 		Drivers: opt.Drivers, QueueDepth: cfg.Limits.QueueDepth, MaxMessageBytes: cfg.Limits.MaxMessageBytes,
 		MaxSessions: cfg.Limits.MaxSessions, ThreadsPerMinute: cfg.Limits.ThreadsPerMinute,
 		Logger: log, Metrics: router.NewMetrics(reg), Remote: rem, Tools: tools, Node: cfg.Cluster.Node, Rules: ruleSet(cfg.Rules, time.Now()),
+		Audit: trail.rec,
 	})
 	if err := rt.Start(ctx); err != nil {
 		ch.Close()
@@ -254,7 +268,7 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 	if cert != nil {
 		ln = tls.NewListener(ln, cert.tlsConfig())
 	}
-	d = &Daemon{cfg: cfg, log: log, store: st, fanout: h, router: rt, web: ws, ln: ln, token: token, devices: devs,
+	d = &Daemon{cfg: cfg, log: log, store: st, audit: trail, fanout: h, router: rt, web: ws, ln: ln, token: token, devices: devs,
 		push: pusher, pushWatch: watch, cert: cert, sessions: idx, allSessions: allSessions, tools: tools,
 		served: make(chan error, 1),
 		http: &http.Server{Handler: ws,
@@ -308,6 +322,7 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 		d.stopCert = cert.watch(log)
 	}
 	d.handle(ws)
+	ws.Handle("GET /api/audit", http.HandlerFunc(trail.handleAudit))
 	go func() { d.served <- d.http.Serve(ln) }()
 	started = true
 	return d, nil
@@ -475,6 +490,7 @@ func (d *Daemon) Shutdown(ctx context.Context) error {
 	d.push.Close()             // after the router: the cards' last changes are derived; what is unsent stays pending
 	d.fanout.Unwatch(d.pushWatch)
 	d.prune.stop()
+	d.audit.close() // after the router and the web channel: their last entries are written
 	if d.stopCert != nil {
 		d.stopCert()
 	}

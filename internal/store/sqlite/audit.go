@@ -22,7 +22,9 @@ var _ audit.Store = (*Store)(nil)
 // AuditHead is the last entry's seq and hash (zero when the trail is empty).
 func (s *Store) AuditHead(ctx context.Context) (audit.Head, error) {
 	var h audit.Head
-	err := s.w.QueryRowContext(ctx, `SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1`).Scan(&h.Seq, &h.Hash)
+	var hash []byte
+	err := s.w.QueryRowContext(ctx, `SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1`).Scan(&h.Seq, &hash)
+	h.Hash = hash
 	if errors.Is(err, sql.ErrNoRows) {
 		return audit.Head{}, nil
 	}
@@ -149,7 +151,7 @@ func scanAuditRow(rows *sql.Rows, e *audit.Entry) error {
 		return fmt.Errorf("sqlite: audit: %w", err)
 	}
 	e.TS = time.Unix(0, ts).UTC()
-	e.Detail, e.PrevHash, e.Hash = []byte(detail), prev, hash
+	e.Detail, e.PrevHash, e.Hash = []byte(detail), audit.Hash(prev), audit.Hash(hash)
 	return nil
 }
 
