@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/parleyhq/parley/internal/audit"
 	"github.com/parleyhq/parley/internal/auth"
 	"github.com/parleyhq/parley/internal/channel/web"
 	"github.com/parleyhq/parley/internal/chat"
@@ -146,7 +147,7 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	h := fanout.New(nil)
 	// A cluster's hub comes first: its router reaches the nodes' threads.
-	ch, err := startClusterHub(ctx, cfg, opt.Version.Version, st, h, log, reg)
+	ch, err := startClusterHub(ctx, cfg, opt.Version.Version, st, h, log, reg, trail.rec)
 	if err != nil {
 		st.Close()
 		return nil, err
@@ -351,14 +352,14 @@ func agentNames(cfg config.Config) func(string) string {
 // with the view of every machine's threads and the relay of the nodes' live
 // events into h; nil when this machine is not a hub.
 func startClusterHub(ctx context.Context, cfg config.Config, version string, st store.Store, h *fanout.Fanout, log *slog.Logger,
-	reg prometheus.Registerer) (*remote.Hub, error) {
+	reg prometheus.Registerer, trail audit.Log) (*remote.Hub, error) {
 	c := cfg.Cluster
 	if c.Listen == "" {
 		return nil, nil
 	}
 	return remote.StartHub(ctx, remote.HubOptions{Store: st, Events: h, Cluster: cluster.HubOptions{DataDir: cfg.DataDir, Listen: c.Listen,
 		Advertise: c.Advertise, Self: c.Node, Version: version, Logger: log, Registerer: reg, InputWait: c.InputWait.Duration, InputBytes: c.InputBytes,
-		StoreBytes: c.StoreBytes, CopyBytes: c.CopyBytes, CopyAge: c.CopyAge.Duration}})
+		StoreBytes: c.StoreBytes, CopyBytes: c.CopyBytes, CopyAge: c.CopyAge.Duration, Audit: trail}})
 }
 
 // dialClusterHub starts a node's link when [cluster] hub says so: it shows
