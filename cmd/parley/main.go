@@ -6,7 +6,6 @@ import (
 	"os"
 
 	"github.com/parleyhq/parley/internal/cli"
-	"github.com/parleyhq/parley/internal/tailnet/tsnode"
 )
 
 // Set with -ldflags "-X main.version=…" by release builds.
@@ -14,6 +13,5 @@ var version, commit, built string
 
 func main() {
 	b := cli.ReadBuild(cli.Build{Version: version, Commit: commit, Built: built})
-	// tsnet is linked here only (package tailnet says why).
-	os.Exit(cli.MainWith(b, cli.Parts{JoinTailnet: tsnode.Join}, os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(cli.MainWith(b, cli.Parts{JoinTailnet: joinTailnet}, os.Args[1:], os.Stdout, os.Stderr))
 }

@@ -1,4 +1,6 @@
-package tsnode_test
+//go:build e2e
+
+package tailnet_test
 
 import (
 	"bytes"
