@@ -377,7 +377,8 @@ func (d *Daemon) startTailnet(join tailnet.Join, say func(string)) error {
 		return nil
 	}
 	if join == nil {
-		return errors.New("tailscale: this program was built without the tailnet (only the parley binary joins one)")
+		return errors.New("tailscale: this program was built without the tailnet (-tags notailnet, or a test binary playing parley); " +
+			"[tailscale] needs parley built without that tag")
 	}
 	if say == nil {
 		say = func(string) {}
