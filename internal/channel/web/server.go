@@ -172,6 +172,8 @@ func (s *Server) routes() {
 	api("POST /api/threads/{id}/stop", s.handleStop)
 	api("POST /api/threads/{id}/cards/{request_id}", s.handleCard)
 	api("GET /api/threads/{id}/uploads/{name}", s.handleUpload)
+	// Its directory's files and its terminal: files.go.
+	api("GET /api/threads/{id}/files", s.handleFiles)
 	// A notice from a script (parley notify): notify.go.
 	api("POST /api/notify", s.handleNotify)
 	if s.opt.Registry != nil {
