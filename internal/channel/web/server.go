@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -96,6 +97,7 @@ type Server struct {
 	live        live          // each device's requests in flight, ended at revocation (devices.go)
 	gate        connGate      // the cap on connections without the token (conns.go)
 	socketSlots chan struct{} // one per open socket, limits.max_sockets
+	terminals   atomic.Int32  // open terminal streams (terminal.go)
 }
 
 // New builds the handler.
@@ -172,8 +174,10 @@ func (s *Server) routes() {
 	api("POST /api/threads/{id}/stop", s.handleStop)
 	api("POST /api/threads/{id}/cards/{request_id}", s.handleCard)
 	api("GET /api/threads/{id}/uploads/{name}", s.handleUpload)
-	// Its directory's files and its terminal: files.go.
+	// Its directory's files and its terminal: files.go, terminal.go.
 	api("GET /api/threads/{id}/files", s.handleFiles)
+	api("GET /api/threads/{id}/terminal", s.handleTerminal)
+	api("POST /api/threads/{id}/terminal/keys", s.handleTerminalKeys)
 	// A notice from a script (parley notify): notify.go.
 	api("POST /api/notify", s.handleNotify)
 	if s.opt.Registry != nil {
