@@ -63,11 +63,13 @@ export function TerminalView({ thread }: { thread: Thread }) {
       t.onData((data) => {
         if (!typingRef.current) return;
         // One key after another, in order: each POST waits for the one before.
-        sending = sending.then(async () => {
-          const r = await fetch(base + "/keys", { method: "POST", credentials: "same-origin", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ text: data }) });
-          if (!r.ok) setTypeErr((await r.json().catch(() => ({})))?.error?.message ?? `typing failed: ${r.status}`);
-          else setTypeErr("");
-        }, () => {});
+        sending = sending
+          .then(async () => {
+            const r = await fetch(base + "/keys", { method: "POST", credentials: "same-origin", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ text: data }) });
+            if (!r.ok) setTypeErr((await r.json().catch(() => ({})))?.error?.message ?? `typing failed: ${r.status}`);
+            else setTypeErr("");
+          })
+          .catch((e: Error) => setTypeErr("typing failed: " + e.message));
       });
       const r = await fetch(base, { credentials: "same-origin", signal: ctl.signal });
       if (!r.ok || !r.body) {
