@@ -3,6 +3,7 @@ package gitwork
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"path"
 	"strconv"
 	"strings"
@@ -341,3 +342,45 @@ func newFileStats(p string, patch []byte) File {
 	f.Large = f.Additions > largeLines || len(patch) > largeBytes
 	return f
 }
+
+// Comment limits: what a line's comment may carry.
+const (
+	maxCommentText = 16 << 10
+	maxCommentHunk = 16 << 10
+)
+
+// CommentText is the message a comment on a line of a thread's change
+// becomes: it names path:line, quotes the hunk, then says what the person
+// wrote.
+func CommentText(p string, line int, hunk, text string) (string, error) {
+	clean, err := cleanPath(p)
+	if err != nil {
+		return "", err
+	}
+	switch {
+	case line < 1:
+		return "", errorf("bad_input", "line must be a line number of the file (1 or more), not %d", line)
+	case strings.TrimSpace(text) == "":
+		return "", errorf("bad_input", "a comment needs text")
+	case len(text) > maxCommentText:
+		return "", errorf("bad_input", "a comment's text is at most %d bytes", maxCommentText)
+	case len(hunk) > maxCommentHunk:
+		return "", errorf("bad_input", "a comment's hunk is at most %d bytes", maxCommentHunk)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Comment on `%s:%d`:\n", clean, line)
+	if hunk = strings.TrimRight(hunk, "\n"); hunk != "" {
+		fence := "```"
+		for strings.Contains(hunk, fence) {
+			fence += "`"
+		}
+		fmt.Fprintf(&b, "%sdiff\n%s\n%s\n", fence, hunk, fence)
+	}
+	b.WriteString(strings.TrimSpace(text))
+	return b.String(), nil
+}
+
+// AskCommit is the message asking the agent to commit its work.
+const AskCommit = "Please commit the changes you made in this thread: review `git status` and `git diff`, " +
+	"stage what belongs to the change, and commit it with a clear message (subject line, blank line, a body saying why). " +
+	"Do not push."

@@ -58,6 +58,9 @@ func mustReal(dir string) string {
 // Dirty says whether a worktree holds changes HEAD does not: modified,
 // staged or untracked files (ignored ones do not count).
 func Dirty(ctx context.Context, dir string) (bool, error) {
+	if _, err := os.Stat(dir); os.IsNotExist(err) {
+		return false, nil // removed already: nothing in it to lose
+	}
 	out, err := git(ctx, dir, "status", "--porcelain", "--untracked-files=normal")
 	if err != nil {
 		return false, err
