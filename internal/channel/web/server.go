@@ -172,6 +172,12 @@ func (s *Server) routes() {
 	api("POST /api/threads/{id}/stop", s.handleStop)
 	api("POST /api/threads/{id}/cards/{request_id}", s.handleCard)
 	api("GET /api/threads/{id}/uploads/{name}", s.handleUpload)
+	// A thread's change and shipping it: review.go.
+	api("GET /api/threads/{id}/changes", s.handleThreadChanges)
+	api("POST /api/threads/{id}/comment", s.handleComment)
+	api("POST /api/threads/{id}/commit", s.handleCommit)
+	api("POST /api/threads/{id}/push", s.handlePush)
+	api("POST /api/threads/{id}/pr", s.handlePR)
 	// A notice from a script (parley notify): notify.go.
 	api("POST /api/notify", s.handleNotify)
 	if s.opt.Registry != nil {
