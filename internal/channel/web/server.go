@@ -178,6 +178,12 @@ func (s *Server) routes() {
 	api("GET /api/threads/{id}/files", s.handleFiles)
 	api("GET /api/threads/{id}/terminal", s.handleTerminal)
 	api("POST /api/threads/{id}/terminal/keys", s.handleTerminalKeys)
+	// A thread's change and shipping it: review.go.
+	api("GET /api/threads/{id}/changes", s.handleThreadChanges)
+	api("POST /api/threads/{id}/comment", s.handleComment)
+	api("POST /api/threads/{id}/commit", s.handleCommit)
+	api("POST /api/threads/{id}/push", s.handlePush)
+	api("POST /api/threads/{id}/pr", s.handlePR)
 	// A notice from a script (parley notify): notify.go.
 	api("POST /api/notify", s.handleNotify)
 	if s.opt.Registry != nil {
