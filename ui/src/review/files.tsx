@@ -54,7 +54,7 @@ export function Files({ store, thread, path: asked }: { store: Store; thread: Th
   if (path === undefined) return <div class="banner" role="alert">{asked} is outside the thread's directory ({thread.cwd}).</div>;
   const crumbs = path ? path.split("/") : [];
   return (
-    <section class="files" aria-label="Files" data-files-path={path}>
+    <section class="files-view" aria-label="Files" data-files-path={path}>
       <div class="files-bar">
         <nav class="crumbs" aria-label="Path">
           <a href={tabHref("files")} data-crumb="">{thread.cwd.split("/").pop() || thread.cwd}</a>
