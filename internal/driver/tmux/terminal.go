@@ -76,8 +76,11 @@ func (t *terminal) Type(ctx context.Context, text string) error {
 	return gone(t.c.SendLiteral(ctx, t.pane, text))
 }
 
+// gone says a pane that is no more is an agent not running. A pane id whose
+// server has just lost its last session is answered "no current target"
+// (tmux 3.3a), not "can't find pane".
 func gone(err error) error {
-	if errors.Is(err, ctl.ErrNoSession) {
+	if errors.Is(err, ctl.ErrNoSession) || err != nil && strings.Contains(err.Error(), "no current target") {
 		return fmt.Errorf("%w: %w", driver.ErrNotRunning, err)
 	}
 	return err
