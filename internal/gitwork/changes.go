@@ -89,12 +89,11 @@ func Diff(ctx context.Context, dir string, q Query) (Changes, error) {
 	}
 	diff := []string{"diff", "--no-color", "--no-ext-diff"}
 	var (
-		wg                     sync.WaitGroup
-		patch, names, counts   result
-		untracked              result
-		perr, nerr, cerr, uerr error
+		wg                      sync.WaitGroup
+		patch, names, untracked result
+		perr, nerr, uerr        error
 	)
-	wg.Add(4)
+	wg.Add(3)
 	go func() {
 		defer wg.Done()
 		patch, perr = run(ctx, top, nil, append(append(diff, from), spec...)...)
@@ -105,28 +104,32 @@ func Diff(ctx context.Context, dir string, q Query) (Changes, error) {
 	}()
 	go func() {
 		defer wg.Done()
-		counts, cerr = run(ctx, top, nil, append(append(diff, "--numstat", "-z", from), spec...)...)
-	}()
-	go func() {
-		defer wg.Done()
 		untracked, uerr = run(ctx, top, nil, append([]string{"ls-files", "--others", "--exclude-standard", "-z"}, spec...)...)
 	}()
 	if c.Head != "" {
 		c.Ahead, c.Behind = aheadBehind(ctx, top, c.Upstream, c.Base)
 	}
 	wg.Wait()
-	for _, e := range []error{perr, nerr, cerr, uerr} {
+	for _, e := range []error{perr, nerr, uerr} {
 		if e != nil {
 			return Changes{}, e
 		}
 	}
-	for _, r := range []result{patch, names, counts, untracked} {
+	for _, r := range []result{patch, names, untracked} {
 		if r.code != 0 {
 			return Changes{}, errorf(CodeGitFailed, "git diff %s: %s", from, words(r))
 		}
 	}
-	c.Files = tracked(names.out, counts.out)
-	markLarge(c.Files, patch.out)
+	c.Files = tracked(names.out)
+	if parts := splitParts(patch.out); len(parts) == len(c.Files) {
+		// The counts from the patch itself: a second diff (--numstat) would
+		// cost as much again.
+		for i, p := range parts {
+			c.Files[i] = partStats(c.Files[i], p)
+		}
+	} else if err := numstat(ctx, top, append(append(diff, "--numstat", "-z", from), spec...), c.Files); err != nil {
+		return Changes{}, err
+	}
 	whole := patch.out
 	newFiles, newPatches, err := untrackedDiffs(ctx, top, untracked.out)
 	if err != nil {
@@ -201,9 +204,8 @@ var statusWords = map[byte]string{
 	'A': "added", 'M': "modified", 'D': "deleted", 'R': "renamed", 'C': "copied", 'T': "typechange",
 }
 
-// tracked pairs `--name-status -z` with `--numstat -z`: the same files in
-// the same order.
-func tracked(names, counts []byte) []File {
+// tracked reads `--name-status -z`: the files in the patch's order.
+func tracked(names []byte) []File {
 	files := []File{}
 	nf := bytes.Split(bytes.TrimSuffix(names, []byte{0}), []byte{0})
 	for i := 0; i+1 < len(nf); {
@@ -224,7 +226,20 @@ func tracked(names, counts []byte) []File {
 		}
 		files = append(files, f)
 	}
-	cf := bytes.Split(bytes.TrimSuffix(counts, []byte{0}), []byte{0})
+	return files
+}
+
+// numstat counts the files' lines with `--numstat -z` (the same files in
+// the same order), when their patch could not be cut into one part each.
+func numstat(ctx context.Context, top string, args []string, files []File) error {
+	r, err := run(ctx, top, nil, args...)
+	if err != nil {
+		return err
+	}
+	if r.code != 0 {
+		return errorf(CodeGitFailed, "git diff --numstat: %s", words(r))
+	}
+	cf := bytes.Split(bytes.TrimSuffix(r.out, []byte{0}), []byte{0})
 	for i, k := 0, 0; i < len(cf) && k < len(files); k++ {
 		fields := strings.SplitN(string(cf[i]), "\t", 3)
 		if len(fields) < 3 {
@@ -236,24 +251,34 @@ func tracked(names, counts []byte) []File {
 			files[k].Additions, _ = strconv.Atoi(fields[0])
 			files[k].Deletions, _ = strconv.Atoi(fields[1])
 		}
+		files[k].Large = files[k].Additions+files[k].Deletions > largeLines
 		if fields[2] == "" { // a rename or copy: its two paths follow
 			i += 3
 		} else {
 			i++
 		}
 	}
-	return files
+	return nil
 }
 
-// markLarge marks the files whose part of the patch is large; the patch
-// holds one `diff --git` part per file, in the files' order.
-func markLarge(files []File, patch []byte) {
-	parts := splitParts(patch)
-	for i := range files {
-		if files[i].Additions+files[i].Deletions > largeLines || (len(parts) == len(files) && len(parts[i]) > largeBytes) {
-			files[i].Large = true
+// partStats counts a file's lines from its part of the patch: '+' and '-'
+// lines inside hunks; a binary file has none.
+func partStats(f File, part []byte) File {
+	inHunk := false
+	for line := range bytes.Lines(part) {
+		switch {
+		case !inHunk && (bytes.HasPrefix(line, []byte("Binary files ")) || bytes.HasPrefix(line, []byte("GIT binary patch"))):
+			f.Binary = true
+		case !inHunk && bytes.HasPrefix(line, []byte("@@")):
+			inHunk = true
+		case inHunk && len(line) > 0 && line[0] == '+':
+			f.Additions++
+		case inHunk && len(line) > 0 && line[0] == '-':
+			f.Deletions++
 		}
 	}
+	f.Large = f.Additions+f.Deletions > largeLines || len(part) > largeBytes
+	return f
 }
 
 // splitParts cuts a patch into its files' parts: each begins at a line
@@ -327,20 +352,7 @@ func untrackedDiffs(ctx context.Context, top string, list []byte) ([]File, [][]b
 
 // newFileStats counts an untracked file's lines from its patch.
 func newFileStats(p string, patch []byte) File {
-	f := File{Path: p, Status: "untracked"}
-	inHunk := false
-	for line := range bytes.Lines(patch) {
-		switch {
-		case !inHunk && bytes.HasPrefix(line, []byte("Binary files ")):
-			f.Binary = true
-		case !inHunk && bytes.HasPrefix(line, []byte("@@ ")):
-			inHunk = true
-		case inHunk && len(line) > 0 && line[0] == '+':
-			f.Additions++
-		}
-	}
-	f.Large = f.Additions > largeLines || len(patch) > largeBytes
-	return f
+	return partStats(File{Path: p, Status: "untracked"}, patch)
 }
 
 // Comment limits: what a line's comment may carry.
