@@ -162,6 +162,7 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 		Drivers: opt.Drivers, QueueDepth: cfg.Limits.QueueDepth, MaxMessageBytes: cfg.Limits.MaxMessageBytes,
 		MaxSessions: cfg.Limits.MaxSessions, ThreadsPerMinute: cfg.Limits.ThreadsPerMinute,
 		Logger: log, Metrics: router.NewMetrics(reg), Remote: rem, Tools: tools, Node: cfg.Cluster.Node, Rules: ruleSet(cfg.Rules, time.Now()),
+		Worktrees: cfg.Git.Worktrees,
 	})
 	if err := rt.Start(ctx); err != nil {
 		ch.Close()
