@@ -58,7 +58,7 @@ const (
 type Answer struct {
 	Schedules []Schedule `json:"schedules,omitempty"`
 	Error     string     `json:"error,omitempty"`
-	Code      string     `json:"code,omitempty"` // chat.CodeBadInput, chat.CodeNotFound, or "" for others
+	Code      string     `json:"code,omitempty"` // chat.CodeBadInput, chat.CodeNotFound, chat.CodeForbidden, or "" for others
 }
 
 // maxAnswer bounds a node's answer (under NATS's 1 MiB message): a list
@@ -83,7 +83,9 @@ func (r *Runner) Serve(ctx context.Context, b []byte) []byte {
 		switch {
 		case errors.Is(err, chat.ErrNotFound):
 			ans.Code = chat.CodeNotFound
-		case errors.Is(err, chat.ErrBadInput), errors.Is(err, chat.ErrUnknownAgent), errors.Is(err, chat.ErrOutsideRoot):
+		case errors.Is(err, chat.ErrOutsideRoot):
+			ans.Code = chat.CodeForbidden
+		case errors.Is(err, chat.ErrBadInput), errors.Is(err, chat.ErrUnknownAgent):
 			ans.Code = chat.CodeBadInput
 		}
 	}
@@ -146,6 +148,8 @@ func (r *Runner) ask(ctx context.Context, machine string, req Request) ([]Schedu
 			return nil, fmt.Errorf("%s: %w", msg, chat.ErrNotFound)
 		case chat.CodeBadInput:
 			return nil, badInput(msg)
+		case chat.CodeForbidden:
+			return nil, fmt.Errorf("%s: %w", msg, chat.ErrOutsideRoot)
 		}
 		return nil, errors.New(msg)
 	}

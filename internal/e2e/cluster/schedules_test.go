@@ -52,7 +52,8 @@ func (l scheduleList) find(id string) *schedule.Schedule {
 // A schedule added at the hub with machine b is kept in b's own store and
 // run by b's agent (Claude Code against the scripted API), at its time;
 // the hub's list shows it with its node and its run's thread as the hub
-// names it; pause and remove at the hub reach b. With b away, an add for
+// names it; an add b would refuse is refused as b says; pause and remove
+// at the hub reach b. With b away, an add for
 // it is refused saying so (nothing is kept anywhere) and the hub's list
 // says b's schedules are not listed.
 func TestAScheduleAddedAtTheHubRunsOnItsNode(t *testing.T) {
@@ -99,6 +100,13 @@ func TestAScheduleAddedAtTheHubRunsOnItsNode(t *testing.T) {
 		}
 		return false
 	}, "b's agent answered the run")
+
+	// b judges an add as its own: a directory outside its roots is refused
+	// as it would be there.
+	if st, b := r.hub.rest("POST", "/api/schedules", map[string]any{"agent": "claude", "cwd": "/", "every": "1h",
+		"machine": "b", "text": "hello"}); st != http.StatusForbidden || !strings.Contains(string(b), "machine b") {
+		t.Fatalf("add for b outside its roots: %d %s", st, b)
+	}
 
 	// Pause and remove at the hub reach b.
 	if st, b := r.hub.rest("POST", "/api/schedules/"+added.Schedule.ID+"/pause", nil); st != 200 {
