@@ -300,7 +300,7 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 	}
 	d.extra = d.startExtras(cfg.Plugins)
 	d.prune = startPruner(st, cfg.Limits.RetainEvents.Duration, time.Now, log)
-	if d.auto, err = startAutorun(ctx, cfg, st, rt, log); err != nil {
+	if d.auto, err = startAutorun(ctx, cfg, st, rt, d.remote, d.link, log); err != nil {
 		d.Shutdown(ctx)
 		return nil, err
 	}
