@@ -166,6 +166,7 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 		Drivers: opt.Drivers, QueueDepth: cfg.Limits.QueueDepth, MaxMessageBytes: cfg.Limits.MaxMessageBytes,
 		MaxSessions: cfg.Limits.MaxSessions, ThreadsPerMinute: cfg.Limits.ThreadsPerMinute,
 		Logger: log, Metrics: router.NewMetrics(reg), Remote: rem, Tools: tools, Node: cfg.Cluster.Node, Rules: ruleSet(cfg.Rules, time.Now()),
+		Worktrees: cfg.Git.Worktrees,
 	})
 	if err := rt.Start(ctx); err != nil {
 		ch.Close()
@@ -303,7 +304,7 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 	}
 	d.extra = d.startExtras(cfg.Plugins)
 	d.prune = startPruner(st, cfg.Limits.RetainEvents.Duration, time.Now, log)
-	if d.auto, err = startAutorun(ctx, cfg, st, rt, log); err != nil {
+	if d.auto, err = startAutorun(ctx, cfg, st, rt, d.remote, d.link, log); err != nil {
 		d.Shutdown(ctx)
 		return nil, err
 	}

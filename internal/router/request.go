@@ -56,6 +56,9 @@ type NewIntent struct {
 	// Node, on a cluster's hub, puts the thread on that machine (its agent,
 	// its directory, checked there against its roots).
 	Node string `json:"node,omitempty"`
+	// Worktree makes the thread in a git worktree of its own, on a new
+	// branch from the repository's HEAD (gitstart.go).
+	Worktree bool `json:"worktree,omitempty"`
 	// Ask names a hub's ask for a thread here ("agent@node", kept in its
 	// route_asks): one ask makes one thread, and asked again (the hub did
 	// not hear the answer) it gets that thread. Set by the hub's router
