@@ -163,6 +163,9 @@ func (d *Driver) Start(ctx context.Context, spec driver.Spec, sink driver.Sink) 
 		done:       make(chan struct{}),
 		promptSeen: make(chan struct{}),
 	}
+	if p := spec.Options[OptPane]; p != "" {
+		return s.startOnPane(ctx, spec, p)
+	}
 	adopt := spec.Options[OptAdopt]
 	name := spec.Options[OptSession]
 	switch {
@@ -342,6 +345,9 @@ type session struct {
 	log   *slog.Logger
 	name  string // the tmux session, for session-wide commands (always exact: =name)
 	pane  string // its pane's id (%N), found at Start: the target of every read and key
+	// target, when set, is the session's id ($N) for session-wide commands
+	// instead of name (an adopted pane's session: a person named it).
+	target string
 	dir   string
 	step  time.Duration
 	hooks *hook.Listener

@@ -138,7 +138,11 @@ func (s *session) claudeDir(ctx context.Context) string {
 		}
 		return v
 	}
-	for _, scope := range [][]string{{"-t", ctl.SessionTarget(s.name)}, {"-g"}} {
+	target := s.target
+	if target == "" {
+		target = ctl.SessionTarget(s.name)
+	}
+	for _, scope := range [][]string{{"-t", target}, {"-g"}} {
 		if d := get(append(append([]string{"show-environment"}, scope...), "CLAUDE_CONFIG_DIR")...); d != "" {
 			return d
 		}
