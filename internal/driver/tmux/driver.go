@@ -345,9 +345,6 @@ type session struct {
 	log   *slog.Logger
 	name  string // the tmux session, for session-wide commands (always exact: =name)
 	pane  string // its pane's id (%N), found at Start: the target of every read and key
-	// target, when set, is the session's id ($N) for session-wide commands
-	// instead of name (an adopted pane's session: a person named it).
-	target string
 	dir   string
 	step  time.Duration
 	hooks *hook.Listener
@@ -355,7 +352,10 @@ type session struct {
 	owned bool        // parley's own session: Close kills it
 	// adopted: it existed before Start (the person's, or ours from before a restart).
 	adopted bool
-	spec    driver.Spec // what Start was asked for: an owned agent that exited is started again from it
+	// target, when set, is the session's id ($N) for session-wide commands
+	// instead of name (an adopted pane's session: a person named it).
+	target string
+	spec   driver.Spec // what Start was asked for: an owned agent that exited is started again from it
 	// beforeEnter, set only by this package's tests, runs right before each
 	// Enter of a send: where a person's typing can land unseen.
 	beforeEnter func()
