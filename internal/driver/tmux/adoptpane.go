@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -24,6 +25,29 @@ import (
 // on the server OptSocket names). Set by parley when a person adopts a
 // running session, never by a config: a pane id is no name to keep.
 const OptPane = "pane"
+
+// OptAgentPID, with OptPane, is the adopted agent's process: while it runs
+// the pane holds the agent, whatever runs in the pane's foreground (a
+// person may have started it from a script, under a shell that waits).
+const OptAgentPID = "agent_pid"
+
+// adoptedAgentExited says an adopted pane's agent (its pid known) is gone:
+// its exit redraws the pane, so the watch loop asks at each change.
+func (s *session) adoptedAgentExited() bool {
+	return s.agentPID > 0 && !claudecode.Alive(s.agentPID, "")
+}
+
+// agentGone says the pane no longer holds the agent: it is dead, or shows
+// a shell; for an adopted pane whose agent's pid is known, that process is gone.
+func (s *session) agentGone(info ctl.PaneInfo) bool {
+	if info.Dead {
+		return true
+	}
+	if s.agentPID > 0 {
+		return !claudecode.Alive(s.agentPID, "")
+	}
+	return shells[info.CurrentCommand]
+}
 
 // startOnPane adopts pane paneID: every read and key goes to that pane id,
 // the control client follows its session by the session's id ($N, never a
@@ -48,6 +72,9 @@ func (s *session) startOnPane(ctx context.Context, spec driver.Spec, paneID stri
 	}
 	s.name, s.pane, s.target = paneID, paneID, strings.TrimSpace(sid)
 	s.spec, s.adopted = spec, true
+	if pid, err := strconv.Atoi(spec.Options[OptAgentPID]); err == nil && pid > 0 {
+		s.agentPID = pid
+	}
 	s.dir = filepath.Join(s.d.StateDir, "pane-"+s.c.Socket()+"-"+paneID[1:])
 	if err := os.MkdirAll(s.dir, 0o700); err != nil {
 		return nil, fmt.Errorf("tmux: state dir: %w", err)

@@ -355,7 +355,9 @@ type session struct {
 	// target, when set, is the session's id ($N) for session-wide commands
 	// instead of name (an adopted pane's session: a person named it).
 	target string
-	spec   driver.Spec // what Start was asked for: an owned agent that exited is started again from it
+	// agentPID is an adopted pane's agent process, when known (OptAgentPID).
+	agentPID int
+	spec     driver.Spec // what Start was asked for: an owned agent that exited is started again from it
 	// beforeEnter, set only by this package's tests, runs right before each
 	// Enter of a send: where a person's typing can land unseen.
 	beforeEnter func()

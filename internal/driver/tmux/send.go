@@ -85,7 +85,7 @@ func (s *session) ready(ctx context.Context, messageID string, queued *string) e
 			}
 			continue
 		}
-		if shells[info.CurrentCommand] || info.Dead {
+		if s.agentGone(info) {
 			if revived && info.Dead {
 				return fmt.Errorf("%w (even after starting the agent again)", ErrDeadPane)
 			}

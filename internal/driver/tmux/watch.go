@@ -24,6 +24,10 @@ func (s *session) run() {
 	for {
 		changed := s.ctl.Changed()
 		s.scan()
+		if s.adoptedAgentExited() {
+			s.ended() // the pane stays the person's; the thread can continue the session
+			return
+		}
 		if d := s.draftWait(); d > 0 {
 			redraft.Reset(d) // a change came too soon after the last draft: look again then
 		}
