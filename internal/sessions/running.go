@@ -81,11 +81,7 @@ const paneFormat = "#{pane_pid}\t#{pane_id}\t#{session_name}:#{window_index}.#{p
 // $TMUX_TMPDIR/tmux-UID, else /tmp/tmux-UID) for its panes. A server that
 // does not answer (a stale socket) is left out.
 func TmuxPanes(ctx context.Context) (PaneFinder, error) {
-	tmp := os.Getenv("TMUX_TMPDIR")
-	if tmp == "" {
-		tmp = "/tmp"
-	}
-	dir := filepath.Join(tmp, fmt.Sprintf("tmux-%d", os.Getuid()))
+	dir := tmuxDir()
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return PaneFinder{}, nil // no tmux server has run
@@ -98,6 +94,15 @@ func TmuxPanes(ctx context.Context) (PaneFinder, error) {
 		listPanes(ctx, filepath.Join(dir, e.Name()), e.Name(), out)
 	}
 	return out, nil
+}
+
+// tmuxDir is where this user's tmux servers keep their sockets (tmux -L).
+func tmuxDir() string {
+	tmp := os.Getenv("TMUX_TMPDIR")
+	if tmp == "" {
+		tmp = "/tmp"
+	}
+	return filepath.Join(tmp, fmt.Sprintf("tmux-%d", os.Getuid()))
 }
 
 func listPanes(ctx context.Context, socket, server string, into PaneFinder) {
@@ -119,8 +124,28 @@ func listPanes(ctx context.Context, socket, server string, into PaneFinder) {
 	}
 }
 
-// Locate finds the tmux pane pid runs in, on any of this user's tmux servers.
+// Locate finds the tmux pane pid runs in. A process in a pane inherits
+// TMUX (the server's socket) from it: only that server is asked, and the pane
+// must be pid's or an ancestor's (the variable may be stale). A process
+// without TMUX is in no pane of a server tmux -L can reach, and a machine
+// may hold hundreds of stale sockets: none is asked.
 func Locate(ctx context.Context, pid int) (Pane, bool) {
-	panes, _ := TmuxPanes(ctx)
-	return panes.Find(pid)
+	env, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil {
+		return Pane{}, false
+	}
+	for _, kv := range bytes.Split(env, []byte{0}) {
+		v, ok := bytes.CutPrefix(kv, []byte("TMUX="))
+		if !ok {
+			continue
+		}
+		socket, _, _ := strings.Cut(string(v), ",")
+		if filepath.Dir(socket) != tmuxDir() {
+			return Pane{}, false // a server of tmux -S elsewhere: not one tmux -L names
+		}
+		panes := PaneFinder{}
+		listPanes(ctx, socket, filepath.Base(socket), panes)
+		return panes.Find(pid)
+	}
+	return Pane{}, false
 }

@@ -410,6 +410,9 @@ type session struct {
 	// prompt of the turn the hooks last saw start (see ownsTurn).
 	sending    string
 	turnPrompt string
+	// entered: the send in flight has pressed Enter; endedEarly: without
+	// hooks, the transcript ended its turn before the send's proof returned.
+	entered, endedEarly bool
 	// sendFrom is the number of the first prompt the send in flight can
 	// own; turnAt the number of the running turn's prompt (-1: one replayed).
 	sendFrom, turnAt int

@@ -333,6 +333,9 @@ func (s *session) submit(ctx context.Context, text string, submitted func(*pane.
 			s.beforeEnter()
 		}
 		outputs := s.ctl.Outputs()
+		s.mu.Lock()
+		s.entered = true
+		s.mu.Unlock()
 		if err := s.c.SendKeys(ctx, s.pane, "C-m"); err != nil {
 			return s.goneErr(err)
 		}

@@ -115,4 +115,5 @@ func (s *session) beginSend(text string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.sending, s.sendFrom = text, s.promptsGone+len(s.prompts)
+	s.entered, s.endedEarly = false, false
 }
