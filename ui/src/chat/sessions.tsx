@@ -105,6 +105,11 @@ export function Sessions({ store }: { store: Store }) {
 
 // SessionAction is a session's one button: what parley can do with it now.
 function SessionAction({ s, go }: { s: AgentSession; go: (s: AgentSession, watch: boolean) => void }) {
+  if (s.running && s.agent !== "claude") {
+    // Only Claude Code's running sessions can be adopted or watched; a second
+    // process on a running session would fork it.
+    return <span class="hint" title="parley can take only Claude Code's running sessions; continue it once it ends">running</span>;
+  }
   if (s.running && s.where.startsWith("tmux:")) {
     return (
       <button type="button" class="link continue adopt" title="Take over its tmux pane: parley types into that pane, and never closes it" onClick={() => go(s, false)}>
