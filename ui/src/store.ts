@@ -644,7 +644,9 @@ export class Store implements SocketSink {
     if (p?.id && shown?.id !== p.id) {
       this.input({ type: "open_thread", thread_id: p.id });
     } else if (p && !p.id && p.session_id && shown?.session_id !== p.session_id) {
-      this.input({ type: "resume_session", agent: p.agent, session_id: p.session_id, cwd: p.cwd, ...(p.node ? { node: p.node } : {}) });
+      // watch: a session running in a plain terminal, followed read-only (sessions.tsx).
+      const watch = (p as Thread & { watch?: boolean }).watch;
+      this.input({ type: "resume_session", agent: p.agent, session_id: p.session_id, cwd: p.cwd, ...(p.node ? { node: p.node } : {}), ...(watch ? { watch } : {}) });
     }
     this.pendingOpen = null;
     this.flush();
