@@ -103,7 +103,7 @@ function ChatPane({ store }: { store: Store }) {
         </div>
         <div class="row">
           <ModeSelects store={store} />
-          {c.starting ? <Starting since={c.starting} /> : c.turnActive && <span class="working" role="status">working…</span>}
+          {c.starting ? <Starting since={c.starting} /> : c.turnActive && <span class="working" role="status">{openCardKind(c.items) ? "waiting for you" : "working…"}</span>}
         </div>
       </header>
       <Gone store={store} />
