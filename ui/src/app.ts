@@ -160,10 +160,6 @@ export function notificationsOn(): boolean {
   return typeof Notification !== "undefined" && Notification.permission === "granted";
 }
 
-export function canAskNotify(): boolean {
-  return typeof Notification !== "undefined" && Notification.permission === "default";
-}
-
 export const statusText: Record<string, string> = {
   ready: "ready",
   idle: "idle",
