@@ -3,7 +3,7 @@
 // Card state comes from the server alone: a card is open only while the server says so.
 
 import { dropFiles, getFiles, putFiles } from "./filestore";
-import { AgentInfo, PluginStatus, Answers, ChatSocket, ClientInput, ConnState, FileData, Intent, SearchHit, ServerEvent, SocketSink, Thread, Unsearched, newID } from "./protocol";
+import { AgentInfo, NodeStatus, PluginStatus, Answers, ChatSocket, ClientInput, ConnState, FileData, Intent, SearchHit, ServerEvent, SocketSink, Thread, Unsearched, newID } from "./protocol";
 
 import { Fold, type ChatView } from "./fold";
 import type { UsageTotals } from "./chat/usage";
@@ -45,6 +45,9 @@ export type State = {
   defaultAgent: string;
   // This machine's name when it is a cluster's hub ("" otherwise).
   node: string;
+  // At a cluster's hub, the joined machines (GET /api/nodes), read with the
+  // lists: a thread on a machine that is away says so (chat/away.tsx).
+  machines: NodeStatus[];
   version: string;
   // limits.max_message_bytes, from the config event (0 until it came).
   maxMessageBytes: number;
@@ -142,6 +145,7 @@ export class Store implements SocketSink {
       plugins: [],
       defaultAgent: "",
       node: "",
+      machines: [],
       version: "",
       maxMessageBytes: 0,
       threads: [],
@@ -288,6 +292,7 @@ export class Store implements SocketSink {
       const listed = shown && threads.find((t) => t.id === shown.id);
       if (shown && listed && listed.title !== shown.title) this.setChat({ thread: { ...shown, title: listed.title } });
       this.announceCards(threads);
+      if (node) this.getJSON<{ nodes: NodeStatus[] }>("/api/nodes").then((n) => this.set({ machines: n.nodes ?? [] }), () => {});
       if (this.state.archived) {
         const v = await this.getJSON<{ threads: Thread[] }>("/api/threads?archived=1");
         this.set({ archived: v.threads ?? [] });

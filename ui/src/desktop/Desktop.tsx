@@ -9,6 +9,7 @@ import { AttachButton, Attachments } from "../chat/attach";
 import { NewThread } from "../chat/newthread";
 import { Banner, OfflineNote } from "../chat/banner";
 import { threadUsage } from "../chat/usage";
+import { Away } from "../chat/away";
 import { Plugins } from "../chat/plugins";
 import { LiveAgents } from "../chat/live";
 import { Sessions } from "../chat/sessions";
@@ -107,6 +108,7 @@ function ChatPane({ store }: { store: Store }) {
         </div>
       </header>
       <Gone store={store} />
+      <Away store={store} />
       <FromCopy store={store} />
       {store.state.unsaved && <div class="banner" role="alert" data-unsaved="">{store.state.unsaved}</div>}
       {t && <MoveThread store={store} thread={t} />}

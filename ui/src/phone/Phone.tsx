@@ -16,6 +16,7 @@ import { AttachButton, Attachments } from "../chat/attach";
 import { NewThread } from "../chat/newthread";
 import { Banner, OfflineNote } from "../chat/banner";
 import { threadUsage } from "../chat/usage";
+import { Away } from "../chat/away";
 import { ArchivedToggle, FromCopy, Gone, MoveThread, SearchBox, SearchHits, ThreadActions, useFocus } from "../chat/threads";
 
 // useKeyboardInset follows the visual viewport, so the composer sits above the keyboard.
@@ -122,6 +123,7 @@ function PhoneChat({ store }: { store: Store }) {
       )}
       <Banner store={store} />
       <Gone store={store} />
+      <Away store={store} />
       <FromCopy store={store} />
       {store.state.unsaved && <div class="banner" role="alert" data-unsaved="">{store.state.unsaved}</div>}
       {c.thread && <MoveThread store={store} thread={c.thread} />}
