@@ -10,6 +10,7 @@ import { NewThread } from "../chat/newthread";
 import { Banner, OfflineNote } from "../chat/banner";
 import { threadUsage } from "../chat/usage";
 import { Away } from "../chat/away";
+import { KeptChat, KeptList } from "../chat/kept";
 import { Plugins } from "../chat/plugins";
 import { LiveAgents } from "../chat/live";
 import { Sessions } from "../chat/sessions";
@@ -35,6 +36,7 @@ export function Desktop({ store, route }: { store: Store; route: Route }) {
             New thread
           </button>
           <OfflineNote store={store} />
+          <KeptList store={store} />
           <h3>Agents</h3>
           <ul class="agents">
             {s.agents.map((a) => (
@@ -109,6 +111,7 @@ function ChatPane({ store }: { store: Store }) {
       </header>
       <Gone store={store} />
       <Away store={store} />
+      <KeptChat store={store} />
       <FromCopy store={store} />
       {store.state.unsaved && <div class="banner" role="alert" data-unsaved="">{store.state.unsaved}</div>}
       {t && <MoveThread store={store} thread={t} />}
