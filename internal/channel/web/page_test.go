@@ -52,7 +52,7 @@ func mintCode(t *testing.T, srv *httptest.Server) string {
 
 func sessionCookie(resp *http.Response) *http.Cookie {
 	for _, k := range resp.Cookies() {
-		if k.Name == CookieName && k.MaxAge > 0 {
+		if k.Name == SessionCookie(testToken) && k.MaxAge > 0 {
 			return k
 		}
 	}
@@ -92,7 +92,7 @@ func TestLoginCodeSignsInOnceWithASessionCookie(t *testing.T) {
 	c := sessionCookie(resp)
 	switch {
 	case c == nil:
-		t.Fatalf("no %s cookie in %v", CookieName, resp.Header.Values("Set-Cookie"))
+		t.Fatalf("no %s cookie in %v", SessionCookie(testToken), resp.Header.Values("Set-Cookie"))
 	case !c.HttpOnly:
 		t.Error("cookie is not HttpOnly: page scripts could read it")
 	case c.SameSite != http.SameSiteStrictMode:
@@ -186,7 +186,7 @@ func TestSignOutRevokesTheSession(t *testing.T) {
 	out.Body.Close()
 	cleared := false
 	for _, k := range out.Cookies() {
-		cleared = cleared || (k.Name == CookieName && k.MaxAge < 0)
+		cleared = cleared || (k.Name == SessionCookie(testToken) && k.MaxAge < 0)
 	}
 	if out.StatusCode != http.StatusSeeOther || !cleared {
 		t.Fatalf("sign-out: %d, cookies %v; want 303 and the cookie cleared", out.StatusCode, out.Cookies())

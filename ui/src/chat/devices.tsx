@@ -1,5 +1,5 @@
 // Devices: the signed-in devices (GET /api/devices), "Add a device" (a one-time
-// pairing QR code), revocation, and this device's Web Push opt-in.
+// pairing QR code) and revocation. This device's notifications: notify.tsx.
 
 import { useEffect, useState } from "preact/hooks";
 
@@ -102,48 +102,7 @@ export function Devices() {
           </li>
         ))}
       </ul>
-      <PushOptIn onChange={load} />
     </details>
-  );
-}
-
-function keyBytes(b64: string): Uint8Array {
-  const s = atob(b64.replace(/-/g, "+").replace(/_/g, "/") + "=".repeat((4 - (b64.length % 4)) % 4));
-  return Uint8Array.from(s, (c) => c.charCodeAt(0));
-}
-
-// PushOptIn subscribes this device to Web Push through the service worker.
-function PushOptIn({ onChange }: { onChange: () => void }) {
-  const [state, setState] = useState("");
-  if (!("serviceWorker" in navigator) || typeof PushManager === "undefined") return <p class="hint">This browser has no Web Push.</p>;
-  const on = async () => {
-    try {
-      setState("asking…");
-      if ((await Notification.requestPermission()) !== "granted") return setState("notifications are blocked");
-      const reg = await navigator.serviceWorker.ready;
-      const { public_key } = await api<{ public_key: string }>("GET", "/api/push/key");
-      const sub = await reg.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: keyBytes(public_key) as BufferSource });
-      await api("POST", "/api/push/subscriptions", sub.toJSON());
-      setState("on");
-      onChange();
-    } catch (e) {
-      setState(String((e as Error).message ?? e));
-    }
-  };
-  const off = async () => {
-    const reg = await navigator.serviceWorker.ready;
-    await (await reg.pushManager.getSubscription())?.unsubscribe();
-    await api("DELETE", "/api/push/subscriptions").catch(() => undefined);
-    setState("off");
-    onChange();
-  };
-  return (
-    <p class="push-opt">
-      <button type="button" class="link" onClick={on}>Notify this device when an agent asks</button>
-      {" · "}
-      <button type="button" class="link" onClick={off}>Stop</button>
-      {state && <span class="hint"> {state}</span>}
-    </p>
   );
 }
 

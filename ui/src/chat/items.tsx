@@ -69,8 +69,10 @@ function Time({ ts }: { ts?: string }) {
   );
 }
 
-// Working says the agent is on a turn, with the time it has taken so far.
-export function Working({ since, stopping }: { since?: string; stopping?: boolean }) {
+// Working says the agent is on a turn, with the time it has taken so far; while
+// a card above waits for the person (waiting), the turn is theirs to move, so
+// it says that instead of counting.
+export function Working({ since, stopping, waiting }: { since?: string; stopping?: boolean; waiting?: string }) {
   const [start] = useState(() => (since && !isNaN(Date.parse(since)) ? Math.min(Date.parse(since), Date.now()) : Date.now()));
   const [now, setNow] = useState(Date.now());
   useEffect(() => {
@@ -79,6 +81,12 @@ export function Working({ since, stopping }: { since?: string; stopping?: boolea
   }, []);
   const s = Math.max(0, Math.floor((now - start) / 1000));
   const took = s < 60 ? `${s} s` : `${Math.floor(s / 60)} min ${s % 60} s`;
+  if (waiting && !stopping)
+    return (
+      <div class="working in-conv waiting-you" role="status" data-waiting={waiting}>
+        waiting for you: {waiting === "question" ? "answer the question above" : "allow or deny above"}
+      </div>
+    );
   return (
     <div class="working in-conv" role="status" data-elapsed={s}>
       <span class="spinner" aria-hidden="true" /> {stopping ? "stopping…" : "working…"} {took}
@@ -601,7 +609,7 @@ export function Conversation({ store, items, receipts, queued = [] }: { store: S
           <div class="meta">drawing… (provisional)</div>
         </div>
       )}
-      {chat.turnActive && !chat.starting && <Working key={chat.turnSince ?? "turn"} since={chat.turnSince} stopping={chat.stopping} />}
+      {chat.turnActive && !chat.starting && <Working key={chat.turnSince ?? "turn"} since={chat.turnSince} stopping={chat.stopping} waiting={openCardKind(items)} />}
       {queued.length > 0 && (
         <div class="queued" aria-label="Queued messages">
           {queued.map((it) => (

@@ -68,7 +68,7 @@ export function Machines({ store }: { store: Store }) {
             </span>
             <span class="hint node-state">{nodeState(n)}</span>
             <span class="hint">
-              last seen {n.last_seen ? ago(n.last_seen) : "never"} · {n.agents?.length ? n.agents.join(", ") : "no agents"} · {n.threads} thread{n.threads === 1 ? "" : "s"} · {n.version ? "version " + n.version : "version unknown"}
+              {n.online ? `last seen ${n.last_seen ? ago(n.last_seen) : "never"} · ` : ""}{n.agents?.length ? n.agents.join(", ") : "no agents"} · {n.threads} thread{n.threads === 1 ? "" : "s"} · {n.version ? "version " + n.version : "version unknown"}
             </span>
           </li>
         ))}

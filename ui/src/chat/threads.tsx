@@ -1,6 +1,7 @@
 // Finding and managing threads: the search box and its hits, the archived
 // list, and the chat's rename / archive / delete (both layouts).
 
+import { awayMachine } from "./away";
 import { useEffect, useRef, useState } from "preact/hooks";
 import type { SearchHit, Thread } from "../protocol";
 import type { Store } from "../store";
@@ -242,7 +243,7 @@ export function FromCopy({ store }: { store: Store }) {
   const c = store.state.chat;
   const node = c.thread?.node;
   const back = !!node && store.state.agents.some((a) => a.node === node && a.status !== "offline");
-  if (c.fromCopy === undefined || back) return null;
+  if (c.fromCopy === undefined || back || awayMachine(store, node)) return null; // Away says it
   const since = c.fromCopy ? new Date(c.fromCopy) : null;
   const when = since && !isNaN(since.getTime()) ? ` since ${since.toLocaleString()}` : "";
   return (
