@@ -8,6 +8,7 @@ import { canAskNotify } from "../app";
 import { Devices } from "./devices";
 import { Machines } from "./machines";
 import { Schedules } from "./schedules";
+import { UsageView } from "./usageview";
 
 // ModeSelects is the mode switch and one select per config option the agent lists.
 export function ModeSelects({ store }: { store: Store }) {
@@ -62,6 +63,7 @@ export function Account({ store }: { store: Store }) {
     <footer class="account" aria-label="Notifications, machines, devices, sign out">
       <NotifyOptIn />
       <Machines store={store} />
+      <UsageView store={store} />
       <Devices />
       <Schedules agents={store.state.agents.filter((a) => !a.node || a.node === store.state.node).map((a) => a.id)} />
       <SignOut />
