@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/parleyhq/parley/internal/rules"
 	"log/slog"
 	"slices"
 	"strings"
@@ -55,6 +56,9 @@ type Options struct {
 	// Node is this machine's name (cluster.node): a session to continue on
 	// it is continued here, hub or not.
 	Node string
+	// Rules answers a permission card by the person's rules before anyone
+	// is asked (rules.go); nil asks always.
+	Rules func(rules.Call) rules.Verdict
 }
 
 // Router is parley's input side. Its methods are safe for concurrent use.
