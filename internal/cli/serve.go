@@ -203,9 +203,9 @@ func serve(cmd *cobra.Command, b Build, cfg config.Config, p Parts) error {
 	if len(cfg.Agents) == 0 && d.ClusterHub() == nil {
 		// A hub's agents may all be other machines'; anywhere else, no agent
 		// means no thread can start, and the dashboard says the same.
-		msg := noAgents(cfg)
-		log.Warn(msg)
-		fmt.Fprintf(out, "warning: %s\n", msg)
+		// Printed once, under the link (not logged too: in a terminal both
+		// show, and stdout reaches a service's journal as well).
+		fmt.Fprintf(out, "warning: %s\n", noAgents(cfg))
 	}
 	select {
 	case <-ctx.Done():

@@ -244,7 +244,7 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 		ch.Close()
 		rt.Close(ctx)
 		st.Close()
-		return nil, fmt.Errorf("listen %s: %w", cfg.Addr, err)
+		return nil, listenError(cfg.Addr, err) // taken.go
 	}
 	if err := refuseClearText(cfg, ln.Addr(), cert != nil); err != nil {
 		ln.Close()

@@ -184,6 +184,9 @@ func (s *Server) routes() {
 	api("POST /api/threads/{id}/pr", s.handlePR)
 	// A notice from a script (parley notify): notify.go.
 	api("POST /api/notify", s.handleNotify)
+	// What the agents spent, and any other /api/ path: usage.go.
+	api("GET /api/usage", s.handleUsage)
+	api("/api/", s.handleNoSuchAPI)
 	if s.opt.Registry != nil {
 		s.mux.Handle("GET /metrics", s.authed(promhttp.HandlerFor(s.opt.Registry, promhttp.HandlerOpts{}).ServeHTTP))
 	}

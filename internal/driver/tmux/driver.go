@@ -145,11 +145,12 @@ func (d *Driver) Start(ctx context.Context, spec driver.Spec, sink driver.Sink) 
 	logger := spec.Logger
 	if logger == nil {
 		logger = d.Logger
+		if logger == nil {
+			logger = slog.New(slog.DiscardHandler)
+		}
+		logger = logger.With("thread", spec.ThreadID, "agent", spec.AgentID)
 	}
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
-	logger = logger.With("thread", spec.ThreadID, "transport", "tmux")
+	logger = logger.With("transport", "tmux")
 	c, err := d.client(logger, spec.Options[OptSocket])
 	if err != nil {
 		return nil, err

@@ -7,6 +7,7 @@ import { Notifications } from "./notify";
 import { Devices } from "./devices";
 import { Machines } from "./machines";
 import { Schedules } from "./schedules";
+import { UsageView } from "./usageview";
 
 // ModeSelects is the mode switch and one select per config option the agent lists.
 export function ModeSelects({ store }: { store: Store }) {
@@ -50,6 +51,7 @@ export function Account({ store }: { store: Store }) {
     <footer class="account" aria-label="Notifications, machines, devices, sign out">
       <Notifications />
       <Machines store={store} />
+      <UsageView store={store} />
       <Devices />
       <Schedules agents={store.state.agents} here={store.state.node ?? ""} />
       <SignOut />

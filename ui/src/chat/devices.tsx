@@ -1,7 +1,7 @@
 // Devices: the signed-in devices (GET /api/devices), "Add a device" (a one-time
 // pairing QR code) and revocation. This device's notifications: notify.tsx.
 
-import { useEffect, useState } from "preact/hooks";
+import { useEffect, useRef, useState } from "preact/hooks";
 
 type Device = {
   id: string;
@@ -39,6 +39,12 @@ export function Devices() {
   const [devices, setDevices] = useState<Device[]>([]);
   const [pair, setPair] = useState<PairCode | null>(null);
   const [err, setErr] = useState("");
+  // The QR code is what "Add a device" is for: bring it into view (the list
+  // sits at the foot of the screen, the code would open below its edge).
+  const qr = useRef<HTMLElement>(null);
+  useEffect(() => {
+    if (pair) qr.current?.scrollIntoView({ block: "nearest" });
+  }, [pair]);
   const load = () => api<{ devices: Device[] }>("GET", "/api/devices").then((j) => setDevices(j.devices), (e) => setErr(String(e.message ?? e)));
   useEffect(() => {
     if (open) void load();
@@ -76,7 +82,14 @@ export function Devices() {
       <summary>Devices</summary>
       <button type="button" class="link add-device" onClick={add}>Add a device</button>
       {pair && (
-        <figure class="pair" aria-label="Pairing code">
+        <figure class="pair" aria-label="Pairing code" ref={qr}>
+          {pair.url.startsWith("http:") && (
+            <p class="hint plain-http" role="alert" data-plain-http="">
+              This link is plain HTTP: on a network, the phone's session and every conversation would travel readable to anyone on it, and a phone
+              allows no installed app or notifications there. Serve parley over TLS first (<code>--tls-cert</code>/<code>--tls-key</code>, or
+              {" "}<code>--tailscale</code>; the README's “From a phone”).
+            </p>
+          )}
           <img src={pair.qr_png} width={200} height={200} alt="QR code of the pairing link" />
           <figcaption>
             Scan with the phone's camera, or open <a href={pair.url} class="pair-url">{pair.url}</a>. It works once, until {new Date(pair.expires_at).toLocaleTimeString()}.

@@ -6,6 +6,7 @@ import { agentState, machineOf, stateClass, threadState, ago, nav, useEscToStop,
 import { Conversation, JumpToLatest, Starting, openCardKind } from "../chat/items";
 import { useComposer } from "../chat/composer";
 import { AttachButton, Attachments } from "../chat/attach";
+import { VoiceButton } from "../chat/voice";
 import { NewThread } from "../chat/newthread";
 import { Banner, OfflineNote } from "../chat/banner";
 import { threadUsage } from "../chat/usage";
@@ -130,6 +131,7 @@ function ChatPane({ store }: { store: Store }) {
       <form class="composer" hidden={tab !== "chat"} onSubmit={(e) => { e.preventDefault(); comp.send(); }} onDrop={comp.onDrop} onDragOver={comp.onDragOver}>
         <Attachments comp={comp} />
         <AttachButton comp={comp} />
+        <VoiceButton comp={comp} />
         {comp.suggestions.length > 0 && (
           <ul class="suggest" role="listbox" aria-label="Commands">
             {comp.suggestions.map((cmd, i) => (
