@@ -163,6 +163,9 @@ type ToolCall struct {
 	Status     string          `json:"status"`              // pending, in_progress, completed, failed
 	Input      json.RawMessage `json:"input,omitempty"`     // the tool's raw input, as the agent sent it
 	Locations  []Location      `json:"locations,omitempty"` // the files it touches
+	// Imported marks a tool call from before parley, as UserMessage.Imported:
+	// it ran then, and its status is its end.
+	Imported bool `json:"imported,omitempty"`
 }
 
 // Location is a file (and line) a tool call touches.
@@ -180,6 +183,7 @@ type ToolCallUpdate struct {
 	Output     string     `json:"output,omitempty"`    // the tool's output as text
 	Diffs      []Diff     `json:"diffs,omitempty"`     // an edit's changes, file by file
 	Locations  []Location `json:"locations,omitempty"` // the files it touches, replacing those shown
+	Imported   bool       `json:"imported,omitempty"`  // as ToolCall.Imported
 }
 
 // Diff is one file's change by an edit tool: OldText empty for a new file,
@@ -252,6 +256,9 @@ type PermissionResolved struct {
 	Cancelled bool      `json:"cancelled,omitempty"` // it went away unanswered, or was dismissed
 	By        *RouteKey `json:"by,omitempty"`        // nil when parley closed it (a stop, an exit)
 	Reason    string    `json:"reason,omitempty"`    // why parley cancelled it, e.g. the agent did not take the answer
+	// Rule names the person's rule that answered, "rule 2 (allow tool=Bash
+	// \"go test *\")"; By is then {channel: "rule", chat: "2"}.
+	Rule string `json:"rule,omitempty"`
 }
 
 // Question is a question card: the agent asks one or more questions and

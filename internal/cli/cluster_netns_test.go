@@ -63,7 +63,11 @@ func TestNodesInTheirOwnNetworksReachOnlyTheHub(t *testing.T) {
 			env = append(env, "PARLEY_ADDR=0.0.0.0:7430")
 			addClaude(t, env, claude, model.URL)
 		}
-		startProc(t, netns.Command(leaf.NS, bin, "serve", "--data", data), env, nil).line(t, nodeLine)
+		args := []string{"serve", "--data", data}
+		if name == "b" {
+			args = append(args, "--insecure-http") // the test's own network namespaces
+		}
+		startProc(t, netns.Command(leaf.NS, bin, args...), env, nil).line(t, nodeLine)
 	}
 
 	reach := func(ns, addr string) error {

@@ -28,7 +28,7 @@ type serveFlags struct {
 	clusterListen, node                     string
 	tlsCert, tlsKey                         string
 	roots                                   []string
-	tailscale                               bool
+	tailscale, insecureHTTP                 bool
 }
 
 func newServeCommand(b Build, h TestHooks) *cobra.Command {
@@ -58,6 +58,7 @@ loopback only, a token made at first start. Agent programs found on PATH
 	fl.StringArrayVar(&f.roots, "root", nil, "a directory new threads may work in, repeatable (config roots; default: your home directory)")
 	fl.StringVar(&f.tlsCert, "tls-cert", "", "serve HTTPS with this certificate (PEM; config tls_cert; with --tls-key)")
 	fl.StringVar(&f.tlsKey, "tls-key", "", "the certificate's private key (PEM; config tls_key)")
+	fl.BoolVar(&f.insecureHTTP, "insecure-http", false, "serve plain HTTP on an address other machines reach (config insecure_http; refused without it: the token would cross the network in clear)")
 	fl.BoolVar(&f.tailscale, "tailscale", false, "also serve the dashboard over HTTPS on your tailnet, as its own machine (config [tailscale]; README: reach parley from a phone)")
 	fl.StringVar(&f.node, "node", "", "this machine's node name in a cluster (config [cluster] node; default: the host name)")
 	return cmd
@@ -106,6 +107,9 @@ func loadConfig(f serveFlags) (config.Config, error) {
 	}
 	if f.tailscale {
 		cfg.Tailscale.Enabled = true
+	}
+	if f.insecureHTTP {
+		cfg.InsecureHTTP = true
 	}
 	if cfg.DataDir, err = filepath.Abs(cfg.DataDir); err != nil {
 		return config.Config{}, err

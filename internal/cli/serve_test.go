@@ -196,7 +196,7 @@ func TestServeWarnsAboutRiskySettings(t *testing.T) {
 allowed_origins = ["*", "null"]
 `), 0o600)
 	for _, tc := range []struct{ addr, host string }{{"0.0.0.0:0", "127.0.0.1"}, {"[::]:0", "127.0.0.1"}} {
-		cmd := exec.Command(bin, "serve", "--data", filepath.Join(dir, "data"), "--config", file, "--addr", tc.addr)
+		cmd := exec.Command(bin, "serve", "--data", filepath.Join(dir, "data"), "--config", file, "--addr", tc.addr, "--insecure-http")
 		cmd.Env = []string{"HOME=" + t.TempDir(), "PATH="}
 		stdout, _ := cmd.StdoutPipe()
 		var stderr strings.Builder
@@ -350,3 +350,46 @@ func TestServeRootsAreHomeOrGiven(t *testing.T) {
 
 // The real parley binary is built once for the package and removed after.
 func TestMain(m *testing.M) { testkit.RunAndRemoveBinary(m) }
+
+// Plain HTTP on an address other machines reach is refused unless the person
+// says --insecure-http (or insecure_http in the config): the start fails with
+// words naming the ways out, and nothing listens.
+func TestServeRefusesClearTextBeyondLoopback(t *testing.T) {
+	t.Parallel()
+	bin := testkit.ParleyBinary(t)
+	dir := t.TempDir()
+	for _, addr := range []string{"0.0.0.0:0", "[::]:0"} {
+		cmd := exec.Command(bin, "serve", "--data", filepath.Join(dir, "data"), "--addr", addr)
+		cmd.Env = []string{"HOME=" + t.TempDir(), "PATH="}
+		out, err := cmd.CombinedOutput()
+		if err == nil {
+			t.Fatalf("--addr %s without TLS started:\n%s", addr, out)
+		}
+		for _, want := range []string{"without TLS", "--tls-cert", "--insecure-http"} {
+			if !strings.Contains(string(out), want) {
+				t.Errorf("--addr %s: the refusal does not say %q:\n%s", addr, want, out)
+			}
+		}
+	}
+	// The same in the config file.
+	file := filepath.Join(dir, "config.toml")
+	os.WriteFile(file, []byte("addr = \"0.0.0.0:0\"\n"), 0o600)
+	cmd := exec.Command(bin, "serve", "--data", filepath.Join(dir, "data2"), "--config", file)
+	cmd.Env = []string{"HOME=" + t.TempDir(), "PATH="}
+	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "--insecure-http") {
+		t.Fatalf("addr 0.0.0.0 in the config without TLS: %v\n%s", err, out)
+	}
+}
+
+// A config file is read up to a bound: --config /dev/zero (or a runaway file)
+// is refused with words, not read until memory runs out.
+func TestServeBoundsTheConfigFile(t *testing.T) {
+	t.Parallel()
+	bin := testkit.ParleyBinary(t)
+	cmd := exec.Command(bin, "serve", "--data", filepath.Join(t.TempDir(), "data"), "--config", "/dev/zero")
+	cmd.Env = []string{"HOME=" + t.TempDir(), "PATH="}
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "larger than") {
+		t.Fatalf("--config /dev/zero: %v\n%s", err, out)
+	}
+}

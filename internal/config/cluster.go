@@ -197,9 +197,9 @@ func checkHostPort(key, addr string, anyPort bool) error {
 // node joining again after a revoke) is left as it is; one naming another
 // hub is refused.
 func WriteClusterNode(path, hub, node string) error {
-	data, err := os.ReadFile(path)
+	data, err := readFile(path)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("config %s: %w", path, err)
+		return err
 	}
 	var cur struct {
 		Cluster *struct {

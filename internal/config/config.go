@@ -5,6 +5,8 @@ package config
 import (
 	"errors"
 	"fmt"
+	"github.com/parleyhq/parley/internal/rules"
+	"io"
 	"net/url"
 	"os"
 	"os/exec"
@@ -75,6 +77,10 @@ type Config struct {
 	// PublicURL is the address other devices reach this parley at (pairing
 	// links, the printed link), e.g. https://parley.example.com:7430.
 	PublicURL string `toml:"public_url"`
+	// InsecureHTTP lets parley serve plain HTTP on an address other
+	// machines reach (--insecure-http). Without it such a start is refused:
+	// the token, cookies and conversations would cross the network in clear.
+	InsecureHTTP bool `toml:"insecure_http"`
 
 	Limits Limits  `toml:"limits"`
 	Agents []Agent `toml:"agent"`
@@ -86,6 +92,9 @@ type Config struct {
 	Tailscale Tailscale `toml:"tailscale"`
 	// Git is how threads' repositories are treated (git.go).
 	Git Git `toml:"git"`
+	// Rules answer permission cards by the person's own rules, in order
+	// (internal/rules): [[rule]] action, agent, machine, tool, command, paths, for.
+	Rules []rules.Rule `toml:"rule"`
 
 	// File is the path the config was read from, or "".
 	File string `toml:"-"`
@@ -231,11 +240,32 @@ func ConfigFilePath() string {
 // Load reads a TOML file over base. Unknown keys are an error, so a typo is not
 // silently ignored.
 func Load(path string, base Config) (Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := readFile(path)
 	if err != nil {
-		return Config{}, fmt.Errorf("config %s: %w", path, err)
+		return Config{}, err
 	}
 	return Parse(data, path, base)
+}
+
+// MaxFileBytes bounds a config file: a real one is a few kB, and reading a
+// device or a runaway file whole (--config /dev/zero) must not exhaust memory.
+const MaxFileBytes = 1 << 20
+
+// readFile reads a config file of at most MaxFileBytes.
+func readFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	if len(data) > MaxFileBytes {
+		return nil, fmt.Errorf("config %s: larger than %d bytes: is it the right file?", path, MaxFileBytes)
+	}
+	return data, nil
 }
 
 // Parse reads a config file's text over base (Load without the file); path
@@ -339,6 +369,11 @@ func (c *Config) Validate() error {
 		errs = append(errs, err)
 	}
 	c.Roots = roots
+	for i, r := range c.Rules {
+		if err := r.Check(); err != nil {
+			errs = append(errs, fmt.Errorf("rule %d: %w", i+1, err))
+		}
+	}
 	if err := checkAddr(c.Addr); err != nil {
 		errs = append(errs, err)
 	}

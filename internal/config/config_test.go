@@ -208,3 +208,22 @@ func TestDetectACPAgents(t *testing.T) {
 		t.Fatalf("detected %+v, want %+v", got, want)
 	}
 }
+
+// A config file is read up to MaxFileBytes: a device or a runaway file is
+// refused with words, not read until memory runs out.
+func TestLoadBoundsTheFile(t *testing.T) {
+	t.Parallel()
+	if _, err := Load("/dev/zero", Config{}); err == nil || !strings.Contains(err.Error(), "larger than") {
+		t.Fatalf("Load(/dev/zero) = %v, want a size error", err)
+	}
+	big := filepath.Join(t.TempDir(), "config.toml")
+	if err := os.WriteFile(big, []byte("# "+strings.Repeat("x", MaxFileBytes)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(big, Config{}); err == nil || !strings.Contains(err.Error(), "larger than") {
+		t.Fatalf("Load(a file over the bound) = %v, want a size error", err)
+	}
+	if err := WriteClusterNode("/dev/zero", "hub:7431", "b"); err == nil || !strings.Contains(err.Error(), "larger than") {
+		t.Fatalf("WriteClusterNode(/dev/zero) = %v, want a size error", err)
+	}
+}

@@ -162,7 +162,7 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 		Agents: cfg.Agents, DefaultAgent: cfg.DefaultAgent, Roots: cfg.Roots,
 		Drivers: opt.Drivers, QueueDepth: cfg.Limits.QueueDepth, MaxMessageBytes: cfg.Limits.MaxMessageBytes,
 		MaxSessions: cfg.Limits.MaxSessions, ThreadsPerMinute: cfg.Limits.ThreadsPerMinute,
-		Logger: log, Metrics: router.NewMetrics(reg), Remote: rem, Tools: tools, Node: cfg.Cluster.Node,
+		Logger: log, Metrics: router.NewMetrics(reg), Remote: rem, Tools: tools, Node: cfg.Cluster.Node, Rules: ruleSet(cfg.Rules, time.Now()),
 		Worktrees: cfg.Git.Worktrees,
 	})
 	if err := rt.Start(ctx); err != nil {
@@ -242,6 +242,16 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 		rt.Close(ctx)
 		st.Close()
 		return nil, fmt.Errorf("listen %s: %w", cfg.Addr, err)
+	}
+	if err := refuseClearText(cfg, ln.Addr(), cert != nil); err != nil {
+		ln.Close()
+		pusher.Close()
+		idx.Close()
+		h.Unwatch(watch)
+		ch.Close()
+		rt.Close(ctx)
+		st.Close()
+		return nil, err
 	}
 	if cert != nil {
 		ln = tls.NewListener(ln, cert.tlsConfig())

@@ -74,8 +74,9 @@ func TestOwnCertificateServesTLS(t *testing.T) {
 			t.Fatal("plain HTTP reached parley on its TLS port")
 		}
 	}
-	// Without TLS, the same address is warned about.
-	plain := startDaemon(t, func(c *config.Config) { c.Addr = "0.0.0.0:0" })
+	// Without TLS, the same address starts only when the person said so
+	// (insecure_http), and is still warned about.
+	plain := startDaemon(t, func(c *config.Config) { c.Addr = "0.0.0.0:0"; c.InsecureHTTP = true })
 	warned := false
 	for _, w := range plain.d.Warnings() {
 		warned = warned || strings.Contains(w, "without TLS")

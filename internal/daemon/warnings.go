@@ -13,10 +13,9 @@ import (
 // logged and printed under the dashboard link. listen is the bound address.
 func warnings(cfg config.Config, listen net.Addr, tls bool) []string {
 	var out []string
-	if tcp, ok := listen.(*net.TCPAddr); ok && !tcp.IP.IsLoopback() && !tls {
-		// parley serves plain HTTP: the token, session cookies and every
-		// conversation cross the network readable by anyone on the path.
-		out = append(out, fmt.Sprintf("parley listens on %s, reachable from other machines, without TLS: the token and conversations cross the network in clear text (give tls_cert and tls_key (--tls-cert, --tls-key), or bind 127.0.0.1 and use Tailscale, an SSH tunnel or a TLS proxy)", listen))
+	if reachable(listen) && !tls {
+		// Started only with insecure_http (refuseClearText): say it still.
+		out = append(out, fmt.Sprintf("parley listens on %s, reachable from other machines, without TLS (--insecure-http): the token and conversations cross the network in clear text", listen))
 	}
 	roots := map[string]bool{}
 	for _, r := range cfg.Roots {
@@ -42,6 +41,22 @@ func warnings(cfg config.Config, listen net.Addr, tls bool) []string {
 		}
 	}
 	return out
+}
+
+// reachable says whether other machines can reach a listener's address.
+func reachable(listen net.Addr) bool {
+	tcp, ok := listen.(*net.TCPAddr)
+	return ok && !tcp.IP.IsLoopback()
+}
+
+// refuseClearText refuses to serve plain HTTP where other machines reach it,
+// unless the person said so (insecure_http, --insecure-http): the token, the
+// session cookies and every conversation would be readable on the path.
+func refuseClearText(cfg config.Config, listen net.Addr, tls bool) error {
+	if !reachable(listen) || tls || cfg.InsecureHTTP {
+		return nil
+	}
+	return fmt.Errorf("parley would listen on %s, reachable from other machines, without TLS: the token and conversations would cross the network in clear text. Give tls_cert and tls_key (--tls-cert, --tls-key), or bind 127.0.0.1 (the default) and use Tailscale (--tailscale), an SSH tunnel or a TLS proxy; or, on a network you trust, say --insecure-http", listen)
 }
 
 // Warnings are the risky settings found at start (also logged).

@@ -4,6 +4,8 @@ import (
 	"context"
 	"strings"
 	"time"
+
+	"github.com/parleyhq/parley/internal/chat"
 )
 
 // What a driver may know of its agent's own sessions, for a session started
@@ -21,14 +23,21 @@ type HistoryReader interface {
 const (
 	TurnUser  = "user"  // what the person wrote
 	TurnAgent = "agent" // the agent's answer text
+	TurnTool  = "tool"  // a tool the agent ran, and what came of it
 )
 
-// Turn is one message of a session's record, in the conversation's order.
+// Turn is one message of a session's record (or, for TurnTool, one tool
+// call in it), in the conversation's order.
 type Turn struct {
 	ID   string    // the record's own id (Claude Code's uuid)
-	Role string    // TurnUser or TurnAgent
-	Text string    // the words, without tool calls and results
+	Role string    // TurnUser, TurnAgent or TurnTool
+	Text string    // the words (TurnUser, TurnAgent)
 	At   time.Time // when the agent recorded it
+	// Tool is a TurnTool's call (its Status the call's end: completed, or
+	// failed when it failed or the record holds no result), and Result what
+	// it gave, when the record holds it.
+	Tool   *chat.ToolCall
+	Result *chat.ToolCallUpdate
 }
 
 // RunChecker is a Driver that can tell whether a process runs one of its

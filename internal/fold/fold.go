@@ -366,6 +366,11 @@ func (f *Fold) permissionResolved(ev client.Event) {
 	_ = ev.Decode(&p)
 	f.PatchCard(p.RequestID, func(it *Item) {
 		it.State, it.Chosen, it.Note, it.By = resolvedState(p.Cancelled), p.OptionID, resolvedBy(p.By, p.Message), channel(p.By)
+		if p.Rule != "" {
+			// Answered by the person's rule, which the note names (its
+			// message to the agent names it again: not repeated).
+			it.Note = "by " + p.Rule
+		}
 	})
 }
 

@@ -174,7 +174,7 @@ func (l *lane) answerPermission(ctl Control, reply func(error)) {
 		}
 	}
 	by := ctl.From
-	res := chat.PermissionResolved{RequestID: r.RequestID, OptionID: optionID, Message: r.Message, Cancelled: r.Cancelled, By: &by}
+	res := chat.PermissionResolved{RequestID: r.RequestID, OptionID: optionID, Message: r.Message, Cancelled: r.Cancelled, By: &by, Rule: r.rule}
 	state := chat.CardResolved
 	if r.Cancelled {
 		state = chat.CardCancelled

@@ -174,6 +174,10 @@ func (l *lane) continueHere(hr driver.HistoryReader, reply func(error)) {
 // transcript a moment after a turn) imports nothing: the agent's resume says
 // whether it knows the session.
 func (l *lane) imported(turns []driver.Turn, since time.Time, err error, reply func(error)) {
+	if errors.Is(err, driver.ErrUnsupported) {
+		reply(nil) // parley reads no record of this agent's: nothing to import
+		return
+	}
 	if err != nil && !errors.Is(err, driver.ErrHistoryLost) {
 		reply(err)
 		return
@@ -182,7 +186,7 @@ func (l *lane) imported(turns []driver.Turn, since time.Time, err error, reply f
 		reply(nil) // a message started the agent meanwhile: it has the session now
 		return
 	}
-	n, last := 0, ""
+	n, tools, last := 0, 0, ""
 	for _, t := range turns {
 		if !since.IsZero() && !t.At.After(since) {
 			continue
@@ -201,6 +205,22 @@ func (l *lane) imported(turns []driver.Turn, since time.Time, err error, reply f
 				text = "\n\n" + text // the same answer, in another record
 			}
 			l.emit(chat.AgentChunk{Text: text, MessageID: t.ID, Imported: true})
+		case driver.TurnTool:
+			// It ran then: shown ended (its status its end), never as a
+			// call in flight.
+			if t.Tool == nil {
+				continue
+			}
+			tc := *t.Tool
+			tc.Imported = true
+			l.emit(tc)
+			if t.Result != nil {
+				u := *t.Result
+				u.Imported = true
+				l.emit(u)
+			}
+			tools, last = tools+1, t.Role
+			continue
 		}
 		n, last = n+1, t.Role
 	}
@@ -210,6 +230,12 @@ func (l *lane) imported(turns []driver.Turn, since time.Time, err error, reply f
 	detail := fmt.Sprintf("%d earlier messages imported from the agent's record", n)
 	if n == 1 {
 		detail = "1 earlier message imported from the agent's record"
+	}
+	switch {
+	case tools == 1:
+		detail += " (and 1 tool call)"
+	case tools > 1:
+		detail += fmt.Sprintf(" (and %d tool calls)", tools)
 	}
 	l.emit(chat.SessionInfo{State: "continued", SessionID: l.th.SessionID, Detail: detail})
 	l.log.Info("session continued here", "session_id", l.th.SessionID, "imported", n)

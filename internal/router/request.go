@@ -83,6 +83,9 @@ type PermissionAnswer struct {
 	OptionID  string `json:"option_id,omitempty"`
 	Message   string `json:"message,omitempty"`
 	Cancelled bool   `json:"cancelled,omitempty"`
+	// rule names the rule that answered (rules.go); only the lane sets it,
+	// never a client.
+	rule string
 }
 
 // QuestionAnswer answers a question card: answers by question, or a reply in

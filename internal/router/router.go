@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/parleyhq/parley/internal/rules"
 	"log/slog"
 	"slices"
 	"strings"
@@ -58,6 +59,9 @@ type Options struct {
 	// Worktrees is the folder threads' own worktrees are made in ([git]
 	// worktrees; "" : beside each repository, gitstart.go).
 	Worktrees string
+	// Rules answers a permission card by the person's rules before anyone
+	// is asked (rules.go); nil asks always.
+	Rules func(rules.Call) rules.Verdict
 }
 
 // Router is parley's input side. Its methods are safe for concurrent use.

@@ -103,6 +103,7 @@ func (l *lane) onEvent(p chat.Payload) {
 			p.Diffs = writeDiffs(p.Tool, l.ag.Roots)
 		}
 		l.openCard(chat.CardPermission, p.RequestID, p)
+		l.applyRules(p)
 		return
 	case chat.Question:
 		l.openCard(chat.CardQuestion, p.RequestID, p)

@@ -30,17 +30,26 @@ var ErrNoMachine = errors.New("no such machine in this cluster")
 
 // Hub lists every machine's sessions at a cluster's hub: its own from its
 // Index, each node's by asking it, all at once. Each node's last answer is
-// kept, so a listing waits at most FreshWait for nodes that already
-// answered once (their last answer stands in, with its time, while the new
-// one comes) and a node that is away shows its last answer, stale.
+// kept: a listing answers a copy younger than FreshFor at once (its
+// listed_at says when it was listed) and asks the node again in the
+// background, for the next listing; an older copy is waited for FreshWait at
+// most, a node never heard from FirstWait; a node that is away shows its
+// last answer, stale.
 type Hub struct {
 	local  *Index
 	remote Remote
 	self   string // the hub's own machine name
-	// FreshWait is how long a listing waits for a node it has an answer of.
+	// FreshFor is how old a node's kept answer may be to be answered without
+	// waiting for the node.
+	FreshFor time.Duration
+	// FreshWait is how long a listing waits for a node whose kept answer is
+	// older than FreshFor.
 	FreshWait time.Duration
 	// FirstWait bounds the wait for a node never heard from.
 	FirstWait time.Duration
+	// Quiet is how soon after a node's answer it is not asked again (a
+	// dashboard's listings and the CLI's together ask once).
+	Quiet time.Duration
 
 	ctx    context.Context // the refreshes' lifetime, ended by Close
 	cancel context.CancelFunc
@@ -67,7 +76,8 @@ type nodeList struct {
 // NewHub lists self's (the hub's) sessions from local and the nodes' through remote.
 func NewHub(local *Index, remote Remote, self string) *Hub {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Hub{local: local, remote: remote, self: self, FreshWait: 200 * time.Millisecond, FirstWait: 5 * time.Second,
+	return &Hub{local: local, remote: remote, self: self,
+		FreshFor: time.Minute, FreshWait: 200 * time.Millisecond, FirstWait: 5 * time.Second, Quiet: 2 * time.Second,
 		ctx: ctx, cancel: cancel, cache: map[cacheKey]*nodeList{}}
 }
 
@@ -88,19 +98,11 @@ func (h *Hub) Listing(ctx context.Context, f Filter) (Listing, error) {
 	if f.Machine != "" && f.Machine != h.self && !slices.ContainsFunc(nodes, func(n RemoteNode) bool { return n.Name == f.Machine }) {
 		return Listing{}, fmt.Errorf("%w: %q", ErrNoMachine, f.Machine)
 	}
-	out := Listing{Sessions: []Session{}}
-	if f.Machine == "" || f.Machine == h.self {
-		own, err := h.local.List(ctx, Filter{Agent: f.Agent, All: f.All})
-		if err != nil {
-			return Listing{}, err
-		}
-		out.Sessions = append(out.Sessions, own...)
-		out.Machines = append(out.Machines, Machine{Node: h.self, ListedAt: time.Now()})
-	}
 	type pending struct {
 		node string
 		e    *nodeList
 		done chan struct{}
+		wait time.Duration
 	}
 	var asked []pending
 	for _, n := range nodes {
@@ -114,28 +116,41 @@ func (h *Hub) Listing(ctx context.Context, f Filter) (Listing, error) {
 			e = &nodeList{}
 			h.cache[key] = e
 		}
+		// What to wait for: nothing for a young answer kept (the node is
+		// asked again for the next listing, unless it just answered), a
+		// short while for an old one, longer for none.
 		var done chan struct{}
-		if n.Online {
+		wait := h.FirstWait
+		if !e.at.IsZero() {
+			wait = h.FreshWait
+			if age := time.Since(e.at); age < h.FreshFor {
+				wait = 0
+			}
+		}
+		if n.Online && (e.at.IsZero() || e.err != nil || time.Since(e.at) >= h.Quiet) {
 			done = h.refreshLocked(key, e)
+		} else if n.Online {
+			done = e.done // one in flight still counts
 		}
 		h.mu.Unlock()
-		asked = append(asked, pending{n.Name, e, done})
+		asked = append(asked, pending{n.Name, e, done, wait})
 	}
-	// Wait for the nodes' answers: a node with an answer kept, FreshWait at
-	// most; one without, FirstWait.
+	// The nodes list theirs while the hub lists its own.
 	start := time.Now()
+	out := Listing{Sessions: []Session{}}
+	if f.Machine == "" || f.Machine == h.self {
+		own, err := h.local.List(ctx, Filter{Agent: f.Agent, All: f.All})
+		if err != nil {
+			return Listing{}, err
+		}
+		out.Sessions = append(out.Sessions, own...)
+		out.Machines = append(out.Machines, Machine{Node: h.self, ListedAt: time.Now()})
+	}
 	for _, p := range asked {
-		if p.done == nil {
+		if p.done == nil || p.wait <= 0 {
 			continue
 		}
-		h.mu.Lock()
-		heard := !p.e.at.IsZero()
-		h.mu.Unlock()
-		wait := h.FirstWait
-		if heard {
-			wait = h.FreshWait
-		}
-		t := time.NewTimer(max(0, wait-time.Since(start)))
+		t := time.NewTimer(max(0, p.wait-time.Since(start)))
 		select {
 		case <-p.done:
 		case <-t.C:

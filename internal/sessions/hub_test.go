@@ -47,9 +47,10 @@ func (r *fakeRemote) NodeSessions(ctx context.Context, node string, _ Filter) ([
 	return r.lists[node], nil
 }
 
-// A node that answered once but is slow now does not hold the listing up:
-// its last answer stands in, with its time; its new answer is kept for the
-// next listing. A node that is away shows its last answer, stale.
+// A node that answered once is not waited for: its last answer stands in at
+// once, with its time, while it is asked again in the background; the next
+// listing has the new answer. A node that is away shows its last answer,
+// stale.
 func TestHubKeepsEachNodesLastAnswer(t *testing.T) {
 	x, err := Open(t.TempDir(), nil)
 	if err != nil {
@@ -62,7 +63,8 @@ func TestHubKeepsEachNodesLastAnswer(t *testing.T) {
 	}}
 	h := NewHub(x, r, "hub")
 	defer h.Close()
-	h.FreshWait = time.Millisecond // a slow node is not waited for
+	h.Quiet = 0             // every listing asks again
+	h.FreshWait = time.Hour // a kept answer is never waited for: a listing that waits never ends
 	ctx := context.Background()
 	l, err := h.Listing(ctx, Filter{})
 	if err != nil || len(l.Sessions) != 2 {
@@ -92,7 +94,8 @@ func TestHubKeepsEachNodesLastAnswer(t *testing.T) {
 	r.hold = nil
 	r.online["c"] = false
 	r.mu.Unlock()
-	h.FreshWait = time.Minute // now wait for b's
+	h.FreshFor = 0 // now every kept answer is old: wait for b's
+	h.FreshWait = time.Minute
 	l, err = h.Listing(ctx, Filter{})
 	if err != nil || len(l.Sessions) != 3 || l.Sessions[0].ID != "b2" || l.Sessions[0].Node != "" {
 		t.Fatalf("after b answered, c away: %+v %v", l, err)
@@ -101,8 +104,35 @@ func TestHubKeepsEachNodesLastAnswer(t *testing.T) {
 		if m.Stale != (m.Node == "c") {
 			t.Errorf("c away: machine %+v", m)
 		}
+		if m.Node == "b" && !m.ListedAt.After(first["b"]) {
+			t.Errorf("b's new answer listed at %v, its first at %v", m.ListedAt, first["b"])
+		}
 	}
 	if _, err := h.Listing(ctx, Filter{Machine: "z"}); !errors.Is(err, ErrNoMachine) {
 		t.Errorf("machine z: %v", err)
+	}
+}
+
+// A node that has just answered is not asked again: listings close together
+// (a dashboard's, the CLI's) ask it once.
+func TestHubAsksANodeOnceInQuiet(t *testing.T) {
+	x, err := Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	r := &fakeRemote{online: map[string]bool{"b": true}, lists: map[string][]Session{"b": {{ID: "b1"}}}}
+	h := NewHub(x, r, "hub")
+	defer h.Close()
+	h.Quiet = time.Hour
+	for range 3 {
+		if l, err := h.Listing(context.Background(), Filter{}); err != nil || len(l.Sessions) != 1 {
+			t.Fatalf("listing: %+v %v", l, err)
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.asked != 1 {
+		t.Errorf("node asked %d times in 3 listings, want once", r.asked)
 	}
 }

@@ -50,6 +50,7 @@ type Input struct {
 	Open       *OpenThread              `json:"-"`
 	Edit       *EditThread              `json:"-"`
 	Delete     *DeleteThread            `json:"-"`
+	HandBack   *HandBack                `json:"-"`
 }
 
 // Ref is the id an error about this input should name.
@@ -68,6 +69,8 @@ func (in Input) Ref() string {
 		ref = in.Resume.Ref
 	case in.Delete != nil:
 		ref = in.Delete.Ref
+	case in.HandBack != nil:
+		ref = in.HandBack.Ref
 	}
 	return clip(ref)
 }
@@ -77,6 +80,13 @@ func (in Input) Ref() string {
 // earlier turns imported), or an error.
 type ResumeSession struct {
 	router.ResumeIntent
+	Ref string `json:"ref,omitempty"`
+}
+
+// HandBack is "Continue in a terminal" for the route's thread. Ref, the
+// client's, names the answer: done once parley took it (the session handed
+// back, or due after the turn in flight), or an error.
+type HandBack struct {
 	Ref string `json:"ref,omitempty"`
 }
 
@@ -165,7 +175,10 @@ func Decode(data []byte) (Input, error) {
 	switch head.Type {
 	case "":
 		return Input{}, bad(clip(ref), "input has no \"type\"")
-	case TypeStop, TypePing, TypeHandBack:
+	case TypeStop, TypePing:
+	case TypeHandBack:
+		in.HandBack = &HandBack{}
+		v = in.HandBack
 	case TypeMessage:
 		in.Message = &router.Message{}
 		v = in.Message

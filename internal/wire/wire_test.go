@@ -36,6 +36,9 @@ func TestDecode(t *testing.T) {
 		{`{"type":"set_config_option","config_id":"model","value":"x"}`, TypeSetConfigOption, ""},
 		{`{"type":"resume_session","agent":"claude","session_id":"s","cwd":"/x"}`, TypeResumeSession, ""},
 		{`{"type":"open_thread","thread_id":"t_1"}`, TypeOpenThread, ""},
+		{`{"type":"hand_back"}`, TypeHandBack, ""},
+		{`{"type":"hand_back","ref":"h1"}`, TypeHandBack, ""},
+		{`{"type":"hand_back","ref":5}`, "", `field "ref" should be string`},
 		{`{"type":"open_thread"}`, "", `"thread_id" is missing`},
 		{`{"type":"withdraw","message_id":"m_1"}`, TypeWithdraw, ""},
 		{`{"type":"withdraw"}`, "", `"message_id"`},
@@ -72,7 +75,7 @@ func accept(data []byte) (Input, error) {
 	if err != nil {
 		return in, err
 	}
-	c := router.Control{Stop: in.Type == TypeStop, Withdraw: in.Withdraw, Permission: in.Permission, Answer: in.Answer, SetMode: in.SetMode, SetOption: in.SetOption}
+	c := router.Control{Stop: in.Type == TypeStop, HandBack: in.HandBack != nil, Withdraw: in.Withdraw, Permission: in.Permission, Answer: in.Answer, SetMode: in.SetMode, SetOption: in.SetOption}
 	switch {
 	case in.Message != nil:
 		err = in.Message.Validate()
@@ -99,6 +102,11 @@ func TestDecodeRefNamesTheInput(t *testing.T) {
 	in, err := accept([]byte(`{"type":"message","message_id":"m7"}`))
 	if err == nil || in.Ref() != "m7" {
 		t.Fatalf("got %q, %v; want ref m7 and an error", in.Ref(), err)
+	}
+	// hand_back is answered with done {ref} like the other controls.
+	in, err = accept([]byte(`{"type":"hand_back","ref":"h1"}`))
+	if err != nil || in.Ref() != "h1" {
+		t.Fatalf("hand_back: got ref %q, %v; want h1", in.Ref(), err)
 	}
 	_, err = Decode([]byte(`{"type":"message","message_id":"m8","text":5}`))
 	var we *Error

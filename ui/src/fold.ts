@@ -268,7 +268,8 @@ export class Fold {
         break;
       }
       case "permission_resolved":
-        this.patchCard(ev.request_id, { state: ev.cancelled ? "cancelled" : "resolved", chosen: ev.option_id, note: resolvedBy(ev.by, ev.message) });
+        // Answered by the person's rule: the note names it (its message to the agent names it again).
+        this.patchCard(ev.request_id, { state: ev.cancelled ? "cancelled" : "resolved", chosen: ev.option_id, note: ev.rule ? `by ${ev.rule}` : resolvedBy(ev.by, ev.message) });
         break;
       case "question":
         this.upsert("c:" + ev.request_id, () => ({ kind: "question", key: "c:" + ev.request_id, request_id: ev.request_id, questions: ev.questions ?? [], state: "open" }),

@@ -29,7 +29,12 @@ const (
 // the page refetches /api/agents (its agents' status) instead of polling.
 func (s *Server) handleChanges(w http.ResponseWriter, r *http.Request) {
 	rc := http.NewResponseController(w)
-	if s.fanout.Watchers() >= maxWatchers {
+	// The bound counts this server's streams only: the fan-out's watchers
+	// include parley's own (the push watcher, a node's relay).
+	select {
+	case s.changeSlots <- struct{}{}:
+		defer func() { <-s.changeSlots }()
+	default:
 		httpError(w, http.StatusServiceUnavailable, fmt.Sprintf("too many change streams open (at most %d)", maxWatchers))
 		return
 	}

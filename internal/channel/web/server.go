@@ -96,6 +96,7 @@ type Server struct {
 	live        live          // each device's requests in flight, ended at revocation (devices.go)
 	gate        connGate      // the cap on connections without the token (conns.go)
 	socketSlots chan struct{} // one per open socket, limits.max_sockets
+	changeSlots chan struct{} // one per open change stream, maxWatchers (changes.go)
 }
 
 // New builds the handler.
@@ -109,7 +110,7 @@ func New(r *router.Router, st store.Store, h *fanout.Fanout, opt Options) *Serve
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{opt: opt, router: r, store: st, fanout: h, log: opt.Logger, mux: http.NewServeMux(),
 		m: newMetrics(opt.Registry, h), ctx: ctx, cancel: cancel,
-		socketSlots: make(chan struct{}, max(opt.Limits.MaxSockets, 1))}
+		socketSlots: make(chan struct{}, max(opt.Limits.MaxSockets, 1)), changeSlots: make(chan struct{}, maxWatchers)}
 	s.gate = connGate{max: max(opt.Limits.MaxUnauthenticated, 1), unauth: map[net.Conn]time.Time{}, evicted: s.m.evicted.Inc}
 	s.routes()
 	return s

@@ -394,6 +394,9 @@ func (c *conn) handle(ctx context.Context, in wire.Input) {
 		err = c.s.router.Control(ctx, router.Control{From: c.route, SetOption: in.SetOption})
 	case wire.TypeHandBack:
 		err = c.s.router.Control(ctx, router.Control{From: c.route, HandBack: true})
+		if err == nil {
+			c.reply(ctx, chat.Done{Ref: in.Ref()})
+		}
 	case wire.TypeResumeSession:
 		_, err = c.s.router.ContinueSession(ctx, c.route, in.Resume.ResumeIntent)
 		if err == nil {

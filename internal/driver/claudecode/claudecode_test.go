@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -69,5 +70,28 @@ func TestAZombieDoesNotRunItsSession(t *testing.T) {
 	}
 	if !Alive(os.Getpid(), "") {
 		t.Fatal("a live process is seen as gone")
+	}
+}
+
+// A Claude Code being killed (the kernel tearing it down: PF_EXITING in
+// its stat flags, before it is a zombie) does not run its session either:
+// a parley restarted at once after kill -9 of itself and its agent met one
+// and refused the thread its own session (make kill-cycles, at load).
+// The stat lines are /proc/<pid>/stat as Linux writes them.
+func TestAnExitingProcessDoesNotRunItsSession(t *testing.T) {
+	t.Parallel()
+	const live = "29483 (claude) S 1 29483 29483 0 -1 4194560 9012 0 0 0 310 42 0 0 20 0 11 0 2434982 1133440 39000 18446744073709551615 1 1 0 0 0 0 0 16781312 17990 0 0 0 17 1 0 0 0 0 0"
+	exiting := strings.Replace(live, " 4194560 ", " 4194564 ", 1) // | PF_EXITING
+	if !aliveStat(live, "2434982") {
+		t.Fatal("a live process is seen as gone")
+	}
+	if aliveStat(exiting, "2434982") {
+		t.Fatal("a process in exit (PF_EXITING) is seen as running its session")
+	}
+	if aliveStat(live, "999") {
+		t.Fatal("a reused pid (another start time) is seen as the session's process")
+	}
+	if aliveStat(strings.Replace(live, ") S ", ") Z ", 1), "") {
+		t.Fatal("a zombie is seen as alive")
 	}
 }

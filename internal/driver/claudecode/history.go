@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/driver"
 )
 
@@ -15,16 +16,17 @@ import (
 const MaxRecordBytes = 64 << 20
 
 // History reads the conversation a Claude Code transcript holds: the person's
-// texts and the answers' texts, in order. Records form a tree (uuid,
-// parentUuid), and a session opened twice at once branches it: the
-// conversation is the chain from the last message back to the first. Tool
-// calls, tool results, side chains and Claude Code's own notes (isMeta,
-// <system-reminder>, <command-…>) are left out. A line that is not JSON (one
-// half written) is skipped.
+// texts, the answers' texts and the tools the answers ran (with their
+// results), in order. Records form a tree (uuid, parentUuid), and a session
+// opened twice at once branches it: the conversation is the chain from the
+// last message back to the first. Side chains and Claude Code's own notes
+// (isMeta, <system-reminder>, <command-…>) are left out. A line that is not
+// JSON (one half written) is skipped.
 func History(r io.Reader) ([]driver.Turn, error) {
 	type node struct {
-		parent string
-		turns  []driver.Turn
+		parent  string
+		turns   []driver.Turn
+		results []chat.ToolCallUpdate // the tool results a user record carries
 	}
 	nodes := map[string]node{}
 	last := ""
@@ -43,13 +45,15 @@ func History(r io.Reader) ([]driver.Turn, error) {
 			}
 			if json.Unmarshal(line, &rec) == nil && rec.UUID != "" && !rec.IsSidechain {
 				n := node{parent: rec.Parent}
-				if !rec.IsMeta && rec.Message != nil && (rec.Type == "user" || rec.Type == "assistant") {
-					role := driver.TurnUser
-					if rec.Type == "assistant" {
-						role = driver.TurnAgent
-					}
-					if text := messageText(rec.Message, role); text != "" {
-						n.turns = []driver.Turn{{ID: rec.UUID, Role: role, Text: text, At: rec.Timestamp}}
+				if !rec.IsMeta && rec.Message != nil {
+					switch rec.Type {
+					case "user":
+						if text := messageText(rec.Message, driver.TurnUser); text != "" {
+							n.turns = []driver.Turn{{ID: rec.UUID, Role: driver.TurnUser, Text: text, At: rec.Timestamp}}
+						}
+						n.results = toolResults(rec.Message)
+					case "assistant":
+						n.turns = answerTurns(rec.UUID, rec.Timestamp, rec.Message)
 					}
 				}
 				nodes[rec.UUID] = n
@@ -65,7 +69,7 @@ func History(r io.Reader) ([]driver.Turn, error) {
 			return nil, err
 		}
 	}
-	var chain []driver.Turn
+	var chain []node
 	seen := map[string]bool{}
 	for id := last; id != "" && !seen[id]; id = nodes[id].parent {
 		seen[id] = true
@@ -73,12 +77,73 @@ func History(r io.Reader) ([]driver.Turn, error) {
 		if !ok {
 			break // its parent is in another file (a forked session): the chain starts here
 		}
-		chain = append(chain, n.turns...)
+		chain = append(chain, n)
 	}
-	for i, j := 0, len(chain)-1; i < j; i, j = i+1, j-1 {
-		chain[i], chain[j] = chain[j], chain[i]
+	var turns []driver.Turn
+	calls := map[string]int{} // tool call id → its turn
+	for i := len(chain) - 1; i >= 0; i-- {
+		for _, t := range chain[i].turns {
+			if t.Tool != nil {
+				calls[t.Tool.ToolCallID] = len(turns)
+			}
+			turns = append(turns, t)
+		}
+		for _, res := range chain[i].results {
+			if j, ok := calls[res.ToolCallID]; ok {
+				turns[j].Tool.Status = res.Status
+				turns[j].Result = &res
+			}
+		}
 	}
-	return chain, nil
+	return turns, nil
+}
+
+// answerTurns is an assistant record as turns: its text, and a TurnTool per
+// tool it ran, in the record's order. A tool's status is "failed" until its
+// result says otherwise (a record without one was cut short).
+func answerTurns(id string, at time.Time, m *Message) []driver.Turn {
+	var out []driver.Turn
+	var text []string
+	flush := func() {
+		if len(text) > 0 {
+			out = append(out, driver.Turn{ID: id, Role: driver.TurnAgent, Text: strings.Join(text, "\n\n"), At: at})
+			text = nil
+		}
+	}
+	var s string
+	if json.Unmarshal(m.Content, &s) == nil {
+		if s = strings.TrimSpace(s); s != "" {
+			text = append(text, s)
+		}
+	}
+	for _, b := range m.Blocks() {
+		switch {
+		case b.Type == "text" && strings.TrimSpace(b.Text) != "":
+			text = append(text, strings.TrimSpace(b.Text))
+		case b.Type == "tool_use" && b.ID != "":
+			flush()
+			tc := ToolCall(b)
+			tc.Status = "failed"
+			out = append(out, driver.Turn{ID: id, Role: driver.TurnTool, At: at, Tool: &tc})
+		}
+	}
+	flush()
+	return out
+}
+
+// toolResults are the tool results a user record carries.
+func toolResults(m *Message) []chat.ToolCallUpdate {
+	var out []chat.ToolCallUpdate
+	for _, b := range m.Blocks() {
+		if b.Type == "tool_result" && b.ToolUseID != "" {
+			u := chat.ToolCallUpdate{ToolCallID: b.ToolUseID, Status: "completed", Output: b.ResultText()}
+			if b.IsError {
+				u.Status = "failed"
+			}
+			out = append(out, u)
+		}
+	}
+	return out
 }
 
 // readLine reads one line whole; a line longer than MaxRecordBytes comes

@@ -27,12 +27,56 @@ func TestHistoryFollowsTheLastBranch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []string
-	for _, tn := range turns {
-		got = append(got, tn.Role+":"+tn.Text+"@"+tn.ID)
-	}
-	want := []string{driver.TurnUser + ":first@u1", driver.TurnAgent + ":answer one@r1", driver.TurnUser + ":second@u3", driver.TurnAgent + ":answer two@r4"}
+	got := turnLines(turns)
+	want := []string{driver.TurnUser + ":first@u1", driver.TurnAgent + ":answer one@r1", driver.TurnUser + ":second@u3",
+		driver.TurnTool + ":t Bash completed ok@r3", driver.TurnAgent + ":answer two@r4"}
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Fatalf("turns:\n got %q\nwant %q", got, want)
+	}
+}
+
+func turnLines(turns []driver.Turn) []string {
+	var got []string
+	for _, tn := range turns {
+		text := tn.Text
+		if tn.Tool != nil {
+			text = tn.Tool.ToolCallID + " " + tn.Tool.Title + " " + tn.Tool.Status
+			if tn.Result != nil {
+				text += " " + tn.Result.Output
+			}
+		}
+		got = append(got, tn.Role+":"+text+"@"+tn.ID)
+	}
+	return got
+}
+
+// The tools an answer ran are turns of their own, in the answer's order,
+// each ended: completed or failed by its result, failed when the record
+// holds none (the session was cut short).
+func TestHistoryHoldsTheToolCalls(t *testing.T) {
+	lines := []string{
+		`{"type":"user","uuid":"u1","parentUuid":null,"timestamp":"2026-12-06T10:00:00Z","message":{"role":"user","content":"look around"}}`,
+		`{"type":"assistant","uuid":"r1","parentUuid":"u1","timestamp":"2026-12-06T10:00:01Z","message":{"role":"assistant","content":[{"type":"text","text":"Looking."},{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"ls -a"}}]}}`,
+		`{"type":"assistant","uuid":"r2","parentUuid":"r1","timestamp":"2026-12-06T10:00:01Z","message":{"role":"assistant","content":[{"type":"tool_use","id":"t2","name":"Read","input":{"file_path":"/w/gone.txt"}}]}}`,
+		`{"type":"user","uuid":"u2","parentUuid":"r2","timestamp":"2026-12-06T10:00:02Z","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":[{"type":"text","text":"a.txt"}]},{"type":"tool_result","tool_use_id":"t2","is_error":true,"content":"no such file"}]}}`,
+		`{"type":"assistant","uuid":"r3","parentUuid":"u2","timestamp":"2026-12-06T10:00:03Z","message":{"role":"assistant","content":[{"type":"text","text":"One file."},{"type":"tool_use","id":"t3","name":"Bash","input":{"command":"rm a.txt"}}]}}`,
+	}
+	turns, err := History(strings.NewReader(strings.Join(lines, "\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		driver.TurnUser + ":look around@u1",
+		driver.TurnAgent + ":Looking.@r1",
+		driver.TurnTool + ":t1 ls -a completed a.txt@r1",
+		driver.TurnTool + ":t2 Read /w/gone.txt failed no such file@r2",
+		driver.TurnAgent + ":One file.@r3",
+		driver.TurnTool + ":t3 rm a.txt failed@r3",
+	}
+	if got := turnLines(turns); strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("turns:\n got %q\nwant %q", got, want)
+	}
+	if k := turns[3].Tool.Kind; k != "read" || len(turns[3].Tool.Locations) != 1 {
+		t.Errorf("Read's kind %q, locations %v", k, turns[3].Tool.Locations)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 )
@@ -46,10 +47,11 @@ func RunningSession(configDir, id string) (int, error) {
 }
 
 // Alive reports whether the process a session file names still runs: pid
-// lives, is not a zombie (an exited Claude Code whose parent, often a killed
-// parley's, left it to an init that does not reap, as in a container, still
-// answers kill 0), and started when the file says (procStart: field 22 of
-// /proc/<pid>/stat; a reused pid is another process).
+// lives, is neither exiting nor a zombie (a killed Claude Code goes on
+// answering kill 0 while the kernel tears it down, and after, when its
+// parent, often a killed parley's, left it to an init that does not reap,
+// as in a container), and started when the file says (procStart: field 22
+// of /proc/<pid>/stat; a reused pid is another process).
 func Alive(pid int, procStart string) bool {
 	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
 		return false
@@ -58,19 +60,34 @@ func Alive(pid int, procStart string) bool {
 	if err != nil {
 		return true // no /proc here: the pid is alive, trust it
 	}
+	return aliveStat(string(b), procStart)
+}
+
+// pfExiting is the kernel's PF_EXITING flag (include/linux/sched.h): the
+// process is in exit, killed or ending, and takes nothing more.
+const pfExiting = 0x4
+
+// aliveStat reads a /proc/<pid>/stat line: not exiting, not a zombie, and
+// started at procStart when one is given.
+func aliveStat(stat, procStart string) bool {
 	// The command name (field 2) may hold spaces: count from its ')'.
-	i := strings.LastIndexByte(string(b), ')')
+	i := strings.LastIndexByte(stat, ')')
 	if i < 0 {
 		return true
 	}
-	f := strings.Fields(string(b[i+1:]))
+	f := strings.Fields(stat[i+1:]) // f[0] is field 3
 	if len(f) > 0 && (f[0] == "Z" || f[0] == "X") {
 		return false // exited, not yet reaped
+	}
+	if len(f) > 9-3 {
+		if flags, err := strconv.ParseUint(f[9-3], 10, 64); err == nil && flags&pfExiting != 0 {
+			return false
+		}
 	}
 	if procStart == "" {
 		return true
 	}
-	const field = 22 - 3 // field 3 is f[0]
+	const field = 22 - 3
 	return len(f) > field && f[field] == procStart
 }
 

@@ -126,6 +126,52 @@ func TestContinueTerminalSessionImportsItsTurns(t *testing.T) {
 	}
 }
 
+// The tools a terminal session ran come with its turns: each call as a
+// tool_call and its result as a tool_call_update, marked imported, ended
+// (never a call in flight, never a card), between the texts they came between.
+func TestContinueImportsTheToolCalls(t *testing.T) {
+	sc := continueScenario()
+	sc.Rules = append(sc.Rules,
+		claudeapi.Rule{Match: claudeapi.Match{Exact: "make the file"}, Reply: claudeapi.Bash("touch made-in-terminal", "Make a file")},
+		claudeapi.Rule{Match: claudeapi.Match{ToolResult: "Bash"}, Reply: claudeapi.Text("The command ran.", 1, 0)})
+	r := newRig(t, sc, nil)
+	r.terminal(t, "-p", "make the file", "--allowedTools", "Bash")
+	if _, err := os.Stat(filepath.Join(r.work, "made-in-terminal")); err != nil {
+		t.Fatalf("the terminal's command did not run: %v", err)
+	}
+	id := r.onlySession(t)
+	toolID := r.api.ToolUseIDs("Bash")[0]
+
+	s := r.dial("phone", -1)
+	at := continueSession(t, s, id, r.work)
+	var got []string
+	for _, e := range s.Snapshot()[:at] {
+		switch e.Type {
+		case chat.TypeUserMessage, chat.TypeAgentChunk:
+			if chatsock.FieldOf(e, "imported") == true {
+				got = append(got, e.Type+" "+fmt.Sprint(chatsock.FieldOf(e, "text")))
+			}
+		case chat.TypeToolCall:
+			got = append(got, fmt.Sprintf("%s %v %v %v imported=%v", e.Type, chatsock.FieldOf(e, "tool_call_id"), chatsock.FieldOf(e, "title"),
+				chatsock.FieldOf(e, "status"), chatsock.FieldOf(e, "imported")))
+		case chat.TypeToolCallUpdate:
+			got = append(got, fmt.Sprintf("%s %v %v imported=%v", e.Type, chatsock.FieldOf(e, "tool_call_id"), chatsock.FieldOf(e, "status"),
+				chatsock.FieldOf(e, "imported")))
+		case chat.TypePermissionRequest, chat.TypeQuestion:
+			t.Errorf("a card from the imported turns: %s", e.Raw)
+		}
+	}
+	want := []string{
+		"user_message make the file",
+		"tool_call " + toolID + " touch made-in-terminal completed imported=true",
+		"tool_call_update " + toolID + " completed imported=true",
+		"agent_chunk The command ran.",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("imported:\n got %q\nwant %q\n%s", got, want, chatsock.Summary(s.Snapshot()))
+	}
+}
+
 // A session that runs in a terminal now is not continued, nor resumed by a
 // message to its thread: two processes on one session fork its transcript.
 // Once the terminal's process ended, it continues, with the turn it added.
@@ -197,8 +243,11 @@ func TestHandBackAndContinueAgain(t *testing.T) {
 	s.Send(chatsock.Msg("m1", "and the colour green"))
 	at := s.WaitFor(0, wait, chatsock.PromptDone("m1", chat.StopEndTurn), "parley's turn")
 
-	s.Send(map[string]any{"type": "hand_back"})
-	hb := s.Get(s.WaitFor(at, wait, chatsock.Field(chat.TypeSessionInfo, "state", "handed_back"), "handed back"))
+	s.Send(map[string]any{"type": "hand_back", "ref": "hb1"})
+	hbAt := s.WaitFor(at, wait, chatsock.Field(chat.TypeSessionInfo, "state", "handed_back"), "handed back")
+	hb := s.Get(hbAt)
+	// Answered like the other controls: done {ref}, once the thread says it.
+	s.WaitFor(hbAt, wait, chatsock.Field(chat.TypeDone, "ref", "hb1"), "hand_back's done")
 	command := chatsock.FieldOf(hb, "command").(string)
 	if want := "cd " + r.work + " && HOME=" + r.home + " claude --resume " + id; command != want {
 		t.Fatalf("hand back command: got %q want %q", command, want)
@@ -284,7 +333,8 @@ func TestHandBackWaitsForTheTurn(t *testing.T) {
 	at := s.WaitFor(0, wait, chatsock.PromptDone("m1", chat.StopEndTurn), "the first turn")
 	s.Send(chatsock.Msg("m2", "slowly"))
 	s.WaitFor(at, wait, chatsock.Type(chat.TypeAgentChunk), "the slow answer begun")
-	s.Send(map[string]any{"type": "hand_back"})
+	s.Send(map[string]any{"type": "hand_back", "ref": "hb2"})
+	s.WaitFor(at, wait, chatsock.Field(chat.TypeDone, "ref", "hb2"), "hand_back's done")
 	done := s.WaitFor(at, wait, chatsock.PromptDone("m2", chat.StopEndTurn), "the slow turn ends whole")
 	hb := s.WaitFor(at, wait, chatsock.Field(chat.TypeSessionInfo, "state", "handed_back"), "handed back")
 	if hb < done {

@@ -45,6 +45,7 @@ type rig struct {
 	api  *geminiapi.Server
 	home string
 	work string
+	env  []string // Gemini CLI's environment (KEY=VALUE)
 }
 
 func newRig(t *testing.T) *rig {
@@ -57,7 +58,8 @@ func newRig(t *testing.T) *rig {
 	}
 	api := geminiapi.Start(t, scenario())
 	env := map[string]string{}
-	for _, kv := range geminiapi.Env(t, api, home) {
+	envList := geminiapi.Env(t, api, home)
+	for _, kv := range envList {
 		k, v, _ := strings.Cut(kv, "=")
 		env[k] = v
 	}
@@ -68,7 +70,8 @@ func newRig(t *testing.T) *rig {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	d, err := daemon.Start(context.Background(), cfg, daemon.Options{Drivers: map[string]driver.Driver{config.TransportACP: acp.New(nil)}})
+	d, err := daemon.Start(context.Background(), cfg, daemon.Options{Drivers: map[string]driver.Driver{config.TransportACP: acp.New(nil)},
+		AgentHome: home}) // its sessions listed from the agent's HOME
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +80,7 @@ func newRig(t *testing.T) *rig {
 		defer cancel()
 		d.Shutdown(ctx)
 	})
-	return &rig{d: d, api: api, home: home, work: work}
+	return &rig{d: d, api: api, home: home, work: work, env: envList}
 }
 
 func (r *rig) dial(t *testing.T, chatID string) *chatsock.Conn {

@@ -1,0 +1,259 @@
+package acp
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/driver"
+)
+
+// The earlier turns of an agent's own session, for a session started outside
+// parley and continued here (driver.HistoryReader). session/load replays them,
+// but that replay is hidden (it would double what parley's log already holds
+// for its own sessions), so a continued session's past is read from the
+// agent's own record, as for Claude Code: Gemini CLI's saved chat, Codex's
+// rollout (codex_history.go).
+
+// History implements driver.HistoryReader for the ACP agents whose record
+// parley reads (Gemini CLI, Codex); for the others it is driver.ErrUnsupported.
+func (d *Driver) History(ctx context.Context, spec driver.Spec) ([]driver.Turn, error) {
+	switch {
+	case isGemini(spec):
+		return geminiHistory(geminiHome(spec), spec.ResumeID)
+	case isCodex(spec):
+		return codexHistory(codexHome(spec), spec.ResumeID)
+	}
+	return nil, fmt.Errorf("%w: parley does not read %s's record of its sessions", driver.ErrUnsupported, spec.AgentID)
+}
+
+var _ driver.HistoryReader = (*Driver)(nil)
+
+// geminiHome is Gemini CLI's folder for spec's environment (~/.gemini, or
+// $GEMINI_CLI_HOME/.gemini).
+func geminiHome(spec driver.Spec) string {
+	home := lookupEnv(spec.Env, "GEMINI_CLI_HOME")
+	if home == "" {
+		home = lookupEnv(spec.Env, "HOME")
+	}
+	return filepath.Join(home, ".gemini")
+}
+
+// geminiHistory reads session id's chat under dir. A resumed session can
+// leave a second file with the same short id holding only its header (see
+// gemini.go): the file with the most messages is the session's.
+func geminiHistory(dir, id string) ([]driver.Turn, error) {
+	if len(id) < 8 || strings.ContainsAny(id, `/\*?[`) {
+		return nil, fmt.Errorf("%w: %q is not a Gemini CLI session id", chat.ErrBadInput, id)
+	}
+	files, err := filepath.Glob(filepath.Join(dir, "tmp", "*", "chats", "session-*-"+id[:8]+".jsonl"))
+	if err != nil {
+		return nil, err
+	}
+	var best []geminiMsg
+	found := false
+	for _, p := range files {
+		sid, msgs, err := readGeminiChat(p)
+		if err != nil || sid != id {
+			continue
+		}
+		if !found || len(msgs) > len(best) {
+			best, found = msgs, true
+		}
+	}
+	if !found {
+		return nil, fmt.Errorf("%w: Gemini CLI has no saved chat of session %s in %s", driver.ErrHistoryLost, id, dir)
+	}
+	var turns []driver.Turn
+	for _, m := range best {
+		turns = append(turns, m.turns()...)
+	}
+	return turns, nil
+}
+
+// geminiMsg is one message of a saved chat (Gemini CLI 0.61.0).
+type geminiMsg struct {
+	ID        string          `json:"id"`
+	Timestamp time.Time       `json:"timestamp"`
+	Type      string          `json:"type"` // user, gemini, info, error…
+	Content   json.RawMessage `json:"content"`
+	ToolCalls []geminiTool    `json:"toolCalls"`
+}
+
+// geminiTool is a tool call as the chat records it once it ended.
+type geminiTool struct {
+	ID            string          `json:"id"`
+	Name          string          `json:"name"`
+	Args          json.RawMessage `json:"args"`
+	Result        json.RawMessage `json:"result"` // the function response parts
+	Status        string          `json:"status"` // success, error, cancelled
+	DisplayName   string          `json:"displayName"`
+	Description   string          `json:"description"`
+	ResultDisplay json.RawMessage `json:"resultDisplay"`
+}
+
+// readGeminiChat reads a chat file as Gemini CLI rebuilds it: a header with
+// the session id, then records that add a message, replace one (the same id
+// again) or replace them all ({"$set": {"messages": …}}). A line that is not
+// JSON (half written) is skipped.
+func readGeminiChat(path string) (string, []geminiMsg, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", nil, err
+	}
+	defer f.Close()
+	var id string
+	var msgs []geminiMsg
+	at := map[string]int{}
+	add := func(m geminiMsg) {
+		if i, ok := at[m.ID]; ok && m.ID != "" {
+			msgs[i] = m
+			return
+		}
+		at[m.ID] = len(msgs)
+		msgs = append(msgs, m)
+	}
+	br := bufio.NewReaderSize(f, 64<<10)
+	for {
+		line, err := br.ReadBytes('\n')
+		var rec struct {
+			SessionID string `json:"sessionId"`
+			geminiMsg
+			Set *struct {
+				Messages *[]geminiMsg `json:"messages"`
+			} `json:"$set"`
+		}
+		if len(line) > 0 && json.Unmarshal(line, &rec) == nil {
+			switch {
+			case rec.SessionID != "":
+				if id == "" {
+					id = rec.SessionID
+				}
+			case rec.Set != nil:
+				if rec.Set.Messages != nil {
+					msgs, at = nil, map[string]int{}
+					for _, m := range *rec.Set.Messages {
+						add(m)
+					}
+				}
+			case rec.Type != "":
+				add(rec.geminiMsg)
+			}
+		}
+		if err == io.EOF {
+			return id, msgs, nil
+		}
+		if err != nil {
+			return "", nil, err
+		}
+	}
+}
+
+// turns is the message as parley shows it: the person's words (not the
+// <session_context> Gemini CLI adds), the answer's words, and each tool it
+// ran, ended.
+func (m geminiMsg) turns() []driver.Turn {
+	var out []driver.Turn
+	switch m.Type {
+	case "user":
+		if text := partsText(m.Content); text != "" && !strings.HasPrefix(text, "<session_context>") {
+			out = append(out, driver.Turn{ID: m.ID, Role: driver.TurnUser, Text: text, At: m.Timestamp})
+		}
+	case "gemini":
+		if text := partsText(m.Content); text != "" {
+			out = append(out, driver.Turn{ID: m.ID, Role: driver.TurnAgent, Text: text, At: m.Timestamp})
+		}
+		for _, tc := range m.ToolCalls {
+			if tc.ID == "" {
+				continue
+			}
+			call, res := tc.event()
+			out = append(out, driver.Turn{ID: m.ID, Role: driver.TurnTool, At: m.Timestamp, Tool: &call, Result: &res})
+		}
+	}
+	return out
+}
+
+// event is the recorded call as parley's tool events.
+func (t geminiTool) event() (chat.ToolCall, chat.ToolCallUpdate) {
+	status := "failed"
+	if t.Status == "success" {
+		status = "completed"
+	}
+	title := strings.TrimSpace(t.Description)
+	if title == "" {
+		title = t.DisplayName
+	}
+	if title == "" {
+		title = t.Name
+	}
+	kind := "other"
+	switch t.Name {
+	case "run_shell_command":
+		kind = "execute"
+	case "read_file", "read_many_files", "list_directory":
+		kind = "read"
+	case "write_file", "replace":
+		kind = "edit"
+	case "glob", "search_file_content", "grep":
+		kind = "search"
+	case "web_fetch", "google_web_search":
+		kind = "fetch"
+	}
+	call := chat.ToolCall{ToolCallID: t.ID, Title: title, Kind: kind, Status: status, Input: t.Args}
+	return call, chat.ToolCallUpdate{ToolCallID: t.ID, Status: status, Output: t.output()}
+}
+
+// output is what the tool gave: what Gemini CLI showed of it, else the
+// function response's output.
+func (t geminiTool) output() string {
+	var s string
+	if json.Unmarshal(t.ResultDisplay, &s) == nil && s != "" {
+		return s
+	}
+	var parts []struct {
+		FunctionResponse struct {
+			Response map[string]any `json:"response"`
+		} `json:"functionResponse"`
+	}
+	if json.Unmarshal(t.Result, &parts) == nil {
+		var out []string
+		for _, p := range parts {
+			for _, k := range []string{"output", "error"} {
+				if v, ok := p.FunctionResponse.Response[k].(string); ok && v != "" {
+					out = append(out, v)
+				}
+			}
+		}
+		return strings.Join(out, "\n")
+	}
+	return ""
+}
+
+// partsText is a message's content as text: a string, or parts' texts.
+func partsText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return strings.TrimSpace(s)
+	}
+	var parts []struct {
+		Text string `json:"text"`
+	}
+	if json.Unmarshal(raw, &parts) != nil {
+		return ""
+	}
+	var out []string
+	for _, p := range parts {
+		if t := strings.TrimSpace(p.Text); t != "" {
+			out = append(out, t)
+		}
+	}
+	return strings.Join(out, "\n\n")
+}

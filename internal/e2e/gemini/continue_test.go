@@ -1,0 +1,116 @@
+package gemini_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/sessions"
+	"github.com/parleyhq/parley/internal/testkit"
+	"github.com/parleyhq/parley/internal/testkit/chatsock"
+)
+
+// terminal runs the real gemini as a person would in a shell in the rig's
+// work directory (the agent's HOME and model API).
+func (r *rig) terminal(t *testing.T, args ...string) {
+	t.Helper()
+	cmd := exec.Command(testkit.GeminiBin(t), args...)
+	cmd.Dir = r.work
+	cmd.Env = append(os.Environ(), r.env...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("gemini %q: %v\n%s", args, err, out)
+	}
+}
+
+// listed is the one Gemini session GET /api/sessions lists.
+func (r *rig) listed(t *testing.T) sessions.Session {
+	t.Helper()
+	req, _ := http.NewRequest("GET", "http://"+r.d.Addr()+"/api/sessions?agent=gemini", nil)
+	req.Header.Set("Authorization", "Bearer "+r.d.Token())
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var l sessions.Listing
+	if err := json.NewDecoder(resp.Body).Decode(&l); err != nil || len(l.Sessions) != 1 {
+		t.Fatalf("GET /api/sessions: %+v %v, want one Gemini session", l, err)
+	}
+	return l.Sessions[0]
+}
+
+// A session Gemini CLI made itself (`gemini -p` in a directory, running a
+// shell command) is found, continued in parley with its earlier turn
+// imported once (its text and its tool call, ended), and the next message
+// reaches the model with the whole conversation.
+func TestContinueGeminiSessionImportsItsTurns(t *testing.T) {
+	r := newRig(t)
+	r.terminal(t, "--approval-mode", "yolo", "-p", "make the file")
+	if _, err := os.Stat(filepath.Join(r.work, "made-by-gemini")); err != nil {
+		t.Fatalf("the terminal's command did not run: %v", err)
+	}
+	found := r.listed(t)
+	if found.Cwd != r.work || found.Title != "make the file" || found.Turns != 1 {
+		t.Fatalf("listed %+v", found)
+	}
+
+	s := r.dial(t, "phone")
+	s.Send(map[string]any{"type": "resume_session", "agent": "gemini", "session_id": found.ID, "cwd": r.work, "ref": "c1"})
+	at := s.WaitFor(0, wait, chatsock.Field(chat.TypeSessionInfo, "state", "continued"), "the session continued here")
+	s.WaitFor(0, wait, chatsock.Field(chat.TypeDone, "ref", "c1"), "resume_session's done")
+	var got []string
+	var toolID string
+	for _, e := range s.Snapshot()[:at] {
+		switch e.Type {
+		case chat.TypeUserMessage, chat.TypeAgentChunk:
+			got = append(got, fmt.Sprintf("%s %v imported=%v", e.Type, chatsock.FieldOf(e, "text"), chatsock.FieldOf(e, "imported")))
+		case chat.TypeToolCall:
+			toolID, _ = chatsock.FieldOf(e, "tool_call_id").(string)
+			got = append(got, fmt.Sprintf("%s %v %v imported=%v", e.Type, chatsock.FieldOf(e, "kind"), chatsock.FieldOf(e, "status"), chatsock.FieldOf(e, "imported")))
+		case chat.TypeToolCallUpdate:
+			if chatsock.FieldOf(e, "tool_call_id") != toolID || toolID == "" {
+				t.Errorf("a result of another call: %s", e.Raw)
+			}
+			got = append(got, fmt.Sprintf("%s %v imported=%v", e.Type, chatsock.FieldOf(e, "status"), chatsock.FieldOf(e, "imported")))
+		case chat.TypePermissionRequest, chat.TypeQuestion:
+			t.Errorf("a card from the imported turns: %s", e.Raw)
+		}
+	}
+	want := []string{
+		"user_message make the file imported=true",
+		"tool_call execute completed imported=true",
+		"tool_call_update completed imported=true",
+		"agent_chunk The command ran. imported=true",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("imported:\n got %q\nwant %q\n%s", got, want, chatsock.Summary(s.Snapshot()))
+	}
+
+	// The next message goes to Gemini with its whole memory, and the
+	// session/load replay is not shown a second time.
+	s.Send(chatsock.Msg("m1", "hello"))
+	end := s.WaitFor(at, wait, chatsock.PromptDone("m1", chat.StopEndTurn), "the turn on the continued session")
+	if got := chatsock.Chunks(s.Snapshot()[at:end]); got != answer {
+		t.Errorf("answer %q, want %q", got, answer)
+	}
+	reqs := r.api.ScenarioRequests()
+	texts := reqs[len(reqs)-1].UserTexts()
+	if !slices.Contains(texts, "make the file") || texts[len(texts)-1] != "hello" {
+		t.Errorf("the model's request after continuing: user texts %q, want the terminal's turn before hello", texts)
+	}
+	n := 0
+	for _, e := range s.Snapshot() {
+		if e.Type == chat.TypeUserMessage && chatsock.FieldOf(e, "text") == "make the file" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("the terminal's prompt is in the thread %d times, want once", n)
+	}
+}
