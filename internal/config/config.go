@@ -90,11 +90,11 @@ type Config struct {
 	Cluster Cluster `toml:"cluster"`
 	// Tailscale serves the dashboard on the person's tailnet (tailscale.go).
 	Tailscale Tailscale `toml:"tailscale"`
-	// Git is how threads' repositories are treated (git.go).
-	Git Git `toml:"git"`
 	// Rules answer permission cards by the person's own rules, in order
 	// (internal/rules): [[rule]] action, agent, machine, tool, command, paths, for.
 	Rules []rules.Rule `toml:"rule"`
+	// Git is how threads' repositories are treated (git.go).
+	Git Git `toml:"git"`
 
 	// File is the path the config was read from, or "".
 	File string `toml:"-"`

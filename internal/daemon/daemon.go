@@ -59,6 +59,10 @@ type Options struct {
 	// CODEX_HOME and GEMINI_CLI_HOME as the agents themselves read them. Set
 	// by Go tests and benchmarks that run several machines in one process.
 	AgentHome string
+	// JoinTailnet puts the daemon on the tailnet when [tailscale] is on: the
+	// parley binary's is tsnode.Join. nil (test binaries that play parley, so
+	// that they need not link tsnet) refuses such a config.
+	JoinTailnet tailnet.Join
 }
 
 // Daemon is a running parley.
@@ -93,7 +97,7 @@ type Daemon struct {
 	// view is the hub's readers' store (every machine's threads).
 	view *cluster.View
 	// tailnet is set when [tailscale] puts the dashboard on the tailnet.
-	tailnet *tailnet.Node
+	tailnet tailnet.Node
 	// sessions indexes the agents' own sessions on this machine (sessions.go);
 	// at a cluster's hub, allSessions lists every machine's.
 	sessions    *sessions.Index
@@ -285,7 +289,7 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 		st.Close()
 		return nil, err
 	}
-	if err := d.startTailnet(opt.Say); err != nil {
+	if err := d.startTailnet(opt.JoinTailnet, opt.Say); err != nil {
 		d.stopCluster()
 		ln.Close()
 		pusher.Close()
@@ -301,7 +305,7 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 	}
 	d.extra = d.startExtras(cfg.Plugins)
 	d.prune = startPruner(st, cfg.Limits.RetainEvents.Duration, time.Now, log)
-	if d.auto, err = startAutorun(ctx, cfg, st, rt, log); err != nil {
+	if d.auto, err = startAutorun(ctx, cfg, st, rt, d.remote, d.link, log); err != nil {
 		d.Shutdown(ctx)
 		return nil, err
 	}
@@ -390,10 +394,14 @@ func (d *Daemon) stopCluster() {
 
 // startTailnet joins the tailnet when [tailscale] says so; the node serves
 // d.http there once it runs.
-func (d *Daemon) startTailnet(say func(string)) error {
+func (d *Daemon) startTailnet(join tailnet.Join, say func(string)) error {
 	t := d.cfg.Tailscale
 	if !t.Enabled {
 		return nil
+	}
+	if join == nil {
+		return errors.New("tailscale: this program was built without the tailnet (-tags notailnet, or a test binary playing parley); " +
+			"[tailscale] needs parley built without that tag")
 	}
 	if say == nil {
 		say = func(string) {}
@@ -408,13 +416,13 @@ func (d *Daemon) startTailnet(say func(string)) error {
 		say(fmt.Sprintf("On your tailnet: %s (this link signs in once, within %v: %s%s)", url, auth.CodeTTL, url, web.LoginPath(code)))
 	}
 	var err error
-	d.tailnet, err = tailnet.Start(tailnet.Options{Hostname: t.Hostname, StateDir: t.StateDir,
+	d.tailnet, err = join(tailnet.Options{Hostname: t.Hostname, StateDir: t.StateDir,
 		AuthKeyFile: t.AuthKeyFile, ControlURL: t.ControlURL, Server: d.http, Say: say, Serving: serving, Logger: d.log})
 	return err
 }
 
 // Tailnet is the daemon's node on the tailnet, or nil.
-func (d *Daemon) Tailnet() *tailnet.Node { return d.tailnet }
+func (d *Daemon) Tailnet() tailnet.Node { return d.tailnet }
 
 // ClusterHub is the hub this daemon runs, or nil.
 func (d *Daemon) ClusterHub() *cluster.Hub { return d.clusterHub }

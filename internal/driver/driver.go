@@ -61,15 +61,22 @@ type MCPServer struct {
 	Headers map[string]string // e.g. Authorization: Bearer <secret>
 }
 
+// ClaudeToolTimeout is the per-server bound on one tool call that Claude
+// Code's --mcp-config is given for parley's server: the longest it takes
+// (2^31-1 ms, about 24.8 days; its own default, or the person's
+// MCP_TOOL_TIMEOUT, may be far shorter), as an ask waits for the person.
+const ClaudeToolTimeout = 1<<31 - 1
+
 // ClaudeConfig is the server as Claude Code's --mcp-config file holds it.
 func (m MCPServer) ClaudeConfig() ([]byte, error) {
 	type server struct {
 		Type    string            `json:"type"`
 		URL     string            `json:"url"`
 		Headers map[string]string `json:"headers,omitempty"`
+		Timeout int64             `json:"timeout"` // ms
 	}
 	return json.Marshal(map[string]map[string]server{
-		"mcpServers": {m.Name: {Type: "http", URL: m.URL, Headers: m.Headers}},
+		"mcpServers": {m.Name: {Type: "http", URL: m.URL, Headers: m.Headers, Timeout: ClaudeToolTimeout}},
 	})
 }
 

@@ -48,7 +48,7 @@ func (c hubCards) Threads() []push.RemoteThread {
 	var joined map[string]time.Time
 	out := make([]push.RemoteThread, 0, len(ths))
 	for _, rt := range ths {
-		if names == nil && (len(rt.Cards) > 0 || rt.Turn != nil || rt.Error != nil) {
+		if names == nil && (len(rt.Cards) > 0 || rt.Turn != nil || rt.Error != nil || len(rt.Notices) > 0) {
 			names, joined = map[string]string{}, map[string]time.Time{}
 			agents, _ := c.hub.Agents(context.Background(), "", nil)
 			for _, a := range agents {
@@ -64,7 +64,7 @@ func (c hubCards) Threads() []push.RemoteThread {
 			cards = append(cards, push.Card{RequestID: oc.RequestID, Kind: oc.Kind, Asks: oc.Asks})
 		}
 		out = append(out, push.RemoteThread{Thread: rt.Thread, AgentName: names[rt.Node+"/"+rt.Thread.Agent], Cards: cards,
-			Turn: rt.Turn, Error: rt.Error, Joined: joined[rt.Node]})
+			Turn: rt.Turn, Error: rt.Error, Notices: rt.Notices, Joined: joined[rt.Node]})
 	}
 	return out
 }

@@ -56,12 +56,12 @@ type Options struct {
 	// Node is this machine's name (cluster.node): a session to continue on
 	// it is continued here, hub or not.
 	Node string
-	// Worktrees is the folder threads' own worktrees are made in ([git]
-	// worktrees; "" : beside each repository, gitstart.go).
-	Worktrees string
 	// Rules answers a permission card by the person's rules before anyone
 	// is asked (rules.go); nil asks always.
 	Rules func(rules.Call) rules.Verdict
+	// Worktrees is the folder threads' own worktrees are made in ([git]
+	// worktrees; "" : beside each repository, gitstart.go).
+	Worktrees string
 }
 
 // Router is parley's input side. Its methods are safe for concurrent use.

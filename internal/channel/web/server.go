@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -97,6 +98,7 @@ type Server struct {
 	gate        connGate      // the cap on connections without the token (conns.go)
 	socketSlots chan struct{} // one per open socket, limits.max_sockets
 	changeSlots chan struct{} // one per open change stream, maxWatchers (changes.go)
+	terminals   atomic.Int32  // open terminal streams (terminal.go)
 }
 
 // New builds the handler.
@@ -173,6 +175,10 @@ func (s *Server) routes() {
 	api("POST /api/threads/{id}/stop", s.handleStop)
 	api("POST /api/threads/{id}/cards/{request_id}", s.handleCard)
 	api("GET /api/threads/{id}/uploads/{name}", s.handleUpload)
+	// Its directory's files and its terminal: files.go, terminal.go.
+	api("GET /api/threads/{id}/files", s.handleFiles)
+	api("GET /api/threads/{id}/terminal", s.handleTerminal)
+	api("POST /api/threads/{id}/terminal/keys", s.handleTerminalKeys)
 	// A thread's change and shipping it: review.go.
 	api("GET /api/threads/{id}/changes", s.handleThreadChanges)
 	api("POST /api/threads/{id}/comment", s.handleComment)

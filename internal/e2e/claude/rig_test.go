@@ -1,3 +1,5 @@
+//go:build e2e
+
 // Package claude_test runs the real Claude Code CLI (stream transport) behind a
 // real daemon, driven through the chat socket, with the scripted Messages API as
 // the only stand-in.

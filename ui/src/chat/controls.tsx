@@ -63,7 +63,7 @@ export function Account({ store }: { store: Store }) {
       <NotifyOptIn />
       <Machines store={store} />
       <Devices />
-      <Schedules agents={store.state.agents.filter((a) => !a.node || a.node === store.state.node).map((a) => a.id)} />
+      <Schedules agents={store.state.agents} here={store.state.node ?? ""} />
       <SignOut />
     </footer>
   );

@@ -7,6 +7,7 @@ import { useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
 import type { Item, Receipt, Store } from "../store";
 import type { Shown } from "../fold";
 import { highlight, render } from "../markdown";
+import { tabHref } from "../review/tab";
 import { lineDiff, proposedDiffs } from "./diff";
 import type { Diff } from "../protocol";
 
@@ -189,10 +190,11 @@ function ToolInput({ input, open, title }: { input: unknown; open?: boolean; tit
   const o = input && typeof input === "object" ? (input as Record<string, unknown>) : {};
   let line = typeof o.command === "string" ? "$ " + o.command : typeof o.file_path === "string" ? o.file_path : typeof o.path === "string" ? o.path : typeof o.url === "string" ? o.url : "";
   const all = pretty(input);
-  if (title && line && title.endsWith(line.replace(/^\$ /, ""))) line = ""; // the title says it already
+  const file = typeof o.file_path === "string" && line === o.file_path;
+  if (title && line && !file && title.endsWith(line.replace(/^\$ /, ""))) line = ""; // the title says it already
   return (
     <>
-      {line && <div class="cmdline">{line}</div>}
+      {line && <div class="cmdline">{file ? <a href={tabHref("files", line)} data-file-link={line}>{line}</a> : line}</div>}
       {typeof o.description === "string" && <div class="hint">{o.description}</div>}
       {all && (
         <details open={open && !line}>
@@ -205,7 +207,7 @@ function ToolInput({ input, open, title }: { input: unknown; open?: boolean; tit
 }
 
 // langOf names the highlight.js language of a file by its extension.
-function langOf(path: string): string {
+export function langOf(path: string): string {
   const ext = /\.([A-Za-z0-9]+)$/.exec(path)?.[1]?.toLowerCase() ?? "";
   return ({ md: "", txt: "", htm: "html", mts: "ts", cts: "ts", cjs: "js", jsonc: "json" } as Record<string, string>)[ext] ?? ext;
 }
@@ -223,7 +225,7 @@ function DiffView({ path, old, now, exists, unshown }: { path: string; old?: str
   return (
     <div class="diff" data-path={path}>
       <div class="diff-path">
-        {path} <span class="diff-count">{unshown
+        <a href={tabHref("files", path)} data-file-link={path}>{path}</a> <span class="diff-count">{unshown
             ? `replaces the file (its content is not shown: ${unshown}), ${added} lines`
             : old === undefined && !exists
               ? `new file, ${added} lines`

@@ -15,6 +15,8 @@ import { Sessions } from "../chat/sessions";
 import { Account, ModeSelects } from "../chat/controls";
 import { Offline } from "../chat/devices";
 import { ArchivedToggle, FromCopy, Gone, MoveThread, SearchBox, SearchHits, ThreadActions, useFocus } from "../chat/threads";
+import { ReviewPane, ThreadTabs, shownTab } from "../review/Review";
+import { useTab } from "../review/tab";
 
 export function Desktop({ store, route }: { store: Store; route: Route }) {
   const s = store.state;
@@ -92,6 +94,8 @@ function ChatPane({ store }: { store: Store }) {
   const log = useStickToBottom<HTMLDivElement>(c.items);
   const comp = useComposer(store, c.commands, c.turnActive, log.follow);
   useFocus(store, log.hold);
+  const r = useTab();
+  const tab = shownTab(store, r);
   return (
     <section class="chat" aria-label="Chat">
       <header class="chat-head">
@@ -110,13 +114,15 @@ function ChatPane({ store }: { store: Store }) {
       <FromCopy store={store} />
       {store.state.unsaved && <div class="banner" role="alert" data-unsaved="">{store.state.unsaved}</div>}
       {t && <MoveThread store={store} thread={t} />}
-      <div class="scroll-wrap">
+      <ThreadTabs store={store} tab={tab} />
+      <ReviewPane store={store} tab={tab} path={r.path} />
+      <div class="scroll-wrap" hidden={tab !== "chat"}>
         <div class="scroll" ref={log.ref} tabIndex={0} aria-label="Messages">
           <Conversation store={store} items={c.items} receipts={c.receipts} queued={c.queued} />
         </div>
         <JumpToLatest unseen={log.unseen} onJump={log.follow} />
       </div>
-      <form class="composer" onSubmit={(e) => { e.preventDefault(); comp.send(); }} onDrop={comp.onDrop} onDragOver={comp.onDragOver}>
+      <form class="composer" hidden={tab !== "chat"} onSubmit={(e) => { e.preventDefault(); comp.send(); }} onDrop={comp.onDrop} onDragOver={comp.onDragOver}>
         <Attachments comp={comp} />
         <AttachButton comp={comp} />
         {comp.suggestions.length > 0 && (
