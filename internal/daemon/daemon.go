@@ -29,6 +29,7 @@ import (
 	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/driver"
 	"github.com/parleyhq/parley/internal/fanout"
+	"github.com/parleyhq/parley/internal/gitwork"
 	"github.com/parleyhq/parley/internal/mcpserver"
 	"github.com/parleyhq/parley/internal/push"
 	"github.com/parleyhq/parley/internal/remote"
@@ -369,8 +370,19 @@ func (d *Daemon) dialClusterHub(reg prometheus.Registerer) error {
 	if err != nil {
 		return err
 	}
-	// The hub lists this machine's agent sessions by asking it.
-	return d.link.ServeSessions(d.sessions.List)
+	// The hub lists this machine's agent sessions by asking it, and reads
+	// its threads' changes the same way.
+	if err := d.link.ServeSessions(d.sessions.List); err != nil {
+		return err
+	}
+	return d.link.ServeChanges(func(ctx context.Context, id chat.ThreadID, q gitwork.Query) (gitwork.Changes, error) {
+		th, err := d.store.Thread(ctx, id)
+		if err != nil {
+			return gitwork.Changes{}, err
+		}
+		q.Base = th.GitBase
+		return gitwork.Diff(ctx, th.Cwd, q)
+	})
 }
 
 func (d *Daemon) stopCluster() {

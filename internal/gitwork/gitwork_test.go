@@ -388,3 +388,11 @@ func TestSlug(t *testing.T) {
 		}
 	}
 }
+
+// A thread whose folder is gone is "not a repository", not a failure to run.
+func TestDiffOfAFolderGone(t *testing.T) {
+	isolate(t)
+	if _, err := Diff(context.Background(), filepath.Join(t.TempDir(), "gone"), Query{}); CodeOf(err) != CodeNotRepo {
+		t.Fatalf("want %s, got %v", CodeNotRepo, err)
+	}
+}

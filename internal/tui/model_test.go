@@ -730,6 +730,7 @@ func TestInitialChoice(t *testing.T) {
 		{"--thread", Options{Thread: "t_old"}, noThread, "t_old"},
 		{"the route's own thread", Options{}, thread1, ""},
 		{"--new", Options{New: true, Cwd: "/w/sub"}, thread1, ""},
+		{"--new --worktree", Options{New: true, Cwd: "/w/sub", Worktree: true}, thread1, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -750,7 +751,11 @@ func TestInitialChoice(t *testing.T) {
 				h.typeText("x")
 				h.key("enter")
 				m := h.be.sentOf("message")
-				if len(m) != 1 || fmt.Sprint(m[0]["intent"]) != "map[new:map[agent:echo cwd:/w/sub]]" {
+				want := "map[new:map[agent:echo cwd:/w/sub]]"
+				if c.opt.Worktree {
+					want = "map[new:map[agent:echo cwd:/w/sub worktree:true]]"
+				}
+				if len(m) != 1 || fmt.Sprint(m[0]["intent"]) != want {
 					t.Fatalf("sent %v; want the new intent", m)
 				}
 			}
