@@ -128,7 +128,8 @@ func (m *Mismatch) Error() string {
 	return fmt.Sprintf("audit entry %d does not match the chain: %s", m.Seq, m.Reason)
 }
 
-// Add checks one more entry. After the first mismatch it checks nothing more.
+// Add checks one more entry (it keeps none of its slices). After the first
+// mismatch it checks nothing more.
 func (v *Verifier) Add(e *Entry) {
 	if v.err != nil {
 		return
@@ -140,7 +141,7 @@ func (v *Verifier) Add(e *Entry) {
 			fail("the first entry names an entry before it")
 			return
 		}
-		v.anchor = e.PrevHash
+		v.anchor = append([]byte(nil), e.PrevHash...) // the entry's bytes are reused after Add
 	} else {
 		if e.Seq != v.last.Seq+1 {
 			fail("entry %d should follow %d (a row was deleted or moved)", e.Seq, v.last.Seq)
