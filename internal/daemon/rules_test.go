@@ -16,7 +16,6 @@ import (
 	"github.com/parleyhq/parley/internal/testkit/chatsock"
 )
 
-
 func (e *testEnv) client() client.API { return client.API{Server: e.url(), Token: e.d.Token()} }
 
 // listRules is GET /api/rules.
