@@ -8,6 +8,7 @@ import { canAskNotify } from "../app";
 import { Devices } from "./devices";
 import { Machines } from "./machines";
 import { Schedules } from "./schedules";
+import { Rules } from "./rules";
 
 // ModeSelects is the mode switch and one select per config option the agent lists.
 export function ModeSelects({ store }: { store: Store }) {
@@ -64,6 +65,7 @@ export function Account({ store }: { store: Store }) {
       <Machines store={store} />
       <Devices />
       <Schedules agents={store.state.agents.filter((a) => !a.node || a.node === store.state.node).map((a) => a.id)} />
+      <Rules />
       <SignOut />
     </footer>
   );

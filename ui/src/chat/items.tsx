@@ -8,6 +8,7 @@ import type { Item, Receipt, Store } from "../store";
 import type { Shown } from "../fold";
 import { highlight, render } from "../markdown";
 import { lineDiff, proposedDiffs } from "./diff";
+import { MakeRule } from "./rules";
 import type { Diff } from "../protocol";
 
 // copyText puts text on the clipboard (the Clipboard API where the page may use
@@ -310,6 +311,7 @@ function PermissionCard({ it, store }: { it: Extract<Item, { kind: "permission" 
   // What will change, before it is allowed: the agent's diffs, or the change
   // the tool's input describes (Edit, MultiEdit, Write).
   const diffs = it.diffs?.length ? it.diffs : proposedDiffs(it.name, it.input);
+  const allowOnce = it.options.find((o) => o.kind === "allow_once");
   return (
     <div class={`card perm c-${it.state}`} data-card={it.request_id} data-state={it.state} role="group" aria-label={`Permission: ${it.title}`}>
       <div class="card-head">
@@ -338,6 +340,7 @@ function PermissionCard({ it, store }: { it: Extract<Item, { kind: "permission" 
             {o.label}
           </button>
         ))}
+        {live && allowOnce && <MakeRule store={store} requestId={it.request_id} tool={it.name} input={it.input} allowOnce={allowOnce.id} />}
       </div>
     </div>
   );

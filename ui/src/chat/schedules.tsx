@@ -23,7 +23,7 @@ type Schedule = {
   last_error?: string;
 };
 
-async function api<T>(method: string, path: string, body?: unknown): Promise<T> {
+export async function api<T>(method: string, path: string, body?: unknown): Promise<T> {
   const r = await fetch(path, {
     method,
     credentials: "same-origin",
