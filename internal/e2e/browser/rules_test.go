@@ -1,6 +1,7 @@
 package browser
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/chromedp/chromedp"
@@ -15,6 +16,12 @@ type listedRule struct {
 	Agent   string `json:"agent"`
 	Tool    string `json:"tool"`
 	Command string `json:"command"`
+}
+
+// fill sets the input of that name as typing would (an input event).
+func fill(label, text string) chromedp.Action[chromedp.Void] {
+	return chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`(() => { const el = document.querySelector('input[aria-label=%s]');
+		el.value = %s; el.dispatchEvent(new Event("input", { bubbles: true })); })()`, js(label), js(text)))
 }
 
 func (r *rig) rules(t *testing.T) []listedRule {
@@ -44,8 +51,7 @@ func TestRulesViewAndMakeARule(t *testing.T) {
 		click(chromedp.CSS(`form.rule-add button[type=submit]`)))
 	until(t, ctx, "the refusal is shown", `(document.querySelector("details.rules [role=alert]")||{textContent:""}).textContent.includes("one simple command")`)
 	run(t, ctx, "write a good rule",
-		chromedp.SetValue(chromedp.CSS(`input[aria-label="New rule command"]`), ""),
-		chromedp.SendKeys(chromedp.CSS(`input[aria-label="New rule command"]`), "go test *"),
+		fill(`New rule command`, "go test *"),
 		chromedp.SendKeys(chromedp.CSS(`input[aria-label="New rule tool"]`), "Bash"),
 		click(chromedp.CSS(`form.rule-add button[type=submit]`)))
 	until(t, ctx, "rule 1 listed", `(document.querySelector(".rule-list li[data-rule='1'] .rule-text")||{textContent:""}).textContent === 'allow tool=Bash "go test *"'`)
@@ -58,8 +64,7 @@ func TestRulesViewAndMakeARule(t *testing.T) {
 	until(t, ctx, "a line with rm asks", `(document.querySelector(".rule-answer")||{textContent:""}).textContent.startsWith("ask")`)
 	run(t, ctx, "edit rule 1", click(chromedp.CSS(`button[aria-label="Edit rule 1"]`)))
 	run(t, ctx, "change its command",
-		chromedp.SetValue(chromedp.CSS(`input[aria-label="Rule 1 command"]`), ""),
-		chromedp.SendKeys(chromedp.CSS(`input[aria-label="Rule 1 command"]`), "go vet *"),
+		fill(`Rule 1 command`, "go vet *"),
 		click(chromedp.CSS(`form.rule-edit button[type=submit]`)))
 	until(t, ctx, "rule 1 changed", `(document.querySelector(".rule-list li[data-rule='1'] .rule-text")||{textContent:""}).textContent === 'allow tool=Bash "go vet *"'`)
 	run(t, ctx, "accept the confirm", chromedp.Evaluate[chromedp.Void](`window.confirm = () => true`))
