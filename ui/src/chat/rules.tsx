@@ -7,41 +7,10 @@
 import { useEffect, useState } from "preact/hooks";
 import type { Store } from "../store";
 import { api } from "./schedules";
+import { proposeRule, type RuleSpec } from "../propose";
 
-export type RuleSpec = { action: string; agent?: string; machine?: string; tool?: string; command?: string; paths?: string[]; for?: string };
 type Entry = RuleSpec & { n: number; id?: string; from: string; text: string; created_by?: string; expires_at?: string; expired?: boolean };
 type Answer = { action: string; rule?: number; by?: string; reason?: string };
-
-// Programs whose second word names what they do (`go test`, `npm run`).
-const withSubcommand = new Set(["go", "git", "npm", "pnpm", "yarn", "bun", "cargo", "docker", "kubectl", "make", "uv", "pip", "pip3",
-  "poetry", "gh", "terraform", "dotnet", "mvn", "gradle", "deno", "npx", "rustup", "brew", "systemctl", "bazel", "just"]);
-
-const fileTools: Record<string, string> = { Edit: "file_path", MultiEdit: "file_path", Write: "file_path", NotebookEdit: "notebook_path" };
-
-// proposeRule is the rule a card's "Make a rule…" offers: the tool and the
-// command's first words and `*` (`go test ./...` → `go test *`), or for a
-// file tool the file's directory.
-export function proposeRule(tool: string, input: unknown, agent: string, cwd: string): RuleSpec {
-  const spec: RuleSpec = { action: "allow", tool, ...(agent ? { agent } : {}) };
-  const inp = (input ?? {}) as Record<string, unknown>;
-  if (typeof inp.command === "string") {
-    // The first simple command: its program, and its subcommand for a
-    // program that has them, then the rest as *.
-    const first = inp.command.trim().split(/&&|\|\||[;|&\n]/)[0];
-    const words = first.trim().split(/\s+/).filter((w) => w && !/^\w+=/.test(w));
-    const keep = words.slice(0, 1);
-    if (withSubcommand.has(words[0]) && words[1] && /^[A-Za-z][\w:-]*$/.test(words[1])) keep.push(words[1]);
-    if (keep.length && keep.every((w) => /^[\w./:@+-]+$/.test(w))) spec.command = [...keep, "*"].join(" ");
-    return spec;
-  }
-  const file = inp[fileTools[tool] ?? ""] ?? inp.file_path ?? inp.path;
-  if (typeof file === "string" && file) {
-    let dir = file.includes("/") ? file.slice(0, file.lastIndexOf("/")) : "";
-    if (cwd && (dir === cwd || dir.startsWith(cwd + "/"))) dir = dir.slice(cwd.length + 1);
-    spec.paths = [dir ? `${dir}/*` : "*"];
-  }
-  return spec;
-}
 
 function until(ts?: string): string {
   if (!ts) return "";
@@ -160,10 +129,12 @@ export function Rules() {
         {open && !list.length && <li class="hint">No rules: every card asks you.</li>}
       </ol>
       <form class="rule-add" onSubmit={add} aria-label="Add a rule">
+        <span class="hint">Add a rule (after those above)</span>
         <RuleFields spec={draft} onChange={setDraft} idp="New rule" />
         <button type="submit">Add rule</button>
       </form>
       <form class="rule-test" onSubmit={test} aria-label="Test the rules">
+        <span class="hint">Which rule would answer?</span>
         <input aria-label="Test agent" placeholder="agent" value={probe.agent} onInput={(e) => setProbe({ ...probe, agent: (e.target as HTMLInputElement).value })} />
         <input aria-label="Test tool" placeholder="tool" required value={probe.tool} onInput={(e) => setProbe({ ...probe, tool: (e.target as HTMLInputElement).value })} />
         <input aria-label="Test command" placeholder="go test ./..." value={probe.command} onInput={(e) => setProbe({ ...probe, command: (e.target as HTMLInputElement).value })} />
