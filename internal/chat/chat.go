@@ -49,6 +49,13 @@ type Thread struct {
 	// Archived hides the thread from the default list; it stays readable,
 	// and a message sent to it un-archives it.
 	Archived bool `json:"archived,omitempty"`
+	// GitBase is the commit HEAD named in the thread's repository when it
+	// started: its change is counted from it ("" outside git, or made before
+	// parley recorded it). Set once, at the start.
+	GitBase string `json:"git_base,omitempty"`
+	// Worktree is the git worktree parley made for the thread (its cwd is in
+	// it), "" when it runs in a checkout of the person's. Set once.
+	Worktree string `json:"worktree,omitempty"`
 	// Node is the machine that owns the thread, on a cluster's hub ("" for
 	// this machine's own); never stored.
 	Node string `json:"node,omitempty"`

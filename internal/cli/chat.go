@@ -85,6 +85,7 @@ type chatFlags struct {
 	remoteFlags
 	agent, thread, cwd, logFile string
 	newThread                   bool
+	worktree                    bool
 }
 
 func newChatCommand(Build) *cobra.Command {
@@ -111,6 +112,9 @@ arrows and Enter, tick several with Space, or type your own answer.`,
 			if f.cwd != "" && !f.newThread {
 				return errors.New("--cwd goes with --new")
 			}
+			if f.worktree && !f.newThread {
+				return errors.New("--worktree goes with --new")
+			}
 			server, token, err := f.resolve()
 			if err != nil {
 				return err
@@ -128,7 +132,7 @@ arrows and Enter, tick several with Space, or type your own answer.`,
 			defer stop()
 			return tui.Run(ctx, tui.Options{
 				Server: server, Token: token, Chat: f.chatID(),
-				Agent: f.agent, Thread: chat.ThreadID(f.thread), New: f.newThread, Cwd: f.cwd,
+				Agent: f.agent, Thread: chat.ThreadID(f.thread), New: f.newThread, Cwd: f.cwd, Worktree: f.worktree,
 				NoColor: tui.NoColorEnv(), Logger: log,
 			})
 		},
@@ -139,6 +143,7 @@ arrows and Enter, tick several with Space, or type your own answer.`,
 	fl.StringVar(&f.thread, "thread", "", "open this thread (parley threads lists them)")
 	fl.BoolVar(&f.newThread, "new", false, "start a new thread with the first message")
 	fl.StringVar(&f.cwd, "cwd", "", "working directory of the --new thread (inside a configured root)")
+	fl.BoolVar(&f.worktree, "worktree", false, "the --new thread works in a git worktree of its own, on a new branch")
 	fl.StringVar(&f.logFile, "log", "", "write a debug log to this file")
 	return cmd
 }

@@ -35,11 +35,12 @@ the thread), once, even across a crash at that moment.`,
 	var sp schedule.Spec
 	var thread string
 	add := &cobra.Command{
-		Use:   "add --agent A --cwd DIR (--cron EXPR | --every DUR | --at TIME) [--thread ID | --new] TEXT",
+		Use:   "add --agent A --cwd DIR (--cron EXPR | --every DUR | --at TIME) [--thread ID | --new] [--machine M] TEXT",
 		Short: "Add a schedule",
 		Example: `  parley schedule add --agent claude --cwd ~/src/app --cron "0 9 * * 1-5" "Summarise yesterday's commits"
   parley schedule add --agent claude --cwd ~/src/app --every 2h --new "Check the flaky tests"
-  parley schedule add --agent claude --cwd ~/src/app --at 2026-12-24T09:00:00Z "Tag the release"`,
+  parley schedule add --agent claude --cwd ~/src/app --at 2026-12-24T09:00:00Z "Tag the release"
+  parley schedule add --machine laptop --agent claude --cwd /home/me/app --every 2h "Run the tests"`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			api, err := localAPI(data)
@@ -48,7 +49,10 @@ the thread), once, even across a crash at that moment.`,
 			}
 			sp.Text = strings.Join(args, " ")
 			sp.Thread = chat.ThreadID(thread)
-			if sp.Cwd != "" {
+			switch {
+			case sp.Cwd != "" && sp.Machine != "" && !filepath.IsAbs(sp.Cwd):
+				return fmt.Errorf("--cwd %q: with --machine give the directory's absolute path on that machine", sp.Cwd)
+			case sp.Cwd != "" && sp.Machine == "":
 				if sp.Cwd, err = filepath.Abs(sp.Cwd); err != nil {
 					return err
 				}
@@ -75,6 +79,7 @@ the thread), once, even across a crash at that moment.`,
 	fl.StringVar(&sp.TZ, "tz", "", "the time zone of --cron (an IANA name; default the machine's)")
 	fl.StringVar(&sp.Missed, "missed", schedule.MissedRunOnce, "runs missed while parley was down: run-once (one run at start) or skip")
 	fl.StringVar(&sp.Name, "name", "", "a name shown with each run")
+	fl.StringVar(&sp.Machine, "machine", "", "at a cluster's hub: the machine that keeps and runs it (default the hub)")
 
 	var asJSON bool
 	list := &cobra.Command{
@@ -88,9 +93,13 @@ the thread), once, even across a crash at that moment.`,
 			}
 			var out struct {
 				Schedules []schedule.Schedule `json:"schedules"`
+				Unlisted  []schedule.Unlisted `json:"unlisted"`
 			}
 			if err := api.Call(cmd.Context(), http.MethodGet, "/api/schedules", nil, &out); err != nil {
 				return fmt.Errorf("parley at %s: %w", api.Server, err)
+			}
+			for _, u := range out.Unlisted {
+				fmt.Fprintf(cmd.ErrOrStderr(), "machine %s: its schedules are not listed: %s\n", u.Node, u.Reason)
 			}
 			if asJSON {
 				return json.NewEncoder(cmd.OutOrStdout()).Encode(out.Schedules)

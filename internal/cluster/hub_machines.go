@@ -87,6 +87,8 @@ type RemoteThread struct {
 	// Turn and Error are its newest finished turn and newest error that
 	// call for an optional push, as its node last told; nil: none.
 	Turn, Error *push.Notice
+	// Notices are its newest notice events with their words, oldest first.
+	Notices []push.Notice
 }
 
 // ThreadsChanged is closed at the next change of the directory's thread

@@ -216,7 +216,8 @@ func decodeSummary(key string, b []byte) (RemoteThread, error) {
 	}
 	t := w.thread()
 	t.ID, t.Node = RemoteID(node, t.ID), node
-	return RemoteThread{Node: node, Thread: t, Cards: w.Cards, Turn: checkNotice(w.LastTurn), Error: checkNotice(w.LastError)}, nil
+	return RemoteThread{Node: node, Thread: t, Cards: w.Cards, Turn: checkNotice(w.LastTurn), Error: checkNotice(w.LastError),
+		Notices: checkNotices(w.Notices)}, nil
 }
 
 // keepThreads purges node's summaries of the threads its list does not

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"slices"
 
@@ -22,10 +23,16 @@ import (
 // events.
 const noticeScan = 64
 
+// maxSummaryNotices bounds the notice events a summary carries: the
+// newest, so a burst between two summaries still reaches the hub (each is
+// pushed once, by its seq); more than this many between two is rare.
+const maxSummaryNotices = 8
+
 // threadNotices are a thread's newest notices as the node last read them.
 type threadNotices struct {
 	turn, err *push.Notice
-	stale     bool // a turn ended or an error came since: read again
+	notices   []push.Notice // its newest notice events, oldest first
+	stale     bool          // a turn ended, an error or a notice came since: read again
 }
 
 // changed takes the threads changed since the last call: every change, and
@@ -60,6 +67,11 @@ func (l *Link) noticesOf(ctx context.Context, id chat.ThreadID) (threadNotices, 
 	}
 	n.stale = false
 	for _, ev := range evs {
+		if x, ok := push.NoticeEvent(ev); ok {
+			x.TS = x.TS.UTC()
+			n.notices = addNotice(n.notices, x)
+			continue
+		}
 		kind, x, ok := push.NoticeOf(ev)
 		if !ok {
 			continue
@@ -74,4 +86,18 @@ func (l *Link) noticesOf(ctx context.Context, id chat.ThreadID) (threadNotices, 
 	}
 	l.notices[id] = n
 	return *n, nil
+}
+
+// addNotice adds x to ns (oldest first) unless it is there, keeping the
+// newest maxSummaryNotices.
+func addNotice(ns []push.Notice, x push.Notice) []push.Notice {
+	i, found := slices.BinarySearchFunc(ns, x.Seq, func(n push.Notice, seq int64) int { return cmp.Compare(n.Seq, seq) })
+	if found {
+		return ns
+	}
+	ns = slices.Insert(ns, i, x)
+	if len(ns) > maxSummaryNotices {
+		ns = slices.Delete(ns, 0, len(ns)-maxSummaryNotices)
+	}
+	return ns
 }

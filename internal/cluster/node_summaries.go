@@ -164,7 +164,7 @@ func (l *Link) putSummary(ctx context.Context, th chat.Thread) error {
 	if err != nil {
 		return err
 	}
-	w.LastTurn, w.LastError = n.turn, n.err
+	w.LastTurn, w.LastError, w.Notices = n.turn, n.err, n.notices
 	b, err := json.Marshal(w)
 	if err != nil {
 		return err

@@ -54,7 +54,7 @@ func (l *Link) serveNode() error {
 	}
 	l.srcSub = sub
 	l.watch = l.opt.Events.Watch()
-	l.noticeWatch = l.opt.Events.WatchTypes(chat.TypePromptDone, chat.TypeError)
+	l.noticeWatch = l.opt.Events.WatchTypes(chat.TypePromptDone, chat.TypeError, chat.TypeNotice)
 	l.notices = map[chat.ThreadID]*threadNotices{}
 	l.wg.Add(1)
 	go l.summaries()

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
 
@@ -34,6 +35,10 @@ type wireThread struct {
 	Cards     []OpenCard   `json:"open_cards,omitempty"`
 	LastTurn  *push.Notice `json:"last_turn,omitempty"`
 	LastError *push.Notice `json:"last_error,omitempty"`
+	// Notices are its newest notice events (at most maxSummaryNotices,
+	// oldest first) with their words: written for the person, they are
+	// what the hub's push says.
+	Notices []push.Notice `json:"notices,omitempty"`
 }
 
 // OpenCard is an open card as a thread summary tells the hub: its id and
@@ -152,7 +157,26 @@ func checkNotice(n *push.Notice) *push.Notice {
 	if n == nil || n.Seq <= 0 || n.Code == "" || len(n.Code) > push.MaxNoticeCode {
 		return nil
 	}
+	n.Text = "" // a turn's or an error's words never cross
 	return n
+}
+
+// checkNotices keeps the notice events of a summary that are well formed:
+// at most maxSummaryNotices, each with a seq, a level and words no longer
+// than a push shows.
+func checkNotices(ns []push.Notice) []push.Notice {
+	var out []push.Notice
+	for _, n := range ns {
+		if len(out) == maxSummaryNotices {
+			break
+		}
+		if n.Seq <= 0 || !chat.ValidNoticeLevel(n.Code) || n.Text == "" || !utf8.ValidString(n.Text) ||
+			utf8.RuneCountInString(n.Text) > push.MaxNoticeText {
+			continue
+		}
+		out = append(out, n)
+	}
+	return out
 }
 
 // joinRequest is what `parley join` sends.

@@ -93,6 +93,8 @@ type Config struct {
 	// Rules answer permission cards by the person's own rules, in order
 	// (internal/rules): [[rule]] action, agent, machine, tool, command, paths, for.
 	Rules []rules.Rule `toml:"rule"`
+	// Git is how threads' repositories are treated (git.go).
+	Git Git `toml:"git"`
 
 	// File is the path the config was read from, or "".
 	File string `toml:"-"`
@@ -147,6 +149,9 @@ type Agent struct {
 	Options map[string]string `toml:"options"`
 	// Disabled hides a detected agent.
 	Disabled bool `toml:"disabled"`
+	// Worktree gives each new thread of this agent in a git repository a
+	// worktree of its own (as the new intent's worktree: true).
+	Worktree bool `toml:"worktree"`
 }
 
 // Duration is a time.Duration written as "30m" in TOML; a whole number of days
@@ -442,6 +447,7 @@ func (c *Config) Validate() error {
 	}
 	errs = append(errs, c.Cluster.check()...)
 	errs = append(errs, c.Tailscale.check(c.DataDir)...)
+	errs = append(errs, c.Git.check()...)
 	if c.DefaultAgent == "" && len(c.Agents) > 0 {
 		c.DefaultAgent = c.Agents[0].ID
 	}

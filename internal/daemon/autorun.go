@@ -5,7 +5,9 @@ import (
 	"log/slog"
 
 	"github.com/parleyhq/parley/internal/channel/web"
+	"github.com/parleyhq/parley/internal/cluster"
 	"github.com/parleyhq/parley/internal/config"
+	"github.com/parleyhq/parley/internal/remote"
 	"github.com/parleyhq/parley/internal/router"
 	"github.com/parleyhq/parley/internal/schedule"
 	"github.com/parleyhq/parley/internal/store/sqlite"
@@ -19,7 +21,10 @@ type autorun struct {
 	triggers  *trigger.Triggers
 }
 
-func startAutorun(ctx context.Context, cfg config.Config, st *sqlite.Store, rt *router.Router, log *slog.Logger) (*autorun, error) {
+// At a cluster's hub (hub set) its schedules reach the nodes'; on a node
+// (link set) the hub reaches this machine's.
+func startAutorun(ctx context.Context, cfg config.Config, st *sqlite.Store, rt *router.Router, hub *remote.Hub, link *cluster.Link,
+	log *slog.Logger) (*autorun, error) {
 	// Refused when added, not at the first run: an agent this machine does
 	// not have, a directory outside its roots.
 	check := func(agent, cwd string) error {
@@ -30,9 +35,19 @@ func startAutorun(ctx context.Context, cfg config.Config, st *sqlite.Store, rt *
 		_, err = config.Confine(cwd, ag.Roots)
 		return err
 	}
-	runner, err := schedule.Start(ctx, schedule.Options{Store: st, Send: rt, Check: check, Logger: log.With("part", "schedule")})
+	sopt := schedule.Options{Store: st, Send: rt, Check: check, Logger: log.With("part", "schedule"), Machine: cfg.Cluster.Node}
+	if hub != nil {
+		sopt.Remote = hub.Schedules()
+	}
+	runner, err := schedule.Start(ctx, sopt)
 	if err != nil {
 		return nil, err
+	}
+	if link != nil {
+		if err := link.ServeSchedules(runner.Serve); err != nil {
+			runner.Close()
+			return nil, err
+		}
 	}
 	return &autorun{
 		schedules: runner,

@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"sync/atomic"
+	"time"
 
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/router"
@@ -29,3 +30,8 @@ func (p person) Notify(ctx context.Context, thread chat.ThreadID, n chat.Notice)
 	}
 	return rt.Notify(ctx, thread, n)
 }
+
+// SetToolKeepAlive sets how often a waiting ask_person tells its agent it
+// still waits (mcpserver.DefaultKeepAlive). For Go tests that shorten an
+// agent's idle bound; no config key reaches it.
+func (d *Daemon) SetToolKeepAlive(every time.Duration) { d.tools.SetKeepAlive(every) }

@@ -46,7 +46,10 @@ type Spec struct {
 	Model    string   // the model to ask for, or ""
 	// Options carries transport-specific settings from config (e.g. the tmux session to adopt).
 	Options map[string]string
-	Logger  *slog.Logger
+	// Logger is the session's log, already naming its thread and agent (the
+	// router's lane gives its own): a driver adds only what is its own. Nil:
+	// the driver's logger, with the thread and agent added.
+	Logger *slog.Logger
 	// Tools is parley's own MCP server for this session (internal/mcpserver:
 	// ask_person, notify_person), or nil. Each driver hands it to its agent
 	// in the agent's own way and lets its tools run without asking.
@@ -61,15 +64,22 @@ type MCPServer struct {
 	Headers map[string]string // e.g. Authorization: Bearer <secret>
 }
 
+// ClaudeToolTimeout is the per-server bound on one tool call that Claude
+// Code's --mcp-config is given for parley's server: the longest it takes
+// (2^31-1 ms, about 24.8 days; its own default, or the person's
+// MCP_TOOL_TIMEOUT, may be far shorter), as an ask waits for the person.
+const ClaudeToolTimeout = 1<<31 - 1
+
 // ClaudeConfig is the server as Claude Code's --mcp-config file holds it.
 func (m MCPServer) ClaudeConfig() ([]byte, error) {
 	type server struct {
 		Type    string            `json:"type"`
 		URL     string            `json:"url"`
 		Headers map[string]string `json:"headers,omitempty"`
+		Timeout int64             `json:"timeout"` // ms
 	}
 	return json.Marshal(map[string]map[string]server{
-		"mcpServers": {m.Name: {Type: "http", URL: m.URL, Headers: m.Headers}},
+		"mcpServers": {m.Name: {Type: "http", URL: m.URL, Headers: m.Headers, Timeout: ClaudeToolTimeout}},
 	})
 }
 

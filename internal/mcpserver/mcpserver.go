@@ -69,9 +69,10 @@ type Server struct {
 	ln     net.Listener
 	url    string
 
-	mu     sync.Mutex
-	grants map[[sha256.Size]byte]*mcp.Server // by the credential's hash: one server per session, bound to its thread
-	calls  map[string]context.Context        // the HTTP requests in flight, by callHeader
+	mu        sync.Mutex
+	keepEvery time.Duration                     // a waiting ask's progress notifications (keepalive.go)
+	grants    map[[sha256.Size]byte]*mcp.Server // by the credential's hash: one server per session, bound to its thread
+	calls     map[string]context.Context        // the HTTP requests in flight, by callHeader
 }
 
 // callHeader names the HTTP request a tool call came in (set by the
@@ -90,7 +91,7 @@ func Listen(person Person, log *slog.Logger) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mcpserver: listen: %w", err)
 	}
-	s := &Server{person: person, log: log, ln: ln, grants: map[[sha256.Size]byte]*mcp.Server{}, calls: map[string]context.Context{}}
+	s := &Server{person: person, log: log, ln: ln, keepEvery: DefaultKeepAlive, grants: map[[sha256.Size]byte]*mcp.Server{}, calls: map[string]context.Context{}}
 	s.url = "http://" + ln.Addr().String() + Path
 	mux := http.NewServeMux()
 	mux.Handle(Path, s.Handler())
@@ -101,6 +102,15 @@ func Listen(person Person, log *slog.Logger) (*Server, error) {
 		}
 	}()
 	return s, nil
+}
+
+// SetKeepAlive sets how often a waiting ask_person sends a progress
+// notification (DefaultKeepAlive; 0: never). For tests that shorten an
+// agent's idle bound.
+func (s *Server) SetKeepAlive(d time.Duration) {
+	s.mu.Lock()
+	s.keepEvery = d
+	s.mu.Unlock()
 }
 
 // URL is where agents reach the server.

@@ -39,6 +39,7 @@ func (s *Server) newMCP(thread chat.ThreadID) *mcp.Server {
 		}
 		ctx, cancel := s.callContext(ctx, req)
 		defer cancel()
+		defer s.keepAlive(ctx, req)()
 		words, err := s.person.Ask(ctx, thread, q)
 		if err != nil {
 			return nil, nil, fmt.Errorf("the person did not answer: %w", err)

@@ -71,6 +71,10 @@ type Notice struct {
 	Seq  int64     `json:"seq"`
 	TS   time.Time `json:"ts"`
 	Code string    `json:"code"`
+	// Text is a notice event's words (NoticeEvent; Code is its level),
+	// written for the person by its sender and pushed as they are; empty
+	// for a turn or an error.
+	Text string `json:"text,omitempty"`
 }
 
 // MaxNoticeCode bounds a notice's code: the longest that has words is far
@@ -145,8 +149,20 @@ type notice struct {
 	text string
 }
 
-// maxNoticePush bounds a notice's text in a push.
-const maxNoticePush = 240
+// MaxNoticeText bounds a notice's text in a push, in characters.
+const MaxNoticeText = 240
+
+// NoticeEvent tells whether ev is a notice event (an agent's notify_person,
+// parley notify) and makes its Notice: its level and its text, cut to
+// MaxNoticeText. A node's thread summary carries its newest ones.
+func NoticeEvent(ev chat.Event) (Notice, bool) {
+	n, ok := noticeEvent(ev)
+	if !ok {
+		return Notice{}, false
+	}
+	n.Notice.Text = n.text
+	return n.Notice, true
+}
 
 // noticeEvent tells whether ev is a notice event and makes its push.
 func noticeEvent(ev chat.Event) (notice, bool) {
@@ -158,8 +174,8 @@ func noticeEvent(ev chat.Event) (notice, bool) {
 		return notice{}, false
 	}
 	text := p.Text
-	if r := []rune(text); len(r) > maxNoticePush {
-		text = string(r[:maxNoticePush-1]) + "…"
+	if r := []rune(text); len(r) > MaxNoticeText {
+		text = string(r[:MaxNoticeText-1]) + "…"
 	}
 	return notice{kind: store.PushNotice, Notice: Notice{Seq: ev.Seq, TS: ev.TS, Code: p.Level}, text: text}, true
 }

@@ -43,6 +43,10 @@ type RemoteThread struct {
 	// Turn and Error are its newest finished turn and newest error that
 	// call for an optional push (NoticeOf, on that machine); nil: none.
 	Turn, Error *Notice
+	// Notices are its newest notice events (NoticeEvent, on that machine),
+	// oldest first: each pushed once, by its seq, to the devices that
+	// turned notices on.
+	Notices []Notice
 	// Joined is when its machine joined this hub (the hub's clock): a
 	// notice from before is pushed to no one.
 	Joined time.Time
@@ -136,6 +140,9 @@ func (rt RemoteThread) notices() []notice {
 	}
 	if rt.Error != nil {
 		ns = append(ns, notice{kind: store.PushError, Notice: *rt.Error})
+	}
+	for _, n := range rt.Notices {
+		ns = append(ns, notice{kind: store.PushNotice, Notice: n, text: n.Text})
 	}
 	return ns
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/cluster"
+	"github.com/parleyhq/parley/internal/gitwork"
 	"github.com/parleyhq/parley/internal/push"
 
 	"github.com/parleyhq/parley/internal/router"
@@ -47,7 +48,7 @@ func (c hubCards) Threads() []push.RemoteThread {
 	var joined map[string]time.Time
 	out := make([]push.RemoteThread, 0, len(ths))
 	for _, rt := range ths {
-		if names == nil && (len(rt.Cards) > 0 || rt.Turn != nil || rt.Error != nil) {
+		if names == nil && (len(rt.Cards) > 0 || rt.Turn != nil || rt.Error != nil || len(rt.Notices) > 0) {
 			names, joined = map[string]string{}, map[string]time.Time{}
 			agents, _ := c.hub.Agents(context.Background(), "", nil)
 			for _, a := range agents {
@@ -63,7 +64,7 @@ func (c hubCards) Threads() []push.RemoteThread {
 			cards = append(cards, push.Card{RequestID: oc.RequestID, Kind: oc.Kind, Asks: oc.Asks})
 		}
 		out = append(out, push.RemoteThread{Thread: rt.Thread, AgentName: names[rt.Node+"/"+rt.Thread.Agent], Cards: cards,
-			Turn: rt.Turn, Error: rt.Error, Joined: joined[rt.Node]})
+			Turn: rt.Turn, Error: rt.Error, Notices: rt.Notices, Joined: joined[rt.Node]})
 	}
 	return out
 }
@@ -89,4 +90,9 @@ func (m EveryMachine) Agents() []chat.AgentInfo {
 // them), and "agent@node" starts a thread there.
 func (h *Hub) EveryMachine(rt *router.Router) EveryMachine {
 	return EveryMachine{Router: rt, hub: h.hub, node: h.node}
+}
+
+// NodeChanges asks node for its thread's change (thread: the node's own id).
+func (m Machines) NodeChanges(ctx context.Context, node string, thread chat.ThreadID, q gitwork.Query) (gitwork.Changes, error) {
+	return m.hub.NodeChanges(ctx, node, thread, q)
 }

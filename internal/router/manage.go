@@ -232,10 +232,18 @@ const DeletedNote = "The thread's messages, cards and search entries are deleted
 // that showed it show no thread. A thread on another machine is refused:
 // its own machine deletes it.
 func (r *Router) DeleteThread(ctx context.Context, id chat.ThreadID) error {
+	return r.DeleteThreadWith(ctx, id, DeleteOptions{})
+}
+
+// DeleteThreadWith deletes a thread as DeleteThread does and, when asked,
+// the worktree parley made for it (gitstart.go): one with uncommitted
+// changes only with Force, else nothing is deleted.
+func (r *Router) DeleteThreadWith(ctx context.Context, id chat.ThreadID, opt DeleteOptions) error {
 	if err := validID("thread_id", string(id)); err != nil {
 		return err
 	}
 	var l *lane
+	var worktree string
 	err := r.call(ctx, func() error {
 		if rm := r.opt.Remote; rm != nil && rm.Owns(id) {
 			return invalid("thread %s is on another machine: delete it there (parley threads --delete on that machine)", id)
@@ -243,8 +251,14 @@ func (r *Router) DeleteThread(ctx context.Context, id chat.ThreadID) error {
 		if _, busy := r.deleting[id]; busy {
 			return fmt.Errorf("thread %s: %w: it is being deleted", id, chat.ErrNotFound)
 		}
-		if _, err := r.store.Thread(ctx, id); err != nil {
+		th, err := r.store.Thread(ctx, id)
+		if err != nil {
 			return fmt.Errorf("thread %s: %w", id, err)
+		}
+		if opt.RemoveWorktree {
+			if worktree, err = worktreeToRemove(ctx, th, opt.Force); err != nil {
+				return err
+			}
 		}
 		// From here no message or control reaches the thread (lane refuses
 		// it), and its lane, if any, is ours to end.
@@ -280,6 +294,9 @@ func (r *Router) DeleteThread(ctx context.Context, id chat.ThreadID) error {
 	}
 	if err == nil {
 		r.log.Info("thread deleted", "thread", id)
+	}
+	if err == nil && worktree != "" {
+		err = removeWorktree(context.WithoutCancel(ctx), id, worktree, opt.Force)
 	}
 	return err
 }

@@ -56,6 +56,9 @@ type NewIntent struct {
 	// Node, on a cluster's hub, puts the thread on that machine (its agent,
 	// its directory, checked there against its roots).
 	Node string `json:"node,omitempty"`
+	// Worktree makes the thread in a git worktree of its own, on a new
+	// branch from the repository's HEAD (gitstart.go).
+	Worktree bool `json:"worktree,omitempty"`
 	// Ask names a hub's ask for a thread here ("agent@node", kept in its
 	// route_asks): one ask makes one thread, and asked again (the hub did
 	// not hear the answer) it gets that thread. Set by the hub's router
@@ -72,6 +75,10 @@ type ResumeIntent struct {
 	// Node, at a cluster's hub, is the machine the session is on: it is
 	// continued there (resume_session only).
 	Node string `json:"node,omitempty"`
+	// Watch follows a session that runs in a terminal, read-only, rather
+	// than refusing it (resume_session only). A session running in a tmux
+	// pane is adopted without it.
+	Watch bool `json:"watch,omitempty"`
 }
 
 // PermissionAnswer answers a permission card: an option, or cancelled.

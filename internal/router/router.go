@@ -59,6 +59,9 @@ type Options struct {
 	// Rules answers a permission card by the person's rules before anyone
 	// is asked (rules.go); nil asks always.
 	Rules func(rules.Call) rules.Verdict
+	// Worktrees is the folder threads' own worktrees are made in ([git]
+	// worktrees; "" : beside each repository, gitstart.go).
+	Worktrees string
 }
 
 // Router is parley's input side. Its methods are safe for concurrent use.
@@ -401,7 +404,7 @@ func (r *Router) route(ctx context.Context, req SendRequest, reply chan<- sendRe
 		nw := m.Intent.New
 		id, err = r.askedThread(ctx, req.From, nw.Ask)
 		if err == nil && id == "" {
-			id, err = r.newThread(ctx, req.From, firstNonEmpty(nw.Agent, m.Agent), nw.Cwd, "", m.Mode, nw.Ask)
+			id, err = r.newThread(ctx, req.From, firstNonEmpty(nw.Agent, m.Agent), nw.Cwd, "", m.Mode, nw.Ask, gitWish{worktree: nw.Worktree, title: m.Text})
 		}
 	case m.Intent != nil && m.Intent.Resume != nil:
 		ri := m.Intent.Resume
@@ -461,9 +464,9 @@ func (r *Router) currentThread(ctx context.Context, from chat.RouteKey, agent, m
 		if agent == "" || agent == th.Agent {
 			return id, nil
 		}
-		return r.newThread(ctx, from, agent, th.Cwd, "", mode, "")
+		return r.newThread(ctx, from, agent, th.Cwd, "", mode, "", gitWish{})
 	}
-	return r.newThread(ctx, from, agent, "", "", mode, "")
+	return r.newThread(ctx, from, agent, "", "", mode, "", gitWish{})
 }
 
 func (r *Router) agent(id string) (config.Agent, error) {
@@ -485,7 +488,7 @@ func (r *Router) agent(id string) (config.Agent, error) {
 }
 
 // newThread makes a thread for from, for the hub's ask ask when not "".
-func (r *Router) newThread(ctx context.Context, from chat.RouteKey, agentID, cwd, sessionID, mode, ask string) (chat.ThreadID, error) {
+func (r *Router) newThread(ctx context.Context, from chat.RouteKey, agentID, cwd, sessionID, mode, ask string, wish gitWish) (chat.ThreadID, error) {
 	a, err := r.agent(agentID)
 	if err != nil {
 		return "", err
@@ -509,7 +512,12 @@ func (r *Router) newThread(ctx context.Context, from chat.RouteKey, agentID, cwd
 		ID: chat.NewThreadID(), Agent: a.ID, Cwd: dir, SessionID: sessionID,
 		State: chat.ThreadUnloaded, Mode: firstNonEmpty(mode, a.Mode), CreatedAt: now, UpdatedAt: now,
 	}
+	wish.worktree = wish.worktree || (a.Worktree && sessionID == "")
+	if err := r.gitStart(ctx, &th, a, wish); err != nil {
+		return "", err
+	}
 	if err := r.store.Commit(ctx, store.Batch{Thread: &th, Ask: ask}); err != nil {
+		r.gitUndo(th)
 		return "", fmt.Errorf("router: create thread: %w", err)
 	}
 	r.opt.Metrics.Threads.Inc()
@@ -544,7 +552,7 @@ func (r *Router) resumeThread(ctx context.Context, from chat.RouteKey, agentID, 
 			return th.ID, r.attach(ctx, from, th.ID)
 		}
 	}
-	return r.newThread(ctx, from, agentID, cwd, sessionID, "", "")
+	return r.newThread(ctx, from, agentID, cwd, sessionID, "", "", gitWish{})
 }
 
 func (r *Router) attach(ctx context.Context, from chat.RouteKey, id chat.ThreadID) error {
@@ -609,7 +617,7 @@ func (r *Router) NewThread(ctx context.Context, from chat.RouteKey, agent, cwd s
 			agent = a
 		}
 		var err error
-		id, err = r.newThread(ctx, from, agent, cwd, "", "", "")
+		id, err = r.newThread(ctx, from, agent, cwd, "", "", "", gitWish{})
 		return err
 	})
 	return id, err

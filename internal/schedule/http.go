@@ -25,12 +25,16 @@ func (r *Runner) Handle(handle func(pattern string, h http.Handler)) {
 }
 
 func (r *Runner) handleList(w http.ResponseWriter, req *http.Request) {
-	all, err := r.List(req.Context())
+	all, unlisted, err := r.listAll(req.Context())
 	if err != nil {
-		web.WriteError(w, err)
+		writeError(w, err)
 		return
 	}
-	web.WriteJSON(w, http.StatusOK, map[string]any{"schedules": all})
+	out := map[string]any{"schedules": all}
+	if len(unlisted) > 0 {
+		out["unlisted"] = unlisted
+	}
+	web.WriteJSON(w, http.StatusOK, out)
 }
 
 func (r *Runner) handleAdd(w http.ResponseWriter, req *http.Request) {
@@ -39,9 +43,9 @@ func (r *Runner) handleAdd(w http.ResponseWriter, req *http.Request) {
 		web.WriteError(w, err)
 		return
 	}
-	s, err := r.Add(req.Context(), sp)
+	s, err := r.addAt(req.Context(), sp)
 	if err != nil {
-		web.WriteError(w, err)
+		writeError(w, err)
 		return
 	}
 	web.WriteJSON(w, http.StatusOK, map[string]any{"schedule": s})
@@ -49,9 +53,9 @@ func (r *Runner) handleAdd(w http.ResponseWriter, req *http.Request) {
 
 func (r *Runner) handlePause(paused bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		s, err := r.SetPaused(req.Context(), req.PathValue("id"), paused)
+		s, err := r.pauseAt(req.Context(), req.PathValue("id"), paused)
 		if err != nil {
-			web.WriteError(w, err)
+			writeError(w, err)
 			return
 		}
 		web.WriteJSON(w, http.StatusOK, map[string]any{"schedule": s})
@@ -59,8 +63,8 @@ func (r *Runner) handlePause(paused bool) http.Handler {
 }
 
 func (r *Runner) handleRemove(w http.ResponseWriter, req *http.Request) {
-	if err := r.Remove(req.Context(), req.PathValue("id")); err != nil {
-		web.WriteError(w, err)
+	if err := r.removeAt(req.Context(), req.PathValue("id")); err != nil {
+		writeError(w, err)
 		return
 	}
 	web.WriteJSON(w, http.StatusOK, map[string]any{})
@@ -82,4 +86,14 @@ func DecodeJSON(w http.ResponseWriter, req *http.Request, limit int64, v any) er
 		return badInput("the request holds more than one JSON value")
 	}
 	return nil
+}
+
+// writeError is web.WriteError, with a machine that does not answer as 503
+// (the change was not made: try again once it is back).
+func writeError(w http.ResponseWriter, err error) {
+	if errors.Is(err, chat.ErrAway) {
+		web.HTTPError(w, http.StatusServiceUnavailable, err.Error())
+		return
+	}
+	web.WriteError(w, err)
 }

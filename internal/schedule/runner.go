@@ -48,6 +48,11 @@ type Options struct {
 	// benchmarks): the schedule, the due time it ran for, and how long after
 	// it the router had the run (stored, queued for its agent).
 	Ran func(id string, due time.Time, late time.Duration)
+	// Machine is this machine's name in its cluster ("" outside one);
+	// Remote, set at a cluster's hub, reaches the nodes' schedules
+	// (machines.go).
+	Machine string
+	Remote  Remote
 }
 
 // Runner owns every schedule of this machine: one goroutine adds, pauses,
@@ -298,13 +303,18 @@ func (r *Runner) List(ctx context.Context) ([]Schedule, error) {
 		}
 		return nil
 	})
+	sortSchedules(out)
+	return out, err
+}
+
+// sortSchedules puts the oldest first.
+func sortSchedules(out []Schedule) {
 	sort.Slice(out, func(i, j int) bool {
 		if !out[i].Created.Equal(out[j].Created) {
 			return out[i].Created.Before(out[j].Created)
 		}
 		return out[i].ID < out[j].ID
 	})
-	return out, err
 }
 
 // SetPaused pauses or resumes a schedule. A resumed schedule's next run is

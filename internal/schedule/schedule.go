@@ -44,6 +44,9 @@ type Spec struct {
 	TZ      string        `json:"tz,omitempty"`
 	Missed  string        `json:"missed,omitempty"`
 	Text    string        `json:"text"`
+	// Machine is, at a cluster's hub, the machine that keeps and runs it
+	// ("" or the hub's own name: the hub).
+	Machine string `json:"machine,omitempty"`
 }
 
 // Schedule is a schedule as listed (GET /api/schedules).
@@ -66,6 +69,8 @@ type Schedule struct {
 	LastThread chat.ThreadID `json:"last_thread,omitempty"`
 	LastError  string        `json:"last_error,omitempty"`
 	Created    time.Time     `json:"created_at"`
+	// Node is the machine that keeps and runs it, in a cluster.
+	Node string `json:"node,omitempty"`
 }
 
 func view(s store.Schedule) Schedule {

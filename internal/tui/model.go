@@ -404,6 +404,7 @@ func (m *Model) chooseThread() tea.Cmd {
 	switch {
 	case m.opt.New:
 		m.startNew(m.opt.Cwd, m.opt.Agent)
+		m.intent.New.Worktree = m.opt.Worktree
 		return nil
 	case m.opt.Thread != "" && m.opt.Thread == m.thread.ID:
 		return nil

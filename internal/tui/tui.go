@@ -27,6 +27,7 @@ type Options struct {
 	Thread        chat.ThreadID // open this thread
 	New           bool          // the first message starts a new thread
 	Cwd           string        // … in this directory
+	Worktree      bool          // … in a git worktree of its own
 	NoColor       bool          // honour NO_COLOR
 	Logger        *slog.Logger
 }

@@ -108,6 +108,10 @@ type EditThread struct {
 type DeleteThread struct {
 	Ref      string `json:"ref,omitempty"`
 	ThreadID string `json:"thread_id"`
+	// RemoveWorktree also removes the worktree parley made for the thread;
+	// Force removes one with uncommitted changes (router.DeleteOptions).
+	RemoveWorktree bool `json:"remove_worktree,omitempty"`
+	Force          bool `json:"force,omitempty"`
 }
 
 // Frame encodes a client input: v's fields beside "type" (a client's side of

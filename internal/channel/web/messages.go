@@ -60,6 +60,13 @@ func (s *Server) handleSend(w http.ResponseWriter, r *http.Request) {
 	if !s.readBody(w, r, &m) {
 		return
 	}
+	s.sendAndWait(w, r, chat.ThreadID(r.PathValue("id")), m)
+}
+
+// sendAndWait sends m to thread through the one send path and answers with
+// the furthest receipt reached within ?wait= (a message, a line's comment, a
+// request to commit).
+func (s *Server) sendAndWait(w http.ResponseWriter, r *http.Request, thread chat.ThreadID, m router.Message) {
 	final := make(chan chat.Delivery, 8)
 	notify := func(d chat.Delivery) {
 		if d.State == chat.DeliverySubmitted || d.State == chat.DeliveryFailed || d.State == chat.DeliveryUnknown {
@@ -70,7 +77,7 @@ func (s *Server) handleSend(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	d, thread, err := s.router.Send(r.Context(), router.SendRequest{
-		From: restRoute, Thread: chat.ThreadID(r.PathValue("id")), Message: m, Notify: notify,
+		From: restRoute, Thread: thread, Message: m, Notify: notify,
 	})
 	if errors.Is(err, chat.ErrAway) {
 		err = nil // queued for a machine that is away: its receipt says so

@@ -14,6 +14,7 @@ import (
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/driver"
+	"github.com/parleyhq/parley/internal/gitwork"
 	"github.com/parleyhq/parley/internal/wire"
 )
 
@@ -52,9 +53,12 @@ func queryInt(r *http.Request, name string, def int) (int, error) {
 // errorCode maps an error to its socket code and HTTP status, in one place.
 func errorCode(err error) (string, int) {
 	var we *wire.Error
+	var ge *gitwork.Error
 	switch {
 	case errors.As(err, &we):
 		return we.Code, http.StatusBadRequest
+	case errors.As(err, &ge):
+		return gitStatus(ge)
 	case errors.Is(err, chat.ErrNotFound):
 		return chat.CodeNotFound, http.StatusNotFound
 	case errors.Is(err, chat.ErrBusy):
@@ -98,4 +102,14 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	json.NewEncoder(w).Encode(v)
+}
+
+// gitStatus is a git action's refusal as an answer: what the person asked
+// wrongly is a 400, what git would not do a 409.
+func gitStatus(e *gitwork.Error) (string, int) {
+	switch e.Code {
+	case "bad_input", "bad_path":
+		return chat.CodeBadInput, http.StatusBadRequest
+	}
+	return e.Code, http.StatusConflict
 }

@@ -414,7 +414,8 @@ func (c *conn) handle(ctx context.Context, in wire.Input) {
 	case wire.TypeDeleteThread:
 		// A connection showing the thread is closed by the delete itself
 		// (the reason says it was deleted), before this done could go.
-		err = c.s.router.DeleteThread(ctx, chat.ThreadID(in.Delete.ThreadID))
+		err = c.s.router.DeleteThreadWith(ctx, chat.ThreadID(in.Delete.ThreadID),
+			router.DeleteOptions{RemoveWorktree: in.Delete.RemoveWorktree, Force: in.Delete.Force})
 		if err == nil {
 			c.reply(ctx, chat.Done{Ref: in.Ref(), Note: router.DeletedNote})
 		}

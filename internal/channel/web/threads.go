@@ -151,7 +151,10 @@ func (s *Server) handleEditThread(w http.ResponseWriter, r *http.Request) {
 // handleDeleteThread deletes a thread (router.DeleteThread); the answer says
 // what happened to the agent's own session.
 func (s *Server) handleDeleteThread(w http.ResponseWriter, r *http.Request) {
-	if err := s.router.DeleteThread(r.Context(), chat.ThreadID(r.PathValue("id"))); err != nil {
+	q := r.URL.Query()
+	opts := router.DeleteOptions{RemoveWorktree: q.Get("remove_worktree") == "1" || q.Get("remove_worktree") == "true",
+		Force: q.Get("force") == "1" || q.Get("force") == "true"}
+	if err := s.router.DeleteThreadWith(r.Context(), chat.ThreadID(r.PathValue("id")), opts); err != nil {
 		writeErr(w, err)
 		return
 	}

@@ -1,3 +1,5 @@
+//go:build e2e
+
 // Package cluster_test runs a hub and a node as two real daemons with their
 // own data directories on loopback, linked by the real embedded NATS server
 // with TLS, the node running the real Claude Code (stream) against the
@@ -40,6 +42,11 @@ func scenario() claudeapi.Scenario {
 		{Match: claudeapi.Match{ToolResult: "Bash"}, Reply: claudeapi.Text("The command ran.", 1, 0)},
 		{Match: claudeapi.Match{Exact: "slowly"}, Reply: claudeapi.Text(strings.Repeat("tick ", 400), 400, 50*time.Millisecond)},
 		{Match: claudeapi.Match{Prefix: "remember"}, Reply: claudeapi.Text("Noted.", 1, 0)},
+		{Match: claudeapi.Match{Exact: "tell the person"}, Reply: claudeapi.ToolUse("mcp__parley__notify_person",
+			map[string]any{"text": "The build is green.", "level": "done"})},
+		{Match: claudeapi.Match{Exact: "tell them again"}, Reply: claudeapi.ToolUse("mcp__parley__notify_person",
+			map[string]any{"text": "The deploy is done.", "level": "done"})},
+		{Match: claudeapi.Match{ToolResult: "mcp__parley__notify_person"}, Reply: claudeapi.Text("Told them.", 1, 0)},
 	}}
 }
 

@@ -34,6 +34,7 @@ func Run(t *testing.T, open Opener) {
 		fn   func(*testing.T, Opener)
 	}{
 		{"ThreadRoundTrip", testThreadRoundTrip},
+		{"ThreadGit", testThreadGit},
 		{"ThreadsNewestFirst", testThreadsNewestFirst},
 		{"NotFound", testNotFound},
 		{"EventRoundTrip", testEventRoundTrip},
@@ -247,6 +248,30 @@ func testThreadRoundTrip(t *testing.T, open Opener) {
 		t.Fatalf("Thread: %v", err)
 	}
 	check(t, "Thread with zero times", got, th3)
+}
+
+// testThreadGit: a thread's git base and worktree are kept from its start,
+// whatever a later write of the thread carries.
+func testThreadGit(t *testing.T, open Opener) {
+	s := fresh(t, open)
+	th := thread("t1", at(10))
+	th.GitBase, th.Worktree = "0123456789abcdef0123456789abcdef01234567", "/repo.parley-worktrees/fix-abc"
+	mustCommit(t, s, store.Batch{Thread: &th})
+	got, err := s.Thread(t.Context(), th.ID)
+	if err != nil {
+		t.Fatalf("Thread: %v", err)
+	}
+	check(t, "Thread with git", got, th)
+	later := th
+	later.GitBase, later.Worktree, later.Title = "", "", "renamed"
+	mustCommit(t, s, store.Batch{Thread: &later})
+	got, err = s.Thread(t.Context(), th.ID)
+	if err != nil {
+		t.Fatalf("Thread: %v", err)
+	}
+	if got.GitBase != th.GitBase || got.Worktree != th.Worktree || got.Title != "renamed" {
+		t.Fatalf("after a later write: base %q worktree %q title %q", got.GitBase, got.Worktree, got.Title)
+	}
 }
 
 func testThreadsNewestFirst(t *testing.T, open Opener) {

@@ -35,6 +35,9 @@ type Reply struct {
 	Delay  time.Duration
 	Call   string // function name
 	Args   any    // function arguments, marshalled to a JSON string
+	// Namespace is the call's tool namespace (Codex offers an MCP server's
+	// tools as one, mcp__<server>); a Rule's Output matches Call alone.
+	Namespace string
 }
 
 // Request is one recorded request.
@@ -180,6 +183,9 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, n int, reply Rep
 	if reply.Call != "" {
 		args, _ := json.Marshal(reply.Args)
 		item = map[string]any{"type": "function_call", "id": fmt.Sprintf("fc_%d", n), "call_id": fmt.Sprintf("call_%d", n), "name": reply.Call, "arguments": string(args)}
+		if reply.Namespace != "" {
+			item["namespace"] = reply.Namespace
+		}
 	} else {
 		id := fmt.Sprintf("msg_%d", n)
 		send("response.output_item.added", map[string]any{"output_index": 0, "item": map[string]any{"type": "message", "id": id, "role": "assistant", "content": []any{}}})

@@ -1,8 +1,11 @@
 // Schedules: this machine's schedules (GET /api/schedules) with their next
 // and last run and the thread the last run went to; add, pause, resume,
-// delete. Shown beside Devices, desktop and phone alike.
+// delete. At a cluster's hub every machine's, each with its node, and a
+// new one may be kept and run on another machine (its "machine").
+// Shown beside Devices, desktop and phone alike.
 
 import { useEffect, useState } from "preact/hooks";
+import type { AgentInfo } from "../protocol";
 
 type Schedule = {
   id: string;
@@ -21,7 +24,10 @@ type Schedule = {
   last_run?: string;
   last_thread?: string;
   last_error?: string;
+  node?: string;
 };
+
+type Unlisted = { node: string; reason: string };
 
 export async function api<T>(method: string, path: string, body?: unknown): Promise<T> {
   const r = await fetch(path, {
@@ -41,16 +47,24 @@ function when(ts?: string): string {
   return isFinite(d.getTime()) ? d.toLocaleString() : "–";
 }
 
-type Draft = { agent: string; cwd: string; kind: "cron" | "every" | "at"; expr: string; text: string; name: string; fresh: boolean; tz: string };
+type Draft = { machine: string; agent: string; cwd: string; kind: "cron" | "every" | "at"; expr: string; text: string; name: string; fresh: boolean; tz: string };
 
-export function Schedules({ agents }: { agents: string[] }) {
+export function Schedules({ agents: all, here }: { agents: AgentInfo[]; here: string }) {
   const [open, setOpen] = useState(false);
   const [list, setList] = useState<Schedule[]>([]);
+  const [unlisted, setUnlisted] = useState<Unlisted[]>([]);
   const [err, setErr] = useState("");
-  const [draft, setDraft] = useState<Draft>({ agent: "", cwd: "", kind: "cron", expr: "", text: "", name: "", fresh: false, tz: "" });
+  const [draft, setDraft] = useState<Draft>({ machine: "", agent: "", cwd: "", kind: "cron", expr: "", text: "", name: "", fresh: false, tz: "" });
+  // The machines, this one first; none on a single machine (agents name no node).
+  const machines = [...new Set([here, ...all.map((a) => a.node ?? "")].filter(Boolean))];
+  const machine = draft.machine || here;
+  const agents = all.filter((a) => !a.node || a.node === machine).map((a) => a.id);
   const load = () =>
-    api<{ schedules: Schedule[] }>("GET", "/api/schedules").then(
-      (j) => setList(j.schedules),
+    api<{ schedules: Schedule[]; unlisted?: Unlisted[] }>("GET", "/api/schedules").then(
+      (j) => {
+        setList(j.schedules);
+        setUnlisted(j.unlisted ?? []);
+      },
       (e) => setErr(String(e.message ?? e)),
     );
   useEffect(() => {
@@ -72,6 +86,7 @@ export function Schedules({ agents }: { agents: string[] }) {
     if (d.name) body.name = d.name;
     if (d.tz) body.tz = d.tz;
     if (d.fresh) body.new = true;
+    if (machine && machine !== here) body.machine = machine;
     void act(async () => {
       await api("POST", "/api/schedules", body);
       setDraft({ ...d, expr: "", text: "", name: "" });
@@ -85,12 +100,15 @@ export function Schedules({ agents }: { agents: string[] }) {
     <details class="schedules" onToggle={(e) => setOpen((e.target as HTMLDetailsElement).open)}>
       <summary>Schedules</summary>
       {err && <p role="alert" class="hint error">{err}</p>}
+      {unlisted.map((u) => (
+        <p key={u.node} class="hint error unlisted">Machine {u.node}: its schedules are not listed ({u.reason})</p>
+      ))}
       <ul class="schedule-list">
         {list.map((s) => (
           <li key={s.id} data-schedule={s.id}>
             <span class="name">{s.name || s.text.split("\n")[0].slice(0, 60)}</span>
             <span class="hint">
-              {s.kind} {s.expr} {s.kind === "cron" ? `(${s.tz})` : ""} · {s.agent} · next {s.paused ? "paused" : when(s.next_run)} · last {when(s.last_run)}
+              {s.kind} {s.expr} {s.kind === "cron" ? `(${s.tz})` : ""} · {s.agent}{s.node && machines.length > 1 ? ` on ${s.node}` : ""} · next {s.paused ? "paused" : when(s.next_run)} · last {when(s.last_run)}
               {s.last_thread && (
                 <>
                   {" · "}
@@ -115,9 +133,16 @@ export function Schedules({ agents }: { agents: string[] }) {
             </span>
           </li>
         ))}
-        {open && !list.length && <li class="hint">No schedules on this machine.</li>}
+        {open && !list.length && <li class="hint">{machines.length > 1 ? "No schedules on any machine." : "No schedules on this machine."}</li>}
       </ul>
       <form class="schedule-add" onSubmit={add}>
+        {machines.length > 1 && (
+          <select aria-label="Machine" value={machine} onChange={(e) => setDraft({ ...draft, machine: (e.target as HTMLSelectElement).value, agent: "", cwd: "" })}>
+            {machines.map((m) => (
+              <option key={m} value={m}>{m}</option>
+            ))}
+          </select>
+        )}
         <select aria-label="Agent" value={draft.agent || agents[0]} onChange={set("agent")}>
           {agents.map((a) => (
             <option key={a} value={a}>{a}</option>

@@ -6,15 +6,20 @@ import { agentState, machineOf, stateClass, threadState, ago, nav, useEscToStop,
 import { Conversation, JumpToLatest, Starting, openCardKind } from "../chat/items";
 import { useComposer } from "../chat/composer";
 import { AttachButton, Attachments } from "../chat/attach";
+import { VoiceButton } from "../chat/voice";
 import { NewThread } from "../chat/newthread";
 import { Banner, OfflineNote } from "../chat/banner";
 import { threadUsage } from "../chat/usage";
+import { Away } from "../chat/away";
+import { KeptChat, KeptList } from "../chat/kept";
 import { Plugins } from "../chat/plugins";
 import { LiveAgents } from "../chat/live";
 import { Sessions } from "../chat/sessions";
 import { Account, ModeSelects } from "../chat/controls";
 import { Offline } from "../chat/devices";
 import { ArchivedToggle, FromCopy, Gone, MoveThread, SearchBox, SearchHits, ThreadActions, useFocus } from "../chat/threads";
+import { ReviewPane, ThreadTabs, shownTab } from "../review/Review";
+import { useTab } from "../review/tab";
 
 export function Desktop({ store, route }: { store: Store; route: Route }) {
   const s = store.state;
@@ -34,6 +39,7 @@ export function Desktop({ store, route }: { store: Store; route: Route }) {
             New thread
           </button>
           <OfflineNote store={store} />
+          <KeptList store={store} />
           <h3>Agents</h3>
           <ul class="agents">
             {s.agents.map((a) => (
@@ -92,6 +98,8 @@ function ChatPane({ store }: { store: Store }) {
   const log = useStickToBottom<HTMLDivElement>(c.items);
   const comp = useComposer(store, c.commands, c.turnActive, log.follow);
   useFocus(store, log.hold);
+  const r = useTab();
+  const tab = shownTab(store, r);
   return (
     <section class="chat" aria-label="Chat">
       <header class="chat-head">
@@ -103,22 +111,27 @@ function ChatPane({ store }: { store: Store }) {
         </div>
         <div class="row">
           <ModeSelects store={store} />
-          {c.starting ? <Starting since={c.starting} /> : c.turnActive && <span class="working" role="status">working…</span>}
+          {c.starting ? <Starting since={c.starting} /> : c.turnActive && <span class="working" role="status">{openCardKind(c.items) ? "waiting for you" : "working…"}</span>}
         </div>
       </header>
       <Gone store={store} />
+      <Away store={store} />
+      <KeptChat store={store} />
       <FromCopy store={store} />
       {store.state.unsaved && <div class="banner" role="alert" data-unsaved="">{store.state.unsaved}</div>}
       {t && <MoveThread store={store} thread={t} />}
-      <div class="scroll-wrap">
+      <ThreadTabs store={store} tab={tab} />
+      <ReviewPane store={store} tab={tab} path={r.path} />
+      <div class="scroll-wrap" hidden={tab !== "chat"}>
         <div class="scroll" ref={log.ref} tabIndex={0} aria-label="Messages">
           <Conversation store={store} items={c.items} receipts={c.receipts} queued={c.queued} />
         </div>
         <JumpToLatest unseen={log.unseen} onJump={log.follow} />
       </div>
-      <form class="composer" onSubmit={(e) => { e.preventDefault(); comp.send(); }} onDrop={comp.onDrop} onDragOver={comp.onDragOver}>
+      <form class="composer" hidden={tab !== "chat"} onSubmit={(e) => { e.preventDefault(); comp.send(); }} onDrop={comp.onDrop} onDragOver={comp.onDragOver}>
         <Attachments comp={comp} />
         <AttachButton comp={comp} />
+        <VoiceButton comp={comp} />
         {comp.suggestions.length > 0 && (
           <ul class="suggest" role="listbox" aria-label="Commands">
             {comp.suggestions.map((cmd, i) => (

@@ -13,10 +13,15 @@ import { Offline } from "../chat/devices";
 import { Conversation, JumpToLatest, Starting, openCardKind } from "../chat/items";
 import { useComposer } from "../chat/composer";
 import { AttachButton, Attachments } from "../chat/attach";
+import { VoiceButton } from "../chat/voice";
 import { NewThread } from "../chat/newthread";
 import { Banner, OfflineNote } from "../chat/banner";
 import { threadUsage } from "../chat/usage";
+import { Away } from "../chat/away";
+import { KeptChat, KeptList } from "../chat/kept";
 import { ArchivedToggle, FromCopy, Gone, MoveThread, SearchBox, SearchHits, ThreadActions, useFocus } from "../chat/threads";
+import { ReviewPane, ThreadTabs, shownTab } from "../review/Review";
+import { useTab } from "../review/tab";
 
 // useKeyboardInset follows the visual viewport, so the composer sits above the keyboard.
 function useKeyboardInset() {
@@ -58,6 +63,7 @@ export function Phone({ store, route }: { store: Store; route: Route }) {
       <Banner store={store} />
       <div class="p-body">
         <OfflineNote store={store} />
+        <KeptList store={store} />
         <ul class="p-agents" aria-label="Agents">
           {s.agents.map((a) => (
             <li key={(a.node ?? "") + "/" + a.id} data-agent={a.id} data-machine={a.node}>
@@ -101,6 +107,8 @@ function PhoneChat({ store }: { store: Store }) {
   const comp = useComposer(store, c.commands, c.turnActive, log.follow);
   useEscToStop(store, c.turnActive);
   useFocus(store, log.hold);
+  const r = useTab();
+  const tab = shownTab(store, r);
   return (
     <div class="phone p-chat">
       <header class="p-bar">
@@ -122,17 +130,21 @@ function PhoneChat({ store }: { store: Store }) {
       )}
       <Banner store={store} />
       <Gone store={store} />
+      <Away store={store} />
+      <KeptChat store={store} />
       <FromCopy store={store} />
       {store.state.unsaved && <div class="banner" role="alert" data-unsaved="">{store.state.unsaved}</div>}
       {c.thread && <MoveThread store={store} thread={c.thread} />}
       {c.starting && <div class="p-starting"><Starting since={c.starting} /></div>}
-      <div class="scroll-wrap">
+      <ThreadTabs store={store} tab={tab} />
+      <ReviewPane store={store} tab={tab} path={r.path} />
+      <div class="scroll-wrap" hidden={tab !== "chat"}>
         <div class="p-body scroll" ref={log.ref}>
           <Conversation store={store} items={c.items} receipts={c.receipts} queued={c.queued} />
         </div>
         <JumpToLatest unseen={log.unseen} onJump={log.follow} />
       </div>
-      {c.mode && <div class="p-modes"><ModeSelects store={store} /></div>}
+      {c.mode && <div class="p-modes" hidden={tab !== "chat"}><ModeSelects store={store} /></div>}
       {comp.suggestions.length > 0 && (
         <ul class="suggest p-suggest" role="listbox" aria-label="Commands">
           {comp.suggestions.map((cmd, i) => (
@@ -142,9 +154,10 @@ function PhoneChat({ store }: { store: Store }) {
           ))}
         </ul>
       )}
-      <form class="p-composer" onSubmit={(e) => { e.preventDefault(); comp.send(); }} onDrop={comp.onDrop} onDragOver={comp.onDragOver}>
+      <form class="p-composer" hidden={tab !== "chat"} onSubmit={(e) => { e.preventDefault(); comp.send(); }} onDrop={comp.onDrop} onDragOver={comp.onDragOver}>
         <Attachments comp={comp} />
         <AttachButton comp={comp} />
+        <VoiceButton comp={comp} />
         <textarea aria-label="Message" placeholder="Message" rows={1} value={comp.text} onInput={(e) => comp.onInput((e.target as HTMLTextAreaElement).value)} onKeyDown={comp.onKeyDown}
           onPaste={comp.onPaste} />
         <button type="submit" class="primary" disabled={!comp.canSend}>Send</button>
