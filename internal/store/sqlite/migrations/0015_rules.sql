@@ -1,4 +1,4 @@
--- parley schema 13: approval rules a person made in the dashboard or from a
+-- parley schema 15: approval rules a person made in the dashboard or from a
 -- card (internal/ruleset). They answer after the config's [[rule]]s, in the
 -- order they were made. `rule` is the rule as JSON (internal/rules.Rule);
 -- `since` is when its `for` started to count (made or last edited).
