@@ -156,6 +156,10 @@ export function MakeRule({ store, requestId, tool, input, allowOnce }: { store: 
   const th = store.state.chat.thread;
   const [spec, setSpec] = useState<RuleSpec | null>(null);
   const [err, setErr] = useState("");
+  // Rules are each machine's own: a card of another machine's thread (at a
+  // cluster's hub) is answered by that machine's rules, which this page
+  // does not edit.
+  if (th?.node) return null;
   if (!spec) {
     return (
       <button type="button" class="opt make-rule" onClick={() => setSpec(proposeRule(tool, input, th?.agent ?? "", th?.cwd ?? ""))}>
