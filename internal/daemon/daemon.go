@@ -171,6 +171,12 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 			tools.Close(context.WithoutCancel(ctx))
 		}
 	}()
+	ruleSet, err := openRules(ctx, cfg, st, log)
+	if err != nil {
+		ch.Close()
+		st.Close()
+		return nil, err
+	}
 	var rem router.Remote
 	readStore := store.Store(st)
 	if ch != nil {
@@ -180,7 +186,7 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 		Agents: cfg.Agents, DefaultAgent: cfg.DefaultAgent, Roots: cfg.Roots,
 		Drivers: opt.Drivers, QueueDepth: cfg.Limits.QueueDepth, MaxMessageBytes: cfg.Limits.MaxMessageBytes,
 		MaxSessions: cfg.Limits.MaxSessions, ThreadsPerMinute: cfg.Limits.ThreadsPerMinute,
-		Logger: log, Metrics: router.NewMetrics(reg), Remote: rem, Tools: tools, Node: cfg.Cluster.Node, Rules: ruleSet(cfg.Rules, time.Now()),
+		Logger: log, Metrics: router.NewMetrics(reg), Remote: rem, Tools: tools, Node: cfg.Cluster.Node, Rules: ruleSet.Decide,
 		Audit:     trail.rec,
 		Worktrees: cfg.Git.Worktrees,
 	})
@@ -325,6 +331,7 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 		return nil, err
 	}
 	d.auto.handle(ws)
+	ruleSet.Handle(ws.Handle)
 	if cert != nil {
 		d.stopCert = cert.watch(log)
 	}

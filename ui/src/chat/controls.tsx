@@ -7,6 +7,7 @@ import { Notifications } from "./notify";
 import { Devices } from "./devices";
 import { Machines } from "./machines";
 import { Schedules } from "./schedules";
+import { Rules } from "./rules";
 import { UsageView } from "./usageview";
 
 // ModeSelects is the mode switch and one select per config option the agent lists.
@@ -54,6 +55,7 @@ export function Account({ store }: { store: Store }) {
       <UsageView store={store} />
       <Devices />
       <Schedules agents={store.state.agents} here={store.state.node ?? ""} />
+      <Rules />
       <SignOut />
     </footer>
   );

@@ -9,6 +9,7 @@ import type { Shown } from "../fold";
 import { highlight, render } from "../markdown";
 import { tabHref } from "../review/tab";
 import { lineDiff, proposedDiffs } from "./diff";
+import { MakeRule } from "./rules";
 import type { Diff } from "../protocol";
 
 // copyText puts text on the clipboard (the Clipboard API where the page may use
@@ -336,6 +337,7 @@ function PermissionCard({ it, store }: { it: Extract<Item, { kind: "permission" 
   const diffs = it.diffs?.length ? it.diffs : proposedDiffs(it.name, it.input);
   const long = it.options.filter((o) => shortLabel(o) !== o.label);
   const rid = (o: { id: string }) => `opt-${it.request_id}-${o.id}`;
+  const allowOnce = it.options.find((o) => o.kind === "allow_once");
   return (
     <div class={`card perm c-${it.state}`} data-card={it.request_id} data-state={it.state} role="group" aria-label={`Permission: ${it.title}`}>
       <div class="card-head">
@@ -366,6 +368,7 @@ function PermissionCard({ it, store }: { it: Extract<Item, { kind: "permission" 
             {shortLabel(o)}
           </button>
         ))}
+        {live && allowOnce && <MakeRule store={store} requestId={it.request_id} tool={it.name} input={it.input} allowOnce={allowOnce.id} />}
       </div>
       {long.map((o) => (
         <details class="opt-more" key={o.id} data-opt-more={o.id}>
