@@ -1,4 +1,4 @@
--- parley schema 15: the audit trail (internal/audit), append-only, each
+-- parley schema 16: the audit trail (internal/audit), append-only, each
 -- entry's hash covering the hash of the entry before it. Pruning deletes the
 -- oldest rows and appends a checkpoint entry naming the last one removed.
 CREATE TABLE audit (
