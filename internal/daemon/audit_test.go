@@ -19,7 +19,8 @@ import (
 
 // The audit trail answers "who let this agent do what, from where": a
 // paired device's messages and card answers name the device, a rule's answer
-// names the rule, the revocation names who revoked; never a message's text.
+// names the rule, a rule made and the revocation name who did it; never a
+// message's text.
 // The trail is listed per device and per thread, and verifies after a
 // restart.
 func TestAuditRecordsWhoDidWhat(t *testing.T) {
@@ -53,6 +54,9 @@ func TestAuditRecordsWhoDidWhat(t *testing.T) {
 		return ev.Type == chat.TypeAgentChunk && strings.HasPrefix(text, "permission: reject")
 	}, "the rule denied")
 	c.WaitFor(0, 5*time.Second, chatsock.PromptDone("m2", chat.StopEndTurn), "second turn over")
+	if st := e.call("POST", "/api/rules", tok, map[string]string{"action": "allow", "tool": "Read"}, nil); st != 200 && st != 201 {
+		t.Fatalf("make a rule: %d", st)
+	}
 	if st := e.call("DELETE", "/api/devices/"+dev, tok, nil, nil); st != http.StatusNoContent && st != 200 {
 		t.Fatalf("revoke: %d", st)
 	}
@@ -78,6 +82,7 @@ func TestAuditRecordsWhoDidWhat(t *testing.T) {
 		"card.answer by device:" + dev,
 		"message.sent by device:" + dev,
 		"card.answer by rule:1",
+		"rule.change by token",
 		"device.revoke by token",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
@@ -104,7 +109,7 @@ func TestAuditRecordsWhoDidWhat(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	if n, err := audit.Verify(context.Background(), r); err != nil || n != 7 {
-		t.Fatalf("verify: %d entries, %v; want 7, nil", n, err)
+	if n, err := audit.Verify(context.Background(), r); err != nil || n != 8 {
+		t.Fatalf("verify: %d entries, %v; want 8, nil", n, err)
 	}
 }

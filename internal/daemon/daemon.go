@@ -171,7 +171,7 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 			tools.Close(context.WithoutCancel(ctx))
 		}
 	}()
-	ruleSet, err := openRules(ctx, cfg, st, log)
+	ruleSet, err := openRules(ctx, cfg, st, log, trail.rec)
 	if err != nil {
 		ch.Close()
 		st.Close()
