@@ -1,6 +1,8 @@
 package auth
 
 import (
+	"github.com/parleyhq/parley/internal/audit"
+
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -94,6 +96,7 @@ type Devices struct {
 	codes   map[string]pending // code hash → code
 	devices map[string]*Device // id → device
 	byHash  map[string]*Device // secret hash → device
+	audit   audit.Log          // nil records nothing (audit.go)
 }
 
 // OpenDevices loads dataDir's devices, dropping expired ones. With dataDir ""
@@ -245,7 +248,15 @@ func (s *Devices) Create(name, kind string) (secret string, dev Device, err erro
 	now := s.now().UTC()
 	d := &Device{ID: "d-" + id, Name: name, Kind: kind, PairedAt: now, LastSeen: now, hash: hash(secret), expires: now.Add(SessionTTL)}
 	s.devices[d.ID], s.byHash[d.hash] = d, d
-	return secret, *d, s.saveLocked()
+	if err := s.saveLocked(); err != nil {
+		return secret, *d, err
+	}
+	if kind == KindProgram {
+		s.recordLocked(audit.KindPair, d, "", "device "+d.ID+" ("+d.Name+") paired")
+	} else {
+		s.recordLocked(audit.KindSignIn, d, "", "device "+d.ID+" ("+d.Name+") signed in")
+	}
+	return secret, *d, nil
 }
 
 // Lookup finds the device whose session secret is secret, sliding its expiry
@@ -289,12 +300,14 @@ func (s *Devices) Revoke(secret string) error {
 		return nil
 	}
 	s.removeLocked(d)
+	s.recordLocked(audit.KindSignOut, d, "", "device "+d.ID+" ("+d.Name+") signed out")
 	return s.saveLocked()
 }
 
 // RevokeDevice ends a device by its id: its session stops working at once.
-// found is false for an unknown device.
-func (s *Devices) RevokeDevice(id string) (found bool, err error) {
+// found is false for an unknown device. by is who revoked it, for the audit
+// trail (audit.ActorFrom of the request).
+func (s *Devices) RevokeDevice(id, by string) (found bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	d, ok := s.devices[id]
@@ -302,6 +315,7 @@ func (s *Devices) RevokeDevice(id string) (found bool, err error) {
 		return false, nil
 	}
 	s.removeLocked(d)
+	s.recordLocked(audit.KindDeviceRevoke, d, firstOf(by, audit.ActorCLI), "device "+d.ID+" ("+d.Name+") revoked")
 	return true, s.saveLocked()
 }
 

@@ -127,10 +127,10 @@ func TestPairCodeDeviceAndRevoke(t *testing.T) {
 	if ds := s.List(); len(ds) != 2 || ds[0].ID != dev.ID || ds[1].Name != KindBrowser {
 		t.Fatalf("devices: %+v", ds)
 	}
-	if found, err := s.RevokeDevice(dev.ID); !found || err != nil {
+	if found, err := s.RevokeDevice(dev.ID, ""); !found || err != nil {
 		t.Fatalf("revoke: %v %v", found, err)
 	}
-	if found, _ := s.RevokeDevice(dev.ID); found {
+	if found, _ := s.RevokeDevice(dev.ID, ""); found {
 		t.Fatal("a device was revoked twice")
 	}
 	if s.Valid(phone) || !s.Valid(laptop) {

@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"github.com/parleyhq/parley/internal/audit"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -72,6 +74,8 @@ type HubOptions struct {
 	// ReconnectOverlap is how long an older connection on a node's key
 	// stays once a newer one came (0: DefaultReconnectOverlap; hub_conns.go).
 	ReconnectOverlap time.Duration
+	// Audit records machines joined and revoked (hub_audit.go); nil records nothing.
+	Audit audit.Log
 }
 
 // Hub is the embedded NATS server with JetStream, its users made from the
@@ -522,6 +526,7 @@ func (h *Hub) Revoke(ctx context.Context, node string) error {
 		h.log.Warn("cluster: the directory's copy is behind", "node", node, "err", err)
 	}
 	h.log.Info("cluster: node revoked", "node", node)
+	h.record(ctx, audit.KindMachineRevoke, node, "", "machine "+node+" revoked", map[string]string{"machine": node})
 	return nil
 }
 

@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"github.com/parleyhq/parley/internal/audit"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -103,5 +105,7 @@ func (h *Hub) handleJoin(ctx context.Context, data []byte) (any, error) {
 	}
 	h.startForwarder(req.Node)
 	h.log.Info("cluster: node joined", "node", req.Node, "version", req.Version)
+	h.record(ctx, audit.KindMachineJoin, req.Node, audit.ActorMachine+req.Node, "machine "+req.Node+" joined",
+		map[string]string{"machine": req.Node, "version": req.Version})
 	return map[string]string{"node": req.Node}, nil
 }

@@ -93,6 +93,8 @@ type Config struct {
 	// Rules answer permission cards by the person's own rules, in order
 	// (internal/rules): [[rule]] action, agent, machine, tool, command, paths, for.
 	Rules []rules.Rule `toml:"rule"`
+	// Audit bounds the audit trail (audit.go).
+	Audit Audit `toml:"audit"`
 	// Git is how threads' repositories are treated (git.go).
 	Git Git `toml:"git"`
 
@@ -203,6 +205,7 @@ func Default(dataDir, cwd string) Config {
 				MaxSockets:         DefaultMaxSockets,
 			},
 		},
+		Audit: Audit{Keep: Duration{DefaultAuditKeep}},
 		Cluster: Cluster{Heartbeat: Duration{DefaultClusterHeartbeat}, InputWait: Duration{DefaultClusterInputWait},
 			InputBytes: DefaultClusterInputBytes, CopyBytes: DefaultClusterCopyBytes, CopyAge: Duration{DefaultClusterCopyAge}},
 	}
@@ -392,6 +395,7 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("log_level %q: want one of %s", c.LogLevel, strings.Join(logLevels, ", ")))
 	}
 	errs = append(errs, c.Limits.check()...)
+	errs = append(errs, c.Audit.check()...)
 	seen := map[string]bool{}
 	var enabled []Agent
 	for i := range c.Agents {

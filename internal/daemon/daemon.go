@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/parleyhq/parley/internal/audit"
 	"github.com/parleyhq/parley/internal/auth"
 	"github.com/parleyhq/parley/internal/channel/web"
 	"github.com/parleyhq/parley/internal/chat"
@@ -104,6 +105,8 @@ type Daemon struct {
 	allSessions *sessions.Hub
 	// auto runs the schedules and serves the triggers (autorun.go).
 	auto *autorun
+	// audit is the audit trail (audit.go).
+	audit *auditTrail
 	// tools is parley's MCP server, given to every agent session.
 	tools *mcpserver.Server
 }
@@ -133,11 +136,23 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 	if err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
+	trail, err := startAudit(ctx, st, cfg.Audit.Keep.Duration, log)
+	if err != nil {
+		st.Close()
+		return nil, fmt.Errorf("audit: %w", err)
+	}
+	devs.SetAudit(trail.rec)
+	started := false
+	defer func() {
+		if !started {
+			trail.close()
+		}
+	}()
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	h := fanout.New(nil)
 	// A cluster's hub comes first: its router reaches the nodes' threads.
-	ch, err := startClusterHub(ctx, cfg, opt.Version.Version, st, h, log, reg)
+	ch, err := startClusterHub(ctx, cfg, opt.Version.Version, st, h, log, reg, trail.rec)
 	if err != nil {
 		st.Close()
 		return nil, err
@@ -151,13 +166,12 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 		st.Close()
 		return nil, err
 	}
-	started := false
 	defer func() {
 		if !started {
 			tools.Close(context.WithoutCancel(ctx))
 		}
 	}()
-	ruleSet, err := openRules(ctx, cfg, st, log)
+	ruleSet, err := openRules(ctx, cfg, st, log, trail.rec)
 	if err != nil {
 		ch.Close()
 		st.Close()
@@ -173,6 +187,7 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 		Drivers: opt.Drivers, QueueDepth: cfg.Limits.QueueDepth, MaxMessageBytes: cfg.Limits.MaxMessageBytes,
 		MaxSessions: cfg.Limits.MaxSessions, ThreadsPerMinute: cfg.Limits.ThreadsPerMinute,
 		Logger: log, Metrics: router.NewMetrics(reg), Remote: rem, Tools: tools, Node: cfg.Cluster.Node, Rules: ruleSet.Decide,
+		Audit:     trail.rec,
 		Worktrees: cfg.Git.Worktrees,
 	})
 	if err := rt.Start(ctx); err != nil {
@@ -266,7 +281,7 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 	if cert != nil {
 		ln = tls.NewListener(ln, cert.tlsConfig())
 	}
-	d = &Daemon{cfg: cfg, log: log, store: st, fanout: h, router: rt, web: ws, ln: ln, token: token, devices: devs,
+	d = &Daemon{cfg: cfg, log: log, store: st, audit: trail, fanout: h, router: rt, web: ws, ln: ln, token: token, devices: devs,
 		push: pusher, pushWatch: watch, cert: cert, sessions: idx, allSessions: allSessions, tools: tools,
 		served: make(chan error, 1),
 		http: &http.Server{Handler: ws,
@@ -321,6 +336,7 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 		d.stopCert = cert.watch(log)
 	}
 	d.handle(ws)
+	ws.Handle("GET /api/audit", http.HandlerFunc(trail.handleAudit))
 	go func() { d.served <- d.http.Serve(ln) }()
 	started = true
 	return d, nil
@@ -349,14 +365,14 @@ func agentNames(cfg config.Config) func(string) string {
 // with the view of every machine's threads and the relay of the nodes' live
 // events into h; nil when this machine is not a hub.
 func startClusterHub(ctx context.Context, cfg config.Config, version string, st store.Store, h *fanout.Fanout, log *slog.Logger,
-	reg prometheus.Registerer) (*remote.Hub, error) {
+	reg prometheus.Registerer, trail audit.Log) (*remote.Hub, error) {
 	c := cfg.Cluster
 	if c.Listen == "" {
 		return nil, nil
 	}
 	return remote.StartHub(ctx, remote.HubOptions{Store: st, Events: h, Cluster: cluster.HubOptions{DataDir: cfg.DataDir, Listen: c.Listen,
 		Advertise: c.Advertise, Self: c.Node, Version: version, Logger: log, Registerer: reg, InputWait: c.InputWait.Duration, InputBytes: c.InputBytes,
-		StoreBytes: c.StoreBytes, CopyBytes: c.CopyBytes, CopyAge: c.CopyAge.Duration}})
+		StoreBytes: c.StoreBytes, CopyBytes: c.CopyBytes, CopyAge: c.CopyAge.Duration, Audit: trail}})
 }
 
 // dialClusterHub starts a node's link when [cluster] hub says so: it shows
@@ -503,6 +519,7 @@ func (d *Daemon) Shutdown(ctx context.Context) error {
 	d.push.Close()             // after the router: the cards' last changes are derived; what is unsent stays pending
 	d.fanout.Unwatch(d.pushWatch)
 	d.prune.stop()
+	d.audit.close() // after the router and the web channel: their last entries are written
 	if d.stopCert != nil {
 		d.stopCert()
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 
+	"github.com/parleyhq/parley/internal/audit"
 	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/ruleset"
 	"github.com/parleyhq/parley/internal/store/sqlite"
@@ -11,10 +12,10 @@ import (
 
 // openRules opens the machine's approval rules: the config's, then those a
 // person made (kept in st).
-func openRules(ctx context.Context, cfg config.Config, st *sqlite.Store, log *slog.Logger) (*ruleset.Set, error) {
+func openRules(ctx context.Context, cfg config.Config, st *sqlite.Store, log *slog.Logger, trail audit.Log) (*ruleset.Set, error) {
 	roots := func(agent string) []string { return agentRoots(cfg, agent) }
 	return ruleset.Open(ctx, ruleset.Options{Config: cfg.Rules, Store: st, Node: cfg.Cluster.Node, Roots: roots,
-		Logger: log.With("part", "rules")})
+		Logger: log.With("part", "rules"), Audit: trail})
 }
 
 // agentRoots is where an agent may work: its own roots, else the machine's.

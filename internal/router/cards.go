@@ -188,7 +188,12 @@ func (l *lane) answerPermission(ctl Control, reply func(error)) {
 	}
 	l.answerCard(c, state, res, func(ctx context.Context, s driver.Session) error {
 		return s.AnswerPermission(ctx, r.RequestID, ans)
-	}, dismiss, reply)
+	}, dismiss, func(err error) {
+		if err == nil {
+			l.recordAnswer(ctl, c, optionID, r.Cancelled)
+		}
+		reply(err)
+	})
 }
 
 func (l *lane) answerQuestion(ctl Control, reply func(error)) {
@@ -206,6 +211,14 @@ func (l *lane) answerQuestion(ctl Control, reply func(error)) {
 	}
 	by := ctl.From
 	res := chat.QuestionResolved{RequestID: q.RequestID, Answers: q.Answers, Response: q.Response, By: &by}
+	reply = func(reply func(error)) func(error) {
+		return func(err error) {
+			if err == nil {
+				l.recordAnswer(ctl, c, "", false)
+			}
+			reply(err)
+		}
+	}(reply)
 	if _, ok := l.asks[q.RequestID]; ok {
 		// The agent's ask_person waits for it (person.go), not the session.
 		l.closeCard(c, chat.CardResolved, res)

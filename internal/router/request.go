@@ -131,6 +131,9 @@ type Control struct {
 	HandBack bool
 	// Edit renames the thread, archives or un-archives it.
 	Edit *ThreadEdit `json:",omitempty"`
+
+	// actor is who sent it, for the audit trail (Router.Control sets it).
+	actor string
 }
 
 // MaxTitleLen caps a thread's title, in characters.

@@ -19,6 +19,7 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/parleyhq/parley/internal/audit"
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/driver"
@@ -59,6 +60,8 @@ type Options struct {
 	// Rules answers a permission card by the person's rules before anyone
 	// is asked (rules.go); nil asks always.
 	Rules func(rules.Call) rules.Verdict
+	// Audit records messages sent and cards answered (audit.go); nil records nothing.
+	Audit audit.Log
 	// Worktrees is the folder threads' own worktrees are made in ([git]
 	// worktrees; "" : beside each repository, gitstart.go).
 	Worktrees string
@@ -426,7 +429,11 @@ func (r *Router) route(ctx context.Context, req SendRequest, reply chan<- sendRe
 		MessageID: m.MessageID, ThreadID: id, From: req.From, Text: m.Text,
 		State: chat.DeliveryQueued, AcceptedAt: r.opt.Now(),
 	}
+	actor := actorOf(ctx, req.From)
 	l.accept(&pendingInput{in: in, images: m.Images, files: m.Files, notify: req.Notify, failed: req.Failed, origin: m.Origin}, func(d chat.Delivery, err error) {
+		if err == nil && req.Failed == "" {
+			r.recordSent(actor, in, m.Origin, false)
+		}
 		if err == nil || errors.Is(err, chat.ErrDuplicate) {
 			reply <- sendReply{delivery: d, thread: id, err: err}
 			return
@@ -447,7 +454,11 @@ func (r *Router) retry(ctx context.Context, in chat.Input, req SendRequest, repl
 		return
 	}
 	in.State, in.Detail, in.AcceptedAt = chat.DeliveryQueued, "", r.opt.Now()
+	actor := actorOf(ctx, req.From)
 	l.accept(&pendingInput{in: in, images: req.Message.Images, files: req.Message.Files, notify: req.Notify, retry: true}, func(d chat.Delivery, err error) {
+		if err == nil {
+			r.recordSent(actor, in, nil, true)
+		}
 		reply <- sendReply{delivery: d, thread: in.ThreadID, err: err}
 	})
 }
@@ -708,6 +719,7 @@ func (r *Router) Control(ctx context.Context, c Control) error {
 	if err := c.Validate(); err != nil {
 		return err
 	}
+	c.actor = actorOf(ctx, c.From)
 	var l *lane
 	var remote chat.ThreadID
 	err := r.call(ctx, func() error {

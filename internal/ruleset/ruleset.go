@@ -7,6 +7,8 @@
 package ruleset
 
 import (
+	"github.com/parleyhq/parley/internal/audit"
+
 	"context"
 	"encoding/json"
 	"fmt"
@@ -48,6 +50,8 @@ type Options struct {
 	Roots  func(agent string) []string
 	Now    func() time.Time
 	Logger *slog.Logger
+	// Audit records rules made, changed and removed (audit.go); nil records nothing.
+	Audit audit.Log
 }
 
 // Spec is a rule as a person writes it (POST and PUT /api/rules).
@@ -211,6 +215,7 @@ func (s *Set) Add(ctx context.Context, sp Spec, by string) (Entry, error) {
 		return Entry{}, err
 	}
 	s.publish(append(append([]store.StoredRule(nil), sn.stored...), st))
+	s.record(ctx, st.ID, "made", &sp)
 	return s.entry(st.ID)
 }
 
@@ -232,6 +237,7 @@ func (s *Set) Update(ctx context.Context, id string, sp Spec) (Entry, error) {
 		return Entry{}, err
 	}
 	s.publish(stored)
+	s.record(ctx, id, "changed", &sp)
 	return s.entry(id)
 }
 
@@ -249,6 +255,7 @@ func (s *Set) Remove(ctx context.Context, id string) error {
 	}
 	stored := append(append([]store.StoredRule(nil), sn.stored[:i]...), sn.stored[i+1:]...)
 	s.publish(stored)
+	s.record(ctx, id, "removed", nil)
 	return nil
 }
 

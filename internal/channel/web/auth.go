@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/parleyhq/parley/internal/audit"
 	"github.com/parleyhq/parley/internal/auth"
 )
 
@@ -50,8 +51,11 @@ func (s *Server) authed(h http.HandlerFunc) http.Handler {
 			httpError(w, http.StatusForbidden, "origin "+r.Header.Get("Origin")+" is not allowed")
 			return
 		}
+		if !isDev {
+			r = r.WithContext(audit.WithActor(r.Context(), audit.ActorToken))
+		}
 		if isDev {
-			ctx, done := s.live.track(context.WithValue(r.Context(), deviceKey{}, dev), dev.ID)
+			ctx, done := s.live.track(context.WithValue(audit.WithActor(r.Context(), audit.ActorDevice+dev.ID), deviceKey{}, dev), dev.ID)
 			defer done()
 			// Revoked between the lookup and track: live.end ran before this
 			// request was there to cancel.

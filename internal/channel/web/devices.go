@@ -10,6 +10,7 @@ import (
 
 	qrcode "github.com/skip2/go-qrcode"
 
+	"github.com/parleyhq/parley/internal/audit"
 	"github.com/parleyhq/parley/internal/auth"
 	"github.com/parleyhq/parley/internal/chat"
 )
@@ -134,7 +135,7 @@ func (s *Server) handleDevices(w http.ResponseWriter, r *http.Request) {
 // open sockets close with ReasonRevoked, its push subscriptions are dropped.
 func (s *Server) handleRevokeDevice(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	found, err := s.opt.Devices.RevokeDevice(id)
+	found, err := s.opt.Devices.RevokeDevice(id, audit.ActorFrom(r.Context()))
 	if !found {
 		httpError(w, http.StatusNotFound, "no device "+id)
 		return

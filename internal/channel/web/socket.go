@@ -14,6 +14,7 @@ import (
 	"github.com/coder/websocket"
 	"golang.org/x/time/rate"
 
+	"github.com/parleyhq/parley/internal/audit"
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/fanout"
@@ -122,7 +123,8 @@ func (s *Server) handleSocket(w http.ResponseWriter, r *http.Request) {
 	defer ws.CloseNow()
 	ws.SetReadLimit(-1) // the reader enforces the limit itself, keeping the socket open
 	route := chat.RouteKey{Channel: channel, Chat: chatID}
-	ctx, cancel := context.WithCancel(s.ctx)
+	// The socket's sends and answers name its device in the audit trail.
+	ctx, cancel := context.WithCancel(audit.WithActor(s.ctx, audit.ActorFrom(r.Context())))
 	defer cancel()
 	f, th, err := follow.Subscribe(ctx, follow.Deps{Source: s.store, Router: s.router, Hub: s.fanout}, route,
 		follow.Options{Buffer: s.opt.Limits.ConnBuffer, Tail: s.opt.Limits.ReplayTail, DraftAppends: appends})

@@ -146,6 +146,7 @@ func (s *Session) spawn(tap io.Writer) error {
 	cmd := procgroup.Command(procCtx, syscall.SIGTERM, killDelay, s.spec.Command, s.spec.Args...)
 	cmd.Dir = s.jail.root
 	cmd.Env = append(os.Environ(), s.spec.Env...)
+	cmd.Env = append(cmd.Env, ownServerEnv(s.spec.Command, cmd.Env)...) // listeners.go
 	cmd.Stderr = &s.stderr
 	inR, inW, err := os.Pipe()
 	if err != nil {
