@@ -48,12 +48,12 @@ export const nav = {
     wanted = t;
     go("#/c/" + encodeURIComponent(store.chatFor(t.id) ?? newID("c_")));
   },
-  start(store: Store, agent: string, cwd: string, text: string, node?: string) {
+  start(store: Store, agent: string, cwd: string, text: string, node?: string, worktree?: boolean) {
     const chat = newID("c_");
     go("#/c/" + chat);
     store.open(chat);
     opened = chat;
-    store.sendMessage(text, { new: { cwd, agent, ...(node ? { node } : {}) } });
+    store.sendMessage(text, { new: { cwd, agent, ...(node ? { node } : {}), ...(worktree ? { worktree: true } : {}) } });
   },
   resume(store: Store, agent: string, sessionID: string, cwd: string) {
     wanted = { id: "", agent, session_id: sessionID, cwd, title: "", state: "" };

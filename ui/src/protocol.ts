@@ -43,6 +43,9 @@ export type Thread = {
   last_seq?: number;
   // Hidden from the default list (still readable); a message brings it back.
   archived?: boolean;
+  // The thread's own git worktree, when it was made with one (docs/protocol.md).
+  worktree?: string;
+  git_base?: string;
   // From the thread list (GET /api/threads): the newest open card, if any.
   waiting?: "permission" | "question";
   card?: { request_id: string; kind: "permission" | "question"; title?: string };
@@ -125,7 +128,7 @@ export type Origin = { kind: "schedule" | "trigger"; id: string; name?: string }
 export type FileRef = { name: string; path: string; mime_type?: string; size: number };
 
 export type Intent =
-  | { new: { cwd: string; agent: string; node?: string } }
+  | { new: { cwd: string; agent: string; node?: string; worktree?: boolean } }
   | { resume: { agent: string; session_id: string; cwd: string } };
 
 export type ClientInput =
@@ -140,7 +143,7 @@ export type ClientInput =
   | { type: "resume_session"; agent: string; session_id: string; cwd: string; node?: string; watch?: boolean }
   | { type: "open_thread"; thread_id: string }
   | { type: "edit_thread"; ref: string; thread_id: string; title?: string; archived?: boolean; agent?: string; context_messages?: number }
-  | { type: "delete_thread"; ref: string; thread_id: string }
+  | { type: "delete_thread"; ref: string; thread_id: string; remove_worktree?: boolean; force?: boolean }
   | { type: "ping" };
 
 export type ConnState = "connecting" | "online" | "offline";

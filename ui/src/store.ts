@@ -382,8 +382,10 @@ export class Store implements SocketSink {
 
   // deleteThread deletes a thread; the server closes every socket showing it,
   // saying why (see conn): for the thread shown, that close is the answer.
-  async deleteThread(id: string) {
-    await this.request({ type: "delete_thread", ref: newID("r_"), thread_id: id }, id);
+  // With removeWorktree its own worktree goes too; one with uncommitted
+  // changes only with force (else the error's code is worktree_dirty).
+  async deleteThread(id: string, removeWorktree = false, force = false) {
+    await this.request({ type: "delete_thread", ref: newID("r_"), thread_id: id, ...(removeWorktree ? { remove_worktree: true } : {}), ...(force ? { force: true } : {}) }, id);
     this.set({ threads: this.state.threads.filter((t) => t.id !== id), archived: this.state.archived?.filter((t) => t.id !== id) ?? null });
     if (this.state.chat.thread?.id === id) this.threadGone("This thread was deleted.");
   }
@@ -745,7 +747,7 @@ export class Store implements SocketSink {
         return;
       case "error":
         if (ev.ref && this.pending.has(ev.ref)) {
-          this.pending.get(ev.ref)!.reject(new Error(ev.message || ev.code));
+          this.pending.get(ev.ref)!.reject(Object.assign(new Error(ev.message || ev.code), { code: ev.code }));
           return;
         }
         break;

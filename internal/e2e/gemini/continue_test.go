@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/parleyhq/parley/internal/chat"
@@ -104,7 +105,11 @@ func TestContinueGeminiSessionImportsItsTurns(t *testing.T) {
 	reqs := r.api.ScenarioRequests()
 	texts := reqs[len(reqs)-1].UserTexts()
 	if !slices.Contains(texts, "make the file") || texts[len(texts)-1] != "hello" {
-		t.Errorf("the model's request after continuing: user texts %q, want the terminal's turn before hello", texts)
+		var all []string
+		for i, rq := range reqs {
+			all = append(all, fmt.Sprintf("request %d: %q", i, rq.UserTexts()))
+		}
+		t.Errorf("the model's request after continuing: user texts %q, want the terminal's turn before hello; every request:\n%s", texts, strings.Join(all, "\n"))
 	}
 	n := 0
 	for _, e := range s.Snapshot() {

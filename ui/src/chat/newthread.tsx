@@ -47,7 +47,7 @@ export function NewThread({ store, agents, defaultAgent, onStart, onResume }: {
   store: Store;
   agents: AgentInfo[];
   defaultAgent: string;
-  onStart: (agent: string, cwd: string, text: string, node?: string) => void;
+  onStart: (agent: string, cwd: string, text: string, node?: string, worktree?: boolean) => void;
   onResume: (agent: string, sessionID: string, cwd: string) => void;
 }) {
   const here = store.state.node;
@@ -63,6 +63,7 @@ export function NewThread({ store, agents, defaultAgent, onStart, onResume }: {
   const mkey = machines.length ? machine : "";
   const [cwd, setCwd] = useState(lastFolder(mkey, agent) ?? a?.roots?.[0] ?? "");
   const [text, setText] = useState("");
+  const [worktree, setWorktree] = useState(false);
   const [dirs, setDirs] = useState<string[]>([]);
   const [sessions, setSessions] = useState<Session[] | null>(null);
 
@@ -125,7 +126,7 @@ export function NewThread({ store, agents, defaultAgent, onStart, onResume }: {
         e.preventDefault();
         if (!a || !cwd || !text.trim() || offline) return;
         rememberFolder(mkey, agent, cwd);
-        onStart(agent, cwd, text.trim(), remote ? machine : undefined);
+        onStart(agent, cwd, text.trim(), remote ? machine : undefined, worktree);
       }}
     >
       <h2>New thread</h2>
@@ -164,6 +165,10 @@ export function NewThread({ store, agents, defaultAgent, onStart, onResume }: {
         </datalist>
       </label>
       {a?.roots?.length ? <div class="hint">Allowed: {a.roots.join(", ")}</div> : null}
+      <label class="check" title="A git worktree on a new branch parley/…, so two threads on one repository never step on each other">
+        <input type="checkbox" name="worktree" checked={worktree} onChange={(e) => setWorktree((e.target as HTMLInputElement).checked)} />
+        Own worktree (a branch of its own)
+      </label>
       <label>
         First message
         <textarea rows={3} value={text} onInput={(e) => setText((e.target as HTMLTextAreaElement).value)} />

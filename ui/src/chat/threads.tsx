@@ -146,6 +146,8 @@ function handsBack(store: Store, thread: Thread): boolean {
 // confirmed in place, saying what happens to the agent's own session.
 export function ThreadActions({ store, thread }: { store: Store; thread: Thread }) {
   const [mode, setMode] = useState<"" | "rename" | "delete">("");
+  const [removeTree, setRemoveTree] = useState(false); // delete: its own worktree too
+  const [dirty, setDirty] = useState(false); // delete: the worktree has uncommitted changes, asked again
   const [title, setTitle] = useState("");
   const [err, setErr] = useState("");
   const [busy, setBusy] = useState(false);
@@ -195,8 +197,24 @@ export function ThreadActions({ store, thread }: { store: Store; thread: Thread 
       {mode === "delete" && (
         <div class="confirm" role="alertdialog" aria-label="Delete this thread?" data-confirm-delete="">
           <p>{DELETE_NOTE}</p>
+          {thread.worktree && (
+            <label class="check">
+              <input type="checkbox" data-remove-worktree="" checked={removeTree} onChange={(e) => { setRemoveTree((e.target as HTMLInputElement).checked); setDirty(false); }} />
+              Also remove its worktree ({thread.worktree})
+            </label>
+          )}
+          {dirty && <p class="hint error" data-worktree-dirty="">Its worktree has uncommitted changes: they would be lost. Delete anyway?</p>}
           <div class="row">
-            <button type="button" class="danger" data-confirm="delete" disabled={busy} onClick={() => act(async () => { await store.deleteThread(thread.id); nav.home(); })}>Delete thread</button>
+            <button type="button" class="danger" data-confirm="delete" disabled={busy} onClick={() => act(async () => {
+              try {
+                await store.deleteThread(thread.id, removeTree, dirty);
+              } catch (e) {
+                // Keep the dialog open (act closes it only on success): it now asks again.
+                if ((e as { code?: string }).code === "worktree_dirty") { setDirty(true); throw new Error(""); }
+                throw e;
+              }
+              nav.home();
+            })}>{dirty ? "Delete with its changes" : "Delete thread"}</button>
             <button type="button" onClick={() => setMode("")}>Cancel</button>
           </div>
         </div>

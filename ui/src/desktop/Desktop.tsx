@@ -84,7 +84,7 @@ export function Desktop({ store, route }: { store: Store; route: Route }) {
         <Banner store={store} />
         {inChat ? <ChatPane store={store} /> : (
           <div class="pad">
-            <NewThread store={store} agents={s.agents} defaultAgent={s.defaultAgent} onStart={(a, cwd, text, node) => nav.start(store, a, cwd, text, node)} onResume={(a, id, cwd) => nav.resume(store, a, id, cwd)} />
+            <NewThread store={store} agents={s.agents} defaultAgent={s.defaultAgent} onStart={(a, cwd, text, node, worktree) => nav.start(store, a, cwd, text, node, worktree)} onResume={(a, id, cwd) => nav.resume(store, a, id, cwd)} />
           </div>
         )}
       </main>

@@ -49,7 +49,7 @@ export function Phone({ store, route }: { store: Store; route: Route }) {
         </header>
         <Banner store={store} />
         <div class="p-body pad">
-          <NewThread store={store} agents={s.agents} defaultAgent={s.defaultAgent} onStart={(a, cwd, text, node) => nav.start(store, a, cwd, text, node)} onResume={(a, id, cwd) => nav.resume(store, a, id, cwd)} />
+          <NewThread store={store} agents={s.agents} defaultAgent={s.defaultAgent} onStart={(a, cwd, text, node, worktree) => nav.start(store, a, cwd, text, node, worktree)} onResume={(a, id, cwd) => nav.resume(store, a, id, cwd)} />
         </div>
       </div>
     );
