@@ -41,8 +41,9 @@ func (s *session) paneInfo(ctx context.Context) (ctl.PaneInfo, error) {
 	return ctl.ParsePane(out)
 }
 
-// query runs a read-only tmux command through the control client (no process
-// to start: the send's re-checks stay cheap), or as a process without one.
+// query runs a tmux command of fixed words (reads, key names: never a
+// person's text) through the control client (no process to start: the send's
+// re-checks and keys stay cheap), or as a process without one.
 func (s *session) query(ctx context.Context, args ...string) (string, error) {
 	defer begin(ctx)(args[0])
 	ctx, cancel := context.WithTimeout(ctx, ctl.DefaultTimeout)

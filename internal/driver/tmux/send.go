@@ -223,10 +223,10 @@ func (s *session) deliver(ctx context.Context, text string) error {
 		}
 		outputs := s.ctl.Outputs()
 		mark := begin(ctx)
-		if err := s.c.Paste(ctx, s.pane, "parley-send", text); err != nil {
+		if err := s.paste(ctx, text); err != nil {
 			return s.goneErr(err)
 		}
-		mark("tmux load-buffer + paste-buffer")
+		mark("paste (load-buffer process, paste-buffer)")
 		var ok bool
 		scr, ok, err = s.waitFor(ctx, s.step, func(scr *pane.Screen) bool { return scr.InBox(text) || submitted(scr) })
 		for err == nil && !ok && s.ctl.Outputs() == outputs && s.stopped(ctx) {
@@ -329,11 +329,9 @@ func (s *session) submit(ctx context.Context, text string, submitted func(*pane.
 			s.beforeEnter()
 		}
 		outputs := s.ctl.Outputs()
-		mark := begin(ctx)
-		if err := s.c.SendKeys(ctx, s.pane, "C-m"); err != nil {
+		if err := s.press(ctx, "C-m"); err != nil {
 			return s.goneErr(err)
 		}
-		mark("tmux send-keys C-m")
 		scr, ok, err := s.waitFor(ctx, s.step, submitted)
 		if err != nil {
 			return s.unverified(err)
