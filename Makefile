@@ -17,7 +17,9 @@ test:
 
 # The fast tier with the race detector: every package's own tests; those that
 # start a real agent, tmux, Chromium or a Node program skip under -short
-# (internal/testkit/short.go). `go test -short ./...` is the same without -race.
+# (internal/testkit/short.go), and the end-to-end suites in internal/e2e, built
+# only with the e2e tag, are not compiled. `go test -short ./...` is the same
+# without -race.
 unit:
 	go test -race -short -count=1 ./...
 
@@ -25,7 +27,7 @@ unit:
 # false `submitted` receipts against the model stand-in's log (not in CI;
 # docs/benchmarks.md). PARLEY_FAULT_SENDS (default 60), PARLEY_FAULT_SEED.
 fault-stream:
-	PARLEY_FAULT_LOOP=1 go test -count=1 -timeout 60m -run TestStreamFaultLoop -v ./internal/e2e/claude/ | grep -E 'RESULT|FAIL|ok|---|submitted,|failed,|failed:|unknown,|asked'
+	PARLEY_FAULT_LOOP=1 go test -tags e2e -count=1 -timeout 60m -run TestStreamFaultLoop -v ./internal/e2e/claude/ | grep -E 'RESULT|FAIL|ok|---|submitted,|failed,|failed:|unknown,|asked'
 
 # parley killed with SIGKILL and restarted on its data, CYCLES times (default
 # 100) each way: mid-turn with three messages queued (each reaches the agent
@@ -46,9 +48,9 @@ ui:
 # staticcheck at a pinned version, fetched by the go command on first use.
 STATICCHECK = honnef.co/go/tools/cmd/staticcheck@v0.8.2
 lint:
-	go vet ./...
+	go vet -tags e2e ./...
 	test -z "$$(gofmt -l cmd internal ui/*.go)"
-	go run $(STATICCHECK) ./...
+	go run $(STATICCHECK) -tags e2e ./...
 
 check: lint unit
 
@@ -56,7 +58,7 @@ check: lint unit
 # against the stand-in's request log (docs/reliability.md). Not run by `make test`.
 SOAK ?= 1000
 soak-tmux:
-	PARLEY_SOAK_TMUX=$(SOAK) go test -count=1 -run '^TestSoakTmux$$' -timeout 6h -v ./internal/e2e/terminal/ | grep -v '^=== '
+	PARLEY_SOAK_TMUX=$(SOAK) go test -tags e2e -count=1 -run '^TestSoakTmux$$' -timeout 6h -v ./internal/e2e/terminal/ | grep -v '^=== '
 
 # The cluster soak: a hub and nodes b and c as `parley serve` processes, the real
 # Claude Code on the nodes, SOAK_CLUSTER messages from a reconnecting client at
@@ -65,4 +67,4 @@ soak-tmux:
 # only with the soak tag: not run by `make test`. PARLEY_CLUSTER_SOAK_SEED.
 SOAK_CLUSTER ?= 1000
 soak-cluster:
-	PARLEY_CLUSTER_SOAK=$(SOAK_CLUSTER) go test -tags soak -count=1 -run '^TestClusterSoak$$' -timeout 4h -v ./internal/e2e/cluster/ | grep -v '^=== '
+	PARLEY_CLUSTER_SOAK=$(SOAK_CLUSTER) go test -tags e2e,soak -count=1 -run '^TestClusterSoak$$' -timeout 4h -v ./internal/e2e/cluster/ | grep -v '^=== '

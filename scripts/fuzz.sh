@@ -14,5 +14,5 @@ while IFS=: read -r file fn; do
 	name=${fn#func }
 	pkg=./$(dirname "$file")
 	printf '\n== %s %s (%s)\n' "$pkg" "$name" "$fuzztime"
-	go test -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" "$pkg" </dev/null
+	go test -tags e2e -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" "$pkg" </dev/null
 done <<<"$targets"

@@ -3,7 +3,9 @@
 # installs what the tests need first (Debian's tmux and chromium, the pinned agent
 # programs from npm into .cache/npm), then vets, checks the dashboard bundle and
 # runs `go test -race` over everything. Real agents, real tmux, real Chromium:
-# nothing is skipped.
+# nothing is skipped. The end-to-end suites (internal/e2e) build only with the
+# e2e tag, so every go command here passes it: `go test -short ./...` (the fast
+# tier) does not compile them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -89,10 +91,10 @@ HOME="$scratch_home" PATH="$node22_path" .cache/npm/qwen/node_modules/.bin/qwen 
 HOME="$scratch_home" .cache/npm/gemini/node_modules/.bin/gemini --version
 
 log "go vet"
-go vet ./...
+go vet -tags e2e ./...
 
 log "staticcheck"
-go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...   # keep in step with the Makefile's STATICCHECK
+go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 -tags e2e ./...   # keep in step with the Makefile's STATICCHECK
 
 if [ -f ui/package.json ]; then
 	log "dashboard: rebuild and compare with the committed bundle"
@@ -105,4 +107,4 @@ if [ -f ui/package.json ]; then
 fi
 
 log "go test -race"
-go test -race -count=1 -timeout 60m ./...
+go test -tags e2e -race -count=1 -timeout 60m ./...

@@ -13,5 +13,5 @@ var version, commit, built string
 
 func main() {
 	b := cli.ReadBuild(cli.Build{Version: version, Commit: commit, Built: built})
-	os.Exit(cli.Main(b, os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(cli.MainWith(b, cli.Parts{JoinTailnet: joinTailnet}, os.Args[1:], os.Stdout, os.Stderr))
 }

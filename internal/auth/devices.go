@@ -90,7 +90,7 @@ type Devices struct {
 	path string
 	now  func() time.Time
 
-	mu      sync.Mutex
+	mu      sync.Mutex         // a leaf (docs/locks.md)
 	codes   map[string]pending // code hash → code
 	devices map[string]*Device // id → device
 	byHash  map[string]*Device // secret hash → device

@@ -10,6 +10,8 @@ import (
 	"github.com/parleyhq/parley/internal/driver/acp"
 	"github.com/parleyhq/parley/internal/driver/stream"
 	"github.com/parleyhq/parley/internal/driver/tmux"
+	"github.com/parleyhq/parley/internal/driver/watch"
+	"github.com/parleyhq/parley/internal/router"
 	"github.com/parleyhq/parley/ui"
 )
 
@@ -20,6 +22,8 @@ func realDrivers(log *slog.Logger, cfg config.Config) map[string]driver.Driver {
 		config.TransportStream: stream.New(log.With("transport", "stream")),
 		config.TransportACP:    acp.New(log.With("transport", "acp")),
 		config.TransportTmux:   tmux.New(log.With("transport", "tmux"), filepath.Join(cfg.DataDir, "tmux")),
+		// Not a config's: a session running in a plain terminal, watched.
+		router.TransportWatch: &watch.Driver{},
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/parleyhq/parley/internal/push"
+	"github.com/parleyhq/parley/internal/tailnet"
 )
 
 // Build says what this binary is; main fills Version from -ldflags when set.
@@ -52,20 +53,25 @@ func ReadBuild(b Build) Build {
 	return b
 }
 
-// Root returns the parley command with every subcommand.
-func Root(b Build) *cobra.Command { return RootWith(b, TestHooks{}) }
+// Root returns the parley command with every subcommand, without parts.
+func Root(b Build) *cobra.Command { return RootWith(b, Parts{}) }
 
-// TestHooks are what Go test code may give a `parley serve` it runs in its own
-// process (RootWith). The parley binary never sets them: no flag, config key
-// or environment variable reaches them.
-type TestHooks struct {
+// Parts are what the program running this CLI plugs into `parley serve`:
+// cmd/parley sets JoinTailnet; Go test code that plays parley in its own
+// process sets what it needs (pushchild: PushNet). No flag, config key or
+// environment variable reaches them.
+type Parts struct {
+	// JoinTailnet is daemon.Options.JoinTailnet, tsnode.Join in the parley
+	// binary: passed in rather than imported here, so that test binaries
+	// linking this package do not link tsnet (package tailnet says why).
+	JoinTailnet tailnet.Join
 	// PushNet is how pushes reach push services (daemon.Options.PushNet): a
-	// test's push service stand-in on loopback, with its own CA.
+	// test's push service stand-in on loopback, with its own CA. Test code only.
 	PushNet push.Net
 }
 
-// RootWith is Root with test hooks.
-func RootWith(b Build, h TestHooks) *cobra.Command {
+// RootWith is Root with parts.
+func RootWith(b Build, p Parts) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "parley",
 		Short:         "Host AI coding agents and talk to them from anywhere",
@@ -73,7 +79,7 @@ func RootWith(b Build, h TestHooks) *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(
-		newServeCommand(b, h),
+		newServeCommand(b, p),
 		newTokenCommand(),
 		newLoginLinkCommand(),
 		newVersionCommand(b),
@@ -88,14 +94,15 @@ func RootWith(b Build, h TestHooks) *cobra.Command {
 // commands (hook, debug, chat, …), so root.go does not change for each.
 var extraCommands []func(Build) *cobra.Command
 
-// Main runs the CLI and returns the process exit code.
+// Main runs the CLI without parts (no tailnet) and returns the process exit
+// code: a test binary that plays parley.
 func Main(b Build, args []string, stdout, stderr io.Writer) int {
-	return MainWith(b, TestHooks{}, args, stdout, stderr)
+	return MainWith(b, Parts{}, args, stdout, stderr)
 }
 
-// MainWith is Main with test hooks: a test binary that plays parley.
-func MainWith(b Build, h TestHooks, args []string, stdout, stderr io.Writer) int {
-	root := RootWith(b, h)
+// MainWith is Main with parts: the parley binary's main.
+func MainWith(b Build, p Parts, args []string, stdout, stderr io.Writer) int {
+	root := RootWith(b, p)
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)

@@ -1,7 +1,10 @@
 package cli
 
 import (
+	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,15 +12,19 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/parleyhq/parley/internal/rules"
+	"github.com/parleyhq/parley/internal/config"
+	"github.com/parleyhq/parley/internal/ruleset"
+	"github.com/parleyhq/parley/internal/store/sqlite"
 )
 
 func init() {
 	extraCommands = append(extraCommands, func(Build) *cobra.Command { return newRulesCommand() })
 }
 
-// newRulesCommand is `parley rules`: the config's [[rule]]s, and which of
-// them would answer a card.
+// newRulesCommand is `parley rules`: the config's [[rule]]s and those made in
+// the dashboard, and which of them would answer a card. Through the running
+// daemon when there is one (its rules as they are now), else read from the
+// config and the database.
 func newRulesCommand() *cobra.Command {
 	var f serveFlags
 	cmd := &cobra.Command{
@@ -32,18 +39,28 @@ func newRulesCommand() *cobra.Command {
 			if err := cfg.Validate(); err != nil {
 				return err
 			}
-			if len(cfg.Rules) == 0 {
-				fmt.Fprintln(cmd.OutOrStdout(), "no rules: every card asks a person (add [[rule]] entries to the config)")
+			var list []ruleset.Entry
+			err = withRules(cmd.Context(), cfg, func(api rulesAPI) error {
+				var out struct {
+					Rules []ruleset.Entry `json:"rules"`
+				}
+				err := api.call(http.MethodGet, "/api/rules", nil, &out)
+				list = out.Rules
+				return err
+			}, func(s *ruleset.Set) error {
+				list = s.List()
+				return nil
+			})
+			if err != nil {
+				return err
 			}
-			for i, r := range cfg.Rules {
-				fmt.Fprintf(cmd.OutOrStdout(), "%d\t%s\n", i+1, r)
-			}
+			printRules(cmd.OutOrStdout(), list)
 			return nil
 		},
 	}
 	cmd.PersistentFlags().StringVar(&f.config, "config", envOr("PARLEY_CONFIG", ""), "config file (env PARLEY_CONFIG)")
-	var c rules.Call
-	var cwd, files string
+	var p ruleset.Probe
+	var files string
 	test := &cobra.Command{
 		Use:   "test",
 		Short: "Say which rule would answer a card, and why",
@@ -58,55 +75,115 @@ func newRulesCommand() *cobra.Command {
 			if err := cfg.Validate(); err != nil {
 				return err
 			}
-			if c.Tool == "" {
+			if p.Tool == "" {
 				return fmt.Errorf("--tool is needed (Bash, Edit, an ACP kind such as execute, an MCP tool)")
 			}
-			if cwd == "" {
-				if cwd, err = os.Getwd(); err != nil {
+			if p.Cwd == "" {
+				if p.Cwd, err = os.Getwd(); err != nil {
 					return err
 				}
 			}
-			if c.Dir, err = filepath.Abs(cwd); err != nil {
+			if p.Cwd, err = filepath.Abs(p.Cwd); err != nil {
 				return err
 			}
-			c.Roots = cfg.Roots
-			for _, a := range cfg.Agents {
-				if a.ID == c.Agent && len(a.Roots) > 0 {
-					c.Roots = a.Roots
-				}
-			}
 			if files != "" {
-				c.Paths = strings.Split(files, ",")
+				p.Paths = strings.Split(files, ",")
 			}
-			if c.Machine == "" {
-				c.Machine = cfg.Cluster.Node
+			var a ruleset.Answer
+			err = withRules(cmd.Context(), cfg, func(api rulesAPI) error {
+				return api.call(http.MethodPost, "/api/rules/test", p, &a)
+			}, func(s *ruleset.Set) (err error) {
+				a, err = s.Test(p)
+				return err
+			})
+			if err != nil {
+				return err
 			}
-			c.Home, _ = os.UserHomeDir()
-			now := time.Now()
-			set := append([]rules.Rule(nil), cfg.Rules...)
-			for i := range set {
-				set[i].Since = now // as a start now would load them
-			}
-			v := rules.Decide(set, c, now)
 			out := cmd.OutOrStdout()
-			if v.Rule == 0 {
-				fmt.Fprintf(out, "ask: %s\n", v.Reason)
+			if a.Rule == 0 {
+				fmt.Fprintf(out, "ask: %s\n", a.Reason)
 				return nil
 			}
-			fmt.Fprintf(out, "%s by %s\n", v.Action, v.By())
-			if v.Reason != "" {
-				fmt.Fprintf(out, "  %s\n", v.Reason)
+			fmt.Fprintf(out, "%s by %s\n", a.Action, a.By)
+			if a.Reason != "" {
+				fmt.Fprintf(out, "  %s\n", a.Reason)
 			}
 			return nil
 		},
 	}
 	fl := test.Flags()
-	fl.StringVar(&c.Agent, "agent", "", "the agent id")
-	fl.StringVar(&c.Machine, "machine", "", "the machine (default this one's node name)")
-	fl.StringVar(&c.Tool, "tool", "", "the tool: Bash, Edit, an ACP kind, an MCP tool")
-	fl.StringVar(&c.Command, "command", "", "the shell command line the call runs")
+	fl.StringVar(&p.Agent, "agent", "", "the agent id")
+	fl.StringVar(&p.Machine, "machine", "", "the machine (default this one's node name)")
+	fl.StringVar(&p.Tool, "tool", "", "the tool: Bash, Edit, an ACP kind, an MCP tool")
+	fl.StringVar(&p.Command, "command", "", "the shell command line the call runs")
 	fl.StringVar(&files, "path", "", "the files a file tool touches, comma-separated")
-	fl.StringVar(&cwd, "cwd", "", "the thread's directory (default the current one)")
+	fl.StringVar(&p.Cwd, "cwd", "", "the thread's directory (default the current one)")
 	cmd.AddCommand(test)
 	return cmd
+}
+
+// rulesAPI is the running daemon's API.
+type rulesAPI struct {
+	call func(method, path string, in, out any) error
+}
+
+// withRules runs online against the running daemon when there is one, else
+// offline against the rules read from the config and the database.
+func withRules(ctx context.Context, cfg config.Config, online func(rulesAPI) error, offline func(*ruleset.Set) error) error {
+	if api, err := localAPI(cfg.DataDir); err == nil {
+		call := func(method, path string, in, out any) error { return api.Call(ctx, method, path, in, out) }
+		if err := online(rulesAPI{call: call}); err == nil {
+			return nil
+		}
+		// Not running any more (an addr file left behind), or older: read
+		// the rules where they are kept.
+	}
+	opt := ruleset.Options{Config: cfg.Rules, Node: cfg.Cluster.Node, Roots: func(agent string) []string {
+		for _, a := range cfg.Agents {
+			if a.ID == agent && len(a.Roots) > 0 {
+				return a.Roots
+			}
+		}
+		return cfg.Roots
+	}}
+	db := filepath.Join(cfg.DataDir, "parley.db")
+	if _, err := os.Stat(db); err == nil {
+		st, err := sqlite.Open(ctx, db, nil)
+		if err != nil {
+			return fmt.Errorf("store: %w", err)
+		}
+		defer st.Close()
+		opt.Store = st
+	} else {
+		opt.Store = noStored{}
+	}
+	s, err := ruleset.Open(ctx, opt)
+	if err != nil {
+		return err
+	}
+	return offline(s)
+}
+
+// printRules lists rules as `parley rules` shows them.
+func printRules(out io.Writer, list []ruleset.Entry) {
+	if len(list) == 0 {
+		fmt.Fprintln(out, "no rules: every card asks a person (add [[rule]] entries to the config, or rules in the dashboard)")
+	}
+	for _, e := range list {
+		from := e.From
+		if e.ID != "" {
+			from += " " + e.ID
+			if e.CreatedBy != "" {
+				from += " by " + e.CreatedBy
+			}
+		}
+		line := fmt.Sprintf("%d\t%s\t(%s)", e.N, e.Text, from)
+		switch {
+		case e.Expired:
+			line += "\texpired"
+		case e.ExpiresAt != nil:
+			line += "\tuntil " + e.ExpiresAt.Local().Format(time.DateTime)
+		}
+		fmt.Fprintln(out, line)
+	}
 }

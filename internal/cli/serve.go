@@ -31,7 +31,7 @@ type serveFlags struct {
 	tailscale, insecureHTTP                 bool
 }
 
-func newServeCommand(b Build, h TestHooks) *cobra.Command {
+func newServeCommand(b Build, p Parts) *cobra.Command {
 	var f serveFlags
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -45,7 +45,7 @@ loopback only, a token made at first start. Agent programs found on PATH
 			if err != nil {
 				return err
 			}
-			return serve(cmd, b, cfg, h)
+			return serve(cmd, b, cfg, p)
 		},
 	}
 	fl := cmd.Flags()
@@ -144,19 +144,20 @@ func noAgents(cfg config.Config) string {
 		"with transport = \"acp\" and its command (README, \"Configuration\")", strings.Join(config.DetectedPrograms(), ", "), file)
 }
 
-func serve(cmd *cobra.Command, b Build, cfg config.Config, h TestHooks) error {
+func serve(cmd *cobra.Command, b Build, cfg config.Config, p Parts) error {
 	log := newLogger(cmd.ErrOrStderr(), cfg.LogFormat, cfg.LogLevel)
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	ui, uiHash := dashboard()
 	out := cmd.OutOrStdout()
 	d, err := daemon.Start(ctx, cfg, daemon.Options{
-		Say:     func(line string) { fmt.Fprintln(out, line) },
-		Drivers: realDrivers(log, cfg),
-		Version: web.Version{Version: b.Version, Commit: b.Commit, Built: b.Built, UIHash: uiHash},
-		UI:      ui,
-		Logger:  log,
-		PushNet: h.PushNet,
+		Say:         func(line string) { fmt.Fprintln(out, line) },
+		Drivers:     realDrivers(log, cfg),
+		Version:     web.Version{Version: b.Version, Commit: b.Commit, Built: b.Built, UIHash: uiHash},
+		UI:          ui,
+		Logger:      log,
+		PushNet:     p.PushNet,
+		JoinTailnet: p.JoinTailnet,
 	})
 	if err != nil {
 		return err
@@ -202,9 +203,9 @@ func serve(cmd *cobra.Command, b Build, cfg config.Config, h TestHooks) error {
 	if len(cfg.Agents) == 0 && d.ClusterHub() == nil {
 		// A hub's agents may all be other machines'; anywhere else, no agent
 		// means no thread can start, and the dashboard says the same.
-		msg := noAgents(cfg)
-		log.Warn(msg)
-		fmt.Fprintf(out, "warning: %s\n", msg)
+		// Printed once, under the link (not logged too: in a terminal both
+		// show, and stdout reaches a service's journal as well).
+		fmt.Fprintf(out, "warning: %s\n", noAgents(cfg))
 	}
 	select {
 	case <-ctx.Done():

@@ -158,7 +158,7 @@ func signIn(t *testing.T, link string) *http.Cookie {
 	}
 	resp.Body.Close()
 	for _, k := range resp.Cookies() {
-		if k.Name == "parley_session" && k.MaxAge > 0 && resp.StatusCode == http.StatusSeeOther {
+		if strings.HasPrefix(k.Name, "parley_session_") && k.MaxAge > 0 && resp.StatusCode == http.StatusSeeOther {
 			return k
 		}
 	}

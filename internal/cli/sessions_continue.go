@@ -22,17 +22,24 @@ const continueWait = 2 * time.Minute
 func newSessionsContinueCommand() *cobra.Command {
 	var rf remoteFlags
 	var machine, agent string
+	var watch bool
 	cmd := &cobra.Command{
-		Use:   "continue ID",
-		Short: "Continue an agent session (parley sessions lists them) in a parley thread",
+		Use:     "continue ID",
+		Aliases: []string{"adopt"},
+		Short:   "Continue an agent session (parley sessions lists them) in a parley thread",
 		Long: `Continue one of the agents' own sessions in parley: the agent resumes that
 same session (claude --resume, ACP session/load), its earlier turns are
 imported into the thread (marked as from before parley), and the thread is
 the one parley chat shows in this terminal. ID is a session id as parley
-sessions prints it, or the start of one. A session that runs now in another
-process (a terminal) is refused: two processes on one session fork it. On a
-cluster's hub --machine says which machine's session it is, when two have
-the same id.`,
+sessions prints it, or the start of one.
+
+A Claude Code session running now in a tmux pane is adopted (parley sessions
+adopt is the same command): the thread drives that pane, typing into it as a
+person would, and never ends it; handing it back shows the tmux attach
+command. One running in a plain terminal is refused (two processes on one
+session fork it) unless --watch: the thread then follows it, read-only,
+until it exits, and can continue it after. On a cluster's hub --machine says
+which machine's session it is, when two have the same id.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			server, token, err := rf.resolve()
@@ -54,7 +61,7 @@ the same id.`,
 				s.Agent = agent
 			}
 			route := chat.RouteKey{Channel: "tui", Chat: rf.chatID()}
-			if err := continueOn(ctx, server, token, route.Chat, s); err != nil {
+			if err := continueOn(ctx, server, token, route.Chat, s, watch); err != nil {
 				return err
 			}
 			id, err := api.RouteThread(ctx, route)
@@ -65,13 +72,21 @@ the same id.`,
 			if s.Node != "" {
 				where = " on machine " + s.Node
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s session %s%s continues in thread %s (%s): parley chat shows it\n", s.Agent, s.ID, where, id, s.Cwd)
+			how := "continues"
+			switch {
+			case watch:
+				how = "is watched"
+			case s.Running && strings.HasPrefix(s.Where, "tmux:"):
+				how = "is adopted from its tmux pane " + strings.TrimPrefix(s.Where, "tmux:") + ","
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s session %s%s %s in thread %s (%s): parley chat shows it\n", s.Agent, s.ID, where, how, id, s.Cwd)
 			return nil
 		},
 	}
 	rf.register(cmd)
 	cmd.Flags().StringVar(&machine, "machine", "", "the machine the session is on (a cluster's node name)")
 	cmd.Flags().StringVar(&agent, "agent", "", "the configured agent that resumes it (default: the session's agent)")
+	cmd.Flags().BoolVar(&watch, "watch", false, "follow a session running in a terminal, read-only, until it exits")
 	return cmd
 }
 
@@ -97,7 +112,7 @@ func pickSession(list []sessions.Session, id string) (sessions.Session, error) {
 
 // continueOn sends resume_session for s on chat's route and waits for the
 // daemon's answer: done once it is continued, or the error that refused it.
-func continueOn(ctx context.Context, server, token, chatID string, s sessions.Session) error {
+func continueOn(ctx context.Context, server, token, chatID string, s sessions.Session, watch bool) error {
 	c, _, err := client.Dial(ctx, server, token, client.Options{Chat: chatID, Channel: "tui", Since: -1})
 	if err != nil {
 		return err
@@ -105,7 +120,7 @@ func continueOn(ctx context.Context, server, token, chatID string, s sessions.Se
 	defer c.Close()
 	ref := chat.NewID("continue")
 	if err := c.Send(ctx, map[string]any{"type": "resume_session", "ref": ref,
-		"agent": s.Agent, "session_id": s.ID, "cwd": s.Cwd, "node": s.Node}); err != nil {
+		"agent": s.Agent, "session_id": s.ID, "cwd": s.Cwd, "node": s.Node, "watch": watch}); err != nil {
 		return err
 	}
 	for {

@@ -133,6 +133,7 @@ func mode(t *testing.T, path string) os.FileMode {
 }
 
 func TestJoinLinksANodeThatTheHubListsOnline(t *testing.T) {
+	t.Parallel()
 	hubData := t.TempDir()
 	h := startHub(t, hubData, "127.0.0.1:0")
 	for _, f := range []string{caKeyFile, hubKeyFile, adminSeed, joinKeyFile} {
@@ -177,6 +178,7 @@ func TestJoinLinksANodeThatTheHubListsOnline(t *testing.T) {
 }
 
 func TestAUsedExpiredOrAlteredJoinTokenIsRefused(t *testing.T) {
+	t.Parallel()
 	h := startHub(t, t.TempDir(), "127.0.0.1:0")
 	other := startHub(t, t.TempDir(), "127.0.0.1:0")
 
@@ -242,6 +244,7 @@ func TestAUsedExpiredOrAlteredJoinTokenIsRefused(t *testing.T) {
 // A machine joining under the hub's own name would show as one machine with
 // both machines' agents, and a thread started "there" would run on the hub.
 func TestANodeCannotJoinUnderTheHubsOwnName(t *testing.T) {
+	t.Parallel()
 	h, err := StartHub(t.Context(), HubOptions{DataDir: t.TempDir(), Listen: "127.0.0.1:0", Self: "studio"})
 	if err != nil {
 		t.Fatal(err)
@@ -258,6 +261,7 @@ func TestANodeCannotJoinUnderTheHubsOwnName(t *testing.T) {
 }
 
 func TestARevokedNodeIsCutOffAtOnce(t *testing.T) {
+	t.Parallel()
 	hubData := t.TempDir()
 	h := startHub(t, hubData, "127.0.0.1:0")
 	data := join(t, h, "vm")
@@ -314,6 +318,7 @@ func TestARevokedNodeIsCutOffAtOnce(t *testing.T) {
 }
 
 func TestANodeCannotTouchAnotherNodesSubjectsOrKeys(t *testing.T) {
+	t.Parallel()
 	h := startHub(t, t.TempDir(), "127.0.0.1:0")
 	dataA, dataB := join(t, h, "a"), join(t, h, "b")
 	errs := make(chan error, 64)
@@ -433,6 +438,7 @@ func record(t *testing.T, nc *nats.Conn, subject, value string) {
 // summaries are refused until a record the hub takes. A joiner two apart is
 // refused before its token is used.
 func TestTheHubTakesNodesOneProtocolApartAndRefusesFurther(t *testing.T) {
+	t.Parallel()
 	var log testkit.LockedBuffer
 	h, err := StartHub(t.Context(), HubOptions{DataDir: t.TempDir(), Listen: "127.0.0.1:0", Version: "v2",
 		Logger: slog.New(slog.NewTextHandler(&log, nil))})
@@ -626,6 +632,7 @@ func TestARestartedHubListsItsMachinesOfflineUntilTheyWriteAgain(t *testing.T) {
 // Inputs waiting for a node that is away are bounded: past the bound the hub's
 // publish is refused (the sender can say so), and none already taken is dropped.
 func TestInputsWaitingForANodeAreBoundedAndNeverDropped(t *testing.T) {
+	t.Parallel()
 	h := startHub(t, t.TempDir(), "127.0.0.1:0")
 	join(t, h, "away")
 	ctx := t.Context()
@@ -660,6 +667,7 @@ func TestInputsWaitingForANodeAreBoundedAndNeverDropped(t *testing.T) {
 }
 
 func TestAHubOnATakenPortSaysSo(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -677,6 +685,7 @@ func TestAHubOnATakenPortSaysSo(t *testing.T) {
 // input stream as its reply subject is not answered there. And a node record
 // that is not a record hides no other node from the list.
 func TestTheHubAnswersAJoinRequestOnlyToAJoinersInbox(t *testing.T) {
+	t.Parallel()
 	h := startHub(t, t.TempDir(), "127.0.0.1:0")
 	dataB := join(t, h, "b")
 	b, err := connectAs(t, dataB, h.Addr(), "b", nil)
@@ -736,6 +745,7 @@ func TestTheHubAnswersAJoinRequestOnlyToAJoinersInbox(t *testing.T) {
 // A join token lives at most MaxTokenTTL: the record of its use is kept a
 // little longer, so a longer-lived one could be used again after it is gone.
 func TestAJoinTokenLivesAtMostADay(t *testing.T) {
+	t.Parallel()
 	h := startHub(t, t.TempDir(), "127.0.0.1:0")
 	if _, err := IssueToken(h.opt.DataDir, h.Addr(), "", time.Now().Add(MaxTokenTTL+time.Hour)); err == nil {
 		t.Fatal("a token for longer than a day was made")
@@ -766,6 +776,7 @@ const testHeartbeat = 2 * time.Second
 // two, two machines join and the third is refused with words that say why
 // and what to change, and reserves nothing.
 func TestAHubWithNoRoomForAnotherMachineSaysSo(t *testing.T) {
+	t.Parallel()
 	const input = 16 << 20
 	// The thread summaries' 256 MiB, two machines' inputs, and half a third's.
 	h, err := StartHub(t.Context(), HubOptions{DataDir: t.TempDir(), Listen: "127.0.0.1:0",
@@ -921,6 +932,7 @@ func keepsBAndRefusesANewJoin(t *testing.T, h *Hub, bData, addr string) {
 // records only once its directory is loaded) writes it again within seconds,
 // not a heartbeat later: until then the hub lists it offline.
 func TestARecordTheHubDidNotTakeIsWrittenAgainSoon(t *testing.T) {
+	t.Parallel()
 	h := startHub(t, t.TempDir(), "127.0.0.1:0")
 	data := join(t, h, "b")
 	h.refuseRecords.Store(2)
@@ -943,6 +955,7 @@ func TestARecordTheHubDidNotTakeIsWrittenAgainSoon(t *testing.T) {
 // (_JOIN_INBOX.>). What it reads there says nothing: each answer is sealed
 // to the joiner that asked, which still reads its own, a success as a refusal.
 func TestAJoinTokenHolderCannotReadAnotherJoinersAnswer(t *testing.T) {
+	t.Parallel()
 	h := startHub(t, t.TempDir(), "127.0.0.1:0")
 	used := token(t, h, "", time.Minute)
 	if _, err := Join(t.Context(), t.TempDir(), used, "first", "test"); err != nil {
@@ -994,6 +1007,7 @@ func TestAJoinTokenHolderCannotReadAnotherJoinersAnswer(t *testing.T) {
 // who it is: the server closes each (TLSTimeout, its auth timeout), so
 // nothing holds a connection without a key.
 func TestGarbageAndIdleSocketsAreClosed(t *testing.T) {
+	t.Parallel()
 	hubData := t.TempDir()
 	h := startHub(t, hubData, "127.0.0.1:0")
 	closedByHub := func(what string, c net.Conn) {

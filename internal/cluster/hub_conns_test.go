@@ -37,6 +37,7 @@ func nodeConns(t *testing.T, h *Hub, data string) []*server.ConnInfo {
 // the node, and keeps one connection: the node, whose link reconnects, ends
 // up the only one, and the copy's connection is closed.
 func TestASecondConnectionOnANodesKeyIsNamedAndClosed(t *testing.T) {
+	t.Parallel()
 	var log testkit.LockedBuffer
 	h, err := StartHub(t.Context(), HubOptions{DataDir: t.TempDir(), Listen: "127.0.0.1:0",
 		Logger: slog.New(slog.NewTextHandler(&log, nil)), ReconnectOverlap: 100 * time.Millisecond})
@@ -79,6 +80,7 @@ func TestASecondConnectionOnANodesKeyIsNamedAndClosed(t *testing.T) {
 // Any number of connections on one key (200 were taken before): the hub
 // keeps the newest only.
 func TestManyConnectionsOnANodesKeyLeaveOnlyTheNewest(t *testing.T) {
+	t.Parallel()
 	h, err := StartHub(t.Context(), HubOptions{DataDir: t.TempDir(), Listen: "127.0.0.1:0", ReconnectOverlap: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

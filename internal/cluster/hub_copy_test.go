@@ -83,6 +83,7 @@ func (s *shown) done(t *testing.T) chat.ReplayDone {
 // the node's own, not the copy. A thread deleted on the node leaves the
 // copy, and a revoked node's copy is gone.
 func TestAnAwayNodesThreadIsReadFromTheHubsCopy(t *testing.T) {
+	t.Parallel()
 	hubData := t.TempDir()
 	h := startHub(t, hubData, "127.0.0.1:0")
 	dataB := join(t, h, "b")
@@ -224,6 +225,7 @@ func (m *machine) writeText(id chat.ThreadID, n int, text string) {
 // before are not at the hub (history_pruned), then gives the rest equal to
 // the node's log.
 func TestAHubsCopyPastItsBytesDropsItsOldestAndSaysSo(t *testing.T) {
+	t.Parallel()
 	h, err := StartHub(t.Context(), HubOptions{DataDir: t.TempDir(), Listen: "127.0.0.1:0", CopyBytes: 64 << 10})
 	if err != nil {
 		t.Fatal(err)

@@ -85,6 +85,7 @@ func waitDrained(t *testing.T, h *Hub, node string) {
 // inputs come as the hub's requests instead, in order, each once, and a
 // publish ack it aims elsewhere (its reply subject) reaches nothing.
 func TestANodeHasNoJetStreamRightsAndGetsItsInputsFromTheHub(t *testing.T) {
+	t.Parallel()
 	h := startHub(t, t.TempDir(), "127.0.0.1:0")
 	dataA, dataB := join(t, h, "a"), join(t, h, "b")
 	ctx := t.Context()
@@ -178,6 +179,7 @@ func TestANodeHasNoJetStreamRightsAndGetsItsInputsFromTheHub(t *testing.T) {
 // fails with its reason and leaves the stream; one the node could not apply
 // for now comes again and is applied once.
 func TestAnInputFailsWithAReasonOrIsAppliedOnce(t *testing.T) {
+	t.Parallel()
 	type failure struct{ node, id, reason string }
 	failed := make(chan failure, 16)
 	h, err := StartHub(t.Context(), HubOptions{DataDir: t.TempDir(), Listen: "127.0.0.1:0", InputWait: time.Second,
@@ -323,6 +325,7 @@ func TestARetryOfAFailedInputGoesInAfterAHubRestart(t *testing.T) {
 // (here: telling of a failed input); meanwhile the hub's senders, who read
 // the nodes for every message, must not wait with it.
 func TestARevokeWaitingForItsForwarderHoldsUpNoSender(t *testing.T) {
+	t.Parallel()
 	entered, release := make(chan struct{}), make(chan struct{})
 	h, err := StartHub(t.Context(), HubOptions{DataDir: t.TempDir(), Listen: "127.0.0.1:0",
 		InputFailed: func(*Hub, FailedInput) { close(entered); <-release }})
@@ -426,6 +429,7 @@ func TestAnInputInFlightWhenTheHubStopsIsAppliedOnce(t *testing.T) {
 // chat.ErrCardClosed at the hub too), or, from a node that does not take it,
 // ErrWaiting while the input stays queued.
 func TestARequestGetsTheNodesResultOrItsChatError(t *testing.T) {
+	t.Parallel()
 	reg := prometheus.NewRegistry()
 	h, err := StartHub(t.Context(), HubOptions{DataDir: t.TempDir(), Listen: "127.0.0.1:0", Registerer: reg})
 	if err != nil {
@@ -490,6 +494,7 @@ func TestARequestGetsTheNodesResultOrItsChatError(t *testing.T) {
 // the messages queued for it and never that stop (sent through the queue, as
 // before, it was applied on the node's return, on whatever turn ran then).
 func TestAnAskedInputIsNeverAppliedLate(t *testing.T) {
+	t.Parallel()
 	h := startHub(t, t.TempDir(), "127.0.0.1:0")
 	data := join(t, h, "b")
 	ctx := t.Context()
@@ -521,6 +526,7 @@ func TestAnAskedInputIsNeverAppliedLate(t *testing.T) {
 // from when the node got to it (a new thread on b would otherwise start,
 // orphaned, with the message its sender was told had failed).
 func TestAnAskedInputWaitingBehindASlowOneIsNotAppliedAfterTheHubGaveUp(t *testing.T) {
+	t.Parallel()
 	h := startHub(t, t.TempDir(), "127.0.0.1:0")
 	data := join(t, h, "b")
 	inSlow, release := make(chan struct{}), make(chan struct{})
@@ -564,6 +570,7 @@ func TestAnAskedInputWaitingBehindASlowOneIsNotAppliedAfterTheHubGaveUp(t *testi
 // as too large with the bound and what to do, not with NATS's own error;
 // nothing is kept for the node. One just under the bound goes.
 func TestAnInputLargerThanALinkCarriesIsRefusedAsTooLarge(t *testing.T) {
+	t.Parallel()
 	h := startHub(t, t.TempDir(), "127.0.0.1:0")
 	join(t, h, "away")
 	data := join(t, h, "n")
@@ -597,6 +604,7 @@ func TestAnInputLargerThanALinkCarriesIsRefusedAsTooLarge(t *testing.T) {
 // is not running leaves the card open there too (agent_error), where a
 // card_closed would close it.
 func TestARefusalCrossesAsItsChatError(t *testing.T) {
+	t.Parallel()
 	for _, want := range chatErrors {
 		node := fmt.Errorf("at the node: %w", want)
 		got := refusalAt(node.Error(), chatErrorCode(node))
@@ -620,6 +628,7 @@ func TestARefusalCrossesAsItsChatError(t *testing.T) {
 // come after the stream kept it: that is no failure to keep and show (the
 // node would apply it too), and the same id sent again finds it.
 func TestOnlyARefusedPublishIsAnInputNotKept(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		err  error
 		want bool

@@ -19,6 +19,7 @@ import (
 // name; a node's from its record, offline when it is; a node never heard from
 // none) and its machines with their thread counts.
 func TestTheHubListsEveryMachinesAgentsAndThreads(t *testing.T) {
+	t.Parallel()
 	h := startHub(t, t.TempDir(), "127.0.0.1:0")
 	dataB := join(t, h, "b")
 	join(t, h, "c") // joined, never connected
@@ -77,6 +78,7 @@ func TestTheHubListsEveryMachinesAgentsAndThreads(t *testing.T) {
 // A revoked machine's threads leave the hub's list at once, and a machine
 // joining again under its name starts with none of them.
 func TestARevokedNodesThreadsLeaveTheDirectory(t *testing.T) {
+	t.Parallel()
 	h := startHub(t, t.TempDir(), "127.0.0.1:0")
 	dataB := join(t, h, "b")
 	b := newMachine(t)
@@ -116,6 +118,7 @@ func TestARevokedNodesThreadsLeaveTheDirectory(t *testing.T) {
 // directory: with JetStream gone (a hiccup), a dashboard connecting still
 // gets every machine's agents at once, not after a NATS read per node.
 func TestTheHubListsItsMachinesFromMemory(t *testing.T) {
+	t.Parallel()
 	h := startHub(t, t.TempDir(), "127.0.0.1:0")
 	dataB := join(t, h, "b")
 	b := newMachine(t)
@@ -154,6 +157,7 @@ func TestTheHubListsItsMachinesFromMemory(t *testing.T) {
 // crashed one's included (its heartbeats stop: no record says so), so open
 // dashboards need not poll for it.
 func TestTheHubSaysWhenAMachineComesAndGoes(t *testing.T) {
+	t.Parallel()
 	h := startHub(t, t.TempDir(), "127.0.0.1:0")
 	data := join(t, h, "b")
 	nc, err := connectAs(t, data, h.Addr(), "b", nil)
@@ -195,6 +199,7 @@ func TestTheHubSaysWhenAMachineComesAndGoes(t *testing.T) {
 // for one deleted while the link was down. Another node cannot say b's
 // thread is gone: NATS refuses it.
 func TestAThreadDeletedOnItsNodeLeavesTheHub(t *testing.T) {
+	t.Parallel()
 	gone := make(chan chat.ThreadID, 8)
 	h, err := StartHub(t.Context(), HubOptions{DataDir: t.TempDir(), Listen: "127.0.0.1:0",
 		ThreadGone: func(id chat.ThreadID) { gone <- id }})
@@ -292,6 +297,7 @@ func TestAThreadDeletedOnItsNodeLeavesTheHub(t *testing.T) {
 // sends, as its link does when a request times out, without waiting: many
 // summaries that keep the hub busy, then a thread's, then its deletion.
 func TestASummaryBehindABusyHubDoesNotBringADeletedThreadBack(t *testing.T) {
+	t.Parallel()
 	h := startHub(t, t.TempDir(), "127.0.0.1:0")
 	data := join(t, h, "b")
 	b, err := connectAs(t, data, h.Addr(), "b", nil)

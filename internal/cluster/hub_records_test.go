@@ -14,6 +14,7 @@ import (
 // summaries and b's inputs as they were; a publish to any $KV key, a's own
 // included, is refused by NATS.
 func TestANodesRecordsCannotWipeOrAnswerIntoAnotherNodes(t *testing.T) {
+	t.Parallel()
 	h := startHub(t, t.TempDir(), "127.0.0.1:0")
 	dataA, dataB := join(t, h, "a"), join(t, h, "b")
 	errs := make(chan error, 64)

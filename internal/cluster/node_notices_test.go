@@ -54,6 +54,7 @@ func notice(n *push.Notice) string {
 // was down while the thread went on (only the newest of each: the hub's
 // phones hear of one turn, not of each that ended while it was away).
 func TestANodesSummaryCarriesItsNewestFinishedTurnAndError(t *testing.T) {
+	t.Parallel()
 	h := startHub(t, t.TempDir(), "127.0.0.1:0")
 	dataB := join(t, h, "b")
 	b := newMachine(t)
@@ -109,6 +110,7 @@ func TestANodesSummaryCarriesItsNewestFinishedTurnAndError(t *testing.T) {
 // A notice in a summary that no push could say (no seq, a code too long for
 // any) is dropped at the hub: a node names codes, never words.
 func TestAHubDropsANoticeNoPushCouldSay(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		n    *push.Notice
 		kept bool

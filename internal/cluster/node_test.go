@@ -150,6 +150,7 @@ func remoteThread(t *testing.T, h *Hub, id chat.ThreadID) (RemoteThread, bool) {
 // the hub lists it with its machine. Another node cannot speak for it, and
 // its own node cannot make a frame name another thread.
 func TestANodesThreadIsFollowedAtTheHubLikeALocalOne(t *testing.T) {
+	t.Parallel()
 	h := startHub(t, t.TempDir(), "127.0.0.1:0")
 	if ths, err := h.Threads(t.Context()); err != nil || len(ths) != 0 {
 		t.Fatalf("a new hub's node threads: %v %v, want none", ths, err)
@@ -271,6 +272,7 @@ func (g *gatedStore) Thread(ctx context.Context, id chat.ThreadID) (chat.Thread,
 // a dropped read held it for the read's whole timeout), and a read sent after
 // it went hears at once that the machine is offline.
 func TestANodeClosingAnswersTheReadsOnTheirWay(t *testing.T) {
+	t.Parallel()
 	h := startHub(t, t.TempDir(), "127.0.0.1:0")
 	dataB := join(t, h, "b")
 	b := newMachine(t)
@@ -329,6 +331,7 @@ func TestANodeClosingAnswersTheReadsOnTheirWay(t *testing.T) {
 // A summary tells a thread's newest open cards, oldest first, at most
 // maxSummaryCards: the hub's list shows the newest, as the node's own does.
 func TestASummaryTellsTheNewestOpenCards(t *testing.T) {
+	t.Parallel()
 	var cs []chat.Card
 	for i := range maxSummaryCards + 4 {
 		cs = append(cs, chat.Card{RequestID: fmt.Sprintf("r%d", i), Kind: chat.CardQuestion, State: chat.CardOpen,
@@ -361,6 +364,7 @@ func (f *failingStore) Cards(ctx context.Context, id chat.ThreadID, state string
 // without any further change on b: a card answered on b does not stay open
 // in the hub's thread list.
 func TestASummaryTheNodeFailedToWriteIsWrittenAgain(t *testing.T) {
+	t.Parallel()
 	h := startHub(t, t.TempDir(), "127.0.0.1:0")
 	dataB := join(t, h, "b")
 	b := newMachine(t)
@@ -399,6 +403,7 @@ func TestASummaryTheNodeFailedToWriteIsWrittenAgain(t *testing.T) {
 // srcMaxLimit a request) gets them all, in order: a client paging by "fewer
 // than limit means the end" would otherwise miss the thread's tail.
 func TestAHubReadsAsManyOfANodesEventsAsAsked(t *testing.T) {
+	t.Parallel()
 	h := startHub(t, t.TempDir(), "127.0.0.1:0")
 	dataB := join(t, h, "b")
 	b := newMachine(t)

@@ -85,6 +85,10 @@ func sourceSubject(node string) string { return ToSubject(node) + ".src" }
 // (a sessions.Filter; answered with a sessionsAnswer).
 func sessionsSubject(node string) string { return ToSubject(node) + ".sessions" }
 
+// changesSubject is where the hub asks node for a thread's change (a
+// changesRequest; answered with a changesAnswer: hub_changes.go).
+func changesSubject(node string) string { return ToSubject(node) + ".changes" }
+
 // ThreadKey is the thread-summary key of node's thread in parley_threads.
 func ThreadKey(node string, thread chat.ThreadID) string { return node + "." + string(thread) }
 

@@ -9,6 +9,7 @@ import (
 // Hubs starting at once on a fresh folder agree on one join key: the one that
 // finds the file made by another reads it rather than failing.
 func TestJoinKeyMadeOnceUnderRacingStarts(t *testing.T) {
+	t.Parallel()
 	for range 20 {
 		dir := t.TempDir()
 		const n = 8

@@ -29,6 +29,7 @@ import (
 	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/driver"
 	"github.com/parleyhq/parley/internal/fanout"
+	"github.com/parleyhq/parley/internal/gitwork"
 	"github.com/parleyhq/parley/internal/mcpserver"
 	"github.com/parleyhq/parley/internal/push"
 	"github.com/parleyhq/parley/internal/remote"
@@ -58,6 +59,10 @@ type Options struct {
 	// CODEX_HOME and GEMINI_CLI_HOME as the agents themselves read them. Set
 	// by Go tests and benchmarks that run several machines in one process.
 	AgentHome string
+	// JoinTailnet puts the daemon on the tailnet when [tailscale] is on: the
+	// parley binary's is tsnode.Join. nil (test binaries that play parley, so
+	// that they need not link tsnet) refuses such a config.
+	JoinTailnet tailnet.Join
 }
 
 // Daemon is a running parley.
@@ -92,7 +97,7 @@ type Daemon struct {
 	// view is the hub's readers' store (every machine's threads).
 	view *cluster.View
 	// tailnet is set when [tailscale] puts the dashboard on the tailnet.
-	tailnet *tailnet.Node
+	tailnet tailnet.Node
 	// sessions indexes the agents' own sessions on this machine (sessions.go);
 	// at a cluster's hub, allSessions lists every machine's.
 	sessions    *sessions.Index
@@ -152,6 +157,12 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 			tools.Close(context.WithoutCancel(ctx))
 		}
 	}()
+	ruleSet, err := openRules(ctx, cfg, st, log)
+	if err != nil {
+		ch.Close()
+		st.Close()
+		return nil, err
+	}
 	var rem router.Remote
 	readStore := store.Store(st)
 	if ch != nil {
@@ -161,7 +172,7 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 		Agents: cfg.Agents, DefaultAgent: cfg.DefaultAgent, Roots: cfg.Roots,
 		Drivers: opt.Drivers, QueueDepth: cfg.Limits.QueueDepth, MaxMessageBytes: cfg.Limits.MaxMessageBytes,
 		MaxSessions: cfg.Limits.MaxSessions, ThreadsPerMinute: cfg.Limits.ThreadsPerMinute,
-		Logger: log, Metrics: router.NewMetrics(reg), Remote: rem, Tools: tools, Node: cfg.Cluster.Node, Rules: ruleSet(cfg.Rules, time.Now()),
+		Logger: log, Metrics: router.NewMetrics(reg), Remote: rem, Tools: tools, Node: cfg.Cluster.Node, Rules: ruleSet.Decide,
 		Worktrees: cfg.Git.Worktrees,
 	})
 	if err := rt.Start(ctx); err != nil {
@@ -240,7 +251,7 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 		ch.Close()
 		rt.Close(ctx)
 		st.Close()
-		return nil, fmt.Errorf("listen %s: %w", cfg.Addr, err)
+		return nil, listenError(cfg.Addr, err) // taken.go
 	}
 	if err := refuseClearText(cfg, ln.Addr(), cert != nil); err != nil {
 		ln.Close()
@@ -284,7 +295,7 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 		st.Close()
 		return nil, err
 	}
-	if err := d.startTailnet(opt.Say); err != nil {
+	if err := d.startTailnet(opt.JoinTailnet, opt.Say); err != nil {
 		d.stopCluster()
 		ln.Close()
 		pusher.Close()
@@ -305,6 +316,7 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 		return nil, err
 	}
 	d.auto.handle(ws)
+	ruleSet.Handle(ws.Handle)
 	if cert != nil {
 		d.stopCert = cert.watch(log)
 	}
@@ -365,8 +377,19 @@ func (d *Daemon) dialClusterHub(reg prometheus.Registerer) error {
 	if err != nil {
 		return err
 	}
-	// The hub lists this machine's agent sessions by asking it.
-	return d.link.ServeSessions(d.sessions.List)
+	// The hub lists this machine's agent sessions by asking it, and reads
+	// its threads' changes the same way.
+	if err := d.link.ServeSessions(d.sessions.List); err != nil {
+		return err
+	}
+	return d.link.ServeChanges(func(ctx context.Context, id chat.ThreadID, q gitwork.Query) (gitwork.Changes, error) {
+		th, err := d.store.Thread(ctx, id)
+		if err != nil {
+			return gitwork.Changes{}, err
+		}
+		q.Base = th.GitBase
+		return gitwork.Diff(ctx, th.Cwd, q)
+	})
 }
 
 func (d *Daemon) stopCluster() {
@@ -378,10 +401,14 @@ func (d *Daemon) stopCluster() {
 
 // startTailnet joins the tailnet when [tailscale] says so; the node serves
 // d.http there once it runs.
-func (d *Daemon) startTailnet(say func(string)) error {
+func (d *Daemon) startTailnet(join tailnet.Join, say func(string)) error {
 	t := d.cfg.Tailscale
 	if !t.Enabled {
 		return nil
+	}
+	if join == nil {
+		return errors.New("tailscale: this program was built without the tailnet (-tags notailnet, or a test binary playing parley); " +
+			"[tailscale] needs parley built without that tag")
 	}
 	if say == nil {
 		say = func(string) {}
@@ -396,13 +423,13 @@ func (d *Daemon) startTailnet(say func(string)) error {
 		say(fmt.Sprintf("On your tailnet: %s (this link signs in once, within %v: %s%s)", url, auth.CodeTTL, url, web.LoginPath(code)))
 	}
 	var err error
-	d.tailnet, err = tailnet.Start(tailnet.Options{Hostname: t.Hostname, StateDir: t.StateDir,
+	d.tailnet, err = join(tailnet.Options{Hostname: t.Hostname, StateDir: t.StateDir,
 		AuthKeyFile: t.AuthKeyFile, ControlURL: t.ControlURL, Server: d.http, Say: say, Serving: serving, Logger: d.log})
 	return err
 }
 
 // Tailnet is the daemon's node on the tailnet, or nil.
-func (d *Daemon) Tailnet() *tailnet.Node { return d.tailnet }
+func (d *Daemon) Tailnet() tailnet.Node { return d.tailnet }
 
 // ClusterHub is the hub this daemon runs, or nil.
 func (d *Daemon) ClusterHub() *cluster.Hub { return d.clusterHub }

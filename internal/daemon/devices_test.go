@@ -82,7 +82,7 @@ func TestPairDeviceThenRevokeClosesItsSocket(t *testing.T) {
 	resp.Body.Close()
 	var cookie *http.Cookie
 	for _, c := range resp.Cookies() {
-		if c.Name == web.CookieName && c.MaxAge > 0 {
+		if strings.HasPrefix(c.Name, web.CookieName+"_") && c.MaxAge > 0 {
 			cookie = c
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/client"
 	"github.com/parleyhq/parley/internal/gitwork"
 	"github.com/parleyhq/parley/internal/testkit/chatsock"
 )
@@ -205,4 +206,43 @@ func TestThreadChangesOutsideGit(t *testing.T) {
 	c.Send(map[string]any{"type": "message", "message_id": "m2", "text": "hi",
 		"intent": map[string]any{"new": map[string]any{"cwd": e.root, "agent": "echo", "worktree": true}}})
 	c.WaitFor(0, 10*time.Second, chatsock.Type(chat.TypeError), "a worktree outside git refused")
+}
+
+// At a cluster's hub, a node's thread's change is read on its machine and
+// answered as the node's own; shipping it is refused at the hub with words.
+func TestNodeThreadChangesAtTheHub(t *testing.T) {
+	gitEnv(t)
+	hub := startHub(t)
+	b := joinNode(t, hub, "b")
+	gitIn(t, b.root, "init", "-q", "-b", "main")
+	writeFile(t, filepath.Join(b.root, "a.txt"), "one\n")
+	gitIn(t, b.root, "add", "-A")
+	gitIn(t, b.root, "commit", "-qm", "first")
+	base := gitIn(t, b.root, "rev-parse", "HEAD")
+
+	s := hub.dial("desk", -1)
+	s.WaitFor(0, 10*time.Second, chatsock.Type(chat.TypeReplayDone), "ready")
+	s.Send(map[string]any{"type": "message", "message_id": "m1", "text": "say hi",
+		"intent": map[string]any{"new": map[string]any{"cwd": b.root, "node": "b"}}})
+	s.WaitFor(0, 10*time.Second, chatsock.PromptDone("m1", chat.StopEndTurn), "b's first turn at the hub")
+	id := s.Get(s.WaitFor(0, 10*time.Second, func(e client.Event) bool { return shownThread(e) != "" }, "the route's thread"))
+	th := shownThread(id)
+	if !strings.HasSuffix(string(th), "@b") {
+		t.Fatalf("thread %s is not b's", th)
+	}
+	writeFile(t, filepath.Join(b.root, "a.txt"), "one\ntwo\n")
+	var c gitwork.Changes
+	if code := hub.api("GET", "/api/threads/"+string(th)+"/changes", nil, &c); code != 200 {
+		t.Fatalf("changes at the hub: %d", code)
+	}
+	if c.Base != base || c.Patch != gitIn(t, b.root, "diff", base)+"\n" || len(c.Files) != 1 {
+		t.Fatalf("b's thread's change at the hub (base %s):\n%s", c.Base, c.Patch)
+	}
+	var bad apiError
+	if code := hub.api("GET", "/api/threads/"+string(th)+"/changes?path=../x", nil, &bad); code != 400 {
+		t.Fatalf("a bad path through the hub: %d %+v", code, bad)
+	}
+	if code := hub.api("POST", "/api/threads/"+string(th)+"/commit", map[string]any{"message": "x"}, &bad); code != 400 || !strings.Contains(bad.Error.Message, "on machine b") {
+		t.Fatalf("commit at the hub: %d %+v", code, bad)
+	}
 }

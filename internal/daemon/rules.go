@@ -1,22 +1,28 @@
 package daemon
 
 import (
-	"time"
+	"context"
+	"log/slog"
 
-	"github.com/parleyhq/parley/internal/rules"
+	"github.com/parleyhq/parley/internal/config"
+	"github.com/parleyhq/parley/internal/ruleset"
+	"github.com/parleyhq/parley/internal/store/sqlite"
 )
 
-// ruleSet is the config's [[rule]]s as the router asks them; a rule with
-// `for` holds from the start (loaded at now). nil without rules.
-func ruleSet(set []rules.Rule, now time.Time) func(rules.Call) rules.Verdict {
-	if len(set) == 0 {
-		return nil
-	}
-	set = append([]rules.Rule(nil), set...)
-	for i := range set {
-		if set[i].Since.IsZero() {
-			set[i].Since = now
+// openRules opens the machine's approval rules: the config's, then those a
+// person made (kept in st).
+func openRules(ctx context.Context, cfg config.Config, st *sqlite.Store, log *slog.Logger) (*ruleset.Set, error) {
+	roots := func(agent string) []string { return agentRoots(cfg, agent) }
+	return ruleset.Open(ctx, ruleset.Options{Config: cfg.Rules, Store: st, Node: cfg.Cluster.Node, Roots: roots,
+		Logger: log.With("part", "rules")})
+}
+
+// agentRoots is where an agent may work: its own roots, else the machine's.
+func agentRoots(cfg config.Config, agent string) []string {
+	for _, a := range cfg.Agents {
+		if a.ID == agent && len(a.Roots) > 0 {
+			return a.Roots
 		}
 	}
-	return func(c rules.Call) rules.Verdict { return rules.Decide(set, c, time.Now()) }
+	return cfg.Roots
 }

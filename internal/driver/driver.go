@@ -46,7 +46,10 @@ type Spec struct {
 	Model    string   // the model to ask for, or ""
 	// Options carries transport-specific settings from config (e.g. the tmux session to adopt).
 	Options map[string]string
-	Logger  *slog.Logger
+	// Logger is the session's log, already naming its thread and agent (the
+	// router's lane gives its own): a driver adds only what is its own. Nil:
+	// the driver's logger, with the thread and agent added.
+	Logger *slog.Logger
 	// Tools is parley's own MCP server for this session (internal/mcpserver:
 	// ask_person, notify_person), or nil. Each driver hands it to its agent
 	// in the agent's own way and lets its tools run without asking.

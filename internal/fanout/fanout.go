@@ -52,7 +52,7 @@ type Sub struct {
 	ready chan struct{} // signalled (capacity 1) when items are queued
 	done  chan struct{}
 
-	qmu    sync.Mutex // after Fanout.mu, never before (Fanout's lock order)
+	qmu    sync.Mutex // after Fanout.mu, never before (docs/locks.md)
 	q      []*Item
 	spare  []*Item // the slice the last Take returned, reused by the next one
 	max    int

@@ -14,7 +14,7 @@ type Watcher struct {
 	ready chan struct{}   // signalled (capacity 1) when threads changed
 	types map[string]bool // WatchTypes: the event types it hears of (nil: all); set once
 
-	mu      sync.Mutex // a leaf, after Fanout.mu (Fanout's lock order)
+	mu      sync.Mutex // a leaf, after Fanout.mu (docs/locks.md)
 	changed map[chat.ThreadID]struct{}
 }
 

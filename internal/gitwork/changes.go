@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"path"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -39,10 +40,13 @@ type File struct {
 // Changes is a thread's whole change since its base: the answer of GET
 // /api/threads/{id}/changes.
 type Changes struct {
-	Base       string `json:"base"`
-	Head       string `json:"head"`
-	Branch     string `json:"branch"`
-	Upstream   string `json:"upstream"`
+	Base     string `json:"base"`
+	Head     string `json:"head"`
+	Branch   string `json:"branch"`
+	Upstream string `json:"upstream"`
+	// Dir is the thread's directory from the repository's top ("" at the
+	// top): the files' paths are the top's, the Files view's the thread's.
+	Dir        string `json:"dir"`
 	Ahead      int    `json:"ahead"`
 	Behind     int    `json:"behind"`
 	Files      []File `json:"files"`
@@ -79,6 +83,7 @@ func Diff(ctx context.Context, dir string, q Query) (Changes, error) {
 		spec = []string{"--", ":(literal)" + p}
 	}
 	c := Changes{Head: Head(ctx, top), Branch: branch(ctx, top), Upstream: upstream(ctx, top), Files: []File{}}
+	c.Dir = below(top, dir)
 	c.Base = q.Base
 	if c.Base == "" {
 		c.Base = c.Head
@@ -396,3 +401,16 @@ func CommentText(p string, line int, hunk, text string) (string, error) {
 const AskCommit = "Please commit the changes you made in this thread: review `git status` and `git diff`, " +
 	"stage what belongs to the change, and commit it with a clear message (subject line, blank line, a body saying why). " +
 	"Do not push."
+
+// below is dir as a slash path from top ("" for top itself or a dir not
+// under it), symlinks resolved as git resolves its top.
+func below(top, dir string) string {
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = real
+	}
+	rel, err := filepath.Rel(top, dir)
+	if err != nil || rel == "." || !filepath.IsLocal(rel) {
+		return ""
+	}
+	return filepath.ToSlash(rel)
+}

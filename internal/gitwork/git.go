@@ -55,7 +55,7 @@ func CodeOf(err error) string {
 // env is the environment every git and gh process gets: the person's own,
 // with prompts off so a missing credential fails instead of hanging.
 func env() []string {
-	return append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GCM_INTERACTIVE=never", "GH_PROMPT_DISABLED=1", "LC_ALL=C")
+	return append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GCM_INTERACTIVE=never", "GH_PROMPT_DISABLED=1")
 }
 
 // result is one finished git run.
@@ -66,11 +66,13 @@ type result struct {
 }
 
 // run runs `git -C dir args…` and returns what it printed; a non-zero exit is
-// not an error here (callers judge it), only a git that could not run.
+// not an error here (callers judge it), only a git that could not run. A dir
+// that is gone is git's to say (not a repository), so git starts anywhere.
 func run(ctx context.Context, dir string, stdin []byte, args ...string) (result, error) {
-	return runProgram(ctx, "git", dir, stdin, append([]string{"-C", dir}, args...)...)
+	return runProgram(ctx, "git", "", stdin, append([]string{"-C", dir}, args...)...)
 }
 
+// runProgram runs program in dir ("" : parley's own).
 func runProgram(ctx context.Context, program, dir string, stdin []byte, args ...string) (result, error) {
 	cmd := exec.CommandContext(ctx, program, args...)
 	cmd.Dir = dir

@@ -117,6 +117,11 @@ func TestDiffIsGitDiffPlusUntracked(t *testing.T) {
 	if c.More || c.NextOffset != len(want) {
 		t.Fatalf("one page expected: more %v next %d of %d", c.More, c.NextOffset, len(want))
 	}
+	// Read from a folder below the top, the change says where the folder is,
+	// so a file's path can be named as the thread's Files view names it.
+	if c.Dir != "new" {
+		t.Fatalf("dir %q, want new (the thread's folder from the top)", c.Dir)
+	}
 	got := map[string]File{}
 	var order []string
 	for _, f := range c.Files {
@@ -151,6 +156,9 @@ func TestDiffIsGitDiffPlusUntracked(t *testing.T) {
 	one, err := Diff(ctx, dir, Query{Base: base, Path: "a.txt"})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if one.Dir != "" {
+		t.Fatalf("dir %q at the top, want empty", one.Dir)
 	}
 	if len(one.Files) != 1 || one.Files[0].Path != "a.txt" || one.Patch != gitOut(t, dir, "diff", base, "--", "a.txt") {
 		t.Fatalf("one file: %+v\n%s", one.Files, one.Patch)
@@ -386,5 +394,13 @@ func TestSlug(t *testing.T) {
 		if got := Slug(in); got != want {
 			t.Errorf("Slug(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// A thread whose folder is gone is "not a repository", not a failure to run.
+func TestDiffOfAFolderGone(t *testing.T) {
+	isolate(t)
+	if _, err := Diff(context.Background(), filepath.Join(t.TempDir(), "gone"), Query{}); CodeOf(err) != CodeNotRepo {
+		t.Fatalf("want %s, got %v", CodeNotRepo, err)
 	}
 }

@@ -132,7 +132,7 @@ type Service struct {
 	allFailed    bool
 	fails        int
 
-	mu         sync.Mutex
+	mu         sync.Mutex     // a leaf (docs/locks.md)
 	subscribed map[string]int // device → subscriptions, for the device list
 }
 

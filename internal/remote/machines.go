@@ -6,6 +6,7 @@ import (
 
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/cluster"
+	"github.com/parleyhq/parley/internal/gitwork"
 	"github.com/parleyhq/parley/internal/push"
 
 	"github.com/parleyhq/parley/internal/router"
@@ -89,4 +90,9 @@ func (m EveryMachine) Agents() []chat.AgentInfo {
 // them), and "agent@node" starts a thread there.
 func (h *Hub) EveryMachine(rt *router.Router) EveryMachine {
 	return EveryMachine{Router: rt, hub: h.hub, node: h.node}
+}
+
+// NodeChanges asks node for its thread's change (thread: the node's own id).
+func (m Machines) NodeChanges(ctx context.Context, node string, thread chat.ThreadID, q gitwork.Query) (gitwork.Changes, error) {
+	return m.hub.NodeChanges(ctx, node, thread, q)
 }

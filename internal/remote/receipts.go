@@ -16,7 +16,7 @@ import (
 // whose from is the route as the node keeps the hub's; its delivery events
 // follow it in the log. Bounded: the last receiptsKept messages.
 type receipts struct {
-	mu   sync.Mutex // a leaf
+	mu   sync.Mutex // a leaf (docs/locks.md)
 	byID map[receiptKey]*receipt
 	ring []receiptKey
 	next int

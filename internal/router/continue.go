@@ -72,8 +72,16 @@ func (r *Router) ContinueSession(ctx context.Context, from chat.RouteKey, ri Res
 	}
 	spec := agentSpec(ag)
 	spec.Cwd, spec.ResumeID = dir, sessionID
-	if err := r.notRunningElsewhere(ctx, drv, spec); err != nil {
+	// Running in a person's terminal: its tmux pane is adopted, a plain
+	// terminal watched when asked; anything else running it is refused.
+	term, err := r.terminalOf(ctx, drv, spec, ri.Watch)
+	if err != nil {
 		return "", err
+	}
+	if term == nil {
+		if err := r.notRunningElsewhere(ctx, drv, spec); err != nil {
+			return "", err
+		}
 	}
 	var id chat.ThreadID
 	var l *lane
@@ -88,11 +96,22 @@ func (r *Router) ContinueSession(ctx context.Context, from chat.RouteKey, ri Res
 	if err != nil {
 		return id, err
 	}
-	hr, ok := drv.(driver.HistoryReader)
-	if !ok {
-		return id, nil // the agent replays its past itself (ACP session/load), or keeps none
+	if term != nil {
+		if err := l.onLane(ctx, func(reply func(error)) { reply(l.takeTerminal(term)) }); err != nil {
+			return id, err
+		}
 	}
-	return id, l.onLane(ctx, func(reply func(error)) { l.continueHere(hr, reply) })
+	if hr, ok := drv.(driver.HistoryReader); ok { // else the agent replays its past itself (ACP session/load), or keeps none
+		if err := l.onLane(ctx, func(reply func(error)) { l.continueHere(hr, reply) }); err != nil {
+			return id, err
+		}
+	}
+	if term == nil {
+		return id, nil
+	}
+	// Followed from now on: the pane's cards and the transcript's words
+	// reach the thread before anyone writes to it.
+	return id, l.onLane(ctx, func(reply func(error)) { l.startSession(); reply(nil) })
 }
 
 // agentSpec is the part of a driver.Spec that comes from the agent's config.
@@ -138,7 +157,7 @@ func (r *Router) notRunningElsewhere(ctx context.Context, drv driver.Driver, spe
 		return nil
 	}
 	return fmt.Errorf("%w (%s session %s, pid %d, not started by parley: a terminal perhaps); "+
-		"two processes on one session fork it: go on there, or end it there and continue here",
+		"two processes on one session fork it: go on there, watch it here, or end it there and continue here",
 		chat.ErrSessionRunning, spec.AgentID, spec.ResumeID, pid)
 }
 

@@ -15,7 +15,7 @@ import (
 // the thread's state handed_back). Answered once the thread says so, or at
 // once when a turn must end first.
 func (l *lane) handBack(reply func(error)) {
-	drv, ag, err := l.r.Driver(l.th.Agent)
+	drv, ag, err := l.driver()
 	if err != nil {
 		reply(err)
 		return
@@ -66,6 +66,9 @@ func (l *lane) maybeHandBack() {
 	if l.sess != nil {
 		l.closeSession()
 	}
+	// An adopted pane is let go, never ended: from now on it is the
+	// person's alone, and the next continue looks at it afresh.
+	l.dropTerminal()
 	// The terminal's process must not meet parley's: the thread says the
 	// command once parley's has exited.
 	closed := l.closed

@@ -58,7 +58,10 @@ type lane struct {
 	// revokeTools drops the live session's credential for parley's MCP
 	// server (Options.Tools), nil when it has none.
 	revokeTools func()
-	idle        *time.Timer
+	// term is the person's process the thread follows instead of starting
+	// its own (terminal.go), or nil.
+	term *terminal
+	idle *time.Timer
 	// closed is done once the sessions let go of so far have finished
 	// closing. A start waits for it: an agent's new process must not meet
 	// its old one, which holds the same names (a tmux session, a state

@@ -87,7 +87,7 @@ func (l *lane) startSession() {
 	if l.life != noSession {
 		return // starting or live already, or closing
 	}
-	drv, ag, err := l.r.Driver(l.th.Agent)
+	drv, ag, err := l.driver()
 	if err != nil {
 		l.sessionFailed(err)
 		return
@@ -107,6 +107,8 @@ func (l *lane) startSession() {
 	sink := &laneSink{l: l, gen: gen}
 	live := chat.LiveSession{Thread: l.th.ID, Agent: ag.ID, Cwd: l.th.Cwd}
 	resumed := l.th.SessionID != ""
+	// A terminal's process is the one the thread means to follow.
+	checkRunning := resumed && l.term == nil
 	closed := l.closed
 	l.spawn(func() {
 		if closed != nil {
@@ -117,7 +119,7 @@ func (l *lane) startSession() {
 		}
 		var s driver.Session
 		var err error
-		if resumed {
+		if checkRunning {
 			// A session handed back, or run in a terminal since: a second
 			// process on it would fork it.
 			err = l.r.notRunningElsewhere(l.r.ctx, drv, spec)
@@ -206,6 +208,7 @@ func (l *lane) spec(ag config.Agent) driver.Spec {
 	// The mark that tells this thread's agent from a person's process on
 	// the same session, even after parley was killed (notRunningElsewhere).
 	spec.Env = append(spec.Env, procgroup.MarkEnv+"="+string(l.th.ID))
+	l.termOptions(&spec)
 	return spec
 }
 
@@ -235,8 +238,8 @@ func (l *lane) bumpIdle() {
 }
 
 func (l *lane) onIdle() {
-	if l.sess == nil || l.turn != nil || len(l.queue) > 0 {
-		return
+	if l.sess == nil || l.turn != nil || len(l.queue) > 0 || l.term != nil {
+		return // a terminal's session is followed while it runs
 	}
 	l.log.Info("idle: unloading session")
 	l.closeSession()
@@ -370,7 +373,7 @@ const checkTimeout = 10 * time.Second
 // it. Its receipt stays "delivering", and the queue waits, until the answer.
 func (l *lane) checkCutOff(p *pendingInput) {
 	l.checking++
-	drv, ag, err := l.r.Driver(l.th.Agent)
+	drv, ag, err := l.driver()
 	var spec driver.Spec
 	if err == nil {
 		spec = l.spec(ag)

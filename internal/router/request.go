@@ -75,6 +75,10 @@ type ResumeIntent struct {
 	// Node, at a cluster's hub, is the machine the session is on: it is
 	// continued there (resume_session only).
 	Node string `json:"node,omitempty"`
+	// Watch follows a session that runs in a terminal, read-only, rather
+	// than refusing it (resume_session only). A session running in a tmux
+	// pane is adopted without it.
+	Watch bool `json:"watch,omitempty"`
 }
 
 // PermissionAnswer answers a permission card: an option, or cancelled.

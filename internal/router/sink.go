@@ -67,6 +67,7 @@ func (l *lane) onUpdate(u update) {
 		}
 	case upExited:
 		l.closeSession() // what the driver still holds for it (a follower, a listener)
+		l.dropTerminal() // the person's process is gone: the thread can continue the session itself
 		detail := "the agent exited"
 		if u.err != nil {
 			detail = "the agent exited: " + u.err.Error()

@@ -123,7 +123,9 @@ func word(w *syntax.Word) (string, error) {
 			return "", fmt.Errorf("it names another user's home (%s)", lit.Value)
 		}
 	}
-	s, err := expand.Literal(nil, w)
+	// A config of its own each time: with nil, the library writes to a
+	// package-level one, a data race between lanes deciding at once.
+	s, err := expand.Literal(&expand.Config{}, w)
 	if err != nil {
 		return "", fmt.Errorf("it expands a word: %v", err)
 	}

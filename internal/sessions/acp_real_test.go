@@ -106,14 +106,18 @@ func TestCodexSessionIsFound(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("codex did not end its turn")
 	}
-	if err := sess.Close(context.Background()); err != nil {
-		t.Fatal(err)
-	}
 	x, err := Open(t.TempDir(), []string{root}, Codex{Dir: filepath.Join(home, ".codex")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer x.Close()
+	// Running while codex-acp holds the session: its open rollout says so.
+	if s := listOne(t, x); !s.Running || s.PID <= 0 || !strings.HasPrefix(s.Where, "pid:") {
+		t.Fatalf("while codex-acp runs it: %+v", s)
+	}
+	if err := sess.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	s := listOne(t, x)
 	if s.Agent != "codex" || s.Cwd != cwd || s.Title != "first prompt here" || s.Turns != 1 || s.Running || !strings.Contains(s.Path, s.ID) {
 		t.Fatalf("listed %+v", s)

@@ -14,7 +14,7 @@ import (
 
 // Codex is Codex's sessions: one rollout file per session at
 // <Dir>/sessions/YYYY/MM/DD/rollout-<time>-<session id>.jsonl. Codex writes
-// no record of which run now.
+// no record of which run now: its process's open rollout says (Running).
 type Codex struct {
 	// Dir is Codex's home ($CODEX_HOME, else ~/.codex).
 	Dir string
@@ -114,3 +114,17 @@ func readCodex(id string, in io.Reader) (Session, error) {
 	}
 	return s, nil
 }
+
+// Running implements Runner: Codex writes no record of which sessions run,
+// but its process holds the session's rollout open while it runs.
+func (c Codex) Running(ctx context.Context) (map[string]Live, error) {
+	return openSessions(ctx, filepath.Join(c.Dir, "sessions"), func(name string) string {
+		name, ok := strings.CutSuffix(name, ".jsonl")
+		if !ok || !strings.HasPrefix(name, "rollout-") || len(name) < 36 {
+			return ""
+		}
+		return name[len(name)-36:]
+	}), nil
+}
+
+var _ Runner = Codex{}

@@ -54,6 +54,11 @@ func TestClaudeTUIInTmuxIsFoundRunning(t *testing.T) {
 	if got, ok, err := x.Lookup(context.Background(), "claude", s.ID); !ok || err != nil || !got.Running || got.Where != want {
 		t.Fatalf("lookup: %+v %v %v", got, ok, err)
 	}
+	// The pane by the id tmux gave it, the name adopting it uses.
+	paneID := strings.TrimSpace(tm.Tmux("display-message", "-p", "-t", "t", "#{pane_id}"))
+	if p, ok := Locate(context.Background(), s.PID); !ok || p.ID != paneID || p.Server != filepath.Base(server) || p.Target != "t:0.0" {
+		t.Fatalf("Locate(%d) = %+v %v, want pane %s", s.PID, p, ok, paneID)
+	}
 
 	tm.TypeLine("/exit")
 	tm.WaitScreen("Claude Code gone", func(string) bool { _, ok := tm.ExitStatus(); return ok })

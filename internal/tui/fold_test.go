@@ -6,6 +6,7 @@ import "testing"
 // again under its id (a retry) is logged as queued again, and the screen
 // follows the log rather than keeping it failed.
 func TestARetriedMessageIsNoLongerShownFailed(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, Options{NoColor: true})
 	connected(h, thread1)
 	h.frames(

@@ -99,6 +99,7 @@ func TestLinkReconnectsWithSince(t *testing.T) {
 // TestLinkDropsASilentSocket: a socket that says nothing to pings is dropped
 // and reported offline.
 func TestLinkDropsASilentSocket(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, err := websocket.Accept(w, r, nil)
 		if err != nil {
@@ -122,6 +123,7 @@ func TestLinkDropsASilentSocket(t *testing.T) {
 }
 
 func TestLinkGivesUpOnABadToken(t *testing.T) {
+	t.Parallel()
 	d, _ := startDaemon(t)
 	l := tui.NewLink("http://"+d.Addr(), "wrong-token", client.Options{Chat: "bad", Since: -1}, nil)
 	log := runLink(t, l)

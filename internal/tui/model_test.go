@@ -225,6 +225,7 @@ func connected(h *harness, segs ...[]string) {
 }
 
 func TestRecordedAnswer(t *testing.T) {
+	t.Parallel()
 	segs := recorded(t, "answer")
 	h := newHarness(t, Options{NoColor: true})
 	connected(h, segs...)
@@ -232,6 +233,7 @@ func TestRecordedAnswer(t *testing.T) {
 }
 
 func TestRecordedPermissionAnsweredByKey(t *testing.T) {
+	t.Parallel()
 	segs := recorded(t, "permission")
 	for _, c := range []struct {
 		name   string
@@ -263,6 +265,7 @@ func TestRecordedPermissionAnsweredByKey(t *testing.T) {
 }
 
 func TestRecordedQuestionAnsweredByFreeText(t *testing.T) {
+	t.Parallel()
 	segs := recorded(t, "question")
 	h := newHarness(t, Options{NoColor: true})
 	connected(h, segs[0])
@@ -281,6 +284,7 @@ func TestRecordedQuestionAnsweredByFreeText(t *testing.T) {
 }
 
 func TestRecordedQuestionByNumber(t *testing.T) {
+	t.Parallel()
 	segs := recorded(t, "question")
 	h := newHarness(t, Options{NoColor: true})
 	connected(h, segs[0])
@@ -305,6 +309,7 @@ func permissionIn(frames []string) (thread, rid string) {
 }
 
 func TestCardResolvedElsewhereDisappears(t *testing.T) {
+	t.Parallel()
 	segs := recorded(t, "permission")
 	h := newHarness(t, Options{NoColor: true})
 	connected(h, segs[0])
@@ -338,6 +343,7 @@ func answeredHere(t *testing.T) (h *harness, thread, rid string) {
 // may reach the screen before this answer's refusal (card_closed), and the
 // screen then says the card was answered elsewhere, not an error.
 func TestCardAnsweredHereAndElsewhereAtOnce(t *testing.T) {
+	t.Parallel()
 	h, thread, rid := answeredHere(t)
 	h.frames(fmt.Sprintf(`{"type":"permission_resolved","thread":%q,"seq":9,"request_id":%q,"option_id":"reject","by":{"channel":"web","chat":"c1"}}`, thread, rid),
 		fmt.Sprintf(`{"type":"error","code":"card_closed","message":"card is no longer open","ref":%q}`, rid))
@@ -349,6 +355,7 @@ func TestCardAnsweredHereAndElsewhereAtOnce(t *testing.T) {
 // card_closed) leaves the card open with the reason on it: the card was not
 // answered elsewhere, and a message starts the agent again.
 func TestCardAnswerRefusedWhileTheAgentIsNotRunningKeepsTheCard(t *testing.T) {
+	t.Parallel()
 	h, _, rid := answeredHere(t)
 	h.frames(fmt.Sprintf(`{"type":"error","code":"agent_error","message":"the agent is not running; the card stays open","ref":%q}`, rid))
 	h.wantScreen("Permission: Run Bash", "the agent is not running; the card stays open")
@@ -356,6 +363,7 @@ func TestCardAnswerRefusedWhileTheAgentIsNotRunningKeepsTheCard(t *testing.T) {
 }
 
 func TestMultiSelectQuestion(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, Options{NoColor: true})
 	connected(h, []string{
 		`{"type":"config","chat":"c","channel":"tui","agents":[],"default_agent":"echo"}`,
@@ -379,6 +387,7 @@ func TestMultiSelectQuestion(t *testing.T) {
 }
 
 func TestReconnectNeverShowsAnEventTwice(t *testing.T) {
+	t.Parallel()
 	segs := recorded(t, "reconnect")
 	h := newHarness(t, Options{NoColor: true})
 	connected(h, segs[0])
@@ -404,6 +413,7 @@ var thread1 = []string{
 }
 
 func TestTypedMessageEchoAndReceipts(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, Options{NoColor: true})
 	connected(h, thread1)
 	h.typeText("hello there")
@@ -434,6 +444,7 @@ func TestTypedMessageEchoAndReceipts(t *testing.T) {
 }
 
 func TestQueuedSaysWhatItWaitsFor(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, Options{NoColor: true})
 	connected(h, thread1)
 	h.frames(
@@ -448,6 +459,7 @@ func TestQueuedSaysWhatItWaitsFor(t *testing.T) {
 }
 
 func TestFailedDeliverySaysWhy(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, Options{NoColor: true})
 	connected(h, thread1)
 	h.frames(
@@ -464,6 +476,7 @@ func TestFailedDeliverySaysWhy(t *testing.T) {
 }
 
 func TestOfflineMessageIsKeptAndSentOnce(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, Options{NoColor: true})
 	connected(h, thread1)
 	h.be.offline = true
@@ -502,6 +515,7 @@ func TestOfflineMessageIsKeptAndSentOnce(t *testing.T) {
 }
 
 func TestEscStopsOnlyARunningTurn(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, Options{NoColor: true})
 	connected(h, thread1)
 	h.key("esc")
@@ -524,6 +538,7 @@ func TestEscStopsOnlyARunningTurn(t *testing.T) {
 // A stop asked from another screen (the dashboard, another parley chat) shows
 // here too, from the logged stopping status, until the agent ends the turn.
 func TestAStopFromAnotherScreenShowsStopping(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, Options{NoColor: true})
 	connected(h, thread1)
 	h.frames(`{"type":"turn_status","thread":"t_1","seq":1,"active":true,"message_id":"m1"}`)
@@ -539,6 +554,7 @@ func TestAStopFromAnotherScreenShowsStopping(t *testing.T) {
 }
 
 func TestCtrlCTwiceQuits(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, Options{NoColor: true})
 	h.key("ctrl+c")
 	if h.quit {
@@ -556,6 +572,7 @@ func TestCtrlCTwiceQuits(t *testing.T) {
 }
 
 func TestModeKeyCyclesModes(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, Options{NoColor: true})
 	connected(h, thread1)
 	h.key("shift+tab")
@@ -577,6 +594,7 @@ func TestModeKeyCyclesModes(t *testing.T) {
 }
 
 func TestToolCallsAreOneLineAndExpand(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, Options{NoColor: true})
 	connected(h, thread1)
 	h.frames(
@@ -590,6 +608,7 @@ func TestToolCallsAreOneLineAndExpand(t *testing.T) {
 }
 
 func TestThreadPickerSwitches(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, Options{NoColor: true})
 	now := time.Now()
 	h.be.threads = []chat.Thread{
@@ -624,6 +643,7 @@ func TestThreadPickerSwitches(t *testing.T) {
 // In the thread picker, / searches titles and messages: the list becomes the
 // threads found (a thread once, with where it matched), and a number opens one.
 func TestThreadPickerSearches(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, Options{NoColor: true})
 	h.be.threads = []chat.Thread{{ID: "t_1", Agent: "echo", Cwd: "/w", State: "idle", UpdatedAt: time.Now()}}
 	h.be.hits = []chat.SearchHit{
@@ -657,6 +677,7 @@ func TestThreadPickerSearches(t *testing.T) {
 // A search at a cluster's hub that could not ask every machine says which
 // were not searched and why, next to what it found.
 func TestThreadPickerSaysWhichMachinesWereNotSearched(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, Options{NoColor: true})
 	h.be.hits = []chat.SearchHit{{Thread: "t_9", Seq: 3, Kind: "user", Snippet: "heron?", Title: "Birds"}}
 	h.be.unsearched = []client.Unsearched{{Node: "laptop", Reason: "offline"}, {Node: "vm", Reason: "no answer within 5s"}}
@@ -671,6 +692,7 @@ func TestThreadPickerSaysWhichMachinesWereNotSearched(t *testing.T) {
 // A machine's reason is its words, not the terminal's: its control
 // sequences (a title change, a screen clear) are not written to the screen.
 func TestThreadPickerPrintsAnUnsearchedReasonWithoutItsControlSequences(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, Options{NoColor: true})
 	h.be.unsearched = []client.Unsearched{{Node: "laptop", Reason: "dow\x1b]0;owned\x07n\x1b[2J\r"}}
 	connected(h, thread1)
@@ -685,6 +707,7 @@ func TestThreadPickerPrintsAnUnsearchedReasonWithoutItsControlSequences(t *testi
 }
 
 func TestInitialChoice(t *testing.T) {
+	t.Parallel()
 	noThread := []string{
 		`{"type":"config","chat":"c","channel":"tui","agents":[{"id":"echo"},{"id":"gem"}],"default_agent":"echo"}`,
 		`{"type":"turn_status","active":false}`,
@@ -707,6 +730,7 @@ func TestInitialChoice(t *testing.T) {
 		{"--thread", Options{Thread: "t_old"}, noThread, "t_old"},
 		{"the route's own thread", Options{}, thread1, ""},
 		{"--new", Options{New: true, Cwd: "/w/sub"}, thread1, ""},
+		{"--new --worktree", Options{New: true, Cwd: "/w/sub", Worktree: true}, thread1, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -727,7 +751,11 @@ func TestInitialChoice(t *testing.T) {
 				h.typeText("x")
 				h.key("enter")
 				m := h.be.sentOf("message")
-				if len(m) != 1 || fmt.Sprint(m[0]["intent"]) != "map[new:map[agent:echo cwd:/w/sub]]" {
+				want := "map[new:map[agent:echo cwd:/w/sub]]"
+				if c.opt.Worktree {
+					want = "map[new:map[agent:echo cwd:/w/sub worktree:true]]"
+				}
+				if len(m) != 1 || fmt.Sprint(m[0]["intent"]) != want {
 					t.Fatalf("sent %v; want the new intent", m)
 				}
 			}
@@ -736,6 +764,7 @@ func TestInitialChoice(t *testing.T) {
 }
 
 func TestLayoutFitsAndResizes(t *testing.T) {
+	t.Parallel()
 	perm := recorded(t, "permission")
 	for _, size := range [][2]int{{80, 24}, {120, 40}, {40, 12}} {
 		t.Run(fmt.Sprintf("%dx%d", size[0], size[1]), func(t *testing.T) {
@@ -764,6 +793,7 @@ func TestLayoutFitsAndResizes(t *testing.T) {
 }
 
 func TestMarkdown(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, Options{NoColor: true})
 	connected(h, thread1)
 	h.frames(`{"type":"agent_chunk","thread":"t_1","seq":1,"text":"# Title\n\nSome **bold** and `+"`code`"+`.\n\n- one\n"}`,
@@ -775,6 +805,7 @@ func TestMarkdown(t *testing.T) {
 var colorSGR = regexp.MustCompile(`\x1b\[[0-9;]*?(?:^|;|\[)(?:3[0-8]|4[0-8]|9[0-7]|10[0-7])(?:;[0-9;]*)?m`)
 
 func TestNoColor(t *testing.T) {
+	t.Parallel()
 	segs := recorded(t, "answer")
 	for _, noColor := range []bool{true, false} {
 		h := newHarness(t, Options{NoColor: noColor})
@@ -788,6 +819,7 @@ func TestNoColor(t *testing.T) {
 }
 
 func TestScrollback(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, Options{NoColor: true})
 	connected(h, thread1)
 	for i := 1; i <= 40; i++ {
@@ -833,6 +865,7 @@ func sharedFrames(t *testing.T, name string) []string {
 // AskUserQuestion is its question card, not a tool too; a mode change is said
 // in the conversation; a plan is one entry per turn, updated within it.
 func TestFoldAgreesWithDashboard(t *testing.T) {
+	t.Parallel()
 	kinds := func(h *harness, kind string) []fold.Item {
 		var out []fold.Item
 		for _, it := range h.m.conv.View().Items {
@@ -888,6 +921,7 @@ func TestFoldAgreesWithDashboard(t *testing.T) {
 // cut in two around it (the dashboard's rule too; recorded from the real
 // Claude Code: m_next sent during m_slow's answer).
 func TestQueuedMessageStaysAfterTheAnswer(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, Options{NoColor: true})
 	connected(h, sharedFrames(t, "claude-stream.jsonl"))
 	var order []string
@@ -910,6 +944,7 @@ func TestQueuedMessageStaysAfterTheAnswer(t *testing.T) {
 // answer, dim and italic, each draft replacing the last; the final words
 // replace it, and a draft that a later event overtook is never shown.
 func TestProvisionalTextIsApartAndReplaced(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, Options{})
 	connected(h, thread1)
 	h.frames(`{"type":"turn_status","thread":"t_1","seq":1,"active":true,"message_id":"m1"}`,
@@ -935,6 +970,7 @@ func TestProvisionalTextIsApartAndReplaced(t *testing.T) {
 // it is added to the draft it names; one that names a draft not shown (one
 // was missed) shows nothing rather than a guess, until the next whole draft.
 func TestProvisionalTextTakesAppends(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, Options{})
 	connected(h, thread1)
 	h.frames(`{"type":"turn_status","thread":"t_1","seq":1,"active":true,"message_id":"m1"}`,
@@ -954,6 +990,7 @@ func TestProvisionalTextTakesAppends(t *testing.T) {
 // never joined) says so and how to join it again, and does not blame its
 // agent nor offer a move.
 func TestAThreadOnAMachineNotJoinedSaysHowToJoinIt(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, Options{})
 	h.send(tea.WindowSizeMsg{Width: 200, Height: 24})
 	h.frames(`{"type":"config","chat":"c1","channel":"tui","node":"hub","agents":[{"id":"claude","name":"Claude Code","transport":"stream","status":"ready","node":"hub"}]}`,
@@ -966,6 +1003,7 @@ func TestAThreadOnAMachineNotJoinedSaysHowToJoinIt(t *testing.T) {
 // /handback typed alone asks parley to hand the session back (never reaching
 // the agent), and the handed_back event shows the command that resumes it.
 func TestHandBackShowsTheCommand(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, Options{NoColor: true})
 	connected(h, thread1)
 	h.typeText("/handback")

@@ -4,6 +4,7 @@ import "testing"
 
 // A message a schedule or a trigger sent is shown as theirs, not "you".
 func TestAScheduledMessageSaysWhichSchedule(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, Options{NoColor: true})
 	connected(h, thread1)
 	h.frames(

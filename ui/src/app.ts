@@ -4,6 +4,7 @@
 import { useEffect, useLayoutEffect, useReducer, useRef, useState } from "preact/hooks";
 import { newID, type AgentInfo, type Thread } from "./protocol";
 import type { Store } from "./store";
+import { awayMachine, awayState } from "./chat/away";
 
 export type Route = { view: "home" } | { view: "new" } | { view: "chat"; chat: string } | { view: "thread"; thread: string };
 
@@ -160,10 +161,6 @@ export function notificationsOn(): boolean {
   return typeof Notification !== "undefined" && Notification.permission === "granted";
 }
 
-export function canAskNotify(): boolean {
-  return typeof Notification !== "undefined" && Notification.permission === "default";
-}
-
 export const statusText: Record<string, string> = {
   ready: "ready",
   idle: "idle",
@@ -194,6 +191,8 @@ export function ago(ts?: string): string {
 // server reports an open card in it (every thread, from the thread list), else
 // its state. For the thread on screen the socket is fresher than the list.
 export function threadState(store: Store, t: Thread, openKind: string): string {
+  const away = awayMachine(store, t.node);
+  if (away) return awayState(away);
   const c = store.state.chat;
   const onScreen = t.id === c.thread?.id && c.caughtUp;
   const waiting = onScreen ? openKind : t.waiting;

@@ -137,7 +137,7 @@ export type ClientInput =
   | { type: "question_answer"; request_id: string; answers: Answers; response?: string }
   | { type: "set_mode"; mode_id: string }
   | { type: "set_config_option"; config_id: string; value: string }
-  | { type: "resume_session"; agent: string; session_id: string; cwd: string; node?: string }
+  | { type: "resume_session"; agent: string; session_id: string; cwd: string; node?: string; watch?: boolean }
   | { type: "open_thread"; thread_id: string }
   | { type: "edit_thread"; ref: string; thread_id: string; title?: string; archived?: boolean; agent?: string; context_messages?: number }
   | { type: "delete_thread"; ref: string; thread_id: string }

@@ -3,9 +3,10 @@
 // Card state comes from the server alone: a card is open only while the server says so.
 
 import { dropFiles, getFiles, putFiles } from "./filestore";
-import { AgentInfo, PluginStatus, Answers, ChatSocket, ClientInput, ConnState, FileData, Intent, SearchHit, ServerEvent, SocketSink, Thread, Unsearched, newID } from "./protocol";
+import { AgentInfo, NodeStatus, PluginStatus, Answers, ChatSocket, ClientInput, ConnState, FileData, Intent, SearchHit, ServerEvent, SocketSink, Thread, Unsearched, newID } from "./protocol";
 
 import { Fold, type ChatView } from "./fold";
+import { keepLog, keepThreads, keptLog, keptThreads } from "./offline";
 import type { UsageTotals } from "./chat/usage";
 export type { CardState, Item, Receipt } from "./fold";
 
@@ -25,6 +26,9 @@ export type Chat = ChatView & {
   // unknown); the conversation shown is the hub's copy. Cleared when the
   // machine's own events come again.
   fromCopy?: string;
+  // While parley is away: the conversation shown is this device's copy
+  // (offline.ts), saved at this time (RFC 3339); read-only.
+  kept?: string;
 };
 
 // Search is the thread search: what was typed, what it found, or why not.
@@ -45,6 +49,11 @@ export type State = {
   defaultAgent: string;
   // This machine's name when it is a cluster's hub ("" otherwise).
   node: string;
+  // At a cluster's hub, the joined machines (GET /api/nodes), read with the
+  // lists: a thread on a machine that is away says so (chat/away.tsx).
+  machines: NodeStatus[];
+  // The thread list is this device's copy (offline.ts): parley was not reached.
+  keptList: boolean;
   version: string;
   // limits.max_message_bytes, from the config event (0 until it came).
   maxMessageBytes: number;
@@ -142,6 +151,8 @@ export class Store implements SocketSink {
       plugins: [],
       defaultAgent: "",
       node: "",
+      machines: [],
+      keptList: false,
       version: "",
       maxMessageBytes: 0,
       threads: [],
@@ -281,13 +292,15 @@ export class Store implements SocketSink {
       const node = Array.isArray(a) ? "" : (a as { node?: string }).node ?? "";
       const threads = (Array.isArray(t) ? t : t.threads ?? []).slice();
       threads.sort((x, y) => (y.updated_at ?? "").localeCompare(x.updated_at ?? ""));
-      this.set({ agents, agentsLoaded: true, threads, node, defaultAgent: this.state.defaultAgent || def });
+      this.set({ agents, agentsLoaded: true, threads, node, keptList: false, defaultAgent: this.state.defaultAgent || def });
+      void keepThreads(threads);
       // The thread on screen takes its title from the list: a new thread's
       // title comes with its first message, after the socket named the thread.
       const shown = this.state.chat.thread;
       const listed = shown && threads.find((t) => t.id === shown.id);
       if (shown && listed && listed.title !== shown.title) this.setChat({ thread: { ...shown, title: listed.title } });
       this.announceCards(threads);
+      if (node) this.getJSON<{ nodes: NodeStatus[] }>("/api/nodes").then((n) => this.set({ machines: n.nodes ?? [] }), () => {});
       if (this.state.archived) {
         const v = await this.getJSON<{ threads: Thread[] }>("/api/threads?archived=1");
         this.set({ archived: v.threads ?? [] });
@@ -296,6 +309,7 @@ export class Store implements SocketSink {
       this.getJSON<{ plugins: PluginStatus[] }>("/api/plugins").then((p) => this.set({ plugins: p.plugins ?? [] }), () => {});
     } catch (e) {
       if (e instanceof Unauthorized) return;
+      if (!this.state.threads.length) void this.showKeptList();
       /* the socket banner already says when the server is away */
     }
   }
@@ -614,8 +628,16 @@ export class Store implements SocketSink {
       // Deleted here or elsewhere: the server closed the socket saying so.
       this.threadGone("This thread was deleted.");
     }
+    if (s === "online" && this.state.chat.kept) {
+      // parley is back: its replay replaces the device's copy.
+      this.fold.reset();
+      this.log = [];
+      this.setChat({ ...this.fold.view, kept: undefined });
+      this.showOutbox();
+    }
     if (s === "offline") {
       this.setChat({ caughtUp: false });
+      if (!this.log.length) void this.showKept();
       // A socket refused with 401 looks like any lost connection: ask the REST API,
       // which says 401 plainly and sends the person to the login page.
       if (Date.now() - this.lastProbe > 5000) {
@@ -624,6 +646,40 @@ export class Store implements SocketSink {
       }
     }
     this.set({ conn: s, connDetail: detail ?? (s === "connecting" ? this.state.connDetail : undefined), everOnline: this.state.everOnline || s === "online" });
+  }
+
+  // showKeptList shows this device's copy of the thread list, parley being away.
+  private async showKeptList() {
+    const ts = await keptThreads();
+    if (!ts.length || this.state.threads.length) return;
+    this.holding = false; // no replay is coming to end the hold
+    this.set({ threads: ts, keptList: true });
+  }
+
+  // showKept shows this device's copy of the chat's thread, read-only (its
+  // cards closed), while the socket cannot reach parley; the outbox's
+  // messages stay shown as waiting to be sent.
+  private async showKept() {
+    const chat = this.state.chat.chat;
+    const id = this.pendingOpen?.id || this.state.chat.thread?.id || Object.entries(load<Record<string, string>>(CHATS, {})).find(([, c]) => c === chat)?.[0];
+    if (!id) return;
+    const k = await keptLog(id);
+    if (!k || this.log.length || this.state.chat.chat !== chat || this.state.conn === "online") return;
+    this.holding = false; // no replay is coming to end the hold
+    this.refold(k.events);
+    this.fold.closeUnseen(new Set());
+    this.setChat({ ...this.fold.view, thread: this.state.chat.thread ?? k.thread, kept: k.saved_at });
+  }
+
+  // keepSoon saves the shown thread's log to the device's copy once events
+  // pause.
+  private keepTimer: ReturnType<typeof setTimeout> | undefined;
+  private keepSoon() {
+    clearTimeout(this.keepTimer);
+    this.keepTimer = setTimeout(() => {
+      const t = this.state.chat.thread;
+      if (t && this.log.length && !this.state.chat.kept) void keepLog(t, this.log);
+    }, 1000);
   }
 
   cardSeen(requestID: string) {
@@ -638,13 +694,16 @@ export class Store implements SocketSink {
     this.fold.closeUnseen(this.openSeen);
     this.openSeen.clear();
     this.setChat({ ...this.fold.view, caughtUp: true });
+    this.keepSoon();
     this.loadTotals();
     const p = this.pendingOpen;
     const shown = this.state.chat.thread;
     if (p?.id && shown?.id !== p.id) {
       this.input({ type: "open_thread", thread_id: p.id });
     } else if (p && !p.id && p.session_id && shown?.session_id !== p.session_id) {
-      this.input({ type: "resume_session", agent: p.agent, session_id: p.session_id, cwd: p.cwd, ...(p.node ? { node: p.node } : {}) });
+      // watch: a session running in a plain terminal, followed read-only (sessions.tsx).
+      const watch = (p as Thread & { watch?: boolean }).watch;
+      this.input({ type: "resume_session", agent: p.agent, session_id: p.session_id, cwd: p.cwd, ...(p.node ? { node: p.node } : {}), ...(watch ? { watch } : {}) });
     }
     this.pendingOpen = null;
     this.flush();
@@ -711,6 +770,7 @@ export class Store implements SocketSink {
     if (!replaying && ev.seq && c.fromCopy !== undefined) this.setChat({ fromCopy: undefined });
     this.fold.apply(ev, replaying);
     this.folded();
+    if (!replaying && ev.seq) this.keepSoon();
     if (ev.type === "prompt_done" && !replaying) this.loadTotals();
     if (ev.thread && ev.seq && this.state.chat.thread?.id === ev.thread) {
       this.bumpThread(ev.thread, ev.seq, ev.ts);

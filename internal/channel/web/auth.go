@@ -19,8 +19,8 @@ func (s *Server) signedIn(r *http.Request) (dev auth.Device, isDev, ok bool) {
 	secret, cookie := "", false
 	if h := r.Header.Get("Authorization"); strings.HasPrefix(h, "Bearer ") {
 		secret = strings.TrimPrefix(h, "Bearer ")
-	} else if c, err := r.Cookie(CookieName); err == nil {
-		secret, cookie = c.Value, true
+	} else if id, _, ok := s.sessionFrom(r); ok {
+		secret, cookie = id, true
 	} else if r.URL.Path == "/ws/chat" {
 		secret = r.URL.Query().Get("token")
 	}

@@ -19,6 +19,7 @@ func (r *recConn) Write(p []byte) (int, error) {
 }
 
 func TestCorkedFramesGoOutTogetherInOrder(t *testing.T) {
+	t.Parallel()
 	rec := &recConn{}
 	c := &corkConn{Conn: rec}
 	c.Write([]byte("a")) // uncorked: at once
@@ -43,6 +44,7 @@ func TestCorkedFramesGoOutTogetherInOrder(t *testing.T) {
 }
 
 func TestACorkHoldsAtMostCorkMax(t *testing.T) {
+	t.Parallel()
 	rec := &recConn{}
 	c := &corkConn{Conn: rec}
 	c.cork()

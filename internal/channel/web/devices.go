@@ -31,7 +31,7 @@ func callerDevice(ctx context.Context) (auth.Device, bool) {
 
 // live tracks the requests in flight per device (sockets, change streams), so
 // revoking a device ends them at once. Its mutex guards only its map and is
-// never held while calling out.
+// never held while calling out: a leaf (docs/locks.md).
 type live struct {
 	mu     sync.Mutex
 	reqs   map[string]map[*context.CancelCauseFunc]struct{} // device id → cancels

@@ -34,6 +34,7 @@ func postJSON(t *testing.T, url, bearer string, in, out any) int {
 // A pairing code (by link or by POST /api/pair) is refused once CodeTTL has
 // passed, and a code that worked never works again.
 func TestPairCodeExpiresAndWorksOnce(t *testing.T) {
+	t.Parallel()
 	sess, _ := auth.OpenDevices("")
 	var now atomic.Int64
 	now.Store(time.Now().UnixNano())
@@ -73,6 +74,7 @@ func TestPairCodeExpiresAndWorksOnce(t *testing.T) {
 // its expiry, the same path) is refused: live.end ran before the request was
 // there to cancel, so nothing else would stop it.
 func TestRequestOfADeviceEndedDuringItsCheckIsRefused(t *testing.T) {
+	t.Parallel()
 	sess, _ := auth.OpenDevices("")
 	secret, _, err := sess.Create("phone", auth.KindProgram)
 	if err != nil {

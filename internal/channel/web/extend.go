@@ -1,6 +1,9 @@
 package web
 
-import "net/http"
+import (
+	"context"
+	"net/http"
+)
 
 // What other packages' endpoints (internal/schedule, internal/trigger)
 // answer with, so every endpoint's errors have one shape and one mapping to
@@ -19,3 +22,12 @@ func HTTPError(w http.ResponseWriter, status int, msg string) { httpError(w, sta
 // authenticates each request itself (a trigger's webhook, by its signature),
 // and that must hold nothing for a stranger (a bounded body, a deadline).
 func (s *Server) HandleOpen(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
+
+// CallerName names who made a request: the device's name, or "token" for
+// the shared token (the CLI and scripts).
+func CallerName(ctx context.Context) string {
+	if d, ok := callerDevice(ctx); ok {
+		return d.Name
+	}
+	return "token"
+}

@@ -50,6 +50,7 @@ func openStore(t *testing.T) *sqlite.Store {
 // thread is listed waiting for nobody (its card cannot be answered). Real
 // NATS with TLS on loopback, a real joined node.
 func TestTheHubsThreadListTakesANodesCardsFromTheDirectory(t *testing.T) {
+	t.Parallel()
 	hubData := t.TempDir()
 	h, err := cluster.StartHub(t.Context(), cluster.HubOptions{DataDir: hubData, Listen: "127.0.0.1:0"})
 	if err != nil {

@@ -20,18 +20,44 @@ func signInPage(note string) string {
 	if note != "" {
 		note = `<p role="alert"><strong>` + html.EscapeString(note) + `</strong></p>`
 	}
-	return `<!doctype html>
+	return signInHead + note + `
+<p>Open the sign-in link parley printed when it started (it works once, for a few minutes;
+<code>parley login-link</code> prints a fresh one), or paste the token that <code>parley token</code> prints.</p>
+` + strings.Replace(tokenForm, "required>", "required autofocus>", 1) + `</main></body></html>`
+}
+
+// signedOutPage is what a browser whose session ended (revoked from another
+// device, or expired) sees instead: a phone has no token to paste, so it says
+// what happened and how to pair again; the token form stays, folded away.
+const signedOutPage = signInHead + `<p role="alert" data-signed-out><strong>This device was signed out.</strong></p>
+<p>Its session was ended from another device (Devices, Revoke) or has expired.</p>
+<p>To use it again, pair it: on a device that is signed in to this parley, open <b>Devices</b>,
+choose <b>Add a device</b> and scan the QR code with this device's camera (or open the link shown
+under it). On the computer that runs parley, <code>parley pair</code> prints such a link too.</p>
+<details><summary>Sign in with the token instead</summary>` + tokenForm + `</details></main></body></html>`
+
+const signInHead = `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
 <title>parley: sign in</title>
 <style>body{font:16px system-ui,sans-serif;max-width:28rem;margin:15vh auto;padding:0 1rem}
 input,button{font:inherit;padding:.5rem;margin:.25rem 0;width:100%;box-sizing:border-box}
-@media (prefers-color-scheme:dark){body{background:#111;color:#eee}input{background:#222;color:#eee;border:1px solid #555}}</style>
-</head><body><main><h1>parley</h1>` + note + `
-<p>Open the sign-in link parley printed when it started (it works once, for a few minutes;
-<code>parley login-link</code> prints a fresh one), or paste the token that <code>parley token</code> prints.</p>
-<form method="post" action="/login"><label for="token">Token</label>
-<input id="token" name="token" type="password" autocomplete="current-password" required autofocus>
-<button type="submit">Sign in</button></form></main></body></html>`
+@media (prefers-color-scheme:dark){body{background:#111;color:#eee}input{background:#222;color:#eee;border:1px solid #555}}
+summary{cursor:pointer;margin:1rem 0 .5rem}</style>
+</head><body><main><h1>parley</h1>`
+
+const tokenForm = `<form method="post" action="/login"><label for="token">Token</label>
+<input id="token" name="token" type="password" autocomplete="current-password" required>
+<button type="submit">Sign in</button></form>`
+
+// showSignedOut answers a visitor without a session: one whose browser still
+// holds this parley's session cookie was signed in here and has been signed
+// out, and is told so; anyone else gets the sign-in page.
+func (s *Server) showSignedOut(w http.ResponseWriter, r *http.Request) {
+	if _, legacy, ok := s.sessionFrom(r); !ok || legacy {
+		s.showSignIn(w, http.StatusUnauthorized, "")
+		return
+	}
+	s.writeSignIn(w, http.StatusUnauthorized, signedOutPage)
 }
 
 // oldCookie is the cookie earlier versions set to the raw token; it is cleared.
@@ -39,6 +65,10 @@ const oldCookie = "parley_token"
 
 // showSignIn answers a visitor without a session.
 func (s *Server) showSignIn(w http.ResponseWriter, status int, note string) {
+	s.writeSignIn(w, status, signInPage(note))
+}
+
+func (s *Server) writeSignIn(w http.ResponseWriter, status int, page string) {
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Cache-Control", "no-store")
@@ -46,7 +76,7 @@ func (s *Server) showSignIn(w http.ResponseWriter, status int, note string) {
 	h.Set("Referrer-Policy", "same-origin")
 	h.Set("Connection", "close")
 	w.WriteHeader(status)
-	io.WriteString(w, signInPage(note))
+	io.WriteString(w, page)
 }
 
 // handlePage serves the dashboard to a signed-in browser and shows everyone else
@@ -72,11 +102,14 @@ func (s *Server) handlePage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if _, _, ok := s.signedIn(r); !ok {
-		s.showSignIn(w, http.StatusUnauthorized, "")
+		s.showSignedOut(w, r)
 		return
 	}
-	if c, err := r.Cookie(CookieName); err == nil && !strings.HasPrefix(r.URL.Path, "/assets/") {
-		s.setSessionCookie(w, r, c.Value) // the browser's copy slides with the server's
+	if id, legacy, ok := s.sessionFrom(r); ok && !strings.HasPrefix(r.URL.Path, "/assets/") {
+		s.setSessionCookie(w, r, id) // the browser's copy slides with the server's
+		if legacy {
+			clearCookie(w, r, CookieName) // moved to this instance's name
+		}
 	}
 	s.serveUI(w, r)
 }
@@ -91,7 +124,7 @@ var publicFiles = map[string]bool{"/manifest.webmanifest": true, "/sw.js": true,
 // Secure over TLS, for SessionTTL.
 func (s *Server) setSessionCookie(w http.ResponseWriter, r *http.Request, id string) {
 	http.SetCookie(w, &http.Cookie{
-		Name: CookieName, Value: id, Path: "/", HttpOnly: true,
+		Name: s.cookie, Value: id, Path: "/", HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil, MaxAge: int(auth.SessionTTL / time.Second),
 	})
 }
@@ -170,8 +203,9 @@ func (s *Server) handleLoginForm(w http.ResponseWriter, r *http.Request) {
 
 // handleLogout ends the browser's session on the server and clears its cookie.
 func (s *Server) handleLogout(w http.ResponseWriter, r *http.Request) {
-	if c, err := r.Cookie(CookieName); err == nil {
-		if err := s.opt.Devices.Revoke(c.Value); err != nil {
+	id, legacy, ok := s.sessionFrom(r)
+	if ok {
+		if err := s.opt.Devices.Revoke(id); err != nil {
 			s.log.Error("could not revoke a session", "err", err)
 			httpError(w, http.StatusInternalServerError, "could not sign out")
 			return
@@ -180,8 +214,10 @@ func (s *Server) handleLogout(w http.ResponseWriter, r *http.Request) {
 			s.log.Info("device signed out", "device", dev.ID, "name", dev.Name, "kind", dev.Kind)
 		}
 	}
-	http.SetCookie(w, &http.Cookie{Name: CookieName, Path: "/", MaxAge: -1, HttpOnly: true,
-		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+	clearCookie(w, r, s.cookie)
+	if legacy {
+		clearCookie(w, r, CookieName)
+	}
 	w.Header().Set("Cache-Control", "no-store")
 	http.Redirect(w, r, "/", http.StatusSeeOther)
 }

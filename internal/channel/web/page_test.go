@@ -52,7 +52,7 @@ func mintCode(t *testing.T, srv *httptest.Server) string {
 
 func sessionCookie(resp *http.Response) *http.Cookie {
 	for _, k := range resp.Cookies() {
-		if k.Name == CookieName && k.MaxAge > 0 {
+		if k.Name == SessionCookie(testToken) && k.MaxAge > 0 {
 			return k
 		}
 	}
@@ -78,6 +78,7 @@ func status(t *testing.T, srv *httptest.Server, path string, c *http.Cookie) int
 // token: HttpOnly, SameSite=Strict, site-wide, for 30 days; the redirect leaves
 // no code in the address bar. A second use is refused.
 func TestLoginCodeSignsInOnceWithASessionCookie(t *testing.T) {
+	t.Parallel()
 	srv := newPageServer(t, []string{t.TempDir()})
 	code := mintCode(t, srv)
 	resp, err := noRedirect().Get(srv.URL + "/login?code=" + code)
@@ -91,7 +92,7 @@ func TestLoginCodeSignsInOnceWithASessionCookie(t *testing.T) {
 	c := sessionCookie(resp)
 	switch {
 	case c == nil:
-		t.Fatalf("no %s cookie in %v", CookieName, resp.Header.Values("Set-Cookie"))
+		t.Fatalf("no %s cookie in %v", SessionCookie(testToken), resp.Header.Values("Set-Cookie"))
 	case !c.HttpOnly:
 		t.Error("cookie is not HttpOnly: page scripts could read it")
 	case c.SameSite != http.SameSiteStrictMode:
@@ -126,6 +127,7 @@ func TestLoginCodeSignsInOnceWithASessionCookie(t *testing.T) {
 // the form again. A link carrying the token is not accepted: it is redirected
 // without it and signs nobody in.
 func TestSignInFormPostsAndTokenLinksAreRefused(t *testing.T) {
+	t.Parallel()
 	srv := newPageServer(t, []string{t.TempDir()})
 	resp, err := noRedirect().Get(srv.URL + "/")
 	if err != nil {
@@ -163,6 +165,7 @@ func TestSignInFormPostsAndTokenLinksAreRefused(t *testing.T) {
 
 // Signing out ends the session on the server: the old cookie gets 401.
 func TestSignOutRevokesTheSession(t *testing.T) {
+	t.Parallel()
 	srv := newPageServer(t, []string{t.TempDir()})
 	resp, err := noRedirect().Get(srv.URL + "/login?code=" + mintCode(t, srv))
 	if err != nil {
@@ -183,7 +186,7 @@ func TestSignOutRevokesTheSession(t *testing.T) {
 	out.Body.Close()
 	cleared := false
 	for _, k := range out.Cookies() {
-		cleared = cleared || (k.Name == CookieName && k.MaxAge < 0)
+		cleared = cleared || (k.Name == SessionCookie(testToken) && k.MaxAge < 0)
 	}
 	if out.StatusCode != http.StatusSeeOther || !cleared {
 		t.Fatalf("sign-out: %d, cookies %v; want 303 and the cookie cleared", out.StatusCode, out.Cookies())
@@ -198,6 +201,7 @@ func TestSignOutRevokesTheSession(t *testing.T) {
 // Directory completion lists directories inside the roots and nothing outside,
 // whether asked directly, through "..", or through a symlink out of a root.
 func TestCompleteRefusesPathsOutsideTheRoots(t *testing.T) {
+	t.Parallel()
 	base := t.TempDir()
 	root := filepath.Join(base, "root")
 	outside := filepath.Join(base, "outside")

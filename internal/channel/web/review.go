@@ -9,6 +9,7 @@ import (
 	"net/http"
 
 	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/cluster"
 	"github.com/parleyhq/parley/internal/gitwork"
 	"github.com/parleyhq/parley/internal/router"
 )
@@ -48,7 +49,11 @@ func (s *Server) handleThreadChanges(w http.ResponseWriter, r *http.Request) {
 			writeErr(w, fmt.Errorf("%w: thread %s is on machine %s, which this parley cannot ask", chat.ErrBadInput, th.ID, th.Node))
 			return
 		}
-		c, err = nc.NodeChanges(r.Context(), th.Node, th.ID, q)
+		node, own, ok := cluster.SplitRemoteID(th.ID)
+		if !ok {
+			node, own = th.Node, th.ID
+		}
+		c, err = nc.NodeChanges(r.Context(), node, own, q)
 	} else {
 		c, err = gitwork.Diff(r.Context(), th.Cwd, q)
 	}

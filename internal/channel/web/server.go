@@ -25,10 +25,6 @@ import (
 	"github.com/parleyhq/parley/internal/store"
 )
 
-// CookieName is the dashboard's session cookie: a random session id (never the
-// token), set by a sign-in with a login code or the token (page.go).
-const CookieName = "parley_session"
-
 // Channel kinds a socket may declare.
 var socketChannels = map[string]bool{"web": true, "tui": true}
 
@@ -83,6 +79,7 @@ type Cluster interface {
 // Server is the web channel's HTTP handler.
 type Server struct {
 	opt    Options
+	cookie string // the session cookie's name (cookie.go)
 	router *router.Router
 	store  store.Store
 	fanout *fanout.Fanout
@@ -110,7 +107,7 @@ func New(r *router.Router, st store.Store, h *fanout.Fanout, opt Options) *Serve
 		opt.Devices, _ = auth.OpenDevices("") // in memory: cannot fail
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Server{opt: opt, router: r, store: st, fanout: h, log: opt.Logger, mux: http.NewServeMux(),
+	s := &Server{opt: opt, cookie: SessionCookie(opt.Token), router: r, store: st, fanout: h, log: opt.Logger, mux: http.NewServeMux(),
 		m: newMetrics(opt.Registry, h), ctx: ctx, cancel: cancel,
 		socketSlots: make(chan struct{}, max(opt.Limits.MaxSockets, 1)), changeSlots: make(chan struct{}, maxWatchers)}
 	s.gate = connGate{max: max(opt.Limits.MaxUnauthenticated, 1), unauth: map[net.Conn]time.Time{}, evicted: s.m.evicted.Inc}
@@ -187,6 +184,9 @@ func (s *Server) routes() {
 	api("POST /api/threads/{id}/pr", s.handlePR)
 	// A notice from a script (parley notify): notify.go.
 	api("POST /api/notify", s.handleNotify)
+	// What the agents spent, and any other /api/ path: usage.go.
+	api("GET /api/usage", s.handleUsage)
+	api("/api/", s.handleNoSuchAPI)
 	if s.opt.Registry != nil {
 		s.mux.Handle("GET /metrics", s.authed(promhttp.HandlerFor(s.opt.Registry, promhttp.HandlerOpts{}).ServeHTTP))
 	}

@@ -5,6 +5,7 @@ import "testing"
 // A socket counted in while Shutdown waits is no race; after Shutdown began,
 // none is counted in, and the wait ends when the open ones are done.
 func TestSocketCountRefusesAfterShutdownBegan(t *testing.T) {
+	t.Parallel()
 	var c socketCount
 	if !c.add() {
 		t.Fatal("refused before shutdown")

@@ -17,6 +17,7 @@ import (
 // The thread list says, for every thread, which card it waits on: the newest
 // open one, with its kind and a one-line title; answered cards do not count.
 func TestThreadListReportsOpenCards(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "parley.db"), nil)
 	if err != nil {

@@ -22,6 +22,7 @@ import (
 // (id@node, listed at a hub) is not, even when this machine has a file at the
 // same path: that would show a different picture than the one sent.
 func TestUploadedImagesAreServedOnlyForThisMachinesThreads(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "parley.db"), nil)
 	if err != nil {

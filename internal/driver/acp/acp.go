@@ -95,9 +95,9 @@ func (d *Driver) Start(ctx context.Context, spec driver.Spec, sink driver.Sink) 
 	}
 	logger := spec.Logger
 	if logger == nil {
-		logger = d.logger
+		logger = d.logger.With("thread", string(spec.ThreadID), "agent", spec.AgentID)
 	}
-	logger = logger.With("driver", "acp", "thread", string(spec.ThreadID), "agent", spec.AgentID)
+	logger = logger.With("driver", "acp")
 	j, err := newJail(spec.Cwd)
 	if err != nil {
 		return nil, err

@@ -119,3 +119,25 @@ func namesVersion(desc, what string) bool {
 	}
 	return false
 }
+
+// contextWindow is the context window result l reports for the model in
+// force. modelUsage is keyed by full id ("claude-opus-4-8[1m]") while the
+// model shown is its list entry ("opus[1m]"): a key stands for the model when
+// it maps to that entry. A turn that also used another model (a title made by
+// Haiku) reports both; only one entry, whatever its key, is the turn's model.
+func contextWindow(l line, model string, list []chat.ModeOption) int64 {
+	if mu, ok := l.ModelUsage[model]; ok {
+		return mu.ContextWindow
+	}
+	for id, mu := range l.ModelUsage {
+		if modelValue(id, list) == model {
+			return mu.ContextWindow
+		}
+	}
+	if len(l.ModelUsage) == 1 {
+		for _, mu := range l.ModelUsage {
+			return mu.ContextWindow
+		}
+	}
+	return 0
+}

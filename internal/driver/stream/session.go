@@ -811,14 +811,7 @@ func (s *session) handleResult(l line) {
 		cost = 0
 	}
 	s.lastCost = l.TotalCostUSD
-	context, window := s.context, int64(0)
-	if mu, ok := l.ModelUsage[s.model]; ok {
-		window = mu.ContextWindow
-	} else if len(l.ModelUsage) == 1 {
-		for _, mu := range l.ModelUsage {
-			window = mu.ContextWindow
-		}
-	}
+	context, window := s.context, contextWindow(l, s.model, s.models)
 	// The turn's cards are over with it (the lane closes them as it ends).
 	s.dropCardsLocked()
 	clear(s.textSeen)

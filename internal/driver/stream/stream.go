@@ -109,9 +109,8 @@ type proc struct {
 func (d *Driver) Start(ctx context.Context, spec driver.Spec, sink driver.Sink) (driver.Session, error) {
 	log := spec.Logger
 	if log == nil {
-		log = d.log
+		log = d.log.With("thread", string(spec.ThreadID), "agent", spec.AgentID)
 	}
-	log = log.With("thread", string(spec.ThreadID), "agent", spec.AgentID)
 	command := spec.Command
 	if command == "" {
 		command = "claude"

@@ -8,6 +8,7 @@ import (
 )
 
 func TestPageQuestion(t *testing.T) {
+	t.Parallel()
 	long := "Which of these very long options about the deployment target do you prefer for the staging environment?"
 	items := []chat.QuestionItem{{Question: "Which color do you prefer?"}, {Question: long}}
 	tests := []struct {
@@ -33,6 +34,7 @@ func TestPageQuestion(t *testing.T) {
 }
 
 func TestOptionFor(t *testing.T) {
+	t.Parallel()
 	m := pane.Menu{Options: []pane.Option{{Number: 1, Label: "A very long label that"}, {Number: 2, Label: "Short"}, {Number: 3, Label: "Type something.", Free: true}}}
 	item := chat.QuestionItem{Options: []chat.QuestionOption{{Label: "A very long label that wraps on the screen"}, {Label: "Short"}}}
 	tests := []struct {

@@ -21,6 +21,7 @@ import (
 )
 
 func TestOptionKind(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ label, want string }{
 		{"Yes", chat.OptionAllowOnce},
 		{"Yes, and always allow access to cwd/ from this project", chat.OptionAllowAlways},

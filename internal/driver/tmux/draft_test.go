@@ -9,6 +9,7 @@ import (
 // What of the pane's answer is provisional: the blocks after as many as the
 // transcript gave, less any whose words the final ones already hold.
 func TestDraftTextLeavesTheFinalWordsOut(t *testing.T) {
+	t.Parallel()
 	final := func(texts ...string) *drafts {
 		d := &drafts{}
 		for _, s := range texts {

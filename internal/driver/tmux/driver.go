@@ -145,11 +145,12 @@ func (d *Driver) Start(ctx context.Context, spec driver.Spec, sink driver.Sink) 
 	logger := spec.Logger
 	if logger == nil {
 		logger = d.Logger
+		if logger == nil {
+			logger = slog.New(slog.DiscardHandler)
+		}
+		logger = logger.With("thread", spec.ThreadID, "agent", spec.AgentID)
 	}
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
-	logger = logger.With("thread", spec.ThreadID, "transport", "tmux")
+	logger = logger.With("transport", "tmux")
 	c, err := d.client(logger, spec.Options[OptSocket])
 	if err != nil {
 		return nil, err
@@ -162,6 +163,9 @@ func (d *Driver) Start(ctx context.Context, spec driver.Spec, sink driver.Sink) 
 		stop:       make(chan struct{}),
 		done:       make(chan struct{}),
 		promptSeen: make(chan struct{}),
+	}
+	if p := spec.Options[OptPane]; p != "" {
+		return s.startOnPane(ctx, spec, p)
 	}
 	adopt := spec.Options[OptAdopt]
 	name := spec.Options[OptSession]
@@ -349,7 +353,12 @@ type session struct {
 	owned bool        // parley's own session: Close kills it
 	// adopted: it existed before Start (the person's, or ours from before a restart).
 	adopted bool
-	spec    driver.Spec // what Start was asked for: an owned agent that exited is started again from it
+	// target, when set, is the session's id ($N) for session-wide commands
+	// instead of name (an adopted pane's session: a person named it).
+	target string
+	// agentPID is an adopted pane's agent process, when known (OptAgentPID).
+	agentPID int
+	spec     driver.Spec // what Start was asked for: an owned agent that exited is started again from it
 	// beforeEnter, set only by this package's tests, runs right before each
 	// Enter of a send: where a person's typing can land unseen.
 	beforeEnter func()
@@ -405,6 +414,9 @@ type session struct {
 	// prompt of the turn the hooks last saw start (see ownsTurn).
 	sending    string
 	turnPrompt string
+	// entered: the send in flight has pressed Enter; endedEarly: without
+	// hooks, the transcript ended its turn before the send's proof returned.
+	entered, endedEarly bool
 	// sendFrom is the number of the first prompt the send in flight can
 	// own; turnAt the number of the running turn's prompt (-1: one replayed).
 	sendFrom, turnAt int

@@ -100,6 +100,7 @@ func TestAdoptOnTheirOwnServer(t *testing.T) {
 }
 
 func TestSessionName(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		id   chat.ThreadID
 		want string

@@ -87,7 +87,7 @@ func (s *session) ready(ctx context.Context, messageID string, queued *string) e
 			}
 			continue
 		}
-		if shells[info.CurrentCommand] || info.Dead {
+		if s.agentGone(info) {
 			if revived && info.Dead {
 				return fmt.Errorf("%w (even after starting the agent again)", ErrDeadPane)
 			}
@@ -329,6 +329,9 @@ func (s *session) submit(ctx context.Context, text string, submitted func(*pane.
 			s.beforeEnter()
 		}
 		outputs := s.ctl.Outputs()
+		s.mu.Lock()
+		s.entered = true
+		s.mu.Unlock()
 		if err := s.press(ctx, "C-m"); err != nil {
 			return s.goneErr(err)
 		}

@@ -57,7 +57,11 @@ func (s *session) transcriptEvent(p chat.Payload) {
 	s.draftMu.Lock()
 	defer s.draftMu.Unlock()
 	s.mu.Lock()
-	turn := s.turn
+	// A transcript followed from before the send (an adopted pane whose
+	// session is known) can end the send's turn before the screen has
+	// proved it submitted: once Enter is pressed, the end is the send's.
+	turn := s.turn || s.entered
+	s.endedEarly = s.entered && !s.turn
 	s.turn = false
 	s.mu.Unlock()
 	if turn {
@@ -72,7 +76,8 @@ func (s *session) afterSubmit(text string, sent time.Time) {
 		return
 	}
 	s.mu.Lock()
-	s.turn = true
+	s.turn = !s.endedEarly // its end may have come already (transcriptEvent)
+	s.endedEarly = false
 	found := s.follower != nil || s.closed
 	if !found {
 		s.wg.Add(1)
@@ -138,7 +143,11 @@ func (s *session) claudeDir(ctx context.Context) string {
 		}
 		return v
 	}
-	for _, scope := range [][]string{{"-t", ctl.SessionTarget(s.name)}, {"-g"}} {
+	target := s.target
+	if target == "" {
+		target = ctl.SessionTarget(s.name)
+	}
+	for _, scope := range [][]string{{"-t", target}, {"-g"}} {
 		if d := get(append(append([]string{"show-environment"}, scope...), "CLAUDE_CONFIG_DIR")...); d != "" {
 			return d
 		}

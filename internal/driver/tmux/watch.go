@@ -24,6 +24,10 @@ func (s *session) run() {
 	for {
 		changed := s.ctl.Changed()
 		s.scan()
+		if s.adoptedAgentExited() {
+			s.ended() // the pane stays the person's; the thread can continue the session
+			return
+		}
 		if d := s.draftWait(); d > 0 {
 			redraft.Reset(d) // a change came too soon after the last draft: look again then
 		}
@@ -111,4 +115,5 @@ func (s *session) beginSend(text string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.sending, s.sendFrom = text, s.promptsGone+len(s.prompts)
+	s.entered, s.endedEarly = false, false
 }

@@ -39,6 +39,7 @@ func TestAgentExit(t *testing.T) {
 // "yes" waits to be typed, must not end the "yes" turn. The turn of a prompt
 // submitted after the send began, holding its text, is the send's.
 func TestOwnsTurnOnlyForAPromptAfterTheSendBegan(t *testing.T) {
+	t.Parallel()
 	s := &session{promptSeen: make(chan struct{})}
 	s.hookEvent(hook.Event{Name: "UserPromptSubmit", Prompt: "yes, do it the other way"})
 	s.beginSend("yes")

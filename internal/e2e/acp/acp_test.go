@@ -1,3 +1,5 @@
+//go:build e2e
+
 // Package acp_test drives parley's ACP agent side with a client not written
 // here: the official TypeScript SDK, from a Node script that runs `parley acp`,
 // while a web socket on the same thread watches.

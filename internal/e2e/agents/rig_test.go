@@ -1,3 +1,5 @@
+//go:build e2e
+
 // Package agents_test drives the real ACP agents parley supports beyond
 // Claude Code and Gemini CLI (Qwen Code, Claude through its ACP adapter,
 // OpenCode, Copilot CLI) behind a real daemon, through the chat socket, each

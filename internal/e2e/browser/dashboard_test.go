@@ -1,3 +1,5 @@
+//go:build e2e
+
 package browser
 
 import (
@@ -257,9 +259,10 @@ func TestDashboard(t *testing.T) {
 		if !eval[bool](t, ctx, `!!document.querySelector("`+card+` .diff .d-add .hljs-string")`) {
 			t.Error("got the diff's Go unhighlighted, want its string highlighted")
 		}
-		always := eval[string](t, ctx, `document.querySelector("`+card+` button.k-allow_always").textContent`)
+		// "Allow always" is short on its button; what it does is one tap away.
+		always := eval[string](t, ctx, `document.querySelector("`+card+` [data-opt-more=allow_always] p").textContent`)
 		if !strings.Contains(always, "switch to Accept edits mode for this session") {
-			t.Errorf("got Allow always labelled %q, want it to say the mode it sets", always)
+			t.Errorf("got Allow always explained as %q, want it to say the mode it sets", always)
 		}
 		shot(t, ctx, "desktop-edit-card")
 

@@ -1,3 +1,5 @@
+//go:build e2e
+
 // Package browser holds the dashboard's browser tests: a real `parley serve`, the
 // real Claude Code in stream mode against the scripted model API, and headless
 // Chromium driven with chromedp. scenario.go is the script they share.

@@ -1,8 +1,10 @@
+//go:build e2e
+
 package claude_test
 
 // The overhead parley adds on the stream path, measured with a relay between
 // parley and the real Claude Code that timestamps every line on the agent's stdin
-// and stdout. Run: go test -run '^$' -bench StreamOverhead -benchtime 1x ./internal/e2e/claude/
+// and stdout. Run: go test -tags e2e -run '^$' -bench StreamOverhead -benchtime 1x ./internal/e2e/claude/
 // Results: docs/benchmarks.md.
 
 import (

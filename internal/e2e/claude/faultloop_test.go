@@ -1,3 +1,5 @@
+//go:build e2e
+
 package claude_test
 
 // The fault loop for the stream driver's receipts (issue 11): messages sent

@@ -1,3 +1,5 @@
+//go:build e2e
+
 // Package claude_test runs the real Claude Code CLI (stream transport) behind a
 // real daemon, driven through the chat socket, with the scripted Messages API as
 // the only stand-in.
@@ -20,6 +22,9 @@ import (
 	"github.com/parleyhq/parley/internal/daemon"
 	"github.com/parleyhq/parley/internal/driver"
 	"github.com/parleyhq/parley/internal/driver/stream"
+	"github.com/parleyhq/parley/internal/driver/tmux"
+	"github.com/parleyhq/parley/internal/driver/watch"
+	"github.com/parleyhq/parley/internal/router"
 	"github.com/parleyhq/parley/internal/testkit"
 	"github.com/parleyhq/parley/internal/testkit/chatsock"
 	"github.com/parleyhq/parley/internal/testkit/claudeapi"
@@ -72,7 +77,9 @@ func newRig(t testing.TB, sc claudeapi.Scenario, mutate func(*config.Config)) *r
 
 func (r *rig) start() {
 	d, err := daemon.Start(context.Background(), r.cfg, daemon.Options{
-		Drivers: map[string]driver.Driver{config.TransportStream: stream.New(nil)},
+		Drivers: map[string]driver.Driver{config.TransportStream: stream.New(nil),
+			// For a person's running session: its tmux pane adopted, or watched.
+			config.TransportTmux: tmux.New(nil, filepath.Join(r.cfg.DataDir, "tmux")), router.TransportWatch: &watch.Driver{}},
 	})
 	if err != nil {
 		r.t.Fatal(err)

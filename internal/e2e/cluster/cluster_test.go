@@ -1,3 +1,5 @@
+//go:build e2e
+
 // Package cluster_test runs a hub and a node as two real daemons with their
 // own data directories on loopback, linked by the real embedded NATS server
 // with TLS, the node running the real Claude Code (stream) against the

@@ -1,3 +1,5 @@
+//go:build e2e
+
 package cluster_test
 
 // What the link adds to the stream path, in one run: node b's real Claude Code
@@ -5,7 +7,7 @@ package cluster_test
 // thread on b driven alternately from the hub's socket and from b's own, each
 // turn's prompt timed from its socket to the agent's stdin and each streamed
 // chunk from the agent's stdout to the socket that sent the turn.
-// Run: go test -run '^$' -bench StreamOverheadAcrossTheLink -benchtime 1x ./internal/e2e/cluster/
+// Run: go test -tags e2e -run '^$' -bench StreamOverheadAcrossTheLink -benchtime 1x ./internal/e2e/cluster/
 // Results: docs/benchmarks.md ("Several machines").
 
 import (

@@ -1,7 +1,7 @@
-//go:build soak
+//go:build e2e && soak
 
 // The cluster soak is not part of `make test`: `make soak-cluster` builds it
-// with the soak tag (PARLEY_CLUSTER_SOAK messages, default 1000;
+// with the e2e and soak tags (PARLEY_CLUSTER_SOAK messages, default 1000;
 // PARLEY_CLUSTER_SOAK_SEED picks the faults). docs/reliability.md has its
 // results.
 

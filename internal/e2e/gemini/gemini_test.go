@@ -1,3 +1,5 @@
+//go:build e2e
+
 // Package gemini_test runs the real Gemini CLI (ACP transport) behind a real
 // daemon, driven through the chat socket, with the scripted Gemini API as the
 // only stand-in.

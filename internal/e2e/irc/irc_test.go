@@ -1,3 +1,5 @@
+//go:build e2e
+
 // Package irc_test runs the IRC plugin end to end: a real ngircd on loopback, a
 // real daemon supervising `parley plugin irc`, the real Claude Code (stream)
 // behind the scripted Messages API, and people on IRC played by test clients.

@@ -1,3 +1,5 @@
+//go:build e2e
+
 // Package telegram_test runs the Telegram plugin end to end against a stand-in
 // of the Bot API methods it uses (getUpdates, sendMessage, editMessageText,
 // answerCallbackQuery), with a real daemon supervising `parley plugin

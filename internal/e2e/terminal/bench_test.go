@@ -1,3 +1,5 @@
+//go:build e2e
+
 package terminal_test
 
 import (
@@ -20,7 +22,7 @@ import (
 // verification). Between sends, untimed, it waits for the turn to end. It
 // counts false `submitted` (the receipt said submitted but the model never got
 // exactly that text) and `failed` receipts.
-// Run: go test -run '^$' -bench SocketToSubmitted -benchtime 200x -timeout 60m ./internal/e2e/terminal/
+// Run: go test -tags e2e -run '^$' -bench SocketToSubmitted -benchtime 200x -timeout 60m ./internal/e2e/terminal/
 func BenchmarkSocketToSubmitted(b *testing.B) {
 	for _, bc := range sendbench.Cases {
 		b.Run(bc.Name, func(b *testing.B) {

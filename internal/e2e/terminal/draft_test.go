@@ -1,3 +1,5 @@
+//go:build e2e
+
 package terminal_test
 
 import (
@@ -203,7 +205,7 @@ func TestProvisionalTextBeforeTheTranscript(t *testing.T) {
 // pieces, 150 ms apart), how long after the message is sent the socket shows the
 // first words: provisional (agent_draft, this driver's pane reading) and
 // final (agent_chunk, the transcript: all that was shown before).
-// Run: go test -run '^$' -bench FirstVisibleText -benchtime 5x ./internal/e2e/terminal/
+// Run: go test -tags e2e -run '^$' -bench FirstVisibleText -benchtime 5x ./internal/e2e/terminal/
 func BenchmarkFirstVisibleText(b *testing.B) {
 	td := startTmuxDaemon(b, []claudeapi.Rule{{Match: claudeapi.Match{Prefix: "slow"}, Reply: claudeapi.Text(slowAnswer, slowChunks, slowDelay)}})
 	s := chatsock.Dial(b, "http://"+td.d.Addr(), td.d.Token(), client.Options{Chat: "bench", Since: -1})

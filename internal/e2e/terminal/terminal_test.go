@@ -1,3 +1,5 @@
+//go:build e2e
+
 // Package terminal_test runs the real Claude Code terminal UI in real tmux behind a
 // real daemon (tmux transport), driven through the chat socket, with the scripted
 // Messages API as the only stand-in.

@@ -1,3 +1,5 @@
+//go:build e2e
+
 // Package xmpp_test runs the XMPP plugin end to end: a real prosody on loopback
 // (StartTLS with a certificate made here), a real daemon supervising `parley
 // plugin xmpp`, the real Claude Code (stream) behind the scripted Messages API,

@@ -173,6 +173,8 @@ func migrateStep(ctx context.Context, db *sql.DB, ms []migration, logger *slog.L
 	if err := tx.Commit(); err != nil {
 		return false, fmt.Errorf("sqlite: migrate: commit %s: %w", m.name, err)
 	}
-	logger.Info("sqlite: applied migration", "version", m.version, "name", m.name)
+	// At debug: a first start applies them all, and they would stand above
+	// the sign-in link, the one line a person needs.
+	logger.Debug("sqlite: applied migration", "version", m.version, "name", m.name)
 	return false, nil
 }

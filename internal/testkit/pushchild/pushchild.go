@@ -32,7 +32,7 @@ func Main() {
 		fmt.Fprintln(os.Stderr, "pushchild:", err)
 		os.Exit(2)
 	}
-	os.Exit(cli.MainWith(cli.ReadBuild(cli.Build{}), cli.TestHooks{PushNet: net}, os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(cli.MainWith(cli.ReadBuild(cli.Build{}), cli.Parts{PushNet: net}, os.Args[1:], os.Stdout, os.Stderr))
 }
 
 // Command is `parley args…` as this test binary (whose TestMain calls Main),

@@ -183,6 +183,16 @@ export function useComposer(store: Store, commands: Command[], turnActive: boole
     setDismissed(false);
     setSel(0);
   };
+  // dictate adds words heard by voice input to the box, for the person to
+  // read and send (or not): it never sends.
+  const dictate = (words: string) => {
+    if (!words) return;
+    setTextNow((cur) => {
+      const v = cur && !/\s$/.test(cur) ? cur + " " + words : cur + words;
+      saveDraft(draftOf.current, v);
+      return v;
+    });
+  };
   const canSend = !!text.trim() || files.length > 0;
-  return { text, onInput, suggestions, sel, complete, send, onKeyDown, files, fileError, addFiles, removeFile, onPaste, onDrop, onDragOver, canSend };
+  return { text, onInput, dictate, suggestions, sel, complete, send, onKeyDown, files, fileError, addFiles, removeFile, onPaste, onDrop, onDragOver, canSend };
 }

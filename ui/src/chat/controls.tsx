@@ -1,13 +1,14 @@
 // Controls both layouts show, written once: the chat's mode and config selects
-// (model, …), the opt-in to browser notifications, and the foot of the list
+// (model, …), and the foot of the list
 // (machines, devices, Sign out).
 
-import { useState } from "preact/hooks";
 import type { Store } from "../store";
-import { canAskNotify } from "../app";
+import { Notifications } from "./notify";
 import { Devices } from "./devices";
 import { Machines } from "./machines";
 import { Schedules } from "./schedules";
+import { Rules } from "./rules";
+import { UsageView } from "./usageview";
 
 // ModeSelects is the mode switch and one select per config option the agent lists.
 export function ModeSelects({ store }: { store: Store }) {
@@ -40,18 +41,7 @@ export function ModeSelects({ store }: { store: Store }) {
   );
 }
 
-// NotifyOptIn asks the browser for notifications, while it has not been asked.
-export function NotifyOptIn() {
-  const [ask, setAsk] = useState(canAskNotify());
-  if (!ask) return null;
-  return (
-    <button type="button" class="link notify-opt-in" onClick={() => Notification.requestPermission().then(() => setAsk(canAskNotify()))}>
-      Notify me when an agent asks
-    </button>
-  );
-}
-
-// Account is the foot of the agents and threads: notifications, machines,
+// Account is the foot of the agents and threads: notifications (notify.tsx), machines,
 // devices and Sign out. Each layout pins it to the bottom of the screen, apart
 // from the lists: the lists arrive after the page is drawn and grow as threads
 // start, and a foot that moved with them would take a person's click on Sign
@@ -60,10 +50,12 @@ export function NotifyOptIn() {
 export function Account({ store }: { store: Store }) {
   return (
     <footer class="account" aria-label="Notifications, machines, devices, sign out">
-      <NotifyOptIn />
+      <Notifications />
       <Machines store={store} />
+      <UsageView store={store} />
       <Devices />
       <Schedules agents={store.state.agents} here={store.state.node ?? ""} />
+      <Rules />
       <SignOut />
     </footer>
   );

@@ -1,7 +1,7 @@
 // Devices: the signed-in devices (GET /api/devices), "Add a device" (a one-time
-// pairing QR code), revocation, and this device's Web Push opt-in.
+// pairing QR code) and revocation. This device's notifications: notify.tsx.
 
-import { useEffect, useState } from "preact/hooks";
+import { useEffect, useRef, useState } from "preact/hooks";
 
 type Device = {
   id: string;
@@ -39,6 +39,12 @@ export function Devices() {
   const [devices, setDevices] = useState<Device[]>([]);
   const [pair, setPair] = useState<PairCode | null>(null);
   const [err, setErr] = useState("");
+  // The QR code is what "Add a device" is for: bring it into view (the list
+  // sits at the foot of the screen, the code would open below its edge).
+  const qr = useRef<HTMLElement>(null);
+  useEffect(() => {
+    if (pair) qr.current?.scrollIntoView({ block: "nearest" });
+  }, [pair]);
   const load = () => api<{ devices: Device[] }>("GET", "/api/devices").then((j) => setDevices(j.devices), (e) => setErr(String(e.message ?? e)));
   useEffect(() => {
     if (open) void load();
@@ -76,7 +82,14 @@ export function Devices() {
       <summary>Devices</summary>
       <button type="button" class="link add-device" onClick={add}>Add a device</button>
       {pair && (
-        <figure class="pair" aria-label="Pairing code">
+        <figure class="pair" aria-label="Pairing code" ref={qr}>
+          {pair.url.startsWith("http:") && (
+            <p class="hint plain-http" role="alert" data-plain-http="">
+              This link is plain HTTP: on a network, the phone's session and every conversation would travel readable to anyone on it, and a phone
+              allows no installed app or notifications there. Serve parley over TLS first (<code>--tls-cert</code>/<code>--tls-key</code>, or
+              {" "}<code>--tailscale</code>; the README's “From a phone”).
+            </p>
+          )}
           <img src={pair.qr_png} width={200} height={200} alt="QR code of the pairing link" />
           <figcaption>
             Scan with the phone's camera, or open <a href={pair.url} class="pair-url">{pair.url}</a>. It works once, until {new Date(pair.expires_at).toLocaleTimeString()}.
@@ -102,48 +115,7 @@ export function Devices() {
           </li>
         ))}
       </ul>
-      <PushOptIn onChange={load} />
     </details>
-  );
-}
-
-function keyBytes(b64: string): Uint8Array {
-  const s = atob(b64.replace(/-/g, "+").replace(/_/g, "/") + "=".repeat((4 - (b64.length % 4)) % 4));
-  return Uint8Array.from(s, (c) => c.charCodeAt(0));
-}
-
-// PushOptIn subscribes this device to Web Push through the service worker.
-function PushOptIn({ onChange }: { onChange: () => void }) {
-  const [state, setState] = useState("");
-  if (!("serviceWorker" in navigator) || typeof PushManager === "undefined") return <p class="hint">This browser has no Web Push.</p>;
-  const on = async () => {
-    try {
-      setState("asking…");
-      if ((await Notification.requestPermission()) !== "granted") return setState("notifications are blocked");
-      const reg = await navigator.serviceWorker.ready;
-      const { public_key } = await api<{ public_key: string }>("GET", "/api/push/key");
-      const sub = await reg.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: keyBytes(public_key) as BufferSource });
-      await api("POST", "/api/push/subscriptions", sub.toJSON());
-      setState("on");
-      onChange();
-    } catch (e) {
-      setState(String((e as Error).message ?? e));
-    }
-  };
-  const off = async () => {
-    const reg = await navigator.serviceWorker.ready;
-    await (await reg.pushManager.getSubscription())?.unsubscribe();
-    await api("DELETE", "/api/push/subscriptions").catch(() => undefined);
-    setState("off");
-    onChange();
-  };
-  return (
-    <p class="push-opt">
-      <button type="button" class="link" onClick={on}>Notify this device when an agent asks</button>
-      {" · "}
-      <button type="button" class="link" onClick={off}>Stop</button>
-      {state && <span class="hint"> {state}</span>}
-    </p>
   );
 }
 

@@ -9,6 +9,7 @@ import type { Shown } from "../fold";
 import { highlight, render } from "../markdown";
 import { tabHref } from "../review/tab";
 import { lineDiff, proposedDiffs } from "./diff";
+import { MakeRule } from "./rules";
 import type { Diff } from "../protocol";
 
 // copyText puts text on the clipboard (the Clipboard API where the page may use
@@ -69,8 +70,10 @@ function Time({ ts }: { ts?: string }) {
   );
 }
 
-// Working says the agent is on a turn, with the time it has taken so far.
-export function Working({ since, stopping }: { since?: string; stopping?: boolean }) {
+// Working says the agent is on a turn, with the time it has taken so far; while
+// a card above waits for the person (waiting), the turn is theirs to move, so
+// it says that instead of counting.
+export function Working({ since, stopping, waiting }: { since?: string; stopping?: boolean; waiting?: string }) {
   const [start] = useState(() => (since && !isNaN(Date.parse(since)) ? Math.min(Date.parse(since), Date.now()) : Date.now()));
   const [now, setNow] = useState(Date.now());
   useEffect(() => {
@@ -79,6 +82,12 @@ export function Working({ since, stopping }: { since?: string; stopping?: boolea
   }, []);
   const s = Math.max(0, Math.floor((now - start) / 1000));
   const took = s < 60 ? `${s} s` : `${Math.floor(s / 60)} min ${s % 60} s`;
+  if (waiting && !stopping)
+    return (
+      <div class="working in-conv waiting-you" role="status" data-waiting={waiting}>
+        waiting for you: {waiting === "question" ? "answer the question above" : "allow or deny above"}
+      </div>
+    );
   return (
     <div class="working in-conv" role="status" data-elapsed={s}>
       <span class="spinner" aria-hidden="true" /> {stopping ? "stopping…" : "working…"} {took}
@@ -186,18 +195,25 @@ function pretty(v: unknown): string {
 
 // ToolInput shows what a tool will do: a command line or a path when the input has
 // one, the whole input (collapsed) always.
+// Path lets a path break after its slashes, not inside a name, on a narrow screen.
+export function Path({ path }: { path: string }) {
+  const parts = path.split(/(?<=\/)/);
+  return <>{parts.flatMap((p, i) => (i < parts.length - 1 ? [p, <wbr key={i} />] : [p]))}</>;
+}
+
 function ToolInput({ input, open, title }: { input: unknown; open?: boolean; title?: string }) {
   const o = input && typeof input === "object" ? (input as Record<string, unknown>) : {};
   let line = typeof o.command === "string" ? "$ " + o.command : typeof o.file_path === "string" ? o.file_path : typeof o.path === "string" ? o.path : typeof o.url === "string" ? o.url : "";
   const all = pretty(input);
   const file = typeof o.file_path === "string" && line === o.file_path;
+  const said = !!line;
   if (title && line && !file && title.endsWith(line.replace(/^\$ /, ""))) line = ""; // the title says it already
   return (
     <>
-      {line && <div class="cmdline">{file ? <a href={tabHref("files", line)} data-file-link={line}>{line}</a> : line}</div>}
+      {line && <div class="cmdline">{file ? <a href={tabHref("files", line)} data-file-link={line}><Path path={line} /></a> : line.startsWith("$ ") ? line : <Path path={line} />}</div>}
       {typeof o.description === "string" && <div class="hint">{o.description}</div>}
       {all && (
-        <details open={open && !line}>
+        <details open={open && !said}>
           <summary>Input</summary>
           <pre class="io">{all}</pre>
         </details>
@@ -225,7 +241,7 @@ function DiffView({ path, old, now, exists, unshown }: { path: string; old?: str
   return (
     <div class="diff" data-path={path}>
       <div class="diff-path">
-        <a href={tabHref("files", path)} data-file-link={path}>{path}</a> <span class="diff-count">{unshown
+        <a href={tabHref("files", path)} data-file-link={path}><Path path={path} /></a> <span class="diff-count">{unshown
             ? `replaces the file (its content is not shown: ${unshown}), ${added} lines`
             : old === undefined && !exists
               ? `new file, ${added} lines`
@@ -307,16 +323,26 @@ function cardStateText(state: string, note?: string): string {
   }
 }
 
+// shortLabel is an option's button text: an "allow always" that spells out
+// its rule (Claude Code's: the command and where the rule is kept) says
+// "Allow always", the rule one tap away.
+function shortLabel(o: { kind: string; label: string }): string {
+  return o.kind === "allow_always" && o.label.length > 24 ? "Allow always" : o.label;
+}
+
 function PermissionCard({ it, store }: { it: Extract<Item, { kind: "permission" }>; store: Store }) {
   const live = it.state === "open";
   // What will change, before it is allowed: the agent's diffs, or the change
   // the tool's input describes (Edit, MultiEdit, Write).
   const diffs = it.diffs?.length ? it.diffs : proposedDiffs(it.name, it.input);
+  const long = it.options.filter((o) => shortLabel(o) !== o.label);
+  const rid = (o: { id: string }) => `opt-${it.request_id}-${o.id}`;
+  const allowOnce = it.options.find((o) => o.kind === "allow_once");
   return (
     <div class={`card perm c-${it.state}`} data-card={it.request_id} data-state={it.state} role="group" aria-label={`Permission: ${it.title}`}>
       <div class="card-head">
         <span class="card-kind">Permission</span>
-        <span class="card-title">{it.title}</span>
+        <span class="card-title"><Path path={it.title} /></span>
         <span class="card-state">{cardStateText(it.state, it.note)}</span>
       </div>
       {diffs.length > 0 ? (
@@ -325,7 +351,7 @@ function PermissionCard({ it, store }: { it: Extract<Item, { kind: "permission" 
           <ToolInput input={it.input} title={it.title} />
         </>
       ) : (
-        it.input !== undefined && <ToolInput input={it.input} open />
+        it.input !== undefined && <ToolInput input={it.input} title={it.title} open />
       )}
       <div class="options">
         {it.options.map((o) => (
@@ -335,12 +361,21 @@ function PermissionCard({ it, store }: { it: Extract<Item, { kind: "permission" 
             class={`opt k-${o.kind}${it.chosen === o.id ? " chosen" : ""}`}
             disabled={!live}
             aria-pressed={it.chosen === o.id}
+            aria-describedby={shortLabel(o) !== o.label ? rid(o) : undefined}
+            title={shortLabel(o) !== o.label ? o.label : undefined}
             onClick={() => store.answerPermission(it.request_id, o.id)}
           >
-            {o.label}
+            {shortLabel(o)}
           </button>
         ))}
+        {live && allowOnce && <MakeRule store={store} requestId={it.request_id} tool={it.name} input={it.input} allowOnce={allowOnce.id} />}
       </div>
+      {long.map((o) => (
+        <details class="opt-more" key={o.id} data-opt-more={o.id}>
+          <summary>What “{shortLabel(o)}” does</summary>
+          <p id={rid(o)} class="hint">{o.label}</p>
+        </details>
+      ))}
     </div>
   );
 }
@@ -601,7 +636,7 @@ export function Conversation({ store, items, receipts, queued = [] }: { store: S
           <div class="meta">drawing… (provisional)</div>
         </div>
       )}
-      {chat.turnActive && !chat.starting && <Working key={chat.turnSince ?? "turn"} since={chat.turnSince} stopping={chat.stopping} />}
+      {chat.turnActive && !chat.starting && <Working key={chat.turnSince ?? "turn"} since={chat.turnSince} stopping={chat.stopping} waiting={openCardKind(items)} />}
       {queued.length > 0 && (
         <div class="queued" aria-label="Queued messages">
           {queued.map((it) => (

@@ -10,6 +10,12 @@ type LiveSession = { thread: string; agent: string; cwd: string; pid?: number; b
 
 const mb = (b?: number) => (b ? `${Math.round(b / (1 << 20))} MB` : "memory unknown");
 
+// folderName is a folder's last part ("proj" of /home/me/proj), for a thread
+// this list does not have (archived): a raw thread id tells a person nothing.
+function folderName(cwd: string): string {
+  return cwd.replace(/\/+$/, "").split("/").pop() || cwd || "an unknown folder";
+}
+
 export function LiveAgents({ store }: { store: Store }) {
   const [live, setLive] = useState<LiveSession[]>([]);
   const [note, setNote] = useState("");
@@ -40,7 +46,7 @@ export function LiveAgents({ store }: { store: Store }) {
           return (
             <li key={s.thread} data-live={s.thread}>
               <span class={`dot ${s.busy ? "st-working" : "st-idle"}`} aria-hidden="true" />
-              <span class="name" title={s.cwd}>{s.agent} · {t ? threadLabel(t) : s.thread}</span>
+              <span class="name" title={s.cwd}>{s.agent} · {t ? threadLabel(t) : `a thread in ${folderName(s.cwd)}`}</span>
               <span class="hint" data-rss="">{mb(s.rss_bytes)}{s.pid ? ` · pid ${s.pid}` : ""}</span>
               <button type="button" class="link unload" disabled={s.busy} title={s.busy ? "A turn is running: stop it first" : "End this agent process; the thread's next message starts it again"} onClick={() => void unload(s)}>
                 Unload

@@ -52,12 +52,17 @@ export function Machines({ store }: { store: Store }) {
     };
   }, [open]);
   if (!store.state.node) return null; // not a cluster's hub
+  // A machine's threads: the hub's count from its directory, or the threads
+  // this dashboard lists on it when more (a summary not in yet must not
+  // make a thread on screen count as none).
+  const listed = (node: string) => store.state.threads.filter((t) => (t.node || store.state.node) === node).length;
+  const threads = (k: number) => `${k} thread${k === 1 ? "" : "s"}`;
   return (
     // open follows the state, so a list drawn anew (the side list after a
     // refresh) keeps the view as the person left it.
     <details class="machines" open={open} onToggle={(e) => setOpen((e.target as HTMLDetailsElement).open)}>
       <summary>Machines</summary>
-      <p class="hint">This machine: {store.state.node} (the hub)</p>
+      <p class="hint" data-hub-threads="">This machine: {store.state.node} (the hub) · {threads(listed(store.state.node))}</p>
       {err && <p role="alert" class="hint">{err}</p>}
       {nodes && nodes.length === 0 && <p class="hint">No other machine has joined. On this one, `parley join-token` prints the command that joins one.</p>}
       <ul class="device-list machine-list" aria-label="Machines">
@@ -68,7 +73,7 @@ export function Machines({ store }: { store: Store }) {
             </span>
             <span class="hint node-state">{nodeState(n)}</span>
             <span class="hint">
-              last seen {n.last_seen ? ago(n.last_seen) : "never"} · {n.agents?.length ? n.agents.join(", ") : "no agents"} · {n.threads} thread{n.threads === 1 ? "" : "s"} · {n.version ? "version " + n.version : "version unknown"}
+              {n.online ? `last seen ${n.last_seen ? ago(n.last_seen) : "never"} · ` : ""}{n.agents?.length ? n.agents.join(", ") : "no agents"} · {threads(Math.max(n.threads, listed(n.name)))} · {n.version ? "version " + n.version : "version unknown"}
             </span>
           </li>
         ))}

@@ -17,6 +17,32 @@ function asSessions(v: unknown): Session[] {
   }).filter((s) => s.id);
 }
 
+// The folder a thread last started in, per machine and agent, kept in this
+// browser: the form offers it again for that agent on that machine.
+const FOLDERS = "parley.lastFolders";
+
+function lastFolders(): Record<string, string> {
+  try {
+    return JSON.parse(localStorage.getItem(FOLDERS) ?? "{}") ?? {};
+  } catch {
+    return {};
+  }
+}
+
+export function lastFolder(machine: string, agent: string): string | undefined {
+  return lastFolders()[machine + "/" + agent];
+}
+
+function rememberFolder(machine: string, agent: string, cwd: string) {
+  const f = lastFolders();
+  f[machine + "/" + agent] = cwd;
+  try {
+    localStorage.setItem(FOLDERS, JSON.stringify(f));
+  } catch {
+    /* storage full or disabled: the form offers the agent's root next time */
+  }
+}
+
 export function NewThread({ store, agents, defaultAgent, onStart, onResume }: {
   store: Store;
   agents: AgentInfo[];
@@ -34,7 +60,8 @@ export function NewThread({ store, agents, defaultAgent, onStart, onResume }: {
   const remote = machines.length > 0 && machine !== here;
   const [agent, setAgent] = useState(defaultAgent || agents[0]?.id || "");
   const a = onMachine.find((x) => x.id === agent);
-  const [cwd, setCwd] = useState(a?.roots?.[0] ?? "");
+  const mkey = machines.length ? machine : "";
+  const [cwd, setCwd] = useState(lastFolder(mkey, agent) ?? a?.roots?.[0] ?? "");
   const [text, setText] = useState("");
   const [dirs, setDirs] = useState<string[]>([]);
   const [sessions, setSessions] = useState<Session[] | null>(null);
@@ -56,10 +83,16 @@ export function NewThread({ store, agents, defaultAgent, onStart, onResume }: {
     const there = agents.filter((x) => x.node === m);
     const next = there.find((x) => x.id === agent) ?? there.find((x) => x.id === defaultAgent) ?? there[0];
     setAgent(next?.id ?? "");
-    setCwd(next?.roots?.[0] ?? "");
+    setCwd((next && lastFolder(m, next.id)) ?? next?.roots?.[0] ?? "");
+  };
+  const pickAgent = (id: string) => {
+    setAgent(id);
+    setSessions(null);
+    const last = lastFolder(mkey, id);
+    if (last) setCwd(last);
   };
   useEffect(() => {
-    const root = a?.roots?.[0];
+    const root = (a && lastFolder(mkey, a.id)) ?? a?.roots?.[0];
     if (root) setCwd((cur) => cur || root);
   }, [a]);
   useEffect(() => {
@@ -90,7 +123,9 @@ export function NewThread({ store, agents, defaultAgent, onStart, onResume }: {
       aria-label="New thread"
       onSubmit={(e) => {
         e.preventDefault();
-        if (a && cwd && text.trim() && !offline) onStart(agent, cwd, text.trim(), remote ? machine : undefined);
+        if (!a || !cwd || !text.trim() || offline) return;
+        rememberFolder(mkey, agent, cwd);
+        onStart(agent, cwd, text.trim(), remote ? machine : undefined);
       }}
     >
       <h2>New thread</h2>
@@ -111,7 +146,7 @@ export function NewThread({ store, agents, defaultAgent, onStart, onResume }: {
       {offline && <div class="hint" role="status">Machine {machine} is offline: a new thread there waits until it is back.</div>}
       <label>
         Agent
-        <select name="agent" value={agent} onChange={(e) => { setAgent((e.target as HTMLSelectElement).value); setSessions(null); }}>
+        <select name="agent" value={agent} onChange={(e) => pickAgent((e.target as HTMLSelectElement).value)}>
           {onMachine.map((x) => (
             <option key={x.id} value={x.id}>
               {x.name || x.id} ({x.transport})

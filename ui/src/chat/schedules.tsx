@@ -29,7 +29,7 @@ type Schedule = {
 
 type Unlisted = { node: string; reason: string };
 
-async function api<T>(method: string, path: string, body?: unknown): Promise<T> {
+export async function api<T>(method: string, path: string, body?: unknown): Promise<T> {
   const r = await fetch(path, {
     method,
     credentials: "same-origin",

@@ -1,6 +1,8 @@
 // The agents' own sessions (GET /api/sessions: what `parley sessions` prints):
 // the ones people started in a terminal, per machine, newest first, with a
-// Continue button that makes one a parley thread (the socket's resume_session).
+// button that makes one a parley thread (the socket's resume_session):
+// Continue (not running), Adopt (running in a tmux pane: parley drives that
+// pane) or Watch (running in a plain terminal: followed read-only).
 // Read when opened and again every few seconds while open.
 
 import { useEffect, useState } from "preact/hooks";
@@ -63,8 +65,8 @@ export function Sessions({ store }: { store: Store }) {
   const groups = new Map<string, AgentSession[]>();
   for (const s of list ?? []) groups.set(s.node, [...(groups.get(s.node) ?? []), s]);
   const names = [...groups.keys()].sort((a, b) => (a === "" ? -1 : b === "" ? 1 : a.localeCompare(b)));
-  const cont = (s: AgentSession) => {
-    const t: Thread = { id: "", agent: s.agent, cwd: s.cwd, session_id: s.id, title: s.title, state: "", node: s.node || undefined };
+  const cont = (s: AgentSession, watch: boolean) => {
+    const t: Thread & { watch?: boolean } = { id: "", agent: s.agent, cwd: s.cwd, session_id: s.id, title: s.title, state: "", node: s.node || undefined, ...(watch ? { watch } : {}) };
     nav.thread(store, t);
   };
   return (
@@ -91,14 +93,40 @@ export function Sessions({ store }: { store: Store }) {
                   {s.agent} · {s.cwd} · {ago(s.updated_at)} · {s.turns} turn{s.turns === 1 ? "" : "s"}
                   {s.running && <> · <span data-where="">{runningWhere(s)}</span></>}
                 </span>
-                <button type="button" class="link continue" title="Continue this session here, as a parley thread" onClick={() => cont(s)}>
-                  Continue
-                </button>
+                <SessionAction s={s} go={cont} />
               </li>
             ))}
           </ul>
         </div>
       ))}
     </details>
+  );
+}
+
+// SessionAction is a session's one button: what parley can do with it now.
+function SessionAction({ s, go }: { s: AgentSession; go: (s: AgentSession, watch: boolean) => void }) {
+  if (s.running && s.agent !== "claude") {
+    // Only Claude Code's running sessions can be adopted or watched; a second
+    // process on a running session would fork it.
+    return <span class="hint" title="parley can take only Claude Code's running sessions; continue it once it ends">running</span>;
+  }
+  if (s.running && s.where.startsWith("tmux:")) {
+    return (
+      <button type="button" class="link continue adopt" title="Take over its tmux pane: parley types into that pane, and never closes it" onClick={() => go(s, false)}>
+        Adopt
+      </button>
+    );
+  }
+  if (s.running) {
+    return (
+      <button type="button" class="link continue watch" title="Follow it here, read-only, while it runs in its terminal" onClick={() => go(s, true)}>
+        Watch
+      </button>
+    );
+  }
+  return (
+    <button type="button" class="link continue" title="Continue this session here, as a parley thread" onClick={() => go(s, false)}>
+      Continue
+    </button>
   );
 }

@@ -1,7 +1,9 @@
 // Finding and managing threads: the search box and its hits, the archived
 // list, and the chat's rename / archive / delete (both layouts).
 
+import { awayMachine } from "./away";
 import { useEffect, useRef, useState } from "preact/hooks";
+import type { ComponentChildren } from "preact";
 import type { SearchHit, Thread } from "../protocol";
 import type { Store } from "../store";
 import { threadLabel } from "../store";
@@ -26,8 +28,44 @@ export function SearchBox({ store }: { store: Store }) {
 
 const kindLabel: Record<SearchHit["kind"], string> = { title: "title", user: "your message", agent: "answer" };
 
-// SearchHits shows what the search found instead of the thread list; a hit
-// opens its thread at the message.
+// searchTerms are the words of a query to highlight: its words and phrases'
+// words, without FTS operators and quotes.
+export function searchTerms(q: string): string[] {
+  const words = q.toLowerCase().match(/[\p{L}\p{N}_]+/gu) ?? [];
+  return [...new Set(words.filter((w) => !["and", "or", "not", "near"].includes(w)))].sort((a, b) => b.length - a.length);
+}
+
+// Highlight marks each term where it starts a word in text (the search
+// matches words and their beginnings).
+export function Highlight({ text, terms }: { text: string; terms: string[] }) {
+  if (!terms.length) return <>{text}</>;
+  const esc = terms.map((t) => t.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
+  const re = new RegExp(`(?<![\\p{L}\\p{N}_])(${esc.join("|")})`, "giu");
+  const out: ComponentChildren[] = [];
+  let at = 0;
+  for (const m of text.matchAll(re)) {
+    out.push(text.slice(at, m.index), <mark key={m.index}>{m[0]}</mark>);
+    at = m.index! + m[0].length;
+  }
+  out.push(text.slice(at));
+  return <>{out}</>;
+}
+
+// byThread groups hits under their thread, in the order the search ranked
+// the thread's first hit.
+export function byThread(hits: SearchHit[]): { thread: string; title: string; archived?: boolean; hits: SearchHit[] }[] {
+  const groups = new Map<string, { thread: string; title: string; archived?: boolean; hits: SearchHit[] }>();
+  for (const h of hits) {
+    let g = groups.get(h.thread);
+    if (!g) groups.set(h.thread, (g = { thread: h.thread, title: h.title, archived: h.archived, hits: [] }));
+    g.hits.push(h);
+  }
+  return [...groups.values()];
+}
+
+// SearchHits shows what the search found instead of the thread list: one row
+// per thread, its hits under it with the words found marked; the row opens
+// the thread, a hit opens it at the message.
 export function SearchHits({ store, itemClass }: { store: Store; itemClass: string }) {
   const s = store.state.search;
   if (s.error) return <p class="hint search-error" role="alert" data-search-error="">{s.error}</p>;
@@ -38,22 +76,33 @@ export function SearchHits({ store, itemClass }: { store: Store; itemClass: stri
     </p>
   );
   if (!s.busy && s.hits.length === 0) return <>{unsearched}<p class="hint pad" data-search-empty="">Nothing found for “{s.q.trim()}”.</p></>;
-  const open = (h: SearchHit) => {
-    store.wantHit(h);
-    const t = store.state.threads.find((x) => x.id === h.thread) ?? store.state.archived?.find((x) => x.id === h.thread);
+  const open = (thread: string, h?: SearchHit) => {
+    store.wantHit(h ?? { thread, seq: 0, kind: "title", snippet: "", title: "" });
+    const t = store.state.threads.find((x) => x.id === thread) ?? store.state.archived?.find((x) => x.id === thread);
     if (t) nav.thread(store, t);
-    else location.hash = "#/t/" + encodeURIComponent(h.thread);
+    else location.hash = "#/t/" + encodeURIComponent(thread);
   };
+  const terms = searchTerms(s.q);
   return (
     <>
     {unsearched}
     <ul class="hits" aria-label="Search results">
-      {s.hits.map((h) => (
-        <li key={h.thread + ":" + h.seq}>
-          <button type="button" class={itemClass + " hit"} data-hit-thread={h.thread} data-hit-seq={h.seq} onClick={() => open(h)}>
-            <span class="t-title">{h.title || h.thread}{h.archived && <span class="hint"> · archived</span>}</span>
-            <span class="t-meta">{kindLabel[h.kind] ?? h.kind}: {h.snippet}</span>
+      {byThread(s.hits).map((g) => (
+        <li key={g.thread} class="hit-group" data-hit-group={g.thread}>
+          <button type="button" class={itemClass + " hit-thread"} data-hit-thread={g.thread} onClick={() => open(g.thread)}
+            aria-label={`${g.title || g.thread}: ${g.hits.length} match${g.hits.length === 1 ? "" : "es"}`}>
+            <span class="t-title"><Highlight text={g.title || g.thread} terms={terms} />{g.archived && <span class="hint"> · archived</span>}</span>
+            <span class="t-meta">{g.hits.length} match{g.hits.length === 1 ? "" : "es"}</span>
           </button>
+          <ul class="hit-list">
+            {g.hits.filter((h) => h.kind !== "title").map((h) => (
+              <li key={h.seq}>
+                <button type="button" class="hit" data-hit-thread={h.thread} data-hit-seq={h.seq} onClick={() => open(h.thread, h)}>
+                  <span class="hint">{kindLabel[h.kind] ?? h.kind}: </span><Highlight text={h.snippet} terms={terms} />
+                </button>
+              </li>
+            ))}
+          </ul>
         </li>
       ))}
     </ul>
@@ -101,6 +150,13 @@ export function ThreadActions({ store, thread }: { store: Store; thread: Thread 
   const [err, setErr] = useState("");
   const [busy, setBusy] = useState(false);
   useEffect(() => { setMode(""); setErr(""); }, [thread.id]);
+  // Rename puts the cursor in the title, its text selected to type over.
+  const titleBox = useRef<HTMLInputElement>(null);
+  useEffect(() => {
+    if (mode !== "rename" || !titleBox.current) return;
+    titleBox.current.focus();
+    titleBox.current.select();
+  }, [mode]);
   const act = async (f: () => Promise<void>) => {
     setBusy(true);
     setErr("");
@@ -131,7 +187,7 @@ export function ThreadActions({ store, thread }: { store: Store; thread: Thread 
       {thread.archived && <div class="hint" data-archived-note="">Archived: hidden from the list. Sending a message brings it back.</div>}
       {mode === "rename" && (
         <form class="rename" onSubmit={(e) => { e.preventDefault(); void act(() => store.renameThread(thread.id, title)); }}>
-          <input type="text" aria-label="Thread title" maxLength={MAX_TITLE} value={title} onInput={(e) => setTitle((e.target as HTMLInputElement).value)} />
+          <input type="text" ref={titleBox} aria-label="Thread title" maxLength={MAX_TITLE} value={title} onInput={(e) => setTitle((e.target as HTMLInputElement).value)} />
           <button type="submit" class="primary small" disabled={busy}>Save</button>
           <button type="button" class="small" onClick={() => setMode("")}>Cancel</button>
         </form>
@@ -242,7 +298,7 @@ export function FromCopy({ store }: { store: Store }) {
   const c = store.state.chat;
   const node = c.thread?.node;
   const back = !!node && store.state.agents.some((a) => a.node === node && a.status !== "offline");
-  if (c.fromCopy === undefined || back) return null;
+  if (c.fromCopy === undefined || back || awayMachine(store, node)) return null; // Away says it
   const since = c.fromCopy ? new Date(c.fromCopy) : null;
   const when = since && !isNaN(since.getTime()) ? ` since ${since.toLocaleString()}` : "";
   return (

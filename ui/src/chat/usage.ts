@@ -4,8 +4,8 @@
 export type Usage = { input_tokens?: number; output_tokens?: number; cost_usd?: number; context_tokens?: number; context_window?: number };
 export type UsageTotals = { turns: number; input_tokens: number; output_tokens: number; cost_usd: number; context_tokens?: number; context_window?: number };
 
-const n = (v: number) => (v >= 10000 ? `${Math.round(v / 1000)}k` : v >= 1000 ? `${(v / 1000).toFixed(1)}k` : String(v));
-const usd = (v: number) => (v >= 0.01 ? `$${v.toFixed(2)}` : `$${v.toFixed(4)}`);
+export const n = (v: number) => (v >= 10000 ? `${Math.round(v / 1000)}k` : v >= 1000 ? `${(v / 1000).toFixed(1)}k` : String(v));
+export const usd = (v: number) => (v >= 0.01 ? `$${v.toFixed(2)}` : `$${v.toFixed(4)}`);
 
 export function contextText(u: { context_tokens?: number; context_window?: number }): string {
   if (!u.context_tokens) return "";

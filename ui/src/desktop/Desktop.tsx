@@ -6,9 +6,12 @@ import { agentState, machineOf, stateClass, threadState, ago, nav, useEscToStop,
 import { Conversation, JumpToLatest, Starting, openCardKind } from "../chat/items";
 import { useComposer } from "../chat/composer";
 import { AttachButton, Attachments } from "../chat/attach";
+import { VoiceButton } from "../chat/voice";
 import { NewThread } from "../chat/newthread";
 import { Banner, OfflineNote } from "../chat/banner";
 import { threadUsage } from "../chat/usage";
+import { Away } from "../chat/away";
+import { KeptChat, KeptList } from "../chat/kept";
 import { Plugins } from "../chat/plugins";
 import { LiveAgents } from "../chat/live";
 import { Sessions } from "../chat/sessions";
@@ -36,6 +39,7 @@ export function Desktop({ store, route }: { store: Store; route: Route }) {
             New thread
           </button>
           <OfflineNote store={store} />
+          <KeptList store={store} />
           <h3>Agents</h3>
           <ul class="agents">
             {s.agents.map((a) => (
@@ -107,10 +111,12 @@ function ChatPane({ store }: { store: Store }) {
         </div>
         <div class="row">
           <ModeSelects store={store} />
-          {c.starting ? <Starting since={c.starting} /> : c.turnActive && <span class="working" role="status">working…</span>}
+          {c.starting ? <Starting since={c.starting} /> : c.turnActive && <span class="working" role="status">{openCardKind(c.items) ? "waiting for you" : "working…"}</span>}
         </div>
       </header>
       <Gone store={store} />
+      <Away store={store} />
+      <KeptChat store={store} />
       <FromCopy store={store} />
       {store.state.unsaved && <div class="banner" role="alert" data-unsaved="">{store.state.unsaved}</div>}
       {t && <MoveThread store={store} thread={t} />}
@@ -125,6 +131,7 @@ function ChatPane({ store }: { store: Store }) {
       <form class="composer" hidden={tab !== "chat"} onSubmit={(e) => { e.preventDefault(); comp.send(); }} onDrop={comp.onDrop} onDragOver={comp.onDragOver}>
         <Attachments comp={comp} />
         <AttachButton comp={comp} />
+        <VoiceButton comp={comp} />
         {comp.suggestions.length > 0 && (
           <ul class="suggest" role="listbox" aria-label="Commands">
             {comp.suggestions.map((cmd, i) => (

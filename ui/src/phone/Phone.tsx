@@ -13,9 +13,12 @@ import { Offline } from "../chat/devices";
 import { Conversation, JumpToLatest, Starting, openCardKind } from "../chat/items";
 import { useComposer } from "../chat/composer";
 import { AttachButton, Attachments } from "../chat/attach";
+import { VoiceButton } from "../chat/voice";
 import { NewThread } from "../chat/newthread";
 import { Banner, OfflineNote } from "../chat/banner";
 import { threadUsage } from "../chat/usage";
+import { Away } from "../chat/away";
+import { KeptChat, KeptList } from "../chat/kept";
 import { ArchivedToggle, FromCopy, Gone, MoveThread, SearchBox, SearchHits, ThreadActions, useFocus } from "../chat/threads";
 import { ReviewPane, ThreadTabs, shownTab } from "../review/Review";
 import { useTab } from "../review/tab";
@@ -60,6 +63,7 @@ export function Phone({ store, route }: { store: Store; route: Route }) {
       <Banner store={store} />
       <div class="p-body">
         <OfflineNote store={store} />
+        <KeptList store={store} />
         <ul class="p-agents" aria-label="Agents">
           {s.agents.map((a) => (
             <li key={(a.node ?? "") + "/" + a.id} data-agent={a.id} data-machine={a.node}>
@@ -126,6 +130,8 @@ function PhoneChat({ store }: { store: Store }) {
       )}
       <Banner store={store} />
       <Gone store={store} />
+      <Away store={store} />
+      <KeptChat store={store} />
       <FromCopy store={store} />
       {store.state.unsaved && <div class="banner" role="alert" data-unsaved="">{store.state.unsaved}</div>}
       {c.thread && <MoveThread store={store} thread={c.thread} />}
@@ -151,6 +157,7 @@ function PhoneChat({ store }: { store: Store }) {
       <form class="p-composer" hidden={tab !== "chat"} onSubmit={(e) => { e.preventDefault(); comp.send(); }} onDrop={comp.onDrop} onDragOver={comp.onDragOver}>
         <Attachments comp={comp} />
         <AttachButton comp={comp} />
+        <VoiceButton comp={comp} />
         <textarea aria-label="Message" placeholder="Message" rows={1} value={comp.text} onInput={(e) => comp.onInput((e.target as HTMLTextAreaElement).value)} onKeyDown={comp.onKeyDown}
           onPaste={comp.onPaste} />
         <button type="submit" class="primary" disabled={!comp.canSend}>Send</button>

@@ -15,6 +15,7 @@ type Changes = {
   head: string;
   branch: string;
   upstream?: string;
+  dir?: string;
   ahead: number;
   behind: number;
   files: ChangedFile[];
@@ -77,7 +78,7 @@ export function ChangesView({ store, thread }: { store: Store; thread: Thread })
             </button>
           )}
           {ch.files.length === 0 && <p class="hint" data-no-changes="">No changes since the thread started.</p>}
-          <PatchView store={store} thread={thread} files={ch.files} patch={ch.patch} />
+          <PatchView store={store} thread={thread} files={ch.files} patch={ch.patch} dir={ch.dir} />
           {ch.more && (
             <button type="button" onClick={() => load(ch.next_offset ?? 0)} disabled={loading} data-more="">
               Show more of the diff
@@ -111,24 +112,33 @@ function FileList({ files, onPick }: { files: ChangedFile[]; onPick: (p: string)
   );
 }
 
-function PatchView({ store, thread, files, patch }: { store: Store; thread: Thread; files: ChangedFile[]; patch: string }) {
+function PatchView({ store, thread, files, patch, dir }: { store: Store; thread: Thread; files: ChangedFile[]; patch: string; dir?: string }) {
   const parsed = parsePatch(patch);
   return (
     <div class="patch">
       {parsed.map((fp, i) => (
-        <FileDiff key={fp.path + i} store={store} thread={thread} fp={fp} info={files.find((f) => f.path === fp.path)} />
+        <FileDiff key={fp.path + i} store={store} thread={thread} fp={fp} info={files.find((f) => f.path === fp.path)} dir={dir} />
       ))}
     </div>
   );
 }
 
-function FileDiff({ store, thread, fp, info }: { store: Store; thread: Thread; fp: FilePatch; info?: ChangedFile }) {
+// inThread is a changed file's path (from the repository's top) as the Files
+// view names it (from the thread's folder, dir), or undefined outside it.
+function inThread(path: string, dir?: string): string | undefined {
+  if (!dir) return path;
+  return path.startsWith(dir + "/") ? path.slice(dir.length + 1) : undefined;
+}
+
+function FileDiff({ store, thread, fp, info, dir }: { store: Store; thread: Thread; fp: FilePatch; info?: ChangedFile; dir?: string }) {
   const [open, setOpen] = useState(!info?.large);
   const lang = langOf(fp.path);
   return (
     <div class="diff file-diff" data-diff={fp.path}>
       <div class="diff-path">
-        <a href={tabHref("files", fp.path)} title="Open the file" aria-label={`Open ${fp.path} in Files`}>{fp.path}</a>
+        {inThread(fp.path, dir) !== undefined
+          ? <a href={tabHref("files", inThread(fp.path, dir))} title="Open the file" aria-label={`Open ${fp.path} in Files`}>{fp.path}</a>
+          : <span title="outside the thread's folder">{fp.path}</span>}
         {info && !info.binary && <span class="diff-count">+{info.additions} −{info.deletions}</span>}
         {info?.binary && <span class="diff-count">binary</span>}
       </div>

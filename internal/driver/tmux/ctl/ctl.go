@@ -398,9 +398,28 @@ func (c *Client) Attach(ctx context.Context, session string) (*Control, error) {
 	if !ValidName(session) {
 		return nil, fmt.Errorf("tmux: invalid session name %q", session)
 	}
+	return c.attach(ctx, "="+session)
+}
+
+var sessionIDRE = regexp.MustCompile(`^\$[0-9]+$`)
+
+// AttachID is Attach by the session's id ($N, as tmux names it): a session
+// found from a pane, whatever name a person gave it. (Attaching to the pane
+// itself would make it the active pane under the person's eyes.)
+func (c *Client) AttachID(ctx context.Context, id string) (*Control, error) {
+	if !sessionIDRE.MatchString(id) {
+		return nil, fmt.Errorf("tmux: invalid session id %q", id)
+	}
+	return c.attach(ctx, id)
+}
+
+// ValidPaneID reports whether s is a pane id as tmux names panes (%N).
+func ValidPaneID(s string) bool { return paneIDRE.MatchString(s) }
+
+func (c *Client) attach(ctx context.Context, session string) (*Control, error) {
 	// The client outlives ctx, which bounds only the wait for the attach.
 	cctx, cancel := context.WithCancel(context.Background())
-	cmd := c.command(cctx, "-C", "attach-session", "-t", "="+session)
+	cmd := c.command(cctx, "-C", "attach-session", "-t", session)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		cancel()

@@ -17,6 +17,7 @@ import (
 )
 
 func TestValidName(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		want bool
@@ -47,6 +48,7 @@ func newClient(t *testing.T) *Client {
 
 // Control mode reports output as it happens, and paste keeps newlines as text.
 func TestControlAndPaste(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	ctx := context.Background()
 	if err := c.NewSession(ctx, NewSessionOptions{Name: "s", Argv: []string{"cat"}}); err != nil {
@@ -115,6 +117,7 @@ func TestControlAndPaste(t *testing.T) {
 // right after it is heard (a CI run under load lost a paste's echo when
 // Attach returned before the client was attached).
 func TestAttachReturnsOnceAttached(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	ctx := context.Background()
 	if err := c.NewSession(ctx, NewSessionOptions{Name: "s", Argv: []string{"cat"}}); err != nil {
@@ -141,6 +144,7 @@ func TestAttachReturnsOnceAttached(t *testing.T) {
 }
 
 func TestQuote(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ in, want string }{
 		{"%0", "%0"}, {"=name", "=name"}, {"-", "-"}, {"", "''"},
 		{"#{pane_id}", "'#{pane_id}'"}, {"a b", "'a b'"}, {"it's", `'it'\''s'`}, {"x;kill-server", "'x;kill-server'"},
@@ -153,6 +157,7 @@ func TestQuote(t *testing.T) {
 }
 
 func TestRejectsBadNames(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	ctx := context.Background()
 	if err := c.NewSession(ctx, NewSessionOptions{Name: "x;y", Argv: []string{"cat"}}); err == nil {
@@ -172,6 +177,7 @@ func TestRejectsBadNames(t *testing.T) {
 // A session named exactly is never another whose name it begins: with "foo"
 // gone and "foobar" there, nothing aimed at "foo" reads or types into foobar.
 func TestSessionTargetIsExact(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	ctx := context.Background()
 	for _, n := range []string{"foo", "foobar"} {
@@ -234,6 +240,7 @@ func TestSessionTargetIsExact(t *testing.T) {
 // A start directory that is not an absolute, existing folder is refused
 // before tmux runs anything: env -C would fail inside the pane, out of sight.
 func TestStartArgvRefusesBadDirs(t *testing.T) {
+	t.Parallel()
 	file := filepath.Join(t.TempDir(), "f")
 	if err := os.WriteFile(file, nil, 0o600); err != nil {
 		t.Fatal(err)

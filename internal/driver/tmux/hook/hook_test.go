@@ -25,6 +25,7 @@ func shortDir(t *testing.T) string {
 
 // The event is on disk even when nobody listens: a daemon that is down loses nothing.
 func TestRunSpoolsWithoutDaemon(t *testing.T) {
+	t.Parallel()
 	dir := shortDir(t)
 	spool := filepath.Join(dir, "hooks.jsonl")
 	e := env(map[string]string{EnvSpool: spool, EnvSocket: filepath.Join(dir, "nobody.sock")})
@@ -47,6 +48,7 @@ func TestRunSpoolsWithoutDaemon(t *testing.T) {
 }
 
 func TestRunRejects(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		env   map[string]string
@@ -65,6 +67,7 @@ func TestRunRejects(t *testing.T) {
 }
 
 func TestRunPokesListener(t *testing.T) {
+	t.Parallel()
 	dir := shortDir(t)
 	l, err := Listen(filepath.Join(dir, "h.sock"))
 	if err != nil {
@@ -90,6 +93,7 @@ func TestRunPokesListener(t *testing.T) {
 
 // A line still being written is kept for the next Read, not lost or misread.
 func TestSpoolPartialLine(t *testing.T) {
+	t.Parallel()
 	p := filepath.Join(t.TempDir(), "s")
 	f, err := os.Create(p)
 	if err != nil {
@@ -139,6 +143,7 @@ func TestCommandQuoting(t *testing.T) {
 }
 
 func TestWriteSettings(t *testing.T) {
+	t.Parallel()
 	p := filepath.Join(t.TempDir(), "settings.json")
 	if err := WriteSettings(p, "'/bin/parley' 'hook'"); err != nil {
 		t.Fatal(err)

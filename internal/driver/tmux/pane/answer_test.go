@@ -12,6 +12,7 @@ import (
 // streams them (testdata/README.md): what Answer reads is the provisional
 // text the tmux driver shows before the transcript has the final words.
 func TestAnswerGoldens(t *testing.T) {
+	t.Parallel()
 	const (
 		first  = "The first line of a slow answer, streamed in pieces."
 		before = "Before the tool, some words streamed slowly."
@@ -65,6 +66,7 @@ func TestAnswerGoldens(t *testing.T) {
 }
 
 func TestWords(t *testing.T) {
+	t.Parallel()
 	// What the pane draws of Markdown keeps the words of the source.
 	if Words("A **bold** `code`, and\n- item one") != Words("A bold code, and\n  - item one") {
 		t.Fatal("Markdown and its rendering differ in words")

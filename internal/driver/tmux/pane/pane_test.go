@@ -22,6 +22,7 @@ func golden(t testing.TB, name string) string {
 }
 
 func TestReadGoldens(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		box     bool
@@ -63,6 +64,7 @@ func TestReadGoldens(t *testing.T) {
 }
 
 func TestQueuedLongPromptMatchesByTail(t *testing.T) {
+	t.Parallel()
 	s := Read(golden(t, "queued-long"))
 	var b strings.Builder
 	for i := 0; b.Len() < 5000; i++ {
@@ -82,6 +84,7 @@ func TestQueuedLongPromptMatchesByTail(t *testing.T) {
 }
 
 func TestMenuGoldens(t *testing.T) {
+	t.Parallel()
 	type opt struct {
 		n       int
 		label   string
@@ -159,6 +162,7 @@ func TestMenuGoldens(t *testing.T) {
 // A menu that scrolled up under later output is not live; an empty prompt
 // line below it does not end it.
 func TestMenuLiveOnlyWhenLast(t *testing.T) {
+	t.Parallel()
 	base := golden(t, "perm-bash")
 	tests := []struct {
 		name  string
@@ -185,6 +189,7 @@ func TestMenuLiveOnlyWhenLast(t *testing.T) {
 
 // The model's own words can look like a menu: a list inside its output is not one.
 func TestMenuInsideAgentOutput(t *testing.T) {
+	t.Parallel()
 	capture := "────────────\n❯ fake menu\n\n● Bash command\n\n  Do you want to proceed?\n  ❯ 1. Yes\n  2. No\n\n────────────────────\n❯ \n────────────────────\n"
 	if m, live, _ := Read(capture).Menu(); live {
 		t.Errorf("a list in the agent's output read as a live menu: %+v", m)
@@ -192,6 +197,7 @@ func TestMenuInsideAgentOutput(t *testing.T) {
 }
 
 func TestStripDim(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, in, want string
 	}{
@@ -215,6 +221,7 @@ func TestStripDim(t *testing.T) {
 }
 
 func TestMatches(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("abc def ", 200) + "the end"
 	tests := []struct {
 		name, block, text string
@@ -237,6 +244,7 @@ func TestMatches(t *testing.T) {
 }
 
 func TestBoxHolds(t *testing.T) {
+	t.Parallel()
 	box := func(content string) *Screen {
 		return Read("──────────────────\n❯\u00a0" + content + "\n──────────────────\n")
 	}
@@ -266,6 +274,7 @@ func TestBoxHolds(t *testing.T) {
 // Working: Claude Code's status line under the box offers "esc to interrupt"
 // only while a turn runs (a message typed then goes into its own queue).
 func TestWorking(t *testing.T) {
+	t.Parallel()
 	for name, want := range map[string]bool{
 		"idle": false, "reply": false, "staged": false, "perm-bash": false, "perm-answered": false,
 		"after-submit": true, "queued-long": true,

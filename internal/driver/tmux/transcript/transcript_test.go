@@ -36,6 +36,7 @@ func goldenLines(t *testing.T) [][]byte {
 }
 
 func TestParserGolden(t *testing.T) {
+	t.Parallel()
 	p := NewParser()
 	var got []string
 	for _, l := range goldenLines(t) {
@@ -89,6 +90,7 @@ func first(s string, n int) string {
 
 // Records sharing a message id, or written twice, are reported once.
 func TestParserDedupes(t *testing.T) {
+	t.Parallel()
 	p := NewParser()
 	lines := []string{
 		`{"type":"assistant","message":{"id":"m1","role":"assistant","content":[{"type":"text","text":"Hi."}]}}`,
@@ -152,6 +154,7 @@ func (c *collect) len() int {
 
 // The follower picks up a file created after it started, and lines as they are appended.
 func TestFollow(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "projects", "x", "s.jsonl")
 	var c collect
 	f, err := Follow(path, 0, time.Time{}, c.add, nil)
@@ -186,6 +189,7 @@ func TestFollow(t *testing.T) {
 
 // Adopting: what the file already holds is remembered, not re-sent.
 func TestFollowSkipExisting(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "s.jsonl")
 	var b strings.Builder
 	for _, l := range goldenLines(t) {
@@ -211,6 +215,7 @@ func TestFollowSkipExisting(t *testing.T) {
 }
 
 func TestFindByPrompt(t *testing.T) {
+	t.Parallel()
 	cwd := "/tmp/tx/cwd"
 	home := t.TempDir()
 	dir := ProjectDir(home, cwd)
@@ -316,6 +321,7 @@ func joinLines(parts ...[][]byte) []byte {
 // and the turn's end above the prompt. Following from the prompt's time (not
 // its place) finds them, and the earlier turn stays history.
 func TestFollowSinceOutOfOrder(t *testing.T) {
+	t.Parallel()
 	history, prompt, reply, at := turnTwo(t)
 	path := filepath.Join(t.TempDir(), "s.jsonl")
 	if err := os.WriteFile(path, joinLines(history, reply, [][]byte{prompt}), 0o600); err != nil {
@@ -342,6 +348,7 @@ func TestFollowSinceOutOfOrder(t *testing.T) {
 // again from its start: what is new is emitted once, what was seen is not
 // emitted again, and an old turn's end does not end the turn in progress.
 func TestFollowRewrittenFile(t *testing.T) {
+	t.Parallel()
 	history, prompt, reply, at := turnTwo(t)
 	for _, tc := range []struct {
 		name                    string

@@ -1,3 +1,5 @@
+//go:build e2e
+
 package tailnet_test
 
 import (
@@ -37,6 +39,7 @@ import (
 	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/daemon"
 	"github.com/parleyhq/parley/internal/driver"
+	"github.com/parleyhq/parley/internal/tailnet/tsnode"
 	"github.com/parleyhq/parley/internal/testkit/scripted"
 )
 
@@ -153,7 +156,7 @@ func startParley(t *testing.T, ts config.Tailscale, s *said, logs *lockedWriter)
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	d, err := daemon.Start(context.Background(), cfg, daemon.Options{
 		Drivers: map[string]driver.Driver{config.TransportStream: &scripted.Driver{}},
-		Say:     s.say, Logger: log,
+		Say:     s.say, Logger: log, JoinTailnet: tsnode.Join,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -321,13 +324,13 @@ func TestPhoneReachesDashboardOverTailnetHTTPS(t *testing.T) {
 	d := startParley(t, config.Tailscale{ControlURL: control.HTTPTestServer.URL, AuthKeyFile: keyFile}, s, logs)
 
 	issuer := newCertIssuer(t)
-	tsnet.TestHooks.LocalBackend(d.Tailnet().TSNet()).ForTest().ConfigureCerts(issuer.issue)
+	tsnet.TestHooks.LocalBackend(d.Tailnet().(*tsnode.Node).TSNet()).ForTest().ConfigureCerts(issuer.issue)
 	const host = "parley." + magicDNS
 	line := s.wait(t, ctx, "On your tailnet: https://"+host)
 	if d.Tailnet().URL() != "https://"+host {
 		t.Errorf("URL() = %q after saying %q", d.Tailnet().URL(), line)
 	}
-	waitHomeDERP(t, ctx, d.Tailnet().TSNet())
+	waitHomeDERP(t, ctx, d.Tailnet().(*tsnode.Node).TSNet())
 
 	// The phone joins with the same key (the control server wants it of all).
 	t.Setenv("TS_AUTHKEY", authKey)

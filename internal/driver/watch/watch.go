@@ -1,0 +1,155 @@
+// Package watch is the driver of a thread that watches an agent session
+// running in a person's plain terminal (not tmux): parley cannot type into
+// that terminal, so the thread follows the session's transcript, read-only,
+// until the process exits; then the thread can continue the session itself.
+// Only Claude Code's sessions can be watched (their transcript is the one
+// the tmux driver already follows, package transcript).
+package watch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/driver"
+	"github.com/parleyhq/parley/internal/driver/claudecode"
+	"github.com/parleyhq/parley/internal/driver/tmux/transcript"
+)
+
+// OptPID is the Spec.Options key with the watched process's pid (set by
+// parley when a person chooses to watch, never by a config).
+const OptPID = "pid"
+
+// ErrReadOnly is every send's and answer's refusal: the reason a person sees.
+var ErrReadOnly = errors.New("this session runs in a terminal parley cannot type into: it is only watched here; " +
+	"answer there, or end it there and continue it here")
+
+// Driver watches sessions. The zero value is ready.
+type Driver struct {
+	// Every bounds how soon the process's exit is seen (default 1s): a
+	// plain terminal's process says nothing when it goes.
+	Every time.Duration
+}
+
+var _ driver.Driver = (*Driver)(nil)
+
+// Start follows spec.ResumeID's transcript from its end (the earlier turns
+// were imported when the thread took the session) and the process in
+// Options[OptPID] until it exits.
+func (d *Driver) Start(ctx context.Context, spec driver.Spec, sink driver.Sink) (driver.Session, error) {
+	pid, err := strconv.Atoi(spec.Options[OptPID])
+	if err != nil || pid <= 0 {
+		return nil, fmt.Errorf("watch: no process to watch (pid %q)", spec.Options[OptPID])
+	}
+	if !claudecode.Alive(pid, "") {
+		return nil, fmt.Errorf("watch: process %d: %w: it exited; continue the session here", pid, driver.ErrNotRunning)
+	}
+	path, err := Transcript(spec)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("watch: %w", err)
+	}
+	logger := spec.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	s := &session{pid: pid, stop: make(chan struct{}), done: make(chan struct{})}
+	emit := func(p chat.Payload) {
+		if _, ok := p.(transcript.TurnEnd); ok {
+			return // no turn of parley's runs here
+		}
+		sink.Event(p)
+	}
+	if s.f, err = transcript.Follow(path, fi.Size(), time.Time{}, emit, logger.With("watch", pid)); err != nil {
+		return nil, fmt.Errorf("watch: %w", err)
+	}
+	every := d.Every
+	if every <= 0 {
+		every = time.Second
+	}
+	go s.watch(every, sink)
+	return s, nil
+}
+
+// Transcript is the file of Claude Code session spec.ResumeID run in
+// spec.Cwd, under the config folder spec.Env gives it.
+func Transcript(spec driver.Spec) (string, error) {
+	if !claudecode.ValidSessionID(spec.ResumeID) {
+		return "", fmt.Errorf("watch: %q is not a Claude Code session id", spec.ResumeID)
+	}
+	dir, err := claudecode.ConfigDir(spec.Env)
+	if err != nil {
+		return "", err
+	}
+	cwds := []string{spec.Cwd}
+	if real, err := filepath.EvalSymlinks(spec.Cwd); err == nil && real != spec.Cwd {
+		cwds = append(cwds, real) // Claude Code may name the folder after either
+	}
+	for _, cwd := range cwds {
+		p := filepath.Join(transcript.ProjectDir(dir, cwd), spec.ResumeID+".jsonl")
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("watch: Claude Code has no transcript of session %s in %s: %w", spec.ResumeID, spec.Cwd, driver.ErrHistoryLost)
+}
+
+type session struct {
+	pid       int
+	f         *transcript.Follower
+	stop      chan struct{}
+	done      chan struct{}
+	closeOnce sync.Once
+}
+
+// watch says Exited once the process is gone, after reading what it wrote last.
+func (s *session) watch(every time.Duration, sink driver.Sink) {
+	defer close(s.done)
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-tick.C:
+		}
+		if !claudecode.Alive(s.pid, "") {
+			s.f.Sync()
+			sink.Exited(nil)
+			return
+		}
+	}
+}
+
+func (s *session) Prompt(context.Context, driver.Prompt) error { return ErrReadOnly }
+func (s *session) Cancel(context.Context) error                { return ErrReadOnly }
+func (s *session) AnswerPermission(context.Context, string, driver.PermissionAnswer) error {
+	return ErrReadOnly
+}
+func (s *session) AnswerQuestion(context.Context, string, driver.QuestionAnswer) error {
+	return ErrReadOnly
+}
+func (s *session) SetMode(context.Context, string) error { return ErrReadOnly }
+func (s *session) SetConfigOption(context.Context, string, string) error {
+	return ErrReadOnly
+}
+
+// Close stops watching; the process goes on.
+func (s *session) Close(context.Context) error {
+	s.closeOnce.Do(func() {
+		close(s.stop)
+		<-s.done
+		_ = s.f.Close()
+	})
+	return nil
+}

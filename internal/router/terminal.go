@@ -1,0 +1,136 @@
+// A session that runs in a person's terminal, taken by a thread without
+// starting another process on it: adopted (a tmux pane, which the tmux driver
+// types into) or watched (a plain terminal, followed read-only).
+
+package router
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"strconv"
+
+	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/config"
+	"github.com/parleyhq/parley/internal/driver"
+	"github.com/parleyhq/parley/internal/driver/tmux"
+	"github.com/parleyhq/parley/internal/driver/watch"
+	"github.com/parleyhq/parley/internal/sessions"
+)
+
+// TransportWatch is the driver (Options.Drivers) of watched sessions.
+const TransportWatch = "watch"
+
+// Terminal kinds.
+const (
+	termAdopt = "adopt" // a tmux pane: driven by the tmux driver
+	termWatch = "watch" // a plain terminal: read-only
+)
+
+// terminal is the person's process a thread follows instead of its own.
+// The lane owns it; it lasts while that process runs (its exit, or a hand
+// back, drops it: the thread then continues the session itself).
+type terminal struct {
+	kind   string
+	pid    int
+	server string // adopt: the tmux server's socket name (tmux -L)
+	pane   string // adopt: the pane's id, %N
+}
+
+// terminalOf finds the process that runs spec.ResumeID now, when it is not
+// parley's, and what a thread can do with it: adopt its tmux pane, or watch
+// it (watch asked, or no pane). nil: nothing runs it, or parley does, or a
+// plain terminal does and watch was not asked (notRunningElsewhere says why).
+func (r *Router) terminalOf(ctx context.Context, drv driver.Driver, spec driver.Spec, watchIt bool) (*terminal, error) {
+	rc, ok := drv.(driver.RunChecker)
+	if !ok {
+		if watchIt {
+			return nil, fmt.Errorf("%w: agent %q keeps no record of its running sessions to watch", driver.ErrUnsupported, spec.AgentID)
+		}
+		return nil, nil
+	}
+	pid, err := rc.RunningNow(ctx, spec)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", chat.ErrBadInput, err)
+	}
+	if pid == 0 {
+		if watchIt {
+			return nil, fmt.Errorf("%w: %s session %s runs nowhere now: continue it instead", chat.ErrBadInput, spec.AgentID, spec.ResumeID)
+		}
+		return nil, nil
+	}
+	for _, s := range r.slots.list() {
+		if s.PID == pid {
+			return nil, nil // parley's own process: its thread holds the session
+		}
+	}
+	if watchIt {
+		return &terminal{kind: termWatch, pid: pid}, nil
+	}
+	if p, ok := sessions.Locate(ctx, pid); ok && p.ID != "" {
+		return &terminal{kind: termAdopt, pid: pid, server: p.Server, pane: p.ID}, nil
+	}
+	return nil, nil
+}
+
+// driver is the thread's driver and agent: its agent's, or the one that
+// drives or watches the person's terminal it follows.
+func (l *lane) driver() (driver.Driver, config.Agent, error) {
+	drv, ag, err := l.r.Driver(l.th.Agent)
+	if err != nil || l.term == nil {
+		return drv, ag, err
+	}
+	t := config.TransportTmux
+	if l.term.kind == termWatch {
+		t = TransportWatch
+	}
+	d, ok := l.r.opt.Drivers[t]
+	if !ok {
+		return nil, ag, fmt.Errorf("%w: this parley has no %s driver to %s a terminal's session", driver.ErrUnsupported, t, l.term.kind)
+	}
+	return d, ag, nil
+}
+
+// termOptions adds to spec what its driver needs of the terminal.
+func (l *lane) termOptions(spec *driver.Spec) {
+	t := l.term
+	if t == nil {
+		return
+	}
+	opts := maps.Clone(spec.Options)
+	if opts == nil {
+		opts = map[string]string{}
+	}
+	switch t.kind {
+	case termAdopt:
+		// Only the pane: the agent's own tmux options (adopt, session,
+		// hooks) are of sessions parley starts.
+		opts = map[string]string{tmux.OptPane: t.pane, tmux.OptSocket: t.server, tmux.OptAgentPID: strconv.Itoa(t.pid)}
+	case termWatch:
+		opts[watch.OptPID] = strconv.Itoa(t.pid)
+	}
+	spec.Options = opts
+}
+
+// takeTerminal makes the thread follow t, and starts following it now: the
+// pane's screen and the transcript reach the thread before anyone writes.
+func (l *lane) takeTerminal(t *terminal) error {
+	if l.life != noSession {
+		if l.term != nil && *l.term == *t {
+			return nil // taken already
+		}
+		return fmt.Errorf("%w: the thread's agent runs; stop it first", chat.ErrBadInput)
+	}
+	l.term = t
+	l.log.Info("taking a terminal's session", "kind", t.kind, "pid", t.pid, "pane", t.pane)
+	return nil
+}
+
+// dropTerminal lets go of the person's process: the thread continues the
+// session itself from now on.
+func (l *lane) dropTerminal() {
+	if l.term != nil {
+		l.log.Info("the terminal's session is the thread's own again", "kind", l.term.kind)
+		l.term = nil
+	}
+}
