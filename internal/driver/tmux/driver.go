@@ -362,6 +362,9 @@ type session struct {
 	// beforeEnter, set only by this package's tests, runs right before each
 	// Enter of a send: where a person's typing can land unseen.
 	beforeEnter func()
+	// onTimeline, set only by this package's benchmarks, gets each send's
+	// timeline (timeline.go).
+	onTimeline func([]Step, error)
 
 	// kbd serializes everything that types: sends and card answers.
 	//

@@ -468,7 +468,7 @@ func (h *harness) startWrapped(thread string) (*session, *sink, int) {
 
 // stopAgent stops the agent with SIGSTOP (nothing renders any more) and
 // returns the function that lets it run again (also called at cleanup).
-func stopAgent(t *testing.T, agent int) func() {
+func stopAgent(t testing.TB, agent int) func() {
 	t.Helper()
 	if err := syscall.Kill(agent, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)

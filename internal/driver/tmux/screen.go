@@ -41,9 +41,11 @@ func (s *session) paneInfo(ctx context.Context) (ctl.PaneInfo, error) {
 	return ctl.ParsePane(out)
 }
 
-// query runs a read-only tmux command through the control client (no process
-// to start: the send's re-checks stay cheap), or as a process without one.
+// query runs a tmux command of fixed words (reads, key names: never a
+// person's text) through the control client (no process to start: the send's
+// re-checks and keys stay cheap), or as a process without one.
 func (s *session) query(ctx context.Context, args ...string) (string, error) {
+	defer begin(ctx)(args[0])
 	ctx, cancel := context.WithTimeout(ctx, ctl.DefaultTimeout)
 	defer cancel()
 	if s.ctl != nil {
@@ -83,10 +85,14 @@ func (s *session) waitFor(ctx context.Context, d time.Duration, cond func(*pane.
 		if cond(scr) {
 			return scr, true, nil
 		}
+		mark := begin(ctx)
 		select {
 		case <-changed:
+			mark("wait: woken by pane output")
 		case <-hooked:
+			mark("wait: woken by a hook")
 		case <-timer.C:
+			mark("wait: step timeout")
 			return scr, false, nil
 		case <-ctx.Done():
 			return scr, false, ctx.Err()

@@ -26,7 +26,7 @@ var (
 	ErrKeyboard  = errors.New("something is holding the keyboard")
 	ErrGone      = errors.New("tmux session is gone")
 	// ErrStopped: the agent's process is stopped; nothing was typed.
-	ErrStopped = fmt.Errorf("%w: the agent is stopped (SIGSTOP or Ctrl+Z) and did not continue; nothing was typed", ErrKeyboard)
+	ErrStopped = fmt.Errorf("%w: the agent is stopped (SIGSTOP or Ctrl+Z); nothing was typed", ErrKeyboard)
 )
 
 var shells = map[string]bool{"bash": true, "sh": true, "zsh": true, "fish": true, "dash": true, "ksh": true, "tcsh": true, "csh": true, "nu": true}
@@ -34,7 +34,9 @@ var shells = map[string]bool{"bash": true, "sh": true, "zsh": true, "fish": true
 // Prompt is the one send: leave copy-mode, check the pane, wait behind a live
 // menu or a running turn, start a gone agent again (revive), clear staged
 // text, paste, submit, and prove what became of it (see deliver).
-func (s *session) Prompt(ctx context.Context, p driver.Prompt) error {
+func (s *session) Prompt(ctx context.Context, p driver.Prompt) (err error) {
+	ctx, tl := s.startTimeline(ctx)
+	defer func() { s.endTimeline(ctx, tl, err) }()
 	if len(p.Images) > 0 {
 		return fmt.Errorf("tmux: images cannot be typed into a terminal: %w", driver.ErrUnsupported)
 	}
@@ -105,23 +107,14 @@ func (s *session) ready(ctx context.Context, messageID string, queued *string) e
 		m, live, _ := scr.Menu()
 		var reason string
 		switch {
-		case stoppedUnder(info.PID):
+		case stoppedUnder(ctx, info.PID):
 			// Typed now, the text would wait unread in the terminal, out
 			// of reach of any check or take-back, and land whenever the
-			// agent goes on (glued to what comes next). A stop of a moment
-			// is waited out; a longer one fails the send, nothing typed.
-			wctx, cancel := context.WithTimeout(ctx, s.step)
-			err := s.waitContinued(wctx)
-			cancel()
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			if errors.Is(err, context.DeadlineExceeded) {
-				return ErrStopped
-			} else if err != nil {
-				return err
-			}
-			continue
+			// agent goes on (glued to what comes next). /proc says so
+			// before anything is typed: fail now, nothing typed (waiting
+			// for a continue that may never come only makes the person
+			// wait for the same failure).
+			return ErrStopped
 		case live && m.Kind == pane.MenuPermission:
 			reason = "a permission menu is open"
 		case live:
@@ -215,6 +208,7 @@ func (s *session) deliver(ctx context.Context, text string) error {
 		// agent (its SessionStart hook can come after its box shows): the
 		// screen proof never sees a prompt glued to late typing.
 		if s.promptSince(mark, text) {
+			begin(ctx)("hook: UserPromptSubmit holds the text")
 			return true
 		}
 		// A redraw (a resize, SIGCONT) rewrites the history the screen proof
@@ -228,9 +222,11 @@ func (s *session) deliver(ctx context.Context, text string) error {
 			}
 		}
 		outputs := s.ctl.Outputs()
-		if err := s.c.Paste(ctx, s.pane, "parley-send", text); err != nil {
+		mark := begin(ctx)
+		if err := s.paste(ctx, text); err != nil {
 			return s.goneErr(err)
 		}
+		mark("paste (load-buffer process, paste-buffer)")
 		var ok bool
 		scr, ok, err = s.waitFor(ctx, s.step, func(scr *pane.Screen) bool { return scr.InBox(text) || submitted(scr) })
 		for err == nil && !ok && s.ctl.Outputs() == outputs && s.stopped(ctx) {
@@ -299,7 +295,7 @@ func (s *session) deliver(ctx context.Context, text string) error {
 // stopped reports whether the agent's process (or one under the pane) is stopped.
 func (s *session) stopped(ctx context.Context) bool {
 	info, err := s.paneInfo(ctx)
-	return err == nil && stoppedUnder(info.PID)
+	return err == nil && stoppedUnder(ctx, info.PID)
 }
 
 // waitContinued waits until no process under the pane is stopped.
@@ -336,7 +332,7 @@ func (s *session) submit(ctx context.Context, text string, submitted func(*pane.
 		s.mu.Lock()
 		s.entered = true
 		s.mu.Unlock()
-		if err := s.c.SendKeys(ctx, s.pane, "C-m"); err != nil {
+		if err := s.press(ctx, "C-m"); err != nil {
 			return s.goneErr(err)
 		}
 		scr, ok, err := s.waitFor(ctx, s.step, submitted)
@@ -440,6 +436,7 @@ func (s *session) clear(ctx context.Context, scr *pane.Screen) (*pane.Screen, er
 		// The cursor may be anywhere in the text (a person moved it): from
 		// the end of its line, BSpace takes what is before it, Delete what
 		// is after (the lines below).
+		mark := begin(ctx)
 		if err := s.c.SendKeys(ctx, s.pane, "End"); err != nil {
 			return nil, s.goneErr(err)
 		}
@@ -449,6 +446,7 @@ func (s *session) clear(ctx context.Context, scr *pane.Screen) (*pane.Screen, er
 		if err := s.c.SendKeysN(ctx, s.pane, "DC", n); err != nil {
 			return nil, s.goneErr(err)
 		}
+		mark("tmux send-keys End, BSpace, Delete (clear)")
 		var ok bool
 		var err error
 		scr, ok, err = s.waitFor(ctx, s.step, empty)

@@ -402,16 +402,28 @@ func TestPromptToStoppedAgentTypesNothing(t *testing.T) {
 	}
 }
 
-// A stop of a moment (the soak's stop-cont fault: SIGSTOP, SIGCONT a second
-// later) is waited out: nothing is typed while the agent is stopped, and the
-// message goes once it continues, once.
-func TestPromptWaitsOutAMomentaryStop(t *testing.T) {
+// A stopped agent (SIGSTOP) is seen in /proc before anything is typed: the
+// send fails at once, saying so, however long the driver would wait for a
+// step, and nothing of it reaches the model once the agent goes on. (It used
+// to wait a step for the agent to continue: with a long step, the person
+// waited that long for the same failure.)
+func TestPromptStoppedAgentFailsAtOnce(t *testing.T) {
 	h := newHarness(t, scenario())
-	s, k, agent := h.startWrapped("t-stop-moment")
+	h.drv.StepTimeout = time.Hour
+	s, k, agent := h.startWrapped("t-stop-at-once")
 	cont := stopAgent(t, agent)
-	go func() { time.Sleep(time.Second); cont() }()
-	if err := h.prompt(s, "m1", "hello"); err != nil {
-		t.Fatalf("a send across a stop of a second: got %v, want nil", err)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	err := s.Prompt(ctx, driver.Prompt{MessageID: "m1", Text: "not for a stopped agent"})
+	if !errors.Is(err, ErrStopped) {
+		t.Fatalf("a send to a stopped agent: got %v, want %v", err, ErrStopped)
+	}
+	if !strings.Contains(err.Error(), "nothing was typed") {
+		t.Errorf("the failure %q does not say that nothing was typed", err)
+	}
+	cont()
+	if err := h.prompt(s, "m2", "hello"); err != nil {
+		t.Fatalf("Prompt after SIGCONT: got %v, want nil\n%s", err, plain(h.capture(s)))
 	}
 	waitTurns(t, k, 1)
 	if got := h.personTexts(); !slices.Equal(got, []string{"hello"}) {

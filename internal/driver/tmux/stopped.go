@@ -2,6 +2,7 @@ package tmux
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -17,7 +18,8 @@ import (
 // taken back from it, and lands whenever the agent goes on, glued to
 // whatever is typed next. Where /proc cannot be read, nothing is reported
 // stopped (the screen checks still hold).
-func stoppedUnder(pid int) bool {
+func stoppedUnder(ctx context.Context, pid int) bool {
+	defer begin(ctx)("/proc: is the agent stopped?")
 	root, ok := procStat(pid)
 	if !ok {
 		return false
@@ -32,7 +34,7 @@ func stoppedUnder(pid int) bool {
 			continue
 		}
 		seen[p] = true
-		if st, ok := procStat(p); ok && st.state == 'T' && st.pgrp == fg {
+		if st, ok := procStat(p); ok && st.stopped() && st.pgrp == fg {
 			return true
 		}
 		tasks, _ := filepath.Glob("/proc/" + strconv.Itoa(p) + "/task/*/children")
@@ -53,6 +55,10 @@ type stat struct {
 	pgrp, tpgid int
 }
 
+// stopped: T is stopped by a signal (SIGSTOP, SIGTSTP), t is stopped under a
+// tracer (a debugger); either way nothing reads the terminal.
+func (st stat) stopped() bool { return st.state == 'T' || st.state == 't' }
+
 // procStat reads /proc/<pid>/stat. The command name in parentheses may hold
 // spaces and parentheses: the fields follow the last ')'.
 func procStat(pid int) (stat, bool) {
@@ -60,6 +66,10 @@ func procStat(pid int) (stat, bool) {
 	if err != nil {
 		return stat{}, false
 	}
+	return parseStat(b)
+}
+
+func parseStat(b []byte) (stat, bool) {
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
 		return stat{}, false

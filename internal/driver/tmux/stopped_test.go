@@ -50,7 +50,7 @@ func TestStoppedUnderOnlyTheForeground(t *testing.T) {
 		}
 		return bg > 0 && fg > 0
 	}, "the two programs never started")
-	if stoppedUnder(info.PID) {
+	if stoppedUnder(ctx, info.PID) {
 		t.Fatal("nothing is stopped, and stoppedUnder says stopped")
 	}
 	stop := func(pid int) {
@@ -61,11 +61,34 @@ func TestStoppedUnderOnlyTheForeground(t *testing.T) {
 		testkit.Eventually(t, 10*time.Second, func() bool { st, _ := procStat(pid); return st.state == 'T' }, "%d never stopped", pid)
 	}
 	stop(bg)
-	if stoppedUnder(info.PID) {
+	if stoppedUnder(ctx, info.PID) {
 		t.Error("a stopped background job counted as the agent stopped")
 	}
 	stop(fg)
-	if !stoppedUnder(info.PID) {
+	if !stoppedUnder(ctx, info.PID) {
 		t.Error("the stopped foreground program did not count as stopped")
+	}
+}
+
+// A process stopped under a tracer (state t: a debugger holds it) reads the
+// terminal no more than one stopped by a signal (T).
+func TestStatStopped(t *testing.T) {
+	for _, c := range []struct {
+		line string
+		want bool
+	}{
+		{"42 (claude) S 1 42 42 34816 42 4194560", false},
+		{"42 (claude) R 1 42 42 34816 42 4194560", false},
+		{"42 (claude) T 1 42 42 34816 42 4194560", true},
+		{"42 (claude) t 1 42 42 34816 42 4194560", true},
+		{"42 (a (b) c) t 1 42 42 34816 42 4194560", true},
+	} {
+		st, ok := parseStat([]byte(c.line))
+		if !ok {
+			t.Fatalf("%q: not parsed", c.line)
+		}
+		if st.stopped() != c.want {
+			t.Errorf("%q: stopped %v, want %v", c.line, st.stopped(), c.want)
+		}
 	}
 }

@@ -561,9 +561,10 @@ func (ctl *Control) failPending() {
 }
 
 // Command runs one tmux command through the control client, without starting
-// a process: for reading (capture-pane, display-message). Its arguments are
-// tmux command syntax, so it never carries a person's text; callers quote
-// with Quote. Typing goes through exec'd tmux calls with argument lists.
+// a process: for reading (capture-pane, display-message) and fixed words
+// (key names, paste-buffer). Its arguments are tmux command syntax, so it
+// never carries a person's text; callers quote with Quote. A person's text
+// goes through exec'd tmux calls with argument lists.
 func (ctl *Control) Command(ctx context.Context, args ...string) (string, error) {
 	ch := make(chan result, 1)
 	var b strings.Builder
