@@ -73,7 +73,7 @@ func newRig(t *testing.T) *rig {
 		t.Fatal(err)
 	}
 	d, err := daemon.Start(context.Background(), cfg, daemon.Options{Drivers: map[string]driver.Driver{config.TransportACP: acp.New(nil)},
-		AgentHome: home}) // its sessions listed from the agent's HOME
+		AgentHome: home, Logger: testkit.FailureLog(t)}) // its sessions listed from the agent's HOME; the log shown when a test fails
 	if err != nil {
 		t.Fatal(err)
 	}
