@@ -16,22 +16,22 @@ import (
 	"time"
 )
 
-// Kinds of entry.
+// Kinds of entry. Sessions continued or handed back, git actions (commit,
+// push, pr), schedules and triggers added or removed, and config-file
+// changes are not recorded yet: each gets its kind when its choke point
+// records it.
 const (
-	KindSignIn          = "signin"
-	KindSignOut         = "signout"
-	KindPair            = "pair"
-	KindDeviceRevoke    = "device.revoke"
-	KindMachineJoin     = "machine.join"
-	KindMachineRevoke   = "machine.revoke"
-	KindMessageSent     = "message.sent"
-	KindCardAnswer      = "card.answer"
-	KindConfigChange    = "config.change"
-	KindRuleChange      = "rule.change"
-	KindScheduleRun     = "schedule.run"
-	KindTriggerRun      = "trigger.run"
-	KindSessionContinue = "session.continue"
-	KindSessionHandBack = "session.handback"
+	KindSignIn        = "signin"
+	KindSignOut       = "signout"
+	KindPair          = "pair"
+	KindDeviceRevoke  = "device.revoke"
+	KindMachineJoin   = "machine.join"
+	KindMachineRevoke = "machine.revoke"
+	KindMessageSent   = "message.sent"
+	KindCardAnswer    = "card.answer"
+	KindRuleChange    = "rule.change"
+	KindScheduleRun   = "schedule.run"
+	KindTriggerRun    = "trigger.run"
 	// KindCheckpoint is written by pruning: its detail holds the seq and hash
 	// of the last entry pruned, where the chain now starts.
 	KindCheckpoint = "audit.checkpoint"
