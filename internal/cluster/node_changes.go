@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"strings"
 
 	"github.com/nats-io/nats.go"
 
@@ -18,10 +17,7 @@ import (
 // thread's change, from its store and working tree). It lasts as long as
 // the link.
 func (l *Link) ServeChanges(read func(context.Context, chat.ThreadID, gitwork.Query) (gitwork.Changes, error)) error {
-	_, err := l.nc.Subscribe(changesSubject(l.opt.Node), func(m *nats.Msg) {
-		if !strings.HasPrefix(m.Reply, hubInbox+".") {
-			return // only the hub asks
-		}
+	return l.serveHub(changesSubject(l.opt.Node), func(m *nats.Msg) {
 		var req changesRequest
 		var ans changesAnswer
 		var b []byte
@@ -55,5 +51,4 @@ func (l *Link) ServeChanges(read func(context.Context, chat.ThreadID, gitwork.Qu
 			l.log.Warn("cluster: answer a changes request", "err", err)
 		}
 	})
-	return err
 }

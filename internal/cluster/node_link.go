@@ -8,7 +8,9 @@ import (
 	"log/slog"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -91,6 +93,7 @@ type Link struct {
 
 	closeOnce  sync.Once
 	refuseOnce sync.Once
+	refused    atomic.Bool // refuseHub ended the link
 }
 
 // Dial starts the link. It returns at once: a hub that is down is retried in
@@ -151,6 +154,13 @@ func Dial(opt LinkOptions) (*Link, error) {
 	// fail ends what Dial started so far: the goroutines it started wait on
 	// done (and life), and the tap on the events is taken off.
 	fail := func(err error) (*Link, error) {
+		if l.refused.Load() {
+			// The hub refused this node's protocol while the link was being
+			// set up (a summary written on connect heard it first): refuseHub
+			// said why and closed the connection, so what failed here is that
+			// close. The daemon goes on alone, as after a refusal later on.
+			return l, nil
+		}
 		l.unwatch()
 		close(l.done)
 		l.endLife()
@@ -201,9 +211,27 @@ func (l *Link) connected() {
 // (protocol.go): it is not retried, as no retry can change that.
 func (l *Link) refuseHub(err error) {
 	l.refuseOnce.Do(func() {
+		l.refused.Store(true)
 		l.log.Error("cluster: link refused: "+err.Error()+"; this machine works alone until then", "err", err)
 		l.nc.Close()
 	})
+}
+
+// serveHub answers the hub's requests on subject with answer, for as long
+// as the link lasts; only the hub's asking is answered. A link the hub
+// already refused (its protocol, a moment after Dial) serves nothing and is
+// no error: the daemon goes on alone, as refuseHub said.
+func (l *Link) serveHub(subject string, answer func(m *nats.Msg)) error {
+	_, err := l.nc.Subscribe(subject, func(m *nats.Msg) {
+		if !strings.HasPrefix(m.Reply, hubInbox+".") {
+			return // only the hub asks
+		}
+		answer(m)
+	})
+	if err != nil && l.refused.Load() {
+		return nil
+	}
+	return err
 }
 
 // Conn is the link's NATS connection (for the route follower's seam).

@@ -6,7 +6,6 @@ package cluster
 import (
 	"context"
 	"encoding/json"
-	"strings"
 
 	"github.com/nats-io/nats.go"
 
@@ -16,10 +15,7 @@ import (
 // ServeSessions answers the hub's sessions requests with list (this
 // machine's sessions.Index). It lasts as long as the link.
 func (l *Link) ServeSessions(list func(context.Context, sessions.Filter) ([]sessions.Session, error)) error {
-	_, err := l.nc.Subscribe(sessionsSubject(l.opt.Node), func(m *nats.Msg) {
-		if !strings.HasPrefix(m.Reply, hubInbox+".") {
-			return // only the hub asks
-		}
+	return l.serveHub(sessionsSubject(l.opt.Node), func(m *nats.Msg) {
 		var ans sessionsAnswer
 		var f sessions.Filter
 		if err := json.Unmarshal(m.Data, &f); err != nil {
@@ -42,5 +38,4 @@ func (l *Link) ServeSessions(list func(context.Context, sessions.Filter) ([]sess
 			l.log.Warn("cluster: answer a sessions request", "err", err)
 		}
 	})
-	return err
 }

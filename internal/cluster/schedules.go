@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -27,10 +26,7 @@ const schedulesTimeout = 15 * time.Second
 // ServeSchedules answers the hub's schedules requests with serve (this
 // machine's schedule.Runner.Serve). It lasts as long as the link.
 func (l *Link) ServeSchedules(serve func(ctx context.Context, req []byte) []byte) error {
-	_, err := l.nc.Subscribe(schedulesSubject(l.opt.Node), func(m *nats.Msg) {
-		if !strings.HasPrefix(m.Reply, hubInbox+".") {
-			return // only the hub asks
-		}
+	return l.serveHub(schedulesSubject(l.opt.Node), func(m *nats.Msg) {
 		ctx, cancel := context.WithTimeout(l.life, schedulesTimeout)
 		out := serve(ctx, m.Data)
 		cancel()
@@ -38,7 +34,6 @@ func (l *Link) ServeSchedules(serve func(ctx context.Context, req []byte) []byte
 			l.log.Warn("cluster: answer a schedules request", "err", err)
 		}
 	})
-	return err
 }
 
 // NodeSchedules sends node a schedules request and returns its answer. A
