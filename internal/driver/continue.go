@@ -48,6 +48,15 @@ type RunChecker interface {
 	RunningNow(ctx context.Context, spec Spec) (pid int, err error)
 }
 
+// TerminalTaker is a RunChecker whose agent's sessions, running in a
+// person's terminal, a thread can take: adopt its tmux pane (the tmux driver
+// reads that agent's screen) or watch it (its transcript followed). A
+// RunChecker that is not one has such a session refused.
+type TerminalTaker interface {
+	RunChecker
+	TakesTerminal(spec Spec) bool
+}
+
 // HandBacker is a Driver that can say how a person goes on with one of its
 // sessions (spec.ResumeID in spec.Cwd) in a terminal.
 type HandBacker interface {

@@ -42,12 +42,12 @@ type terminal struct {
 // it (watch asked, or no pane). nil: nothing runs it, or parley does, or a
 // plain terminal does and watch was not asked (notRunningElsewhere says why).
 func (r *Router) terminalOf(ctx context.Context, drv driver.Driver, spec driver.Spec, watchIt bool) (*terminal, error) {
-	rc, ok := drv.(driver.RunChecker)
-	if !ok {
+	rc, ok := drv.(driver.TerminalTaker)
+	if !ok || !rc.TakesTerminal(spec) {
 		if watchIt {
-			return nil, fmt.Errorf("%w: agent %q keeps no record of its running sessions to watch", driver.ErrUnsupported, spec.AgentID)
+			return nil, fmt.Errorf("%w: parley cannot follow agent %q's sessions in a terminal to watch", driver.ErrUnsupported, spec.AgentID)
 		}
-		return nil, nil
+		return nil, nil // notRunningElsewhere refuses it when it runs
 	}
 	pid, err := rc.RunningNow(ctx, spec)
 	if err != nil {

@@ -74,6 +74,10 @@ func (d *Driver) RunningNow(ctx context.Context, spec driver.Spec) (int, error) 
 	return claudecode.RunningSession(dir, spec.ResumeID)
 }
 
+// TakesTerminal implements driver.TerminalTaker: the tmux driver reads
+// Claude Code's screen, the watch driver its transcript.
+func (d *Driver) TakesTerminal(driver.Spec) bool { return true }
+
 // ResumeCommand implements driver.HandBacker: Claude Code resumes a session
 // only from the directory it ran in, and finds it under the same config
 // folder (HOME or CLAUDE_CONFIG_DIR, said when parley gives its agent others).
