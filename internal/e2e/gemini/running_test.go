@@ -47,8 +47,9 @@ func TestGeminiRunningInAPaneIsRefused(t *testing.T) {
 	s := r.dial(t, "phone")
 	s.Send(map[string]any{"type": "resume_session", "agent": "gemini", "session_id": found.ID, "cwd": r.work})
 	e := s.Get(s.WaitFor(0, wait, chatsock.Type(chat.TypeError), "the refusal"))
-	if chatsock.FieldOf(e, "code") != chat.CodeSessionRunning || !strings.Contains(fmt.Sprint(chatsock.FieldOf(e, "message")), fmt.Sprintf("pid %d", found.PID)) {
-		t.Fatalf("refusal: %s, want code %s naming pid %d", e.Raw, chat.CodeSessionRunning, found.PID)
+	msg := fmt.Sprint(chatsock.FieldOf(e, "message"))
+	if chatsock.FieldOf(e, "code") != chat.CodeSessionRunning || !strings.Contains(msg, fmt.Sprintf("pid %d", found.PID)) || strings.Contains(msg, "watch") {
+		t.Fatalf("refusal: %s, want code %s naming pid %d, offering no watching", e.Raw, chat.CodeSessionRunning, found.PID)
 	}
 
 	prompt(tm, "/quit")
