@@ -35,7 +35,9 @@ func newRulesCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "rules",
 		Short: "List the approval rules, or test which one would answer a card",
-		Args:  cobra.NoArgs,
+		Example: `  parley rules
+  parley rules --machine laptop     # at a cluster's hub: laptop's own rules`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := loadConfig(f)
 			if err != nil {
