@@ -31,7 +31,8 @@ type listedRuleBy struct {
 // is answered by it, shown "by rule 1" at the hub. The Rules view picks the
 // machine whose rules it shows: b's rule listed, one added, tested and
 // removed there, the hub's own list empty; on a 390×844 phone the selector
-// and b's rules fit. With b stopped, a rule for it is refused saying so.
+// and b's rules fit, and Make a rule on b's Write card makes it on b. With b
+// stopped, a rule for it is refused saying so.
 func TestTheHubMakesRulesForAnotherMachine(t *testing.T) {
 	hub, b := hubAndNode(t)
 	ctx := browser(t, 1280, 900)
@@ -99,6 +100,22 @@ func TestTheHubMakesRulesForAnotherMachine(t *testing.T) {
 	until(t, phone, "phone: b's rule listed, within the screen", `(document.querySelector(".rule-list li[data-rule='1'] .rule-text")||{textContent:""}).textContent.includes('"touch *"') && `+fits+
 		` && document.querySelector('select[aria-label="Rules of machine"]').getBoundingClientRect().right <= window.innerWidth`)
 	shot(t, phone, "phone-rules-machine")
+
+	// The phone: Make a rule on b's Write card makes it on b.
+	run(t, phone, "phone: b's thread", chromedp.Navigate(hub.Base+"/#/"), chromedp.WaitVisible(chromedp.CSS(`.p-thread[data-machine=b]`)),
+		click(chromedp.CSS(`.p-thread[data-machine=b]`)))
+	until(t, phone, "phone: b's chat", `!!document.querySelector(".p-chat") && `+pageHas(ToolFollowUp))
+	send(t, phone, PromptWrite)
+	until(t, phone, "phone: b's Write card offers a rule", `!!document.querySelector(".card.perm[data-state=open] button.make-rule")`)
+	run(t, phone, "phone: make a rule", click(chromedp.CSS(`.card.perm[data-state=open] button.make-rule`)))
+	until(t, phone, "phone: the rule proposed for b, within the screen", `document.querySelector("form.make-rule-form").dataset.machine === "b" &&
+		document.querySelector('input[aria-label="Proposed rule tool"]').value === "Write" && `+fits+
+		` && document.querySelector("form.make-rule-form").getBoundingClientRect().right <= window.innerWidth`)
+	run(t, phone, "phone: save it", click(chromedp.CSS(`form.make-rule-form button[type=submit]`)))
+	until(t, phone, "phone: the card allowed, the file written on b", pageHas("Written."))
+	if onB := b.rulesOf(t); len(onB) != 2 || onB[1].Tool != "Write" || !strings.HasSuffix(onB[1].CreatedBy, " at hub") {
+		t.Fatalf("b's own rules after the phone's: %+v, want the Write rule made at the hub second", onB)
+	}
 
 	// b stopped: a rule for it is refused, saying so, and b keeps its one.
 	b.stop()
