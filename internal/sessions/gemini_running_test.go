@@ -60,7 +60,11 @@ func TestGeminiTUIInTmuxIsFoundRunning(t *testing.T) {
 		t.Fatalf("geminirun.Sessions says pid %d, want %d", pid, s.PID)
 	}
 
-	typeIntoGemini(tm, "/quit")
+	// Ctrl+C twice, each once the screen shows the last: /quit with Enter
+	// can go to the command menu it opens instead.
+	tm.Keys("C-c")
+	tm.WaitScreen("Gemini asking to press again", tmuxterm.Has("Press Ctrl+C again to exit"))
+	tm.Keys("C-c")
 	tm.WaitScreen("Gemini gone", func(string) bool { _, ok := tm.ExitStatus(); return ok })
 	if s := listOne(t, x); s.Running || s.Where != "" || s.PID != 0 {
 		t.Fatalf("after the exit: %+v", s)

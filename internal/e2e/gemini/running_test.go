@@ -52,7 +52,11 @@ func TestGeminiRunningInAPaneIsRefused(t *testing.T) {
 		t.Fatalf("refusal: %s, want code %s naming pid %d, offering no watching", e.Raw, chat.CodeSessionRunning, found.PID)
 	}
 
-	prompt(tm, "/quit")
+	// Ctrl+C twice, each once the screen shows the last: /quit with Enter
+	// can go to the command menu it opens instead.
+	tm.Keys("C-c")
+	tm.WaitScreen("Gemini asking to press again", tmuxterm.Has("Press Ctrl+C again to exit"))
+	tm.Keys("C-c")
 	tm.WaitScreen("Gemini gone", func(string) bool { _, ok := tm.ExitStatus(); return ok })
 	at := s.Len()
 	s.Send(map[string]any{"type": "resume_session", "agent": "gemini", "session_id": found.ID, "cwd": r.work})
