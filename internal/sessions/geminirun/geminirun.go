@@ -4,8 +4,9 @@
 // the processes: a Gemini CLI of this folder (its GEMINI_CLI_HOME, else
 // HOME, holds the folder) runs the session its --resume argument names, else
 // the session whose chat, in the project folder of the process's working
-// directory, began last after the process started (a chat's header says
-// when; a resumed session begins a stub file with its id). A Gemini over ACP
+// directory, began first after the process started: it begins its chat as
+// it starts (a chat's header says when; a resumed session begins a stub file
+// with its id), and a later chat there is another Gemini's (a `gemini -p`). A Gemini over ACP
 // (--acp: parley's own, an editor's) is left out: its sessions are its
 // client's to tell. A session switched to inside the TUI (/resume, /chat) is
 // not told: the process keeps the one it began.
@@ -39,9 +40,9 @@ func Sessions(ctx context.Context, dir string) map[string]int {
 	if len(procs) == 0 {
 		return nil
 	}
-	// The latest started first: a chat that began after two processes of
-	// one project started is the later one's.
-	slices.SortFunc(procs, func(a, b geminiProc) int { return b.started.Compare(a.started) })
+	// The earliest started first, each taking the first chat begun after
+	// it started that no earlier process took.
+	slices.SortFunc(procs, func(a, b geminiProc) int { return a.started.Compare(b.started) })
 	chats := map[string][]geminiChat{} // by project root
 	out := map[string]int{}
 	taken := map[string]bool{}
@@ -60,7 +61,7 @@ func Sessions(ctx context.Context, dir string) map[string]int {
 		var best *geminiChat
 		for i, c := range cs {
 			// The process's start is read to the second (boot time): slack.
-			if !taken[c.id] && !c.started.Before(p.started.Add(-2*time.Second)) && (best == nil || c.started.After(best.started)) {
+			if !taken[c.id] && !c.started.Before(p.started.Add(-2*time.Second)) && (best == nil || c.started.Before(best.started)) {
 				best = &cs[i]
 			}
 		}
