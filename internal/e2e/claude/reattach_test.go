@@ -153,3 +153,62 @@ func TestWatchedTerminalAcrossRestarts(t *testing.T) {
 		t.Fatalf("the model was asked %d times; last with %q", n, q.UserTexts())
 	}
 }
+
+// A Claude Code TUI in a pane parley does not adopt but watches: the
+// prompts the person types there reach the thread as theirs, and a
+// permission the agent asks there is a card answered there only (no
+// buttons), closed once the terminal answered it.
+func TestWatchedTUIShowsThePersonsPromptsAndCards(t *testing.T) {
+	testkit.NeedsTmux(t)
+	r := newRig(t, adoptScenario(), nil)
+	tm, id := r.tuiInTmux(t, "remember the word teapot", "Remembered teapot.")
+	s := r.dial("phone", -1)
+	at := s.Len()
+	s.Send(map[string]any{"type": "resume_session", "agent": "claude", "session_id": id, "cwd": r.work, "watch": true})
+	s.WaitFor(at, wait, chatsock.Field(chat.TypeSessionInfo, "state", "resumed"), "the transcript followed")
+
+	// The person types in the terminal: the thread shows their prompt, from
+	// the terminal, and the answer.
+	at = s.Len()
+	tm.TypeLine("and the colour green")
+	i := s.WaitFor(at, wait, func(e client.Event) bool {
+		return e.Type == chat.TypeUserMessage && chatsock.FieldOf(e, "text") == "and the colour green"
+	}, "the person's prompt typed in the terminal")
+	var um chat.UserMessage
+	if err := s.Get(i).Decode(&um); err != nil || um.From.Channel != "terminal" || um.Imported {
+		t.Fatalf("the terminal's prompt: %s (%v)", s.Get(i).Raw, err)
+	}
+	s.WaitFor(i, wait, chatsock.Delivery(um.MessageID, chat.DeliverySubmitted), "its receipt")
+	s.WaitFor(i, wait, func(e client.Event) bool {
+		return e.Type == chat.TypeAgentChunk && chatsock.FieldOf(e, "text") == "Green noted."
+	}, "the answer in the terminal")
+
+	// A permission asked in the terminal: a card with no buttons, answered there.
+	at = s.Len()
+	tm.TypeLine("make the file")
+	i = s.WaitFor(at, wait, chatsock.Type(chat.TypePermissionRequest), "the terminal's permission prompt as a card")
+	var card chat.PermissionRequest
+	if err := s.Get(i).Decode(&card); err != nil {
+		t.Fatal(err)
+	}
+	if card.Elsewhere != chat.ElsewhereTerminal || len(card.Options) != 0 || card.Tool.Name != "Bash" || card.Tool.ToolCallID == "" {
+		t.Fatalf("the card: %s", s.Get(i).Raw)
+	}
+	// An answer from the phone cannot reach the terminal: refused, the card stays open.
+	s.Send(map[string]any{"type": "permission_response", "request_id": card.RequestID, "option_id": "1"})
+	s.WaitFor(i, wait, func(e client.Event) bool {
+		return e.Type == chat.TypeError && chatsock.FieldOf(e, "ref") == card.RequestID
+	}, "the phone's answer refused")
+	tm.WaitScreen("the permission menu in the terminal", tmuxterm.Has("Do you want to proceed?"))
+	tm.Keys("Enter") // the person allows it there
+	j := s.WaitFor(i, wait, chatsock.Type(chat.TypePermissionResolved), "the card closed")
+	if got := chatsock.FieldOf(s.Get(j), "reason"); got != "answered in the terminal" {
+		t.Fatalf("the card's close: %s", s.Get(j).Raw)
+	}
+	s.WaitFor(i, wait, func(e client.Event) bool {
+		return e.Type == chat.TypeAgentChunk && chatsock.FieldOf(e, "text") == "The command ran."
+	}, "the follow-up text")
+	if _, err := os.Stat(filepath.Join(r.work, "made-by-bash")); err != nil {
+		t.Fatalf("the tool did not run: %v", err)
+	}
+}
