@@ -53,7 +53,7 @@ func (r *Router) terminalOf(ctx context.Context, drv driver.Driver, spec driver.
 	rc, ok := drv.(driver.TerminalTaker)
 	if !ok {
 		if watchIt {
-			return nil, fmt.Errorf("%w: agent %q keeps no record of its running sessions to watch", driver.ErrUnsupported, spec.AgentID)
+			return nil, fmt.Errorf("%w: agent %q's running sessions cannot be watched (only Claude Code's are)", driver.ErrUnsupported, spec.AgentID)
 		}
 		return nil, nil
 	}
