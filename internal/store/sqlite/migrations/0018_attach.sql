@@ -1,4 +1,4 @@
--- parley schema 17: the person's process a thread follows instead of its own
+-- parley schema 18: the person's process a thread follows instead of its own
 -- (an adopted tmux pane, a watched plain terminal), kept so that a restarted
 -- parley follows it again rather than refuse the thread its own session. The
 -- process's start time (field 22 of /proc/<pid>/stat) tells it from a later
