@@ -116,10 +116,14 @@ func Transcript(spec driver.Spec) (string, error) {
 }
 
 type session struct {
-	pid       int
-	record    string        // the process's own record of its state (sessions/<pid>.json)
-	from      chat.RouteKey // the route the terminal's prompts come from
-	card      string        // the open card of a permission prompt shown in the terminal, or ""
+	pid    int
+	record string        // the process's own record of its state (sessions/<pid>.json)
+	from   chat.RouteKey // the route the terminal's prompts come from
+	card   string        // the open card of a permission prompt shown in the terminal, or ""
+	// unseen counts the looks at a prompt whose tool call the transcript
+	// does not hold yet (Claude Code writes it in batches): the card waits
+	// for it a few looks, then opens without it.
+	unseen    int
 	f         *transcript.Follower
 	stop      chan struct{}
 	done      chan struct{}
@@ -168,6 +172,7 @@ func (s *session) prompting(sink driver.Sink) {
 		s.card = ""
 	}
 	if !asking || s.card != "" {
+		s.unseen = 0
 		return
 	}
 	s.f.Sync() // the tool call it asks about may be newer than the last read
@@ -175,10 +180,16 @@ func (s *session) prompting(sink driver.Sink) {
 		Tool: chat.PermissionTool{Title: "a permission the agent asks in the terminal"}}
 	if tc, name, ok := s.f.Unanswered(); ok {
 		req.Tool = chat.PermissionTool{Name: name, Title: tc.Title, Input: tc.Input, ToolCallID: tc.ToolCallID}
+	} else if s.unseen++; s.unseen < unseenLooks {
+		return
 	}
-	s.card = id
+	s.card, s.unseen = id, 0
 	sink.Event(req)
 }
+
+// unseenLooks is how many looks a prompt's card waits for its tool call to
+// reach the transcript.
+const unseenLooks = 5
 
 func (s *session) Prompt(context.Context, driver.Prompt) error { return ErrReadOnly }
 func (s *session) Cancel(context.Context) error                { return ErrReadOnly }
