@@ -48,13 +48,13 @@ type RunChecker interface {
 	RunningNow(ctx context.Context, spec Spec) (pid int, err error)
 }
 
-// TerminalTaker is a RunChecker whose agent's sessions, running in a
-// person's terminal, a thread can take: adopt its tmux pane (the tmux driver
-// reads that agent's screen) or watch it (its transcript followed). A
-// RunChecker that is not one has such a session refused.
+// TerminalTaker is a RunChecker whose agent's running sessions parley can
+// take from a person's terminal (Claude Code's: its tmux pane adopted, its
+// transcript watched). A running session of any other RunChecker's agent is
+// refused.
 type TerminalTaker interface {
 	RunChecker
-	TakesTerminal(spec Spec) bool
+	TakesTerminals()
 }
 
 // HandBacker is a Driver that can say how a person goes on with one of its

@@ -157,7 +157,7 @@ func (r *Router) notRunningElsewhere(ctx context.Context, drv driver.Driver, spe
 		return nil
 	}
 	ways := "go on there, watch it here, or end it there and continue here"
-	if tt, ok := drv.(driver.TerminalTaker); !ok || !tt.TakesTerminal(spec) {
+	if _, ok := drv.(driver.TerminalTaker); !ok {
 		ways = "go on there, or end it there and continue here" // parley cannot follow this agent's terminal
 	}
 	return fmt.Errorf("%w (%s session %s, pid %d, not started by parley: a terminal perhaps); "+

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/parleyhq/parley/internal/sessions/geminirun"
+	"github.com/parleyhq/parley/internal/sessions/live"
 	"github.com/parleyhq/parley/internal/testkit"
 	"github.com/parleyhq/parley/internal/testkit/geminiapi"
 	"github.com/parleyhq/parley/internal/testkit/tmuxterm"
@@ -66,8 +66,8 @@ func TestGeminiTUIInTmuxIsFoundRunning(t *testing.T) {
 	if got, ok, err := x.Lookup(context.Background(), "gemini", s.ID); !ok || err != nil || !got.Running || got.Where != want {
 		t.Fatalf("lookup: %+v %v %v", got, ok, err)
 	}
-	if pid := geminirun.Sessions(context.Background(), filepath.Join(home, ".gemini"))[s.ID]; pid != s.PID {
-		t.Fatalf("geminirun.Sessions says pid %d, want %d", pid, s.PID)
+	if pid := live.Gemini(context.Background(), filepath.Join(home, ".gemini"))[s.ID]; pid != s.PID {
+		t.Fatalf("live.Gemini says pid %d, want %d", pid, s.PID)
 	}
 
 	// Ctrl+C twice, each once the screen shows the last: /quit with Enter

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/internal/driver"
-	"github.com/parleyhq/parley/internal/sessions/geminirun"
 )
 
 // Gemini CLI (0.61.0) names a chat file after the minute its recording began
@@ -61,16 +60,3 @@ func awaitGeminiLoad(ctx context.Context, spec driver.Spec, logger *slog.Logger)
 		return fmt.Errorf("acp: waiting to load Gemini session %s: %w", spec.ResumeID, ctx.Err())
 	}
 }
-
-// RunningNow implements driver.RunChecker for Gemini CLI, whose running
-// sessions package geminirun tells from its processes (a Gemini over ACP,
-// parley's own, is none of them). The other ACP agents keep no record parley
-// reads: 0.
-func (d *Driver) RunningNow(ctx context.Context, spec driver.Spec) (int, error) {
-	if !isGemini(spec) {
-		return 0, nil
-	}
-	return geminirun.Sessions(ctx, geminiHome(spec))[spec.ResumeID], nil
-}
-
-var _ driver.RunChecker = (*Driver)(nil)

@@ -74,9 +74,9 @@ func (d *Driver) RunningNow(ctx context.Context, spec driver.Spec) (int, error) 
 	return claudecode.RunningSession(dir, spec.ResumeID)
 }
 
-// TakesTerminal implements driver.TerminalTaker: the tmux driver reads
-// Claude Code's screen, the watch driver its transcript.
-func (d *Driver) TakesTerminal(driver.Spec) bool { return true }
+// TakesTerminals implements driver.TerminalTaker: a Claude Code session
+// running in a person's tmux pane is adopted, in a plain terminal watched.
+func (d *Driver) TakesTerminals() {}
 
 // ResumeCommand implements driver.HandBacker: Claude Code resumes a session
 // only from the directory it ran in, and finds it under the same config

@@ -1,16 +1,4 @@
-// Package geminirun tells which Gemini CLI sessions run now. Gemini CLI
-// (0.61.0) writes no record of its running sessions and holds no file open
-// (it appends to its chat and closes it each time), so they are told from
-// the processes: a Gemini CLI of this folder (its GEMINI_CLI_HOME, else
-// HOME, holds the folder) runs the session its --resume argument names, else
-// the session whose chat, in the project folder of the process's working
-// directory, began first after the process started: it begins its chat as
-// it starts (a chat's header says when; a resumed session begins a stub file
-// with its id), and a later chat there is another Gemini's (a `gemini -p`). A Gemini over ACP
-// (--acp: parley's own, an editor's) is left out: its sessions are its
-// client's to tell. A session switched to inside the TUI (/resume, /chat) is
-// not told: the process keeps the one it began.
-package geminirun
+package live
 
 import (
 	"bufio"
@@ -25,6 +13,18 @@ import (
 	"time"
 )
 
+// Gemini CLI (0.61.0) writes no record of its running sessions and holds
+// no file open (it appends to its chat and closes it each time), so they are
+// told from the processes: a Gemini CLI of this folder (its GEMINI_CLI_HOME,
+// else HOME, holds the folder) runs the session its --resume argument names,
+// else the session whose chat, in the project folder of the process's
+// working directory, began first after the process started: it begins its
+// chat as it starts (a chat's header says when; a resumed session begins a
+// stub file with its id), and a later chat there is another Gemini's (a
+// `gemini -p`). A Gemini over ACP (--acp: parley's own, an editor's) is left
+// out: its sessions are its client's to tell. A session switched to inside
+// the TUI (/resume, /chat) is not told: the process keeps the one it began.
+
 // geminiProc is a Gemini CLI process of this folder.
 type geminiProc struct {
 	pid     int
@@ -33,9 +33,9 @@ type geminiProc struct {
 	resume  string // its --resume argument, when a session id
 }
 
-// Sessions maps session id to the pid of the Gemini CLI that runs it, for
+// Gemini maps session id to the pid of the Gemini CLI that runs it, for
 // the Gemini CLI folder dir (~/.gemini, or $GEMINI_CLI_HOME/.gemini).
-func Sessions(ctx context.Context, dir string) map[string]int {
+func Gemini(ctx context.Context, dir string) map[string]int {
 	procs := procsOf(ctx, dir)
 	if len(procs) == 0 {
 		return nil

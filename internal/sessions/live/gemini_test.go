@@ -1,4 +1,4 @@
-package geminirun
+package live
 
 import (
 	"strings"
