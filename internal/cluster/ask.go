@@ -82,6 +82,11 @@ func (h *Hub) request(ctx context.Context, node, subject, what string, timeout t
 	m, err := h.nc.RequestWithContext(asked, subject, data)
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
+		if st, ok := h.nodeStatus(ctx, node); ok && st.Online {
+			// Listed online yet nobody listens: gone a moment ago, or a
+			// parley from before this request (protocol.go lets them link).
+			return nil, fmt.Errorf("%w: %s answers nothing for %s: it has just gone, or its parley is older than the hub's and does not do this (upgrade it)", ErrNodeOffline, node, what)
+		}
 		return nil, fmt.Errorf("%w: %s (asked for %s)", ErrNodeOffline, node, what)
 	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
 		return nil, fmt.Errorf("%w: machine %s did not answer %s within %v", ErrNodeSlow, node, what, timeout)
