@@ -1,10 +1,9 @@
 package cluster
 
-// The hub's requests to one node and the node's answers, for what only the
-// node can do with its own threads' working trees (node_work.go,
-// hub_work.go; the changes request, hub_changes.go, answers in its own
-// shape). One mechanism: the hub asks on parley.to.<node>.<what> from its
-// inbox, the node answers a nodeAnswer.
+// What only a node can do with its own threads' working trees (their
+// commit, push, pull request, files and terminal: node_work.go,
+// hub_work.go), asked over the one request to a node's part
+// (noderequest.go) with the result or the node's error as JSON.
 
 import (
 	"context"
@@ -12,8 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/nats-io/nats.go"
 
 	"github.com/parleyhq/parley/internal/gitwork"
 )
@@ -32,28 +29,27 @@ type nodeAnswer struct {
 	Error  string          `json:"error,omitempty"`
 }
 
-// answerOf is the answer for a result or an error.
-func answerOf(v any, err error) nodeAnswer {
+// answerOf is the answer for a result or an error, as JSON.
+func answerOf(v any, err error) []byte {
+	a := nodeAnswer{Code: gitwork.CodeOf(err), Chat: chatErrorCode(err)}
 	if err != nil {
-		return nodeAnswer{Code: gitwork.CodeOf(err), Chat: chatErrorCode(err), Error: err.Error()}
+		a.Error = err.Error()
+	} else if a.Result, err = json.Marshal(v); err != nil {
+		a = nodeAnswer{Error: "the answer cannot be sent: " + err.Error()}
 	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nodeAnswer{Error: "the answer cannot be sent: " + err.Error()}
-	}
-	return nodeAnswer{Result: b}
+	b, _ := json.Marshal(a)
+	return b
 }
 
-// askNode sends req to node's subject what and decodes its answer's result
-// into res. The error is the node's own (its gitwork code or chat error
-// kept, its words prefixed with the machine), ErrNodeOffline when nothing
-// answers there, ErrNodeSlow when the answer does not come within timeout.
-func (h *Hub) askNode(ctx context.Context, node, subject, what string, timeout time.Duration, req, res any) error {
+// askWork sends req to node's part (subject, named what) and decodes its
+// result into res. The error is the node's own (its gitwork code or chat
+// error kept, its words prefixed with the machine), or askPartWithin's.
+func (h *Hub) askWork(ctx context.Context, node, subject, what string, within time.Duration, req, res any) error {
 	b, err := json.Marshal(req)
 	if err != nil {
 		return err
 	}
-	data, err := h.request(ctx, node, subject, what, timeout, b)
+	data, err := h.askPartWithin(ctx, node, subject, what, within, b)
 	if err != nil {
 		return err
 	}
@@ -70,44 +66,7 @@ func (h *Hub) askNode(ctx context.Context, node, subject, what string, timeout t
 		return fmt.Errorf("machine %s: %s", node, ans.Error)
 	}
 	if err := json.Unmarshal(ans.Result, res); err != nil {
-		return fmt.Errorf("cluster: machine %s answered %s with something unexpected: %v", node, what, err)
+		return fmt.Errorf("cluster: machine %s answered about its %s with something unexpected: %v", node, what, err)
 	}
 	return nil
-}
-
-// request is one request to node and its answer's bytes.
-func (h *Hub) request(ctx context.Context, node, subject, what string, timeout time.Duration, data []byte) ([]byte, error) {
-	asked, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	m, err := h.nc.RequestWithContext(asked, subject, data)
-	switch {
-	case errors.Is(err, nats.ErrNoResponders):
-		if st, ok := h.nodeStatus(ctx, node); ok && st.Online {
-			// Listed online yet nobody listens: gone a moment ago, or a
-			// parley from before this request (protocol.go lets them link).
-			return nil, fmt.Errorf("%w: %s answers nothing for %s: it has just gone, or its parley is older than the hub's and does not do this (upgrade it)", ErrNodeOffline, node, what)
-		}
-		return nil, fmt.Errorf("%w: %s (asked for %s)", ErrNodeOffline, node, what)
-	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
-		return nil, fmt.Errorf("%w: machine %s did not answer %s within %v", ErrNodeSlow, node, what, timeout)
-	case err != nil:
-		return nil, fmt.Errorf("cluster: ask machine %s for %s: %w", node, what, err)
-	}
-	return m.Data, nil
-}
-
-// serveAsks answers the hub's requests on subject, one at a time (a
-// subscription's messages come in order on one goroutine), with answer's
-// result or error.
-func (l *Link) serveAsks(subject string, answer func(data []byte) (any, error)) error {
-	return l.serveHub(subject, func(m *nats.Msg) {
-		l.respond(m, answerOf(answer(m.Data)))
-	})
-}
-
-func (l *Link) respond(m *nats.Msg, a nodeAnswer) {
-	b, _ := json.Marshal(a)
-	if err := m.Respond(b); err != nil {
-		l.log.Warn("cluster: answer the hub's request", "subject", m.Subject, "err", err)
-	}
 }

@@ -36,7 +36,7 @@ const maxChangesAnswer = 6 << 20
 // id). ErrNodeOffline: nothing answers for it.
 func (h *Hub) NodeChanges(ctx context.Context, node string, thread chat.ThreadID, q gitwork.Query) (gitwork.Changes, error) {
 	b, _ := json.Marshal(changesRequest{Thread: thread, Path: q.Path, Offset: q.Offset})
-	data, err := h.request(ctx, node, changesSubject(node), "thread "+string(thread)+"'s change", sourceTimeout, b)
+	data, err := h.askPartWithin(ctx, node, changesSubject(node), "changes", sourceTimeout, b)
 	if err != nil {
 		return gitwork.Changes{}, err
 	}

@@ -63,7 +63,7 @@ func (h *Hub) ship(ctx context.Context, node string, req shipRequest, res any) e
 	if req.ID == "" {
 		req.ID = chat.NewID("ship")
 	}
-	err := h.askNode(ctx, node, shipSubject(node), req.Op+" of thread "+string(req.Thread), shipTimeout, req, res)
+	err := h.askWork(ctx, node, shipSubject(node), "repositories", shipTimeout, req, res)
 	if errors.Is(err, ErrNodeSlow) {
 		return fmt.Errorf("%w; it may still happen there: ask again with request_id %s to hear how it ended (it is not done twice)", err, req.ID)
 	}
@@ -95,14 +95,14 @@ func (h *Hub) NodePR(ctx context.Context, node string, thread chat.ThreadID, id,
 // NodeFiles reads a listing or a file in node's thread's directory.
 func (h *Hub) NodeFiles(ctx context.Context, node string, thread chat.ThreadID, q filetree.Query) (filetree.View, error) {
 	var v filetree.View
-	err := h.askNode(ctx, node, filesSubject(node), "the files of thread "+string(thread), sourceTimeout, filesRequest{Thread: thread, Query: q}, &v)
+	err := h.askWork(ctx, node, filesSubject(node), "files", sourceTimeout, filesRequest{Thread: thread, Query: q}, &v)
 	return v, err
 }
 
 // NodeRaw reads a file's bytes (at most MaxNodeRaw) in node's thread's directory.
 func (h *Hub) NodeRaw(ctx context.Context, node string, thread chat.ThreadID, q filetree.Query) ([]byte, error) {
 	var b []byte
-	err := h.askNode(ctx, node, filesSubject(node), "a file of thread "+string(thread), sourceTimeout, filesRequest{Thread: thread, Query: q, Raw: true}, &b)
+	err := h.askWork(ctx, node, filesSubject(node), "files", sourceTimeout, filesRequest{Thread: thread, Query: q, Raw: true}, &b)
 	return b, err
 }
 
@@ -119,11 +119,11 @@ type nodeTerminal struct {
 
 func (t nodeTerminal) Screen(ctx context.Context) (driver.Screen, error) {
 	var sc driver.Screen
-	err := t.h.askNode(ctx, t.node, terminalSubject(t.node), "the terminal of thread "+string(t.thread), terminalTimeout, terminalRequest{Thread: t.thread}, &sc)
+	err := t.h.askWork(ctx, t.node, terminalSubject(t.node), "terminals", terminalTimeout, terminalRequest{Thread: t.thread}, &sc)
 	return sc, err
 }
 
 func (t nodeTerminal) Type(ctx context.Context, text string) error {
 	var done struct{}
-	return t.h.askNode(ctx, t.node, terminalSubject(t.node), "typing into thread "+string(t.thread), terminalTimeout, terminalRequest{Thread: t.thread, Type: text}, &done)
+	return t.h.askWork(ctx, t.node, terminalSubject(t.node), "terminals", terminalTimeout, terminalRequest{Thread: t.thread, Type: text}, &done)
 }

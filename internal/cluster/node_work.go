@@ -8,8 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/driver"
 	"github.com/parleyhq/parley/internal/filetree"
@@ -34,71 +32,59 @@ type Workspace interface {
 // the first one's answer, never applied twice.
 func (l *Link) ServeWork(ws Workspace) error {
 	shipped := newIDSet(256)
-	err := l.serveHub(shipSubject(l.opt.Node), func(m *nats.Msg) {
+	// servePart answers one request at a time (a subscription's messages
+	// come in order on one goroutine): a second asking of one id waits
+	// until the first is answered, then finds it.
+	err := l.servePartWithin(shipSubject(l.opt.Node), "repositories", shipTimeout, func(ctx context.Context, data []byte) []byte {
 		var req shipRequest
-		if err := json.Unmarshal(m.Data, &req); err != nil || req.ID == "" {
-			l.respond(m, nodeAnswer{Chat: chatErrorCode(chat.ErrBadInput), Error: "a ship request must be JSON with an id"})
-			return
+		if err := json.Unmarshal(data, &req); err != nil || req.ID == "" {
+			return answerOf(nil, fmt.Errorf("%w: a ship request must be JSON with an id", chat.ErrBadInput))
 		}
-		// The subscription's messages come one at a time: a second asking
-		// of one id waits here until the first is answered, then finds it.
 		if b, ok := shipped.get(req.ID); ok {
-			if err := m.Respond(b); err != nil {
-				l.log.Warn("cluster: answer a ship request again", "err", err)
-			}
-			return
+			return b
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), shipTimeout)
-		defer cancel()
-		var a nodeAnswer
+		var b []byte
 		switch req.Op {
 		case opCommit:
-			a = answerOf(ws.Commit(ctx, req.Thread, req.Message))
+			b = answerOf(ws.Commit(ctx, req.Thread, req.Message))
 		case opPush:
-			a = answerOf(ws.Push(ctx, req.Thread))
+			b = answerOf(ws.Push(ctx, req.Thread))
 		case opPR:
-			a = answerOf(ws.PR(ctx, req.Thread, req.Title, req.Body))
+			b = answerOf(ws.PR(ctx, req.Thread, req.Title, req.Body))
 		default:
-			a = answerOf(nil, fmt.Errorf("%w: no such ship request %q", chat.ErrBadInput, req.Op))
+			b = answerOf(nil, fmt.Errorf("%w: no such ship request %q", chat.ErrBadInput, req.Op))
 		}
-		b, _ := json.Marshal(a)
 		shipped.add(req.ID, b)
-		if err := m.Respond(b); err != nil {
-			l.log.Warn("cluster: answer a ship request", "op", req.Op, "err", err)
-		}
+		return b
 	})
 	if err != nil {
 		return err
 	}
-	err = l.serveAsks(filesSubject(l.opt.Node), func(data []byte) (any, error) {
+	err = l.servePartWithin(filesSubject(l.opt.Node), "files", sourceTimeout, func(ctx context.Context, data []byte) []byte {
 		var req filesRequest
 		if err := json.Unmarshal(data, &req); err != nil {
-			return nil, fmt.Errorf("%w: a files request must be JSON", chat.ErrBadInput)
+			return answerOf(nil, fmt.Errorf("%w: a files request must be JSON", chat.ErrBadInput))
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), sourceTimeout)
-		defer cancel()
 		if req.Raw {
-			return ws.Raw(ctx, req.Thread, req.Query, MaxNodeRaw)
+			return answerOf(ws.Raw(ctx, req.Thread, req.Query, MaxNodeRaw))
 		}
-		return ws.Files(ctx, req.Thread, req.Query)
+		return answerOf(ws.Files(ctx, req.Thread, req.Query))
 	})
 	if err != nil {
 		return err
 	}
-	return l.serveAsks(terminalSubject(l.opt.Node), func(data []byte) (any, error) {
+	return l.servePartWithin(terminalSubject(l.opt.Node), "terminals", terminalTimeout, func(ctx context.Context, data []byte) []byte {
 		var req terminalRequest
 		if err := json.Unmarshal(data, &req); err != nil {
-			return nil, fmt.Errorf("%w: a terminal request must be JSON", chat.ErrBadInput)
+			return answerOf(nil, fmt.Errorf("%w: a terminal request must be JSON", chat.ErrBadInput))
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), terminalTimeout)
-		defer cancel()
 		term, err := ws.Terminal(ctx, req.Thread)
 		if err != nil {
-			return nil, err
+			return answerOf(nil, err)
 		}
 		if req.Type != "" {
-			return struct{}{}, term.Type(ctx, req.Type)
+			return answerOf(struct{}{}, term.Type(ctx, req.Type))
 		}
-		return term.Screen(ctx)
+		return answerOf(term.Screen(ctx))
 	})
 }

@@ -93,7 +93,7 @@ func errorCode(err error) (string, int) {
 		return chat.CodeAgent, http.StatusConflict
 	case errors.Is(err, chat.ErrClosed):
 		return chat.CodeInternal, http.StatusServiceUnavailable
-	case errors.Is(err, cluster.ErrNodeOffline):
+	case errors.Is(err, cluster.ErrNodeOffline), errors.Is(err, chat.ErrAway):
 		return codeOffline, http.StatusServiceUnavailable
 	case errors.Is(err, cluster.ErrNodeSlow):
 		return codeNodeSlow, http.StatusGatewayTimeout
