@@ -40,7 +40,9 @@ func (l *Link) ServeWork(ws Workspace) error {
 		if err := json.Unmarshal(data, &req); err != nil || req.ID == "" {
 			return answerOf(nil, fmt.Errorf("%w: a ship request must be JSON with an id", chat.ErrBadInput))
 		}
-		if b, ok := shipped.get(req.ID); ok {
+		// The same id for another thread or action is another request.
+		key := req.Op + "\x00" + string(req.Thread) + "\x00" + req.ID
+		if b, ok := shipped.get(key); ok {
 			return b
 		}
 		var b []byte
@@ -54,7 +56,7 @@ func (l *Link) ServeWork(ws Workspace) error {
 		default:
 			b = answerOf(nil, fmt.Errorf("%w: no such ship request %q", chat.ErrBadInput, req.Op))
 		}
-		shipped.add(req.ID, b)
+		shipped.add(key, b)
 		return b
 	})
 	if err != nil {
