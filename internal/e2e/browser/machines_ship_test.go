@@ -73,3 +73,30 @@ func TestTheHubsDashboardShipsANodesThread(t *testing.T) {
 		return !!l && !!l.querySelector('[data-entry="a.txt"]') && l.getBoundingClientRect().right <= w && document.documentElement.scrollWidth <= w; })()`)
 	shot(t, phone, "phone-hub-node-files")
 }
+
+// At the hub's dashboard a thread of machine b whose Claude Code runs in
+// tmux on b has a Terminal tab: b's pane, read on b, drawn by xterm.js;
+// keys typed once typing is switched on reach b's pane through b.
+func TestTheHubsDashboardShowsANodesTerminal(t *testing.T) {
+	hub, _ := hubAndNode(t, "claude-tmux:tmux")
+	ctx := browser(t, 1440, 900)
+	run(t, ctx, "log in at the hub", chromedp.Navigate(hub.LoginURL()+"#/new"), chromedp.WaitVisible(chromedp.CSS(`form.newthread select[name=machine]`)))
+	until(t, ctx, "machine b offered", `[...document.querySelectorAll("form.newthread select[name=machine] option")].some(o => o.value === "b")`)
+	run(t, ctx, "pick machine b", chromedp.SetValue(chromedp.CSS(`form.newthread select[name=machine]`), "b"))
+	until(t, ctx, "b's claude-tmux offered", `[...document.querySelectorAll("form.newthread select[name=agent] option")].some(o => o.value === "claude-tmux")`)
+	run(t, ctx, "choose claude-tmux", chromedp.Evaluate[chromedp.Void](`(() => {
+		const sel = document.querySelector("form.newthread select[name=agent]"); sel.value = "claude-tmux"; sel.dispatchEvent(new Event("change", {bubbles: true}));
+	})()`))
+	until(t, ctx, "the form holds it", `document.querySelector("form.newthread select[name=agent]").value === "claude-tmux"`)
+	run(t, ctx, "start on b", chromedp.SendKeys(chromedp.CSS(`form.newthread textarea`), PromptEcho), click(chromedp.CSS(`form.newthread button[type=submit]`)))
+	until(t, ctx, "the answer in the chat", pageHas("You said it."))
+
+	run(t, ctx, "open the Terminal tab", click(chromedp.CSS(`.thread-tabs [data-tab=terminal]`)))
+	until(t, ctx, "b's pane drawn by xterm.js at the hub", termShows("You said it.")+" && "+termShows(PromptEcho))
+	shot(t, ctx, "hub-node-terminal")
+	const typed = "keys typed at the hub"
+	run(t, ctx, "switch typing on", click(chromedp.CSS(`[data-typing]`)))
+	until(t, ctx, "typing is on", `document.querySelector('[data-typing]').getAttribute("aria-pressed") === "true"`)
+	run(t, ctx, "type", typeInto(`[data-terminal] textarea`, typed))
+	until(t, ctx, "the typed keys show in b's pane", termShows(typed))
+}
