@@ -408,6 +408,17 @@ func (m Mode) ModelName() string {
 	return ""
 }
 
+// Model is the value of the session's model in force (what
+// set_config_option names), "" when the agent says nothing of its model.
+func (m Mode) Model() string {
+	for _, o := range m.ConfigOptions {
+		if o.ID == ModelOption {
+			return o.Current
+		}
+	}
+	return ""
+}
+
 // ModeOption is one mode (or one value of a ConfigOption) a session offers.
 type ModeOption struct {
 	ID          string `json:"id"`                    // what set_mode (or set_config_option) names

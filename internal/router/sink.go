@@ -111,6 +111,9 @@ func (l *lane) onEvent(p chat.Payload) {
 		return
 	case chat.Mode:
 		l.th.Mode = p.Current
+		if m := p.Model(); m != "" {
+			l.th.Model = m
+		}
 	case chat.AgentDraft:
 		// Provisional text lives only while its turn runs, and only on the
 		// wire (flush publishes the newest of a step): never in the log.

@@ -223,12 +223,15 @@ function neutral(v: ChatView) {
   const receipts: Record<string, string> = {};
   for (const id of Object.keys(v.receipts).sort()) receipts[id] = v.receipts[id].state + (v.receipts[id].detail ? `: ${v.receipts[id].detail}` : "");
   const u = v.usage;
+  const model = v.mode?.config.find((o) => o.id === "model");
   return {
     items: v.items.map(line),
     queued: v.queued.map(line),
     receipts,
     turn: !v.turnActive ? "idle" : v.stopping ? "stopping" : "active",
     mode: v.mode ? `${v.mode.current} of ${v.mode.available.map((m) => m.id).join(", ")}` : "",
+    // As the model select shows it (controls.tsx; chat.Mode.ModelName in Go).
+    model: model ? model.values?.find((x) => x.id === model.current)?.name || model.current : "",
     commands: v.commands.map((c) => c.name).join(", "),
     usage: u ? `in ${u.input_tokens ?? 0} · out ${u.output_tokens ?? 0} · $${u.cost_usd ?? 0} · context ${u.context_tokens ?? 0}/${u.context_window ?? 0}` : "",
     starting: v.starting !== undefined,
