@@ -121,18 +121,30 @@ func rss() int64 {
 
 // scalePush is the hub's push service reading the nodes' summaries, as the
 // daemon wires it (internal/remote's hubCards, which this package cannot
-// import): what each summary change costs the hub includes its walk.
-type scalePush struct{ h *Hub }
+// import): what each summary change costs the hub includes its look.
+type scalePush struct {
+	h *Hub
+	w *ThreadWatch
+}
 
-func (p scalePush) Owns(id chat.ThreadID) bool { return NodeOf(id) != "" }
-func (p scalePush) Changed() <-chan struct{}   { return p.h.ThreadsChanged() }
+func (p scalePush) Owns(id chat.ThreadID) bool    { return NodeOf(id) != "" }
+func (p scalePush) Ready() <-chan struct{}        { return p.w.Ready() }
+func (p scalePush) Take() ([]chat.ThreadID, bool) { return p.w.Take() }
+func (p scalePush) Thread(id chat.ThreadID) (push.RemoteThread, bool) {
+	rt, ok := p.h.Thread(id)
+	return pushThread(rt), ok
+}
 func (p scalePush) Threads() []push.RemoteThread {
 	ths, _ := p.h.Threads(context.Background())
 	out := make([]push.RemoteThread, 0, len(ths))
 	for _, rt := range ths {
-		out = append(out, push.RemoteThread{Thread: rt.Thread, Turn: rt.Turn, Error: rt.Error, Notices: rt.Notices})
+		out = append(out, pushThread(rt))
 	}
 	return out
+}
+
+func pushThread(rt RemoteThread) push.RemoteThread {
+	return push.RemoteThread{Thread: rt.Thread, Turn: rt.Turn, Error: rt.Error, Notices: rt.Notices}
 }
 
 // BenchmarkHubAtScale is a hub with 10 nodes of 1,000 threads each, the
@@ -168,7 +180,7 @@ func BenchmarkHubAtScale(b *testing.B) {
 			}
 			dirs = append(dirs, d)
 		}
-		ps, err := push.Start(push.Options{DataDir: b.TempDir(), Store: own.st, Watch: local.WatchTypes(push.Types...), Remote: scalePush{h}, Machine: "hub"})
+		ps, err := push.Start(push.Options{DataDir: b.TempDir(), Store: own.st, Watch: local.WatchTypes(push.Types...), Remote: scalePush{h, h.WatchThreads()}, Machine: "hub"})
 		if err != nil {
 			b.Fatal(err)
 		}
