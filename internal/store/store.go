@@ -32,6 +32,9 @@ type FailedRemote struct {
 	Text      string
 	Reason    string
 	At        time.Time
+	// State is chat.DeliveryFailed ("" reads as it), or chat.DeliveryUnknown
+	// when the hub handed it over and its machine may have applied it.
+	State string
 }
 
 // Store is safe for concurrent use. Each thread's lane is the only writer of that
