@@ -295,5 +295,8 @@ func (h *Hub) purgeThreads(ctx context.Context, node string) error {
 			errs = append(errs, err)
 		}
 	}
+	// Returned, the copy no longer holds them: a summary told again after
+	// this is written, never taken for one the copy still held (same).
+	errs = append(errs, h.summaries.sync(ctx))
 	return errors.Join(errs...)
 }
