@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/follow"
 	"github.com/parleyhq/parley/internal/push"
@@ -31,6 +33,7 @@ const scaleEnv = "PARLEY_BENCH_SCALE"
 // joined node its threads, links them, says "ready", then does what each
 // line of its stdin says and answers "ok":
 //
+//	relink     every node's link closed and dialled again (its parley restarted), nothing changed
 //	change K   one event on each of K threads (node j%nodes, thread j/nodes): K summaries change
 //	live       one agent chunk on n0's thread t_live, published (its TS is when it was written)
 //	flood N    N chunks on n0's t_live in one commit, published
@@ -43,7 +46,22 @@ func TestBenchScaleProcess(t *testing.T) {
 	parts := strings.SplitN(spec, "|", 3)
 	threads, _ := strconv.Atoi(parts[1])
 	var ms []*machine
-	for i, data := range strings.Split(parts[2], ",") {
+	dirs := strings.Split(parts[2], ",")
+	links := make([]*Link, len(dirs))
+	dial := func(i int) {
+		l, err := Dial(LinkOptions{DataDir: dirs[i], Hub: parts[0], Node: fmt.Sprintf("n%d", i), Heartbeat: time.Minute,
+			Store: ms[i].st, Events: ms[i].hub, Inputs: func(context.Context, string, []byte) ([]byte, error) { return nil, nil }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		links[i] = l
+	}
+	defer func() {
+		for _, l := range links {
+			l.Close()
+		}
+	}()
+	for i := range dirs {
 		m := newMachine(t)
 		for k := range threads {
 			m.write(chat.ThreadID(fmt.Sprintf("t%d", k)), 3, true)
@@ -51,13 +69,8 @@ func TestBenchScaleProcess(t *testing.T) {
 		if i == 0 {
 			m.write("t_live", 1, true)
 		}
-		l, err := Dial(LinkOptions{DataDir: data, Hub: parts[0], Node: fmt.Sprintf("n%d", i), Heartbeat: time.Minute,
-			Store: m.st, Events: m.hub, Inputs: func(context.Context, string, []byte) ([]byte, error) { return nil, nil }})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
 		ms = append(ms, m)
+		dial(i)
 	}
 	fmt.Println("ready")
 	in := bufio.NewScanner(os.Stdin)
@@ -68,6 +81,11 @@ func TestBenchScaleProcess(t *testing.T) {
 		case "change":
 			for j := range n {
 				ms[j%len(ms)].write(chat.ThreadID(fmt.Sprintf("t%d", j/len(ms))), 1, false)
+			}
+		case "relink": // each node's parley restarts: a new link, nothing changed
+			for i, l := range links {
+				l.Close()
+				dial(i)
 			}
 		case "live":
 			ms[0].write("t_live", 1, false)
@@ -151,8 +169,9 @@ func pushThread(rt RemoteThread) push.RemoteThread {
 // nodes in another process linked over TLS on loopback: the link-up of
 // every summary, the hub's heap and RSS, its CPU per summary change (the
 // push service reading them), one live event to 100 viewers at the hub,
-// events/s to them, and a follower's catch-up of 10,000 events the hub
-// never heard. Measured once, whatever the benchtime.
+// events/s to them, a follower's catch-up of 10,000 events the hub never
+// heard, and every node's parley restarting with nothing changed (all its
+// summaries told again). Measured once, whatever the benchtime.
 func BenchmarkHubAtScale(b *testing.B) {
 	const nodes, threads, viewers, changes, lives = 10, 1000, 100, 500, 300
 	for i := 0; b.Loop(); i++ {
@@ -366,5 +385,27 @@ func BenchmarkHubAtScale(b *testing.B) {
 		if n != 10_000 {
 			b.Fatalf("caught up %d events", n)
 		}
+
+		// Every node's parley restarts with nothing changed: each tells all
+		// its summaries again, then the list of its threads, which the hub
+		// hears once it has answered all of that node's summaries.
+		lists := make(chan *nats.Msg, nodes)
+		sub, err := h.nc.ChanSubscribe(threadListSubject("*"), lists)
+		if err != nil {
+			b.Fatal(err)
+		}
+		c0, t0 = cpu(), time.Now()
+		p.do("relink")
+		for range nodes {
+			select {
+			case <-lists:
+			case <-time.After(10 * time.Minute):
+				b.Fatal("the nodes never listed their threads again")
+			}
+		}
+		b.ReportMetric(float64(time.Since(t0).Milliseconds()), "relink-ms")
+		b.ReportMetric(float64((cpu() - c0).Milliseconds()), "relink-hub-cpu-ms")
+		sub.Unsubscribe()
+
 	}
 }
