@@ -221,6 +221,12 @@ func (l *lane) spec(ag config.Agent) driver.Spec {
 // sessionFailed ends a turn waiting for a session that could not start.
 func (l *lane) sessionFailed(err error) {
 	l.log.Warn("session start failed", "err", err)
+	if l.term != nil && !errors.Is(err, chat.ErrSessionLimit) {
+		// The person's process could not be followed (its pane or process
+		// gone since it was taken): let go, so the next message looks at
+		// the session afresh rather than fail on that process forever.
+		l.dropTerminal()
+	}
 	l.th.State = chat.ThreadCrashed
 	switch {
 	case errors.Is(err, chat.ErrSessionLimit), errors.Is(err, chat.ErrSessionRunning):

@@ -266,3 +266,17 @@ test("a notice is shown in the conversation, with its level and who said it", ()
   assert.equal(m[0].from, "a script");
   assert.equal(m[0].level, "error");
 });
+
+test("a watched terminal's permission card has no buttons and closes as answered there", () => {
+  const { f } = fold([
+    { type: "permission_request", thread: "t1", seq: 1, request_id: "terminal-1", tool: { name: "Bash", title: "touch made", tool_call_id: "toolu_1" }, options: [], elsewhere: "terminal" },
+  ]);
+  const [card] = of(f.view.items, "permission");
+  assert.equal(card.elsewhere, "terminal");
+  assert.deepEqual(card.options, []);
+  assert.equal(card.state, "open");
+  f.apply({ type: "permission_resolved", thread: "t1", seq: 2, request_id: "terminal-1", reason: "answered in the terminal" } as never, false);
+  const [closed] = of(f.view.items, "permission");
+  assert.equal(closed.state, "resolved");
+  assert.equal(closed.note, "in the terminal");
+});

@@ -78,6 +78,9 @@ func (s *Store) commit(ctx context.Context, b store.Batch) error {
 	if err := s.insertEvents(ctx, tx, b.Events); err != nil {
 		return err
 	}
+	if err := putAttach(ctx, tx, b.Attach); err != nil {
+		return err
+	}
 	if len(b.Cards) > 0 {
 		st := tx.StmtContext(ctx, s.upCard)
 		for _, c := range b.Cards {
@@ -180,6 +183,9 @@ func (s *Store) insertEvents(ctx context.Context, tx *sql.Tx, evs []chat.Event) 
 func validate(b store.Batch) error {
 	if b.Thread != nil && b.Thread.ID == "" {
 		return fmt.Errorf("sqlite: commit: thread without id: %w", chat.ErrBadInput)
+	}
+	if a := b.Attach; a != nil && (a.Thread == "" || a.Kind != "" && a.PID <= 0) {
+		return fmt.Errorf("sqlite: commit: an attachment needs a thread and, when set, a pid: %w", chat.ErrBadInput)
 	}
 	if b.Ask != "" && b.Thread == nil {
 		return fmt.Errorf("sqlite: commit: an ask without its thread: %w", chat.ErrBadInput)
