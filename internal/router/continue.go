@@ -159,6 +159,10 @@ func (r *Router) notRunningElsewhere(ctx context.Context, drv driver.Driver, spe
 	ways := "go on there, watch it here, or end it there and continue here"
 	if _, ok := drv.(driver.TerminalTaker); !ok {
 		ways = "go on there, or end it there and continue here" // parley cannot follow this agent's terminal
+		if pa, ok := drv.(driver.PaneAdopter); ok && pa.PaneTUI(spec) != "" {
+			// Only a pane is adopted: this one runs elsewhere.
+			ways += "; started in a tmux pane, it is adopted here"
+		}
 	}
 	return fmt.Errorf("%w (%s session %s, pid %d, not started by parley: a terminal perhaps); "+
 		"two processes on one session fork it: %s",

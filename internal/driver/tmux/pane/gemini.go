@@ -129,3 +129,31 @@ func (s *Screen) geminiWorking() bool {
 	}
 	return false
 }
+
+// GeminiTurnDone reports that Gemini's turn is over: its box is up, no
+// spinner runs, and a line of Gemini's own (its answer, a tool, "Request
+// cancelled.") follows the last prompt on the screen. With no prompt on the
+// screen (a long answer pushed it off the top) the box and the spinner tell.
+func (s *Screen) GeminiTurnDone() bool {
+	if s.dialect != GeminiCLI || !s.HasBox() || s.Working() {
+		return false
+	}
+	above := s.Above()
+	last := -1
+	for i, l := range above {
+		if strings.HasPrefix(l, geminiPrompt) && strings.TrimSpace(l[len(geminiPrompt):]) != "" {
+			last = i
+		}
+	}
+	if last < 0 {
+		return true
+	}
+	for i := last + 1; i < len(above); i++ {
+		t := strings.TrimSpace(above[i])
+		if t == "" || t == "? for shortcuts" || strings.HasPrefix(above[i], geminiIndent) {
+			continue // padding, the shortcuts hint, the prompt's further lines
+		}
+		return true
+	}
+	return false
+}

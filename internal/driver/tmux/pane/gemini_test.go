@@ -29,22 +29,23 @@ func TestReadGeminiGoldens(t *testing.T) {
 		staged  string
 		prompts []string
 		working bool
+		done    bool // GeminiTurnDone
 	}{
-		{name: "idle", staged: ""},
-		{name: "typed", staged: "first prompt here"},
-		{name: "answered", staged: "", prompts: []string{"first prompt here"}},
+		{name: "idle", staged: "", done: true},
+		{name: "typed", staged: "first prompt here", done: true},
+		{name: "answered", staged: "", prompts: []string{"first prompt here"}, done: true},
 		// An Enter that came with the text (within Gemini's 30 ms) was no
 		// submit: the text stays in the box, nothing above it.
-		{name: "enter-glued", staged: "glued enter", prompts: []string{"first prompt here"}},
+		{name: "enter-glued", staged: "glued enter", prompts: []string{"first prompt here"}, done: true},
 		{name: "busy", staged: "", prompts: []string{"first prompt here", "slow one"}, working: true},
 		{name: "busy-typed", staged: "queued text", prompts: []string{"first prompt here", "slow one"}, working: true},
-		{name: "after-slow", staged: "queued text", prompts: []string{"first prompt here", "slow one"}},
+		{name: "after-slow", staged: "queued text", prompts: []string{"first prompt here", "slow one"}, done: true},
 		// Text, an Enter with it (a new line in the box), more text.
-		{name: "multiline", staged: "line one\nline two", prompts: []string{"first prompt here", "slow one"}},
-		{name: "line-cleared", staged: "line one", prompts: []string{"first prompt here", "slow one"}},
-		{name: "cancelled", staged: "", prompts: []string{"run it"}},
+		{name: "multiline", staged: "line one\nline two", prompts: []string{"first prompt here", "slow one"}, done: true},
+		{name: "line-cleared", staged: "line one", prompts: []string{"first prompt here", "slow one"}, done: true},
+		{name: "cancelled", staged: "", prompts: []string{"run it"}, done: true},
 		// A long text wraps in the box, its further lines indented.
-		{name: "long-typed", staged: "worda wordb wordc wordd worde wordf wordg wordh wordi wordj wordk wordl\nwordm wordn wordo wordp wordq wordr words wordt wordu wordv wordw wordx\nwordy wordz worda wordb wordc wordd", prompts: []string{"run it"}},
+		{name: "long-typed", staged: "worda wordb wordc wordd worde wordf wordg wordh wordi wordj wordk wordl\nwordm wordn wordo wordp wordq wordr words wordt wordu wordv wordw wordx\nwordy wordz worda wordb wordc wordd", prompts: []string{"run it"}, done: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -60,6 +61,9 @@ func TestReadGeminiGoldens(t *testing.T) {
 			}
 			if got := s.Working(); got != tt.working {
 				t.Errorf("Working: got %v, want %v", got, tt.working)
+			}
+			if got := s.GeminiTurnDone(); got != tt.done {
+				t.Errorf("GeminiTurnDone: got %v, want %v", got, tt.done)
 			}
 			if _, live, _ := s.Menu(); live {
 				t.Error("a live menu on Gemini's screen: its dialogs are not read")
@@ -81,7 +85,7 @@ func TestReadGeminiGoldens(t *testing.T) {
 func TestGeminiDialogHasNoBox(t *testing.T) {
 	t.Parallel()
 	s := ReadAs(GeminiCLI, geminiGolden(t, "shell-confirm"))
-	if s.HasBox() || s.Staged() != "" || s.Working() {
+	if s.HasBox() || s.Staged() != "" || s.Working() || s.GeminiTurnDone() {
 		t.Fatalf("box %v staged %q working %v on the confirmation", s.HasBox(), s.Staged(), s.Working())
 	}
 	if got := s.Prompts(); !slices.Equal(got, []string{"run it"}) {
