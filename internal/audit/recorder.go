@@ -24,6 +24,7 @@ type Filter struct {
 	Since  time.Time
 	Thread string
 	Device string // a device id: entries it is the actor of
+	Kind   string // only entries of this kind
 	After  int64  // only entries after this seq
 	Limit  int    // the newest Limit entries; 0 is all
 }

@@ -96,6 +96,9 @@ func listAudit(ctx context.Context, db *sql.DB, f audit.Filter) ([]audit.Entry, 
 	if f.Device != "" {
 		where, args = append(where, "actor = ?"), append(args, audit.ActorDevice+f.Device)
 	}
+	if f.Kind != "" {
+		where, args = append(where, "kind = ?"), append(args, f.Kind)
+	}
 	if f.After > 0 {
 		where, args = append(where, "seq > ?"), append(args, f.After)
 	}
