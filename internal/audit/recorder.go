@@ -26,6 +26,7 @@ type Filter struct {
 	Device string // a device id: entries it is the actor of
 	Kind   string // only entries of this kind
 	After  int64  // only entries after this seq
+	Before int64  // only entries before this seq (paging back, newest first)
 	Limit  int    // the newest Limit entries; 0 is all
 }
 

@@ -60,7 +60,8 @@ func (a *auditTrail) close() {
 const maxAuditList = 1000
 
 // handleAudit is GET /api/audit: the newest entries, oldest first, narrowed
-// by ?thread=, ?device=, ?kind=, ?since= (RFC 3339) and ?after= (a seq), at most
+// by ?thread=, ?device=, ?kind=, ?since= (RFC 3339), ?after= and ?before=
+// (a seq: the dashboard pages back with it), at most
 // ?limit= (1000 unless less).
 func (a *auditTrail) handleAudit(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
@@ -85,6 +86,14 @@ func (a *auditTrail) handleAudit(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		f.After = n
+	}
+	if v := q.Get("before"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 1 {
+			bad("before: want an entry's seq")
+			return
+		}
+		f.Before = n
 	}
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)

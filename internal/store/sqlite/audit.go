@@ -99,6 +99,9 @@ func listAudit(ctx context.Context, db *sql.DB, f audit.Filter) ([]audit.Entry, 
 	if f.Kind != "" {
 		where, args = append(where, "kind = ?"), append(args, f.Kind)
 	}
+	if f.Before > 0 {
+		where, args = append(where, "seq < ?"), append(args, f.Before)
+	}
 	if f.After > 0 {
 		where, args = append(where, "seq > ?"), append(args, f.After)
 	}
