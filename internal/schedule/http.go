@@ -27,7 +27,7 @@ func (r *Runner) Handle(handle func(pattern string, h http.Handler)) {
 func (r *Runner) handleList(w http.ResponseWriter, req *http.Request) {
 	all, unlisted, err := r.listAll(req.Context())
 	if err != nil {
-		writeError(w, err)
+		WriteError(w, err)
 		return
 	}
 	out := map[string]any{"schedules": all}
@@ -45,7 +45,7 @@ func (r *Runner) handleAdd(w http.ResponseWriter, req *http.Request) {
 	}
 	s, err := r.addAt(req.Context(), sp)
 	if err != nil {
-		writeError(w, err)
+		WriteError(w, err)
 		return
 	}
 	r.record(req.Context(), "added", s)
@@ -56,7 +56,7 @@ func (r *Runner) handlePause(paused bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		s, err := r.pauseAt(req.Context(), req.PathValue("id"), paused)
 		if err != nil {
-			writeError(w, err)
+			WriteError(w, err)
 			return
 		}
 		r.record(req.Context(), map[bool]string{true: "paused", false: "resumed"}[paused], s)
@@ -66,7 +66,7 @@ func (r *Runner) handlePause(paused bool) http.Handler {
 
 func (r *Runner) handleRemove(w http.ResponseWriter, req *http.Request) {
 	if err := r.removeAt(req.Context(), req.PathValue("id")); err != nil {
-		writeError(w, err)
+		WriteError(w, err)
 		return
 	}
 	machine, _, _ := r.elsewhere(req.PathValue("id"))
@@ -92,9 +92,9 @@ func DecodeJSON(w http.ResponseWriter, req *http.Request, limit int64, v any) er
 	return nil
 }
 
-// writeError is web.WriteError, with a machine that does not answer as 503
+// WriteError is web.WriteError, with a machine that does not answer as 503
 // (the change was not made: try again once it is back).
-func writeError(w http.ResponseWriter, err error) {
+func WriteError(w http.ResponseWriter, err error) {
 	if errors.Is(err, chat.ErrAway) {
 		web.HTTPError(w, http.StatusServiceUnavailable, err.Error())
 		return
