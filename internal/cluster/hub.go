@@ -465,6 +465,8 @@ func (h *Hub) apply(next registry) error {
 		return fmt.Errorf("reload the server's users: %w", err)
 	}
 	h.reg = next
+	// Which machines are joined decides which summaries are listed.
+	h.summaries.touchAll()
 	return nil
 }
 
