@@ -406,7 +406,7 @@ func (d *Daemon) dialClusterHub(reg prometheus.Registerer) error {
 	if err := d.link.ServeSessions(d.sessions.List); err != nil {
 		return err
 	}
-	return d.link.ServeChanges(func(ctx context.Context, id chat.ThreadID, q gitwork.Query) (gitwork.Changes, error) {
+	err = d.link.ServeChanges(func(ctx context.Context, id chat.ThreadID, q gitwork.Query) (gitwork.Changes, error) {
 		th, err := d.store.Thread(ctx, id)
 		if err != nil {
 			return gitwork.Changes{}, err
@@ -414,6 +414,12 @@ func (d *Daemon) dialClusterHub(reg prometheus.Registerer) error {
 		q.Base = th.GitBase
 		return gitwork.Diff(ctx, th.Cwd, q)
 	})
+	if err != nil {
+		return err
+	}
+	// It commits, pushes, opens pull requests, shows files and the terminal
+	// for the hub as it does for its own dashboard.
+	return d.link.ServeWork(web.Workspace{Threads: d.store, Router: d.router, Roots: d.cfg.Roots})
 }
 
 func (d *Daemon) stopCluster() {

@@ -168,9 +168,13 @@ func (r *Router) notRunningElsewhere(ctx context.Context, drv driver.Driver, spe
 		}
 		return nil
 	}
+	ways := "go on there, watch it here, or end it there and continue here"
+	if _, ok := drv.(driver.TerminalTaker); !ok {
+		ways = "go on there, or end it there and continue here" // parley cannot follow this agent's terminal
+	}
 	return fmt.Errorf("%w (%s session %s, pid %d, not started by parley: a terminal perhaps); "+
-		"two processes on one session fork it: go on there, watch it here, or end it there and continue here",
-		chat.ErrSessionRunning, spec.AgentID, spec.ResumeID, pid)
+		"two processes on one session fork it: %s",
+		chat.ErrSessionRunning, spec.AgentID, spec.ResumeID, pid, ways)
 }
 
 // continueHere imports the turns of the thread's session that its log does
