@@ -36,6 +36,17 @@ type RemoteResumer interface {
 // cluster's hub, another machine continues it (its agents, its roots, its
 // checks) and the route shows that machine's thread.
 func (r *Router) ContinueSession(ctx context.Context, from chat.RouteKey, ri ResumeIntent) (chat.ThreadID, error) {
+	var term *terminal
+	id, err := r.continueSession(ctx, from, ri, &term)
+	if err == nil {
+		r.recordContinue(ctx, from, ri, id, term)
+	}
+	return id, err
+}
+
+// continueSession is ContinueSession; *took is the terminal it adopted or
+// watches, if any.
+func (r *Router) continueSession(ctx context.Context, from chat.RouteKey, ri ResumeIntent, took **terminal) (chat.ThreadID, error) {
 	if err := ri.Validate(); err != nil {
 		return "", err
 	}
@@ -78,6 +89,7 @@ func (r *Router) ContinueSession(ctx context.Context, from chat.RouteKey, ri Res
 	if err != nil {
 		return "", err
 	}
+	*took = term
 	if term == nil {
 		if err := r.notRunningElsewhere(ctx, drv, spec); err != nil {
 			return "", err
