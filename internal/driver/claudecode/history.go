@@ -19,17 +19,22 @@ const MaxRecordBytes = 64 << 20
 // texts, the answers' texts and the tools the answers ran (with their
 // results), in order. Records form a tree (uuid, parentUuid), and a session
 // opened twice at once branches it: the conversation is the chain from the
-// last message back to the first. Side chains and Claude Code's own notes
+// newest leaf (the record no other names as its parent, by its timestamp)
+// back to the first. Not the last line: Claude Code writes its records out
+// of order at times (an answer's line before its question's, captured in
+// testdata). Side chains and Claude Code's own notes
 // (isMeta, <system-reminder>, <command-…>) are left out. A line that is not
 // JSON (one half written) is skipped.
 func History(r io.Reader) ([]driver.Turn, error) {
 	type node struct {
 		parent  string
+		at      time.Time
+		line    int // its place in the file: the later of two leaves of one time
 		turns   []driver.Turn
 		results []chat.ToolCallUpdate // the tool results a user record carries
 	}
 	nodes := map[string]node{}
-	last := ""
+	parents := map[string]bool{} // the uuids some record names as its parent
 	br := bufio.NewReaderSize(r, 64<<10)
 	for {
 		line, err := readLine(br)
@@ -44,7 +49,7 @@ func History(r io.Reader) ([]driver.Turn, error) {
 				Message     *Message  `json:"message"`
 			}
 			if json.Unmarshal(line, &rec) == nil && rec.UUID != "" && !rec.IsSidechain {
-				n := node{parent: rec.Parent}
+				n := node{parent: rec.Parent, at: rec.Timestamp, line: len(nodes)}
 				if !rec.IsMeta && rec.Message != nil {
 					switch rec.Type {
 					case "user":
@@ -57,9 +62,7 @@ func History(r io.Reader) ([]driver.Turn, error) {
 					}
 				}
 				nodes[rec.UUID] = n
-				if rec.Type == "user" || rec.Type == "assistant" {
-					last = rec.UUID
-				}
+				parents[rec.Parent] = true
 			}
 		}
 		if err == io.EOF {
@@ -67,6 +70,15 @@ func History(r io.Reader) ([]driver.Turn, error) {
 		}
 		if err != nil {
 			return nil, err
+		}
+	}
+	last := ""
+	for id, n := range nodes {
+		if parents[id] {
+			continue
+		}
+		if l, ok := nodes[last]; !ok || n.at.After(l.at) || (n.at.Equal(l.at) && n.line > l.line) {
+			last = id
 		}
 	}
 	var chain []node

@@ -1,6 +1,8 @@
 package claudecode
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -78,5 +80,26 @@ func TestHistoryHoldsTheToolCalls(t *testing.T) {
 	}
 	if k := turns[3].Tool.Kind; k != "read" || len(turns[3].Tool.Locations) != 1 {
 		t.Errorf("Read's kind %q, locations %v", k, turns[3].Tool.Locations)
+	}
+}
+
+// Claude Code 2.1.197's TUI wrote a turn's answer before its question (the
+// file as it was when a test read it, captured): the conversation is still
+// the question, then the answer, followed from the newest leaf, not from
+// the last line.
+func TestHistoryOfATranscriptWrittenOutOfOrder(t *testing.T) {
+	f, err := os.Open(filepath.Join("testdata", "claude-2.1.197-tui-written-out-of-order.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	turns, err := History(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{driver.TurnUser + ":remember the word teapot@c04fdf7f-ea04-4588-a7c2-b4fef5b81e77",
+		driver.TurnAgent + ":Remembered teapot.@20a2b12c-cac2-4948-9742-05483212b068"}
+	if got := turnLines(turns); strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("turns:\n got %q\nwant %q", got, want)
 	}
 }
