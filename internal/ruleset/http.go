@@ -4,7 +4,6 @@ import (
 	"net/http"
 
 	"github.com/parleyhq/parley/internal/channel/web"
-	"github.com/parleyhq/parley/internal/schedule"
 )
 
 // maxBody bounds a request's JSON.
@@ -26,7 +25,7 @@ func (s *Set) handleList(w http.ResponseWriter, _ *http.Request) {
 
 func (s *Set) handleAdd(w http.ResponseWriter, req *http.Request) {
 	var sp Spec
-	if err := schedule.DecodeJSON(w, req, maxBody, &sp); err != nil {
+	if err := web.DecodeJSON(w, req, maxBody, &sp); err != nil {
 		web.WriteError(w, err)
 		return
 	}
@@ -40,7 +39,7 @@ func (s *Set) handleAdd(w http.ResponseWriter, req *http.Request) {
 
 func (s *Set) handleUpdate(w http.ResponseWriter, req *http.Request) {
 	var sp Spec
-	if err := schedule.DecodeJSON(w, req, maxBody, &sp); err != nil {
+	if err := web.DecodeJSON(w, req, maxBody, &sp); err != nil {
 		web.WriteError(w, err)
 		return
 	}
@@ -62,7 +61,7 @@ func (s *Set) handleRemove(w http.ResponseWriter, req *http.Request) {
 
 func (s *Set) handleTest(w http.ResponseWriter, req *http.Request) {
 	var p Probe
-	if err := schedule.DecodeJSON(w, req, maxBody, &p); err != nil {
+	if err := web.DecodeJSON(w, req, maxBody, &p); err != nil {
 		web.WriteError(w, err)
 		return
 	}

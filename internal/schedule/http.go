@@ -1,14 +1,11 @@
 package schedule
 
 import (
-	"encoding/json"
 	"errors"
-	"fmt"
-	"github.com/parleyhq/parley/internal/chat"
-	"io"
 	"net/http"
 
 	"github.com/parleyhq/parley/internal/channel/web"
+	"github.com/parleyhq/parley/internal/chat"
 )
 
 // maxBody bounds a request's JSON: room for the longest text, escaped.
@@ -39,7 +36,7 @@ func (r *Runner) handleList(w http.ResponseWriter, req *http.Request) {
 
 func (r *Runner) handleAdd(w http.ResponseWriter, req *http.Request) {
 	var sp Spec
-	if err := DecodeJSON(w, req, maxBody, &sp); err != nil {
+	if err := web.DecodeJSON(w, req, maxBody, &sp); err != nil {
 		web.WriteError(w, err)
 		return
 	}
@@ -68,24 +65,6 @@ func (r *Runner) handleRemove(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	web.WriteJSON(w, http.StatusOK, map[string]any{})
-}
-
-// DecodeJSON reads one JSON object of at most limit bytes into v; unknown
-// fields are refused by name, so a misspelt option is not silently lost.
-func DecodeJSON(w http.ResponseWriter, req *http.Request, limit int64, v any) error {
-	dec := json.NewDecoder(http.MaxBytesReader(w, req.Body, limit))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return fmt.Errorf("%w: the request is larger than %d bytes", chat.ErrTooLarge, limit)
-		}
-		return badInput(fmt.Sprintf("the request is not the JSON expected: %v", err))
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return badInput("the request holds more than one JSON value")
-	}
-	return nil
 }
 
 // writeError is web.WriteError, with a machine that does not answer as 503
