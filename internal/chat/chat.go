@@ -44,6 +44,9 @@ type Thread struct {
 	Mode      string    `json:"mode,omitempty"` // the session mode in force (or chosen for the next start)
 	CreatedAt time.Time `json:"created_at"`     // when the thread was made
 	UpdatedAt time.Time `json:"updated_at"`     // the time of its newest change
+	// Model is the model the agent last said was in force (its list's
+	// value), asked for again when the session restarts; "" until it says.
+	Model string `json:"model,omitempty"`
 	// LastSeq is the seq of the newest event in the thread's log.
 	LastSeq int64 `json:"last_seq"`
 	// Archived hides the thread from the default list; it stays readable,

@@ -228,7 +228,16 @@ type PermissionRequest struct {
 	// card opened: a Write over an existing file, from its current content
 	// to the new (absent for a new file, whose content the input holds).
 	Diffs []Diff `json:"diffs,omitempty"`
+	// Elsewhere, when set, says where the card is answered instead of
+	// here: "terminal" for a watched session's, which parley cannot answer
+	// (Options is then empty). It closes with a PermissionResolved without
+	// an option, its Reason saying it was answered there.
+	Elsewhere string `json:"elsewhere,omitempty"`
 }
+
+// ElsewhereTerminal is PermissionRequest.Elsewhere for a card a person
+// answers in the terminal a watched session runs in.
+const ElsewhereTerminal = "terminal"
 
 // PermissionTool is the tool a PermissionRequest asks about.
 type PermissionTool struct {
@@ -404,6 +413,17 @@ func (m Mode) ModelName() string {
 			}
 		}
 		return o.Current
+	}
+	return ""
+}
+
+// Model is the value of the session's model in force (what
+// set_config_option names), "" when the agent says nothing of its model.
+func (m Mode) Model() string {
+	for _, o := range m.ConfigOptions {
+		if o.ID == ModelOption {
+			return o.Current
+		}
 	}
 	return ""
 }

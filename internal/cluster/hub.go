@@ -465,6 +465,8 @@ func (h *Hub) apply(next registry) error {
 		return fmt.Errorf("reload the server's users: %w", err)
 	}
 	h.reg = next
+	// Which machines are joined decides which summaries are listed.
+	h.summaries.touchAll()
 	return nil
 }
 
@@ -506,7 +508,7 @@ func (h *Hub) Revoke(ctx context.Context, node string) error {
 	f.close()
 	// What waits for it is failed, each with the reason, before its stream
 	// goes: their senders were told only that they wait.
-	if err := h.failWaiting(ctx, node, (&NotJoinedError{Node: node, Revoked: at}).Error()); err != nil {
+	if err := h.failWaiting(ctx, node, f, (&NotJoinedError{Node: node, Revoked: at}).Error()); err != nil {
 		h.log.Warn("cluster: fail the inputs waiting for the revoked node", "node", node, "err", err)
 	}
 	if err := h.nodes.Purge(ctx, node); err != nil {

@@ -52,7 +52,17 @@ type FailedInput struct {
 	// person saw it; otherwise the one who sent it has only heard that it
 	// waits, and must be told another way.
 	Told bool
+	// InDoubt says the node may have applied it all the same: it was handed
+	// over and no answer proved that it was not (the node went away while
+	// applying it, or the hub restarted in between). Its end is "unknown",
+	// never "failed": a message the agent got must not read failed.
+	InDoubt bool
 }
+
+// ErrInDoubt says an input ended at the hub (its machine was revoked, or
+// it waited past input_wait) after a hand-over that may have reached its
+// node: whether the node applied it is not known.
+var ErrInDoubt = errors.New("may have reached its machine")
 
 // ErrNotKept says the hub could not queue an input for its machine (its
 // stream is full: 10,000 inputs or input_bytes; or JetStream failed):
@@ -300,6 +310,12 @@ type forwarder struct {
 	// away is set while the node is not connected (its last hand-over had
 	// no responder), cleared by its next answer.
 	away atomic.Bool
+
+	// unreached counts, by input key, the hand-overs of an input waiting in
+	// the stream that are proven not to have reached the node (no
+	// responders), from its first; -1 once one may have (inDoubt). Only the
+	// forwarder's goroutine touches it, and a revoke once it ended.
+	unreached map[string]int
 }
 
 // startForwarder starts node's forwarder (none once Close began). h.mu
@@ -309,7 +325,7 @@ func (h *Hub) startForwarder(node string) {
 		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	f := &forwarder{h: h, node: node, ctx: ctx, cancel: cancel, done: make(chan struct{})}
+	f := &forwarder{h: h, node: node, ctx: ctx, cancel: cancel, done: make(chan struct{}), unreached: map[string]int{}}
 	h.fwd[node] = f
 	go f.run()
 }
@@ -409,14 +425,15 @@ func (f *forwarder) deliver(m jetstream.Msg) {
 		meta = &jetstream.MsgMetadata{Timestamp: time.Now(), NumDelivered: 1}
 		log.Error("cluster: an input without metadata", "err", err)
 	}
-	fail := func(reason string, code int) {
+	fail := func(reason string, code int, inDoubt bool) {
 		if err := m.TermWithReason(reason); err != nil {
 			log.Warn("cluster: end a failed input", "id", id, "err", err)
 		}
-		f.h.inputEnded(f.node, key, reason, code, m.Data())
+		delete(f.unreached, key)
+		f.h.inputEnded(f.node, key, reason, code, inDoubt, m.Data())
 	}
 	if id == "" {
-		fail("an input without a message id", 0)
+		fail("an input without a message id", 0, false)
 		return
 	}
 	req := nats.NewMsg(inputSubject(f.node))
@@ -425,8 +442,13 @@ func (f *forwarder) deliver(m jetstream.Msg) {
 	ctx, cancel := context.WithTimeout(f.ctx, inputTimeout)
 	ans, err := f.h.nc.RequestMsgWithContext(ctx, req)
 	cancel()
-	if f.ctx.Err() != nil {
-		return // the hub is closing: the input stays, unacked, and comes again
+	if err != nil && f.ctx.Err() != nil {
+		// The hub is closing, or the node is being revoked: the input stays,
+		// unacked, and comes again (or the revoke ends it). The node may be
+		// applying it. An answer that came is acked and told below all the
+		// same: a revoke must not call failed what the node applied.
+		f.handedOver(key, meta.NumDelivered, false)
+		return
 	}
 	var a inputAnswer
 	if err == nil {
@@ -435,7 +457,7 @@ func (f *forwarder) deliver(m jetstream.Msg) {
 			err = fmt.Errorf("an answer that is not JSON: %w", jerr)
 		} else if a.Refused {
 			log.Info("cluster: the node refused an input", "id", id, "reason", a.Error)
-			fail(a.Error, a.Code)
+			fail(a.Error, a.Code, false)
 			return
 		} else if a.Error != "" {
 			err = errors.New(a.Error)
@@ -452,11 +474,18 @@ func (f *forwarder) deliver(m jetstream.Msg) {
 		// answer was lost: its sender is still the first copy's, and gets
 		// the first result. Only a new input the node knew already (a copy
 		// sent again past the duplicate window) is a resend.
+		delete(f.unreached, key)
 		f.h.settle(key, inputResult{result: a.Result, again: a.Again && meta.NumDelivered == 1})
 		return
 	}
+	f.handedOver(key, meta.NumDelivered, errors.Is(err, nats.ErrNoResponders))
 	if waited := time.Since(meta.Timestamp); waited > f.h.opt.InputWait {
-		fail(fmt.Sprintf("machine %s did not take it within %v", f.node, f.h.opt.InputWait), 0)
+		if f.inDoubt(key, meta.NumDelivered) {
+			fail(fmt.Sprintf("machine %s did not answer for %v after it was handed this message; it may have reached the agent",
+				f.node, f.h.opt.InputWait), 0, true)
+			return
+		}
+		fail(fmt.Sprintf("machine %s did not take it within %v", f.node, f.h.opt.InputWait), 0, false)
 		return
 	}
 	if errors.Is(err, nats.ErrNoResponders) {
@@ -472,24 +501,57 @@ func (f *forwarder) deliver(m jetstream.Msg) {
 	}
 }
 
+// handedOver counts the nth hand-over of input key that got no answer:
+// proven not to have reached the node (no responders), or not.
+func (f *forwarder) handedOver(key string, n uint64, unreached bool) {
+	if p := f.unreached[key]; unreached && p >= 0 && uint64(p)+1 == n {
+		f.unreached[key] = int(n)
+		return
+	}
+	f.unreached[key] = -1
+}
+
+// inDoubt says whether input key, handed over n times, may have reached
+// the node: some hand-over is not proven to have missed it (one this hub
+// did not see counts: it may have been answered to a hub now gone).
+func (f *forwarder) inDoubt(key string, n uint64) bool {
+	p := f.unreached[key]
+	return n > 0 && (p < 0 || uint64(p) < n)
+}
+
 // inputEnded tells of an input that will never be applied (known to its
-// sender as key): a sender waiting gets the reason, and InputFailed is told.
-func (h *Hub) inputEnded(node, key, reason string, code int, data []byte) {
+// sender as key), or that may have been (inDoubt): a sender waiting gets
+// the reason, and InputFailed is told.
+func (h *Hub) inputEnded(node, key, reason string, code int, inDoubt bool, data []byte) {
 	h.failed.add(key, nil)
-	told := h.settle(key, inputResult{err: refusalAt(reason, code)})
+	err := refusalAt(reason, code)
+	if inDoubt {
+		err = &remoteError{text: reason, err: ErrInDoubt}
+	}
+	told := h.settle(key, inputResult{err: err})
 	if h.opt.InputFailed != nil {
-		h.opt.InputFailed(h, FailedInput{Node: node, ID: key, Reason: reason, Data: data, Told: told})
+		h.opt.InputFailed(h, FailedInput{Node: node, ID: key, Reason: reason, Data: data, Told: told, InDoubt: inDoubt})
 	}
 }
 
 // failWaiting fails every input still waiting in node's stream with reason
-// (the machine was revoked: its stream goes). Its forwarder has stopped.
-func (h *Hub) failWaiting(ctx context.Context, node, reason string) error {
+// (the machine was revoked: its stream goes). Its forwarder f (nil: none)
+// has ended: an input it handed over that no answer proved unreached is
+// ended in doubt, not failed.
+func (h *Hub) failWaiting(ctx context.Context, node string, f *forwarder, reason string) error {
 	s, err := h.js.Stream(ctx, InputStream(node))
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		return nil
 	}
 	if err != nil {
+		return err
+	}
+	// The consumer hands inputs over in the stream's order: every input up
+	// to the last one it delivered was handed over at least once.
+	var delivered uint64
+	if c, err := s.Consumer(ctx, inputConsumer); err == nil {
+		delivered = c.CachedInfo().Delivered.Stream
+	} else if !errors.Is(err, jetstream.ErrConsumerNotFound) {
 		return err
 	}
 	st := s.CachedInfo().State
@@ -505,7 +567,17 @@ func (h *Hub) failWaiting(ctx context.Context, node, reason string) error {
 		if key == "" {
 			key = m.Header.Get(jetstream.MsgIDHeader)
 		}
-		h.inputEnded(node, key, reason, 0, m.Data)
+		inDoubt := false
+		if seq <= delivered {
+			// Handed over at least once: only this hub's memory of every
+			// hand-over missing the node proves it did not get it.
+			inDoubt = f == nil || f.inDoubt(key, uint64(max(f.unreached[key], 1)))
+		}
+		if inDoubt {
+			h.inputEnded(node, key, reason+"; it had been handed to the machine, which may have applied it", 0, true, m.Data)
+			continue
+		}
+		h.inputEnded(node, key, reason, 0, false, m.Data)
 	}
 	return nil
 }

@@ -183,7 +183,12 @@ func TestAnInputFailsWithAReasonOrIsAppliedOnce(t *testing.T) {
 	type failure struct{ node, id, reason string }
 	failed := make(chan failure, 16)
 	h, err := StartHub(t.Context(), HubOptions{DataDir: t.TempDir(), Listen: "127.0.0.1:0", InputWait: time.Second,
-		InputFailed: func(_ *Hub, f FailedInput) { failed <- failure{f.Node, f.ID, f.Reason} }})
+		InputFailed: func(_ *Hub, f FailedInput) {
+			if f.InDoubt {
+				f.Reason = "in doubt: " + f.Reason // never: each hand-over here is proven unreached or answered
+			}
+			failed <- failure{f.Node, f.ID, f.Reason}
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -651,5 +656,100 @@ func TestOnlyARefusedPublishIsAnInputNotKept(t *testing.T) {
 	cancel() // the sender's client went away mid-send
 	if err := h.Queue(ctx, "b", "t1", "m1", []byte("hello")); err == nil || errors.Is(err, ErrNotKept) {
 		t.Fatalf("a send cut off by its context: %v; want an error that is not ErrNotKept", err)
+	}
+}
+
+// A machine revoked while it applies an input: the input may have reached
+// its agent, so it ends in doubt (its message reads "unknown"), never as
+// failed; one queued behind it that was never handed over fails plainly.
+func TestARevokeWhileTheNodeAppliesEndsTheInputInDoubt(t *testing.T) {
+	t.Parallel()
+	ended := make(chan FailedInput, 4)
+	h, err := StartHub(t.Context(), HubOptions{DataDir: t.TempDir(), Listen: "127.0.0.1:0",
+		InputFailed: func(_ *Hub, f FailedInput) { ended <- f }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.Close)
+	data := join(t, h, "n")
+	entered, release := make(chan string, 4), make(chan struct{})
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(free)
+	got := newApplied()
+	apply := got.handler(nil)
+	l := dialWith(t, data, h.Addr(), "n", func(ctx context.Context, id string, b []byte) ([]byte, error) {
+		entered <- id
+		<-release
+		return apply(ctx, id, b)
+	})
+	waitFor(t, 10*time.Second, "the link up", l.Connected)
+	for _, id := range []string{"first", "second"} {
+		if err := h.Queue(t.Context(), "n", "t1", id, []byte(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if id := <-entered; id != "first" {
+		t.Fatalf("first input handed over: %q", id)
+	}
+	if err := h.Revoke(t.Context(), "n"); err != nil {
+		t.Fatal(err)
+	}
+	free()
+	if id := got.next(t); id != "first" { // the node applied it: the agent got it
+		t.Fatalf("the node applied %q", id)
+	}
+	byID := map[string]FailedInput{}
+	for range 2 {
+		select {
+		case f := <-ended:
+			byID[f.ID] = f
+		case <-time.After(30 * time.Second):
+			t.Fatalf("ended so far: %+v; want first and second", byID)
+		}
+	}
+	if f := byID["first"]; !f.InDoubt || !strings.Contains(f.Reason, "may have applied it") {
+		t.Fatalf("the input the node was applying ended %+v, want in doubt", f)
+	}
+	if f := byID["second"]; f.InDoubt || !strings.Contains(f.Reason, "revoked") {
+		t.Fatalf("the input never handed over ended %+v, want failed as revoked", f)
+	}
+}
+
+// A node that goes away while it applies an input, and stays away past
+// input_wait: the hand-over had no answer, so the input ends in doubt.
+func TestAnInputHandedOverToANodeThatWentAwayEndsInDoubt(t *testing.T) {
+	t.Parallel()
+	ended := make(chan FailedInput, 4)
+	h, err := StartHub(t.Context(), HubOptions{DataDir: t.TempDir(), Listen: "127.0.0.1:0", InputWait: time.Second,
+		InputFailed: func(_ *Hub, f FailedInput) { ended <- f }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.Close)
+	data := join(t, h, "n")
+	entered, release := make(chan string, 4), make(chan struct{})
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(free)
+	l := dialWith(t, data, h.Addr(), "n", func(ctx context.Context, id string, b []byte) ([]byte, error) {
+		entered <- id
+		<-release
+		return nil, nil
+	})
+	waitFor(t, 10*time.Second, "the link up", l.Connected)
+	if err := h.Queue(t.Context(), "n", "t1", "first", []byte("first")); err != nil {
+		t.Fatal(err)
+	}
+	<-entered
+	go l.Close() // waits for the handler, which never answers in time
+	defer free() // before the link's clean-up, which waits for the handler
+	select {
+	case f := <-ended:
+		if f.ID != "first" || !f.InDoubt || !strings.Contains(f.Reason, "may have reached the agent") {
+			t.Fatalf("ended %+v, want first in doubt", f)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("the input handed over never ended")
 	}
 }

@@ -91,10 +91,6 @@ type RemoteThread struct {
 	Notices []push.Notice
 }
 
-// ThreadsChanged is closed at the next change of the directory's thread
-// summaries (Threads).
-func (h *Hub) ThreadsChanged() <-chan struct{} { return h.summaries.changes() }
-
 // Threads lists every joined node's thread summaries from the directory (the
 // hub's copy in memory; a summary a revoked node wrote while it was being
 // revoked is not listed), by id.

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"log/slog"
 	"sync"
@@ -30,17 +31,20 @@ type mirror[T any] struct {
 	rev     uint64        // the bucket's last revision applied
 	ready   bool          // the bucket's values at the start are in
 	changed chan struct{} // closed, and replaced, at each change
+	watches []*keyWatch   // readers' indexes of the changed keys (watch)
 
 	stop context.CancelFunc
 	done chan struct{}
 }
 
-// held is one key's value, when the hub wrote it (the hub's clock), and the
-// bucket's revision of it.
+// held is one key's value, when the hub wrote it (the hub's clock), the
+// bucket's revision of it, and the digest of its bytes (same: an unchanged
+// value the hub need not write again).
 type held[T any] struct {
 	val T
 	at  time.Time
 	rev uint64
+	sum [sha256.Size]byte
 }
 
 // startMirror loads the bucket and follows it until close (then close the
@@ -116,7 +120,11 @@ func (m *mirror[T]) follow(ctx context.Context, w jetstream.KeyWatcher) {
 			m.mu.Lock()
 			m.vals, m.rev, m.ready, loading = next, max(m.rev, rev), true, false
 			m.changedLocked()
+			ws := m.watches
 			m.mu.Unlock()
+			for _, w := range ws {
+				w.markAll()
+			}
 			continue
 		}
 		if loading {
@@ -128,7 +136,13 @@ func (m *mirror[T]) follow(ctx context.Context, w jetstream.KeyWatcher) {
 		m.apply(m.vals, e)
 		m.rev = max(m.rev, e.Revision())
 		m.changedLocked()
+		ws := m.watches
 		m.mu.Unlock()
+		// Marked once the copy holds the change: a reader that takes the
+		// key reads the new value.
+		for _, w := range ws {
+			w.mark(e.Key())
+		}
 	}
 }
 
@@ -145,7 +159,7 @@ func (m *mirror[T]) apply(vals map[string]held[T], e jetstream.KeyValueEntry) {
 		delete(vals, e.Key())
 		return
 	}
-	vals[e.Key()] = held[T]{val: v, at: e.Created(), rev: e.Revision()}
+	vals[e.Key()] = held[T]{val: v, at: e.Created(), rev: e.Revision(), sum: sha256.Sum256(e.Value())}
 }
 
 func (m *mirror[T]) changedLocked() {
@@ -207,6 +221,32 @@ func (m *mirror[T]) each(f func(key string, v held[T])) {
 	for k, v := range m.vals {
 		f(k, v)
 	}
+}
+
+// watch starts an index of the keys that change from now on (keyWatch).
+func (m *mirror[T]) watch() *keyWatch {
+	w := newKeyWatch()
+	m.mu.Lock()
+	m.watches = append(m.watches, w)
+	m.mu.Unlock()
+	return w
+}
+
+// touchAll tells every watch that any key may have changed: what the copy
+// holds did not, but what it means did (a machine joined or left).
+func (m *mirror[T]) touchAll() {
+	m.mu.RLock()
+	ws := m.watches
+	m.mu.RUnlock()
+	for _, w := range ws {
+		w.markAll()
+	}
+}
+
+// same says whether key holds exactly the bytes b, as far as the copy knows.
+func (m *mirror[T]) same(key string, b []byte) bool {
+	v, ok := m.get(key)
+	return ok && v.sum == sha256.Sum256(b)
 }
 
 // changes is closed at the copy's next change.

@@ -197,7 +197,15 @@ func (h *Hub) writeSummary(ctx context.Context, kv jetstream.KeyValue, node, thr
 	if string(w.ID) != thread || thread == "" {
 		return errors.New("a thread summary under another thread's name")
 	}
-	rev, err := kv.Put(ctx, ThreadKey(node, w.ID), b)
+	key := ThreadKey(node, w.ID)
+	// The same bytes again (a node tells every thread at each link-up,
+	// most of them unchanged) are not written again: no new revision, no
+	// reader woken. The hub is the bucket's only writer, and its copy holds
+	// every write it answered.
+	if h.summaries.same(key, b) {
+		return nil
+	}
+	rev, err := kv.Put(ctx, key, b)
 	if err != nil {
 		return err
 	}
@@ -287,5 +295,8 @@ func (h *Hub) purgeThreads(ctx context.Context, node string) error {
 			errs = append(errs, err)
 		}
 	}
+	// Returned, the copy no longer holds them: a summary told again after
+	// this is written, never taken for one the copy still held (same).
+	errs = append(errs, h.summaries.sync(ctx))
 	return errors.Join(errs...)
 }

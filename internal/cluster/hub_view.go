@@ -101,7 +101,11 @@ func (v *View) Asides(ctx context.Context, id chat.ThreadID) ([]chat.Event, erro
 // reason, at the time it failed; no seq (they are in no log).
 func FailedEvents(f store.FailedRemote) []chat.Event {
 	msg, _ := chat.NewEvent(f.Thread, chat.UserMessage{MessageID: f.MessageID, Text: f.Text, From: f.From}, f.At)
-	dl, _ := chat.NewEvent(f.Thread, chat.Delivery{MessageID: f.MessageID, State: chat.DeliveryFailed, Detail: f.Reason}, f.At)
+	state := f.State
+	if state == "" {
+		state = chat.DeliveryFailed
+	}
+	dl, _ := chat.NewEvent(f.Thread, chat.Delivery{MessageID: f.MessageID, State: state, Detail: f.Reason}, f.At)
 	return []chat.Event{msg, dl}
 }
 

@@ -168,7 +168,7 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 		return nil, err
 	}
 	undo.add(func() { tools.Close(context.WithoutCancel(ctx)) })
-	ruleSet, err := openRules(ctx, cfg, st, log, trail.rec)
+	ruleSet, err := openRules(ctx, cfg, st, ch, log, trail.rec)
 	if err != nil {
 		return nil, err
 	}
@@ -294,6 +294,10 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 		return nil, err
 	}
 	d.auto.handle(ws)
+	if err := serveRules(d.link, ruleSet); err != nil {
+		d.Shutdown(ctx)
+		return nil, err
+	}
 	ruleSet.Handle(ws.Handle)
 	if cert != nil {
 		d.stopCert = cert.watch(log)

@@ -48,6 +48,15 @@ type RunChecker interface {
 	RunningNow(ctx context.Context, spec Spec) (pid int, err error)
 }
 
+// TerminalTaker is a RunChecker whose agent's running sessions parley can
+// take from a person's terminal (Claude Code's: its tmux pane adopted, its
+// transcript watched). A running session of any other RunChecker's agent is
+// refused.
+type TerminalTaker interface {
+	RunChecker
+	TakesTerminals()
+}
+
 // HandBacker is a Driver that can say how a person goes on with one of its
 // sessions (spec.ResumeID in spec.Cwd) in a terminal.
 type HandBacker interface {

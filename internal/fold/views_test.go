@@ -96,6 +96,7 @@ type neutralView struct {
 	Receipts map[string]string `json:"receipts"`
 	Turn     string            `json:"turn"`
 	Mode     string            `json:"mode"`
+	Model    string            `json:"model"`
 	Commands string            `json:"commands"`
 	Usage    string            `json:"usage"`
 	Starting bool              `json:"starting"`
@@ -115,6 +116,7 @@ func neutral(v View) neutralView {
 	}
 	if v.Mode != nil {
 		n.Mode = v.Mode.Current + " of " + join(v.Mode.Available, func(o chat.ModeOption) string { return o.ID })
+		n.Model = v.Mode.ModelName()
 	}
 	n.Commands = join(v.Commands, func(c chat.Command) string { return c.Name })
 	if u := v.Usage; u != nil {

@@ -38,6 +38,11 @@ type Net struct {
 	// Proxy, when set, replaces the environment's proxy
 	// (http.ProxyFromEnvironment). Only Go test code sets it.
 	Proxy func(*http.Request) (*url.URL, error)
+	// Lookup, when set, replaces DNS where an endpoint's host is checked (at
+	// subscription, and before a request goes through Proxy). Only Go test
+	// code sets it: a browser's real endpoint names its vendor's host, which
+	// the test's stand-in plays on loopback.
+	Lookup func(ctx context.Context, host string) ([]netip.Addr, error)
 }
 
 func (n Net) allow(a netip.Addr) error {
@@ -157,6 +162,9 @@ func (s *Service) checkHost(ctx context.Context, host string) error {
 func (s *Service) lookup() lookupFunc {
 	if s.opt.lookup != nil {
 		return s.opt.lookup
+	}
+	if s.opt.Net.Lookup != nil {
+		return s.opt.Net.Lookup
 	}
 	return func(ctx context.Context, host string) ([]netip.Addr, error) {
 		return net.DefaultResolver.LookupNetIP(ctx, "ip", host)

@@ -21,36 +21,10 @@ import (
 	"github.com/parleyhq/parley/internal/testkit/webpushsvc"
 )
 
-// nodes is another machine's (b's) thread summaries as the hub holds them: a
-// push.Remote.
-type nodes struct {
-	mu  sync.Mutex
-	ths []push.RemoteThread
-	ch  chan struct{}
-}
+// nodes is other machines' thread summaries as the hub holds them.
+type nodes = push.TestRemote
 
-func newNodes(ths ...push.RemoteThread) *nodes { return &nodes{ths: ths, ch: make(chan struct{})} }
-
-func (r *nodes) Owns(id chat.ThreadID) bool { return strings.Contains(string(id), "@") }
-func (r *nodes) Changed() <-chan struct{} {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.ch
-}
-func (r *nodes) Threads() []push.RemoteThread {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]push.RemoteThread(nil), r.ths...)
-}
-
-// set is b telling its summaries (again, at a reconnect).
-func (r *nodes) set(ths ...push.RemoteThread) {
-	r.mu.Lock()
-	r.ths = ths
-	close(r.ch)
-	r.ch = make(chan struct{})
-	r.mu.Unlock()
-}
+func newNodes(ths ...push.RemoteThread) *nodes { return push.NewTestRemote(ths...) }
 
 // pokes is the hub's watcher of its own threads, poked by hand.
 type pokes struct {
@@ -120,6 +94,7 @@ func (r *hubRig) start(t *testing.T) {
 	t.Helper()
 	if r.s != nil {
 		r.s.Close()
+		r.nodes.Restart()
 	}
 	s, err := push.Start(push.Options{DataDir: r.dir, Store: r.st, Watch: r.pokes, Remote: r.nodes, Machine: "hub",
 		Net: webpushsvc.Net(), Logger: slog.New(slog.DiscardHandler)})
@@ -196,7 +171,7 @@ func TestANodesFinishedTurnPushesOncePerOptedInDevice(t *testing.T) {
 	id := chat.ThreadID("t_1@b")
 
 	turn := &push.Notice{Seq: 7, TS: time.Now(), Code: chat.StopEndTurn}
-	ns.set(bThread(turn, nil))
+	ns.Set(bThread(turn, nil))
 	ps := r.svc.WaitFor(t, 10*time.Second, "the phone's turn push", func(ps []webpushsvc.Push) bool { return kinds(ps, phone) == "turn" })
 	if m := webpushsvc.Messages[push.Message](ps, phone)[0]; m.Title != "Claude Code on b" || m.Body != "finished its turn" ||
 		m.Tag != push.ThreadTag(id) || m.Thread != string(id) || !strings.Contains(m.URL, string(id)) {
@@ -204,7 +179,7 @@ func TestANodesFinishedTurnPushesOncePerOptedInDevice(t *testing.T) {
 	}
 
 	failed := &push.Notice{Seq: 9, TS: time.Now(), Code: chat.CodeAgent}
-	ns.set(bThread(turn, failed))
+	ns.Set(bThread(turn, failed))
 	ps = r.svc.WaitFor(t, 10*time.Second, "the error pushes", func(ps []webpushsvc.Push) bool {
 		return kinds(ps, phone) == "turn error" && kinds(ps, laptop) == "error"
 	})
@@ -214,8 +189,8 @@ func TestANodesFinishedTurnPushesOncePerOptedInDevice(t *testing.T) {
 
 	// b links again and tells the same summary; then a card opens, which
 	// every device hears of: by then the summary told again pushed nothing.
-	ns.set(bThread(turn, failed))
-	ns.set(bThread(turn, failed, card("r1")))
+	ns.Set(bThread(turn, failed))
+	ns.Set(bThread(turn, failed, card("r1")))
 	r.svc.WaitFor(t, 10*time.Second, "the card's push", func(ps []webpushsvc.Push) bool { return kinds(ps, tablet) == "open" })
 	ps = r.settled(t)
 	if p, l, tb := kinds(ps, phone), kinds(ps, laptop), kinds(ps, tablet); p != "turn error open" || l != "error open" || tb != "open" {
@@ -224,7 +199,7 @@ func TestANodesFinishedTurnPushesOncePerOptedInDevice(t *testing.T) {
 
 	// The hub restarts on the same store; b's next card is the next push.
 	r.start(t)
-	ns.set(bThread(turn, failed, card("r1"), card("r2")))
+	ns.Set(bThread(turn, failed, card("r1"), card("r2")))
 	r.svc.WaitFor(t, 10*time.Second, "the second card's push", func(ps []webpushsvc.Push) bool { return kinds(ps, tablet) == "open open" })
 	ps = r.settled(t)
 	if p, l := kinds(ps, phone), kinds(ps, laptop); p != "turn error open open" || l != "error open open" {
@@ -257,11 +232,11 @@ func TestANodesTurnsFromBeforeTheHubPushedThemDoNotPush(t *testing.T) {
 	// b's summary at the upgraded hub's start: a turn from before, and a
 	// card, whose push says the summary was looked at.
 	old := &push.Notice{Seq: 5, TS: time.Now(), Code: chat.StopEndTurn}
-	ns.set(thread("t_1@b", old, joined, card("r1")))
+	ns.Set(thread("t_1@b", old, joined, card("r1")))
 	r.start(t)
 	r.svc.WaitFor(t, 10*time.Second, "the card's push", func(ps []webpushsvc.Push) bool { return kinds(ps, phone) == "open" })
 	newer := &push.Notice{Seq: 11, TS: time.Now(), Code: chat.StopMaxTokens}
-	ns.set(thread("t_1@b", newer, joined, card("r1")))
+	ns.Set(thread("t_1@b", newer, joined, card("r1")))
 	r.svc.WaitFor(t, 10*time.Second, "the newer turn's push", func(ps []webpushsvc.Push) bool { return kinds(ps, phone) != "open" })
 	ps := r.settled(t)
 	if k, ms := kinds(ps, phone), webpushsvc.Messages[push.Message](ps, phone); k != "open turn" || ms[1].Body != "stopped: the model's output limit" {
@@ -271,7 +246,7 @@ func TestANodesTurnsFromBeforeTheHubPushedThemDoNotPush(t *testing.T) {
 	r.s.Close()
 	while := &push.Notice{Seq: 3, TS: time.Now(), Code: chat.StopEndTurn} // b finished t_2's turn while the hub was down
 	r.start(t)
-	ns.set(thread("t_1@b", newer, joined, card("r1")), thread("t_2@b", while, joined))
+	ns.Set(thread("t_1@b", newer, joined, card("r1")), thread("t_2@b", while, joined))
 	ps = r.svc.WaitFor(t, 10*time.Second, "t_2's push", func(ps []webpushsvc.Push) bool { return kinds(ps, phone) == "open turn turn" })
 	if m := webpushsvc.Messages[push.Message](ps, phone)[2]; m.Thread != "t_2@b" || m.Title != "claude on b" {
 		t.Fatalf("the phone would show %+v", m)
@@ -281,10 +256,10 @@ func TestANodesTurnsFromBeforeTheHubPushedThemDoNotPush(t *testing.T) {
 	// pushes); its next turn pushes.
 	before := &push.Notice{Seq: 8, TS: time.Now(), Code: chat.StopEndTurn}
 	cJoined := time.Now()
-	ns.set(thread("t_1@b", newer, joined, card("r1")), thread("t_2@b", while, joined), thread("t_9@c", before, cJoined, card("r9")))
+	ns.Set(thread("t_1@b", newer, joined, card("r1")), thread("t_2@b", while, joined), thread("t_9@c", before, cJoined, card("r9")))
 	r.svc.WaitFor(t, 10*time.Second, "c's card's push", func(ps []webpushsvc.Push) bool { return kinds(ps, phone) != "open turn turn" })
 	after := &push.Notice{Seq: 9, TS: time.Now(), Code: chat.StopEndTurn}
-	ns.set(thread("t_1@b", newer, joined, card("r1")), thread("t_2@b", while, joined), thread("t_9@c", after, cJoined, card("r9")))
+	ns.Set(thread("t_1@b", newer, joined, card("r1")), thread("t_2@b", while, joined), thread("t_9@c", after, cJoined, card("r9")))
 	r.svc.WaitFor(t, 10*time.Second, "c's newer turn's push", func(ps []webpushsvc.Push) bool { return strings.Count(kinds(ps, phone), "turn") >= 3 })
 	ps = r.settled(t)
 	if k := kinds(ps, phone); k != "open turn turn open turn" {
@@ -319,7 +294,7 @@ func TestAPushTheStoreRefusedIsQueuedAgain(t *testing.T) {
 
 	// b's card.
 	r.st.refuse.Store(1)
-	ns.set(bThread(nil, nil, card("r1")))
+	ns.Set(bThread(nil, nil, card("r1")))
 	ps = r.svc.WaitFor(t, 10*time.Second, "b's card's push", func(ps []webpushsvc.Push) bool { return kinds(ps, phone) == "open open" })
 	if m := webpushsvc.Messages[push.Message](ps, phone)[1]; m.Tag != push.Tag("t_1@b", "r1") {
 		t.Fatalf("the phone would show %+v", m)
@@ -328,7 +303,7 @@ func TestAPushTheStoreRefusedIsQueuedAgain(t *testing.T) {
 
 	// b's finished turn.
 	r.st.refuse.Store(1)
-	ns.set(bThread(&push.Notice{Seq: 4, TS: time.Now(), Code: chat.StopEndTurn}, nil, card("r1")))
+	ns.Set(bThread(&push.Notice{Seq: 4, TS: time.Now(), Code: chat.StopEndTurn}, nil, card("r1")))
 	r.svc.WaitFor(t, 10*time.Second, "b's turn's push", func(ps []webpushsvc.Push) bool { return kinds(ps, phone) == "open open turn" })
 	r.refused(t)
 }

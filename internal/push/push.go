@@ -278,7 +278,7 @@ func (s *Service) run(ctx context.Context) {
 	defer close(s.done)
 	var remoteChanged <-chan struct{}
 	if s.opt.Remote != nil {
-		remoteChanged = s.opt.Remote.Changed() // before reading: no change is missed
+		remoteChanged = s.opt.Remote.Ready()
 	}
 	s.reconcileAll(ctx)
 	next := s.opt.Clock.After(0)
@@ -291,7 +291,6 @@ func (s *Service) run(ctx context.Context) {
 				s.reconcile(ctx, th)
 			}
 		case <-remoteChanged:
-			remoteChanged = s.opt.Remote.Changed()
 			s.reconcileRemote(ctx, nil)
 		case <-s.kick:
 		case <-next:

@@ -29,8 +29,15 @@ import (
 type Remote interface {
 	// Owns says whether an id is another machine's thread.
 	Owns(id chat.ThreadID) bool
-	// Changed is closed at the next change of what Threads says.
-	Changed() <-chan struct{}
+	// Ready has a value when Take has something to tell.
+	Ready() <-chan struct{}
+	// Take is the threads changed since the last Take (what Thread says of
+	// them may differ), or all: any may have (the first Take says all). A
+	// hub with thousands of other machines' threads then looks at the few
+	// that changed, not at every one at each change.
+	Take() (ids []chat.ThreadID, all bool)
+	// Thread is one of the other machines' threads; false: not listed.
+	Thread(id chat.ThreadID) (RemoteThread, bool)
 	// Threads lists the other machines' threads.
 	Threads() []RemoteThread
 }
@@ -53,17 +60,33 @@ type RemoteThread struct {
 }
 
 // reconcileRemote reconciles the remote threads whose open cards or notices
-// changed since the last look, those that left the list (their cards closed,
-// or the thread is gone), those the store refused before, and also (at
-// start) the ids given (remote threads whose outbox holds an open push not
-// closed).
+// changed since the last look (those Remote.Take names; every one when it
+// says all), those that left the list (their cards closed, or the thread is
+// gone), those the store refused before, and also (at start) the ids given
+// (remote threads whose outbox holds an open push not closed).
 func (s *Service) reconcileRemote(ctx context.Context, also []chat.ThreadID) {
 	if s.notices == nil {
 		s.notices = map[chat.ThreadID]string{}
 	}
-	now := map[chat.ThreadID]RemoteThread{}
-	for _, rt := range s.opt.Remote.Threads() {
-		now[rt.Thread.ID] = rt
+	look := map[chat.ThreadID]bool{} // the threads to compare with what was reconciled
+	get := s.opt.Remote.Thread
+	changed, all := s.opt.Remote.Take()
+	if all {
+		now := map[chat.ThreadID]RemoteThread{}
+		for _, rt := range s.opt.Remote.Threads() {
+			now[rt.Thread.ID] = rt
+			look[rt.Thread.ID] = true
+		}
+		get = func(id chat.ThreadID) (RemoteThread, bool) { rt, ok := now[id]; return rt, ok }
+		for id := range s.remote {
+			look[id] = true
+		}
+		for id := range s.notices {
+			look[id] = true
+		}
+	}
+	for _, id := range changed {
+		look[id] = true
 	}
 	cards, notices := map[chat.ThreadID]bool{}, map[chat.ThreadID]bool{}
 	for _, id := range also {
@@ -73,7 +96,17 @@ func (s *Service) reconcileRemote(ctx context.Context, also []chat.ThreadID) {
 		cards[id], notices[id] = true, true
 	}
 	clear(s.remoteFailed)
-	for id, rt := range now {
+	now := map[chat.ThreadID]RemoteThread{} // each thread looked at that is listed
+	for id := range look {
+		rt, listed := get(id)
+		if !listed {
+			if _, ok := s.remote[id]; ok {
+				cards[id] = true
+			}
+			delete(s.notices, id)
+			continue
+		}
+		now[id] = rt
 		if cardsKey(rt.Cards) != s.remote[id] {
 			cards[id] = true
 		}
@@ -81,14 +114,11 @@ func (s *Service) reconcileRemote(ctx context.Context, also []chat.ThreadID) {
 			notices[id] = true
 		}
 	}
-	for id := range s.remote {
-		if _, ok := now[id]; !ok {
-			cards[id] = true
-		}
-	}
-	for id := range s.notices {
-		if _, ok := now[id]; !ok {
-			delete(s.notices, id)
+	for id := range cards { // those given or refused before, not looked at
+		if !look[id] {
+			if rt, listed := get(id); listed {
+				now[id] = rt
+			}
 		}
 	}
 	var on map[string]store.PushPrefs

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"log/slog"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,32 +12,6 @@ import (
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/store/sqlite"
 )
-
-// fakeRemote is another machine's summaries as the hub holds them.
-type fakeRemote struct {
-	mu  sync.Mutex
-	ths []RemoteThread
-	ch  chan struct{}
-}
-
-func (r *fakeRemote) Owns(id chat.ThreadID) bool { return len(id) > 2 && id[len(id)-2:] == "@b" }
-func (r *fakeRemote) Changed() <-chan struct{} {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.ch
-}
-func (r *fakeRemote) Threads() []RemoteThread {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.ths
-}
-func (r *fakeRemote) set(ths []RemoteThread) {
-	r.mu.Lock()
-	r.ths = ths
-	close(r.ch)
-	r.ch = make(chan struct{})
-	r.mu.Unlock()
-}
 
 // Another machine's open card is pushed once per subscription from its
 // summary, named with that machine; a restart of the hub (a new service on
@@ -60,8 +33,9 @@ func TestAnotherMachinesCardPushesOnceAndClosesWhenItCloses(t *testing.T) {
 	id := chat.ThreadID("t_1@b")
 	open := []RemoteThread{{Thread: chat.Thread{ID: id, Agent: "claude", Node: "b"}, AgentName: "Claude Code",
 		Cards: []Card{{RequestID: "r1", Kind: chat.CardPermission, Asks: "asks for permission: Bash"}}}}
-	rem := &fakeRemote{ths: open, ch: make(chan struct{})}
+	rem := NewTestRemote(open...)
 	service := func() *Service {
+		rem.Restart()
 		return &Service{opt: Options{Store: st, Remote: rem, Machine: "hub", Clock: realClock{}},
 			log: slog.New(slog.DiscardHandler), remote: map[chat.ThreadID]string{}}
 	}
@@ -89,14 +63,14 @@ func TestAnotherMachinesCardPushesOnceAndClosesWhenItCloses(t *testing.T) {
 
 	s = service() // the hub restarted
 	s.reconcileAll(ctx)
-	rem.set(append([]RemoteThread(nil), open...)) // b linked again and told its summaries
+	rem.Set(append([]RemoteThread(nil), open...)...) // b linked again and told its summaries
 	s.reconcileRemote(ctx, nil)
 	s.reconcile(ctx, id) // an event of b's thread reached the hub's own hub
 	if items := due(); len(items) != 0 {
 		t.Fatalf("pushed again: %+v", items)
 	}
 
-	rem.set(nil) // answered on b: its summary has no open card
+	rem.Set() // answered on b: its summary has no open card
 	s.reconcileRemote(ctx, nil)
 	items = due()
 	if len(items) != 1 || items[0].Kind != store.PushClose || items[0].RequestID != "r1" || items[0].Thread != id {

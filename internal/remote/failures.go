@@ -28,16 +28,17 @@ type remoteFailures struct {
 }
 
 // keep records m, sent from route from to the node's thread, as failed
-// with reason, shows it, and returns its receipt.
-func (k *remoteFailures) keep(ctx context.Context, from chat.RouteKey, thread chat.ThreadID, m router.Message, reason string) chat.Delivery {
-	f := store.FailedRemote{Thread: thread, From: from, MessageID: m.MessageID, Text: m.Text, Reason: reason, At: time.Now()}
+// with reason (or, state chat.DeliveryUnknown, as ended where its machine
+// may have applied it), shows it, and returns its receipt.
+func (k *remoteFailures) keep(ctx context.Context, from chat.RouteKey, thread chat.ThreadID, m router.Message, state, reason string) chat.Delivery {
+	f := store.FailedRemote{Thread: thread, From: from, MessageID: m.MessageID, Text: m.Text, Reason: reason, At: time.Now(), State: state}
 	if err := k.st.PutFailedRemote(ctx, f); err != nil {
 		// Shown all the same: its sender must learn it failed; only a
 		// reload will not show it.
 		k.log.Error("cluster: keep a failed message of a machine's thread", "thread", thread, "message", m.MessageID, "err", err)
 	}
 	k.events.PublishAside(from, cluster.FailedEvents(f)...)
-	return chat.Delivery{MessageID: m.MessageID, State: chat.DeliveryFailed, Detail: reason}
+	return chat.Delivery{MessageID: m.MessageID, State: state, Detail: reason}
 }
 
 // inputFailed is the hub's cluster.HubOptions.InputFailed: a message whose
@@ -54,8 +55,12 @@ func (k *remoteFailures) inputFailed(f cluster.FailedInput) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	k.keep(ctx, in.From, cluster.RemoteID(f.Node, in.Thread), *in.Message, f.Reason)
-	log.Info("cluster: a message for a machine failed at the hub; its thread shows it failed")
+	state := chat.DeliveryFailed
+	if f.InDoubt {
+		state = chat.DeliveryUnknown
+	}
+	k.keep(ctx, in.From, cluster.RemoteID(f.Node, in.Thread), *in.Message, state, f.Reason)
+	log.Info("cluster: a message for a machine ended at the hub; its thread shows it " + state)
 }
 
 // threadGone ends the hub's routes to a node's thread deleted on its node,

@@ -83,7 +83,7 @@ func (h *Hub) Remote() router.Remote {
 func (h *Hub) Machines() Machines { return Machines{hub: h.hub, node: h.node} }
 
 // Cards are the nodes' threads for push.
-func (h *Hub) Cards() push.Remote { return hubCards{hub: h.hub} }
+func (h *Hub) Cards() push.Remote { return hubCards{hub: h.hub, watch: h.hub.WatchThreads()} }
 
 // RouterStarted tells the hub its router runs: a thread deleted on its node
 // ends the router's routes to it from now on.

@@ -34,39 +34,66 @@ func (m Machines) Machines(ctx context.Context) ([]cluster.NodeStatus, error) {
 // hubCards is the hub's push.Remote: the nodes' threads from their summaries
 // in the directory (each node writes them from its own store: open cards,
 // newest finished turn and error), so the hub's phones hear of a node's
-// threads as they hear of the hub's.
-type hubCards struct{ hub *cluster.Hub }
+// threads as they hear of the hub's. Its watch names the threads whose
+// summaries changed, so a change costs the push service one thread, not all.
+type hubCards struct {
+	hub   *cluster.Hub
+	watch *cluster.ThreadWatch
+}
 
 func (c hubCards) Owns(id chat.ThreadID) bool { return cluster.NodeOf(id) != "" }
-func (c hubCards) Changed() <-chan struct{}   { return c.hub.ThreadsChanged() }
+func (c hubCards) Ready() <-chan struct{}     { return c.watch.Ready() }
+func (c hubCards) Take() ([]chat.ThreadID, bool) {
+	return c.watch.Take()
+}
+
+func (c hubCards) Thread(id chat.ThreadID) (push.RemoteThread, bool) {
+	rt, ok := c.hub.Thread(id)
+	if !ok {
+		return push.RemoteThread{}, false
+	}
+	var n names
+	return n.pushThread(c.hub, rt), true
+}
+
 func (c hubCards) Threads() []push.RemoteThread {
 	ths, err := c.hub.Threads(context.Background()) // from memory
 	if err != nil {
 		return nil
 	}
-	var names map[string]string // node/agent → name, read once if a push may be due
-	var joined map[string]time.Time
+	var n names
 	out := make([]push.RemoteThread, 0, len(ths))
 	for _, rt := range ths {
-		if names == nil && (len(rt.Cards) > 0 || rt.Turn != nil || rt.Error != nil || len(rt.Notices) > 0) {
-			names, joined = map[string]string{}, map[string]time.Time{}
-			agents, _ := c.hub.Agents(context.Background(), "", nil)
-			for _, a := range agents {
-				names[a.Node+"/"+a.ID] = a.Name
-			}
-			nodes, _ := c.hub.Nodes(context.Background())
-			for _, n := range nodes {
-				joined[n.Name] = n.Joined
-			}
-		}
-		cards := make([]push.Card, 0, len(rt.Cards))
-		for _, oc := range rt.Cards {
-			cards = append(cards, push.Card{RequestID: oc.RequestID, Kind: oc.Kind, Asks: oc.Asks})
-		}
-		out = append(out, push.RemoteThread{Thread: rt.Thread, AgentName: names[rt.Node+"/"+rt.Thread.Agent], Cards: cards,
-			Turn: rt.Turn, Error: rt.Error, Notices: rt.Notices, Joined: joined[rt.Node]})
+		out = append(out, n.pushThread(c.hub, rt))
 	}
 	return out
+}
+
+// names are the agents' names (node/agent → name) and the machines' join
+// times, read once, and only if a push may be due.
+type names struct {
+	agents map[string]string
+	joined map[string]time.Time
+}
+
+func (n *names) pushThread(h *cluster.Hub, rt cluster.RemoteThread) push.RemoteThread {
+	if n.agents == nil && (len(rt.Cards) > 0 || rt.Turn != nil || rt.Error != nil || len(rt.Notices) > 0) {
+		n.agents, n.joined = map[string]string{}, map[string]time.Time{}
+		agents, _ := h.Agents(context.Background(), "", nil)
+		for _, a := range agents {
+			n.agents[a.Node+"/"+a.ID] = a.Name
+		}
+		nodes, _ := h.Nodes(context.Background())
+		for _, m := range nodes {
+			n.joined[m.Name] = m.Joined
+		}
+	}
+	cards := make([]push.Card, 0, len(rt.Cards))
+	for _, oc := range rt.Cards {
+		cards = append(cards, push.Card{RequestID: oc.RequestID, Kind: oc.Kind, Asks: oc.Asks})
+	}
+	return push.RemoteThread{Thread: rt.Thread, AgentName: n.agents[rt.Node+"/"+rt.Thread.Agent], Cards: cards,
+		Turn: rt.Turn, Error: rt.Error, Notices: rt.Notices, Joined: n.joined[rt.Node]}
 }
 
 // EveryMachine is the hub's router with every machine's agents.

@@ -83,7 +83,7 @@ func (r *remoteThreads) Send(ctx context.Context, from chat.RouteKey, id chat.Th
 	// its agent: a failed receipt, with the reason, kept in the thread.
 	var notJoined *cluster.NotJoinedError
 	if errors.As(err, &notJoined) {
-		return r.failed.keep(ctx, from, id, m, err.Error()), id, nil
+		return r.failed.keep(ctx, from, id, m, chat.DeliveryFailed, err.Error()), id, nil
 	}
 	if err != nil {
 		return chat.Delivery{}, "", err
@@ -107,10 +107,14 @@ func (r *remoteThreads) Send(ctx context.Context, from chat.RouteKey, id chat.Th
 		return r.resent(ctx, id, from, m.MessageID, queued), id, chat.ErrDuplicate
 	case errors.Is(err, cluster.ErrWaiting):
 		return queued, id, chat.ErrAway
+	case errors.Is(err, cluster.ErrInDoubt):
+		// Its machine was revoked (or it waited past input_wait) while it
+		// was being handed over: it may have reached the agent.
+		return r.failed.keep(ctx, from, id, m, chat.DeliveryUnknown, err.Error()), id, nil
 	case errors.Is(err, cluster.ErrNotKept):
 		// Its machine's queue at the hub is full (or JetStream failed):
 		// nothing of it waits there.
-		return r.failed.keep(ctx, from, id, m, err.Error()), id, nil
+		return r.failed.keep(ctx, from, id, m, chat.DeliveryFailed, err.Error()), id, nil
 	case err != nil:
 		return chat.Delivery{}, "", err
 	}

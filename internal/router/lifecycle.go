@@ -208,6 +208,12 @@ func (l *lane) spec(ag config.Agent) driver.Spec {
 	// The mark that tells this thread's agent from a person's process on
 	// the same session, even after parley was killed (notRunningElsewhere).
 	spec.Env = append(spec.Env, procgroup.MarkEnv+"="+string(l.th.ID))
+	if l.th.Model != "" {
+		// The model the agent last said was in force, not its config's:
+		// a resumed Claude Code otherwise takes its transcript's model id,
+		// which loses the 1M-context suffix (issue 28, item 5).
+		spec.Model = l.th.Model
+	}
 	l.termOptions(&spec)
 	return spec
 }
@@ -215,6 +221,12 @@ func (l *lane) spec(ag config.Agent) driver.Spec {
 // sessionFailed ends a turn waiting for a session that could not start.
 func (l *lane) sessionFailed(err error) {
 	l.log.Warn("session start failed", "err", err)
+	if l.term != nil && !errors.Is(err, chat.ErrSessionLimit) {
+		// The person's process could not be followed (its pane or process
+		// gone since it was taken): let go, so the next message looks at
+		// the session afresh rather than fail on that process forever.
+		l.dropTerminal()
+	}
 	l.th.State = chat.ThreadCrashed
 	switch {
 	case errors.Is(err, chat.ErrSessionLimit), errors.Is(err, chat.ErrSessionRunning):

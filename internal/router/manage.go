@@ -81,6 +81,7 @@ func (l *lane) moveTo(agent string, contextMessages int) (chat.ThreadInfo, error
 	l.cancelCards("", "")
 	from := l.th.Agent
 	l.th.Agent, l.th.SessionID, l.th.Mode, l.th.State = a.ID, "", a.Mode, chat.ThreadUnloaded
+	l.th.Model = "" // the old agent's name for a model means nothing to the new one
 	l.ag = a
 	l.carryCheck = true
 	return chat.ThreadInfo{MovedFrom: from, ContextMessages: contextMessages}, nil

@@ -172,19 +172,33 @@ func (r *Router) Start(ctx context.Context) error {
 	for _, in := range pending {
 		byThread[in.ThreadID] = append(byThread[in.ThreadID], in)
 	}
+	attached, err := r.store.Attachments(ctx)
+	if err != nil {
+		return fmt.Errorf("router: load attachments: %w", err)
+	}
+	terms := map[chat.ThreadID]store.Attachment{}
+	for _, a := range attached {
+		terms[a.Thread] = a
+	}
 	for _, th := range threads {
 		open, err := r.store.Cards(ctx, th.ID, chat.CardOpen)
 		if err != nil {
 			return fmt.Errorf("router: load cards: %w", err)
 		}
 		ins := byThread[th.ID]
-		if th.TurnMessageID == "" && len(ins) == 0 && len(open) == 0 &&
+		term, followed := terms[th.ID]
+		if th.TurnMessageID == "" && len(ins) == 0 && len(open) == 0 && !followed &&
 			(th.State == chat.ThreadUnloaded || th.State == chat.ThreadCrashed || th.State == chat.ThreadNoAgent || th.State == chat.ThreadHandedBack) {
 			continue
 		}
 		l := r.newLane(th)
 		if err := l.recover(ctx, ins, open); err != nil {
 			return fmt.Errorf("router: recover thread %s: %w", th.ID, err)
+		}
+		if followed {
+			if err := l.reattach(ctx, term); err != nil {
+				return fmt.Errorf("router: follow thread %s's terminal again: %w", th.ID, err)
+			}
 		}
 		r.startLane(l)
 	}

@@ -3,6 +3,7 @@
 package router
 
 import (
+	"encoding/json"
 	"errors"
 
 	"github.com/parleyhq/parley/internal/chat"
@@ -63,6 +64,11 @@ func (l *lane) onUpdate(u update) {
 		}
 	case upWithdrawn:
 		if c := l.cards[u.s]; c != nil {
+			if elsewhere(c) {
+				// Gone from the terminal it was asked in: answered there.
+				l.closeCard(c, chat.CardResolved, chat.PermissionResolved{RequestID: c.RequestID, Reason: "answered in the terminal"})
+				break
+			}
 			l.closeCard(c, chat.CardCancelled, nil)
 		}
 	case upExited:
@@ -104,13 +110,28 @@ func (l *lane) onEvent(p chat.Payload) {
 			p.Diffs = writeDiffs(p.Tool, l.ag.Roots)
 		}
 		l.openCard(chat.CardPermission, p.RequestID, p)
-		l.applyRules(p)
+		if p.Elsewhere == "" { // a card answered elsewhere is no rule's to answer
+			l.applyRules(p)
+		}
+		return
+	case chat.UserMessage:
+		// A prompt the person typed where the session runs (a watched
+		// terminal): shown as theirs, with its receipt, so no client shows
+		// it waiting.
+		if l.th.Title == "" {
+			l.th.Title = titleOf(p.Text)
+		}
+		l.emit(p)
+		l.emit(chat.Delivery{MessageID: p.MessageID, State: chat.DeliverySubmitted})
 		return
 	case chat.Question:
 		l.openCard(chat.CardQuestion, p.RequestID, p)
 		return
 	case chat.Mode:
 		l.th.Mode = p.Current
+		if m := p.Model(); m != "" {
+			l.th.Model = m
+		}
 	case chat.AgentDraft:
 		// Provisional text lives only while its turn runs, and only on the
 		// wire (flush publishes the newest of a step): never in the log.
@@ -125,6 +146,12 @@ func (l *lane) onEvent(p chat.Payload) {
 		return
 	}
 	l.emit(p)
+}
+
+// elsewhere reports a card answered where the session runs, not here.
+func elsewhere(c *chat.Card) bool {
+	var p chat.PermissionRequest
+	return c.Kind == chat.CardPermission && json.Unmarshal(c.Request, &p) == nil && p.Elsewhere != ""
 }
 
 // laneSink is the driver.Sink of one session generation.

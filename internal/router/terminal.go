@@ -13,9 +13,11 @@ import (
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/driver"
+	"github.com/parleyhq/parley/internal/driver/claudecode"
 	"github.com/parleyhq/parley/internal/driver/tmux"
 	"github.com/parleyhq/parley/internal/driver/watch"
 	"github.com/parleyhq/parley/internal/sessions"
+	"github.com/parleyhq/parley/internal/store"
 )
 
 // TransportWatch is the driver (Options.Drivers) of watched sessions.
@@ -33,8 +35,14 @@ const (
 type terminal struct {
 	kind   string
 	pid    int
+	start  string // when pid started (/proc/<pid>/stat): a reused pid is another process
 	server string // adopt: the tmux server's socket name (tmux -L)
 	pane   string // adopt: the pane's id, %N
+}
+
+// attachment is t as the store keeps it for thread (reattach.go).
+func (t *terminal) attachment(thread chat.ThreadID) *store.Attachment {
+	return &store.Attachment{Thread: thread, Kind: t.kind, PID: t.pid, ProcStart: t.start, Server: t.server, Pane: t.pane}
 }
 
 // terminalOf finds the process that runs spec.ResumeID now, when it is not
@@ -42,10 +50,10 @@ type terminal struct {
 // it (watch asked, or no pane). nil: nothing runs it, or parley does, or a
 // plain terminal does and watch was not asked (notRunningElsewhere says why).
 func (r *Router) terminalOf(ctx context.Context, drv driver.Driver, spec driver.Spec, watchIt bool) (*terminal, error) {
-	rc, ok := drv.(driver.RunChecker)
+	rc, ok := drv.(driver.TerminalTaker)
 	if !ok {
 		if watchIt {
-			return nil, fmt.Errorf("%w: agent %q keeps no record of its running sessions to watch", driver.ErrUnsupported, spec.AgentID)
+			return nil, fmt.Errorf("%w: agent %q's running sessions cannot be watched (only Claude Code's are)", driver.ErrUnsupported, spec.AgentID)
 		}
 		return nil, nil
 	}
@@ -64,11 +72,12 @@ func (r *Router) terminalOf(ctx context.Context, drv driver.Driver, spec driver.
 			return nil, nil // parley's own process: its thread holds the session
 		}
 	}
+	start := claudecode.ProcStart(pid)
 	if watchIt {
-		return &terminal{kind: termWatch, pid: pid}, nil
+		return &terminal{kind: termWatch, pid: pid, start: start}, nil
 	}
 	if p, ok := sessions.Locate(ctx, pid); ok && p.ID != "" {
-		return &terminal{kind: termAdopt, pid: pid, server: p.Server, pane: p.ID}, nil
+		return &terminal{kind: termAdopt, pid: pid, start: start, server: p.Server, pane: p.ID}, nil
 	}
 	return nil, nil
 }
@@ -122,6 +131,7 @@ func (l *lane) takeTerminal(t *terminal) error {
 		return fmt.Errorf("%w: the thread's agent runs; stop it first", chat.ErrBadInput)
 	}
 	l.term = t
+	l.batch.Attach = t.attachment(l.th.ID) // followed again after a restart
 	l.log.Info("taking a terminal's session", "kind", t.kind, "pid", t.pid, "pane", t.pane)
 	return nil
 }
@@ -132,5 +142,6 @@ func (l *lane) dropTerminal() {
 	if l.term != nil {
 		l.log.Info("the terminal's session is the thread's own again", "kind", l.term.kind)
 		l.term = nil
+		l.batch.Attach = &store.Attachment{Thread: l.th.ID}
 	}
 }

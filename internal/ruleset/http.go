@@ -10,7 +10,8 @@ import (
 const maxBody = 64 << 10
 
 // Handle adds the rules' API (signed-in only: handle is the web channel's
-// authenticated Handle).
+// authenticated Handle). Each call takes ?machine=M: at a cluster's hub,
+// node M's rules (machines.go); by default this machine's.
 func (s *Set) Handle(handle func(pattern string, h http.Handler)) {
 	handle("GET /api/rules", http.HandlerFunc(s.handleList))
 	handle("POST /api/rules", http.HandlerFunc(s.handleAdd))
@@ -19,8 +20,26 @@ func (s *Set) Handle(handle func(pattern string, h http.Handler)) {
 	handle("DELETE /api/rules/{id}", http.HandlerFunc(s.handleRemove))
 }
 
-func (s *Set) handleList(w http.ResponseWriter, _ *http.Request) {
-	web.WriteJSON(w, http.StatusOK, map[string]any{"rules": s.List()})
+// machine is the machine a call names: its ?machine, else this one.
+func (s *Set) machine(req *http.Request) string {
+	if m := req.URL.Query().Get("machine"); m != "" {
+		return m
+	}
+	return s.opt.Node
+}
+
+func (s *Set) handleList(w http.ResponseWriter, req *http.Request) {
+	m := s.machine(req)
+	list, err := s.ListAt(req.Context(), m)
+	if err != nil {
+		web.WriteRemoteError(w, err)
+		return
+	}
+	out := map[string]any{"rules": list}
+	if m != "" {
+		out["machine"] = m
+	}
+	web.WriteJSON(w, http.StatusOK, out)
 }
 
 func (s *Set) handleAdd(w http.ResponseWriter, req *http.Request) {
@@ -29,9 +48,9 @@ func (s *Set) handleAdd(w http.ResponseWriter, req *http.Request) {
 		web.WriteError(w, err)
 		return
 	}
-	e, err := s.Add(req.Context(), sp, web.CallerName(req.Context()))
+	e, err := s.AddAt(req.Context(), s.machine(req), sp, web.CallerName(req.Context()))
 	if err != nil {
-		web.WriteError(w, err)
+		web.WriteRemoteError(w, err)
 		return
 	}
 	web.WriteJSON(w, http.StatusOK, map[string]any{"rule": e})
@@ -43,17 +62,17 @@ func (s *Set) handleUpdate(w http.ResponseWriter, req *http.Request) {
 		web.WriteError(w, err)
 		return
 	}
-	e, err := s.Update(req.Context(), req.PathValue("id"), sp)
+	e, err := s.UpdateAt(req.Context(), s.machine(req), req.PathValue("id"), sp)
 	if err != nil {
-		web.WriteError(w, err)
+		web.WriteRemoteError(w, err)
 		return
 	}
 	web.WriteJSON(w, http.StatusOK, map[string]any{"rule": e})
 }
 
 func (s *Set) handleRemove(w http.ResponseWriter, req *http.Request) {
-	if err := s.Remove(req.Context(), req.PathValue("id")); err != nil {
-		web.WriteError(w, err)
+	if err := s.RemoveAt(req.Context(), s.machine(req), req.PathValue("id")); err != nil {
+		web.WriteRemoteError(w, err)
 		return
 	}
 	web.WriteJSON(w, http.StatusOK, map[string]any{})
@@ -65,9 +84,9 @@ func (s *Set) handleTest(w http.ResponseWriter, req *http.Request) {
 		web.WriteError(w, err)
 		return
 	}
-	a, err := s.Test(p)
+	a, err := s.TestAt(req.Context(), req.URL.Query().Get("machine"), p)
 	if err != nil {
-		web.WriteError(w, err)
+		web.WriteRemoteError(w, err)
 		return
 	}
 	web.WriteJSON(w, http.StatusOK, a)

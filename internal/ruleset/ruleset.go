@@ -51,6 +51,8 @@ type Options struct {
 	Logger *slog.Logger
 	// Audit records rules made, changed and removed (audit.go); nil records nothing.
 	Audit audit.Log
+	// Remote, set at a cluster's hub, reaches the nodes' rules (machines.go).
+	Remote Remote
 }
 
 // Spec is a rule as a person writes it (POST and PUT /api/rules).

@@ -1,11 +1,9 @@
 package schedule
 
 import (
-	"errors"
 	"net/http"
 
 	"github.com/parleyhq/parley/internal/channel/web"
-	"github.com/parleyhq/parley/internal/chat"
 )
 
 // maxBody bounds a request's JSON: room for the longest text, escaped.
@@ -24,7 +22,7 @@ func (r *Runner) Handle(handle func(pattern string, h http.Handler)) {
 func (r *Runner) handleList(w http.ResponseWriter, req *http.Request) {
 	all, unlisted, err := r.listAll(req.Context())
 	if err != nil {
-		writeError(w, err)
+		web.WriteRemoteError(w, err)
 		return
 	}
 	out := map[string]any{"schedules": all}
@@ -42,7 +40,7 @@ func (r *Runner) handleAdd(w http.ResponseWriter, req *http.Request) {
 	}
 	s, err := r.addAt(req.Context(), sp)
 	if err != nil {
-		writeError(w, err)
+		web.WriteRemoteError(w, err)
 		return
 	}
 	web.WriteJSON(w, http.StatusOK, map[string]any{"schedule": s})
@@ -52,7 +50,7 @@ func (r *Runner) handlePause(paused bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		s, err := r.pauseAt(req.Context(), req.PathValue("id"), paused)
 		if err != nil {
-			writeError(w, err)
+			web.WriteRemoteError(w, err)
 			return
 		}
 		web.WriteJSON(w, http.StatusOK, map[string]any{"schedule": s})
@@ -61,18 +59,8 @@ func (r *Runner) handlePause(paused bool) http.Handler {
 
 func (r *Runner) handleRemove(w http.ResponseWriter, req *http.Request) {
 	if err := r.removeAt(req.Context(), req.PathValue("id")); err != nil {
-		writeError(w, err)
+		web.WriteRemoteError(w, err)
 		return
 	}
 	web.WriteJSON(w, http.StatusOK, map[string]any{})
-}
-
-// writeError is web.WriteError, with a machine that does not answer as 503
-// (the change was not made: try again once it is back).
-func writeError(w http.ResponseWriter, err error) {
-	if errors.Is(err, chat.ErrAway) {
-		web.HTTPError(w, http.StatusServiceUnavailable, err.Error())
-		return
-	}
-	web.WriteError(w, err)
 }

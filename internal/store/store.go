@@ -32,6 +32,9 @@ type FailedRemote struct {
 	Text      string
 	Reason    string
 	At        time.Time
+	// State is chat.DeliveryFailed ("" reads as it), or chat.DeliveryUnknown
+	// when the hub handed it over and its machine may have applied it.
+	State string
 }
 
 // Store is safe for concurrent use. Each thread's lane is the only writer of that
@@ -127,6 +130,9 @@ type Store interface {
 	// The thread's lane must be gone first (it is the thread's writer).
 	DeleteThread(ctx context.Context, id chat.ThreadID) error
 
+	// Attachments returns every thread's attachment (Batch.Attach).
+	Attachments(ctx context.Context) ([]Attachment, error)
+
 	Close() error
 }
 
@@ -145,6 +151,9 @@ type Batch struct {
 	// so the same ask asked again finds it (AskThread). An ask id names
 	// one thread.
 	Ask string
+	// Attach, when set, is the process the thread follows now (replacing
+	// the one it followed), or, its Kind empty, that it follows none.
+	Attach *Attachment
 }
 
 // ErrUnavailable marks a write the store could not make now and may make
@@ -155,5 +164,5 @@ var ErrUnavailable = errors.New("the store cannot write now")
 
 // Empty reports whether the batch writes nothing.
 func (b Batch) Empty() bool {
-	return b.Thread == nil && len(b.Events) == 0 && len(b.Cards) == 0 && len(b.Inputs) == 0 && b.Ask == ""
+	return b.Thread == nil && len(b.Events) == 0 && len(b.Cards) == 0 && len(b.Inputs) == 0 && b.Ask == "" && b.Attach == nil
 }

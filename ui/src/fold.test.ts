@@ -223,12 +223,15 @@ function neutral(v: ChatView) {
   const receipts: Record<string, string> = {};
   for (const id of Object.keys(v.receipts).sort()) receipts[id] = v.receipts[id].state + (v.receipts[id].detail ? `: ${v.receipts[id].detail}` : "");
   const u = v.usage;
+  const model = v.mode?.config.find((o) => o.id === "model");
   return {
     items: v.items.map(line),
     queued: v.queued.map(line),
     receipts,
     turn: !v.turnActive ? "idle" : v.stopping ? "stopping" : "active",
     mode: v.mode ? `${v.mode.current} of ${v.mode.available.map((m) => m.id).join(", ")}` : "",
+    // As the model select shows it (controls.tsx; chat.Mode.ModelName in Go).
+    model: model ? model.values?.find((x) => x.id === model.current)?.name || model.current : "",
     commands: v.commands.map((c) => c.name).join(", "),
     usage: u ? `in ${u.input_tokens ?? 0} · out ${u.output_tokens ?? 0} · $${u.cost_usd ?? 0} · context ${u.context_tokens ?? 0}/${u.context_window ?? 0}` : "",
     starting: v.starting !== undefined,
@@ -262,4 +265,18 @@ test("a notice is shown in the conversation, with its level and who said it", ()
   assert.equal(m.length, 1);
   assert.equal(m[0].from, "a script");
   assert.equal(m[0].level, "error");
+});
+
+test("a watched terminal's permission card has no buttons and closes as answered there", () => {
+  const { f } = fold([
+    { type: "permission_request", thread: "t1", seq: 1, request_id: "terminal-1", tool: { name: "Bash", title: "touch made", tool_call_id: "toolu_1" }, options: [], elsewhere: "terminal" },
+  ]);
+  const [card] = of(f.view.items, "permission");
+  assert.equal(card.elsewhere, "terminal");
+  assert.deepEqual(card.options, []);
+  assert.equal(card.state, "open");
+  f.apply({ type: "permission_resolved", thread: "t1", seq: 2, request_id: "terminal-1", reason: "answered in the terminal" } as never, false);
+  const [closed] = of(f.view.items, "permission");
+  assert.equal(closed.state, "resolved");
+  assert.equal(closed.note, "in the terminal");
 });

@@ -58,6 +58,8 @@ export type Item =
       tool_call_id?: string;
       diffs?: Diff[];
       options: PermissionOption[];
+      // Where it is answered instead of here ("terminal": a watched session's, no options).
+      elsewhere?: string;
       state: CardState;
       chosen?: string;
       note?: string;
@@ -261,7 +263,7 @@ export class Fold {
         if (call) this.asking.set(call, "c:" + ev.request_id);
         // The agent's diffs of the call, else parley's (a Write over an existing file).
         const diffs = tool?.kind === "tool" && tool.diffs?.length ? tool.diffs : ev.diffs?.length ? ev.diffs : undefined;
-        this.upsert("c:" + ev.request_id, () => ({ kind: "permission", key: "c:" + ev.request_id, request_id: ev.request_id, title, name: ev.tool?.name ?? "", input: ev.tool?.input, tool_call_id: call, diffs, options: ev.options ?? [], state: "open" }),
+        this.upsert("c:" + ev.request_id, () => ({ kind: "permission", key: "c:" + ev.request_id, request_id: ev.request_id, title, name: ev.tool?.name ?? "", input: ev.tool?.input, tool_call_id: call, diffs, options: ev.options ?? [], elsewhere: ev.elsewhere, state: "open" }),
           (it) => (it.kind === "permission" && ev.restated && (it.state === "answering" || it.state === "closed") ? { ...it, state: "open" } : it));
         if (ev.restated) this.closedCards.delete(ev.request_id);
         this.sink.announce(ev.request_id, "Permission needed", ev.tool?.title || ev.tool?.name || "", replaying);
@@ -269,7 +271,7 @@ export class Fold {
       }
       case "permission_resolved":
         // Answered by the person's rule: the note names it (its message to the agent names it again).
-        this.patchCard(ev.request_id, { state: ev.cancelled ? "cancelled" : "resolved", chosen: ev.option_id, note: ev.rule ? `by ${ev.rule}` : resolvedBy(ev.by, ev.message) });
+        this.patchCard(ev.request_id, { state: ev.cancelled ? "cancelled" : "resolved", chosen: ev.option_id, note: ev.rule ? `by ${ev.rule}` : ev.reason && !ev.cancelled ? ev.reason.replace(/^answered /, "") : resolvedBy(ev.by, ev.message) });
         break;
       case "question":
         this.upsert("c:" + ev.request_id, () => ({ kind: "question", key: "c:" + ev.request_id, request_id: ev.request_id, questions: ev.questions ?? [], state: "open" }),

@@ -94,8 +94,8 @@ export type ServerEvent = Logged &
     | { type: "tool_call"; tool_call_id: string; title: string; kind: string; status: string; input?: unknown; locations?: Location[] }
     | { type: "tool_call_update"; tool_call_id: string; status?: string; title?: string; output?: string; diffs?: Diff[]; locations?: Location[] }
     | { type: "plan"; entries: PlanEntry[] }
-    | { type: "permission_request"; request_id: string; tool: { name: string; title: string; input?: unknown; tool_call_id?: string }; options: PermissionOption[]; diffs?: Diff[]; restated?: boolean }
-    | { type: "permission_resolved"; request_id: string; option_id?: string; message?: string; cancelled?: boolean; by?: RouteKey; rule?: string }
+    | { type: "permission_request"; request_id: string; tool: { name: string; title: string; input?: unknown; tool_call_id?: string }; options: PermissionOption[]; diffs?: Diff[]; restated?: boolean; elsewhere?: string }
+    | { type: "permission_resolved"; request_id: string; option_id?: string; message?: string; cancelled?: boolean; by?: RouteKey; rule?: string; reason?: string }
     | { type: "question"; request_id: string; questions: QuestionItem[]; restated?: boolean }
     | { type: "question_resolved"; request_id: string; answers?: Answers; response?: string; cancelled?: boolean; by?: RouteKey }
     | { type: "mode"; current: string; available?: ModeOption[]; config_options?: ConfigOption[] }

@@ -116,7 +116,9 @@ func (s *Session) open(ctx context.Context) error {
 			return err
 		}
 	}
-	if s.spec.Model != "" {
+	// A resumed session may be on the model asked for already (parley asks
+	// again for the one the agent last reported): nothing to set then.
+	if s.spec.Model != "" && s.spec.Model != mode.Model() {
 		if err := s.SetConfigOption(ctx, modelOption, s.spec.Model); err != nil {
 			return err
 		}

@@ -167,6 +167,10 @@ func readLine(br *bufio.Reader) ([]byte, error) {
 	}
 }
 
+// PromptText is what a person wrote in a user record: "" for Claude Code's
+// own notes (<system-reminder>, <command-…>) and tool results.
+func PromptText(m *Message) string { return messageText(m, driver.TurnUser) }
+
 // messageText is the words of a person's message or of an answer.
 func messageText(m *Message, role string) string {
 	var s string

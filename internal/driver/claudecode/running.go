@@ -63,6 +63,25 @@ func Alive(pid int, procStart string) bool {
 	return aliveStat(string(b), procStart)
 }
 
+// ProcStart is when process pid started (field 22 of /proc/<pid>/stat, in
+// clock ticks since boot), as Alive compares it: "" when it cannot be read.
+func ProcStart(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return ""
+	}
+	stat := string(b)
+	i := strings.LastIndexByte(stat, ')')
+	if i < 0 {
+		return ""
+	}
+	const field = 22 - 3 // the fields after ')' start at field 3
+	if f := strings.Fields(stat[i+1:]); len(f) > field {
+		return f[field]
+	}
+	return ""
+}
+
 // pfExiting is the kernel's PF_EXITING flag (include/linux/sched.h): the
 // process is in exit, killed or ending, and takes nothing more.
 const pfExiting = 0x4

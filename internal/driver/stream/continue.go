@@ -74,6 +74,10 @@ func (d *Driver) RunningNow(ctx context.Context, spec driver.Spec) (int, error) 
 	return claudecode.RunningSession(dir, spec.ResumeID)
 }
 
+// TakesTerminals implements driver.TerminalTaker: a Claude Code session
+// running in a person's tmux pane is adopted, in a plain terminal watched.
+func (d *Driver) TakesTerminals() {}
+
 // ResumeCommand implements driver.HandBacker: Claude Code resumes a session
 // only from the directory it ran in, and finds it under the same config
 // folder (HOME or CLAUDE_CONFIG_DIR, said when parley gives its agent others).

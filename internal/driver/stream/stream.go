@@ -227,7 +227,9 @@ func (d *Driver) Start(ctx context.Context, spec driver.Spec, sink driver.Sink) 
 		mode = "default"
 	}
 	model := spec.Model
-	if model == "" {
+	if model == "" && spec.ResumeID == "" {
+		// A resumed session runs its transcript's model, not the default:
+		// its system/init names it.
 		model = "default"
 	}
 	p.setMode(mode, model)

@@ -8,6 +8,7 @@ package watch
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -63,14 +64,24 @@ func (d *Driver) Start(ctx context.Context, spec driver.Spec, sink driver.Sink) 
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	s := &session{pid: pid, stop: make(chan struct{}), done: make(chan struct{})}
+	dir, err := claudecode.ConfigDir(spec.Env)
+	if err != nil {
+		return nil, err
+	}
+	s := &session{pid: pid, stop: make(chan struct{}), done: make(chan struct{}),
+		record: filepath.Join(dir, "sessions", strconv.Itoa(pid)+".json"), from: chat.RouteKey{Channel: chat.ElsewhereTerminal, Chat: strconv.Itoa(pid)}}
 	emit := func(p chat.Payload) {
-		if _, ok := p.(transcript.TurnEnd); ok {
+		switch p := p.(type) {
+		case transcript.TurnEnd:
 			return // no turn of parley's runs here
+		case chat.UserMessage:
+			p.From = s.from // typed in the terminal
+			sink.Event(p)
+			return
 		}
 		sink.Event(p)
 	}
-	if s.f, err = transcript.Follow(path, fi.Size(), time.Time{}, emit, logger.With("watch", pid)); err != nil {
+	if s.f, err = transcript.FollowPrompts(path, fi.Size(), time.Time{}, emit, logger.With("watch", pid)); err != nil {
 		return nil, fmt.Errorf("watch: %w", err)
 	}
 	every := d.Every
@@ -105,7 +116,14 @@ func Transcript(spec driver.Spec) (string, error) {
 }
 
 type session struct {
-	pid       int
+	pid    int
+	record string        // the process's own record of its state (sessions/<pid>.json)
+	from   chat.RouteKey // the route the terminal's prompts come from
+	card   string        // the open card of a permission prompt shown in the terminal, or ""
+	// unseen counts the looks at a prompt whose tool call the transcript
+	// does not hold yet (Claude Code writes it in batches): the card waits
+	// for it a few looks, then opens without it.
+	unseen    int
 	f         *transcript.Follower
 	stop      chan struct{}
 	done      chan struct{}
@@ -128,8 +146,50 @@ func (s *session) watch(every time.Duration, sink driver.Sink) {
 			sink.Exited(nil)
 			return
 		}
+		s.prompting(sink)
 	}
 }
+
+// prompting shows a permission prompt the terminal shows now as a card
+// answered there only, and closes it once the prompt is gone. Claude Code's
+// TUI says it waits for one in its record of the running session
+// (status "waiting", waitingFor "permission prompt"); the transcript says
+// which tool call it is about: the oldest without a result.
+func (s *session) prompting(sink driver.Sink) {
+	var rec struct {
+		Status          string `json:"status"`
+		WaitingFor      string `json:"waitingFor"`
+		StatusUpdatedAt int64  `json:"statusUpdatedAt"`
+	}
+	b, err := os.ReadFile(s.record)
+	if err != nil || json.Unmarshal(b, &rec) != nil {
+		return // no record now (it exits, or is being rewritten): the next tick looks again
+	}
+	asking := rec.Status == "waiting" && rec.WaitingFor == "permission prompt"
+	id := "terminal-" + strconv.FormatInt(rec.StatusUpdatedAt, 10)
+	if s.card != "" && s.card != id {
+		sink.CardWithdrawn(s.card) // answered in the terminal (or another prompt took its place)
+		s.card = ""
+	}
+	if !asking || s.card != "" {
+		s.unseen = 0
+		return
+	}
+	s.f.Sync() // the tool call it asks about may be newer than the last read
+	req := chat.PermissionRequest{RequestID: id, Elsewhere: chat.ElsewhereTerminal,
+		Tool: chat.PermissionTool{Title: "a permission the agent asks in the terminal"}}
+	if tc, name, ok := s.f.Unanswered(); ok {
+		req.Tool = chat.PermissionTool{Name: name, Title: tc.Title, Input: tc.Input, ToolCallID: tc.ToolCallID}
+	} else if s.unseen++; s.unseen < unseenLooks {
+		return
+	}
+	s.card, s.unseen = id, 0
+	sink.Event(req)
+}
+
+// unseenLooks is how many looks a prompt's card waits for its tool call to
+// reach the transcript.
+const unseenLooks = 5
 
 func (s *session) Prompt(context.Context, driver.Prompt) error { return ErrReadOnly }
 func (s *session) Cancel(context.Context) error                { return ErrReadOnly }

@@ -39,6 +39,7 @@ func scenario() claudeapi.Scenario {
 	return claudeapi.Scenario{Rules: []claudeapi.Rule{
 		{Match: claudeapi.Match{Exact: "hello"}, Reply: claudeapi.Text(answer, 5, 5*time.Millisecond)},
 		{Match: claudeapi.Match{Exact: "make the file"}, Reply: claudeapi.Bash("echo parley-$((6*7)) && touch made-by-bash", "Make a file")},
+		{Match: claudeapi.Match{Exact: "touch it"}, Reply: claudeapi.Bash("touch made-by-rule", "Make a file")},
 		{Match: claudeapi.Match{ToolResult: "Bash"}, Reply: claudeapi.Text("The command ran.", 1, 0)},
 		{Match: claudeapi.Match{Exact: "slowly"}, Reply: claudeapi.Text(strings.Repeat("tick ", 400), 400, 50*time.Millisecond)},
 		{Match: claudeapi.Match{Prefix: "remember"}, Reply: claudeapi.Text("Noted.", 1, 0)},

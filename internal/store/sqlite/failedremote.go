@@ -33,8 +33,12 @@ func (s *Store) PutFailedRemote(ctx context.Context, f store.FailedRemote) error
 	if at.IsZero() {
 		at = s.now()
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO remote_failed (channel, chat, message_id, thread, text, reason, failed_at, search_row)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, f.From.Channel, f.From.Chat, f.MessageID, string(f.Thread), f.Text, f.Reason, nanos(at), row); err != nil {
+	state := f.State
+	if state == "" {
+		state = chat.DeliveryFailed
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO remote_failed (channel, chat, message_id, thread, text, reason, failed_at, search_row, state)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, f.From.Channel, f.From.Chat, f.MessageID, string(f.Thread), f.Text, f.Reason, nanos(at), row, state); err != nil {
 		return fmt.Errorf("sqlite: keep a failed message: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
@@ -110,7 +114,7 @@ func (s *Store) DropFailedRemotes(ctx context.Context, thread chat.ThreadID) err
 
 // FailedRemotes returns a thread's failed messages, oldest first.
 func (s *Store) FailedRemotes(ctx context.Context, thread chat.ThreadID) ([]store.FailedRemote, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT channel, chat, message_id, text, reason, failed_at FROM remote_failed
+	rows, err := s.r.QueryContext(ctx, `SELECT channel, chat, message_id, text, reason, failed_at, state FROM remote_failed
 		WHERE thread = ? ORDER BY failed_at, rowid`, string(thread))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: failed messages of %s: %w", thread, err)
@@ -120,7 +124,7 @@ func (s *Store) FailedRemotes(ctx context.Context, thread chat.ThreadID) ([]stor
 	for rows.Next() {
 		f := store.FailedRemote{Thread: thread}
 		var at sql.NullInt64
-		if err := rows.Scan(&f.From.Channel, &f.From.Chat, &f.MessageID, &f.Text, &f.Reason, &at); err != nil {
+		if err := rows.Scan(&f.From.Channel, &f.From.Chat, &f.MessageID, &f.Text, &f.Reason, &at, &f.State); err != nil {
 			return nil, fmt.Errorf("sqlite: failed messages of %s: %w", thread, err)
 		}
 		f.At = fromNanos(at)

@@ -66,7 +66,7 @@ func (s *Store) commit(ctx context.Context, b store.Batch) error {
 	if t := b.Thread; t != nil {
 		if _, err := tx.StmtContext(ctx, s.upThread).ExecContext(ctx,
 			string(t.ID), t.Agent, t.Cwd, t.SessionID, t.Title, t.State, t.Mode,
-			nanos(t.CreatedAt), nanos(t.UpdatedAt), t.LastSeq, t.TurnMessageID, boolInt(t.Archived), t.GitBase, t.Worktree); err != nil {
+			nanos(t.CreatedAt), nanos(t.UpdatedAt), t.LastSeq, t.TurnMessageID, boolInt(t.Archived), t.GitBase, t.Worktree, t.Model); err != nil {
 			return fmt.Errorf("sqlite: commit: thread %s: %w", t.ID, err)
 		}
 	}
@@ -76,6 +76,9 @@ func (s *Store) commit(ctx context.Context, b store.Batch) error {
 		}
 	}
 	if err := s.insertEvents(ctx, tx, b.Events); err != nil {
+		return err
+	}
+	if err := putAttach(ctx, tx, b.Attach); err != nil {
 		return err
 	}
 	if len(b.Cards) > 0 {
@@ -181,6 +184,9 @@ func validate(b store.Batch) error {
 	if b.Thread != nil && b.Thread.ID == "" {
 		return fmt.Errorf("sqlite: commit: thread without id: %w", chat.ErrBadInput)
 	}
+	if a := b.Attach; a != nil && (a.Thread == "" || a.Kind != "" && a.PID <= 0) {
+		return fmt.Errorf("sqlite: commit: an attachment needs a thread and, when set, a pid: %w", chat.ErrBadInput)
+	}
 	if b.Ask != "" && b.Thread == nil {
 		return fmt.Errorf("sqlite: commit: an ask without its thread: %w", chat.ErrBadInput)
 	}
@@ -203,7 +209,7 @@ func validate(b store.Batch) error {
 	return nil
 }
 
-const threadCols = `id, agent, cwd, session_id, title, state, mode, created_at, updated_at, last_seq, turn_message_id, archived, git_base, worktree`
+const threadCols = `id, agent, cwd, session_id, title, state, mode, created_at, updated_at, last_seq, turn_message_id, archived, git_base, worktree, model`
 
 func scanThread(sc interface{ Scan(...any) error }) (chat.Thread, error) {
 	var t chat.Thread
@@ -211,7 +217,7 @@ func scanThread(sc interface{ Scan(...any) error }) (chat.Thread, error) {
 	var created, updated sql.NullInt64
 	var archived int64
 	err := sc.Scan(&id, &t.Agent, &t.Cwd, &t.SessionID, &t.Title, &t.State, &t.Mode,
-		&created, &updated, &t.LastSeq, &t.TurnMessageID, &archived, &t.GitBase, &t.Worktree)
+		&created, &updated, &t.LastSeq, &t.TurnMessageID, &archived, &t.GitBase, &t.Worktree, &t.Model)
 	t.ID, t.Archived = chat.ThreadID(id), archived != 0
 	t.CreatedAt, t.UpdatedAt = fromNanos(created), fromNanos(updated)
 	return t, err

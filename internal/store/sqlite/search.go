@@ -489,6 +489,7 @@ func (s *Store) DeleteThread(ctx context.Context, id chat.ThreadID) error {
 				AND c.thread = push_outbox.thread AND c.request_id = push_outbox.request_id AND c.kind = 'close')))`,
 		`DELETE FROM routes WHERE thread = ?`,
 		`DELETE FROM thread_asks WHERE thread = ?`,
+		`DELETE FROM thread_attach WHERE thread = ?`,
 		`DELETE FROM inputs WHERE thread = ?`,
 		`DELETE FROM cards WHERE thread = ?`,
 		`DELETE FROM events WHERE thread = ?`,

@@ -179,12 +179,13 @@ func (s *Store) prepare(ctx context.Context) error {
 		{&s.insEvent, `INSERT INTO events (thread, seq, type, ts, payload) VALUES (?, ?, ?, ?, ?)`},
 		{&s.insEvents, `INSERT INTO events (thread, seq, type, ts, payload) VALUES (?, ?, ?, ?, ?)` +
 			strings.Repeat(`, (?, ?, ?, ?, ?)`, eventRows-1)},
-		{&s.upThread, `INSERT INTO threads (id, agent, cwd, session_id, title, state, mode, created_at, updated_at, last_seq, turn_message_id, archived, git_base, worktree)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		{&s.upThread, `INSERT INTO threads (id, agent, cwd, session_id, title, state, mode, created_at, updated_at, last_seq, turn_message_id, archived, git_base, worktree, model)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (id) DO UPDATE SET agent = excluded.agent, cwd = excluded.cwd,
 				session_id = excluded.session_id, title = excluded.title, state = excluded.state,
 				mode = excluded.mode, created_at = excluded.created_at, updated_at = excluded.updated_at,
-				last_seq = excluded.last_seq, turn_message_id = excluded.turn_message_id, archived = excluded.archived`}, // git_base and worktree: set once, at the thread's start
+				last_seq = excluded.last_seq, turn_message_id = excluded.turn_message_id, archived = excluded.archived,
+				model = excluded.model`}, // git_base and worktree: set once, at the thread's start
 		{&s.upCard, `INSERT INTO cards (thread, request_id, kind, state, request, resolution, turn_message_id, created_at, resolved_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (thread, request_id) DO UPDATE SET kind = excluded.kind, state = excluded.state,

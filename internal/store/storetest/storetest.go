@@ -49,6 +49,7 @@ func Run(t *testing.T, open Opener) {
 		{"RouteAsks", testRouteAsks},
 		{"FailedRemotes", testFailedRemotes},
 		{"ThreadAsks", testThreadAsks},
+		{"Attachments", testAttachments},
 		{"Reopen", testReopen},
 		{"ConcurrentCommits", testConcurrentCommits},
 		{"PruneEvents", testPruneEvents},

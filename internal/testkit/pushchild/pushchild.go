@@ -9,6 +9,8 @@ package pushchild
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 
@@ -18,6 +20,14 @@ import (
 
 // envCA carries the stand-in's CA (PEM) to the child.
 const envCA = "PARLEY_TEST_WEBPUSH_CA"
+
+// envProxy carries the Chromium push service stand-in's proxy (GCM.Proxy) to
+// the child: its pushes to Chromium's endpoints go there (ProxyEnv).
+const envProxy = "PARLEY_TEST_WEBPUSH_PROXY"
+
+// ProxyEnv is the environment entry that has the child push through g's
+// proxy, to a real Chromium subscribed at the stand-in.
+func ProxyEnv(g *webpushsvc.GCM) string { return envProxy + "=" + g.Proxy().String() }
 
 // Main runs parley's command line with the stand-in's Net and exits when this
 // test binary was started by Command; otherwise it returns at once. Call it
@@ -31,6 +41,14 @@ func Main() {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "pushchild:", err)
 		os.Exit(2)
+	}
+	if p := os.Getenv(envProxy); p != "" {
+		u, err := url.Parse(p)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "pushchild:", err)
+			os.Exit(2)
+		}
+		net.Proxy, net.Lookup = http.ProxyURL(u), webpushsvc.Lookup
 	}
 	os.Exit(cli.MainWith(cli.ReadBuild(cli.Build{}), cli.Parts{PushNet: net}, os.Args[1:], os.Stdout, os.Stderr))
 }

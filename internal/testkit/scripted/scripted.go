@@ -20,6 +20,7 @@
 //	unverified                 the delivery ends unproven either way (driver.ErrUnverified)
 //	waiting <reason>           (first line) Prompt says the text waits a second, then delivers it
 //	forge                      the agent reports a delivery state itself (a lane must not show it)
+//	model <id>                 the agent reports its model in force (a mode event's model option)
 package scripted
 
 import (
@@ -54,6 +55,7 @@ type Driver struct {
 	starts   int
 	checked  []driver.Sent // what CheckDelivery was asked, in order
 	resumes  []string
+	models   []string // each start's Spec.Model
 	prompts  []Received
 	sessions []*Session
 }
@@ -85,6 +87,7 @@ func (d *Driver) Start(ctx context.Context, spec driver.Spec, sink driver.Sink) 
 	}
 	d.mu.Lock()
 	d.starts++
+	d.models = append(d.models, spec.Model)
 	if spec.ResumeID != "" {
 		d.resumes = append(d.resumes, spec.ResumeID)
 	}
@@ -133,6 +136,13 @@ func (d *Driver) Checked() []driver.Sent {
 
 // Starts counts sessions started (new or resumed).
 func (d *Driver) Starts() int { d.mu.Lock(); defer d.mu.Unlock(); return d.starts }
+
+// Models is the model each start was asked for ("": none), in order.
+func (d *Driver) Models() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]string(nil), d.models...)
+}
 
 // Resumes lists the session ids resumed.
 func (d *Driver) Resumes() []string {
@@ -248,6 +258,12 @@ func (s *Session) run(ctx context.Context, text string) {
 		case "say":
 			scripted = true
 			s.sink.Event(chat.AgentChunk{Text: arg})
+		case "model":
+			scripted = true
+			s.mu.Lock()
+			mode := s.mode
+			s.mu.Unlock()
+			s.sink.Event(chat.Mode{Current: mode, ConfigOptions: []chat.ConfigOption{{ID: chat.ModelOption, Name: "Model", Current: arg}}})
 		case "draft":
 			scripted = true
 			s.sink.Event(chat.AgentDraft{Text: arg})

@@ -165,7 +165,7 @@ func (c *ca) leaf() (tls.Certificate, error) {
 	tmpl := &x509.Certificate{SerialNumber: serial, Subject: pkix.Name{CommonName: "webpushsvc"},
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
 		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		DNSNames: []string{"localhost"}, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}}
+		DNSNames: append([]string{"localhost"}, pushHosts...), IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, c.cert, &key.PublicKey, c.key)
 	if err != nil {
 		return tls.Certificate{}, err

@@ -55,7 +55,7 @@ export function Account({ store }: { store: Store }) {
       <UsageView store={store} />
       <Devices />
       <Schedules agents={store.state.agents} here={store.state.node ?? ""} />
-      <Rules />
+      <Rules here={store.state.node ?? ""} machines={store.state.machines.map((m) => m.name)} />
       <SignOut />
     </footer>
   );

@@ -343,7 +343,7 @@ function PermissionCard({ it, store }: { it: Extract<Item, { kind: "permission" 
       <div class="card-head">
         <span class="card-kind">Permission</span>
         <span class="card-title"><Path path={it.title} /></span>
-        <span class="card-state">{cardStateText(it.state, it.note)}</span>
+        <span class="card-state">{live && it.elsewhere ? `answer it in the ${it.elsewhere}` : cardStateText(it.state, it.note)}</span>
       </div>
       {diffs.length > 0 ? (
         <>

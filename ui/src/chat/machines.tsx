@@ -23,6 +23,7 @@ export function nodeState(n: NodeStatus): string {
 export function Machines({ store }: { store: Store }) {
   const [open, setOpen] = useState(false);
   const [nodes, setNodes] = useState<NodeStatus[] | null>(null);
+  const [hubThreads, setHubThreads] = useState(0);
   const [err, setErr] = useState("");
   // Which machines were online at the last read: a change reloads the agents
   // too, so their status (and the new-thread form's) says it as well.
@@ -31,10 +32,11 @@ export function Machines({ store }: { store: Store }) {
     if (!open) return;
     let live = true;
     const load = () =>
-      store.getJSON<{ nodes: NodeStatus[] }>("/api/nodes").then(
+      store.getJSON<{ nodes: NodeStatus[]; hub?: { threads: number } }>("/api/nodes").then(
         (j) => {
           if (!live) return;
           setNodes(j.nodes ?? []);
+          setHubThreads(j.hub?.threads ?? 0);
           setErr("");
           const now = (j.nodes ?? []).map((n) => `${n.name}:${n.online}`).join(",");
           if (now !== seen.current) {
@@ -52,17 +54,23 @@ export function Machines({ store }: { store: Store }) {
     };
   }, [open]);
   if (!store.state.node) return null; // not a cluster's hub
-  // A machine's threads: the hub's count from its directory, or the threads
-  // this dashboard lists on it when more (a summary not in yet must not
-  // make a thread on screen count as none).
-  const listed = (node: string) => store.state.threads.filter((t) => (t.node || store.state.node) === node).length;
+  // A machine's threads: the hub's count (every thread, archived too: a
+  // node's from its directory, the hub's own from its store), or the
+  // threads this dashboard has on it when more (a summary not in yet, or
+  // the one open on screen, must not count as none).
+  const onScreen = new Map<string, string>();
+  // (The lists' entries last: they name a thread's machine for sure.)
+  for (const t of [...(store.state.chat.thread ? [store.state.chat.thread] : []), ...(store.state.archived ?? []), ...store.state.threads]) {
+    onScreen.set(t.id, t.node || store.state.node);
+  }
+  const listed = (node: string) => [...onScreen.values()].filter((n) => n === node).length;
   const threads = (k: number) => `${k} thread${k === 1 ? "" : "s"}`;
   return (
     // open follows the state, so a list drawn anew (the side list after a
     // refresh) keeps the view as the person left it.
     <details class="machines" open={open} onToggle={(e) => setOpen((e.target as HTMLDetailsElement).open)}>
       <summary>Machines</summary>
-      <p class="hint" data-hub-threads="">This machine: {store.state.node} (the hub) · {threads(listed(store.state.node))}</p>
+      <p class="hint" data-hub-threads="">This machine: {store.state.node} (the hub) · {threads(Math.max(hubThreads, listed(store.state.node)))}</p>
       {err && <p role="alert" class="hint">{err}</p>}
       {nodes && nodes.length === 0 && <p class="hint">No other machine has joined. On this one, `parley join-token` prints the command that joins one.</p>}
       <ul class="device-list machine-list" aria-label="Machines">

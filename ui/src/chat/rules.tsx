@@ -1,10 +1,12 @@
 // Approval rules: the machine's rules in the order they answer (GET
 // /api/rules): the config's, read-only, then those made here or from a card,
 // which can be edited and removed; a test box says which rule would answer a
-// call (POST /api/rules/test). MakeRule is a permission card's "Make a rule…":
-// a proposed rule, editable, saved while the card is allowed once.
+// call (POST /api/rules/test). At a cluster's hub a machine selector shows
+// another machine's rules (?machine=M): kept and applied there, changed from
+// here. MakeRule is a permission card's "Make a rule…": a proposed rule,
+// editable, saved (on the thread's machine) while the card is allowed once.
 
-import { useEffect, useState } from "preact/hooks";
+import { useEffect, useRef, useState } from "preact/hooks";
 import type { Store } from "../store";
 import { api } from "./schedules";
 import { proposeRule, type RuleSpec } from "../propose";
@@ -50,18 +52,47 @@ function clean(s: RuleSpec): RuleSpec {
   return out;
 }
 
-export function Rules() {
+// on is the query naming machine's rules: none for this machine's own.
+function on(machine: string | undefined, here: string): string {
+  return machine && machine !== here ? `?machine=${encodeURIComponent(machine)}` : "";
+}
+
+export function Rules({ here, machines: joined }: { here: string; machines: string[] }) {
   const [open, setOpen] = useState(false);
+  const [machine, setMachine] = useState(here);
   const [list, setList] = useState<Entry[]>([]);
   const [err, setErr] = useState("");
   const [draft, setDraft] = useState<RuleSpec>({ action: "allow" });
   const [editing, setEditing] = useState<{ id: string; spec: RuleSpec } | null>(null);
   const [probe, setProbe] = useState({ agent: "", tool: "Bash", command: "" });
   const [answer, setAnswer] = useState<Answer | null>(null);
-  const load = () => api<{ rules: Entry[] }>("GET", "/api/rules").then((j) => setList(j.rules), (e) => setErr(String(e.message ?? e)));
+  // The machines, this one first; none to pick outside a cluster's hub.
+  const machines = [...new Set([here, ...joined].filter(Boolean))];
+  const q = on(machine, here);
+  // The machine shown now: an answer for one picked before is dropped.
+  const shown = useRef(q);
+  shown.current = q;
+  const load = () => {
+    const asked = q;
+    return api<{ rules: Entry[] }>("GET", `/api/rules${asked}`).then(
+      (j) => asked === shown.current && setList(j.rules),
+      (e) => {
+        if (asked !== shown.current) return;
+        setList([]);
+        setErr(String(e.message ?? e));
+      },
+    );
+  };
   useEffect(() => {
     if (open) void load();
-  }, [open]);
+  }, [open, q]);
+  const pick = (m: string) => {
+    setMachine(m);
+    setErr("");
+    setAnswer(null);
+    setEditing(null);
+    setList([]);
+  };
   const act = async (f: () => Promise<unknown>): Promise<boolean> => {
     setErr("");
     let ok = true;
@@ -76,21 +107,32 @@ export function Rules() {
   };
   const add = (e: Event) => {
     e.preventDefault();
-    void act(() => api("POST", "/api/rules", clean(draft))).then((ok) => ok && setDraft({ action: "allow" }));
+    void act(() => api("POST", `/api/rules${q}`, clean(draft))).then((ok) => ok && setDraft({ action: "allow" }));
   };
   const save = (e: Event) => {
     e.preventDefault();
-    if (editing) void act(() => api("PUT", `/api/rules/${encodeURIComponent(editing.id)}`, clean(editing.spec))).then((ok) => ok && setEditing(null));
+    if (editing) void act(() => api("PUT", `/api/rules/${encodeURIComponent(editing.id)}${q}`, clean(editing.spec))).then((ok) => ok && setEditing(null));
   };
   const test = (e: Event) => {
     e.preventDefault();
     setErr("");
     const body = { tool: probe.tool, ...(probe.agent ? { agent: probe.agent } : {}), ...(probe.command ? { command: probe.command } : {}) };
-    api<Answer>("POST", "/api/rules/test", body).then(setAnswer, (e) => setErr(String(e.message ?? e)));
+    api<Answer>("POST", `/api/rules/test${q}`, body).then(setAnswer, (e) => setErr(String(e.message ?? e)));
   };
   return (
     <details class="rules" onToggle={(e) => setOpen((e.target as HTMLDetailsElement).open)}>
       <summary>Rules</summary>
+      {machines.length > 1 && (
+        <label class="rule-machine">
+          Machine{" "}
+          <select aria-label="Rules of machine" value={machine} onChange={(e) => pick((e.target as HTMLSelectElement).value)}>
+            {machines.map((m) => (
+              <option key={m} value={m}>{m === here ? `${m} (this one)` : m}</option>
+            ))}
+          </select>
+          {machine !== here && <span class="hint"> {machine}'s own rules: kept there, they answer its cards with this hub away or not.</span>}
+        </label>
+      )}
       {err && <p role="alert" class="hint error">{err}</p>}
       <ol class="rule-list" aria-label="Approval rules, in the order they answer">
         {list.map((r) => (
@@ -116,7 +158,7 @@ export function Rules() {
                       type="button"
                       class="link delete"
                       aria-label={`Remove rule ${r.n}`}
-                      onClick={() => confirm(`Remove rule ${r.n}? Cards it answered stay answered.`) && act(() => api("DELETE", `/api/rules/${encodeURIComponent(r.id!)}`))}
+                      onClick={() => confirm(`Remove rule ${r.n}? Cards it answered stay answered.`) && act(() => api("DELETE", `/api/rules/${encodeURIComponent(r.id!)}${q}`))}
                     >
                       Remove
                     </button>
@@ -126,7 +168,7 @@ export function Rules() {
             )}
           </li>
         ))}
-        {open && !list.length && <li class="hint">No rules: every card asks you.</li>}
+        {open && !list.length && !err && <li class="hint">No rules: every card asks you.</li>}
       </ol>
       <form class="rule-add" onSubmit={add} aria-label="Add a rule">
         <span class="hint">Add a rule (after those above)</span>
@@ -157,9 +199,10 @@ export function MakeRule({ store, requestId, tool, input, allowOnce }: { store: 
   const [spec, setSpec] = useState<RuleSpec | null>(null);
   const [err, setErr] = useState("");
   // Rules are each machine's own: a card of another machine's thread (at a
-  // cluster's hub) is answered by that machine's rules, which this page
-  // does not edit.
-  if (th?.node) return null;
+  // cluster's hub) is answered by that machine's rules, so the rule is made
+  // there.
+  const here = store.state.node ?? "";
+  const machine = th?.node && th.node !== here ? th.node : "";
   if (!spec) {
     return (
       <button type="button" class="opt make-rule" onClick={() => setSpec(proposeRule(tool, input, th?.agent ?? "", th?.cwd ?? ""))}>
@@ -171,7 +214,7 @@ export function MakeRule({ store, requestId, tool, input, allowOnce }: { store: 
     e.preventDefault();
     setErr("");
     try {
-      await api("POST", "/api/rules", clean(spec));
+      await api("POST", `/api/rules${on(machine, here)}`, clean(spec));
     } catch (x) {
       setErr(String((x as Error).message));
       return;
@@ -180,7 +223,8 @@ export function MakeRule({ store, requestId, tool, input, allowOnce }: { store: 
     setSpec(null);
   };
   return (
-    <form class="make-rule-form" onSubmit={save} aria-label="Make a rule from this card">
+    <form class="make-rule-form" onSubmit={save} aria-label="Make a rule from this card" data-machine={machine || undefined}>
+      {machine && <span class="hint">A rule of machine {machine}, kept there: it answers {machine}'s cards.</span>}
       {err && <p role="alert" class="hint error">{err}</p>}
       <RuleFields spec={spec} onChange={setSpec} idp="Proposed rule" />
       <button type="submit">Save rule and allow</button>

@@ -18,6 +18,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -54,6 +55,11 @@ type Parser struct {
 	// since, when set, makes records stamped before it history: remembered,
 	// never emitted, wherever they sit in the file.
 	since time.Time
+	// prompts: the person's own prompts are updates too (chat.UserMessage,
+	// the record's uuid its id), for a session parley did not send them to.
+	prompts bool
+	// open are the tool calls without a result yet, oldest first.
+	open []chat.ToolCall
 }
 
 // NewParser returns an empty parser.
@@ -63,6 +69,15 @@ func NewParser() *Parser {
 
 // Answered reports whether the transcript holds a tool result for toolUseID.
 func (p *Parser) Answered(toolUseID string) bool { return p.results[toolUseID] }
+
+// Unanswered returns the oldest tool call the transcript holds no result
+// for, and the tool's name: the call a permission prompt shown now is about.
+func (p *Parser) Unanswered() (chat.ToolCall, string, bool) {
+	if len(p.open) == 0 {
+		return chat.ToolCall{}, "", false
+	}
+	return p.open[0], p.toolName[p.open[0].ToolCallID], true
+}
 
 // ToolName returns the tool a tool_use id called.
 func (p *Parser) ToolName(toolUseID string) string { return p.toolName[toolUseID] }
@@ -104,6 +119,11 @@ func (p *Parser) record(r *record) []chat.Payload {
 	}
 	blocks := r.Message.Blocks()
 	var out []chat.Payload
+	if r.Type == "user" && p.prompts && r.UUID != "" {
+		if text := claudecode.PromptText(&r.Message); text != "" && p.once("prompt", r.UUID) {
+			out = append(out, chat.UserMessage{MessageID: r.UUID, Text: text})
+		}
+	}
 	for _, b := range blocks {
 		switch {
 		case r.Type == "assistant" && b.Type == "text" && strings.TrimSpace(b.Text) != "":
@@ -117,10 +137,15 @@ func (p *Parser) record(r *record) []chat.Payload {
 		case r.Type == "assistant" && b.Type == "tool_use":
 			p.toolName[b.ID] = b.Name
 			if p.once(r.Message.ID, "tool_use", b.ID) {
-				out = append(out, claudecode.ToolCall(b))
+				tc := claudecode.ToolCall(b)
+				if !p.results[b.ID] {
+					p.open = append(p.open, tc)
+				}
+				out = append(out, tc)
 			}
 		case r.Type == "user" && b.Type == "tool_result":
 			p.results[b.ToolUseID] = true
+			p.open = slices.DeleteFunc(p.open, func(tc chat.ToolCall) bool { return tc.ToolCallID == b.ToolUseID })
 			if p.once("result", b.ToolUseID, "") {
 				status := "completed"
 				if b.IsError {
@@ -179,6 +204,16 @@ const SkipAll = -1
 // blocks), not emitted: for a session whose history is already shown. Records
 // stamped before since (when set) are history too, wherever they sit.
 func Follow(path string, skip int64, since time.Time, emit func(chat.Payload), logger *slog.Logger) (*Follower, error) {
+	return follow(path, skip, since, false, emit, logger)
+}
+
+// FollowPrompts is Follow that reports the person's own prompts too
+// (chat.UserMessage): for a session a person types into elsewhere.
+func FollowPrompts(path string, skip int64, since time.Time, emit func(chat.Payload), logger *slog.Logger) (*Follower, error) {
+	return follow(path, skip, since, true, emit, logger)
+}
+
+func follow(path string, skip int64, since time.Time, prompts bool, emit func(chat.Payload), logger *slog.Logger) (*Follower, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -196,7 +231,7 @@ func Follow(path string, skip int64, since time.Time, emit func(chat.Payload), l
 		return nil, fmt.Errorf("transcript: watch %s: %w", dir, err)
 	}
 	f := &Follower{path: path, parser: NewParser(), emit: emit, log: logger, watcher: w, done: make(chan struct{})}
-	f.parser.since = since
+	f.parser.since, f.parser.prompts = since, prompts
 	switch {
 	case skip == SkipAll:
 		f.read(-1, func(chat.Payload) {})
@@ -213,6 +248,13 @@ func (f *Follower) Answered(toolUseID string) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.parser.Answered(toolUseID)
+}
+
+// Unanswered is Parser.Unanswered of what has been read.
+func (f *Follower) Unanswered() (chat.ToolCall, string, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.parser.Unanswered()
 }
 
 // Sync reads whatever is new now (besides the events).
