@@ -7,10 +7,7 @@ package cluster
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-
-	"github.com/nats-io/nats.go"
 
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/gitwork"
@@ -39,17 +36,12 @@ const maxChangesAnswer = 6 << 20
 // id). ErrNodeOffline: nothing answers for it.
 func (h *Hub) NodeChanges(ctx context.Context, node string, thread chat.ThreadID, q gitwork.Query) (gitwork.Changes, error) {
 	b, _ := json.Marshal(changesRequest{Thread: thread, Path: q.Path, Offset: q.Offset})
-	ctx, cancel := context.WithTimeout(ctx, sourceTimeout)
-	defer cancel()
-	m, err := h.nc.RequestWithContext(ctx, changesSubject(node), b)
-	if errors.Is(err, nats.ErrNoResponders) {
-		return gitwork.Changes{}, fmt.Errorf("%w: %s", ErrNodeOffline, node)
-	}
+	data, err := h.askPartWithin(ctx, node, changesSubject(node), "changes", sourceTimeout, b)
 	if err != nil {
-		return gitwork.Changes{}, fmt.Errorf("cluster: ask machine %s for thread %s's change: %w", node, thread, err)
+		return gitwork.Changes{}, err
 	}
 	var ans changesAnswer
-	if err := json.Unmarshal(m.Data, &ans); err != nil {
+	if err := json.Unmarshal(data, &ans); err != nil {
 		return gitwork.Changes{}, fmt.Errorf("cluster: machine %s answered something that is not JSON", node)
 	}
 	switch {

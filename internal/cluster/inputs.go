@@ -64,7 +64,9 @@ var chatErrors = []error{chat.ErrNotFound, chat.ErrBusy, chat.ErrCardClosed, cha
 	chat.ErrRateLimited, chat.ErrSessionLimit,
 	// A card answer refused because the card's agent is not running: the
 	// card stays open (agent_error), unlike ErrCardClosed.
-	driver.ErrNotRunning}
+	driver.ErrNotRunning,
+	// What an agent does not do (a terminal of an agent that runs in none).
+	driver.ErrUnsupported}
 
 func chatErrorCode(err error) int {
 	for i, e := range chatErrors {

@@ -23,8 +23,14 @@ const nodeTimeout = 15 * time.Second
 // servePart answers the hub's requests on subject with serve. It lasts as
 // long as the link. what names the part in the log ("schedules").
 func (l *Link) servePart(subject, what string, serve func(ctx context.Context, req []byte) []byte) error {
+	return l.servePartWithin(subject, what, nodeTimeout, serve)
+}
+
+// servePartWithin is servePart with serve given within to answer (a push
+// or a commit's hooks take longer than a store write).
+func (l *Link) servePartWithin(subject, what string, within time.Duration, serve func(ctx context.Context, req []byte) []byte) error {
 	return l.serveHub(subject, func(m *nats.Msg) {
-		ctx, cancel := context.WithTimeout(l.life, nodeTimeout)
+		ctx, cancel := context.WithTimeout(l.life, within)
 		out := serve(ctx, m.Data)
 		cancel()
 		if err := m.Respond(out); err != nil {
@@ -38,6 +44,12 @@ func (l *Link) servePart(subject, what string, serve func(ctx context.Context, r
 // chat.ErrAway, saying so: what ("schedules") is kept there and nothing was
 // changed.
 func (h *Hub) askPart(ctx context.Context, node, subject, what string, req []byte) ([]byte, error) {
+	return h.askPartWithin(ctx, node, subject, what, nodeTimeout, req)
+}
+
+// askPartWithin is askPart waiting within for the answer; one that does
+// not come in time is ErrNodeSlow (what was asked may still happen there).
+func (h *Hub) askPartWithin(ctx context.Context, node, subject, what string, within time.Duration, req []byte) ([]byte, error) {
 	if err := CheckName(node); err != nil {
 		return nil, fmt.Errorf("machine %q: %w", node, chat.ErrBadInput)
 	}
@@ -50,12 +62,15 @@ func (h *Hub) askPart(ctx context.Context, node, subject, what string, req []byt
 	if !known {
 		return nil, fmt.Errorf("no machine %q is joined to this hub: %w", node, chat.ErrBadInput)
 	}
-	ctx, cancel := context.WithTimeout(ctx, nodeTimeout)
+	asked, cancel := context.WithTimeout(ctx, within)
 	defer cancel()
-	m, err := h.nc.RequestWithContext(ctx, subject, req)
+	m, err := h.nc.RequestWithContext(asked, subject, req)
 	if errors.Is(err, nats.ErrNoResponders) {
 		return nil, fmt.Errorf("machine %s does not answer (offline, or a parley too old to share its %s): its %s are kept there; nothing was changed: %w",
 			node, what, what, chat.ErrAway)
+	}
+	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+		return nil, fmt.Errorf("%w: machine %s did not answer about its %s within %v", ErrNodeSlow, node, what, within)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("cluster: ask machine %s about its %s: %w", node, what, err)

@@ -89,6 +89,13 @@ func sessionsSubject(node string) string { return ToSubject(node) + ".sessions" 
 // changesRequest; answered with a changesAnswer: hub_changes.go).
 func changesSubject(node string) string { return ToSubject(node) + ".changes" }
 
+// shipSubject, filesSubject and terminalSubject are where the hub asks node
+// to commit, push or open a pull request, to read a thread's files, and to
+// read or type into its terminal (hub_work.go; answered with a nodeAnswer).
+func shipSubject(node string) string     { return ToSubject(node) + ".ship" }
+func filesSubject(node string) string    { return ToSubject(node) + ".files" }
+func terminalSubject(node string) string { return ToSubject(node) + ".term" }
+
 // ThreadKey is the thread-summary key of node's thread in parley_threads.
 func ThreadKey(node string, thread chat.ThreadID) string { return node + "." + string(thread) }
 

@@ -151,6 +151,9 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 	}
 	undo.add(trail.close)
 	devs.SetAudit(trail.rec)
+	if err := recordConfig(ctx, st, trail.rec, cfg); err != nil {
+		log.Warn("audit: config file not recorded", "err", err)
+	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	h := fanout.New(nil)
@@ -232,6 +235,7 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 		Token: token, Devices: devs, Limits: cfg.Limits, AllowedOrigins: cfg.AllowedOrigins, Roots: cfg.Roots,
 		Version: opt.Version, UI: opt.UI, Logger: log, Registry: reg, Push: pusher,
 		BaseURL: func() string { return d.publicBase() }, Cluster: machines, Sessions: listSessions,
+		Audit: trail.rec, Machine: cfg.Cluster.Node,
 	})
 	wsp.Store(ws)
 	var cert *certSource
@@ -290,12 +294,11 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 	// The daemon is whole: Shutdown closes it, and the listener Serve has not
 	// taken yet.
 	undo = undoList{func() { ln.Close(); d.Shutdown(ctx) }}
-	if d.auto, err = startAutorun(ctx, cfg, st, rt, d.remote, d.link, log); err != nil {
+	if d.auto, err = startAutorun(ctx, cfg, st, rt, d.remote, d.link, trail.rec, log); err != nil {
 		return nil, err
 	}
 	d.auto.handle(ws)
 	if err := serveRules(d.link, ruleSet); err != nil {
-		d.Shutdown(ctx)
 		return nil, err
 	}
 	ruleSet.Handle(ws.Handle)
@@ -365,7 +368,7 @@ func (d *Daemon) dialClusterHub(reg prometheus.Registerer) error {
 	if err := d.link.ServeSessions(d.sessions.List); err != nil {
 		return err
 	}
-	return d.link.ServeChanges(func(ctx context.Context, id chat.ThreadID, q gitwork.Query) (gitwork.Changes, error) {
+	err = d.link.ServeChanges(func(ctx context.Context, id chat.ThreadID, q gitwork.Query) (gitwork.Changes, error) {
 		th, err := d.store.Thread(ctx, id)
 		if err != nil {
 			return gitwork.Changes{}, err
@@ -373,6 +376,12 @@ func (d *Daemon) dialClusterHub(reg prometheus.Registerer) error {
 		q.Base = th.GitBase
 		return gitwork.Diff(ctx, th.Cwd, q)
 	})
+	if err != nil {
+		return err
+	}
+	// It commits, pushes, opens pull requests, shows files and the terminal
+	// for the hub as it does for its own dashboard.
+	return d.link.ServeWork(web.Workspace{Threads: d.store, Router: d.router, Roots: d.cfg.Roots})
 }
 
 func (d *Daemon) stopCluster() {

@@ -36,6 +36,17 @@ type RemoteResumer interface {
 // cluster's hub, another machine continues it (its agents, its roots, its
 // checks) and the route shows that machine's thread.
 func (r *Router) ContinueSession(ctx context.Context, from chat.RouteKey, ri ResumeIntent) (chat.ThreadID, error) {
+	var term *terminal
+	id, err := r.continueSession(ctx, from, ri, &term)
+	if err == nil {
+		r.recordContinue(ctx, from, ri, id, term)
+	}
+	return id, err
+}
+
+// continueSession is ContinueSession; *took is the terminal it adopted or
+// watches, if any.
+func (r *Router) continueSession(ctx context.Context, from chat.RouteKey, ri ResumeIntent, took **terminal) (chat.ThreadID, error) {
 	if err := ri.Validate(); err != nil {
 		return "", err
 	}
@@ -78,6 +89,7 @@ func (r *Router) ContinueSession(ctx context.Context, from chat.RouteKey, ri Res
 	if err != nil {
 		return "", err
 	}
+	*took = term
 	if term == nil {
 		if err := r.notRunningElsewhere(ctx, drv, spec); err != nil {
 			return "", err
@@ -156,9 +168,13 @@ func (r *Router) notRunningElsewhere(ctx context.Context, drv driver.Driver, spe
 		}
 		return nil
 	}
+	ways := "go on there, watch it here, or end it there and continue here"
+	if _, ok := drv.(driver.TerminalTaker); !ok {
+		ways = "go on there, or end it there and continue here" // parley cannot follow this agent's terminal
+	}
 	return fmt.Errorf("%w (%s session %s, pid %d, not started by parley: a terminal perhaps); "+
-		"two processes on one session fork it: go on there, watch it here, or end it there and continue here",
-		chat.ErrSessionRunning, spec.AgentID, spec.ResumeID, pid)
+		"two processes on one session fork it: %s",
+		chat.ErrSessionRunning, spec.AgentID, spec.ResumeID, pid, ways)
 }
 
 // continueHere imports the turns of the thread's session that its log does

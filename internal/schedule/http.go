@@ -43,6 +43,7 @@ func (r *Runner) handleAdd(w http.ResponseWriter, req *http.Request) {
 		web.WriteRemoteError(w, err)
 		return
 	}
+	r.record(req.Context(), "added", s)
 	web.WriteJSON(w, http.StatusOK, map[string]any{"schedule": s})
 }
 
@@ -53,6 +54,7 @@ func (r *Runner) handlePause(paused bool) http.Handler {
 			web.WriteRemoteError(w, err)
 			return
 		}
+		r.record(req.Context(), map[bool]string{true: "paused", false: "resumed"}[paused], s)
 		web.WriteJSON(w, http.StatusOK, map[string]any{"schedule": s})
 	})
 }
@@ -62,5 +64,7 @@ func (r *Runner) handleRemove(w http.ResponseWriter, req *http.Request) {
 		web.WriteRemoteError(w, err)
 		return
 	}
+	machine, _, _ := r.elsewhere(req.PathValue("id"))
+	r.record(req.Context(), "removed", Schedule{ID: req.PathValue("id"), Node: machine})
 	web.WriteJSON(w, http.StatusOK, map[string]any{})
 }

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/parleyhq/parley/internal/sessions/live"
 )
 
 // Codex is Codex's sessions: one rollout file per session at
@@ -118,13 +120,11 @@ func readCodex(id string, in io.Reader) (Session, error) {
 // Running implements Runner: Codex writes no record of which sessions run,
 // but its process holds the session's rollout open while it runs.
 func (c Codex) Running(ctx context.Context) (map[string]Live, error) {
-	return openSessions(ctx, filepath.Join(c.Dir, "sessions"), func(name string) string {
-		name, ok := strings.CutSuffix(name, ".jsonl")
-		if !ok || !strings.HasPrefix(name, "rollout-") || len(name) < 36 {
-			return ""
-		}
-		return name[len(name)-36:]
-	}), nil
+	out := map[string]Live{}
+	for id, pid := range live.Codex(ctx, c.Dir) {
+		out[id] = Live{PID: pid, Where: where(ctx, pid)}
+	}
+	return out, nil
 }
 
 var _ Runner = Codex{}

@@ -14,8 +14,8 @@ import (
 
 // Gemini is Gemini CLI's saved chats: one file per session at
 // <Dir>/tmp/<project>/chats/session-<time>-<id8>.jsonl, the project's folder
-// in <Dir>/tmp/<project>/.project_root. Gemini CLI writes no record of
-// which run now.
+// in <Dir>/tmp/<project>/.project_root. Which run now is told from Gemini
+// CLI's processes (gemini_running.go).
 type Gemini struct {
 	// Dir is Gemini CLI's folder (~/.gemini, or $GEMINI_CLI_HOME/.gemini).
 	Dir string

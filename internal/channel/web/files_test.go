@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/filetree"
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/store/sqlite"
 )
@@ -113,20 +114,20 @@ func (fr *filesRig) get(t *testing.T, thread string, q url.Values, signedIn bool
 	return resp.StatusCode, resp.Header, body
 }
 
-func (fr *filesRig) view(t *testing.T, q url.Values) fileView {
+func (fr *filesRig) view(t *testing.T, q url.Values) filetree.View {
 	t.Helper()
 	code, _, body := fr.get(t, "t_repo", q, true)
 	if code != http.StatusOK {
 		t.Fatalf("files %v: %d %s", q, code, body)
 	}
-	var v fileView
+	var v filetree.View
 	if err := json.Unmarshal(body, &v); err != nil {
 		t.Fatal(err)
 	}
 	return v
 }
 
-func names(v fileView) []string {
+func names(v filetree.View) []string {
 	var out []string
 	for _, e := range v.Entries {
 		out = append(out, e.Name+":"+e.Kind)
@@ -221,8 +222,8 @@ func TestFilesRefuseEveryWayOut(t *testing.T) {
 	if code, _, body := fr.get(t, "t_out", url.Values{"path": {"secret.txt"}}, true); code != http.StatusForbidden || bytes.Contains(body, []byte(fr.secret)) {
 		t.Errorf("a thread outside the roots: %d %s, want 403", code, body)
 	}
-	if code, _, _ := fr.get(t, "t_there@b", url.Values{"path": {"main.go"}}, true); code != http.StatusNotFound {
-		t.Errorf("another machine's thread: %d, want 404", code)
+	if code, _, body := fr.get(t, "t_there@b", url.Values{"path": {"main.go"}}, true); code != http.StatusBadRequest || bytes.Contains(body, []byte("package main")) {
+		t.Errorf("another machine's thread where no hub can ask: %d %s, want 400 and nothing read here", code, body)
 	}
 	if code, _, body := fr.get(t, "t_repo", url.Values{"path": {"main.go"}}, false); code != http.StatusUnauthorized || bytes.Contains(body, []byte("package main")) {
 		t.Errorf("without signing in: %d %s, want 401", code, body)

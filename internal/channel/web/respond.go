@@ -12,6 +12,7 @@ import (
 
 	"github.com/parleyhq/parley/internal/auth"
 	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/cluster"
 	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/driver"
 	"github.com/parleyhq/parley/internal/gitwork"
@@ -50,6 +51,13 @@ func queryInt(r *http.Request, name string, def int) (int, error) {
 	return n, nil
 }
 
+// A node's thread's work when its machine is not there, or did not answer
+// in time (what was asked may still happen there).
+const (
+	codeOffline  = "machine_offline"
+	codeNodeSlow = "machine_timeout"
+)
+
 // errorCode maps an error to its socket code and HTTP status, in one place.
 func errorCode(err error) (string, int) {
 	var we *wire.Error
@@ -85,6 +93,10 @@ func errorCode(err error) (string, int) {
 		return chat.CodeAgent, http.StatusConflict
 	case errors.Is(err, chat.ErrClosed):
 		return chat.CodeInternal, http.StatusServiceUnavailable
+	case errors.Is(err, cluster.ErrNodeOffline), errors.Is(err, chat.ErrAway):
+		return codeOffline, http.StatusServiceUnavailable
+	case errors.Is(err, cluster.ErrNodeSlow):
+		return codeNodeSlow, http.StatusGatewayTimeout
 	}
 	return chat.CodeInternal, http.StatusInternalServerError
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/parleyhq/parley/internal/audit"
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/cluster"
 	"github.com/parleyhq/parley/internal/gitwork"
@@ -90,22 +91,12 @@ func messageID(given string) string {
 	return chat.NewID("m")
 }
 
-// localThread is a review call's thread when this machine holds its
-// working tree; a node's thread is refused (its machine ships it).
-func (s *Server) localThread(w http.ResponseWriter, r *http.Request) (chat.Thread, bool) {
-	th, ok := s.reviewThread(w, r)
-	if ok && th.Node != "" {
-		writeErr(w, fmt.Errorf("%w: thread %s is on machine %s: commit, push and open pull requests there", chat.ErrBadInput, th.ID, th.Node))
-		return th, false
-	}
-	return th, ok
-}
-
 func (s *Server) handleCommit(w http.ResponseWriter, r *http.Request) {
 	var body struct {
 		Message   string `json:"message"`
 		AskAgent  bool   `json:"ask_agent"`
 		MessageID string `json:"message_id"`
+		RequestID string `json:"request_id"`
 	}
 	if !s.readBody(w, r, &body) {
 		return
@@ -115,47 +106,82 @@ func (s *Server) handleCommit(w http.ResponseWriter, r *http.Request) {
 		s.sendAndWait(w, r, chat.ThreadID(r.PathValue("id")), router.Message{MessageID: messageID(body.MessageID), Text: gitwork.AskCommit})
 		return
 	}
-	th, ok := s.localThread(w, r)
+	th, ok := s.reviewThread(w, r)
 	if !ok {
 		return
 	}
-	c, err := gitwork.Commit(r.Context(), th.Cwd, body.Message)
+	hub, node, own, remote, err := s.onNode(th)
+	var c gitwork.Committed
+	switch {
+	case err != nil:
+	case remote:
+		c, err = hub.NodeCommit(r.Context(), node, own, body.RequestID, body.Message)
+	default:
+		c, err = s.work().Commit(r.Context(), th.ID, body.Message)
+	}
 	if err != nil {
 		writeErr(w, err)
 		return
 	}
+	s.recordGit(r, th, audit.KindGitCommit, "commit "+c.Commit+" on "+c.Branch, map[string]any{"commit": c.Commit, "branch": c.Branch})
 	writeJSON(w, http.StatusOK, c)
 }
 
 func (s *Server) handlePush(w http.ResponseWriter, r *http.Request) {
-	th, ok := s.localThread(w, r)
+	var body struct {
+		RequestID string `json:"request_id"`
+	}
+	if r.ContentLength != 0 && !s.readBody(w, r, &body) {
+		return
+	}
+	th, ok := s.reviewThread(w, r)
 	if !ok {
 		return
 	}
-	p, err := gitwork.Push(r.Context(), th.Cwd)
+	hub, node, own, remote, err := s.onNode(th)
+	var p gitwork.Pushed
+	switch {
+	case err != nil:
+	case remote:
+		p, err = hub.NodePush(r.Context(), node, own, body.RequestID)
+	default:
+		p, err = s.work().Push(r.Context(), th.ID)
+	}
 	if err != nil {
 		writeErr(w, err)
 		return
 	}
+	s.recordGit(r, th, audit.KindGitPush, "branch "+p.Branch+" pushed to "+p.Remote, map[string]any{"remote": p.Remote, "branch": p.Branch})
 	writeJSON(w, http.StatusOK, p)
 }
 
 func (s *Server) handlePR(w http.ResponseWriter, r *http.Request) {
 	var body struct {
-		Title string `json:"title"`
-		Body  string `json:"body"`
+		Title     string `json:"title"`
+		Body      string `json:"body"`
+		RequestID string `json:"request_id"`
 	}
 	if r.ContentLength != 0 && !s.readBody(w, r, &body) {
 		return
 	}
-	th, ok := s.localThread(w, r)
+	th, ok := s.reviewThread(w, r)
 	if !ok {
 		return
 	}
-	pr, err := gitwork.PR(r.Context(), th.Cwd, body.Title, body.Body)
+	hub, node, own, remote, err := s.onNode(th)
+	var pr gitwork.PullRequest
+	switch {
+	case err != nil:
+	case remote:
+		pr, err = hub.NodePR(r.Context(), node, own, body.RequestID, body.Title, body.Body)
+	default:
+		pr, err = s.work().PR(r.Context(), th.ID, body.Title, body.Body)
+	}
 	if err != nil {
 		writeErr(w, err)
 		return
 	}
+	s.recordGit(r, th, audit.KindGitPR, map[bool]string{true: "pull request opened: ", false: "pull request page: "}[pr.Created]+pr.URL,
+		map[string]any{"url": pr.URL, "created": pr.Created})
 	writeJSON(w, http.StatusOK, pr)
 }

@@ -10,7 +10,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/parleyhq/parley/internal/chat"
-	"github.com/parleyhq/parley/internal/cluster"
 	"github.com/parleyhq/parley/internal/driver"
 )
 
@@ -25,30 +24,24 @@ const (
 	maxTyped = 4096
 )
 
-// terminalOf finds the terminal of the thread the request names, or says
-// (written to w) why there is none.
+// terminalOf finds the terminal of the thread the request names (a node's
+// thread's is read and typed into on its node), or says (written to w) why
+// there is none.
 func (s *Server) terminalOf(w http.ResponseWriter, r *http.Request) (driver.Terminal, bool) {
-	id := chat.ThreadID(r.PathValue("id"))
-	if cluster.NodeOf(id) != "" {
-		httpError(w, http.StatusNotFound, "the terminal of a thread on another machine is shown on that machine's own dashboard")
-		return nil, false
-	}
-	th, err := s.store.Thread(r.Context(), id)
+	th, err := s.store.Thread(r.Context(), chat.ThreadID(r.PathValue("id")))
 	if err != nil {
 		writeErr(w, err)
 		return nil, false
 	}
-	drv, agent, err := s.router.Driver(th.Agent)
-	if err != nil {
-		writeErr(w, err)
-		return nil, false
+	hub, node, own, remote, err := s.onNode(th)
+	var term driver.Terminal
+	switch {
+	case err != nil:
+	case remote:
+		term = hub.NodeTerminal(node, own)
+	default:
+		term, err = s.work().Terminal(r.Context(), th.ID)
 	}
-	viewer, ok := drv.(driver.TerminalViewer)
-	if !ok {
-		httpError(w, http.StatusConflict, fmt.Sprintf("agent %s does not run in a terminal (transport %s): only tmux threads have one", agent.ID, agent.Transport))
-		return nil, false
-	}
-	term, err := viewer.Terminal(r.Context(), th.ID, agent.Options)
 	if err != nil {
 		writeErr(w, err)
 		return nil, false

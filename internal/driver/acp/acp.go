@@ -18,7 +18,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -102,16 +101,13 @@ func (d *Driver) Start(ctx context.Context, spec driver.Spec, sink driver.Sink) 
 	if err != nil {
 		return nil, err
 	}
-	if isGemini(spec) {
-		dir, err := settingsDir()
-		if err != nil {
+	if spec, err = withGeminiSettings(spec); err != nil {
+		return nil, err
+	}
+	if isGemini(spec) && spec.ResumeID != "" {
+		if err := awaitGeminiLoad(ctx, spec, logger); err != nil {
 			return nil, err
 		}
-		env, err := geminiEnv(spec, dir)
-		if err != nil {
-			return nil, err
-		}
-		spec.Env = append(slices.Clip(spec.Env), env...)
 	}
 	s := &Session{
 		logger: logger, sink: sink, spec: spec, jail: j, m: newMapper(),

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/parleyhq/parley/internal/driver"
-	"github.com/parleyhq/parley/internal/sessions"
+	"github.com/parleyhq/parley/internal/sessions/live"
 )
 
 // ResumeCommand implements driver.HandBacker for the ACP agents whose own
@@ -28,19 +28,21 @@ func (d *Driver) ResumeCommand(spec driver.Spec) string {
 
 var _ driver.HandBacker = (*Driver)(nil)
 
-// RunningNow implements driver.RunChecker for Codex, which writes no record
-// of its running sessions but keeps a session's rollout open while a process
-// (codex, codex-acp) runs it: that process is found by its open files
-// (package sessions). Other ACP agents: 0, nothing is known.
+// RunningNow implements driver.RunChecker for Codex and Gemini CLI, which
+// write no record of their running sessions. Codex keeps a session's rollout
+// open while a process (codex, codex-acp) runs it: that process is found by
+// its open files. Gemini CLI's is told from its processes (a Gemini over
+// ACP, parley's own, is none of them). Package sessions/live says both. Other ACP agents: 0, nothing is known.
 func (d *Driver) RunningNow(ctx context.Context, spec driver.Spec) (int, error) {
-	if !isCodex(spec) || spec.ResumeID == "" {
+	switch {
+	case spec.ResumeID == "":
 		return 0, nil
+	case isGemini(spec):
+		return live.Gemini(ctx, geminiHome(spec))[spec.ResumeID], nil
+	case isCodex(spec):
+		return live.Codex(ctx, codexHome(spec))[spec.ResumeID], nil
 	}
-	live, err := sessions.Codex{Dir: codexHome(spec)}.Running(ctx)
-	if err != nil {
-		return 0, err
-	}
-	return live[spec.ResumeID].PID, nil
+	return 0, nil
 }
 
 var _ driver.RunChecker = (*Driver)(nil)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 
 	"github.com/parleyhq/parley/internal/driver"
@@ -86,6 +87,24 @@ func geminiEnv(spec driver.Spec, dir string) ([]string, error) {
 		return nil, fmt.Errorf("acp: %w", err)
 	}
 	return []string{systemSettingsEnv + "=" + final}, nil
+}
+
+// withGeminiSettings is spec with geminiEnv added when it starts Gemini CLI:
+// every Gemini parley starts, a session's or a listing's.
+func withGeminiSettings(spec driver.Spec) (driver.Spec, error) {
+	if !isGemini(spec) {
+		return spec, nil
+	}
+	dir, err := settingsDir()
+	if err != nil {
+		return spec, err
+	}
+	env, err := geminiEnv(spec, dir)
+	if err != nil {
+		return spec, err
+	}
+	spec.Env = append(slices.Clip(spec.Env), env...)
+	return spec, nil
 }
 
 // lookupEnv is key's value in env (KEY=VALUE, the last one wins), else in

@@ -33,6 +33,11 @@ func (d *Driver) AllSessions(ctx context.Context, spec driver.Spec) ([]driver.Na
 	if err != nil {
 		return nil, err
 	}
+	// Started with the settings a session's Gemini has (its session
+	// clean-up off): a listing must not delete a session either.
+	if spec, err = withGeminiSettings(spec); err != nil {
+		return nil, err
+	}
 	s := &Session{
 		logger: logger.With("driver", "acp", "agent", spec.AgentID, "listing", true), sink: discard{}, spec: spec, jail: j, m: newMapper(),
 		perms: map[string]*pendingCard{}, questions: map[string]*pendingCard{},

@@ -31,9 +31,10 @@ func (r *rig) parleyCmd(t testing.TB, args ...string) string {
 }
 
 // hubAndNode starts a hub ("hub", a cluster listener on loopback) and a
-// machine "b" joined to it, each a real `parley serve` with its own data
+// machine "b" joined to it (with bAgents beside Claude Code, as newRigAgents
+// names them), each a real `parley serve` with its own data
 // folder, config and Claude Code, and waits until the hub has b online.
-func hubAndNode(t *testing.T) (hub, b *rig) {
+func hubAndNode(t *testing.T, bAgents ...string) (hub, b *rig) {
 	t.Helper()
 	hub = newRigWith(t, nil, "\n[cluster]\nlisten = \"127.0.0.1:0\"\nnode = \"hub\"\n")
 	line := strings.TrimSpace(hub.parleyCmd(t, "join-token", "--name", "b"))
@@ -41,10 +42,10 @@ func hubAndNode(t *testing.T) (hub, b *rig) {
 	if !ok {
 		t.Fatalf("parley join-token printed %q", line)
 	}
-	b = newRigWith(t, func(dataDir, _ string) {
+	b = newRigAgents(t, func(dataDir, _ string) {
 		r := &rig{dir: filepath.Dir(dataDir), work: filepath.Join(filepath.Dir(dataDir), "work")}
 		r.parleyCmd(t, "join", tok, "--node", "b")
-	}, "")
+	}, "", bAgents...)
 	var nodes struct {
 		Nodes []struct {
 			Name   string `json:"name"`

@@ -41,12 +41,13 @@ export function openTab(tab: Tab, path?: string) {
   location.hash = tabHref(tab, path);
 }
 
-// tabsOf lists the views a thread has: a terminal only for a tmux agent of
-// this machine, files only for this machine's threads (a node's stay there).
+// tabsOf lists the views a thread has: a terminal only for a tmux agent's
+// thread. At a cluster's hub a node's thread's agent is that node's (its
+// files and terminal are read on the node).
 export function tabsOf(t: Thread | undefined, agents: AgentInfo[], here?: string): Tab[] {
   if (!t?.id) return ["chat"];
-  if (t.node && t.node !== here) return ["chat", "changes"];
-  const a = agents.find((x) => x.id === t.agent && (!x.node || x.node === here));
+  const node = t.node && t.node !== here ? t.node : "";
+  const a = agents.find((x) => x.id === t.agent && (node ? x.node === node : !x.node || x.node === here));
   return a?.transport === "tmux" ? ["chat", "changes", "files", "terminal"] : ["chat", "changes", "files"];
 }
 
