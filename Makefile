@@ -18,10 +18,13 @@ test:
 # The fast tier with the race detector: every package's own tests; those that
 # start a real agent, tmux, Chromium or a Node program skip under -short
 # (internal/testkit/short.go), and the end-to-end suites in internal/e2e, built
-# only with the e2e tag, are not compiled. `go test -short ./...` is the same
+# only with the e2e tag, are not compiled. notailnet leaves tsnet out of
+# cmd/parley (internal/tailnet/tsnode has no files then): no test here needs
+# it, and compiling it was a third of a cold run; `make test` and `make lint`
+# build everything. `go test -short -tags notailnet ./...` is the same
 # without -race.
 unit:
-	go test -race -short -count=1 ./...
+	go test -race -short -tags notailnet -count=1 ./...
 
 # Kills the real Claude Code at random moments across many sends and counts
 # false `submitted` receipts against the model stand-in's log (not in CI;

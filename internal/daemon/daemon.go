@@ -132,52 +132,47 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 	if err != nil {
 		return nil, err
 	}
+	// What is open so far, closed newest first if Start returns an error.
+	started := false
+	var undo undoList
+	defer func() {
+		if !started {
+			undo.run()
+		}
+	}()
 	st, err := sqlite.Open(ctx, filepath.Join(cfg.DataDir, "parley.db"), log)
 	if err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
+	undo.add(func() { st.Close() })
 	trail, err := startAudit(ctx, st, cfg.Audit.Keep.Duration, log)
 	if err != nil {
-		st.Close()
 		return nil, fmt.Errorf("audit: %w", err)
 	}
+	undo.add(trail.close)
 	devs.SetAudit(trail.rec)
 	if err := recordConfig(ctx, st, trail.rec, cfg); err != nil {
 		log.Warn("audit: config file not recorded", "err", err)
 	}
-	started := false
-	defer func() {
-		if !started {
-			trail.close()
-		}
-	}()
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	h := fanout.New(nil)
 	// A cluster's hub comes first: its router reaches the nodes' threads.
 	ch, err := startClusterHub(ctx, cfg, opt.Version.Version, st, h, log, reg, trail.rec)
 	if err != nil {
-		st.Close()
 		return nil, err
 	}
+	undo.add(ch.Close) // nil (not a hub): nothing
 	// parley's MCP server for the agents (ask_person, notify_person): on a
 	// loopback port of its own, whatever cfg.Addr faces.
 	var running atomic.Pointer[router.Router] // the tools reach the router once it runs
 	tools, err := mcpserver.Listen(person{rt: &running}, log)
 	if err != nil {
-		ch.Close()
-		st.Close()
 		return nil, err
 	}
-	defer func() {
-		if !started {
-			tools.Close(context.WithoutCancel(ctx))
-		}
-	}()
+	undo.add(func() { tools.Close(context.WithoutCancel(ctx)) })
 	ruleSet, err := openRules(ctx, cfg, st, ch, log, trail.rec)
 	if err != nil {
-		ch.Close()
-		st.Close()
 		return nil, err
 	}
 	var rem router.Remote
@@ -194,10 +189,9 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 		Worktrees: cfg.Git.Worktrees,
 	})
 	if err := rt.Start(ctx); err != nil {
-		ch.Close()
-		st.Close()
 		return nil, err
 	}
+	undo.add(func() { rt.Close(ctx) })
 	if ch != nil {
 		ch.RouterStarted(rt)
 	}
@@ -208,6 +202,7 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 	// what is on screen: the pointer is set once the channel exists.
 	var wsp atomic.Pointer[web.Server]
 	watch := h.WatchTypes(push.Types...)
+	undo.add(func() { h.Unwatch(watch) })
 	var remoteCards push.Remote
 	if ch != nil {
 		remoteCards = ch.Cards()
@@ -219,21 +214,14 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 		},
 		Live: devs.Live, Net: opt.PushNet, Logger: log})
 	if err != nil {
-		h.Unwatch(watch)
-		ch.Close()
-		rt.Close(ctx)
-		st.Close()
 		return nil, err
 	}
+	undo.add(pusher.Close)
 	idx, err := openSessions(cfg, opt.AgentHome, opt.Drivers, st, log)
 	if err != nil {
-		pusher.Close()
-		h.Unwatch(watch)
-		ch.Close()
-		rt.Close(ctx)
-		st.Close()
 		return nil, err
 	}
+	undo.add(func() { idx.Close() })
 	var d *Daemon // set below, before anything is served
 	var machines web.Cluster
 	var listSessions web.Sessions = idx
@@ -253,33 +241,15 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 	var cert *certSource
 	if cfg.TLSCert != "" {
 		if cert, err = loadCert(cfg.TLSCert, cfg.TLSKey, filepath.Join(cfg.DataDir, client.AddrCertFile)); err != nil {
-			pusher.Close()
-			idx.Close()
-			h.Unwatch(watch)
-			ch.Close()
-			rt.Close(ctx)
-			st.Close()
 			return nil, err
 		}
 	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
-		pusher.Close()
-		idx.Close()
-		h.Unwatch(watch)
-		ch.Close()
-		rt.Close(ctx)
-		st.Close()
 		return nil, listenError(cfg.Addr, err) // taken.go
 	}
+	undo.add(func() { ln.Close() }) // the TLS listener over it, once that wraps it
 	if err := refuseClearText(cfg, ln.Addr(), cert != nil); err != nil {
-		ln.Close()
-		pusher.Close()
-		idx.Close()
-		h.Unwatch(watch)
-		ch.Close()
-		rt.Close(ctx)
-		st.Close()
 		return nil, err
 	}
 	if cert != nil {
@@ -304,24 +274,15 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 		d.clusterHub, d.view, d.remote = ch.Cluster(), ch.View(), ch
 		ch.StartAskResolver(rt)
 	}
+	undo.add(func() {
+		if d.link != nil { // set even when the link's set-up failed after Dial
+			d.link.Close()
+		}
+	})
 	if err := d.dialClusterHub(reg); err != nil {
-		ln.Close()
-		pusher.Close()
-		idx.Close()
-		h.Unwatch(watch)
-		d.stopCluster()
-		rt.Close(ctx)
-		st.Close()
 		return nil, err
 	}
 	if err := d.startTailnet(opt.JoinTailnet, opt.Say); err != nil {
-		d.stopCluster()
-		ln.Close()
-		pusher.Close()
-		idx.Close()
-		h.Unwatch(watch)
-		rt.Close(ctx)
-		st.Close()
 		return nil, err
 	}
 	d.warnings = warnings(cfg, ln.Addr(), cert != nil)
@@ -330,13 +291,14 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 	}
 	d.extra = d.startExtras(cfg.Plugins)
 	d.prune = startPruner(st, cfg.Limits.RetainEvents.Duration, time.Now, log)
+	// The daemon is whole: Shutdown closes it, and the listener Serve has not
+	// taken yet.
+	undo = undoList{func() { ln.Close(); d.Shutdown(ctx) }}
 	if d.auto, err = startAutorun(ctx, cfg, st, rt, d.remote, d.link, trail.rec, log); err != nil {
-		d.Shutdown(ctx)
 		return nil, err
 	}
 	d.auto.handle(ws)
 	if err := serveRules(d.link, ruleSet); err != nil {
-		d.Shutdown(ctx)
 		return nil, err
 	}
 	ruleSet.Handle(ws.Handle)

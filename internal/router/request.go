@@ -1,7 +1,6 @@
 package router
 
 import (
-	"fmt"
 	"net/http"
 	"strings"
 	"unicode"
@@ -194,14 +193,9 @@ type Withdraw struct {
 	MessageID string `json:"message_id"`
 }
 
-// badInput refuses a request's content in words a client's developer can act
-// on; it is chat.ErrBadInput to errors.Is.
-type badInput string
-
-func (e badInput) Error() string        { return string(e) }
-func (e badInput) Is(target error) bool { return target == chat.ErrBadInput }
-
-func invalid(format string, args ...any) error { return badInput(fmt.Sprintf(format, args...)) }
+// invalid refuses a request's content in words a client's developer can act
+// on (chat.BadInput).
+func invalid(format string, args ...any) error { return chat.BadInput(format, args...) }
 
 // Validate checks what the router needs of a message before it is routed.
 func (m *Message) Validate() error {

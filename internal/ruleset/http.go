@@ -4,7 +4,6 @@ import (
 	"net/http"
 
 	"github.com/parleyhq/parley/internal/channel/web"
-	"github.com/parleyhq/parley/internal/schedule"
 )
 
 // maxBody bounds a request's JSON.
@@ -33,7 +32,7 @@ func (s *Set) handleList(w http.ResponseWriter, req *http.Request) {
 	m := s.machine(req)
 	list, err := s.ListAt(req.Context(), m)
 	if err != nil {
-		schedule.WriteError(w, err)
+		web.WriteRemoteError(w, err)
 		return
 	}
 	out := map[string]any{"rules": list}
@@ -45,13 +44,13 @@ func (s *Set) handleList(w http.ResponseWriter, req *http.Request) {
 
 func (s *Set) handleAdd(w http.ResponseWriter, req *http.Request) {
 	var sp Spec
-	if err := schedule.DecodeJSON(w, req, maxBody, &sp); err != nil {
+	if err := web.DecodeJSON(w, req, maxBody, &sp); err != nil {
 		web.WriteError(w, err)
 		return
 	}
 	e, err := s.AddAt(req.Context(), s.machine(req), sp, web.CallerName(req.Context()))
 	if err != nil {
-		schedule.WriteError(w, err)
+		web.WriteRemoteError(w, err)
 		return
 	}
 	web.WriteJSON(w, http.StatusOK, map[string]any{"rule": e})
@@ -59,13 +58,13 @@ func (s *Set) handleAdd(w http.ResponseWriter, req *http.Request) {
 
 func (s *Set) handleUpdate(w http.ResponseWriter, req *http.Request) {
 	var sp Spec
-	if err := schedule.DecodeJSON(w, req, maxBody, &sp); err != nil {
+	if err := web.DecodeJSON(w, req, maxBody, &sp); err != nil {
 		web.WriteError(w, err)
 		return
 	}
 	e, err := s.UpdateAt(req.Context(), s.machine(req), req.PathValue("id"), sp)
 	if err != nil {
-		schedule.WriteError(w, err)
+		web.WriteRemoteError(w, err)
 		return
 	}
 	web.WriteJSON(w, http.StatusOK, map[string]any{"rule": e})
@@ -73,7 +72,7 @@ func (s *Set) handleUpdate(w http.ResponseWriter, req *http.Request) {
 
 func (s *Set) handleRemove(w http.ResponseWriter, req *http.Request) {
 	if err := s.RemoveAt(req.Context(), s.machine(req), req.PathValue("id")); err != nil {
-		schedule.WriteError(w, err)
+		web.WriteRemoteError(w, err)
 		return
 	}
 	web.WriteJSON(w, http.StatusOK, map[string]any{})
@@ -81,13 +80,13 @@ func (s *Set) handleRemove(w http.ResponseWriter, req *http.Request) {
 
 func (s *Set) handleTest(w http.ResponseWriter, req *http.Request) {
 	var p Probe
-	if err := schedule.DecodeJSON(w, req, maxBody, &p); err != nil {
+	if err := web.DecodeJSON(w, req, maxBody, &p); err != nil {
 		web.WriteError(w, err)
 		return
 	}
 	a, err := s.TestAt(req.Context(), req.URL.Query().Get("machine"), p)
 	if err != nil {
-		schedule.WriteError(w, err)
+		web.WriteRemoteError(w, err)
 		return
 	}
 	web.WriteJSON(w, http.StatusOK, a)

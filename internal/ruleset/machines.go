@@ -16,7 +16,6 @@ import (
 
 	"github.com/parleyhq/parley/internal/audit"
 	"github.com/parleyhq/parley/internal/chat"
-	"github.com/parleyhq/parley/internal/schedule"
 )
 
 // Remote is a cluster's other machines, as the hub reaches their rules.
@@ -71,7 +70,7 @@ func (s *Set) Serve(ctx context.Context, b []byte) []byte {
 	var rep Reply
 	var err error
 	if jerr := json.Unmarshal(b, &req); jerr != nil {
-		err = schedule.BadInput("a rules request must be JSON")
+		err = chat.BadInput("a rules request must be JSON")
 	} else {
 		rep, err = s.serve(ctx, req)
 	}
@@ -109,7 +108,7 @@ func (s *Set) serve(ctx context.Context, req Request) (Reply, error) {
 		return Reply{Rules: s.List()}, nil
 	case OpAdd, OpUpdate:
 		if req.Spec == nil {
-			return Reply{}, schedule.BadInput("the request names no rule")
+			return Reply{}, chat.BadInput("the request names no rule")
 		}
 		if req.Op == OpAdd {
 			return one(s.Add(ctx, *req.Spec, by+" at "+hub))
@@ -119,7 +118,7 @@ func (s *Set) serve(ctx context.Context, req Request) (Reply, error) {
 		return Reply{}, s.Remove(ctx, req.ID)
 	case OpTest:
 		if req.Probe == nil {
-			return Reply{}, schedule.BadInput("the request names no call to test")
+			return Reply{}, chat.BadInput("the request names no call to test")
 		}
 		a, err := s.Test(*req.Probe)
 		if err != nil {
@@ -127,7 +126,7 @@ func (s *Set) serve(ctx context.Context, req Request) (Reply, error) {
 		}
 		return Reply{Test: &a}, nil
 	}
-	return Reply{}, schedule.BadInput("unknown rules operation %q", req.Op)
+	return Reply{}, chat.BadInput("unknown rules operation %q", req.Op)
 }
 
 // remote says whether machine names another machine, whose rules a request
@@ -137,7 +136,7 @@ func (s *Set) remote(machine string) (bool, error) {
 		return false, nil
 	}
 	if s.opt.Remote == nil {
-		return false, schedule.BadInput("machine %q: this machine is not a cluster's hub, and its rules are its own: change machine %s's rules there, or at its hub",
+		return false, chat.BadInput("machine %q: this machine is not a cluster's hub, and its rules are its own: change machine %s's rules there, or at its hub",
 			machine, machine)
 	}
 	return true, nil
@@ -165,7 +164,7 @@ func (s *Set) ask(ctx context.Context, machine string, req Request) (Reply, erro
 		case chat.CodeNotFound:
 			return Reply{}, fmt.Errorf("%s: %w", msg, chat.ErrNotFound)
 		case chat.CodeBadInput:
-			return Reply{}, schedule.BadInput("%s", msg)
+			return Reply{}, chat.BadInput("%s", msg)
 		}
 		return Reply{}, errors.New(msg)
 	}

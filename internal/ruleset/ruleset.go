@@ -20,7 +20,6 @@ import (
 
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/rules"
-	"github.com/parleyhq/parley/internal/schedule"
 	"github.com/parleyhq/parley/internal/store"
 )
 
@@ -183,12 +182,12 @@ func (s *Set) List() []Entry {
 // person can act on.
 func check(sp Spec) error {
 	if err := sp.rule().Check(); err != nil {
-		return schedule.BadInput("the rule is refused: %v", err)
+		return chat.BadInput("the rule is refused: %v", err)
 	}
 	const maxField = 1024
 	for _, f := range append([]string{sp.Agent, sp.Machine, sp.Tool, sp.Command, sp.For}, sp.Paths...) {
 		if len(f) > maxField {
-			return schedule.BadInput("the rule is refused: a field is longer than %d bytes", maxField)
+			return chat.BadInput("the rule is refused: a field is longer than %d bytes", maxField)
 		}
 	}
 	return nil
@@ -203,7 +202,7 @@ func (s *Set) Add(ctx context.Context, sp Spec, by string) (Entry, error) {
 	defer s.mu.Unlock()
 	sn := s.snap.Load()
 	if len(sn.stored) >= MaxStored {
-		return Entry{}, schedule.BadInput("there are %d rules already: remove some first", MaxStored)
+		return Entry{}, chat.BadInput("there are %d rules already: remove some first", MaxStored)
 	}
 	now := s.opt.Now().UTC()
 	// created_at orders the rules: a new one is after every other even
@@ -283,7 +282,7 @@ type Answer struct {
 // Test says which rule would answer a call, as a card opening now would be.
 func (s *Set) Test(p Probe) (Answer, error) {
 	if p.Tool == "" {
-		return Answer{}, schedule.BadInput("name the tool: Bash, Edit, an ACP kind such as execute, an MCP tool")
+		return Answer{}, chat.BadInput("name the tool: Bash, Edit, an ACP kind such as execute, an MCP tool")
 	}
 	c := rules.Call{Agent: p.Agent, Machine: p.Machine, Tool: p.Tool, Command: p.Command, Paths: p.Paths, Dir: p.Cwd}
 	if c.Machine == "" {
@@ -296,7 +295,7 @@ func (s *Set) Test(p Probe) (Answer, error) {
 		c.Dir = c.Roots[0]
 	}
 	if c.Dir == "" {
-		return Answer{}, schedule.BadInput("name the thread's directory (cwd)")
+		return Answer{}, chat.BadInput("name the thread's directory (cwd)")
 	}
 	c.Home, _ = os.UserHomeDir()
 	v := s.Decide(c)

@@ -74,7 +74,7 @@ func (r *Runner) Serve(ctx context.Context, b []byte) []byte {
 	var ans Answer
 	var err error
 	if jerr := json.Unmarshal(b, &req); jerr != nil {
-		err = badInput("a schedules request must be JSON")
+		err = chat.BadInput("a schedules request must be JSON")
 	} else {
 		ans.Schedules, err = r.serve(ctx, req)
 	}
@@ -113,7 +113,7 @@ func (r *Runner) serve(ctx context.Context, req Request) ([]Schedule, error) {
 		return r.List(ctx)
 	case OpAdd:
 		if req.Spec == nil {
-			return nil, badInput("an add names no schedule")
+			return nil, chat.BadInput("an add names no schedule")
 		}
 		sp := *req.Spec
 		sp.Machine = "" // this machine's
@@ -123,7 +123,7 @@ func (r *Runner) serve(ctx context.Context, req Request) ([]Schedule, error) {
 	case OpRemove:
 		return nil, r.Remove(ctx, req.ID)
 	}
-	return nil, badInput(fmt.Sprintf("unknown schedules operation %q", req.Op))
+	return nil, chat.BadInput("unknown schedules operation %q", req.Op)
 }
 
 // ask sends req to machine and reads its answer as this machine's errors.
@@ -147,7 +147,7 @@ func (r *Runner) ask(ctx context.Context, machine string, req Request) ([]Schedu
 		case chat.CodeNotFound:
 			return nil, fmt.Errorf("%s: %w", msg, chat.ErrNotFound)
 		case chat.CodeBadInput:
-			return nil, badInput(msg)
+			return nil, chat.BadInput("%s", msg)
 		case chat.CodeForbidden:
 			return nil, fmt.Errorf("%s: %w", msg, chat.ErrOutsideRoot)
 		}
@@ -192,11 +192,11 @@ func (r *Runner) addAt(ctx context.Context, sp Spec) (Schedule, error) {
 			case machine == "":
 				machine = m
 			case machine != m:
-				return Schedule{}, badInput(fmt.Sprintf("thread %s is on machine %s, not %s", sp.Thread, m, machine))
+				return Schedule{}, chat.BadInput("thread %s is on machine %s, not %s", sp.Thread, m, machine)
 			}
 			sp.Thread = local
 		} else if machine != "" && machine != r.opt.Machine {
-			return Schedule{}, badInput(fmt.Sprintf("thread %s is on this machine, not %s", sp.Thread, machine))
+			return Schedule{}, chat.BadInput("thread %s is on this machine, not %s", sp.Thread, machine)
 		}
 	}
 	sp.Machine = ""
@@ -206,7 +206,7 @@ func (r *Runner) addAt(ctx context.Context, sp Spec) (Schedule, error) {
 		return s, err
 	}
 	if r.opt.Remote == nil {
-		return Schedule{}, badInput(fmt.Sprintf("machine %q: this machine is not a cluster's hub; add the schedule on that machine", machine))
+		return Schedule{}, chat.BadInput("machine %q: this machine is not a cluster's hub; add the schedule on that machine", machine)
 	}
 	ss, err := r.ask(ctx, machine, Request{Op: OpAdd, Spec: &sp})
 	if err != nil {

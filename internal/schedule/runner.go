@@ -277,7 +277,7 @@ func (r *Runner) Add(ctx context.Context, sp Spec) (Schedule, error) {
 	var out Schedule
 	err := r.call(ctx, func() error {
 		if len(r.scheds) >= MaxSchedules {
-			return badInput(fmt.Sprintf("this machine has %d schedules, the most it keeps: remove one first", len(r.scheds)))
+			return chat.BadInput("this machine has %d schedules, the most it keeps: remove one first", len(r.scheds))
 		}
 		s, tm, err := sp.schedule(r.opt.Clock.Now())
 		if err != nil {

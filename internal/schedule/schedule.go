@@ -108,7 +108,7 @@ func (sp Spec) schedule(now time.Time) (store.Schedule, timing, error) {
 		}
 	}
 	if n != 1 {
-		return store.Schedule{}, nil, badInput("say when with exactly one of \"cron\", \"every\" and \"at\"")
+		return store.Schedule{}, nil, chat.BadInput("say when with exactly one of \"cron\", \"every\" and \"at\"")
 	}
 	missed := sp.Missed
 	switch missed {
@@ -116,7 +116,7 @@ func (sp Spec) schedule(now time.Time) (store.Schedule, timing, error) {
 		missed = MissedRunOnce
 	case MissedRunOnce, MissedSkip:
 	default:
-		return store.Schedule{}, nil, badInput(fmt.Sprintf("\"missed\" is %q: run-once or skip", missed))
+		return store.Schedule{}, nil, chat.BadInput("\"missed\" is %q: run-once or skip", missed)
 	}
 	tz := sp.TZ
 	if tz == "" {
@@ -124,11 +124,11 @@ func (sp Spec) schedule(now time.Time) (store.Schedule, timing, error) {
 	}
 	tm, err := parseTiming(kind, expr, tz, now)
 	if err != nil {
-		return store.Schedule{}, nil, badInput(err.Error())
+		return store.Schedule{}, nil, chat.BadInput("%v", err)
 	}
 	next := tm.next(now)
 	if next.IsZero() {
-		return store.Schedule{}, nil, badInput(fmt.Sprintf("%s %q is never due after now (%s)", kind, expr, now.Format(time.RFC3339)))
+		return store.Schedule{}, nil, chat.BadInput("%s %q is never due after now (%s)", kind, expr, now.Format(time.RFC3339))
 	}
 	return store.Schedule{
 		ID: chat.NewID("sch"), Name: strings.TrimSpace(sp.Name), Agent: sp.Agent, Cwd: sp.Cwd, Thread: sp.Thread,
@@ -140,11 +140,11 @@ func (sp Spec) schedule(now time.Time) (store.Schedule, timing, error) {
 func checkText(text string) error {
 	switch {
 	case strings.TrimSpace(text) == "":
-		return badInput("the text is empty: say what the agent is to do")
+		return chat.BadInput("the text is empty: say what the agent is to do")
 	case len(text) > MaxText:
-		return badInput(fmt.Sprintf("the text is %d bytes: at most %d", len(text), MaxText))
+		return chat.BadInput("the text is %d bytes: at most %d", len(text), MaxText)
 	case !utf8.ValidString(text):
-		return badInput("the text is not UTF-8")
+		return chat.BadInput("the text is not UTF-8")
 	}
 	return nil
 }
@@ -152,11 +152,11 @@ func checkText(text string) error {
 // CheckName refuses a name longer than MaxName or holding control characters.
 func checkName(name string) error {
 	if utf8.RuneCountInString(name) > MaxName {
-		return badInput(fmt.Sprintf("the name is longer than %d characters", MaxName))
+		return chat.BadInput("the name is longer than %d characters", MaxName)
 	}
 	for _, r := range name {
 		if r < 0x20 || r == 0x7f {
-			return badInput("the name must be one line, without control characters")
+			return chat.BadInput("the name must be one line, without control characters")
 		}
 	}
 	return nil

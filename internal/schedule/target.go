@@ -28,11 +28,11 @@ type Target struct {
 func (t Target) Check() error {
 	switch {
 	case t.Agent == "":
-		return badInput("\"agent\" is missing: name the agent that runs it")
+		return chat.BadInput("\"agent\" is missing: name the agent that runs it")
 	case t.Cwd == "":
-		return badInput("\"cwd\" is missing: give the working directory")
+		return chat.BadInput("\"cwd\" is missing: give the working directory")
 	case t.Thread != "" && t.NewEach:
-		return badInput("\"thread\" and \"new\" both given: choose one")
+		return chat.BadInput("\"thread\" and \"new\" both given: choose one")
 	}
 	return nil
 }
@@ -67,13 +67,3 @@ func Run(ctx context.Context, send Sender, t Target, route chat.RouteKey, messag
 	}
 	return th, nil
 }
-
-// badInput refuses a request in words its sender can act on; it is
-// chat.ErrBadInput to errors.Is (400 at the API).
-type badInput string
-
-func (e badInput) Error() string        { return string(e) }
-func (e badInput) Is(target error) bool { return target == chat.ErrBadInput }
-
-// BadInput is badInput for this package's neighbours (internal/trigger).
-func BadInput(format string, args ...any) error { return badInput(fmt.Sprintf(format, args...)) }

@@ -54,7 +54,7 @@ func (s *Triggers) handleList(w http.ResponseWriter, r *http.Request) {
 
 func (s *Triggers) handleAdd(w http.ResponseWriter, r *http.Request) {
 	var sp Spec
-	if err := schedule.DecodeJSON(w, r, 4*MaxTemplate+4096, &sp); err != nil {
+	if err := web.DecodeJSON(w, r, 4*MaxTemplate+4096, &sp); err != nil {
 		web.WriteError(w, err)
 		return
 	}

@@ -115,7 +115,7 @@ func (s *Triggers) Add(ctx context.Context, sp Spec) (Trigger, string, error) {
 		return Trigger{}, "", err
 	}
 	if _, err := parseTemplate(sp.Template); err != nil {
-		return Trigger{}, "", schedule.BadInput("%v", err)
+		return Trigger{}, "", chat.BadInput("%v", err)
 	}
 	if s.opt.Check != nil {
 		if err := s.opt.Check(sp.Agent, sp.Cwd); err != nil {
@@ -127,7 +127,7 @@ func (s *Triggers) Add(ctx context.Context, sp Spec) (Trigger, string, error) {
 		return Trigger{}, "", err
 	}
 	if len(all) >= MaxTriggers {
-		return Trigger{}, "", schedule.BadInput("this machine has %d triggers, the most it keeps: remove one first", len(all))
+		return Trigger{}, "", chat.BadInput("this machine has %d triggers, the most it keeps: remove one first", len(all))
 	}
 	secret := make([]byte, 32)
 	rand.Read(secret)

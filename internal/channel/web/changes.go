@@ -1,9 +1,7 @@
 package web
 
 import (
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"time"
 )
@@ -15,9 +13,6 @@ const (
 	// a streaming answer changes its thread hundreds of times a second, a list
 	// needs to hear it a few times.
 	changesEvery = 250 * time.Millisecond
-	// changesKeepAlive is how often an idle stream sends a comment, so proxies
-	// and the browser see it is alive.
-	changesKeepAlive = 25 * time.Second
 )
 
 // handleChanges streams, as server-sent events, the ids of threads whose log
@@ -28,7 +23,6 @@ const (
 // cluster's hub, `event: machines` says a machine came online or went offline:
 // the page refetches /api/agents (its agents' status) instead of polling.
 func (s *Server) handleChanges(w http.ResponseWriter, r *http.Request) {
-	rc := http.NewResponseController(w)
 	// The bound counts this server's streams only: the fan-out's watchers
 	// include parley's own (the push watcher, a node's relay).
 	select {
@@ -40,28 +34,15 @@ func (s *Server) handleChanges(w http.ResponseWriter, r *http.Request) {
 	}
 	watch := s.fanout.Watch()
 	defer s.fanout.Unwatch(watch)
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-store")
-	h.Set("X-Accel-Buffering", "no")
 	var machines <-chan struct{} // nil (never ready) on one machine
 	if s.opt.Cluster != nil {
 		machines = s.opt.Cluster.MachinesChanged() // before ready: nothing after it is missed
 	}
-	w.WriteHeader(http.StatusOK)
-	write := func(text string) bool {
-		_ = rc.SetWriteDeadline(time.Now().Add(writeTimeout))
-		if _, err := io.WriteString(w, text); err != nil {
-			return false
-		}
-		return rc.Flush() == nil
-	}
-	send := func(event, data string) bool { return write("event: " + event + "\ndata: " + data + "\n\n") }
-	if !send("ready", "{}") {
+	events := startEvents(w)
+	defer events.stop()
+	if !events.send("ready", struct{}{}) {
 		return
 	}
-	keepAlive := time.NewTicker(changesKeepAlive)
-	defer keepAlive.Stop()
 	for {
 		select {
 		case <-watch.Ready():
@@ -69,8 +50,7 @@ func (s *Server) handleChanges(w http.ResponseWriter, r *http.Request) {
 			if len(ids) == 0 {
 				continue
 			}
-			b, err := json.Marshal(ids)
-			if err != nil || !send("threads", string(b)) {
+			if !events.send("threads", ids) {
 				return
 			}
 			// Coalesce: what changes meanwhile goes in the next event.
@@ -83,11 +63,11 @@ func (s *Server) handleChanges(w http.ResponseWriter, r *http.Request) {
 			}
 		case <-machines:
 			machines = s.opt.Cluster.MachinesChanged()
-			if !send("machines", "{}") {
+			if !events.send("machines", struct{}{}) {
 				return
 			}
-		case <-keepAlive.C:
-			if !write(": keep-alive\n\n") {
+		case <-events.keepAlives():
+			if !events.keepAlive() {
 				return
 			}
 		case <-r.Context().Done():

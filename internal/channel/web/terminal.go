@@ -4,9 +4,7 @@ package web
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"time"
 	"unicode/utf8"
@@ -71,49 +69,32 @@ func (s *Server) handleTerminal(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	rc := http.NewResponseController(w)
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-store")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	write := func(text string) bool {
-		_ = rc.SetWriteDeadline(time.Now().Add(writeTimeout))
-		if _, err := io.WriteString(w, text); err != nil {
-			return false
-		}
-		return rc.Flush() == nil
-	}
-	send := func(event string, v any) bool {
-		b, _ := json.Marshal(v)
-		return write("event: " + event + "\ndata: " + string(b) + "\n\n")
-	}
+	events := startEvents(w)
+	defer events.stop()
 	last := first
-	if !send("screen", last) {
+	if !events.send("screen", last) {
 		return
 	}
 	tick := time.NewTicker(terminalEvery)
 	defer tick.Stop()
-	keepAlive := time.NewTicker(changesKeepAlive)
-	defer keepAlive.Stop()
 	for {
 		select {
 		case <-tick.C:
 			sc, err := term.Screen(r.Context())
 			if err != nil {
 				if r.Context().Err() == nil {
-					send("gone", map[string]string{"message": err.Error()})
+					events.send("gone", map[string]string{"message": err.Error()})
 				}
 				return
 			}
 			if sc != last {
 				last = sc
-				if !send("screen", sc) {
+				if !events.send("screen", sc) {
 					return
 				}
 			}
-		case <-keepAlive.C:
-			if !write(": keep-alive\n\n") {
+		case <-events.keepAlives():
+			if !events.keepAlive() {
 				return
 			}
 		case <-r.Context().Done():

@@ -1,8 +1,13 @@
+//go:build !notailnet
+
 // Package tsnode puts parley on the person's tailnet as a machine of its own
 // (tailscale.com/tsnet, in process: no tailscaled, no port opened to the
 // internet) and serves an HTTP handler there over HTTPS with the tailnet's
 // certificate for <hostname>.<tailnet>.ts.net. Only the parley binary imports
-// it (package tailnet says why); the daemon sees a tailnet.Node.
+// it (package tailnet says why); the daemon sees a tailnet.Node. With -tags
+// notailnet (the fast tier, `make unit`) the package has no files, so `go test
+// -short -tags notailnet ./...` compiles none of tsnet's ~270 packages;
+// `make test` and `make lint` build and vet it.
 //
 // One goroutine (run) owns the node's progress: it watches the node's state,
 // reports a login URL when the node needs one, and once the node runs opens
