@@ -16,6 +16,15 @@ func ActorFrom(ctx context.Context) string {
 	return a
 }
 
+// ActorOr is who acts in ctx, or def when it names nobody (a request from
+// this machine's own parley, the CLI).
+func ActorOr(ctx context.Context, def string) string {
+	if a := ActorFrom(ctx); a != "" {
+		return a
+	}
+	return def
+}
+
 // ActorToken is a request signed with parley's access token (the CLI, a script).
 const ActorToken = "token"
 

@@ -16,10 +16,7 @@ import (
 	"time"
 )
 
-// Kinds of entry. Sessions continued or handed back, git actions (commit,
-// push, pr), schedules and triggers added or removed, and config-file
-// changes are not recorded yet: each gets its kind when its choke point
-// records it.
+// Kinds of entry, each recorded at the one place its action happens.
 const (
 	KindSignIn        = "signin"
 	KindSignOut       = "signout"
@@ -32,6 +29,20 @@ const (
 	KindRuleChange    = "rule.change"
 	KindScheduleRun   = "schedule.run"
 	KindTriggerRun    = "trigger.run"
+	// An agent's own session continued in a thread (adopted, when its
+	// terminal's pane is taken over or watched), and handed back to a terminal.
+	KindSessionContinue = "session.continue"
+	KindSessionHandBack = "session.handback"
+	// Git actions on a thread's directory (its commit, branch, pull request).
+	KindGitCommit = "git.commit"
+	KindGitPush   = "git.push"
+	KindGitPR     = "git.pr"
+	// Schedules and triggers added, paused, resumed, removed.
+	KindScheduleChange = "schedule.change"
+	KindTriggerChange  = "trigger.change"
+	// KindConfigChange is the daemon reading a config file that differs
+	// from the one it read before (its SHA-256 in the detail).
+	KindConfigChange = "config.change"
 	// KindCheckpoint is written by pruning: its detail holds the seq and hash
 	// of the last entry pruned, where the chain now starts.
 	KindCheckpoint = "audit.checkpoint"

@@ -24,73 +24,10 @@ type Filter struct {
 	Since  time.Time
 	Thread string
 	Device string // a device id: entries it is the actor of
+	Kind   string // only entries of this kind
 	After  int64  // only entries after this seq
+	Before int64  // only entries before this seq (paging back, newest first)
 	Limit  int    // the newest Limit entries; 0 is all
-}
-
-// Scanner reads every entry in seq order (store/sqlite).
-type Scanner interface {
-	ScanAudit(ctx context.Context, fn func(*Entry) error) error
-}
-
-// Verify checks a whole trail: the number of entries that match, or a
-// *Mismatch naming the first that does not.
-//
-// Reading rows and hashing them run on two goroutines (two cores): the
-// reader copies each batch of entries into an arena of its own and hands it
-// over; the verifier checks them in order.
-func Verify(ctx context.Context, sc Scanner) (int64, error) {
-	const batchLen = 1024
-	type batch struct {
-		es    []Entry
-		arena []byte
-	}
-	full, free := make(chan *batch, 4), make(chan *batch, 4)
-	var v Verifier
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for b := range full {
-			for i := range b.es {
-				v.Add(&b.es[i])
-			}
-			b.es, b.arena = b.es[:0], b.arena[:0]
-			free <- b
-		}
-	}()
-	for range cap(free) {
-		free <- &batch{es: make([]Entry, 0, batchLen), arena: make([]byte, 0, batchLen*256)}
-	}
-	cur := <-free
-	keep := func(arena *[]byte, b []byte) []byte {
-		if b == nil {
-			return nil
-		}
-		n := len(*arena)
-		*arena = append(*arena, b...)
-		return (*arena)[n:len(*arena):len(*arena)]
-	}
-	err := sc.ScanAudit(ctx, func(e *Entry) error {
-		c := *e
-		c.Detail = keep(&cur.arena, e.Detail)
-		c.PrevHash = keep(&cur.arena, e.PrevHash)
-		c.Hash = keep(&cur.arena, e.Hash)
-		cur.es = append(cur.es, c)
-		if len(cur.es) == batchLen {
-			full <- cur
-			cur = <-free
-		}
-		return nil
-	})
-	if len(cur.es) > 0 {
-		full <- cur
-	}
-	close(full)
-	<-done
-	if err != nil && v.err == nil {
-		return 0, err
-	}
-	return v.Result()
 }
 
 // batchMax is the most entries one commit writes.

@@ -24,7 +24,7 @@ func init() {
 // audit verify`, which checks its chain.
 func newAuditCommand() *cobra.Command {
 	var f serveFlags
-	var since, thread, device string
+	var since, thread, device, kind string
 	var asJSON bool
 	open := func(cmd *cobra.Command) (*sqlite.AuditReader, error) {
 		cfg, err := loadConfig(f)
@@ -41,7 +41,7 @@ func newAuditCommand() *cobra.Command {
   parley audit verify`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			flt := audit.Filter{Thread: thread, Device: device}
+			flt := audit.Filter{Thread: thread, Device: device, Kind: kind}
 			if since != "" {
 				t, err := parseSince(since, time.Now())
 				if err != nil {
@@ -81,6 +81,7 @@ func newAuditCommand() *cobra.Command {
 	cmd.Flags().StringVar(&since, "since", "", `only entries since then: a time (2026-01-02, RFC 3339) or an age ("24h", "7d")`)
 	cmd.Flags().StringVar(&thread, "thread", "", "only a thread's entries")
 	cmd.Flags().StringVar(&device, "device", "", "only what a device did (its id, as parley devices lists)")
+	cmd.Flags().StringVar(&kind, "kind", "", "only entries of a kind (git.commit, session.continue, …)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON entry a line, with its hashes")
 	cmd.AddCommand(&cobra.Command{
 		Use:   "verify",

@@ -3,6 +3,8 @@
 package config
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"github.com/parleyhq/parley/internal/rules"
@@ -100,6 +102,9 @@ type Config struct {
 
 	// File is the path the config was read from, or "".
 	File string `toml:"-"`
+	// FileSHA256 is the SHA-256 of the file's bytes, in hex, when File is
+	// set: the audit trail records when it changes between starts.
+	FileSHA256 string `toml:"-"`
 }
 
 // Limits bound what any one client can cost.
@@ -288,6 +293,8 @@ func Parse(data []byte, path string, base Config) (Config, error) {
 		return Config{}, fmt.Errorf("config %s: unknown keys: %s", path, strings.Join(keys, ", "))
 	}
 	cfg.File = path
+	sum := sha256.Sum256(data)
+	cfg.FileSHA256 = hex.EncodeToString(sum[:])
 	// The file's agents override detected ones by id; the rest are kept.
 	merged := slices.Clone(base.Agents)
 	for _, a := range cfg.Agents {

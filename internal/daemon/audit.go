@@ -60,11 +60,12 @@ func (a *auditTrail) close() {
 const maxAuditList = 1000
 
 // handleAudit is GET /api/audit: the newest entries, oldest first, narrowed
-// by ?thread=, ?device=, ?since= (RFC 3339) and ?after= (a seq), at most
+// by ?thread=, ?device=, ?kind=, ?since= (RFC 3339), ?after= and ?before=
+// (a seq: the dashboard pages back with it), at most
 // ?limit= (1000 unless less).
 func (a *auditTrail) handleAudit(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	f := audit.Filter{Thread: q.Get("thread"), Device: q.Get("device"), Limit: maxAuditList}
+	f := audit.Filter{Thread: q.Get("thread"), Device: q.Get("device"), Kind: q.Get("kind"), Limit: maxAuditList}
 	bad := func(msg string) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusBadRequest)
@@ -85,6 +86,14 @@ func (a *auditTrail) handleAudit(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		f.After = n
+	}
+	if v := q.Get("before"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 1 {
+			bad("before: want an entry's seq")
+			return
+		}
+		f.Before = n
 	}
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)

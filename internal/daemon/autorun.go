@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 
+	"github.com/parleyhq/parley/internal/audit"
 	"github.com/parleyhq/parley/internal/channel/web"
 	"github.com/parleyhq/parley/internal/cluster"
 	"github.com/parleyhq/parley/internal/config"
@@ -24,7 +25,7 @@ type autorun struct {
 // At a cluster's hub (hub set) its schedules reach the nodes'; on a node
 // (link set) the hub reaches this machine's.
 func startAutorun(ctx context.Context, cfg config.Config, st *sqlite.Store, rt *router.Router, hub *remote.Hub, link *cluster.Link,
-	log *slog.Logger) (*autorun, error) {
+	trail audit.Log, log *slog.Logger) (*autorun, error) {
 	// Refused when added, not at the first run: an agent this machine does
 	// not have, a directory outside its roots.
 	check := func(agent, cwd string) error {
@@ -35,7 +36,8 @@ func startAutorun(ctx context.Context, cfg config.Config, st *sqlite.Store, rt *
 		_, err = config.Confine(cwd, ag.Roots)
 		return err
 	}
-	sopt := schedule.Options{Store: st, Send: rt, Check: check, Logger: log.With("part", "schedule"), Machine: cfg.Cluster.Node}
+	sopt := schedule.Options{Store: st, Send: rt, Check: check, Logger: log.With("part", "schedule"), Machine: cfg.Cluster.Node,
+		Audit: trail}
 	if hub != nil {
 		sopt.Remote = hub.Schedules()
 	}
@@ -52,7 +54,7 @@ func startAutorun(ctx context.Context, cfg config.Config, st *sqlite.Store, rt *
 	return &autorun{
 		schedules: runner,
 		triggers: trigger.New(trigger.Options{Store: st, Send: rt, Check: check, MaxMessage: cfg.Limits.MaxMessageBytes,
-			Logger: log.With("part", "trigger")}),
+			Logger: log.With("part", "trigger"), Audit: trail, Machine: cfg.Cluster.Node}),
 	}, nil
 }
 

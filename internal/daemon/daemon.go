@@ -142,6 +142,9 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 		return nil, fmt.Errorf("audit: %w", err)
 	}
 	devs.SetAudit(trail.rec)
+	if err := recordConfig(ctx, st, trail.rec, cfg); err != nil {
+		log.Warn("audit: config file not recorded", "err", err)
+	}
 	started := false
 	defer func() {
 		if !started {
@@ -244,6 +247,7 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 		Token: token, Devices: devs, Limits: cfg.Limits, AllowedOrigins: cfg.AllowedOrigins, Roots: cfg.Roots,
 		Version: opt.Version, UI: opt.UI, Logger: log, Registry: reg, Push: pusher,
 		BaseURL: func() string { return d.publicBase() }, Cluster: machines, Sessions: listSessions,
+		Audit: trail.rec, Machine: cfg.Cluster.Node,
 	})
 	wsp.Store(ws)
 	var cert *certSource
@@ -326,7 +330,7 @@ func Start(ctx context.Context, cfg config.Config, opt Options) (*Daemon, error)
 	}
 	d.extra = d.startExtras(cfg.Plugins)
 	d.prune = startPruner(st, cfg.Limits.RetainEvents.Duration, time.Now, log)
-	if d.auto, err = startAutorun(ctx, cfg, st, rt, d.remote, d.link, log); err != nil {
+	if d.auto, err = startAutorun(ctx, cfg, st, rt, d.remote, d.link, trail.rec, log); err != nil {
 		d.Shutdown(ctx)
 		return nil, err
 	}

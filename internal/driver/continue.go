@@ -57,6 +57,16 @@ type TerminalTaker interface {
 	TakesTerminals()
 }
 
+// PaneAdopter is a RunChecker whose agent's TUI, running in a person's tmux
+// pane, the tmux driver can read and type into (Gemini CLI's): that pane is
+// adopted; a plain terminal running it is neither adopted nor watched.
+type PaneAdopter interface {
+	RunChecker
+	// PaneTUI names the TUI of spec's agent for the tmux driver (its
+	// OptTUI), "" when the tmux driver reads none of this agent's.
+	PaneTUI(spec Spec) string
+}
+
 // HandBacker is a Driver that can say how a person goes on with one of its
 // sessions (spec.ResumeID in spec.Cwd) in a terminal.
 type HandBacker interface {

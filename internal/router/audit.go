@@ -9,9 +9,11 @@ import (
 	"github.com/parleyhq/parley/internal/chat"
 )
 
-// The audit trail's two choke points in the router: a message accepted into
-// its thread (Send, on the one send path) and a card answered (answerCard's
-// callers), by a person, a surface or a rule. Text is never recorded.
+// The audit trail's choke points in the router: a message accepted into its
+// thread (Send, on the one send path), a card answered (answerCard's
+// callers) by a person, a surface or a rule, and an agent's session
+// continued (ContinueSession) or handed back (the HandBack control). Text is
+// never recorded.
 
 // actorOf is who acts in a request: the device or token its context carries
 // (the web channel puts it there), else the route it came from.
@@ -87,4 +89,38 @@ func (l *lane) recordAnswer(ctl Control, c *chat.Card, option string, cancelled 
 	}
 	d, _ := json.Marshal(detail)
 	l.r.record(audit.Entry{TS: l.clock.Now(), Kind: audit.KindCardAnswer, Actor: actor, Thread: string(l.th.ID), Subject: subject, Detail: d})
+}
+
+// recordContinue records an agent's session continued in thread id: adopted
+// when it ran in a terminal whose pane the thread took over, watched when
+// the thread follows it read-only.
+func (r *Router) recordContinue(ctx context.Context, from chat.RouteKey, ri ResumeIntent, id chat.ThreadID, term *terminal) {
+	detail := map[string]any{"agent": ri.Agent, "session_id": ri.SessionID, "route": from.String()}
+	verb := "continued"
+	if term != nil {
+		verb = map[string]string{termAdopt: "adopted", termWatch: "watched"}[term.kind]
+		detail["terminal"] = verb
+	}
+	if m := firstNonEmpty(ri.Node, r.opt.Node); m != "" {
+		detail["machine"] = m
+	}
+	d, _ := json.Marshal(detail)
+	r.record(audit.Entry{Kind: audit.KindSessionContinue, Actor: actorOf(ctx, from), Thread: string(id),
+		Subject: ri.Agent + " session " + ri.SessionID + " " + verb, Detail: d})
+}
+
+// recordHandBack records a thread's session handed back to a terminal (asked:
+// it happens once the turn in flight is done).
+func (l *lane) recordHandBack(ctl Control) {
+	actor := ctl.actor
+	if actor == "" {
+		actor = audit.ActorSurface + ctl.From.String()
+	}
+	detail := map[string]any{"agent": l.th.Agent, "session_id": l.th.SessionID, "route": ctl.From.String()}
+	if n := l.r.opt.Node; n != "" {
+		detail["machine"] = n
+	}
+	d, _ := json.Marshal(detail)
+	l.r.record(audit.Entry{TS: l.clock.Now(), Kind: audit.KindSessionHandBack, Actor: actor, Thread: string(l.th.ID),
+		Subject: l.th.Agent + " session " + l.th.SessionID + " handed back to a terminal", Detail: d})
 }

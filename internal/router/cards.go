@@ -86,7 +86,12 @@ func (l *lane) doControl(c Control, reply func(error)) {
 	case c.Unload:
 		reply(l.unload())
 	case c.HandBack:
-		l.handBack(reply)
+		l.handBack(func(err error) {
+			if err == nil {
+				l.recordHandBack(c)
+			}
+			reply(err)
+		})
 	case c.Edit != nil:
 		reply(l.edit(*c.Edit))
 	}

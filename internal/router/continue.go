@@ -36,6 +36,17 @@ type RemoteResumer interface {
 // cluster's hub, another machine continues it (its agents, its roots, its
 // checks) and the route shows that machine's thread.
 func (r *Router) ContinueSession(ctx context.Context, from chat.RouteKey, ri ResumeIntent) (chat.ThreadID, error) {
+	var term *terminal
+	id, err := r.continueSession(ctx, from, ri, &term)
+	if err == nil {
+		r.recordContinue(ctx, from, ri, id, term)
+	}
+	return id, err
+}
+
+// continueSession is ContinueSession; *took is the terminal it adopted or
+// watches, if any.
+func (r *Router) continueSession(ctx context.Context, from chat.RouteKey, ri ResumeIntent, took **terminal) (chat.ThreadID, error) {
 	if err := ri.Validate(); err != nil {
 		return "", err
 	}
@@ -78,6 +89,7 @@ func (r *Router) ContinueSession(ctx context.Context, from chat.RouteKey, ri Res
 	if err != nil {
 		return "", err
 	}
+	*took = term
 	if term == nil {
 		if err := r.notRunningElsewhere(ctx, drv, spec); err != nil {
 			return "", err
@@ -159,6 +171,10 @@ func (r *Router) notRunningElsewhere(ctx context.Context, drv driver.Driver, spe
 	ways := "go on there, watch it here, or end it there and continue here"
 	if _, ok := drv.(driver.TerminalTaker); !ok {
 		ways = "go on there, or end it there and continue here" // parley cannot follow this agent's terminal
+		if pa, ok := drv.(driver.PaneAdopter); ok && pa.PaneTUI(spec) != "" {
+			// Only a pane is adopted: this one runs elsewhere.
+			ways += "; started in a tmux pane, it is adopted here"
+		}
 	}
 	return fmt.Errorf("%w (%s session %s, pid %d, not started by parley: a terminal perhaps); "+
 		"two processes on one session fork it: %s",

@@ -50,12 +50,17 @@ func (r *Router) goneSince(ctx context.Context, th chat.Thread, t *terminal) str
 	if err != nil {
 		return err.Error()
 	}
-	rc, ok := drv.(driver.TerminalTaker)
-	if !ok || th.SessionID == "" {
-		return fmt.Sprintf("agent %q no longer says which process runs its session", th.Agent)
-	}
 	spec := agentSpec(ag)
 	spec.Cwd, spec.ResumeID = th.Cwd, th.SessionID
+	var rc driver.RunChecker
+	if tt, ok := drv.(driver.TerminalTaker); ok {
+		rc = tt
+	} else if pa, ok := drv.(driver.PaneAdopter); ok && t.kind == termAdopt && pa.PaneTUI(spec) != "" {
+		rc = pa // an adopted pane of an agent whose TUI the tmux driver reads
+	}
+	if rc == nil || th.SessionID == "" {
+		return fmt.Sprintf("agent %q no longer says which process runs its session", th.Agent)
+	}
 	pid, err := rc.RunningNow(ctx, spec)
 	switch {
 	case err != nil:

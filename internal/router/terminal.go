@@ -51,6 +51,9 @@ func (t *terminal) attachment(thread chat.ThreadID) *store.Attachment {
 // plain terminal does and watch was not asked (notRunningElsewhere says why).
 func (r *Router) terminalOf(ctx context.Context, drv driver.Driver, spec driver.Spec, watchIt bool) (*terminal, error) {
 	rc, ok := drv.(driver.TerminalTaker)
+	if pa, pok := drv.(driver.PaneAdopter); !ok && pok && !watchIt && pa.PaneTUI(spec) != "" {
+		return r.paneOf(ctx, pa, spec)
+	}
 	if !ok {
 		if watchIt {
 			return nil, fmt.Errorf("%w: agent %q's running sessions cannot be watched (only Claude Code's are)", driver.ErrUnsupported, spec.AgentID)
@@ -78,6 +81,28 @@ func (r *Router) terminalOf(ctx context.Context, drv driver.Driver, spec driver.
 	}
 	if p, ok := sessions.Locate(ctx, pid); ok && p.ID != "" {
 		return &terminal{kind: termAdopt, pid: pid, start: start, server: p.Server, pane: p.ID}, nil
+	}
+	return nil, nil
+}
+
+// paneOf is terminalOf for an agent whose TUI only the tmux driver reads
+// (driver.PaneAdopter): its tmux pane is adopted; anything else running the
+// session is left to notRunningElsewhere, which refuses it.
+func (r *Router) paneOf(ctx context.Context, pa driver.PaneAdopter, spec driver.Spec) (*terminal, error) {
+	pid, err := pa.RunningNow(ctx, spec)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", chat.ErrBadInput, err)
+	}
+	if pid == 0 {
+		return nil, nil
+	}
+	for _, s := range r.slots.list() {
+		if s.PID == pid {
+			return nil, nil // parley's own process: its thread holds the session
+		}
+	}
+	if p, ok := sessions.Locate(ctx, pid); ok && p.ID != "" {
+		return &terminal{kind: termAdopt, pid: pid, start: claudecode.ProcStart(pid), server: p.Server, pane: p.ID}, nil
 	}
 	return nil, nil
 }
@@ -115,6 +140,14 @@ func (l *lane) termOptions(spec *driver.Spec) {
 		// Only the pane: the agent's own tmux options (adopt, session,
 		// hooks) are of sessions parley starts.
 		opts = map[string]string{tmux.OptPane: t.pane, tmux.OptSocket: t.server, tmux.OptAgentPID: strconv.Itoa(t.pid)}
+		// Whose screen the pane shows: Claude Code's unless the agent says.
+		if drv, _, err := l.r.Driver(l.th.Agent); err == nil {
+			if pa, ok := drv.(driver.PaneAdopter); ok {
+				if tui := pa.PaneTUI(*spec); tui != "" {
+					opts[tmux.OptTUI] = tui
+				}
+			}
+		}
 	case termWatch:
 		opts[watch.OptPID] = strconv.Itoa(t.pid)
 	}

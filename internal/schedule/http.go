@@ -48,6 +48,7 @@ func (r *Runner) handleAdd(w http.ResponseWriter, req *http.Request) {
 		WriteError(w, err)
 		return
 	}
+	r.record(req.Context(), "added", s)
 	web.WriteJSON(w, http.StatusOK, map[string]any{"schedule": s})
 }
 
@@ -58,6 +59,7 @@ func (r *Runner) handlePause(paused bool) http.Handler {
 			WriteError(w, err)
 			return
 		}
+		r.record(req.Context(), map[bool]string{true: "paused", false: "resumed"}[paused], s)
 		web.WriteJSON(w, http.StatusOK, map[string]any{"schedule": s})
 	})
 }
@@ -67,6 +69,8 @@ func (r *Runner) handleRemove(w http.ResponseWriter, req *http.Request) {
 		WriteError(w, err)
 		return
 	}
+	machine, _, _ := r.elsewhere(req.PathValue("id"))
+	r.record(req.Context(), "removed", Schedule{ID: req.PathValue("id"), Node: machine})
 	web.WriteJSON(w, http.StatusOK, map[string]any{})
 }
 

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/parleyhq/parley/internal/audit"
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/store"
 )
@@ -53,6 +54,9 @@ type Options struct {
 	// (machines.go).
 	Machine string
 	Remote  Remote
+	// Audit records schedules added, paused, resumed and removed
+	// (audit.go); nil records nothing.
+	Audit audit.Log
 }
 
 // Runner owns every schedule of this machine: one goroutine adds, pauses,

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/parleyhq/parley/internal/audit"
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/schedule"
 	"github.com/parleyhq/parley/internal/store"
@@ -41,6 +42,10 @@ type Options struct {
 	MaxMessage int
 	Now        func() time.Time
 	Logger     *slog.Logger
+	// Audit records triggers added and removed (audit.go), naming Machine
+	// (this machine in its cluster, or ""); nil records nothing.
+	Audit   audit.Log
+	Machine string
 }
 
 // Triggers adds, lists and removes triggers and serves their webhooks.
@@ -132,6 +137,7 @@ func (s *Triggers) Add(ctx context.Context, sp Spec) (Trigger, string, error) {
 	if err := s.opt.Store.PutTrigger(ctx, t); err != nil {
 		return Trigger{}, "", err
 	}
+	s.record(ctx, "added", view(t))
 	return view(t), t.Secret, nil
 }
 
@@ -153,6 +159,7 @@ func (s *Triggers) Remove(ctx context.Context, id string) error {
 	if err := s.opt.Store.DeleteTrigger(ctx, id); err != nil {
 		return fmt.Errorf("%w", err)
 	}
+	s.record(ctx, "removed", Trigger{ID: id})
 	return nil
 }
 

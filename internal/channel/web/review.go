@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/parleyhq/parley/internal/audit"
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/cluster"
 	"github.com/parleyhq/parley/internal/gitwork"
@@ -122,6 +123,7 @@ func (s *Server) handleCommit(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
+	s.recordGit(r, th, audit.KindGitCommit, "commit "+c.Commit+" on "+c.Branch, map[string]any{"commit": c.Commit, "branch": c.Branch})
 	writeJSON(w, http.StatusOK, c)
 }
 
@@ -149,6 +151,7 @@ func (s *Server) handlePush(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
+	s.recordGit(r, th, audit.KindGitPush, "branch "+p.Branch+" pushed to "+p.Remote, map[string]any{"remote": p.Remote, "branch": p.Branch})
 	writeJSON(w, http.StatusOK, p)
 }
 
@@ -178,5 +181,7 @@ func (s *Server) handlePR(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
+	s.recordGit(r, th, audit.KindGitPR, map[bool]string{true: "pull request opened: ", false: "pull request page: "}[pr.Created]+pr.URL,
+		map[string]any{"url": pr.URL, "created": pr.Created})
 	writeJSON(w, http.StatusOK, pr)
 }

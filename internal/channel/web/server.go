@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/parleyhq/parley/internal/audit"
 	"github.com/parleyhq/parley/internal/auth"
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/cluster"
@@ -59,6 +60,10 @@ type Options struct {
 	Cluster Cluster
 	// Sessions lists the agents' own sessions (GET /api/sessions); nil lists none.
 	Sessions Sessions
+	// Audit records git actions (gitaudit.go), naming Machine (this
+	// machine in its cluster, or ""); nil records nothing.
+	Audit   audit.Log
+	Machine string
 }
 
 // Cluster is a cluster's hub as the dashboard shows it (cluster.Hub, with

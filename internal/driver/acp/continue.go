@@ -46,3 +46,14 @@ func (d *Driver) RunningNow(ctx context.Context, spec driver.Spec) (int, error) 
 }
 
 var _ driver.RunChecker = (*Driver)(nil)
+
+// PaneTUI implements driver.PaneAdopter: the tmux driver reads Gemini CLI's
+// TUI (package pane), so a Gemini running in a tmux pane is adopted there.
+func (d *Driver) PaneTUI(spec driver.Spec) string {
+	if isGemini(spec) {
+		return "gemini"
+	}
+	return ""
+}
+
+var _ driver.PaneAdopter = (*Driver)(nil)

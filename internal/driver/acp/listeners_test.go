@@ -1,22 +1,45 @@
 package acp
 
 import (
-	"bufio"
 	"context"
-	"encoding/hex"
-	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/parleyhq/parley/internal/driver"
 	"github.com/parleyhq/parley/internal/testkit"
+	"github.com/parleyhq/parley/internal/testkit/geminiapi"
+	"github.com/parleyhq/parley/internal/testkit/openaiapi"
 )
+
+// Each agent program parley starts over ACP, started as parley starts it
+// (ACP initialize and session/new done), listens on nothing of its own:
+// its process tree has no TCP or UDP listener at all. OpenCode's one
+// listener is TestOpenCodeServerNeedsAPassword's (docs/agents.md, "Listeners
+// of their own").
+
+func TestGeminiListensOnNothing(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, geminiapi.Scenario{})
+	s, _ := r.start("")
+	noListeners(t, "Gemini CLI", s)
+}
+
+func TestCodexListensOnNothing(t *testing.T) {
+	t.Parallel()
+	s, _, _, _ := startCodex(t, openaiapi.Start(t))
+	noListeners(t, "codex-acp", s)
+}
+
+func noListeners(t *testing.T, agent string, s *Session) {
+	t.Helper()
+	pids := testkit.TreePIDs(s.pgid)
+	if ls := testkit.Listeners(t, pids); len(ls) != 0 {
+		t.Errorf("%s (processes %v) listens on %v: nothing is expected (docs/agents.md)", agent, pids, ls)
+	}
+}
 
 // The real OpenCode, started by parley, serves its own HTTP API beside ACP:
 // it must listen on loopback only, and refuse a request without the password
@@ -39,85 +62,22 @@ func TestOpenCodeServerNeedsAPassword(t *testing.T) {
 		t.Fatalf("Start: %v", err)
 	}
 	t.Cleanup(func() { _ = s.Close(context.Background()) })
-	ls := listenersOf(t, s.(*Session).pgid)
+	ls := testkit.Listeners(t, testkit.TreePIDs(s.(*Session).pgid))
 	if len(ls) == 0 {
 		t.Fatal("OpenCode listens on nothing: the check no longer sees its server (was 127.0.0.1:4096)")
 	}
-	for _, a := range ls {
-		if !a.IP.IsLoopback() {
-			t.Errorf("OpenCode listens on %s, beyond loopback", a)
+	for _, l := range ls {
+		if l.Proto != "tcp" || !l.Addr.Addr().IsLoopback() {
+			t.Errorf("OpenCode listens on %s, beyond loopback", l)
 			continue
 		}
-		resp, err := http.Get("http://" + a.String() + "/session")
+		resp, err := http.Get("http://" + l.Addr.String() + "/session")
 		if err != nil {
 			t.Fatalf("GET its API: %v", err)
 		}
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusUnauthorized {
-			t.Errorf("OpenCode's API on %s answered %d to a request without the password, want 401", a, resp.StatusCode)
+			t.Errorf("OpenCode's API on %s answered %d to a request without the password, want 401", l, resp.StatusCode)
 		}
 	}
-}
-
-// listenersOf lists the TCP listeners of the processes in process group pgid
-// (from /proc: the group's sockets matched against /proc/net/tcp{,6}).
-func listenersOf(t *testing.T, pgid int) []*net.TCPAddr {
-	t.Helper()
-	inodes := map[string]bool{}
-	procs, _ := os.ReadDir("/proc")
-	for _, p := range procs {
-		pid, err := strconv.Atoi(p.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			continue
-		}
-		// Fields after the command's closing parenthesis: state, ppid, pgrp.
-		f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
-		if len(f) < 3 || f[2] != strconv.Itoa(pgid) {
-			continue
-		}
-		fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
-		for _, fd := range fds {
-			l, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name()))
-			if err == nil && strings.HasPrefix(l, "socket:[") {
-				inodes[strings.TrimSuffix(strings.TrimPrefix(l, "socket:["), "]")] = true
-			}
-		}
-	}
-	var out []*net.TCPAddr
-	for _, file := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
-		f, err := os.Open(file)
-		if err != nil {
-			continue
-		}
-		sc := bufio.NewScanner(f)
-		sc.Scan() // the header
-		for sc.Scan() {
-			fl := strings.Fields(sc.Text())
-			if len(fl) < 10 || fl[3] != "0A" || !inodes[fl[9]] { // 0A: LISTEN
-				continue
-			}
-			out = append(out, parseProcAddr(t, fl[1]))
-		}
-		f.Close()
-	}
-	return out
-}
-
-// parseProcAddr reads /proc/net/tcp's "0100007F:1000" (host byte order, per
-// 32-bit word).
-func parseProcAddr(t *testing.T, s string) *net.TCPAddr {
-	host, port, _ := strings.Cut(s, ":")
-	b, err := hex.DecodeString(host)
-	if err != nil {
-		t.Fatalf("%s: %v", s, err)
-	}
-	for i := 0; i+4 <= len(b); i += 4 {
-		b[i], b[i+1], b[i+2], b[i+3] = b[i+3], b[i+2], b[i+1], b[i]
-	}
-	p, _ := strconv.ParseUint(port, 16, 16)
-	return &net.TCPAddr{IP: net.IP(b), Port: int(p)}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/parleyhq/parley/internal/driver/claudecode"
 	"github.com/parleyhq/parley/internal/driver/tmux/ctl"
 	"github.com/parleyhq/parley/internal/driver/tmux/hook"
+	"github.com/parleyhq/parley/internal/driver/tmux/pane"
 	"github.com/parleyhq/parley/internal/driver/tmux/transcript"
 )
 
@@ -30,6 +31,21 @@ const OptPane = "pane"
 // the pane holds the agent, whatever runs in the pane's foreground (a
 // person may have started it from a script, under a shell that waits).
 const OptAgentPID = "agent_pid"
+
+// OptTUI, with OptPane, names the TUI the pane shows when it is not Claude
+// Code's: "gemini" (Gemini CLI, read by package pane's GeminiCLI dialect).
+const OptTUI = "tui"
+
+// dialectOf is the screen dialect OptTUI names.
+func dialectOf(tui string) (pane.Dialect, error) {
+	switch tui {
+	case "", "claude":
+		return pane.ClaudeCode, nil
+	case "gemini":
+		return pane.GeminiCLI, nil
+	}
+	return 0, fmt.Errorf("tmux: adopt: no reader for the TUI %q (claude, gemini)", tui)
+}
 
 // adoptedAgentExited says an adopted pane's agent (its pid known) is gone:
 // its exit redraws the pane, so the watch loop asks at each change.
@@ -55,6 +71,10 @@ func (s *session) agentGone(info ctl.PaneInfo) bool {
 func (s *session) startOnPane(ctx context.Context, spec driver.Spec, paneID string) (driver.Session, error) {
 	if !ctl.ValidPaneID(paneID) {
 		return nil, fmt.Errorf("tmux: adopt: %q is not a pane id (%%N)", paneID)
+	}
+	var err error
+	if s.dialect, err = dialectOf(spec.Options[OptTUI]); err != nil {
+		return nil, err
 	}
 	info, err := s.c.Pane(ctx, paneID)
 	if err != nil {
@@ -94,8 +114,9 @@ func (s *session) startOnPane(ctx context.Context, spec driver.Spec, paneID stri
 	}
 	// The session's earlier turns are the thread's already (imported when
 	// it was continued): its transcript is followed from its end, so what
-	// is said next, here or typed in the pane, reaches the thread.
-	if p, ok := s.sessionTranscript(ctx, spec); ok {
+	// is said next, here or typed in the pane, reaches the thread. (Claude
+	// Code's: Gemini's chat is not followed, its turns are told by its screen.)
+	if p, ok := s.sessionTranscript(ctx, spec); ok && s.dialect == pane.ClaudeCode {
 		if fi, err := os.Stat(p); err == nil {
 			s.follow(p, fi.Size(), time.Time{})
 		}

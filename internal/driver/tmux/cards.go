@@ -86,6 +86,7 @@ func (s *session) scan() {
 	}
 	m, live, _ := scr.Menu()
 	s.draft(ctx, scr, captured, live)
+	s.geminiTurn(scr)
 	if live && m.Kind == pane.MenuReview {
 		return // the last page of a question being answered
 	}

@@ -358,6 +358,12 @@ type session struct {
 	target string
 	// agentPID is an adopted pane's agent process, when known (OptAgentPID).
 	agentPID int
+	// dialect is whose screen the pane shows (OptTUI): Claude Code's but in
+	// an adopted pane that says otherwise. Set at Start.
+	dialect pane.Dialect
+	// busySeen: Gemini's spinner was seen since its turn's prompt went in
+	// (geminiturn.go).
+	busySeen bool
 	spec     driver.Spec // what Start was asked for: an owned agent that exited is started again from it
 	// beforeEnter, set only by this package's tests, runs right before each
 	// Enter of a send: where a person's typing can land unseen.

@@ -22,7 +22,7 @@ func (s *session) capture(ctx context.Context) (*pane.Screen, error) {
 	if err != nil {
 		return nil, s.goneErr(err)
 	}
-	return pane.Read(out), nil
+	return pane.ReadAs(s.dialect, out), nil
 }
 
 func (s *session) captureVisible(ctx context.Context) (*pane.Screen, error) {
@@ -30,7 +30,7 @@ func (s *session) captureVisible(ctx context.Context) (*pane.Screen, error) {
 	if err != nil {
 		return nil, s.goneErr(err)
 	}
-	return pane.Read(out), nil
+	return pane.ReadAs(s.dialect, out), nil
 }
 
 func (s *session) paneInfo(ctx context.Context) (ctl.PaneInfo, error) {

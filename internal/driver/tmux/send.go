@@ -328,6 +328,9 @@ func (s *session) submit(ctx context.Context, text string, submitted func(*pane.
 		if s.beforeEnter != nil {
 			s.beforeEnter()
 		}
+		if s.dialect == pane.GeminiCLI {
+			geminiEnterGap(ctx)
+		}
 		outputs := s.ctl.Outputs()
 		s.mu.Lock()
 		s.entered = true
@@ -345,6 +348,12 @@ func (s *session) submit(ctx context.Context, text string, submitted func(*pane.
 		drawn := s.ctl.Outputs() != outputs
 		if !drawn && !scr.BoxHolds(text) {
 			drawn = true // the box changed: it was drawn
+		}
+		if s.dialect == pane.GeminiCLI && scr.BoxHolds(text) {
+			// Gemini takes an Enter within 30 ms of typing for a new line
+			// and may draw nothing for it: the text alone in the box is
+			// not submitted, and Enter again cannot send it twice.
+			drawn = true
 		}
 		switch {
 		case drawn && scr.BoxHolds(text) && !scr.Working() && enters < 3:

@@ -14,6 +14,7 @@ import (
 
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/driver/tmux/ctl"
+	"github.com/parleyhq/parley/internal/driver/tmux/pane"
 	"github.com/parleyhq/parley/internal/driver/tmux/transcript"
 )
 
@@ -73,6 +74,10 @@ func (s *session) transcriptEvent(p chat.Payload) {
 // the turn begun and looks for the transcript that holds the prompt just sent.
 func (s *session) afterSubmit(text string, sent time.Time) {
 	if s.useHooks {
+		return
+	}
+	if s.dialect == pane.GeminiCLI {
+		s.geminiSubmitted()
 		return
 	}
 	s.mu.Lock()

@@ -37,7 +37,7 @@ func TestOpenCode(t *testing.T) {
 				"OPENCODE_DISABLE_MODELS_FETCH": "1", "OPENCODE_DISABLE_AUTOUPDATE": "1",
 				"OPENCODE_DISABLE_LSP_DOWNLOAD": "1", "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1"}},
 		home: home, output: api.Outputs, userTexts: userTexts(api),
-		shell: "bash", usage: true, slowStart: true, option: "mode",
+		shell: "bash", usage: true, slowStart: true, option: "mode", passwordServer: true,
 	}, work)
 	conversation(t, r)
 }

@@ -73,6 +73,9 @@ type agent struct {
 	// slowStart: the agent takes seconds to start; a second message is sent
 	// while it does.
 	slowStart bool
+	// passwordServer: the agent serves an API of its own on loopback, behind
+	// the password parley gives it (OpenCode; docs/agents.md).
+	passwordServer bool
 }
 
 type rig struct {
@@ -183,6 +186,25 @@ func queuedFor(id, reason string) func(client.Event) bool {
 
 func (r *rig) pids() []int { return testkit.PIDsWithEnv("HOME="+r.a.home, r.a.proc) }
 
+// noOwnListeners fails the test when the agent's processes (and theirs)
+// listen on anything beyond what docs/agents.md names: nothing, or for a
+// passwordServer agent its API on loopback.
+func (r *rig) noOwnListeners(t *testing.T) {
+	t.Helper()
+	var pids []int
+	for _, p := range r.pids() {
+		pids = append(pids, testkit.TreePIDs(p)...)
+	}
+	if len(pids) == 0 {
+		t.Fatal("no process of the agent's found to check its listeners")
+	}
+	for _, l := range testkit.Listeners(t, pids) {
+		if !r.a.passwordServer || l.Proto != "tcp" || !l.Addr.Addr().IsLoopback() {
+			t.Errorf("the agent listens on %s: not what docs/agents.md says it does", l)
+		}
+	}
+}
+
 // conversation is what every agent goes through, in one thread: a turn
 // delivered exactly; a shell command behind a permission card allowed from
 // the socket, which really runs; a question answered with a label, then one
@@ -216,6 +238,7 @@ func conversation(t *testing.T, r *rig) {
 		if got := chatsock.Chunks(s.Snapshot()[at:end]); got != answer {
 			t.Fatalf("streamed text %q, want %q\n%s", got, answer, chatsock.Summary(s.Snapshot()))
 		}
+		r.noOwnListeners(t)
 		if r.a.option != "" {
 			s.WaitFor(0, wait, func(e client.Event) bool {
 				var m chat.Mode

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/parleyhq/parley/internal/audit"
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/client"
 	"github.com/parleyhq/parley/internal/driver"
@@ -143,6 +144,17 @@ func TestAdoptClaudeTUIInATmuxPane(t *testing.T) {
 		t.Fatalf("hand back command %q, want %q", got, want)
 	}
 	alive(t, tm)
+	// The audit says the pane was adopted, and handed back, by whom.
+	var trail []string
+	for _, en := range r.auditOf(t, string(thread)) {
+		if en.Kind == audit.KindSessionContinue || en.Kind == audit.KindSessionHandBack {
+			trail = append(trail, en.Kind+" by "+en.Actor+": "+en.Subject)
+		}
+	}
+	if want := []string{"session.continue by token: claude session " + id + " adopted",
+		"session.handback by token: claude session " + id + " handed back to a terminal"}; !slices.Equal(trail, want) {
+		t.Fatalf("the thread's audit:\n%s\nwant:\n%s", strings.Join(trail, "\n"), strings.Join(want, "\n"))
+	}
 
 	// Adopted again, then the thread deleted: the pane is the person's, and lives on.
 	at = continueSession(t, s, id, r.work)

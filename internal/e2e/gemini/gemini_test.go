@@ -20,6 +20,7 @@ import (
 	"github.com/parleyhq/parley/internal/daemon"
 	"github.com/parleyhq/parley/internal/driver"
 	"github.com/parleyhq/parley/internal/driver/acp"
+	"github.com/parleyhq/parley/internal/driver/tmux"
 	"github.com/parleyhq/parley/internal/testkit"
 	"github.com/parleyhq/parley/internal/testkit/chatsock"
 	"github.com/parleyhq/parley/internal/testkit/geminiapi"
@@ -72,7 +73,9 @@ func newRig(t *testing.T) *rig {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	d, err := daemon.Start(context.Background(), cfg, daemon.Options{Drivers: map[string]driver.Driver{config.TransportACP: acp.New(nil)},
+	// The tmux driver adopts a Gemini TUI a person runs in a tmux pane.
+	drivers := map[string]driver.Driver{config.TransportACP: acp.New(nil), config.TransportTmux: tmux.New(nil, filepath.Join(cfg.DataDir, "tmux"))}
+	d, err := daemon.Start(context.Background(), cfg, daemon.Options{Drivers: drivers,
 		AgentHome: home, Logger: testkit.FailureLog(t)}) // its sessions listed from the agent's HOME; the log shown when a test fails
 	if err != nil {
 		t.Fatal(err)

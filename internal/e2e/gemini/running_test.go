@@ -4,7 +4,6 @@ package gemini_test
 
 import (
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -12,17 +11,20 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/driver"
 	"github.com/parleyhq/parley/internal/sessions"
 	"github.com/parleyhq/parley/internal/testkit"
 	"github.com/parleyhq/parley/internal/testkit/chatsock"
+	"github.com/parleyhq/parley/internal/testkit/geminiapi"
 	"github.com/parleyhq/parley/internal/testkit/tmuxterm"
 )
 
 // A Gemini CLI TUI a person runs in a tmux pane is listed as running there,
-// and continuing its session is refused with the reason (parley does not
-// type into Gemini's TUI, and a second Gemini on one session would fork it);
-// once the person quits it, it continues.
-func TestGeminiRunningInAPaneIsRefused(t *testing.T) {
+// and continuing its session adopts that pane (no config edit): a message
+// from the socket is typed into it once, proven submitted, reaches the
+// model once, and the turn ends; handed back, the words are tmux attach's
+// and the pane lives on. Once the person quits it, it continues as any.
+func TestAdoptGeminiTUIInATmuxPane(t *testing.T) {
 	r := newRig(t)
 	tm := tmuxterm.Start(t, append(r.env, "TERM=xterm-256color"), "env", "-C", r.work, testkit.GeminiBin(t))
 	tm.Within = wait
@@ -39,17 +41,36 @@ func TestGeminiRunningInAPaneIsRefused(t *testing.T) {
 		found = l[0]
 		return true
 	}, "the TUI's session listed with its turn")
-	server := strings.TrimSpace(tm.Tmux("display-message", "-p", "#{socket_path}"))
-	if want := "tmux:" + filepath.Base(server) + ":t:0.0"; !found.Running || found.Where != want || found.PID <= 0 {
+	server := filepath.Base(strings.TrimSpace(tm.Tmux("display-message", "-p", "#{socket_path}")))
+	if want := "tmux:" + server + ":t:0.0"; !found.Running || found.Where != want || found.PID <= 0 {
 		t.Fatalf("listed %+v, want running in %s", found, want)
 	}
+	paneID := strings.TrimSpace(tm.Tmux("display-message", "-p", "-t", "t", "#{pane_id}"))
 
 	s := r.dial(t, "phone")
 	s.Send(map[string]any{"type": "resume_session", "agent": "gemini", "session_id": found.ID, "cwd": r.work})
-	e := s.Get(s.WaitFor(0, wait, chatsock.Type(chat.TypeError), "the refusal"))
-	msg := fmt.Sprint(chatsock.FieldOf(e, "message"))
-	if chatsock.FieldOf(e, "code") != chat.CodeSessionRunning || !strings.Contains(msg, fmt.Sprintf("pid %d", found.PID)) || strings.Contains(msg, "watch") {
-		t.Fatalf("refusal: %s, want code %s naming pid %d, offering no watching", e.Raw, chat.CodeSessionRunning, found.PID)
+	at := s.WaitFor(0, wait, chatsock.Field(chat.TypeSessionInfo, "state", "continued"), "the session continued here")
+	s.WaitFor(at, wait, chatsock.Field(chat.TypeSessionInfo, "state", "resumed"), "the pane adopted")
+
+	s.Send(chatsock.Msg("m1", "make the file"))
+	s.WaitFor(at, wait, chatsock.Delivery("m1", chat.DeliverySubmitted), "the message submitted in the pane")
+	// Gemini's confirmation is not read (no card): the person answers it in the pane.
+	tm.WaitScreen("Gemini's shell confirmation", tmuxterm.Has("Allow execution"))
+	tm.Keys("Enter")
+	tm.WaitScreen("the command's follow-up in the pane", tmuxterm.Has("The command ran."))
+	s.WaitFor(at, wait, chatsock.PromptDone("m1", chat.StopEndTurn), "the turn's end, told by the screen")
+	if n := asked(r.api, "make the file"); n != 1 {
+		t.Fatalf("the model was asked %d times for the message, want once", n)
+	}
+
+	at = s.Len()
+	s.Send(map[string]any{"type": "hand_back"})
+	e := s.Get(s.WaitFor(at, wait, chatsock.Field(chat.TypeSessionInfo, "state", "handed_back"), "handed back"))
+	if got, want := chatsock.FieldOf(e, "command"), driver.ShellLine("tmux", "-L", server, "attach", "-t", paneID); got != want {
+		t.Fatalf("hand back command %q, want %q", got, want)
+	}
+	if st, ok := tm.ExitStatus(); ok {
+		t.Fatalf("Gemini in the pane exited (%s) at the hand back", st)
 	}
 
 	// Ctrl+C twice, each once the screen shows the last: /quit with Enter
@@ -58,9 +79,21 @@ func TestGeminiRunningInAPaneIsRefused(t *testing.T) {
 	tm.WaitScreen("Gemini asking to press again", tmuxterm.Has("Press Ctrl+C again to exit"))
 	tm.Keys("C-c")
 	tm.WaitScreen("Gemini gone", func(string) bool { _, ok := tm.ExitStatus(); return ok })
-	at := s.Len()
+	at = s.Len()
 	s.Send(map[string]any{"type": "resume_session", "agent": "gemini", "session_id": found.ID, "cwd": r.work})
 	s.WaitFor(at, wait, chatsock.Field(chat.TypeSessionInfo, "state", "continued"), "continued once Gemini quit")
+}
+
+// asked counts the model requests whose newest person text is text: each is
+// one delivery of it (a tool's follow-up request ends with the tool result).
+func asked(api *geminiapi.Server, text string) int {
+	n := 0
+	for _, q := range api.ScenarioRequests() {
+		if q.LastUserText() == text {
+			n++
+		}
+	}
+	return n
 }
 
 // prompt types text into Gemini CLI's input box and, once the box shows it,

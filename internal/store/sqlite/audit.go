@@ -3,12 +3,15 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"path/filepath"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/parleyhq/parley/internal/audit"
 )
@@ -79,7 +82,7 @@ func (s *Store) Audit(ctx context.Context, f audit.Filter) ([]audit.Entry, error
 }
 
 // ScanAudit calls fn with every entry in seq order; fn must not keep the
-// entry's byte slices, which the next row reuses.
+// entry's byte slices, which belong to the row read.
 func (s *Store) ScanAudit(ctx context.Context, fn func(*audit.Entry) error) error {
 	return scanAudit(ctx, s.r, fn)
 }
@@ -95,6 +98,12 @@ func listAudit(ctx context.Context, db *sql.DB, f audit.Filter) ([]audit.Entry, 
 	}
 	if f.Device != "" {
 		where, args = append(where, "actor = ?"), append(args, audit.ActorDevice+f.Device)
+	}
+	if f.Kind != "" {
+		where, args = append(where, "kind = ?"), append(args, f.Kind)
+	}
+	if f.Before > 0 {
+		where, args = append(where, "seq < ?"), append(args, f.Before)
 	}
 	if f.After > 0 {
 		where, args = append(where, "seq > ?"), append(args, f.After)
@@ -155,23 +164,80 @@ func scanAuditRow(rows *sql.Rows, e *audit.Entry) error {
 	return nil
 }
 
+// scanAudit reads every row, in seq order, through the driver's own rows, on one
+// connection: verifying a long trail is mostly reading rows, and
+// database/sql's per-column conversions and locks are a cost this one loop
+// need not pay. The entry's byte slices are the driver's values for the row
+// (fn keeps none of them); its strings are its own.
 func scanAudit(ctx context.Context, db *sql.DB, fn func(*audit.Entry) error) error {
-	rows, err := db.QueryContext(ctx, `SELECT `+auditCols+` FROM audit ORDER BY seq`)
+	conn, err := db.Conn(ctx)
 	if err != nil {
 		return fmt.Errorf("sqlite: audit: %w", err)
 	}
-	defer rows.Close()
-	var e audit.Entry
-	for rows.Next() {
-		if err := scanAuditRow(rows, &e); err != nil {
+	defer conn.Close()
+	err = conn.Raw(func(dc any) error {
+		qc, ok := dc.(driver.QueryerContext)
+		if !ok {
+			return fmt.Errorf("sqlite: audit: the driver cannot query")
+		}
+		rows, err := qc.QueryContext(ctx, `SELECT `+auditCols+` FROM audit ORDER BY seq`, nil)
+		if err != nil {
 			return err
 		}
-		if err := fn(&e); err != nil {
-			return err
+		defer rows.Close()
+		dest := make([]driver.Value, 9)
+		var e audit.Entry
+		for {
+			if err := rows.Next(dest); err == io.EOF {
+				return nil
+			} else if err != nil {
+				return err
+			}
+			if err := auditRow(dest, &e); err != nil {
+				return err
+			}
+			if err := fn(&e); err != nil {
+				return err
+			}
 		}
-	}
-	if err := rows.Err(); err != nil {
+	})
+	if err != nil {
 		return fmt.Errorf("sqlite: audit: %w", err)
+	}
+	return nil
+}
+
+// auditRow reads a row's driver values (auditCols' order) into e.
+func auditRow(v []driver.Value, e *audit.Entry) error {
+	seq, ok1 := v[0].(int64)
+	ts, ok2 := v[1].(int64)
+	if !ok1 || !ok2 {
+		return fmt.Errorf("audit row: seq %T, ts %T, want integers", v[0], v[1])
+	}
+	e.Seq, e.TS = seq, time.Unix(0, ts).UTC()
+	e.Kind, e.Actor, e.Thread, e.Subject = text(v[2]), text(v[3]), text(v[4]), text(v[5])
+	e.Detail, e.PrevHash, e.Hash = bytesOf(v[6]), bytesOf(v[7]), bytesOf(v[8])
+	return nil
+}
+
+// text is a TEXT (or BLOB) value as a string of its own; NULL is "".
+func text(v driver.Value) string {
+	switch x := v.(type) {
+	case string:
+		return x // immutable: the driver cannot reuse it
+	case []byte:
+		return string(x)
+	}
+	return ""
+}
+
+// bytesOf is a BLOB (or TEXT) value's bytes, without a copy; NULL is nil.
+func bytesOf(v driver.Value) []byte {
+	switch x := v.(type) {
+	case []byte:
+		return x
+	case string:
+		return unsafe.Slice(unsafe.StringData(x), len(x))
 	}
 	return nil
 }

@@ -158,7 +158,7 @@ func (g *GCM) handlePlain(w http.ResponseWriter, r *http.Request) {
 	case r.Method == http.MethodPost && r.URL.Path == "/checkin":
 		g.note("checkin")
 		// AndroidCheckinResponse: stats_ok, android_id, security_token.
-		b := []byte{1<<3 | 0, 1}                                            // stats_ok: true
+		b := []byte{1 << 3, 1}                                              // stats_ok (field 1, varint): true
 		b = binary.LittleEndian.AppendUint64(append(b, 7<<3|1), 0x5eed1234) // android_id (fixed64)
 		b = binary.LittleEndian.AppendUint64(append(b, 8<<3|1), 0x70c4e5)   // security_token (fixed64)
 		w.Header().Set("Content-Type", "application/x-protobuf")

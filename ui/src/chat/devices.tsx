@@ -2,6 +2,7 @@
 // pairing QR code) and revocation. This device's notifications: notify.tsx.
 
 import { useEffect, useRef, useState } from "preact/hooks";
+import { AuditList } from "./audit";
 
 type Device = {
   id: string;
@@ -39,6 +40,7 @@ export function Devices() {
   const [devices, setDevices] = useState<Device[]>([]);
   const [pair, setPair] = useState<PairCode | null>(null);
   const [err, setErr] = useState("");
+  const [activity, setActivity] = useState(""); // the device whose audit trail is shown
   // The QR code is what "Add a device" is for: bring it into view (the list
   // sits at the foot of the screen, the code would open below its edge).
   const qr = useRef<HTMLElement>(null);
@@ -111,7 +113,10 @@ export function Devices() {
             <label class="hint">
               <input type="checkbox" class="push-notices" checked={d.push_notices} onChange={(e) => setPrefs(d, { push_notices: (e.target as HTMLInputElement).checked })} /> notices
             </label>
+            <button type="button" class="link" data-device-activity="" aria-expanded={activity === d.id} aria-label={`Activity of ${d.name}`}
+              onClick={() => setActivity(activity === d.id ? "" : d.id)}>Activity</button>
             <button type="button" class="link" onClick={() => revoke(d)}>Revoke</button>
+            {activity === d.id && <AuditList device={d.id} label={`What ${d.name} did`} />}
           </li>
         ))}
       </ul>

@@ -8,6 +8,7 @@ import type { SearchHit, Thread } from "../protocol";
 import type { Store } from "../store";
 import { threadLabel } from "../store";
 import { nav } from "../app";
+import { AuditList } from "./audit";
 
 // MAX_TITLE is the server's limit (router.MaxTitleLen).
 const MAX_TITLE = 120;
@@ -145,7 +146,7 @@ function handsBack(store: Store, thread: Thread): boolean {
 // ThreadActions renames, archives or deletes the chat's thread; a delete is
 // confirmed in place, saying what happens to the agent's own session.
 export function ThreadActions({ store, thread }: { store: Store; thread: Thread }) {
-  const [mode, setMode] = useState<"" | "rename" | "delete">("");
+  const [mode, setMode] = useState<"" | "rename" | "delete" | "activity">("");
   const [removeTree, setRemoveTree] = useState(false); // delete: its own worktree too
   const [dirty, setDirty] = useState(false); // delete: the worktree has uncommitted changes, asked again
   const [title, setTitle] = useState("");
@@ -184,8 +185,11 @@ export function ThreadActions({ store, thread }: { store: Store; thread: Thread 
             Continue in a terminal
           </button>
         )}
+        <button type="button" class="small" data-action="activity" aria-expanded={mode === "activity"}
+          title="Who did what in this thread, from where (its audit trail)" onClick={() => { setErr(""); setMode(mode === "activity" ? "" : "activity"); }}>Activity</button>
         <button type="button" class="small danger" data-action="delete" onClick={() => { setErr(""); setMode(mode === "delete" ? "" : "delete"); }}>Delete</button>
       </div>
+      {mode === "activity" && <AuditList thread={thread.id} label="Thread activity" />}
       {thread.archived && <div class="hint" data-archived-note="">Archived: hidden from the list. Sending a message brings it back.</div>}
       {mode === "rename" && (
         <form class="rename" onSubmit={(e) => { e.preventDefault(); void act(() => store.renameThread(thread.id, title)); }}>

@@ -89,6 +89,9 @@ func parseOption(line string) (n int, label string, cursor, ok bool) {
 // only when it is the last thing on the pane (no assistant line, tool result,
 // status line or submitted prompt after it; an empty input box does not count).
 func (s *Screen) Menu() (Menu, bool, string) {
+	if s.dialect == GeminiCLI {
+		return Menu{}, false, "Gemini CLI's dialogs are not read"
+	}
 	lines := s.Full
 	last := -1
 	for i := len(lines) - 1; i >= 0; i-- {

@@ -25,8 +25,10 @@ type Screen struct {
 	// Full are the same lines with the dim runs kept: menus are read from
 	// these (a picker's "Type something." goes dim under the cursor).
 	Full []string
-	// BoxTop and BoxBottom are the rule lines around the input box, or -1.
+	// BoxTop and BoxBottom are the rule lines around the input box, or -1
+	// (Gemini's: the rule above it and its footer line).
 	BoxTop, BoxBottom int
+	dialect           Dialect
 }
 
 // Read parses a capture taken with -e.
@@ -213,6 +215,9 @@ func (s *Screen) Staged() string {
 	if s.BoxTop < 0 {
 		return ""
 	}
+	if s.dialect == GeminiCLI {
+		return s.geminiStaged()
+	}
 	var parts []string
 	for i := s.BoxTop + 1; i < s.BoxBottom; i++ {
 		l := s.Lines[i]
@@ -259,6 +264,9 @@ func tail(norm string) (string, bool) {
 // starting with "❯ " (or "  ❯ " for a prompt Claude Code queued while busy)
 // and its indented continuation lines.
 func (s *Screen) Prompts() []string {
+	if s.dialect == GeminiCLI {
+		return s.geminiPrompts()
+	}
 	above := s.Above()
 	// A person may well send "1. do this": only the live menu's own lines are
 	// options, not every numbered line.
@@ -405,6 +413,9 @@ func (s *Screen) BoxHolds(text string) bool {
 // status line under the input box offers "esc to interrupt". Text typed now
 // would go into its own queue of messages, not to the model as a prompt.
 func (s *Screen) Working() bool {
+	if s.dialect == GeminiCLI {
+		return s.geminiWorking()
+	}
 	if s.BoxBottom < 0 {
 		return false
 	}
