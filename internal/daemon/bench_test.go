@@ -8,7 +8,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -163,88 +162,26 @@ func BenchmarkEventLatency(b *testing.B) {
 				drainTurn(b, r)
 			}
 			const chunks = 200
-			var mu sync.Mutex
-			var lat, srv, rd []time.Duration
-			arrived := map[int64][2]int64{} // chunk stamp → its first and last arrival
+			var lt latencies
 			sched0 := schedLatency()
 			cpu0 := cpuTime()
 			b.ResetTimer()
 			for n := 0; n < b.N; n++ {
-				var wg sync.WaitGroup
-				for i, r := range readers {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						mine := make([]time.Duration, 0, chunks)
-						mySrv := make([]time.Duration, 0, chunks)
-						myRd := make([]time.Duration, 0, chunks)
-						myAt := make([][2]int64, 0, chunks) // stamp, arrival
-						for len(mine) < chunks {
-							raw, err := r.NextRaw(context.Background())
-							if err != nil {
-								b.Error(err)
-								return
-							}
-							if !bytes.HasPrefix(raw, chunkPrefix) {
-								continue
-							}
-							var c chat.AgentChunk
-							if err := json.Unmarshal(raw, &c); err != nil {
-								b.Error(err)
-								return
-							}
-							now := time.Now()
-							ns, _ := strconv.ParseInt(c.Text, 10, 64)
-							mine = append(mine, now.Sub(time.Unix(0, ns)))
-							if a := arrivals[i]; a != nil && a.last != 0 {
-								at := a.last
-								mySrv = append(mySrv, time.Duration(at-ns))
-								myRd = append(myRd, now.Sub(time.Unix(0, at)))
-								myAt = append(myAt, [2]int64{ns, at})
-							}
-						}
-						mu.Lock()
-						lat = append(lat, mine...)
-						srv = append(srv, mySrv...)
-						rd = append(rd, myRd...)
-						for _, a := range myAt {
-							fl, ok := arrived[a[0]]
-							if !ok {
-								fl = [2]int64{a[1], a[1]}
-							}
-							fl[0], fl[1] = min(fl[0], a[1]), max(fl[1], a[1])
-							arrived[a[0]] = fl
-						}
-						mu.Unlock()
-					}()
-				}
 				pace := "2ms"
 				if conns >= 1000 {
 					pace = "20ms"
 				}
-				if err := readers[0].Send(context.Background(), msgJSON(fmt.Sprintf("l%d", n), fmt.Sprintf("%d %s", chunks, pace))); err != nil {
+				err := lt.round(readers, arrivals, chunks, func() error {
+					return readers[0].Send(context.Background(), msgJSON(fmt.Sprintf("l%d", n), fmt.Sprintf("%d %s", chunks, pace)))
+				})
+				if err != nil {
 					b.Fatal(err)
 				}
-				wg.Wait()
 			}
 			b.StopTimer()
 			cpu := cpuTime() - cpu0
 			sched1 := schedLatency()
-			report := func(d []time.Duration, prefix string) {
-				slices.Sort(d)
-				b.ReportMetric(float64(percentile(d, 0.50).Microseconds())/1000, prefix+"p50-ms")
-				b.ReportMetric(float64(percentile(d, 0.99).Microseconds())/1000, prefix+"p99-ms")
-			}
-			report(lat, "")
-			report(srv, "srv-")
-			report(rd, "rd-")
-			var first, fan []time.Duration
-			for ns, fl := range arrived {
-				first = append(first, time.Duration(fl[0]-ns))
-				fan = append(fan, time.Duration(fl[1]-fl[0]))
-			}
-			report(first, "first-")
-			report(fan, "fan-")
+			lt.report(b)
 			b.ReportMetric(float64(cpu.Microseconds())/float64(chunks*b.N), "cpu-µs/chunk")
 			b.ReportMetric(float64(schedPercentile(sched0, sched1, 0.99).Microseconds())/1000, "sched-p99-ms")
 			b.ReportMetric(0, "ns/op")

@@ -30,6 +30,9 @@ import (
 // TestMain lets the test binary double as a daemon child process, so a test can
 // kill -9 a real process and start it again on the same data.
 func TestMain(m *testing.M) {
+	if job := os.Getenv(envReaders); job != "" {
+		os.Exit(runReaders(job))
+	}
 	if data := os.Getenv("PARLEY_TEST_CHILD_DATA"); data != "" {
 		runChild(data, os.Getenv("PARLEY_TEST_CHILD_WORK"), os.Getenv("PARLEY_TEST_CHILD_LOG"))
 		return

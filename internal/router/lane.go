@@ -13,6 +13,7 @@ import (
 	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/driver"
 	"github.com/parleyhq/parley/internal/fanout"
+	"github.com/parleyhq/parley/internal/marks"
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/uploads"
 )
@@ -311,7 +312,12 @@ func (l *lane) commit() error {
 	l.batch = store.Batch{}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := l.store.Commit(ctx, b); err != nil {
+	t := marks.Start()
+	err := l.store.Commit(ctx, b)
+	if !t.IsZero() {
+		marks.End("commit", marks.Types(b.Events), t)
+	}
+	if err != nil {
 		if !errors.Is(err, store.ErrUnavailable) {
 			// It would fail the same way again: dropped, so the thread
 			// goes on (the error is parley's, and logged).
@@ -333,7 +339,11 @@ func (l *lane) commit() error {
 		l.log.Info("commit succeeded again", "events", len(b.Events))
 	}
 	l.settle()
+	t = marks.Start()
 	l.fanout.PublishStep(b.Events)
+	if !t.IsZero() {
+		marks.End("fanout", marks.Types(b.Events), t)
+	}
 	l.r.opt.Metrics.Events.Add(float64(len(b.Events)))
 	return nil
 }
@@ -380,6 +390,7 @@ func (l *lane) settle() {
 
 func (l *lane) onAccept(a laneAccept) {
 	p := a.p
+	marks.End("lane accept", p.in.MessageID, marks.Start())
 	same := func(q *pendingInput) bool { return q.in.From == p.in.From && q.in.MessageID == p.in.MessageID }
 	if slices.ContainsFunc(l.queue, same) || (l.turn != nil && same(l.turn.p)) {
 		a.done(chat.Delivery{MessageID: p.in.MessageID, State: chat.DeliveryQueued}, chat.ErrDuplicate)
@@ -411,18 +422,32 @@ func (l *lane) onAccept(a laneAccept) {
 	l.unarchive()
 	d := chat.Delivery{MessageID: p.in.MessageID, State: chat.DeliveryQueued, Detail: p.in.Detail}
 	l.emit(d)
+	// A message that goes at once has its turn's start and its delivering
+	// receipt stored in the same commit as itself: one commit before the
+	// agent is told instead of two (docs/benchmarks.md, the first words).
+	// Refused, it leaves no turn behind: the turn begins after the commit.
+	atOnce := l.goesAtOnce()
+	if atOnce {
+		l.logTurnStart(p)
+	}
 	if err := l.flush(); err != nil {
 		l.rollback(m)
 		a.done(chat.Delivery{}, fmt.Errorf("could not store the message: %w", err))
 		return
 	}
 	l.r.opt.Metrics.Receipts.WithLabelValues(chat.DeliveryQueued).Inc()
-	l.queue = append(l.queue, p)
-	l.r.opt.Metrics.QueueDepth.Inc()
+	if !atOnce {
+		l.queue = append(l.queue, p)
+		l.r.opt.Metrics.QueueDepth.Inc()
+	}
 	if p.notify != nil {
 		p.notify(d)
 	}
 	a.done(d, nil)
+	if atOnce {
+		l.beginTurn(p)
+		return
+	}
 	l.next()
 }
 

@@ -24,6 +24,7 @@ import (
 	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/driver"
 	"github.com/parleyhq/parley/internal/fanout"
+	"github.com/parleyhq/parley/internal/marks"
 	"github.com/parleyhq/parley/internal/store"
 )
 
@@ -359,6 +360,7 @@ type sendReply struct {
 // route runs on the router goroutine.
 func (r *Router) route(ctx context.Context, req SendRequest, reply chan<- sendReply) {
 	m := req.Message
+	marks.End("router", m.MessageID, marks.Start())
 	fail := func(err error) { reply <- sendReply{err: err} }
 	// The one size limit, here where every channel's messages arrive.
 	if n := messageSize(m); n > r.opt.MaxMessageBytes {

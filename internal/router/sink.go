@@ -8,6 +8,7 @@ import (
 
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/driver"
+	"github.com/parleyhq/parley/internal/marks"
 )
 
 type updateKind int
@@ -37,6 +38,9 @@ func (l *lane) onUpdate(u update) {
 	}
 	switch u.kind {
 	case upEvent:
+		if marks.On() {
+			marks.End("lane update", u.p.EventType(), marks.Start())
+		}
 		l.onEvent(u.p)
 	case upReceived:
 		l.received()

@@ -95,14 +95,13 @@ func (l *lane) next() {
 	p := l.queue[0]
 	l.queue = l.queue[1:]
 	l.r.opt.Metrics.QueueDepth.Dec()
-	l.idle.Stop()
-	t := &turn{p: p}
-	l.turn = t
-	l.r.slots.busy(l)
-	l.th.TurnMessageID = p.in.MessageID
-	l.th.State = chat.ThreadWorking
-	l.emit(chat.TurnStatus{Active: true, MessageID: p.in.MessageID})
 	if l.sess == nil {
+		l.idle.Stop()
+		l.turn = &turn{p: p}
+		l.r.slots.busy(l)
+		l.th.TurnMessageID = p.in.MessageID
+		l.th.State = chat.ThreadWorking
+		l.emit(chat.TurnStatus{Active: true, MessageID: p.in.MessageID})
 		// Nothing is delivered until the agent runs: the message stays
 		// queued, saying why; started() prompts the turn awaiting its session.
 		if p.in.Detail != waitsForStart {
@@ -111,7 +110,39 @@ func (l *lane) next() {
 		l.startSession()
 		return
 	}
-	l.receipt(p, chat.DeliveryDelivering, "")
+	l.logTurnStart(p)
+	l.beginTurn(p)
+}
+
+// goesAtOnce reports whether a message accepted now starts its turn at
+// once, to a live session (next would take it before any other).
+func (l *lane) goesAtOnce() bool {
+	return l.turn == nil && len(l.queue) == 0 && l.life != laneClosing && l.checking == 0 && l.sess != nil
+}
+
+// logTurnStart puts a turn's start in the step's batch: the thread working
+// on p, turn_status, and p's delivering receipt. beginTurn follows it once
+// the step may go on (onAccept: once its commit holds the message too).
+func (l *lane) logTurnStart(p *pendingInput) {
+	l.th.TurnMessageID = p.in.MessageID
+	l.th.State = chat.ThreadWorking
+	l.emit(chat.TurnStatus{Active: true, MessageID: p.in.MessageID})
+	p.in.State, p.in.Detail = chat.DeliveryDelivering, ""
+	l.saveInput(p)
+	l.emit(chat.Delivery{MessageID: p.in.MessageID, State: chat.DeliveryDelivering})
+}
+
+// beginTurn starts the turn logged by logTurnStart: its receipt told, the
+// agent prompted (after the commit of that receipt: prompt).
+func (l *lane) beginTurn(p *pendingInput) {
+	l.idle.Stop()
+	t := &turn{p: p}
+	l.turn = t
+	l.r.slots.busy(l)
+	l.r.opt.Metrics.Receipts.WithLabelValues(chat.DeliveryDelivering).Inc()
+	if p.notify != nil {
+		p.notify(chat.Delivery{MessageID: p.in.MessageID, State: chat.DeliveryDelivering})
+	}
 	l.prompt(t)
 }
 

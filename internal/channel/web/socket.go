@@ -19,6 +19,7 @@ import (
 	"github.com/parleyhq/parley/internal/config"
 	"github.com/parleyhq/parley/internal/fanout"
 	"github.com/parleyhq/parley/internal/follow"
+	"github.com/parleyhq/parley/internal/marks"
 	"github.com/parleyhq/parley/internal/router"
 	"github.com/parleyhq/parley/internal/wire"
 )
@@ -223,9 +224,11 @@ func (c *conn) pending() bool {
 func (c *conn) drain() {
 	c.cork.cork()
 	err := c.flush(c.ctx)
+	t := marks.Start()
 	if uerr := c.cork.uncork(); err == nil {
 		err = uerr
 	}
+	marks.End("socket write", "", t)
 	if err != nil {
 		c.over()
 		c.ws.CloseNow() // a write failed: the connection is over; the reader sees it
@@ -292,7 +295,12 @@ func (c *conn) connectSequence(th *chat.Thread, since int64, sinceThread chat.Th
 }
 
 // show writes one item of the follower: every kind goes out as its frame.
-func (c *conn) show(it follow.Item) error { return c.write(c.ctx, it.Frame) }
+func (c *conn) show(it follow.Item) error {
+	t := marks.Start()
+	err := c.write(c.ctx, it.Frame)
+	marks.End("socket frame", it.Event.Type, t)
+	return err
+}
 
 // reply queues a frame for this connection alone. At most cap(slots) wait;
 // beyond that the reader waits, so a client flooding inputs is read more slowly
@@ -339,6 +347,7 @@ func (c *conn) readLoop(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		read := marks.Start()
 		if int64(len(data)) > max {
 			// Drain the rest so the socket stays usable; a frame far beyond the
 			// limit is not worth reading and closes the connection.
@@ -366,6 +375,7 @@ func (c *conn) readLoop(ctx context.Context) error {
 			c.replyErr(ctx, "", err)
 			continue
 		}
+		marks.End("socket read", in.Type, read)
 		c.handle(ctx, in)
 	}
 }

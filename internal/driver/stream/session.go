@@ -18,6 +18,7 @@ import (
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/driver"
 	"github.com/parleyhq/parley/internal/driver/claudecode"
+	"github.com/parleyhq/parley/internal/marks"
 )
 
 // permissionOptions are a card's answers. The ids are the option kinds. "Allow
@@ -231,6 +232,7 @@ func (s *session) control(ctx context.Context, subtype string, fields map[string
 // Prompt writes the person's message to Claude Code's stdin. Claude Code's
 // evidence that it took it is reported later as Sink.Received (see proof).
 func (s *session) Prompt(ctx context.Context, p driver.Prompt) error {
+	marks.End("prompt", p.MessageID, marks.Start())
 	var content any = p.Text
 	if imgs := slices.Concat(p.Images, p.FileImages); len(imgs) > 0 {
 		blocks := make([]map[string]any, 0, len(imgs)+1)
@@ -586,10 +588,14 @@ func (s *session) modeEventLocked() chat.Mode {
 
 // handleLine maps one stdout line onto the sink. Only the reader calls it.
 func (s *session) handleLine(raw []byte) {
+	t := marks.Start()
 	l, err := decodeLine(raw)
 	if err != nil {
 		s.log.Debug("claude: unreadable stdout line", "err", err, "line", string(raw))
 		return
+	}
+	if !t.IsZero() {
+		defer func() { marks.End("stdout line", l.kind(), t) }()
 	}
 	s.noteEvidence(l)
 	switch l.Type {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/parleyhq/parley/internal/driver"
 	"github.com/parleyhq/parley/internal/driver/claudecode"
+	"github.com/parleyhq/parley/internal/marks"
 	"github.com/parleyhq/parley/internal/procgroup"
 )
 
@@ -265,7 +266,11 @@ func (p *proc) writeLoop() {
 			if !req.claimed.CompareAndSwap(false, true) {
 				continue // abandoned before it was written
 			}
+			t := marks.Start()
 			_, err := p.stdin.Write(req.line)
+			if !t.IsZero() {
+				marks.End("stdin write", lineType(req.line), t)
+			}
 			if err != nil {
 				err = fmt.Errorf("stream: write stdin: %w", err)
 			}
