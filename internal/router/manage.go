@@ -277,6 +277,13 @@ func (r *Router) DeleteThreadWith(ctx context.Context, id chat.ThreadID, opt Del
 		}
 	}
 	derr := r.store.DeleteThread(context.WithoutCancel(ctx), id)
+	// The worktree goes before the thread's views are told it was deleted:
+	// a screen that shows the thread gone finds its worktree gone too (or
+	// the answer says why it stays).
+	var werr error
+	if derr == nil && worktree != "" {
+		werr = removeWorktree(context.WithoutCancel(ctx), id, worktree, opt.Force)
+	}
 	err = r.call(context.WithoutCancel(ctx), func() error {
 		delete(r.deleting, id)
 		if derr != nil {
@@ -296,8 +303,8 @@ func (r *Router) DeleteThreadWith(ctx context.Context, id chat.ThreadID, opt Del
 	if err == nil {
 		r.log.Info("thread deleted", "thread", id)
 	}
-	if err == nil && worktree != "" {
-		err = removeWorktree(context.WithoutCancel(ctx), id, worktree, opt.Force)
+	if err == nil {
+		err = werr
 	}
 	return err
 }
