@@ -112,10 +112,13 @@ func TestTheHubsThreadListTakesANodesCardsFromTheDirectory(t *testing.T) {
 		return v.Threads
 	}
 	remote := string(cluster.RemoteID("b", "t_b"))
+	// The list shows an online node's cards: b's record and its thread's
+	// summary are two writes, and either may come first.
 	testkit.Eventually(t, 10*time.Second, func() bool {
 		ths, _ := h.Threads(t.Context())
-		return len(ths) == 1 && len(ths[0].Cards) == 1
-	}, "b's thread and its card in the hub's directory")
+		nodes, _ := h.Nodes(t.Context())
+		return len(ths) == 1 && len(ths[0].Cards) == 1 && len(nodes) == 1 && nodes[0].Online
+	}, "b online, and its thread and card in the hub's directory")
 
 	b.on.Store(true)
 	got := list()
