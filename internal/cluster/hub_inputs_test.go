@@ -71,6 +71,28 @@ func dialWith(t *testing.T, data, hub, name string, in InputHandler) *Link {
 	return l
 }
 
+// holdInputs dials node name to hub with a handler that holds each input
+// until release: entered names each as it arrives, then apply (nil: none)
+// answers it. release may be called more than once, and is called at the
+// test's end before the link's Close (which waits for the handler).
+func holdInputs(t *testing.T, data, hub, name string, apply InputHandler) (l *Link, entered <-chan string, release func()) {
+	t.Helper()
+	in, held := make(chan string, 4), make(chan struct{})
+	l = dialWith(t, data, hub, name, func(ctx context.Context, id string, b []byte) ([]byte, error) {
+		in <- id
+		<-held
+		if apply == nil {
+			return nil, nil
+		}
+		return apply(ctx, id, b)
+	})
+	var once sync.Once
+	release = func() { once.Do(func() { close(held) }) }
+	t.Cleanup(release) // after dialWith's: so it runs first
+	waitFor(t, 10*time.Second, "the link up", l.Connected)
+	return l, in, release
+}
+
 func waitDrained(t *testing.T, h *Hub, node string) {
 	t.Helper()
 	waitFor(t, 30*time.Second, node+"'s inputs all acked", func() bool {
@@ -392,15 +414,8 @@ func TestAnInputInFlightWhenTheHubStopsIsAppliedOnce(t *testing.T) {
 	}
 	addr := h.Addr()
 	data := join(t, h, "n")
-	entered, release := make(chan string, 4), make(chan struct{})
 	got := newApplied()
-	apply := got.handler(nil)
-	l := dialWith(t, data, addr, "n", func(ctx context.Context, id string, b []byte) ([]byte, error) {
-		entered <- id
-		<-release
-		return apply(ctx, id, b)
-	})
-	waitFor(t, 10*time.Second, "the link up", l.Connected)
+	_, entered, release := holdInputs(t, data, addr, "n", got.handler(nil))
 	for _, id := range []string{"first", "second"} {
 		if err := h.Queue(t.Context(), "n", "t1", id, []byte(id)); err != nil {
 			t.Fatal(err)
@@ -410,7 +425,7 @@ func TestAnInputInFlightWhenTheHubStopsIsAppliedOnce(t *testing.T) {
 		t.Fatalf("first input handed over: %q", id)
 	}
 	h.Close() // before the node answers: "first" stays unacked on disk
-	close(release)
+	release()
 	if id := got.next(t); id != "first" {
 		t.Fatalf("applied %q", id)
 	}
@@ -672,18 +687,8 @@ func TestARevokeWhileTheNodeAppliesEndsTheInputInDoubt(t *testing.T) {
 	}
 	t.Cleanup(h.Close)
 	data := join(t, h, "n")
-	entered, release := make(chan string, 4), make(chan struct{})
-	var once sync.Once
-	free := func() { once.Do(func() { close(release) }) }
-	t.Cleanup(free)
 	got := newApplied()
-	apply := got.handler(nil)
-	l := dialWith(t, data, h.Addr(), "n", func(ctx context.Context, id string, b []byte) ([]byte, error) {
-		entered <- id
-		<-release
-		return apply(ctx, id, b)
-	})
-	waitFor(t, 10*time.Second, "the link up", l.Connected)
+	_, entered, release := holdInputs(t, data, h.Addr(), "n", got.handler(nil))
 	for _, id := range []string{"first", "second"} {
 		if err := h.Queue(t.Context(), "n", "t1", id, []byte(id)); err != nil {
 			t.Fatal(err)
@@ -695,7 +700,7 @@ func TestARevokeWhileTheNodeAppliesEndsTheInputInDoubt(t *testing.T) {
 	if err := h.Revoke(t.Context(), "n"); err != nil {
 		t.Fatal(err)
 	}
-	free()
+	release()
 	if id := got.next(t); id != "first" { // the node applied it: the agent got it
 		t.Fatalf("the node applied %q", id)
 	}
@@ -728,22 +733,13 @@ func TestAnInputHandedOverToANodeThatWentAwayEndsInDoubt(t *testing.T) {
 	}
 	t.Cleanup(h.Close)
 	data := join(t, h, "n")
-	entered, release := make(chan string, 4), make(chan struct{})
-	var once sync.Once
-	free := func() { once.Do(func() { close(release) }) }
-	t.Cleanup(free)
-	l := dialWith(t, data, h.Addr(), "n", func(ctx context.Context, id string, b []byte) ([]byte, error) {
-		entered <- id
-		<-release
-		return nil, nil
-	})
-	waitFor(t, 10*time.Second, "the link up", l.Connected)
+	l, entered, release := holdInputs(t, data, h.Addr(), "n", nil)
 	if err := h.Queue(t.Context(), "n", "t1", "first", []byte("first")); err != nil {
 		t.Fatal(err)
 	}
 	<-entered
-	go l.Close() // waits for the handler, which never answers in time
-	defer free() // before the link's clean-up, which waits for the handler
+	go l.Close()    // waits for the handler, which never answers in time
+	defer release() // then lets the handler (and the link's Close) end
 	select {
 	case f := <-ended:
 		if f.ID != "first" || !f.InDoubt || !strings.Contains(f.Reason, "may have reached the agent") {
