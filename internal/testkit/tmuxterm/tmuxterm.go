@@ -57,8 +57,30 @@ func Start(t *testing.T, env []string, argv ...string) *Term {
 			os.Remove(p) // tmux leaves its socket file behind
 		}
 	})
-	tm.Tmux(args...)
+	// new-session starts the server, whose environment every pane inherits.
+	start := exec.Command("tmux", append([]string{"-L", tm.sock}, args...)...)
+	start.Env = personEnv(os.Environ())
+	if out, err := start.CombinedOutput(); err != nil {
+		t.Fatalf("tmux new-session: %v\n%s", err, out)
+	}
 	return tm
+}
+
+// personEnv is env as a person's terminal has it: without the markers a CI
+// runner sets (CI=true, GITHUB_ACTIONS, CI_*), which some agents read as
+// "no one is at this terminal" (Gemini CLI then runs headless and exits).
+func personEnv(env []string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		switch {
+		case k == "CI", k == "CONTINUOUS_INTEGRATION", k == "GITHUB_ACTIONS",
+			k == "BUILD_NUMBER", k == "RUN_ID", strings.HasPrefix(k, "CI_"):
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
 }
 
 // Tmux runs a tmux command on the terminal's server.
