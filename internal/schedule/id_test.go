@@ -30,13 +30,13 @@ func TestTheSameAddSentAgainIsOneSchedule(t *testing.T) {
 			t.Fatalf("first add: %+v existed=%v %v, want schedule %s made", first, existed, err, sp.ID)
 		}
 		again, existed, err := g.run.add(context.Background(), sp)
+		if all, _ := g.run.List(context.Background()); len(all) != 1 {
+			t.Fatalf("%d schedules after the same add twice, want 1: %+v", len(all), all)
+		}
 		if err != nil || !existed || again.ID != first.ID || !again.Created.Equal(first.Created) {
 			t.Fatalf("the same add again: %+v existed=%v %v, want the first's schedule", again, existed, err)
 		}
 		sleepUntil(start.Add(2*time.Hour + time.Minute))
-		if all, _ := g.run.List(context.Background()); len(all) != 1 {
-			t.Fatalf("%d schedules after the same add twice, want 1: %+v", len(all), all)
-		}
 		if runs := g.runsOf(sp.ID); len(runs) != 2 {
 			t.Fatalf("%d runs in 2h of every 1h, want 2 (one per due time): %+v", len(runs), runs)
 		}
