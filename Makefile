@@ -7,6 +7,7 @@ BUILT ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 
 build:
 	go build -buildvcs=true -ldflags "-X main.built=$(BUILT)" -o bin/parley ./cmd/parley
+	go build -o bin/parley-hook ./cmd/parley-hook
 
 run: build
 	./bin/parley serve

@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"errors"
 	"net/http"
 
 	"github.com/parleyhq/parley/internal/channel/web"
@@ -38,20 +39,43 @@ func (r *Runner) handleAdd(w http.ResponseWriter, req *http.Request) {
 		web.WriteError(w, err)
 		return
 	}
-	s, err := r.addAt(req.Context(), sp)
+	s, existed, err := r.addAt(req.Context(), sp)
 	if err != nil {
-		web.WriteRemoteError(w, err)
+		writeError(w, err)
+		return
+	}
+	if existed {
+		// The same add sent again: answered as the first try's, not a change.
+		web.WriteJSON(w, http.StatusOK, map[string]any{"schedule": s, "existed": true})
 		return
 	}
 	r.record(req.Context(), "added", s)
 	web.WriteJSON(w, http.StatusOK, map[string]any{"schedule": s})
 }
 
+// writeError answers a schedule's error: the schedules' own with their
+// codes (an id taken is a 409; a change whose answer did not come a 503
+// saying it may have been made), the rest as every endpoint does.
+func writeError(w http.ResponseWriter, err error) {
+	var status int
+	var code string
+	switch {
+	case errors.Is(err, ErrIDTaken):
+		status, code = http.StatusConflict, CodeIDTaken
+	case errors.Is(err, ErrUnanswered):
+		status, code = http.StatusServiceUnavailable, CodeUnanswered
+	default:
+		web.WriteRemoteError(w, err)
+		return
+	}
+	web.WriteJSON(w, status, map[string]any{"error": map[string]string{"code": code, "message": err.Error()}})
+}
+
 func (r *Runner) handlePause(paused bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		s, err := r.pauseAt(req.Context(), req.PathValue("id"), paused)
 		if err != nil {
-			web.WriteRemoteError(w, err)
+			writeError(w, err)
 			return
 		}
 		r.record(req.Context(), map[bool]string{true: "paused", false: "resumed"}[paused], s)
@@ -61,7 +85,7 @@ func (r *Runner) handlePause(paused bool) http.Handler {
 
 func (r *Runner) handleRemove(w http.ResponseWriter, req *http.Request) {
 	if err := r.removeAt(req.Context(), req.PathValue("id")); err != nil {
-		web.WriteRemoteError(w, err)
+		writeError(w, err)
 		return
 	}
 	machine, _, _ := r.elsewhere(req.PathValue("id"))

@@ -8,6 +8,7 @@ package schedule
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -22,7 +23,12 @@ const (
 	MaxText      = 16 << 10 // a run's text, in bytes
 	MaxName      = 80       // a schedule's name, in characters
 	MaxSchedules = 500      // schedules on one machine
+	MaxID        = 64       // an id a caller chooses, in bytes
 )
+
+// ErrIDTaken is an add whose id names a schedule kept already that another
+// add made (a different agent, timing or text): not a retry of that add.
+var ErrIDTaken = errors.New("the id names another schedule")
 
 // Store keeps schedules (store/sqlite).
 type Store interface {
@@ -33,6 +39,11 @@ type Store interface {
 
 // Spec is a schedule as asked for (POST /api/schedules).
 type Spec struct {
+	// ID, when given, is the schedule's id, chosen by the caller so that
+	// the same add sent again (its answer lost) is kept once: an add whose
+	// id is kept already with the same spec answers that schedule. Empty:
+	// a fresh id.
+	ID      string        `json:"id,omitempty"`
 	Name    string        `json:"name,omitempty"`
 	Agent   string        `json:"agent"`
 	Cwd     string        `json:"cwd"`
@@ -88,18 +99,19 @@ func view(s store.Schedule) Schedule {
 	return v
 }
 
-// check validates a spec and makes it a schedule made now: its first run is
-// the first due time after now.
-func (sp Spec) schedule(now time.Time) (store.Schedule, timing, error) {
+// normal is a spec as it is kept: its timing's kind and expression, its
+// time zone and missed-runs policy with their defaults. It checks the
+// fields that need no clock (the timing is parsed by schedule).
+func (sp Spec) normal() (store.Schedule, error) {
 	t := Target{Agent: sp.Agent, Cwd: sp.Cwd, Thread: sp.Thread, NewEach: sp.NewEach}
 	if err := t.Check(); err != nil {
-		return store.Schedule{}, nil, err
+		return store.Schedule{}, err
 	}
 	if err := checkText(sp.Text); err != nil {
-		return store.Schedule{}, nil, err
+		return store.Schedule{}, err
 	}
 	if err := checkName(sp.Name); err != nil {
-		return store.Schedule{}, nil, err
+		return store.Schedule{}, err
 	}
 	kind, expr, n := "", "", 0
 	for _, k := range []struct{ kind, expr string }{{KindCron, sp.Cron}, {KindEvery, sp.Every}, {KindAt, sp.At}} {
@@ -108,7 +120,7 @@ func (sp Spec) schedule(now time.Time) (store.Schedule, timing, error) {
 		}
 	}
 	if n != 1 {
-		return store.Schedule{}, nil, chat.BadInput("say when with exactly one of \"cron\", \"every\" and \"at\"")
+		return store.Schedule{}, chat.BadInput("say when with exactly one of \"cron\", \"every\" and \"at\"")
 	}
 	missed := sp.Missed
 	switch missed {
@@ -116,25 +128,62 @@ func (sp Spec) schedule(now time.Time) (store.Schedule, timing, error) {
 		missed = MissedRunOnce
 	case MissedRunOnce, MissedSkip:
 	default:
-		return store.Schedule{}, nil, chat.BadInput("\"missed\" is %q: run-once or skip", missed)
+		return store.Schedule{}, chat.BadInput("\"missed\" is %q: run-once or skip", missed)
 	}
 	tz := sp.TZ
 	if tz == "" {
 		tz = "Local"
 	}
-	tm, err := parseTiming(kind, expr, tz, now)
+	return store.Schedule{
+		ID: sp.ID, Name: strings.TrimSpace(sp.Name), Agent: sp.Agent, Cwd: sp.Cwd, Thread: sp.Thread,
+		NewEach: sp.NewEach, Kind: kind, Expr: expr, TZ: tz, Missed: missed, Text: sp.Text,
+	}, nil
+}
+
+// schedule validates a spec and makes it a schedule made now: its first
+// run is the first due time after now; its id the spec's, or a fresh one.
+func (sp Spec) schedule(now time.Time) (store.Schedule, timing, error) {
+	s, err := sp.normal()
+	if err != nil {
+		return store.Schedule{}, nil, err
+	}
+	tm, err := parseTiming(s.Kind, s.Expr, s.TZ, now)
 	if err != nil {
 		return store.Schedule{}, nil, chat.BadInput("%v", err)
 	}
 	next := tm.next(now)
 	if next.IsZero() {
-		return store.Schedule{}, nil, chat.BadInput("%s %q is never due after now (%s)", kind, expr, now.Format(time.RFC3339))
+		return store.Schedule{}, nil, chat.BadInput("%s %q is never due after now (%s)", s.Kind, s.Expr, now.Format(time.RFC3339))
 	}
-	return store.Schedule{
-		ID: chat.NewID("sch"), Name: strings.TrimSpace(sp.Name), Agent: sp.Agent, Cwd: sp.Cwd, Thread: sp.Thread,
-		NewEach: sp.NewEach, Kind: kind, Expr: expr, TZ: tz, Missed: missed, Text: sp.Text,
-		NextRun: next, Created: now,
-	}, tm, nil
+	if s.ID == "" {
+		s.ID = chat.NewID("sch")
+	}
+	s.NextRun, s.Created = next, now
+	return s, tm, nil
+}
+
+// sameAdd tells whether the schedule kept as k is what sp asks for: the
+// add that made it, sent again. What happened to it since (runs, a pause)
+// does not count.
+func (sp Spec) sameAdd(k store.Schedule) bool {
+	s, err := sp.normal()
+	return err == nil && s.Name == k.Name && s.Agent == k.Agent && s.Cwd == k.Cwd && s.Thread == k.Thread &&
+		s.NewEach == k.NewEach && s.Kind == k.Kind && s.Expr == k.Expr && s.TZ == k.TZ && s.Missed == k.Missed && s.Text == k.Text
+}
+
+// checkID refuses an id a caller chose that is empty, longer than MaxID, or
+// holds more than letters, digits, "_" and "-" (an "@" would read at a
+// cluster's hub as the machine that keeps it).
+func checkID(id string) error {
+	if len(id) > MaxID {
+		return chat.BadInput("the schedule's id is %d bytes: at most %d", len(id), MaxID)
+	}
+	for _, c := range id {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return chat.BadInput("the schedule's id %q may hold only letters, digits, \"_\" and \"-\"", id)
+		}
+	}
+	return nil
 }
 
 func checkText(text string) error {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -21,9 +22,10 @@ type build struct {
 
 // builds holds each build by its -ldflags ("" the plain one).
 var builds struct {
-	mu  sync.Mutex
-	all map[string]*build
-	dir string // they all go here, removed by RunAndRemoveBinary
+	mu   sync.Mutex
+	all  map[string]*build
+	dir  string // they all go here, removed by RunAndRemoveBinary
+	hook *build // parley-hook, beside them
 }
 
 // ParleyBinary builds ./cmd/parley once per test process and returns its path,
@@ -51,44 +53,83 @@ func ParleyBinaryWith(t testing.TB, ldflags string) string {
 	if b.err != nil {
 		t.Fatal(b.err)
 	}
+	HookBinary(t) // what a `parley serve` of it runs for Claude Code's hooks, as installed
 	return b.bin
 }
 
-func buildParley(t testing.TB, ldflags string, n int) (string, error) {
+// HookBinary builds ./cmd/parley-hook once per test process beside the
+// parley builds (so a `parley serve` of ParleyBinary finds it, as an
+// installed one does) and returns its path.
+func HookBinary(t testing.TB) string {
+	t.Helper()
 	builds.mu.Lock()
+	if builds.hook == nil {
+		builds.hook = &build{}
+	}
+	b := builds.hook
+	builds.mu.Unlock()
+	b.once.Do(func() {
+		var dir string
+		if dir, b.err = binDir(); b.err == nil {
+			b.bin = filepath.Join(dir, "parley-hook")
+			b.err = goBuild(t, b.bin, "./cmd/parley-hook")
+		}
+	})
+	if b.err != nil {
+		t.Fatal(b.err)
+	}
+	return b.bin
+}
+
+// binDir is the folder every build goes to, made on first use.
+func binDir() (string, error) {
+	builds.mu.Lock()
+	defer builds.mu.Unlock()
 	if builds.dir == "" {
 		dir, err := os.MkdirTemp("", "parley-test-bin-")
 		if err != nil {
-			builds.mu.Unlock()
 			return "", err
 		}
 		builds.dir = dir
 	}
-	bin := filepath.Join(builds.dir, fmt.Sprintf("parley-%d", n))
-	builds.mu.Unlock()
-	// Bounded, and killed with its children (the compiler and linker) if
-	// it overruns, so a wedged build fails the test instead of hanging it.
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	args := []string{"build", "-o", bin}
+	return builds.dir, nil
+}
+
+func buildParley(t testing.TB, ldflags string, n int) (string, error) {
+	dir, err := binDir()
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, fmt.Sprintf("parley-%d", n))
+	var flags []string
 	if testing.Short() {
 		// The fast tier builds parley without tsnet (cmd/parley/notailnet.go):
 		// none of its tests joins a tailnet, and compiling tsnet's ~270 packages
 		// would be much of its cold build. make test builds the real binary.
-		args = append(args, "-tags", "notailnet")
+		flags = append(flags, "-tags", "notailnet")
 	}
 	if ldflags != "" {
-		args = append(args, "-ldflags", ldflags)
+		flags = append(flags, "-ldflags", ldflags)
 	}
-	cmd := exec.CommandContext(ctx, "go", append(args, "./cmd/parley")...)
+	return bin, goBuild(t, bin, "./cmd/parley", flags...)
+}
+
+// goBuild builds pkg of this repository into bin. Bounded, and killed with
+// its children (the compiler and linker) if it overruns, so a wedged build
+// fails the test instead of hanging it.
+func goBuild(t testing.TB, bin, pkg string, flags ...string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	args := append(append([]string{"build", "-o", bin}, flags...), pkg)
+	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = RepoRoot(t)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 10 * time.Second
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build %s ./cmd/parley: %w\n%s", ldflags, err, out)
+		return fmt.Errorf("go build %s %s: %w\n%s", strings.Join(flags, " "), pkg, err, out)
 	}
-	return bin, nil
+	return nil
 }
 
 // RunAndRemoveBinary runs the package's tests, removes the binary ParleyBinary

@@ -64,8 +64,9 @@ type Driver struct {
 	TmuxBin string // "" is tmux on PATH
 	// StateDir holds one folder per session: its settings file and hook spool.
 	StateDir string
-	// HookCommand is the hook program and its arguments (default: this
-	// executable with "hook"); HookEnv is set for it (tests re-exec themselves).
+	// HookCommand is the hook program and its arguments (default:
+	// hook.DefaultCommand of this executable); HookEnv is set for it (tests
+	// re-exec themselves).
 	HookCommand []string
 	HookEnv     map[string]string
 	// Width and Height of new sessions (default 120×40).
@@ -111,8 +112,9 @@ func (d *Driver) CheckDelivery(_ context.Context, spec driver.Spec, m driver.Sen
 }
 
 // New returns a driver on parley's own tmux server keeping per-session state
-// (hook settings and spool) under stateDir. Its hook command is this
-// executable's `hook` subcommand, which must call hook.Run.
+// (hook settings and spool) under stateDir. Its hook command is parley-hook
+// beside this executable, else this executable's `hook` subcommand, which
+// must call hook.Run.
 func New(logger *slog.Logger, stateDir string) *Driver {
 	return &Driver{StateDir: stateDir, Logger: logger}
 }
@@ -314,8 +316,9 @@ func (s *session) agentArgv(spec driver.Spec, resumeID string, useHooks bool) ([
 			if err != nil {
 				return nil, fmt.Errorf("tmux: hook command: %w", err)
 			}
-			cmd = []string{exe, "hook"}
+			cmd = hook.DefaultCommand(exe)
 		}
+		s.log.Debug("tmux: hook command", "program", cmd[0])
 		env := map[string]string{hook.EnvSpool: filepath.Join(s.dir, "hooks.jsonl"), hook.EnvSocket: socketPath(s.dir)}
 		for k, v := range s.d.HookEnv {
 			env[k] = v

@@ -73,7 +73,7 @@ func TestSoakTmux(t *testing.T) {
 		{Match: claudeapi.Match{Contains: "hand busy"}, Reply: claudeapi.Text("a slow answer to a prompt typed by hand", 8, 400*time.Millisecond)},
 		{Match: claudeapi.Match{Contains: "hand menu"}, Reply: claudeapi.Bash("touch soak-menu", "soak menu")},
 		{Match: claudeapi.Match{ToolResult: "Bash"}, Reply: claudeapi.Text("ran", 1, 0)},
-	}, true)
+	}, rigOpts{wrapped: true})
 	s := chatsock.Dial(t, "http://"+td.d.Addr(), td.d.Token(), client.Options{Chat: "soak", Since: -1})
 	s.WaitFor(0, wait, chatsock.Type(chat.TypeReplayDone), "ready")
 	s.Send(chatsock.Msg("warm", "warm up"))

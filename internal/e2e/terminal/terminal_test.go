@@ -57,7 +57,7 @@ func TestMain(m *testing.M) {
 	if prog := os.Getenv(envWrap); prog != "" {
 		os.Exit(wrap(prog, os.Args[1:]))
 	}
-	os.Exit(m.Run())
+	testkit.RunAndRemoveBinary(m) // parley-hook's build
 }
 
 // envTrace names a folder for a soak's trace (PARLEY_SOAK_TRACE): the hook
@@ -97,12 +97,20 @@ type tmuxDaemon struct {
 // startTmuxDaemon starts it; each adjust may change the configuration first.
 func startTmuxDaemon(t testing.TB, rules []claudeapi.Rule, adjust ...func(*config.Config)) *tmuxDaemon {
 	t.Helper()
-	return startTmuxDaemonWith(t, rules, false, adjust...)
+	return startTmuxDaemonWith(t, rules, rigOpts{}, adjust...)
 }
 
-// startTmuxDaemonWith starts the daemon; wrapped puts Claude Code one process
-// below the pane's own (see envWrap).
-func startTmuxDaemonWith(t testing.TB, rules []claudeapi.Rule, wrapped bool, adjust ...func(*config.Config)) *tmuxDaemon {
+// rigOpts are a rig's choices beyond the configuration.
+type rigOpts struct {
+	// wrapped puts Claude Code one process below the pane's own (see envWrap).
+	wrapped bool
+	// hook is the hook command; nil is parley-hook, as installed (or this
+	// test binary when a soak traces the hook events).
+	hook []string
+}
+
+// startTmuxDaemonWith starts the daemon with opts.
+func startTmuxDaemonWith(t testing.TB, rules []claudeapi.Rule, opts rigOpts, adjust ...func(*config.Config)) *tmuxDaemon {
 	t.Helper()
 	testkit.NeedsTmux(t)
 	testkit.NeedsRealAgent(t)
@@ -132,7 +140,7 @@ func startTmuxDaemonWith(t testing.TB, rules []claudeapi.Rule, wrapped bool, adj
 	cfg := config.Default(filepath.Join(root, "data"), work)
 	cfg.Addr = "127.0.0.1:0"
 	command := testkit.ClaudeBin(t)
-	if wrapped {
+	if opts.wrapped {
 		env[envWrap], command = command, os.Args[0]
 	}
 	cfg.Agents = []config.Agent{{ID: "claude-tmux", Transport: config.TransportTmux, Command: command, Env: env}}
@@ -142,9 +150,14 @@ func startTmuxDaemonWith(t testing.TB, rules []claudeapi.Rule, wrapped bool, adj
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	drv := &tmux.Driver{Socket: socket, StateDir: state, HookCommand: []string{os.Args[0]}, HookEnv: map[string]string{envHook: "1"}}
+	drv := &tmux.Driver{Socket: socket, StateDir: state, HookCommand: opts.hook, HookEnv: map[string]string{}}
+	if drv.HookCommand == nil {
+		drv.HookCommand = []string{testkit.HookBinary(t)}
+	}
 	opt := daemon.Options{Drivers: map[string]driver.Driver{config.TransportTmux: drv}}
 	if trace != "" {
+		drv.HookCommand = []string{os.Args[0]}
+		drv.HookEnv[envHook] = "1"
 		drv.HookEnv[envTrace] = trace
 		f, err := os.Create(filepath.Join(trace, "daemon.log"))
 		if err != nil {

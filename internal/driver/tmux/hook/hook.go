@@ -16,6 +16,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -208,6 +209,20 @@ func (l *Listener) Close() error {
 	err := l.ln.Close()
 	l.wg.Wait()
 	return err
+}
+
+// Program is the hook command's own program, built from cmd/parley-hook.
+const Program = "parley-hook"
+
+// DefaultCommand is the hook command for the parley binary at exe: Program
+// when it sits beside exe (one install, so one version), else exe's `hook`
+// subcommand. Both run Run; Program starts without the whole binary's init.
+func DefaultCommand(exe string) []string {
+	p := filepath.Join(filepath.Dir(exe), Program)
+	if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
+		return []string{p}
+	}
+	return []string{exe, "hook"}
 }
 
 // Command builds the hook command line for the settings file. Claude Code runs
