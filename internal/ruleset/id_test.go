@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -147,5 +148,53 @@ func TestTheRulesAPIAnswersTheSameAddOnce(t *testing.T) {
 	}
 	if st, out := send(http.MethodDelete, "/api/rules/r_web1", nil); st != http.StatusNotFound || out["error"].(map[string]any)["code"] != chat.CodeNotFound {
 		t.Fatalf("the removal again: %d %v, want 404 not_found", st, out)
+	}
+}
+
+// loses is a Remote whose node keeps what it is asked but whose first
+// answer is lost on the way back.
+type loses struct {
+	node
+	lost bool
+}
+
+func (l *loses) Ask(ctx context.Context, machine string, req []byte) ([]byte, error) {
+	out, err := l.node.Ask(ctx, machine, req)
+	if err == nil && !l.lost {
+		l.lost = true
+		return nil, fmt.Errorf("machine %s did not answer in time: %w", machine, context.DeadlineExceeded)
+	}
+	return out, err
+}
+
+// At a hub's API, an add for node b whose answer is lost is a 503
+// "unanswered" saying it may have been made and can be sent again; sent
+// again it is 200 with b's one rule, existed.
+func TestAtTheHubALostAnswerIsA503Unanswered(t *testing.T) {
+	b := &loses{node: node{name: "b", set: openSet(t, Options{Node: "b"})}}
+	hub := openSet(t, Options{Node: "hub", Remote: b})
+	mux := http.NewServeMux()
+	hub.Handle(func(p string, h http.Handler) { mux.Handle(p, h) })
+	post := func() (int, map[string]any) {
+		w := httptest.NewRecorder()
+		mux.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/api/rules?machine=b",
+			strings.NewReader(`{"id": "r_lost", "action": "allow", "tool": "Bash", "command": "make check"}`)))
+		var out map[string]any
+		if err := json.Unmarshal(w.Body.Bytes(), &out); err != nil {
+			t.Fatalf("answer %d %q: %v", w.Code, w.Body, err)
+		}
+		return w.Code, out
+	}
+	st, out := post()
+	if e, _ := out["error"].(map[string]any); st != http.StatusServiceUnavailable || e["code"] != chat.CodeUnanswered ||
+		!strings.Contains(e["message"].(string), "may have been made") {
+		t.Fatalf("the add whose answer was lost: %d %v, want 503 %s saying it may have been made", st, out, chat.CodeUnanswered)
+	}
+	st, out = post()
+	if st != 200 || out["existed"] != true || out["rule"].(map[string]any)["id"] != "r_lost" {
+		t.Fatalf("sent again: %d %v, want 200 with b's rule, existed", st, out)
+	}
+	if l := b.set.List(); len(l) != 1 {
+		t.Fatalf("b keeps %+v, want one rule", l)
 	}
 }
