@@ -61,7 +61,8 @@ the thread), once, even across a crash at that moment.`,
 			if sp.ID == "" {
 				sp.ID = chat.NewID("sch")
 			}
-			s, err := addSchedule(cmd.Context(), api, sp, cmd.ErrOrStderr())
+			s, err := sendAdd[schedule.Schedule](cmd.Context(), api, "/api/schedules", sp, sp.ID,
+				addKind{what: "schedule", list: "parley schedule list"}, cmd.ErrOrStderr())
 			if err != nil {
 				return fmt.Errorf("parley at %s: %w", api.Server, err)
 			}

@@ -1,7 +1,6 @@
 package schedule
 
 import (
-	"errors"
 	"net/http"
 
 	"github.com/parleyhq/parley/internal/channel/web"
@@ -41,7 +40,7 @@ func (r *Runner) handleAdd(w http.ResponseWriter, req *http.Request) {
 	}
 	s, existed, err := r.addAt(req.Context(), sp)
 	if err != nil {
-		writeError(w, err)
+		web.WriteRemoteError(w, err)
 		return
 	}
 	if existed {
@@ -53,29 +52,11 @@ func (r *Runner) handleAdd(w http.ResponseWriter, req *http.Request) {
 	web.WriteJSON(w, http.StatusOK, map[string]any{"schedule": s})
 }
 
-// writeError answers a schedule's error: the schedules' own with their
-// codes (an id taken is a 409; a change whose answer did not come a 503
-// saying it may have been made), the rest as every endpoint does.
-func writeError(w http.ResponseWriter, err error) {
-	var status int
-	var code string
-	switch {
-	case errors.Is(err, ErrIDTaken):
-		status, code = http.StatusConflict, CodeIDTaken
-	case errors.Is(err, ErrUnanswered):
-		status, code = http.StatusServiceUnavailable, CodeUnanswered
-	default:
-		web.WriteRemoteError(w, err)
-		return
-	}
-	web.WriteJSON(w, status, map[string]any{"error": map[string]string{"code": code, "message": err.Error()}})
-}
-
 func (r *Runner) handlePause(paused bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		s, err := r.pauseAt(req.Context(), req.PathValue("id"), paused)
 		if err != nil {
-			writeError(w, err)
+			web.WriteRemoteError(w, err)
 			return
 		}
 		r.record(req.Context(), map[bool]string{true: "paused", false: "resumed"}[paused], s)
@@ -85,7 +66,7 @@ func (r *Runner) handlePause(paused bool) http.Handler {
 
 func (r *Runner) handleRemove(w http.ResponseWriter, req *http.Request) {
 	if err := r.removeAt(req.Context(), req.PathValue("id")); err != nil {
-		writeError(w, err)
+		web.WriteRemoteError(w, err)
 		return
 	}
 	machine, _, _ := r.elsewhere(req.PathValue("id"))

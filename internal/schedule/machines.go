@@ -3,7 +3,6 @@ package schedule
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -24,7 +23,7 @@ import (
 // not answer is an error saying so (chat.ErrAway), never a half-made change
 // at the hub: the hub keeps nothing of a node's schedules. A node that may
 // have had the request but whose answer did not come (too slow, the link
-// cut) is ErrUnanswered, saying what may have happened there and that the
+// cut) is chat.ErrUnanswered, saying what may have happened there and that the
 // same request can be sent again: an add with its id (Spec.ID) is kept
 // once, a pause, resume or remove done twice is done once.
 
@@ -65,25 +64,8 @@ type Answer struct {
 	// add made; nothing changed.
 	Existed bool   `json:"existed,omitempty"`
 	Error   string `json:"error,omitempty"`
-	Code    string `json:"code,omitempty"` // chat.CodeBadInput, chat.CodeNotFound, chat.CodeForbidden, CodeIDTaken, or "" for others
+	Code    string `json:"code,omitempty"` // chat.CodeOf the error
 }
-
-// Codes of the schedules' own errors, in a node's Answer and in the API's
-// error answers.
-const (
-	CodeIDTaken    = "id_taken"   // ErrIDTaken: the add's id names another schedule
-	CodeUnanswered = "unanswered" // ErrUnanswered: it may have been done; send it again
-)
-
-// ErrUnanswered is a change asked of a machine that may have had it but
-// whose answer did not come: it may have been made there.
-var ErrUnanswered = errors.New("the machine's answer did not come")
-
-// unanswered is ErrUnanswered and, for the API's status, chat.ErrAway.
-type unanswered struct{ msg string }
-
-func (e unanswered) Error() string        { return e.msg }
-func (e unanswered) Is(target error) bool { return target == ErrUnanswered || target == chat.ErrAway }
 
 // maxAnswer bounds a node's answer (under NATS's 1 MiB message): a list
 // that would be larger has its texts shortened to listText characters.
@@ -103,17 +85,7 @@ func (r *Runner) Serve(ctx context.Context, b []byte) []byte {
 		ans.Schedules, ans.Existed, err = r.serve(ctx, req)
 	}
 	if err != nil {
-		ans = Answer{Error: err.Error()}
-		switch {
-		case errors.Is(err, chat.ErrNotFound):
-			ans.Code = chat.CodeNotFound
-		case errors.Is(err, chat.ErrOutsideRoot):
-			ans.Code = chat.CodeForbidden
-		case errors.Is(err, chat.ErrBadInput), errors.Is(err, chat.ErrUnknownAgent):
-			ans.Code = chat.CodeBadInput
-		case errors.Is(err, ErrIDTaken):
-			ans.Code = CodeIDTaken
-		}
+		ans = Answer{Error: err.Error(), Code: chat.CodeOf(err)}
 	}
 	out, _ := json.Marshal(ans)
 	if len(out) > maxAnswer {
@@ -160,9 +132,7 @@ func (r *Runner) serve(ctx context.Context, req Request) (ss []Schedule, existed
 func (r *Runner) ask(ctx context.Context, machine string, req Request) (ss []Schedule, existed bool, err error) {
 	b, _ := json.Marshal(req)
 	out, err := r.opt.Remote.Ask(ctx, machine, b)
-	// A machine nobody answers for (chat.ErrAway) or that is not joined
-	// (chat.ErrBadInput) never had the request; otherwise it may have.
-	if err != nil && req.Op != OpList && !errors.Is(err, chat.ErrAway) && !errors.Is(err, chat.ErrBadInput) {
+	if err != nil && req.Op != OpList && !chat.NeverHad(err) {
 		return nil, false, unansweredChange(machine, req, err)
 	}
 	if err != nil {
@@ -173,18 +143,7 @@ func (r *Runner) ask(ctx context.Context, machine string, req Request) (ss []Sch
 		return nil, false, fmt.Errorf("machine %s answered something that is not a schedules answer", machine)
 	}
 	if ans.Error != "" {
-		msg := "machine " + machine + ": " + ans.Error
-		switch ans.Code {
-		case chat.CodeNotFound:
-			return nil, false, fmt.Errorf("%s: %w", msg, chat.ErrNotFound)
-		case chat.CodeBadInput:
-			return nil, false, chat.BadInput("%s", msg)
-		case chat.CodeForbidden:
-			return nil, false, fmt.Errorf("%s: %w", msg, chat.ErrOutsideRoot)
-		case CodeIDTaken:
-			return nil, false, fmt.Errorf("%s: %w", msg, ErrIDTaken)
-		}
-		return nil, false, errors.New(msg)
+		return nil, false, chat.ErrorOf(ans.Code, "machine "+machine+": "+ans.Error)
 	}
 	for i := range ans.Schedules {
 		r.named(machine, &ans.Schedules[i])
@@ -195,18 +154,18 @@ func (r *Runner) ask(ctx context.Context, machine string, req Request) (ss []Sch
 // unansweredChange says what may have happened on machine when req's
 // answer did not come (err), and whether sending it again is safe.
 func unansweredChange(machine string, req Request, err error) error {
-	msg := fmt.Sprintf("machine %s did not answer (%v): ", machine, err)
+	var done string
 	switch {
 	case req.Op == OpAdd && req.Spec != nil && req.Spec.ID != "":
-		msg += fmt.Sprintf("the schedule may have been made there; the same add (id %s) can be sent again safely: it is made once", req.Spec.ID)
+		done = fmt.Sprintf("the schedule may have been made there; the same add (id %s) can be sent again safely: it is made once", req.Spec.ID)
 	case req.Op == OpAdd:
-		msg += "the schedule may have been made there: list the schedules to see before adding it again (an add with an id can be sent again safely)"
+		done = "the schedule may have been made there: list the schedules to see before adding it again (an add with an id can be sent again safely)"
 	case req.Op == OpRemove:
-		msg += fmt.Sprintf("schedule %s may have been removed there; removing it again is safe (once removed, it answers not found)", req.ID)
+		done = fmt.Sprintf("schedule %s may have been removed there; removing it again is safe (once removed, it answers not found)", req.ID)
 	default:
-		msg += fmt.Sprintf("schedule %s may have been %sd there; doing it again is safe", req.ID, req.Op)
+		done = fmt.Sprintf("schedule %s may have been %sd there; doing it again is safe", req.ID, req.Op)
 	}
-	return unanswered{msg: msg}
+	return chat.Unanswered(machine, err, done)
 }
 
 // named is machine's schedule as the hub names it and its threads.
@@ -260,7 +219,7 @@ func (r *Runner) addAt(ctx context.Context, sp Spec) (s Schedule, existed bool, 
 		return Schedule{}, false, chat.BadInput("machine %q: this machine is not a cluster's hub; add the schedule on that machine", machine)
 	}
 	if sp.ID != "" {
-		if err := checkID(sp.ID); err != nil { // refused here too: an older node would ignore it
+		if err := chat.CheckAddID("schedule", sp.ID); err != nil { // refused here too: an older node would ignore it
 			return Schedule{}, false, err
 		}
 	}

@@ -286,7 +286,7 @@ func (r *Runner) Add(ctx context.Context, sp Spec) (Schedule, error) {
 func (r *Runner) add(ctx context.Context, sp Spec) (out Schedule, existed bool, err error) {
 	err = r.call(ctx, func() error {
 		if sp.ID != "" {
-			if err := checkID(sp.ID); err != nil {
+			if err := chat.CheckAddID("schedule", sp.ID); err != nil {
 				return err
 			}
 			if e, ok := r.scheds[sp.ID]; ok {

@@ -8,7 +8,6 @@ package schedule
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -20,15 +19,23 @@ import (
 
 // Limits.
 const (
-	MaxText      = 16 << 10 // a run's text, in bytes
-	MaxName      = 80       // a schedule's name, in characters
-	MaxSchedules = 500      // schedules on one machine
-	MaxID        = 64       // an id a caller chooses, in bytes
+	MaxText      = 16 << 10      // a run's text, in bytes
+	MaxName      = 80            // a schedule's name, in characters
+	MaxSchedules = 500           // schedules on one machine
+	MaxID        = chat.MaxAddID // an id a caller chooses, in bytes
 )
 
-// ErrIDTaken is an add whose id names a schedule kept already that another
-// add made (a different agent, timing or text): not a retry of that add.
-var ErrIDTaken = errors.New("the id names another schedule")
+// An add's errors and their codes, shared with the other adds a caller
+// names (internal/chat), by the names this package has given them.
+var (
+	ErrIDTaken    = chat.ErrIDTaken    // the add's id names a schedule another add made
+	ErrUnanswered = chat.ErrUnanswered // asked of a machine whose answer did not come
+)
+
+const (
+	CodeIDTaken    = chat.CodeIDTaken
+	CodeUnanswered = chat.CodeUnanswered
+)
 
 // Store keeps schedules (store/sqlite).
 type Store interface {
@@ -169,21 +176,6 @@ func (sp Spec) sameAdd(k store.Schedule) bool {
 	s, err := sp.normal()
 	return err == nil && s.Name == k.Name && s.Agent == k.Agent && s.Cwd == k.Cwd && s.Thread == k.Thread &&
 		s.NewEach == k.NewEach && s.Kind == k.Kind && s.Expr == k.Expr && s.TZ == k.TZ && s.Missed == k.Missed && s.Text == k.Text
-}
-
-// checkID refuses an id a caller chose that is empty, longer than MaxID, or
-// holds more than letters, digits, "_" and "-" (an "@" would read at a
-// cluster's hub as the machine that keeps it).
-func checkID(id string) error {
-	if len(id) > MaxID {
-		return chat.BadInput("the schedule's id is %d bytes: at most %d", len(id), MaxID)
-	}
-	for _, c := range id {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return chat.BadInput("the schedule's id %q may hold only letters, digits, \"_\" and \"-\"", id)
-		}
-	}
-	return nil
 }
 
 func checkText(text string) error {

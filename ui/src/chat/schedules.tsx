@@ -6,6 +6,7 @@
 
 import { useEffect, useState } from "preact/hooks";
 import type { AgentInfo } from "../protocol";
+import { api, sendAdd, useAddId } from "./api";
 
 type Schedule = {
   id: string;
@@ -29,53 +30,6 @@ type Schedule = {
 
 type Unlisted = { node: string; reason: string };
 
-// ApiError is a refusal with its code ("unanswered": the machine that keeps
-// it did not answer, so it may have been made).
-class ApiError extends Error {
-  constructor(message: string, readonly code?: string) {
-    super(message);
-  }
-}
-
-export async function api<T>(method: string, path: string, body?: unknown): Promise<T> {
-  const r = await fetch(path, {
-    method,
-    credentials: "same-origin",
-    headers: body === undefined ? {} : { "Content-Type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const j = await r.json().catch(() => ({}));
-  if (!r.ok) throw new ApiError(j?.error?.message ?? `HTTP ${r.status}`, j?.error?.code);
-  return j as T;
-}
-
-// A schedule's id, chosen here so the same add sent again is kept once
-// (crypto.getRandomValues works off https too, unlike randomUUID).
-function newScheduleId(): string {
-  const b = crypto.getRandomValues(new Uint8Array(12));
-  return "sch_" + Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
-}
-
-// addSchedule sends an add (with its id) until an answer comes, three
-// times at most: an add whose answer was lost (the connection dropped, or
-// its machine did not answer the hub) may have been made, and the same add
-// again is made once.
-async function addSchedule(body: Record<string, unknown>): Promise<void> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      await api("POST", "/api/schedules", body);
-      return;
-    } catch (e) {
-      const lost = !(e instanceof ApiError) || e.code === "unanswered";
-      if (!lost) throw e;
-      if (attempt === 3) {
-        throw new Error(`No answer: the schedule may have been made. Press Add again to send the same add: it is made once. (${(e as Error).message})`);
-      }
-      await new Promise((ok) => setTimeout(ok, attempt * 1000));
-    }
-  }
-}
-
 function when(ts?: string): string {
   if (!ts) return "–";
   const d = new Date(ts);
@@ -90,9 +44,8 @@ export function Schedules({ agents: all, here }: { agents: AgentInfo[]; here: st
   const [unlisted, setUnlisted] = useState<Unlisted[]>([]);
   const [err, setErr] = useState("");
   const [draft, setDraft] = useState<Draft>({ machine: "", agent: "", cwd: "", kind: "cron", expr: "", text: "", name: "", fresh: false, tz: "" });
-  // The id of the add sent last and not answered, with what it sent: the
-  // same form sent again keeps it (made once); a changed form gets a new one.
-  const [pending, setPending] = useState<{ id: string; sent: string } | null>(null);
+  // One id per add the person makes: the same form sent again keeps it.
+  const addId = useAddId("sch");
   // The machines, this one first; none on a single machine (agents name no node).
   const machines = [...new Set([here, ...all.map((a) => a.node ?? "")].filter(Boolean))];
   const machine = draft.machine || here;
@@ -125,12 +78,10 @@ export function Schedules({ agents: all, here }: { agents: AgentInfo[]; here: st
     if (d.tz) body.tz = d.tz;
     if (d.fresh) body.new = true;
     if (machine && machine !== here) body.machine = machine;
-    const sent = JSON.stringify(body);
-    const id = pending && pending.sent === sent ? pending.id : newScheduleId();
-    setPending({ id, sent });
+    const id = addId.idFor(body);
     void act(async () => {
-      await addSchedule({ ...body, id });
-      setPending(null);
+      await sendAdd("/api/schedules", { ...body, id }, "schedule");
+      addId.done();
       setDraft({ ...d, expr: "", text: "", name: "" });
     });
   };
