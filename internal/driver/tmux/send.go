@@ -226,7 +226,7 @@ func (s *session) deliver(ctx context.Context, text string) error {
 		if err := s.paste(ctx, text); err != nil {
 			return s.goneErr(err)
 		}
-		mark("paste (load-buffer process, paste-buffer)")
+		mark("paste (load-buffer, paste-buffer)")
 		var ok bool
 		scr, ok, err = s.waitFor(ctx, s.step, func(scr *pane.Screen) bool { return scr.InBox(text) || submitted(scr) })
 		for err == nil && !ok && s.ctl.Outputs() == outputs && s.stopped(ctx) {

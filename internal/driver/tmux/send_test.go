@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -16,6 +18,7 @@ import (
 	"github.com/parleyhq/parley/internal/driver/tmux/ctl"
 	"github.com/parleyhq/parley/internal/driver/tmux/pane"
 	"github.com/parleyhq/parley/internal/testkit"
+	"github.com/parleyhq/parley/internal/testkit/claudeapi"
 )
 
 // The send's truth under faults (issue 11): each test drives the real Claude
@@ -716,4 +719,37 @@ func TestCancel(t *testing.T) {
 		t.Fatalf("the model's last request after the cancel does not end with \"hello\" alone: %s\n%s", bodiesWith(h, "hello"), plain(h.capture(s)))
 	}
 	waitTurns(t, k, 2)
+}
+
+// A send's text reaches the agent exactly as written, tmux formats and all,
+// whichever way it is loaded: from the session's own file through the
+// control client (a plain state folder; the file is gone after), or by a
+// tmux process on stdin where the folder's path holds characters tmux would
+// expand in a load-buffer path.
+func TestPasteLoadsTheTextAsWritten(t *testing.T) {
+	const text = "keep #{session_name} and #(touch pwned) as typed"
+	sc := claudeapi.Scenario{Rules: []claudeapi.Rule{{Match: claudeapi.Match{Prefix: "keep"}, Reply: claudeapi.Text("Kept.", 1, 0)}}}
+	for _, c := range []struct{ name, folder string }{{"plain folder", ""}, {"a folder tmux would expand", "a #{pane_id} b"}} {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHarness(t, sc)
+			if c.folder != "" {
+				h.drv.StateDir = filepath.Join(h.drv.StateDir, c.folder)
+			}
+			s, _ := h.start("t-paste")
+			if got := plainPath.MatchString(filepath.Join(s.dir, "paste")); got != (c.folder == "") {
+				t.Fatalf("the paste file's path plain: %v, want %v", got, c.folder == "")
+			}
+			if err := h.prompt(s, "m1", text); err != nil {
+				t.Fatalf("Prompt: %v", err)
+			}
+			testkit.Eventually(t, 60*time.Second, func() bool { return h.modelGotTimes(text) == 1 },
+				"the model never got the text as written; requests' last texts: %q", h.personTexts())
+			if _, err := os.Stat(filepath.Join(s.dir, "paste")); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the paste's file after the send: %v, want it gone", err)
+			}
+			if _, err := os.Stat(filepath.Join(h.cwd, "pwned")); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("a #(…) in the text ran: %v", err)
+			}
+		})
+	}
 }

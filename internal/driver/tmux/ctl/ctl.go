@@ -43,7 +43,9 @@ import (
 //     capture-pane, attach-session: nothing expanded; values are constants.
 //   - send-keys (without -F) takes key names: parley sends only constants
 //     and digits; a person's words go with -l (literal) or through
-//     load-buffer (stdin) and paste-buffer -p; buffer names pass ValidName.
+//     load-buffer (stdin, or a file of parley's own whose path is plain:
+//     load-buffer IS expanded in its path) and paste-buffer -p; buffer names
+//     pass ValidName.
 //   - Control.Command builds tmux command syntax: each word single-quoted by
 //     Quote (no expansion inside), and it carries only constants and targets.
 //   - the socket name (-L) passes ValidName. The hook command Claude Code
