@@ -9,9 +9,7 @@ import (
 	"strings"
 
 	"github.com/charmbracelet/x/ansi"
-	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/ast"
-	"github.com/yuin/goldmark/extension"
 	east "github.com/yuin/goldmark/extension/ast"
 	"github.com/yuin/goldmark/parser"
 	"github.com/yuin/goldmark/text"
@@ -38,8 +36,7 @@ type Renderer struct {
 // layout but writes no color, as NO_COLOR asks (no-color.org). A Renderer is
 // not safe for concurrent use (it caches styles).
 func New(color bool) *Renderer {
-	md := goldmark.New(goldmark.WithExtensions(extension.Table, extension.Strikethrough))
-	return &Renderer{parser: md.Parser(), color: color, styles: map[style]ansi.Style{}}
+	return &Renderer{parser: newParser(), color: color, styles: map[style]ansi.Style{}}
 }
 
 // Render lays src out in lines no wider than width cells, but for code block
