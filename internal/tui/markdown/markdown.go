@@ -6,6 +6,7 @@
 package markdown
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/charmbracelet/x/ansi"
@@ -182,9 +183,9 @@ func (w *walker) list(n *ast.List, width int) []line {
 	}
 	marker := func(int) string { return "• " }
 	if n.IsOrdered() {
-		last := len(itoa(n.Start + items - 1))
+		last := len(strconv.Itoa(n.Start + items - 1))
 		marker = func(i int) string {
-			s := itoa(n.Start+i) + ". "
+			s := strconv.Itoa(n.Start+i) + ". "
 			return strings.Repeat(" ", last-len(s)+2) + s // right-aligned numbers
 		}
 	}
@@ -214,16 +215,6 @@ func (w *walker) list(n *ast.List, width int) []line {
 		}
 	}
 	return out
-}
-
-func itoa(n int) string {
-	if n < 0 {
-		return "-" + itoa(-n)
-	}
-	if n < 10 {
-		return string(rune('0' + n))
-	}
-	return itoa(n/10) + string(rune('0'+n%10))
 }
 
 // inline flattens n's inline children into styled pieces.
