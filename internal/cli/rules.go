@@ -34,7 +34,7 @@ func newRulesCommand() *cobra.Command {
 	var machine string
 	cmd := &cobra.Command{
 		Use:   "rules",
-		Short: "List the approval rules, or test which one would answer a card",
+		Short: "List the approval rules, add one, or test which one would answer a card",
 		Example: `  parley rules
   parley rules --machine laptop     # at a cluster's hub: laptop's own rules`,
 		Args: cobra.NoArgs,
@@ -142,7 +142,7 @@ func newRulesCommand() *cobra.Command {
 	fl.StringVar(&p.Command, "command", "", "the shell command line the call runs")
 	fl.StringVar(&files, "path", "", "the files a file tool touches, comma-separated")
 	fl.StringVar(&p.Cwd, "cwd", "", "the thread's directory (default the current one)")
-	cmd.AddCommand(test)
+	cmd.AddCommand(test, newRulesAddCommand(&f, &machine))
 	return cmd
 }
 

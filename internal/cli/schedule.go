@@ -57,13 +57,15 @@ the thread), once, even across a crash at that moment.`,
 					return err
 				}
 			}
-			var out struct {
-				Schedule schedule.Schedule `json:"schedule"`
+			// One id for this add, however often it is sent: kept once.
+			if sp.ID == "" {
+				sp.ID = chat.NewID("sch")
 			}
-			if err := api.Call(cmd.Context(), http.MethodPost, "/api/schedules", sp, &out); err != nil {
+			s, err := sendAdd[schedule.Schedule](cmd.Context(), api, "/api/schedules", sp, sp.ID,
+				addKind{what: "schedule", list: "parley schedule list"}, cmd.ErrOrStderr())
+			if err != nil {
 				return fmt.Errorf("parley at %s: %w", api.Server, err)
 			}
-			s := out.Schedule
 			fmt.Fprintf(cmd.OutOrStdout(), "%s: next run %s\n", s.ID, when(s.NextRun))
 			return nil
 		},
@@ -79,6 +81,7 @@ the thread), once, even across a crash at that moment.`,
 	fl.StringVar(&sp.TZ, "tz", "", "the time zone of --cron (an IANA name; default the machine's)")
 	fl.StringVar(&sp.Missed, "missed", schedule.MissedRunOnce, "runs missed while parley was down: run-once (one run at start) or skip")
 	fl.StringVar(&sp.Name, "name", "", "a name shown with each run")
+	fl.StringVar(&sp.ID, "id", "", "the schedule's id (default a fresh one): the same add sent again with its id is made once")
 	fl.StringVar(&sp.Machine, "machine", "", "at a cluster's hub: the machine that keeps and runs it (default the hub)")
 
 	var asJSON bool

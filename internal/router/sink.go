@@ -68,9 +68,10 @@ func (l *lane) onUpdate(u update) {
 		}
 	case upWithdrawn:
 		if c := l.cards[u.s]; c != nil {
-			if elsewhere(c) {
-				// Gone from the terminal it was asked in: answered there.
-				l.closeCard(c, chat.CardResolved, chat.PermissionResolved{RequestID: c.RequestID, Reason: "answered in the terminal"})
+			if elsewhere(c) || l.inPane() {
+				// Gone from the terminal it was asked in, or from an adopted
+				// pane without parley's answer (a key pressed there): answered there.
+				l.closeCard(c, chat.CardResolved, answeredThere(c))
 				break
 			}
 			l.closeCard(c, chat.CardCancelled, nil)

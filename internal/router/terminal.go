@@ -40,6 +40,19 @@ type terminal struct {
 	pane   string // adopt: the pane's id, %N
 }
 
+// inPane reports that the lane drives a person's tmux pane: a card withdrawn
+// there went by a key the person pressed at it.
+func (l *lane) inPane() bool { return l.term != nil && l.term.kind == termAdopt }
+
+// answeredThere is how card c closes when it was answered in the terminal.
+func answeredThere(c *chat.Card) chat.Payload {
+	const reason = "answered in the terminal"
+	if c.Kind == chat.CardQuestion {
+		return chat.QuestionResolved{RequestID: c.RequestID, Reason: reason}
+	}
+	return chat.PermissionResolved{RequestID: c.RequestID, Reason: reason}
+}
+
 // attachment is t as the store keeps it for thread (reattach.go).
 func (t *terminal) attachment(thread chat.ThreadID) *store.Attachment {
 	return &store.Attachment{Thread: thread, Kind: t.kind, PID: t.pid, ProcStart: t.start, Server: t.server, Pane: t.pane}

@@ -48,9 +48,14 @@ func (s *Set) handleAdd(w http.ResponseWriter, req *http.Request) {
 		web.WriteError(w, err)
 		return
 	}
-	e, err := s.AddAt(req.Context(), s.machine(req), sp, web.CallerName(req.Context()))
+	e, existed, err := s.addAt(req.Context(), s.machine(req), sp, web.CallerName(req.Context()))
 	if err != nil {
 		web.WriteRemoteError(w, err)
+		return
+	}
+	if existed {
+		// The same add sent again: answered as the first try's, not a change.
+		web.WriteJSON(w, http.StatusOK, map[string]any{"rule": e, "existed": true})
 		return
 	}
 	web.WriteJSON(w, http.StatusOK, map[string]any{"rule": e})

@@ -6,12 +6,15 @@ package ruleset
 // reached with one request to that node's Set (Serve), answered there: its
 // list, an add, change or removal kept in its own SQLite, a test against its
 // rules. A node that does not answer is an error saying so (chat.ErrAway),
-// never a half-made change: the hub keeps nothing of a node's rules.
+// never a half-made change: the hub keeps nothing of a node's rules. A node
+// that may have had the request but whose answer did not come (too slow,
+// the link cut) is chat.ErrUnanswered, saying what may have happened there
+// and whether the same request can be sent again: an add with its id
+// (Spec.ID) is kept once, a change or removal done twice is done once.
 
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	"github.com/parleyhq/parley/internal/audit"
@@ -55,8 +58,11 @@ type Reply struct {
 	Rules []Entry `json:"rules,omitempty"`
 	Rule  *Entry  `json:"rule,omitempty"`
 	Test  *Answer `json:"test,omitempty"`
-	Error string  `json:"error,omitempty"`
-	Code  string  `json:"code,omitempty"` // chat.CodeBadInput, chat.CodeNotFound, or "" for others
+	// Existed: the add's id names the rule an earlier try of the same add
+	// made; nothing changed.
+	Existed bool   `json:"existed,omitempty"`
+	Error   string `json:"error,omitempty"`
+	Code    string `json:"code,omitempty"` // chat.CodeOf the error
 }
 
 // viaHub marks a change the hub asked for, for record.
@@ -75,13 +81,7 @@ func (s *Set) Serve(ctx context.Context, b []byte) []byte {
 		rep, err = s.serve(ctx, req)
 	}
 	if err != nil {
-		rep = Reply{Error: err.Error()}
-		switch {
-		case errors.Is(err, chat.ErrNotFound):
-			rep.Code = chat.CodeNotFound
-		case errors.Is(err, chat.ErrBadInput):
-			rep.Code = chat.CodeBadInput
-		}
+		rep = Reply{Error: err.Error(), Code: chat.CodeOf(err)}
 	}
 	out, _ := json.Marshal(rep)
 	return out
@@ -111,7 +111,10 @@ func (s *Set) serve(ctx context.Context, req Request) (Reply, error) {
 			return Reply{}, chat.BadInput("the request names no rule")
 		}
 		if req.Op == OpAdd {
-			return one(s.Add(ctx, *req.Spec, by+" at "+hub))
+			e, existed, err := s.add(ctx, *req.Spec, by+" at "+hub)
+			rep, err := one(e, err)
+			rep.Existed = existed
+			return rep, err
 		}
 		return one(s.Update(ctx, req.ID, *req.Spec))
 	case OpRemove:
@@ -147,9 +150,8 @@ func (s *Set) ask(ctx context.Context, machine string, req Request) (Reply, erro
 	req.Hub, req.Actor = s.opt.Node, audit.ActorFrom(ctx)
 	b, _ := json.Marshal(req)
 	out, err := s.opt.Remote.Ask(ctx, machine, b)
-	if errors.Is(err, context.DeadlineExceeded) && req.Op != OpList && req.Op != OpTest {
-		return Reply{}, fmt.Errorf("machine %s did not answer in time: the change may or may not have been made there (list its rules to see): %w",
-			machine, chat.ErrAway)
+	if err != nil && req.Op != OpList && req.Op != OpTest && !chat.NeverHad(err) {
+		return Reply{}, unansweredChange(machine, req, err)
 	}
 	if err != nil {
 		return Reply{}, err
@@ -159,16 +161,26 @@ func (s *Set) ask(ctx context.Context, machine string, req Request) (Reply, erro
 		return Reply{}, fmt.Errorf("machine %s answered something that is not a rules answer", machine)
 	}
 	if rep.Error != "" {
-		msg := "machine " + machine + ": " + rep.Error
-		switch rep.Code {
-		case chat.CodeNotFound:
-			return Reply{}, fmt.Errorf("%s: %w", msg, chat.ErrNotFound)
-		case chat.CodeBadInput:
-			return Reply{}, chat.BadInput("%s", msg)
-		}
-		return Reply{}, errors.New(msg)
+		return Reply{}, chat.ErrorOf(rep.Code, "machine "+machine+": "+rep.Error)
 	}
 	return rep, nil
+}
+
+// unansweredChange says what may have happened on machine when req's
+// answer did not come (err), and whether sending it again is safe.
+func unansweredChange(machine string, req Request, err error) error {
+	var done string
+	switch {
+	case req.Op == OpAdd && req.Spec != nil && req.Spec.ID != "":
+		done = fmt.Sprintf("the rule may have been made there; the same add (id %s) can be sent again safely: it is made once", req.Spec.ID)
+	case req.Op == OpAdd:
+		done = "the rule may have been made there: list its rules to see before adding it again (an add with an id can be sent again safely)"
+	case req.Op == OpRemove:
+		done = fmt.Sprintf("rule %s may have been removed there; removing it again is safe (once removed, it answers not found)", req.ID)
+	default:
+		done = fmt.Sprintf("rule %s may have been changed there; the same change again is safe", req.ID)
+	}
+	return chat.Unanswered(machine, err, done)
 }
 
 // ListAt is machine's rules in their order ("" this machine's).
@@ -182,23 +194,42 @@ func (s *Set) ListAt(ctx context.Context, machine string) ([]Entry, error) {
 
 // AddAt keeps a new rule on machine, made by the named device here.
 func (s *Set) AddAt(ctx context.Context, machine string, sp Spec, by string) (Entry, error) {
+	e, _, err := s.addAt(ctx, machine, sp, by)
+	return e, err
+}
+
+// addAt is AddAt also saying whether the rule was kept already: the add's
+// id names the rule an earlier try of the same add made.
+func (s *Set) addAt(ctx context.Context, machine string, sp Spec, by string) (Entry, bool, error) {
 	if far, err := s.remote(machine); err != nil {
-		return Entry{}, err
+		return Entry{}, false, err
 	} else if !far {
-		return s.Add(ctx, sp, by)
+		return s.add(ctx, sp, by)
 	}
-	if err := check(sp); err != nil { // said here, before the node is asked
-		return Entry{}, err
+	// Said here, before the node is asked (an older node would ignore the id).
+	if err := check(sp); err != nil {
+		return Entry{}, false, err
+	}
+	if sp.ID != "" {
+		if err := chat.CheckAddID("rule", sp.ID); err != nil {
+			return Entry{}, false, err
+		}
 	}
 	rep, err := s.ask(ctx, machine, Request{Op: OpAdd, Spec: &sp, By: by})
 	if err != nil {
-		return Entry{}, err
+		return Entry{}, false, err
 	}
 	if rep.Rule == nil {
-		return Entry{}, fmt.Errorf("machine %s answered an add with no rule", machine)
+		return Entry{}, false, fmt.Errorf("machine %s answered an add with no rule", machine)
 	}
-	s.recordAt(ctx, machine, rep.Rule.ID, "made", &sp)
-	return *rep.Rule, nil
+	// A repeat is recorded here too: the first try's answer, and so its
+	// record at this hub, may be what was lost (the node's trail has it once).
+	verb := "made"
+	if rep.Existed {
+		verb = "made (the same add sent again)"
+	}
+	s.recordAt(ctx, machine, rep.Rule.ID, verb, &sp)
+	return *rep.Rule, rep.Existed, nil
 }
 
 // UpdateAt changes machine's stored rule id in place.

@@ -7,8 +7,7 @@
 package ruleset
 
 import (
-	"github.com/parleyhq/parley/internal/audit"
-
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -18,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/parleyhq/parley/internal/audit"
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/rules"
 	"github.com/parleyhq/parley/internal/store"
@@ -57,6 +57,11 @@ type Options struct {
 
 // Spec is a rule as a person writes it (POST and PUT /api/rules).
 type Spec struct {
+	// ID, on an add, is the rule's id, chosen by the caller so that the
+	// same add sent again (its answer lost) is kept once: an add whose id
+	// is kept already with the same rule answers that rule. Empty: a fresh
+	// id. A change (PUT) names its rule in the path, and may repeat it here.
+	ID      string   `json:"id,omitempty"`
 	Action  string   `json:"action"`
 	Agent   string   `json:"agent,omitempty"`
 	Machine string   `json:"machine,omitempty"`
@@ -193,16 +198,39 @@ func check(sp Spec) error {
 	return nil
 }
 
-// Add keeps a new rule, last in the order, made by the named device.
+// Add keeps a new rule, last in the order, made by the named device. An
+// add whose id (Spec.ID) is kept already answers that rule when it is the
+// same add sent again, and is chat.ErrIDTaken when it is not.
 func (s *Set) Add(ctx context.Context, sp Spec, by string) (Entry, error) {
+	e, _, err := s.add(ctx, sp, by)
+	return e, err
+}
+
+// add is Add also saying whether the rule was kept already (an earlier try
+// of the same add made it; nothing changed, nothing recorded). The stored
+// rule is the record: a retry after a restart finds it as well.
+func (s *Set) add(ctx context.Context, sp Spec, by string) (e Entry, existed bool, err error) {
 	if err := check(sp); err != nil {
-		return Entry{}, err
+		return Entry{}, false, err
+	}
+	if sp.ID != "" {
+		if err := chat.CheckAddID("rule", sp.ID); err != nil {
+			return Entry{}, false, err
+		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sn := s.snap.Load()
+	if i := find(sn.stored, sp.ID); sp.ID != "" && i >= 0 {
+		if !bytes.Equal(sn.stored[i].Rule, encode(sp)) {
+			return Entry{}, false, fmt.Errorf("rule %s is kept already, made by another add or changed since (its rule differs): choose a new id: %w",
+				sp.ID, chat.ErrIDTaken)
+		}
+		e, err := s.entry(sp.ID)
+		return e, err == nil, err
+	}
 	if len(sn.stored) >= MaxStored {
-		return Entry{}, chat.BadInput("there are %d rules already: remove some first", MaxStored)
+		return Entry{}, false, chat.BadInput("there are %d rules already: remove some first", MaxStored)
 	}
 	now := s.opt.Now().UTC()
 	// created_at orders the rules: a new one is after every other even
@@ -211,19 +239,27 @@ func (s *Set) Add(ctx context.Context, sp Spec, by string) (Entry, error) {
 	if n := len(sn.stored); n > 0 && !created.After(sn.stored[n-1].Created) {
 		created = sn.stored[n-1].Created.Add(time.Nanosecond)
 	}
-	st := store.StoredRule{ID: chat.NewID("r"), Rule: encode(sp), Created: created, CreatedBy: by, Since: now}
+	id := sp.ID
+	if id == "" {
+		id = chat.NewID("r")
+	}
+	st := store.StoredRule{ID: id, Rule: encode(sp), Created: created, CreatedBy: by, Since: now}
 	if err := s.opt.Store.PutRule(ctx, st); err != nil {
-		return Entry{}, err
+		return Entry{}, false, err
 	}
 	s.publish(append(append([]store.StoredRule(nil), sn.stored...), st))
 	s.record(ctx, st.ID, "made", &sp)
-	return s.entry(st.ID)
+	e, err = s.entry(st.ID)
+	return e, false, err
 }
 
 // Update changes a stored rule in place; its `for` counts again from now.
 func (s *Set) Update(ctx context.Context, id string, sp Spec) (Entry, error) {
 	if err := check(sp); err != nil {
 		return Entry{}, err
+	}
+	if sp.ID != "" && sp.ID != id {
+		return Entry{}, chat.BadInput("the change names rule %q in its path and %q in its body: an id is not changed", id, sp.ID)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -38,9 +38,14 @@ func (r *Runner) handleAdd(w http.ResponseWriter, req *http.Request) {
 		web.WriteError(w, err)
 		return
 	}
-	s, err := r.addAt(req.Context(), sp)
+	s, existed, err := r.addAt(req.Context(), sp)
 	if err != nil {
 		web.WriteRemoteError(w, err)
+		return
+	}
+	if existed {
+		// The same add sent again: answered as the first try's, not a change.
+		web.WriteJSON(w, http.StatusOK, map[string]any{"schedule": s, "existed": true})
 		return
 	}
 	r.record(req.Context(), "added", s)

@@ -3,7 +3,6 @@ package schedule
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -22,7 +21,11 @@ import (
 // node's Runner (Serve), answered there. A node's schedule is named at the
 // hub as its own id + "@" + the node, as its threads are. A node that does
 // not answer is an error saying so (chat.ErrAway), never a half-made change
-// at the hub: the hub keeps nothing of a node's schedules.
+// at the hub: the hub keeps nothing of a node's schedules. A node that may
+// have had the request but whose answer did not come (too slow, the link
+// cut) is chat.ErrUnanswered, saying what may have happened there and that the
+// same request can be sent again: an add with its id (Spec.ID) is kept
+// once, a pause, resume or remove done twice is done once.
 
 // Remote is a cluster's other machines, as the hub reaches them.
 type Remote interface {
@@ -57,8 +60,11 @@ const (
 // the one), or an error with its kind.
 type Answer struct {
 	Schedules []Schedule `json:"schedules,omitempty"`
-	Error     string     `json:"error,omitempty"`
-	Code      string     `json:"code,omitempty"` // chat.CodeBadInput, chat.CodeNotFound, chat.CodeForbidden, or "" for others
+	// Existed: the add's id names the schedule an earlier try of the same
+	// add made; nothing changed.
+	Existed bool   `json:"existed,omitempty"`
+	Error   string `json:"error,omitempty"`
+	Code    string `json:"code,omitempty"` // chat.CodeOf the error
 }
 
 // maxAnswer bounds a node's answer (under NATS's 1 MiB message): a list
@@ -76,18 +82,10 @@ func (r *Runner) Serve(ctx context.Context, b []byte) []byte {
 	if jerr := json.Unmarshal(b, &req); jerr != nil {
 		err = chat.BadInput("a schedules request must be JSON")
 	} else {
-		ans.Schedules, err = r.serve(ctx, req)
+		ans.Schedules, ans.Existed, err = r.serve(ctx, req)
 	}
 	if err != nil {
-		ans = Answer{Error: err.Error()}
-		switch {
-		case errors.Is(err, chat.ErrNotFound):
-			ans.Code = chat.CodeNotFound
-		case errors.Is(err, chat.ErrOutsideRoot):
-			ans.Code = chat.CodeForbidden
-		case errors.Is(err, chat.ErrBadInput), errors.Is(err, chat.ErrUnknownAgent):
-			ans.Code = chat.CodeBadInput
-		}
+		ans = Answer{Error: err.Error(), Code: chat.CodeOf(err)}
 	}
 	out, _ := json.Marshal(ans)
 	if len(out) > maxAnswer {
@@ -101,62 +99,73 @@ func (r *Runner) Serve(ctx context.Context, b []byte) []byte {
 	return out
 }
 
-func (r *Runner) serve(ctx context.Context, req Request) ([]Schedule, error) {
-	one := func(s Schedule, err error) ([]Schedule, error) {
+func (r *Runner) serve(ctx context.Context, req Request) (ss []Schedule, existed bool, err error) {
+	one := func(s Schedule, err error) ([]Schedule, bool, error) {
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
-		return []Schedule{s}, nil
+		return []Schedule{s}, existed, nil
 	}
 	switch req.Op {
 	case OpList:
-		return r.List(ctx)
+		ss, err = r.List(ctx)
+		return ss, false, err
 	case OpAdd:
 		if req.Spec == nil {
-			return nil, chat.BadInput("an add names no schedule")
+			return nil, false, chat.BadInput("an add names no schedule")
 		}
 		sp := *req.Spec
 		sp.Machine = "" // this machine's
-		return one(r.Add(ctx, sp))
+		var s Schedule
+		s, existed, err = r.add(ctx, sp)
+		return one(s, err)
 	case OpPause, OpResume:
 		return one(r.SetPaused(ctx, req.ID, req.Op == OpPause))
 	case OpRemove:
-		return nil, r.Remove(ctx, req.ID)
+		return nil, false, r.Remove(ctx, req.ID)
 	}
-	return nil, chat.BadInput("unknown schedules operation %q", req.Op)
+	return nil, false, chat.BadInput("unknown schedules operation %q", req.Op)
 }
 
-// ask sends req to machine and reads its answer as this machine's errors.
-func (r *Runner) ask(ctx context.Context, machine string, req Request) ([]Schedule, error) {
+// ask sends req to machine and reads its answer as this machine's errors;
+// existed is an add's answer that the schedule was kept already.
+func (r *Runner) ask(ctx context.Context, machine string, req Request) (ss []Schedule, existed bool, err error) {
 	b, _ := json.Marshal(req)
 	out, err := r.opt.Remote.Ask(ctx, machine, b)
-	if errors.Is(err, context.DeadlineExceeded) && req.Op != OpList {
-		return nil, fmt.Errorf("machine %s did not answer in time: the change may or may not have been made there (list the schedules to see): %w",
-			machine, chat.ErrAway)
+	if err != nil && req.Op != OpList && !chat.NeverHad(err) {
+		return nil, false, unansweredChange(machine, req, err)
 	}
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	var ans Answer
 	if err := json.Unmarshal(out, &ans); err != nil {
-		return nil, fmt.Errorf("machine %s answered something that is not a schedules answer", machine)
+		return nil, false, fmt.Errorf("machine %s answered something that is not a schedules answer", machine)
 	}
 	if ans.Error != "" {
-		msg := "machine " + machine + ": " + ans.Error
-		switch ans.Code {
-		case chat.CodeNotFound:
-			return nil, fmt.Errorf("%s: %w", msg, chat.ErrNotFound)
-		case chat.CodeBadInput:
-			return nil, chat.BadInput("%s", msg)
-		case chat.CodeForbidden:
-			return nil, fmt.Errorf("%s: %w", msg, chat.ErrOutsideRoot)
-		}
-		return nil, errors.New(msg)
+		return nil, false, chat.ErrorOf(ans.Code, "machine "+machine+": "+ans.Error)
 	}
 	for i := range ans.Schedules {
 		r.named(machine, &ans.Schedules[i])
 	}
-	return ans.Schedules, nil
+	return ans.Schedules, ans.Existed, nil
+}
+
+// unansweredChange says what may have happened on machine when req's
+// answer did not come (err), and whether sending it again is safe.
+func unansweredChange(machine string, req Request, err error) error {
+	var done string
+	switch {
+	case req.Op == OpAdd && req.Spec != nil && req.Spec.ID != "":
+		done = fmt.Sprintf("the schedule may have been made there; the same add (id %s) can be sent again safely: it is made once", req.Spec.ID)
+	case req.Op == OpAdd:
+		done = "the schedule may have been made there: list the schedules to see before adding it again (an add with an id can be sent again safely)"
+	case req.Op == OpRemove:
+		done = fmt.Sprintf("schedule %s may have been removed there; removing it again is safe (once removed, it answers not found)", req.ID)
+	default:
+		done = fmt.Sprintf("schedule %s may have been %sd there; doing it again is safe", req.ID, req.Op)
+	}
+	return chat.Unanswered(machine, err, done)
 }
 
 // named is machine's schedule as the hub names it and its threads.
@@ -183,8 +192,9 @@ func (r *Runner) elsewhere(id string) (machine, local string, err error) {
 	return machine, local, nil
 }
 
-// addAt adds sp where its Machine says: here, or on that node.
-func (r *Runner) addAt(ctx context.Context, sp Spec) (Schedule, error) {
+// addAt adds sp where its Machine says: here, or on that node; existed is
+// an add whose id names the schedule an earlier try of it made.
+func (r *Runner) addAt(ctx context.Context, sp Spec) (s Schedule, existed bool, err error) {
 	machine := sp.Machine
 	if r.opt.Remote != nil && sp.Thread != "" {
 		if m, local, ok := r.opt.Remote.SplitThread(sp.Thread); ok {
@@ -192,30 +202,35 @@ func (r *Runner) addAt(ctx context.Context, sp Spec) (Schedule, error) {
 			case machine == "":
 				machine = m
 			case machine != m:
-				return Schedule{}, chat.BadInput("thread %s is on machine %s, not %s", sp.Thread, m, machine)
+				return Schedule{}, false, chat.BadInput("thread %s is on machine %s, not %s", sp.Thread, m, machine)
 			}
 			sp.Thread = local
 		} else if machine != "" && machine != r.opt.Machine {
-			return Schedule{}, chat.BadInput("thread %s is on this machine, not %s", sp.Thread, machine)
+			return Schedule{}, false, chat.BadInput("thread %s is on this machine, not %s", sp.Thread, machine)
 		}
 	}
 	sp.Machine = ""
 	if machine == "" || machine == r.opt.Machine {
-		s, err := r.Add(ctx, sp)
+		s, existed, err = r.add(ctx, sp)
 		s.Node = r.opt.Machine
-		return s, err
+		return s, existed, err
 	}
 	if r.opt.Remote == nil {
-		return Schedule{}, chat.BadInput("machine %q: this machine is not a cluster's hub; add the schedule on that machine", machine)
+		return Schedule{}, false, chat.BadInput("machine %q: this machine is not a cluster's hub; add the schedule on that machine", machine)
 	}
-	ss, err := r.ask(ctx, machine, Request{Op: OpAdd, Spec: &sp})
+	if sp.ID != "" {
+		if err := chat.CheckAddID("schedule", sp.ID); err != nil { // refused here too: an older node would ignore it
+			return Schedule{}, false, err
+		}
+	}
+	ss, existed, err := r.ask(ctx, machine, Request{Op: OpAdd, Spec: &sp})
 	if err != nil {
-		return Schedule{}, err
+		return Schedule{}, false, err
 	}
 	if len(ss) != 1 {
-		return Schedule{}, fmt.Errorf("machine %s answered %d schedules to an add", machine, len(ss))
+		return Schedule{}, false, fmt.Errorf("machine %s answered %d schedules to an add", machine, len(ss))
 	}
-	return ss[0], nil
+	return ss[0], existed, nil
 }
 
 // pauseAt pauses or resumes the schedule id names, where it is kept.
@@ -233,7 +248,7 @@ func (r *Runner) pauseAt(ctx context.Context, id string, paused bool) (Schedule,
 	if paused {
 		op = OpPause
 	}
-	ss, err := r.ask(ctx, machine, Request{Op: op, ID: local})
+	ss, _, err := r.ask(ctx, machine, Request{Op: op, ID: local})
 	if err != nil {
 		return Schedule{}, err
 	}
@@ -252,7 +267,7 @@ func (r *Runner) removeAt(ctx context.Context, id string) error {
 	if machine == "" {
 		return r.Remove(ctx, local)
 	}
-	_, err = r.ask(ctx, machine, Request{Op: OpRemove, ID: local})
+	_, _, err = r.ask(ctx, machine, Request{Op: OpRemove, ID: local})
 	return err
 }
 
@@ -288,7 +303,7 @@ func (r *Runner) listAll(ctx context.Context) (all []Schedule, unlisted []Unlist
 		wg.Go(func() {
 			ctx, cancel := context.WithTimeout(ctx, listWait)
 			defer cancel()
-			ss, err := r.ask(ctx, m, Request{Op: OpList})
+			ss, _, err := r.ask(ctx, m, Request{Op: OpList})
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {

@@ -272,10 +272,32 @@ func (r *Runner) save(ctx context.Context, e *entry) {
 	}
 }
 
-// Add keeps a new schedule and answers it as listed.
+// Add keeps a new schedule and answers it as listed. An add whose id
+// (Spec.ID) is kept already answers that schedule when it is the same add
+// sent again, and is ErrIDTaken when it is not.
 func (r *Runner) Add(ctx context.Context, sp Spec) (Schedule, error) {
-	var out Schedule
-	err := r.call(ctx, func() error {
+	s, _, err := r.add(ctx, sp)
+	return s, err
+}
+
+// add is Add also saying whether the schedule was kept already (an earlier
+// try of the same add made it). The stored schedule is the record: a retry
+// after a restart finds it as well.
+func (r *Runner) add(ctx context.Context, sp Spec) (out Schedule, existed bool, err error) {
+	err = r.call(ctx, func() error {
+		if sp.ID != "" {
+			if err := chat.CheckAddID("schedule", sp.ID); err != nil {
+				return err
+			}
+			if e, ok := r.scheds[sp.ID]; ok {
+				if !sp.sameAdd(e.s) {
+					return fmt.Errorf("schedule %s is kept already, made by another add (its agent, timing or text differ): choose a new id: %w",
+						sp.ID, ErrIDTaken)
+				}
+				out, existed = view(e.s), true
+				return nil
+			}
+		}
 		if len(r.scheds) >= MaxSchedules {
 			return chat.BadInput("this machine has %d schedules, the most it keeps: remove one first", len(r.scheds))
 		}
@@ -295,7 +317,7 @@ func (r *Runner) Add(ctx context.Context, sp Spec) (Schedule, error) {
 		out = view(s)
 		return nil
 	})
-	return out, err
+	return out, existed, err
 }
 
 // List answers every schedule, oldest first.

@@ -19,9 +19,22 @@ import (
 
 // Limits.
 const (
-	MaxText      = 16 << 10 // a run's text, in bytes
-	MaxName      = 80       // a schedule's name, in characters
-	MaxSchedules = 500      // schedules on one machine
+	MaxText      = 16 << 10      // a run's text, in bytes
+	MaxName      = 80            // a schedule's name, in characters
+	MaxSchedules = 500           // schedules on one machine
+	MaxID        = chat.MaxAddID // an id a caller chooses, in bytes
+)
+
+// An add's errors and their codes, shared with the other adds a caller
+// names (internal/chat), by the names this package has given them.
+var (
+	ErrIDTaken    = chat.ErrIDTaken    // the add's id names a schedule another add made
+	ErrUnanswered = chat.ErrUnanswered // asked of a machine whose answer did not come
+)
+
+const (
+	CodeIDTaken    = chat.CodeIDTaken
+	CodeUnanswered = chat.CodeUnanswered
 )
 
 // Store keeps schedules (store/sqlite).
@@ -33,6 +46,11 @@ type Store interface {
 
 // Spec is a schedule as asked for (POST /api/schedules).
 type Spec struct {
+	// ID, when given, is the schedule's id, chosen by the caller so that
+	// the same add sent again (its answer lost) is kept once: an add whose
+	// id is kept already with the same spec answers that schedule. Empty:
+	// a fresh id.
+	ID      string        `json:"id,omitempty"`
 	Name    string        `json:"name,omitempty"`
 	Agent   string        `json:"agent"`
 	Cwd     string        `json:"cwd"`
@@ -88,18 +106,19 @@ func view(s store.Schedule) Schedule {
 	return v
 }
 
-// check validates a spec and makes it a schedule made now: its first run is
-// the first due time after now.
-func (sp Spec) schedule(now time.Time) (store.Schedule, timing, error) {
+// normal is a spec as it is kept: its timing's kind and expression, its
+// time zone and missed-runs policy with their defaults. It checks the
+// fields that need no clock (the timing is parsed by schedule).
+func (sp Spec) normal() (store.Schedule, error) {
 	t := Target{Agent: sp.Agent, Cwd: sp.Cwd, Thread: sp.Thread, NewEach: sp.NewEach}
 	if err := t.Check(); err != nil {
-		return store.Schedule{}, nil, err
+		return store.Schedule{}, err
 	}
 	if err := checkText(sp.Text); err != nil {
-		return store.Schedule{}, nil, err
+		return store.Schedule{}, err
 	}
 	if err := checkName(sp.Name); err != nil {
-		return store.Schedule{}, nil, err
+		return store.Schedule{}, err
 	}
 	kind, expr, n := "", "", 0
 	for _, k := range []struct{ kind, expr string }{{KindCron, sp.Cron}, {KindEvery, sp.Every}, {KindAt, sp.At}} {
@@ -108,7 +127,7 @@ func (sp Spec) schedule(now time.Time) (store.Schedule, timing, error) {
 		}
 	}
 	if n != 1 {
-		return store.Schedule{}, nil, chat.BadInput("say when with exactly one of \"cron\", \"every\" and \"at\"")
+		return store.Schedule{}, chat.BadInput("say when with exactly one of \"cron\", \"every\" and \"at\"")
 	}
 	missed := sp.Missed
 	switch missed {
@@ -116,25 +135,47 @@ func (sp Spec) schedule(now time.Time) (store.Schedule, timing, error) {
 		missed = MissedRunOnce
 	case MissedRunOnce, MissedSkip:
 	default:
-		return store.Schedule{}, nil, chat.BadInput("\"missed\" is %q: run-once or skip", missed)
+		return store.Schedule{}, chat.BadInput("\"missed\" is %q: run-once or skip", missed)
 	}
 	tz := sp.TZ
 	if tz == "" {
 		tz = "Local"
 	}
-	tm, err := parseTiming(kind, expr, tz, now)
+	return store.Schedule{
+		ID: sp.ID, Name: strings.TrimSpace(sp.Name), Agent: sp.Agent, Cwd: sp.Cwd, Thread: sp.Thread,
+		NewEach: sp.NewEach, Kind: kind, Expr: expr, TZ: tz, Missed: missed, Text: sp.Text,
+	}, nil
+}
+
+// schedule validates a spec and makes it a schedule made now: its first
+// run is the first due time after now; its id the spec's, or a fresh one.
+func (sp Spec) schedule(now time.Time) (store.Schedule, timing, error) {
+	s, err := sp.normal()
+	if err != nil {
+		return store.Schedule{}, nil, err
+	}
+	tm, err := parseTiming(s.Kind, s.Expr, s.TZ, now)
 	if err != nil {
 		return store.Schedule{}, nil, chat.BadInput("%v", err)
 	}
 	next := tm.next(now)
 	if next.IsZero() {
-		return store.Schedule{}, nil, chat.BadInput("%s %q is never due after now (%s)", kind, expr, now.Format(time.RFC3339))
+		return store.Schedule{}, nil, chat.BadInput("%s %q is never due after now (%s)", s.Kind, s.Expr, now.Format(time.RFC3339))
 	}
-	return store.Schedule{
-		ID: chat.NewID("sch"), Name: strings.TrimSpace(sp.Name), Agent: sp.Agent, Cwd: sp.Cwd, Thread: sp.Thread,
-		NewEach: sp.NewEach, Kind: kind, Expr: expr, TZ: tz, Missed: missed, Text: sp.Text,
-		NextRun: next, Created: now,
-	}, tm, nil
+	if s.ID == "" {
+		s.ID = chat.NewID("sch")
+	}
+	s.NextRun, s.Created = next, now
+	return s, tm, nil
+}
+
+// sameAdd tells whether the schedule kept as k is what sp asks for: the
+// add that made it, sent again. What happened to it since (runs, a pause)
+// does not count.
+func (sp Spec) sameAdd(k store.Schedule) bool {
+	s, err := sp.normal()
+	return err == nil && s.Name == k.Name && s.Agent == k.Agent && s.Cwd == k.Cwd && s.Thread == k.Thread &&
+		s.NewEach == k.NewEach && s.Kind == k.Kind && s.Expr == k.Expr && s.TZ == k.TZ && s.Missed == k.Missed && s.Text == k.Text
 }
 
 func checkText(text string) error {

@@ -136,8 +136,14 @@ func goBuild(t testing.TB, bin, pkg string, flags ...string) error {
 // built (if any) and exits with the tests' code. Call it from TestMain.
 func RunAndRemoveBinary(m *testing.M) {
 	code := m.Run()
+	RemoveBinaries()
+	os.Exit(code)
+}
+
+// RemoveBinaries removes what ParleyBinary and HookBinary built, for a
+// TestMain that does more after m.Run than RunAndRemoveBinary does.
+func RemoveBinaries() {
 	if builds.dir != "" {
 		os.RemoveAll(builds.dir)
 	}
-	os.Exit(code)
 }

@@ -23,9 +23,10 @@ func WriteJSON(w http.ResponseWriter, status int, v any) { writeJSON(w, status, 
 
 // WriteRemoteError is WriteError for a change asked of a machine, this one or
 // another: one that does not answer (chat.ErrAway) is a 503, the change not
-// made, to try again once it is back.
+// made, to try again once it is back; one that had it but whose answer did
+// not come (chat.ErrUnanswered) a 503 "unanswered": it may have been made.
 func WriteRemoteError(w http.ResponseWriter, err error) {
-	if errors.Is(err, chat.ErrAway) {
+	if errors.Is(err, chat.ErrAway) && !errors.Is(err, chat.ErrUnanswered) {
 		httpError(w, http.StatusServiceUnavailable, err.Error())
 		return
 	}

@@ -93,6 +93,10 @@ func errorCode(err error) (string, int) {
 		return chat.CodeAgent, http.StatusConflict
 	case errors.Is(err, chat.ErrClosed):
 		return chat.CodeInternal, http.StatusServiceUnavailable
+	case errors.Is(err, chat.ErrIDTaken):
+		return chat.CodeIDTaken, http.StatusConflict
+	case errors.Is(err, chat.ErrUnanswered): // before ErrAway, which it also is
+		return chat.CodeUnanswered, http.StatusServiceUnavailable
 	case errors.Is(err, cluster.ErrNodeOffline), errors.Is(err, chat.ErrAway):
 		return codeOffline, http.StatusServiceUnavailable
 	case errors.Is(err, cluster.ErrNodeSlow):

@@ -73,7 +73,7 @@ func (s *session) AnswerPermission(ctx context.Context, requestID string, a driv
 
 func (s *session) pressOption(ctx context.Context, c *openCard, m pane.Menu, optionID string) error {
 	n, err := strconv.Atoi(optionID)
-	if err != nil || n < 1 || n > len(m.Options) {
+	if err != nil || n < 1 || n > len(m.Options) || m.Options[n-1].Terminal {
 		return fmt.Errorf("tmux: option %q is not on the menu: %w", optionID, chat.ErrBadInput)
 	}
 	if err := s.c.SendKeys(ctx, s.pane, strconv.Itoa(n)); err != nil {
@@ -100,6 +100,11 @@ func (s *session) amendOption(ctx context.Context, c *openCard, m pane.Menu, opt
 	if optionKind(m.Options[n-1].Label) != chat.OptionRejectOnce {
 		// Only a rejection takes words; an allow with a message is just an allow.
 		return s.pressOption(ctx, c, m, optionID)
+	}
+	if s.dialect == pane.GeminiCLI {
+		// Gemini's "No, suggest changes" cancels the turn and takes no words:
+		// they are the person's next message.
+		return fmt.Errorf("tmux: Gemini CLI takes no words with a rejection (reject, then send them as a message): %w", chat.ErrBadInput)
 	}
 	key, times := "Down", n-m.Cursor
 	if times < 0 {

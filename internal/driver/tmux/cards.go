@@ -1,5 +1,6 @@
 // Cards from the screen: a live menu on the pane becomes a permission or a
-// question card, withdrawn when the menu goes.
+// question card, withdrawn when the menu goes. Claude Code's menus and Gemini
+// CLI's tool confirmations alike (pane.Screen.Menu reads the dialect).
 
 package tmux
 
@@ -178,18 +179,25 @@ func permissionRequest(c *openCard) chat.PermissionRequest {
 	title := strings.Join(append([]string{m.Title}, m.Detail...), ": ")
 	pr := chat.PermissionRequest{RequestID: c.id, Tool: chat.PermissionTool{Name: tool, Title: title, Input: c.input, ToolCallID: c.toolUseID}}
 	for _, o := range m.Options {
+		if o.Terminal {
+			continue // an editor opened in the terminal is no answer from afar
+		}
 		pr.Options = append(pr.Options, chat.PermissionOption{ID: strconv.Itoa(o.Number), Label: o.Label, Kind: optionKind(o.Label)})
 	}
 	return pr
 }
 
+// optionKind reads an option's label: Claude Code's "Yes…"/"No…", Gemini
+// CLI's "Allow once", "Allow for this session", "No, suggest changes".
 func optionKind(label string) string {
 	l := strings.ToLower(label)
 	switch {
 	case strings.HasPrefix(l, "yes") && (strings.Contains(l, "always") || strings.Contains(l, "don't ask") || strings.Contains(l, "allow all")):
 		return chat.OptionAllowAlways
-	case strings.HasPrefix(l, "yes"):
+	case strings.HasPrefix(l, "yes"), l == "allow once":
 		return chat.OptionAllowOnce
+	case strings.HasPrefix(l, "allow") && (strings.Contains(l, "session") || strings.Contains(l, "always")):
+		return chat.OptionAllowAlways
 	}
 	return chat.OptionRejectOnce
 }

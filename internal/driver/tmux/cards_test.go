@@ -28,6 +28,10 @@ func TestOptionKind(t *testing.T) {
 		{"Yes, and don't ask again for touch commands in /x", chat.OptionAllowAlways},
 		{"No", chat.OptionRejectOnce},
 		{"No, and tell Claude what to do differently", chat.OptionRejectOnce},
+		// Gemini CLI's.
+		{"Allow once", chat.OptionAllowOnce},
+		{"Allow for this session", chat.OptionAllowAlways},
+		{"No, suggest changes", chat.OptionRejectOnce},
 	}
 	for _, tt := range tests {
 		if got := optionKind(tt.label); got != tt.want {

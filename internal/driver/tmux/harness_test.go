@@ -23,27 +23,17 @@ import (
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/driver"
 	"github.com/parleyhq/parley/internal/driver/tmux/ctl"
-	"github.com/parleyhq/parley/internal/driver/tmux/hook"
 	"github.com/parleyhq/parley/internal/driver/tmux/pane"
 	"github.com/parleyhq/parley/internal/testkit"
 	"github.com/parleyhq/parley/internal/testkit/claudeapi"
 )
 
-// The test binary is also the hook command: Claude Code runs it with this set.
-const envTestHook = "PARLEY_TEST_HOOK"
-
 func TestMain(m *testing.M) {
-	if os.Getenv(envTestHook) == "1" {
-		if err := hook.Run(context.Background(), os.Stdin, os.Getenv); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-		os.Exit(0)
-	}
 	if prog := os.Getenv(envTestWrap); prog != "" {
 		os.Exit(wrap(prog, os.Args[1:]))
 	}
 	code := m.Run()
+	testkit.RemoveBinaries() // parley-hook, Claude Code's hook command here as installed
 	if code == 0 {
 		// Every goroutine a session starts must end with Close.
 		if err := goleak.Find(); err != nil {
@@ -248,7 +238,7 @@ func newHarness(t testing.TB, sc claudeapi.Scenario) *harness {
 	h.drv = &Driver{
 		Logger: failureLog(t),
 		Socket: socket, StateDir: state,
-		HookCommand: []string{os.Args[0]}, HookEnv: map[string]string{envTestHook: "1"},
+		HookCommand: []string{testkit.HookBinary(t)},
 		StepTimeout: 5 * time.Second, ReadyTimeout: 60 * time.Second,
 	}
 	return h

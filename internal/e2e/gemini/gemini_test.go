@@ -35,6 +35,7 @@ func scenario() geminiapi.Scenario {
 	return geminiapi.Scenario{Rules: []geminiapi.Rule{
 		{Match: geminiapi.Match{Exact: "hello"}, Reply: geminiapi.Text(answer, 4, 5*time.Millisecond)},
 		{Match: geminiapi.Match{Exact: "make the file"}, Reply: geminiapi.Shell("touch made-by-gemini", "Make a file")},
+		{Match: geminiapi.Match{Exact: "make another"}, Reply: geminiapi.Shell("touch made-again", "Make another file")},
 		{Match: geminiapi.Match{FunctionResponse: "run_shell_command"}, Reply: geminiapi.Text("The command ran.", 1, 0)},
 		{Match: geminiapi.Match{Exact: "slowly"}, Reply: geminiapi.Text(strings.Repeat("tick ", 300), 300, 50*time.Millisecond)},
 		// parley's own MCP tool, as Gemini CLI names it to the model.

@@ -5,6 +5,7 @@ package gemini_test
 import (
 	"encoding/json"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -22,7 +23,8 @@ import (
 // A Gemini CLI TUI a person runs in a tmux pane is listed as running there,
 // and continuing its session adopts that pane (no config edit): a message
 // from the socket is typed into it once, proven submitted, reaches the
-// model once, and the turn ends; handed back, the words are tmux attach's
+// model once; Gemini's tool confirmation is a card, answered from the socket
+// or in the pane (the card then says so), and the turn ends; handed back, the words are tmux attach's
 // and the pane lives on. Once the person quits it, it continues as any.
 func TestAdoptGeminiTUIInATmuxPane(t *testing.T) {
 	r := newRig(t)
@@ -54,13 +56,57 @@ func TestAdoptGeminiTUIInATmuxPane(t *testing.T) {
 
 	s.Send(chatsock.Msg("m1", "make the file"))
 	s.WaitFor(at, wait, chatsock.Delivery("m1", chat.DeliverySubmitted), "the message submitted in the pane")
-	// Gemini's confirmation is not read (no card): the person answers it in the pane.
-	tm.WaitScreen("Gemini's shell confirmation", tmuxterm.Has("Allow execution"))
-	tm.Keys("Enter")
+	// Gemini's confirmation, read from the pane, is a card: answered from
+	// the socket by its option, the command runs and the turn ends.
+	i := s.WaitFor(at, wait, chatsock.Type(chat.TypePermissionRequest), "Gemini's shell confirmation as a card")
+	var card chat.PermissionRequest
+	if err := s.Get(i).Decode(&card); err != nil {
+		t.Fatal(err)
+	}
+	allow := ""
+	for _, o := range card.Options {
+		if o.Kind == chat.OptionAllowOnce && o.Label == "Allow once" {
+			allow = o.ID
+		}
+	}
+	if card.Tool.Name != "Shell" || !strings.Contains(card.Tool.Title, "touch made-by-gemini") || allow == "" || len(card.Options) != 3 {
+		t.Fatalf("the card: %s", s.Get(i).Raw)
+	}
+	s.Send(map[string]any{"type": "permission_response", "request_id": card.RequestID, "option_id": allow})
+	j := s.WaitFor(i, wait, chatsock.Type(chat.TypePermissionResolved), "the card resolved")
+	if got := chatsock.FieldOf(s.Get(j), "option_id"); got != allow {
+		t.Fatalf("the card's close: %s", s.Get(j).Raw)
+	}
 	tm.WaitScreen("the command's follow-up in the pane", tmuxterm.Has("The command ran."))
 	s.WaitFor(at, wait, chatsock.PromptDone("m1", chat.StopEndTurn), "the turn's end, told by the screen")
+	if _, err := os.Stat(filepath.Join(r.work, "made-by-gemini")); err != nil {
+		t.Fatalf("the command did not run: %v", err)
+	}
 	if n := asked(r.api, "make the file"); n != 1 {
 		t.Fatalf("the model was asked %d times for the message, want once", n)
+	}
+
+	// A second confirmation, answered by the person in the pane: its card
+	// closes, saying so, and the turn ends.
+	at = s.Len()
+	s.Send(chatsock.Msg("m2", "make another"))
+	i = s.WaitFor(at, wait, chatsock.Type(chat.TypePermissionRequest), "the second confirmation as a card")
+	var second chat.PermissionRequest
+	if err := s.Get(i).Decode(&second); err != nil {
+		t.Fatal(err)
+	}
+	if second.RequestID == card.RequestID || !strings.Contains(second.Tool.Title, "touch made-again") {
+		t.Fatalf("the second card: %s", s.Get(i).Raw)
+	}
+	tm.WaitScreen("the second confirmation in the pane", tmuxterm.Has("touch made-again", "Allow execution"))
+	tm.Keys("1")
+	j = s.WaitFor(i, wait, chatsock.Type(chat.TypePermissionResolved), "the second card closed")
+	if chatsock.FieldOf(s.Get(j), "request_id") != second.RequestID || chatsock.FieldOf(s.Get(j), "reason") != "answered in the terminal" {
+		t.Fatalf("the second card's close: %s", s.Get(j).Raw)
+	}
+	s.WaitFor(at, wait, chatsock.PromptDone("m2", chat.StopEndTurn), "the second turn's end")
+	if _, err := os.Stat(filepath.Join(r.work, "made-again")); err != nil {
+		t.Fatalf("the second command did not run: %v", err)
 	}
 
 	at = s.Len()

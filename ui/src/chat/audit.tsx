@@ -4,7 +4,7 @@
 // beside each device in Devices.
 
 import { useEffect, useState } from "preact/hooks";
-import { api } from "./schedules";
+import { api } from "./api";
 
 type Entry = { seq: number; ts: string; kind: string; actor: string; thread?: string; subject: string; detail?: Record<string, unknown> };
 

@@ -5,10 +5,12 @@
 // another machine's rules (?machine=M): kept and applied there, changed from
 // here. MakeRule is a permission card's "Make a rule…": a proposed rule,
 // editable, saved (on the thread's machine) while the card is allowed once.
+// Each add carries an id (./api's useAddId): sent again after a lost
+// answer, by the form itself or the person, it is made once.
 
 import { useEffect, useRef, useState } from "preact/hooks";
 import type { Store } from "../store";
-import { api } from "./schedules";
+import { api, sendAdd, useAddId } from "./api";
 import { proposeRule, type RuleSpec } from "../propose";
 
 type Entry = RuleSpec & { n: number; id?: string; from: string; text: string; created_by?: string; expires_at?: string; expired?: boolean };
@@ -66,6 +68,7 @@ export function Rules({ here, machines: joined }: { here: string; machines: stri
   const [editing, setEditing] = useState<{ id: string; spec: RuleSpec } | null>(null);
   const [probe, setProbe] = useState({ agent: "", tool: "Bash", command: "" });
   const [answer, setAnswer] = useState<Answer | null>(null);
+  const addId = useAddId("r");
   // The machines, this one first; none to pick outside a cluster's hub.
   const machines = [...new Set([here, ...joined].filter(Boolean))];
   const q = on(machine, here);
@@ -107,7 +110,12 @@ export function Rules({ here, machines: joined }: { here: string; machines: stri
   };
   const add = (e: Event) => {
     e.preventDefault();
-    void act(() => api("POST", `/api/rules${q}`, clean(draft))).then((ok) => ok && setDraft({ action: "allow" }));
+    const body = clean(draft);
+    const id = addId.idFor({ on: q, ...body });
+    void act(async () => {
+      await sendAdd(`/api/rules${q}`, { ...body, id }, "rule");
+      addId.done();
+    }).then((ok) => ok && setDraft({ action: "allow" }));
   };
   const save = (e: Event) => {
     e.preventDefault();
@@ -198,6 +206,7 @@ export function MakeRule({ store, requestId, tool, input, allowOnce }: { store: 
   const th = store.state.chat.thread;
   const [spec, setSpec] = useState<RuleSpec | null>(null);
   const [err, setErr] = useState("");
+  const addId = useAddId("r");
   // Rules are each machine's own: a card of another machine's thread (at a
   // cluster's hub) is answered by that machine's rules, so the rule is made
   // there.
@@ -214,7 +223,10 @@ export function MakeRule({ store, requestId, tool, input, allowOnce }: { store: 
     e.preventDefault();
     setErr("");
     try {
-      await api("POST", `/api/rules${on(machine, here)}`, clean(spec));
+      const body = clean(spec);
+      const id = addId.idFor({ on: machine, ...body });
+      await sendAdd(`/api/rules${on(machine, here)}`, { ...body, id }, "rule");
+      addId.done();
     } catch (x) {
       setErr(String((x as Error).message));
       return;

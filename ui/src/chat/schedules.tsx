@@ -6,6 +6,7 @@
 
 import { useEffect, useState } from "preact/hooks";
 import type { AgentInfo } from "../protocol";
+import { api, sendAdd, useAddId } from "./api";
 
 type Schedule = {
   id: string;
@@ -29,18 +30,6 @@ type Schedule = {
 
 type Unlisted = { node: string; reason: string };
 
-export async function api<T>(method: string, path: string, body?: unknown): Promise<T> {
-  const r = await fetch(path, {
-    method,
-    credentials: "same-origin",
-    headers: body === undefined ? {} : { "Content-Type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const j = await r.json().catch(() => ({}));
-  if (!r.ok) throw new Error(j?.error?.message ?? `HTTP ${r.status}`);
-  return j as T;
-}
-
 function when(ts?: string): string {
   if (!ts) return "–";
   const d = new Date(ts);
@@ -55,6 +44,8 @@ export function Schedules({ agents: all, here }: { agents: AgentInfo[]; here: st
   const [unlisted, setUnlisted] = useState<Unlisted[]>([]);
   const [err, setErr] = useState("");
   const [draft, setDraft] = useState<Draft>({ machine: "", agent: "", cwd: "", kind: "cron", expr: "", text: "", name: "", fresh: false, tz: "" });
+  // One id per add the person makes: the same form sent again keeps it.
+  const addId = useAddId("sch");
   // The machines, this one first; none on a single machine (agents name no node).
   const machines = [...new Set([here, ...all.map((a) => a.node ?? "")].filter(Boolean))];
   const machine = draft.machine || here;
@@ -87,8 +78,10 @@ export function Schedules({ agents: all, here }: { agents: AgentInfo[]; here: st
     if (d.tz) body.tz = d.tz;
     if (d.fresh) body.new = true;
     if (machine && machine !== here) body.machine = machine;
+    const id = addId.idFor(body);
     void act(async () => {
-      await api("POST", "/api/schedules", body);
+      await sendAdd("/api/schedules", { ...body, id }, "schedule");
+      addId.done();
       setDraft({ ...d, expr: "", text: "", name: "" });
     });
   };

@@ -42,25 +42,35 @@ func FuzzMenu(f *testing.F) {
 			}
 		}
 		m, live, why := s.Menu()
+		menuHangsTogether(t, s, m, live, why)
 		if !live {
-			if why == "" {
-				t.Fatal("no live menu and no reason")
-			}
 			return
-		}
-		if m.First > m.Last || m.Last >= len(s.Full) {
-			t.Fatalf("menu lines %d-%d outside %d lines", m.First, m.Last, len(s.Full))
-		}
-		for i, o := range m.Options {
-			if o.Number != i+1 {
-				t.Fatalf("option %d numbered %d", i+1, o.Number)
-			}
-		}
-		if m.Cursor < 0 || m.Cursor > len(m.Options) {
-			t.Fatalf("cursor %d outside %d options", m.Cursor, len(m.Options))
 		}
 		if n := Normalize(capture); Normalize(n) != n {
 			t.Fatal("Normalize is not idempotent")
 		}
 	})
+}
+
+// menuHangsTogether checks what Menu reported of s: a reason when there is no
+// menu; else its lines on the screen, its options numbered 1…n, its cursor on one.
+func menuHangsTogether(t *testing.T, s *Screen, m Menu, live bool, why string) {
+	t.Helper()
+	if !live {
+		if why == "" {
+			t.Fatal("no live menu and no reason")
+		}
+		return
+	}
+	if m.First > m.Last || m.Last >= len(s.Full) {
+		t.Fatalf("menu lines %d-%d outside %d lines", m.First, m.Last, len(s.Full))
+	}
+	for i, o := range m.Options {
+		if o.Number != i+1 {
+			t.Fatalf("option %d numbered %d", i+1, o.Number)
+		}
+	}
+	if m.Cursor < 0 || m.Cursor > len(m.Options) {
+		t.Fatalf("cursor %d outside %d options", m.Cursor, len(m.Options))
+	}
 }

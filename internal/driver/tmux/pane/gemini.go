@@ -5,9 +5,9 @@
 // sandbox, model). An empty box shows "> " and the placeholder "Type your
 // message or @path/to/file" (grey, not dim). A submitted prompt shows above
 // the box as " > text"; while a turn runs, a spinner line above the box says
-// "(esc to cancel, Ns)". Gemini's dialogs (tool confirmations, /commands'
-// menus) are not read: while one holds the keyboard there is no box, and
-// nothing is typed.
+// "(esc to cancel, Ns)". While a dialog holds the keyboard there is no box,
+// and nothing is typed; a tool confirmation is read as a menu (geminimenu.go),
+// other dialogs (/commands' menus) are not.
 
 package pane
 

@@ -8,7 +8,7 @@ import (
 
 // Menu kinds.
 const (
-	MenuPermission = "permission" // "Do you want to proceed?" with Yes / Yes, and … / No
+	MenuPermission = "permission" // "Do you want to proceed?" with Yes / Yes, and … / No; Gemini's tool confirmations
 	MenuQuestion   = "question"   // an AskUserQuestion picker
 	MenuReview     = "review"     // the picker's "Review your answers" page
 )
@@ -38,6 +38,9 @@ type Option struct {
 	Checked     bool // multi-select: [✔]
 	// Free: "Type something." (the person's own words); Chat: "Chat about this".
 	Free, Chat bool
+	// Terminal: usable only at the terminal (Gemini's "Modify with external
+	// editor" opens an editor there).
+	Terminal bool
 }
 
 // Choices are the options a person answers with (no "Type something" or "Chat about this").
@@ -90,7 +93,7 @@ func parseOption(line string) (n int, label string, cursor, ok bool) {
 // status line or submitted prompt after it; an empty input box does not count).
 func (s *Screen) Menu() (Menu, bool, string) {
 	if s.dialect == GeminiCLI {
-		return Menu{}, false, "Gemini CLI's dialogs are not read"
+		return s.geminiMenu()
 	}
 	lines := s.Full
 	last := -1
