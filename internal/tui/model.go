@@ -11,13 +11,13 @@ import (
 
 	"charm.land/bubbles/v2/textarea"
 	tea "charm.land/bubbletea/v2"
-	"charm.land/glamour/v2"
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/client"
 	"github.com/parleyhq/parley/internal/fold"
 	"github.com/parleyhq/parley/internal/router"
+	"github.com/parleyhq/parley/internal/tui/markdown"
 	"github.com/parleyhq/parley/internal/wire"
 )
 
@@ -103,8 +103,7 @@ type Model struct {
 	flash       string // one-line notice in the help row
 	dirty       bool
 
-	md      *glamour.TermRenderer // the Markdown renderer for mdWidth
-	mdWidth int
+	md *markdown.Renderer // agent text's renderer, in the color setting of st
 }
 
 // New builds the model; be carries its inputs to the daemon.
@@ -120,7 +119,7 @@ func New(opt Options, be Backend) *Model {
 	_ = ta.Focus() // the blink it asks for is the virtual cursor's, not used
 	ta.SetHeight(3)
 	m := &Model{
-		opt: opt, be: be, st: newStyles(!opt.NoColor),
+		opt: opt, be: be, st: newStyles(!opt.NoColor), md: markdown.New(!opt.NoColor),
 		width: 80, height: 24,
 		conv: fold.New(), outbox: map[string]*outgoing{}, seen: map[string]bool{}, shown: map[string]*rendered{}, recall: -1,
 		input: ta, dirty: true,

@@ -10,9 +10,6 @@ import (
 	"strings"
 
 	tea "charm.land/bubbletea/v2"
-	"charm.land/glamour/v2"
-	gansi "charm.land/glamour/v2/ansi"
-	gstyles "charm.land/glamour/v2/styles"
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
 
@@ -455,24 +452,15 @@ func (m *Model) receipt(state string) string {
 	return st.dim.Render(state)
 }
 
-// markdown renders agent text for the terminal; plain text when it cannot.
+// markdown renders agent text for the terminal, two cells in from the edge.
 func (m *Model) markdown(text string, w int) string {
-	if m.md == nil || m.mdWidth != w {
-		style := glamour.WithStandardStyle(gstyles.DarkStyle)
-		if !m.st.color {
-			style = glamour.WithStyles(noColorStyle())
+	lines := strings.Split(m.md.Render(text, w-2), "\n")
+	for i, l := range lines {
+		if l != "" {
+			lines[i] = "  " + l
 		}
-		r, err := glamour.NewTermRenderer(style, glamour.WithWordWrap(w-2))
-		if err != nil {
-			return lipgloss.NewStyle().Width(w).Render(text)
-		}
-		m.md, m.mdWidth = r, w
 	}
-	out, err := m.md.Render(expandTabs(text))
-	if err != nil {
-		return lipgloss.NewStyle().Width(w).Render(text)
-	}
-	return strings.Trim(out, "\n")
+	return strings.Join(lines, "\n")
 }
 
 func compactJSON(raw json.RawMessage, limit int) string {
@@ -525,68 +513,12 @@ func unescapeHTML(s string) string {
 	return b.String()
 }
 
-// expandTabs replaces each tab with the spaces to the next stop of width
-// tabWidth: glamour keeps tabs, and the terminal renderer does not show them,
-// so code lost its indentation.
-func expandTabs(s string) string {
-	if !strings.Contains(s, "\t") {
-		return s
-	}
-	var b strings.Builder
-	col := 0
-	for _, r := range s {
-		switch r {
-		case '\t':
-			n := tabWidth - col%tabWidth
-			b.WriteString(strings.Repeat(" ", n))
-			col += n
-		case '\n':
-			b.WriteRune(r)
-			col = 0
-		default:
-			b.WriteRune(r)
-			col++
-		}
-	}
-	return b.String()
-}
-
-const tabWidth = 4
-
 func truncate(s string, n int) string {
 	r := []rune(s)
 	if len(r) <= n {
 		return s
 	}
 	return string(r[:max(n-1, 0)]) + "…"
-}
-
-// noColorStyle is glamour's dark style with every color taken out: bold, italics
-// and layout stay, as NO_COLOR asks (no-color.org).
-func noColorStyle() gansi.StyleConfig {
-	b, _ := json.Marshal(gstyles.DarkStyleConfig)
-	var v any
-	_ = json.Unmarshal(b, &v)
-	var strip func(any)
-	strip = func(v any) {
-		switch v := v.(type) {
-		case map[string]any:
-			delete(v, "color")
-			delete(v, "background_color")
-			for _, x := range v {
-				strip(x)
-			}
-		case []any:
-			for _, x := range v {
-				strip(x)
-			}
-		}
-	}
-	strip(v)
-	b, _ = json.Marshal(v)
-	var out gansi.StyleConfig
-	_ = json.Unmarshal(b, &out)
-	return out
 }
 
 // count is a token count in few characters: 950, 1.2k, 24k, 1.0M.
