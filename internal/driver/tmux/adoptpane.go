@@ -113,10 +113,13 @@ func (s *session) startOnPane(ctx context.Context, spec driver.Spec, paneID stri
 		return nil, err
 	}
 	// The session's earlier turns are the thread's already (imported when
-	// it was continued): its transcript is followed from its end, so what
-	// is said next, here or typed in the pane, reaches the thread. (Claude
-	// Code's: Gemini's chat is not followed, its turns are told by its screen.)
-	if p, ok := s.sessionTranscript(ctx, spec); ok && s.dialect == pane.ClaudeCode {
+	// it was continued): its transcript (Gemini's chat) is followed from its
+	// end, so what is said next, here or typed in the pane, reaches the thread.
+	p, ok := s.sessionTranscript(ctx, spec)
+	if s.dialect == pane.GeminiCLI {
+		p, ok = s.geminiChat(spec)
+	}
+	if ok {
 		if fi, err := os.Stat(p); err == nil {
 			s.follow(p, fi.Size(), time.Time{})
 		}

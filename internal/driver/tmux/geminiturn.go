@@ -1,12 +1,21 @@
-// A Gemini turn in an adopted pane, told from its screen: Gemini has no
-// hooks and its chat is not followed, so its box, spinner and the line after
-// the prompt say when the turn a send began is over.
+// A Gemini turn in an adopted pane: Gemini has no hooks, so its box, spinner
+// and the line after the prompt say when the turn a send began is over; its
+// words come from its saved chat, followed as a transcript.
 
 package tmux
 
 import (
+	"cmp"
 	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"time"
+
+	"github.com/parleyhq/parley/internal/driver"
+	"github.com/parleyhq/parley/internal/driver/tmux/transcript"
+	"github.com/parleyhq/parley/internal/sessions/live"
 
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/driver/tmux/pane"
@@ -26,10 +35,19 @@ func (s *session) geminiSubmitted() {
 	}
 }
 
-// geminiTurn ends the running turn when the screen says it is over.
+// geminiTurn ends the running turn when the screen says it is over. The
+// chat is read first: Gemini writes the answer before it shows the turn
+// over, so its words reach the thread before the turn's end.
 func (s *session) geminiTurn(scr *pane.Screen) {
 	if s.dialect != pane.GeminiCLI {
 		return
+	}
+	s.mu.Lock()
+	f := s.follower
+	due := s.turn && scr.GeminiTurnDone()
+	s.mu.Unlock()
+	if due && f != nil {
+		f.Sync()
 	}
 	s.draftMu.Lock()
 	defer s.draftMu.Unlock()
@@ -58,4 +76,40 @@ func geminiEnterGap(ctx context.Context) {
 	case <-t.C:
 	case <-ctx.Done():
 	}
+}
+
+// geminiChat is the adopted Gemini session's saved chat: under the Gemini
+// CLI folder of the agent's process (its GEMINI_CLI_HOME or HOME), else of
+// the agent's configured environment, else this user's.
+func (s *session) geminiChat(spec driver.Spec) (string, bool) {
+	var dirs []string
+	if s.agentPID > 0 {
+		if d := live.GeminiDir(s.agentPID); d != "" {
+			dirs = append(dirs, d)
+		}
+	}
+	env := func(k string) string {
+		for _, kv := range slices.Backward(spec.Env) {
+			if v, ok := strings.CutPrefix(kv, k+"="); ok {
+				return v
+			}
+		}
+		return ""
+	}
+	if h := cmp.Or(env("GEMINI_CLI_HOME"), env("HOME")); h != "" {
+		dirs = append(dirs, filepath.Join(h, ".gemini"))
+	}
+	if h, err := os.UserHomeDir(); err == nil {
+		dirs = append(dirs, filepath.Join(h, ".gemini"))
+	}
+	for _, d := range dirs {
+		p, err := transcript.GeminiChat(d, spec.ResumeID)
+		if err == nil {
+			s.log.Info("following the adopted Gemini session's chat", "path", p)
+			return p, true
+		}
+		s.log.Debug("no Gemini chat here", "err", err)
+	}
+	s.log.Warn("the adopted Gemini session's chat was not found: its answers will not reach the thread", "session", spec.ResumeID)
+	return "", false
 }

@@ -23,7 +23,8 @@ import (
 // A Gemini CLI TUI a person runs in a tmux pane is listed as running there,
 // and continuing its session adopts that pane (no config edit): a message
 // from the socket is typed into it once, proven submitted, reaches the
-// model once; Gemini's tool confirmation is a card, answered from the socket
+// model once, and the answer's words, followed in Gemini's chat, reach the
+// thread before the turn's end (and are not imported again later); Gemini's tool confirmation is a card, answered from the socket
 // or in the pane (the card then says so), and the turn ends; handed back, the words are tmux attach's
 // and the pane lives on. Once the person quits it, it continues as any.
 func TestAdoptGeminiTUIInATmuxPane(t *testing.T) {
@@ -54,6 +55,16 @@ func TestAdoptGeminiTUIInATmuxPane(t *testing.T) {
 	at := s.WaitFor(0, wait, chatsock.Field(chat.TypeSessionInfo, "state", "continued"), "the session continued here")
 	s.WaitFor(at, wait, chatsock.Field(chat.TypeSessionInfo, "state", "resumed"), "the pane adopted")
 
+	// The answer's words, read from Gemini's chat as it writes it, reach
+	// the thread once, in order, before the turn's end.
+	s.Send(chatsock.Msg("m0", "hello"))
+	sub := s.WaitFor(at, wait, chatsock.Delivery("m0", chat.DeliverySubmitted), "the first message submitted in the pane")
+	end := s.WaitFor(sub, wait, chatsock.PromptDone("m0", chat.StopEndTurn), "the first turn's end")
+	if got := chatsock.Chunks(s.Snapshot()[sub:end]); got != answer {
+		t.Fatalf("the answer's words before the turn's end: %q, want %q\n%s", got, answer, chatsock.Summary(s.Snapshot()[at:]))
+	}
+
+	at = end
 	s.Send(chatsock.Msg("m1", "make the file"))
 	s.WaitFor(at, wait, chatsock.Delivery("m1", chat.DeliverySubmitted), "the message submitted in the pane")
 	// Gemini's confirmation, read from the pane, is a card: answered from
@@ -78,7 +89,10 @@ func TestAdoptGeminiTUIInATmuxPane(t *testing.T) {
 		t.Fatalf("the card's close: %s", s.Get(j).Raw)
 	}
 	tm.WaitScreen("the command's follow-up in the pane", tmuxterm.Has("The command ran."))
-	s.WaitFor(at, wait, chatsock.PromptDone("m1", chat.StopEndTurn), "the turn's end, told by the screen")
+	end = s.WaitFor(at, wait, chatsock.PromptDone("m1", chat.StopEndTurn), "the turn's end, told by the screen")
+	if got := chatsock.Chunks(s.Snapshot()[at:end]); got != "The command ran." {
+		t.Fatalf("the words after the command, before the turn's end: %q", got)
+	}
 	if _, err := os.Stat(filepath.Join(r.work, "made-by-gemini")); err != nil {
 		t.Fatalf("the command did not run: %v", err)
 	}
@@ -127,7 +141,20 @@ func TestAdoptGeminiTUIInATmuxPane(t *testing.T) {
 	tm.WaitScreen("Gemini gone", func(string) bool { _, ok := tm.ExitStatus(); return ok })
 	at = s.Len()
 	s.Send(map[string]any{"type": "resume_session", "agent": "gemini", "session_id": found.ID, "cwd": r.work})
-	s.WaitFor(at, wait, chatsock.Field(chat.TypeSessionInfo, "state", "continued"), "continued once Gemini quit")
+	i = s.WaitFor(at, wait, chatsock.Field(chat.TypeSessionInfo, "state", "continued"), "continued once Gemini quit")
+	// What was streamed while the pane was adopted is not imported again:
+	// the pane's own first answer (imported once), the phone's (streamed),
+	// the two follow-ups of the commands.
+	all := chatsock.Chunks(s.Snapshot())
+	if n := strings.Count(all, answer); n != 2 {
+		t.Errorf("the scripted answer shown %d times, want 2 (the pane's, the phone's)", n)
+	}
+	if n := strings.Count(all, "The command ran."); n != 2 {
+		t.Errorf("the commands' follow-up shown %d times, want 2", n)
+	}
+	if d := chatsock.FieldOf(s.Get(i), "detail"); d != "0 earlier messages imported from the agent's record" {
+		t.Errorf("continued again: %v", d)
+	}
 }
 
 // asked counts the model requests whose newest person text is text: each is

@@ -154,6 +154,16 @@ func geminiArgs(argv []string) (resume string, ok bool) {
 	return resume, true
 }
 
+// GeminiDir is the Gemini CLI folder of process pid ("" when its
+// environment cannot be read: gone, or another user's).
+func GeminiDir(pid int) string {
+	env, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "environ"))
+	if err != nil {
+		return ""
+	}
+	return geminiDirOf(env)
+}
+
 // geminiDirOf is the Gemini CLI folder a process's environment gives it.
 func geminiDirOf(environ []byte) string {
 	home := ""

@@ -60,6 +60,10 @@ type Parser struct {
 	prompts bool
 	// open are the tool calls without a result yet, oldest first.
 	open []chat.ToolCall
+	// gemini: the lines are a Gemini CLI chat's (gemini.go); said is the
+	// text of each of its messages reported so far, by message id.
+	gemini bool
+	said   map[string]string
 }
 
 // NewParser returns an empty parser.
@@ -87,6 +91,9 @@ func (p *Parser) Line(line []byte) ([]chat.Payload, error) {
 	line = bytes.TrimSpace(line)
 	if len(line) == 0 {
 		return nil, nil
+	}
+	if p.gemini {
+		return p.geminiLine(line)
 	}
 	var r record
 	if err := json.Unmarshal(line, &r); err != nil {
@@ -187,6 +194,8 @@ type Follower struct {
 	mu      sync.Mutex // guards parser, off, partial, tail
 	off     int64
 	partial []byte
+	// oversize: the line being read is over MaxRecord; it is skipped.
+	oversize bool
 	// tail is the file's last bytes before off: when they are not there any
 	// more, Claude Code has rewritten the file (it does, in another order,
 	// when it first saves a session) and it is read again from the start.
@@ -214,6 +223,14 @@ func FollowPrompts(path string, skip int64, since time.Time, emit func(chat.Payl
 }
 
 func follow(path string, skip int64, since time.Time, prompts bool, emit func(chat.Payload), logger *slog.Logger) (*Follower, error) {
+	p := NewParser()
+	p.since, p.prompts = since, prompts
+	return followWith(path, skip, p, emit, logger)
+}
+
+// followWith follows path with parser p (a Claude Code transcript's, or a
+// Gemini CLI chat's).
+func followWith(path string, skip int64, p *Parser, emit func(chat.Payload), logger *slog.Logger) (*Follower, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -230,13 +247,12 @@ func follow(path string, skip int64, since time.Time, prompts bool, emit func(ch
 		w.Close()
 		return nil, fmt.Errorf("transcript: watch %s: %w", dir, err)
 	}
-	f := &Follower{path: path, parser: NewParser(), emit: emit, log: logger, watcher: w, done: make(chan struct{})}
-	f.parser.since, f.parser.prompts = since, prompts
+	f := &Follower{path: path, parser: p, emit: emit, log: logger, watcher: w, done: make(chan struct{})}
 	switch {
 	case skip == SkipAll:
-		f.read(-1, func(chat.Payload) {})
+		f.read(-1, nil)
 	case skip > 0:
-		f.read(skip, func(chat.Payload) {})
+		f.read(skip, nil)
 	}
 	f.read(-1, emit)
 	go f.loop()
@@ -280,7 +296,16 @@ func (f *Follower) loop() {
 	}
 }
 
-// read reads up to limit bytes from where it stopped (-1: all).
+// readChunk is how much of the file one read takes: a huge file is read in
+// pieces, never whole.
+const readChunk = 1 << 20
+
+// MaxRecord bounds one record (line): a longer one is skipped, with a
+// warning, rather than held in memory.
+const MaxRecord = 32 << 20
+
+// read reads up to limit bytes from where it stopped (-1: all); emit nil
+// only remembers what it reads.
 func (f *Follower) read(limit int64, emit func(chat.Payload)) {
 	f.readMu.Lock()
 	defer f.readMu.Unlock()
@@ -298,38 +323,33 @@ func (f *Follower) read(limit int64, emit func(chat.Payload)) {
 		defer fh.Close()
 		if f.rewritten(fh) {
 			f.log.Info("transcript rewritten: reading it again", "path", f.path)
-			f.off, f.partial, f.tail = 0, nil, nil
+			f.off, f.partial, f.tail, f.oversize = 0, nil, nil, false
 		}
 		if _, err := fh.Seek(f.off, io.SeekStart); err != nil {
 			return
 		}
-		var r io.Reader = fh
-		if limit >= 0 {
-			r = io.LimitReader(fh, limit-f.off)
-		}
-		b, err := io.ReadAll(r)
-		if err != nil {
-			return
-		}
-		f.off += int64(len(b))
-		f.tail = append(f.tail, b...)
-		if len(f.tail) > tailSize {
-			f.tail = append([]byte(nil), f.tail[len(f.tail)-tailSize:]...)
-		}
-		b = append(f.partial, b...)
-		f.partial = nil
-		for len(b) > 0 {
-			i := bytes.IndexByte(b, '\n')
-			if i < 0 {
-				f.partial = append([]byte(nil), b...)
-				break
+		buf := make([]byte, readChunk)
+		for limit < 0 || f.off < limit {
+			b := buf
+			if limit >= 0 && int64(len(b)) > limit-f.off {
+				b = b[:limit-f.off]
 			}
-			ps, err := f.parser.Line(b[:i])
+			n, err := fh.Read(b)
+			if n > 0 {
+				b = b[:n]
+				f.off += int64(n)
+				f.tail = append(f.tail, b...)
+				if len(f.tail) > tailSize {
+					f.tail = append(f.tail[:0], f.tail[len(f.tail)-tailSize:]...)
+				}
+				ps := f.lines(b)
+				if emit != nil {
+					out = append(out, ps...)
+				}
+			}
 			if err != nil {
-				f.log.Debug("transcript: unreadable line", "err", err)
+				return
 			}
-			out = append(out, ps...)
-			b = b[i+1:]
 		}
 	}()
 	f.mu.Unlock()
@@ -337,6 +357,42 @@ func (f *Follower) read(limit int64, emit func(chat.Payload)) {
 	for _, p := range out {
 		emit(p)
 	}
+}
+
+// lines parses the whole lines of b (after what an earlier read left
+// unfinished) and keeps the rest for the next read. A line longer than
+// MaxRecord is skipped whole. Called with mu held.
+func (f *Follower) lines(b []byte) []chat.Payload {
+	var out []chat.Payload
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			if !f.oversize && len(f.partial)+len(b) > MaxRecord {
+				f.log.Warn("transcript: a record over the limit: skipped", "path", f.path, "limit_bytes", MaxRecord)
+				f.oversize, f.partial = true, nil
+			}
+			if !f.oversize {
+				f.partial = append(f.partial, b...)
+			}
+			break
+		}
+		line := b[:i]
+		if len(f.partial) > 0 {
+			line = append(f.partial, line...)
+		}
+		if f.oversize {
+			f.oversize = false // its end: the next line is read again
+		} else {
+			ps, err := f.parser.Line(line)
+			if err != nil {
+				f.log.Debug("transcript: unreadable line", "err", err)
+			}
+			out = append(out, ps...)
+		}
+		f.partial = nil
+		b = b[i+1:]
+	}
+	return out
 }
 
 // rewritten reports whether the bytes before off are no longer what was read.
