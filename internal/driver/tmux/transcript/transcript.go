@@ -338,10 +338,8 @@ func (f *Follower) read(limit int64, emit func(chat.Payload)) {
 			if n > 0 {
 				b = b[:n]
 				f.off += int64(n)
-				f.tail = append(f.tail, b...)
-				if len(f.tail) > tailSize {
-					f.tail = append(f.tail[:0], f.tail[len(f.tail)-tailSize:]...)
-				}
+				tail := append(f.tail, b[max(0, n-tailSize):]...)
+				f.tail = append([]byte(nil), tail[max(0, len(tail)-tailSize):]...)
 				ps := f.lines(b)
 				if emit != nil {
 					out = append(out, ps...)
