@@ -393,8 +393,11 @@ type session struct {
 	preTool    map[string]hook.Event // latest PreToolUse per tool name (from the spool)
 	follower   *transcript.Follower
 	transcript string
-	sessionID  string // the agent's own, from its latest SessionStart hook
-	turn       bool
+	// sent are the texts of parley's latest sends, newest last: a prompt
+	// the chat records with one of them is parley's, not typed in the pane.
+	sent      []string
+	sessionID string // the agent's own, from its latest SessionStart hook
+	turn      bool
 	// With hooks, a turn ends when both the Stop hook and the transcript's end
 	// of turn (written after the turn's words) have come, in either order, or
 	// stopWait after the Stop hook if the transcript says nothing.

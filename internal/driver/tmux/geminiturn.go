@@ -113,3 +113,32 @@ func (s *session) geminiChat(spec driver.Spec) (string, bool) {
 	s.log.Warn("the adopted Gemini session's chat was not found: its answers will not reach the thread", "session", spec.ResumeID)
 	return "", false
 }
+
+// sentKept bounds the sends remembered for telling them from typed prompts
+// (a send that never got in stays until pushed out).
+const sentKept = 8
+
+// ownSend remembers a send's text (s.mu held): its prompt in the chat is parley's.
+func (s *session) ownSend(text string) {
+	s.sent = append(s.sent, pane.Normalize(text))
+	if len(s.sent) > sentKept {
+		s.sent = s.sent[len(s.sent)-sentKept:]
+	}
+}
+
+// typedInPane passes on a prompt the chat records, unless it is one of
+// parley's sends (already the thread's, as the lane's user_message): a
+// prompt the person typed in the pane, shown as theirs, from the terminal.
+func (s *session) typedInPane(u chat.UserMessage) {
+	s.mu.Lock()
+	i := slices.Index(s.sent, pane.Normalize(u.Text))
+	if i >= 0 {
+		s.sent = slices.Delete(s.sent, i, i+1)
+	}
+	s.mu.Unlock()
+	if i >= 0 {
+		return
+	}
+	u.From = chat.RouteKey{Channel: chat.ElsewhereTerminal, Chat: s.pane}
+	s.final(u)
+}

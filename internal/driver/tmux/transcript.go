@@ -50,6 +50,10 @@ func (s *session) follow(path string, skip int64, since time.Time) {
 // transcriptEvent passes the transcript's updates on. Its turn ends count
 // only without hooks: with them, the Stop hook ends the turn.
 func (s *session) transcriptEvent(p chat.Payload) {
+	if u, ok := p.(chat.UserMessage); ok {
+		s.typedInPane(u)
+		return
+	}
 	if _, ok := p.(transcript.TurnEnd); !ok {
 		s.final(p)
 		return

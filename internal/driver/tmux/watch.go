@@ -115,5 +115,8 @@ func (s *session) beginSend(text string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.sending, s.sendFrom = text, s.promptsGone+len(s.prompts)
+	if text != "" {
+		s.ownSend(text)
+	}
 	s.entered, s.endedEarly = false, false
 }

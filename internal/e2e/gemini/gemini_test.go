@@ -34,6 +34,7 @@ const answer = "Gemini, scripted, in several pieces."
 func scenario() geminiapi.Scenario {
 	return geminiapi.Scenario{Rules: []geminiapi.Rule{
 		{Match: geminiapi.Match{Exact: "hello"}, Reply: geminiapi.Text(answer, 4, 5*time.Millisecond)},
+		{Match: geminiapi.Match{Exact: "typed in the pane"}, Reply: geminiapi.Text("Answered in the pane.", 2, 5*time.Millisecond)},
 		{Match: geminiapi.Match{Exact: "make the file"}, Reply: geminiapi.Shell("touch made-by-gemini", "Make a file")},
 		{Match: geminiapi.Match{Exact: "make another"}, Reply: geminiapi.Shell("touch made-again", "Make another file")},
 		{Match: geminiapi.Match{FunctionResponse: "run_shell_command"}, Reply: geminiapi.Text("The command ran.", 1, 0)},

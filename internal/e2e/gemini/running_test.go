@@ -4,6 +4,7 @@ package gemini_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -24,9 +25,12 @@ import (
 // and continuing its session adopts that pane (no config edit): a message
 // from the socket is typed into it once, proven submitted, reaches the
 // model once, and the answer's words, followed in Gemini's chat, reach the
-// thread before the turn's end (and are not imported again later); Gemini's tool confirmation is a card, answered from the socket
-// or in the pane (the card then says so), and the turn ends; handed back, the words are tmux attach's
-// and the pane lives on. Once the person quits it, it continues as any.
+// thread before the turn's end (and are not imported again later); a prompt
+// typed in the pane meanwhile shows as the person's, from the terminal;
+// Gemini's tool confirmation is a card, answered from the socket or in the
+// pane (the card then says so), and the turn ends; handed back, the words
+// are tmux attach's and the pane lives on. Once the person quits it, it
+// continues as any.
 func TestAdoptGeminiTUIInATmuxPane(t *testing.T) {
 	r := newRig(t)
 	tm := tmuxterm.Start(t, append(r.env, "TERM=xterm-256color"), "env", "-C", r.work, testkit.GeminiBin(t))
@@ -123,6 +127,30 @@ func TestAdoptGeminiTUIInATmuxPane(t *testing.T) {
 		t.Fatalf("the second command did not run: %v", err)
 	}
 
+	// A prompt the person types in the pane shows as theirs, from the
+	// terminal, with its answer; parley's own sends are not shown again.
+	at = s.Len()
+	prompt(tm, "typed in the pane")
+	i = s.WaitFor(at, wait, chatsock.Field(chat.TypeUserMessage, "text", "typed in the pane"), "the prompt typed in the pane, in the thread")
+	var typed chat.UserMessage
+	if err := s.Get(i).Decode(&typed); err != nil {
+		t.Fatal(err)
+	}
+	if typed.From.Channel != chat.ElsewhereTerminal || typed.Imported {
+		t.Fatalf("the typed prompt: %s", s.Get(i).Raw)
+	}
+	testkit.Eventually(t, wait, func() bool { return chatsock.Chunks(s.Snapshot()[i:]) == "Answered in the pane." }, "its answer in the thread")
+	users := map[string]int{}
+	for _, e := range s.Snapshot() {
+		if e.Type == chat.TypeUserMessage {
+			users[fmt.Sprint(chatsock.FieldOf(e, "text"))]++
+		}
+	}
+	// "hello": typed before parley (imported), then sent as m0.
+	if users["hello"] != 2 || users["make the file"] != 1 || users["make another"] != 1 || users["typed in the pane"] != 1 || len(users) != 4 {
+		t.Fatalf("the thread's prompts: %v", users)
+	}
+
 	at = s.Len()
 	s.Send(map[string]any{"type": "hand_back"})
 	e := s.Get(s.WaitFor(at, wait, chatsock.Field(chat.TypeSessionInfo, "state", "handed_back"), "handed back"))
@@ -144,10 +172,13 @@ func TestAdoptGeminiTUIInATmuxPane(t *testing.T) {
 	i = s.WaitFor(at, wait, chatsock.Field(chat.TypeSessionInfo, "state", "continued"), "continued once Gemini quit")
 	// What was streamed while the pane was adopted is not imported again:
 	// the pane's own first answer (imported once), the phone's (streamed),
-	// the two follow-ups of the commands.
+	// the typed prompt's, the two follow-ups of the commands.
 	all := chatsock.Chunks(s.Snapshot())
 	if n := strings.Count(all, answer); n != 2 {
 		t.Errorf("the scripted answer shown %d times, want 2 (the pane's, the phone's)", n)
+	}
+	if n := strings.Count(all, "Answered in the pane."); n != 1 {
+		t.Errorf("the typed prompt's answer shown %d times, want once", n)
 	}
 	if n := strings.Count(all, "The command ran."); n != 2 {
 		t.Errorf("the commands' follow-up shown %d times, want 2", n)

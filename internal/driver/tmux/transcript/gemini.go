@@ -20,13 +20,16 @@ import (
 	"github.com/parleyhq/parley/internal/chat"
 )
 
-// FollowGemini follows a Gemini CLI chat file as Follow does a Claude Code
-// transcript: each new answer's words (and thoughts) are agent text, each
-// message reported once by its id, however often Gemini writes it again.
-// Tool calls are not reported: an adopted Gemini pane's are read from its
-// screen (its confirmations are cards).
+// FollowGemini follows a Gemini CLI chat file as FollowPrompts does a
+// Claude Code transcript: each new prompt is a chat.UserMessage (the caller
+// tells its own sends from a person's), each answer's words (and thoughts)
+// agent text, each message reported once by its id, however often Gemini
+// writes it again. Tool calls are not reported: an adopted Gemini pane's are
+// read from its screen (its confirmations are cards).
 func FollowGemini(path string, skip int64, emit func(chat.Payload), logger *slog.Logger) (*Follower, error) {
-	return followWith(path, skip, NewGeminiParser(), emit, logger)
+	p := NewGeminiParser()
+	p.prompts = true
+	return followWith(path, skip, p, emit, logger)
 }
 
 // NewGeminiParser returns a parser of Gemini CLI chat lines.

@@ -108,7 +108,8 @@ func TestGeminiParserGrowingMessage(t *testing.T) {
 }
 
 // An adopted session's chat is followed from its end: what it held is not
-// shown again; what Gemini appends is, a half-written line once it is whole.
+// shown again; what Gemini appends is (prompts and answers, in order), a
+// half-written line once it is whole.
 func TestFollowGeminiFromItsEnd(t *testing.T) {
 	t.Parallel()
 	golden := geminiGolden(t)
@@ -154,16 +155,26 @@ func TestFollowGeminiFromItsEnd(t *testing.T) {
 	}
 	fh.Write(rest[:i+20])
 	f.Sync()
-	if c.len() != 0 {
-		t.Fatalf("%d updates from a half-written line, want none", c.len())
+	if c.len() != 1 { // the prompt before it
+		t.Fatalf("%d updates with a half-written answer, want 1 (the prompt before it)", c.len())
 	}
 	fh.Write(rest[i+20:])
 	f.Sync()
-	testkit.Eventually(t, 5*time.Second, func() bool { return c.len() == 3 }, "the three answers after the first")
+	testkit.Eventually(t, 5*time.Second, func() bool { return c.len() == 6 }, "the three prompts and answers after the first")
 	c.mu.Lock()
-	got := texts(t, c.ps)
+	var prompts []string
+	answers := slices.DeleteFunc(slices.Clone(c.ps), func(p chat.Payload) bool {
+		u, ok := p.(chat.UserMessage)
+		if ok {
+			prompts = append(prompts, u.Text)
+		}
+		return ok
+	})
 	c.mu.Unlock()
-	if want := []string{geminiAnswer, "The command ran.", "The command ran."}; !slices.Equal(got, want) {
+	if want := []string{"hello", "make the file", "make another"}; !slices.Equal(prompts, want) {
+		t.Fatalf("prompts %q, want %q", prompts, want)
+	}
+	if got, want := texts(t, answers), []string{geminiAnswer, "The command ran.", "The command ran."}; !slices.Equal(got, want) {
 		t.Fatalf("agent text %q, want %q", got, want)
 	}
 }
