@@ -8,6 +8,7 @@ import (
 
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/driver"
+	"github.com/parleyhq/parley/internal/driver/watch"
 	"github.com/parleyhq/parley/internal/marks"
 )
 
@@ -143,6 +144,9 @@ func (l *lane) onEvent(p chat.Payload) {
 		if l.turn != nil {
 			l.draft = &p
 		}
+		return
+	case watch.ReadTo:
+		l.readTo(p.Offset) // the driver's place, not for the person
 		return
 	case chat.Delivery:
 		// Receipts are the lane's alone (Sink.Waiting is how a driver says
