@@ -75,5 +75,7 @@ func agentSaid(text string) func(client.Event) bool {
 }
 
 func personSaid(text string) func(client.Event) bool {
-	return func(e client.Event) bool { return e.Type == chat.TypeUserMessage && chatsock.FieldOf(e, "text") == text }
+	return func(e client.Event) bool {
+		return e.Type == chat.TypeUserMessage && chatsock.FieldOf(e, "text") == text
+	}
 }
