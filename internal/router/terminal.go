@@ -197,7 +197,7 @@ func (l *lane) takeTerminal(t *terminal) error {
 }
 
 // readTo keeps where the watched transcript was read to, with the events
-// read before it (the same commit, mostly): a restart shows what follows.
+// read before it (their commit, or the next): a restart shows what follows.
 func (l *lane) readTo(at int64) {
 	if l.term != nil && l.term.kind == termWatch && at != l.term.at {
 		l.term.at = at
