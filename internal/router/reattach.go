@@ -37,9 +37,10 @@ func (l *lane) reattach(ctx context.Context, a store.Attachment) error {
 			Detail: "while parley was stopped, " + why + ": the next message continues the session here"})
 		return l.flush()
 	}
-	// The watch driver starts where the thread stopped reading (t.at): what
-	// the session wrote meanwhile comes first, then what it writes live.
 	l.term = t
+	// What the session wrote meanwhile comes first (t.at moves to its end),
+	// then what it writes live: the driver follows from t.at.
+	l.showGap(t)
 	l.log.Info("following the terminal's session again after a restart", "kind", t.kind, "pid", t.pid, "pane", t.pane)
 	// Followed from now on, as when it was taken: the pane's cards and the
 	// transcript's words reach the thread before anyone writes.
@@ -47,11 +48,12 @@ func (l *lane) reattach(ctx context.Context, a store.Attachment) error {
 	return l.flush()
 }
 
-// showGap shows what a watched session's transcript holds after the place
-// the thread stopped reading it, its process gone: the prompts typed and
-// the answers given in the terminal while parley was stopped.
+// showGap shows what the session's transcript holds after the place the
+// thread stopped reading it: the prompts typed and the answers given in the
+// terminal while parley was stopped. (Read here, not by the driver, for an
+// adopted pane's follower shows no prompts: live, they are parley's own.)
 func (l *lane) showGap(t *terminal) {
-	if t.kind != termWatch || t.at <= 0 {
+	if t.at <= 0 {
 		return
 	}
 	_, ag, err := l.r.Driver(l.th.Agent)

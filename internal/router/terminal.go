@@ -38,8 +38,8 @@ type terminal struct {
 	start  string // when pid started (/proc/<pid>/stat): a reused pid is another process
 	server string // adopt: the tmux server's socket name (tmux -L)
 	pane   string // adopt: the pane's id, %N
-	// at: watch: the byte of the transcript after the last whole record the
-	// thread shows (watch.ReadTo; 0: not known), kept so that a restart
+	// at: the byte of the session's transcript after the last whole record
+	// the thread shows (watch.ReadTo; 0: not known), kept so that a restart
 	// shows what the session wrote while parley was stopped.
 	at int64
 }
@@ -164,6 +164,9 @@ func (l *lane) termOptions(spec *driver.Spec) {
 		// Only the pane: the agent's own tmux options (adopt, session,
 		// hooks) are of sessions parley starts.
 		opts = map[string]string{tmux.OptPane: t.pane, tmux.OptSocket: t.server, tmux.OptAgentPID: strconv.Itoa(t.pid)}
+		if t.at > 0 {
+			opts[tmux.OptFrom] = strconv.FormatInt(t.at, 10)
+		}
 		// Whose screen the pane shows: Claude Code's unless the agent says.
 		if drv, _, err := l.r.Driver(l.th.Agent); err == nil {
 			if pa, ok := drv.(driver.PaneAdopter); ok {
@@ -196,10 +199,10 @@ func (l *lane) takeTerminal(t *terminal) error {
 	return nil
 }
 
-// readTo keeps where the watched transcript was read to, with the events
+// readTo keeps where the followed transcript was read to, with the events
 // read before it (their commit, or the next): a restart shows what follows.
 func (l *lane) readTo(at int64) {
-	if l.term != nil && l.term.kind == termWatch && at != l.term.at {
+	if l.term != nil && at != l.term.at {
 		l.term.at = at
 		l.batch.Attach = l.term.attachment(l.th.ID)
 	}

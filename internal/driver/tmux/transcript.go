@@ -31,7 +31,13 @@ func (s *session) follow(path string, skip int64, since time.Time) {
 	if old != nil {
 		_ = old.Close()
 	}
-	f, err := transcript.Follow(path, skip, since, s.transcriptEvent, s.log)
+	var f *transcript.Follower
+	var err error
+	if path == s.placesOf {
+		f, err = transcript.FollowPlaces(path, skip, s.transcriptEvent, s.log)
+	} else {
+		f, err = transcript.Follow(path, skip, since, s.transcriptEvent, s.log)
+	}
 	if err != nil {
 		s.log.Warn("cannot follow the transcript", "err", err)
 		return

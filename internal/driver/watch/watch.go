@@ -98,8 +98,8 @@ func (d *Driver) Start(ctx context.Context, spec driver.Spec, sink driver.Sink) 
 
 // Gap is what spec.ResumeID's transcript holds after Options[OptFrom], as
 // Start would show it, ending with the ReadTo of its end: what a session
-// watched before parley stopped wrote meanwhile, when its process ended
-// meanwhile too. Without OptFrom, nothing: where the thread stopped is not known.
+// watched or adopted before parley stopped wrote meanwhile. Without
+// OptFrom, nothing: where the thread stopped is not known.
 func Gap(spec driver.Spec) ([]chat.Payload, error) {
 	if spec.Options[OptFrom] == "" {
 		return nil, nil

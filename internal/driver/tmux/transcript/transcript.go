@@ -232,6 +232,12 @@ func FollowPositions(path string, skip int64, emit func(chat.Payload), logger *s
 	return follow(path, skip, time.Time{}, true, true, emit, logger)
 }
 
+// FollowPlaces is Follow that reports ReadTo as FollowPositions does: for a
+// session parley types into (an adopted pane), whose prompts it shows itself.
+func FollowPlaces(path string, skip int64, emit func(chat.Payload), logger *slog.Logger) (*Follower, error) {
+	return follow(path, skip, time.Time{}, false, true, emit, logger)
+}
+
 func follow(path string, skip int64, since time.Time, prompts, positions bool, emit func(chat.Payload), logger *slog.Logger) (*Follower, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)

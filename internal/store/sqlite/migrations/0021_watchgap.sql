@@ -1,4 +1,4 @@
--- parley schema 21: how far a watched terminal's transcript was shown (the
+-- parley schema 21: how far a watched or adopted session's transcript was shown (the
 -- byte after its last whole record read), so that a restarted parley brings
 -- into the thread what the session wrote while it was stopped. 0: not known
 -- (an attachment from before), followed from the transcript's end.
