@@ -65,7 +65,7 @@ func (l *lane) showGap(t *terminal) {
 	spec.Options = map[string]string{watch.OptPID: strconv.Itoa(t.pid), watch.OptFrom: strconv.FormatInt(t.at, 10)}
 	gap, err := watch.Gap(spec)
 	if err != nil {
-		l.log.Warn("what the watched session wrote while parley was stopped could not be read", "err", err)
+		l.log.Warn("what the terminal's session wrote while parley was stopped could not be read", "err", err)
 		return
 	}
 	for _, p := range gap {

@@ -48,6 +48,7 @@ func (l *lane) onUpdate(u update) {
 	case upSessionID:
 		if u.s != "" && u.s != l.th.SessionID {
 			l.th.SessionID = u.s
+			l.readTo(0) // a place in the old session's transcript is none in the new one's
 			l.emit(chat.SessionInfo{State: "identified", SessionID: u.s})
 		}
 	case upTurnEnded:
