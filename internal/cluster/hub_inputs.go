@@ -445,9 +445,11 @@ func (f *forwarder) deliver(m jetstream.Msg) {
 	if err != nil && f.ctx.Err() != nil {
 		// The hub is closing, or the node is being revoked: the input stays,
 		// unacked, and comes again (or the revoke ends it). The node may be
-		// applying it. An answer that came is acked and told below all the
-		// same: a revoke must not call failed what the node applied.
-		f.handedOver(key, meta.NumDelivered, false)
+		// applying it, unless no one took the request (no responders, which
+		// can come just as the forwarder stops). An answer that came is
+		// acked and told below all the same: a revoke must not call failed
+		// what the node applied.
+		f.handedOver(key, meta.NumDelivered, errors.Is(err, nats.ErrNoResponders))
 		return
 	}
 	var a inputAnswer

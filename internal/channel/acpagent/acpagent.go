@@ -587,7 +587,7 @@ func (a *agent) Prompt(_ context.Context, p acp.PromptRequest) (acp.PromptRespon
 	defer s.unwait(msg.MessageID, w)
 	d, _, err := a.d.Router.Send(ctx, router.SendRequest{From: s.route, Message: msg, Notify: func(d chat.Delivery) {
 		if d.State == chat.DeliveryFailed || d.State == chat.DeliveryUnknown {
-			w.fail(d.Detail)
+			w.ended(d)
 		}
 	}})
 	switch {
@@ -608,7 +608,7 @@ func (a *agent) Prompt(_ context.Context, p acp.PromptRequest) (acp.PromptRespon
 	select {
 	case out := <-w.ch:
 		if out.failed != "" {
-			return acp.PromptResponse{}, acp.NewInternalError(map[string]any{"error": "message failed: " + out.failed})
+			return acp.PromptResponse{}, out.err()
 		}
 		return acp.PromptResponse{StopReason: stopReason(out.stop), UserMessageId: acp.Ptr(msg.MessageID)}, nil
 	case <-a.done:

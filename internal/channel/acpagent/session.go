@@ -56,15 +56,32 @@ type waiter struct {
 
 type outcome struct {
 	stop   string
-	failed string
+	failed string // the message ended without a turn: why
+	// unknown: it ended without a turn here, and may have reached the
+	// agent (its receipt reads unknown): failed says why.
+	unknown bool
 }
 
 func (w *waiter) done(o outcome) { w.once.Do(func() { w.ch <- o }) }
-func (w *waiter) fail(detail string) {
+
+// ended ends the wait for a message whose final receipt d is failed or
+// unknown: no turn of it will end here.
+func (w *waiter) ended(d chat.Delivery) { w.done(endedOutcome(d)) }
+
+func endedOutcome(d chat.Delivery) outcome {
+	detail := d.Detail
 	if detail == "" {
-		detail = "failed"
+		detail = string(d.State)
 	}
-	w.done(outcome{failed: detail})
+	return outcome{failed: detail, unknown: d.State == chat.DeliveryUnknown}
+}
+
+// err is how a prompt whose message ended without a turn answers.
+func (o outcome) err() error {
+	if o.unknown {
+		return acp.NewInternalError(map[string]any{"error": "message may have reached the agent, but no turn of it ended here: " + o.failed})
+	}
+	return acp.NewInternalError(map[string]any{"error": "message failed: " + o.failed})
 }
 
 func (s *session) wait(id string) *waiter {
@@ -289,12 +306,12 @@ func (a *agent) emit(ctx context.Context, s *session, ev chat.Event, frame []byt
 			}
 		}
 	case chat.TypeDelivery:
-		// A message for another machine's thread that failed at the hub
-		// after its send returned (it waited for that machine) ends its
-		// prompt here: no turn of it will.
+		// A message for another machine's thread that ended at the hub
+		// after its send returned (it waited for that machine), failed or
+		// in doubt, ends its prompt here: no turn of it will.
 		var d chat.Delivery
-		if !replay && ev.Decode(&d) == nil && d.State == chat.DeliveryFailed && s.waiting(d.MessageID) {
-			s.finish(d.MessageID, outcome{failed: d.Detail})
+		if !replay && ev.Decode(&d) == nil && (d.State == chat.DeliveryFailed || d.State == chat.DeliveryUnknown) && s.waiting(d.MessageID) {
+			s.finish(d.MessageID, endedOutcome(d))
 		}
 	case chat.TypeUserMessage:
 		var m chat.UserMessage
