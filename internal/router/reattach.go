@@ -8,11 +8,13 @@ package router
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/driver"
 	"github.com/parleyhq/parley/internal/driver/claudecode"
+	"github.com/parleyhq/parley/internal/driver/watch"
 	"github.com/parleyhq/parley/internal/sessions"
 	"github.com/parleyhq/parley/internal/store"
 )
@@ -24,22 +26,51 @@ const reattachTimeout = 10 * time.Second
 // reattach makes the lane, before it runs, follow again the process the
 // store says its thread followed when parley stopped, or say it is gone.
 func (l *lane) reattach(ctx context.Context, a store.Attachment) error {
-	t := &terminal{kind: a.Kind, pid: a.PID, start: a.ProcStart, server: a.Server, pane: a.Pane}
+	t := &terminal{kind: a.Kind, pid: a.PID, start: a.ProcStart, server: a.Server, pane: a.Pane, at: a.TranscriptAt}
 	ctx, cancel := context.WithTimeout(ctx, reattachTimeout)
 	defer cancel()
 	if why := l.r.goneSince(ctx, l.th, t); why != "" {
 		l.log.Info("the terminal's session followed before the restart is gone", "kind", t.kind, "pid", t.pid, "why", why)
+		l.showGap(t) // what it wrote before it went, before the words that it went
 		l.batch.Attach = &store.Attachment{Thread: l.th.ID}
 		l.emit(chat.SessionInfo{State: "exited", SessionID: l.th.SessionID,
 			Detail: "while parley was stopped, " + why + ": the next message continues the session here"})
 		return l.flush()
 	}
 	l.term = t
+	// What the session wrote meanwhile comes first (t.at moves to its end),
+	// then what it writes live: the driver follows from t.at.
+	l.showGap(t)
 	l.log.Info("following the terminal's session again after a restart", "kind", t.kind, "pid", t.pid, "pane", t.pane)
 	// Followed from now on, as when it was taken: the pane's cards and the
 	// transcript's words reach the thread before anyone writes.
 	l.startSession()
 	return l.flush()
+}
+
+// showGap shows what the session's transcript holds after the place the
+// thread stopped reading it: the prompts typed and the answers given in the
+// terminal while parley was stopped. (Read here, not by the driver, for an
+// adopted pane's follower shows no prompts: live, they are parley's own.)
+func (l *lane) showGap(t *terminal) {
+	if t.at <= 0 {
+		return
+	}
+	_, ag, err := l.r.Driver(l.th.Agent)
+	if err != nil {
+		return // goneSince says so
+	}
+	spec := agentSpec(ag)
+	spec.Cwd, spec.ResumeID = l.th.Cwd, l.th.SessionID
+	spec.Options = map[string]string{watch.OptPID: strconv.Itoa(t.pid), watch.OptFrom: strconv.FormatInt(t.at, 10)}
+	gap, err := watch.Gap(spec)
+	if err != nil {
+		l.log.Warn("what the terminal's session wrote while parley was stopped could not be read", "err", err)
+		return
+	}
+	for _, p := range gap {
+		l.onEvent(p)
+	}
 }
 
 // goneSince says why the terminal a thread followed no longer holds its

@@ -8,6 +8,7 @@ import (
 
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/driver"
+	"github.com/parleyhq/parley/internal/driver/watch"
 	"github.com/parleyhq/parley/internal/marks"
 )
 
@@ -47,6 +48,7 @@ func (l *lane) onUpdate(u update) {
 	case upSessionID:
 		if u.s != "" && u.s != l.th.SessionID {
 			l.th.SessionID = u.s
+			l.readTo(0) // a place in the old session's transcript is none in the new one's
 			l.emit(chat.SessionInfo{State: "identified", SessionID: u.s})
 		}
 	case upTurnEnded:
@@ -143,6 +145,9 @@ func (l *lane) onEvent(p chat.Payload) {
 		if l.turn != nil {
 			l.draft = &p
 		}
+		return
+	case watch.ReadTo:
+		l.readTo(p.Offset) // the driver's place, not for the person
 		return
 	case chat.Delivery:
 		// Receipts are the lane's alone (Sink.Waiting is how a driver says

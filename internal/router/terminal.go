@@ -38,6 +38,17 @@ type terminal struct {
 	start  string // when pid started (/proc/<pid>/stat): a reused pid is another process
 	server string // adopt: the tmux server's socket name (tmux -L)
 	pane   string // adopt: the pane's id, %N
+	// at: the byte of the session's transcript after the last whole record
+	// the thread shows (watch.ReadTo; 0: not known), kept so that a restart
+	// shows what the session wrote while parley was stopped.
+	at int64
+}
+
+// same reports that t and u are one process followed the same way, wherever
+// each has read to.
+func (t terminal) same(u terminal) bool {
+	t.at, u.at = 0, 0
+	return t == u
 }
 
 // inPane reports that the lane drives a person's tmux pane: a card withdrawn
@@ -55,7 +66,7 @@ func answeredThere(c *chat.Card) chat.Payload {
 
 // attachment is t as the store keeps it for thread (reattach.go).
 func (t *terminal) attachment(thread chat.ThreadID) *store.Attachment {
-	return &store.Attachment{Thread: thread, Kind: t.kind, PID: t.pid, ProcStart: t.start, Server: t.server, Pane: t.pane}
+	return &store.Attachment{Thread: thread, Kind: t.kind, PID: t.pid, ProcStart: t.start, Server: t.server, Pane: t.pane, TranscriptAt: t.at}
 }
 
 // terminalOf finds the process that runs spec.ResumeID now, when it is not
@@ -153,6 +164,9 @@ func (l *lane) termOptions(spec *driver.Spec) {
 		// Only the pane: the agent's own tmux options (adopt, session,
 		// hooks) are of sessions parley starts.
 		opts = map[string]string{tmux.OptPane: t.pane, tmux.OptSocket: t.server, tmux.OptAgentPID: strconv.Itoa(t.pid)}
+		if t.at > 0 {
+			opts[tmux.OptFrom] = strconv.FormatInt(t.at, 10)
+		}
 		// Whose screen the pane shows: Claude Code's unless the agent says.
 		if drv, _, err := l.r.Driver(l.th.Agent); err == nil {
 			if pa, ok := drv.(driver.PaneAdopter); ok {
@@ -163,6 +177,9 @@ func (l *lane) termOptions(spec *driver.Spec) {
 		}
 	case termWatch:
 		opts[watch.OptPID] = strconv.Itoa(t.pid)
+		if t.at > 0 {
+			opts[watch.OptFrom] = strconv.FormatInt(t.at, 10)
+		}
 	}
 	spec.Options = opts
 }
@@ -171,7 +188,7 @@ func (l *lane) termOptions(spec *driver.Spec) {
 // pane's screen and the transcript reach the thread before anyone writes.
 func (l *lane) takeTerminal(t *terminal) error {
 	if l.life != noSession {
-		if l.term != nil && *l.term == *t {
+		if l.term != nil && l.term.same(*t) {
 			return nil // taken already
 		}
 		return fmt.Errorf("%w: the thread's agent runs; stop it first", chat.ErrBadInput)
@@ -180,6 +197,15 @@ func (l *lane) takeTerminal(t *terminal) error {
 	l.batch.Attach = t.attachment(l.th.ID) // followed again after a restart
 	l.log.Info("taking a terminal's session", "kind", t.kind, "pid", t.pid, "pane", t.pane)
 	return nil
+}
+
+// readTo keeps where the followed transcript was read to, with the events
+// read before it (their commit, or the next): a restart shows what follows.
+func (l *lane) readTo(at int64) {
+	if l.term != nil && at != l.term.at {
+		l.term.at = at
+		l.batch.Attach = l.term.attachment(l.th.ID)
+	}
 }
 
 // dropTerminal lets go of the person's process: the thread continues the

@@ -14,4 +14,8 @@ type Attachment struct {
 	ProcStart string
 	Server    string // adopt: the tmux server's socket name
 	Pane      string // adopt: the pane's id, %N
+	// TranscriptAt is, for a Claude Code session, the byte of its transcript
+	// after the last whole record the thread shows (0: not known): a
+	// restarted parley shows what follows it.
+	TranscriptAt int64
 }

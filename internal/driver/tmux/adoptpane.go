@@ -36,6 +36,11 @@ const OptAgentPID = "agent_pid"
 // Code's: "gemini" (Gemini CLI, read by package pane's GeminiCLI dialect).
 const OptTUI = "tui"
 
+// OptFrom, with OptPane, is the byte of the session's transcript to follow
+// from (transcript.ReadTo, kept by the thread): where it stopped reading
+// before parley restarted. Without it the transcript is followed from its end.
+const OptFrom = "from"
+
 // dialectOf is the screen dialect OptTUI names.
 func dialectOf(tui string) (pane.Dialect, error) {
 	switch tui {
@@ -121,7 +126,12 @@ func (s *session) startOnPane(ctx context.Context, spec driver.Spec, paneID stri
 	}
 	if ok {
 		if fi, err := os.Stat(p); err == nil {
-			s.follow(p, fi.Size(), time.Time{})
+			from := fi.Size()
+			if at, err := strconv.ParseInt(spec.Options[OptFrom], 10, 64); err == nil && at > 0 {
+				from = min(at, from) // shorter: rewritten, its place lost; followed from the end
+			}
+			s.placesOf = p // its place is reported, for a restart to go on from
+			s.follow(p, from, time.Time{})
 		}
 	}
 	go s.run()

@@ -356,6 +356,9 @@ type session struct {
 	owned bool        // parley's own session: Close kills it
 	// adopted: it existed before Start (the person's, or ours from before a restart).
 	adopted bool
+	// placesOf is the adopted session's transcript, whose follower reports
+	// how far it read (transcript.ReadTo); another the pane moves to does not.
+	placesOf string
 	// target, when set, is the session's id ($N) for session-wide commands
 	// instead of name (an adopted pane's session: a person named it).
 	target string

@@ -33,9 +33,12 @@ func (s *session) follow(path string, skip int64, since time.Time) {
 	}
 	var f *transcript.Follower
 	var err error
-	if s.dialect == pane.GeminiCLI {
+	switch {
+	case s.dialect == pane.GeminiCLI:
 		f, err = transcript.FollowGemini(path, skip, s.transcriptEvent, s.log)
-	} else {
+	case path == s.placesOf:
+		f, err = transcript.FollowPlaces(path, skip, s.transcriptEvent, s.log)
+	default:
 		f, err = transcript.Follow(path, skip, since, s.transcriptEvent, s.log)
 	}
 	if err != nil {

@@ -28,6 +28,16 @@ import (
 // parley when a person chooses to watch, never by a config).
 const OptPID = "pid"
 
+// OptFrom is the Spec.Options key with the byte of the transcript to follow
+// from: where the thread's last whole record read ended (ReadTo), when it
+// was watched before parley restarted. Without it the transcript is
+// followed from its end.
+const OptFrom = "from"
+
+// ReadTo is what Start's sink hears after the updates of each read: the
+// byte after the last whole record read. A thread keeps it as OptFrom.
+type ReadTo = transcript.ReadTo
+
 // ErrReadOnly is every send's and answer's refusal: the reason a person sees.
 var ErrReadOnly = errors.New("this session runs in a terminal parley cannot type into: it is only watched here; " +
 	"answer there, or end it there and continue it here")
@@ -41,9 +51,9 @@ type Driver struct {
 
 var _ driver.Driver = (*Driver)(nil)
 
-// Start follows spec.ResumeID's transcript from its end (the earlier turns
-// were imported when the thread took the session) and the process in
-// Options[OptPID] until it exits.
+// Start follows spec.ResumeID's transcript from Options[OptFrom], or from
+// its end (the earlier turns were imported when the thread took the
+// session), and the process in Options[OptPID] until it exits.
 func (d *Driver) Start(ctx context.Context, spec driver.Spec, sink driver.Sink) (driver.Session, error) {
 	pid, err := strconv.Atoi(spec.Options[OptPID])
 	if err != nil || pid <= 0 {
@@ -56,9 +66,9 @@ func (d *Driver) Start(ctx context.Context, spec driver.Spec, sink driver.Sink) 
 	if err != nil {
 		return nil, err
 	}
-	fi, err := os.Stat(path)
+	from, err := startAt(path, spec.Options[OptFrom])
 	if err != nil {
-		return nil, fmt.Errorf("watch: %w", err)
+		return nil, err
 	}
 	logger := spec.Logger
 	if logger == nil {
@@ -71,17 +81,11 @@ func (d *Driver) Start(ctx context.Context, spec driver.Spec, sink driver.Sink) 
 	s := &session{pid: pid, stop: make(chan struct{}), done: make(chan struct{}),
 		record: filepath.Join(dir, "sessions", strconv.Itoa(pid)+".json"), from: chat.RouteKey{Channel: chat.ElsewhereTerminal, Chat: strconv.Itoa(pid)}}
 	emit := func(p chat.Payload) {
-		switch p := p.(type) {
-		case transcript.TurnEnd:
-			return // no turn of parley's runs here
-		case chat.UserMessage:
-			p.From = s.from // typed in the terminal
+		if p, ok := shown(p, s.from); ok {
 			sink.Event(p)
-			return
 		}
-		sink.Event(p)
 	}
-	if s.f, err = transcript.FollowPrompts(path, fi.Size(), time.Time{}, emit, logger.With("watch", pid)); err != nil {
+	if s.f, err = transcript.FollowPositions(path, from, emit, logger.With("watch", pid)); err != nil {
 		return nil, fmt.Errorf("watch: %w", err)
 	}
 	every := d.Every
@@ -90,6 +94,69 @@ func (d *Driver) Start(ctx context.Context, spec driver.Spec, sink driver.Sink) 
 	}
 	go s.watch(every, sink)
 	return s, nil
+}
+
+// Gap is what spec.ResumeID's transcript holds after Options[OptFrom], as
+// Start would show it, ending with the ReadTo of its end: what a session
+// watched or adopted before parley stopped wrote meanwhile. Without
+// OptFrom, nothing: where the thread stopped is not known.
+func Gap(spec driver.Spec) ([]chat.Payload, error) {
+	if spec.Options[OptFrom] == "" {
+		return nil, nil
+	}
+	path, err := Transcript(spec)
+	if err != nil {
+		return nil, err
+	}
+	from, err := startAt(path, spec.Options[OptFrom])
+	if err != nil {
+		return nil, err
+	}
+	var out []chat.Payload
+	terminal := chat.RouteKey{Channel: chat.ElsewhereTerminal, Chat: spec.Options[OptPID]}
+	// A follower reads what is there before it returns: closed at once.
+	f, err := transcript.FollowPositions(path, from, func(p chat.Payload) {
+		if p, ok := shown(p, terminal); ok {
+			out = append(out, p)
+		}
+	}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("watch: %w", err)
+	}
+	_ = f.Close()
+	return out, nil
+}
+
+// startAt is the byte of path to follow from: from (OptFrom), or the end.
+// A transcript shorter than from was rewritten: where the thread stopped is
+// lost, and it is followed from its end rather than shown twice.
+func startAt(path, from string) (int64, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0, fmt.Errorf("watch: %w", err)
+	}
+	if from == "" {
+		return fi.Size(), nil
+	}
+	at, err := strconv.ParseInt(from, 10, 64)
+	if err != nil || at < 0 {
+		return 0, fmt.Errorf("watch: %q is not a place in a transcript", from)
+	}
+	return min(at, fi.Size()), nil
+}
+
+// shown is a transcript update as the thread shows it: the person's prompts
+// from the terminal they typed them in, no turn ends (no turn of parley's
+// runs here).
+func shown(p chat.Payload, terminal chat.RouteKey) (chat.Payload, bool) {
+	switch p := p.(type) {
+	case transcript.TurnEnd:
+		return nil, false
+	case chat.UserMessage:
+		p.From = terminal
+		return p, true
+	}
+	return p, true
 }
 
 // Transcript is the file of Claude Code session spec.ResumeID run in

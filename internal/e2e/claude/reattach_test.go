@@ -141,11 +141,15 @@ func TestWatchedTerminalAcrossRestarts(t *testing.T) {
 	}
 	r.start()
 	s = r.dial("phone", -1)
-	e := s.Get(s.WaitFor(0, wait, func(e client.Event) bool {
+	ended := s.WaitFor(0, wait, func(e client.Event) bool {
 		return chatsock.Field(chat.TypeSessionInfo, "state", "exited")(e) &&
 			strings.Contains(fmt.Sprint(chatsock.FieldOf(e, "detail")), "while parley was stopped")
-	}, "the words that the watched process ended meanwhile"))
-	t.Logf("%s", e.Raw)
+	}, "the words that the watched process ended meanwhile")
+	t.Logf("%s", s.Get(ended).Raw)
+	// Its answer, written while parley was stopped, is shown before that.
+	if i := s.WaitFor(0, wait, agentSaid("Slow again, done."), "the answer given while parley was stopped"); i > ended {
+		t.Fatalf("the answer given while parley was stopped is shown after the words that the process ended")
+	}
 	at = s.Len()
 	s.Send(chatsock.Msg("m2", "what was the word?"))
 	s.WaitFor(at, wait, chatsock.PromptDone("m2", chat.StopEndTurn), "the thread's own turn")

@@ -19,11 +19,12 @@ func putAttach(ctx context.Context, tx *sql.Tx, a *store.Attachment) error {
 	if a.Kind == "" {
 		_, err = tx.ExecContext(ctx, `DELETE FROM thread_attach WHERE thread = ?`, string(a.Thread))
 	} else {
-		_, err = tx.ExecContext(ctx, `INSERT INTO thread_attach (thread, kind, pid, proc_start, server, pane)
-			VALUES (?, ?, ?, ?, ?, ?)
+		_, err = tx.ExecContext(ctx, `INSERT INTO thread_attach (thread, kind, pid, proc_start, server, pane, transcript_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (thread) DO UPDATE SET kind = excluded.kind, pid = excluded.pid,
-				proc_start = excluded.proc_start, server = excluded.server, pane = excluded.pane`,
-			string(a.Thread), a.Kind, a.PID, a.ProcStart, a.Server, a.Pane)
+				proc_start = excluded.proc_start, server = excluded.server, pane = excluded.pane,
+				transcript_at = excluded.transcript_at`,
+			string(a.Thread), a.Kind, a.PID, a.ProcStart, a.Server, a.Pane, a.TranscriptAt)
 	}
 	if err != nil {
 		return fmt.Errorf("sqlite: commit: thread %s's attachment: %w", a.Thread, err)
@@ -33,7 +34,7 @@ func putAttach(ctx context.Context, tx *sql.Tx, a *store.Attachment) error {
 
 // Attachments returns every thread's attachment.
 func (s *Store) Attachments(ctx context.Context) ([]store.Attachment, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT thread, kind, pid, proc_start, server, pane FROM thread_attach ORDER BY thread`)
+	rows, err := s.r.QueryContext(ctx, `SELECT thread, kind, pid, proc_start, server, pane, transcript_at FROM thread_attach ORDER BY thread`)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: attachments: %w", err)
 	}
@@ -42,7 +43,7 @@ func (s *Store) Attachments(ctx context.Context) ([]store.Attachment, error) {
 	for rows.Next() {
 		var a store.Attachment
 		var id string
-		if err := rows.Scan(&id, &a.Kind, &a.PID, &a.ProcStart, &a.Server, &a.Pane); err != nil {
+		if err := rows.Scan(&id, &a.Kind, &a.PID, &a.ProcStart, &a.Server, &a.Pane, &a.TranscriptAt); err != nil {
 			return nil, fmt.Errorf("sqlite: attachments: %w", err)
 		}
 		a.Thread = chat.ThreadID(id)

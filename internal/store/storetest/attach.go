@@ -18,7 +18,7 @@ func testAttachments(t *testing.T, open Opener) {
 	seedThread(t, s, "t1", 1)
 	seedThread(t, s, "t2", 1)
 	pane := store.Attachment{Thread: "t1", Kind: "adopt", PID: 4242, ProcStart: "98765", Server: "default", Pane: "%3"}
-	watched := store.Attachment{Thread: "t2", Kind: "watch", PID: 77, ProcStart: "123"}
+	watched := store.Attachment{Thread: "t2", Kind: "watch", PID: 77, ProcStart: "123", TranscriptAt: 4096}
 	mustCommit(t, s, store.Batch{Attach: &pane})
 	mustCommit(t, s, store.Batch{Attach: &watched})
 	if err := s.Close(); err != nil {

@@ -29,7 +29,7 @@ import (
 func FollowGemini(path string, skip int64, emit func(chat.Payload), logger *slog.Logger) (*Follower, error) {
 	p := NewGeminiParser()
 	p.prompts = true
-	return followWith(path, skip, p, emit, logger)
+	return followWith(path, skip, p, false, emit, logger)
 }
 
 // NewGeminiParser returns a parser of Gemini CLI chat lines.

@@ -29,6 +29,16 @@ import (
 	"github.com/parleyhq/parley/internal/driver/claudecode"
 )
 
+// ReadTo says the follower has read every complete record before byte
+// Offset: where a later follower starts to show only what came after. A
+// record half written at the end is not counted, so it is read whole, once,
+// by whichever follower sees its end. Only a follower started with
+// Positions reports it (after the updates it read, and once at the start).
+type ReadTo struct{ Offset int64 }
+
+// EventType makes ReadTo a chat.Payload for the emit callback.
+func (ReadTo) EventType() string { return "transcript_read_to" }
+
 // TurnEnd is what a turn_duration record says: the turn is over. It is not a
 // payload for the person; a driver without hooks ends the turn on it.
 type TurnEnd struct{}
@@ -200,6 +210,9 @@ type Follower struct {
 	// more, Claude Code has rewritten the file (it does, in another order,
 	// when it first saves a session) and it is read again from the start.
 	tail []byte
+	// positions: ReadTo is emitted after each read that moved reported.
+	positions bool
+	reported  int64 // the last ReadTo's offset; -1 before the first
 }
 
 // tailSize is how much of the file before off proves it was not rewritten.
@@ -213,24 +226,36 @@ const SkipAll = -1
 // blocks), not emitted: for a session whose history is already shown. Records
 // stamped before since (when set) are history too, wherever they sit.
 func Follow(path string, skip int64, since time.Time, emit func(chat.Payload), logger *slog.Logger) (*Follower, error) {
-	return follow(path, skip, since, false, emit, logger)
+	return follow(path, skip, since, false, false, emit, logger)
 }
 
 // FollowPrompts is Follow that reports the person's own prompts too
 // (chat.UserMessage): for a session a person types into elsewhere.
 func FollowPrompts(path string, skip int64, since time.Time, emit func(chat.Payload), logger *slog.Logger) (*Follower, error) {
-	return follow(path, skip, since, true, emit, logger)
+	return follow(path, skip, since, true, false, emit, logger)
 }
 
-func follow(path string, skip int64, since time.Time, prompts bool, emit func(chat.Payload), logger *slog.Logger) (*Follower, error) {
+// FollowPositions is FollowPrompts that also reports, as ReadTo, how far it
+// has read whole records: for a follower whose place must outlive it.
+func FollowPositions(path string, skip int64, emit func(chat.Payload), logger *slog.Logger) (*Follower, error) {
+	return follow(path, skip, time.Time{}, true, true, emit, logger)
+}
+
+// FollowPlaces is Follow that reports ReadTo as FollowPositions does: for a
+// session parley types into (an adopted pane), whose prompts it shows itself.
+func FollowPlaces(path string, skip int64, emit func(chat.Payload), logger *slog.Logger) (*Follower, error) {
+	return follow(path, skip, time.Time{}, false, true, emit, logger)
+}
+
+func follow(path string, skip int64, since time.Time, prompts, positions bool, emit func(chat.Payload), logger *slog.Logger) (*Follower, error) {
 	p := NewParser()
 	p.since, p.prompts = since, prompts
-	return followWith(path, skip, p, emit, logger)
+	return followWith(path, skip, p, positions, emit, logger)
 }
 
 // followWith follows path with parser p (a Claude Code transcript's, or a
-// Gemini CLI chat's).
-func followWith(path string, skip int64, p *Parser, emit func(chat.Payload), logger *slog.Logger) (*Follower, error) {
+// Gemini CLI chat's); positions: report ReadTo.
+func followWith(path string, skip int64, p *Parser, positions bool, emit func(chat.Payload), logger *slog.Logger) (*Follower, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -247,13 +272,15 @@ func followWith(path string, skip int64, p *Parser, emit func(chat.Payload), log
 		w.Close()
 		return nil, fmt.Errorf("transcript: watch %s: %w", dir, err)
 	}
-	f := &Follower{path: path, parser: p, emit: emit, log: logger, watcher: w, done: make(chan struct{})}
+	f := &Follower{path: path, parser: p, emit: emit, log: logger, watcher: w, done: make(chan struct{}),
+		positions: positions, reported: -1}
 	switch {
 	case skip == SkipAll:
 		f.read(-1, nil)
 	case skip > 0:
 		f.read(skip, nil)
 	}
+	f.reported = -1 // the first read says where it starts, even with nothing new
 	f.read(-1, emit)
 	go f.loop()
 	return f, nil
@@ -346,8 +373,12 @@ func (f *Follower) read(limit int64, emit func(chat.Payload)) {
 				}
 			}
 			if err != nil {
-				return
+				break // io.EOF: all there is, for now
 			}
+		}
+		if at := f.off - int64(len(f.partial)); emit != nil && f.positions && at != f.reported {
+			out = append(out, ReadTo{Offset: at})
+			f.reported = at
 		}
 	}()
 	f.mu.Unlock()
