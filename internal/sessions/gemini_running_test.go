@@ -87,7 +87,5 @@ func TestGeminiTUIInTmuxIsFoundRunning(t *testing.T) {
 // for a new line in the box.
 func typeIntoGemini(tm *tmuxterm.Term, text string) {
 	tm.T.Helper()
-	tm.Tmux("send-keys", "-t", "t", "-l", text)
-	tm.WaitScreen("the typed prompt", tmuxterm.Has("> "+text))
-	tm.Keys("Enter")
+	tm.TypeAndEnter(text, "> "+text)
 }

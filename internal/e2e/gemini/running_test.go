@@ -205,9 +205,7 @@ func asked(api *geminiapi.Server, text string) int {
 // line in the box.
 func prompt(tm *tmuxterm.Term, text string) {
 	tm.T.Helper()
-	tm.Tmux("send-keys", "-t", "t", "-l", text)
-	tm.WaitScreen("the typed prompt", tmuxterm.Has("> "+text))
-	tm.Keys("Enter")
+	tm.TypeAndEnter(text, "> "+text)
 }
 
 // sessionsNow is what GET /api/sessions lists of Gemini's sessions.

@@ -118,6 +118,22 @@ func (tm *Term) Keys(keys ...string) {
 	tm.Tmux(append([]string{"send-keys", "-t", "t"}, keys...)...)
 }
 
+// typingGap is the least time between a person's last typed key and their
+// Enter. Gemini CLI 0.61.0 takes an Enter within 30 ms of typed text as a new
+// line in it, not a submit (its FAST_RETURN_TIMEOUT): a rule kept in time,
+// so a test typing as a person waits it out in time, with room.
+const typingGap = 150 * time.Millisecond
+
+// TypeAndEnter types text literally, waits until the screen holds shown,
+// and presses Enter as a person would after typing (typingGap later).
+func (tm *Term) TypeAndEnter(text, shown string) {
+	tm.T.Helper()
+	tm.Tmux("send-keys", "-t", "t", "-l", text)
+	tm.WaitScreen("the typed text", Has(shown))
+	time.Sleep(typingGap)
+	tm.Keys("Enter")
+}
+
 // Search searches parley chat's threads as a person does: Ctrl+T opens the
 // thread picker, / starts the query, and Enter sends it once the search line
 // shows it whole. What it finds is the caller's to wait for.
