@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/parleyhq/parley/internal/driver/geminichat"
 )
 
 // Gemini is Gemini CLI's saved chats: one file per session at
@@ -106,7 +108,7 @@ func readGemini(in io.Reader) (Session, error) {
 		if m.Type != "user" {
 			return
 		}
-		if t, ok := geminiPrompt(m.Content); ok {
+		if t, ok := geminichat.Prompt(m.Content); ok {
 			s.Turns++
 			if first == "" {
 				first = t
@@ -153,29 +155,4 @@ func readGemini(in io.Reader) (Session, error) {
 		s.Title = shorten(first, titleRunes)
 	}
 	return s, nil
-}
-
-// geminiPrompt is a user message's text and whether the person wrote it
-// (Gemini CLI adds a hidden <session_context> message of its own).
-func geminiPrompt(content json.RawMessage) (string, bool) {
-	var parts []struct {
-		Text string `json:"text"`
-	}
-	if json.Unmarshal(content, &parts) != nil {
-		var s string
-		if json.Unmarshal(content, &s) != nil {
-			return "", false
-		}
-		parts = append(parts, struct {
-			Text string `json:"text"`
-		}{s})
-	}
-	text := ""
-	for _, p := range parts {
-		if t := strings.TrimSpace(p.Text); t != "" {
-			text = t
-			break
-		}
-	}
-	return text, text != "" && !strings.HasPrefix(text, "<session_context>")
 }

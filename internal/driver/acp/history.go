@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/driver"
+	"github.com/parleyhq/parley/internal/driver/geminichat"
 )
 
 // The earlier turns of an agent's own session, for a session started outside
@@ -46,30 +48,25 @@ func geminiHome(spec driver.Spec) string {
 	return filepath.Join(home, ".gemini")
 }
 
-// geminiHistory reads session id's chat under dir. A resumed session can
-// leave a second file with the same short id holding only its header (see
-// gemini.go): the file with the most messages is the session's.
+// geminiHistory reads session id's chat under dir (geminichat.File: a
+// resumed session can leave a second file with the same short id holding
+// only its header).
 func geminiHistory(dir, id string) ([]driver.Turn, error) {
-	if len(id) < 8 || strings.ContainsAny(id, `/\*?[`) {
+	p, err := geminichat.File(dir, id)
+	switch {
+	case errors.Is(err, geminichat.ErrBadID):
 		return nil, fmt.Errorf("%w: %q is not a Gemini CLI session id", chat.ErrBadInput, id)
+	case errors.Is(err, geminichat.ErrNoChat):
+		return nil, fmt.Errorf("%w: Gemini CLI has no saved chat of session %s in %s", driver.ErrHistoryLost, id, dir)
+	case err != nil:
+		return nil, err
 	}
-	files, err := filepath.Glob(filepath.Join(dir, "tmp", "*", "chats", "session-*-"+id[:8]+".jsonl"))
+	sid, best, err := readGeminiChat(p)
 	if err != nil {
 		return nil, err
 	}
-	var best []geminiMsg
-	found := false
-	for _, p := range files {
-		sid, msgs, err := readGeminiChat(p)
-		if err != nil || sid != id {
-			continue
-		}
-		if !found || len(msgs) > len(best) {
-			best, found = msgs, true
-		}
-	}
-	if !found {
-		return nil, fmt.Errorf("%w: Gemini CLI has no saved chat of session %s in %s", driver.ErrHistoryLost, id, dir)
+	if sid != id {
+		return nil, fmt.Errorf("%w: Gemini CLI's chat %s is not session %s's", driver.ErrHistoryLost, p, id)
 	}
 	var turns []driver.Turn
 	for _, m := range best {
@@ -163,11 +160,11 @@ func (m geminiMsg) turns() []driver.Turn {
 	var out []driver.Turn
 	switch m.Type {
 	case "user":
-		if text := partsText(m.Content); text != "" && !strings.HasPrefix(text, "<session_context>") {
+		if text, ok := geminichat.Prompt(m.Content); ok {
 			out = append(out, driver.Turn{ID: m.ID, Role: driver.TurnUser, Text: text, At: m.Timestamp})
 		}
 	case "gemini":
-		if text := partsText(m.Content); text != "" {
+		if text := geminichat.Text(m.Content); text != "" {
 			out = append(out, driver.Turn{ID: m.ID, Role: driver.TurnAgent, Text: text, At: m.Timestamp})
 		}
 		for _, tc := range m.ToolCalls {
@@ -235,25 +232,4 @@ func (t geminiTool) output() string {
 		return strings.Join(out, "\n")
 	}
 	return ""
-}
-
-// partsText is a message's content as text: a string, or parts' texts.
-func partsText(raw json.RawMessage) string {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return strings.TrimSpace(s)
-	}
-	var parts []struct {
-		Text string `json:"text"`
-	}
-	if json.Unmarshal(raw, &parts) != nil {
-		return ""
-	}
-	var out []string
-	for _, p := range parts {
-		if t := strings.TrimSpace(p.Text); t != "" {
-			out = append(out, t)
-		}
-	}
-	return strings.Join(out, "\n\n")
 }

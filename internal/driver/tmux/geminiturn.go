@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/internal/driver"
-	"github.com/parleyhq/parley/internal/driver/tmux/transcript"
+	"github.com/parleyhq/parley/internal/driver/geminichat"
 	"github.com/parleyhq/parley/internal/sessions/live"
 
 	"github.com/parleyhq/parley/internal/chat"
@@ -103,7 +103,7 @@ func (s *session) geminiChat(spec driver.Spec) (string, bool) {
 		dirs = append(dirs, filepath.Join(h, ".gemini"))
 	}
 	for _, d := range dirs {
-		p, err := transcript.GeminiChat(d, spec.ResumeID)
+		p, err := geminichat.File(d, spec.ResumeID)
 		if err == nil {
 			s.log.Info("following the adopted Gemini session's chat", "path", p)
 			return p, true

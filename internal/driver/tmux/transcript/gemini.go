@@ -12,12 +12,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/driver/geminichat"
 )
 
 // FollowGemini follows a Gemini CLI chat file as FollowPrompts does a
@@ -91,7 +90,7 @@ func (p *Parser) geminiMessage(m *geminiMessage) []chat.Payload {
 	var out []chat.Payload
 	switch m.Type {
 	case "user":
-		if text := geminiText(m.Content); p.prompts && text != "" && !strings.HasPrefix(text, "<session_context>") && p.once("prompt", m.ID) {
+		if text, ok := geminichat.Prompt(m.Content); p.prompts && ok && p.once("prompt", m.ID) {
 			out = append(out, chat.UserMessage{MessageID: m.ID, Text: text})
 		}
 	case "gemini":
@@ -101,7 +100,7 @@ func (p *Parser) geminiMessage(m *geminiMessage) []chat.Payload {
 				out = append(out, chat.ThoughtChunk{Text: text})
 			}
 		}
-		text := geminiText(m.Content)
+		text := geminichat.Text(m.Content)
 		said := p.said[m.ID]
 		if text != "" && strings.HasPrefix(text, said) && len(text) > len(said) {
 			p.said[m.ID] = text
@@ -112,72 +111,4 @@ func (p *Parser) geminiMessage(m *geminiMessage) []chat.Payload {
 		return nil // history: remembered above, not news
 	}
 	return out
-}
-
-// geminiText is a message's content as text: a string, or its parts' texts.
-func geminiText(raw json.RawMessage) string {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return strings.TrimSpace(s)
-	}
-	var parts []struct {
-		Text string `json:"text"`
-	}
-	if json.Unmarshal(raw, &parts) != nil {
-		return ""
-	}
-	var out []string
-	for _, p := range parts {
-		if t := strings.TrimSpace(p.Text); t != "" {
-			out = append(out, t)
-		}
-	}
-	return strings.Join(out, "\n\n")
-}
-
-// GeminiChat is the chat file of Gemini CLI session id under dir (~/.gemini,
-// or $GEMINI_CLI_HOME/.gemini). A session resumed in a later minute than it
-// began has a second file with its short id holding only a header and
-// Gemini's context; its messages go on in the first: the largest file whose
-// header names the session is its chat.
-func GeminiChat(dir, id string) (string, error) {
-	if len(id) < 8 || strings.ContainsAny(id, `/\*?[`) {
-		return "", fmt.Errorf("gemini chat: %q is not a Gemini CLI session id", id)
-	}
-	files, err := filepath.Glob(filepath.Join(dir, "tmp", "*", "chats", "session-*-"+id[:8]+".jsonl"))
-	if err != nil {
-		return "", err
-	}
-	best, size := "", int64(-1)
-	for _, f := range files {
-		fi, err := os.Stat(f)
-		if err != nil || fi.Size() <= size || geminiSessionOf(f) != id {
-			continue
-		}
-		best, size = f, fi.Size()
-	}
-	if best == "" {
-		return "", fmt.Errorf("gemini chat: no chat of session %s in %s", id, dir)
-	}
-	return best, nil
-}
-
-// geminiSessionOf is the session id a chat file's header line names.
-func geminiSessionOf(path string) string {
-	fh, err := os.Open(path)
-	if err != nil {
-		return ""
-	}
-	defer fh.Close()
-	b := make([]byte, 4096) // a header is a few hundred bytes
-	n, _ := fh.Read(b)
-	line, _, _ := strings.Cut(string(b[:n]), "\n")
-	var h struct {
-		SessionID string `json:"sessionId"`
-		Kind      string `json:"kind"`
-	}
-	if json.Unmarshal([]byte(line), &h) != nil || h.Kind == "subagent" {
-		return ""
-	}
-	return h.SessionID
 }

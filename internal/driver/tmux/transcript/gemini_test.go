@@ -203,37 +203,6 @@ func TestFollowSkipsAHugeRecord(t *testing.T) {
 	}
 }
 
-// The session's chat is the largest file whose header names it: not the
-// stub a later resume leaves with the same short id, not a sub-agent's.
-func TestGeminiChat(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	id := "4bd0e461-62fb-40d7-a417-8a4a8878cce4"
-	chats := filepath.Join(dir, "tmp", "work", "chats")
-	os.MkdirAll(chats, 0o700)
-	header := `{"sessionId":"` + id + `","kind":"main"}` + "\n"
-	write := func(name, body string) string {
-		p := filepath.Join(chats, name)
-		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	real := write("session-2026-12-06T20-12-4bd0e461.jsonl", string(geminiGolden(t))) // its header names id
-	write("session-2026-12-06T21-40-4bd0e461.jsonl", header+`{"$set":{"messages":[]}}`+"\n")
-	write("session-2026-12-06T21-41-4bd0e461.jsonl", `{"sessionId":"4bd0e461-0000-0000-0000-000000000000","kind":"main"}`+"\n"+strings.Repeat("{}\n", 5000))
-	write("session-2026-12-06T21-42-4bd0e461.jsonl", `{"sessionId":"`+id+`","kind":"subagent"}`+"\n"+strings.Repeat("{}\n", 5000))
-	got, err := GeminiChat(dir, id)
-	if err != nil || got != real {
-		t.Fatalf("GeminiChat = %q, %v; want %q", got, err, real)
-	}
-	if _, err := GeminiChat(dir, "../../x"); err == nil {
-		t.Error("a path for a session id was accepted")
-	}
-	if _, err := GeminiChat(dir, "00000000-62fb-40d7-a417-8a4a8878cce4"); err == nil {
-		t.Error("a session without a chat was found")
-	}
-}
 
 // The chat parser takes any line without panicking, and reports agent text
 // only with its message's id.
