@@ -20,7 +20,7 @@ import (
 var ErrBadID = errors.New("not a Gemini CLI session id")
 
 // ErrNoChat is a session with no saved chat under the folder searched.
-var ErrNoChat = errors.New("Gemini CLI has no saved chat of the session")
+var ErrNoChat = errors.New("no saved chat of the session (Gemini CLI)")
 
 // File is the chat file of session id under dir (~/.gemini, or
 // $GEMINI_CLI_HOME/.gemini). A session resumed in a later minute than it

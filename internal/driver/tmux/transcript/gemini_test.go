@@ -203,7 +203,6 @@ func TestFollowSkipsAHugeRecord(t *testing.T) {
 	}
 }
 
-
 // The chat parser takes any line without panicking, and reports agent text
 // only with its message's id.
 func FuzzGeminiLine(f *testing.F) {
