@@ -1,17 +1,11 @@
 package cli_test
 
 import (
-	"bytes"
 	"context"
-	"io"
 	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/parleyhq/parley/internal/client"
@@ -27,41 +21,8 @@ func TestRulesAddSentAgainAfterALostAnswerIsMadeOnce(t *testing.T) {
 	t.Parallel()
 	r := scriptd.Start(t, nil)
 	d := r.D()
-	target, _ := url.Parse("http://" + d.Addr())
-	pass := httputil.NewSingleHostReverseProxy(target)
-	var adds atomic.Int32
-	cut := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		if req.Method != http.MethodPost || req.URL.Path != "/api/rules" || adds.Add(1) > 1 {
-			pass.ServeHTTP(w, req)
-			return
-		}
-		// The first add reaches the daemon; its answer does not come back.
-		body, _ := io.ReadAll(req.Body)
-		fwd, _ := http.NewRequest(req.Method, target.String()+req.URL.Path, bytes.NewReader(body))
-		fwd.Header = req.Header.Clone()
-		resp, err := http.DefaultClient.Do(fwd)
-		if err != nil || resp.StatusCode != http.StatusOK {
-			t.Errorf("the first add at the daemon: %v %v", resp, err)
-		} else {
-			resp.Body.Close()
-		}
-		conn, _, err := w.(http.Hijacker).Hijack()
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		conn.Close()
-	}))
-	defer cut.Close()
-
-	// The CLI finds the daemon, through the cutting proxy, by the data
-	// directory its config names (as it finds the local parley).
-	data := t.TempDir()
-	for name, v := range map[string]string{"addr": strings.TrimPrefix(cut.URL, "http://"), "token": d.Token()} {
-		if err := os.WriteFile(filepath.Join(data, name), []byte(v+"\n"), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	// The first add reaches the daemon; its answer does not come back.
+	data, adds := loseFirstAnswer(t, d, "/api/rules")
 	cfg := filepath.Join(t.TempDir(), "config.toml")
 	if err := os.WriteFile(cfg, []byte(`data = "`+data+`"
 roots = ["`+r.Work+`"]
