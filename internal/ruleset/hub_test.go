@@ -3,7 +3,6 @@ package ruleset
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -13,7 +12,7 @@ import (
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/cluster"
 	"github.com/parleyhq/parley/internal/rules"
-	"github.com/parleyhq/parley/internal/testkit"
+	"github.com/parleyhq/parley/internal/testkit/hubrig"
 )
 
 // hubRemote is the hub's Remote as parley serve wires it (internal/remote's
@@ -32,47 +31,27 @@ func (h hubRemote) Ask(ctx context.Context, machine string, req []byte) ([]byte,
 // once and records once, and which answers b's cards. Real NATS with TLS
 // between a real hub and node, real SQLite on both.
 func TestARuleAddAtTheHubWhoseAnswerIsLostIsMadeOnce(t *testing.T) {
-	root := t.TempDir()
-	hubData, nodeData, work := filepath.Join(root, "hub"), filepath.Join(root, "b"), t.TempDir()
-	h, err := cluster.StartHub(t.Context(), cluster.HubOptions{DataDir: hubData, Listen: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	tok, err := cluster.IssueToken(hubData, h.Addr(), "b", time.Now().Add(time.Minute))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cluster.Join(t.Context(), nodeData, tok, "b", "test"); err != nil {
-		t.Fatal(err)
-	}
+	work := t.TempDir()
+	rig := hubrig.Start(t)
+	h, hubData, nodeData := rig.Hub, rig.Data, rig.Join(t, "b")
 
 	// Node b: its rules over its own store; the first request's answer is
 	// held (kept on b, not yet heard) until released.
 	bTrail := &trail{}
 	node, closeNode := openAt(t, nodeData, Options{Node: "b", Audit: bTrail, Roots: func(string) []string { return []string{work} }})
 	defer closeNode()
-	l, err := cluster.Dial(cluster.LinkOptions{DataDir: nodeData, Hub: h.Addr(), Node: "b", Heartbeat: 2 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
 	applied, release := make(chan struct{}), make(chan struct{})
 	var asked atomic.Int32
-	if err := l.ServeRules(func(ctx context.Context, req []byte) []byte {
-		out := node.Serve(ctx, req)
-		if asked.Add(1) == 1 {
-			close(applied)
-			<-release
-		}
-		return out
-	}); err != nil {
-		t.Fatal(err)
-	}
-	testkit.Eventually(t, 60*time.Second, func() bool {
-		nodes, err := h.Nodes(t.Context())
-		return err == nil && len(nodes) == 1 && nodes[0].Online
-	}, "machine b online at the hub")
+	rig.Link(t, "b", nodeData, func(l *cluster.Link) error {
+		return l.ServeRules(func(ctx context.Context, req []byte) []byte {
+			out := node.Serve(ctx, req)
+			if asked.Add(1) == 1 {
+				close(applied)
+				<-release
+			}
+			return out
+		})
+	})
 
 	hub, closeHub := openAt(t, hubData, Options{Node: "hub", Remote: hubRemote{h}})
 	defer closeHub()
@@ -90,7 +69,7 @@ func TestARuleAddAtTheHubWhoseAnswerIsLostIsMadeOnce(t *testing.T) {
 		t.Fatal("the add never reached b")
 	}
 	cut() // the caller's connection drops before b's answer comes
-	err = <-firstTry
+	err := <-firstTry
 	close(release)
 	if !errors.Is(err, chat.ErrUnanswered) || !strings.Contains(err.Error(), "may have been made") || !strings.Contains(err.Error(), "sent again safely") {
 		t.Fatalf("the add whose answer was lost: %v, want ErrUnanswered saying it may have been made and can be sent again", err)

@@ -13,6 +13,7 @@ import (
 	"github.com/parleyhq/parley/internal/cluster"
 	"github.com/parleyhq/parley/internal/store/sqlite"
 	"github.com/parleyhq/parley/internal/testkit"
+	"github.com/parleyhq/parley/internal/testkit/hubrig"
 )
 
 // hubRemote is the hub's Remote as parley serve wires it (internal/remote's
@@ -60,20 +61,9 @@ func openStore(t *testing.T, dir string) *sqlite.Store {
 // real hub and node, real SQLite on both, the real clock (an --at a few
 // seconds ahead).
 func TestAnAddAtTheHubWhoseAnswerIsLostIsMadeOnce(t *testing.T) {
-	root := t.TempDir()
-	hubData, nodeData, work := filepath.Join(root, "hub"), filepath.Join(root, "b"), t.TempDir()
-	h, err := cluster.StartHub(t.Context(), cluster.HubOptions{DataDir: hubData, Listen: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	tok, err := cluster.IssueToken(hubData, h.Addr(), "b", time.Now().Add(time.Minute))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cluster.Join(t.Context(), nodeData, tok, "b", "test"); err != nil {
-		t.Fatal(err)
-	}
+	work := t.TempDir()
+	rig := hubrig.Start(t)
+	h, hubData, nodeData := rig.Hub, rig.Data, rig.Join(t, "b")
 
 	// Node b: its runner over its own store; the first request's answer is
 	// held (kept on b, not yet heard) until released.
@@ -84,27 +74,18 @@ func TestAnAddAtTheHubWhoseAnswerIsLostIsMadeOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer node.Close()
-	l, err := cluster.Dial(cluster.LinkOptions{DataDir: nodeData, Hub: h.Addr(), Node: "b", Heartbeat: 2 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
 	applied, release := make(chan struct{}), make(chan struct{})
 	var asked atomic.Int32
-	if err := l.ServeSchedules(func(ctx context.Context, req []byte) []byte {
-		out := node.Serve(ctx, req)
-		if asked.Add(1) == 1 {
-			close(applied)
-			<-release
-		}
-		return out
-	}); err != nil {
-		t.Fatal(err)
-	}
-	testkit.Eventually(t, 60*time.Second, func() bool {
-		nodes, err := h.Nodes(t.Context())
-		return err == nil && len(nodes) == 1 && nodes[0].Online
-	}, "machine b online at the hub")
+	rig.Link(t, "b", nodeData, func(l *cluster.Link) error {
+		return l.ServeSchedules(func(ctx context.Context, req []byte) []byte {
+			out := node.Serve(ctx, req)
+			if asked.Add(1) == 1 {
+				close(applied)
+				<-release
+			}
+			return out
+		})
+	})
 
 	hub, err := Start(context.Background(), Options{Store: openStore(t, hubData), Send: rec, Machine: "hub", Remote: hubRemote{h}})
 	if err != nil {
