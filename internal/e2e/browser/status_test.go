@@ -158,6 +158,22 @@ func TestStatusTellsTheTruth(t *testing.T) {
 			t.Errorf("GET /api/processes after the unload: %s, want none", live.Processes)
 		}
 	})
+	t.Run("the first totals do not move the thread's buttons", func(t *testing.T) {
+		// A turn held open by a question card has no totals yet; when it ends
+		// they come into the header, and Archive (a click away) stays put.
+		run(t, ctx, "open the new-thread form", click(chromedp.CSS(`.side button.primary`)))
+		startThread(t, ctx, PromptAsk+" before any totals")
+		until(t, ctx, "the question card is open", `!!document.querySelector(".card.question[data-state=open]")`)
+		if eval[bool](t, ctx, `/turn/.test((document.querySelector("[data-usage]")||{textContent:""}).textContent)`) {
+			t.Fatal("the thread has totals before its first turn ended")
+		}
+		before := eval[string](t, ctx, `JSON.stringify(document.querySelector("[data-action=archive]").getBoundingClientRect())`)
+		run(t, ctx, "click Blue", click(chromedp.CSS(`.card.question[data-state=open] button.opt[title=cool]`)))
+		until(t, ctx, "the thread's first totals", `/^1 turn · /.test((document.querySelector("[data-usage]")||{textContent:""}).textContent)`)
+		if after := eval[string](t, ctx, `JSON.stringify(document.querySelector("[data-action=archive]").getBoundingClientRect())`); after != before {
+			t.Errorf("Archive moved when the totals came: from %s to %s", before, after)
+		}
+	})
 	t.Run("offline", func(t *testing.T) {
 		r.stop()
 		for _, c := range []context.Context{ctx, phone} {

@@ -3,7 +3,14 @@
 
 import { useEffect, useState } from "preact/hooks";
 import type { Store } from "../store";
-import { n, usd } from "./usage";
+import { n, threadUsage, usd, type UsageTotals } from "./usage";
+
+// ThreadTotals is the header's line of a thread's totals. The line is there
+// before the first turn's totals come (blank), so their coming never moves the
+// thread's buttons under a person's finger or pointer.
+export function ThreadTotals({ totals }: { totals?: UsageTotals | null }) {
+  return <div class="hint usage" data-usage="">{(totals && threadUsage(totals)) || "\u00a0"}</div>;
+}
 
 type Sum = { key: string; title?: string; node?: string; turns: number; input_tokens: number; output_tokens: number; cost_usd: number };
 type Answer = { total: Sum; by_day: Sum[]; by_agent: Sum[]; by_machine: Sum[]; by_thread: Sum[]; undated?: string };

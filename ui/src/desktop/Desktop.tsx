@@ -9,7 +9,7 @@ import { AttachButton, Attachments } from "../chat/attach";
 import { VoiceButton } from "../chat/voice";
 import { NewThread } from "../chat/newthread";
 import { Banner, OfflineNote } from "../chat/banner";
-import { threadUsage } from "../chat/usage";
+import { ThreadTotals } from "../chat/usageview";
 import { Away } from "../chat/away";
 import { KeptChat, KeptList } from "../chat/kept";
 import { Plugins } from "../chat/plugins";
@@ -106,7 +106,7 @@ function ChatPane({ store }: { store: Store }) {
         <div>
           <h1 data-thread-title="">{t ? threadLabel(t) : "New chat"}</h1>
           {t && <div class="hint" data-thread-where="">{machineOf(t)}{t.agent} · {t.cwd}</div>}
-          {c.totals && threadUsage(c.totals) && <div class="hint usage" data-usage="">{threadUsage(c.totals)}</div>}
+          {t && <ThreadTotals totals={c.totals} />}
           {t && <ThreadActions store={store} thread={t} />}
         </div>
         <div class="row">

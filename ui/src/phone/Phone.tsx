@@ -16,7 +16,7 @@ import { AttachButton, Attachments } from "../chat/attach";
 import { VoiceButton } from "../chat/voice";
 import { NewThread } from "../chat/newthread";
 import { Banner, OfflineNote } from "../chat/banner";
-import { threadUsage } from "../chat/usage";
+import { ThreadTotals } from "../chat/usageview";
 import { Away } from "../chat/away";
 import { KeptChat, KeptList } from "../chat/kept";
 import { ArchivedToggle, FromCopy, Gone, MoveThread, SearchBox, SearchHits, ThreadActions, useFocus } from "../chat/threads";
@@ -116,7 +116,7 @@ function PhoneChat({ store }: { store: Store }) {
         <div class="p-title">
           <h1 data-thread-title="">{c.thread ? threadLabel(c.thread) : "Chat"}</h1>
           {c.thread && <div class="hint" data-thread-where="">{machineOf(c.thread)}{c.thread.agent} · {c.thread.cwd}</div>}
-          {c.totals && threadUsage(c.totals) && <div class="hint usage" data-usage="">{threadUsage(c.totals)}</div>}
+          {c.thread && <ThreadTotals totals={c.totals} />}
         </div>
         {c.turnActive && (
           <button type="button" class="stop" onClick={() => store.stop()} disabled={c.stopping}>{c.stopping ? "Stopping…" : "Stop"}</button>
