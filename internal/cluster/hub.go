@@ -1,8 +1,6 @@
 package cluster
 
 import (
-	"github.com/parleyhq/parley/internal/audit"
-
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/parleyhq/parley/internal/audit"
 	"github.com/parleyhq/parley/internal/chat"
 )
 
@@ -116,13 +116,18 @@ type Hub struct {
 	// copy is the hub's copy of the nodes' recent events (hub_copy.go).
 	copy *hubCopy
 
-	// Lock order (docs/locks.md): members, then mu; wmu is a leaf. Only members is held
-	// across a wait (a forwarder's end): mu is taken by every sender
-	// (Nodes, away), which must never wait for a node's hand-over.
+	// Lock order (docs/locks.md): members, then copy.mu, then book, then mu;
+	// wmu is a leaf. members and book are held across waits (a forwarder's
+	// end; JetStream's answers): mu is taken by every sender (Nodes, away),
+	// which must never wait for a node's hand-over or for JetStream.
 	//
 	// members serializes the changes of membership (join, revoke, close)
 	// from first check to last effect, waits for forwarders included.
 	members sync.Mutex
+	// book serializes the bookings of the hub's disk: from the budget's check
+	// (bookable) to the stream made with that bound (a node's inputs at its
+	// join or the hub's start, a node's copy at its first event).
+	book sync.Mutex
 	// mu guards reg, refused, every change of the server's users (reload),
 	// fwd and closed.
 	mu  sync.Mutex
@@ -342,12 +347,18 @@ func (h *Hub) connect(ctx context.Context) error {
 	}); err != nil {
 		return fmt.Errorf("cluster: bucket %s: %w", usedBucket, err)
 	}
+	// Nothing changes the membership yet: the join and revoke handlers are
+	// subscribed below.
 	h.mu.Lock()
-	for _, m := range h.reg.Nodes {
+	nodes := slices.Clone(h.reg.Nodes)
+	h.mu.Unlock()
+	for _, m := range nodes {
 		if err := h.ensureInputs(ctx, m.Name, true); err != nil {
-			h.mu.Unlock()
 			return err
 		}
+	}
+	h.mu.Lock()
+	for _, m := range nodes {
 		h.startForwarder(m.Name)
 	}
 	h.mu.Unlock()
@@ -383,8 +394,11 @@ func (h *Hub) connect(ctx context.Context) error {
 // hands the node its inputs one at a time, in order (hub_inputs.go). At the hub's
 // start the consumer is made afresh: an input a previous run was handing
 // over when it died is still unacked, and the new consumer starts at it at
-// once instead of after the old delivery's ack wait.
+// once instead of after the old delivery's ack wait. It takes h.book; h.mu
+// must not be held (senders would wait for JetStream).
 func (h *Hub) ensureInputs(ctx context.Context, node string, fresh bool) error {
+	h.book.Lock()
+	defer h.book.Unlock()
 	bound, err := h.inputBound(ctx, node)
 	if err != nil {
 		return fmt.Errorf("cluster: stream for node %s: %w", node, err)

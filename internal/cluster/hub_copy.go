@@ -55,7 +55,7 @@ const copyRetry = time.Minute
 // hubCopy writes and reads the copy. Writes (the relay's goroutine), a
 // thread's removal and a node's revocation take mu, held across their
 // JetStream calls; reads take nothing (they read the streams). Lock order
-// (docs/locks.md): Hub.members, then mu, then the hub's mu.
+// (docs/locks.md): Hub.members, then mu, then Hub.book, then Hub.mu.
 type hubCopy struct {
 	h *Hub
 
@@ -120,7 +120,9 @@ func (c *hubCopy) put(node string, ev chat.Event) {
 
 // stream is node's copy, made at its first event in this run (with this
 // run's bounds); nil when it cannot be: the node is not joined (revoked
-// meanwhile), or no room at the hub. c.mu is held.
+// meanwhile), or no room at the hub. c.mu is held: a revocation after the
+// check below drops the copy only once it is made (hubCopy.drop waits for
+// c.mu).
 func (c *hubCopy) stream(ctx context.Context, node string) jetstream.Stream {
 	if s, ok := c.streams[node]; ok {
 		return s
@@ -130,10 +132,13 @@ func (c *hubCopy) stream(ctx context.Context, node string) jetstream.Stream {
 	}
 	h := c.h
 	h.mu.Lock()
-	defer h.mu.Unlock()
-	if _, ok := h.reg.find(node); !ok {
+	_, joined := h.reg.find(node)
+	h.mu.Unlock()
+	if !joined {
 		return nil
 	}
+	h.book.Lock()
+	defer h.book.Unlock()
 	bound, err := h.copyBound(ctx, node)
 	var s jetstream.Stream
 	if err == nil {
@@ -294,7 +299,7 @@ func (c *hubCopy) tail(ctx context.Context, id chat.ThreadID, n int) ([]chat.Eve
 
 // copyBound is the bound node's copy is made or updated with: copy_bytes
 // when the budget has room for it; a copy whose bound would grow past the
-// budget keeps its bound, and a new one past it is not made. h.mu is held.
+// budget keeps its bound, and a new one past it is not made. h.book is held.
 func (h *Hub) copyBound(ctx context.Context, node string) (int64, error) {
 	bound, had, booked, err := h.bookable(ctx, CopyStream(node), h.opt.CopyBytes)
 	switch {

@@ -78,15 +78,13 @@ func (h *Hub) handleJoin(ctx context.Context, data []byte) (any, error) {
 		h.log.Warn("cluster: join refused", "node", req.Node, "err", err)
 		return nil, err
 	}
+	// members keeps the membership as checked here until the join is made;
+	// mu is taken only to read and change it, never across JetStream's
+	// answers (every sender takes it).
 	h.members.Lock()
 	defer h.members.Unlock()
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if _, ok := h.reg.find(req.Node); ok {
-		return nil, fmt.Errorf("a node named %q has already joined; on the hub, `parley nodes revoke %s` first", req.Node, req.Node)
-	}
-	if m, ok := h.reg.withKey(req.Key); ok {
-		return nil, fmt.Errorf("this key already belongs to node %q", m.Name)
+	if err := h.joinable(req.Node, req.Key); err != nil {
+		return nil, err
 	}
 	// Used exactly once: the create fails for a second use, however close.
 	if _, err := h.used.Create(ctx, c.ID, []byte(req.Node)); err != nil {
@@ -99,13 +97,31 @@ func (h *Hub) handleJoin(ctx context.Context, data []byte) (any, error) {
 	if err := h.ensureInputs(ctx, req.Node, false); err != nil {
 		return nil, err
 	}
-	next := h.reg.with(member{Name: req.Node, Key: req.Key, Joined: time.Now().UTC()})
-	if err := h.apply(next); err != nil {
+	h.mu.Lock()
+	err = h.apply(h.reg.with(member{Name: req.Node, Key: req.Key, Joined: time.Now().UTC()}))
+	if err == nil {
+		h.startForwarder(req.Node)
+	}
+	h.mu.Unlock()
+	if err != nil {
 		return nil, err
 	}
-	h.startForwarder(req.Node)
 	h.log.Info("cluster: node joined", "node", req.Node, "version", req.Version)
 	h.record(ctx, audit.KindMachineJoin, req.Node, audit.ActorMachine+req.Node, "machine "+req.Node+" joined",
 		map[string]string{"machine": req.Node, "version": req.Version})
 	return map[string]string{"node": req.Node}, nil
+}
+
+// joinable says why node (with public key key) cannot join as things are,
+// or nil.
+func (h *Hub) joinable(node, key string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, ok := h.reg.find(node); ok {
+		return fmt.Errorf("a node named %q has already joined; on the hub, `parley nodes revoke %s` first", node, node)
+	}
+	if m, ok := h.reg.withKey(key); ok {
+		return fmt.Errorf("this key already belongs to node %q", m.Name)
+	}
+	return nil
 }

@@ -114,7 +114,7 @@ func (h *Hub) StoreUse() (booked, budget int64) { return h.booked(), h.budget }
 // inputBound is the bound node's input stream is made or updated with:
 // input_bytes when the budget has room for it. A new node past the budget
 // is refused; a joined one whose bound would grow past it keeps its bound.
-// h.mu must be held (joins, and the hub's start).
+// h.book must be held (joins, and the hub's start).
 func (h *Hub) inputBound(ctx context.Context, node string) (int64, error) {
 	bound, had, booked, err := h.bookable(ctx, InputStream(node), h.opt.InputBytes)
 	switch {
@@ -132,7 +132,7 @@ func (h *Hub) inputBound(ctx context.Context, node string) (int64, error) {
 // bookable is the bound stream name may be made or updated with: want when
 // the budget has room for it (or it books no more than the stream has), else
 // the stream's present bound, had (0: no stream, none can be made). booked
-// is what the hub has booked now. h.mu must be held: bookings are checked
+// is what the hub has booked now. h.book must be held: bookings are checked
 // and made one at a time.
 func (h *Hub) bookable(ctx context.Context, name string, want int64) (bound, had, booked int64, err error) {
 	s, err := h.js.Stream(ctx, name)
