@@ -123,11 +123,3 @@ func (e startingErr) Error() string {
 	return fmt.Sprintf("the new thread on machine %s is still being started by the message before; send this one once it has", string(e))
 }
 func (e startingErr) Unwrap() error { return chat.ErrBusy }
-
-// threadAny reads a thread wherever it lives.
-func (r *Router) threadAny(ctx context.Context, id chat.ThreadID) (chat.Thread, error) {
-	if rm := r.opt.Remote; rm != nil && rm.Owns(id) {
-		return rm.Thread(ctx, id)
-	}
-	return r.store.Thread(ctx, id)
-}

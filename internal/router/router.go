@@ -285,20 +285,19 @@ func (r *Router) call(ctx context.Context, f func() error) error {
 func (r *Router) Subscribe(ctx context.Context, route chat.RouteKey, buffer int) (*fanout.Sub, *chat.Thread, error) {
 	var sub *fanout.Sub
 	var th *chat.Thread
+	var remote chat.ThreadID
 	err := r.call(ctx, func() error {
 		id := r.routes[route]
 		sub = r.fanout.Subscribe(route, id, buffer)
 		if id == "" {
 			return nil
 		}
-		t, err := r.threadAny(ctx, id)
+		if rm := r.opt.Remote; rm != nil && rm.Owns(id) {
+			remote = id // read below: its machine may take seconds to answer
+			return nil
+		}
+		t, err := r.store.Thread(ctx, id)
 		if err != nil {
-			if rm := r.opt.Remote; rm != nil && rm.Owns(id) {
-				// Its machine does not answer: the route shows no thread
-				// (rather than no connection) until it picks one.
-				r.log.Info("router: a route's thread is on a machine that does not answer", "route", route.String(), "thread", id, "err", err)
-				return nil
-			}
 			r.fanout.Unsubscribe(sub)
 			return err
 		}
@@ -307,6 +306,19 @@ func (r *Router) Subscribe(ctx context.Context, route chat.RouteKey, buffer int)
 	})
 	if err != nil {
 		return nil, nil, err
+	}
+	if remote != "" {
+		// Off the router goroutine, which every other route's send waits
+		// for. A route moved meanwhile reaches sub as a switch, as any move
+		// after Subscribe does.
+		t, err := r.opt.Remote.Thread(ctx, remote)
+		if err != nil {
+			// Its machine does not answer: the route shows no thread
+			// (rather than no connection) until it picks one.
+			r.log.Info("router: a route's thread is on a machine that does not answer", "route", route.String(), "thread", remote, "err", err)
+			return sub, nil, nil
+		}
+		th = &t
 	}
 	return sub, th, nil
 }
@@ -610,9 +622,19 @@ func (r *Router) OpenThread(ctx context.Context, from chat.RouteKey, id chat.Thr
 	if err := validID("thread_id", string(id)); err != nil {
 		return err
 	}
-	return r.call(ctx, func() error {
-		if _, err := r.threadAny(ctx, id); err != nil {
+	rm := r.opt.Remote
+	remote := rm != nil && rm.Owns(id)
+	if remote {
+		// Asked off the router goroutine: its machine may take seconds.
+		if _, err := rm.Thread(ctx, id); err != nil {
 			return fmt.Errorf("thread %s: %w", id, err)
+		}
+	}
+	return r.call(ctx, func() error {
+		if !remote {
+			if _, err := r.store.Thread(ctx, id); err != nil {
+				return fmt.Errorf("thread %s: %w", id, err)
+			}
 		}
 		if err := r.dropAsk(ctx, from); err != nil {
 			return err

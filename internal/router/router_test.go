@@ -1305,3 +1305,66 @@ func TestANewThreadOnAnotherMachineStartsWithTheNextMessage(t *testing.T) {
 		}
 	})
 }
+
+// slowRemote is a machine b online but slow to answer: once gate is set,
+// reading one of its threads waits until gate is closed.
+type slowRemote struct {
+	recordingRemote
+	gate chan struct{}
+}
+
+func (w *slowRemote) Thread(ctx context.Context, id chat.ThreadID) (chat.Thread, error) {
+	w.mu.Lock()
+	gate := w.gate
+	w.mu.Unlock()
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return chat.Thread{}, ctx.Err()
+		}
+	}
+	return chat.Thread{ID: id, Node: "b"}, nil
+}
+
+// A connection opening a route that shows a thread on a slow machine waits
+// for that machine alone: every other route's messages go on meanwhile (the
+// router goroutine never waits for another machine).
+func TestASlowMachineHoldsOnlyTheConnectionThatReadsIt(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		w := &slowRemote{}
+		g := newRig(t, "", func(o *Options) { o.Remote = w })
+		defer g.close()
+		ctx := context.Background()
+		onB := chat.RouteKey{Channel: "web", Chat: "on-b"}
+		if err := g.r.OpenThread(ctx, onB, "t1@b"); err != nil {
+			t.Fatal(err)
+		}
+		w.mu.Lock()
+		w.gate = make(chan struct{})
+		w.mu.Unlock()
+		type subscribed struct {
+			th  *chat.Thread
+			err error
+		}
+		done := make(chan subscribed, 1)
+		go func() {
+			_, th, err := g.r.Subscribe(ctx, onB, 16)
+			done <- subscribed{th, err}
+		}()
+		synctest.Wait()
+		select {
+		case s := <-done:
+			t.Fatalf("Subscribe returned before machine b answered: %+v", s)
+		default:
+		}
+		// With the router goroutine waiting for machine b, this would never return.
+		g.sendOK("m1", "say here")
+		close(w.gate)
+		s := <-done
+		if s.err != nil || s.th == nil || s.th.ID != "t1@b" {
+			t.Fatalf("Subscribe once machine b answered: %+v", s)
+		}
+	})
+}
