@@ -15,10 +15,11 @@
 //     adapter): Close gives it a grace after stdin closes, then the group gets
 //     SIGTERM so a Node agent still busy can save its session files (a later
 //     session/load needs them). After the wait delay exec kills the group's
-//     leader with SIGKILL; a child that ignores SIGTERM is not killed by parley
-//     (noted in docs/reliability.md). An agent that ended by itself in the
-//     grace has its group sent SIGTERM too, by the ACP driver's shutdown:
-//     exec's Cancel reaches the group only while Wait waits.
+//     leader with SIGKILL.
+//
+// exec's Cancel reaches the group only while Wait waits: what an agent that
+// ended (by itself, or killed from outside) leaves in its group is ended by
+// EndGroup, SIGTERM then SIGKILL, before the drivers report the exit.
 package procgroup
 
 import (

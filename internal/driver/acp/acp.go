@@ -211,12 +211,22 @@ func (s *Session) shutdown() {
 		<-s.exited
 	}
 	s.kill()
-	// An agent that ended by itself within the grace left its group to run:
-	// the context's kill reaches the group only while Wait waits. Its shells
-	// and MCP servers get the same SIGTERM. (The group's id cannot be taken
-	// by another while a member lives; with none left this finds nothing.)
-	if s.pgid > 0 { // never 0: kill(0) is parley's own group
-		_ = syscall.Kill(-s.pgid, syscall.SIGTERM)
+	s.endGroup()
+}
+
+// endGroup ends what is left of the agent's process group once the agent is
+// gone: the context's kill reaches the group only while Wait waits, so an
+// agent that ended by itself (or was killed) leaves its children running
+// (Claude's ACP adapter its CLI; shells, MCP servers), maybe still writing
+// the session's files. They get SIGTERM, then SIGKILL after killDelay, and
+// this waits until none runs: an exit reported, or Close returned, means no
+// process of the agent's is left. (The group's id cannot be taken by another
+// while a member lives; with none left this finds nothing.)
+func (s *Session) endGroup() {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*killDelay)
+	defer cancel()
+	if err := procgroup.EndGroup(ctx, s.pgid, killDelay); err != nil {
+		s.logger.Warn("acp: end what is left of the agent's processes", "pgid", s.pgid, "err", err)
 	}
 }
 

@@ -349,6 +349,7 @@ func (s *Session) watch() {
 		t = nil
 	}
 	s.mu.Unlock()
+	s.endGroup() // before the exit is reported: a new agent may resume the session then
 
 	why := "exited"
 	if s.waitErr != nil {

@@ -182,6 +182,14 @@ func (d *Driver) Start(ctx context.Context, spec driver.Spec, sink driver.Sink) 
 		err := cmd.Wait()
 		close(p.gone)
 		kill()
+		// What Claude Code left running in its group (its shells, MCP
+		// servers: kill reaches the group only while Wait waits) ends
+		// before the exit is reported, as with the ACP driver.
+		ectx, ecancel := context.WithTimeout(context.Background(), 2*waitDelay)
+		if err := procgroup.EndGroup(ectx, cmd.Process.Pid, waitDelay); err != nil {
+			log.Warn("stream: end what is left of claude's processes", "err", err)
+		}
+		ecancel()
 		removeTools()
 		if err != nil {
 			log.Info("claude exited", "err", err)
