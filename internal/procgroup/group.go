@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"strconv"
 	"syscall"
@@ -21,36 +20,10 @@ func EndGroup(ctx context.Context, pgid int, grace time.Duration) error {
 	if pgid <= 1 { // kill(0) is parley's own group, kill(-1) every process
 		return nil
 	}
-	signal := func(sig syscall.Signal) error {
-		if err := syscall.Kill(-pgid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
-			return fmt.Errorf("procgroup: signal group %d: %w", pgid, err)
-		}
-		return nil
-	}
 	if !groupRuns(pgid) {
 		return nil
 	}
-	if err := signal(syscall.SIGTERM); err != nil {
-		return err
-	}
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	killAt := time.Now().Add(grace)
-	killed := false
-	for groupRuns(pgid) {
-		if !killed && time.Now().After(killAt) {
-			if err := signal(syscall.SIGKILL); err != nil {
-				return err
-			}
-			killed = true
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-tick.C:
-		}
-	}
-	return nil
+	return terminate(ctx, -pgid, grace, func() bool { return groupRuns(pgid) })
 }
 
 // groupRuns reports whether a process of group pgid runs (not a zombie).

@@ -48,9 +48,16 @@ func End(ctx context.Context, pid int, grace time.Duration) error {
 	if pg, err := syscall.Getpgid(pid); err == nil && pg == pid {
 		target = -pid // the group, whose id is its leader's pid
 	}
+	return terminate(ctx, target, grace, func() bool { return !gone(pid) })
+}
+
+// terminate sends target (kill(2)'s pid: negative for a group) SIGTERM,
+// then SIGKILL once grace has passed, until runs says it no longer runs or
+// ctx ends.
+func terminate(ctx context.Context, target int, grace time.Duration, runs func() bool) error {
 	signal := func(sig syscall.Signal) error {
 		if err := syscall.Kill(target, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
-			return fmt.Errorf("procgroup: signal %d: %w", pid, err)
+			return fmt.Errorf("procgroup: signal %d: %w", target, err)
 		}
 		return nil
 	}
@@ -61,7 +68,7 @@ func End(ctx context.Context, pid int, grace time.Duration) error {
 	defer tick.Stop()
 	killAt := time.Now().Add(grace)
 	killed := false
-	for !gone(pid) {
+	for runs() {
 		if !killed && time.Now().After(killAt) {
 			if err := signal(syscall.SIGKILL); err != nil {
 				return err
