@@ -6,6 +6,7 @@ package cluster
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/parleyhq/parley/internal/chat"
@@ -25,12 +26,20 @@ type Workspace interface {
 	Terminal(ctx context.Context, thread chat.ThreadID) (driver.Terminal, error)
 }
 
+// ShipAnswers keeps the node's answers to ship requests by their key,
+// across its restarts (the node's store).
+type ShipAnswers interface {
+	ShipAnswer(ctx context.Context, key string) ([]byte, error) // chat.ErrNotFound: none kept
+	KeepShipAnswer(ctx context.Context, key string, answer []byte) error
+}
+
 // ServeWork answers the hub's ship, files and terminal requests with ws,
 // each kind on its own subject so a slow push does not hold a pane's view.
-// Ship requests are taken one at a time and remembered by their id: one
-// the hub sends again (a person retrying after a timeout) is answered with
+// Ship requests are taken one at a time and their answers kept by their
+// id (in memory, and in kept): one the hub sends again (a person retrying
+// after a timeout, this node restarted meanwhile or not) is answered with
 // the first one's answer, never applied twice.
-func (l *Link) ServeWork(ws Workspace) error {
+func (l *Link) ServeWork(ws Workspace, kept ShipAnswers) error {
 	shipped := newIDSet(256)
 	// servePart answers one request at a time (a subscription's messages
 	// come in order on one goroutine): a second asking of one id waits
@@ -45,6 +54,13 @@ func (l *Link) ServeWork(ws Workspace) error {
 		if b, ok := shipped.get(key); ok {
 			return b
 		}
+		if b, err := kept.ShipAnswer(ctx, key); err == nil {
+			shipped.add(key, b)
+			return b
+		} else if !errors.Is(err, chat.ErrNotFound) {
+			// Not applied: whether it was before cannot be told.
+			return answerOf(nil, fmt.Errorf("read this machine's answers to earlier requests: %w", err))
+		}
 		var b []byte
 		switch req.Op {
 		case opCommit:
@@ -57,6 +73,9 @@ func (l *Link) ServeWork(ws Workspace) error {
 			b = answerOf(nil, fmt.Errorf("%w: no such ship request %q", chat.ErrBadInput, req.Op))
 		}
 		shipped.add(key, b)
+		if err := kept.KeepShipAnswer(ctx, key, b); err != nil {
+			l.log.Warn("cluster: keep a ship request's answer (sent again after a restart, it would be applied again)", "op", req.Op, "thread", req.Thread, "err", err)
+		}
 		return b
 	})
 	if err != nil {

@@ -381,7 +381,7 @@ func (d *Daemon) dialClusterHub(reg prometheus.Registerer) error {
 	}
 	// It commits, pushes, opens pull requests, shows files and the terminal
 	// for the hub as it does for its own dashboard.
-	return d.link.ServeWork(web.Workspace{Threads: d.store, Router: d.router, Roots: d.cfg.Roots})
+	return d.link.ServeWork(web.Workspace{Threads: d.store, Router: d.router, Roots: d.cfg.Roots}, d.store)
 }
 
 func (d *Daemon) stopCluster() {

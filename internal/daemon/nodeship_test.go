@@ -56,7 +56,8 @@ func nodeThread(t *testing.T, hub *testEnv, dir string) chat.ThreadID {
 // At a cluster's hub, a node's thread is committed, pushed and given its
 // pull request on its own machine, in its own working tree, with the
 // node's words when git refuses (a hook, a rejected push, no remote); a
-// commit asked again with the same request_id is answered, not made twice;
+// commit asked again with the same request_id, also after the node
+// restarted, is answered, not made twice;
 // with its machine away the answer says so and nothing half happens.
 func TestNodeThreadShipsAtTheHub(t *testing.T) {
 	gitEnv(t) // t.Setenv: not parallel
@@ -83,6 +84,18 @@ func TestNodeThreadShipsAtTheHub(t *testing.T) {
 	}
 	if n := gitIn(t, repo, "rev-list", "--count", "HEAD"); n != "2" {
 		t.Fatalf("b's branch has %s commits after one commit asked twice, want 2", n)
+	}
+	// b restarts (its memory of the request with it): asked again, still
+	// the first answer, and b.txt still not committed.
+	b.stop()
+	b.start()
+	waitMachine(t, hub, "b", true)
+	var c3 gitwork.Committed
+	if code := hub.api("POST", at("commit"), map[string]any{"message": "Add two", "request_id": "r1"}, &c3); code != 200 || c3 != c1 {
+		t.Fatalf("the same commit asked again after b restarted: %d %+v, want the first answer %+v", code, c3, c1)
+	}
+	if n := gitIn(t, repo, "rev-list", "--count", "HEAD"); n != "2" {
+		t.Fatalf("b's branch has %s commits after one commit asked again across b's restart, want 2", n)
 	}
 
 	// The person's hook refuses: the node's words, nothing committed.
