@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/parleyhq/parley/internal/chat"
@@ -81,19 +80,7 @@ type geminiMsg struct {
 	Timestamp time.Time       `json:"timestamp"`
 	Type      string          `json:"type"` // user, gemini, info, error…
 	Content   json.RawMessage `json:"content"`
-	ToolCalls []geminiTool    `json:"toolCalls"`
-}
-
-// geminiTool is a tool call as the chat records it once it ended.
-type geminiTool struct {
-	ID            string          `json:"id"`
-	Name          string          `json:"name"`
-	Args          json.RawMessage `json:"args"`
-	Result        json.RawMessage `json:"result"` // the function response parts
-	Status        string          `json:"status"` // success, error, cancelled
-	DisplayName   string          `json:"displayName"`
-	Description   string          `json:"description"`
-	ResultDisplay json.RawMessage `json:"resultDisplay"`
+	ToolCalls []geminichat.Tool `json:"toolCalls"`
 }
 
 // readGeminiChat reads a chat file as Gemini CLI rebuilds it: a header with
@@ -171,65 +158,13 @@ func (m geminiMsg) turns() []driver.Turn {
 			if tc.ID == "" {
 				continue
 			}
-			call, res := tc.event()
+			call, res := tc.Event()
+			if !tc.Ended() { // the chat's last word on it: the session ended before it did
+				call.Status, res.Status = "failed", "failed"
+			}
 			out = append(out, driver.Turn{ID: m.ID, Role: driver.TurnTool, At: m.Timestamp, Tool: &call, Result: &res})
 		}
 	}
 	return out
 }
 
-// event is the recorded call as parley's tool events.
-func (t geminiTool) event() (chat.ToolCall, chat.ToolCallUpdate) {
-	status := "failed"
-	if t.Status == "success" {
-		status = "completed"
-	}
-	title := strings.TrimSpace(t.Description)
-	if title == "" {
-		title = t.DisplayName
-	}
-	if title == "" {
-		title = t.Name
-	}
-	kind := "other"
-	switch t.Name {
-	case "run_shell_command":
-		kind = "execute"
-	case "read_file", "read_many_files", "list_directory":
-		kind = "read"
-	case "write_file", "replace":
-		kind = "edit"
-	case "glob", "search_file_content", "grep":
-		kind = "search"
-	case "web_fetch", "google_web_search":
-		kind = "fetch"
-	}
-	call := chat.ToolCall{ToolCallID: t.ID, Title: title, Kind: kind, Status: status, Input: t.Args}
-	return call, chat.ToolCallUpdate{ToolCallID: t.ID, Status: status, Output: t.output()}
-}
-
-// output is what the tool gave: what Gemini CLI showed of it, else the
-// function response's output.
-func (t geminiTool) output() string {
-	var s string
-	if json.Unmarshal(t.ResultDisplay, &s) == nil && s != "" {
-		return s
-	}
-	var parts []struct {
-		FunctionResponse struct {
-			Response map[string]any `json:"response"`
-		} `json:"functionResponse"`
-	}
-	if json.Unmarshal(t.Result, &parts) == nil {
-		var out []string
-		for _, p := range parts {
-			for _, k := range []string{"output", "error"} {
-				if v, ok := p.FunctionResponse.Response[k].(string); ok && v != "" {
-					out = append(out, v)
-				}
-			}
-		}
-		return strings.Join(out, "\n")
-	}
-	return ""
-}

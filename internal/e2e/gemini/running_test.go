@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/internal/chat"
+	"github.com/parleyhq/parley/internal/client"
 	"github.com/parleyhq/parley/internal/driver"
 	"github.com/parleyhq/parley/internal/sessions"
 	"github.com/parleyhq/parley/internal/testkit"
@@ -103,6 +104,15 @@ func TestAdoptGeminiTUIInATmuxPane(t *testing.T) {
 	if n := asked(r.api, "make the file"); n != 1 {
 		t.Fatalf("the model was asked %d times for the message, want once", n)
 	}
+	// The command, read from Gemini's chat once it ran, is in the thread
+	// with its end.
+	k := s.WaitFor(at, wait, func(e client.Event) bool {
+		return e.Type == chat.TypeToolCall && chatsock.FieldOf(e, "title") == "touch made-by-gemini" && chatsock.FieldOf(e, "kind") == "execute"
+	}, "the command in the thread")
+	callID := chatsock.FieldOf(s.Get(k), "tool_call_id")
+	s.WaitFor(k, wait, func(e client.Event) bool {
+		return e.Type == chat.TypeToolCallUpdate && chatsock.FieldOf(e, "tool_call_id") == callID && chatsock.FieldOf(e, "status") == "completed"
+	}, "the command's end in the thread")
 
 	// A second confirmation, answered by the person in the pane: its card
 	// closes, saying so, and the turn ends.

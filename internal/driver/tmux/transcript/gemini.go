@@ -22,9 +22,9 @@ import (
 // FollowGemini follows a Gemini CLI chat file as FollowPrompts does a
 // Claude Code transcript: each new prompt is a chat.UserMessage (the caller
 // tells its own sends from a person's), each answer's words (and thoughts)
-// agent text, each message reported once by its id, however often Gemini
-// writes it again. Tool calls are not reported: an adopted Gemini pane's are
-// read from its screen (its confirmations are cards).
+// agent text, each tool call a tool call (its end an update once the chat
+// has it), each reported once by its id, however often Gemini writes its
+// message again. A pane's confirmations are read from its screen (cards).
 func FollowGemini(path string, skip int64, emit func(chat.Payload), logger *slog.Logger) (*Follower, error) {
 	p := NewGeminiParser()
 	p.prompts = true
@@ -48,6 +48,7 @@ type geminiMessage struct {
 		Subject     string `json:"subject"`
 		Description string `json:"description"`
 	} `json:"thoughts"`
+	ToolCalls []geminichat.Tool `json:"toolCalls"`
 }
 
 // geminiLine parses one chat line.
@@ -105,6 +106,18 @@ func (p *Parser) geminiMessage(m *geminiMessage) []chat.Payload {
 		if text != "" && strings.HasPrefix(text, said) && len(text) > len(said) {
 			p.said[m.ID] = text
 			out = append(out, chat.AgentChunk{Text: text[len(said):], MessageID: m.ID})
+		}
+		for _, tc := range m.ToolCalls {
+			if tc.ID == "" {
+				continue
+			}
+			call, end := tc.Event()
+			if p.once(m.ID, "tool", tc.ID) {
+				out = append(out, call)
+			}
+			if tc.Ended() && p.once(m.ID, "tool end", tc.ID) {
+				out = append(out, end)
+			}
 		}
 	}
 	if !p.since.IsZero() && m.Timestamp.Before(p.since) {

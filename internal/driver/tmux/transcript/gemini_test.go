@@ -29,11 +29,16 @@ func geminiGolden(t testing.TB) []byte {
 
 const geminiAnswer = "Gemini, scripted, in several pieces."
 
-// texts are the agent words of ps, in order; anything else fails the test.
+// texts are the agent words of ps, in order; anything else but tool
+// events (tools) fails the test.
 func texts(t *testing.T, ps []chat.Payload) []string {
 	t.Helper()
 	var out []string
 	for _, p := range ps {
+		switch p.(type) {
+		case chat.ToolCall, chat.ToolCallUpdate:
+			continue
+		}
 		c, ok := p.(chat.AgentChunk)
 		if !ok {
 			t.Fatalf("an update that is not agent text: %#v", p)
@@ -44,6 +49,28 @@ func texts(t *testing.T, ps []chat.Payload) []string {
 		out = append(out, c.Text)
 	}
 	return out
+}
+
+// tools are the tool events of ps, in order, in words.
+func tools(ps []chat.Payload) []string {
+	var out []string
+	for _, p := range ps {
+		switch v := p.(type) {
+		case chat.ToolCall:
+			out = append(out, "call "+v.ToolCallID+" "+v.Kind+" "+v.Status+": "+v.Title)
+		case chat.ToolCallUpdate:
+			out = append(out, "end "+v.ToolCallID+" "+v.Status+": "+strings.TrimSpace(v.Output))
+		}
+	}
+	return out
+}
+
+// The golden chat's two shell commands, as the parser reports them.
+var geminiTools = []string{
+	"call run_shell_command__run_shell_command_1796587970993_0 execute completed: touch made-by-gemini",
+	"end run_shell_command__run_shell_command_1796587970993_0 completed: <untrusted_context>\nOutput: (empty)\nProcess Group PGID: 18875\n</untrusted_context>",
+	"call run_shell_command__run_shell_command_1796587973894_0 execute completed: touch made-again",
+	"end run_shell_command__run_shell_command_1796587973894_0 completed: <untrusted_context>\nOutput: (empty)\nProcess Group PGID: 19010\n</untrusted_context>",
 }
 
 // Every answer of the chat is agent text once, in order, though Gemini
@@ -63,6 +90,33 @@ func TestGeminiParserGolden(t *testing.T) {
 	want := []string{geminiAnswer, geminiAnswer, "The command ran.", "The command ran."}
 	if got := texts(t, ps); !slices.Equal(got, want) {
 		t.Fatalf("agent text %q, want %q", got, want)
+	}
+	// Each command once, with its end, though its message is written again.
+	if got := tools(ps); !slices.Equal(got, geminiTools) {
+		t.Fatalf("tool events:\n%q\nwant:\n%q", got, geminiTools)
+	}
+}
+
+// A call recorded before it ends is reported then, running; its end once
+// the message is written again with its result.
+func TestGeminiParserToolCallThenItsEnd(t *testing.T) {
+	t.Parallel()
+	p := NewGeminiParser()
+	var ps []chat.Payload
+	for _, l := range []string{
+		`{"id":"g1","timestamp":"2026-12-06T10:54:37.000Z","type":"gemini","content":"","toolCalls":[{"id":"call-1","name":"read_file","args":{"file_path":"notes.md"},"status":"executing"}]}`,
+		`{"id":"g1","timestamp":"2026-12-06T10:54:37.000Z","type":"gemini","content":"","toolCalls":[{"id":"call-1","name":"read_file","args":{"file_path":"notes.md"},"status":"error","result":[{"functionResponse":{"response":{"error":"no such file"}}}]}]}`,
+		`{"id":"g1","timestamp":"2026-12-06T10:54:37.000Z","type":"gemini","content":"","toolCalls":[{"id":"call-1","name":"read_file","args":{"file_path":"notes.md"},"status":"error","result":[{"functionResponse":{"response":{"error":"no such file"}}}]}]}`,
+	} {
+		got, err := p.Line([]byte(l))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps = append(ps, got...)
+	}
+	want := []string{"call call-1 read in_progress: notes.md", "end call-1 failed: no such file"}
+	if got := tools(ps); !slices.Equal(got, want) {
+		t.Fatalf("tool events %q, want %q", got, want)
 	}
 }
 
@@ -160,7 +214,7 @@ func TestFollowGeminiFromItsEnd(t *testing.T) {
 	}
 	fh.Write(rest[i+20:])
 	f.Sync()
-	testkit.Eventually(t, 5*time.Second, func() bool { return c.len() == 6 }, "the three prompts and answers after the first")
+	testkit.Eventually(t, 5*time.Second, func() bool { return c.len() == 10 }, "the three prompts and answers after the first, and the two commands with their ends")
 	c.mu.Lock()
 	var prompts []string
 	answers := slices.DeleteFunc(slices.Clone(c.ps), func(p chat.Payload) bool {
@@ -176,6 +230,9 @@ func TestFollowGeminiFromItsEnd(t *testing.T) {
 	}
 	if got, want := texts(t, answers), []string{geminiAnswer, "The command ran.", "The command ran."}; !slices.Equal(got, want) {
 		t.Fatalf("agent text %q, want %q", got, want)
+	}
+	if got := tools(answers); !slices.Equal(got, geminiTools) {
+		t.Fatalf("tool events:\n%q\nwant:\n%q", got, geminiTools)
 	}
 }
 
@@ -228,6 +285,14 @@ func FuzzGeminiLine(f *testing.F) {
 				case chat.UserMessage:
 					if v.MessageID == "" || v.Text == "" {
 						t.Fatalf("prompt %#v", v)
+					}
+				case chat.ToolCall:
+					if v.ToolCallID == "" {
+						t.Fatalf("a tool call without its id %#v", v)
+					}
+				case chat.ToolCallUpdate:
+					if v.ToolCallID == "" {
+						t.Fatalf("a tool call's end without its id %#v", v)
 					}
 				case chat.ThoughtChunk:
 				default:
