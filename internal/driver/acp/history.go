@@ -76,10 +76,10 @@ func geminiHistory(dir, id string) ([]driver.Turn, error) {
 
 // geminiMsg is one message of a saved chat (Gemini CLI 0.61.0).
 type geminiMsg struct {
-	ID        string          `json:"id"`
-	Timestamp time.Time       `json:"timestamp"`
-	Type      string          `json:"type"` // user, gemini, info, error…
-	Content   json.RawMessage `json:"content"`
+	ID        string            `json:"id"`
+	Timestamp time.Time         `json:"timestamp"`
+	Type      string            `json:"type"` // user, gemini, info, error…
+	Content   json.RawMessage   `json:"content"`
 	ToolCalls []geminichat.Tool `json:"toolCalls"`
 }
 
@@ -167,4 +167,3 @@ func (m geminiMsg) turns() []driver.Turn {
 	}
 	return out
 }
-
