@@ -51,14 +51,20 @@ func (l *lane) reattach(ctx context.Context, a store.Attachment) error {
 // showGap shows what the session's transcript holds after the place the
 // thread stopped reading it: the prompts typed and the answers given in the
 // terminal while parley was stopped. (Read here, not by the driver, for an
-// adopted pane's follower shows no prompts: live, they are parley's own.)
+// adopted Claude Code pane's follower shows no prompts: live, they are
+// parley's own. An adopted Gemini CLI pane's follower shows them, telling
+// parley's sends apart: the tmux driver follows its chat from t.at and shows
+// the gap itself.)
 func (l *lane) showGap(t *terminal) {
 	if t.at <= 0 {
 		return
 	}
-	_, ag, err := l.r.Driver(l.th.Agent)
+	drv, ag, err := l.r.Driver(l.th.Agent)
 	if err != nil {
 		return // goneSince says so
+	}
+	if _, claude := drv.(driver.TerminalTaker); !claude {
+		return
 	}
 	spec := agentSpec(ag)
 	spec.Cwd, spec.ResumeID = l.th.Cwd, l.th.SessionID

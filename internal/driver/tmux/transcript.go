@@ -34,6 +34,8 @@ func (s *session) follow(path string, skip int64, since time.Time) {
 	var f *transcript.Follower
 	var err error
 	switch {
+	case s.dialect == pane.GeminiCLI && path == s.placesOf:
+		f, err = transcript.FollowGeminiPlaces(path, skip, s.transcriptEvent, s.log)
 	case s.dialect == pane.GeminiCLI:
 		f, err = transcript.FollowGemini(path, skip, s.transcriptEvent, s.log)
 	case path == s.placesOf:

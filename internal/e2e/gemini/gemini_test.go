@@ -46,7 +46,10 @@ func scenario() geminiapi.Scenario {
 }
 
 type rig struct {
+	t    *testing.T
 	d    *daemon.Daemon
+	cfg  config.Config
+	opt  daemon.Options
 	api  *geminiapi.Server
 	home string
 	work string
@@ -75,19 +78,38 @@ func newRig(t *testing.T) *rig {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
+	r := &rig{t: t, cfg: cfg, api: api, home: home, work: work, env: envList,
+		// Its sessions listed from the agent's HOME; the log shown when a test fails.
+		opt: daemon.Options{AgentHome: home, Logger: testkit.FailureLog(t)}}
+	r.start()
+	t.Cleanup(r.stop)
+	return r
+}
+
+// start starts the daemon (again, after stop) on its data directory.
+func (r *rig) start() {
+	r.t.Helper()
+	opt := r.opt
 	// The tmux driver adopts a Gemini TUI a person runs in a tmux pane.
-	drivers := map[string]driver.Driver{config.TransportACP: acp.New(nil), config.TransportTmux: tmux.New(nil, filepath.Join(cfg.DataDir, "tmux"))}
-	d, err := daemon.Start(context.Background(), cfg, daemon.Options{Drivers: drivers,
-		AgentHome: home, Logger: testkit.FailureLog(t)}) // its sessions listed from the agent's HOME; the log shown when a test fails
+	opt.Drivers = map[string]driver.Driver{config.TransportACP: acp.New(nil), config.TransportTmux: tmux.New(nil, filepath.Join(r.cfg.DataDir, "tmux"))}
+	d, err := daemon.Start(context.Background(), r.cfg, opt)
 	if err != nil {
-		t.Fatal(err)
+		r.t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		d.Shutdown(ctx)
-	})
-	return &rig{d: d, api: api, home: home, work: work, env: envList}
+	r.d = d
+}
+
+// stop shuts the daemon down (nothing when it is stopped).
+func (r *rig) stop() {
+	if r.d == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := r.d.Shutdown(ctx); err != nil {
+		r.t.Errorf("shutdown: %v", err)
+	}
+	r.d = nil
 }
 
 func (r *rig) dial(t *testing.T, chatID string) *chatsock.Conn {

@@ -31,6 +31,15 @@ func FollowGemini(path string, skip int64, emit func(chat.Payload), logger *slog
 	return followWith(path, skip, p, false, emit, logger)
 }
 
+// FollowGeminiPlaces is FollowGemini that reports ReadTo as FollowPlaces
+// does: for an adopted pane, whose place in its chat a restarted parley
+// goes on from (the prompts typed and answers given meanwhile shown then).
+func FollowGeminiPlaces(path string, skip int64, emit func(chat.Payload), logger *slog.Logger) (*Follower, error) {
+	p := NewGeminiParser()
+	p.prompts = true
+	return followWith(path, skip, p, true, emit, logger)
+}
+
 // NewGeminiParser returns a parser of Gemini CLI chat lines.
 func NewGeminiParser() *Parser {
 	p := NewParser()
