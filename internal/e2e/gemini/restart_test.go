@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/client"
@@ -22,20 +21,11 @@ import (
 // types there and its answer.
 func TestAdoptedGeminiPaneShowsTheTurnHadWhileParleyWasStopped(t *testing.T) {
 	r := newRig(t)
-	tm := tmuxterm.Start(t, append(r.env, "TERM=xterm-256color"), "env", "-C", r.work, testkit.GeminiBin(t))
-	tm.Within = wait
-	tm.WaitScreen("Gemini's input box", tmuxterm.Has("Type your message"))
-	prompt(tm, "hello")
-	tm.WaitScreen("the answer", tmuxterm.Has("Gemini, scripted"))
-	var id string
-	testkit.Eventually(t, 30*time.Second, func() bool {
-		l := r.sessionsNow(t)
-		if len(l) != 1 || !l[0].Running {
-			return false
-		}
-		id = l[0].ID
-		return true
-	}, "the TUI's session listed as running")
+	tm, found := r.tuiInPane(t)
+	id := found.ID
+	if !found.Running {
+		t.Fatalf("the TUI's session is not listed as running: %+v", found)
+	}
 
 	s := r.dial(t, "phone")
 	s.Send(map[string]any{"type": "resume_session", "agent": "gemini", "session_id": id, "cwd": r.work})

@@ -34,21 +34,7 @@ import (
 // continues as any.
 func TestAdoptGeminiTUIInATmuxPane(t *testing.T) {
 	r := newRig(t)
-	tm := tmuxterm.Start(t, append(r.env, "TERM=xterm-256color"), "env", "-C", r.work, testkit.GeminiBin(t))
-	tm.Within = wait
-	tm.WaitScreen("Gemini's input box", tmuxterm.Has("Type your message"))
-	prompt(tm, "hello")
-	tm.WaitScreen("the answer", tmuxterm.Has("Gemini, scripted"))
-
-	var found sessions.Session
-	testkit.Eventually(t, 30*time.Second, func() bool {
-		l := r.sessionsNow(t)
-		if len(l) != 1 || l[0].Turns != 1 {
-			return false
-		}
-		found = l[0]
-		return true
-	}, "the TUI's session listed with its turn")
+	tm, found := r.tuiInPane(t)
 	server := filepath.Base(strings.TrimSpace(tm.Tmux("display-message", "-p", "#{socket_path}")))
 	if want := "tmux:" + server + ":t:0.0"; !found.Running || found.Where != want || found.PID <= 0 {
 		t.Fatalf("listed %+v, want running in %s", found, want)
@@ -216,6 +202,28 @@ func asked(api *geminiapi.Server, text string) int {
 func prompt(tm *tmuxterm.Term, text string) {
 	tm.T.Helper()
 	tm.TypeAndEnter(text, "> "+text)
+}
+
+// tuiInPane starts the Gemini CLI TUI in a tmux pane, as a person does, and
+// has its first turn there ("hello"); it returns the pane and the session
+// as parley lists it then.
+func (r *rig) tuiInPane(t *testing.T) (*tmuxterm.Term, sessions.Session) {
+	t.Helper()
+	tm := tmuxterm.Start(t, append(r.env, "TERM=xterm-256color"), "env", "-C", r.work, testkit.GeminiBin(t))
+	tm.Within = wait
+	tm.WaitScreen("Gemini's input box", tmuxterm.Has("Type your message"))
+	prompt(tm, "hello")
+	tm.WaitScreen("the answer", tmuxterm.Has("Gemini, scripted"))
+	var found sessions.Session
+	testkit.Eventually(t, 30*time.Second, func() bool {
+		l := r.sessionsNow(t)
+		if len(l) != 1 || l[0].Turns != 1 {
+			return false
+		}
+		found = l[0]
+		return true
+	}, "the TUI's session listed with its turn")
+	return tm, found
 }
 
 // sessionsNow is what GET /api/sessions lists of Gemini's sessions.
