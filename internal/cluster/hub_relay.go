@@ -31,6 +31,11 @@ func (h *Hub) Relay(publish func(chat.Event)) (stop func(), err error) {
 	}
 	return func() {
 		_ = sub.Unsubscribe()
+		// A handle already running may still start a node's goroutine:
+		// stopped, under mu, makes it not (Add never races Wait).
+		r.mu.Lock()
+		r.stopped = true
+		r.mu.Unlock()
 		cancel()
 		r.wg.Wait()
 	}, h.nc.Flush()
@@ -46,9 +51,11 @@ type relay struct {
 	publish func(chat.Event)
 	ctx     context.Context // ended by stop
 	wg      sync.WaitGroup
-	// nodes is each node's relay, touched only by the subscription's
-	// goroutine (NATS calls handle in order).
-	nodes map[string]*nodeRelay
+	// mu guards nodes and stopped (a leaf). NATS calls handle in order on
+	// the subscription's goroutine; stop comes from another.
+	mu      sync.Mutex
+	nodes   map[string]*nodeRelay // each node's relay
+	stopped bool
 }
 
 // nodeRelay relays one node's events, in the order they came, on its own
@@ -70,6 +77,11 @@ type nodeRelay struct {
 // handle hands m to its node's relay, started at the node's first event.
 func (r *relay) handle(m *nats.Msg) {
 	node := strings.Split(m.Subject, ".")[2]
+	r.mu.Lock()
+	if r.stopped {
+		r.mu.Unlock()
+		return
+	}
 	n := r.nodes[node]
 	if n == nil {
 		n = &nodeRelay{r: r, node: node, wake: make(chan struct{}, 1), last: map[chat.ThreadID]int64{}}
@@ -77,6 +89,7 @@ func (r *relay) handle(m *nats.Msg) {
 		r.wg.Add(1)
 		go n.run()
 	}
+	r.mu.Unlock()
 	n.mu.Lock()
 	full := len(n.q) >= relayQueue
 	say := full && !n.dropping
