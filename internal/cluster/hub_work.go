@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/parleyhq/parley/internal/chat"
@@ -59,7 +60,25 @@ type terminalRequest struct {
 	Type   string        `json:"type,omitempty"`
 }
 
+// maxShipID bounds a ship request's id (request_id): the node keeps each
+// answer by it for a week.
+const maxShipID = 128
+
+// checkShipID refuses a request_id too long or with control characters.
+func checkShipID(id string) error {
+	if len(id) > maxShipID {
+		return fmt.Errorf("%w: request_id is longer than %d bytes", chat.ErrBadInput, maxShipID)
+	}
+	if strings.ContainsFunc(id, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return fmt.Errorf("%w: request_id has a control character", chat.ErrBadInput)
+	}
+	return nil
+}
+
 func (h *Hub) ship(ctx context.Context, node string, req shipRequest, res any) error {
+	if err := checkShipID(req.ID); err != nil {
+		return err
+	}
 	if req.ID == "" {
 		req.ID = chat.NewID("ship")
 	}

@@ -49,6 +49,9 @@ func (l *Link) ServeWork(ws Workspace, kept ShipAnswers) error {
 		if err := json.Unmarshal(data, &req); err != nil || req.ID == "" {
 			return answerOf(nil, fmt.Errorf("%w: a ship request must be JSON with an id", chat.ErrBadInput))
 		}
+		if err := checkShipID(req.ID); err != nil {
+			return answerOf(nil, err)
+		}
 		// The same id for another thread or action is another request.
 		key := req.Op + "\x00" + string(req.Thread) + "\x00" + req.ID
 		if b, ok := shipped.get(key); ok {

@@ -98,6 +98,15 @@ func TestNodeThreadShipsAtTheHub(t *testing.T) {
 		t.Fatalf("b's branch has %s commits after one commit asked again across b's restart, want 2", n)
 	}
 
+	// A request_id past 128 bytes is refused before anything is asked.
+	if code := hub.api("POST", at("commit"), map[string]any{"message": "Add b", "request_id": strings.Repeat("r", 129)}, &bad); code != 400 ||
+		!strings.Contains(bad.Error.Message, "request_id is longer than 128 bytes") {
+		t.Fatalf("a commit with a long request_id: %d %+v", code, bad)
+	}
+	if st := gitIn(t, repo, "status", "--porcelain"); st != "?? b.txt" {
+		t.Fatalf("after the refused request b's status is %q", st)
+	}
+
 	// The person's hook refuses: the node's words, nothing committed.
 	hook := filepath.Join(repo, ".git", "hooks", "pre-commit")
 	writeFile(t, hook, "#!/bin/sh\necho 'lint: b.txt is not allowed' >&2\nexit 1\n")
