@@ -498,3 +498,36 @@ type countStringer struct {
 }
 
 func (c countStringer) String() string { return fmt.Sprintf("%d of %d", *c.n, c.want) }
+
+// A rejection with words to an agent that takes none with it (an ACP
+// agent's, Gemini CLI's TUI's): the agent gets the rejection, and the words
+// go as the person's next message, queued at once and delivered to the
+// agent once the turn ended; nothing said is lost, and no error.
+func TestARejectionsWordsTheAgentCannotTakeGoAsTheNextMessage(t *testing.T) {
+	t.Parallel()
+	e := startDaemon(t, nil)
+	a := e.ready("words")
+	a.Send(chatsock.Msg("m1", "permission-plain Bash\nsay after the card"))
+	i := a.WaitFor(0, 5*time.Second, chatsock.Type(chat.TypePermissionRequest), "the card")
+	rid := chatsock.FieldOf(a.Snapshot()[i], "request_id").(string)
+	a.Send(map[string]any{"type": "permission_response", "request_id": rid, "option_id": "reject", "message": "use go vet instead"})
+	a.WaitFor(i, 5*time.Second, chatsock.Field(chat.TypeAgentChunk, "text", "permission: reject"), "the rejection reached the agent, without the words")
+	end := a.WaitFor(i, 5*time.Second, chatsock.PromptDone("m1", chat.StopEndTurn), "the card's turn over")
+	j := a.WaitFor(i, 5*time.Second, chatsock.Field(chat.TypeUserMessage, "text", "use go vet instead"), "the words as the person's message")
+	k := a.WaitFor(j, 5*time.Second, chatsock.Field(chat.TypeAgentChunk, "text", "echo: use go vet instead"), "the words reached the agent")
+	if k < end {
+		t.Fatalf("the words reached the agent (at %d) before the card's turn ended (at %d)", k, end)
+	}
+	var resolved chat.PermissionResolved
+	for _, ev := range a.Snapshot() {
+		switch ev.Type {
+		case chat.TypeError:
+			t.Fatalf("an error: %s", ev.Raw)
+		case chat.TypePermissionResolved:
+			_ = ev.Decode(&resolved)
+		}
+	}
+	if resolved.OptionID != "reject" || resolved.Cancelled || resolved.Message != "use go vet instead" {
+		t.Fatalf("the card's resolution %+v, want rejected with the words", resolved)
+	}
+}

@@ -183,7 +183,7 @@ type Image struct {
 // PermissionAnswer is the option chosen on a permission card.
 type PermissionAnswer struct {
 	OptionID  string
-	Message   string // the person's reason, for a reject
+	Message   string // the person's reason, for a reject (ErrNoWords: the agent takes none)
 	Cancelled bool   // dismissed without choosing: the driver denies the tool
 }
 
@@ -244,6 +244,10 @@ type NativeSession struct {
 var (
 	ErrNotRunning  = errors.New("the agent is not running")
 	ErrUnknownCard = errors.New("the agent is not waiting for that card")
+	// ErrNoWords: the agent takes no words with this answer (a rejection's
+	// reason): nothing of the answer was given. The router gives the answer
+	// without them and sends the words as the person's next message.
+	ErrNoWords = errors.New("the agent takes no words with this answer")
 	ErrUnsupported = errors.New("the agent does not support that")
 	ErrHistoryLost = errors.New("the agent could not restore the session's history")
 	// ErrUnverified: Prompt ended (stopped, or the agent went away) after the

@@ -191,8 +191,22 @@ func (l *lane) answerPermission(ctl Control, reply func(error)) {
 			return s.AnswerPermission(ctx, r.RequestID, driver.PermissionAnswer{Cancelled: true})
 		}
 	}
+	thread := l.th.ID
 	l.answerCard(c, state, res, func(ctx context.Context, s driver.Session) error {
-		return s.AnswerPermission(ctx, r.RequestID, ans)
+		err := s.AnswerPermission(ctx, r.RequestID, ans)
+		if !errors.Is(err, driver.ErrNoWords) || ans.Message == "" {
+			return err
+		}
+		// The agent takes the rejection without words (ACP's answer is an
+		// option alone; Gemini CLI's "No" takes none): given so, and the
+		// words go as the person's next message, queued behind the turn.
+		plain := ans
+		plain.Message = ""
+		if err := s.AnswerPermission(ctx, r.RequestID, plain); err != nil {
+			return err
+		}
+		l.wordsAsMessage(ctx, thread, ctl.From, r.Message)
+		return nil
 	}, dismiss, func(err error) {
 		if err == nil {
 			l.recordAnswer(ctl, c, optionID, r.Cancelled)
@@ -275,4 +289,18 @@ func (l *lane) setOption(id, value string) error {
 	}
 	l.tellInOrder(func(ctx context.Context, s driver.Session) error { return s.SetConfigOption(ctx, id, value) })
 	return nil
+}
+
+// wordsAsMessage sends the words of a rejection the agent took without them
+// as the person's next message to thread, from the route that answered. Off
+// the lane (it waits for the lane to queue it); a refusal is said in the
+// thread, with the words, so they are not lost unseen.
+func (l *lane) wordsAsMessage(ctx context.Context, thread chat.ThreadID, from chat.RouteKey, words string) {
+	_, _, err := l.r.Send(ctx, SendRequest{From: from, Thread: thread, Message: Message{MessageID: chat.NewID("w"), Text: words}})
+	if err == nil {
+		return
+	}
+	l.result(func() {
+		l.emit(chat.Error{Code: chat.CodeAgent, Message: fmt.Sprintf("the agent took the rejection without your words, and sending them as a message failed (%v); send them again: %q", err, words)})
+	})
 }

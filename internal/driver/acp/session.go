@@ -621,6 +621,11 @@ func (s *Session) AnswerPermission(ctx context.Context, requestID string, a driv
 			return fmt.Errorf("acp: %w: option %q is not one the agent offered", chat.ErrBadInput, a.OptionID)
 		}
 		if strings.HasPrefix(kind, "reject") {
+			if a.Message != "" {
+				// ACP's answer is an option alone: the words would be lost.
+				s.mu.Unlock()
+				return fmt.Errorf("acp: %w", driver.ErrNoWords)
+			}
 			s.m.refuse(c.toolCall)
 		}
 		out.Outcome.Selected = &sdk.RequestPermissionOutcomeSelected{Outcome: "selected", OptionId: sdk.PermissionOptionId(a.OptionID)}

@@ -103,8 +103,8 @@ func (s *session) amendOption(ctx context.Context, c *openCard, m pane.Menu, opt
 	}
 	if s.dialect == pane.GeminiCLI {
 		// Gemini's "No, suggest changes" cancels the turn and takes no words:
-		// they are the person's next message.
-		return fmt.Errorf("tmux: Gemini CLI takes no words with a rejection (reject, then send them as a message): %w", chat.ErrBadInput)
+		// they are the person's next message (the router sends them).
+		return fmt.Errorf("tmux: Gemini CLI: %w", driver.ErrNoWords)
 	}
 	key, times := "Down", n-m.Cursor
 	if times < 0 {

@@ -37,6 +37,8 @@ func scenario() geminiapi.Scenario {
 		{Match: geminiapi.Match{Exact: "typed in the pane"}, Reply: geminiapi.Text("Answered in the pane.", 2, 5*time.Millisecond)},
 		{Match: geminiapi.Match{Exact: "make the file"}, Reply: geminiapi.Shell("touch made-by-gemini", "Make a file")},
 		{Match: geminiapi.Match{Exact: "make another"}, Reply: geminiapi.Shell("touch made-again", "Make another file")},
+		{Match: geminiapi.Match{Exact: "make a third"}, Reply: geminiapi.Shell("touch made-third", "Make a third file")},
+		{Match: geminiapi.Match{Exact: "call it fourth instead"}, Reply: geminiapi.Text("I will call it fourth.", 1, 0)},
 		{Match: geminiapi.Match{FunctionResponse: "run_shell_command"}, Reply: geminiapi.Text("The command ran.", 1, 0)},
 		{Match: geminiapi.Match{Exact: "slowly"}, Reply: geminiapi.Text(strings.Repeat("tick ", 300), 300, 50*time.Millisecond)},
 		// parley's own MCP tool, as Gemini CLI names it to the model.

@@ -98,3 +98,48 @@ func (r *rig) chatText(t *testing.T, id string) string {
 	}
 	return b.String()
 }
+
+// A rejection with words from the socket to an adopted Gemini CLI pane,
+// whose "No" takes none: Gemini gets the rejection (the command does not
+// run), and the words are the person's next message, typed into the pane
+// once the turn is over and answered.
+func TestAdoptedGeminiRejectionWithWordsGoesAsTheNextMessage(t *testing.T) {
+	r := newRig(t)
+	_, found := r.tuiInPane(t)
+	s := r.dial(t, "phone")
+	s.Send(map[string]any{"type": "resume_session", "agent": "gemini", "session_id": found.ID, "cwd": r.work})
+	at := s.WaitFor(0, wait, chatsock.Field(chat.TypeSessionInfo, "state", "resumed"), "the pane adopted")
+	s.Send(chatsock.Msg("m1", "make a third"))
+	i := s.WaitFor(at, wait, chatsock.Type(chat.TypePermissionRequest), "Gemini's shell confirmation as a card")
+	var card chat.PermissionRequest
+	if err := s.Get(i).Decode(&card); err != nil {
+		t.Fatal(err)
+	}
+	reject := ""
+	for _, o := range card.Options {
+		if o.Kind == chat.OptionRejectOnce {
+			reject = o.ID
+		}
+	}
+	if reject == "" {
+		t.Fatalf("the card has no rejection: %s", s.Get(i).Raw)
+	}
+	s.Send(map[string]any{"type": "permission_response", "request_id": card.RequestID, "option_id": reject, "message": "call it fourth instead"})
+	j := s.WaitFor(i, wait, chatsock.Type(chat.TypePermissionResolved), "the card resolved")
+	if got := chatsock.FieldOf(s.Get(j), "option_id"); got != reject {
+		t.Fatalf("the card's close: %s", s.Get(j).Raw)
+	}
+	k := s.WaitFor(j, wait, chatsock.Field(chat.TypeUserMessage, "text", "call it fourth instead"), "the words as the person's message")
+	id := chatsock.FieldOf(s.Get(k), "message_id").(string)
+	s.WaitFor(k, wait, chatsock.Delivery(id, chat.DeliverySubmitted), "the words submitted in the pane")
+	s.WaitFor(k, wait, chatsock.PromptDone(id, chat.StopEndTurn), "their turn's end")
+	testkit.Eventually(t, wait, func() bool { return strings.Contains(chatsock.Chunks(s.Snapshot()[k:]), "I will call it fourth.") }, "Gemini's answer to the words")
+	if _, err := os.Stat(filepath.Join(r.work, "made-third")); err == nil {
+		t.Fatal("the rejected command ran")
+	}
+	for _, e := range s.Snapshot()[i:] {
+		if e.Type == chat.TypeError {
+			t.Fatalf("an error: %s", e.Raw)
+		}
+	}
+}

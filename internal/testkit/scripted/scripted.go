@@ -11,6 +11,8 @@
 //	                           padded with dots to about size bytes when given
 //	permission <tool> [<cmd>]  a permission card; the answer is said back. With cmd,
 //	                           the card carries it as title and input, as Claude Code's Bash does
+//	permission-plain <tool>    the same, but a rejection with words is refused
+//	                           (driver.ErrNoWords), as an ACP agent's is
 //	question <q>|<a>,<b>       a question card with options a, b; the answer
 //	                           "unanswerable" is refused, and the question still waits
 //	crash                      the process "dies" mid-turn
@@ -182,6 +184,7 @@ type Session struct {
 	mu      sync.Mutex
 	cancel  context.CancelFunc // the running turn's
 	answers map[string]chan string
+	plain   map[string]bool // permission-plain cards: no words with a rejection
 	closed  bool
 	mode    string
 }
@@ -298,10 +301,18 @@ func (s *Session) run(ctx context.Context, text string) {
 				}
 				s.sink.Event(chat.AgentChunk{Text: "c" + strconv.Itoa(i) + pad + " "})
 			}
-		case "permission":
+		case "permission", "permission-plain":
 			scripted = true
 			id := chat.NewID("p")
 			ch := s.wait(id)
+			if cmd == "permission-plain" {
+				s.mu.Lock()
+				if s.plain == nil {
+					s.plain = map[string]bool{}
+				}
+				s.plain[id] = true
+				s.mu.Unlock()
+			}
 			tool := chat.PermissionTool{Name: arg, Title: "Run " + arg}
 			if name, command, ok := strings.Cut(arg, " "); ok {
 				in, _ := json.Marshal(map[string]string{"command": command})
@@ -401,6 +412,12 @@ func (s *Session) Cancel(context.Context) error {
 }
 
 func (s *Session) AnswerPermission(_ context.Context, id string, a driver.PermissionAnswer) error {
+	s.mu.Lock()
+	plain := s.plain[id]
+	s.mu.Unlock()
+	if plain && a.OptionID == "reject" && a.Message != "" {
+		return fmt.Errorf("scripted: %w", driver.ErrNoWords)
+	}
 	v := a.OptionID
 	if a.Cancelled {
 		v = "cancelled"
