@@ -247,7 +247,7 @@ var (
 	// ErrNoWords: the agent takes no words with this answer (a rejection's
 	// reason): nothing of the answer was given. The router gives the answer
 	// without them and sends the words as the person's next message.
-	ErrNoWords = errors.New("the agent takes no words with this answer")
+	ErrNoWords     = errors.New("the agent takes no words with this answer")
 	ErrUnsupported = errors.New("the agent does not support that")
 	ErrHistoryLost = errors.New("the agent could not restore the session's history")
 	// ErrUnverified: Prompt ended (stopped, or the agent went away) after the
