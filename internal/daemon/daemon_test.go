@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/parleyhq/parley/internal/audit"
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/client"
 	"github.com/parleyhq/parley/internal/config"
@@ -529,5 +530,20 @@ func TestARejectionsWordsTheAgentCannotTakeGoAsTheNextMessage(t *testing.T) {
 	}
 	if resolved.OptionID != "reject" || resolved.Cancelled || resolved.Message != "use go vet instead" {
 		t.Fatalf("the card's resolution %+v, want rejected with the words", resolved)
+	}
+	// The audit trail names who answered as the words' sender, as it names
+	// the first message's.
+	var trail struct{ Entries []audit.Entry }
+	if st := e.getJSON("/api/audit", &trail); st != 200 {
+		t.Fatalf("GET /api/audit: %d", st)
+	}
+	var senders []string
+	for _, en := range trail.Entries {
+		if en.Kind == audit.KindMessageSent {
+			senders = append(senders, en.Actor)
+		}
+	}
+	if len(senders) != 2 || senders[0] != senders[1] || strings.HasPrefix(senders[0], audit.ActorSurface) {
+		t.Fatalf("the messages' senders in the audit trail: %q, want the same one twice (the token)", senders)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/parleyhq/parley/internal/audit"
 	"github.com/parleyhq/parley/internal/chat"
 	"github.com/parleyhq/parley/internal/driver"
 )
@@ -205,7 +206,8 @@ func (l *lane) answerPermission(ctl Control, reply func(error)) {
 		if err := s.AnswerPermission(ctx, r.RequestID, plain); err != nil {
 			return err
 		}
-		l.wordsAsMessage(ctx, thread, ctl.From, r.Message)
+		// Sent by whoever answered: the audit trail names their device.
+		l.wordsAsMessage(audit.WithActor(ctx, ctl.actor), thread, ctl.From, r.Message)
 		return nil
 	}, dismiss, func(err error) {
 		if err == nil {
