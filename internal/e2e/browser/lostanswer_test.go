@@ -61,11 +61,7 @@ func loseAnswers(t testing.TB, ctx context.Context, pattern string, n int) (lost
 // once, and no error shown (the second answer is the first add's).
 func TestADashboardAddWhoseAnswerIsLostIsMadeOnce(t *testing.T) {
 	r := newRig(t)
-	ctx := browser(t, 1280, 900)
-	run(t, ctx, "sign in", chromedp.Navigate(r.LoginURL()))
-	until(t, ctx, "the Rules section", `!!document.querySelector("details.rules")`)
-	run(t, ctx, "open Rules", click(chromedp.CSS(`details.rules > summary`)))
-	until(t, ctx, "no rules yet", `document.querySelector(".rule-list").innerText.includes("No rules")`)
+	ctx := r.openRules(t)
 
 	lost := loseAnswers(t, ctx, "*/api/rules*", 1)
 	run(t, ctx, "write a rule and add it",

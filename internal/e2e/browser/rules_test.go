@@ -3,6 +3,7 @@
 package browser
 
 import (
+	"context"
 	"fmt"
 	"testing"
 
@@ -34,6 +35,17 @@ func (r *rig) rules(t *testing.T) []listedRule {
 	return out.Rules
 }
 
+// openRules signs a desktop browser in and opens the Rules view, empty.
+func (r *rig) openRules(t *testing.T) context.Context {
+	t.Helper()
+	ctx := browser(t, 1280, 900)
+	run(t, ctx, "sign in", chromedp.Navigate(r.LoginURL()))
+	until(t, ctx, "the Rules section", `!!document.querySelector("details.rules")`)
+	run(t, ctx, "open Rules", click(chromedp.CSS(`details.rules > summary`)))
+	until(t, ctx, "no rules yet", `document.querySelector(".rule-list").innerText.includes("No rules")`)
+	return ctx
+}
+
 // The Rules view adds, edits, tests and removes a rule, on the desktop; a
 // permission card's "Make a rule…" proposes one from the call (Bash and the
 // command's program), saves it while allowing the card once, and the next
@@ -41,11 +53,7 @@ func (r *rig) rules(t *testing.T) []listedRule {
 // is listed, tested and revoked.
 func TestRulesViewAndMakeARule(t *testing.T) {
 	r := newRig(t)
-	ctx := browser(t, 1280, 900)
-	run(t, ctx, "sign in", chromedp.Navigate(r.LoginURL()))
-	until(t, ctx, "the Rules section", `!!document.querySelector("details.rules")`)
-	run(t, ctx, "open Rules", click(chromedp.CSS(`details.rules > summary`)))
-	until(t, ctx, "no rules yet", `document.querySelector(".rule-list").innerText.includes("No rules")`)
+	ctx := r.openRules(t)
 
 	// A refused rule says why; a good one is listed as rule 1.
 	run(t, ctx, "write a command that is not one simple command",
