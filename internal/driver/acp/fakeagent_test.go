@@ -552,7 +552,9 @@ func TestFakeAgentPermission(t *testing.T) {
 }
 
 func TestFakeAgentCancelIgnored(t *testing.T) {
-	t.Parallel() // each test runs its own fake agent process
+	// Not parallel: it shortens the package's cancelGrace, which every
+	// other test's Cancel reads (a data race the race detector caught when
+	// TestGeminiStop ran beside it); parallel tests start only after it.
 	old := cancelGrace
 	cancelGrace = 200 * time.Millisecond
 	t.Cleanup(func() { cancelGrace = old })
